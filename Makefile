@@ -1,0 +1,115 @@
+# tpusim -- build, test and run. See README.md.
+#
+#   make            build ./tpusim and build/libtpusim.a
+#   make deps       install missing Debian packages (apt-get; does nothing when all are there)
+#   make run        deps + build + the main job
+#   make test       deps + build + unit tests (Criterion) + command-line tests
+#   make asan       the same tests, built with AddressSanitizer + UBSan
+#   make valgrind   the command-line tests under valgrind
+#   make bench      benchmarks (figures as rates and ratios)
+
+BUILD       ?= build
+BIN         ?= tpusim
+LLVM_CONFIG ?= llvm-config-19
+PKG_CONFIG  ?= pkg-config
+
+DEB_PKGS = llvm-19-dev libcjson-dev libsdl2-dev libsdl2-ttf-dev fonts-dejavu-core \
+           gnuplot-nox libcriterion-dev pkg-config
+
+WARN    = -Wall -Wextra -Werror
+CFLAGS ?= -O2 -g
+ALL_CFLAGS = -std=c17 $(WARN) $(CFLAGS) $(EXTRA_CFLAGS) -D_POSIX_C_SOURCE=200809L -I. \
+             $(shell $(PKG_CONFIG) --cflags libcjson 2>/dev/null)
+
+# LLVM and SDL headers are visible only to the module that owns them, so the
+# seams in docs/architecture.md hold by construction.
+LLVM_CFLAGS = $(shell $(LLVM_CONFIG) --cflags 2>/dev/null | sed 's/-std=[^ ]*//g')
+SDL_CFLAGS  = $(shell $(PKG_CONFIG) --cflags sdl2 SDL2_ttf 2>/dev/null)
+LIBS = $(shell $(LLVM_CONFIG) --ldflags --libs core 2>/dev/null) \
+       $(shell $(PKG_CONFIG) --libs libcjson sdl2 SDL2_ttf 2>/dev/null) -lm
+CRITERION_LIBS = $(shell $(PKG_CONFIG) --libs criterion 2>/dev/null || echo -lcriterion)
+
+LIB_SRC = $(wildcard sim/*.c hw_models/*.c planner/*.c workloads/*.c viz/*.c)
+LIB_SRC := $(filter-out sim/main.c hw_models/embed.c,$(LIB_SRC))
+HW_JSON = $(sort $(wildcard hw_models/*.json))
+LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/hw_catalog_data.o
+TEST_SRC = $(wildcard tests/test_*.c)
+TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
+
+.PHONY: all deps run test check unit cli asan valgrind bench clean
+
+all: $(BIN)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/sim/lower.o: ALL_CFLAGS += $(LLVM_CFLAGS)
+$(BUILD)/viz/%.o: ALL_CFLAGS += $(SDL_CFLAGS)
+
+$(BUILD)/embed: hw_models/embed.c
+	@mkdir -p $(BUILD)
+	$(CC) -std=c17 $(WARN) -O1 $< -o $@
+
+# The catalog is compiled in, so the binary works from any directory.
+$(BUILD)/hw_catalog_data.c: $(BUILD)/embed $(HW_JSON)
+	$(BUILD)/embed $@ $(HW_JSON)
+
+$(BUILD)/hw_catalog_data.o: $(BUILD)/hw_catalog_data.c
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/libtpusim.a: $(LIB_OBJ)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(BIN): $(BUILD)/sim/main.o $(BUILD)/libtpusim.a
+	$(CC) $(CFLAGS) $(EXTRA_CFLAGS) -o $@ $^ $(LIBS)
+
+$(BUILD)/tests/unit: $(TEST_OBJ) $(BUILD)/libtpusim.a
+	$(CC) $(CFLAGS) $(EXTRA_CFLAGS) -o $@ $^ $(CRITERION_LIBS) $(LIBS)
+
+deps:
+	@missing=""; \
+	for p in $(DEB_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "make deps: installing$$missing"; \
+	  sudo=""; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+	  $$sudo apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+# The main job: until the planner lands (issue 6), the catalog it will search.
+run: deps
+	@$(MAKE) --no-print-directory all
+	./$(BIN) hw list
+	./$(BIN) hw show tpu-v5p
+
+unit: $(BUILD)/tests/unit
+	$(BUILD)/tests/unit --jobs 2
+
+cli: $(BIN)
+	TPUSIM=./$(BIN) bash tests/cli.sh
+
+check: unit cli
+
+test: deps
+	@$(MAKE) --no-print-directory check
+
+asan: deps
+	@$(MAKE) --no-print-directory BUILD=build-asan BIN=build-asan/tpusim CFLAGS="-O1 -g" \
+	  EXTRA_CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+	  check
+
+valgrind: $(BIN)
+	TPUSIM="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite ./$(BIN)" \
+	  bash tests/cli.sh
+
+bench: $(BIN)
+	@echo "make bench: no benchmarks yet; the simulator and planner issues add them"
+
+clean:
+	rm -rf build build-asan $(BIN)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

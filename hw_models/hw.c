@@ -1,0 +1,691 @@
+/*
+** hw.c -- the hardware schema table, the loader and its checks.
+**
+** Loading is one walk over the JSON tree against the table: each member is
+** either a field (read and range-checked), a section (walked), or unknown
+** (an error with a suggestion). Cross-field rules run afterwards, and last
+** the source check: every figure must resolve to a cited source.
+*/
+#include "hw.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sim/jin.h"
+#include "../sim/strutil.h"
+
+static const char *const KIND_CHOICES[] = {"tpu", "gpu", "cpu", NULL};
+static const char *const MU_CHOICES[] = {"mxu", "tensor_core", "amx", "simd", NULL};
+static const char *const ONCHIP_CHOICES[] = {"vmem", "cmem", "l2", "l3", NULL};
+static const char *const HOSTLINK_CHOICES[] = {"pcie3", "pcie4", "pcie5", "pcie6",
+                                               "nvlink-c2c", "none", NULL};
+static const char *const UP_CHOICES[] = {"nvswitch", "nvlink-mesh", "ici-torus",
+                                         "socket-link", NULL};
+static const char *const OUT_CHOICES[] = {"ib-hdr", "ib-ndr", "ib-xdr", "roce", "efa",
+                                          "dcn", "ethernet", NULL};
+static const char *const TOPO_CHOICES[] = {"fat-tree", "rail-optimized", "dcn", NULL};
+
+#define OFF(member) offsetof(hw_model, member)
+#define SZ(member) sizeof(((hw_model *)0)->member)
+
+/* Bounds are physical plausibility, not a guess at the next chip: they exist
+** to catch unit mistakes (GB/s written as B/s, bits for bytes) and typos. */
+#define PIB 1125899906842624.0
+#define MAX_RATE 1e18 /* FLOP/s per chip: ~200x a B200 */
+#define MAX_BW 1e15   /* B/s per chip */
+#define MAX_COUNT 1e6
+
+#define FIG (HWF_FIGURE)
+#define REQ (HWF_REQ | HWF_FIGURE)
+#define REQP (HWF_REQ | HWF_FIGURE | HWF_POS)
+#define TPU (HWF_TPU | HWF_FIGURE | HWF_POS)
+
+#define PEAK(dt, idx)                                                              \
+  {"chip.peak_flops_per_s." dt, HWF_NUM, OFF(chip.peak_flops_per_s[idx]), 0,      \
+   FIG | HWF_POS, NULL, 0, MAX_RATE, "FLOP/s"}
+
+static const hw_field FIELDS[] = {
+    {"schema", HWF_STR, OFF(schema), SZ(schema), HWF_REQ, NULL, 0, 0, ""},
+    {"name", HWF_STR, OFF(name), SZ(name), HWF_REQ, NULL, 0, 0, ""},
+    {"kind", HWF_ENUM, OFF(kind), 0, HWF_REQ, KIND_CHOICES, 0, 0, ""},
+    {"vendor", HWF_STR, OFF(vendor), SZ(vendor), HWF_REQ, NULL, 0, 0, ""},
+    {"description", HWF_STR, OFF(description), SZ(description), HWF_REQ, NULL, 0, 0, ""},
+
+    PEAK("fp64", HW_FP64),
+    PEAK("fp32", HW_FP32),
+    PEAK("tf32", HW_TF32),
+    PEAK("bf16", HW_BF16),
+    PEAK("fp16", HW_FP16),
+    PEAK("fp8", HW_FP8),
+    PEAK("int8", HW_INT8),
+    {"chip.vector_flops_per_s", HWF_NUM, OFF(chip.vector_flops_per_s), 0, REQP, NULL, 0,
+     MAX_RATE, "FLOP/s"},
+    {"chip.clock_hz", HWF_NUM, OFF(chip.clock_hz), 0, REQP, NULL, 0, 1e10, "Hz"},
+    {"chip.matrix_unit.kind", HWF_ENUM, OFF(chip.mu_kind), 0, REQ, MU_CHOICES, 0, 0, ""},
+    {"chip.matrix_unit.cores", HWF_INT, OFF(chip.mu_cores), 0, REQP, NULL, 1, MAX_COUNT, ""},
+    {"chip.matrix_unit.units_per_core", HWF_INT, OFF(chip.mu_units_per_core), 0, REQP, NULL,
+     1, 1024, ""},
+    {"chip.matrix_unit.tile_m", HWF_INT, OFF(chip.tile_m), 0, REQP, NULL, 1, 4096, "elements"},
+    {"chip.matrix_unit.tile_n", HWF_INT, OFF(chip.tile_n), 0, REQP, NULL, 1, 4096, "elements"},
+    {"chip.matrix_unit.tile_k", HWF_INT, OFF(chip.tile_k), 0, REQP, NULL, 1, 4096, "elements"},
+    {"chip.hbm_bytes", HWF_INT, OFF(chip.hbm_bytes), 0, REQP, NULL, 0, PIB, "B"},
+    {"chip.hbm_bw_bytes_per_s", HWF_NUM, OFF(chip.hbm_bw_bytes_per_s), 0, REQP, NULL, 0,
+     MAX_BW, "B/s"},
+    {"chip.onchip.kind", HWF_ENUM, OFF(chip.onchip_kind), 0, REQ, ONCHIP_CHOICES, 0, 0, ""},
+    {"chip.onchip.bytes", HWF_INT, OFF(chip.onchip_bytes), 0, REQP, NULL, 0, PIB, "B"},
+    {"chip.onchip.per_core_bytes", HWF_INT, OFF(chip.onchip_per_core_bytes), 0,
+     FIG | HWF_POS, NULL, 0, PIB, "B"},
+    {"chip.host_link.kind", HWF_ENUM, OFF(chip.host_link_kind), 0, REQ, HOSTLINK_CHOICES, 0,
+     0, ""},
+    {"chip.host_link.bw_bytes_per_s", HWF_NUM, OFF(chip.host_link_bw_bytes_per_s), 0, REQ,
+     NULL, 0, MAX_BW, "B/s"},
+    {"chip.tdp_w", HWF_NUM, OFF(chip.tdp_w), 0, FIG | HWF_POS, NULL, 0, 1e5, "W"},
+
+    {"system.chips_per_node", HWF_INT, OFF(chips_per_node), 0, REQP, NULL, 1, MAX_COUNT, ""},
+    {"system.scale_up.kind", HWF_ENUM, OFF(scale_up.kind), 0, REQ, UP_CHOICES, 0, 0, ""},
+    {"system.scale_up.domain_chips", HWF_INT, OFF(scale_up.domain_chips), 0, REQP, NULL, 1,
+     MAX_COUNT, ""},
+    {"system.scale_up.links_per_chip", HWF_INT, OFF(scale_up.links_per_chip), 0, REQP, NULL,
+     1, 1024, ""},
+    {"system.scale_up.link_bw_bytes_per_s", HWF_NUM, OFF(scale_up.link_bw_bytes_per_s), 0,
+     REQP, NULL, 0, MAX_BW, "B/s"},
+    {"system.scale_up.bw_per_chip_bytes_per_s", HWF_NUM,
+     OFF(scale_up.bw_per_chip_bytes_per_s), 0, REQP, NULL, 0, MAX_BW, "B/s"},
+    {"system.scale_up.latency_s", HWF_NUM, OFF(scale_up.latency_s), 0, REQP, NULL, 0, 1, "s"},
+    {"system.scale_up.in_switch_reduction", HWF_BOOL, OFF(scale_up.in_switch_reduction), 0,
+     FIG, NULL, 0, 0, ""},
+    {"system.scale_up.torus_dims", HWF_INT, OFF(scale_up.torus_dims), 0, TPU, NULL, 1, 3, ""},
+    {"system.scale_up.wrap_axis_multiple", HWF_INT, OFF(scale_up.wrap_axis_multiple), 0, TPU,
+     NULL, 1, 1024, "chips"},
+    {"system.scale_up.max_slice_chips", HWF_INT, OFF(scale_up.max_slice_chips), 0, TPU, NULL,
+     1, MAX_COUNT, ""},
+    {"system.scale_up.max_slice_shape", HWF_INT3, OFF(scale_up.max_slice_shape), 0, TPU, NULL,
+     1, 4096, ""},
+    {"system.scale_up.pod_chips", HWF_INT, OFF(scale_up.pod_chips), 0, TPU, NULL, 1,
+     MAX_COUNT, ""},
+    {"system.scale_up.ocs_block", HWF_INT3, OFF(scale_up.ocs_block), 0, FIG, NULL, 1, 4096,
+     ""},
+    {"system.scale_out.kind", HWF_ENUM, OFF(scale_out.kind), 0, REQ, OUT_CHOICES, 0, 0, ""},
+    {"system.scale_out.bw_per_chip_bytes_per_s", HWF_NUM,
+     OFF(scale_out.bw_per_chip_bytes_per_s), 0, REQP, NULL, 0, MAX_BW, "B/s"},
+    {"system.scale_out.latency_s", HWF_NUM, OFF(scale_out.latency_s), 0, REQP, NULL, 0, 1,
+     "s"},
+    {"system.scale_out.topology", HWF_ENUM, OFF(scale_out.topology), 0, REQ, TOPO_CHOICES, 0,
+     0, ""},
+
+    {"price.on_demand_usd_per_chip_hour", HWF_NUM, OFF(price.on_demand_usd_per_chip_hour), 0,
+     REQP, NULL, 0, 1e4, "USD"},
+    {"price.spot_usd_per_chip_hour", HWF_NUM, OFF(price.spot_usd_per_chip_hour), 0,
+     REQP, NULL, 0, 1e4, "USD"},
+    {"price.read_on", HWF_STR, OFF(price.read_on), SZ(price.read_on), REQ, NULL, 0, 0, ""},
+    {"price.basis", HWF_STR, OFF(price.basis), SZ(price.basis), REQ, NULL, 0, 0, ""},
+};
+
+#define NFIELDS ((int)(sizeof FIELDS / sizeof FIELDS[0]))
+_Static_assert(sizeof FIELDS / sizeof FIELDS[0] <= HW_MAX_FIELDS, "raise HW_MAX_FIELDS");
+
+int hw_field_count(void) { return NFIELDS; }
+const hw_field *hw_field_get(int i) { return (i >= 0 && i < NFIELDS) ? &FIELDS[i] : NULL; }
+
+int hw_field_find(const char *path) {
+  for (int i = 0; i < NFIELDS; i++)
+    if (strcmp(FIELDS[i].path, path) == 0) return i;
+  return -1;
+}
+
+/* A section is a proper prefix of some field path, ending at a '.'. */
+static int is_section(const char *path) {
+  size_t l = strlen(path);
+  for (int i = 0; i < NFIELDS; i++)
+    if (strncmp(FIELDS[i].path, path, l) == 0 && FIELDS[i].path[l] == '.') return 1;
+  return 0;
+}
+
+static const char *const DTYPE_NAMES[HW_DTYPE_COUNT] = {"fp64", "fp32", "tf32", "bf16",
+                                                         "fp16", "fp8",  "int8"};
+
+const char *hw_dtype_name(hw_dtype dt) {
+  return (dt >= 0 && dt < HW_DTYPE_COUNT) ? DTYPE_NAMES[dt] : "?";
+}
+
+int hw_dtype_parse(const char *name) {
+  for (int i = 0; i < HW_DTYPE_COUNT; i++)
+    if (strcmp(DTYPE_NAMES[i], name) == 0) return i;
+  return -1;
+}
+
+const char *hw_kind_name(hw_kind k) { return KIND_CHOICES[k]; }
+
+const char *hw_enum_name(int field_index, int value) {
+  const hw_field *f = hw_field_get(field_index);
+  if (!f || f->type != HWF_ENUM || value < 0) return "?";
+  for (int i = 0; f->choices[i]; i++)
+    if (i == value) return f->choices[i];
+  return "?";
+}
+
+double hw_peak_flops(const hw_model *m, hw_dtype dt) {
+  return (dt >= 0 && dt < HW_DTYPE_COUNT) ? m->chip.peak_flops_per_s[dt] : 0;
+}
+
+double hw_peak_16bit(const hw_model *m) {
+  double bf = m->chip.peak_flops_per_s[HW_BF16];
+  return bf > 0 ? bf : m->chip.peak_flops_per_s[HW_FP16];
+}
+
+void hw_free(hw_model *m) {
+  if (!m) return;
+  hw_kv *lists[] = {m->sources, m->cites, m->notes};
+  int counts[] = {m->n_sources, m->n_cites, m->n_notes};
+  for (int l = 0; l < 3; l++) {
+    for (int i = 0; i < counts[l]; i++) {
+      free(lists[l][i].key);
+      free(lists[l][i].value);
+    }
+    free(lists[l]);
+  }
+  free(m);
+}
+
+/* ---- the walk ---- */
+
+typedef struct {
+  jin *j;
+  hw_model *m;
+} loader;
+
+static void *field_ptr(hw_model *m, const hw_field *f) { return (char *)m + f->offset; }
+
+static void range_text(const hw_field *f, char *buf, size_t n) {
+  const char *unit = *f->unit ? f->unit : "";
+  if (f->flags & HWF_POS)
+    snprintf(buf, n, "a positive %s up to %g%s%s", f->type == HWF_INT ? "integer" : "number",
+             f->max, *unit ? " " : "", unit);
+  else
+    snprintf(buf, n, "%s in [%g, %g]%s%s", f->type == HWF_INT ? "an integer" : "a number",
+             f->min, f->max, *unit ? " " : "", unit);
+}
+
+static int number_ok(const hw_field *f, double v) {
+  if (!isfinite(v)) return 0;
+  if ((f->flags & HWF_POS) && !(v > 0)) return 0;
+  if (v < f->min || v > f->max) return 0;
+  if (f->type != HWF_NUM && v != floor(v)) return 0;
+  return 1;
+}
+
+static void read_field(loader *L, int fi, const cJSON *v) {
+  const hw_field *f = &FIELDS[fi];
+  void *p = field_ptr(L->m, f);
+  char got[96];
+  jin_describe(v, got, sizeof got);
+  switch (f->type) {
+  case HWF_STR:
+    if (!cJSON_IsString(v)) {
+      jin_error(L->j, 0, "expected a string, got %s", got);
+      return;
+    }
+    if (strlen(v->valuestring) >= f->size || !*v->valuestring) {
+      jin_error(L->j, 0, "expected a non-empty string of at most %zu characters", f->size - 1);
+      return;
+    }
+    str_copy(p, f->size, v->valuestring);
+    break;
+  case HWF_ENUM: {
+    int found = -1;
+    if (cJSON_IsString(v))
+      for (int i = 0; f->choices[i]; i++)
+        if (strcmp(f->choices[i], v->valuestring) == 0) found = i;
+    if (found < 0) {
+      char list[256] = "";
+      for (int i = 0; f->choices[i]; i++) {
+        strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
+        strncat(list, f->choices[i], sizeof list - strlen(list) - 1);
+      }
+      jin_error(L->j, 0, "expected one of %s; got %s", list, got);
+      return;
+    }
+    *(int *)p = found;
+    break;
+  }
+  case HWF_NUM:
+  case HWF_INT: {
+    if (!cJSON_IsNumber(v) || !number_ok(f, v->valuedouble)) {
+      char want[160];
+      range_text(f, want, sizeof want);
+      jin_error(L->j, 0, "expected %s, got %s", want, got);
+      return;
+    }
+    if (f->type == HWF_NUM)
+      *(double *)p = v->valuedouble;
+    else
+      *(int64_t *)p = (int64_t)v->valuedouble;
+    break;
+  }
+  case HWF_BOOL:
+    if (!cJSON_IsBool(v)) {
+      jin_error(L->j, 0, "expected true or false, got %s", got);
+      return;
+    }
+    *(bool *)p = cJSON_IsTrue(v);
+    break;
+  case HWF_INT3: {
+    int64_t *out = p;
+    if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != 3) {
+      jin_error(L->j, 0, "expected an array of 3 positive integers [x, y, z], got %s", got);
+      return;
+    }
+    for (int i = 0; i < 3; i++) {
+      const cJSON *e = cJSON_GetArrayItem(v, i);
+      if (!cJSON_IsNumber(e) || !number_ok(f, e->valuedouble)) {
+        jin_push_index(L->j, i);
+        jin_describe(e, got, sizeof got);
+        jin_error(L->j, 0, "expected a positive integer up to %g, got %s", f->max, got);
+        jin_pop(L->j);
+        return;
+      }
+      out[i] = (int64_t)e->valuedouble;
+    }
+    break;
+  }
+  }
+  L->m->present[fi] = true;
+}
+
+static void unknown_field(loader *L, const char *prefix, const char *key) {
+  /* Candidates: the next path segment of every field under prefix. */
+  char segs[HW_MAX_FIELDS + 3][48];
+  const char *cand[HW_MAX_FIELDS + 3];
+  static const char *const TOP_EXTRA[] = {"sources", "cite", "notes"};
+  size_t l = strlen(prefix);
+  int n = 0;
+  if (l == 0)
+    for (; n < 3; n++) cand[n] = TOP_EXTRA[n];
+  for (int i = 0; i < NFIELDS; i++) {
+    const char *p = FIELDS[i].path;
+    if (l && !(strncmp(p, prefix, l) == 0 && p[l] == '.')) continue;
+    const char *rest = l ? p + l + 1 : p;
+    size_t k = strcspn(rest, ".");
+    if (k >= sizeof segs[0]) continue;
+    int dup = 0;
+    for (int c = 0; c < n; c++)
+      if (strlen(cand[c]) == k && strncmp(cand[c], rest, k) == 0) dup = 1;
+    if (dup) continue;
+    memcpy(segs[n], rest, k);
+    segs[n][k] = '\0';
+    cand[n] = segs[n];
+    n++;
+  }
+  const char *s = str_suggest(key, cand, n);
+  if (s)
+    jin_error(L->j, 1, "unknown field (did you mean '%s'?)", s);
+  else {
+    char list[512] = "";
+    for (int c = 0; c < n; c++) {
+      strncat(list, c ? ", " : "", sizeof list - strlen(list) - 1);
+      strncat(list, cand[c], sizeof list - strlen(list) - 1);
+    }
+    jin_error(L->j, 1, "unknown field; expected one of: %s", list);
+  }
+}
+
+static char *dupstr(const char *s) {
+  size_t l = strlen(s) + 1;
+  char *d = malloc(l);
+  if (d) memcpy(d, s, l);
+  return d;
+}
+
+static int kv_add(hw_kv **list, int *n, const char *key, const char *value) {
+  hw_kv *nl = realloc(*list, (size_t)(*n + 1) * sizeof **list);
+  if (!nl) return -1;
+  *list = nl;
+  nl[*n].key = dupstr(key);
+  nl[*n].value = dupstr(value);
+  (*n)++;
+  return 0;
+}
+
+/* Duplicate keys: cJSON keeps both and readers disagree on which wins, so a
+** duplicate is always an error. Returns which occurrence child is (0 first). */
+static int occurrence(const cJSON *obj, const cJSON *child) {
+  int n = 0;
+  for (const cJSON *c = obj->child; c && c != child; c = c->next)
+    if (strcmp(c->string, child->string) == 0) n++;
+  return n;
+}
+
+static void read_sources(loader *L, const cJSON *obj) {
+  if (!cJSON_IsObject(obj) || !obj->child) {
+    jin_error(L->j, 0, "expected an object of {\"id\": {\"title\": ..., \"url\": ...}}");
+    return;
+  }
+  for (const cJSON *s = obj->child; s; s = s->next) {
+    jin_push_key(L->j, s->string, occurrence(obj, s));
+    const cJSON *title = cJSON_GetObjectItemCaseSensitive(s, "title");
+    const cJSON *url = cJSON_GetObjectItemCaseSensitive(s, "url");
+    if (occurrence(obj, s) > 0) {
+      jin_error(L->j, 1, "duplicate source id");
+    } else if (!cJSON_IsObject(s) || cJSON_GetArraySize(s) != 2 || !cJSON_IsString(title) ||
+               !cJSON_IsString(url) || !*title->valuestring) {
+      jin_error(L->j, 0, "expected {\"title\": string, \"url\": string} and nothing else");
+    } else if (strncmp(url->valuestring, "https://", 8) != 0 &&
+               strncmp(url->valuestring, "http://", 7) != 0) {
+      jin_push_key(L->j, "url", 0);
+      jin_error(L->j, 0, "expected an http(s):// address, got \"%.60s\"", url->valuestring);
+      jin_pop(L->j);
+    } else {
+      char v[1024];
+      snprintf(v, sizeof v, "%s <%s>", title->valuestring, url->valuestring);
+      kv_add(&L->m->sources, &L->m->n_sources, s->string, v);
+    }
+    jin_pop(L->j);
+  }
+}
+
+/* cite values are "id" or ["id", ...]; notes values are strings. Both are
+** keyed by field paths, checked after the walk. */
+static void read_path_map(loader *L, const cJSON *obj, int is_cite) {
+  if (!cJSON_IsObject(obj)) {
+    jin_error(L->j, 0, "expected an object keyed by field path");
+    return;
+  }
+  for (const cJSON *c = obj->child; c; c = c->next) {
+    jin_push_key(L->j, c->string, occurrence(obj, c));
+    char v[1024] = "";
+    int ok = 1;
+    if (occurrence(obj, c) > 0) {
+      jin_error(L->j, 1, "duplicate key");
+      ok = 0;
+    } else if (!is_cite) {
+      ok = cJSON_IsString(c) && *c->valuestring;
+      if (ok) str_copy(v, sizeof v, c->valuestring);
+      else jin_error(L->j, 0, "expected a non-empty string");
+    } else if (cJSON_IsString(c) && *c->valuestring) {
+      str_copy(v, sizeof v, c->valuestring);
+    } else if (cJSON_IsArray(c) && cJSON_GetArraySize(c) > 0) {
+      for (const cJSON *e = c->child; e && ok; e = e->next) {
+        if (!cJSON_IsString(e) || !*e->valuestring) ok = 0;
+        else {
+          if (*v) strncat(v, ", ", sizeof v - strlen(v) - 1);
+          strncat(v, e->valuestring, sizeof v - strlen(v) - 1);
+        }
+      }
+      if (!ok) jin_error(L->j, 0, "expected a source id or a non-empty array of source ids");
+    } else {
+      jin_error(L->j, 0, "expected a source id or a non-empty array of source ids");
+      ok = 0;
+    }
+    if (ok) {
+      if (is_cite) kv_add(&L->m->cites, &L->m->n_cites, c->string, v);
+      else kv_add(&L->m->notes, &L->m->n_notes, c->string, v);
+    }
+    jin_pop(L->j);
+  }
+}
+
+static void walk(loader *L, const cJSON *obj, const char *prefix) {
+  for (const cJSON *c = obj->child; c; c = c->next) {
+    int occ = occurrence(obj, c);
+    jin_push_key(L->j, c->string, occ);
+    char path[160];
+    snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", c->string);
+    int fi;
+    if (occ > 0) {
+      jin_error(L->j, 1, "duplicate key (already given above)");
+    } else if (!*prefix && strcmp(c->string, "sources") == 0) {
+      read_sources(L, c);
+    } else if (!*prefix && strcmp(c->string, "cite") == 0) {
+      read_path_map(L, c, 1);
+    } else if (!*prefix && strcmp(c->string, "notes") == 0) {
+      read_path_map(L, c, 0);
+    } else if ((fi = hw_field_find(path)) >= 0) {
+      read_field(L, fi, c);
+    } else if (is_section(path)) {
+      if (!cJSON_IsObject(c)) {
+        char got[96];
+        jin_describe(c, got, sizeof got);
+        jin_error(L->j, 0, "expected an object (a section), got %s", got);
+      } else {
+        walk(L, c, path);
+      }
+    } else {
+      unknown_field(L, prefix, c->string);
+    }
+    jin_pop(L->j);
+  }
+}
+
+/* ---- checks after the walk ---- */
+
+static void parent_of(const char *path, char *buf, size_t n) {
+  str_copy(buf, n, path);
+  char *dot = strrchr(buf, '.');
+  if (dot) *dot = '\0';
+  else buf[0] = '\0';
+}
+
+/* Reports at the deepest existing ancestor of a missing field. */
+static void missing(loader *L, const hw_field *f, const char *why) {
+  char at[160];
+  parent_of(f->path, at, sizeof at);
+  while (*at && !is_section(at)) parent_of(at, at, sizeof at);
+  jin_seg segs[JIN_MAX_DEPTH];
+  for (;;) {
+    char copy[160];
+    str_copy(copy, sizeof copy, at);
+    int n = 0;
+    for (char *t = strtok(copy, "."); t && n < JIN_MAX_DEPTH; t = strtok(NULL, "."))
+      segs[n++] = (jin_seg){t, 0};
+    if (!*at || jin_locate(L->j->text, L->j->len, segs, n, 0) != SIZE_MAX) break;
+    parent_of(at, at, sizeof at);
+  }
+  const char *leaf = f->path + (strlen(at) ? strlen(at) + 1 : 0);
+  jin_error_at(L->j, *at ? at : "", 0, "missing field '%s'%s%s", leaf, why ? " " : "",
+               why ? why : "");
+}
+
+static int near(double a, double b, double rel) { return fabs(a - b) <= rel * fabs(b); }
+
+static int64_t prod3(const int64_t *v) { return v[0] * v[1] * v[2]; }
+
+static void check_rules(loader *L) {
+  hw_model *m = L->m;
+  jin *j = L->j;
+  int is_tpu = m->present[hw_field_find("kind")] && m->kind == HW_TPU;
+
+  for (int i = 0; i < NFIELDS; i++) {
+    const hw_field *f = &FIELDS[i];
+    if ((f->flags & HWF_REQ) && !m->present[i]) missing(L, f, NULL);
+    if ((f->flags & HWF_TPU) && is_tpu && !m->present[i]) missing(L, f, "(required for a TPU)");
+    if ((f->flags & HWF_TPU) && !is_tpu && m->present[i])
+      jin_error_at(j, f->path, 1, "only a TPU torus has this field; this is a %s",
+                   hw_kind_name(m->kind));
+  }
+  if (!is_tpu && m->present[hw_field_find("system.scale_up.ocs_block")])
+    jin_error_at(j, "system.scale_up.ocs_block", 1, "only a TPU pod has optical circuit switches");
+  if (j->errors) return; /* the rules below assume the fields are there */
+
+  if (strcmp(m->schema, "tpusim-hw/1") != 0)
+    jin_error_at(j, "schema", 0, "expected \"tpusim-hw/1\", got \"%s\"", m->schema);
+  for (const char *c = m->name; *c; c++)
+    if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-')) {
+      jin_error_at(j, "name", 0, "expected lower-case letters, digits and '-' only, got \"%s\"",
+                   m->name);
+      break;
+    }
+  if (hw_peak_16bit(m) <= 0 && m->chip.peak_flops_per_s[HW_FP32] <= 0)
+    jin_error_at(j, "chip.peak_flops_per_s", 0, "expected at least a bf16, fp16 or fp32 peak");
+  if (is_tpu != (m->scale_up.kind == HW_UP_ICI_TORUS))
+    jin_error_at(j, "system.scale_up.kind", 0, "%s",
+                 is_tpu ? "a TPU's scale-up fabric is \"ici-torus\""
+                        : "only a TPU has an \"ici-torus\"");
+  const hw_scale_up *u = &m->scale_up;
+  if (!near(u->bw_per_chip_bytes_per_s, (double)u->links_per_chip * u->link_bw_bytes_per_s,
+            0.01))
+    jin_error_at(j, "system.scale_up.bw_per_chip_bytes_per_s", 0,
+                 "expected links_per_chip x link_bw_bytes_per_s = %" PRId64 " x %g = %g B/s, got %g",
+                 u->links_per_chip, u->link_bw_bytes_per_s,
+                 (double)u->links_per_chip * u->link_bw_bytes_per_s, u->bw_per_chip_bytes_per_s);
+  if (m->chips_per_node > u->domain_chips && u->kind != HW_UP_ICI_TORUS)
+    jin_error_at(j, "system.chips_per_node", 0,
+                 "a node of %" PRId64 " chips cannot exceed its scale-up domain of %" PRId64,
+                 m->chips_per_node, u->domain_chips);
+  if (is_tpu) {
+    int64_t p = prod3(u->max_slice_shape);
+    if (p != u->max_slice_chips)
+      jin_error_at(j, "system.scale_up.max_slice_shape", 0,
+                   "shape %" PRId64 "x%" PRId64 "x%" PRId64 " holds %" PRId64
+                   " chips, but max_slice_chips is %" PRId64,
+                   u->max_slice_shape[0], u->max_slice_shape[1], u->max_slice_shape[2], p,
+                   u->max_slice_chips);
+    int used = 0;
+    for (int i = 0; i < 3; i++) used += u->max_slice_shape[i] > 1;
+    if (used > u->torus_dims)
+      jin_error_at(j, "system.scale_up.max_slice_shape", 0,
+                   "uses %d dimensions, but torus_dims is %" PRId64, used, u->torus_dims);
+    if (u->pod_chips < u->max_slice_chips)
+      jin_error_at(j, "system.scale_up.pod_chips", 0,
+                   "a pod of %" PRId64 " chips cannot hold a slice of %" PRId64, u->pod_chips,
+                   u->max_slice_chips);
+    if (u->domain_chips != u->max_slice_chips)
+      jin_error_at(j, "system.scale_up.domain_chips", 0,
+                   "a TPU's fast domain is its largest slice (%" PRId64 "), got %" PRId64,
+                   u->max_slice_chips, u->domain_chips);
+  }
+  if (m->price.spot_usd_per_chip_hour > m->price.on_demand_usd_per_chip_hour)
+    jin_error_at(j, "price.spot_usd_per_chip_hour", 0,
+                 "spot ($%.2f) above on-demand ($%.2f): swapped?", m->price.spot_usd_per_chip_hour,
+                 m->price.on_demand_usd_per_chip_hour);
+  const char *d = m->price.read_on;
+  int date_ok = strlen(d) == 10 && d[4] == '-' && d[7] == '-';
+  for (int i = 0; i < 10 && date_ok; i++)
+    if (i != 4 && i != 7 && !(d[i] >= '0' && d[i] <= '9')) date_ok = 0;
+  if (!date_ok) jin_error_at(j, "price.read_on", 0, "expected a date YYYY-MM-DD, got \"%s\"", d);
+}
+
+/* ---- sources ---- */
+
+static int source_exists(const hw_model *m, const char *id, size_t len) {
+  for (int i = 0; i < m->n_sources; i++)
+    if (strlen(m->sources[i].key) == len && strncmp(m->sources[i].key, id, len) == 0) return 1;
+  return 0;
+}
+
+/* A cite or note key must name a field or section the file actually sets. */
+static int path_is_set(const hw_model *m, const char *path) {
+  size_t l = strlen(path);
+  for (int i = 0; i < NFIELDS; i++) {
+    const char *p = FIELDS[i].path;
+    if (!m->present[i] || !(FIELDS[i].flags & HWF_FIGURE)) continue;
+    if (strcmp(p, path) == 0 || (strncmp(p, path, l) == 0 && p[l] == '.')) return 1;
+    if (strcmp(path, "price") == 0 && strncmp(p, "price.", 6) == 0) return 1;
+  }
+  /* price.read_on and price.basis are not figures but may carry a note */
+  return hw_field_find(path) >= 0 && m->present[hw_field_find(path)];
+}
+
+static void check_map_keys(loader *L, const hw_kv *list, int n, const char *map) {
+  const hw_model *m = L->m;
+  for (int i = 0; i < n; i++) {
+    char at[200];
+    const char *key = list[i].key;
+    if (path_is_set(m, key)) continue;
+    /* keys contain dots, so locate by segments [map, key] rather than by a dotted path */
+    jin_seg segs[2] = {{map, 0}, {key, 0}};
+    size_t off = jin_locate(L->j->text, L->j->len, segs, 2, 1);
+    int line = 0, col = 0;
+    if (off != SIZE_MAX) jin_line_col(L->j->text, off, &line, &col);
+    snprintf(at, sizeof at, "%s[\"%s\"]", map, key);
+    const char *cand[HW_MAX_FIELDS];
+    for (int f = 0; f < NFIELDS; f++) cand[f] = FIELDS[f].path;
+    const char *s = str_suggest(key, cand, NFIELDS);
+    if (hw_field_find(key) >= 0 || is_section(key))
+      diag_error(L->j->dg, L->j->file, line, col, at, "names a field this file does not set");
+    else if (s)
+      diag_error(L->j->dg, L->j->file, line, col, at, "not a field (did you mean '%s'?)", s);
+    else
+      diag_error(L->j->dg, L->j->file, line, col, at, "not a field of the hardware schema");
+    L->j->errors++;
+  }
+}
+
+/* The cite entry covering path: its own, else the longest cited prefix. */
+static const hw_kv *cite_for(const hw_model *m, const char *path) {
+  const hw_kv *best = NULL;
+  size_t best_len = 0;
+  for (int i = 0; i < m->n_cites; i++) {
+    const char *k = m->cites[i].key;
+    size_t l = strlen(k);
+    if (strncmp(path, k, l) == 0 && (path[l] == '\0' || path[l] == '.') && l > best_len) {
+      best = &m->cites[i];
+      best_len = l;
+    }
+  }
+  return best;
+}
+
+static void check_sources(loader *L) {
+  hw_model *m = L->m;
+  check_map_keys(L, m->cites, m->n_cites, "cite");
+  check_map_keys(L, m->notes, m->n_notes, "notes");
+  for (int i = 0; i < m->n_cites; i++) {
+    const char *v = m->cites[i].value;
+    while (*v) {
+      size_t len = strcspn(v, ",");
+      if (!source_exists(m, v, len)) {
+        jin_seg segs[2] = {{"cite", 0}, {m->cites[i].key, 0}};
+        size_t off = jin_locate(L->j->text, L->j->len, segs, 2, 0);
+        int line = 0, col = 0;
+        if (off != SIZE_MAX) jin_line_col(L->j->text, off, &line, &col);
+        char at[200];
+        snprintf(at, sizeof at, "cite[\"%s\"]", m->cites[i].key);
+        diag_error(L->j->dg, L->j->file, line, col, at,
+                   "source '%.*s' is not listed in \"sources\"", (int)len, v);
+        L->j->errors++;
+      }
+      v += len;
+      while (*v == ',' || *v == ' ') v++;
+    }
+  }
+  for (int i = 0; i < NFIELDS; i++) {
+    if (!m->present[i] || !(FIELDS[i].flags & HWF_FIGURE)) continue;
+    if (!cite_for(m, FIELDS[i].path))
+      jin_error_at(L->j, FIELDS[i].path, 0,
+                   "no source: add a \"cite\" entry for this figure or a section holding it");
+  }
+}
+
+hw_model *hw_load(const char *file, const char *text, size_t len, diag *dg) {
+  jin j;
+  if (jin_open(&j, file, text, len, dg) != 0) {
+    jin_close(&j);
+    return NULL;
+  }
+  hw_model *m = calloc(1, sizeof *m);
+  if (!m) {
+    diag_error(dg, file, 0, 0, NULL, "out of memory");
+    jin_close(&j);
+    return NULL;
+  }
+  str_copy(m->origin, sizeof m->origin, file);
+  loader L = {&j, m};
+  if (!cJSON_IsObject(j.root)) {
+    char got[96];
+    jin_describe(j.root, got, sizeof got);
+    jin_error(&j, 0, "expected a JSON object (a hardware description), got %s", got);
+  } else {
+    walk(&L, j.root, "");
+    check_rules(&L);
+    if (!j.errors) check_sources(&L);
+  }
+  int errors = j.errors;
+  jin_close(&j);
+  if (errors) {
+    hw_free(m);
+    return NULL;
+  }
+  return m;
+}

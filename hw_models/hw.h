@@ -1,0 +1,155 @@
+/*
+** hw.h -- hardware descriptions: one chip and the system it comes in.
+**
+** The schema is a table (hw_field) rather than code: the loader, the
+** validator, `hw show`, the JSON writer and the docs test all walk the same
+** rows, so a new figure is one row plus a struct member. Differences between
+** chips are data in the hw_models JSON files, never `if (chip == ...)` in C.
+** See docs/hardware.md for the meaning and unit of every field.
+*/
+#ifndef TPUSIM_HW_H
+#define TPUSIM_HW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../sim/diag.h"
+
+typedef enum {
+  HW_FP64,
+  HW_FP32,
+  HW_TF32,
+  HW_BF16,
+  HW_FP16,
+  HW_FP8,
+  HW_INT8,
+  HW_DTYPE_COUNT
+} hw_dtype;
+
+typedef enum { HW_TPU, HW_GPU, HW_CPU } hw_kind;
+
+/* Enumerated string fields are stored as indices into these lists. */
+enum { HW_MU_MXU, HW_MU_TENSOR_CORE, HW_MU_AMX, HW_MU_SIMD };
+enum { HW_UP_NVSWITCH, HW_UP_NVLINK_MESH, HW_UP_ICI_TORUS, HW_UP_SOCKET_LINK };
+
+typedef struct {
+  double peak_flops_per_s[HW_DTYPE_COUNT]; /* 0: no such unit on this chip */
+  double vector_flops_per_s;
+  double clock_hz;
+  int mu_kind;
+  int64_t mu_cores, mu_units_per_core, tile_m, tile_n, tile_k;
+  int64_t hbm_bytes;
+  double hbm_bw_bytes_per_s;
+  int onchip_kind;
+  int64_t onchip_bytes, onchip_per_core_bytes;
+  int host_link_kind;
+  double host_link_bw_bytes_per_s;
+  double tdp_w;
+} hw_chip;
+
+typedef struct {
+  int kind;
+  int64_t domain_chips, links_per_chip;
+  double link_bw_bytes_per_s, bw_per_chip_bytes_per_s, latency_s;
+  bool in_switch_reduction;
+  /* TPU torus only */
+  int64_t torus_dims, wrap_axis_multiple, max_slice_chips, pod_chips;
+  int64_t max_slice_shape[3], ocs_block[3];
+} hw_scale_up;
+
+typedef struct {
+  int kind;
+  double bw_per_chip_bytes_per_s, latency_s;
+  int topology;
+} hw_scale_out;
+
+typedef struct {
+  double on_demand_usd_per_chip_hour, spot_usd_per_chip_hour;
+  char read_on[16];
+  char basis[256];
+} hw_price;
+
+typedef struct {
+  char *key;   /* source id, or a field path for cites and notes */
+  char *value; /* "title <url>", "id1, id2", or the note */
+} hw_kv;
+
+#define HW_MAX_FIELDS 64
+
+typedef struct hw_model {
+  char schema[16];
+  char name[32];
+  hw_kind kind;
+  char vendor[32];
+  char description[256];
+  hw_chip chip;
+  int64_t chips_per_node;
+  hw_scale_up scale_up;
+  hw_scale_out scale_out;
+  hw_price price;
+
+  hw_kv *sources, *cites, *notes;
+  int n_sources, n_cites, n_notes;
+  char origin[256]; /* "built-in" or the file it came from */
+  bool present[HW_MAX_FIELDS];
+} hw_model;
+
+/* ---- the schema table ---- */
+
+typedef enum { HWF_STR, HWF_ENUM, HWF_NUM, HWF_INT, HWF_BOOL, HWF_INT3 } hw_ftype;
+
+enum {
+  HWF_REQ = 1u << 0,      /* required for every kind */
+  HWF_TPU = 1u << 1,      /* required for TPUs, not allowed otherwise */
+  HWF_POS = 1u << 2,      /* must be > 0 (else >= min) */
+  HWF_FIGURE = 1u << 3,   /* a figure: must carry a source */
+};
+
+typedef struct {
+  const char *path; /* "chip.hbm_bytes" */
+  hw_ftype type;
+  size_t offset;
+  size_t size;                /* HWF_STR: buffer size */
+  unsigned flags;
+  const char *const *choices; /* HWF_ENUM: NULL-terminated */
+  double min, max;            /* inclusive, except HWF_POS makes 0 exclusive */
+  const char *unit;           /* "B", "B/s", "FLOP/s", "s", "Hz", "W", "USD", "" */
+} hw_field;
+
+int hw_field_count(void);
+const hw_field *hw_field_get(int i);
+/* Index of the field at path, or -1. */
+int hw_field_find(const char *path);
+
+/* ---- loading ---- */
+
+/* Parses and validates one hardware file. Returns NULL after reporting every
+** problem found to dg (with file:line:col and field path). */
+hw_model *hw_load(const char *file, const char *text, size_t len, diag *dg);
+void hw_free(hw_model *m);
+
+const char *hw_dtype_name(hw_dtype dt);
+/* -1 when the name is not a dtype. */
+int hw_dtype_parse(const char *name);
+const char *hw_kind_name(hw_kind k);
+/* The string of an enumerated field as stored (e.g. "nvswitch"). */
+const char *hw_enum_name(int field_index, int value);
+
+/* 0 when the chip has no unit for dt: callers must treat that as an error,
+** never as "infinitely slow" or "free". */
+double hw_peak_flops(const hw_model *m, hw_dtype dt);
+/* The highest 16-bit matrix rate (bf16, else fp16): how chips are ranked. */
+double hw_peak_16bit(const hw_model *m);
+
+/* ---- output (hw_print.c) ---- */
+
+void hw_print_show(const hw_model *m, FILE *out);
+/* A JSON object with every field present, plus sources, cite, notes.
+** Returns a malloc'd string the caller frees. */
+char *hw_to_json(const hw_model *m);
+/* One line summarising the fabrics, e.g. "NVSwitch 450 GB/s + IB NDR 50 GB/s". */
+void hw_interconnect_summary(const hw_model *m, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,199 @@
+/*
+** hw_print.c -- `hw show` as text and as JSON, driven by the schema table.
+*/
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "../sim/units.h"
+#include "hw.h"
+
+static const void *fptr(const hw_model *m, const hw_field *f) {
+  return (const char *)m + f->offset;
+}
+
+static const char *cite_ids(const hw_model *m, const char *path) {
+  const char *best = NULL;
+  size_t best_len = 0;
+  for (int i = 0; i < m->n_cites; i++) {
+    size_t l = strlen(m->cites[i].key);
+    if (strncmp(path, m->cites[i].key, l) == 0 && (path[l] == '\0' || path[l] == '.') &&
+        l > best_len) {
+      best = m->cites[i].value;
+      best_len = l;
+    }
+  }
+  return best;
+}
+
+/* Value as written in the file, plus a human form where the unit has one. */
+static void format_value(const hw_model *m, int fi, char *buf, size_t n) {
+  const hw_field *f = hw_field_get(fi);
+  const void *p = fptr(m, f);
+  char human[64] = "";
+  switch (f->type) {
+  case HWF_STR:
+    snprintf(buf, n, "%s", (const char *)p);
+    return;
+  case HWF_ENUM:
+    snprintf(buf, n, "%s", hw_enum_name(fi, *(const int *)p));
+    return;
+  case HWF_BOOL:
+    snprintf(buf, n, "%s", *(const bool *)p ? "true" : "false");
+    return;
+  case HWF_INT3: {
+    const int64_t *v = p;
+    snprintf(buf, n, "%" PRId64 "x%" PRId64 "x%" PRId64, v[0], v[1], v[2]);
+    return;
+  }
+  case HWF_INT: {
+    int64_t v = *(const int64_t *)p;
+    if (strcmp(f->unit, "B") == 0) units_bytes(human, sizeof human, (double)v);
+    if (*human)
+      snprintf(buf, n, "%" PRId64 " (%s)", v, human);
+    else
+      snprintf(buf, n, "%" PRId64 "%s%s", v, *f->unit ? " " : "", f->unit);
+    return;
+  }
+  case HWF_NUM: {
+    double v = *(const double *)p;
+    if (strcmp(f->unit, "USD") == 0) {
+      snprintf(buf, n, "$%.2f", v);
+      return;
+    }
+    if (strcmp(f->unit, "s") == 0)
+      units_seconds(human, sizeof human, v);
+    else if (*f->unit)
+      units_si(human, sizeof human, v, f->unit);
+    snprintf(buf, n, "%.6g%s%s%s", v, *human ? " (" : "", human, *human ? ")" : "");
+    return;
+  }
+  }
+}
+
+void hw_interconnect_summary(const hw_model *m, char *buf, size_t n) {
+  static const char *const UP[] = {"NVSwitch", "NVLink mesh", "ICI", "socket link"};
+  char up[32], out[32];
+  units_si(up, sizeof up, m->scale_up.bw_per_chip_bytes_per_s, "B/s");
+  units_si(out, sizeof out, m->scale_out.bw_per_chip_bytes_per_s, "B/s");
+  const char *out_kind = hw_enum_name(hw_field_find("system.scale_out.kind"), m->scale_out.kind);
+  if (m->scale_up.kind == HW_UP_ICI_TORUS)
+    snprintf(buf, n, "ICI %" PRId64 "D torus %s + DCN %s", m->scale_up.torus_dims, up, out);
+  else
+    snprintf(buf, n, "%s %s + %s %s", UP[m->scale_up.kind], up, out_kind, out);
+}
+
+void hw_print_show(const hw_model *m, FILE *out) {
+  char ic[128];
+  hw_interconnect_summary(m, ic, sizeof ic);
+  fprintf(out, "%s  (%s, %s)\n", m->name, hw_kind_name(m->kind), m->vendor);
+  fprintf(out, "  %s\n", m->description);
+  fprintf(out, "  from: %s\n\n", m->origin);
+  const char *section = "";
+  for (int i = 0; i < hw_field_count(); i++) {
+    const hw_field *f = hw_field_get(i);
+    if (!m->present[i] || !strchr(f->path, '.')) continue; /* top level: in the header */
+    size_t sec_len = strcspn(f->path, ".");
+    if (strncmp(section, f->path, sec_len) != 0 || section[sec_len] != '.') {
+      fprintf(out, "%s%.*s\n", *section ? "\n" : "", (int)sec_len, f->path);
+      section = f->path;
+    }
+    char v[160];
+    format_value(m, i, v, sizeof v);
+    const char *ids = (f->flags & HWF_FIGURE) ? cite_ids(m, f->path) : NULL;
+    fprintf(out, "  %-38s %-34s%s%s%s\n", f->path + sec_len + 1, v, ids ? "[" : "",
+            ids ? ids : "", ids ? "]" : "");
+  }
+  if (m->n_notes) {
+    fprintf(out, "\nnotes\n");
+    for (int i = 0; i < m->n_notes; i++)
+      fprintf(out, "  %s: %s\n", m->notes[i].key, m->notes[i].value);
+  }
+  fprintf(out, "\nsources\n");
+  for (int i = 0; i < m->n_sources; i++)
+    fprintf(out, "  [%s] %s\n", m->sources[i].key, m->sources[i].value);
+}
+
+/* Finds or creates the object at the dotted section path under root. */
+static cJSON *section_obj(cJSON *root, const char *path, size_t len) {
+  cJSON *cur = root;
+  size_t at = 0;
+  while (at < len) {
+    size_t k = strcspn(path + at, ".");
+    if (at + k > len) k = len - at;
+    char key[64];
+    snprintf(key, sizeof key, "%.*s", (int)k, path + at);
+    cJSON *next = cJSON_GetObjectItemCaseSensitive(cur, key);
+    if (!next) next = cJSON_AddObjectToObject(cur, key);
+    cur = next;
+    at += k + 1;
+  }
+  return cur;
+}
+
+char *hw_to_json(const hw_model *m) {
+  cJSON *root = cJSON_CreateObject();
+  for (int i = 0; i < hw_field_count(); i++) {
+    if (!m->present[i]) continue;
+    const hw_field *f = hw_field_get(i);
+    const char *leaf = strrchr(f->path, '.');
+    cJSON *parent = leaf ? section_obj(root, f->path, (size_t)(leaf - f->path)) : root;
+    leaf = leaf ? leaf + 1 : f->path;
+    const void *p = fptr(m, f);
+    switch (f->type) {
+    case HWF_STR: cJSON_AddStringToObject(parent, leaf, p); break;
+    case HWF_ENUM: cJSON_AddStringToObject(parent, leaf, hw_enum_name(i, *(const int *)p)); break;
+    case HWF_NUM: cJSON_AddNumberToObject(parent, leaf, *(const double *)p); break;
+    case HWF_INT: cJSON_AddNumberToObject(parent, leaf, (double)*(const int64_t *)p); break;
+    case HWF_BOOL: cJSON_AddBoolToObject(parent, leaf, *(const bool *)p); break;
+    case HWF_INT3: {
+      const int64_t *v = p;
+      int iv[3] = {(int)v[0], (int)v[1], (int)v[2]};
+      cJSON_AddItemToObject(parent, leaf, cJSON_CreateIntArray(iv, 3));
+      break;
+    }
+    }
+  }
+  cJSON *src = cJSON_AddObjectToObject(root, "sources");
+  for (int i = 0; i < m->n_sources; i++) {
+    /* stored as "title <url>": split back for machine readers */
+    const char *v = m->sources[i].value;
+    const char *lt = strrchr(v, '<');
+    cJSON *s = cJSON_AddObjectToObject(src, m->sources[i].key);
+    char title[1024];
+    snprintf(title, sizeof title, "%.*s", lt ? (int)(lt - v - 1) : (int)strlen(v), v);
+    cJSON_AddStringToObject(s, "title", title);
+    if (lt) {
+      char url[1024];
+      snprintf(url, sizeof url, "%.*s", (int)strlen(lt + 1) - 1, lt + 1);
+      cJSON_AddStringToObject(s, "url", url);
+    }
+  }
+  cJSON *cite = cJSON_AddObjectToObject(root, "cite");
+  for (int i = 0; i < m->n_cites; i++) {
+    /* one id stays a string, several become an array, as in the file */
+    const char *v = m->cites[i].value;
+    if (!strchr(v, ',')) {
+      cJSON_AddStringToObject(cite, m->cites[i].key, v);
+      continue;
+    }
+    cJSON *arr = cJSON_AddArrayToObject(cite, m->cites[i].key);
+    while (*v) {
+      size_t len = strcspn(v, ",");
+      char id[128];
+      snprintf(id, sizeof id, "%.*s", (int)len, v);
+      cJSON_AddItemToArray(arr, cJSON_CreateString(id));
+      v += len;
+      while (*v == ',' || *v == ' ') v++;
+    }
+  }
+  cJSON *notes = cJSON_AddObjectToObject(root, "notes");
+  for (int i = 0; i < m->n_notes; i++)
+    cJSON_AddStringToObject(notes, m->notes[i].key, m->notes[i].value);
+  cJSON_AddStringToObject(root, "origin", m->origin);
+  char *s = cJSON_Print(root);
+  cJSON_Delete(root);
+  return s;
+}

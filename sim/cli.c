@@ -1,0 +1,322 @@
+/*
+** cli.c -- subcommands, options, help and exit codes.
+**
+** Each subcommand is a row: its name, synopsis, one-line summary, the
+** options it accepts and the function that runs it. A subcommand whose
+** issue has not landed has no function and says so (exit 2) instead of
+** printing a made-up number.
+*/
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "../hw_models/hw_catalog.h"
+#include "../viz/view.h"
+#include "diag.h"
+#include "lower.h"
+#include "strutil.h"
+#include "units.h"
+
+#define MAX_POS 8
+#define MAX_HW_FILES 16
+
+typedef struct {
+  FILE *out, *err;
+  const char *cmd; /* "hw" */
+  int json;
+  const char *hw_files[MAX_HW_FILES];
+  int n_hw_files;
+  const char *pos[MAX_POS];
+  int n_pos;
+} cli_ctx;
+
+typedef struct cli_cmd {
+  const char *name;
+  const char *synopsis;
+  const char *summary;
+  int (*run)(cli_ctx *c);
+  const char *issue; /* where the rest of it is specified, for unbuilt commands */
+} cli_cmd;
+
+static int run_hw(cli_ctx *c);
+
+static const cli_cmd COMMANDS[] = {
+    {"plan",
+     "tpusim plan MODEL [--hw LIST|all] [--chips N|--max-chips N] [--tokens N|--steps N]\n"
+     "                  [--deadline DUR] [--budget USD] [--objective time|cost|cost-under-deadline]\n"
+     "                  [--spot] [--top K] [--json]",
+     "choose hardware, chip count and parallel plan; price it and say why", NULL, "issue 6"},
+    {"simulate",
+     "tpusim simulate MODEL --hw NAME --chips N [--dp D --tp T --pp P --ep E]\n"
+     "                  [--zero 0|1|2|3] [--fsdp] [--mbs M] [--gbs G] [--seq S]\n"
+     "                  [--recompute none|selective|full] [--precision bf16|fp16|fp32|fp8|fp64]\n"
+     "                  [--pp-schedule gpipe|1f1b|interleaved:V] [--reduction-server N]\n"
+     "                  [--slices K] [--json] [--trace FILE]",
+     "one training step on a given machine and plan: time, memory, MFU", NULL, "issue 5"},
+    {"collective",
+     "tpusim collective --hw NAME --chips N --op all-reduce|all-gather|reduce-scatter|all-to-all\n"
+     "                  --bytes SIZE [--algo ring|tree|torus|hierarchical|reduction-server] [--json]",
+     "time and bus bandwidth of a collective, as nccl-tests reports it", NULL, "issue 4"},
+    {"graph", "tpusim graph MODEL [--json|--dot]",
+     "parameters, FLOPs and ops of one training step", NULL, "issue 3"},
+    {"lower", "tpusim lower MODEL [--op NAME] [--emit-llvm]",
+     "the LLVM IR of the lowered, fused ops", NULL, "issue 7"},
+    {"calibrate", "tpusim calibrate [--out FILE] [--report] [--json]",
+     "JIT-run kernels on this CPU and fit its model ('host')", NULL, "issue 7"},
+    {"hw",
+     "tpusim hw list [--json]\n"
+     "tpusim hw show NAME [--json]\n"
+     "tpusim hw show --hw-file FILE [--json]    # validate and show your own file",
+     "the hardware catalog: list it, or show one entry with its sources", run_hw, NULL},
+    {"view", "tpusim view TRACE [--screenshot FILE.png]",
+     "SDL2 timeline viewer for a trace", NULL, "issue 8"},
+    {"plot", "tpusim plot KIND ... -o FILE.png|svg",
+     "gnuplot charts: roofline, scaling, memory, pareto, breakdown, collective", NULL,
+     "issue 8"},
+};
+#define NCOMMANDS ((int)(sizeof COMMANDS / sizeof COMMANDS[0]))
+
+static const char GLOBAL_OPTIONS[] =
+    "Options for every subcommand:\n"
+    "  --hw-file FILE   load a hardware description (repeatable); a file whose name\n"
+    "                   matches a built-in entry replaces it for this run\n"
+    "  --json           print one JSON object on stdout and nothing else there\n"
+    "  -h, --help       help for the subcommand\n";
+
+static void print_help(FILE *f) {
+  fprintf(f,
+          "tpusim %s -- TPU/GPU/CPU training simulator and planner\n\n"
+          "Usage: tpusim COMMAND [ARGS] [OPTIONS]\n\nCommands:\n",
+          TPUSIM_VERSION);
+  for (int i = 0; i < NCOMMANDS; i++)
+    fprintf(f, "  %-11s %s%s\n", COMMANDS[i].name, COMMANDS[i].summary,
+            COMMANDS[i].run ? "" : " [not built yet]");
+  fprintf(f,
+          "\n%s  --version        versions of tpusim and the libraries it runs with\n\n"
+          "Exit status: 0 success, 1 bad input or infeasible request, 2 usage error.\n"
+          "'tpusim COMMAND --help' shows a command's arguments. Docs: docs/ in the source tree.\n",
+          GLOBAL_OPTIONS);
+}
+
+static void print_cmd_help(const cli_cmd *cmd, FILE *f) {
+  fprintf(f, "Usage:\n  %s\n\n%s.\n", cmd->synopsis, cmd->summary);
+  if (!cmd->run) fprintf(f, "\nNot built yet: specified in %s.\n", cmd->issue);
+  fprintf(f, "\n%s", GLOBAL_OPTIONS);
+}
+
+static void print_version(FILE *f) {
+  char llvm[32], sdl[64];
+  lower_llvm_version(llvm, sizeof llvm);
+  view_sdl_version(sdl, sizeof sdl);
+  fprintf(f, "tpusim %s\nLLVM %s, cJSON %s, SDL %s\n", TPUSIM_VERSION, llvm, cJSON_Version(),
+          sdl);
+}
+
+static const cli_cmd *find_cmd(const char *name) {
+  for (int i = 0; i < NCOMMANDS; i++)
+    if (strcmp(COMMANDS[i].name, name) == 0) return &COMMANDS[i];
+  return NULL;
+}
+
+static int usage_error(cli_ctx *c, const char *fmt, const char *arg) {
+  fprintf(c->err, "tpusim%s%s: ", c->cmd ? " " : "", c->cmd ? c->cmd : "");
+  fprintf(c->err, fmt, arg);
+  fprintf(c->err, "\nTry 'tpusim %s--help'.\n", c->cmd ? c->cmd : "");
+  return CLI_USAGE;
+}
+
+/* ---- hw ---- */
+
+static int load_catalog(cli_ctx *c, hw_catalog **out, const hw_model **last_file) {
+  diag *dg = diag_new();
+  hw_catalog *cat = hw_catalog_new();
+  int rc = CLI_OK;
+  if (!dg || !cat) {
+    fprintf(c->err, "tpusim: out of memory\n");
+    rc = CLI_BAD_INPUT;
+  } else if (hw_catalog_load_builtin(cat, dg) != 0) {
+    fprintf(c->err, "tpusim: a built-in hardware file is invalid (a build problem):\n");
+    rc = CLI_BAD_INPUT;
+  }
+  for (int i = 0; rc == CLI_OK && i < c->n_hw_files; i++) {
+    const hw_model *m = hw_catalog_load_file(cat, c->hw_files[i], dg);
+    if (!m) rc = CLI_BAD_INPUT;
+    else if (last_file) *last_file = m;
+  }
+  if (dg) diag_print(dg, c->err);
+  diag_free(dg);
+  if (rc != CLI_OK) {
+    hw_catalog_free(cat);
+    cat = NULL;
+  }
+  *out = cat;
+  return rc;
+}
+
+static void hw_list_text(const hw_catalog *cat, FILE *f) {
+  fprintf(f, "%-10s %-4s %11s %8s %8s  %-32s %s\n", "name", "kind", "bf16 TFLOP/s",
+          "HBM GiB", "HBM TB/s", "interconnect (one direction, per chip)",
+          "$/chip-h (spot)");
+  int no_bf16 = 0;
+  for (int i = 0; i < hw_catalog_count(cat); i++) {
+    const hw_model *m = hw_catalog_at(cat, i);
+    char bf16[16], ic[128], price[32];
+    double p = hw_peak_flops(m, HW_BF16);
+    if (p > 0)
+      snprintf(bf16, sizeof bf16, "%.0f", p / 1e12);
+    else {
+      snprintf(bf16, sizeof bf16, "-");
+      no_bf16 = 1;
+    }
+    hw_interconnect_summary(m, ic, sizeof ic);
+    snprintf(price, sizeof price, "%.2f (%.2f)", m->price.on_demand_usd_per_chip_hour,
+             m->price.spot_usd_per_chip_hour);
+    fprintf(f, "%-10s %-4s %12s %8.1f %8.2f  %-38s %s\n", m->name, hw_kind_name(m->kind), bf16,
+            (double)m->chip.hbm_bytes / (1024.0 * 1024 * 1024), m->chip.hbm_bw_bytes_per_s / 1e12,
+            ic, price);
+  }
+  if (no_bf16) fprintf(f, "\n'-': no bf16 unit on that chip (see 'tpusim hw show NAME').\n");
+}
+
+static char *hw_list_json(const hw_catalog *cat) {
+  cJSON *root = cJSON_CreateObject();
+  cJSON *arr = cJSON_AddArrayToObject(root, "hardware");
+  for (int i = 0; i < hw_catalog_count(cat); i++) {
+    const hw_model *m = hw_catalog_at(cat, i);
+    char ic[128];
+    hw_interconnect_summary(m, ic, sizeof ic);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", m->name);
+    cJSON_AddStringToObject(o, "kind", hw_kind_name(m->kind));
+    cJSON_AddStringToObject(o, "vendor", m->vendor);
+    double p = hw_peak_flops(m, HW_BF16);
+    if (p > 0) cJSON_AddNumberToObject(o, "peak_bf16_flops_per_s", p);
+    else cJSON_AddNullToObject(o, "peak_bf16_flops_per_s");
+    cJSON_AddNumberToObject(o, "hbm_bytes", (double)m->chip.hbm_bytes);
+    cJSON_AddNumberToObject(o, "hbm_bw_bytes_per_s", m->chip.hbm_bw_bytes_per_s);
+    cJSON_AddStringToObject(o, "interconnect", ic);
+    cJSON_AddNumberToObject(o, "on_demand_usd_per_chip_hour", m->price.on_demand_usd_per_chip_hour);
+    cJSON_AddNumberToObject(o, "spot_usd_per_chip_hour", m->price.spot_usd_per_chip_hour);
+    cJSON_AddStringToObject(o, "origin", m->origin);
+    cJSON_AddItemToArray(arr, o);
+  }
+  char *s = cJSON_Print(root);
+  cJSON_Delete(root);
+  return s;
+}
+
+static int run_hw(cli_ctx *c) {
+  if (c->n_pos == 0)
+    return usage_error(c, "%s", "expected 'list' or 'show NAME'");
+  const char *verb = c->pos[0];
+  int is_list = strcmp(verb, "list") == 0, is_show = strcmp(verb, "show") == 0;
+  if (!is_list && !is_show) return usage_error(c, "unknown action '%s'; expected list or show", verb);
+  if (is_list && c->n_pos > 1) return usage_error(c, "'list' takes no argument, got '%s'", c->pos[1]);
+  if (is_show && c->n_pos > 2) return usage_error(c, "'show' takes one NAME, got also '%s'", c->pos[2]);
+  if (is_show && c->n_pos == 1 && c->n_hw_files != 1)
+    return usage_error(c, "%s", "'show' needs a NAME (or exactly one --hw-file)");
+
+  hw_catalog *cat;
+  const hw_model *from_file = NULL;
+  int rc = load_catalog(c, &cat, &from_file);
+  if (rc != CLI_OK) return rc;
+
+  if (is_list) {
+    if (c->json) {
+      char *s = hw_list_json(cat);
+      fprintf(c->out, "%s\n", s);
+      free(s);
+    } else {
+      hw_list_text(cat, c->out);
+    }
+  } else {
+    const hw_model *m = c->n_pos == 2 ? hw_catalog_find(cat, c->pos[1]) : from_file;
+    if (!m) {
+      char msg[2048];
+      hw_catalog_unknown(cat, c->pos[1], msg, sizeof msg);
+      fprintf(c->err, "tpusim hw: %s\n", msg);
+      rc = CLI_BAD_INPUT;
+    } else if (c->json) {
+      char *s = hw_to_json(m);
+      fprintf(c->out, "%s\n", s);
+      free(s);
+    } else {
+      hw_print_show(m, c->out);
+    }
+  }
+  hw_catalog_free(cat);
+  return rc;
+}
+
+/* ---- argument parsing ---- */
+
+int cli_main(int argc, char **argv, FILE *out, FILE *err) {
+  cli_ctx c = {.out = out, .err = err};
+  if (argc < 2) {
+    print_help(err);
+    return CLI_USAGE;
+  }
+  const char *first = argv[1];
+  if (strcmp(first, "--help") == 0 || strcmp(first, "-h") == 0 || strcmp(first, "help") == 0) {
+    if (argc > 2 && strcmp(first, "help") == 0) {
+      const cli_cmd *cmd = find_cmd(argv[2]);
+      if (!cmd) return usage_error(&c, "unknown command '%s'", argv[2]);
+      print_cmd_help(cmd, out);
+      return CLI_OK;
+    }
+    print_help(out);
+    return CLI_OK;
+  }
+  if (strcmp(first, "--version") == 0 || strcmp(first, "-V") == 0) {
+    print_version(out);
+    return CLI_OK;
+  }
+  const cli_cmd *cmd = find_cmd(first);
+  if (!cmd) {
+    const char *names[NCOMMANDS];
+    for (int i = 0; i < NCOMMANDS; i++) names[i] = COMMANDS[i].name;
+    const char *s = str_suggest(first, names, NCOMMANDS);
+    if (first[0] == '-') return usage_error(&c, "expected a command before option '%s'", first);
+    if (s) {
+      fprintf(err, "tpusim: unknown command '%s'; did you mean '%s'?\nTry 'tpusim --help'.\n",
+              first, s);
+      return CLI_USAGE;
+    }
+    return usage_error(&c, "unknown command '%s'", first);
+  }
+  c.cmd = cmd->name;
+
+  for (int i = 2; i < argc; i++)
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      print_cmd_help(cmd, out);
+      return CLI_OK;
+    }
+  if (!cmd->run) {
+    fprintf(err,
+            "tpusim %s: not built yet (specified in %s); no result is printed rather than a "
+            "made-up one.\n",
+            cmd->name, cmd->issue);
+    return CLI_USAGE;
+  }
+
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--json") == 0) {
+      c.json = 1;
+    } else if (strcmp(a, "--hw-file") == 0 || strncmp(a, "--hw-file=", 10) == 0) {
+      const char *v = a[9] == '=' ? a + 10 : (i + 1 < argc ? argv[++i] : NULL);
+      if (!v || !*v) return usage_error(&c, "%s", "--hw-file needs a FILE");
+      if (c.n_hw_files == MAX_HW_FILES) return usage_error(&c, "%s", "at most 16 --hw-file");
+      c.hw_files[c.n_hw_files++] = v;
+    } else if (a[0] == '-' && a[1] != '\0') {
+      return usage_error(&c, "unknown option '%s'", a);
+    } else {
+      if (c.n_pos == MAX_POS) return usage_error(&c, "too many arguments at '%s'", a);
+      c.pos[c.n_pos++] = a;
+    }
+  }
+  return cmd->run(&c);
+}

@@ -1,0 +1,20 @@
+/*
+** cli.h -- the `tpusim` command line.
+**
+** The whole program is cli_main with its streams passed in, so tests run
+** commands in-process and read what they print; main() only forwards.
+** Exit codes (contract): 0 success, 1 bad input or infeasible request,
+** 2 usage error (including a subcommand that is not built yet).
+*/
+#ifndef TPUSIM_CLI_H
+#define TPUSIM_CLI_H
+
+#include <stdio.h>
+
+#define TPUSIM_VERSION "0.1.0"
+
+enum { CLI_OK = 0, CLI_BAD_INPUT = 1, CLI_USAGE = 2 };
+
+int cli_main(int argc, char **argv, FILE *out, FILE *err);
+
+#endif

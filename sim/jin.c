@@ -1,0 +1,333 @@
+/*
+** jin.c -- see jin.h.
+*/
+#include "jin.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+char *jin_read_file(const char *path, size_t max_bytes, size_t *len, diag *dg) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    diag_error(dg, path, 0, 0, NULL, "cannot open: %s", strerror(errno));
+    return NULL;
+  }
+  size_t cap = 4096, n = 0;
+  char *buf = malloc(cap + 1);
+  while (buf) {
+    size_t got = fread(buf + n, 1, cap - n, f);
+    n += got;
+    if (got == 0) break;
+    if (n > max_bytes) break;
+    if (n == cap) {
+      cap *= 2;
+      char *nb = realloc(buf, cap + 1);
+      if (!nb) {
+        free(buf);
+        buf = NULL;
+      } else {
+        buf = nb;
+      }
+    }
+  }
+  int err = ferror(f);
+  fclose(f);
+  if (!buf) {
+    diag_error(dg, path, 0, 0, NULL, "out of memory reading the file");
+    return NULL;
+  }
+  if (err) {
+    free(buf);
+    diag_error(dg, path, 0, 0, NULL, "read error (is it a directory?)");
+    return NULL;
+  }
+  if (n > max_bytes) {
+    free(buf);
+    diag_error(dg, path, 0, 0, NULL, "file is larger than %zu bytes; not a file tpusim reads",
+               max_bytes);
+    return NULL;
+  }
+  buf[n] = '\0';
+  *len = n;
+  return buf;
+}
+
+void jin_line_col(const char *text, size_t off, int *line, int *col) {
+  int l = 1, c = 1;
+  for (size_t i = 0; i < off && text[i]; i++) {
+    if (text[i] == '\n') {
+      l++;
+      c = 1;
+    } else {
+      c++;
+    }
+  }
+  *line = l;
+  *col = c;
+}
+
+int jin_open(jin *j, const char *file, const char *text, size_t len, diag *dg) {
+  memset(j, 0, sizeof *j);
+  j->file = file;
+  j->dg = dg;
+  j->text = malloc(len + 1);
+  if (!j->text) {
+    diag_error(dg, file, 0, 0, NULL, "out of memory");
+    return -1;
+  }
+  memcpy(j->text, text, len);
+  j->text[len] = '\0';
+  j->len = len;
+  if (memchr(j->text, '\0', len)) {
+    diag_error(dg, file, 0, 0, NULL, "contains a NUL byte; expected JSON text");
+    j->errors++;
+    return -1;
+  }
+  size_t i = 0;
+  while (i < len && strchr(" \t\r\n", j->text[i])) i++;
+  if (i == len) {
+    diag_error(dg, file, 1, 1, NULL, "empty file; expected a JSON object");
+    j->errors++;
+    return -1;
+  }
+  const char *end = NULL;
+  /* Trailing content is checked here, not by cJSON: its own check trips
+  ** over trailing whitespace when given an explicit length. */
+  j->root = cJSON_ParseWithLengthOpts(j->text, len, &end, 0);
+  if (j->root && end) {
+    size_t off = (size_t)(end - j->text);
+    while (off < len && strchr(" \t\r\n", j->text[off])) off++;
+    if (off < len) {
+      int line, col;
+      jin_line_col(j->text, off, &line, &col);
+      diag_error(dg, file, line, col, NULL, "unexpected text after the JSON value");
+      j->errors++;
+      return -1;
+    }
+  }
+  if (!j->root) {
+    size_t off = end ? (size_t)(end - j->text) : 0;
+    if (off > len) off = len;
+    int line, col;
+    jin_line_col(j->text, off, &line, &col);
+    const char *what = off >= len ? "unexpected end of input (truncated?)"
+                                  : "invalid JSON syntax";
+    char near[24] = "";
+    if (off < len) {
+      size_t k = 0;
+      for (size_t p = off; p < len && k < 16 && j->text[p] != '\n'; p++)
+        near[k++] = j->text[p];
+      near[k] = '\0';
+    }
+    if (*near)
+      diag_error(dg, file, line, col, NULL, "%s near '%s'", what, near);
+    else
+      diag_error(dg, file, line, col, NULL, "%s", what);
+    j->errors++;
+    return -1;
+  }
+  return 0;
+}
+
+void jin_close(jin *j) {
+  cJSON_Delete(j->root);
+  free(j->text);
+  j->root = NULL;
+  j->text = NULL;
+}
+
+void jin_push_key(jin *j, const char *key, int occurrence) {
+  if (j->depth < JIN_MAX_DEPTH) j->path[j->depth] = (jin_seg){key, occurrence};
+  j->depth++;
+}
+
+void jin_push_index(jin *j, int index) {
+  if (j->depth < JIN_MAX_DEPTH) j->path[j->depth] = (jin_seg){NULL, index};
+  j->depth++;
+}
+
+void jin_pop(jin *j) {
+  if (j->depth > 0) j->depth--;
+}
+
+void jin_path(const jin *j, char *buf, size_t n) {
+  size_t at = 0;
+  buf[0] = '\0';
+  int depth = j->depth < JIN_MAX_DEPTH ? j->depth : JIN_MAX_DEPTH;
+  for (int i = 0; i < depth && at < n; i++) {
+    const jin_seg *s = &j->path[i];
+    int w;
+    if (s->key)
+      w = snprintf(buf + at, n - at, "%s%s", i ? "." : "", s->key);
+    else
+      w = snprintf(buf + at, n - at, "[%d]", s->index);
+    if (w < 0) break;
+    at += (size_t)w;
+  }
+}
+
+/* ---- the locator: a scanner that skips values without building them ---- */
+
+static size_t skip_ws(const char *t, size_t len, size_t p) {
+  while (p < len && (t[p] == ' ' || t[p] == '\t' || t[p] == '\n' || t[p] == '\r')) p++;
+  return p;
+}
+
+/* p at the opening quote; returns the offset just past the closing quote. */
+static size_t skip_string(const char *t, size_t len, size_t p) {
+  p++;
+  while (p < len && t[p] != '"') p += (t[p] == '\\') ? 2 : 1;
+  return p < len ? p + 1 : len;
+}
+
+static size_t skip_value(const char *t, size_t len, size_t p) {
+  p = skip_ws(t, len, p);
+  if (p >= len) return len;
+  if (t[p] == '"') return skip_string(t, len, p);
+  if (t[p] == '{' || t[p] == '[') {
+    /* Depth counting suffices: strings are skipped whole, so brackets
+    ** inside them do not count. */
+    int depth = 0;
+    while (p < len) {
+      char c = t[p];
+      if (c == '"') {
+        p = skip_string(t, len, p);
+        continue;
+      }
+      if (c == '{' || c == '[') depth++;
+      if (c == '}' || c == ']') {
+        depth--;
+        if (depth == 0) return p + 1;
+      }
+      p++;
+    }
+    return len;
+  }
+  while (p < len && !strchr(",}] \t\r\n", t[p])) p++;
+  return p;
+}
+
+/* Compares the raw JSON string at [p, end) (between the quotes) with key.
+** Keys with escapes are compared after decoding the simple escapes. */
+static int key_equals(const char *t, size_t p, size_t end, const char *key) {
+  size_t k = 0;
+  while (p < end) {
+    char c = t[p++];
+    if (c == '\\' && p < end) {
+      char e = t[p++];
+      switch (e) {
+      case 'n': c = '\n'; break;
+      case 't': c = '\t'; break;
+      case 'r': c = '\r'; break;
+      case 'b': c = '\b'; break;
+      case 'f': c = '\f'; break;
+      case 'u': return 0; /* not worth decoding for locating a key */
+      default: c = e;
+      }
+    }
+    if (key[k] != c) return 0;
+    k++;
+  }
+  return key[k] == '\0';
+}
+
+size_t jin_locate(const char *text, size_t len, const jin_seg *path, int n, int at_key) {
+  size_t p = skip_ws(text, len, 0);
+  for (int i = 0; i < n; i++) {
+    const jin_seg *s = &path[i];
+    int last = (i == n - 1);
+    if (p >= len) return SIZE_MAX;
+    if (s->key) {
+      if (text[p] != '{') return SIZE_MAX;
+      p = skip_ws(text, len, p + 1);
+      int seen = 0, found = 0;
+      while (p < len && text[p] == '"') {
+        size_t ks = p;
+        size_t ke = skip_string(text, len, p);
+        p = skip_ws(text, len, ke);
+        if (p < len && text[p] == ':') p = skip_ws(text, len, p + 1);
+        size_t vs = p;
+        if (key_equals(text, ks + 1, ke - 1, s->key) && seen++ == s->index) {
+          if (last) return at_key ? ks : vs;
+          p = vs;
+          found = 1;
+          break;
+        }
+        p = skip_ws(text, len, skip_value(text, len, vs));
+        if (p < len && text[p] == ',') p = skip_ws(text, len, p + 1);
+      }
+      if (!found) return SIZE_MAX;
+    } else {
+      if (text[p] != '[') return SIZE_MAX;
+      p = skip_ws(text, len, p + 1);
+      for (int e = 0; e < s->index; e++) {
+        p = skip_ws(text, len, skip_value(text, len, p));
+        if (p >= len || text[p] != ',') return SIZE_MAX;
+        p = skip_ws(text, len, p + 1);
+      }
+      if (p >= len || text[p] == ']') return SIZE_MAX;
+      if (last) return p;
+    }
+  }
+  return p;
+}
+
+static void report(jin *j, const jin_seg *path, int n, int at_key, const char *pathstr,
+                   const char *fmt, va_list ap) {
+  char body[1024];
+  vsnprintf(body, sizeof body, fmt, ap);
+  int line = 0, col = 0;
+  size_t off = jin_locate(j->text, j->len, path, n, at_key);
+  if (off != SIZE_MAX) jin_line_col(j->text, off, &line, &col);
+  diag_error(j->dg, j->file, line, col, pathstr, "%s", body);
+  j->errors++;
+}
+
+void jin_error(jin *j, int at_key, const char *fmt, ...) {
+  char pathstr[256];
+  jin_path(j, pathstr, sizeof pathstr);
+  int n = j->depth < JIN_MAX_DEPTH ? j->depth : JIN_MAX_DEPTH;
+  va_list ap;
+  va_start(ap, fmt);
+  report(j, j->path, n, at_key, pathstr, fmt, ap);
+  va_end(ap);
+}
+
+void jin_error_at(jin *j, const char *dotted, int at_key, const char *fmt, ...) {
+  char copy[256];
+  snprintf(copy, sizeof copy, "%s", dotted);
+  jin_seg segs[JIN_MAX_DEPTH];
+  int n = 0;
+  for (char *tok = strtok(copy, "."); tok && n < JIN_MAX_DEPTH; tok = strtok(NULL, "."))
+    segs[n++] = (jin_seg){tok, 0};
+  va_list ap;
+  va_start(ap, fmt);
+  report(j, segs, n, at_key, dotted, fmt, ap);
+  va_end(ap);
+}
+
+const char *jin_type_name(const cJSON *v) {
+  if (!v) return "nothing";
+  if (cJSON_IsNull(v)) return "null";
+  if (cJSON_IsBool(v)) return "a boolean";
+  if (cJSON_IsNumber(v)) return "a number";
+  if (cJSON_IsString(v)) return "a string";
+  if (cJSON_IsArray(v)) return "an array";
+  if (cJSON_IsObject(v)) return "an object";
+  return "an invalid value";
+}
+
+void jin_describe(const cJSON *v, char *buf, size_t n) {
+  if (cJSON_IsNumber(v)) {
+    snprintf(buf, n, "%.6g", v->valuedouble);
+  } else if (cJSON_IsString(v)) {
+    snprintf(buf, n, "\"%.40s%s\"", v->valuestring, strlen(v->valuestring) > 40 ? "..." : "");
+  } else if (cJSON_IsBool(v)) {
+    snprintf(buf, n, "%s", cJSON_IsTrue(v) ? "true" : "false");
+  } else {
+    snprintf(buf, n, "%s", jin_type_name(v));
+  }
+}

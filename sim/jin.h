@@ -1,0 +1,73 @@
+/*
+** jin.h -- reading JSON input with positions.
+**
+** cJSON parses but forgets where each value was. Users need "file:line:col",
+** so jin keeps the text, tracks the path of the value being read, and when a
+** loader reports a problem it re-scans the text for that path to find the
+** line and column. The re-scan only happens on error, so the happy path costs
+** nothing extra. Every loader of user files (hardware, models, traces) reads
+** through this module; cJSON stays behind it and the writers.
+*/
+#ifndef TPUSIM_JIN_H
+#define TPUSIM_JIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "diag.h"
+
+#define JIN_MAX_DEPTH 16
+
+/* key != NULL: object member, index = which occurrence of that key (0 first,
+** so a duplicate key can be pointed at); key == NULL: array element index. */
+typedef struct {
+  const char *key;
+  int index;
+} jin_seg;
+
+typedef struct jin {
+  const char *file; /* borrowed: the name used in messages */
+  char *text;       /* owned copy, NUL-terminated */
+  size_t len;
+  cJSON *root;
+  diag *dg; /* borrowed */
+  jin_seg path[JIN_MAX_DEPTH];
+  int depth;
+  int errors; /* reported through this reader */
+} jin;
+
+/* Reads a whole file (at most max_bytes) into a malloc'd NUL-terminated buffer.
+** On failure reports to dg and returns NULL. */
+char *jin_read_file(const char *path, size_t max_bytes, size_t *len, diag *dg);
+
+/* Parses text (copied). Returns 0, or -1 after reporting the syntax error. */
+int jin_open(jin *j, const char *file, const char *text, size_t len, diag *dg);
+void jin_close(jin *j);
+
+void jin_push_key(jin *j, const char *key, int occurrence);
+void jin_push_index(jin *j, int index);
+void jin_pop(jin *j);
+/* Writes the current path as "chip.hbm_bytes" or "layers[3].kind". */
+void jin_path(const jin *j, char *buf, size_t n);
+
+/* Reports at the current path; at_key points at the member's key rather than
+** its value (for unknown or duplicate fields). */
+void jin_error(jin *j, int at_key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Reports at a dotted path of object keys ("system.scale_up.max_slice_chips"),
+** for checks that run after the walk. */
+void jin_error_at(jin *j, const char *dotted, int at_key, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Byte offset of the value (or key) at path in text, or SIZE_MAX. */
+size_t jin_locate(const char *text, size_t len, const jin_seg *path, int n, int at_key);
+/* 1-based line and column of a byte offset. */
+void jin_line_col(const char *text, size_t off, int *line, int *col);
+
+const char *jin_type_name(const cJSON *v);
+/* Appends a JSON-ish rendering of v (for "got ..." in messages), truncated. */
+void jin_describe(const cJSON *v, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,61 @@
+/*
+** strutil.c -- see strutil.h.
+*/
+#include "strutil.h"
+
+#include <string.h>
+
+int str_distance(const char *a, const char *b, int cap) {
+  size_t la = strlen(a), lb = strlen(b);
+  if (la > 64 || lb > 64) return cap + 1;
+  if ((la > lb ? la - lb : lb - la) > (size_t)cap) return cap + 1;
+  int row[65];
+  for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
+  for (size_t i = 1; i <= la; i++) {
+    int diag = row[0];
+    row[0] = (int)i;
+    int best = row[0];
+    for (size_t j = 1; j <= lb; j++) {
+      int up = row[j];
+      int sub = diag + (a[i - 1] != b[j - 1]);
+      int del = row[j] + 1, ins = row[j - 1] + 1;
+      int v = sub < del ? sub : del;
+      row[j] = v < ins ? v : ins;
+      diag = up;
+      if (row[j] < best) best = row[j];
+    }
+    if (best > cap) return cap + 1;
+  }
+  return row[lb] <= cap ? row[lb] : cap + 1;
+}
+
+const char *str_suggest(const char *word, const char *const *candidates, int n) {
+  int cap = (int)strlen(word) / 3;
+  if (cap < 1) cap = 1;
+  const char *best = NULL;
+  int best_d = cap + 1;
+  for (int i = 0; i < n; i++) {
+    int d = str_distance(word, candidates[i], cap);
+    if (d < best_d) {
+      best_d = d;
+      best = candidates[i];
+    }
+  }
+  /* A plain prefix ("h100" for "h100-sxm") is a likely intent too. */
+  if (!best && strlen(word) >= 3) {
+    for (int i = 0; i < n; i++)
+      if (strncmp(candidates[i], word, strlen(word)) == 0) return candidates[i];
+  }
+  return best;
+}
+
+int str_copy(char *dst, size_t n, const char *src) {
+  size_t l = strlen(src);
+  if (l >= n) {
+    memcpy(dst, src, n - 1);
+    dst[n - 1] = '\0';
+    return -1;
+  }
+  memcpy(dst, src, l + 1);
+  return 0;
+}

@@ -1,0 +1,17 @@
+/*
+** strutil.h -- small string helpers shared by loaders and the command line.
+*/
+#ifndef TPUSIM_STRUTIL_H
+#define TPUSIM_STRUTIL_H
+
+#include <stddef.h>
+
+/* Levenshtein distance, capped: returns cap+1 once it is certain to exceed cap. */
+int str_distance(const char *a, const char *b, int cap);
+/* The closest of n candidates to word, or NULL when none is close enough to
+** be a plausible typo (distance <= 1/3 of the word's length, at least 1). */
+const char *str_suggest(const char *word, const char *const *candidates, int n);
+/* Copies at most n-1 bytes and terminates; returns 0 if it fit, -1 if cut. */
+int str_copy(char *dst, size_t n, const char *src);
+
+#endif

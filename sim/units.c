@@ -1,0 +1,59 @@
+/*
+** units.c -- see units.h.
+*/
+#include "units.h"
+
+#include <math.h>
+#include <stdio.h>
+
+/* Three significant digits: enough to compare hardware, short enough for tables. */
+static void sig3(char *buf, size_t n, double v, const char *suffix) {
+  double a = fabs(v);
+  int decimals = a >= 100 ? 0 : a >= 10 ? 1 : 2;
+  snprintf(buf, n, "%.*f %s", decimals, v, suffix);
+}
+
+void units_si(char *buf, size_t n, double value, const char *unit) {
+  static const char *const prefix[] = {"", "k", "M", "G", "T", "P", "E"};
+  double a = fabs(value);
+  int i = 0;
+  while (a >= 999.5 && i < 6) {
+    a /= 1000;
+    value /= 1000;
+    i++;
+  }
+  char suffix[32];
+  snprintf(suffix, sizeof suffix, "%s%s", prefix[i], unit);
+  sig3(buf, n, value, suffix);
+}
+
+void units_bytes(char *buf, size_t n, double bytes) {
+  static const char *const prefix[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double a = fabs(bytes);
+  int i = 0;
+  while (a >= 1023.5 && i < 6) {
+    a /= 1024;
+    bytes /= 1024;
+    i++;
+  }
+  if (i == 0)
+    snprintf(buf, n, "%.0f B", bytes);
+  else
+    sig3(buf, n, bytes, prefix[i]);
+}
+
+void units_seconds(char *buf, size_t n, double s) {
+  double a = fabs(s);
+  if (a < 1e-6)
+    sig3(buf, n, s * 1e9, "ns");
+  else if (a < 1e-3)
+    sig3(buf, n, s * 1e6, "us");
+  else if (a < 1)
+    sig3(buf, n, s * 1e3, "ms");
+  else if (a < 3600)
+    sig3(buf, n, s, "s");
+  else if (a < 86400 * 2)
+    sig3(buf, n, s / 3600, "h");
+  else
+    sig3(buf, n, s / 86400, "d");
+}

@@ -1,0 +1,21 @@
+/*
+** units.h -- numbers for people: SI and binary prefixes, fixed formats.
+**
+** Output must be byte-for-byte deterministic, so every formatting decision
+** lives here rather than as ad-hoc printf widths around the code.
+*/
+#ifndef TPUSIM_UNITS_H
+#define TPUSIM_UNITS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* "459 T" style: value scaled by powers of 1000 with 3 significant digits,
+** followed by unit ("FLOP/s", "B/s"). */
+void units_si(char *buf, size_t n, double value, const char *unit);
+/* Capacities: powers of 1024 ("95 GiB", "128 MiB"). */
+void units_bytes(char *buf, size_t n, double bytes);
+/* Durations: "1.2 us", "3.4 ms", "5.6 s", "2.0 h", "3.1 d". */
+void units_seconds(char *buf, size_t n, double s);
+
+#endif
