@@ -33,7 +33,7 @@ LIB_SRC = $(wildcard sim/*.c hw_models/*.c planner/*.c workloads/*.c viz/*.c)
 LIB_SRC := $(filter-out sim/main.c hw_models/embed.c,$(LIB_SRC))
 HW_JSON = $(sort $(wildcard hw_models/*.json))
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/hw_catalog_data.o
-TEST_SRC = $(wildcard tests/test_*.c)
+TEST_SRC = $(wildcard tests/*.c)
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
 
 .PHONY: all deps run test check unit cli asan valgrind bench clean

@@ -194,6 +194,7 @@ void hw_free(hw_model *m) {
 typedef struct {
   jin *j;
   hw_model *m;
+  bool given[HW_MAX_FIELDS]; /* in the file, valid or not: no "missing" on top of "wrong" */
 } loader;
 
 static void *field_ptr(hw_model *m, const hw_field *f) { return (char *)m + f->offset; }
@@ -219,6 +220,7 @@ static int number_ok(const hw_field *f, double v) {
 static void read_field(loader *L, int fi, const cJSON *v) {
   const hw_field *f = &FIELDS[fi];
   void *p = field_ptr(L->m, f);
+  L->given[fi] = true;
   char got[96];
   jin_describe(v, got, sizeof got);
   switch (f->type) {
@@ -483,7 +485,7 @@ static void missing(loader *L, const hw_field *f, const char *why) {
     parent_of(at, at, sizeof at);
   }
   const char *leaf = f->path + (strlen(at) ? strlen(at) + 1 : 0);
-  jin_error_at(L->j, *at ? at : "", 0, "missing field '%s'%s%s", leaf, why ? " " : "",
+  jin_error_at(L->j, *at ? at : "", 1, "missing field '%s'%s%s", leaf, why ? " " : "",
                why ? why : "");
 }
 
@@ -498,8 +500,8 @@ static void check_rules(loader *L) {
 
   for (int i = 0; i < NFIELDS; i++) {
     const hw_field *f = &FIELDS[i];
-    if ((f->flags & HWF_REQ) && !m->present[i]) missing(L, f, NULL);
-    if ((f->flags & HWF_TPU) && is_tpu && !m->present[i]) missing(L, f, "(required for a TPU)");
+    if ((f->flags & HWF_REQ) && !L->given[i]) missing(L, f, NULL);
+    if ((f->flags & HWF_TPU) && is_tpu && !L->given[i]) missing(L, f, "(required for a TPU)");
     if ((f->flags & HWF_TPU) && !is_tpu && m->present[i])
       jin_error_at(j, f->path, 1, "only a TPU torus has this field; this is a %s",
                    hw_kind_name(m->kind));
@@ -671,7 +673,7 @@ hw_model *hw_load(const char *file, const char *text, size_t len, diag *dg) {
     return NULL;
   }
   str_copy(m->origin, sizeof m->origin, file);
-  loader L = {&j, m};
+  loader L = {.j = &j, .m = m};
   if (!cJSON_IsObject(j.root)) {
     char got[96];
     jin_describe(j.root, got, sizeof got);

@@ -124,7 +124,7 @@ static const cli_cmd *find_cmd(const char *name) {
 static int usage_error(cli_ctx *c, const char *fmt, const char *arg) {
   fprintf(c->err, "tpusim%s%s: ", c->cmd ? " " : "", c->cmd ? c->cmd : "");
   fprintf(c->err, fmt, arg);
-  fprintf(c->err, "\nTry 'tpusim %s--help'.\n", c->cmd ? c->cmd : "");
+  fprintf(c->err, "\nTry 'tpusim %s%s--help'.\n", c->cmd ? c->cmd : "", c->cmd ? " " : "");
   return CLI_USAGE;
 }
 
@@ -157,8 +157,8 @@ static int load_catalog(cli_ctx *c, hw_catalog **out, const hw_model **last_file
 }
 
 static void hw_list_text(const hw_catalog *cat, FILE *f) {
-  fprintf(f, "%-10s %-4s %11s %8s %8s  %-32s %s\n", "name", "kind", "bf16 TFLOP/s",
-          "HBM GiB", "HBM TB/s", "interconnect (one direction, per chip)",
+  fprintf(f, "%-10s %-4s %12s %8s %8s  %-42s %s\n", "name", "kind", "bf16 TFLOP/s",
+          "HBM GiB", "HBM TB/s", "interconnect (per chip, one direction)",
           "$/chip-h (spot)");
   int no_bf16 = 0;
   for (int i = 0; i < hw_catalog_count(cat); i++) {
@@ -174,7 +174,7 @@ static void hw_list_text(const hw_catalog *cat, FILE *f) {
     hw_interconnect_summary(m, ic, sizeof ic);
     snprintf(price, sizeof price, "%.2f (%.2f)", m->price.on_demand_usd_per_chip_hour,
              m->price.spot_usd_per_chip_hour);
-    fprintf(f, "%-10s %-4s %12s %8.1f %8.2f  %-38s %s\n", m->name, hw_kind_name(m->kind), bf16,
+    fprintf(f, "%-10s %-4s %12s %8.1f %8.2f  %-42s %s\n", m->name, hw_kind_name(m->kind), bf16,
             (double)m->chip.hbm_bytes / (1024.0 * 1024 * 1024), m->chip.hbm_bw_bytes_per_s / 1e12,
             ic, price);
   }

@@ -111,6 +111,23 @@ int jin_open(jin *j, const char *file, const char *text, size_t len, diag *dg) {
   if (!j->root) {
     size_t off = end ? (size_t)(end - j->text) : 0;
     if (off > len) off = len;
+    /* cJSON points near, not at, the end of a cut-off file; an unclosed
+    ** string or bracket says "truncated" more usefully than "invalid". */
+    int depth = 0, in_string = 0;
+    for (size_t p = 0; p < len; p++) {
+      char ch = j->text[p];
+      if (in_string) {
+        if (ch == '\\') p++;
+        else if (ch == '"') in_string = 0;
+      } else if (ch == '"') {
+        in_string = 1;
+      } else if (ch == '{' || ch == '[') {
+        depth++;
+      } else if (ch == '}' || ch == ']') {
+        depth--;
+      }
+    }
+    if (in_string || depth > 0) off = len;
     int line, col;
     jin_line_col(j->text, off, &line, &col);
     const char *what = off >= len ? "unexpected end of input (truncated?)"

@@ -30,6 +30,16 @@ int str_distance(const char *a, const char *b, int cap) {
 }
 
 const char *str_suggest(const char *word, const char *const *candidates, int n) {
+  /* A unique completion ("h100" for "h100-sxm") beats a near miss ("h200"). */
+  const char *completion = NULL;
+  int completions = 0;
+  if (strlen(word) >= 3)
+    for (int i = 0; i < n; i++)
+      if (strncmp(candidates[i], word, strlen(word)) == 0 && strcmp(candidates[i], word) != 0) {
+        completion = candidates[i];
+        completions++;
+      }
+  if (completions == 1) return completion;
   int cap = (int)strlen(word) / 3;
   if (cap < 1) cap = 1;
   const char *best = NULL;
@@ -40,11 +50,6 @@ const char *str_suggest(const char *word, const char *const *candidates, int n) 
       best_d = d;
       best = candidates[i];
     }
-  }
-  /* A plain prefix ("h100" for "h100-sxm") is a likely intent too. */
-  if (!best && strlen(word) >= 3) {
-    for (int i = 0; i < n; i++)
-      if (strncmp(candidates[i], word, strlen(word)) == 0) return candidates[i];
   }
   return best;
 }

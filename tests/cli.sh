@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Command-line tests: run the real binary, check exit codes, where output
+# goes, and that every bad input gives a message with its place and never a
+# crash. TPUSIM may carry a prefix (valgrind ...); the Makefile sets it.
+set -u
+TPUSIM=${TPUSIM:-./tpusim}
+OUT=tests/out/cli
+mkdir -p "$OUT"
+pass=0 fail=0
+
+ok()   { pass=$((pass + 1)); }
+bad()  { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# run NAME EXPECTED_RC ARGS... ; leaves stdout/stderr in $OUT/NAME.{out,err}
+run() {
+  local name=$1 want=$2; shift 2
+  $TPUSIM "$@" >"$OUT/$name.out" 2>"$OUT/$name.err"
+  local rc=$?
+  if [ "$rc" -ge 128 ] || [ "$rc" -eq 99 ]; then
+    bad "$name: crashed or sanitizer/valgrind error (rc=$rc)"; cat "$OUT/$name.err"; return 1
+  fi
+  if [ "$rc" -ne "$want" ]; then
+    bad "$name: exit $rc, expected $want"; cat "$OUT/$name.err"; return 1
+  fi
+  ok
+}
+
+# has NAME STREAM TEXT: the output contains TEXT (fixed string)
+has() {
+  if grep -qF -- "$3" "$OUT/$1.$2"; then ok; else bad "$1: $2 lacks '$3'"; sed 's/^/  | /' "$OUT/$1.$2" | head -5; fi
+}
+empty() {
+  if [ ! -s "$OUT/$1.$2" ]; then ok; else bad "$1: $2 should be empty"; head -3 "$OUT/$1.$2"; fi
+}
+
+# --- help, version, usage ---
+run help 0 --help && has help out "Usage: tpusim COMMAND"
+run version 0 --version && has version out "LLVM 19."
+run noargs 2
+run unknown-cmd 2 simulat && has unknown-cmd err "did you mean 'simulate'?"
+for c in plan simulate collective graph lower calibrate view plot; do
+  run "unbuilt-$c" 2 "$c" model.json && has "unbuilt-$c" err "not built yet" && empty "unbuilt-$c" out
+  run "help-$c" 0 "$c" --help && has "help-$c" out "Usage:"
+done
+run hw-noverb 2 hw && has hw-noverb err "Try 'tpusim hw --help'"
+run hw-badopt 2 hw list --frobnicate && has hw-badopt err "unknown option '--frobnicate'"
+
+# --- the catalog ---
+run list 0 hw list
+rows=$(grep -cE '^(tpu-|v100|a100|h100|h200|b200|cpu-)' "$OUT/list.out")
+[ "$rows" -eq 12 ] && ok || bad "hw list shows $rows rows, expected 12"
+run show 0 hw show tpu-v5p && has show out "459 TFLOP/s" && has show out "95.0 GiB"
+run show-json 0 hw show tpu-v5p --json && has show-json out '"bf16":	459000000000000'
+if grep -q '"fp64"' "$OUT/show-json.out"; then bad "tpu-v5p shows an fp64 peak"; else ok; fi
+run v4-json 0 hw show tpu-v4 --json
+if grep -q '"fp64"' "$OUT/v4-json.out"; then bad "tpu-v4 shows an fp64 peak"; else ok; fi
+run list-json 0 hw list --json && has list-json out '"hardware":'
+[ "$(head -c1 "$OUT/list-json.out")" = "{" ] && ok || bad "--json stdout does not start with {"
+
+# The catalog is compiled in: it works from any directory.
+abs=$(cd "$(dirname "${TPUSIM##* }")" && pwd)/$(basename "${TPUSIM##* }")
+prefix=${TPUSIM% *}; [ "$prefix" = "$TPUSIM" ] && prefix=""
+if (cd / && $prefix "$abs" hw show h100-sxm >/dev/null 2>&1); then ok; else bad "hw show fails outside the source tree"; fi
+
+# Deterministic: same input, same bytes.
+$TPUSIM hw list --json >"$OUT/det1" 2>&1; $TPUSIM hw list --json >"$OUT/det2" 2>&1
+cmp -s "$OUT/det1" "$OUT/det2" && ok || bad "hw list --json differs between runs"
+
+# A user file replaces the built-in of the same name.
+sed 's/"hbm_bw_bytes_per_s": 2.765e12/"hbm_bw_bytes_per_s": 5.53e12/' hw_models/tpu-v5p.json >"$OUT/v5p-2x.json"
+run hwfile 0 hw show tpu-v5p --hw-file "$OUT/v5p-2x.json" && has hwfile out "5.53 TB/s" && has hwfile out "v5p-2x.json"
+
+# --- bad input: non-zero exit, the file and place named, nothing on stdout ---
+run unknown-hw 1 hw show tpu-v5q --json && has unknown-hw err "unknown hardware 'tpu-v5q'" && empty unknown-hw out
+badfile() { # NAME FILE EXPECTED_TEXT
+  run "$1" 1 hw show --hw-file "$2" --json && has "$1" err "$3" && empty "$1" out
+}
+badfile syntax tests/data/bad-syntax.json "tests/data/bad-syntax.json:4:"
+badfile truncated tests/data/bad-truncated.json "unexpected end of input (truncated?)"
+badfile notobj tests/data/bad-not-object.json "bad-not-object.json:1:1: expected a JSON object"
+badfile emptyf tests/data/bad-empty.json "bad-empty.json:1:1: empty file"
+badfile kind tests/data/bad-kind.json 'bad-kind.json:1:51: kind: expected one of tpu, gpu, cpu; got "fpga"'
+badfile missing tests/data/no-such-file.json "no-such-file.json: cannot open"
+badfile directory tests/data "tests/data: read error"
+
+mutate() { # NAME SED_EXPR -> $OUT/NAME.json
+  sed "$2" hw_models/tpu-v5p.json >"$OUT/$1.json"
+}
+mutate negbw 's/"link_bw_bytes_per_s": 9e10/"link_bw_bytes_per_s": -9e10/'
+line=$(grep -n -- '-9e10' "$OUT/negbw.json" | cut -d: -f1)
+badfile negbw "$OUT/negbw.json" "negbw.json:$line:30: system.scale_up.link_bw_bytes_per_s: expected a positive number"
+mutate wrongtype 's/"torus_dims": 3/"torus_dims": "3D"/'
+badfile wrongtype "$OUT/wrongtype.json" 'system.scale_up.torus_dims: expected a positive integer up to 3, got "3D"'
+mutate unknownfield 's/"clock_hz":/"clock_mhz": 1, "clock_hz":/'
+badfile unknownfield "$OUT/unknownfield.json" "chip.clock_mhz: unknown field (did you mean 'clock_hz'?)"
+mutate nosource 's/"chip.clock_hz": "scaling-book"/"chip.clock_hzz": "scaling-book"/'
+badfile nosource "$OUT/nosource.json" "did you mean 'chip.clock_hz'?"
+printf '\x00\x01\x02garbage' >"$OUT/binary.json"
+badfile binary "$OUT/binary.json" "NUL byte"
+
+echo "cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

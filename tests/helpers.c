@@ -1,0 +1,90 @@
+/*
+** helpers.c -- see helpers.h. Compiled into the unit-test binary only.
+*/
+#include "helpers.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <criterion/criterion.h>
+
+#include "../hw_models/hw_catalog.h"
+#include "../sim/cli.h"
+
+th_run th_cli(const char *first, ...) {
+  char *argv[64];
+  int argc = 0;
+  argv[argc++] = "tpusim";
+  va_list ap;
+  va_start(ap, first);
+  for (const char *a = first; a && argc < 63; a = va_arg(ap, const char *)) argv[argc++] = (char *)a;
+  va_end(ap);
+  argv[argc] = NULL;
+
+  th_run r = {0};
+  size_t on, en;
+  FILE *out = open_memstream(&r.out, &on);
+  FILE *err = open_memstream(&r.err, &en);
+  cr_assert(out && err);
+  r.rc = cli_main(argc, argv, out, err);
+  fclose(out);
+  fclose(err);
+  return r;
+}
+
+void th_run_free(th_run *r) {
+  free(r->out);
+  free(r->err);
+}
+
+const char *th_builtin_text(const char *name) {
+  char want[128];
+  snprintf(want, sizeof want, "/%s.json", name);
+  for (int i = 0; i < hw_embedded_count; i++) {
+    const char *f = hw_embedded_files[i].file;
+    size_t lf = strlen(f), lw = strlen(want);
+    if (lf >= lw && strcmp(f + lf - lw, want) == 0) return (const char *)hw_embedded_files[i].data;
+  }
+  return NULL;
+}
+
+char *th_replace(const char *text, const char *from, const char *to) {
+  const char *at = strstr(text, from);
+  cr_assert(at, "mutation target not found: %s", from);
+  size_t head = (size_t)(at - text), lf = strlen(from), lt = strlen(to);
+  size_t total = strlen(text) - lf + lt;
+  char *s = malloc(total + 1);
+  memcpy(s, text, head);
+  memcpy(s + head, to, lt);
+  strcpy(s + head + lt, at + lf);
+  return s;
+}
+
+void th_where(const char *text, const char *needle, char *buf, size_t n) {
+  const char *at = strstr(text, needle);
+  cr_assert(at, "needle not found: %s", needle);
+  int line = 1, col = 1;
+  for (const char *p = text; p < at; p++) {
+    if (*p == '\n') {
+      line++;
+      col = 1;
+    } else {
+      col++;
+    }
+  }
+  snprintf(buf, n, "%d:%d", line, col);
+}
+
+const char *th_write_temp(const char *name, const char *text) {
+  static char path[256]; /* test-only; each Criterion test runs in its own process */
+  mkdir("tests/out", 0755);
+  snprintf(path, sizeof path, "tests/out/%s", name);
+  FILE *f = fopen(path, "w");
+  cr_assert(f, "cannot write %s", path);
+  fputs(text, f);
+  fclose(f);
+  return path;
+}

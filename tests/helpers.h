@@ -1,0 +1,34 @@
+/*
+** helpers.h -- shared by the unit tests: run the CLI in-process, fetch an
+** embedded hardware file, mutate JSON text, find line:col independently.
+*/
+#ifndef TPUSIM_TEST_HELPERS_H
+#define TPUSIM_TEST_HELPERS_H
+
+#include <stddef.h>
+
+typedef struct {
+  int rc;
+  char *out; /* malloc'd, NUL-terminated */
+  char *err;
+} th_run;
+
+/* Runs `tpusim args...` (NULL-terminated) through cli_main. */
+th_run th_cli(const char *first, ...);
+void th_run_free(th_run *r);
+
+/* The embedded text of hw_models/NAME.json (static storage), or NULL. */
+const char *th_builtin_text(const char *name);
+
+/* A malloc'd copy of text with the first occurrence of from replaced by to;
+** aborts the test if from is absent, so a stale mutation cannot pass. */
+char *th_replace(const char *text, const char *from, const char *to);
+
+/* "line:col" of the first occurrence of needle in text, counted here
+** independently of the code under test. */
+void th_where(const char *text, const char *needle, char *buf, size_t n);
+
+/* Writes text to a fresh file under tests/out/ and returns its path (static). */
+const char *th_write_temp(const char *name, const char *text);
+
+#endif

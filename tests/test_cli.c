@@ -1,0 +1,159 @@
+/*
+** test_cli.c -- the command line in-process: help, versions, exit codes,
+** --json purity, determinism, unbuilt commands.
+*/
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+
+#include "../sim/cli.h"
+#include "helpers.h"
+
+Test(cli, help_lists_every_contract_command) {
+  th_run r = th_cli("--help", NULL);
+  cr_assert_eq(r.rc, 0);
+  static const char *const cmds[] = {"plan", "simulate", "collective", "graph", "lower",
+                                     "calibrate", "hw", "view", "plot"};
+  for (int i = 0; i < 9; i++) {
+    char want[32];
+    snprintf(want, sizeof want, "\n  %s ", cmds[i]);
+    cr_assert(strstr(r.out, want), "help lacks %s", cmds[i]);
+  }
+  cr_assert_str_eq(r.err, "");
+  th_run_free(&r);
+}
+
+Test(cli, no_arguments_is_a_usage_error) {
+  th_run r = th_cli(NULL);
+  cr_assert_eq(r.rc, 2);
+  cr_assert(strstr(r.err, "Usage: tpusim COMMAND"));
+  th_run_free(&r);
+}
+
+Test(cli, version_names_the_linked_libraries) {
+  th_run r = th_cli("--version", NULL);
+  cr_assert_eq(r.rc, 0);
+  cr_assert(strncmp(r.out, "tpusim " TPUSIM_VERSION "\nLLVM 19.", 16 + strlen(TPUSIM_VERSION)) == 0,
+            "%s", r.out);
+  cr_assert(strstr(r.out, "cJSON 1.") && strstr(r.out, "SDL 2."));
+  th_run_free(&r);
+}
+
+Test(cli, unknown_command_suggests) {
+  th_run r = th_cli("simulat", NULL);
+  cr_assert_eq(r.rc, 2);
+  cr_assert(strstr(r.err, "unknown command 'simulat'; did you mean 'simulate'?"), "%s", r.err);
+  th_run_free(&r);
+}
+
+Test(cli, unbuilt_commands_say_so_and_exit_2) {
+  static const char *const cmds[] = {"plan", "simulate", "collective", "graph", "lower",
+                                     "calibrate", "view", "plot"};
+  for (int i = 0; i < 8; i++) {
+    th_run r = th_cli(cmds[i], "x", NULL);
+    cr_assert_eq(r.rc, 2, "%s", cmds[i]);
+    cr_assert(strstr(r.err, "not built yet"), "%s: %s", cmds[i], r.err);
+    cr_assert_str_eq(r.out, "", "%s printed a result", cmds[i]);
+    th_run_free(&r);
+    r = th_cli(cmds[i], "--help", NULL);
+    cr_assert_eq(r.rc, 0);
+    cr_assert(strstr(r.out, "Usage:\n  tpusim "), "%s", r.out);
+    th_run_free(&r);
+  }
+}
+
+Test(cli, hw_show_json_is_one_object_with_the_figures) {
+  th_run r = th_cli("hw", "show", "tpu-v5p", "--json", NULL);
+  cr_assert_eq(r.rc, 0, "%s", r.err);
+  cJSON *o = cJSON_Parse(r.out);
+  cr_assert_not_null(o, "stdout is not JSON");
+  const cJSON *peak = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "chip"), "peak_flops_per_s");
+  cr_assert_float_eq(cJSON_GetObjectItem(peak, "bf16")->valuedouble, 459e12, 1e9);
+  cr_assert_null(cJSON_GetObjectItem(peak, "fp64"));
+  double hbm = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "chip"), "hbm_bytes")->valuedouble;
+  cr_assert_float_eq(hbm / (1024.0 * 1024 * 1024), 95.0, 1e-9);
+  cr_assert(cJSON_IsObject(cJSON_GetObjectItem(o, "sources")));
+  cJSON_Delete(o);
+  th_run_free(&r);
+}
+
+Test(cli, tpu_v4_has_no_fp64_in_json) {
+  th_run r = th_cli("hw", "show", "tpu-v4", "--json", NULL);
+  cr_assert_eq(r.rc, 0);
+  cJSON *o = cJSON_Parse(r.out);
+  const cJSON *peak = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "chip"), "peak_flops_per_s");
+  cr_assert_null(cJSON_GetObjectItem(peak, "fp64"));
+  cr_assert_not_null(cJSON_GetObjectItem(peak, "bf16"));
+  cJSON_Delete(o);
+  th_run_free(&r);
+}
+
+Test(cli, hw_list_json_has_every_entry) {
+  th_run r = th_cli("hw", "list", "--json", NULL);
+  cr_assert_eq(r.rc, 0);
+  cJSON *o = cJSON_Parse(r.out);
+  cr_assert_not_null(o);
+  cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(o, "hardware")), 12);
+  cJSON_Delete(o);
+  th_run_free(&r);
+}
+
+Test(cli, hw_list_text_has_a_row_per_entry) {
+  th_run r = th_cli("hw", "list", NULL);
+  cr_assert_eq(r.rc, 0);
+  int rows = 0;
+  for (const char *p = r.out; (p = strstr(p, "\n")); p++)
+    if (strncmp(p + 1, "tpu-", 4) == 0 || strncmp(p + 1, "cpu-", 4) == 0 ||
+        strncmp(p + 1, "a100", 4) == 0 || strncmp(p + 1, "h", 1) == 0 ||
+        strncmp(p + 1, "b200", 4) == 0 || strncmp(p + 1, "v100", 4) == 0)
+      rows++;
+  cr_assert_eq(rows, 12, "%s", r.out);
+  th_run_free(&r);
+}
+
+Test(cli, output_is_deterministic) {
+  th_run a = th_cli("hw", "show", "h100-sxm", "--json", NULL);
+  th_run b = th_cli("hw", "show", "h100-sxm", "--json", NULL);
+  cr_assert_str_eq(a.out, b.out);
+  th_run_free(&a);
+  th_run_free(&b);
+}
+
+Test(cli, unknown_hardware_is_bad_input) {
+  th_run r = th_cli("hw", "show", "tpu-5p", "--json", NULL);
+  cr_assert_eq(r.rc, 1);
+  cr_assert_str_eq(r.out, "");
+  cr_assert(strstr(r.err, "unknown hardware 'tpu-5p'; did you mean 'tpu-v5p'?"), "%s", r.err);
+  th_run_free(&r);
+}
+
+Test(cli, bad_hw_file_is_bad_input_with_place) {
+  const char *p = th_write_temp("neg.json",
+                                "{\n  \"schema\": \"tpusim-hw/1\",\n  \"chip\": {\"hbm_bytes\": -5}\n}\n");
+  th_run r = th_cli("hw", "show", "--hw-file", p, NULL);
+  cr_assert_eq(r.rc, 1);
+  cr_assert(strstr(r.err, "tests/out/neg.json:3:25: chip.hbm_bytes: expected a positive integer"),
+            "%s", r.err);
+  th_run_free(&r);
+}
+
+Test(cli, missing_hw_file_is_bad_input) {
+  th_run r = th_cli("hw", "list", "--hw-file=tests/data/nope.json", NULL);
+  cr_assert_eq(r.rc, 1);
+  cr_assert(strstr(r.err, "tests/data/nope.json: cannot open"), "%s", r.err);
+  th_run_free(&r);
+}
+
+Test(cli, usage_errors_exit_2) {
+  const char *cases[][4] = {{"hw", NULL}, {"hw", "frobnicate", NULL}, {"hw", "show", NULL},
+                            {"hw", "list", "--bogus", NULL}, {"hw", "list", "--hw-file", NULL},
+                            {"hw", "show", "a", "b"}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    th_run r = th_cli(cases[i][0], cases[i][1], cases[i][2], cases[i][3], NULL);
+    cr_assert_eq(r.rc, 2, "case %zu: %s", i, r.err);
+    cr_assert(strstr(r.err, "Try 'tpusim hw --help'"), "case %zu: %s", i, r.err);
+    th_run_free(&r);
+  }
+}

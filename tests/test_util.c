@@ -1,0 +1,77 @@
+/*
+** test_util.c -- units formatting and string helpers.
+*/
+#include <criterion/criterion.h>
+
+#include "../sim/diag.h"
+#include "../sim/strutil.h"
+#include "../sim/units.h"
+
+Test(units, si_prefixes_three_digits) {
+  char b[64];
+  units_si(b, sizeof b, 4.59e14, "FLOP/s");
+  cr_assert_str_eq(b, "459 TFLOP/s");
+  units_si(b, sizeof b, 2.765e12, "B/s");
+  cr_assert_str_eq(b, "2.77 TB/s");
+  units_si(b, sizeof b, 6.25e9, "B/s");
+  cr_assert_str_eq(b, "6.25 GB/s");
+  units_si(b, sizeof b, 999.9, "B/s"); /* rounds up into the next prefix */
+  cr_assert_str_eq(b, "1.00 kB/s");
+  units_si(b, sizeof b, 12.5, "W");
+  cr_assert_str_eq(b, "12.5 W");
+}
+
+Test(units, binary_bytes) {
+  char b[64];
+  units_bytes(b, sizeof b, 102005473280.0); /* 95 x 2^30 */
+  cr_assert_str_eq(b, "95.0 GiB");
+  units_bytes(b, sizeof b, 134217728.0);
+  cr_assert_str_eq(b, "128 MiB");
+  units_bytes(b, sizeof b, 512);
+  cr_assert_str_eq(b, "512 B");
+}
+
+Test(units, seconds) {
+  char b[64];
+  units_seconds(b, sizeof b, 1e-6);
+  cr_assert_str_eq(b, "1.00 us");
+  units_seconds(b, sizeof b, 0.0125);
+  cr_assert_str_eq(b, "12.5 ms");
+  units_seconds(b, sizeof b, 44 * 86400.0);
+  cr_assert_str_eq(b, "44.0 d");
+}
+
+Test(strutil, distance) {
+  cr_assert_eq(str_distance("kitten", "sitting", 5), 3);
+  cr_assert_eq(str_distance("hbm_byte", "hbm_bytes", 3), 1);
+  cr_assert_eq(str_distance("abc", "abc", 0), 0);
+  cr_assert_eq(str_distance("a", "abcdef", 2), 3); /* capped: cap + 1 */
+}
+
+Test(strutil, suggest) {
+  const char *names[] = {"tpu-v5p", "tpu-v5e", "h100-sxm", "h200"};
+  cr_assert_str_eq(str_suggest("tpu-v5q", names, 4), "tpu-v5p");
+  cr_assert_str_eq(str_suggest("h100", names, 4), "h100-sxm");
+  cr_assert_null(str_suggest("mi300x", names, 4));
+}
+
+Test(strutil, copy_truncates_and_says_so) {
+  char b[4];
+  cr_assert_eq(str_copy(b, sizeof b, "abc"), 0);
+  cr_assert_eq(str_copy(b, sizeof b, "abcd"), -1);
+  cr_assert_str_eq(b, "abc");
+}
+
+Test(diag, keeps_fifty_and_counts_the_rest) {
+  diag *d = diag_new();
+  for (int i = 0; i < 60; i++) diag_error(d, "f.json", i + 1, 2, "x.y", "problem %d", i);
+  cr_assert_eq(diag_count(d), 60);
+  cr_assert_str_eq(diag_message(d, 0), "f.json:1:2: x.y: problem 0");
+  cr_assert_null(diag_message(d, 50));
+  diag_error(d, "g.json", 0, 0, NULL, "no place");
+  diag_clear(d);
+  cr_assert_eq(diag_count(d), 0);
+  diag_error(d, "g.json", 0, 0, NULL, "no place");
+  cr_assert_str_eq(diag_message(d, 0), "g.json: no place");
+  diag_free(d);
+}
