@@ -23,8 +23,12 @@ static const char *const HOSTLINK_CHOICES[] = {"pcie3", "pcie4", "pcie5", "pcie6
                                                "nvlink-c2c", "none", NULL};
 static const char *const UP_CHOICES[] = {"nvswitch", "nvlink-mesh", "ici-torus",
                                          "socket-link", NULL};
-static const char *const OUT_CHOICES[] = {"ib-hdr", "ib-ndr", "ib-xdr", "roce", "efa",
-                                          "dcn", "ethernet", NULL};
+static const char *const OUT_CHOICES[] = {"ib-edr", "ib-hdr", "ib-ndr", "ib-xdr", "roce",
+                                          "efa", "dcn", "ethernet", NULL};
+/* how `hw list` names them, in the same order */
+static const char *const OUT_LABELS[] = {"IB EDR", "IB HDR", "IB NDR", "IB XDR", "RoCE",
+                                         "EFA", "DCN", "Ethernet", NULL};
+_Static_assert(sizeof OUT_CHOICES == sizeof OUT_LABELS, "one label per scale_out kind");
 static const char *const TOPO_CHOICES[] = {"fat-tree", "rail-optimized", "dcn", NULL};
 
 #define OFF(member) offsetof(hw_model, member)
@@ -157,6 +161,11 @@ int hw_dtype_parse(const char *name) {
 }
 
 const char *hw_kind_name(hw_kind k) { return KIND_CHOICES[k]; }
+
+const char *hw_scale_out_label(int kind) {
+  return (kind >= 0 && kind < (int)(sizeof OUT_LABELS / sizeof *OUT_LABELS) - 1) ? OUT_LABELS[kind]
+                                                                                 : "?";
+}
 
 const char *hw_enum_name(int field_index, int value) {
   const hw_field *f = hw_field_get(field_index);

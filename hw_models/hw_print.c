@@ -75,15 +75,13 @@ static void format_value(const hw_model *m, int fi, char *buf, size_t n) {
 
 void hw_interconnect_summary(const hw_model *m, char *buf, size_t n) {
   static const char *const UP[] = {"NVSwitch", "NVLink mesh", "ICI", "socket link"};
-  /* display names, in the order of the scale_out.kind choices */
-  static const char *const OUT[] = {"IB HDR", "IB NDR", "IB XDR", "RoCE", "EFA", "DCN", "Ethernet"};
   char up[32], out[32];
   units_si(up, sizeof up, m->scale_up.bw_per_chip_bytes_per_s, "B/s");
   units_si(out, sizeof out, m->scale_out.bw_per_chip_bytes_per_s, "B/s");
   if (m->scale_up.kind == HW_UP_ICI_TORUS)
     snprintf(buf, n, "ICI %" PRId64 "D torus %s + DCN %s", m->scale_up.torus_dims, up, out);
   else
-    snprintf(buf, n, "%s %s + %s %s", UP[m->scale_up.kind], up, OUT[m->scale_out.kind], out);
+    snprintf(buf, n, "%s %s + %s %s", UP[m->scale_up.kind], up, hw_scale_out_label(m->scale_out.kind), out);
 }
 
 void hw_print_show(const hw_model *m, FILE *out) {
