@@ -69,6 +69,17 @@ Test(hw_catalog, unsupported_dtypes_are_absent) {
   hw_catalog_free(c);
 }
 
+/* Device memory as a job sees it: AWS lists 81920 MiB per A100-80GB and
+** H100, 144384 MiB per H200 (skypilot-catalog aws/vms.csv). */
+Test(hw_catalog, gpu_memory_is_the_binary_capacity) {
+  hw_catalog *c = builtin();
+  cr_assert_eq(get(c, "a100-80g")->chip.hbm_bytes, 81920LL << 20);
+  cr_assert_eq(get(c, "h100-sxm")->chip.hbm_bytes, 81920LL << 20);
+  cr_assert_eq(get(c, "h200")->chip.hbm_bytes, 144384LL << 20);
+  cr_assert_eq(get(c, "a100-40g")->chip.hbm_bytes * 2, get(c, "a100-80g")->chip.hbm_bytes);
+  hw_catalog_free(c);
+}
+
 /* scaling-book roofline.md: a v5e bf16 matmul is compute-bound above
 ** 1.97e14 / 8.2e11 ~ 240 FLOP per byte of HBM traffic. */
 Test(hw_catalog, tpu_v5e_ridge_point_matches_scaling_book) {
