@@ -204,6 +204,9 @@ typedef struct {
   jin *j;
   hw_model *m;
   bool given[HW_MAX_FIELDS]; /* in the file, valid or not: no "missing" on top of "wrong" */
+  bool given_sources, given_cite;
+  char missing_sections[8][64];
+  int n_missing_sections;
 } loader;
 
 static void *field_ptr(hw_model *m, const hw_field *f) { return (char *)m + f->offset; }
@@ -447,8 +450,10 @@ static void walk(loader *L, const cJSON *obj, const char *prefix) {
     if (occ > 0) {
       jin_error(L->j, 1, "duplicate key (already given above)");
     } else if (!*prefix && strcmp(c->string, "sources") == 0) {
+      L->given_sources = true;
       read_sources(L, c);
     } else if (!*prefix && strcmp(c->string, "cite") == 0) {
+      L->given_cite = true;
       read_path_map(L, c, 1);
     } else if (!*prefix && strcmp(c->string, "notes") == 0) {
       read_path_map(L, c, 0);
@@ -478,24 +483,34 @@ static void parent_of(const char *path, char *buf, size_t n) {
   else buf[0] = '\0';
 }
 
-/* Reports at the deepest existing ancestor of a missing field. */
+/* Reports at the deepest existing ancestor of a missing field. When a whole
+** section is absent, says so once instead of once per field inside it. */
 static void missing(loader *L, const hw_field *f, const char *why) {
   char at[160];
   parent_of(f->path, at, sizeof at);
-  while (*at && !is_section(at)) parent_of(at, at, sizeof at);
-  jin_seg segs[JIN_MAX_DEPTH];
   for (;;) {
-    char copy[160];
+    char copy[160], *save = NULL;
+    jin_seg segs[JIN_MAX_DEPTH];
     str_copy(copy, sizeof copy, at);
     int n = 0;
-    for (char *t = strtok(copy, "."); t && n < JIN_MAX_DEPTH; t = strtok(NULL, "."))
+    for (char *t = strtok_r(copy, ".", &save); t && n < JIN_MAX_DEPTH;
+         t = strtok_r(NULL, ".", &save))
       segs[n++] = (jin_seg){t, 0};
     if (!*at || jin_locate(L->j->text, L->j->len, segs, n, 0) != SIZE_MAX) break;
     parent_of(at, at, sizeof at);
   }
-  const char *leaf = f->path + (strlen(at) ? strlen(at) + 1 : 0);
-  jin_error_at(L->j, *at ? at : "", 1, "missing field '%s'%s%s", leaf, why ? " " : "",
-               why ? why : "");
+  const char *rest = f->path + (*at ? strlen(at) + 1 : 0);
+  size_t seg = strcspn(rest, ".");
+  if (rest[seg] == '.') { /* an absent section */
+    char section[160];
+    snprintf(section, sizeof section, "%.*s", (int)(rest - f->path + seg), f->path);
+    for (int i = 0; i < L->n_missing_sections; i++)
+      if (strcmp(L->missing_sections[i], section) == 0) return;
+    if (L->n_missing_sections < 8) str_copy(L->missing_sections[L->n_missing_sections++], 64, section);
+    jin_error_at(L->j, at, 1, "missing section '%.*s' (see docs/hardware.md)", (int)seg, rest);
+    return;
+  }
+  jin_error_at(L->j, at, 1, "missing field '%s'%s%s", rest, why ? " " : "", why ? why : "");
 }
 
 static int near(double a, double b, double rel) { return fabs(a - b) <= rel * fabs(b); }
@@ -515,6 +530,8 @@ static void check_rules(loader *L) {
       jin_error_at(j, f->path, 1, "only a TPU torus has this field; this is a %s",
                    hw_kind_name(m->kind));
   }
+  if (!L->given_sources) jin_error_at(j, "", 0, "missing section 'sources' (every figure needs a source)");
+  if (!L->given_cite) jin_error_at(j, "", 0, "missing section 'cite' (which source backs each figure)");
   if (!is_tpu && m->present[hw_field_find("system.scale_up.ocs_block")])
     jin_error_at(j, "system.scale_up.ocs_block", 1, "only a TPU pod has optical circuit switches");
   if (j->errors) return; /* the rules below assume the fields are there */

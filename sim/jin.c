@@ -314,11 +314,12 @@ void jin_error(jin *j, int at_key, const char *fmt, ...) {
 }
 
 void jin_error_at(jin *j, const char *dotted, int at_key, const char *fmt, ...) {
-  char copy[256];
+  char copy[256], *save = NULL;
   snprintf(copy, sizeof copy, "%s", dotted);
   jin_seg segs[JIN_MAX_DEPTH];
   int n = 0;
-  for (char *tok = strtok(copy, "."); tok && n < JIN_MAX_DEPTH; tok = strtok(NULL, "."))
+  for (char *tok = strtok_r(copy, ".", &save); tok && n < JIN_MAX_DEPTH;
+       tok = strtok_r(NULL, ".", &save))
     segs[n++] = (jin_seg){tok, 0};
   va_list ap;
   va_start(ap, fmt);
