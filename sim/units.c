@@ -13,33 +13,30 @@ static void sig3(char *buf, size_t n, double v, const char *suffix) {
   snprintf(buf, n, "%.*f %s", decimals, v, suffix);
 }
 
-void units_si(char *buf, size_t n, double value, const char *unit) {
-  static const char *const prefix[] = {"", "k", "M", "G", "T", "P", "E"};
-  double a = fabs(value);
+/* Scales value by base until it is below base, then prints it with the prefix reached. */
+static void scaled(char *buf, size_t n, double value, double base, const char *const *prefix,
+                   int nprefix, const char *unit) {
   int i = 0;
-  while (a >= 999.5 && i < 6) {
-    a /= 1000;
-    value /= 1000;
+  while (fabs(value) >= base - 0.5 && i < nprefix - 1) {
+    value /= base;
     i++;
   }
   char suffix[32];
   snprintf(suffix, sizeof suffix, "%s%s", prefix[i], unit);
-  sig3(buf, n, value, suffix);
+  if (i == 0 && value == floor(value))
+    snprintf(buf, n, "%.0f %s", value, suffix);
+  else
+    sig3(buf, n, value, suffix);
+}
+
+void units_si(char *buf, size_t n, double value, const char *unit) {
+  static const char *const prefix[] = {"", "k", "M", "G", "T", "P", "E"};
+  scaled(buf, n, value, 1000, prefix, 7, unit);
 }
 
 void units_bytes(char *buf, size_t n, double bytes) {
-  static const char *const prefix[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  double a = fabs(bytes);
-  int i = 0;
-  while (a >= 1023.5 && i < 6) {
-    a /= 1024;
-    bytes /= 1024;
-    i++;
-  }
-  if (i == 0)
-    snprintf(buf, n, "%.0f B", bytes);
-  else
-    sig3(buf, n, bytes, prefix[i]);
+  static const char *const prefix[] = {"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
+  scaled(buf, n, bytes, 1024, prefix, 7, "B");
 }
 
 void units_seconds(char *buf, size_t n, double s) {
