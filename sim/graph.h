@@ -1,0 +1,280 @@
+/*
+** graph.h -- the workload graph: HLO-like ops on typed arrays.
+**
+** Every model family, the HuggingFace and HLO importers, and autodiff build
+** a graph through this API; sharding, fusion, lowering and the simulator
+** read it. Ops are appended in a valid order (an op's inputs already exist),
+** so construction order is a topological order and a built graph has no
+** cycle. Loaders of explicit op lists check their input with graph_toposort
+** first.
+**
+** Errors are sticky, like NaN: a builder call that gets a bad shape records
+** one message naming the op and returns -1, and any call given a -1 operand
+** returns -1 without a further message. A builder can chain calls and check
+** graph_ok() once at the end.
+**
+** Costs (graph_op_cost) come from exact formulas over shapes; the rules, and
+** the conventions they follow (XLA's HloCostAnalysis where it has one), are
+** in docs/workloads.md.
+*/
+#ifndef TPUSIM_GRAPH_H
+#define TPUSIM_GRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "diag.h"
+
+#define GRAPH_MAX_RANK 8
+
+typedef enum {
+  GDT_PRED,
+  GDT_S4, /* 4-bit weights (QLoRA NF4 and int4): half a byte */
+  GDT_S8,
+  GDT_U8,
+  GDT_S32,
+  GDT_U32,
+  GDT_S64,
+  GDT_F8,
+  GDT_F16,
+  GDT_BF16,
+  GDT_F32,
+  GDT_F64,
+  GDT_COUNT
+} graph_dtype;
+
+typedef struct {
+  graph_dtype dtype;
+  int rank;
+  int64_t dim[GRAPH_MAX_RANK];
+} graph_shape;
+
+/* A list of dimension indices: contracting dims, reduced dims, a permutation. */
+typedef struct {
+  int n;
+  int8_t d[GRAPH_MAX_RANK];
+} graph_dims;
+
+typedef enum {
+  /* sources */
+  GOP_PARAMETER,
+  GOP_CONSTANT,
+  GOP_IOTA,
+  /* elementwise, one operand */
+  GOP_NEG,
+  GOP_ABS,
+  GOP_EXP,
+  GOP_LOG,
+  GOP_TANH,
+  GOP_LOGISTIC,
+  GOP_GELU,
+  GOP_SILU,
+  GOP_RELU,
+  GOP_RSQRT,
+  GOP_SQRT,
+  GOP_SIN,
+  GOP_COS,
+  GOP_NOT,
+  GOP_CONVERT,
+  GOP_COPY,
+  GOP_REDUCE_PRECISION,
+  /* elementwise, two operands of one shape */
+  GOP_ADD,
+  GOP_SUB,
+  GOP_MUL,
+  GOP_DIV,
+  GOP_MAX,
+  GOP_MIN,
+  GOP_POW,
+  GOP_COMPARE,
+  GOP_AND,
+  GOP_OR,
+  /* elementwise, three operands */
+  GOP_SELECT,
+  GOP_CLAMP,
+  /* contractions */
+  GOP_DOT,
+  GOP_CONV,
+  /* reductions and data movement */
+  GOP_REDUCE,
+  GOP_BROADCAST,
+  GOP_TRANSPOSE,
+  GOP_RESHAPE,
+  GOP_CONCAT,
+  GOP_SLICE,
+  GOP_DYNAMIC_SLICE,
+  GOP_DYNAMIC_UPDATE_SLICE,
+  GOP_PAD,
+  GOP_GATHER,
+  GOP_SCATTER,
+  /* collectives */
+  GOP_ALL_REDUCE,
+  GOP_ALL_GATHER,
+  GOP_REDUCE_SCATTER,
+  GOP_ALL_TO_ALL,
+  GOP_COLLECTIVE_PERMUTE,
+  GOP_SEND,
+  GOP_RECV,
+  /* an opaque kernel with declared costs (HLO custom-call, fused attention) */
+  GOP_CUSTOM,
+  GOP_COUNT
+} graph_op_kind;
+
+typedef enum { GRAPH_FORWARD, GRAPH_BACKWARD, GRAPH_OPTIMIZER, GRAPH_PHASE_COUNT } graph_phase;
+
+typedef enum { GRAPH_RED_ADD, GRAPH_RED_MAX, GRAPH_RED_MIN, GRAPH_RED_MUL } graph_reduce_kind;
+
+/* Roles of a parameter, for memory accounting and autodiff. */
+enum {
+  GRAPH_WEIGHT = 1u << 0,    /* a model weight */
+  GRAPH_TRAINABLE = 1u << 1, /* gets a gradient and optimizer state */
+  GRAPH_INPUT = 1u << 2,     /* data fed each step (tokens, images, labels) */
+  GRAPH_OPT_STATE = 1u << 3, /* optimizer moment or fp32 master copy */
+  GRAPH_ADAPTER = 1u << 4,   /* a LoRA adapter matrix */
+};
+
+typedef struct {
+  int spatial;                    /* 1, 2 or 3 */
+  int in_batch, in_feature;       /* dimension indices in the input */
+  int in_spatial[3];
+  int k_in, k_out;                /* kernel input/output feature dims */
+  int k_spatial[3];
+  int out_batch, out_feature;
+  int out_spatial[3];
+  int64_t stride[3], pad_lo[3], pad_hi[3], lhs_dilation[3], rhs_dilation[3];
+  int64_t feature_groups, batch_groups;
+} graph_conv_attrs;
+
+typedef struct {
+  graph_op_kind kind;
+  graph_shape out;
+  int n_in;
+  int *in; /* operand op ids, each < this op's id */
+  char *name;
+  graph_phase phase;
+  unsigned flags;
+  int64_t count; /* executions per step: 1, or a while loop's trip count */
+  int layer;     /* transformer/cnn layer index, -1 when none */
+
+  graph_dims lhs_batch, rhs_batch, lhs_contract, rhs_contract; /* DOT */
+  graph_dims dims; /* REDUCE: reduced; BROADCAST: operand dim i -> out dim d[i];
+                      TRANSPOSE: permutation; CONCAT, ALL_GATHER, REDUCE_SCATTER,
+                      ALL_TO_ALL: d[0] */
+  int64_t lo[GRAPH_MAX_RANK], hi[GRAPH_MAX_RANK], step[GRAPH_MAX_RANK]; /* SLICE: start,
+                      limit, stride; PAD: low, high, interior */
+  graph_conv_attrs conv;
+  graph_reduce_kind reduce;
+  int64_t group_size; /* collectives: chips in each replica group */
+  double custom_flops, custom_transcendentals, custom_bytes; /* CUSTOM */
+  int param_of;       /* gradients and optimizer states: the weight they belong to, or -1 */
+} graph_op;
+
+typedef struct {
+  double flops[GDT_COUNT]; /* by the dtype the arithmetic runs in */
+  double transcendentals;
+  double bytes_read, bytes_written;
+} graph_cost;
+
+typedef struct graph graph;
+
+graph *graph_new(const char *name);
+void graph_free(graph *g);
+
+const char *graph_name(const graph *g);
+int graph_count(const graph *g);
+const graph_op *graph_get(const graph *g, int id);
+bool graph_ok(const graph *g);
+/* Where builder errors go; NULL until the first error. The graph owns it. */
+const diag *graph_diag(const graph *g);
+/* Reports an error in the graph's own words (for builders' validations). */
+void graph_error(graph *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* State applied to ops as they are created. */
+void graph_set_phase(graph *g, graph_phase p);
+void graph_set_scope(graph *g, const char *scope); /* op names become "scope/kind" */
+void graph_set_layer(graph *g, int layer);
+void graph_set_count(graph *g, int64_t count);
+void graph_set_flags(graph *g, int id, unsigned flags);
+void graph_set_param_of(graph *g, int id, int weight);
+
+/* ---- shapes ---- */
+
+graph_shape graph_shape_make(graph_dtype dt, int rank, const int64_t *dims);
+/* graph_shape_of(GDT_BF16, 3, 8, 2048, 4096) */
+graph_shape graph_shape_of(graph_dtype dt, int rank, ...);
+int64_t graph_elements(const graph_shape *s);
+/* Bits per element: 4 for S4, 1 byte-rounded for PRED (8). */
+int graph_dtype_bits(graph_dtype dt);
+double graph_bytes(const graph_shape *s);
+const char *graph_dtype_name(graph_dtype dt); /* HLO spelling: "bf16", "f32", "s4" */
+int graph_dtype_parse(const char *s);         /* -1 if unknown */
+bool graph_dtype_is_float(graph_dtype dt);
+/* "bf16[8,2048,4096]" */
+void graph_shape_str(const graph_shape *s, char *buf, size_t n);
+bool graph_shape_eq(const graph_shape *a, const graph_shape *b);
+graph_dims graph_dims_of(int n, ...);
+
+const char *graph_op_name(graph_op_kind k); /* HLO opcode: "dot", "all-reduce" */
+int graph_op_parse(const char *s);          /* -1 if unknown */
+bool graph_op_is_elementwise(graph_op_kind k);
+bool graph_op_is_collective(graph_op_kind k);
+
+/* ---- building (each returns the new op's id, or -1) ---- */
+
+int graph_parameter(graph *g, const char *name, graph_shape s, unsigned flags);
+int graph_constant(graph *g, graph_shape s);
+int graph_iota(graph *g, graph_shape s);
+int graph_unary(graph *g, graph_op_kind k, int x);
+int graph_binary(graph *g, graph_op_kind k, int a, int b);
+int graph_select(graph *g, int pred, int a, int b);
+int graph_clamp(graph *g, int lo, int x, int hi);
+int graph_convert(graph *g, int x, graph_dtype dt);
+int graph_dot(graph *g, int a, int b, graph_dims lhs_batch, graph_dims rhs_batch,
+              graph_dims lhs_contract, graph_dims rhs_contract, graph_dtype out);
+/* [..., K] x [K, N] -> [..., N]: the common weight multiply. */
+int graph_matmul(graph *g, int a, int w);
+int graph_conv(graph *g, int input, int kernel, const graph_conv_attrs *c, graph_dtype out);
+int graph_reduce(graph *g, int x, graph_dims dims, graph_reduce_kind r);
+/* out must contain x's dims at positions map.d[i] (map.n == rank of x). */
+int graph_broadcast(graph *g, int x, graph_shape out, graph_dims map);
+int graph_transpose(graph *g, int x, graph_dims perm);
+int graph_reshape(graph *g, int x, graph_shape out);
+int graph_concat(graph *g, const int *xs, int n, int dim);
+int graph_slice(graph *g, int x, const int64_t *start, const int64_t *limit,
+                const int64_t *stride);
+int graph_dynamic_slice(graph *g, int x, graph_shape out);
+int graph_dynamic_update_slice(graph *g, int x, int update);
+int graph_pad(graph *g, int x, const int64_t *lo, const int64_t *hi, const int64_t *interior);
+/* Embedding lookup when out is NULL: table [V, H...], indices [N...] ->
+** [N..., H...]. Otherwise a general gather whose result shape is given. */
+int graph_gather(graph *g, int table, int indices, const graph_shape *out);
+/* Scatter-add of updates into an array shaped like operand (embedding gradient). */
+int graph_scatter(graph *g, int operand, int indices, int updates);
+/* dim: the gathered / scattered / exchanged dimension (ignored for all-reduce,
+** permute, send, recv). */
+int graph_collective(graph *g, graph_op_kind k, int x, int64_t group_size, int dim);
+int graph_custom(graph *g, const char *target, graph_shape out, const int *ins, int n_in,
+                 double flops, double transcendentals, double bytes);
+
+/* ---- reading ---- */
+
+graph_cost graph_op_cost(const graph *g, int id); /* one execution */
+/* Sum over ops of cost x count, for one phase (or all when phase < 0). */
+graph_cost graph_total_cost(const graph *g, int phase);
+double graph_cost_flops(const graph_cost *c); /* all dtypes */
+
+/* Elements of trainable / all weight parameters (frozen included). */
+int64_t graph_param_elements(const graph *g, unsigned need_flags);
+
+/* Topological order of n nodes given each node's inputs (in[i][0..n_in[i])).
+** Fills order; on a cycle returns -1 and writes the nodes of one cycle to
+** cycle (at most n), their count to *cycle_len. */
+int graph_toposort(int n, const int *const *in, const int *n_in, int *order, int *cycle,
+                   int *cycle_len);
+
+/* Human-readable op description: "dot bf16[8,2048,4096] (l3/attn/q)". */
+void graph_op_str(const graph *g, int id, char *buf, size_t n);
+
+#endif
