@@ -139,15 +139,6 @@ graph_shape graph_shape_make(graph_dtype dt, int rank, const int64_t *dims) {
   return s;
 }
 
-graph_shape graph_shape_of(graph_dtype dt, int rank, ...) {
-  graph_shape s = {.dtype = dt, .rank = rank};
-  va_list ap;
-  va_start(ap, rank);
-  for (int i = 0; i < rank && i < GRAPH_MAX_RANK; i++) s.dim[i] = va_arg(ap, int64_t);
-  va_end(ap);
-  return s;
-}
-
 graph_dims graph_dims_of(int n, ...) {
   graph_dims d = {.n = n};
   va_list ap;

@@ -184,6 +184,8 @@ void graph_free(graph *g);
 
 const char *graph_name(const graph *g);
 int graph_count(const graph *g);
+/* The pointer is valid until the next op is added (the array may move):
+** copy what you need before building further. */
 const graph_op *graph_get(const graph *g, int id);
 bool graph_ok(const graph *g);
 /* Where builder errors go; NULL until the first error. The graph owns it. */
@@ -202,8 +204,11 @@ void graph_set_param_of(graph *g, int id, int weight);
 /* ---- shapes ---- */
 
 graph_shape graph_shape_make(graph_dtype dt, int rank, const int64_t *dims);
-/* graph_shape_of(GDT_BF16, 3, 8, 2048, 4096) */
-graph_shape graph_shape_of(graph_dtype dt, int rank, ...);
+/* GRAPH_SHAPE(GDT_BF16, 8, 2048, 4096): the dims convert to int64_t, so
+** plain int arguments are safe (a variadic function would not be). */
+#define GRAPH_SHAPE(dt, ...)                                                          \
+  graph_shape_make((dt), (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), \
+                   (int64_t[]){__VA_ARGS__})
 int64_t graph_elements(const graph_shape *s);
 /* Bits per element: 4 for S4, 1 byte-rounded for PRED (8). */
 int graph_dtype_bits(graph_dtype dt);

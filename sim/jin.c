@@ -3,11 +3,15 @@
 */
 #include "jin.h"
 
+#include <math.h>
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "strutil.h"
 
 char *jin_read_file(const char *path, size_t max_bytes, size_t *len, diag *dg) {
   FILE *f = fopen(path, "rb");
@@ -348,4 +352,142 @@ void jin_describe(const cJSON *v, char *buf, size_t n) {
   } else {
     snprintf(buf, n, "%s", jin_type_name(v));
   }
+}
+
+/* ---- typed members ---- */
+
+/* Finds obj[key]; reports a missing required member at obj's place. */
+static const cJSON *member(jin *j, const cJSON *obj, const char *key, bool required) {
+  const cJSON *v = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+  if (!v && required) jin_error(j, 1, "missing field '%s'", key);
+  return v;
+}
+
+static int bad_value(jin *j, const char *key, const cJSON *v, const char *want) {
+  char got[96];
+  jin_describe(v, got, sizeof got);
+  jin_push_key(j, key, 0);
+  jin_error(j, 0, "expected %s, got %s", want, got);
+  jin_pop(j);
+  return -1;
+}
+
+int jin_get_int(jin *j, const cJSON *obj, const char *key, int64_t min, int64_t max,
+                bool required, int64_t *out) {
+  const cJSON *v = member(j, obj, key, required);
+  if (!v) return required ? -1 : 0;
+  double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+  if (!isfinite(d) || d != floor(d) || d < (double)min || d > (double)max) {
+    char want[128];
+    snprintf(want, sizeof want, "an integer in [%lld, %lld]", (long long)min, (long long)max);
+    return bad_value(j, key, v, want);
+  }
+  *out = (int64_t)d;
+  return 1;
+}
+
+int jin_get_num(jin *j, const cJSON *obj, const char *key, double min, double max,
+                bool required, double *out) {
+  const cJSON *v = member(j, obj, key, required);
+  if (!v) return required ? -1 : 0;
+  double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+  if (!isfinite(d) || d < min || d > max) {
+    char want[128];
+    snprintf(want, sizeof want, "a number in [%g, %g]", min, max);
+    return bad_value(j, key, v, want);
+  }
+  *out = d;
+  return 1;
+}
+
+int jin_get_str(jin *j, const cJSON *obj, const char *key, bool required, const char **out) {
+  const cJSON *v = member(j, obj, key, required);
+  if (!v) return required ? -1 : 0;
+  if (!cJSON_IsString(v) || !*v->valuestring) return bad_value(j, key, v, "a non-empty string");
+  *out = v->valuestring;
+  return 1;
+}
+
+int jin_get_bool(jin *j, const cJSON *obj, const char *key, bool required, bool *out) {
+  const cJSON *v = member(j, obj, key, required);
+  if (!v) return required ? -1 : 0;
+  if (!cJSON_IsBool(v)) return bad_value(j, key, v, "true or false");
+  *out = cJSON_IsTrue(v);
+  return 1;
+}
+
+int jin_get_enum(jin *j, const cJSON *obj, const char *key, const char *const *choices,
+                 bool required, int *out) {
+  const cJSON *v = member(j, obj, key, required);
+  if (!v) return required ? -1 : 0;
+  if (cJSON_IsString(v))
+    for (int i = 0; choices[i]; i++)
+      if (strcmp(choices[i], v->valuestring) == 0) {
+        *out = i;
+        return 1;
+      }
+  char want[512] = "one of ";
+  for (int i = 0; choices[i]; i++) {
+    strncat(want, i ? ", " : "", sizeof want - strlen(want) - 1);
+    strncat(want, choices[i], sizeof want - strlen(want) - 1);
+  }
+  return bad_value(j, key, v, want);
+}
+
+const cJSON *jin_get_object(jin *j, const cJSON *obj, const char *key, bool required) {
+  const cJSON *v = member(j, obj, key, required);
+  if (v && !cJSON_IsObject(v)) {
+    bad_value(j, key, v, "an object");
+    return NULL;
+  }
+  return v;
+}
+
+const cJSON *jin_get_array(jin *j, const cJSON *obj, const char *key, bool required) {
+  const cJSON *v = member(j, obj, key, required);
+  if (v && !cJSON_IsArray(v)) {
+    bad_value(j, key, v, "an array");
+    return NULL;
+  }
+  return v;
+}
+
+static bool listed(const char *const *list, const char *key) {
+  for (int i = 0; list && list[i]; i++)
+    if (strcmp(list[i], key) == 0) return true;
+  return false;
+}
+
+int jin_only(jin *j, const cJSON *obj, const char *const *allowed, const char *const *also) {
+  int problems = 0;
+  if (!cJSON_IsObject(obj)) return 0;
+  const char *cand[128];
+  int n = 0;
+  for (int i = 0; allowed && allowed[i] && n < 128; i++) cand[n++] = allowed[i];
+  for (int i = 0; also && also[i] && n < 128; i++) cand[n++] = also[i];
+  for (const cJSON *c = obj->child; c; c = c->next) {
+    int occ = 0;
+    for (const cJSON *p = obj->child; p != c; p = p->next)
+      if (strcmp(p->string, c->string) == 0) occ++;
+    jin_push_key(j, c->string, occ);
+    if (occ > 0) {
+      jin_error(j, 1, "duplicate key (already given above)");
+      problems++;
+    } else if (!listed(allowed, c->string) && !listed(also, c->string)) {
+      const char *s = str_suggest(c->string, cand, n);
+      if (s) {
+        jin_error(j, 1, "unknown field (did you mean '%s'?)", s);
+      } else {
+        char list[768] = "";
+        for (int i = 0; i < n; i++) {
+          strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
+          strncat(list, cand[i], sizeof list - strlen(list) - 1);
+        }
+        jin_error(j, 1, "unknown field; expected one of: %s", list);
+      }
+      problems++;
+    }
+    jin_pop(j);
+  }
+  return problems;
 }

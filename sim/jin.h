@@ -11,6 +11,7 @@
 #ifndef TPUSIM_JIN_H
 #define TPUSIM_JIN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -65,6 +66,30 @@ void jin_error_at(jin *j, const char *dotted, int at_key, const char *fmt, ...)
 size_t jin_locate(const char *text, size_t len, const jin_seg *path, int n, int at_key);
 /* 1-based line and column of a byte offset. */
 void jin_line_col(const char *text, size_t off, int *line, int *col);
+
+/* ---- typed members, for loaders of user files ----
+** Each reads obj[key] at the current path. Returns 1 when present and valid
+** (*out set), 0 when absent and not required (*out untouched), -1 after
+** reporting a wrong type, a value out of [min, max], or a missing required
+** member. */
+int jin_get_int(jin *j, const cJSON *obj, const char *key, int64_t min, int64_t max,
+                bool required, int64_t *out);
+int jin_get_num(jin *j, const cJSON *obj, const char *key, double min, double max,
+                bool required, double *out);
+int jin_get_str(jin *j, const cJSON *obj, const char *key, bool required, const char **out);
+int jin_get_bool(jin *j, const cJSON *obj, const char *key, bool required, bool *out);
+/* choices is NULL-terminated; *out is the index. */
+int jin_get_enum(jin *j, const cJSON *obj, const char *key, const char *const *choices,
+                 bool required, int *out);
+/* An object or array member (NULL when absent or of the wrong type, the
+** latter reported). */
+const cJSON *jin_get_object(jin *j, const cJSON *obj, const char *key, bool required);
+const cJSON *jin_get_array(jin *j, const cJSON *obj, const char *key, bool required);
+/* Reports every member of obj whose key is in none of the NULL-terminated
+** lists (with a "did you mean"), and every duplicate key. Pass a second
+** list (or NULL) for keys shared by all objects of a kind. Returns the
+** number of problems. */
+int jin_only(jin *j, const cJSON *obj, const char *const *allowed, const char *const *also);
 
 const char *jin_type_name(const cJSON *v);
 /* Appends a JSON-ish rendering of v (for "got ..." in messages), truncated. */

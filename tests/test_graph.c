@@ -8,7 +8,7 @@
 
 #include "../sim/graph.h"
 
-#define SHAPE(dt, ...) graph_shape_of(dt, sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t), __VA_ARGS__)
+#define SHAPE GRAPH_SHAPE
 
 static const char *first_error(const graph *g) {
   cr_assert_not_null(graph_diag(g), "expected an error");
@@ -17,8 +17,8 @@ static const char *first_error(const graph *g) {
 
 Test(graph, matmul_shape_and_flops) {
   graph *g = graph_new("t");
-  int x = graph_parameter(g, "x", SHAPE(GDT_BF16, (int64_t)8, (int64_t)2048, (int64_t)4096), GRAPH_INPUT);
-  int w = graph_parameter(g, "w", SHAPE(GDT_BF16, (int64_t)4096, (int64_t)11008),
+  int x = graph_parameter(g, "x", SHAPE(GDT_BF16, 8, 2048, 4096), GRAPH_INPUT);
+  int w = graph_parameter(g, "w", SHAPE(GDT_BF16, 4096, 11008),
                           GRAPH_WEIGHT | GRAPH_TRAINABLE);
   int y = graph_matmul(g, x, w);
   cr_assert(graph_ok(g));
@@ -37,8 +37,8 @@ Test(graph, matmul_shape_and_flops) {
 Test(graph, batched_dot_follows_hlo_result_order) {
   /* attention scores: q [b,h,s,d] x k [b,h,t,d] -> [b,h,s,t] */
   graph *g = graph_new("t");
-  int q = graph_parameter(g, "q", SHAPE(GDT_BF16, (int64_t)2, (int64_t)32, (int64_t)128, (int64_t)64), 0);
-  int k = graph_parameter(g, "k", SHAPE(GDT_BF16, (int64_t)2, (int64_t)32, (int64_t)256, (int64_t)64), 0);
+  int q = graph_parameter(g, "q", SHAPE(GDT_BF16, 2, 32, 128, 64), 0);
+  int k = graph_parameter(g, "k", SHAPE(GDT_BF16, 2, 32, 256, 64), 0);
   int s = graph_dot(g, q, k, graph_dims_of(2, 0, 1), graph_dims_of(2, 0, 1), graph_dims_of(1, 3),
                     graph_dims_of(1, 3), GDT_F32);
   const graph_op *op = graph_get(g, s);
@@ -53,8 +53,8 @@ Test(graph, batched_dot_follows_hlo_result_order) {
 ** 112x112x64; 2 x 112*112*64 x 7*7*3 = 236,027,904 FLOPs per image. */
 Test(graph, convolution_output_and_flops) {
   graph *g = graph_new("t");
-  int x = graph_parameter(g, "img", SHAPE(GDT_BF16, (int64_t)1, (int64_t)224, (int64_t)224, (int64_t)3), 0);
-  int k = graph_parameter(g, "k", SHAPE(GDT_BF16, (int64_t)7, (int64_t)7, (int64_t)3, (int64_t)64), 0);
+  int x = graph_parameter(g, "img", SHAPE(GDT_BF16, 1, 224, 224, 3), 0);
+  int k = graph_parameter(g, "k", SHAPE(GDT_BF16, 7, 7, 3, 64), 0);
   graph_conv_attrs c = {.spatial = 2, .in_batch = 0, .in_feature = 3, .in_spatial = {1, 2},
                         .k_in = 2, .k_out = 3, .k_spatial = {0, 1}, .out_batch = 0,
                         .out_feature = 3, .out_spatial = {1, 2}, .stride = {2, 2},
@@ -71,8 +71,8 @@ Test(graph, convolution_output_and_flops) {
 /* Depthwise: groups = channels, each output sees one input channel. */
 Test(graph, depthwise_convolution) {
   graph *g = graph_new("t");
-  int x = graph_parameter(g, "x", SHAPE(GDT_F32, (int64_t)1, (int64_t)150, (int64_t)150, (int64_t)32), 0);
-  int k = graph_parameter(g, "k", SHAPE(GDT_F32, (int64_t)3, (int64_t)3, (int64_t)1, (int64_t)32), 0);
+  int x = graph_parameter(g, "x", SHAPE(GDT_F32, 1, 150, 150, 32), 0);
+  int k = graph_parameter(g, "k", SHAPE(GDT_F32, 3, 3, 1, 32), 0);
   graph_conv_attrs c = {.spatial = 2, .in_feature = 3, .in_spatial = {1, 2}, .k_in = 2,
                         .k_out = 3, .k_spatial = {0, 1}, .out_feature = 3, .out_spatial = {1, 2},
                         .pad_lo = {1, 1}, .pad_hi = {1, 1}, .feature_groups = 32};
@@ -85,7 +85,7 @@ Test(graph, depthwise_convolution) {
 
 Test(graph, elementwise_costs_follow_the_table) {
   graph *g = graph_new("t");
-  int x = graph_parameter(g, "x", SHAPE(GDT_F32, (int64_t)1000), 0);
+  int x = graph_parameter(g, "x", SHAPE(GDT_F32, 1000), 0);
   int e = graph_unary(g, GOP_EXP, x);
   int a = graph_binary(g, GOP_ADD, x, e);
   int r = graph_reduce(g, a, graph_dims_of(1, 0), GRAPH_RED_ADD);
@@ -103,8 +103,8 @@ Test(graph, elementwise_costs_follow_the_table) {
 
 Test(graph, embedding_gather_and_scatter_touch_rows_only) {
   graph *g = graph_new("t");
-  int tab = graph_parameter(g, "emb", SHAPE(GDT_BF16, (int64_t)128256, (int64_t)4096), GRAPH_WEIGHT);
-  int ids = graph_parameter(g, "ids", SHAPE(GDT_S32, (int64_t)8, (int64_t)2048), GRAPH_INPUT);
+  int tab = graph_parameter(g, "emb", SHAPE(GDT_BF16, 128256, 4096), GRAPH_WEIGHT);
+  int ids = graph_parameter(g, "ids", SHAPE(GDT_S32, 8, 2048), GRAPH_INPUT);
   int e = graph_gather(g, tab, ids, NULL);
   const graph_op *op = graph_get(g, e);
   cr_assert_eq(op->out.rank, 3);
@@ -120,7 +120,7 @@ Test(graph, embedding_gather_and_scatter_touch_rows_only) {
 
 Test(graph, collectives_change_the_shape_as_hlo_does) {
   graph *g = graph_new("t");
-  int x = graph_parameter(g, "x", SHAPE(GDT_BF16, (int64_t)1024, (int64_t)512), 0);
+  int x = graph_parameter(g, "x", SHAPE(GDT_BF16, 1024, 512), 0);
   int ag = graph_collective(g, GOP_ALL_GATHER, x, 8, 0);
   int rs = graph_collective(g, GOP_REDUCE_SCATTER, x, 8, 1);
   int ar = graph_collective(g, GOP_ALL_REDUCE, x, 8, 0);
@@ -136,8 +136,8 @@ Test(graph, collectives_change_the_shape_as_hlo_does) {
 Test(graph, shape_mismatch_is_reported_once_and_sticks) {
   graph *g = graph_new("m");
   graph_set_scope(g, "l0/mlp");
-  int a = graph_parameter(g, "a", SHAPE(GDT_BF16, (int64_t)4, (int64_t)8), 0);
-  int b = graph_parameter(g, "b", SHAPE(GDT_BF16, (int64_t)8, (int64_t)4), 0);
+  int a = graph_parameter(g, "a", SHAPE(GDT_BF16, 4, 8), 0);
+  int b = graph_parameter(g, "b", SHAPE(GDT_BF16, 8, 4), 0);
   int bad = graph_binary(g, GOP_ADD, a, b);
   cr_assert_eq(bad, -1);
   int after = graph_unary(g, GOP_EXP, bad);
@@ -149,16 +149,16 @@ Test(graph, shape_mismatch_is_reported_once_and_sticks) {
 
 Test(graph, invalid_shapes_are_errors) {
   graph *g = graph_new("neg");
-  cr_assert_eq(graph_parameter(g, "w", SHAPE(GDT_F32, (int64_t)-5, (int64_t)3), 0), -1);
+  cr_assert_eq(graph_parameter(g, "w", SHAPE(GDT_F32, -5, 3), 0), -1);
   cr_assert(strstr(first_error(g), "dimension 0 is -5"));
   graph_free(g);
   g = graph_new("huge");
-  cr_assert_eq(graph_parameter(g, "w", SHAPE(GDT_F32, (int64_t)1 << 40, (int64_t)1 << 20), 0), -1);
+  cr_assert_eq(graph_parameter(g, "w", SHAPE(GDT_F32, 1LL << 40, 1 << 20), 0), -1);
   cr_assert(strstr(first_error(g), "2^50"));
   graph_free(g);
   g = graph_new("dot");
-  int a = graph_parameter(g, "a", SHAPE(GDT_BF16, (int64_t)4, (int64_t)8), 0);
-  int b = graph_parameter(g, "b", SHAPE(GDT_BF16, (int64_t)7, (int64_t)4), 0);
+  int a = graph_parameter(g, "a", SHAPE(GDT_BF16, 4, 8), 0);
+  int b = graph_parameter(g, "b", SHAPE(GDT_BF16, 7, 4), 0);
   cr_assert_eq(graph_matmul(g, a, b), -1);
   cr_assert(strstr(first_error(g), "contracting dimensions differ: bf16[4,8] vs bf16[7,4]"));
   graph_free(g);
@@ -166,12 +166,12 @@ Test(graph, invalid_shapes_are_errors) {
 
 Test(graph, reshape_transpose_broadcast_slice_concat) {
   graph *g = graph_new("t");
-  int x = graph_parameter(g, "x", SHAPE(GDT_F32, (int64_t)6, (int64_t)4), 0);
+  int x = graph_parameter(g, "x", SHAPE(GDT_F32, 6, 4), 0);
   int t = graph_transpose(g, x, graph_dims_of(2, 1, 0));
   cr_assert_eq(graph_get(g, t)->out.dim[0], 4);
-  int r = graph_reshape(g, x, SHAPE(GDT_F32, (int64_t)24));
+  int r = graph_reshape(g, x, SHAPE(GDT_F32, 24));
   cr_assert_float_eq(graph_op_cost(g, r).bytes_read, 0, 0); /* bitcast */
-  int bc = graph_broadcast(g, r, SHAPE(GDT_F32, (int64_t)3, (int64_t)24), graph_dims_of(1, 1));
+  int bc = graph_broadcast(g, r, SHAPE(GDT_F32, 3, 24), graph_dims_of(1, 1));
   cr_assert_eq(graph_get(g, bc)->out.dim[0], 3);
   int64_t st[] = {1, 0}, lim[] = {6, 4}, stride[] = {2, 1};
   int sl = graph_slice(g, x, st, lim, stride);
@@ -179,7 +179,7 @@ Test(graph, reshape_transpose_broadcast_slice_concat) {
   int parts[] = {x, x, x};
   int c = graph_concat(g, parts, 3, 0);
   cr_assert_eq(graph_get(g, c)->out.dim[0], 18);
-  cr_assert_eq(graph_reshape(g, x, SHAPE(GDT_F32, (int64_t)25)), -1);
+  cr_assert_eq(graph_reshape(g, x, SHAPE(GDT_F32, 25)), -1);
   graph_free(g);
 }
 

@@ -1,0 +1,196 @@
+/*
+** wl.c -- see wl.h. Layers are written out as the ops a framework emits
+** (JAX/XLA before fusion), so autodiff and the cost formulas see them whole.
+*/
+#include "wl.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const char *const wl_common_keys[] = {"name", "family", "description", "requires", "train",
+                                      "source", NULL};
+
+static const graph_shape *shape_of(graph *g, int id) {
+  const graph_op *op = graph_get(g, id);
+  return op ? &op->out : NULL;
+}
+
+int wl_input(graph *g, const char *name, graph_shape s) {
+  return graph_parameter(g, name, s, GRAPH_INPUT);
+}
+
+int wl_weight(graph *g, const wl_train *t, const char *name, graph_shape s, int role) {
+  bool frozen = t->method != WL_FULL;
+  if (t->method == WL_QLORA && role == WL_W_LINEAR) {
+    /* NF4 storage (Dettmers et al. 2023, QLoRA): 4 bits per weight plus an
+    ** absmax per block of 64, kept here as one byte per block (the paper's
+    ** double quantization brings the constants to ~0.127 bit/param). */
+    graph_shape q = s;
+    q.dtype = GDT_S4;
+    int w = graph_parameter(g, name, q, GRAPH_WEIGHT);
+    char scale_name[256];
+    snprintf(scale_name, sizeof scale_name, "%s.absmax", name);
+    int64_t blocks = (graph_elements(&s) + 63) / 64;
+    graph_parameter(g, scale_name, GRAPH_SHAPE(GDT_S8, blocks), GRAPH_WEIGHT);
+    return graph_convert(g, w, t->compute);
+  }
+  s.dtype = t->compute;
+  return graph_parameter(g, name, s, GRAPH_WEIGHT | (frozen ? 0 : GRAPH_TRAINABLE));
+}
+
+bool wl_is_target(const wl_train *t, const char *module) {
+  for (int i = 0; i < t->n_targets; i++)
+    if (strcmp(t->targets[i], module) == 0) return true;
+  return false;
+}
+
+/* A scalar constant broadcast to `like`'s shape (eps, 1/N, the LoRA scale). */
+static int const_like(graph *g, int like) {
+  if (!shape_of(g, like)) return -1;
+  graph_shape s = *shape_of(g, like);
+  int c = graph_constant(g, (graph_shape){.dtype = s.dtype, .rank = 0});
+  return graph_broadcast(g, c, s, graph_dims_of(0));
+}
+
+int wl_scale(graph *g, int x) {
+  int c = const_like(g, x);
+  return graph_binary(g, GOP_MUL, x, c);
+}
+
+static int add_const(graph *g, int x) { return graph_binary(g, GOP_ADD, x, const_like(g, x)); }
+
+int wl_add_bias(graph *g, int x, int b) {
+  const graph_shape *sx = shape_of(g, x), *sb = shape_of(g, b);
+  if (!sx || !sb) return -1;
+  graph_dims map = {.n = sb->rank};
+  for (int i = 0; i < sb->rank; i++) map.d[i] = (int8_t)(sx->rank - sb->rank + i);
+  int bb = graph_broadcast(g, b, *sx, map);
+  return graph_binary(g, GOP_ADD, x, bb);
+}
+
+int wl_linear(graph *g, const wl_train *t, int x, const char *name, const char *module,
+              int64_t out, bool bias) {
+  const graph_shape *sx = shape_of(g, x);
+  if (!sx) return -1;
+  int64_t in = sx->dim[sx->rank - 1];
+  char wname[256];
+  snprintf(wname, sizeof wname, "%s.w", name);
+  int w = wl_weight(g, t, wname, GRAPH_SHAPE(t->compute, in, out), WL_W_LINEAR);
+  int y = graph_matmul(g, x, w);
+  if (bias) {
+    snprintf(wname, sizeof wname, "%s.b", name);
+    y = wl_add_bias(g, y, wl_weight(g, t, wname, GRAPH_SHAPE(t->compute, out), WL_W_OTHER));
+  }
+  if (t->method != WL_FULL && wl_is_target(t, module)) {
+    /* LoRA (Hu et al. 2021): y += (x A) B * alpha/r, only A and B train */
+    unsigned f = GRAPH_WEIGHT | GRAPH_TRAINABLE | GRAPH_ADAPTER;
+    snprintf(wname, sizeof wname, "%s.lora_a", name);
+    int a = graph_parameter(g, wname, GRAPH_SHAPE(t->compute, in, t->lora_rank), f);
+    snprintf(wname, sizeof wname, "%s.lora_b", name);
+    int b = graph_parameter(g, wname, GRAPH_SHAPE(t->compute, t->lora_rank, out), f);
+    int xab = graph_matmul(g, graph_matmul(g, x, a), b);
+    y = graph_binary(g, GOP_ADD, y, wl_scale(g, xab));
+  }
+  return y;
+}
+
+/* Reduces the last dimension and broadcasts the result back over it. */
+static int reduce_last(graph *g, int x, graph_reduce_kind r) {
+  const graph_shape *s = shape_of(g, x);
+  if (!s) return -1;
+  graph_shape full = *s;
+  int red = graph_reduce(g, x, graph_dims_of(1, s->rank - 1), r);
+  graph_dims map = {.n = full.rank - 1};
+  for (int i = 0; i < map.n; i++) map.d[i] = (int8_t)i;
+  return graph_broadcast(g, red, full, map);
+}
+
+/* Frameworks normalize 16-bit activations in f32 and cast back. */
+static int to_f32(graph *g, int x) {
+  const graph_shape *s = shape_of(g, x);
+  if (!s) return -1;
+  return (s->dtype == GDT_F32 || s->dtype == GDT_F64) ? x : graph_convert(g, x, GDT_F32);
+}
+
+static int gain(graph *g, const wl_train *t, int y, const char *name, const char *which) {
+  if (!shape_of(g, y)) return -1;
+  graph_shape s = *shape_of(g, y); /* a copy: adding ops may move the op array */
+  char wname[256];
+  snprintf(wname, sizeof wname, "%s.%s", name, which);
+  int w = wl_weight(g, t, wname, GRAPH_SHAPE(t->compute, s.dim[s.rank - 1]), WL_W_OTHER);
+  graph_dims map = graph_dims_of(1, s.rank - 1);
+  int wb = graph_broadcast(g, w, s, map);
+  return graph_binary(g, strcmp(which, "bias") == 0 ? GOP_ADD : GOP_MUL, y, wb);
+}
+
+int wl_layernorm(graph *g, const wl_train *t, int x, const char *name) {
+  const graph_shape *s = shape_of(g, x);
+  if (!s) return -1;
+  graph_dtype out_dt = s->dtype;
+  int x32 = to_f32(g, x);
+  int mean = wl_scale(g, reduce_last(g, x32, GRAPH_RED_ADD));
+  int xc = graph_binary(g, GOP_SUB, x32, mean);
+  int var = wl_scale(g, reduce_last(g, graph_binary(g, GOP_MUL, xc, xc), GRAPH_RED_ADD));
+  int rstd = graph_unary(g, GOP_RSQRT, add_const(g, var));
+  int y = graph_binary(g, GOP_MUL, xc, rstd);
+  if (out_dt != GDT_F32 && out_dt != GDT_F64) y = graph_convert(g, y, out_dt);
+  return gain(g, t, gain(g, t, y, name, "scale"), name, "bias");
+}
+
+int wl_rmsnorm(graph *g, const wl_train *t, int x, const char *name) {
+  const graph_shape *s = shape_of(g, x);
+  if (!s) return -1;
+  graph_dtype out_dt = s->dtype;
+  int x32 = to_f32(g, x);
+  int ms = wl_scale(g, reduce_last(g, graph_binary(g, GOP_MUL, x32, x32), GRAPH_RED_ADD));
+  int y = graph_binary(g, GOP_MUL, x32, graph_unary(g, GOP_RSQRT, add_const(g, ms)));
+  if (out_dt != GDT_F32 && out_dt != GDT_F64) y = graph_convert(g, y, out_dt);
+  return gain(g, t, y, name, "scale");
+}
+
+int wl_softmax(graph *g, int x) {
+  int xs = graph_binary(g, GOP_SUB, x, reduce_last(g, x, GRAPH_RED_MAX));
+  int e = graph_unary(g, GOP_EXP, xs);
+  return graph_binary(g, GOP_DIV, e, reduce_last(g, e, GRAPH_RED_ADD));
+}
+
+/* Sum of every element, then times 1/N: a scalar. */
+static int mean_all(graph *g, int x) {
+  const graph_shape *s = shape_of(g, x);
+  if (!s) return -1;
+  graph_dims all = {.n = s->rank};
+  for (int i = 0; i < s->rank; i++) all.d[i] = (int8_t)i;
+  return wl_scale(g, graph_reduce(g, x, all, GRAPH_RED_ADD));
+}
+
+int wl_cross_entropy(graph *g, int logits, int labels) {
+  const graph_shape *sl = shape_of(g, labels);
+  if (!sl || !shape_of(g, logits)) return -1;
+  graph_shape picked_shape = *sl;
+  int l32 = to_f32(g, logits);
+  int xs = graph_binary(g, GOP_SUB, l32, reduce_last(g, l32, GRAPH_RED_MAX));
+  const graph_shape *sxs = shape_of(g, xs);
+  if (!sxs) return -1;
+  int sum = graph_reduce(g, graph_unary(g, GOP_EXP, xs), graph_dims_of(1, sxs->rank - 1),
+                         GRAPH_RED_ADD);
+  int lse = graph_unary(g, GOP_LOG, sum);
+  picked_shape.dtype = GDT_F32;
+  int picked = graph_gather(g, xs, labels, &picked_shape); /* take_along_axis */
+  return mean_all(g, graph_binary(g, GOP_SUB, lse, picked));
+}
+
+int wl_mse(graph *g, int pred, int target) {
+  int d = graph_binary(g, GOP_SUB, pred, target);
+  return mean_all(g, graph_binary(g, GOP_MUL, d, d));
+}
+
+int wl_bce(graph *g, int logits, int labels) {
+  /* max(x, 0) - x y + log(1 + exp(-|x|)): the stable form frameworks use */
+  int x = to_f32(g, logits), y = to_f32(g, labels);
+  int soft = graph_unary(g, GOP_LOG,
+                         add_const(g, graph_unary(g, GOP_EXP,
+                                                  graph_unary(g, GOP_NEG,
+                                                              graph_unary(g, GOP_ABS, x)))));
+  int lin = graph_binary(g, GOP_SUB, graph_unary(g, GOP_RELU, x), graph_binary(g, GOP_MUL, x, y));
+  return mean_all(g, graph_binary(g, GOP_ADD, lin, soft));
+}

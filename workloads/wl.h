@@ -1,0 +1,92 @@
+/*
+** wl.h -- what every model family shares: the training settings read from
+** model.json, the builder interface, and layers built from graph ops
+** (linear with LoRA, norms, softmax, losses).
+**
+** A family builder appends the forward pass of one step to a graph and
+** returns the scalar loss; workloads/train.c then appends backward and the
+** optimizer update. Layers are decomposed into graph ops exactly as a
+** framework would emit them, so their costs come from the op formulas.
+*/
+#ifndef TPUSIM_WL_H
+#define TPUSIM_WL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "../sim/graph.h"
+#include "../sim/jin.h"
+
+typedef enum { WL_SGD, WL_MOMENTUM, WL_ADAM, WL_ADAMW } wl_optimizer;
+typedef enum { WL_FULL, WL_LORA, WL_QLORA } wl_method;
+
+/* Requirements a model puts on hardware ("requires" in model.json). */
+enum { WL_REQ_FP64 = 1u << 0, WL_REQ_CUDA = 1u << 1 };
+
+#define WL_MAX_TARGETS 16
+
+typedef struct {
+  int64_t global_batch; /* sequences (or samples) per optimizer step */
+  int64_t seq_len;      /* tokens per sequence; 1 for non-sequence models */
+  graph_dtype compute;  /* activations and matmul inputs: bf16, f16, f32, f64, f8 */
+  bool master_fp32;     /* 16-bit compute with fp32 master weights (mixed precision) */
+  wl_optimizer optimizer;
+  wl_method method;
+  int64_t lora_rank;
+  double lora_alpha;
+  int n_targets; /* LoRA target modules: "q", "k", "v", "o", "gate", "up", "down", ... */
+  char targets[WL_MAX_TARGETS][16];
+} wl_train;
+
+typedef struct {
+  double per_step;     /* tokens (or samples, rows) processed per step */
+  const char *unit;    /* "tokens", "samples", "rows" */
+  unsigned requires;   /* WL_REQ_* */
+  bool whole_step;     /* the builder wrote the whole step itself: no autodiff (gbdt) */
+  int64_t active_params; /* parameters used per token (MoE); 0 = all */
+} wl_info;
+
+/* Appends the forward pass for spec (the model.json object, read through
+** j for positions) and returns the scalar loss op, or -1 after reporting. */
+typedef int (*wl_family_fn)(graph *g, jin *j, const cJSON *spec, const wl_train *t,
+                            wl_info *info);
+
+/* Top-level keys every model.json may have; builders pass this to jin_only
+** as the second list. */
+extern const char *const wl_common_keys[];
+
+/* Roles for wl_weight: QLoRA quantizes linear-layer matrices only. */
+enum { WL_W_LINEAR, WL_W_OTHER };
+
+/* A data input fed each step (tokens, images, labels). */
+int wl_input(graph *g, const char *name, graph_shape s);
+/* A model weight in the compute dtype, trainable under full training and
+** frozen under LoRA/QLoRA; under QLoRA a frozen linear matrix is stored in
+** 4 bits (plus one 8-bit block scale per 64 weights) and dequantized here.
+** Returns the op to compute with. */
+int wl_weight(graph *g, const wl_train *t, const char *name, graph_shape s, int role);
+/* x [..., in] @ W [in, out] (+ bias) for the layer `name`; `module` ("q",
+** "up", ...) decides whether LoRA adapters (x A B * alpha/r) are added. */
+int wl_linear(graph *g, const wl_train *t, int x, const char *name, const char *module,
+              int64_t out, bool bias);
+bool wl_is_target(const wl_train *t, const char *module);
+/* x + b, broadcasting b over x's trailing dimension(s). */
+int wl_add_bias(graph *g, int x, int b);
+/* Multiplies every element of x by a scalar constant. */
+int wl_scale(graph *g, int x);
+/* Normalization over the last dimension, with learned gain (and bias). */
+int wl_layernorm(graph *g, const wl_train *t, int x, const char *name);
+int wl_rmsnorm(graph *g, const wl_train *t, int x, const char *name);
+/* Softmax over the last dimension: max, subtract, exp, sum, divide. */
+int wl_softmax(graph *g, int x);
+/* Mean cross-entropy of logits [..., V] against integer labels [...], in
+** f32: log-softmax plus a one-hot gather. Returns a scalar. */
+int wl_cross_entropy(graph *g, int logits, int labels);
+/* Mean squared error, a scalar. */
+int wl_mse(graph *g, int pred, int target);
+/* Binary cross-entropy on logits [N, 1] against labels [N, 1], a scalar. */
+int wl_bce(graph *g, int logits, int labels);
+
+#endif
