@@ -30,10 +30,12 @@ LIBS = $(shell $(LLVM_CONFIG) --ldflags --libs core 2>/dev/null) \
 CRITERION_LIBS = $(shell $(PKG_CONFIG) --libs criterion 2>/dev/null || echo -lcriterion)
 
 LIB_SRC = $(wildcard sim/*.c hw_models/*.c planner/*.c workloads/*.c viz/*.c)
-LIB_SRC := $(filter-out sim/main.c hw_models/embed.c,$(LIB_SRC))
+# EXCLUDE: sources to leave out of a development build (work in progress).
+LIB_SRC := $(filter-out sim/main.c hw_models/embed.c $(EXCLUDE),$(LIB_SRC))
 HW_JSON = $(sort $(wildcard hw_models/*.json))
-LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/hw_catalog_data.o
-TEST_SRC = $(wildcard tests/*.c)
+EXAMPLES = $(sort $(wildcard workloads/examples/*.json workloads/examples/*.hlo))
+LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/hw_catalog_data.o $(BUILD)/examples_data.o
+TEST_SRC = $(filter-out $(EXCLUDE),$(wildcard tests/*.c))
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
 
 .PHONY: all deps run test check unit cli asan valgrind bench clean
@@ -51,11 +53,15 @@ $(BUILD)/embed: hw_models/embed.c
 	@mkdir -p $(BUILD)
 	$(CC) -std=c17 $(WARN) -O1 $< -o $@
 
-# The catalog is compiled in, so the binary works from any directory.
+# The catalog and the example models are compiled in, so the binary works
+# from any directory.
 $(BUILD)/hw_catalog_data.c: $(BUILD)/embed $(HW_JSON)
-	$(BUILD)/embed $@ $(HW_JSON)
+	$(BUILD)/embed $@ hw_files $(HW_JSON)
 
-$(BUILD)/hw_catalog_data.o: $(BUILD)/hw_catalog_data.c
+$(BUILD)/examples_data.c: $(BUILD)/embed $(EXAMPLES)
+	$(BUILD)/embed $@ wl_example_files $(EXAMPLES)
+
+$(BUILD)/%_data.o: $(BUILD)/%_data.c
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(BUILD)/libtpusim.a: $(LIB_OBJ)

@@ -49,8 +49,8 @@ static int by_rank(const void *a, const void *b) {
 
 int hw_catalog_load_builtin(hw_catalog *c, diag *dg) {
   int bad = 0;
-  for (int i = 0; i < hw_embedded_count; i++) {
-    const hw_embedded *e = &hw_embedded_files[i];
+  for (int i = 0; i < hw_files_count; i++) {
+    const embedded_file *e = &hw_files[i];
     hw_model *m = hw_load(e->file, (const char *)e->data, e->len, dg);
     if (!m) {
       bad = 1;

@@ -15,6 +15,7 @@
 
 #include "../hw_models/hw_catalog.h"
 #include "../viz/view.h"
+#include "../workloads/model.h"
 #include "diag.h"
 #include "lower.h"
 #include "strutil.h"
@@ -22,6 +23,7 @@
 
 #define MAX_POS 8
 #define MAX_HW_FILES 16
+#define MAX_OPTS 32
 
 typedef struct {
   FILE *out, *err;
@@ -31,6 +33,10 @@ typedef struct {
   int n_hw_files;
   const char *pos[MAX_POS];
   int n_pos;
+  /* the command's own options, as given: "--seq" -> "8192", "--dot" -> "" */
+  const char *opt_name[MAX_OPTS];
+  const char *opt_value[MAX_OPTS];
+  int n_opts;
 } cli_ctx;
 
 typedef struct cli_cmd {
@@ -39,43 +45,53 @@ typedef struct cli_cmd {
   const char *summary;
   int (*run)(cli_ctx *c);
   const char *issue; /* where the rest of it is specified, for unbuilt commands */
+  const char *const *flags;  /* options without a value */
+  const char *const *valued; /* options that take one */
 } cli_cmd;
 
 static int run_hw(cli_ctx *c);
+static int run_graph(cli_ctx *c);
+static const char *const GRAPH_FLAGS[] = {"--dot", "--forward-only", NULL};
+static const char *const GRAPH_VALUED[] = {"--seq", "--gbs", "--precision", NULL};
 
 static const cli_cmd COMMANDS[] = {
     {"plan",
      "tpusim plan MODEL [--hw LIST|all] [--chips N|--max-chips N] [--tokens N|--steps N]\n"
      "                  [--deadline DUR] [--budget USD] [--objective time|cost|cost-under-deadline]\n"
      "                  [--spot] [--top K] [--json]",
-     "choose hardware, chip count and parallel plan; price it and say why", NULL, "issue 6"},
+     "choose hardware, chip count and parallel plan; price it and say why", NULL, "issue 6", NULL, NULL},
     {"simulate",
      "tpusim simulate MODEL --hw NAME --chips N [--dp D --tp T --pp P --ep E]\n"
      "                  [--zero 0|1|2|3] [--fsdp] [--mbs M] [--gbs G] [--seq S]\n"
      "                  [--recompute none|selective|full] [--precision bf16|fp16|fp32|fp8|fp64]\n"
      "                  [--pp-schedule gpipe|1f1b|interleaved:V] [--reduction-server N]\n"
      "                  [--slices K] [--json] [--trace FILE]",
-     "one training step on a given machine and plan: time, memory, MFU", NULL, "issue 5"},
+     "one training step on a given machine and plan: time, memory, MFU", NULL, "issue 5", NULL, NULL},
     {"collective",
      "tpusim collective --hw NAME --chips N --op all-reduce|all-gather|reduce-scatter|all-to-all\n"
      "                  --bytes SIZE [--algo ring|tree|torus|hierarchical|reduction-server] [--json]",
-     "time and bus bandwidth of a collective, as nccl-tests reports it", NULL, "issue 4"},
-    {"graph", "tpusim graph MODEL [--json|--dot]",
-     "parameters, FLOPs and ops of one training step", NULL, "issue 3"},
+     "time and bus bandwidth of a collective, as nccl-tests reports it", NULL, "issue 4", NULL, NULL},
+    {"graph",
+     "tpusim graph MODEL [--json|--dot] [--seq S] [--gbs G] [--precision bf16|fp16|fp32|fp64|fp8]\n"
+     "                   [--forward-only]\n"
+     "  MODEL: a model.json, a HuggingFace config.json, an XLA HLO text file, or the name\n"
+     "  of a built-in example (gpt3-175b, llama3-8b, ...; see docs/workloads.md)",
+     "parameters, FLOPs and ops of one training step", run_graph, NULL, GRAPH_FLAGS,
+     GRAPH_VALUED},
     {"lower", "tpusim lower MODEL [--op NAME] [--emit-llvm]",
-     "the LLVM IR of the lowered, fused ops", NULL, "issue 7"},
+     "the LLVM IR of the lowered, fused ops", NULL, "issue 7", NULL, NULL},
     {"calibrate", "tpusim calibrate [--out FILE] [--report] [--json]",
-     "JIT-run kernels on this CPU and fit its model ('host')", NULL, "issue 7"},
+     "JIT-run kernels on this CPU and fit its model ('host')", NULL, "issue 7", NULL, NULL},
     {"hw",
      "tpusim hw list [--json]\n"
      "tpusim hw show NAME [--json]\n"
      "tpusim hw show --hw-file FILE [--json]    # validate and show your own file",
-     "the hardware catalog: list it, or show one entry with its sources", run_hw, NULL},
+     "the hardware catalog: list it, or show one entry with its sources", run_hw, NULL, NULL, NULL},
     {"view", "tpusim view TRACE [--screenshot FILE.png]",
-     "SDL2 timeline viewer for a trace", NULL, "issue 8"},
+     "SDL2 timeline viewer for a trace", NULL, "issue 8", NULL, NULL},
     {"plot", "tpusim plot KIND ... -o FILE.png|svg",
      "gnuplot charts: roofline, scaling, memory, pareto, breakdown, collective", NULL,
-     "issue 8"},
+     "issue 8", NULL, NULL},
 };
 #define NCOMMANDS ((int)(sizeof COMMANDS / sizeof COMMANDS[0]))
 
@@ -312,11 +328,65 @@ int cli_main(int argc, char **argv, FILE *out, FILE *err) {
       if (c.n_hw_files == MAX_HW_FILES) return usage_error(&c, "%s", "at most 16 --hw-file");
       c.hw_files[c.n_hw_files++] = v;
     } else if (a[0] == '-' && a[1] != '\0') {
-      return usage_error(&c, "unknown option '%s'", a);
+      int kind = 0; /* 1 flag, 2 valued */
+      for (int k = 0; cmd->flags && cmd->flags[k]; k++)
+        if (strcmp(cmd->flags[k], a) == 0) kind = 1;
+      for (int k = 0; cmd->valued && cmd->valued[k]; k++)
+        if (strcmp(cmd->valued[k], a) == 0) kind = 2;
+      if (!kind) return usage_error(&c, "unknown option '%s'", a);
+      if (kind == 2 && i + 1 >= argc) return usage_error(&c, "%s needs a value", a);
+      if (c.n_opts == MAX_OPTS) return usage_error(&c, "too many options at '%s'", a);
+      c.opt_name[c.n_opts] = a;
+      c.opt_value[c.n_opts++] = kind == 2 ? argv[++i] : "";
     } else {
       if (c.n_pos == MAX_POS) return usage_error(&c, "too many arguments at '%s'", a);
       c.pos[c.n_pos++] = a;
     }
   }
   return cmd->run(&c);
+}
+
+/* ---- graph ---- */
+
+static const char *opt(const cli_ctx *c, const char *name) {
+  for (int i = c->n_opts - 1; i >= 0; i--)
+    if (strcmp(c->opt_name[i], name) == 0) return c->opt_value[i];
+  return NULL;
+}
+
+/* A positive integer option; -1 after a usage message. */
+static int64_t opt_count(cli_ctx *c, const char *name) {
+  const char *v = opt(c, name);
+  if (!v) return 0;
+  char *end;
+  long long n = strtoll(v, &end, 10);
+  if (*end || n < 1 || n > (1LL << 40)) {
+    usage_error(c, "%s expects a positive integer", name);
+    return -1;
+  }
+  return n;
+}
+
+static int run_graph(cli_ctx *c) {
+  if (c->n_pos != 1) return usage_error(c, "%s", "expected one MODEL");
+  model_opts o = {.precision = opt(c, "--precision"), .forward_only = opt(c, "--forward-only")};
+  if ((o.seq_len = opt_count(c, "--seq")) < 0 || (o.global_batch = opt_count(c, "--gbs")) < 0)
+    return CLI_USAGE;
+  if (c->json && opt(c, "--dot")) return usage_error(c, "%s", "--json and --dot: pick one");
+  diag *dg = diag_new();
+  model *m = model_load(c->pos[0], &o, dg);
+  diag_print(dg, c->err);
+  diag_free(dg);
+  if (!m) return CLI_BAD_INPUT;
+  if (c->json) {
+    char *s = model_summary_json(m);
+    fprintf(c->out, "%s\n", s);
+    free(s);
+  } else if (opt(c, "--dot")) {
+    model_print_dot(m, c->out);
+  } else {
+    model_print_summary(m, c->out);
+  }
+  model_free(m);
+  return CLI_OK;
 }

@@ -67,6 +67,10 @@ static const struct {
     [GOP_COMPARE] = {"compare", C_BINARY, 1, 0},
     [GOP_AND] = {"and", C_BINARY, 1, 0},
     [GOP_OR] = {"or", C_BINARY, 1, 0},
+    /* gelu'(x) = 0.5(1+t) + 0.5x(1-t^2)c(1+3*0.044715x^2), t = tanh(c(x+0.044715x^3)):
+    ** 15 flops and a tanh, then times dy; silu'(x) = s(1 + x(1-s)), s = logistic(x). */
+    [GOP_GELU_GRAD] = {"gelu-grad", C_BINARY, 16, 1},
+    [GOP_SILU_GRAD] = {"silu-grad", C_BINARY, 5, 1},
     [GOP_SELECT] = {"select", C_TERNARY, 1, 0},
     [GOP_CLAMP] = {"clamp", C_TERNARY, 2, 0},
     [GOP_DOT] = {"dot", C_DOT, 0, 0},
@@ -638,9 +642,9 @@ int graph_slice(graph *g, int x, const int64_t *start, const int64_t *limit,
     }
     out.dim[i] = (limit[i] - start[i] + st - 1) / st;
   }
-  int id = add(g, GOP_SLICE, out, &x, 1);
+  int id = add(g, GOP_SLICE, out, &x, 1); /* sx dangles from here on */
   if (id >= 0)
-    for (int i = 0; i < sx->rank; i++) {
+    for (int i = 0; i < out.rank; i++) {
       g->ops[id].lo[i] = start[i];
       g->ops[id].hi[i] = limit[i];
       g->ops[id].step[i] = stride ? stride[i] : 1;
@@ -689,9 +693,9 @@ int graph_pad(graph *g, int x, const int64_t *lo, const int64_t *hi, const int64
       return -1;
     }
   }
-  int id = add(g, GOP_PAD, out, &x, 1);
+  int id = add(g, GOP_PAD, out, &x, 1); /* sx dangles from here on */
   if (id >= 0)
-    for (int i = 0; i < sx->rank; i++) {
+    for (int i = 0; i < out.rank; i++) {
       g->ops[id].lo[i] = lo[i];
       g->ops[id].hi[i] = hi[i];
       g->ops[id].step[i] = interior ? interior[i] : 0;

@@ -91,6 +91,8 @@ typedef enum {
   GOP_COMPARE,
   GOP_AND,
   GOP_OR,
+  GOP_GELU_GRAD, /* (x, dy) -> dy * gelu'(x): what autodiff emits, fusible */
+  GOP_SILU_GRAD, /* (x, dy) -> dy * silu'(x) */
   /* elementwise, three operands */
   GOP_SELECT,
   GOP_CLAMP,
@@ -133,6 +135,7 @@ enum {
   GRAPH_INPUT = 1u << 2,     /* data fed each step (tokens, images, labels) */
   GRAPH_OPT_STATE = 1u << 3, /* optimizer moment or fp32 master copy */
   GRAPH_ADAPTER = 1u << 4,   /* a LoRA adapter matrix */
+  GRAPH_AUX = 1u << 5,       /* weight-side data that is not a parameter (quantization scales) */
 };
 
 typedef struct {

@@ -38,7 +38,7 @@ run help 0 --help && has help out "Usage: tpusim COMMAND"
 run version 0 --version && has version out "LLVM 19."
 run noargs 2
 run unknown-cmd 2 simulat && has unknown-cmd err "did you mean 'simulate'?"
-for c in plan simulate collective graph lower calibrate view plot; do
+for c in plan simulate collective lower calibrate view plot; do
   run "unbuilt-$c" 2 "$c" model.json && has "unbuilt-$c" err "not built yet" && empty "unbuilt-$c" out
   run "help-$c" 0 "$c" --help && has "help-$c" out "Usage:"
 done
@@ -97,6 +97,14 @@ mutate nosource 's/"chip.clock_hz": "scaling-book"/"chip.clock_hzz": "scaling-bo
 badfile nosource "$OUT/nosource.json" "did you mean 'chip.clock_hz'?"
 printf '\x00\x01\x02garbage' >"$OUT/binary.json"
 badfile binary "$OUT/binary.json" "NUL byte"
+
+# --- graph (issue 3): every example the docs name loads and says what it is ---
+for m in gpt3-175b llama3-8b llama3-70b llama3-405b mixtral-8x7b bert-large llama3-8b-hf-config; do
+  run "graph-$m" 0 graph "$m" --gbs 1 --seq 256 && has "graph-$m" out "FLOPs per step"
+done
+run graph-json 0 graph gpt3-175b --json && has graph-json out '"flops_per_step":'
+run graph-bad 1 graph tests/data/models/bad-typo.json && has graph-bad err "did you mean 'ffn_hidden'?"
+run graph-usage 2 graph && has graph-usage err "expected one MODEL"
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -41,14 +41,9 @@ void th_run_free(th_run *r) {
 }
 
 const char *th_builtin_text(const char *name) {
-  char want[128];
-  snprintf(want, sizeof want, "/%s.json", name);
-  for (int i = 0; i < hw_embedded_count; i++) {
-    const char *f = hw_embedded_files[i].file;
-    size_t lf = strlen(f), lw = strlen(want);
-    if (lf >= lw && strcmp(f + lf - lw, want) == 0) return (const char *)hw_embedded_files[i].data;
-  }
-  return NULL;
+  static const char *const json[] = {".json", NULL};
+  const embedded_file *e = embedded_find(hw_files, hw_files_count, name, json);
+  return e ? (const char *)e->data : NULL;
 }
 
 char *th_replace(const char *text, const char *from, const char *to) {

@@ -49,9 +49,9 @@ Test(cli, unknown_command_suggests) {
 }
 
 Test(cli, unbuilt_commands_say_so_and_exit_2) {
-  static const char *const cmds[] = {"plan", "simulate", "collective", "graph", "lower",
+  static const char *const cmds[] = {"plan", "simulate", "collective", "lower",
                                      "calibrate", "view", "plot"};
-  for (int i = 0; i < 8; i++) {
+  for (int i = 0; i < 7; i++) {
     th_run r = th_cli(cmds[i], "x", NULL);
     cr_assert_eq(r.rc, 2, "%s", cmds[i]);
     cr_assert(strstr(r.err, "not built yet"), "%s: %s", cmds[i], r.err);
@@ -156,4 +156,48 @@ Test(cli, usage_errors_exit_2) {
     cr_assert(strstr(r.err, "Try 'tpusim hw --help'"), "case %zu: %s", i, r.err);
     th_run_free(&r);
   }
+}
+
+Test(cli, graph_json_has_the_contract_fields) {
+  th_run r = th_cli("graph", "llama3-8b", "--json", "--gbs", "2", "--seq", "1024", NULL);
+  cr_assert_eq(r.rc, 0, "%s", r.err);
+  cJSON *o = cJSON_Parse(r.out);
+  cr_assert_not_null(o, "stdout is not one JSON object");
+  static const char *const keys[] = {"model", "params", "active_params", "tokens_per_step",
+                                     "flops_per_step", "flops_per_token", "ops_by_kind"};
+  for (int i = 0; i < 7; i++) cr_assert_not_null(cJSON_GetObjectItem(o, keys[i]), "%s", keys[i]);
+  cr_assert_float_eq(cJSON_GetObjectItem(o, "params")->valuedouble, 8030261248.0, 0.5);
+  cr_assert_float_eq(cJSON_GetObjectItem(o, "tokens_per_step")->valuedouble, 2048, 0);
+  const cJSON *f = cJSON_GetObjectItem(o, "flops_per_step");
+  double sum = cJSON_GetObjectItem(f, "forward")->valuedouble +
+               cJSON_GetObjectItem(f, "backward")->valuedouble +
+               cJSON_GetObjectItem(f, "optimizer")->valuedouble;
+  cr_assert_float_eq(cJSON_GetObjectItem(f, "total")->valuedouble, sum, sum * 1e-12);
+  cr_assert_gt(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "ops_by_kind"), "dot")->valuedouble, 0);
+  cJSON_Delete(o);
+  th_run_free(&r);
+}
+
+Test(cli, graph_options_are_checked) {
+  th_run r = th_cli("graph", "llama3-8b", "--seq", "-5", NULL);
+  cr_assert_eq(r.rc, 2);
+  cr_assert(strstr(r.err, "--seq expects a positive integer"), "%s", r.err);
+  th_run_free(&r);
+  r = th_cli("graph", "llama3-8b", "--precision", "fp4", NULL);
+  cr_assert_eq(r.rc, 1);
+  cr_assert(strstr(r.err, "precision 'fp4'"), "%s", r.err);
+  th_run_free(&r);
+  r = th_cli("graph", "no-such-model", NULL);
+  cr_assert_eq(r.rc, 1);
+  cr_assert(strstr(r.err, "no such file, and no example of that name (examples: "), "%s", r.err);
+  th_run_free(&r);
+}
+
+Test(cli, graph_dot_is_graphviz) {
+  th_run r = th_cli("graph", "llama3-8b", "--dot", "--seq", "64", "--forward-only", NULL);
+  cr_assert_eq(r.rc, 0, "%s", r.err);
+  cr_assert(strncmp(r.out, "digraph \"llama3-8b\" {\n", 22) == 0);
+  cr_assert(strstr(r.out, " -> "));
+  cr_assert_eq(r.out[strlen(r.out) - 2], '}');
+  th_run_free(&r);
 }

@@ -31,7 +31,7 @@ int wl_weight(graph *g, const wl_train *t, const char *name, graph_shape s, int 
     char scale_name[256];
     snprintf(scale_name, sizeof scale_name, "%s.absmax", name);
     int64_t blocks = (graph_elements(&s) + 63) / 64;
-    graph_parameter(g, scale_name, GRAPH_SHAPE(GDT_S8, blocks), GRAPH_WEIGHT);
+    graph_parameter(g, scale_name, GRAPH_SHAPE(GDT_S8, blocks), GRAPH_AUX);
     return graph_convert(g, w, t->compute);
   }
   s.dtype = t->compute;

@@ -1,0 +1,227 @@
+/*
+** test_workloads.c -- the transformer family, the training step and the
+** model loader against published parameter counts, the Megatron FLOP
+** formula, hand counts for LoRA, and bad inputs.
+*/
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "../workloads/model.h"
+
+static model *load(const char *name, int64_t gbs, int64_t seq) {
+  diag *d = diag_new();
+  model_opts o = {.global_batch = gbs, .seq_len = seq};
+  model *m = model_load(name, &o, d);
+  if (!m) diag_print(d, stderr);
+  cr_assert_not_null(m, "%s failed to load", name);
+  diag_free(d);
+  return m;
+}
+
+static double rel(double got, double want) { return fabs(got - want) / want; }
+
+static double phase_flops(const model *m, int phase) {
+  graph_cost c = graph_total_cost(m->g, phase);
+  return graph_cost_flops(&c);
+}
+
+/* Published sizes: Llama 3 model cards (8.03B / 70.6B / 405.8B within
+** 0.5%), GPT-3 Table 2.1 (174.6B), BERT-Large 335M (Devlin et al.; within
+** 1%: ours adds the MLM head transform), Mixtral 46.7B total / 12.9B active
+** (Mistral AI, Jiang et al. 2024). */
+Test(workloads, parameter_counts_match_published_figures) {
+  static const struct {
+    const char *name;
+    double params, tol;
+  } rows[] = {{"llama3-8b", 8.03e9, 0.005},   {"llama3-70b", 70.6e9, 0.005},
+              {"llama3-405b", 405.8e9, 0.005}, {"gpt3-175b", 174.6e9, 0.01},
+              {"bert-large", 3.35e8, 0.01},    {"mixtral-8x7b", 46.7e9, 0.005}};
+  for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+    model *m = load(rows[i].name, 1, 128);
+    cr_assert(rel((double)m->params, rows[i].params) < rows[i].tol, "%s: %lld params",
+              rows[i].name, (long long)m->params);
+    model_free(m);
+  }
+}
+
+/* Exact hand counts. Llama-3-8B: embed and head 2 x 128256 x 4096; per layer
+** q,o 4096^2 each, k,v 4096 x 1024 each, MLP 3 x 4096 x 14336, two norms of
+** 4096; a final norm. GPT-3 (reference C.7): L(12h^2 + 13h) + Vh + sh + 2h. */
+Test(workloads, exact_parameter_counts) {
+  model *m = load("llama3-8b", 1, 128);
+  int64_t layer = 2 * 4096LL * 4096 + 2 * 4096LL * 1024 + 3 * 4096LL * 14336 + 2 * 4096;
+  cr_assert_eq(m->params, 2 * 128256LL * 4096 + 32 * layer + 4096);
+  cr_assert_eq(m->params, 8030261248LL);
+  model_free(m);
+  m = load("gpt3-175b", 1, 128);
+  int64_t h = 12288;
+  cr_assert_eq(m->params, 96 * (12 * h * h + 13 * h) + 51200 * h + 2048 * h + 2 * h);
+  model_free(m);
+}
+
+Test(workloads, mixtral_active_parameters) {
+  model *m = load("mixtral-8x7b", 1, 128);
+  cr_assert(rel((double)m->active_params, 12.9e9) < 0.005, "%lld", (long long)m->active_params);
+  model_free(m);
+}
+
+/* Narayanan et al. 2021 (Megatron, arXiv:2104.04473) without recomputation:
+** F = 72 B s l h^2 (1 + s/(6h) + V/(12 l h)), as Korthikanti et al. 2022
+** count model FLOPs. */
+Test(workloads, gpt3_training_flops_match_megatron_formula) {
+  double B = 4, s = 2048, l = 96, h = 12288, V = 51200;
+  model *m = load("gpt3-175b", 4, 2048);
+  double want = 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
+  double got = phase_flops(m, GRAPH_FORWARD) + phase_flops(m, GRAPH_BACKWARD);
+  cr_assert(rel(got, want) < 0.01, "got %.4g, Megatron %.4g", got, want);
+  model_free(m);
+}
+
+/* 6 N per token plus non-causal attention, 12 L s (heads x head_dim) per
+** token (Kaplan et al. 2020; PaLM App. B). N leaves out the input embedding,
+** a lookup with no multiply. */
+Test(workloads, dense_flops_are_6n_plus_attention) {
+  model *m = load("llama3-8b", 2, 4096);
+  double tokens = 2 * 4096.0;
+  double n = (double)m->params - 128256.0 * 4096;
+  double want = tokens * (6 * n + 12 * 32 * 4096.0 * 4096);
+  double got = phase_flops(m, GRAPH_FORWARD) + phase_flops(m, GRAPH_BACKWARD);
+  cr_assert(rel(got, want) < 0.02, "got %.4g, 6N + attention %.4g", got, want);
+  model_free(m);
+}
+
+/* With every operand needing a gradient, each dot costs twice its forward
+** multiply-adds backward (dX and dW). */
+Test(workloads, backward_dots_cost_twice_forward) {
+  model *m = load("gpt3-175b", 1, 256);
+  double fwd = 0, bwd = 0;
+  for (int i = 0; i < graph_count(m->g); i++) {
+    const graph_op *op = graph_get(m->g, i);
+    if (op->kind != GOP_DOT) continue;
+    graph_cost c = graph_op_cost(m->g, i);
+    if (op->phase == GRAPH_FORWARD) fwd += graph_cost_flops(&c);
+    if (op->phase == GRAPH_BACKWARD) bwd += graph_cost_flops(&c);
+  }
+  cr_assert(rel(bwd, 2 * fwd) < 1e-9, "backward %.6g vs 2 x forward %.6g", bwd, 2 * fwd);
+  model_free(m);
+}
+
+/* Mixed-precision Adam keeps an fp32 master copy and two fp32 moments per
+** trainable weight: 12 bytes per parameter (Rajbhandari et al. 2020, K = 12). */
+Test(workloads, adam_state_is_twelve_bytes_per_param) {
+  model *m = load("llama3-8b", 1, 128);
+  double state_bytes = 0;
+  for (int i = 0; i < graph_count(m->g); i++) {
+    const graph_op *op = graph_get(m->g, i);
+    if (op->kind == GOP_PARAMETER && (op->flags & GRAPH_OPT_STATE))
+      state_bytes += graph_bytes(&op->out);
+  }
+  cr_assert_float_eq(state_bytes, 12.0 * (double)m->params, 1);
+  model_free(m);
+}
+
+static double totals_flops(const model *m) {
+  graph_cost c = graph_total_cost(m->g, -1);
+  return graph_cost_flops(&c);
+}
+
+Test(workloads, hf_config_gives_the_same_graph_as_model_json) {
+  model *a = load("llama3-8b", 2, 1024);
+  model *b = load("workloads/examples/llama3-8b-hf-config.json", 2, 1024);
+  cr_assert_str_eq(b->format, "hf-config");
+  cr_assert_eq(a->params, b->params);
+  cr_assert_eq(graph_count(a->g), graph_count(b->g));
+  cr_assert_float_eq(totals_flops(a), totals_flops(b), 0);
+  model_free(a);
+  model_free(b);
+}
+
+/* LoRA rank 16 on q, k, v, o of Llama-3-8B: r (in + out) per projection:
+** q, o: 16 x 8192; k, v: 16 x (4096 + 1024); 32 layers -> 13,631,488. */
+Test(workloads, lora_trains_only_the_adapters) {
+  model *m = load("tests/data/models/llama3-8b-lora.json", 1, 256);
+  cr_assert_eq(m->trainable_params, 32 * (2 * 16 * 8192LL + 2 * 16 * 5120LL));
+  cr_assert_eq(m->trainable_params, 13631488LL);
+  cr_assert_eq(m->params, 8030261248LL);
+  int grads = 0, states = 0;
+  for (int i = 0; i < graph_count(m->g); i++) {
+    const graph_op *op = graph_get(m->g, i);
+    if (op->param_of < 0) continue;
+    const graph_op *w = graph_get(m->g, op->param_of);
+    cr_assert(w->flags & GRAPH_ADAPTER, "%s belongs to frozen %s", op->name, w->name);
+    if (op->phase == GRAPH_BACKWARD) grads++;
+    if (op->flags & GRAPH_OPT_STATE) states++;
+  }
+  cr_assert_eq(grads, 32 * 4 * 2);      /* A and B of 4 projections */
+  cr_assert_eq(states, 32 * 4 * 2 * 3); /* master, m, v each */
+  /* backward multiplies by W^T for the activations but never forms dW:
+  ** 4 adapter dots + dX of the frozen weight per projection, so far fewer
+  ** backward dots than the 2 per dot of full training */
+  model *full = load("llama3-8b", 1, 256);
+  double lora_bwd = phase_flops(m, GRAPH_BACKWARD), full_bwd = phase_flops(full, GRAPH_BACKWARD);
+  cr_assert(lora_bwd < 0.6 * full_bwd, "lora backward %.3g vs full %.3g", lora_bwd, full_bwd);
+  model_free(full);
+  model_free(m);
+}
+
+/* QLoRA stores every frozen linear matrix in 4 bits and dequantizes it on use. */
+Test(workloads, qlora_stores_linear_weights_in_four_bits) {
+  model *m = load("tests/data/models/llama3-8b-qlora.json", 1, 256);
+  int64_t s4 = 0, converts_from_s4 = 0;
+  for (int i = 0; i < graph_count(m->g); i++) {
+    const graph_op *op = graph_get(m->g, i);
+    if (op->kind == GOP_PARAMETER && op->out.dtype == GDT_S4) s4 += graph_elements(&op->out);
+    if (op->kind == GOP_CONVERT && graph_get(m->g, op->in[0])->out.dtype == GDT_S4)
+      converts_from_s4++;
+  }
+  int64_t linear = 8030261248LL - 128256LL * 4096 - 65 * 4096LL; /* all but embedding and norms */
+  cr_assert_eq(s4, linear);
+  cr_assert_eq(converts_from_s4, 32 * 7 + 1); /* q k v o gate up down, and the head */
+  cr_assert_eq(m->trainable_params, 13631488LL);
+  model_free(m);
+}
+
+/* Sizes far beyond today's models are numbers, not overflows. */
+Test(workloads, ten_trillion_parameters_count_exactly) {
+  model *m = load("tests/data/models/huge-1e13.json", 1, 8);
+  int64_t h = 45056;
+  cr_assert_eq(m->params, 400 * (12 * h * h + 13 * h) + 65536 * h + 2048 * h + 2 * h);
+  cr_assert_gt(m->params, 9.7e12);
+  model_free(m);
+}
+
+static const char *load_error(const char *path) {
+  static char msg[1024];
+  diag *d = diag_new();
+  model *m = model_load(path, NULL, d);
+  cr_assert_null(m, "%s loaded", path);
+  cr_assert_geq(diag_count(d), 1);
+  snprintf(msg, sizeof msg, "%s", diag_message(d, 0));
+  diag_free(d);
+  return msg;
+}
+
+Test(workloads_bad_input, each_names_the_place) {
+  static const struct {
+    const char *path, *want;
+  } rows[] = {
+      {"tests/data/models/bad-negative.json",
+       "bad-negative.json:3:26: hidden: expected an integer in [1, 16777216], got -64"},
+      {"tests/data/models/bad-typo.json",
+       "bad-typo.json:4:3: ffn_hiden: unknown field (did you mean 'ffn_hidden'?)"},
+      {"tests/data/models/bad-missing.json", "bad-missing.json:1:1: missing field 'layers'"},
+      {"tests/data/models/bad-heads.json", "heads 6 is not a multiple of kv_heads 4"},
+      {"tests/data/models/bad-family.json",
+       "bad-family.json:1:28: family: unknown family \"transformr\""},
+      {"tests/data/no-such-model", "no-such-model: no such file, and no example of that name"},
+      {"tests/data/bad-syntax.json", "bad-syntax.json:4:"},
+      {"hw_models/tpu-v5p.json", "neither a model.json (no \"family\") nor a HuggingFace"},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+    const char *msg = load_error(rows[i].path);
+    cr_assert(strstr(msg, rows[i].want), "%s: got: %s", rows[i].path, msg);
+  }
+}

@@ -1,0 +1,420 @@
+/*
+** model.c -- see model.h. Finds the file, tells the formats apart, reads
+** the settings every model shares (the "train" block, "requires"), hands
+** the family fields to the family's builder and appends the training step.
+*/
+#include "model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sim/embedded.h"
+#include "../sim/strutil.h"
+#include "families.h"
+#include "train.h"
+
+/* workloads/examples, generated into build/examples_data.c at build time. */
+extern const embedded_file wl_example_files[];
+extern const int wl_example_files_count;
+
+#define MODEL_FILE_MAX_BYTES (64u << 20) /* HLO dumps run to megabytes */
+
+static const struct {
+  const char *name;
+  wl_family_fn build;
+} FAMILIES[] = {
+    {"transformer", wl_transformer},
+};
+#define NFAMILIES ((int)(sizeof FAMILIES / sizeof *FAMILIES))
+
+void model_example_names(char *buf, size_t n) {
+  buf[0] = '\0';
+  for (int i = 0; i < wl_example_files_count; i++) {
+    const char *f = strrchr(wl_example_files[i].file, '/');
+    f = f ? f + 1 : wl_example_files[i].file;
+    size_t len = strcspn(f, ".");
+    size_t at = strlen(buf);
+    snprintf(buf + at, n - at, "%s%.*s", i ? ", " : "", (int)len, f);
+  }
+}
+
+void model_free(model *m) {
+  if (!m) return;
+  graph_free(m->g);
+  free(m);
+}
+
+/* ---- the train block ---- */
+
+static const char *const PRECISION[] = {"bf16", "fp16", "fp32", "fp64", "fp8", NULL};
+static const graph_dtype PRECISION_DT[] = {GDT_BF16, GDT_F16, GDT_F32, GDT_F64, GDT_F8};
+static const char *const OPTIMIZER[] = {"sgd", "momentum", "adam", "adamw", NULL};
+static const char *const METHOD[] = {"full", "lora", "qlora", NULL};
+
+static void set_precision(wl_train *t, int p) {
+  t->compute = PRECISION_DT[p];
+  /* 16- and 8-bit training keeps fp32 master weights (Micikevicius et al. 2018) */
+  t->master_fp32 = t->compute == GDT_BF16 || t->compute == GDT_F16 || t->compute == GDT_F8;
+}
+
+static bool read_lora(jin *j, const cJSON *lora, wl_train *t) {
+  static const char *const KEYS[] = {"rank", "alpha", "targets", NULL};
+  bool ok = jin_only(j, lora, KEYS, NULL) == 0;
+  ok &= jin_get_int(j, lora, "rank", 1, 1 << 16, false, &t->lora_rank) >= 0;
+  t->lora_alpha = (double)t->lora_rank;
+  ok &= jin_get_num(j, lora, "alpha", 1e-6, 1e6, false, &t->lora_alpha) >= 0;
+  const cJSON *targets = jin_get_array(j, lora, "targets", false);
+  if (targets) {
+    t->n_targets = 0;
+    jin_push_key(j, "targets", 0);
+    int i = 0;
+    for (const cJSON *e = targets->child; e; e = e->next, i++) {
+      jin_push_index(j, i);
+      if (!cJSON_IsString(e) || !*e->valuestring || strlen(e->valuestring) >= 16) {
+        jin_error(j, 0, "expected a module name such as \"q\", \"v\", \"up\"");
+        ok = false;
+      } else if (t->n_targets == WL_MAX_TARGETS) {
+        jin_error(j, 0, "at most %d target modules", WL_MAX_TARGETS);
+        ok = false;
+      } else {
+        str_copy(t->targets[t->n_targets++], 16, e->valuestring);
+      }
+      jin_pop(j);
+    }
+    jin_pop(j);
+  }
+  return ok;
+}
+
+/* Defaults: one sequence, bf16 mixed precision, AdamW, full training. */
+static bool read_train(jin *j, const cJSON *root, wl_train *t) {
+  memset(t, 0, sizeof *t);
+  t->global_batch = 1;
+  t->seq_len = 1;
+  set_precision(t, 0);
+  t->optimizer = WL_ADAMW;
+  t->method = WL_FULL;
+  t->lora_rank = 16;
+  t->lora_alpha = 16;
+  static const char *const PEFT_DEFAULT[] = {"q", "v"}; /* HF PEFT's default for Llama */
+  t->n_targets = 2;
+  for (int i = 0; i < 2; i++) str_copy(t->targets[i], 16, PEFT_DEFAULT[i]);
+
+  const cJSON *tr = jin_get_object(j, root, "train", false);
+  if (!tr) return j->errors == 0;
+  static const char *const KEYS[] = {"global_batch", "precision", "optimizer", "method", "lora",
+                                     NULL};
+  jin_push_key(j, "train", 0);
+  bool ok = jin_only(j, tr, KEYS, NULL) == 0;
+  ok &= jin_get_int(j, tr, "global_batch", 1, 1LL << 32, false, &t->global_batch) >= 0;
+  int p = 0, opt = WL_ADAMW, meth = WL_FULL;
+  if (jin_get_enum(j, tr, "precision", PRECISION, false, &p) < 0) ok = false;
+  set_precision(t, p);
+  ok &= jin_get_enum(j, tr, "optimizer", OPTIMIZER, false, &opt) >= 0;
+  t->optimizer = (wl_optimizer)opt;
+  ok &= jin_get_enum(j, tr, "method", METHOD, false, &meth) >= 0;
+  t->method = (wl_method)meth;
+  const cJSON *lora = jin_get_object(j, tr, "lora", false);
+  if (lora) {
+    jin_push_key(j, "lora", 0);
+    ok &= read_lora(j, lora, t);
+    jin_pop(j);
+  }
+  jin_pop(j);
+  return ok;
+}
+
+static bool read_requires(jin *j, const cJSON *root, unsigned *req) {
+  static const char *const REQ[] = {"fp64", "custom_cuda_kernels", NULL};
+  const cJSON *r = jin_get_array(j, root, "requires", false);
+  if (!r) return j->errors == 0;
+  bool ok = true;
+  jin_push_key(j, "requires", 0);
+  int i = 0;
+  for (const cJSON *e = r->child; e; e = e->next, i++) {
+    int k = -1;
+    if (cJSON_IsString(e))
+      for (int c = 0; REQ[c]; c++)
+        if (strcmp(REQ[c], e->valuestring) == 0) k = c;
+    if (k < 0) {
+      jin_push_index(j, i);
+      jin_error(j, 0, "expected \"fp64\" or \"custom_cuda_kernels\"");
+      jin_pop(j);
+      ok = false;
+    } else {
+      *req |= k == 0 ? WL_REQ_FP64 : WL_REQ_CUDA;
+    }
+  }
+  jin_pop(j);
+  return ok;
+}
+
+static bool apply_opts(model *m, const model_opts *o, diag *dg) {
+  if (o && o->seq_len > 0) m->train.seq_len = o->seq_len;
+  if (o && o->global_batch > 0) m->train.global_batch = o->global_batch;
+  if (o && o->precision) {
+    int p = -1;
+    for (int i = 0; PRECISION[i]; i++)
+      if (strcmp(PRECISION[i], o->precision) == 0) p = i;
+    if (p < 0) {
+      diag_error(dg, m->path, 0, 0, NULL,
+                 "precision '%s': expected bf16, fp16, fp32, fp64 or fp8", o->precision);
+      return false;
+    }
+    set_precision(&m->train, p);
+  }
+  return true;
+}
+
+/* ---- building ---- */
+
+static int build(model *m, wl_family_fn fn, jin *j, const cJSON *spec, const model_opts *o) {
+  if (!apply_opts(m, o, j->dg)) return -1;
+  m->g = graph_new(m->name);
+  if (!m->g) return -1;
+  m->loss = fn(m->g, j, spec, &m->train, &m->info);
+  if (m->loss < 0 || !graph_ok(m->g)) return -1;
+  if (m->train.compute == GDT_F64) m->info.requires |= WL_REQ_FP64;
+  if (!m->info.whole_step && !(o && o->forward_only) && train_build(m->g, m->loss, &m->train) != 0)
+    return -1;
+  int64_t adapters = graph_param_elements(m->g, GRAPH_WEIGHT | GRAPH_ADAPTER);
+  m->params = graph_param_elements(m->g, GRAPH_WEIGHT) - adapters;
+  m->trainable_params = graph_param_elements(m->g, GRAPH_WEIGHT | GRAPH_TRAINABLE);
+  m->active_params = m->info.active_params ? m->info.active_params - adapters : m->params;
+  return 0;
+}
+
+static void copy_graph_errors(model *m, diag *dg) {
+  const diag *gd = m->g ? graph_diag(m->g) : NULL;
+  for (int i = 0; gd && i < diag_count(gd); i++)
+    if (diag_message(gd, i)) diag_error(dg, m->path, 0, 0, NULL, "%s", diag_message(gd, i));
+}
+
+/* model.json: {"family": ..., family fields, "train": {...}} */
+static int load_model_json(model *m, jin *j, const model_opts *o) {
+  const cJSON *root = j->root;
+  const char *family = NULL, *name = NULL;
+  if (jin_get_str(j, root, "family", true, &family) < 0) return -1;
+  if (jin_get_str(j, root, "name", false, &name) < 0) return -1;
+  if (name) str_copy(m->name, sizeof m->name, name);
+  str_copy(m->family, sizeof m->family, family);
+  str_copy(m->format, sizeof m->format, "model.json");
+  int f = -1;
+  for (int i = 0; i < NFAMILIES; i++)
+    if (strcmp(FAMILIES[i].name, family) == 0) f = i;
+  if (f < 0) {
+    char list[256] = "";
+    for (int i = 0; i < NFAMILIES; i++) {
+      strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
+      strncat(list, FAMILIES[i].name, sizeof list - strlen(list) - 1);
+    }
+    jin_push_key(j, "family", 0);
+    jin_error(j, 0, "unknown family \"%s\"; expected one of: %s", family, list);
+    jin_pop(j);
+    return -1;
+  }
+  bool ok = read_train(j, root, &m->train);
+  ok &= read_requires(j, root, &m->info.requires);
+  int64_t seq = 0;
+  if (jin_get_int(j, root, "seq_len", 1, 1LL << 24, false, &seq) < 0) ok = false;
+  if (seq > 0) m->train.seq_len = seq;
+  if (!ok) return -1;
+  if (strcmp(family, "transformer") == 0 && seq == 0 && !(o && o->seq_len > 0)) {
+    jin_error(j, 1, "missing field 'seq_len' (or pass --seq)");
+    return -1;
+  }
+  return build(m, FAMILIES[f].build, j, root, o);
+}
+
+/* ---- HuggingFace config.json ---- */
+
+static const char *const HF_TYPES[] = {"llama", "mistral", "qwen2", "mixtral", "gpt2",
+                                       "gpt_neox", "bert", NULL};
+enum { HF_LLAMA, HF_MISTRAL, HF_QWEN2, HF_MIXTRAL, HF_GPT2, HF_NEOX, HF_BERT };
+
+static void put_int(cJSON *o, const char *k, int64_t v) { cJSON_AddNumberToObject(o, k, (double)v); }
+
+/* Copies an integer field under a new name; required fields report where
+** they are missing in the HF file. */
+static bool hf_int(jin *j, const cJSON *hf, cJSON *spec, const char *from, const char *to,
+                   bool required) {
+  int64_t v;
+  int r = jin_get_int(j, hf, from, 1, 1LL << 24, required, &v);
+  if (r > 0) put_int(spec, to, v);
+  return r >= 0;
+}
+
+static cJSON *hf_to_spec(jin *j, const cJSON *hf, int type, int64_t *default_seq) {
+  cJSON *s = cJSON_CreateObject();
+  cJSON_AddStringToObject(s, "family", "transformer");
+  bool ok = true;
+  bool gpt2 = type == HF_GPT2;
+  ok &= hf_int(j, hf, s, gpt2 ? "n_layer" : "num_hidden_layers", "layers", true);
+  ok &= hf_int(j, hf, s, gpt2 ? "n_embd" : "hidden_size", "hidden", true);
+  ok &= hf_int(j, hf, s, gpt2 ? "n_head" : "num_attention_heads", "heads", true);
+  ok &= hf_int(j, hf, s, "vocab_size", "vocab", true);
+  const char *pos_key = gpt2 ? "n_positions" : "max_position_embeddings";
+  ok &= jin_get_int(j, hf, pos_key, 1, 1LL << 24, type == HF_BERT || gpt2, default_seq) >= 0;
+  bool tied = gpt2 || type == HF_BERT;
+  ok &= jin_get_bool(j, hf, "tie_word_embeddings", false, &tied) >= 0;
+  cJSON_AddBoolToObject(s, "tied_embeddings", tied);
+  if (gpt2) {
+    const cJSON *inner = cJSON_GetObjectItemCaseSensitive(hf, "n_inner");
+    if (inner && !cJSON_IsNull(inner)) ok &= hf_int(j, hf, s, "n_inner", "ffn_hidden", true);
+  } else {
+    ok &= hf_int(j, hf, s, "intermediate_size", "ffn_hidden", true);
+  }
+  switch (type) {
+  case HF_LLAMA:
+  case HF_MISTRAL:
+  case HF_QWEN2:
+  case HF_MIXTRAL:
+    ok &= hf_int(j, hf, s, "num_key_value_heads", "kv_heads", false);
+    ok &= hf_int(j, hf, s, "head_dim", "head_dim", false);
+    cJSON_AddStringToObject(s, "ffn", "swiglu");
+    cJSON_AddStringToObject(s, "norm", "rmsnorm");
+    cJSON_AddStringToObject(s, "positions", "rotary");
+    if (type == HF_QWEN2) cJSON_AddBoolToObject(s, "qkv_bias", true);
+    if (type == HF_MIXTRAL) {
+      cJSON *moe = cJSON_AddObjectToObject(s, "moe");
+      ok &= hf_int(j, hf, moe, "num_local_experts", "experts", true);
+      ok &= hf_int(j, hf, moe, "num_experts_per_tok", "top_k", true);
+    }
+    break;
+  case HF_GPT2:
+    cJSON_AddStringToObject(s, "positions", "learned");
+    put_int(s, "max_positions", *default_seq);
+    cJSON_AddBoolToObject(s, "bias", true);
+    break;
+  case HF_NEOX: {
+    bool parallel = true;
+    ok &= jin_get_bool(j, hf, "use_parallel_residual", false, &parallel) >= 0;
+    cJSON_AddBoolToObject(s, "parallel_block", parallel);
+    cJSON_AddBoolToObject(s, "bias", true);
+    break;
+  }
+  case HF_BERT:
+    cJSON_AddStringToObject(s, "kind", "encoder");
+    cJSON_AddStringToObject(s, "positions", "learned");
+    put_int(s, "max_positions", *default_seq);
+    ok &= hf_int(j, hf, s, "type_vocab_size", "type_vocab", false);
+    cJSON_AddBoolToObject(s, "bias", true);
+    break;
+  }
+  if (!ok) {
+    cJSON_Delete(s);
+    return NULL;
+  }
+  return s;
+}
+
+static int load_hf(model *m, jin *j, const model_opts *o, diag *dg) {
+  int type;
+  if (jin_get_enum(j, j->root, "model_type", HF_TYPES, true, &type) < 0) return -1;
+  str_copy(m->family, sizeof m->family, "transformer");
+  str_copy(m->format, sizeof m->format, "hf-config");
+  if (!read_train(j, j->root, &m->train)) return -1;
+  int64_t seq = 0;
+  cJSON *spec = hf_to_spec(j, j->root, type, &seq);
+  if (!spec) return -1;
+  if (seq > 0) m->train.seq_len = seq;
+  if (o && o->seq_len > 0) m->train.seq_len = o->seq_len;
+  if (m->train.seq_len <= 1) {
+    cJSON_Delete(spec);
+    diag_error(dg, m->path, 0, 0, NULL,
+               "no sequence length: the config has no max_position_embeddings; pass --seq");
+    return -1;
+  }
+  put_int(spec, "seq_len", m->train.seq_len);
+  /* The builder reads the translated spec; its own messages then point
+  ** into that text, named as such. */
+  char *text = cJSON_PrintUnformatted(spec);
+  cJSON_Delete(spec);
+  char name[300];
+  snprintf(name, sizeof name, "%s (as model.json)", m->path);
+  jin tj;
+  int rc = -1;
+  if (text && jin_open(&tj, name, text, strlen(text), dg) == 0) {
+    rc = build(m, wl_transformer, &tj, tj.root, o);
+  }
+  jin_close(&tj);
+  free(text);
+  return rc;
+}
+
+/* ---- finding and telling formats apart ---- */
+
+static const char *read_source(const char *arg, model *m, char **owned, size_t *len, diag *dg) {
+  FILE *f = fopen(arg, "rb");
+  if (f) {
+    fclose(f);
+    str_copy(m->path, sizeof m->path, arg);
+    *owned = jin_read_file(arg, MODEL_FILE_MAX_BYTES, len, dg);
+    return *owned;
+  }
+  static const char *const SUFFIXES[] = {".json", ".hlo", NULL};
+  const embedded_file *e = strchr(arg, '/') ? NULL
+                                            : embedded_find(wl_example_files,
+                                                            wl_example_files_count, arg, SUFFIXES);
+  if (!e) {
+    char names[2048];
+    model_example_names(names, sizeof names);
+    diag_error(dg, arg, 0, 0, NULL, "no such file, and no example of that name (examples: %s)",
+               names);
+    return NULL;
+  }
+  snprintf(m->path, sizeof m->path, "%s", e->file);
+  *len = e->len;
+  return (const char *)e->data;
+}
+
+static void default_name(model *m, const char *arg) {
+  const char *base = strrchr(arg, '/');
+  base = base ? base + 1 : arg;
+  size_t len = strcspn(base, ".");
+  snprintf(m->name, sizeof m->name, "%.*s", (int)len, base);
+}
+
+model *model_load(const char *arg, const model_opts *o, diag *dg) {
+  model *m = calloc(1, sizeof *m);
+  if (!m) return NULL;
+  m->loss = -1;
+  char *owned = NULL;
+  size_t len = 0;
+  const char *text = read_source(arg, m, &owned, &len, dg);
+  if (!text) {
+    free(m);
+    return NULL;
+  }
+  default_name(m, m->path);
+  size_t p = 0;
+  while (p < len && strchr(" \t\r\n", text[p])) p++;
+  int rc = -1;
+  if (len - p >= 9 && strncmp(text + p, "HloModule", 9) == 0) {
+    diag_error(dg, m->path, 0, 0, NULL, "HLO import is not built yet");
+  } else {
+    jin j;
+    if (jin_open(&j, m->path, text, len, dg) == 0) {
+      if (!cJSON_IsObject(j.root)) {
+        jin_error(&j, 0, "expected a JSON object (a model.json or a HuggingFace config.json)");
+      } else if (cJSON_GetObjectItemCaseSensitive(j.root, "family")) {
+        rc = load_model_json(m, &j, o);
+      } else if (cJSON_GetObjectItemCaseSensitive(j.root, "model_type")) {
+        rc = load_hf(m, &j, o, dg);
+      } else {
+        jin_error(&j, 0,
+                  "neither a model.json (no \"family\") nor a HuggingFace config.json (no "
+                  "\"model_type\")");
+      }
+    }
+    jin_close(&j);
+  }
+  if (rc != 0) copy_graph_errors(m, dg);
+  free(owned);
+  if (rc != 0) {
+    model_free(m);
+    return NULL;
+  }
+  return m;
+}

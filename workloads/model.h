@@ -1,0 +1,49 @@
+/*
+** model.h -- loading a model: a model.json, a HuggingFace config.json or an
+** XLA HLO text module (a path, or the bare name of an example in
+** workloads/examples/), built into one training-step graph.
+*/
+#ifndef TPUSIM_MODEL_H
+#define TPUSIM_MODEL_H
+
+#include <stdio.h>
+
+#include "../sim/diag.h"
+#include "../sim/graph.h"
+#include "wl.h"
+
+typedef struct {
+  int64_t seq_len;      /* 0: from the file */
+  int64_t global_batch; /* 0: from the file */
+  const char *precision; /* NULL: from the file; else "bf16", "fp32", ... */
+  bool forward_only;    /* build no backward pass or optimizer */
+} model_opts;
+
+typedef struct {
+  char name[64];
+  char family[32];
+  char format[16]; /* "model.json", "hf-config", "hlo" */
+  char path[256];  /* the file, or "built-in: workloads/examples/x.json" */
+  graph *g;
+  int loss; /* -1 for an imported HLO step */
+  wl_train train;
+  wl_info info;
+  int64_t params;           /* weights, adapters excluded */
+  int64_t trainable_params; /* what gets gradients (adapters under LoRA) */
+  int64_t active_params;    /* per token (MoE); = params for dense models */
+} model;
+
+/* Returns NULL after reporting (file:line:col where it applies) to dg. */
+model *model_load(const char *arg, const model_opts *o, diag *dg);
+void model_free(model *m);
+
+/* `tpusim graph` output (model_print.c): a readable summary, the JSON
+** object of the contract (malloc'd), and Graphviz. */
+void model_print_summary(const model *m, FILE *out);
+char *model_summary_json(const model *m);
+void model_print_dot(const model *m, FILE *out);
+
+/* The names of the built-in examples, for help and errors ("gpt3-175b, ..."). */
+void model_example_names(char *buf, size_t n);
+
+#endif

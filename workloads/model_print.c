@@ -1,0 +1,175 @@
+/*
+** model_print.c -- what `tpusim graph` prints: totals by phase, FLOPs per
+** token next to the 6N rule of thumb, ops by kind; JSON; Graphviz.
+*/
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "../sim/units.h"
+#include "model.h"
+
+typedef struct {
+  double flops[GRAPH_PHASE_COUNT + 1]; /* by phase, then the total */
+  double by_dtype[GDT_COUNT];
+  double bytes_read, bytes_written, transcendentals;
+  int ops[GRAPH_PHASE_COUNT];
+  int by_kind[GOP_COUNT];
+} totals;
+
+static totals sum(const model *m) {
+  totals t = {0};
+  for (int p = 0; p < GRAPH_PHASE_COUNT; p++) {
+    graph_cost c = graph_total_cost(m->g, p);
+    t.flops[p] = graph_cost_flops(&c);
+    t.flops[GRAPH_PHASE_COUNT] += t.flops[p];
+    for (int d = 0; d < GDT_COUNT; d++) t.by_dtype[d] += c.flops[d];
+    t.bytes_read += c.bytes_read;
+    t.bytes_written += c.bytes_written;
+    t.transcendentals += c.transcendentals;
+  }
+  for (int i = 0; i < graph_count(m->g); i++) {
+    const graph_op *op = graph_get(m->g, i);
+    t.ops[op->phase]++;
+    t.by_kind[op->kind]++;
+  }
+  return t;
+}
+
+/* Kinds by descending count, then by name: a stable order for output. */
+static int kind_order(const totals *t, int *order) {
+  int n = 0;
+  for (int k = 0; k < GOP_COUNT; k++)
+    if (t->by_kind[k]) order[n++] = k;
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0; j--) {
+      int a = order[j - 1], b = order[j];
+      if (t->by_kind[a] > t->by_kind[b] ||
+          (t->by_kind[a] == t->by_kind[b] && strcmp(graph_op_name(a), graph_op_name(b)) < 0))
+        break;
+      order[j - 1] = b;
+      order[j] = a;
+    }
+  return n;
+}
+
+static const char *precision_text(const wl_train *t) {
+  switch (t->compute) {
+  case GDT_BF16: return "bf16";
+  case GDT_F16: return "fp16";
+  case GDT_F8: return "fp8";
+  case GDT_F64: return "fp64";
+  default: return "fp32";
+  }
+}
+
+static const char *const OPT_NAMES[] = {"sgd", "momentum", "adam", "adamw"};
+static const char *const METHOD_NAMES[] = {"full", "lora", "qlora"};
+
+void model_print_summary(const model *m, FILE *out) {
+  totals t = sum(m);
+  char a[32], b[32], c[32];
+  fprintf(out, "%s  (%s, %s: %s)\n", m->name, m->family, m->format, m->path);
+  units_si(a, sizeof a, (double)m->params, "");
+  units_si(b, sizeof b, (double)m->trainable_params, "");
+  units_si(c, sizeof c, (double)m->active_params, "");
+  fprintf(out, "  parameters       %s  (trainable %s, active per token %s)\n", a, b, c);
+  units_si(a, sizeof a, m->info.per_step, "");
+  fprintf(out, "  per step         %s %s  (global batch %lld", a, m->info.unit,
+          (long long)m->train.global_batch);
+  if (m->train.seq_len > 1) fprintf(out, " x seq %lld", (long long)m->train.seq_len);
+  fprintf(out, "), %s%s, %s, %s", precision_text(&m->train),
+          m->train.master_fp32 ? " with fp32 master weights" : "",
+          OPT_NAMES[m->train.optimizer], METHOD_NAMES[m->train.method]);
+  if (m->train.method != WL_FULL)
+    fprintf(out, " (rank %lld)", (long long)m->train.lora_rank);
+  fprintf(out, "\n");
+  fprintf(out, "  FLOPs per step   forward %.3g  backward %.3g  optimizer %.3g  total %.3g\n",
+          t.flops[GRAPH_FORWARD], t.flops[GRAPH_BACKWARD], t.flops[GRAPH_OPTIMIZER],
+          t.flops[GRAPH_PHASE_COUNT]);
+  if (m->info.per_step > 0) {
+    double per = t.flops[GRAPH_PHASE_COUNT] / m->info.per_step;
+    fprintf(out, "  FLOPs per %-6.6s %.3g", strcmp(m->info.unit, "tokens") == 0 ? "token" : "item",
+            per);
+    if (!m->info.whole_step && m->train.method == WL_FULL)
+      fprintf(out, "  (6 x active params = %.3g; the rest is attention and other ops)",
+              6.0 * (double)m->active_params);
+    fprintf(out, "\n");
+  }
+  units_bytes(a, sizeof a, t.bytes_read);
+  units_bytes(b, sizeof b, t.bytes_written);
+  fprintf(out, "  memory traffic   read %s, written %s (unfused: each op to and from HBM)\n", a, b);
+  fprintf(out, "  ops              %d: forward %d, backward %d, optimizer %d\n", graph_count(m->g),
+          t.ops[GRAPH_FORWARD], t.ops[GRAPH_BACKWARD], t.ops[GRAPH_OPTIMIZER]);
+  int order[GOP_COUNT];
+  int n = kind_order(&t, order);
+  fprintf(out, "  by kind         ");
+  for (int i = 0; i < n; i++)
+    fprintf(out, "%s %s %d", i ? "," : "", graph_op_name(order[i]), t.by_kind[order[i]]);
+  fprintf(out, "\n");
+  if (m->info.requires)
+    fprintf(out, "  requires         %s%s%s\n", m->info.requires & WL_REQ_FP64 ? "fp64" : "",
+            (m->info.requires & WL_REQ_FP64) && (m->info.requires & WL_REQ_CUDA) ? ", " : "",
+            m->info.requires & WL_REQ_CUDA ? "custom_cuda_kernels" : "");
+}
+
+char *model_summary_json(const model *m) {
+  totals t = sum(m);
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "model", m->name);
+  cJSON_AddStringToObject(o, "family", m->family);
+  cJSON_AddStringToObject(o, "format", m->format);
+  cJSON_AddNumberToObject(o, "params", (double)m->params);
+  cJSON_AddNumberToObject(o, "trainable_params", (double)m->trainable_params);
+  cJSON_AddNumberToObject(o, "active_params", (double)m->active_params);
+  cJSON_AddNumberToObject(o, "tokens_per_step", m->info.per_step);
+  cJSON_AddStringToObject(o, "unit", m->info.unit);
+  cJSON_AddNumberToObject(o, "global_batch", (double)m->train.global_batch);
+  cJSON_AddNumberToObject(o, "seq_len", (double)m->train.seq_len);
+  cJSON_AddStringToObject(o, "precision", precision_text(&m->train));
+  cJSON_AddStringToObject(o, "optimizer", OPT_NAMES[m->train.optimizer]);
+  cJSON_AddStringToObject(o, "method", METHOD_NAMES[m->train.method]);
+  cJSON *f = cJSON_AddObjectToObject(o, "flops_per_step");
+  cJSON_AddNumberToObject(f, "forward", t.flops[GRAPH_FORWARD]);
+  cJSON_AddNumberToObject(f, "backward", t.flops[GRAPH_BACKWARD]);
+  cJSON_AddNumberToObject(f, "optimizer", t.flops[GRAPH_OPTIMIZER]);
+  cJSON_AddNumberToObject(f, "total", t.flops[GRAPH_PHASE_COUNT]);
+  cJSON_AddNumberToObject(o, "flops_per_token",
+                          m->info.per_step > 0 ? t.flops[GRAPH_PHASE_COUNT] / m->info.per_step : 0);
+  cJSON *d = cJSON_AddObjectToObject(o, "flops_by_dtype");
+  for (int k = 0; k < GDT_COUNT; k++)
+    if (t.by_dtype[k] > 0) cJSON_AddNumberToObject(d, graph_dtype_name(k), t.by_dtype[k]);
+  cJSON_AddNumberToObject(o, "transcendentals_per_step", t.transcendentals);
+  cJSON *b = cJSON_AddObjectToObject(o, "bytes_per_step");
+  cJSON_AddNumberToObject(b, "read", t.bytes_read);
+  cJSON_AddNumberToObject(b, "written", t.bytes_written);
+  cJSON_AddNumberToObject(o, "ops", graph_count(m->g));
+  cJSON *k = cJSON_AddObjectToObject(o, "ops_by_kind");
+  int order[GOP_COUNT];
+  int n = kind_order(&t, order);
+  for (int i = 0; i < n; i++) cJSON_AddNumberToObject(k, graph_op_name(order[i]), t.by_kind[order[i]]);
+  cJSON *r = cJSON_AddArrayToObject(o, "requires");
+  if (m->info.requires & WL_REQ_FP64) cJSON_AddItemToArray(r, cJSON_CreateString("fp64"));
+  if (m->info.requires & WL_REQ_CUDA)
+    cJSON_AddItemToArray(r, cJSON_CreateString("custom_cuda_kernels"));
+  char *s = cJSON_Print(o);
+  cJSON_Delete(o);
+  return s;
+}
+
+void model_print_dot(const model *m, FILE *out) {
+  static const char *const COLOR[] = {"lightblue", "lightsalmon", "palegreen"};
+  fprintf(out, "digraph \"%s\" {\n  rankdir=TB;\n  node [shape=box, style=filled, fontsize=10];\n",
+          m->name);
+  for (int i = 0; i < graph_count(m->g); i++) {
+    const graph_op *op = graph_get(m->g, i);
+    char s[160];
+    graph_shape_str(&op->out, s, sizeof s);
+    fprintf(out, "  n%d [label=\"%s\\n%s\\n", i, graph_op_name(op->kind), s);
+    for (const char *p = op->name; *p; p++) fputs(*p == '"' ? "\\\"" : (char[]){*p, 0}, out);
+    fprintf(out, "\", fillcolor=%s];\n", COLOR[op->phase]);
+    for (int k = 0; k < op->n_in; k++) fprintf(out, "  n%d -> n%d;\n", op->in[k], i);
+  }
+  fprintf(out, "}\n");
+}
