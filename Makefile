@@ -93,11 +93,12 @@ deps:
 	  DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
-# The main job: until the planner lands (issue 6), the catalog it will search.
+# The main job: until the planner lands (issue 6), the catalog it will search
+# and the training step of an example model.
 run: deps
 	@$(MAKE) --no-print-directory all
 	./$(BIN) hw list
-	./$(BIN) hw show tpu-v5p
+	./$(BIN) graph llama3-8b
 
 # Criterion has each test's result before a forked worker exits, so a leak
 # LeakSanitizer reports at exit would not fail the run: the log is checked.
