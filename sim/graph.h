@@ -165,9 +165,12 @@ typedef struct {
   graph_dims dims; /* REDUCE: reduced; BROADCAST: operand dim i -> out dim d[i];
                       TRANSPOSE: permutation; CONCAT, ALL_GATHER, REDUCE_SCATTER,
                       ALL_TO_ALL: d[0] */
-  int64_t lo[GRAPH_MAX_RANK], hi[GRAPH_MAX_RANK], step[GRAPH_MAX_RANK]; /* SLICE: start,
-                      limit, stride; PAD: low, high, interior */
-  graph_conv_attrs conv;
+  union { /* by kind, to keep ops small: big graphs have ~10^5 of them */
+    struct {
+      int64_t lo[GRAPH_MAX_RANK], hi[GRAPH_MAX_RANK], step[GRAPH_MAX_RANK];
+    }; /* SLICE: start, limit, stride; PAD: low, high, interior */
+    graph_conv_attrs conv; /* CONV */
+  };
   graph_reduce_kind reduce;
   int64_t group_size; /* collectives: chips in each replica group */
   double custom_flops, custom_transcendentals, custom_bytes; /* CUSTOM */
