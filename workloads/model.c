@@ -24,7 +24,8 @@ static const struct {
   const char *name;
   wl_family_fn build;
 } FAMILIES[] = {
-    {"transformer", wl_transformer},
+    {"transformer", wl_transformer}, {"cnn", wl_cnn},   {"mlp", wl_mlp},
+    {"dlrm", wl_dlrm},               {"gbdt", wl_gbdt}, {"graph", wl_oplist},
 };
 #define NFAMILIES ((int)(sizeof FAMILIES / sizeof *FAMILIES))
 
