@@ -124,8 +124,11 @@ valgrind: $(BIN)
 	TPUSIM="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite ./$(BIN)" \
 	  bash tests/cli.sh
 
-bench: $(BIN)
-	@echo "make bench: no benchmarks yet; the simulator and planner issues add them"
+$(BUILD)/bench: tests/bench/bench.c $(BUILD)/libtpusim.a
+	$(CC) $(ALL_CFLAGS) -O2 -o $@ $< $(BUILD)/libtpusim.a $(LIBS)
+
+bench: $(BUILD)/bench
+	$(BUILD)/bench
 
 clean:
 	rm -rf build build-asan $(BIN)

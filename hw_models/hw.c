@@ -48,14 +48,14 @@ static const char *const TOPO_CHOICES[] = {"fat-tree", "rail-optimized", "dcn", 
 
 #define PEAK(dt, idx)                                                              \
   {"chip.peak_flops_per_s." dt, HWF_NUM, OFF(chip.peak_flops_per_s[idx]), 0,      \
-   FIG | HWF_POS, NULL, 0, MAX_RATE, "FLOP/s"}
+   FIG | HWF_POS, NULL, 0, MAX_RATE, "FLOP/s", NULL}
 
 static const hw_field FIELDS[] = {
-    {"schema", HWF_STR, OFF(schema), SZ(schema), HWF_REQ, NULL, 0, 0, ""},
-    {"name", HWF_STR, OFF(name), SZ(name), HWF_REQ, NULL, 0, 0, ""},
-    {"kind", HWF_ENUM, OFF(kind), 0, HWF_REQ, KIND_CHOICES, 0, 0, ""},
-    {"vendor", HWF_STR, OFF(vendor), SZ(vendor), HWF_REQ, NULL, 0, 0, ""},
-    {"description", HWF_STR, OFF(description), SZ(description), HWF_REQ, NULL, 0, 0, ""},
+    {"schema", HWF_STR, OFF(schema), SZ(schema), HWF_REQ, NULL, 0, 0, "", NULL},
+    {"name", HWF_STR, OFF(name), SZ(name), HWF_REQ, NULL, 0, 0, "", NULL},
+    {"kind", HWF_ENUM, OFF(kind), 0, HWF_REQ, KIND_CHOICES, 0, 0, "", NULL},
+    {"vendor", HWF_STR, OFF(vendor), SZ(vendor), HWF_REQ, NULL, 0, 0, "", NULL},
+    {"description", HWF_STR, OFF(description), SZ(description), HWF_REQ, NULL, 0, 0, "", NULL},
 
     PEAK("fp64", HW_FP64),
     PEAK("fp32", HW_FP32),
@@ -64,67 +64,83 @@ static const hw_field FIELDS[] = {
     PEAK("fp16", HW_FP16),
     PEAK("fp8", HW_FP8),
     PEAK("int8", HW_INT8),
-    {"chip.vector_flops_per_s", HWF_NUM, OFF(chip.vector_flops_per_s), 0, REQP, NULL, 0,
-     MAX_RATE, "FLOP/s"},
-    {"chip.clock_hz", HWF_NUM, OFF(chip.clock_hz), 0, REQP, NULL, 0, 1e10, "Hz"},
-    {"chip.matrix_unit.kind", HWF_ENUM, OFF(chip.mu_kind), 0, REQ, MU_CHOICES, 0, 0, ""},
-    {"chip.matrix_unit.cores", HWF_INT, OFF(chip.mu_cores), 0, REQP, NULL, 1, MAX_COUNT, ""},
-    {"chip.matrix_unit.units_per_core", HWF_INT, OFF(chip.mu_units_per_core), 0, REQP, NULL,
-     1, 1024, ""},
-    {"chip.matrix_unit.tile_m", HWF_INT, OFF(chip.tile_m), 0, REQP, NULL, 1, 4096, "elements"},
-    {"chip.matrix_unit.tile_n", HWF_INT, OFF(chip.tile_n), 0, REQP, NULL, 1, 4096, "elements"},
-    {"chip.matrix_unit.tile_k", HWF_INT, OFF(chip.tile_k), 0, REQP, NULL, 1, 4096, "elements"},
-    {"chip.hbm_bytes", HWF_INT, OFF(chip.hbm_bytes), 0, REQP, NULL, 0, PIB, "B"},
-    {"chip.hbm_bw_bytes_per_s", HWF_NUM, OFF(chip.hbm_bw_bytes_per_s), 0, REQP, NULL, 0,
-     MAX_BW, "B/s"},
-    {"chip.onchip.kind", HWF_ENUM, OFF(chip.onchip_kind), 0, REQ, ONCHIP_CHOICES, 0, 0, ""},
-    {"chip.onchip.bytes", HWF_INT, OFF(chip.onchip_bytes), 0, REQP, NULL, 0, PIB, "B"},
-    {"chip.onchip.per_core_bytes", HWF_INT, OFF(chip.onchip_per_core_bytes), 0,
-     FIG | HWF_POS, NULL, 0, PIB, "B"},
-    {"chip.host_link.kind", HWF_ENUM, OFF(chip.host_link_kind), 0, REQ, HOSTLINK_CHOICES, 0,
-     0, ""},
-    {"chip.host_link.bw_bytes_per_s", HWF_NUM, OFF(chip.host_link_bw_bytes_per_s), 0, REQ,
-     NULL, 0, MAX_BW, "B/s"},
-    {"chip.tdp_w", HWF_NUM, OFF(chip.tdp_w), 0, FIG | HWF_POS, NULL, 0, 1e5, "W"},
+    {"chip.vector_flops_per_s", HWF_NUM, OFF(chip.vector_flops_per_s), 0, REQP, NULL, 0, MAX_RATE,
+     "FLOP/s", NULL},
+    {"chip.clock_hz", HWF_NUM, OFF(chip.clock_hz), 0, REQP, NULL, 0, 1e10, "Hz", NULL},
+    {"chip.matrix_unit.kind", HWF_ENUM, OFF(chip.mu_kind), 0, REQ, MU_CHOICES, 0, 0, "", NULL},
+    {"chip.matrix_unit.cores", HWF_INT, OFF(chip.mu_cores), 0, REQP, NULL, 1, MAX_COUNT, "", NULL},
+    {"chip.matrix_unit.units_per_core", HWF_INT, OFF(chip.mu_units_per_core), 0, REQP, NULL, 1,
+     1024, "", NULL},
+    {"chip.matrix_unit.tile_m", HWF_INT, OFF(chip.tile_m), 0, REQP, NULL, 1, 4096, "elements",
+     NULL},
+    {"chip.matrix_unit.tile_n", HWF_INT, OFF(chip.tile_n), 0, REQP, NULL, 1, 4096, "elements",
+     NULL},
+    {"chip.matrix_unit.tile_k", HWF_INT, OFF(chip.tile_k), 0, REQP, NULL, 1, 4096, "elements",
+     NULL},
+    {"chip.hbm_bytes", HWF_INT, OFF(chip.hbm_bytes), 0, REQP, NULL, 0, PIB, "B", NULL},
+    {"chip.hbm_bw_bytes_per_s", HWF_NUM, OFF(chip.hbm_bw_bytes_per_s), 0, REQP, NULL, 0, MAX_BW,
+     "B/s", NULL},
+    {"chip.onchip.kind", HWF_ENUM, OFF(chip.onchip_kind), 0, REQ, ONCHIP_CHOICES, 0, 0, "", NULL},
+    {"chip.onchip.bytes", HWF_INT, OFF(chip.onchip_bytes), 0, REQP, NULL, 0, PIB, "B", NULL},
+    {"chip.onchip.per_core_bytes", HWF_INT, OFF(chip.onchip_per_core_bytes), 0, FIG | HWF_POS, NULL,
+     0, PIB, "B", NULL},
+    {"chip.host_link.kind", HWF_ENUM, OFF(chip.host_link_kind), 0, REQ, HOSTLINK_CHOICES, 0, 0, "",
+     NULL},
+    {"chip.host_link.bw_bytes_per_s", HWF_NUM, OFF(chip.host_link_bw_bytes_per_s), 0, REQ, NULL, 0,
+     MAX_BW, "B/s", NULL},
+    {"chip.tdp_w", HWF_NUM, OFF(chip.tdp_w), 0, FIG | HWF_POS, NULL, 0, 1e5, "W", NULL},
+    /* Measured sustained figures: optional, each with its own source. What
+    ** the timing model assumes without one is set by apply_defaults and
+    ** shown by `hw show` from the last column. */
+    {"chip.matmul_efficiency", HWF_NUM, OFF(chip.matmul_efficiency), 0, FIG | HWF_POS, NULL, 0, 1,
+     "", "absent: timing assumes 1.0"},
+    {"chip.hbm_efficiency", HWF_NUM, OFF(chip.hbm_efficiency), 0, FIG | HWF_POS, NULL, 0, 1, "",
+     "absent: timing assumes 1.0"},
+    {"chip.transcendentals_per_s", HWF_NUM, OFF(chip.transcendentals_per_s), 0, FIG | HWF_POS, NULL,
+     0, MAX_RATE, "op/s", "absent: timing assumes vector_flops_per_s"},
+    {"chip.op_overhead_s", HWF_NUM, OFF(chip.op_overhead_s), 0, FIG | HWF_POS, NULL, 0, 1e-3, "s",
+     "absent: timing assumes 0"},
 
-    {"system.chips_per_node", HWF_INT, OFF(chips_per_node), 0, REQP, NULL, 1, MAX_COUNT, ""},
-    {"system.scale_up.kind", HWF_ENUM, OFF(scale_up.kind), 0, REQ, UP_CHOICES, 0, 0, ""},
+    {"system.chips_per_node", HWF_INT, OFF(chips_per_node), 0, REQP, NULL, 1, MAX_COUNT, "", NULL},
+    {"system.scale_up.kind", HWF_ENUM, OFF(scale_up.kind), 0, REQ, UP_CHOICES, 0, 0, "", NULL},
     {"system.scale_up.domain_chips", HWF_INT, OFF(scale_up.domain_chips), 0, REQP, NULL, 1,
-     MAX_COUNT, ""},
-    {"system.scale_up.links_per_chip", HWF_INT, OFF(scale_up.links_per_chip), 0, REQP, NULL,
-     1, 1024, ""},
-    {"system.scale_up.link_bw_bytes_per_s", HWF_NUM, OFF(scale_up.link_bw_bytes_per_s), 0,
-     REQP, NULL, 0, MAX_BW, "B/s"},
-    {"system.scale_up.bw_per_chip_bytes_per_s", HWF_NUM,
-     OFF(scale_up.bw_per_chip_bytes_per_s), 0, REQP, NULL, 0, MAX_BW, "B/s"},
-    {"system.scale_up.latency_s", HWF_NUM, OFF(scale_up.latency_s), 0, REQP, NULL, 0, 1, "s"},
-    {"system.scale_up.in_switch_reduction", HWF_BOOL, OFF(scale_up.in_switch_reduction), 0,
-     FIG, NULL, 0, 0, ""},
-    {"system.scale_up.torus_dims", HWF_INT, OFF(scale_up.torus_dims), 0, TPU, NULL, 1, 3, ""},
-    {"system.scale_up.wrap_axis_multiple", HWF_INT, OFF(scale_up.wrap_axis_multiple), 0, TPU,
-     NULL, 1, 1024, "chips"},
-    {"system.scale_up.max_slice_chips", HWF_INT, OFF(scale_up.max_slice_chips), 0, TPU, NULL,
-     1, MAX_COUNT, ""},
-    {"system.scale_up.max_slice_shape", HWF_INT3, OFF(scale_up.max_slice_shape), 0, TPU, NULL,
-     1, 4096, ""},
-    {"system.scale_up.pod_chips", HWF_INT, OFF(scale_up.pod_chips), 0, TPU, NULL, 1,
-     MAX_COUNT, ""},
-    {"system.scale_up.ocs_block", HWF_INT3, OFF(scale_up.ocs_block), 0, FIG, NULL, 1, 4096,
-     ""},
-    {"system.scale_out.kind", HWF_ENUM, OFF(scale_out.kind), 0, REQ, OUT_CHOICES, 0, 0, ""},
-    {"system.scale_out.bw_per_chip_bytes_per_s", HWF_NUM,
-     OFF(scale_out.bw_per_chip_bytes_per_s), 0, REQP, NULL, 0, MAX_BW, "B/s"},
-    {"system.scale_out.latency_s", HWF_NUM, OFF(scale_out.latency_s), 0, REQP, NULL, 0, 1,
-     "s"},
-    {"system.scale_out.topology", HWF_ENUM, OFF(scale_out.topology), 0, REQ, TOPO_CHOICES, 0,
-     0, ""},
+     MAX_COUNT, "", NULL},
+    {"system.scale_up.links_per_chip", HWF_INT, OFF(scale_up.links_per_chip), 0, REQP, NULL, 1,
+     1024, "", NULL},
+    {"system.scale_up.link_bw_bytes_per_s", HWF_NUM, OFF(scale_up.link_bw_bytes_per_s), 0, REQP,
+     NULL, 0, MAX_BW, "B/s", NULL},
+    {"system.scale_up.bw_per_chip_bytes_per_s", HWF_NUM, OFF(scale_up.bw_per_chip_bytes_per_s), 0,
+     REQP, NULL, 0, MAX_BW, "B/s", NULL},
+    {"system.scale_up.latency_s", HWF_NUM, OFF(scale_up.latency_s), 0, REQP, NULL, 0, 1, "s", NULL},
+    {"system.scale_up.efficiency", HWF_NUM, OFF(scale_up.efficiency), 0, FIG | HWF_POS, NULL, 0, 1,
+     "", "absent: collectives assume 1.0"},
+    {"system.scale_up.in_switch_reduction", HWF_BOOL, OFF(scale_up.in_switch_reduction), 0, FIG,
+     NULL, 0, 0, "", NULL},
+    {"system.scale_up.torus_dims", HWF_INT, OFF(scale_up.torus_dims), 0, TPU, NULL, 1, 3, "", NULL},
+    {"system.scale_up.wrap_axis_multiple", HWF_INT, OFF(scale_up.wrap_axis_multiple), 0, TPU, NULL,
+     1, 1024, "chips", NULL},
+    {"system.scale_up.max_slice_chips", HWF_INT, OFF(scale_up.max_slice_chips), 0, TPU, NULL, 1,
+     MAX_COUNT, "", NULL},
+    {"system.scale_up.max_slice_shape", HWF_INT3, OFF(scale_up.max_slice_shape), 0, TPU, NULL, 1,
+     4096, "", NULL},
+    {"system.scale_up.pod_chips", HWF_INT, OFF(scale_up.pod_chips), 0, TPU, NULL, 1, MAX_COUNT, "",
+     NULL},
+    {"system.scale_up.ocs_block", HWF_INT3, OFF(scale_up.ocs_block), 0, FIG, NULL, 1, 4096, "",
+     NULL},
+    {"system.scale_out.kind", HWF_ENUM, OFF(scale_out.kind), 0, REQ, OUT_CHOICES, 0, 0, "", NULL},
+    {"system.scale_out.bw_per_chip_bytes_per_s", HWF_NUM, OFF(scale_out.bw_per_chip_bytes_per_s), 0,
+     REQP, NULL, 0, MAX_BW, "B/s", NULL},
+    {"system.scale_out.latency_s", HWF_NUM, OFF(scale_out.latency_s), 0, REQP, NULL, 0, 1, "s",
+     NULL},
+    {"system.scale_out.topology", HWF_ENUM, OFF(scale_out.topology), 0, REQ, TOPO_CHOICES, 0, 0, "",
+     NULL},
 
-    {"price.on_demand_usd_per_chip_hour", HWF_NUM, OFF(price.on_demand_usd_per_chip_hour), 0,
-     REQP, NULL, 0, 1e4, "USD"},
-    {"price.spot_usd_per_chip_hour", HWF_NUM, OFF(price.spot_usd_per_chip_hour), 0,
-     REQP, NULL, 0, 1e4, "USD"},
-    {"price.read_on", HWF_STR, OFF(price.read_on), SZ(price.read_on), REQ, NULL, 0, 0, ""},
-    {"price.basis", HWF_STR, OFF(price.basis), SZ(price.basis), REQ, NULL, 0, 0, ""},
+    {"price.on_demand_usd_per_chip_hour", HWF_NUM, OFF(price.on_demand_usd_per_chip_hour), 0, REQP,
+     NULL, 0, 1e4, "USD", NULL},
+    {"price.spot_usd_per_chip_hour", HWF_NUM, OFF(price.spot_usd_per_chip_hour), 0, REQP, NULL, 0,
+     1e4, "USD", NULL},
+    {"price.read_on", HWF_STR, OFF(price.read_on), SZ(price.read_on), REQ, NULL, 0, 0, "", NULL},
+    {"price.basis", HWF_STR, OFF(price.basis), SZ(price.basis), REQ, NULL, 0, 0, "", NULL},
 };
 
 #define NFIELDS ((int)(sizeof FIELDS / sizeof FIELDS[0]))
@@ -686,6 +702,21 @@ static void check_sources(loader *L) {
   }
 }
 
+/* What the timing model assumes for an optional figure the file leaves out
+** (docs/hardware.md, "Measured efficiency figures"): the peak as such, no
+** fixed cost, and a transcendental as cheap as one vector operation. The
+** values are filled in so readers need not test present[]; present[] stays
+** false, so `hw show` and --json still tell given from assumed. */
+static void apply_defaults(hw_model *m) {
+  hw_chip *c = &m->chip;
+  if (!m->present[hw_field_find("chip.matmul_efficiency")]) c->matmul_efficiency = 1.0;
+  if (!m->present[hw_field_find("chip.hbm_efficiency")]) c->hbm_efficiency = 1.0;
+  if (!m->present[hw_field_find("chip.transcendentals_per_s")])
+    c->transcendentals_per_s = c->vector_flops_per_s;
+  if (!m->present[hw_field_find("chip.op_overhead_s")]) c->op_overhead_s = 0;
+  if (!m->present[hw_field_find("system.scale_up.efficiency")]) m->scale_up.efficiency = 1.0;
+}
+
 hw_model *hw_load(const char *file, const char *text, size_t len, diag *dg) {
   jin j;
   if (jin_open(&j, file, text, len, dg) != 0) {
@@ -715,5 +746,6 @@ hw_model *hw_load(const char *file, const char *text, size_t len, diag *dg) {
     hw_free(m);
     return NULL;
   }
+  apply_defaults(m);
   return m;
 }

@@ -47,6 +47,14 @@ typedef struct {
   int host_link_kind;
   double host_link_bw_bytes_per_s;
   double tdp_w;
+  /* Measured sustained figures (optional). hw_load fills in what the timing
+  ** model assumes when a file leaves one out (see hw_field.absent): 1.0 for
+  ** the efficiencies, vector_flops_per_s for transcendentals, 0 overhead;
+  ** hw_model.present[] still tells given from assumed. */
+  double matmul_efficiency;    /* fraction of the matrix peak on large matmuls */
+  double hbm_efficiency;       /* fraction of hbm_bw_bytes_per_s a copy sustains */
+  double transcendentals_per_s; /* exp/log/rsqrt/tanh/... results per second */
+  double op_overhead_s;        /* fixed cost of one op (kernel launch) */
 } hw_chip;
 
 typedef struct {
@@ -54,6 +62,7 @@ typedef struct {
   int64_t domain_chips, links_per_chip;
   double link_bw_bytes_per_s, bw_per_chip_bytes_per_s, latency_s;
   bool in_switch_reduction;
+  double efficiency; /* measured sustained fraction of the link bandwidth (1.0 when absent) */
   /* TPU torus only */
   int64_t torus_dims, wrap_axis_multiple, max_slice_chips, pod_chips;
   int64_t max_slice_shape[3], ocs_block[3];
@@ -116,6 +125,8 @@ typedef struct {
   const char *const *choices; /* HWF_ENUM: NULL-terminated */
   double min, max;            /* inclusive, except HWF_POS makes 0 exclusive */
   const char *unit;           /* "B", "B/s", "FLOP/s", "s", "Hz", "W", "USD", "" */
+  const char *absent;         /* optional figures the timing model defaults:
+                                 what `hw show` says when the file has none */
 } hw_field;
 
 int hw_field_count(void);

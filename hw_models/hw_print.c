@@ -93,17 +93,22 @@ void hw_print_show(const hw_model *m, FILE *out) {
   const char *section = "";
   for (int i = 0; i < hw_field_count(); i++) {
     const hw_field *f = hw_field_get(i);
-    if (!m->present[i] || !strchr(f->path, '.')) continue; /* top level: in the header */
+    /* top level: in the header; absent optional figures are listed only when
+    ** the timing model assumes something in their place */
+    if ((!m->present[i] && !f->absent) || !strchr(f->path, '.')) continue;
     size_t sec_len = strcspn(f->path, ".");
     if (strncmp(section, f->path, sec_len) != 0 || section[sec_len] != '.') {
       fprintf(out, "%s%.*s\n", *section ? "\n" : "", (int)sec_len, f->path);
       section = f->path;
     }
     char v[160];
-    format_value(m, i, v, sizeof v);
-    const char *ids = (f->flags & HWF_FIGURE) ? cite_ids(m, f->path) : NULL;
-    fprintf(out, "  %-38s %-34s%s%s%s\n", f->path + sec_len + 1, v, ids ? "[" : "",
-            ids ? ids : "", ids ? "]" : "");
+    if (m->present[i]) format_value(m, i, v, sizeof v);
+    else snprintf(v, sizeof v, "- (%s)", f->absent);
+    const char *ids = (f->flags & HWF_FIGURE) && m->present[i] ? cite_ids(m, f->path) : NULL;
+    if (ids)
+      fprintf(out, "  %-38s %-34s[%s]\n", f->path + sec_len + 1, v, ids);
+    else
+      fprintf(out, "  %-38s %s\n", f->path + sec_len + 1, v);
   }
   if (m->n_notes) {
     fprintf(out, "\nnotes\n");

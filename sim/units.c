@@ -5,6 +5,8 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* Three significant digits: enough to compare hardware, short enough for tables. */
 static void sig3(char *buf, size_t n, double v, const char *suffix) {
@@ -53,4 +55,21 @@ void units_seconds(char *buf, size_t n, double s) {
     sig3(buf, n, s / 3600, "h");
   else
     sig3(buf, n, s / 86400, "d");
+}
+
+int units_parse_bytes(const char *s, double *out) {
+  char *end;
+  double v = strtod(s, &end);
+  if (end == s || !(v >= 0)) return -1;
+  static const char UNITS[] = "KMGTP";
+  const char *u = strchr(UNITS, *end ? *end : '-');
+  if (*end && u) {
+    v *= pow(1024.0, (double)(u - UNITS + 1));
+    end++;
+    if (*end == 'i') end++;
+  }
+  if (*end == 'B') end++;
+  if (*end || !isfinite(v)) return -1;
+  *out = v;
+  return 0;
 }

@@ -38,7 +38,7 @@ run help 0 --help && has help out "Usage: tpusim COMMAND"
 run version 0 --version && has version out "LLVM 19."
 run noargs 2
 run unknown-cmd 2 simulat && has unknown-cmd err "did you mean 'simulate'?"
-for c in plan simulate collective lower calibrate view plot; do
+for c in plan simulate lower calibrate view plot; do
   run "unbuilt-$c" 2 "$c" model.json && has "unbuilt-$c" err "not built yet" && empty "unbuilt-$c" out
   run "help-$c" 0 "$c" --help && has "help-$c" out "Usage:"
 done
@@ -99,12 +99,42 @@ printf '\x00\x01\x02garbage' >"$OUT/binary.json"
 badfile binary "$OUT/binary.json" "NUL byte"
 
 # --- graph (issue 3): every example the docs name loads and says what it is ---
-for m in gpt3-175b llama3-8b llama3-70b llama3-405b mixtral-8x7b bert-large llama3-8b-hf-config; do
+for m in gpt3-175b llama3-8b llama3-70b llama3-405b mixtral-8x7b bert-large llama3-8b-hf-config \
+         resnet50 mobilenet_v2 dlrm gbdt mlp graph; do
   run "graph-$m" 0 graph "$m" --gbs 1 --seq 256 && has "graph-$m" out "FLOPs per step"
 done
+run graph-hlo 0 graph mlp_train_step && has graph-hlo out "(hlo, hlo: workloads/examples/mlp_train_step.hlo)"
+if [ -d ../shared/reference/hlo ]; then
+  for f in ../shared/reference/hlo/*.hlo; do
+    run "graph-ref-$(basename "$f" .hlo)" 0 graph "$f" --json
+  done
+else
+  bad "../shared/reference/hlo is missing (CI puts shared/ beside the clone)"
+fi
+run graph-hlo-bad 1 graph tests/data/hlo/bad-unknown-op.hlo && has graph-hlo-bad err "bad-unknown-op.hlo:"
 run graph-json 0 graph gpt3-175b --json && has graph-json out '"flops_per_step":'
 run graph-bad 1 graph tests/data/models/bad-typo.json && has graph-bad err "did you mean 'ffn_hidden'?"
 run graph-usage 2 graph && has graph-usage err "expected one MODEL"
+
+# --- collective (issue 4) ---
+run coll-sweep 0 collective --hw h200 --chips 8 --op all-reduce --bytes 1M:16M --algo ring,nvls
+has coll-sweep out "algorithm nvls" && has coll-sweep out "busbw GB/s"
+rows=$(grep -cE 'MiB' "$OUT/coll-sweep.out")
+[ "$rows" -eq 10 ] && ok || bad "collective sweep printed $rows rows, expected 10 (5 sizes x 2 algorithms)"
+run coll-explain 0 collective --hw tpu-v5e --chips 32 --op all-gather --bytes 32M --axis x --explain
+has coll-explain out "scaling-book" && has coll-explain out "ICI torus 4x8x1"
+run coll-json 0 collective --hw tpu-v5p --chips 64 --op reduce-scatter --bytes 1G --json
+has coll-json out '"busbw_bytes_per_s":'
+[ "$(head -c1 "$OUT/coll-json.out")" = "{" ] && ok || bad "collective --json is not one object"
+run coll-all 0 collective --hw a100-80g --chips 16 --op all-reduce --bytes 64M --algo all
+has coll-all out "algorithm reduction-server" && has coll-all out "algorithm hierarchical"
+run coll-badhw 1 collective --hw h100 --chips 8 --op all-reduce --bytes 1G && has coll-badhw err "did you mean 'h100-sxm'?"
+run coll-badslice 1 collective --hw tpu-v5p --chips 100 --op all-reduce --bytes 1G && has coll-badslice err "no slice of 100 chips"
+run coll-badalgo 2 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 1G --algo rung && has coll-badalgo err "unknown --algo 'rung'"
+run coll-zero 2 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 0:0x && has coll-zero err "expected SIZE"
+run coll-zerob 1 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 0 && has coll-zerob err "bytes must be positive"
+run coll-mismatch 1 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 1G --algo torus && has coll-mismatch err "torus needs a TPU slice"
+run coll-missing 2 collective --hw h100-sxm --op all-reduce --bytes 1G && has coll-missing err "are required"
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -74,8 +74,17 @@ void model_print_summary(const model *m, FILE *out) {
   units_si(a, sizeof a, (double)m->params, "");
   units_si(b, sizeof b, (double)m->trainable_params, "");
   units_si(c, sizeof c, (double)m->active_params, "");
-  fprintf(out, "  parameters       %s  (trainable %s, active per token %s)\n", a, b, c);
+  bool hlo = strcmp(m->format, "hlo") == 0;
+  if (hlo) {
+    /* the text does not tell weights from inputs and optimizer state */
+    fprintf(out, "  entry parameters %s elements (weights, inputs and optimizer state together)\n"
+                 "  per step         the compiled step as written (loops counted by trip count)\n",
+            a);
+  } else {
+    fprintf(out, "  parameters       %s  (trainable %s, active per token %s)\n", a, b, c);
+  }
   units_si(a, sizeof a, m->info.per_step, "");
+  if (!hlo) {
   fprintf(out, "  per step         %s %s  (global batch %lld", a, m->info.unit,
           (long long)m->train.global_batch);
   if (m->train.seq_len > 1) fprintf(out, " x seq %lld", (long long)m->train.seq_len);
@@ -85,10 +94,11 @@ void model_print_summary(const model *m, FILE *out) {
   if (m->train.method != WL_FULL)
     fprintf(out, " (rank %lld)", (long long)m->train.lora_rank);
   fprintf(out, "\n");
+  }
   fprintf(out, "  FLOPs per step   forward %.3g  backward %.3g  optimizer %.3g  total %.3g\n",
           t.flops[GRAPH_FORWARD], t.flops[GRAPH_BACKWARD], t.flops[GRAPH_OPTIMIZER],
           t.flops[GRAPH_PHASE_COUNT]);
-  if (m->info.per_step > 0) {
+  if (m->info.per_step > 0 && !hlo) {
     double per = t.flops[GRAPH_PHASE_COUNT] / m->info.per_step;
     fprintf(out, "  FLOPs per %-6.6s %.3g", strcmp(m->info.unit, "tokens") == 0 ? "token" : "item",
             per);

@@ -1,0 +1,78 @@
+/*
+** coll.h -- collectives as transfers over the links of a net, timed on the
+** event engine: all-reduce, reduce-scatter, all-gather, all-to-all,
+** broadcast, send/recv; algorithms ring, bidirectional ring, per-dimension
+** torus rings, double binary tree, hierarchical, NVLink SHARP (in-switch
+** reduction) and Reduction Server.
+**
+** Sizes follow nccl-tests: all-reduce and broadcast move a buffer of
+** `bytes` per chip; all-gather's `bytes` is the gathered result,
+** reduce-scatter's the input; all-to-all's the buffer each chip sends.
+*/
+#ifndef TPUSIM_COLL_H
+#define TPUSIM_COLL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "net.h"
+
+typedef enum {
+  COLL_ALL_REDUCE,
+  COLL_REDUCE_SCATTER,
+  COLL_ALL_GATHER,
+  COLL_ALL_TO_ALL,
+  COLL_BROADCAST,
+  COLL_SEND_RECV,
+  COLL_OP_COUNT
+} coll_op;
+
+typedef enum {
+  COLL_AUTO, /* what a framework would pick on this network */
+  COLL_RING,
+  COLL_BIRING,
+  COLL_TORUS,
+  COLL_TREE,
+  COLL_HIERARCHICAL,
+  COLL_NVLS,
+  COLL_REDUCTION_SERVER,
+  COLL_DIRECT, /* all-to-all, send/recv: point to point */
+  COLL_ALGO_COUNT
+} coll_algo;
+
+typedef struct {
+  coll_op op;
+  coll_algo algo;
+  double bytes;
+  int axis;               /* torus only: 0, 1 or 2 runs the collective along that axis
+                             (every such ring at once); -1: over all chips */
+  int64_t reducers;       /* Reduction Server: reducer hosts (0: as many as chips) */
+  double reducer_bw;      /* their NIC, B/s one direction (0: the chips' scale-out NIC) */
+} coll_req;
+
+typedef struct {
+  double time_s;
+  double algbw, busbw;  /* bytes / time, and nccl-tests' bus bandwidth */
+  coll_algo algo;       /* the algorithm that ran (AUTO resolved) */
+  int64_t events;       /* engine events: the simulation's size */
+  double formula_s;     /* the closed form on an idle network */
+  char formula[768];    /* that formula with its numbers, for --explain */
+} coll_result;
+
+/* Simulates one collective over every chip of n. Returns 0, or -1 with a
+** message (an algorithm the network cannot run, zero bytes). */
+int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_t errn);
+
+/* Point-to-point flows all started at time 0 (pairs[i] = {from, to}, each
+** of `bytes`); *time_s is when the last arrives. For pipeline sends and
+** for checking contention. Returns 0 or -1. */
+int coll_flows(const net *n, const int64_t (*pairs)[2], int n_pairs, double bytes, double *time_s);
+
+const char *coll_op_name(coll_op op);      /* "all-reduce" */
+int coll_op_parse(const char *s);          /* -1 if unknown */
+const char *coll_algo_name(coll_algo a);   /* "ring" */
+int coll_algo_parse(const char *s);        /* -1 if unknown */
+/* nccl-tests' bus-bandwidth factor for op over n ranks. */
+double coll_bus_factor(coll_op op, int64_t n);
+
+#endif

@@ -1,0 +1,241 @@
+/*
+** net.c -- see net.h.
+*/
+#include "net.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct net {
+  const hw_model *hw;
+  int64_t chips, slices;
+  int64_t per_node; /* chips per slice (TPU) or per node (GPU, CPU) */
+  bool torus;
+  int64_t shape[3];
+  bool wrap[3];
+};
+
+/* Slice shapes TPUs allow. 3-D (OCS) machines: the small shapes 2x2x1,
+** 2x2x2, 2x2x4, 2x4x4, then any shape of whole 4x4x4 cubes; 2-D machines:
+** power-of-two sides at most 2:1 (1x1, 2x2, 2x4, 4x4, 4x8, ... 16x16).
+** Sources: Cloud TPU v4/v5p/v5e/v6e "supported configurations" tables. */
+static bool shape_ok(const hw_model *hw, const int64_t s[3]) {
+  const hw_scale_up *u = &hw->scale_up;
+  int64_t lim[3] = {u->max_slice_shape[0], u->max_slice_shape[1], u->max_slice_shape[2]};
+  /* compare sorted, so 24x16x16 and 16x16x24 are the same shape */
+  int64_t a[3] = {s[0], s[1], s[2]}, b[3] = {lim[0], lim[1], lim[2]};
+  for (int i = 0; i < 3; i++)
+    for (int j = i + 1; j < 3; j++) {
+      if (a[j] < a[i]) { int64_t t = a[i]; a[i] = a[j]; a[j] = t; }
+      if (b[j] < b[i]) { int64_t t = b[i]; b[i] = b[j]; b[j] = t; }
+    }
+  for (int i = 0; i < 3; i++)
+    if (a[i] > b[i]) return false;
+  if (u->torus_dims == 2) {
+    if (s[2] != 1) return false;
+    for (int i = 0; i < 2; i++)
+      if (s[i] & (s[i] - 1)) return false;
+    return s[0] <= 2 * s[1] && s[1] <= 2 * s[0];
+  }
+  static const int64_t SMALL[][3] = {{1, 1, 1}, {2, 2, 1}, {2, 2, 2}, {2, 2, 4}, {2, 4, 4}};
+  for (size_t i = 0; i < sizeof SMALL / sizeof *SMALL; i++)
+    if (s[0] == SMALL[i][0] && s[1] == SMALL[i][1] && s[2] == SMALL[i][2]) return true;
+  int64_t m = u->wrap_axis_multiple;
+  return s[0] % m == 0 && s[1] % m == 0 && s[2] % m == 0;
+}
+
+/* The allowed shape for n chips, sides ascending, the most cubic one. */
+static bool choose_shape(const hw_model *hw, int64_t n, int64_t out[3]) {
+  bool found = false;
+  int64_t best = 0;
+  for (int64_t x = 1; x * x * x <= n; x++) {
+    if (n % x) continue;
+    for (int64_t y = x; x * y * y <= n; y++) {
+      if ((n / x) % y) continue;
+      int64_t z = n / x / y;
+      int64_t s[3] = {x, y, z};
+      if (hw->scale_up.torus_dims == 2) { /* 2-D: x <= y, z = 1 */
+        if (x != 1) continue;
+        s[0] = y;
+        s[1] = z;
+        s[2] = 1;
+      }
+      if (!shape_ok(hw, s)) continue;
+      int64_t spread = (s[2] > s[1] ? s[2] : s[1]) - s[0];
+      if (!found || spread < best) {
+        memcpy(out, s, sizeof s);
+        best = spread;
+        found = true;
+      }
+    }
+  }
+  return found;
+}
+
+static void nearby_counts(const hw_model *hw, int64_t n, int64_t *lo, int64_t *hi) {
+  int64_t s[3];
+  *lo = *hi = 0;
+  for (int64_t k = n - 1; k >= 1 && !*lo; k--)
+    if (choose_shape(hw, k, s)) *lo = k;
+  for (int64_t k = n + 1; k <= hw->scale_up.max_slice_chips && !*hi; k++)
+    if (choose_shape(hw, k, s)) *hi = k;
+}
+
+net *net_build(const hw_model *hw, int64_t chips, int64_t slices, char *err, size_t errn) {
+  if (chips < 1 || slices < 1 || chips % slices != 0) {
+    snprintf(err, errn, "%lld chips do not split into %lld equal slices", (long long)chips,
+             (long long)slices);
+    return NULL;
+  }
+  net *n = calloc(1, sizeof *n);
+  if (!n) {
+    snprintf(err, errn, "out of memory");
+    return NULL;
+  }
+  n->hw = hw;
+  n->chips = chips;
+  n->slices = slices;
+  n->torus = hw->scale_up.kind == HW_UP_ICI_TORUS;
+  n->shape[0] = n->shape[1] = n->shape[2] = 1;
+  if (n->torus) {
+    int64_t per = chips / slices;
+    if (per > hw->scale_up.max_slice_chips || !choose_shape(hw, per, n->shape)) {
+      int64_t lo, hi;
+      nearby_counts(hw, per, &lo, &hi);
+      snprintf(err, errn,
+               "%s has no slice of %lld chips (largest %lld; nearest allowed: %lld%s%lld); use "
+               "--slices to join slices over DCN",
+               hw->name, (long long)per, (long long)hw->scale_up.max_slice_chips, (long long)lo,
+               hi ? " or " : "", (long long)hi);
+      free(n);
+      return NULL;
+    }
+    for (int d = 0; d < 3; d++)
+      n->wrap[d] = n->shape[d] > 2 && n->shape[d] % hw->scale_up.wrap_axis_multiple == 0;
+    n->per_node = per;
+  } else {
+    if (slices != 1) {
+      snprintf(err, errn, "--slices applies to TPU pods; %s joins nodes over %s", hw->name,
+               hw_scale_out_label(hw->scale_out.kind));
+      free(n);
+      return NULL;
+    }
+    n->per_node = hw->chips_per_node;
+  }
+  return n;
+}
+
+void net_free(net *n) { free(n); }
+
+int64_t net_chips(const net *n) { return n->chips; }
+const hw_model *net_hw(const net *n) { return n->hw; }
+bool net_is_torus(const net *n) { return n->torus; }
+int64_t net_slices(const net *n) { return n->slices; }
+int64_t net_chips_per_node(const net *n) { return n->per_node; }
+int64_t net_node_of(const net *n, int64_t chip) { return chip / n->per_node; }
+
+void net_shape(const net *n, int64_t shape[3], bool wrap[3]) {
+  for (int d = 0; d < 3; d++) {
+    shape[d] = n->shape[d];
+    wrap[d] = n->wrap[d];
+  }
+}
+
+void net_coord(const net *n, int64_t chip, int64_t c[3]) {
+  int64_t i = chip % n->per_node;
+  c[0] = i % n->shape[0];
+  c[1] = (i / n->shape[0]) % n->shape[1];
+  c[2] = i / (n->shape[0] * n->shape[1]);
+}
+
+int64_t net_chip_at(const net *n, int64_t slice, const int64_t c[3]) {
+  return slice * n->per_node + c[0] + n->shape[0] * (c[1] + n->shape[1] * c[2]);
+}
+
+int64_t net_links(const net *n) { return n->chips * NET_SLOTS; }
+
+static int slot_of(const net *n, int64_t link) {
+  (void)n;
+  return (int)(link % NET_SLOTS);
+}
+
+net_fabric net_link_fabric(const net *n, int64_t link) {
+  int s = slot_of(n, link);
+  if (s >= NET_SLOT_NIC_UP) return NET_NIC;
+  return s < NET_SLOT_UP ? NET_ICI : NET_SWITCH;
+}
+
+double net_link_bw(const net *n, int64_t link) {
+  const hw_model *hw = n->hw;
+  int s = slot_of(n, link);
+  /* links sustain a measured fraction of their signalling rate */
+  if (s < NET_SLOT_UP) return hw->scale_up.link_bw_bytes_per_s * hw->scale_up.efficiency;
+  if (s < NET_SLOT_NIC_UP) return hw->scale_up.bw_per_chip_bytes_per_s * hw->scale_up.efficiency;
+  return hw->scale_out.bw_per_chip_bytes_per_s;
+}
+
+/* A hop's latency sits on the link that leaves the sender, so a path
+** through a switch pays it once. */
+double net_link_latency(const net *n, int64_t link) {
+  const hw_model *hw = n->hw;
+  int s = slot_of(n, link);
+  if (s <= NET_SLOT_UP) return hw->scale_up.latency_s;
+  if (s == NET_SLOT_NIC_UP) return hw->scale_out.latency_s;
+  return 0;
+}
+
+int net_path(const net *n, int64_t a, int64_t b, int64_t *links, int max) {
+  if (a == b) return 0;
+  int k = 0;
+  bool same_node = net_node_of(n, a) == net_node_of(n, b);
+  if (!same_node || !n->torus) {
+    if (max < 2) return -1;
+    int up = same_node ? NET_SLOT_UP : NET_SLOT_NIC_UP;
+    links[k++] = a * NET_SLOTS + up;
+    links[k++] = b * NET_SLOTS + up + 1;
+    return k;
+  }
+  /* dimension-order routing, the shorter way round where the axis wraps */
+  int64_t c[3], t[3];
+  net_coord(n, a, c);
+  net_coord(n, b, t);
+  int64_t slice = net_node_of(n, a);
+  for (int d = 0; d < 3; d++) {
+    int64_t L = n->shape[d];
+    while (c[d] != t[d]) {
+      int dir;
+      if (n->wrap[d]) {
+        int64_t fwd = ((t[d] - c[d]) % L + L) % L;
+        dir = fwd <= L - fwd ? 1 : -1;
+      } else {
+        dir = t[d] > c[d] ? 1 : -1;
+      }
+      if (k == max) return -1;
+      links[k++] = net_chip_at(n, slice, c) * NET_SLOTS + NET_SLOT_TORUS + d * 2 + (dir > 0);
+      c[d] = ((c[d] + dir) % L + L) % L;
+    }
+  }
+  return k;
+}
+
+void net_describe(const net *n, char *buf, size_t len) {
+  const hw_model *hw = n->hw;
+  if (n->torus) {
+    int w = snprintf(buf, len, "ICI torus %lldx%lldx%lld (wraparound:%s%s%s%s)",
+                     (long long)n->shape[0], (long long)n->shape[1], (long long)n->shape[2],
+                     n->wrap[0] ? " x" : "", n->wrap[1] ? " y" : "", n->wrap[2] ? " z" : "",
+                     n->wrap[0] || n->wrap[1] || n->wrap[2] ? "" : " none");
+    if (n->slices > 1 && w > 0 && (size_t)w < len)
+      snprintf(buf + w, len - (size_t)w, " x %lld slices over DCN", (long long)n->slices);
+  } else {
+    int64_t nodes = (n->chips + n->per_node - 1) / n->per_node;
+    snprintf(buf, len, "%lld node%s x %lld %s: %s%s%s", (long long)nodes, nodes > 1 ? "s" : "",
+             (long long)(n->chips < n->per_node ? n->chips : n->per_node),
+             hw->kind == HW_CPU ? "sockets" : "GPUs",
+             hw->scale_up.kind == HW_UP_NVSWITCH ? "NVSwitch"
+             : hw->scale_up.kind == HW_UP_NVLINK_MESH ? "NVLink mesh"
+                                                      : "socket link",
+             nodes > 1 ? " + " : "", nodes > 1 ? hw_scale_out_label(hw->scale_out.kind) : "");
+  }
+}

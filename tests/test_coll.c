@@ -1,0 +1,277 @@
+/*
+** test_coll.c -- the event engine, networks and collectives: closed forms
+** on an idle network, contention, and published measurements.
+*/
+#include <math.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "../hw_models/hw_catalog.h"
+#include "../sim/coll.h"
+#include "../sim/engine.h"
+#include "../sim/net.h"
+
+/* ---- engine ---- */
+
+typedef struct {
+  int order[16];
+  int n;
+  double when[16];
+} trace;
+
+static void record(eng *e, void *ctx, int64_t arg) {
+  trace *t = ctx;
+  t->when[t->n] = eng_now(e);
+  t->order[t->n++] = (int)arg;
+}
+
+Test(engine, equal_times_run_in_scheduling_order) {
+  eng *e = eng_new();
+  trace t = {0};
+  eng_at(e, 2.0, record, &t, 0);
+  eng_at(e, 1.0, record, &t, 1);
+  eng_at(e, 2.0, record, &t, 2);
+  eng_at(e, 1.0, record, &t, 3);
+  eng_at(e, 0.5, record, &t, 4);
+  cr_assert_eq(eng_run(e), 5);
+  int want[] = {4, 1, 3, 0, 2};
+  for (int i = 0; i < 5; i++) cr_assert_eq(t.order[i], want[i], "position %d", i);
+  cr_assert_float_eq(t.when[4], 2.0, 0);
+  cr_assert_float_eq(eng_now(e), 2.0, 0);
+  eng_free(e);
+}
+
+static void chain(eng *e, void *ctx, int64_t arg) {
+  int64_t *left = ctx;
+  if (--*left > 0) eng_at(e, eng_now(e) + 1e-9 * (double)(arg % 7), chain, ctx, arg + 1);
+}
+
+Test(engine, runs_events_scheduled_by_events) {
+  eng *e = eng_new();
+  int64_t left = 100000;
+  eng_at(e, 0, chain, &left, 0);
+  cr_assert_eq(eng_run(e), 100000);
+  cr_assert_eq(left, 0);
+  eng_free(e);
+}
+
+Test(engine, resource_is_fifo) {
+  eng_res r = {0};
+  double a = eng_res_use(&r, 0, 2), b = eng_res_use(&r, 1, 2), c = eng_res_use(&r, 10, 1);
+  cr_assert_float_eq(a, 2, 0);
+  cr_assert_float_eq(b, 4, 0); /* waits for the first */
+  cr_assert_float_eq(c, 11, 0);
+  cr_assert_float_eq(r.busy_s, 5, 0);
+}
+
+/* ---- helpers ---- */
+
+static hw_catalog *cat;
+static void setup(void) {
+  diag *d = diag_new();
+  cat = hw_catalog_new();
+  cr_assert_eq(hw_catalog_load_builtin(cat, d), 0);
+  diag_free(d);
+}
+static void teardown(void) { hw_catalog_free(cat); }
+
+static net *mk(const char *hw, int64_t chips, int64_t slices) {
+  char err[512];
+  net *n = net_build(hw_catalog_find(cat, hw), chips, slices, err, sizeof err);
+  cr_assert_not_null(n, "%s x %lld: %s", hw, (long long)chips, err);
+  return n;
+}
+
+static coll_result run(net *n, coll_op op, coll_algo a, double bytes, int axis) {
+  coll_req r = {.op = op, .algo = a, .bytes = bytes, .axis = axis};
+  coll_result out;
+  char err[512];
+  cr_assert_eq(coll_run(n, &r, &out, err, sizeof err), 0, "%s", err);
+  return out;
+}
+
+static double rel(double a, double b) { return fabs(a - b) / b; }
+
+/* ---- networks ---- */
+
+Test(net, tpu_slices_take_the_platform_shapes, .init = setup, .fini = teardown) {
+  int64_t s[3];
+  bool w[3];
+  net *n = mk("tpu-v5p", 64, 1);
+  net_shape(n, s, w);
+  cr_assert(s[0] == 4 && s[1] == 4 && s[2] == 4 && w[0] && w[1] && w[2]);
+  net_free(n);
+  n = mk("tpu-v5p", 8, 1); /* 2x2x2: no wraparound on 2-long axes */
+  net_shape(n, s, w);
+  cr_assert(s[0] == 2 && s[2] == 2 && !w[0]);
+  net_free(n);
+  n = mk("tpu-v5e", 32, 1); /* 4x8: v5e wraps only 16-long axes */
+  net_shape(n, s, w);
+  cr_assert(s[0] == 4 && s[1] == 8 && !w[0] && !w[1]);
+  net_free(n);
+  n = mk("tpu-v5e", 256, 1);
+  net_shape(n, s, w);
+  cr_assert(s[0] == 16 && s[1] == 16 && w[0] && w[1]);
+  net_free(n);
+  char err[512];
+  cr_assert_null(net_build(hw_catalog_find(cat, "tpu-v5p"), 100, 1, err, sizeof err));
+  cr_assert(strstr(err, "tpu-v5p has no slice of 100 chips"), "%s", err);
+  cr_assert_null(net_build(hw_catalog_find(cat, "tpu-v5e"), 512, 1, err, sizeof err));
+  cr_assert(strstr(err, "largest 256"), "%s", err);
+}
+
+Test(net, paths_route_by_dimension_and_through_switches, .init = setup, .fini = teardown) {
+  net *n = mk("tpu-v5p", 64, 1);
+  int64_t p[16];
+  int64_t a[3] = {0, 0, 0}, b[3] = {3, 1, 0};
+  /* x: 0 -> 3 the short way round the wrap (1 hop), then y: 1 hop */
+  cr_assert_eq(net_path(n, net_chip_at(n, 0, a), net_chip_at(n, 0, b), p, 16), 2);
+  net_free(n);
+  n = mk("h100-sxm", 16, 1);
+  cr_assert_eq(net_path(n, 0, 5, p, 16), 2);
+  cr_assert_eq(p[0] % NET_SLOTS, NET_SLOT_UP);
+  cr_assert_eq(net_path(n, 0, 9, p, 16), 2); /* another node: the NICs */
+  cr_assert_eq(p[0] % NET_SLOTS, NET_SLOT_NIC_UP);
+  cr_assert_float_eq(net_link_bw(n, p[0]), 5e10, 1);
+  net_free(n);
+}
+
+/* ---- closed forms on an idle network ---- */
+
+/* Ring all-reduce: 2(n-1)/n S/B + 2(n-1) a (nccl-tests PERFORMANCE.md,
+** Thakur et al. 2005), B the NVSwitch bandwidth per GPU times its measured
+** efficiency and a its latency. */
+Test(coll, ring_all_reduce_matches_the_closed_form, .init = setup, .fini = teardown) {
+  net *n = mk("h100-sxm", 8, 1);
+  const hw_model *h = net_hw(n);
+  double S = 1 << 30, B = h->scale_up.bw_per_chip_bytes_per_s * h->scale_up.efficiency;
+  double a = h->scale_up.latency_s;
+  double want = 2.0 * 7 / 8 * S / B + 2.0 * 7 * a;
+  coll_result r = run(n, COLL_ALL_REDUCE, COLL_RING, S, -1);
+  cr_assert(rel(r.time_s, want) < 0.02, "sim %g, formula %g", r.time_s, want);
+  cr_assert(rel(r.formula_s, want) < 1e-9);
+  cr_assert_float_eq(r.busbw, 2.0 * 7 / 8 * S / r.time_s, 1);
+  /* reduce-scatter and all-gather are half of it */
+  coll_result rs = run(n, COLL_REDUCE_SCATTER, COLL_RING, S, -1);
+  coll_result ag = run(n, COLL_ALL_GATHER, COLL_RING, S, -1);
+  cr_assert(rel(rs.time_s, want / 2) < 0.02, "rs %g", rs.time_s);
+  cr_assert(rel(ag.time_s, want / 2) < 0.02, "ag %g", ag.time_s);
+  net_free(n);
+}
+
+/* Across nodes a flat ring is bound by the NIC: 64 GPUs, 8 nodes. */
+Test(coll, multi_node_ring_is_nic_bound, .init = setup, .fini = teardown) {
+  net *n = mk("a100-80g", 64, 1);
+  const hw_model *h = net_hw(n);
+  double S = 256.0 * (1 << 20), B = h->scale_out.bw_per_chip_bytes_per_s;
+  double want = 2.0 * 63 / 64 * S / B + 2.0 * 63 * h->scale_out.latency_s;
+  coll_result r = run(n, COLL_ALL_REDUCE, COLL_RING, S, -1);
+  cr_assert(rel(r.time_s, want) < 0.02, "sim %g, formula %g", r.time_s, want);
+  net_free(n);
+}
+
+/* Hierarchical: intra-node reduce-scatter, inter-node all-reduce of 1/8,
+** intra-node all-gather (docs/machine.md). */
+Test(coll, hierarchical_matches_its_formula, .init = setup, .fini = teardown) {
+  net *n = mk("h100-sxm", 32, 1);
+  const hw_model *h = net_hw(n);
+  double S = 1 << 30, Bi = h->scale_up.bw_per_chip_bytes_per_s * h->scale_up.efficiency;
+  double Bo = h->scale_out.bw_per_chip_bytes_per_s;
+  double ai = h->scale_up.latency_s, ao = h->scale_out.latency_s;
+  double want = 2 * (7.0 * (S / 8 / Bi + ai)) + 2 * 3 * (S / 8 / 4 / Bo + ao);
+  coll_result r = run(n, COLL_ALL_REDUCE, COLL_HIERARCHICAL, S, -1);
+  cr_assert(rel(r.time_s, want) < 0.02, "sim %g, formula %g", r.time_s, want);
+  cr_assert(rel(r.formula_s, want) < 0.02);
+  coll_result flat = run(n, COLL_ALL_REDUCE, COLL_RING, S, -1);
+  cr_assert_lt(r.time_s, flat.time_s);
+  net_free(n);
+}
+
+Test(coll, reduction_server_matches_its_formula, .init = setup, .fini = teardown) {
+  net *n = mk("a100-80g", 16, 1);
+  coll_req q = {.op = COLL_ALL_REDUCE, .algo = COLL_REDUCTION_SERVER, .bytes = 1 << 30,
+                .axis = -1, .reducers = 16};
+  coll_result r;
+  char err[256];
+  cr_assert_eq(coll_run(n, &q, &r, err, sizeof err), 0, "%s", err);
+  cr_assert(rel(r.time_s, r.formula_s) < 0.05, "sim %g, formula %g", r.time_s, r.formula_s);
+  /* it moves S each way instead of 2(n-1)/n S: nearly twice the ring's speed */
+  coll_result ring = run(n, COLL_ALL_REDUCE, COLL_RING, 1 << 30, -1);
+  cr_assert_gt(ring.time_s / r.time_s, 1.6);
+  net_free(n);
+}
+
+/* scaling-book sharding.md: a throughput-bound all-gather over an axis
+** takes V / W_bidirectional whatever the axis size; without wraparound it
+** runs at one-way bandwidth: (|X|-1)/|X| V / W_oneway. */
+Test(coll, torus_all_gather_follows_scaling_book, .init = setup, .fini = teardown) {
+  double V = 512.0 * (1 << 20);
+  net *a = mk("tpu-v5e", 256, 1); /* 16x16, both axes wrap */
+  coll_result ax = run(a, COLL_ALL_GATHER, COLL_TORUS, V, 0);
+  double W = net_hw(a)->scale_up.link_bw_bytes_per_s;
+  cr_assert(rel(ax.time_s, 15.0 / 16 * V / (2 * W)) < 0.05, "16-axis %g", ax.time_s);
+  net *b = mk("tpu-v5e", 128, 1); /* 8x16: the 8-axis has no wraparound */
+  coll_result bx = run(b, COLL_ALL_GATHER, COLL_TORUS, V, 0);
+  cr_assert(rel(bx.time_s, 7.0 / 8 * V / W) < 0.05, "8-axis %g", bx.time_s);
+  cr_assert(bx.time_s / ax.time_s > 1.7 && bx.time_s / ax.time_s < 2.1);
+  /* independent of the axis size: 4x4x4 and 8x8x8 v5p, all axes at once */
+  net *c = mk("tpu-v5p", 64, 1), *d = mk("tpu-v5p", 512, 1);
+  coll_result cr_ = run(c, COLL_ALL_GATHER, COLL_TORUS, V, -1);
+  coll_result dr = run(d, COLL_ALL_GATHER, COLL_TORUS, V, -1);
+  cr_assert(rel(dr.time_s, cr_.time_s) < 0.15, "64 chips %g, 512 chips %g", cr_.time_s, dr.time_s);
+  net_free(a), net_free(b), net_free(c), net_free(d);
+}
+
+Test(coll, two_flows_on_one_link_take_twice_as_long, .init = setup, .fini = teardown) {
+  net *n = mk("tpu-v5p", 64, 1);
+  int64_t one[1][2] = {{0, 1}}, two[2][2] = {{0, 1}, {0, 1}};
+  double t1, t2, S = 64.0 * (1 << 20);
+  cr_assert_eq(coll_flows(n, one, 1, S, &t1), 0);
+  cr_assert_eq(coll_flows(n, two, 2, S, &t2), 0);
+  double lat = net_hw(n)->scale_up.latency_s;
+  cr_assert(rel(t2 - lat, 2 * (t1 - lat)) < 1e-9, "one %g, two %g", t1, t2);
+  net_free(n);
+}
+
+/* ---- published measurements ---- */
+
+/* ml-engineering network/README.md (NVLink SHARP section): 8xH200, 16 GiB
+** all-reduce, ring busbw 367.2 GB/s, NVLS 480.0 GB/s. Within 20 %. */
+Test(coll, h200_nvlink_all_reduce_bus_bandwidth, .init = setup, .fini = teardown) {
+  net *n = mk("h200", 8, 1);
+  coll_result ring = run(n, COLL_ALL_REDUCE, COLL_RING, 16.0 * (1 << 30), -1);
+  coll_result nvls = run(n, COLL_ALL_REDUCE, COLL_NVLS, 16.0 * (1 << 30), -1);
+  cr_assert(rel(ring.busbw, 367.2e9) < 0.20, "ring busbw %.1f GB/s", ring.busbw / 1e9);
+  cr_assert(rel(nvls.busbw, 480.0e9) < 0.20, "nvls busbw %.1f GB/s", nvls.busbw / 1e9);
+  cr_assert_eq(run(n, COLL_ALL_REDUCE, COLL_AUTO, 1e9, -1).algo, COLL_NVLS);
+  cr_assert(rel(nvls.time_s, nvls.formula_s) < 0.05, "nvls sim %g, formula %g", nvls.time_s,
+            nvls.formula_s);
+  net_free(n);
+}
+
+/* scaling-book sharding.md: v5e 8x4, all-gather over the 4-axis of
+** bf16[2048, 8192] (34 MB gathered): measured 680 us. Within 20 %. */
+Test(coll, tpu_v5e_all_gather_measured, .init = setup, .fini = teardown) {
+  net *n = mk("tpu-v5e", 32, 1);
+  coll_result r = run(n, COLL_ALL_GATHER, COLL_TORUS, 2048.0 * 8192 * 2, 0);
+  cr_assert(rel(r.time_s, 680e-6) < 0.20, "%.0f us", r.time_s * 1e6);
+  net_free(n);
+}
+
+/* ---- bad requests ---- */
+
+Test(coll, bad_requests_are_errors, .init = setup, .fini = teardown) {
+  net *n = mk("h100-sxm", 8, 1);
+  coll_result r;
+  char err[512];
+  coll_req zero = {.op = COLL_ALL_REDUCE, .bytes = 0, .axis = -1};
+  cr_assert_eq(coll_run(n, &zero, &r, err, sizeof err), -1);
+  cr_assert(strstr(err, "bytes must be positive"), "%s", err);
+  coll_req torus = {.op = COLL_ALL_REDUCE, .algo = COLL_TORUS, .bytes = 1e6, .axis = -1};
+  cr_assert_eq(coll_run(n, &torus, &r, err, sizeof err), -1);
+  cr_assert(strstr(err, "torus needs a TPU slice"), "%s", err);
+  net_free(n);
+  cr_assert_null(net_build(hw_catalog_find(cat, "h100-sxm"), 8, 2, err, sizeof err));
+  cr_assert(strstr(err, "--slices applies to TPU pods"), "%s", err);
+}

@@ -1,0 +1,581 @@
+/*
+** test_optime.c -- time of one op on one chip (sim/optime.h).
+**
+** Hand-derived times from the roofline formulas of docs/machine.md, the
+** measured MAMF matmul throughputs of shared/reference A.7 (stas00/
+** ml-engineering @ 744d01e1), padding and wave quantization on odd shapes,
+** memory-bound elementwise ops, unsupported dtypes, and monotonicity.
+** Reference measurements are written out here, not read from the hardware
+** files, so a changed figure in a file shows up as a failure.
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "../hw_models/hw_catalog.h"
+#include "../sim/optime.h"
+#include "helpers.h"
+
+#define SHAPE GRAPH_SHAPE
+
+static hw_catalog *catalog(void) {
+  diag *d = diag_new();
+  hw_catalog *c = hw_catalog_new();
+  int rc = hw_catalog_load_builtin(c, d);
+  if (rc != 0) diag_print(d, stderr);
+  cr_assert_eq(rc, 0, "built-in hardware files must load cleanly");
+  diag_free(d);
+  return c;
+}
+
+static const hw_model *chip(const hw_catalog *c, const char *name) {
+  const hw_model *m = hw_catalog_find(c, name);
+  cr_assert_not_null(m, "missing built-in hardware '%s'", name);
+  return m;
+}
+
+static void near_rel(double got, double want, double rel, const char *what) {
+  cr_assert(fabs(got - want) <= rel * fabs(want), "%s: got %.12g, want %.12g (rel %.3g)", what, got,
+            want, rel);
+}
+
+static optime_result mm(const hw_model *m, int64_t b, int64_t M, int64_t N, int64_t K,
+                        graph_dtype dt) {
+  optime_result r;
+  char err[256] = "";
+  int rc = optime_matmul(m, b, M, N, K, dt, &r, err, sizeof err);
+  cr_assert_eq(rc, 0, "%s: %s", m->name, err);
+  return r;
+}
+
+/* ---- hand-derived times ---- */
+
+/* H100, bf16 8192^3. 8192/128 x 8192/256 = 2048 output tiles over 132 SMs:
+** 16 waves (15.5 rounded up), so the tensor cores are busy 2048/2112 of the
+** time: compute = 2*8192^3 * (16*132/2048) / (989e12 * 0.803). Memory
+** (3 x 8192^2 x 2 B over 3.35 TB/s = 120 us) hides under it; + 3 us launch. */
+Test(optime, h100_8192_cubed_bf16_hand_derived) {
+  hw_catalog *c = catalog();
+  optime_result r = mm(chip(c, "h100-sxm"), 1, 8192, 8192, 8192, GDT_BF16);
+  double flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
+  double compute = flops * (16.0 * 132.0 / 2048.0) / (989e12 * 0.803);
+  near_rel(r.flops, flops, 1e-15, "flops");
+  near_rel(r.padded_flops, flops, 1e-15, "padded flops (all dims are tile multiples)");
+  near_rel(r.compute_s, compute, 1e-9, "compute");
+  near_rel(r.memory_s, 3.0 * 8192 * 8192 * 2 / 3.35e12, 1e-9, "memory");
+  near_rel(r.time_s, compute + 3e-6, 1e-9, "time");
+  cr_assert_str_eq(r.bound, "compute");
+  hw_catalog_free(c);
+}
+
+/* With the output tiles a whole number of waves (8448/128 x 512/256 = 132
+** tiles = one wave on 132 SMs) the time is exactly 2MNK / (peak x MAMF
+** efficiency) + the launch overhead. */
+Test(optime, h100_whole_wave_is_peak_times_efficiency) {
+  hw_catalog *c = catalog();
+  optime_result r = mm(chip(c, "h100-sxm"), 1, 8448, 512, 8192, GDT_BF16);
+  double flops = 2.0 * 8448 * 512 * 8192;
+  near_rel(r.time_s, flops / (989e12 * 0.803) + 3e-6, 1e-9, "time");
+  near_rel(r.efficiency, flops / (r.time_s * 989e12), 1e-12, "efficiency");
+  cr_assert(r.efficiency < 0.803 && r.efficiency > 0.77, "%g", r.efficiency);
+  hw_catalog_free(c);
+}
+
+/* A100 80GB, bf16 4096^3: 32 x 32 = 1024 tiles (128x128) over 108 SMs = 10
+** waves; HBM2e at the full 2.039 TB/s (no measured hbm_efficiency). */
+Test(optime, a100_4096_cubed_bf16_hand_derived) {
+  hw_catalog *c = catalog();
+  optime_result r = mm(chip(c, "a100-80g"), 1, 4096, 4096, 4096, GDT_BF16);
+  double compute = 2.0 * 4096.0 * 4096.0 * 4096.0 * (10.0 * 108.0 / 1024.0) / (312e12 * 0.869);
+  near_rel(r.compute_s, compute, 1e-9, "compute");
+  near_rel(r.memory_s, 3.0 * 4096 * 4096 * 2 / 2.039e12, 1e-9, "memory");
+  near_rel(r.time_s, compute + 3e-6, 1e-9, "time");
+  hw_catalog_free(c);
+}
+
+/* B200, fp8 8192^3: 2048 tiles (128x256) over 148 SMs = 14 waves; fp8 runs
+** at the fp8 peak (4.5 PFLOP/s) with the measured 16-bit efficiency; 1-byte
+** operands over 8 TB/s x the measured 0.84. */
+Test(optime, b200_8192_cubed_fp8_hand_derived) {
+  hw_catalog *c = catalog();
+  optime_result r = mm(chip(c, "b200"), 1, 8192, 8192, 8192, GDT_F8);
+  double compute = 2.0 * 8192.0 * 8192.0 * 8192.0 * (14.0 * 148.0 / 2048.0) / (4.5e15 * 0.776);
+  near_rel(r.compute_s, compute, 1e-9, "compute");
+  near_rel(r.memory_s, 3.0 * 8192 * 8192 / (8e12 * 0.84), 1e-9, "memory");
+  near_rel(r.time_s, compute + 3e-6, 1e-9, "time");
+  hw_catalog_free(c);
+}
+
+/* TPU v5p, bf16 4096^3: 8x128 LHS tiles, 2 TensorCores; no measured matmul
+** efficiency or overhead for v5p, so exactly 2*4096^3 / 459e12. */
+Test(optime, tpu_v5p_4096_cubed_bf16_hand_derived) {
+  hw_catalog *c = catalog();
+  optime_result r = mm(chip(c, "tpu-v5p"), 1, 4096, 4096, 4096, GDT_BF16);
+  near_rel(r.time_s, 2.0 * 4096.0 * 4096.0 * 4096.0 / 459e12, 1e-12, "time");
+  near_rel(r.memory_s, 3.0 * 4096 * 4096 * 2 / 2.765e12, 1e-12, "memory");
+  cr_assert_eq(r.overhead_s, 0);
+  near_rel(r.efficiency, 1.0, 1e-12, "efficiency");
+  hw_catalog_free(c);
+}
+
+/* The measurement the v5e figure comes from (jax docs, XLA matmul bf16
+** 8192^3: 6.047 ms) comes back: no further loss is applied to a matmul
+** whose every dimension is a multiple of the MXU tile. */
+Test(optime, tpu_v5e_source_measurement_round_trips) {
+  hw_catalog *c = catalog();
+  optime_result r = mm(chip(c, "tpu-v5e"), 1, 8192, 8192, 8192, GDT_BF16);
+  near_rel(r.time_s, 6.047147869830951e-3, 0.001, "time");
+  hw_catalog_free(c);
+}
+
+/* ---- the MAMF measurements (shared/reference A.7) ---- */
+
+typedef struct {
+  const char *hw;
+  int64_t m, n, k;
+  double tflops, efficiency; /* measured: MAMF TFLOP/s and its fraction of peak */
+} mamf_row;
+
+static const mamf_row MAMF[] = {
+    {"a100-80g", 1024, 10240, 5120, 271.2, 0.869},
+    {"a100-40g", 1024, 10240, 5120, 271.2, 0.869},
+    {"h100-sxm", 2048, 2048, 13312, 794.5, 0.803},
+    {"h200", 2048, 2048, 13312, 794.5, 0.803}, /* "H200 is the same" */
+    {"b200", 1792, 16128, 3072, 1745.0, 0.776},
+};
+
+/* The best shape of each chip, predicted within 15% of its measured TFLOP/s. */
+Test(optime, mamf_best_shapes_within_15_percent) {
+  hw_catalog *c = catalog();
+  for (size_t i = 0; i < sizeof MAMF / sizeof *MAMF; i++) {
+    const mamf_row *w = &MAMF[i];
+    optime_result r = mm(chip(c, w->hw), 1, w->m, w->n, w->k, GDT_BF16);
+    double tflops = r.flops / r.time_s / 1e12;
+    cr_log_info("%s %lldx%lldx%lld: predicted %.1f TFLOP/s, measured %.1f (%+.1f%%)", w->hw,
+                (long long)w->m, (long long)w->n, (long long)w->k, tflops, w->tflops,
+                100 * (tflops / w->tflops - 1));
+    cr_assert(fabs(tflops / w->tflops - 1) < 0.15, "%s: predicted %.1f TFLOP/s, measured %.1f",
+              w->hw, tflops, w->tflops);
+  }
+  hw_catalog_free(c);
+}
+
+/* A sweep of large shapes: every one runs within 15% of the chip's measured
+** MAMF efficiency (and never above it: padding, waves and the launch can
+** only lose). */
+Test(optime, large_shape_sweep_within_15_percent_of_mamf) {
+  hw_catalog *c = catalog();
+  static const int64_t MN[] = {8192, 12288, 16384}, KS[] = {4096, 8192, 16384};
+  for (size_t i = 0; i < sizeof MAMF / sizeof *MAMF; i++) {
+    const hw_model *m = chip(c, MAMF[i].hw);
+    for (int a = 0; a < 3; a++)
+      for (int b = 0; b < 3; b++)
+        for (int k = 0; k < 3; k++) {
+          optime_result r = mm(m, 1, MN[a], MN[b], KS[k], GDT_BF16);
+          double ratio = r.efficiency / MAMF[i].efficiency;
+          cr_assert(ratio > 0.85 && ratio <= 1.0 + 1e-12,
+                    "%s %lldx%lldx%lld: efficiency %.3f vs measured %.3f", m->name,
+                    (long long)MN[a], (long long)MN[b], (long long)KS[k], r.efficiency,
+                    MAMF[i].efficiency);
+        }
+  }
+  hw_catalog_free(c);
+}
+
+/* ---- padding and wave quantization ---- */
+
+/* TPU v5p pads N to the 128-wide MXU: N = 1025 costs as much as 1152. At
+** M = K = 8192 the matmul is compute-bound and v5p has no measured
+** efficiency or overhead, so the efficiency is exactly the padded fraction. */
+Test(optime, tpu_padding_costs_the_padded_fraction) {
+  hw_catalog *c = catalog();
+  const hw_model *m = chip(c, "tpu-v5p");
+  optime_result r1024 = mm(m, 1, 8192, 1024, 8192, GDT_BF16);
+  optime_result r1025 = mm(m, 1, 8192, 1025, 8192, GDT_BF16);
+  optime_result r1152 = mm(m, 1, 8192, 1152, 8192, GDT_BF16);
+  near_rel(r1025.padded_flops, 2.0 * 8192 * 1152 * 8192, 1e-15, "padded flops");
+  near_rel(r1025.time_s, r1152.time_s, 1e-15, "1025 costs what 1152 does");
+  near_rel(r1025.time_s / r1024.time_s, 1152.0 / 1024.0, 1e-12, "time ratio");
+  near_rel(r1025.efficiency, 1025.0 / 1152.0, 1e-12, "efficiency = padded fraction");
+  cr_assert_str_eq(r1025.bound, "compute");
+  /* M pads to the 8-row LHS tile: one row does an eighth of the work paid for */
+  optime_result r1 = mm(m, 1, 1, 8192, 8192, GDT_BF16);
+  near_rel(r1.padded_flops, 2.0 * 8 * 8192 * 8192, 1e-15, "M=1 padded to 8");
+  near_rel(r1.flops / r1.padded_flops, 1.0 / 8, 1e-15, "M=1 padded fraction");
+  hw_catalog_free(c);
+}
+
+/* A100 128x128 tiles: N = 129 pays for 256 columns (129/256 of the work is
+** useful), and K = 33 for the 64 of two 32-deep steps. */
+Test(optime, gpu_padding_n129_pays_for_two_tiles) {
+  hw_catalog *c = catalog();
+  const hw_model *m = chip(c, "a100-80g");
+  optime_result r129 = mm(m, 1, 8192, 129, 8192, GDT_BF16);
+  optime_result r256 = mm(m, 1, 8192, 256, 8192, GDT_BF16);
+  near_rel(r129.padded_flops, 2.0 * 8192 * 256 * 8192, 1e-15, "padded flops");
+  near_rel(r129.flops / r129.padded_flops, 129.0 / 256.0, 1e-15, "padded fraction");
+  near_rel(r129.compute_s, r256.compute_s, 1e-15, "compute as for N = 256");
+  optime_result k33 = mm(m, 1, 8192, 8192, 33, GDT_BF16);
+  optime_result k64 = mm(m, 1, 8192, 8192, 64, GDT_BF16);
+  near_rel(k33.compute_s, k64.compute_s, 1e-15, "K = 33 computes as K = 64");
+  near_rel(k33.flops / k33.padded_flops, 33.0 / 64.0, 1e-15, "K padded fraction");
+  hw_catalog_free(c);
+}
+
+/* Wave quantization on H100 (128x256 tiles, 132 SMs): M = 33792 gives 264
+** row tiles; N = 256 is 264 tiles = 2 waves, N = 257 pays for 512 columns
+** and 528 tiles = 4 whole waves: exactly twice the compute. Going one row
+** tile past a whole wave (M = 33920: 265 tiles) costs a third wave. */
+Test(optime, gpu_wave_quantization) {
+  hw_catalog *c = catalog();
+  const hw_model *m = chip(c, "h100-sxm");
+  optime_result a = mm(m, 1, 33792, 256, 8192, GDT_BF16);
+  optime_result b = mm(m, 1, 33792, 257, 8192, GDT_BF16);
+  near_rel(b.compute_s / a.compute_s, 2.0, 1e-12, "N = 257 vs 256");
+  near_rel(a.compute_s, 2.0 * 33792 * 256 * 8192 / (989e12 * 0.803), 1e-12, "whole waves");
+  optime_result d = mm(m, 1, 33792 + 128, 256, 8192, GDT_BF16);
+  near_rel(d.compute_s / a.compute_s, 3.0 / 2.0, 1e-12, "265 tiles take 3 waves");
+  /* a lone tile is split along K over min(132, 8192/64) = 128 SMs: one wave
+  ** of 1/128-deep slices on 132 SMs */
+  optime_result one = mm(m, 1, 128, 256, 8192, GDT_BF16);
+  near_rel(one.compute_s, 132 * 2.0 * 128 * 256 * (8192 / 128) / (989e12 * 0.803), 1e-12,
+           "one tile, split K");
+  /* 34 tiles: floor(132/34) = 3 slices each, 102 of 132 SMs busy */
+  optime_result t34 = mm(m, 1, 128 * 34, 256, 8192, GDT_BF16);
+  near_rel(t34.compute_s, 132 * 2.0 * 128 * 256 * (8192 / 3.0) / (989e12 * 0.803), 1e-12,
+           "34 tiles, 3-way split K");
+  hw_catalog_free(c);
+}
+
+/* A GEMV (M = 1) is memory-bound: the time is the weight traffic. */
+Test(optime, gemv_is_memory_bound) {
+  hw_catalog *c = catalog();
+  optime_result r = mm(chip(c, "h100-sxm"), 1, 1, 8192, 8192, GDT_BF16);
+  double bytes = (8192.0 + 8192.0 * 8192.0 + 8192.0) * 2;
+  near_rel(r.bytes, bytes, 1e-15, "bytes");
+  near_rel(r.time_s, bytes / 3.35e12 + 3e-6, 1e-12, "time");
+  cr_assert_str_eq(r.bound, "memory");
+  cr_assert(r.efficiency < 0.01, "%g", r.efficiency);
+  hw_catalog_free(c);
+}
+
+/* Small and odd shapes never beat the well-shaped rate: efficiency at
+** M = N = K = s stays at or below the large-shape efficiency, and is lowest
+** where padding leaves a sliver of a tile. */
+Test(optime, small_and_odd_shapes_lose_efficiency) {
+  hw_catalog *c = catalog();
+  const hw_model *m = chip(c, "a100-80g");
+  double best = mm(m, 1, 16384, 16384, 16384, GDT_BF16).efficiency;
+  cr_assert(best > 0.85 && best <= 0.869, "%g", best);
+  for (int64_t s = 1; s <= 2048; s += 7)
+    cr_assert_leq(mm(m, 1, s, s, s, GDT_BF16).efficiency, best + 1e-12, "s = %lld", (long long)s);
+  double e128 = mm(m, 1, 128, 8192, 8192, GDT_BF16).efficiency;
+  double e129 = mm(m, 1, 129, 8192, 8192, GDT_BF16).efficiency;
+  cr_assert(e129 < 0.6 * e128, "M = 129 %g vs M = 128 %g", e129, e128);
+  hw_catalog_free(c);
+}
+
+/* ---- monotonicity ---- */
+
+/* A bigger matmul is never faster, in any dimension, on any chip. */
+Test(optime, bigger_matmul_is_never_faster) {
+  hw_catalog *c = catalog();
+  for (int i = 0; i < hw_catalog_count(c); i++) {
+    const hw_model *m = hw_catalog_at(c, i);
+    graph_dtype dt = hw_peak_flops(m, HW_BF16) > 0 ? GDT_BF16 : GDT_F16;
+    for (int dim = 0; dim < 4; dim++) {
+      double prev = 0;
+      for (int64_t x = 1; x <= 1500; x += (x < 300 ? 1 : 13)) {
+        int64_t v[4] = {2, 1000, 700, 900};
+        v[dim] = x;
+        double t = mm(m, v[0], v[1], v[2], v[3], dt).time_s;
+        cr_assert_geq(t, prev, "%s: dim %d = %lld is faster than the one before", m->name, dim,
+                      (long long)x);
+        prev = t;
+      }
+    }
+  }
+  hw_catalog_free(c);
+}
+
+/* ---- dtypes ---- */
+
+static graph *dot_graph(graph_dtype dt, int *out) {
+  graph *g = graph_new("t");
+  graph_set_scope(g, "l0/attn");
+  int a = graph_parameter(g, "a", SHAPE(dt, 512, 1024), GRAPH_INPUT);
+  int b = graph_parameter(g, "b", SHAPE(dt, 1024, 256), GRAPH_WEIGHT);
+  *out = graph_matmul(g, a, b);
+  cr_assert(graph_ok(g));
+  return g;
+}
+
+Test(optime, fp64_dot_on_tpu_names_the_op_and_chip) {
+  hw_catalog *c = catalog();
+  int d;
+  graph *g = dot_graph(GDT_F64, &d);
+  optime_result r;
+  char err[256] = "";
+  cr_assert_eq(optime_op(chip(c, "tpu-v4"), g, d, &r, err, sizeof err), -1);
+  char want[160];
+  snprintf(want, sizeof want, "dot %s f64: tpu-v4 has no fp64 unit", graph_get(g, d)->name);
+  cr_assert_str_eq(err, want);
+  cr_assert(strstr(err, "l0/attn"), "%s", err);
+  /* the same dot runs on a GPU, on the fp64 rate */
+  cr_assert_eq(optime_op(chip(c, "a100-80g"), g, d, &r, err, sizeof err), 0, "%s", err);
+  near_rel(r.padded_flops, 2.0 * 512 * 256 * 1024, 1e-15, "padded");
+  /* and so does optime_matmul's error */
+  cr_assert_eq(optime_matmul(chip(c, "tpu-v5p"), 1, 64, 64, 64, GDT_F64, &r, err, sizeof err), -1);
+  cr_assert(strstr(err, "tpu-v5p has no fp64 unit"), "%s", err);
+  graph_free(g);
+  hw_catalog_free(c);
+}
+
+Test(optime, unsupported_dtypes_are_errors) {
+  hw_catalog *c = catalog();
+  int d;
+  optime_result r;
+  char err[256] = "";
+  graph *g = dot_graph(GDT_BF16, &d);
+  cr_assert_eq(optime_op(chip(c, "v100"), g, d, &r, err, sizeof err), -1);
+  cr_assert(strstr(err, "dot l0/attn/") && strstr(err, "bf16: v100 has no bf16 unit"), "%s", err);
+  graph_free(g);
+  g = dot_graph(GDT_S32, &d);
+  cr_assert_eq(optime_op(chip(c, "h100-sxm"), g, d, &r, err, sizeof err), -1);
+  cr_assert(strstr(err, "s32: h100-sxm has no s32 matrix unit"), "%s", err);
+  graph_free(g);
+  /* elementwise f64 on a TPU: no fp64 unit anywhere on the chip */
+  g = graph_new("t");
+  int x = graph_parameter(g, "x", SHAPE(GDT_F64, 1024), GRAPH_INPUT);
+  int y = graph_binary(g, GOP_ADD, x, x);
+  cr_assert_eq(optime_op(chip(c, "tpu-v6e"), g, y, &r, err, sizeof err), -1);
+  cr_assert(strstr(err, "add ") && strstr(err, "f64: tpu-v6e has no fp64 unit"), "%s", err);
+  cr_assert_eq(optime_op(chip(c, "cpu-spr"), g, y, &r, err, sizeof err), 0, "%s", err);
+  /* bad requests */
+  cr_assert_eq(optime_op(chip(c, "cpu-spr"), g, 99, &r, err, sizeof err), -1);
+  cr_assert(strstr(err, "op id 99 out of range"), "%s", err);
+  cr_assert_eq(optime_matmul(chip(c, "h100-sxm"), 1, 0, 8, 8, GDT_BF16, &r, err, sizeof err), -1);
+  cr_assert(strstr(err, "must be positive"), "%s", err);
+  graph_free(g);
+  hw_catalog_free(c);
+}
+
+/* XLA's DEFAULT precision runs an f32 dot on a TPU as one bf16 MXU pass
+** (the chip lists no fp32 rate); a GPU runs it at its fp32 rate. The f32
+** operands still move 4 bytes each. */
+Test(optime, f32_dot_runs_as_one_bf16_pass_on_tpu) {
+  hw_catalog *c = catalog();
+  const hw_model *v5p = chip(c, "tpu-v5p");
+  optime_result f = mm(v5p, 1, 8192, 8192, 8192, GDT_F32);
+  optime_result b = mm(v5p, 1, 8192, 8192, 8192, GDT_BF16);
+  near_rel(f.compute_s, b.compute_s, 1e-15, "compute");
+  near_rel(f.bytes, 2 * b.bytes, 1e-15, "bytes");
+  optime_result h = mm(chip(c, "h100-sxm"), 1, 8448, 512, 8192, GDT_F32);
+  near_rel(h.compute_s, 2.0 * 8448 * 512 * 8192 / (67e12 * 0.803), 1e-12, "H100 fp32");
+  hw_catalog_free(c);
+}
+
+/* ---- the vector unit and memory ---- */
+
+/* c = a + b on two bf16 [8192, 8192] arrays: 3 x 128 MiB of traffic; the
+** add itself is 67 MFLOP, far under the memory time. */
+Test(optime, elementwise_add_is_bytes_over_bandwidth) {
+  hw_catalog *c = catalog();
+  graph *g = graph_new("t");
+  int a = graph_parameter(g, "a", SHAPE(GDT_BF16, 8192, 8192), GRAPH_INPUT);
+  int b = graph_parameter(g, "b", SHAPE(GDT_BF16, 8192, 8192), GRAPH_INPUT);
+  int y = graph_binary(g, GOP_ADD, a, b);
+  double bytes = 3.0 * 8192 * 8192 * 2;
+  struct {
+    const char *hw;
+    double bw, overhead;
+  } want[] = {{"h100-sxm", 3.35e12, 3e-6}, /* no measured HBM efficiency */
+              {"b200", 8e12 * 0.84, 3e-6}, /* measured 0.84 */
+              {"a100-40g", 1.555e12 * 0.871, 3e-6},
+              {"tpu-v5p", 2.765e12, 0}};
+  for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+    optime_result r;
+    char err[256] = "";
+    cr_assert_eq(optime_op(chip(c, want[i].hw), g, y, &r, err, sizeof err), 0, "%s", err);
+    near_rel(r.bytes, bytes, 1e-15, "bytes");
+    near_rel(r.time_s, bytes / want[i].bw + want[i].overhead, 1e-12, want[i].hw);
+    cr_assert_str_eq(r.bound, "memory");
+    near_rel(r.flops, 8192.0 * 8192, 1e-15, "flops");
+  }
+  graph_free(g);
+  hw_catalog_free(c);
+}
+
+/* Transcendentals run on the GPU's special-function units (16 per clock per
+** SM: 4.18e12/s on H100); a chip without that figure charges one vector
+** operation each (TPU v5p: 1.43e13/s). */
+Test(optime, transcendentals_at_their_rate) {
+  hw_catalog *c = catalog();
+  graph *g = graph_new("t");
+  int x = graph_parameter(g, "x", SHAPE(GDT_F32, 1 << 24), GRAPH_INPUT);
+  int e = graph_unary(g, GOP_EXP, x);
+  int s = graph_unary(g, GOP_SILU, x); /* 1 flop + 1 transcendental per element */
+  optime_result r;
+  char err[256] = "";
+  double n = 1 << 24;
+  cr_assert_eq(optime_op(chip(c, "h100-sxm"), g, e, &r, err, sizeof err), 0, "%s", err);
+  near_rel(r.compute_s, n / 4.18e12, 1e-12, "exp on H100");
+  near_rel(r.time_s, 2 * n * 4 / 3.35e12 + 3e-6, 1e-12, "exp is memory-bound");
+  cr_assert_eq(optime_op(chip(c, "tpu-v5p"), g, s, &r, err, sizeof err), 0, "%s", err);
+  near_rel(r.compute_s, n / 1.43e13 + n / 1.43e13, 1e-12, "silu on v5p");
+  graph_free(g);
+  hw_catalog_free(c);
+}
+
+/* ---- other op kinds ---- */
+
+/* A 3x3 convolution as an implicit GEMM: M = N*H*W = 32*56*56, N = C_out
+** = 64, K = 3*3*64. A100's 128-wide tile pays for 128 output channels. */
+Test(optime, convolution_is_an_implicit_gemm) {
+  hw_catalog *c = catalog();
+  graph *g = graph_new("t");
+  int x = graph_parameter(g, "x", SHAPE(GDT_BF16, 32, 56, 56, 64), GRAPH_INPUT);
+  int k = graph_parameter(g, "k", SHAPE(GDT_BF16, 3, 3, 64, 64), GRAPH_WEIGHT);
+  graph_conv_attrs a = {.spatial = 2,
+                        .in_feature = 3,
+                        .in_spatial = {1, 2},
+                        .k_in = 2,
+                        .k_out = 3,
+                        .k_spatial = {0, 1},
+                        .out_feature = 3,
+                        .out_spatial = {1, 2},
+                        .pad_lo = {1, 1},
+                        .pad_hi = {1, 1},
+                        .feature_groups = 1};
+  int y = graph_conv(g, x, k, &a, GDT_BF16);
+  cr_assert(graph_ok(g));
+  optime_result r;
+  char err[256] = "";
+  cr_assert_eq(optime_op(chip(c, "a100-80g"), g, y, &r, err, sizeof err), 0, "%s", err);
+  double M = 32.0 * 56 * 56, K = 9 * 64;
+  near_rel(r.flops, 2 * M * 64 * K, 1e-15, "flops");
+  near_rel(r.padded_flops, 2 * M * 128 * K, 1e-15, "padded to 128 channels");
+  /* the same GEMM through optime_matmul computes the same */
+  optime_result m = mm(chip(c, "a100-80g"), 1, (int64_t)M, 64, (int64_t)K, GDT_BF16);
+  near_rel(r.compute_s, m.compute_s, 1e-15, "compute");
+  /* depthwise: 64 groups of [M x 9] x [9 x 1]: K pads 9 -> 32, N 1 -> 128 */
+  int kd = graph_parameter(g, "kd", SHAPE(GDT_BF16, 3, 3, 1, 64), GRAPH_WEIGHT);
+  a.feature_groups = 64;
+  int yd = graph_conv(g, x, kd, &a, GDT_BF16);
+  cr_assert(graph_ok(g));
+  cr_assert_eq(optime_op(chip(c, "a100-80g"), g, yd, &r, err, sizeof err), 0, "%s", err);
+  near_rel(r.padded_flops, 64 * 2 * M * 128 * 32, 1e-15, "depthwise padded");
+  near_rel(r.flops, 2 * M * 64 * 9, 1e-15, "depthwise flops");
+  graph_free(g);
+  hw_catalog_free(c);
+}
+
+/* Collectives take no chip time here; reshapes and parameters cost nothing;
+** a matmul-like custom call runs its declared FLOPs on the matrix unit,
+** anything else on the vector unit. */
+Test(optime, collectives_no_ops_and_custom_calls) {
+  hw_catalog *c = catalog();
+  const hw_model *h = chip(c, "h100-sxm");
+  graph *g = graph_new("t");
+  int x = graph_parameter(g, "x", SHAPE(GDT_BF16, 1024, 1024), GRAPH_INPUT);
+  int ar = graph_collective(g, GOP_ALL_REDUCE, x, 8, 0);
+  int rs = graph_reshape(g, x, SHAPE(GDT_BF16, 1 << 20));
+  int ins[1] = {x};
+  int cb =
+      graph_custom(g, "conv-backward-input", SHAPE(GDT_BF16, 1024, 1024), ins, 1, 1e12, 0, 4e6);
+  int tk = graph_custom(g, "top-k", SHAPE(GDT_S32, 1024, 2), ins, 1, 1e9, 0, 2e6);
+  cr_assert(graph_ok(g));
+  optime_result r;
+  char err[256] = "";
+  cr_assert_eq(optime_op(h, g, ar, &r, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(r.time_s, 0);
+  cr_assert_str_eq(r.bound, "network");
+  cr_assert_eq(optime_op(h, g, rs, &r, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(r.time_s, 0);
+  cr_assert_str_eq(r.bound, "none");
+  cr_assert_eq(optime_op(h, g, x, &r, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(r.time_s, 0);
+  cr_assert_eq(optime_op(h, g, cb, &r, err, sizeof err), 0, "%s", err);
+  near_rel(r.time_s, 1e12 / (989e12 * 0.803) + 3e-6, 1e-12, "conv-backward-input");
+  cr_assert_eq(optime_op(h, g, tk, &r, err, sizeof err), 0, "%s", err);
+  near_rel(r.compute_s, 1e9 / 67e12, 1e-12, "top-k on the vector unit");
+  graph_free(g);
+  hw_catalog_free(c);
+}
+
+/* Deterministic: the same op gives the same bits. */
+Test(optime, deterministic) {
+  hw_catalog *c = catalog();
+  optime_result a = mm(chip(c, "b200"), 3, 1000, 777, 4097, GDT_BF16);
+  optime_result b = mm(chip(c, "b200"), 3, 1000, 777, 4097, GDT_BF16);
+  cr_assert_eq(memcmp(&a, &b, sizeof a), 0);
+  hw_catalog_free(c);
+}
+
+/* ---- the hardware figures behind it ---- */
+
+/* An absent figure is what the timing model assumes, and `hw show` says so. */
+Test(optime_hw, absent_figures_default_and_show) {
+  hw_catalog *c = catalog();
+  const hw_model *v5p = chip(c, "tpu-v5p");
+  cr_assert_eq(v5p->chip.matmul_efficiency, 1.0);
+  cr_assert_eq(v5p->chip.hbm_efficiency, 1.0);
+  cr_assert_eq(v5p->chip.op_overhead_s, 0);
+  cr_assert_eq(v5p->chip.transcendentals_per_s, v5p->chip.vector_flops_per_s);
+  cr_assert_not(v5p->present[hw_field_find("chip.matmul_efficiency")]);
+  const hw_model *h = chip(c, "h100-sxm");
+  cr_assert(h->present[hw_field_find("chip.matmul_efficiency")]);
+  cr_assert_eq(h->chip.matmul_efficiency, 0.803);
+  hw_catalog_free(c);
+  th_run r = th_cli("hw", "show", "tpu-v5p", NULL);
+  cr_assert_eq(r.rc, 0, "%s", r.err);
+  cr_assert(strstr(r.out, "matmul_efficiency") && strstr(r.out, "absent: timing assumes 1.0"), "%s",
+            r.out);
+  th_run_free(&r);
+  r = th_cli("hw", "show", "tpu-v5p", "--json", NULL);
+  cr_assert_null(strstr(r.out, "matmul_efficiency"), "--json lists only given figures");
+  th_run_free(&r);
+}
+
+/* Every message of d, one per line (malloc'd). */
+static char *diag_text(const diag *d) {
+  size_t n = 1;
+  for (int i = 0; i < diag_count(d); i++)
+    n += strlen(diag_message(d, i)) + 1;
+  char *s = calloc(n, 1);
+  for (int i = 0; i < diag_count(d); i++) {
+    strcat(s, diag_message(d, i));
+    strcat(s, "\n");
+  }
+  return s;
+}
+
+/* Efficiencies are fractions and every figure needs a source. */
+Test(optime_hw, efficiency_bounds_and_sources_are_checked) {
+  const char *text = th_builtin_text("h100-sxm");
+  cr_assert_not_null(text);
+  char *bad = th_replace(text, "\"matmul_efficiency\": 0.803", "\"matmul_efficiency\": 1.5");
+  diag *d = diag_new();
+  cr_assert_null(hw_load("bad.json", bad, strlen(bad), d));
+  char *msg = diag_text(d);
+  cr_assert(strstr(msg, "chip.matmul_efficiency: expected a positive number up to 1"), "%s", msg);
+  free(msg);
+  diag_free(d);
+  free(bad);
+  bad = th_replace(text, "\"chip.matmul_efficiency\": \"mleng-mamf\",", "");
+  d = diag_new();
+  cr_assert_null(hw_load("uncited.json", bad, strlen(bad), d));
+  msg = diag_text(d);
+  cr_assert(strstr(msg, "chip.matmul_efficiency: no source"), "%s", msg);
+  free(msg);
+  diag_free(d);
+  free(bad);
+  bad = th_replace(text, "\"op_overhead_s\": 3e-6", "\"op_overhead_s\": 3");
+  d = diag_new();
+  cr_assert_null(hw_load("units.json", bad, strlen(bad), d));
+  diag_free(d);
+  free(bad);
+}
