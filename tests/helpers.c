@@ -83,3 +83,19 @@ const char *th_write_temp(const char *name, const char *text) {
   fclose(f);
   return path;
 }
+
+hw_catalog *th_catalog(void) {
+  diag *d = diag_new();
+  hw_catalog *c = hw_catalog_new();
+  int rc = hw_catalog_load_builtin(c, d);
+  if (rc != 0) diag_print(d, stderr);
+  cr_assert_eq(rc, 0, "built-in hardware files must load cleanly");
+  diag_free(d);
+  return c;
+}
+
+const hw_model *th_hw(const hw_catalog *c, const char *name) {
+  const hw_model *m = hw_catalog_find(c, name);
+  cr_assert_not_null(m, "missing built-in hardware '%s'", name);
+  return m;
+}

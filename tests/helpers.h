@@ -17,6 +17,13 @@ typedef struct {
 th_run th_cli(const char *first, ...);
 void th_run_free(th_run *r);
 
+struct hw_catalog;
+struct hw_model;
+/* The built-in catalog (asserting that it loads cleanly), and one of its
+** entries (asserting that it exists). */
+struct hw_catalog *th_catalog(void);
+const struct hw_model *th_hw(const struct hw_catalog *c, const char *name);
+
 /* The embedded text of hw_models/NAME.json (static storage), or NULL. */
 const char *th_builtin_text(const char *name);
 

@@ -11,6 +11,7 @@
 #include "../sim/coll.h"
 #include "../sim/engine.h"
 #include "../sim/net.h"
+#include "helpers.h"
 
 /* ---- engine ---- */
 
@@ -67,13 +68,8 @@ Test(engine, resource_is_fifo) {
 
 /* ---- helpers ---- */
 
-static hw_catalog *cat;
-static void setup(void) {
-  diag *d = diag_new();
-  cat = hw_catalog_new();
-  cr_assert_eq(hw_catalog_load_builtin(cat, d), 0);
-  diag_free(d);
-}
+static hw_catalog *cat; /* per test process: Criterion forks each test */
+static void setup(void) { cat = th_catalog(); }
 static void teardown(void) { hw_catalog_free(cat); }
 
 static net *mk(const char *hw, int64_t chips, int64_t slices) {

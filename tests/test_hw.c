@@ -14,21 +14,8 @@
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
-static hw_catalog *builtin(void) {
-  diag *d = diag_new();
-  hw_catalog *c = hw_catalog_new();
-  int rc = hw_catalog_load_builtin(c, d);
-  if (rc != 0) diag_print(d, stderr);
-  cr_assert_eq(rc, 0, "built-in hardware files must load cleanly");
-  diag_free(d);
-  return c;
-}
-
-static const hw_model *get(const hw_catalog *c, const char *name) {
-  const hw_model *m = hw_catalog_find(c, name);
-  cr_assert_not_null(m, "missing built-in hardware '%s'", name);
-  return m;
-}
+static hw_catalog *builtin(void) { return th_catalog(); }
+static const hw_model *get(const hw_catalog *c, const char *name) { return th_hw(c, name); }
 
 /* The names are a contract (shared/design.md): scripts pass them to --hw. */
 Test(hw_catalog, holds_exactly_the_contract_names) {

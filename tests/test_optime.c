@@ -21,21 +21,8 @@
 
 #define SHAPE GRAPH_SHAPE
 
-static hw_catalog *catalog(void) {
-  diag *d = diag_new();
-  hw_catalog *c = hw_catalog_new();
-  int rc = hw_catalog_load_builtin(c, d);
-  if (rc != 0) diag_print(d, stderr);
-  cr_assert_eq(rc, 0, "built-in hardware files must load cleanly");
-  diag_free(d);
-  return c;
-}
-
-static const hw_model *chip(const hw_catalog *c, const char *name) {
-  const hw_model *m = hw_catalog_find(c, name);
-  cr_assert_not_null(m, "missing built-in hardware '%s'", name);
-  return m;
-}
+static hw_catalog *catalog(void) { return th_catalog(); }
+static const hw_model *chip(const hw_catalog *c, const char *name) { return th_hw(c, name); }
 
 static void near_rel(double got, double want, double rel, const char *what) {
   cr_assert(fabs(got - want) <= rel * fabs(want), "%s: got %.12g, want %.12g (rel %.3g)", what, got,

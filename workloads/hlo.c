@@ -455,15 +455,15 @@ static int parse_dtype(hlo_str s) {
 
 static bool parse_shape(hlo_parser *p, hlo_shape *s, int depth);
 
-static bool parse_tuple_shape(hlo_parser *p, hlo_shape *s, int depth) {
-  p->pos++; /* ( */
-  hlo_vec v = {.size = sizeof(hlo_shape)};
+/* Items separated by ',' up to a ')' (consumed), each parsed by `item` into
+** `tmp` and pushed to v: the shape of tuple shapes and of operand lists. */
+static bool parse_list(hlo_parser *p, hlo_vec *v, void *tmp, bool (*item)(hlo_parser *, void *, int),
+                       int depth, const char *what) {
   bool ok = skip_ws(p);
   if (ok && cur(p) != ')') {
     for (;;) {
-      hlo_shape e;
-      if (!(ok = parse_shape(p, &e, depth + 1) && skip_ws(p))) break;
-      if (!(ok = vec_push(&v, &e))) {
+      if (!(ok = skip_ws(p) && item(p, tmp, depth) && skip_ws(p))) break;
+      if (!(ok = vec_push(v, tmp))) {
         perr(p, p->pos, "out of memory");
         break;
       }
@@ -471,11 +471,21 @@ static bool parse_tuple_shape(hlo_parser *p, hlo_shape *s, int depth) {
         p->pos++;
         continue;
       }
-      if (cur(p) != ')') ok = expected(p, "',' or ')' in a tuple shape");
+      if (cur(p) != ')') ok = expected(p, what);
       break;
     }
   }
   if (ok) p->pos++;
+  return ok;
+}
+
+static bool shape_item(hlo_parser *p, void *out, int depth) { return parse_shape(p, out, depth); }
+
+static bool parse_tuple_shape(hlo_parser *p, hlo_shape *s, int depth) {
+  p->pos++; /* ( */
+  hlo_vec v = {.size = sizeof(hlo_shape)};
+  hlo_shape e;
+  bool ok = parse_list(p, &v, &e, shape_item, depth + 1, "',' or ')' in a tuple shape");
   s->n = v.n;
   s->el = vec_done(&v, &p->m->ar, &ok);
   return ok || perr(p, p->pos, "out of memory");
@@ -552,26 +562,15 @@ static bool parse_operand(hlo_parser *p, hlo_operand *o) {
   return true;
 }
 
+static bool operand_item(hlo_parser *p, void *out, int depth) {
+  (void)depth;
+  return parse_operand(p, out);
+}
+
 static bool parse_operands(hlo_parser *p, hlo_inst *in) {
   hlo_vec v = {.size = sizeof(hlo_operand)};
-  bool ok = skip_ws(p);
-  if (ok && cur(p) != ')') {
-    for (;;) {
-      hlo_operand o;
-      if (!(ok = skip_ws(p) && parse_operand(p, &o) && skip_ws(p))) break;
-      if (!(ok = vec_push(&v, &o))) {
-        perr(p, p->pos, "out of memory");
-        break;
-      }
-      if (cur(p) == ',') {
-        p->pos++;
-        continue;
-      }
-      if (cur(p) != ')') ok = expected(p, "',' or ')' after an operand");
-      break;
-    }
-  }
-  if (ok) p->pos++;
+  hlo_operand o;
+  bool ok = parse_list(p, &v, &o, operand_item, 0, "',' or ')' after an operand");
   in->n_ops = v.n;
   in->ops = vec_done(&v, &p->m->ar, &ok);
   return ok || perr(p, p->pos, "out of memory");
