@@ -24,7 +24,7 @@
 ** 8 keeps the fill cost at 1/8 of a step while keeping events few. */
 #define CHUNKS 8
 #define MAX_PARTS 6
-#define MAX_PHASES 6
+#define MAX_PHASES 8 /* 3 axes down, across slices, 3 axes back */
 #define MAX_HOPS 64
 
 static const char *const OP_NAMES[COLL_OP_COUNT] = {"all-reduce", "reduce-scatter", "all-gather",
@@ -231,6 +231,10 @@ static double add_phase(sim *s, int p, ring_kind r, int dir, char kind, double d
   int64_t m = ring_size(s->n, r);
   if (m < 2) return data;
   part *pt = &s->parts[p];
+  if (pt->n_ph == MAX_PHASES) {
+    s->failed = true;
+    return data;
+  }
   phase *f = &pt->ph[pt->n_ph++];
   f->ring = r;
   f->dir = dir;
@@ -253,7 +257,7 @@ static void start_rings(sim *s) {
 ** second the mirror image of the first, so a node that is internal in one
 ** is a leaf in the other. Reduce up, then broadcast down, in chunks. */
 enum { EV_TREE_UP, EV_TREE_DOWN, EV_NVLS_SEND, EV_NVLS_UP1, EV_NVLS_DOWN1, EV_NVLS_UP2, EV_NVLS_DOWN2,
-       EV_RS_UP, EV_RS_SEND, EV_RS_DOWN, EV_CHAIN };
+       EV_RS_UP, EV_RS_SEND, EV_RS_DOWN, EV_CHAIN, EV_A2A_SEND };
 
 /* arg: kind (4) | tree or reducer (16) | chunk (8) | chip (24) */
 static int64_t pack2(int kind, int64_t which, int chunk, int64_t chip) {
@@ -369,6 +373,16 @@ static void on_chunk(eng *e, void *ctx, int64_t arg) {
     post(s, s->free_at[up] + net_link_latency(s->n, up), EV_NVLS_UP2, 0, chunk, x);
     break;
   }
+  case EV_A2A_SEND: { /* chip x sends its piece for chip x + which, then the next */
+    int64_t to = (x + which) % n;
+    double at = xfer(s, x, to, s->chunk_bytes, t);
+    if (at > s->finish) s->finish = at;
+    int64_t path[MAX_HOPS];
+    int k = net_path(s->n, x, to, path, MAX_HOPS);
+    double next = k > 0 ? s->free_at[path[0]] : t;
+    if (which + 1 < n) post(s, next, EV_A2A_SEND, which + 1, 0, x);
+    break;
+  }
   case EV_NVLS_DOWN2:
   case EV_RS_DOWN:
   case EV_CHAIN:
@@ -395,9 +409,11 @@ static void on_chunk(eng *e, void *ctx, int64_t arg) {
 /* ---- closed forms ---- */
 
 /* One ring step of b bytes: the slowest of the n transfers (bottleneck
-** bandwidth plus path latency); when the ring's forward and backward
-** transfers leave a chip on the same link, each direction gets half. */
-static double ring_step(const net *n, ring_kind r, double b, bool both_dirs, double *bw_out,
+** bandwidth plus path latency). `sharers` schedules run this ring kind at
+** once; when their transfers leave a chip on the same link (a switch
+** uplink, a NIC, the return hop of a torus axis without wraparound), each
+** gets its share of it. */
+static double ring_step(const net *n, ring_kind r, double b, int sharers, double *bw_out,
                         double *lat_out) {
   double worst = 0;
   int64_t path[MAX_HOPS], back[MAX_HOPS];
@@ -411,14 +427,15 @@ static double ring_step(const net *n, ring_kind r, double b, bool both_dirs, dou
       if (l < bw) bw = l;
       lat += net_link_latency(n, path[i]);
     }
-    if (both_dirs) {
+    if (sharers > 1) {
       int kb = net_path(n, c, ring_next(n, r, -1, c), back, MAX_HOPS);
       bool shared = false;
       /* the return hop of a ring without wraparound runs over the other
       ** direction's links: each direction then has half of them */
       for (int i = 0; i < k && !shared; i++)
         for (int j = 0; j < kb && !shared; j++) shared = path[i] == back[j];
-      if (k > 1 || shared) bw /= 2;
+      if (shared || (k > 1 && net_is_torus(n) && net_node_of(n, c) == net_node_of(n, ring_next(n, r, 1, c))))
+        bw /= sharers;
     }
     double t = b / bw + lat;
     if (t > worst) {
@@ -450,8 +467,14 @@ static double rings_formula(sim *s, char *buf, size_t len) {
     for (int i = 0; i < s->parts[p].n_ph; i++) {
       const phase *f = &s->parts[p].ph[i];
       double bw = 0, lat = 0;
-      bool both = s->n_parts > 1 && (f->ring >= R_DIM0 && f->ring <= R_DIM2 ? true : s->n_parts == 2);
-      double step = ring_step(s->n, f->ring, f->step_bytes, both, &bw, &lat);
+      int sharers = 0;
+      for (int q = 0; q < s->n_parts; q++)
+        for (int j = 0; j < s->parts[q].n_ph; j++)
+          if (s->parts[q].ph[j].ring == f->ring) {
+            sharers++;
+            break;
+          }
+      double step = ring_step(s->n, f->ring, f->step_bytes, sharers, &bw, &lat);
       t += f->steps * step;
       if (p == 0)
         explain(buf, len, "%s  phase %d: %d steps x (%.4g B / %.4g B/s + %.3g s) = %.4g s\n",
@@ -515,12 +538,13 @@ static void plan_rings(sim *s, coll_op op, coll_algo a, double bytes, int axis, 
     s->n_parts = a == COLL_BIRING ? 2 : 1;
     for (int p = 0; p < s->n_parts; p++)
       add_phase(s, p, R_ALL, p ? -1 : 1, kind, data / s->n_parts);
-  } else if (a == COLL_HIERARCHICAL) {
+  } else if (a == COLL_HIERARCHICAL && !net_is_torus(s->n)) {
     s->n_parts = 1;
     double d = add_phase(s, 0, R_INTRA, 1, 'r', data);
     d = add_phase(s, 0, R_INTER, 1, 'a', d);
     add_phase(s, 0, R_INTRA, 1, 'g', d);
-  } else { /* torus: every axis at once, both directions, rotated orders */
+  } else { /* torus: every axis at once, both directions, rotated orders;
+           ** hierarchical adds the all-reduce across slices in the middle */
     int64_t shape[3];
     bool wrap[3];
     net_shape(s->n, shape, wrap);
@@ -535,6 +559,7 @@ static void plan_rings(sim *s, coll_op op, coll_algo a, double bytes, int axis, 
         double d = data / (double)s->n_parts;
         if (kind != 'g')
           for (int i = 0; i < nd; i++) d = add_phase(s, p, R_DIM0 + dims[(k + i) % nd], sign, 'r', d);
+        if (a == COLL_HIERARCHICAL) d = add_phase(s, p, R_INTER, sign, 'a', d);
         if (kind != 'r')
           for (int i = nd - 1; i >= 0; i--)
             d = add_phase(s, p, R_DIM0 + dims[(k + i) % nd], sign, 'g', d);
@@ -607,7 +632,7 @@ int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_
     if (r->op == COLL_BROADCAST) {
       s.chunk_bytes = S / CHUNKS;
       for (int c = 0; c < CHUNKS; c++) post(&s, xfer(&s, 0, 1, s.chunk_bytes, 0), EV_CHAIN, 0, c, 1);
-      double bw = 0, lat = 0, step = ring_step(n, R_ALL, s.chunk_bytes, false, &bw, &lat);
+      double bw = 0, lat = 0, step = ring_step(n, R_ALL, s.chunk_bytes, 1, &bw, &lat);
       out->formula_s = (CHUNKS + nn_ - 2) * step;
       explain(f, flen, "pipelined chain: (C + n - 2) x (S/C / B + a) = (%d + %lld - 2) x "
                        "(%.4g / %.4g + %.3g) = %.4g s\n",
@@ -620,7 +645,7 @@ int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_
     out->formula_s = rings_formula(&s, f, flen);
     if (a == COLL_RING && r->op == COLL_ALL_REDUCE) {
       double bw = 0, lat = 0;
-      ring_step(n, R_ALL, S / nn_, false, &bw, &lat);
+      ring_step(n, R_ALL, S / nn_, 1, &bw, &lat);
       explain(f, flen, "= 2(n-1)/n x S/B + 2(n-1) x a = 2 x %lld/%lld x %.4g / %.4g + 2 x %lld x %.3g\n",
               (long long)(chips - 1), (long long)chips, S, bw, (long long)(chips - 1), lat);
     }
@@ -633,11 +658,13 @@ int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_
     s.chunk_bytes = S / 2 / CHUNKS;
     memset(s.count, 0, cnt * sizeof *s.count);
     start_tree(&s);
-    double bw = 0, lat = 0, step = ring_step(n, R_ALL, s.chunk_bytes, false, &bw, &lat);
+    double bw = 0, lat = 0, step = ring_step(n, R_ALL, s.chunk_bytes, 1, &bw, &lat);
     int depth = (int)ceil(log2(nn_ + 1)) - 1;
     out->formula_s = 2 * depth * lat + S / bw;
     explain(f, flen, "double binary tree: 2 log2(n) x a + S/B = 2 x %d x %.3g + %.4g / %.4g = %.4g s "
-                     "(Thakur et al. 2005; NCCL)\n",
+                     "(Thakur et al. 2005; NCCL)\n  (the formula takes every edge at the "
+                     "bottleneck bandwidth, unshared; the two trees share each chip's links and "
+                     "their edges cross node boundaries, so the simulation is slower)\n",
             depth, lat, S, bw, out->formula_s);
     (void)step;
     break;
@@ -684,19 +711,27 @@ int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_
                        "= %.4g s\n",
               (long long)(chips - 1), k, S, bw, lat, out->formula_s);
     } else {
-      double piece = S / nn_;
-      for (int64_t k = 1; k < chips; k++)
-        for (int64_t c = 0; c < chips; c++) {
-          double at = xfer(&s, c, (c + k) % chips, piece, 0);
-          if (at > s.finish) s.finish = at;
+      /* each chip sends its pieces one after another, each when its first
+      ** link frees, so links are claimed in time order */
+      s.chunk_bytes = S / nn_;
+      for (int64_t c = 0; c < chips; c++) post(&s, 0, EV_A2A_SEND, 1, 0, c);
+      /* the bound: the busiest link's bytes over its bandwidth, every pair
+      ** routed as the simulation routes it */
+      double worst = 0;
+      int64_t busiest = -1;
+      for (int64_t c = 0; c < chips; c++)
+        for (int64_t k = 1; k < chips; k++) {
+          int64_t path[MAX_HOPS];
+          int h = net_path(n, c, (c + k) % chips, path, MAX_HOPS);
+          for (int i = 0; i < h; i++) s.free_at[path[i]] += s.chunk_bytes / net_link_bw(n, path[i]);
         }
-      double B = net_is_torus(n) ? hw->scale_up.bw_per_chip_bytes_per_s * hw->scale_up.efficiency
-                 : chips <= net_chips_per_node(n) ? net_link_bw(n, NET_SLOT_UP)
-                                                  : net_link_bw(n, NET_SLOT_NIC_UP);
-      out->formula_s = (nn_ - 1) / nn_ * S / B;
-      explain(f, flen, "all-to-all, injection-bound: (n-1)/n x S/B = %lld/%lld x %.4g / %.4g = %.4g s "
-                       "(a torus adds hops the links must carry)\n",
-              (long long)(chips - 1), (long long)chips, S, B, out->formula_s);
+      for (int64_t l = 0; l < net_links(n); l++)
+        if (s.free_at[l] > worst) worst = s.free_at[l], busiest = l;
+      memset(s.free_at, 0, (size_t)net_links(n) * sizeof *s.free_at);
+      out->formula_s = worst;
+      explain(f, flen, "all-to-all, busiest-link bound: each chip sends S/n = %.4g B to every other; "
+                       "routed as simulated, link %lld carries the most: %.4g s\n",
+              s.chunk_bytes, (long long)busiest, out->formula_s);
     }
     break;
   default:

@@ -207,7 +207,9 @@ int net_path(const net *n, int64_t a, int64_t b, int64_t *links, int max) {
       int dir;
       if (n->wrap[d]) {
         int64_t fwd = ((t[d] - c[d]) % L + L) % L;
-        dir = fwd <= L - fwd ? 1 : -1;
+        /* halfway round either way: alternate by position, so the two
+        ** directions share the load */
+        dir = fwd < L - fwd ? 1 : fwd > L - fwd ? -1 : (c[d] % 2 == 0 ? 1 : -1);
       } else {
         dir = t[d] > c[d] ? 1 : -1;
       }

@@ -271,3 +271,37 @@ Test(coll, bad_requests_are_errors, .init = setup, .fini = teardown) {
   cr_assert_null(net_build(hw_catalog_find(cat, "h100-sxm"), 8, 2, err, sizeof err));
   cr_assert(strstr(err, "--slices applies to TPU pods"), "%s", err);
 }
+
+/* Several TPU slices: each axis inside the slice, the all-reduce of the
+** remaining shard over DCN in the middle. The phases of the six schedules
+** drift apart a little, so the simulation is within 20 % of the formula,
+** and the DCN hop makes it slower than one slice of the same size. */
+Test(coll, multi_slice_hierarchical, .init = setup, .fini = teardown) {
+  net *two = mk("tpu-v5p", 128, 2), *one = mk("tpu-v5p", 128, 1);
+  coll_result a = run(two, COLL_ALL_REDUCE, COLL_AUTO, 1 << 30, -1);
+  coll_result b = run(one, COLL_ALL_REDUCE, COLL_AUTO, 1 << 30, -1);
+  cr_assert_eq(a.algo, COLL_HIERARCHICAL);
+  cr_assert(rel(a.time_s, a.formula_s) < 0.20, "sim %g, formula %g", a.time_s, a.formula_s);
+  cr_assert_gt(a.time_s, b.time_s);
+  net_free(two), net_free(one);
+}
+
+/* Two GPU nodes: the two directions of a bidirectional ring cross the node
+** boundary on different NICs, so it runs at twice the NIC-bound ring. */
+Test(coll, biring_doubles_the_nic_bound_ring, .init = setup, .fini = teardown) {
+  net *n = mk("h100-sxm", 16, 1);
+  coll_result r = run(n, COLL_ALL_REDUCE, COLL_RING, 1 << 30, -1);
+  coll_result b = run(n, COLL_ALL_REDUCE, COLL_BIRING, 1 << 30, -1);
+  cr_assert(rel(r.time_s / b.time_s, 2.0) < 0.02, "ring %g, biring %g", r.time_s, b.time_s);
+  cr_assert(rel(b.time_s, b.formula_s) < 0.02);
+  net_free(n);
+}
+
+/* All-to-all can be no faster than its busiest link allows. */
+Test(coll, all_to_all_respects_the_busiest_link, .init = setup, .fini = teardown) {
+  net *n = mk("tpu-v5p", 64, 1);
+  coll_result r = run(n, COLL_ALL_TO_ALL, COLL_AUTO, 1 << 28, -1);
+  cr_assert_geq(r.time_s, r.formula_s * 0.999);
+  cr_assert_lt(r.time_s, r.formula_s * 3);
+  net_free(n);
+}

@@ -225,3 +225,25 @@ Test(workloads_bad_input, each_names_the_place) {
     cr_assert(strstr(msg, rows[i].want), "%s: got: %s", rows[i].path, msg);
   }
 }
+
+/* GPT-2 small through its HF config: HF's GPT2LMHeadModel has 124,439,808
+** parameters, which is 12 (12h^2 + 13h) + 50257h + 1024h + 2h at h = 768. */
+Test(workloads, hf_gpt2_config_counts_exactly) {
+  model *m = load("tests/data/hf/gpt2.json", 1, 128);
+  cr_assert_eq(m->params, 124439808LL);
+  model_free(m);
+}
+
+Test(workloads, hf_mixtral_config_matches_model_json) {
+  model *a = load("tests/data/hf/mixtral.json", 1, 256);
+  model *b = load("mixtral-8x7b", 1, 256);
+  cr_assert_eq(a->params, b->params);
+  cr_assert_eq(a->active_params, b->active_params);
+  model_free(a);
+  model_free(b);
+}
+
+Test(workloads, hf_config_missing_field_names_it) {
+  const char *msg = load_error("tests/data/hf/bert-missing.json");
+  cr_assert(strstr(msg, "bert-missing.json:1:1: missing field 'num_hidden_layers'"), "%s", msg);
+}

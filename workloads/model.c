@@ -285,6 +285,7 @@ static cJSON *hf_to_spec(jin *j, const cJSON *hf, int type, int64_t *default_seq
     }
     break;
   case HF_GPT2:
+    cJSON_AddStringToObject(s, "norm", "layernorm");
     cJSON_AddStringToObject(s, "positions", "learned");
     put_int(s, "max_positions", *default_seq);
     cJSON_AddBoolToObject(s, "bias", true);
@@ -293,6 +294,7 @@ static cJSON *hf_to_spec(jin *j, const cJSON *hf, int type, int64_t *default_seq
     bool parallel = true;
     ok &= jin_get_bool(j, hf, "use_parallel_residual", false, &parallel) >= 0;
     cJSON_AddBoolToObject(s, "parallel_block", parallel);
+    cJSON_AddStringToObject(s, "norm", "layernorm");
     cJSON_AddBoolToObject(s, "bias", true);
     break;
   }
