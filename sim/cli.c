@@ -17,6 +17,8 @@
 #include "../viz/view.h"
 #include "../workloads/model.h"
 #include "coll.h"
+#include "plan.h"
+#include "step.h"
 #include "net.h"
 #include "diag.h"
 #include "lower.h"
@@ -54,6 +56,13 @@ typedef struct cli_cmd {
 static int run_hw(cli_ctx *c);
 static int run_graph(cli_ctx *c);
 static int run_collective(cli_ctx *c);
+static int run_simulate(cli_ctx *c);
+static const char *const SIM_FLAGS[] = {"--fsdp", "--sp", "--explain", NULL};
+static const char *const SIM_VALUED[] = {
+    "--hw",   "--chips",     "--dp",        "--tp",           "--pp",
+    "--ep",   "--zero",      "--mbs",       "--gbs",          "--seq",
+    "--recompute", "--precision", "--pp-schedule", "--reduction-server", "--slices",
+    "--trace", "--input", "--storage", "--prefetch", "--input-host", NULL};
 static const char *const COLL_FLAGS[] = {"--explain", NULL};
 static const char *const COLL_VALUED[] = {"--hw",       "--chips",    "--op",       "--bytes",
                                           "--algo",     "--slices",   "--reducers", "--reducer-bw",
@@ -72,8 +81,12 @@ static const cli_cmd COMMANDS[] = {
      "                  [--zero 0|1|2|3] [--fsdp] [--mbs M] [--gbs G] [--seq S]\n"
      "                  [--recompute none|selective|full] [--precision bf16|fp16|fp32|fp8|fp64]\n"
      "                  [--pp-schedule gpipe|1f1b|interleaved:V] [--reduction-server N]\n"
-     "                  [--slices K] [--json] [--trace FILE]",
-     "one training step on a given machine and plan: time, memory, MFU", NULL, "issue 5", NULL, NULL},
+     "                  [--slices K] [--sp] [--explain] [--json] [--trace FILE]\n"
+     "                  [--input tokens|images] [--storage shards|files] [--prefetch N]\n"
+     "                  [--input-host local|remote]\n"
+     "  --sp: sequence parallelism with tensor parallelism (Korthikanti et al. 2022)",
+     "one training step on a given machine and plan: time, memory, MFU", run_simulate, NULL,
+     SIM_FLAGS, SIM_VALUED},
     {"collective",
      "tpusim collective --hw NAME --chips N --op all-reduce|all-gather|reduce-scatter|all-to-all|\n"
      "                  broadcast|send-recv --bytes SIZE|MIN:MAX [--factor F]\n"
@@ -537,6 +550,231 @@ static int run_collective(cli_ctx *c) {
     cJSON_Delete(root);
   }
   net_free(n);
+  hw_catalog_free(cat);
+  return rc;
+}
+
+/* ---- simulate ---- */
+
+static int enum_opt(cli_ctx *c, const char *name, const char *const *choices, int dflt, int *out) {
+  const char *v = opt(c, name);
+  *out = dflt;
+  if (!v) return 0;
+  for (int i = 0; choices[i]; i++)
+    if (strcmp(choices[i], v) == 0) {
+      *out = i;
+      return 0;
+    }
+  usage_error(c, "unknown value '%s' for that option", v);
+  return -1;
+}
+
+/* The host input pipeline from --input, --storage, --prefetch, --input-host:
+** by default pre-tokenized sequences in record shards, two batches
+** prefetched, a local host (docs/input.md). */
+static int input_from_opts(cli_ctx *c, const hw_model *hw, int64_t seq, input_cfg *in, char *err,
+                           size_t errn) {
+  static const char *const KIND[] = {"tokens", "images", NULL};
+  static const char *const STORAGE[] = {"shards", "files", NULL};
+  static const char *const HOST[] = {"local", "remote", NULL};
+  int kind, storage, host;
+  if (enum_opt(c, "--input", KIND, 0, &kind) || enum_opt(c, "--storage", STORAGE, 0, &storage) ||
+      enum_opt(c, "--input-host", HOST, 0, &host))
+    return CLI_USAGE;
+  input_defaults(in, (input_kind)kind);
+  if (kind == INPUT_TOKENS && seq > 0) {
+    in->bytes_per_sample = (double)seq * 4;
+    in->xfer_bytes_per_sample = (double)seq * 4;
+  }
+  if (storage == 1) { /* one small file per sample */
+    in->object_bytes = in->bytes_per_sample;
+    in->read_bytes = 0;
+  }
+  if (opt(c, "--prefetch")) {
+    char *end;
+    long v = strtol(opt(c, "--prefetch"), &end, 10);
+    if (*end || v < 0 || v > 64) {
+      usage_error(c, "%s", "--prefetch expects 0 to 64 batches");
+      return CLI_USAGE;
+    }
+    in->prefetch_steps = (int)v;
+  }
+  if (input_hop_from_hw(in, hw, host == 1, err, errn) != 0) return CLI_BAD_INPUT;
+  return CLI_OK;
+}
+
+static int run_simulate(cli_ctx *c) {
+  if (c->n_pos != 1) return usage_error(c, "%s", "expected one MODEL");
+  if (!opt(c, "--hw") || !opt(c, "--chips"))
+    return usage_error(c, "%s", "--hw and --chips are required");
+  if (opt(c, "--trace")) {
+    fprintf(c->err, "tpusim simulate: --trace is not built yet (issue 5 continues); run without it\n");
+    return CLI_USAGE;
+  }
+  plan p = {.tp = 1, .pp = 1, .ep = 1, .mbs = 1, .vp = 1, .slices = 1,
+            .schedule = PLAN_1F1B, .precision = GDT_BF16};
+  int64_t *counts[] = {&p.chips, &p.dp, &p.tp, &p.pp, &p.ep, &p.mbs, &p.gbs, &p.seq,
+                       &p.reduction_server, &p.slices};
+  static const char *const names[] = {"--chips", "--dp", "--tp", "--pp", "--ep", "--mbs",
+                                      "--gbs", "--seq", "--reduction-server", "--slices"};
+  for (int i = 0; i < 10; i++) {
+    int64_t v = opt_count(c, names[i]);
+    if (v < 0) return CLI_USAGE;
+    if (v > 0) *counts[i] = v;
+  }
+  static const char *const RECOMPUTE[] = {"none", "selective", "full", NULL};
+  static const char *const PRECISION[] = {"bf16", "fp16", "fp32", "fp8", "fp64", NULL};
+  static const graph_dtype PREC_DT[] = {GDT_BF16, GDT_F16, GDT_F32, GDT_F8, GDT_F64};
+  static const char *const ZERO[] = {"0", "1", "2", "3", NULL};
+  int rec, prec, zero;
+  if (enum_opt(c, "--recompute", RECOMPUTE, 0, &rec) || enum_opt(c, "--precision", PRECISION, 0, &prec) ||
+      enum_opt(c, "--zero", ZERO, 0, &zero))
+    return CLI_USAGE;
+  p.recompute = (plan_recompute)rec;
+  p.precision = PREC_DT[prec];
+  p.zero = opt(c, "--fsdp") ? 3 : zero;
+  p.sp = opt(c, "--sp") != NULL;
+  const char *sched = opt(c, "--pp-schedule");
+  if (sched) {
+    if (strcmp(sched, "gpipe") == 0) p.schedule = PLAN_GPIPE;
+    else if (strcmp(sched, "1f1b") == 0) p.schedule = PLAN_1F1B;
+    else if (strncmp(sched, "interleaved:", 12) == 0 && atoll(sched + 12) >= 2) {
+      p.schedule = PLAN_INTERLEAVED;
+      p.vp = atoll(sched + 12);
+    } else {
+      return usage_error(c, "--pp-schedule '%s': expected gpipe, 1f1b or interleaved:V", sched);
+    }
+  }
+  hw_catalog *cat;
+  int rc = load_catalog(c, &cat, NULL);
+  if (rc != CLI_OK) return rc;
+  const hw_model *hw = hw_catalog_find(cat, opt(c, "--hw"));
+  if (!hw) {
+    char msg[2048];
+    hw_catalog_unknown(cat, opt(c, "--hw"), msg, sizeof msg);
+    fprintf(c->err, "tpusim simulate: %s\n", msg);
+    hw_catalog_free(cat);
+    return CLI_BAD_INPUT;
+  }
+  diag *dg = diag_new();
+  model_opts mo = {.seq_len = p.seq, .precision = PRECISION[prec]};
+  model *m = model_load(c->pos[0], &mo, dg);
+  diag_print(dg, c->err);
+  diag_free(dg);
+  char err[1024];
+  step_result r;
+  input_cfg in;
+  if (!m) {
+    rc = CLI_BAD_INPUT;
+  } else if (step_check(m, hw, &p, err, sizeof err) != 0 ||
+             (rc = input_from_opts(c, hw, p.seq, &in, err, sizeof err)) != CLI_OK ||
+             step_simulate(m, hw, &p, &in, &r, err, sizeof err) != 0) {
+    if (rc == CLI_USAGE) {
+      model_free(m);
+      hw_catalog_free(cat);
+      return CLI_USAGE;
+    }
+    fprintf(c->err, "tpusim simulate: %s\n", err);
+    rc = CLI_BAD_INPUT;
+  } else if (c->json) {
+    static const char *const SCHED[] = {"gpipe", "1f1b", "interleaved"};
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "model", m->name);
+    cJSON_AddStringToObject(o, "hw", hw->name);
+    cJSON_AddNumberToObject(o, "chips", (double)p.chips);
+    cJSON *pj = cJSON_AddObjectToObject(o, "plan");
+    cJSON_AddNumberToObject(pj, "dp", (double)p.dp);
+    cJSON_AddNumberToObject(pj, "tp", (double)p.tp);
+    cJSON_AddNumberToObject(pj, "pp", (double)p.pp);
+    cJSON_AddNumberToObject(pj, "ep", (double)p.ep);
+    cJSON_AddNumberToObject(pj, "zero", p.zero);
+    cJSON_AddNumberToObject(pj, "mbs", (double)p.mbs);
+    cJSON_AddNumberToObject(pj, "gbs", (double)p.gbs);
+    cJSON_AddNumberToObject(pj, "seq", (double)p.seq);
+    cJSON_AddStringToObject(pj, "recompute", RECOMPUTE[p.recompute]);
+    cJSON_AddStringToObject(pj, "precision", PRECISION[prec]);
+    cJSON_AddStringToObject(pj, "pp_schedule", SCHED[p.schedule]);
+    cJSON_AddNumberToObject(pj, "vp", (double)p.vp);
+    cJSON_AddBoolToObject(pj, "sp", p.sp);
+    cJSON_AddNumberToObject(o, "step_time_s", r.step_time_s);
+    cJSON_AddNumberToObject(o, "tokens_per_s", r.tokens_per_s);
+    cJSON_AddNumberToObject(o, "mfu", r.mfu);
+    cJSON_AddNumberToObject(o, "hfu", r.hfu);
+    cJSON_AddNumberToObject(o, "model_flops_per_step", r.model_flops_per_step);
+    cJSON *b = cJSON_AddObjectToObject(o, "breakdown_s");
+    cJSON_AddNumberToObject(b, "compute", r.breakdown_s.compute);
+    cJSON_AddNumberToObject(b, "exposed_comm", r.breakdown_s.exposed_comm);
+    cJSON_AddNumberToObject(b, "pipeline_bubble", r.breakdown_s.pipeline_bubble);
+    cJSON_AddNumberToObject(b, "input_stall", r.breakdown_s.input_stall);
+    cJSON_AddNumberToObject(b, "other", r.breakdown_s.other);
+    cJSON *mem = cJSON_AddObjectToObject(o, "memory_bytes");
+    cJSON_AddNumberToObject(mem, "weights", r.memory.weights);
+    cJSON_AddNumberToObject(mem, "gradients", r.memory.gradients);
+    cJSON_AddNumberToObject(mem, "optimizer", r.memory.optimizer);
+    cJSON_AddNumberToObject(mem, "activations", r.memory.activations);
+    cJSON_AddNumberToObject(mem, "temporary", r.memory.temporary);
+    cJSON_AddNumberToObject(mem, "peak", r.memory.peak);
+    cJSON_AddNumberToObject(mem, "capacity", r.memory.capacity);
+    cJSON_AddBoolToObject(o, "fits", r.fits);
+    if (!r.fits) {
+      cJSON *fx = cJSON_AddArrayToObject(o, "fixes");
+      for (int i = 0; i < r.n_fixes; i++) {
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "change", r.fixes[i].what);
+        cJSON_AddNumberToObject(x, "peak_bytes", r.fixes[i].peak);
+        cJSON_AddBoolToObject(x, "fits", r.fixes[i].fits);
+        cJSON_AddItemToArray(fx, x);
+      }
+    }
+    cJSON *cost = cJSON_AddObjectToObject(o, "cost");
+    cJSON_AddNumberToObject(cost, "usd_per_hour", r.usd_per_hour);
+    cJSON_AddNumberToObject(cost, "usd_per_step", r.usd_per_step);
+    char *s = cJSON_Print(o);
+    fprintf(c->out, "%s\n", s);
+    free(s);
+    cJSON_Delete(o);
+  } else {
+    char t[32];
+    units_seconds(t, sizeof t, r.step_time_s);
+    fprintf(c->out, "%s on %lld x %s: dp %lld, tp %lld, pp %lld%s, mbs %lld, gbs %lld, %lld micro-batches\n",
+            m->name, (long long)p.chips, hw->name, (long long)p.dp, (long long)p.tp,
+            (long long)p.pp, p.sp ? " (sp)" : "", (long long)p.mbs, (long long)p.gbs,
+            (long long)r.microbatches);
+    fprintf(c->out, "  step time        %s   MFU %.1f%%   HFU %.1f%%   %.0f tokens/s\n", t,
+            100 * r.mfu, 100 * r.hfu, r.tokens_per_s);
+    fprintf(c->out, "  breakdown        compute %.3f s, exposed comm %.3f s, bubble %.3f s, "
+                    "input stall %.3f s, other %.3f s\n",
+            r.breakdown_s.compute, r.breakdown_s.exposed_comm, r.breakdown_s.pipeline_bubble,
+            r.breakdown_s.input_stall, r.breakdown_s.other);
+    char pk[32], cap[32], w[32], g[32], op[32], ac[32], tm[32];
+    units_bytes(pk, sizeof pk, r.memory.peak);
+    units_bytes(cap, sizeof cap, r.memory.capacity);
+    units_bytes(w, sizeof w, r.memory.weights);
+    units_bytes(g, sizeof g, r.memory.gradients);
+    units_bytes(op, sizeof op, r.memory.optimizer);
+    units_bytes(ac, sizeof ac, r.memory.activations);
+    units_bytes(tm, sizeof tm, r.memory.temporary);
+    fprintf(c->out, "  memory per chip  peak %s of %s: %s (weights %s, gradients %s, optimizer %s, "
+                    "activations %s, temporary %s)\n",
+            pk, cap, r.fits ? "fits" : "DOES NOT FIT", w, g, op, ac, tm);
+    for (int i = 0; i < r.n_fixes; i++) {
+      units_bytes(pk, sizeof pk, r.fixes[i].peak);
+      fprintf(c->out, "    fix %d: %s -> peak %s%s\n", i + 1, r.fixes[i].what, pk,
+              r.fixes[i].fits ? " (fits)" : "");
+    }
+    fprintf(c->out, "  cost             $%.2f per hour, $%.4f per step\n", r.usd_per_hour,
+            r.usd_per_step);
+    if (opt(c, "--explain")) {
+      fprintf(c->out, "\n  per chip, per micro-batch: one layer forward %.3f ms + TP comm %.3f ms; "
+                      "backward %.3f ms + TP comm %.3f ms; attention core forward %.3f ms\n"
+                      "  embedding+head forward %.3f ms, backward %.3f ms; pipeline send %.3f ms; "
+                      "gradient all-reduce %.3f ms; optimizer %.3f ms\n",
+              r.layer_fwd_s * 1e3, r.tp_comm_fwd_s * 1e3, r.layer_bwd_s * 1e3, r.tp_comm_bwd_s * 1e3,
+              r.attn_core_fwd_s * 1e3, r.head_fwd_s * 1e3, r.head_bwd_s * 1e3, r.p2p_s * 1e3,
+              r.dp_allreduce_s * 1e3, r.optimizer_s * 1e3);
+    }
+  }
+  model_free(m);
   hw_catalog_free(cat);
   return rc;
 }

@@ -38,7 +38,7 @@ run help 0 --help && has help out "Usage: tpusim COMMAND"
 run version 0 --version && has version out "LLVM 19."
 run noargs 2
 run unknown-cmd 2 simulat && has unknown-cmd err "did you mean 'simulate'?"
-for c in plan simulate lower calibrate view plot; do
+for c in plan lower calibrate view plot; do
   run "unbuilt-$c" 2 "$c" model.json && has "unbuilt-$c" err "not built yet" && empty "unbuilt-$c" out
   run "help-$c" 0 "$c" --help && has "help-$c" out "Usage:"
 done
@@ -115,6 +115,24 @@ run graph-hlo-bad 1 graph tests/data/hlo/bad-unknown-op.hlo && has graph-hlo-bad
 run graph-json 0 graph gpt3-175b --json && has graph-json out '"flops_per_step":'
 run graph-bad 1 graph tests/data/models/bad-typo.json && has graph-bad err "did you mean 'ffn_hidden'?"
 run graph-usage 2 graph && has graph-usage err "expected one MODEL"
+
+# --- simulate (issue 5) ---
+run sim 0 simulate gpt3-175b --hw a100-80g --chips 64 --tp 8 --pp 8 --gbs 64 --recompute full --pp-schedule interleaved:3 --explain
+has sim out "step time" && has sim out "one layer forward"
+run sim-json 0 simulate llama3-8b --hw h100-sxm --chips 16 --tp 8 --gbs 32 --seq 2048 --json
+for k in '"step_time_s":' '"tokens_per_s":' '"mfu":' '"hfu":' '"model_flops_per_step":' '"breakdown_s":' '"fits":' '"cost":' '"pp_schedule":'; do
+  has sim-json out "$k"
+done
+run sim-badtp 1 simulate llama3-8b --hw h100-sxm --chips 8 --tp 3 && has sim-badtp err "tp 3 does not divide the 32 attention heads"
+run sim-badchips 1 simulate llama3-8b --hw h100-sxm --chips 8 --dp 3 --tp 2 && has sim-badchips err "but --chips is 8"
+run sim-badpp 1 simulate llama3-8b --hw h100-sxm --chips 64 --pp 64 && has sim-badpp err "more than the 32 layers"
+run sim-badmbs 1 simulate llama3-8b --hw h100-sxm --chips 4 --mbs 3 --gbs 16 && has sim-badmbs err "does not divide the global batch"
+run sim-badsched 2 simulate llama3-8b --hw h100-sxm --chips 4 --pp-schedule zigzag && has sim-badsched err "expected gpipe, 1f1b or interleaved:V"
+run sim-starved 0 simulate llama3-8b --hw h100-sxm --chips 8 --gbs 64 --seq 2048 --storage files --prefetch 0 --json
+if grep -q '"input_stall":	0,' "$OUT/sim-starved.out"; then bad "a starved input pipeline shows no stall"; else ok; fi
+run sim-fed 0 simulate llama3-8b --hw h100-sxm --chips 8 --gbs 64 --seq 2048 --json && has sim-fed out '"input_stall":	0,'
+run sim-oom 0 simulate llama3-70b --hw h100-sxm --chips 8 --tp 8 --gbs 8 --seq 4096 && has sim-oom out "DOES NOT FIT" && has sim-oom out "fix 1:"
+run sim-cnn 1 simulate resnet50 --hw h100-sxm --chips 8 && has sim-cnn err "simulate handles transformer models so far"
 
 # --- collective (issue 4) ---
 run coll-sweep 0 collective --hw h200 --chips 8 --op all-reduce --bytes 1M:16M --algo ring,nvls

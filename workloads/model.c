@@ -153,6 +153,8 @@ static bool read_requires(jin *j, const cJSON *root, unsigned *req) {
 }
 
 static bool apply_opts(model *m, const model_opts *o, diag *dg) {
+  m->train.shard_tp = o && o->shard_tp > 1 ? o->shard_tp : 1;
+  m->train.only_layers = o ? o->only_layers : 0;
   if (o && o->seq_len > 0) m->train.seq_len = o->seq_len;
   if (o && o->global_batch > 0) m->train.global_batch = o->global_batch;
   if (o && o->precision) {
@@ -392,6 +394,7 @@ model *model_load(const char *arg, const model_opts *o, diag *dg) {
     return NULL;
   }
   default_name(m, m->path);
+  str_copy(m->source, sizeof m->source, arg);
   size_t p = 0;
   while (p < len && strchr(" \t\r\n", text[p])) p++;
   int rc = -1;

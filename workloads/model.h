@@ -17,6 +17,8 @@ typedef struct {
   int64_t global_batch; /* 0: from the file */
   const char *precision; /* NULL: from the file; else "bf16", "fp32", ... */
   bool forward_only;    /* build no backward pass or optimizer */
+  int64_t shard_tp;     /* per-chip shard under tensor parallelism (0 or 1: whole) */
+  int64_t only_layers;  /* build this many layers (0: all) */
 } model_opts;
 
 typedef struct {
@@ -24,6 +26,7 @@ typedef struct {
   char family[32];
   char format[16]; /* "model.json", "hf-config", "hlo" */
   char path[256];  /* the file, or "built-in: workloads/examples/x.json" */
+  char source[256]; /* what model_load was given, to load it again */
   graph *g;
   int loss; /* -1 for an imported HLO step */
   wl_train train;

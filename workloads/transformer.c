@@ -14,7 +14,7 @@ static const char *const KEYS[] = {
     "kind",  "layers",  "hidden",         "heads",         "kv_heads", "head_dim",
     "ffn_hidden", "ffn", "norm",          "parallel_block", "vocab",   "seq_len",
     "tied_embeddings", "moe", "positions", "bias",       "max_positions", "type_vocab",
-    "rope_theta", "qkv_bias", NULL};
+    "rope_theta", "qkv_bias", "dropout", NULL};
 static const char *const KIND[] = {"decoder", "encoder", NULL};
 static const char *const FFN[] = {"gelu", "relu", "swiglu", "geglu", NULL};
 static const char *const NORM[] = {"layernorm", "rmsnorm", NULL};
@@ -29,6 +29,7 @@ typedef struct {
   bool parallel, tied, bias, qkv_bias;
   int64_t experts, top_k, max_positions, type_vocab;
   double capacity;
+  double dropout; /* attention and hidden dropout probability (Megatron: 0.1) */
 } tf_cfg;
 
 /* Reads and checks the fields; returns false after reporting. */
@@ -62,6 +63,7 @@ static bool read_cfg(jin *j, const cJSON *s, const wl_train *t, tf_cfg *c) {
   ok &= jin_get_int(j, s, "type_vocab", 0, BIG, false, &c->type_vocab) >= 0;
   double theta;
   ok &= jin_get_num(j, s, "rope_theta", 1, 1e12, false, &theta) >= 0;
+  ok &= jin_get_num(j, s, "dropout", 0, 0.99, false, &c->dropout) >= 0;
   c->max_positions = c->seq;
   ok &= jin_get_int(j, s, "max_positions", 1, BIG, false, &c->max_positions) >= 0;
   const cJSON *moe = jin_get_object(j, s, "moe", false);
@@ -92,6 +94,20 @@ static bool read_cfg(jin *j, const cJSON *s, const wl_train *t, tf_cfg *c) {
     return false;
   }
   if (c->ffn_hidden == 0) c->ffn_hidden = 4 * c->hidden;
+  if (t->only_layers > 0 && t->only_layers < c->layers) c->layers = t->only_layers;
+  if (t->shard_tp > 1) { /* Megatron's split: heads, FFN columns, vocabulary */
+    int64_t tp = t->shard_tp;
+    if (c->heads % tp || c->ffn_hidden % tp) {
+      jin_error(j, 1, "heads %lld and ffn_hidden %lld must divide by tp %lld", (long long)c->heads,
+                (long long)c->ffn_hidden, (long long)tp);
+      return false;
+    }
+    c->heads /= tp;
+    c->kv_heads = c->kv_heads >= tp ? c->kv_heads / tp : 1; /* fewer KV heads are replicated */
+    c->ffn_hidden /= tp;
+    c->vocab = (c->vocab + tp - 1) / tp;
+    if (c->experts > 0 && c->experts % tp == 0) c->experts /= tp;
+  }
   if (c->pos == POS_LEARNED && c->max_positions < c->seq) {
     jin_error(j, 1, "seq_len %lld exceeds max_positions %lld", (long long)c->seq,
               (long long)c->max_positions);
@@ -123,6 +139,21 @@ static int rotary(graph *g, int x) {
   int a = graph_binary(g, GOP_MUL, x, graph_broadcast(g, cosv, s, map));
   int b = graph_binary(g, GOP_MUL, rot, graph_broadcast(g, sinv, s, map));
   return graph_binary(g, GOP_ADD, a, b);
+}
+
+/* Dropout as frameworks run it: random bits the size of x, a compare
+** against p giving the kept mask (saved for backward: Korthikanti's 1-byte
+** masks), and x / (1 - p) where kept. */
+static int dropout(graph *g, const tf_cfg *c, int x) {
+  if (c->dropout <= 0 || x < 0) return x;
+  graph_shape s = shape_of(g, x);
+  int bits = graph_custom(g, "rng-bit-generator", s, &x, 0, 0, 0, graph_bytes(&s));
+  int thr = graph_broadcast(g, graph_constant(g, (graph_shape){s.dtype, 0, {0}}), s,
+                            graph_dims_of(0));
+  int keep = graph_binary(g, GOP_COMPARE, bits, thr);
+  int zero = graph_broadcast(g, graph_constant(g, (graph_shape){s.dtype, 0, {0}}), s,
+                             graph_dims_of(0));
+  return graph_select(g, keep, wl_scale(g, x), zero);
 }
 
 static int norm(graph *g, const wl_train *t, const tf_cfg *c, int x, const char *name) {
@@ -164,14 +195,14 @@ static int attention(graph *g, const wl_train *t, const tf_cfg *c, int x, const 
                               graph_dims_of(0));
     sc = graph_select(g, mask, sc, neg);
   }
-  int pr = graph_convert(g, wl_softmax(g, sc), t->compute);
+  int pr = dropout(g, c, graph_convert(g, wl_softmax(g, sc), t->compute));
   /* out [B, nk, S, grp, d] = probs . v over T */
   int o = graph_dot(g, pr, v, graph_dims_of(2, 0, 1), graph_dims_of(2, 0, 2),
                     graph_dims_of(1, 4), graph_dims_of(1, 1), t->compute);
   o = graph_transpose(g, o, graph_dims_of(5, 0, 2, 1, 3, 4));
   o = graph_reshape(g, o, GRAPH_SHAPE(t->compute, B, S, nq * d));
   snprintf(n, sizeof n, "%s.o", p);
-  return wl_linear(g, t, o, n, "o", c->hidden, c->bias);
+  return dropout(g, c, wl_linear(g, t, o, n, "o", c->hidden, c->bias));
 }
 
 static int dense_ffn(graph *g, const wl_train *t, const tf_cfg *c, int x, const char *p) {
@@ -189,7 +220,7 @@ static int dense_ffn(graph *g, const wl_train *t, const tf_cfg *c, int x, const 
     h = graph_unary(g, c->ffn == FFN_RELU ? GOP_RELU : GOP_GELU, up);
   }
   snprintf(n, sizeof n, "%s.down", p);
-  return wl_linear(g, t, h, n, "down", c->hidden, c->bias);
+  return dropout(g, c, wl_linear(g, t, h, n, "down", c->hidden, c->bias));
 }
 
 /* Mixture of experts (Shazeer et al. 2017; Mixtral): a router picks top_k
@@ -315,6 +346,13 @@ int wl_transformer(graph *g, jin *j, const cJSON *spec, const wl_train *t, wl_in
 
   info->per_step = (double)B * (double)S;
   info->unit = "tokens";
+  info->tf = (wl_tf_dims){.layers = c.layers, .hidden = H, .heads = c.heads,
+                          .kv_heads = c.kv_heads, .head_dim = c.head_dim,
+                          .ffn_hidden = c.ffn_hidden, .vocab = c.vocab, .seq = S,
+                          .experts = c.experts, .top_k = c.top_k,
+                          .gated = c.ffn == FFN_SWIGLU || c.ffn == FFN_GEGLU, .tied = c.tied,
+                          .parallel_block = c.parallel, .encoder = c.kind == 1,
+                          .dropout = c.dropout};
   if (c.experts > 0) {
     /* parameters a token passes through: all but the unchosen experts */
     int64_t per_expert = (c.ffn == FFN_SWIGLU || c.ffn == FFN_GEGLU ? 3 : 2) * H * c.ffn_hidden;

@@ -38,9 +38,24 @@ typedef struct {
   double lora_alpha;
   int n_targets; /* LoRA target modules: "q", "k", "v", "o", "gate", "up", "down", ... */
   char targets[WL_MAX_TARGETS][16];
+  /* For the simulator's per-chip graphs: build one tensor-parallel shard
+  ** (heads, kv heads, FFN and vocabulary divided by shard_tp) of only
+  ** `only_layers` layers (0: all). 1 and 0 build the model as written. */
+  int64_t shard_tp, only_layers;
 } wl_train;
 
+/* A transformer's dimensions, for the memory model and sharding rules
+** (zero for other families). */
 typedef struct {
+  int64_t layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, seq;
+  int64_t experts, top_k;
+  bool gated; /* swiglu/geglu: three FFN matrices */
+  double dropout; /* attention and hidden dropout probability */
+  bool tied, parallel_block, encoder;
+} wl_tf_dims;
+
+typedef struct {
+  wl_tf_dims tf;
   double per_step;     /* tokens (or samples, rows) processed per step */
   const char *unit;    /* "tokens", "samples", "rows" */
   unsigned requires;   /* WL_REQ_* */

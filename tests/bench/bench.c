@@ -4,6 +4,7 @@
 **
 **   engine events per second (target: >= 5 million on one core)
 **   1 GiB all-reduce over 4096 TPU v5p chips (target: simulated in < 1 s)
+**   one step of gpt3-175b on 1024 A100s, TP 8, PP 8, DP 16, 1F1B (target: < 1 s)
 */
 #include <stdio.h>
 #include <time.h>
@@ -12,6 +13,7 @@
 #include "../../sim/coll.h"
 #include "../../sim/engine.h"
 #include "../../sim/net.h"
+#include "../../sim/step.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -61,6 +63,24 @@ int main(void) {
          dt, (long long)out.events, (double)out.events / dt / 1e6, out.time_s * 1e3,
          out.busbw / 1e9);
   net_free(n);
+
+  t0 = now_s();
+  model_opts mo = {.seq_len = 2048};
+  model *m = model_load("gpt3-175b", &mo, d);
+  plan p = {.chips = 1024, .tp = 8, .pp = 8, .dp = 16, .ep = 1, .mbs = 1, .gbs = 1536, .seq = 2048,
+            .vp = 1, .slices = 1, .schedule = PLAN_1F1B, .precision = GDT_BF16};
+  step_result sr;
+  const hw_model *a100 = hw_catalog_find(cat, "a100-80g");
+  if (!m || step_check(m, a100, &p, err, sizeof err) != 0 ||
+      step_simulate(m, a100, &p, NULL, &sr, err, sizeof err) != 0) {
+    fprintf(stderr, "%s\n", m ? err : "cannot load gpt3-175b");
+    return 1;
+  }
+  dt = now_s() - t0;
+  printf("simulate gpt3-175b on 1024 a100-80g (tp 8, pp 8, dp 16, 1f1b): %.3f s (target < 1 s); "
+         "predicted step %.2f s, MFU %.1f%%\n",
+         dt, sr.step_time_s, 100 * sr.mfu);
+  model_free(m);
   hw_catalog_free(cat);
   diag_free(d);
   return 0;

@@ -1,0 +1,81 @@
+/*
+** memory.h -- per-chip memory of a transformer training step under a
+** parallel plan: model state (weights, gradients, optimizer; ZeRO),
+** activations (Korthikanti et al. 2022, generalized), temporary and
+** collective buffers, the peak against the chip's capacity, and the
+** cheapest fixes for a plan that does not fit. Pure functions: no state,
+** callable from many threads. Formulas and sources: docs/memory.md.
+*/
+#ifndef TPUSIM_MEMORY_H
+#define TPUSIM_MEMORY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../workloads/wl.h"
+#include "plan.h"
+
+/* How the framework holds state; the plan holds the rest. A zeroed struct
+** is plain 16-bit training with SGD, Korthikanti's activation accounting
+** (dropout masks, stored softmax) and the embedding/LM head counted. */
+typedef struct {
+  bool master_fp32;        /* 16-bit weights + an fp32 master copy in the optimizer */
+  bool fp32_grads;         /* gradients kept in fp32 (Megatron's main_grad) */
+  int optimizer_states;    /* per parameter: 2 Adam(W), 1 momentum, 0 SGD */
+  double trainable_fraction; /* trainable / all parameters (LoRA); 0 means 1 */
+  bool layers_only;        /* transformer layers only: no embedding, LM head,
+                           ** final norm or loss (Korthikanti's Fig. 1 basis) */
+  bool flash_attention;    /* the attention kernel keeps no s x s tensor */
+  bool no_dropout;         /* no dropout masks */
+  double capacity_bytes;   /* HBM per chip; 0: unlimited (fits is always true) */
+} mem_opts;
+
+/* Per chip, bytes, on the worst pipeline stage (the one with the larger
+** peak of the first and the last). peak = weights + gradients + optimizer +
+** activations + temporary: all held at once at the start of the backward of
+** the last warm-up micro-batch (docs/memory.md, "The peak"). */
+typedef struct {
+  double weights, gradients, optimizer, activations, temporary, peak, capacity;
+  bool fits;               /* peak <= capacity (or capacity 0) */
+  int stage;               /* the worst stage: 0 or pp - 1 */
+  double params;           /* parameters held by this chip before ZeRO sharding */
+  double act_layer;        /* one layer, one micro-batch, under the plan's recompute */
+  double layer_mbs;        /* layer x micro-batch activation sets resident */
+} mem_bytes;
+
+/* Options from a model's training settings: Adam/AdamW 2 states, momentum 1,
+** SGD 0; fp32_grads follows master_fp32 (Megatron's default). */
+mem_opts mem_opts_from_train(const wl_train *t, double capacity_bytes);
+
+/* Weights, gradients and optimizer (the other fields zero) for `params`
+** parameters replicated over a data-parallel group of dp under ZeRO stage
+** `zero` (Rajbhandari et al. 2020). precision: the dtype of the weights. */
+void mem_model_state(double params, int64_t dp, int zero, graph_dtype precision,
+                     const mem_opts *o, mem_bytes *out);
+
+/* The memory of one chip. Returns 0, or -1 with a message in err. */
+int mem_transformer(const wl_tf_dims *d, const plan *p, const mem_opts *o, mem_bytes *out,
+                    char *err, size_t errn);
+
+typedef struct {
+  char what[96];        /* "micro-batch 4 -> 1 (accumulation 1 -> 4)" */
+  double saves_bytes;   /* old peak - new peak */
+  double peak;          /* the new peak, recomputed with the changed plan */
+  bool fits;            /* the change alone is enough */
+  plan p;               /* the changed plan and options */
+  mem_opts o;
+} mem_fix;
+
+enum { MEM_MAX_FIXES = 8 };
+
+/* For a plan that does not fit, the fixes that lower its peak, ordered by how
+** little they change the plan: smaller micro-batch (more accumulation),
+** selective recompute, full recompute, a higher ZeRO stage, sequence
+** parallelism, more TP, more PP, bf16 instead of fp32. Each kind appears at
+** most once, with the smallest change of that kind that fits, or else the
+** strongest one. Returns the count (0 when the plan fits), or -1 with err. */
+int mem_fixes(const wl_tf_dims *d, const plan *p, const mem_opts *o,
+              mem_fix out[MEM_MAX_FIXES], char *err, size_t errn);
+
+#endif

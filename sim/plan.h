@@ -1,0 +1,38 @@
+/*
+** plan.h -- a parallel plan: how one training step is split over chips.
+**
+** dp x tp x pp x ep = chips (ep shares chips with dp: experts are sharded
+** over the data-parallel group, as in Megatron/DeepSpeed-MoE). Micro-batch
+** mbs sequences per chip per pipeline pass; the global batch gbs is
+** dp x mbs x (micro-batches per step), so gradient accumulation is
+** gbs / (dp x mbs) micro-batches.
+*/
+#ifndef TPUSIM_PLAN_H
+#define TPUSIM_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "graph.h"
+
+typedef enum { PLAN_GPIPE, PLAN_1F1B, PLAN_INTERLEAVED } plan_schedule;
+typedef enum { PLAN_RECOMPUTE_NONE, PLAN_RECOMPUTE_SELECTIVE, PLAN_RECOMPUTE_FULL } plan_recompute;
+
+typedef struct {
+  int64_t chips, dp, tp, pp, ep;
+  int zero;        /* 0..3 (ZeRO stage); FSDP = zero 3 */
+  bool sp;         /* sequence parallelism with tp (Korthikanti et al. 2022) */
+  int64_t mbs, gbs, seq;
+  plan_recompute recompute;
+  graph_dtype precision;
+  plan_schedule schedule;
+  int64_t vp;      /* virtual stages per chip (interleaved 1F1B) */
+  int64_t slices;  /* TPU slices joined by DCN; dp spans them */
+  int64_t reduction_server; /* reducer hosts for the gradient all-reduce; 0 = none */
+} plan;
+
+/* Micro-batches per step per pipeline: gbs / (dp x mbs). */
+int64_t plan_microbatches(const plan *p);
+
+#endif

@@ -1,0 +1,562 @@
+/*
+** step.c -- see step.h.
+**
+** 1. Per-chip layer times: the model is rebuilt as one tensor-parallel
+**    shard with one and with two layers (forward + backward); the
+**    difference is one layer, the rest the embedding, head and loss. Every
+**    op is timed on the chip (sim/optime). Until the fusion pass lands
+**    (issue 7), elementwise work is taken as fused the way Megatron's
+**    kernels fuse it: an elementwise op moves HBM bytes only for operands
+**    that come from, and results that go to, non-elementwise ops.
+** 2. Collectives are timed on the network (sim/coll): tensor-parallel
+**    all-reduces (or reduce-scatter/all-gather pairs with sequence
+**    parallelism) inside each layer, point-to-point sends between stages,
+**    the data-parallel gradient all-reduce in buckets.
+** 3. The pipeline is scheduled on the event engine: each stage's chip takes
+**    the highest-priority ready task (GPipe: forwards first; 1F1B and
+**    interleaved: backwards first, with Megatron's limit on forwards in
+**    flight), so the bubble and exposed communication fall out.
+*/
+#include "step.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll.h"
+#include "engine.h"
+#include "net.h"
+#include "optime.h"
+
+/* ---- per-chip op times ---- */
+
+static bool fusible(graph_op_kind k) {
+  return graph_op_is_elementwise(k) || k == GOP_BROADCAST || k == GOP_REDUCE ||
+         k == GOP_RESHAPE || k == GOP_CONSTANT || k == GOP_IOTA || k == GOP_SLICE ||
+         k == GOP_CONCAT || k == GOP_PAD;
+}
+
+typedef struct {
+  double t[GRAPH_PHASE_COUNT];
+  double attn_fwd; /* the attention core: scores to context (for selective recompute) */
+} phase_times;
+
+/* Times every op of g on hw; fused elementwise traffic as described above. */
+static int time_graph(const hw_model *hw, const graph *g, phase_times *out, char *err, size_t errn) {
+  int n = graph_count(g);
+  char *feeds_hard = calloc((size_t)n, 1); /* has a non-fusible consumer */
+  if (!feeds_hard) {
+    snprintf(err, errn, "out of memory");
+    return -1;
+  }
+  for (int i = 0; i < n; i++) {
+    const graph_op *op = graph_get(g, i);
+    if (fusible(op->kind)) continue;
+    for (int k = 0; k < op->n_in; k++) feeds_hard[op->in[k]] = 1;
+  }
+  memset(out, 0, sizeof *out);
+  double bw = hw->chip.hbm_bw_bytes_per_s * hw->chip.hbm_efficiency;
+  for (int i = 0; i < n; i++) {
+    const graph_op *op = graph_get(g, i);
+    if (op->kind == GOP_PARAMETER || op->kind == GOP_CONSTANT || graph_op_is_collective(op->kind))
+      continue;
+    optime_result r;
+    if (optime_op(hw, g, i, &r, err, errn) != 0) {
+      free(feeds_hard);
+      return -1;
+    }
+    double t = r.time_s;
+    if (fusible(op->kind)) {
+      double bytes = feeds_hard[i] ? graph_bytes(&op->out) : 0;
+      for (int k = 0; k < op->n_in; k++) {
+        const graph_op *in = graph_get(g, op->in[k]);
+        if (!fusible(in->kind) && in->kind != GOP_PARAMETER) bytes += graph_bytes(&in->out);
+        if (in->kind == GOP_PARAMETER && in->out.rank > 0) bytes += graph_bytes(&in->out);
+      }
+      /* one launch per fused kernel: charged to the op that ends it */
+      double overhead = feeds_hard[i] ? r.overhead_s : 0;
+      double mem = bytes / bw;
+      t = (r.compute_s > mem ? r.compute_s : mem) + overhead;
+    }
+    t *= (double)op->count;
+    out->t[op->phase] += t;
+    /* scores [B, kv, S, group, T] and the two batched dots around them */
+    if (op->phase == GRAPH_FORWARD && op->out.rank == 5 && op->layer >= 0) out->attn_fwd += t;
+  }
+  free(feeds_hard);
+  return 0;
+}
+
+static model *load_shard(const model *m, const plan *p, int64_t layers, char *err, size_t errn) {
+  diag *d = diag_new();
+  model_opts o = {.seq_len = p->seq, .global_batch = p->mbs, .shard_tp = p->tp,
+                  .only_layers = layers};
+  static const char *const PREC[GDT_COUNT] = {[GDT_BF16] = "bf16", [GDT_F16] = "fp16",
+                                               [GDT_F32] = "fp32", [GDT_F64] = "fp64",
+                                               [GDT_F8] = "fp8"};
+  o.precision = PREC[p->precision];
+  model *s = model_load(m->source, &o, d);
+  if (!s) snprintf(err, errn, "%s", diag_count(d) ? diag_message(d, 0) : "cannot rebuild the model");
+  diag_free(d);
+  return s;
+}
+
+/* ---- checks ---- */
+
+int step_check(const model *m, const hw_model *hw, plan *p, char *err, size_t errn) {
+  const wl_tf_dims *d = &m->info.tf;
+  if (d->layers == 0) {
+    snprintf(err, errn, "simulate handles transformer models so far (issue 5); %s is a %s model — "
+                        "'tpusim graph' shows its costs", m->name, m->family);
+    return -1;
+  }
+  if (p->tp < 1 || p->pp < 1 || p->ep < 1 || p->chips < 1 || p->mbs < 1) {
+    snprintf(err, errn, "--chips, --tp, --pp, --ep and --mbs must be at least 1");
+    return -1;
+  }
+  if (d->heads % p->tp != 0) {
+    snprintf(err, errn, "tp %lld does not divide the %lld attention heads", (long long)p->tp,
+             (long long)d->heads);
+    return -1;
+  }
+  if (d->kv_heads % p->tp != 0 && p->tp % d->kv_heads != 0) {
+    snprintf(err, errn, "tp %lld and the %lld KV heads: one must divide the other",
+             (long long)p->tp, (long long)d->kv_heads);
+    return -1;
+  }
+  if (d->ffn_hidden % p->tp != 0) {
+    snprintf(err, errn, "tp %lld does not divide ffn_hidden %lld", (long long)p->tp,
+             (long long)d->ffn_hidden);
+    return -1;
+  }
+  if (p->dp == 0) p->dp = p->chips / (p->tp * p->pp * p->ep);
+  if (p->dp * p->tp * p->pp * p->ep != p->chips) {
+    snprintf(err, errn, "dp %lld x tp %lld x pp %lld x ep %lld = %lld, but --chips is %lld",
+             (long long)p->dp, (long long)p->tp, (long long)p->pp, (long long)p->ep,
+             (long long)(p->dp * p->tp * p->pp * p->ep), (long long)p->chips);
+    return -1;
+  }
+  if (p->vp < 1) p->vp = 1;
+  if (p->pp > d->layers) {
+    snprintf(err, errn, "pp %lld is more than the %lld layers", (long long)p->pp,
+             (long long)d->layers);
+    return -1;
+  }
+  if (d->layers % (p->pp * p->vp) != 0) {
+    snprintf(err, errn, "%lld layers do not split into pp %lld x %lld virtual stages",
+             (long long)d->layers, (long long)p->pp, (long long)p->vp);
+    return -1;
+  }
+  if (p->ep > 1 && (d->experts == 0 || d->experts % p->ep != 0)) {
+    snprintf(err, errn, "ep %lld needs a MoE model whose experts (%lld) it divides",
+             (long long)p->ep, (long long)d->experts);
+    return -1;
+  }
+  if (p->gbs == 0) p->gbs = m->train.global_batch;
+  if (p->seq == 0) p->seq = m->train.seq_len;
+  if (p->gbs % (p->dp * p->mbs) != 0) {
+    snprintf(err, errn, "mbs %lld x dp %lld does not divide the global batch %lld",
+             (long long)p->mbs, (long long)p->dp, (long long)p->gbs);
+    return -1;
+  }
+  if (p->schedule == PLAN_INTERLEAVED && plan_microbatches(p) % p->pp != 0) {
+    snprintf(err, errn, "interleaved 1F1B needs the %lld micro-batches to be a multiple of pp %lld",
+             (long long)plan_microbatches(p), (long long)p->pp);
+    return -1;
+  }
+  if (p->schedule == PLAN_INTERLEAVED && p->vp < 2) {
+    snprintf(err, errn, "interleaved 1F1B needs V >= 2 virtual stages (interleaved:V)");
+    return -1;
+  }
+  if (p->sp && p->tp < 2) p->sp = false;
+  if (p->zero < 0 || p->zero > 3) {
+    snprintf(err, errn, "--zero takes 0, 1, 2 or 3");
+    return -1;
+  }
+  if (!(hw_peak_flops(hw, p->precision == GDT_F32   ? HW_FP32
+                          : p->precision == GDT_F64 ? HW_FP64
+                          : p->precision == GDT_F16 ? HW_FP16
+                          : p->precision == GDT_F8  ? HW_FP8
+                                                    : HW_BF16) > 0)) {
+    snprintf(err, errn, "%s has no %s unit", hw->name, graph_dtype_name(p->precision));
+    return -1;
+  }
+  if (p->slices < 1) p->slices = 1;
+  return 0;
+}
+
+/* ---- collectives ---- */
+
+static double coll_time(const hw_model *hw, int64_t chips, int64_t per_node, coll_op op,
+                        double bytes, int64_t slices, int64_t reducers, char *err, size_t errn) {
+  if (chips < 2 || bytes <= 0) return 0;
+  hw_model h = *hw;
+  if (per_node > 0) h.chips_per_node = per_node;
+  net *n = net_build(&h, chips, slices, err, errn);
+  if (!n) return -1;
+  coll_req r = {.op = op, .bytes = bytes, .axis = -1, .reducers = reducers,
+                .algo = reducers ? COLL_REDUCTION_SERVER : COLL_AUTO};
+  coll_result out;
+  int rc = coll_run(n, &r, &out, err, errn);
+  net_free(n);
+  return rc == 0 ? out.time_s : -1;
+}
+
+/* ---- the pipeline ---- */
+
+typedef struct {
+  double dur;  /* on the stage's chip */
+  double done; /* completion time, < 0 while pending */
+  double ready; /* dependencies met at */
+  int deps_left;
+} task;
+
+typedef struct {
+  eng *e;
+  const plan *p;
+  int64_t S, M;     /* virtual stages, micro-batches */
+  task *f, *b;      /* [vs * M + mb] */
+  bool *busy;       /* per device */
+  int64_t *order;   /* per device: its 2 M V tasks in order (+id+1 forward, -(id+1) backward) */
+  int64_t *pos;     /* per device: the next task in its order */
+  double p2p;
+  double *last_b_start, *last_b_dur; /* per device: the last backward, for bucket overlap */
+  double *busy_s;   /* per device */
+} pipe;
+
+static int64_t dev_of(const pipe *q, int64_t vs) { return vs % q->p->pp; }
+
+/* Each chip runs its tasks in Megatron's order (schedules.py): warm-up
+** forwards, then one forward and one backward in turn, then the remaining
+** backwards; GPipe runs every forward, then every backward. With V
+** virtual stages, forward k is chunk (k / pp) mod V of micro-batch
+** (k / (pp V)) pp + k mod pp, backward k the same with chunks reversed. */
+static int64_t seq_task(const pipe *q, int64_t dev, int64_t k, bool back) {
+  int64_t pp = q->p->pp, vp = q->p->vp;
+  int64_t chunk = (k / pp) % vp, mb = (k / (pp * vp)) * pp + k % pp;
+  if (back) chunk = vp - 1 - chunk;
+  return (chunk * pp + dev) * q->M + mb;
+}
+
+static void build_order(pipe *q, int64_t dev) {
+  int64_t pp = q->p->pp, vp = q->p->vp, total = q->M * vp, n = 0;
+  int64_t warm = q->p->schedule == PLAN_GPIPE ? total
+                 : q->p->schedule == PLAN_INTERLEAVED ? (pp - dev - 1) * 2 + (vp - 1) * pp
+                                                      : pp - dev - 1;
+  if (warm > total) warm = total;
+  int64_t *o = q->order + dev * 2 * total;
+  for (int64_t k = 0; k < warm; k++) o[n++] = seq_task(q, dev, k, false) + 1;
+  for (int64_t i = 0; i < total - warm; i++) {
+    o[n++] = seq_task(q, dev, warm + i, false) + 1;
+    o[n++] = -(seq_task(q, dev, i, true) + 1);
+  }
+  for (int64_t k = total - warm; k < total; k++) o[n++] = -(seq_task(q, dev, k, true) + 1);
+}
+
+static void on_done(eng *e, void *ctx, int64_t arg);
+
+/* The chip of `dev` starts its next task in order once its inputs are in. */
+static void dispatch(pipe *q, int64_t dev) {
+  int64_t total = q->M * q->p->vp;
+  if (q->busy[dev] || q->pos[dev] == 2 * total) return;
+  double now = eng_now(q->e);
+  int64_t code = q->order[dev * 2 * total + q->pos[dev]];
+  bool back = code < 0;
+  int64_t id = (back ? -code : code) - 1;
+  task *t = back ? &q->b[id] : &q->f[id];
+  if (t->deps_left != 0 || t->ready > now) return; /* its release will call again */
+  q->pos[dev]++;
+  t->deps_left = -1;
+  q->busy[dev] = true;
+  q->busy_s[dev] += t->dur;
+  if (back) {
+    q->last_b_start[dev] = now;
+    q->last_b_dur[dev] = t->dur;
+  }
+  eng_at(q->e, now + t->dur, on_done, q, code);
+}
+
+static void on_ready(eng *e, void *ctx, int64_t arg) {
+  (void)e;
+  pipe *q = ctx;
+  dispatch(q, arg);
+}
+
+static void release(pipe *q, task *t, double at, int64_t dev) {
+  if (--t->deps_left == 0) {
+    if (at > t->ready) t->ready = at;
+    eng_at(q->e, t->ready, on_ready, q, dev);
+  } else if (at > t->ready) {
+    t->ready = at;
+  }
+}
+
+static void on_done(eng *e, void *ctx, int64_t arg) {
+  pipe *q = ctx;
+  bool back = arg < 0;
+  int64_t id = (back ? -arg : arg) - 1, vs = id / q->M, mb = id % q->M, dev = dev_of(q, vs);
+  double now = eng_now(e);
+  q->busy[dev] = false;
+  if (!back) {
+    q->f[id].done = now;
+    if (vs + 1 < q->S) release(q, &q->f[id + q->M], now + q->p2p, dev_of(q, vs + 1));
+    release(q, &q->b[id], now, dev); /* a backward needs its own forward */
+  } else {
+    q->b[id].done = now;
+    if (vs > 0) release(q, &q->b[id - q->M], now + q->p2p, dev_of(q, vs - 1));
+  }
+  (void)mb;
+  dispatch(q, dev);
+}
+
+/* ---- the step ---- */
+
+static double peak_for(const hw_model *hw, graph_dtype dt) {
+  switch (dt) {
+  case GDT_F32: return hw_peak_flops(hw, HW_FP32);
+  case GDT_F64: return hw_peak_flops(hw, HW_FP64);
+  case GDT_F16: return hw_peak_flops(hw, HW_FP16);
+  case GDT_F8: return hw_peak_flops(hw, HW_FP8);
+  default: return hw_peak_flops(hw, HW_BF16);
+  }
+}
+
+int step_simulate(const model *m, const hw_model *hw, const plan *pl, const input_cfg *in,
+                  step_result *r, char *err, size_t errn) {
+  memset(r, 0, sizeof *r);
+  plan p = *pl;
+  const wl_tf_dims *d = &m->info.tf;
+  /* 1. one layer's time on one chip */
+  model *one = load_shard(m, &p, 1, err, errn);
+  if (!one) return -1;
+  model *two = p.pp * p.vp > 0 ? load_shard(m, &p, 2, err, errn) : NULL;
+  if (!two) {
+    model_free(one);
+    return -1;
+  }
+  phase_times t1, t2;
+  int rc = time_graph(hw, one->g, &t1, err, errn);
+  if (rc == 0) rc = time_graph(hw, two->g, &t2, err, errn);
+  model_free(one);
+  model_free(two);
+  if (rc != 0) return -1;
+  r->layer_fwd_s = t2.t[GRAPH_FORWARD] - t1.t[GRAPH_FORWARD];
+  r->layer_bwd_s = t2.t[GRAPH_BACKWARD] - t1.t[GRAPH_BACKWARD];
+  r->attn_core_fwd_s = t2.attn_fwd - t1.attn_fwd;
+  r->head_fwd_s = t1.t[GRAPH_FORWARD] - r->layer_fwd_s;
+  r->head_bwd_s = t1.t[GRAPH_BACKWARD] - r->layer_bwd_s;
+  double recompute = p.recompute == PLAN_RECOMPUTE_FULL        ? r->layer_fwd_s
+                     : p.recompute == PLAN_RECOMPUTE_SELECTIVE ? r->attn_core_fwd_s
+                                                               : 0;
+
+  /* 2. collectives */
+  double act = (double)p.mbs * (double)p.seq * (double)d->hidden * 2; /* b s h, 16-bit */
+  int64_t node = hw->chips_per_node;
+  double ar = coll_time(hw, p.tp, p.tp <= node ? p.tp : node, COLL_ALL_REDUCE, act, 1, 0, err, errn);
+  if (ar < 0) return -1;
+  if (p.sp) { /* a reduce-scatter and an all-gather in place of each all-reduce */
+    double rs = coll_time(hw, p.tp, p.tp <= node ? p.tp : node, COLL_REDUCE_SCATTER, act, 1, 0, err, errn);
+    double ag = coll_time(hw, p.tp, p.tp <= node ? p.tp : node, COLL_ALL_GATHER, act, 1, 0, err, errn);
+    if (rs < 0 || ag < 0) return -1;
+    ar = rs + ag;
+  }
+  r->tp_comm_fwd_s = 2 * ar; /* Megatron: after attention and after the MLP */
+  r->tp_comm_bwd_s = 2 * ar + (p.recompute == PLAN_RECOMPUTE_FULL ? 2 * ar : 0);
+  if (p.pp > 1) {
+    /* each TP rank sends its 1/tp of the activations (Megatron's
+    ** scatter-gather), to the next stage's chip: another node when a
+    ** stage fills one */
+    hw_model h = *hw;
+    int64_t stage_chips = p.tp, per = stage_chips < node ? stage_chips : node;
+    h.chips_per_node = per;
+    net *n = net_build(&h, 2 * stage_chips, 1, err, errn);
+    if (!n) return -1;
+    int64_t pairs[64][2];
+    int np = 0;
+    for (int64_t i = 0; i < stage_chips && np < 64; i++, np++) {
+      pairs[np][0] = i;
+      pairs[np][1] = stage_chips + i;
+    }
+    double t;
+    rc = coll_flows(n, (const int64_t(*)[2])pairs, np, act / (double)p.tp, &t);
+    net_free(n);
+    if (rc != 0) {
+      snprintf(err, errn, "pipeline send failed");
+      return -1;
+    }
+    r->p2p_s = t;
+  }
+  int64_t L = d->layers / (p.pp * p.vp);
+  r->layers_per_stage = d->layers / p.pp;
+  double stage_params = (double)m->params / (double)(p.tp * p.pp);
+  double grad_bytes = stage_params * 2;
+  double dp_t = 0;
+  if (p.dp > 1) {
+    /* the data-parallel group: one chip per node (rails), or the slices */
+    int64_t per = p.tp * p.pp >= node ? 1 : node / (p.tp * p.pp);
+    if (hw->scale_up.kind == HW_UP_ICI_TORUS) per = 0;
+    dp_t = coll_time(hw, p.dp, per, COLL_ALL_REDUCE, grad_bytes, p.slices, p.reduction_server,
+                     err, errn);
+    if (dp_t < 0) return -1;
+  }
+  r->dp_allreduce_s = dp_t;
+  /* fused Adam (apex FusedAdam): read weight, grad, master, m, v; write them back */
+  double local = stage_params / (p.zero >= 1 ? (double)p.dp : 1);
+  r->optimizer_s = local * 28 / (hw->chip.hbm_bw_bytes_per_s * hw->chip.hbm_efficiency);
+
+  /* 3. the pipeline on the engine */
+  pipe q = {.p = &p, .S = p.pp * p.vp, .M = plan_microbatches(&p), .p2p = r->p2p_s};
+  r->microbatches = q.M;
+  if (q.M < 1) {
+    snprintf(err, errn, "no micro-batches: gbs %lld < dp %lld x mbs %lld", (long long)p.gbs,
+             (long long)p.dp, (long long)p.mbs);
+    return -1;
+  }
+  size_t nt = (size_t)(q.S * q.M);
+  q.e = eng_new();
+  q.f = calloc(nt, sizeof *q.f);
+  q.b = calloc(nt, sizeof *q.b);
+  q.busy = calloc((size_t)p.pp, sizeof *q.busy);
+  q.order = calloc(nt * 2, sizeof *q.order);
+  q.pos = calloc((size_t)p.pp, sizeof *q.pos);
+  q.last_b_start = calloc((size_t)p.pp, sizeof(double));
+  q.last_b_dur = calloc((size_t)p.pp, sizeof(double));
+  q.busy_s = calloc((size_t)p.pp, sizeof(double));
+  if (!q.e || !q.f || !q.b || !q.busy || !q.order || !q.pos || !q.last_b_start ||
+      !q.last_b_dur || !q.busy_s) {
+    snprintf(err, errn, "out of memory");
+    rc = -1;
+    goto done;
+  }
+  double fwd_layer = r->layer_fwd_s + r->tp_comm_fwd_s;
+  double bwd_layer = r->layer_bwd_s + recompute + r->tp_comm_bwd_s;
+  for (int64_t vs = 0; vs < q.S; vs++)
+    for (int64_t mb = 0; mb < q.M; mb++) {
+      task *f = &q.f[vs * q.M + mb], *b = &q.b[vs * q.M + mb];
+      f->dur = (double)L * fwd_layer;
+      b->dur = (double)L * bwd_layer;
+      if (vs == 0) { /* the embedding sits with the first stage, the head with the last */
+        f->dur += 0.5 * r->head_fwd_s;
+        b->dur += 0.5 * r->head_bwd_s;
+      }
+      if (vs == q.S - 1) {
+        f->dur += 0.5 * r->head_fwd_s;
+        b->dur += 0.5 * r->head_bwd_s;
+      }
+      f->done = b->done = -1;
+      f->deps_left = vs > 0 ? 1 : 0;           /* the previous stage's forward */
+      b->deps_left = vs + 1 < q.S ? 2 : 1;     /* its own forward, the next stage's backward */
+    }
+  for (int64_t dev = 0; dev < p.pp; dev++) {
+    build_order(&q, dev);
+    eng_at(q.e, 0, on_ready, &q, dev);
+  }
+  eng_run(q.e);
+  double end = 0;
+  for (size_t i = 0; i < nt; i++) {
+    if (q.b[i].done < 0) {
+      snprintf(err, errn, "the pipeline schedule deadlocked (a bug; please report the plan)");
+      rc = -1;
+      goto done;
+    }
+  }
+  /* 4. gradient buckets all-reduce while the last backward runs: bucket j
+  ** of a stage is ready when layer j's gradient is, and buckets queue on
+  ** the stage's network link */
+  double compute_dev0 = 0;
+  for (int64_t dev = 0; dev < p.pp; dev++) {
+    double last_b_end = q.last_b_start[dev] + q.last_b_dur[dev];
+    double t = last_b_end;
+    if (dp_t > 0) {
+      int64_t buckets = r->layers_per_stage > 0 ? r->layers_per_stage : 1;
+      eng_res link = {0};
+      for (int64_t j = 0; j < buckets; j++) {
+        double ready = q.last_b_start[dev] + q.last_b_dur[dev] * (double)(j + 1) / (double)buckets;
+        t = eng_res_use(&link, ready, dp_t / (double)buckets);
+      }
+      if (t < last_b_end) t = last_b_end;
+    }
+    t += r->optimizer_s;
+    if (t > end) end = t;
+    if (dev == 0) compute_dev0 = q.busy_s[0];
+  }
+  r->step_time_s = end;
+  {
+    double tp_total = (double)q.M * (double)(L * p.vp) * (r->tp_comm_fwd_s + r->tp_comm_bwd_s);
+    double exposed_dp = end - r->optimizer_s;
+    double last_b_end = q.last_b_start[0] + q.last_b_dur[0];
+    exposed_dp = exposed_dp > last_b_end ? exposed_dp - last_b_end : 0;
+    r->breakdown_s.compute = compute_dev0 - tp_total;
+    r->breakdown_s.exposed_comm = tp_total + exposed_dp;
+    r->breakdown_s.other = r->optimizer_s;
+    r->breakdown_s.input_stall = 0;
+    double bubble = end - compute_dev0 - exposed_dp - r->optimizer_s;
+    r->breakdown_s.pipeline_bubble = bubble > 0 ? bubble : 0;
+  }
+  /* 5. the input pipeline of each host feeds this step time of compute */
+  if (in) {
+    input_cfg c = *in;
+    int64_t hosts = p.chips / hw->chips_per_node > 0 ? p.chips / hw->chips_per_node : 1;
+    c.samples_per_step = p.gbs / hosts > 0 ? p.gbs / hosts : 1;
+    input_result ir;
+    if (input_simulate(&c, r->step_time_s, 40, &ir, err, errn) != 0) {
+      rc = -1;
+      goto done;
+    }
+    r->breakdown_s.input_stall = ir.stall_s_per_step;
+    r->step_time_s += ir.stall_s_per_step;
+  }
+  /* 6. memory per chip (Korthikanti et al. 2022 activations, ZeRO) */
+  {
+    mem_opts mo = mem_opts_from_train(&m->train, (double)hw->chip.hbm_bytes);
+    mo.no_dropout = d->dropout <= 0;
+    if (mem_transformer(d, &p, &mo, &r->memory, err, errn) != 0) {
+      rc = -1;
+      goto done;
+    }
+    r->fits = r->memory.fits;
+    if (!r->fits) {
+      r->n_fixes = mem_fixes(d, &p, &mo, r->fixes, err, errn);
+      if (r->n_fixes < 0) r->n_fixes = 0;
+    }
+  }
+  /* 7. rates */
+  {
+    diag *dg = diag_new();
+    model_opts o = {.seq_len = p.seq, .global_batch = p.gbs, .forward_only = false};
+    model *full = model_load(m->source, &o, dg);
+    diag_free(dg);
+    if (!full) {
+      snprintf(err, errn, "cannot rebuild %s", m->name);
+      rc = -1;
+      goto done;
+    }
+    graph_cost f = graph_total_cost(full->g, GRAPH_FORWARD), b = graph_total_cost(full->g, GRAPH_BACKWARD);
+    r->model_flops_per_step = graph_cost_flops(&f) + graph_cost_flops(&b);
+    double layer_f = graph_cost_flops(&f) / (double)d->layers; /* close enough for HFU */
+    double rec = p.recompute == PLAN_RECOMPUTE_FULL ? graph_cost_flops(&f)
+                 : p.recompute == PLAN_RECOMPUTE_SELECTIVE
+                     ? layer_f * d->layers * (r->attn_core_fwd_s / (r->layer_fwd_s > 0 ? r->layer_fwd_s : 1))
+                     : 0;
+    r->hardware_flops_per_step = r->model_flops_per_step + rec;
+    model_free(full);
+  }
+  double peak = peak_for(hw, p.precision) * (double)p.chips;
+  r->mfu = r->model_flops_per_step / (r->step_time_s * peak);
+  r->hfu = r->hardware_flops_per_step / (r->step_time_s * peak);
+  r->tokens_per_s = (double)p.gbs * (double)p.seq / r->step_time_s;
+  r->usd_per_hour = hw->price.on_demand_usd_per_chip_hour * (double)p.chips;
+  r->usd_per_step = r->usd_per_hour * r->step_time_s / 3600;
+done:
+  eng_free(q.e);
+  free(q.f);
+  free(q.b);
+  free(q.busy);
+  free(q.order);
+  free(q.pos);
+  free(q.last_b_start);
+  free(q.last_b_dur);
+  free(q.busy_s);
+  return rc;
+}

@@ -1,0 +1,49 @@
+/*
+** step.h -- one training step of a model on a machine under a plan: the
+** per-chip programs timed op by op, the pipeline and the gradient
+** all-reduce scheduled on the event engine, and memory per chip.
+**
+** Equivalent chips are simulated once: the tensor-parallel ranks of a
+** stage and the data-parallel replicas run the same program, so one chip
+** per pipeline stage stands for its group.
+*/
+#ifndef TPUSIM_STEP_H
+#define TPUSIM_STEP_H
+
+#include <stddef.h>
+
+#include "../hw_models/hw.h"
+#include "../workloads/model.h"
+#include "input.h"
+#include "memory.h"
+#include "plan.h"
+
+typedef struct {
+  double step_time_s, tokens_per_s, mfu, hfu;
+  double model_flops_per_step, hardware_flops_per_step;
+  struct {
+    double compute, exposed_comm, pipeline_bubble, input_stall, other;
+  } breakdown_s;
+  mem_bytes memory;
+  bool fits;
+  mem_fix fixes[MEM_MAX_FIXES]; /* when it does not fit: the cheapest changes first */
+  int n_fixes;
+  double usd_per_hour, usd_per_step;
+  /* the pieces, for --explain */
+  double layer_fwd_s, layer_bwd_s, attn_core_fwd_s, head_fwd_s, head_bwd_s;
+  double tp_comm_fwd_s, tp_comm_bwd_s, p2p_s, dp_allreduce_s, optimizer_s;
+  int64_t microbatches, layers_per_stage;
+  char network[160];
+} step_result;
+
+/* Checks the plan against the model and the machine (bad plans are errors
+** naming what does not divide what). Fills in defaults: gbs from the
+** model, dp from chips / (tp pp ep) when 0. Returns 0 or -1 with err. */
+int step_check(const model *m, const hw_model *hw, plan *p, char *err, size_t errn);
+
+/* Simulates one step; `in` describes the host input pipeline of each host
+** (NULL: data is assumed to be there). Returns 0, or -1 with err. */
+int step_simulate(const model *m, const hw_model *hw, const plan *p, const input_cfg *in,
+                  step_result *r, char *err, size_t errn);
+
+#endif
