@@ -607,10 +607,6 @@ static int run_simulate(cli_ctx *c) {
   if (c->n_pos != 1) return usage_error(c, "%s", "expected one MODEL");
   if (!opt(c, "--hw") || !opt(c, "--chips"))
     return usage_error(c, "%s", "--hw and --chips are required");
-  if (opt(c, "--trace")) {
-    fprintf(c->err, "tpusim simulate: --trace is not built yet (issue 5 continues); run without it\n");
-    return CLI_USAGE;
-  }
   plan p = {.tp = 1, .pp = 1, .ep = 1, .mbs = 1, .vp = 1, .slices = 1,
             .schedule = PLAN_1F1B, .precision = GDT_BF16};
   int64_t *counts[] = {&p.chips, &p.dp, &p.tp, &p.pp, &p.ep, &p.mbs, &p.gbs, &p.seq,
@@ -664,11 +660,18 @@ static int run_simulate(cli_ctx *c) {
   char err[1024];
   step_result r;
   input_cfg in;
+  FILE *trace = NULL;
+  if (m && opt(c, "--trace") && !(trace = fopen(opt(c, "--trace"), "w"))) {
+    fprintf(c->err, "tpusim simulate: %s: cannot write the trace\n", opt(c, "--trace"));
+    model_free(m);
+    hw_catalog_free(cat);
+    return CLI_BAD_INPUT;
+  }
   if (!m) {
     rc = CLI_BAD_INPUT;
   } else if (step_check(m, hw, &p, err, sizeof err) != 0 ||
              (rc = input_from_opts(c, hw, p.seq, &in, err, sizeof err)) != CLI_OK ||
-             step_simulate(m, hw, &p, &in, &r, err, sizeof err) != 0) {
+             step_simulate(m, hw, &p, &in, &r, trace, err, sizeof err) != 0) {
     if (rc == CLI_USAGE) {
       model_free(m);
       hw_catalog_free(cat);
@@ -773,6 +776,10 @@ static int run_simulate(cli_ctx *c) {
               r.attn_core_fwd_s * 1e3, r.head_fwd_s * 1e3, r.head_bwd_s * 1e3, r.p2p_s * 1e3,
               r.dp_allreduce_s * 1e3, r.optimizer_s * 1e3);
     }
+  }
+  if (trace && fclose(trace) != 0 && rc == CLI_OK) {
+    fprintf(c->err, "tpusim simulate: %s: write failed\n", opt(c, "--trace"));
+    rc = CLI_BAD_INPUT;
   }
   model_free(m);
   hw_catalog_free(cat);

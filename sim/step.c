@@ -29,6 +29,8 @@
 #include "net.h"
 #include "optime.h"
 
+#include <cjson/cJSON.h>
+
 /* ---- per-chip op times ---- */
 
 static bool fusible(graph_op_kind k) {
@@ -223,6 +225,9 @@ typedef struct {
   double p2p;
   double *last_b_start, *last_b_dur; /* per device: the last backward, for bucket overlap */
   double *busy_s;   /* per device */
+  /* what ran, for the trace: start, end, device, +id+1 forward / -(id+1) backward */
+  struct span { double t0, t1; int64_t dev, code; } *spans;
+  int64_t n_spans, cap_spans;
 } pipe;
 
 static int64_t dev_of(const pipe *q, int64_t vs) { return vs % q->p->pp; }
@@ -274,6 +279,13 @@ static void dispatch(pipe *q, int64_t dev) {
     q->last_b_start[dev] = now;
     q->last_b_dur[dev] = t->dur;
   }
+  if (q->n_spans == q->cap_spans) {
+    int64_t cap = q->cap_spans ? 2 * q->cap_spans : 256;
+    struct span *s = realloc(q->spans, (size_t)cap * sizeof *s);
+    if (s) q->spans = s, q->cap_spans = cap;
+  }
+  if (q->n_spans < q->cap_spans)
+    q->spans[q->n_spans++] = (struct span){now, now + t->dur, dev, code};
   eng_at(q->e, now + t->dur, on_done, q, code);
 }
 
@@ -322,8 +334,12 @@ static double peak_for(const hw_model *hw, graph_dtype dt) {
   }
 }
 
+static void write_trace(FILE *f, const pipe *q, const step_result *r, const plan *p,
+                        const double *bucket_t0, const double *bucket_t1, int64_t buckets,
+                        const char *model_name, const char *hw_name);
+
 int step_simulate(const model *m, const hw_model *hw, const plan *pl, const input_cfg *in,
-                  step_result *r, char *err, size_t errn) {
+                  step_result *r, FILE *trace, char *err, size_t errn) {
   memset(r, 0, sizeof *r);
   plan p = *pl;
   const wl_tf_dims *d = &m->info.tf;
@@ -465,6 +481,14 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
   ** of a stage is ready when layer j's gradient is, and buckets queue on
   ** the stage's network link */
   double compute_dev0 = 0;
+  int64_t nbk = r->layers_per_stage > 0 ? r->layers_per_stage : 1;
+  double *bk0 = calloc((size_t)(p.pp * nbk), sizeof *bk0), *bk1 = calloc((size_t)(p.pp * nbk), sizeof *bk1);
+  if (!bk0 || !bk1) {
+    free(bk0), free(bk1);
+    snprintf(err, errn, "out of memory");
+    rc = -1;
+    goto done;
+  }
   for (int64_t dev = 0; dev < p.pp; dev++) {
     double last_b_end = q.last_b_start[dev] + q.last_b_dur[dev];
     double t = last_b_end;
@@ -474,6 +498,8 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
       for (int64_t j = 0; j < buckets; j++) {
         double ready = q.last_b_start[dev] + q.last_b_dur[dev] * (double)(j + 1) / (double)buckets;
         t = eng_res_use(&link, ready, dp_t / (double)buckets);
+        bk1[dev * nbk + j] = t;
+        bk0[dev * nbk + j] = t - dp_t / (double)buckets;
       }
       if (t < last_b_end) t = last_b_end;
     }
@@ -542,6 +568,9 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
     r->hardware_flops_per_step = r->model_flops_per_step + rec;
     model_free(full);
   }
+  if (trace) write_trace(trace, &q, r, &p, bk0, bk1, dp_t > 0 ? nbk : 0, m->name, hw->name);
+  free(bk0);
+  free(bk1);
   double peak = peak_for(hw, p.precision) * (double)p.chips;
   r->mfu = r->model_flops_per_step / (r->step_time_s * peak);
   r->hfu = r->hardware_flops_per_step / (r->step_time_s * peak);
@@ -558,5 +587,91 @@ done:
   free(q.last_b_start);
   free(q.last_b_dur);
   free(q.busy_s);
+  free(q.spans);
   return rc;
+}
+
+/* Chrome trace event format (ts and dur in microseconds): one process per
+** stage, thread 1 compute, thread 2 network; "C" events for HBM in use. */
+static void write_trace(FILE *f, const pipe *q, const step_result *r, const plan *p,
+                        const double *bucket_t0, const double *bucket_t1, int64_t buckets,
+                        const char *model_name, const char *hw_name) {
+  cJSON *root = cJSON_CreateObject();
+  cJSON *ev = cJSON_AddArrayToObject(root, "traceEvents");
+  double fixed = r->memory.weights + r->memory.gradients + r->memory.optimizer + r->memory.temporary;
+  double per_chunk = r->memory.act_layer * (double)(r->layers_per_stage / (p->vp > 0 ? p->vp : 1));
+  for (int64_t dev = 0; dev < p->pp; dev++) {
+    cJSON *meta = cJSON_CreateObject();
+    char name[96];
+    snprintf(name, sizeof name, "stage %lld (%lld x %s)", (long long)dev,
+             (long long)(p->tp * p->dp), hw_name);
+    cJSON_AddStringToObject(meta, "name", "process_name");
+    cJSON_AddStringToObject(meta, "ph", "M");
+    cJSON_AddNumberToObject(meta, "pid", (double)dev);
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(meta, "args"), "name", name);
+    cJSON_AddItemToArray(ev, meta);
+    static const char *const LANES[] = {"", "compute", "network"};
+    for (int tid = 1; tid <= 2; tid++) {
+      cJSON *t = cJSON_CreateObject();
+      cJSON_AddStringToObject(t, "name", "thread_name");
+      cJSON_AddStringToObject(t, "ph", "M");
+      cJSON_AddNumberToObject(t, "pid", (double)dev);
+      cJSON_AddNumberToObject(t, "tid", tid);
+      cJSON_AddStringToObject(cJSON_AddObjectToObject(t, "args"), "name", LANES[tid]);
+      cJSON_AddItemToArray(ev, t);
+    }
+  }
+  /* HBM: fixed state plus the activations of the micro-batches in flight */
+  double *in_use = calloc((size_t)p->pp, sizeof *in_use);
+  for (int64_t i = 0; i < q->n_spans; i++) {
+    const struct span *s = &q->spans[i];
+    bool back = s->code < 0;
+    int64_t id = (back ? -s->code : s->code) - 1, vs = id / q->M, mb = id % q->M;
+    cJSON *x = cJSON_CreateObject();
+    char name[96];
+    snprintf(name, sizeof name, "%s mb %lld chunk %lld", back ? "backward" : "forward",
+             (long long)mb, (long long)(vs / p->pp));
+    cJSON_AddStringToObject(x, "name", name);
+    cJSON_AddStringToObject(x, "cat", back ? "backward" : "forward");
+    cJSON_AddStringToObject(x, "ph", "X");
+    cJSON_AddNumberToObject(x, "ts", s->t0 * 1e6);
+    cJSON_AddNumberToObject(x, "dur", (s->t1 - s->t0) * 1e6);
+    cJSON_AddNumberToObject(x, "pid", (double)s->dev);
+    cJSON_AddNumberToObject(x, "tid", 1);
+    cJSON_AddItemToArray(ev, x);
+    if (in_use) {
+      in_use[s->dev] += back ? -per_chunk : per_chunk;
+      cJSON *cnt = cJSON_CreateObject();
+      cJSON_AddStringToObject(cnt, "name", "HBM in use");
+      cJSON_AddStringToObject(cnt, "ph", "C");
+      cJSON_AddNumberToObject(cnt, "ts", (back ? s->t1 : s->t0) * 1e6);
+      cJSON_AddNumberToObject(cnt, "pid", (double)s->dev);
+      cJSON_AddNumberToObject(cJSON_AddObjectToObject(cnt, "args"), "bytes", fixed + in_use[s->dev]);
+      cJSON_AddItemToArray(ev, cnt);
+    }
+  }
+  free(in_use);
+  for (int64_t dev = 0; dev < p->pp; dev++)
+    for (int64_t j = 0; j < buckets; j++) {
+      cJSON *x = cJSON_CreateObject();
+      char name[64];
+      snprintf(name, sizeof name, "all-reduce bucket %lld", (long long)j);
+      cJSON_AddStringToObject(x, "name", name);
+      cJSON_AddStringToObject(x, "cat", "collective");
+      cJSON_AddStringToObject(x, "ph", "X");
+      cJSON_AddNumberToObject(x, "ts", bucket_t0[dev * buckets + j] * 1e6);
+      cJSON_AddNumberToObject(x, "dur", (bucket_t1[dev * buckets + j] - bucket_t0[dev * buckets + j]) * 1e6);
+      cJSON_AddNumberToObject(x, "pid", (double)dev);
+      cJSON_AddNumberToObject(x, "tid", 2);
+      cJSON_AddItemToArray(ev, x);
+    }
+  cJSON *other = cJSON_AddObjectToObject(root, "otherData");
+  cJSON_AddStringToObject(other, "model", model_name);
+  cJSON_AddStringToObject(other, "hw", hw_name);
+  cJSON_AddNumberToObject(other, "step_time_s", r->step_time_s);
+  cJSON_AddStringToObject(root, "displayTimeUnit", "ms");
+  char *s = cJSON_PrintUnformatted(root);
+  if (s) fprintf(f, "%s\n", s);
+  free(s);
+  cJSON_Delete(root);
 }

@@ -11,6 +11,7 @@
 #define TPUSIM_STEP_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "../hw_models/hw.h"
 #include "../workloads/model.h"
@@ -42,8 +43,11 @@ typedef struct {
 int step_check(const model *m, const hw_model *hw, plan *p, char *err, size_t errn);
 
 /* Simulates one step; `in` describes the host input pipeline of each host
-** (NULL: data is assumed to be there). Returns 0, or -1 with err. */
+** (NULL: data is assumed to be there). With `trace` non-NULL, writes the
+** step as Chrome/Perfetto trace JSON there: a process per pipeline stage
+** with its compute and network tracks, and its HBM in use as a counter.
+** Returns 0, or -1 with err. */
 int step_simulate(const model *m, const hw_model *hw, const plan *p, const input_cfg *in,
-                  step_result *r, char *err, size_t errn);
+                  step_result *r, FILE *trace, char *err, size_t errn);
 
 #endif

@@ -132,6 +132,9 @@ run sim-starved 0 simulate llama3-8b --hw h100-sxm --chips 8 --gbs 64 --seq 2048
 if grep -q '"input_stall":	0,' "$OUT/sim-starved.out"; then bad "a starved input pipeline shows no stall"; else ok; fi
 run sim-fed 0 simulate llama3-8b --hw h100-sxm --chips 8 --gbs 64 --seq 2048 --json && has sim-fed out '"input_stall":	0,'
 run sim-oom 0 simulate llama3-70b --hw h100-sxm --chips 8 --tp 8 --gbs 8 --seq 4096 && has sim-oom out "DOES NOT FIT" && has sim-oom out "fix 1:"
+run sim-trace 0 simulate llama3-8b --hw h100-sxm --chips 32 --tp 4 --pp 4 --gbs 32 --seq 2048 --trace "$OUT/trace.json"
+grep -q '"traceEvents"' "$OUT/trace.json" && ok || bad "--trace wrote no trace"
+run sim-trace-bad 1 simulate llama3-8b --hw h100-sxm --chips 8 --trace /nonexistent/dir/t.json && has sim-trace-bad err "cannot write the trace"
 run sim-cnn 1 simulate resnet50 --hw h100-sxm --chips 8 && has sim-cnn err "simulate handles transformer models so far"
 
 # --- collective (issue 4) ---

@@ -14,6 +14,8 @@
 
 #include "../hw_models/hw_catalog.h"
 #include "../sim/step.h"
+
+#include <cjson/cJSON.h>
 #include "helpers.h"
 
 static model *load_model(const char *src, int64_t seq) {
@@ -31,7 +33,7 @@ static int simulate(const char *src, const char *hw, plan p, step_result *r, cha
   hw_catalog *c = th_catalog();
   model *m = load_model(src, p.seq);
   int rc = step_check(m, th_hw(c, hw), &p, err, errn);
-  if (rc == 0) rc = step_simulate(m, th_hw(c, hw), &p, NULL, r, err, errn);
+  if (rc == 0) rc = step_simulate(m, th_hw(c, hw), &p, NULL, r, NULL, err, errn);
   model_free(m);
   hw_catalog_free(c);
   return rc;
@@ -171,9 +173,9 @@ Test(step, input_stall_from_a_starved_pipeline) {
   fed.bytes_per_sample = fed.xfer_bytes_per_sample = 2048 * 4;
   cr_assert_eq(input_hop_from_hw(&fed, h, false, err, sizeof err), 0, "%s", err);
   step_result a, b, none;
-  cr_assert_eq(step_simulate(m, h, &p, &starved, &a, err, sizeof err), 0, "%s", err);
-  cr_assert_eq(step_simulate(m, h, &p, &fed, &b, err, sizeof err), 0, "%s", err);
-  cr_assert_eq(step_simulate(m, h, &p, NULL, &none, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(step_simulate(m, h, &p, &starved, &a, NULL, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(step_simulate(m, h, &p, &fed, &b, NULL, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(step_simulate(m, h, &p, NULL, &none, NULL, err, sizeof err), 0, "%s", err);
   /* at least one storage round trip per step: 30 ms first-byte latency */
   cr_assert_gt(a.breakdown_s.input_stall, 0.03, "starved stall %g", a.breakdown_s.input_stall);
   cr_assert_lt(b.breakdown_s.input_stall, 1e-9, "fed stall %g", b.breakdown_s.input_stall);
@@ -200,4 +202,40 @@ Test(step, memory_fits_or_lists_fixes) {
   cr_assert(!r.fits);
   cr_assert_gt(r.n_fixes, 0);
   for (int i = 0; i < r.n_fixes; i++) cr_assert_lt(r.fixes[i].peak, r.memory.peak);
+}
+
+/* --trace writes Chrome trace JSON: every forward and backward of every
+** stage, the gradient buckets on the network track, HBM in use. */
+Test(step, trace_is_chrome_json_with_every_task) {
+  hw_catalog *c = th_catalog();
+  const hw_model *h = th_hw(c, "h100-sxm");
+  model *m = load_model("llama3-8b", 2048);
+  plan p = base(32, 4, 4, 32, 2048);
+  char err[512];
+  cr_assert_eq(step_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  step_result r;
+  cr_assert_eq(step_simulate(m, h, &p, NULL, &r, f, err, sizeof err), 0, "%s", err);
+  fclose(f);
+  cJSON *o = cJSON_Parse(buf);
+  cr_assert_not_null(o, "not JSON");
+  int tasks = 0, buckets = 0, counters = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, cJSON_GetObjectItem(o, "traceEvents")) {
+    const char *ph = cJSON_GetObjectItem(e, "ph")->valuestring;
+    const char *cat = cJSON_GetObjectItem(e, "cat") ? cJSON_GetObjectItem(e, "cat")->valuestring : "";
+    if (strcmp(ph, "X") == 0 && strcmp(cat, "collective") != 0) tasks++;
+    if (strcmp(ph, "X") == 0 && strcmp(cat, "collective") == 0) buckets++;
+    if (strcmp(ph, "C") == 0) counters++;
+  }
+  /* dp 2: 16 micro-batches; 4 stages x 16 x (forward + backward); a bucket per layer */
+  cr_assert_eq(tasks, 4 * 16 * 2);
+  cr_assert_eq(buckets, 4 * 8);
+  cr_assert_eq(counters, tasks);
+  cJSON_Delete(o);
+  free(buf);
+  model_free(m);
+  hw_catalog_free(c);
 }
