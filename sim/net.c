@@ -16,6 +16,18 @@ struct net {
   bool wrap[3];
 };
 
+/* Within the largest slice, whatever the platform allows as a slice. */
+static bool fits_pod(const hw_model *hw, const int64_t s[3]) {
+  const int64_t *m = hw->scale_up.max_slice_shape;
+  int64_t a[3] = {s[0], s[1], s[2]}, b[3] = {m[0], m[1], m[2]};
+  for (int i = 0; i < 3; i++)
+    for (int j = i + 1; j < 3; j++) {
+      if (a[j] < a[i]) { int64_t t = a[i]; a[i] = a[j]; a[j] = t; }
+      if (b[j] < b[i]) { int64_t t = b[i]; b[i] = b[j]; b[j] = t; }
+    }
+  return a[0] <= b[0] && a[1] <= b[1] && a[2] <= b[2] && (hw->scale_up.torus_dims == 3 || s[2] == 1);
+}
+
 /* Slice shapes TPUs allow. 3-D (OCS) machines: the small shapes 2x2x1,
 ** 2x2x2, 2x2x4, 2x4x4, then any shape of whole 4x4x4 cubes; 2-D machines:
 ** power-of-two sides at most 2:1 (1x1, 2x2, 2x4, 4x4, 4x8, ... 16x16).
@@ -38,15 +50,17 @@ static bool shape_ok(const hw_model *hw, const int64_t s[3]) {
       if (s[i] & (s[i] - 1)) return false;
     return s[0] <= 2 * s[1] && s[1] <= 2 * s[0];
   }
-  static const int64_t SMALL[][3] = {{1, 1, 1}, {2, 2, 1}, {2, 2, 2}, {2, 2, 4}, {2, 4, 4}};
+  /* sides ascending, as choose_shape produces them */
+  static const int64_t SMALL[][3] = {{1, 1, 1}, {1, 2, 2}, {2, 2, 2}, {2, 2, 4}, {2, 4, 4}};
   for (size_t i = 0; i < sizeof SMALL / sizeof *SMALL; i++)
-    if (s[0] == SMALL[i][0] && s[1] == SMALL[i][1] && s[2] == SMALL[i][2]) return true;
+    if (a[0] == SMALL[i][0] && a[1] == SMALL[i][1] && a[2] == SMALL[i][2]) return true;
   int64_t m = u->wrap_axis_multiple;
   return s[0] % m == 0 && s[1] % m == 0 && s[2] % m == 0;
 }
 
-/* The allowed shape for n chips, sides ascending, the most cubic one. */
-static bool choose_shape(const hw_model *hw, int64_t n, int64_t out[3]) {
+/* The allowed shape for n chips, sides ascending, the most cubic one; a
+** group inside a slice (any_shape) takes any factorization that fits. */
+static bool choose_shape_opt(const hw_model *hw, int64_t n, int64_t out[3], bool any_shape) {
   bool found = false;
   int64_t best = 0;
   for (int64_t x = 1; x * x * x <= n; x++) {
@@ -61,7 +75,7 @@ static bool choose_shape(const hw_model *hw, int64_t n, int64_t out[3]) {
         s[1] = z;
         s[2] = 1;
       }
-      if (!shape_ok(hw, s)) continue;
+      if (any_shape ? !fits_pod(hw, s) : !shape_ok(hw, s)) continue;
       int64_t spread = (s[2] > s[1] ? s[2] : s[1]) - s[0];
       if (!found || spread < best) {
         memcpy(out, s, sizeof s);
@@ -73,6 +87,10 @@ static bool choose_shape(const hw_model *hw, int64_t n, int64_t out[3]) {
   return found;
 }
 
+static bool choose_shape(const hw_model *hw, int64_t n, int64_t out[3]) {
+  return choose_shape_opt(hw, n, out, false);
+}
+
 static void nearby_counts(const hw_model *hw, int64_t n, int64_t *lo, int64_t *hi) {
   int64_t s[3];
   *lo = *hi = 0;
@@ -82,7 +100,19 @@ static void nearby_counts(const hw_model *hw, int64_t n, int64_t *lo, int64_t *h
     if (choose_shape(hw, k, s)) *hi = k;
 }
 
+static net *build(const hw_model *hw, int64_t chips, int64_t slices, bool group, char *err,
+                  size_t errn);
+
 net *net_build(const hw_model *hw, int64_t chips, int64_t slices, char *err, size_t errn) {
+  return build(hw, chips, slices, false, err, errn);
+}
+
+net *net_build_group(const hw_model *hw, int64_t chips, char *err, size_t errn) {
+  return build(hw, chips, 1, true, err, errn);
+}
+
+static net *build(const hw_model *hw, int64_t chips, int64_t slices, bool group, char *err,
+                  size_t errn) {
   if (chips < 1 || slices < 1 || chips % slices != 0) {
     snprintf(err, errn, "%lld chips do not split into %lld equal slices", (long long)chips,
              (long long)slices);
@@ -100,7 +130,7 @@ net *net_build(const hw_model *hw, int64_t chips, int64_t slices, char *err, siz
   n->shape[0] = n->shape[1] = n->shape[2] = 1;
   if (n->torus) {
     int64_t per = chips / slices;
-    if (per > hw->scale_up.max_slice_chips || !choose_shape(hw, per, n->shape)) {
+    if (per > hw->scale_up.max_slice_chips || !choose_shape_opt(hw, per, n->shape, group)) {
       int64_t lo, hi;
       nearby_counts(hw, per, &lo, &hi);
       snprintf(err, errn,

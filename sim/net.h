@@ -34,6 +34,10 @@ typedef struct net net;
 /* chips in `slices` equal slices (TPU; DCN between them) or in nodes of the
 ** hardware's node size (GPU, CPU). Returns NULL with a message in err. */
 net *net_build(const hw_model *hw, int64_t chips, int64_t slices, char *err, size_t errn);
+/* A group of chips inside a larger slice (a tensor- or data-parallel
+** group): any shape that fits in the pod, not only the platform's slice
+** shapes. On GPUs and CPUs the same as net_build with one slice. */
+net *net_build_group(const hw_model *hw, int64_t chips, char *err, size_t errn);
 void net_free(net *n);
 
 int64_t net_chips(const net *n);

@@ -4,8 +4,9 @@
 ** dp x tp x pp x ep = chips (ep shares chips with dp: experts are sharded
 ** over the data-parallel group, as in Megatron/DeepSpeed-MoE). Micro-batch
 ** mbs sequences per chip per pipeline pass; the global batch gbs is
-** dp x mbs x (micro-batches per step), so gradient accumulation is
-** gbs / (dp x mbs) micro-batches.
+** dp x ep x mbs x (micro-batches per step), so gradient accumulation is
+** gbs / (dp x ep x mbs) micro-batches (expert-parallel ranks take
+** different data, as in Megatron and DeepSpeed-MoE).
 */
 #ifndef TPUSIM_PLAN_H
 #define TPUSIM_PLAN_H
@@ -32,7 +33,7 @@ typedef struct {
   int64_t reduction_server; /* reducer hosts for the gradient all-reduce; 0 = none */
 } plan;
 
-/* Micro-batches per step per pipeline: gbs / (dp x mbs). */
+/* Micro-batches per step per pipeline: gbs / (dp x ep x mbs). */
 int64_t plan_microbatches(const plan *p);
 
 #endif

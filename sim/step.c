@@ -157,9 +157,10 @@ int step_check(const model *m, const hw_model *hw, plan *p, char *err, size_t er
   }
   if (p->gbs == 0) p->gbs = m->train.global_batch;
   if (p->seq == 0) p->seq = m->train.seq_len;
-  if (p->gbs % (p->dp * p->mbs) != 0) {
-    snprintf(err, errn, "mbs %lld x dp %lld does not divide the global batch %lld",
-             (long long)p->mbs, (long long)p->dp, (long long)p->gbs);
+  if (p->gbs % (p->dp * p->ep * p->mbs) != 0) {
+    snprintf(err, errn, "mbs %lld x dp %lld%s does not divide the global batch %lld",
+             (long long)p->mbs, (long long)(p->dp * p->ep), p->ep > 1 ? " (x ep)" : "",
+             (long long)p->gbs);
     return -1;
   }
   if (p->schedule == PLAN_INTERLEAVED && plan_microbatches(p) % p->pp != 0) {
@@ -195,7 +196,7 @@ static double coll_time(const hw_model *hw, int64_t chips, int64_t per_node, col
   if (chips < 2 || bytes <= 0) return 0;
   hw_model h = *hw;
   if (per_node > 0) h.chips_per_node = per_node;
-  net *n = net_build(&h, chips, slices, err, errn);
+  net *n = slices > 1 ? net_build(&h, chips, slices, err, errn) : net_build_group(&h, chips, err, errn);
   if (!n) return -1;
   coll_req r = {.op = op, .bytes = bytes, .axis = -1, .reducers = reducers,
                 .algo = reducers ? COLL_REDUCTION_SERVER : COLL_AUTO};
@@ -379,6 +380,13 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
   }
   r->tp_comm_fwd_s = 2 * ar; /* Megatron: after attention and after the MLP */
   r->tp_comm_bwd_s = 2 * ar + (p.recompute == PLAN_RECOMPUTE_FULL ? 2 * ar : 0);
+  if (p.ep > 1) { /* MoE: tokens to their experts' chips and back, each way twice */
+    double a2a = coll_time(hw, p.ep, p.ep <= node ? p.ep : node, COLL_ALL_TO_ALL,
+                           act * (double)(d->top_k > 0 ? d->top_k : 1), 1, 0, err, errn);
+    if (a2a < 0) return -1;
+    r->tp_comm_fwd_s += 2 * a2a;
+    r->tp_comm_bwd_s += 2 * a2a + (p.recompute == PLAN_RECOMPUTE_FULL ? 2 * a2a : 0);
+  }
   if (p.pp > 1) {
     /* each TP rank sends its 1/tp of the activations (Megatron's
     ** scatter-gather), to the next stage's chip: another node when a
@@ -412,8 +420,10 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
     /* the data-parallel group: one chip per node (rails), or the slices */
     int64_t per = p.tp * p.pp >= node ? 1 : node / (p.tp * p.pp);
     if (hw->scale_up.kind == HW_UP_ICI_TORUS) per = 0;
-    dp_t = coll_time(hw, p.dp, per, COLL_ALL_REDUCE, grad_bytes, p.slices, p.reduction_server,
-                     err, errn);
+    /* dense gradients average over dp x ep (experts only over dp): the
+    ** larger group bounds the time */
+    dp_t = coll_time(hw, p.dp * p.ep, per, COLL_ALL_REDUCE, grad_bytes, p.slices,
+                     p.reduction_server, err, errn);
     if (dp_t < 0) return -1;
   }
   r->dp_allreduce_s = dp_t;
@@ -537,13 +547,15 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
   {
     mem_opts mo = mem_opts_from_train(&m->train, (double)hw->chip.hbm_bytes);
     mo.no_dropout = d->dropout <= 0;
-    if (mem_transformer(d, &p, &mo, &r->memory, err, errn) != 0) {
+    plan mp = p; /* the memory model counts expert parallelism inside dp */
+    mp.dp = p.dp * p.ep;
+    if (mem_transformer(d, &mp, &mo, &r->memory, err, errn) != 0) {
       rc = -1;
       goto done;
     }
     r->fits = r->memory.fits;
     if (!r->fits) {
-      r->n_fixes = mem_fixes(d, &p, &mo, r->fixes, err, errn);
+      r->n_fixes = mem_fixes(d, &mp, &mo, r->fixes, err, errn);
       if (r->n_fixes < 0) r->n_fixes = 0;
     }
   }

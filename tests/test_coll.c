@@ -305,3 +305,17 @@ Test(coll, all_to_all_respects_the_busiest_link, .init = setup, .fini = teardown
   cr_assert_lt(r.time_s, r.formula_s * 3);
   net_free(n);
 }
+
+Test(net, groups_inside_a_slice_take_any_shape, .init = setup, .fini = teardown) {
+  char err[256];
+  cr_assert_null(net_build(hw_catalog_find(cat, "tpu-v5p"), 2, 1, err, sizeof err));
+  net *g = net_build_group(hw_catalog_find(cat, "tpu-v5p"), 2, err, sizeof err);
+  cr_assert_not_null(g, "%s", err);
+  int64_t s[3];
+  bool w[3];
+  net_shape(g, s, w);
+  cr_assert_eq(s[0] * s[1] * s[2], 2);
+  net_free(g);
+  net *four = mk("tpu-v5p", 4, 1); /* 2x2x1 is a v5p slice */
+  net_free(four);
+}

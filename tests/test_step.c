@@ -239,3 +239,29 @@ Test(step, trace_is_chrome_json_with_every_task) {
   model_free(m);
   hw_catalog_free(c);
 }
+
+/* Expert-parallel ranks take different data: 64 H100s as tp 8 x ep 8 run
+** gbs / (dp x ep) micro-batches each, and add the all-to-all exchanges. */
+Test(step, expert_parallel_plans) {
+  step_result a, b;
+  char err[512];
+  plan p = base(64, 8, 1, 256, 2048);
+  p.ep = 8;
+  cr_assert_eq(simulate("mixtral-8x7b", "h100-sxm", p, &a, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(a.microbatches, 256 / 8);
+  plan q = base(64, 8, 1, 256, 2048);
+  cr_assert_eq(simulate("mixtral-8x7b", "h100-sxm", q, &b, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(b.microbatches, 256 / 8);
+  cr_assert_gt(a.tp_comm_fwd_s, b.tp_comm_fwd_s); /* the all-to-alls */
+}
+
+/* Tensor-parallel groups on a TPU are groups inside the slice, not slices:
+** 4 chips of a v5p slice (2x2) carry tp 4. */
+Test(step, tpu_groups_inside_a_slice) {
+  step_result r;
+  char err[512];
+  plan p = base(64, 4, 1, 256, 2048);
+  cr_assert_eq(simulate("llama3-8b", "tpu-v5p", p, &r, err, sizeof err), 0, "%s", err);
+  cr_assert_gt(r.tp_comm_fwd_s, 0);
+  cr_assert(r.fits);
+}
