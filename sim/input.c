@@ -14,6 +14,8 @@
 */
 #include "input.h"
 
+#include "strutil.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,15 +30,6 @@
 #define INPUT_MAX_SAMPLES 50000000LL
 #define INPUT_MAX_SLOTS 4096
 
-static int fail(char *err, size_t errn, const char *fmt, ...) {
-  if (err && errn) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errn, fmt, ap);
-    va_end(ap);
-  }
-  return -1;
-}
 
 void input_defaults(input_cfg *c, input_kind kind) {
   memset(c, 0, sizeof *c);
@@ -65,18 +58,18 @@ void input_defaults(input_cfg *c, input_kind kind) {
 
 int input_hop_from_hw(input_cfg *c, const struct hw_model *m, bool remote, char *err,
                       size_t errn) {
-  if (!c || !m) return fail(err, errn, "input: no configuration or hardware model");
+  if (!c || !m) return str_errf(err, errn, "input: no configuration or hardware model");
   double chips = (double)m->chips_per_node;
-  if (chips < 1) return fail(err, errn, "%s: system.chips_per_node is %g", m->name, chips);
+  if (chips < 1) return str_errf(err, errn, "%s: system.chips_per_node is %g", m->name, chips);
   if (remote) {
     double bw = m->scale_out.bw_per_chip_bytes_per_s * chips;
     if (!(bw > 0))
-      return fail(err, errn, "%s: no scale-out bandwidth for a remote input host", m->name);
+      return str_errf(err, errn, "%s: no scale-out bandwidth for a remote input host", m->name);
     c->host_link_bw_bytes_per_s = bw;
     c->host_link_latency_s = m->scale_out.latency_s;
   } else {
     double bw = m->chip.host_link_bw_bytes_per_s * chips;
-    if (!(bw > 0)) return fail(err, errn, "%s: chip.host_link_bw_bytes_per_s is 0", m->name);
+    if (!(bw > 0)) return str_errf(err, errn, "%s: chip.host_link_bw_bytes_per_s is 0", m->name);
     c->host_link_bw_bytes_per_s = bw;
   }
   return 0;
@@ -91,13 +84,13 @@ typedef struct {
 } derived;
 
 static int check(const input_cfg *c, double compute_s, char *err, size_t errn, derived *d) {
-  if (!c) return fail(err, errn, "input: no configuration");
+  if (!c) return str_errf(err, errn, "input: no configuration");
 #define POS(f, what)                                                                  \
   if (!(isfinite(c->f) && c->f > 0))                                                  \
-    return fail(err, errn, "input: " #f " must be > 0 (%s), got %g", what, (double)c->f);
+    return str_errf(err, errn, "input: " #f " must be > 0 (%s), got %g", what, (double)c->f);
 #define NONNEG(f, what)                                                               \
   if (!(isfinite(c->f) && c->f >= 0))                                                 \
-    return fail(err, errn, "input: " #f " must be >= 0 (%s), got %g", what, (double)c->f);
+    return str_errf(err, errn, "input: " #f " must be >= 0 (%s), got %g", what, (double)c->f);
   POS(bytes_per_sample, "bytes");
   POS(xfer_bytes_per_sample, "bytes");
   POS(object_bytes, "bytes");
@@ -110,23 +103,23 @@ static int check(const input_cfg *c, double compute_s, char *err, size_t errn, d
 #undef POS
 #undef NONNEG
   if (c->samples_per_step < 1)
-    return fail(err, errn, "input: samples_per_step must be >= 1, got %lld",
+    return str_errf(err, errn, "input: samples_per_step must be >= 1, got %lld",
                 (long long)c->samples_per_step);
   if (c->reads_in_flight < 1 || c->reads_in_flight > INPUT_MAX_SLOTS)
-    return fail(err, errn, "input: reads_in_flight must be in 1..%d, got %d", INPUT_MAX_SLOTS,
+    return str_errf(err, errn, "input: reads_in_flight must be in 1..%d, got %d", INPUT_MAX_SLOTS,
                 c->reads_in_flight);
   if (c->decode_cores < 1 || c->decode_cores > INPUT_MAX_SLOTS)
-    return fail(err, errn, "input: decode_cores must be in 1..%d, got %d", INPUT_MAX_SLOTS,
+    return str_errf(err, errn, "input: decode_cores must be in 1..%d, got %d", INPUT_MAX_SLOTS,
                 c->decode_cores);
   if (c->prefetch_steps < 0)
-    return fail(err, errn, "input: prefetch_steps must be >= 0, got %d", c->prefetch_steps);
+    return str_errf(err, errn, "input: prefetch_steps must be >= 0, got %d", c->prefetch_steps);
   if (c->object_bytes < c->bytes_per_sample)
-    return fail(err, errn,
+    return str_errf(err, errn,
                 "input: object_bytes (%g) is smaller than one sample (bytes_per_sample %g); "
                 "an object holds whole samples",
                 c->object_bytes, c->bytes_per_sample);
   if (!(isfinite(compute_s) && compute_s >= 0))
-    return fail(err, errn, "input: compute time per step must be >= 0 s, got %g", compute_s);
+    return str_errf(err, errn, "input: compute time per step must be >= 0 s, got %g", compute_s);
   double per_obj = floor(c->object_bytes / c->bytes_per_sample);
   double range = c->read_bytes > 0 && c->read_bytes < c->object_bytes ? c->read_bytes
                                                                         : c->object_bytes;
@@ -338,9 +331,9 @@ int input_simulate(const input_cfg *c, double compute_s, int steps, input_result
   sim s = {0};
   if (check(c, compute_s, err, errn, &s.d) != 0) return -1;
   if (steps < 1 || steps > INPUT_MAX_STEPS)
-    return fail(err, errn, "input: steps must be in 1..%d, got %d", INPUT_MAX_STEPS, steps);
+    return str_errf(err, errn, "input: steps must be in 1..%d, got %d", INPUT_MAX_STEPS, steps);
   if (c->samples_per_step > INPUT_MAX_SAMPLES / steps)
-    return fail(err, errn,
+    return str_errf(err, errn,
                 "input: %d steps x %lld samples is more than the %lld samples one simulation "
                 "takes",
                 steps, (long long)c->samples_per_step, (long long)INPUT_MAX_SAMPLES);
@@ -357,7 +350,7 @@ int input_simulate(const input_cfg *c, double compute_s, int steps, input_result
   eng *e = eng_new();
   int rc = -1;
   if (!s.b || !s.step_start || !s.stall || !s.slots || !s.cores || !e) {
-    fail(err, errn, "input: out of memory");
+    str_errf(err, errn, "input: out of memory");
     goto done;
   }
   for (int k = 0; k < steps; k++) {
@@ -371,11 +364,11 @@ int input_simulate(const input_cfg *c, double compute_s, int steps, input_result
     for (int64_t k = 0; k < c->prefetch_steps && k < steps; k++) start_batch(e, &s, k);
   eng_run(e);
   if (eng_failed(e)) {
-    fail(err, errn, "input: out of memory in the event engine");
+    str_errf(err, errn, "input: out of memory in the event engine");
     goto done;
   }
   if (s.next_step != steps || s.chip_busy) {
-    fail(err, errn, "input: internal error: %d of %d steps ran", s.next_step, steps);
+    str_errf(err, errn, "input: internal error: %d of %d steps ran", s.next_step, steps);
     goto done;
   }
 

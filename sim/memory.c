@@ -7,22 +7,13 @@
 */
 #include "memory.h"
 
+#include "strutil.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-static int fail(char *err, size_t errn, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errn, const char *fmt, ...) {
-  if (err && errn) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errn, fmt, ap);
-    va_end(ap);
-  }
-  return -1;
-}
 
 mem_opts mem_opts_from_train(const wl_train *t, double capacity_bytes) {
   mem_opts o = {0};
@@ -117,67 +108,67 @@ static tok_bytes layer_tokens(const shard *c, const wl_tf_dims *d, bool flash) {
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 static int check(const wl_tf_dims *d, const plan *p, const mem_opts *o, char *err, size_t errn) {
-  if (!d || !p || !o) return fail(err, errn, "memory: missing model, plan or options");
+  if (!d || !p || !o) return str_errf(err, errn, "memory: missing model, plan or options");
   if (d->layers <= 0 || d->hidden <= 0 || d->heads <= 0 || d->ffn_hidden <= 0)
-    return fail(err, errn,
+    return str_errf(err, errn,
                 "memory: transformer dimensions must be positive (layers %lld, hidden %lld, "
                 "heads %lld, ffn_hidden %lld)",
                 (long long)d->layers, (long long)d->hidden, (long long)d->heads,
                 (long long)d->ffn_hidden);
   if (d->kv_heads < 0 || d->head_dim < 0 || d->vocab < 0 || d->experts < 0 || d->top_k < 0)
-    return fail(err, errn, "memory: negative transformer dimension");
+    return str_errf(err, errn, "memory: negative transformer dimension");
   if (d->head_dim == 0 && d->hidden % d->heads != 0)
-    return fail(err, errn, "memory: hidden %lld is not a multiple of heads %lld (give head_dim)",
+    return str_errf(err, errn, "memory: hidden %lld is not a multiple of heads %lld (give head_dim)",
                 (long long)d->hidden, (long long)d->heads);
   int64_t kvh = d->kv_heads ? d->kv_heads : d->heads;
   if (d->heads % kvh != 0)
-    return fail(err, errn, "memory: heads %lld not a multiple of kv_heads %lld",
+    return str_errf(err, errn, "memory: heads %lld not a multiple of kv_heads %lld",
                 (long long)d->heads, (long long)kvh);
   int64_t seq = p->seq > 0 ? p->seq : d->seq;
-  if (seq <= 0) return fail(err, errn, "memory: sequence length must be positive");
+  if (seq <= 0) return str_errf(err, errn, "memory: sequence length must be positive");
   if (p->dp < 1 || p->tp < 1 || p->pp < 1 || p->mbs < 1)
-    return fail(err, errn, "memory: dp, tp, pp and mbs must be >= 1 (dp %lld, tp %lld, pp %lld, "
+    return str_errf(err, errn, "memory: dp, tp, pp and mbs must be >= 1 (dp %lld, tp %lld, pp %lld, "
                 "mbs %lld)", (long long)p->dp, (long long)p->tp, (long long)p->pp,
                 (long long)p->mbs);
   int64_t ep = p->ep > 0 ? p->ep : 1;
   if (p->chips > 0 && p->chips != p->dp * p->tp * p->pp)
-    return fail(err, errn, "memory: dp x tp x pp = %lld x %lld x %lld = %lld, not the %lld chips",
+    return str_errf(err, errn, "memory: dp x tp x pp = %lld x %lld x %lld = %lld, not the %lld chips",
                 (long long)p->dp, (long long)p->tp, (long long)p->pp,
                 (long long)(p->dp * p->tp * p->pp), (long long)p->chips);
   if (p->dp % ep != 0)
-    return fail(err, errn, "memory: ep %lld does not divide dp %lld (experts shard over dp)",
+    return str_errf(err, errn, "memory: ep %lld does not divide dp %lld (experts shard over dp)",
                 (long long)ep, (long long)p->dp);
   if (ep > 1 && (d->experts <= 1 || d->experts % ep != 0))
-    return fail(err, errn, "memory: ep %lld does not divide the %lld experts", (long long)ep,
+    return str_errf(err, errn, "memory: ep %lld does not divide the %lld experts", (long long)ep,
                 (long long)d->experts);
   if (d->heads % p->tp != 0)
-    return fail(err, errn, "memory: tp %lld does not divide the %lld heads", (long long)p->tp,
+    return str_errf(err, errn, "memory: tp %lld does not divide the %lld heads", (long long)p->tp,
                 (long long)d->heads);
   if (kvh % p->tp != 0 && p->tp % kvh != 0)
-    return fail(err, errn, "memory: tp %lld and kv_heads %lld: neither divides the other",
+    return str_errf(err, errn, "memory: tp %lld and kv_heads %lld: neither divides the other",
                 (long long)p->tp, (long long)kvh);
   if (d->ffn_hidden % p->tp != 0)
-    return fail(err, errn, "memory: tp %lld does not divide ffn_hidden %lld", (long long)p->tp,
+    return str_errf(err, errn, "memory: tp %lld does not divide ffn_hidden %lld", (long long)p->tp,
                 (long long)d->ffn_hidden);
   if (p->sp && seq % p->tp != 0)
-    return fail(err, errn, "memory: sequence parallelism: tp %lld does not divide seq %lld",
+    return str_errf(err, errn, "memory: sequence parallelism: tp %lld does not divide seq %lld",
                 (long long)p->tp, (long long)seq);
   if (p->pp > d->layers)
-    return fail(err, errn, "memory: pp %lld is more than the %lld layers", (long long)p->pp,
+    return str_errf(err, errn, "memory: pp %lld is more than the %lld layers", (long long)p->pp,
                 (long long)d->layers);
   if (p->zero < 0 || p->zero > 3)
-    return fail(err, errn, "memory: ZeRO stage %d (0..3)", p->zero);
+    return str_errf(err, errn, "memory: ZeRO stage %d (0..3)", p->zero);
   if (p->gbs < p->dp * p->mbs || p->gbs % (p->dp * p->mbs) != 0)
-    return fail(err, errn, "memory: dp x mbs = %lld x %lld does not divide the global batch %lld",
+    return str_errf(err, errn, "memory: dp x mbs = %lld x %lld does not divide the global batch %lld",
                 (long long)p->dp, (long long)p->mbs, (long long)p->gbs);
   if (p->schedule == PLAN_INTERLEAVED && p->vp < 1)
-    return fail(err, errn, "memory: interleaved schedule needs vp >= 1");
+    return str_errf(err, errn, "memory: interleaved schedule needs vp >= 1");
   if (!graph_dtype_is_float(p->precision))
-    return fail(err, errn, "memory: precision %s is not a floating-point type",
+    return str_errf(err, errn, "memory: precision %s is not a floating-point type",
                 graph_dtype_name(p->precision));
   if (o->optimizer_states < 0 || o->trainable_fraction < 0 || o->trainable_fraction > 1 ||
       o->capacity_bytes < 0)
-    return fail(err, errn, "memory: bad options (optimizer_states %d, trainable_fraction %g, "
+    return str_errf(err, errn, "memory: bad options (optimizer_states %d, trainable_fraction %g, "
                 "capacity %g)", o->optimizer_states, o->trainable_fraction, o->capacity_bytes);
   return 0;
 }
@@ -280,7 +271,7 @@ static void stage_mem(const wl_tf_dims *d, const plan *p, const mem_opts *o, con
 int mem_transformer(const wl_tf_dims *d, const plan *p, const mem_opts *o, mem_bytes *out,
                     char *err, size_t errn) {
   if (check(d, p, o, err, errn) != 0) return -1;
-  if (!out) return fail(err, errn, "memory: no output");
+  if (!out) return str_errf(err, errn, "memory: no output");
   shard c;
   int64_t t = p->tp;
   int64_t hd = d->head_dim ? d->head_dim : d->hidden / d->heads;

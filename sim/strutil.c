@@ -3,6 +3,8 @@
 */
 #include "strutil.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 int str_distance(const char *a, const char *b, int cap) {
@@ -63,4 +65,14 @@ int str_copy(char *dst, size_t n, const char *src) {
   }
   memcpy(dst, src, l + 1);
   return 0;
+}
+
+int str_errf(char *err, size_t errn, const char *fmt, ...) {
+  if (err && errn) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errn, fmt, ap);
+    va_end(ap);
+  }
+  return -1;
 }
