@@ -339,8 +339,8 @@ static void write_trace(FILE *f, const pipe *q, const step_result *r, const plan
                         const double *bucket_t0, const double *bucket_t1, int64_t buckets,
                         const char *model_name, const char *hw_name);
 
-int step_simulate(const model *m, const hw_model *hw, const plan *pl, const input_cfg *in,
-                  step_result *r, FILE *trace, char *err, size_t errn) {
+int step_costs(const model *m, const hw_model *hw, const plan *pl, step_result *r, char *err,
+               size_t errn) {
   memset(r, 0, sizeof *r);
   plan p = *pl;
   const wl_tf_dims *d = &m->info.tf;
@@ -363,9 +363,6 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
   r->attn_core_fwd_s = t2.attn_fwd - t1.attn_fwd;
   r->head_fwd_s = t1.t[GRAPH_FORWARD] - r->layer_fwd_s;
   r->head_bwd_s = t1.t[GRAPH_BACKWARD] - r->layer_bwd_s;
-  double recompute = p.recompute == PLAN_RECOMPUTE_FULL        ? r->layer_fwd_s
-                     : p.recompute == PLAN_RECOMPUTE_SELECTIVE ? r->attn_core_fwd_s
-                                                               : 0;
 
   /* 2. collectives */
   double act = (double)p.mbs * (double)p.seq * (double)d->hidden * 2; /* b s h, 16-bit */
@@ -411,6 +408,21 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
     }
     r->p2p_s = t;
   }
+  return 0;
+}
+
+int step_simulate(const model *m, const hw_model *hw, const plan *pl, const input_cfg *in,
+                  step_result *r, FILE *trace, char *err, size_t errn) {
+  plan p = *pl;
+  const wl_tf_dims *d = &m->info.tf;
+  int rc = step_costs(m, hw, &p, r, err, errn);
+  if (rc != 0) return -1;
+  double recompute = p.recompute == PLAN_RECOMPUTE_FULL        ? r->layer_fwd_s
+                     : p.recompute == PLAN_RECOMPUTE_SELECTIVE ? r->attn_core_fwd_s
+                                                               : 0;
+  int64_t node = hw->chips_per_node;
+  double act = (double)p.mbs * (double)p.seq * (double)d->hidden * 2;
+  (void)act;
   int64_t L = d->layers / (p.pp * p.vp);
   r->layers_per_stage = d->layers / p.pp;
   double stage_params = (double)m->params / (double)(p.tp * p.pp);

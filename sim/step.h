@@ -42,6 +42,12 @@ typedef struct {
 ** model, dp from chips / (tp pp ep) when 0. Returns 0 or -1 with err. */
 int step_check(const model *m, const hw_model *hw, plan *p, char *err, size_t errn);
 
+/* The per-chip pieces of a step under plan p (the layer_*, tp_comm_* and
+** p2p_s fields of r): what does not depend on pp, dp or the schedule, so a
+** search can compute it once per (hardware, tp, ep, mbs, sp, recompute). */
+int step_costs(const model *m, const hw_model *hw, const plan *p, step_result *r, char *err,
+               size_t errn);
+
 /* Simulates one step; `in` describes the host input pipeline of each host
 ** (NULL: data is assumed to be there). With `trace` non-NULL, writes the
 ** step as Chrome/Perfetto trace JSON there: a process per pipeline stage
