@@ -421,8 +421,6 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
                      : p.recompute == PLAN_RECOMPUTE_SELECTIVE ? r->attn_core_fwd_s
                                                                : 0;
   int64_t node = hw->chips_per_node;
-  double act = (double)p.mbs * (double)p.seq * (double)d->hidden * 2;
-  (void)act;
   int64_t L = d->layers / (p.pp * p.vp);
   r->layers_per_stage = d->layers / p.pp;
   double stage_params = (double)m->params / (double)(p.tp * p.pp);
@@ -698,4 +696,65 @@ static void write_trace(FILE *f, const pipe *q, const step_result *r, const plan
   if (s) fprintf(f, "%s\n", s);
   free(s);
   cJSON_Delete(root);
+}
+
+cJSON *step_json(const model *m, const hw_model *hw, const plan *p, const step_result *r) {
+  static const char *const SCHED[] = {"gpipe", "1f1b", "interleaved"};
+  static const char *const RECOMPUTE[] = {"none", "selective", "full"};
+  static const char *const PRECISION[GDT_COUNT] = {[GDT_BF16] = "bf16", [GDT_F16] = "fp16",
+                                                   [GDT_F32] = "fp32", [GDT_F8] = "fp8",
+                                                   [GDT_F64] = "fp64"};
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "model", m->name);
+  cJSON_AddStringToObject(o, "hw", hw->name);
+  cJSON_AddNumberToObject(o, "chips", (double)p->chips);
+  cJSON *pj = cJSON_AddObjectToObject(o, "plan");
+  cJSON_AddNumberToObject(pj, "dp", (double)p->dp);
+  cJSON_AddNumberToObject(pj, "tp", (double)p->tp);
+  cJSON_AddNumberToObject(pj, "pp", (double)p->pp);
+  cJSON_AddNumberToObject(pj, "ep", (double)p->ep);
+  cJSON_AddNumberToObject(pj, "zero", p->zero);
+  cJSON_AddNumberToObject(pj, "mbs", (double)p->mbs);
+  cJSON_AddNumberToObject(pj, "gbs", (double)p->gbs);
+  cJSON_AddNumberToObject(pj, "seq", (double)p->seq);
+  cJSON_AddStringToObject(pj, "recompute", RECOMPUTE[p->recompute]);
+  cJSON_AddStringToObject(pj, "precision",
+                          PRECISION[p->precision] ? PRECISION[p->precision] : "bf16");
+  cJSON_AddStringToObject(pj, "pp_schedule", SCHED[p->schedule]);
+  cJSON_AddNumberToObject(pj, "vp", (double)p->vp);
+  cJSON_AddBoolToObject(pj, "sp", p->sp);
+  cJSON_AddNumberToObject(o, "step_time_s", r->step_time_s);
+  cJSON_AddNumberToObject(o, "tokens_per_s", r->tokens_per_s);
+  cJSON_AddNumberToObject(o, "mfu", r->mfu);
+  cJSON_AddNumberToObject(o, "hfu", r->hfu);
+  cJSON_AddNumberToObject(o, "model_flops_per_step", r->model_flops_per_step);
+  cJSON *b = cJSON_AddObjectToObject(o, "breakdown_s");
+  cJSON_AddNumberToObject(b, "compute", r->breakdown_s.compute);
+  cJSON_AddNumberToObject(b, "exposed_comm", r->breakdown_s.exposed_comm);
+  cJSON_AddNumberToObject(b, "pipeline_bubble", r->breakdown_s.pipeline_bubble);
+  cJSON_AddNumberToObject(b, "input_stall", r->breakdown_s.input_stall);
+  cJSON_AddNumberToObject(b, "other", r->breakdown_s.other);
+  cJSON *mem = cJSON_AddObjectToObject(o, "memory_bytes");
+  cJSON_AddNumberToObject(mem, "weights", r->memory.weights);
+  cJSON_AddNumberToObject(mem, "gradients", r->memory.gradients);
+  cJSON_AddNumberToObject(mem, "optimizer", r->memory.optimizer);
+  cJSON_AddNumberToObject(mem, "activations", r->memory.activations);
+  cJSON_AddNumberToObject(mem, "temporary", r->memory.temporary);
+  cJSON_AddNumberToObject(mem, "peak", r->memory.peak);
+  cJSON_AddNumberToObject(mem, "capacity", r->memory.capacity);
+  cJSON_AddBoolToObject(o, "fits", r->fits);
+  if (!r->fits) {
+    cJSON *fx = cJSON_AddArrayToObject(o, "fixes");
+    for (int i = 0; i < r->n_fixes; i++) {
+      cJSON *x = cJSON_CreateObject();
+      cJSON_AddStringToObject(x, "change", r->fixes[i].what);
+      cJSON_AddNumberToObject(x, "peak_bytes", r->fixes[i].peak);
+      cJSON_AddBoolToObject(x, "fits", r->fixes[i].fits);
+      cJSON_AddItemToArray(fx, x);
+    }
+  }
+  cJSON *cost = cJSON_AddObjectToObject(o, "cost");
+  cJSON_AddNumberToObject(cost, "usd_per_hour", r->usd_per_hour);
+  cJSON_AddNumberToObject(cost, "usd_per_step", r->usd_per_step);
+  return o;
 }

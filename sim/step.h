@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include <cjson/cJSON.h>
+
 #include "../hw_models/hw.h"
 #include "../workloads/model.h"
 #include "input.h"
@@ -41,6 +43,10 @@ typedef struct {
 ** naming what does not divide what). Fills in defaults: gbs from the
 ** model, dp from chips / (tp pp ep) when 0. Returns 0 or -1 with err. */
 int step_check(const model *m, const hw_model *hw, plan *p, char *err, size_t errn);
+
+/* The contract's simulate object (shared/design.md): model, hw, chips,
+** plan, step_time_s, ..., memory_bytes, fits, cost; fixes when it does not fit. */
+cJSON *step_json(const model *m, const hw_model *hw, const plan *p, const step_result *r);
 
 /* The per-chip pieces of a step under plan p (the layer_*, tp_comm_* and
 ** p2p_s fields of r): what does not depend on pp, dp or the schedule, so a

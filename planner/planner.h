@@ -1,0 +1,65 @@
+/*
+** planner.h -- `tpusim plan`: search hardware x chips x parallel plans for
+** the fastest or cheapest way to train a model, confirm the best with the
+** event simulation, and say why the rest lost.
+**
+** Two speeds: every candidate is scored by a closed form over per-chip costs
+** (step_costs, cached per hardware x tp x micro-batch x recompute); the best
+** few are re-run through the event simulation (step_simulate).
+*/
+#ifndef TPUSIM_PLANNER_H
+#define TPUSIM_PLANNER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../hw_models/hw_catalog.h"
+#include "../sim/step.h"
+#include "../workloads/model.h"
+
+typedef enum { PLANNER_TIME, PLANNER_COST, PLANNER_COST_UNDER_DEADLINE } planner_objective;
+
+typedef struct {
+  const char *hw_list;  /* comma list of names; NULL or "all": the catalog */
+  int64_t chips;        /* exactly this many (0: search up to max_chips) */
+  int64_t max_chips;
+  double tokens;        /* to train; 0: use steps */
+  int64_t steps;
+  planner_objective objective;
+  double deadline_s;    /* for cost-under-deadline */
+  double budget_usd;    /* 0: none */
+  bool spot;
+  int top;              /* candidates confirmed by simulation */
+} planner_req;
+
+typedef struct {
+  char hw[32];
+  plan p;
+  double analytic_step_s;
+  step_result sim;       /* filled for the confirmed ones */
+  bool simulated;
+  double train_s, train_usd;
+} planner_cand;
+
+typedef struct {
+  char hw[32];
+  char reason[256];
+} planner_reject;
+
+typedef struct {
+  planner_cand best;
+  planner_cand ranked[16]; /* the confirmed candidates, best first */
+  int n_ranked;
+  planner_reject rejected[32];
+  int n_rejected;
+  int64_t evaluated;
+  double search_s;
+  char why[1024]; /* what decided it, in sentences */
+  char objective[32];
+} planner_result;
+
+/* Returns 0, or -1 with a message that says what was closest. */
+int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, planner_result *out,
+                char *err, size_t errn);
+
+#endif
