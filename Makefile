@@ -93,12 +93,10 @@ deps:
 	  DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
-# The main job: until the planner lands (issue 6), the catalog it will search
-# and the training step of an example model.
+# The main job: plan the training of an example model over the catalog.
 run: deps
 	@$(MAKE) --no-print-directory all
-	./$(BIN) hw list
-	./$(BIN) graph llama3-8b
+	./$(BIN) plan llama3-8b --max-chips 256
 
 # Criterion has each test's result before a forked worker exits, so a leak
 # LeakSanitizer reports at exit would not fail the run: the log is checked.

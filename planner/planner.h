@@ -52,6 +52,8 @@ typedef struct {
   int n_ranked;
   planner_reject rejected[32];
   int n_rejected;
+  planner_cand per_hw[32]; /* the best analytic plan of every hardware that has one */
+  int n_per_hw;
   int64_t evaluated;
   double search_s;
   char why[1024]; /* what decided it, in sentences */

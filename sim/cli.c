@@ -15,6 +15,7 @@
 
 #include "../hw_models/hw_catalog.h"
 #include "../viz/view.h"
+#include "../planner/planner.h"
 #include "../workloads/model.h"
 #include "coll.h"
 #include "plan.h"
@@ -57,6 +58,11 @@ static int run_hw(cli_ctx *c);
 static int run_graph(cli_ctx *c);
 static int run_collective(cli_ctx *c);
 static int run_simulate(cli_ctx *c);
+static int run_plan(cli_ctx *c);
+static const char *const PLAN_FLAGS[] = {"--spot", NULL};
+static const char *const PLAN_VALUED[] = {"--hw",     "--chips",     "--max-chips", "--tokens",
+                                          "--steps",  "--deadline",  "--budget",    "--objective",
+                                          "--top",    NULL};
 static const char *const SIM_FLAGS[] = {"--fsdp", "--sp", "--explain", NULL};
 static const char *const SIM_VALUED[] = {
     "--hw",   "--chips",     "--dp",        "--tp",           "--pp",
@@ -75,7 +81,8 @@ static const cli_cmd COMMANDS[] = {
      "tpusim plan MODEL [--hw LIST|all] [--chips N|--max-chips N] [--tokens N|--steps N]\n"
      "                  [--deadline DUR] [--budget USD] [--objective time|cost|cost-under-deadline]\n"
      "                  [--spot] [--top K] [--json]",
-     "choose hardware, chip count and parallel plan; price it and say why", NULL, "issue 6", NULL, NULL},
+     "choose hardware, chip count and parallel plan; price it and say why", run_plan, NULL,
+     PLAN_FLAGS, PLAN_VALUED},
     {"simulate",
      "tpusim simulate MODEL --hw NAME --chips N [--dp D --tp T --pp P --ep E]\n"
      "                  [--zero 0|1|2|3] [--fsdp] [--mbs M] [--gbs G] [--seq S]\n"
@@ -730,6 +737,148 @@ static int run_simulate(cli_ctx *c) {
     fprintf(c->err, "tpusim simulate: %s: write failed\n", opt(c, "--trace"));
     rc = CLI_BAD_INPUT;
   }
+  model_free(m);
+  hw_catalog_free(cat);
+  return rc;
+}
+
+/* ---- plan ---- */
+
+/* "30d", "12h", "90m", "3600s" or plain seconds; -1 if not a duration. */
+static double parse_duration(const char *s) {
+  char *end;
+  double v = strtod(s, &end);
+  if (end == s || !(v > 0)) return -1;
+  double unit = *end == 'd' ? 86400 : *end == 'h' ? 3600 : *end == 'm' ? 60 : 1;
+  if (*end && strchr("dhms", *end)) end++;
+  return *end ? -1 : v * unit;
+}
+
+static void plan_row(FILE *f, int rank, const planner_cand *c) {
+  static const char *const REC[] = {"none", "selective", "full"};
+  fprintf(f, "  %4d  %-9s %6lld %4lld %3lld %3lld %4lld %-9s %4d %9.3f %9.3f %8.1f %12.0f\n", rank,
+          c->hw, (long long)c->p.chips, (long long)c->p.dp, (long long)c->p.tp, (long long)c->p.pp,
+          (long long)c->p.mbs, REC[c->p.recompute], c->p.zero, c->sim.step_time_s,
+          c->analytic_step_s, c->train_s / 86400, c->train_usd);
+}
+
+static int run_plan(cli_ctx *c) {
+  if (c->n_pos != 1) return usage_error(c, "%s", "expected one MODEL");
+  planner_req req = {.hw_list = opt(c, "--hw"), .max_chips = 1024, .top = 5};
+  int64_t chips = opt_count(c, "--chips"), maxc = opt_count(c, "--max-chips"),
+          steps = opt_count(c, "--steps"), top = opt_count(c, "--top");
+  if (chips < 0 || maxc < 0 || steps < 0 || top < 0) return CLI_USAGE;
+  req.chips = chips;
+  if (maxc) req.max_chips = maxc;
+  req.steps = steps;
+  if (top) req.top = (int)(top > 16 ? 16 : top);
+  req.spot = opt(c, "--spot") != NULL;
+  if (opt(c, "--tokens")) {
+    char *end;
+    req.tokens = strtod(opt(c, "--tokens"), &end);
+    if (*end || !(req.tokens > 0)) return usage_error(c, "%s", "--tokens expects a positive number, e.g. 2e12");
+  }
+  if (opt(c, "--budget")) {
+    char *end;
+    req.budget_usd = strtod(opt(c, "--budget"), &end);
+    if (*end || !(req.budget_usd > 0)) return usage_error(c, "%s", "--budget expects US dollars");
+  }
+  static const char *const OBJ[] = {"time", "cost", "cost-under-deadline", NULL};
+  int obj;
+  if (enum_opt(c, "--objective", OBJ, 0, &obj)) return CLI_USAGE;
+  req.objective = (planner_objective)obj;
+  if (opt(c, "--deadline")) {
+    req.deadline_s = parse_duration(opt(c, "--deadline"));
+    if (req.deadline_s < 0) return usage_error(c, "%s", "--deadline expects a duration: 30d, 12h, 90m");
+    if (!opt(c, "--objective")) req.objective = PLANNER_COST_UNDER_DEADLINE;
+  }
+  if (req.objective == PLANNER_COST_UNDER_DEADLINE && req.deadline_s <= 0)
+    return usage_error(c, "%s", "cost-under-deadline needs --deadline");
+  hw_catalog *cat;
+  int rc = load_catalog(c, &cat, NULL);
+  if (rc != CLI_OK) return rc;
+  diag *dg = diag_new();
+  model *m = model_load(c->pos[0], NULL, dg);
+  diag_print(dg, c->err);
+  diag_free(dg);
+  if (!m) {
+    hw_catalog_free(cat);
+    return CLI_BAD_INPUT;
+  }
+  planner_result *r = calloc(1, sizeof *r);
+  char err[1024];
+  if (!r || planner_run(m, cat, &req, r, err, sizeof err) != 0) {
+    fprintf(c->err, "tpusim plan: %s\n", r ? err : "out of memory");
+    for (int i = 0; r && i < r->n_rejected; i++)
+      fprintf(c->err, "  %s: %s\n", r->rejected[i].hw, r->rejected[i].reason);
+    rc = CLI_BAD_INPUT;
+  } else if (c->json) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "model", m->name);
+    cJSON_AddStringToObject(o, "objective", r->objective);
+    cJSON *best = step_json(m, hw_catalog_find(cat, r->best.hw), &r->best.p, &r->best.sim);
+    cJSON_AddStringToObject(best, "why", r->why);
+    cJSON_AddNumberToObject(best, "analytic_step_time_s", r->best.analytic_step_s);
+    cJSON_AddNumberToObject(best, "train_days", r->best.train_s / 86400);
+    cJSON_AddNumberToObject(best, "train_usd", r->best.train_usd);
+    cJSON_AddItemToObject(o, "best", best);
+    cJSON *cands = cJSON_AddArrayToObject(o, "candidates");
+    for (int i = 1; i < r->n_ranked; i++) {
+      cJSON *x = step_json(m, hw_catalog_find(cat, r->ranked[i].hw), &r->ranked[i].p, &r->ranked[i].sim);
+      cJSON_AddNumberToObject(x, "analytic_step_time_s", r->ranked[i].analytic_step_s);
+      cJSON_AddNumberToObject(x, "train_days", r->ranked[i].train_s / 86400);
+      cJSON_AddNumberToObject(x, "train_usd", r->ranked[i].train_usd);
+      cJSON_AddItemToArray(cands, x);
+    }
+    cJSON *rej = cJSON_AddArrayToObject(o, "rejected");
+    for (int i = 0; i < r->n_rejected; i++) {
+      cJSON *x = cJSON_CreateObject();
+      cJSON_AddStringToObject(x, "hw", r->rejected[i].hw);
+      cJSON_AddStringToObject(x, "reason", r->rejected[i].reason);
+      cJSON_AddItemToArray(rej, x);
+    }
+    cJSON_AddNumberToObject(o, "evaluated", (double)r->evaluated);
+    cJSON_AddNumberToObject(o, "search_s", r->search_s);
+    char *s = cJSON_Print(o);
+    fprintf(c->out, "%s\n", s);
+    free(s);
+    cJSON_Delete(o);
+  } else {
+    const planner_cand *b = &r->best;
+    char mp[32];
+    units_si(mp, sizeof mp, (double)m->params, "");
+    fprintf(c->out, "plan for %s (%s parameters), objective: %s\n", m->name, mp, r->objective);
+    fprintf(c->out, "\nbest: %lld x %s   dp %lld, tp %lld%s, pp %lld, mbs %lld, %s recompute, zero %d\n",
+            (long long)b->p.chips, b->hw, (long long)b->p.dp, (long long)b->p.tp,
+            b->p.sp ? " (sp)" : "", (long long)b->p.pp, (long long)b->p.mbs,
+            b->p.recompute == PLAN_RECOMPUTE_FULL ? "full"
+            : b->p.recompute == PLAN_RECOMPUTE_SELECTIVE ? "selective" : "no",
+            b->p.zero);
+    fprintf(c->out, "  step %.3f s simulated (%.3f s analytic), MFU %.1f%%, %.0f tokens/s\n",
+            b->sim.step_time_s, b->analytic_step_s, 100 * b->sim.mfu, b->sim.tokens_per_s);
+    fprintf(c->out, "  memory per chip %.1f of %.1f GiB\n", b->sim.memory.peak / (1 << 30),
+            b->sim.memory.capacity / (1 << 30));
+    fprintf(c->out, "  to train: %.1f days, $%.0f\n", b->train_s / 86400, b->train_usd);
+    fprintf(c->out, "\nwhy: %s\n", r->why);
+    fprintf(c->out, "\ncandidates (event-simulated, best first):\n"
+                    "  rank  hw         chips   dp  tp  pp  mbs recompute zero  step(s)  analytic     days     cost($)\n");
+    for (int i = 0; i < r->n_ranked; i++) plan_row(c->out, i + 1, &r->ranked[i]);
+    fprintf(c->out, "\nother hardware (its best plan, analytic):\n");
+    for (int i = 0; i < r->n_per_hw; i++) {
+      const planner_cand *o = &r->per_hw[i];
+      if (strcmp(o->hw, b->hw) == 0) continue;
+      double ratio = req.objective == PLANNER_TIME ? o->train_s / b->train_s : o->train_usd / b->train_usd;
+      fprintf(c->out, "  %-9s %lld chips, tp %lld, pp %lld: %.1f days, $%.0f  (%.2fx the best's %s)\n",
+              o->hw, (long long)o->p.chips, (long long)o->p.tp, (long long)o->p.pp,
+              o->train_s / 86400, o->train_usd, ratio,
+              req.objective == PLANNER_TIME ? "time" : "cost");
+    }
+    if (r->n_rejected) fprintf(c->out, "\nrejected:\n");
+    for (int i = 0; i < r->n_rejected; i++)
+      fprintf(c->out, "  %s: %s\n", r->rejected[i].hw, r->rejected[i].reason);
+    fprintf(c->out, "\nevaluated %lld plans in %.2f s\n", (long long)r->evaluated, r->search_s);
+  }
+  free(r);
   model_free(m);
   hw_catalog_free(cat);
   return rc;

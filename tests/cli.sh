@@ -38,7 +38,7 @@ run help 0 --help && has help out "Usage: tpusim COMMAND"
 run version 0 --version && has version out "LLVM 19."
 run noargs 2
 run unknown-cmd 2 simulat && has unknown-cmd err "did you mean 'simulate'?"
-for c in plan lower calibrate view plot; do
+for c in lower calibrate view plot; do
   run "unbuilt-$c" 2 "$c" model.json && has "unbuilt-$c" err "not built yet" && empty "unbuilt-$c" out
   run "help-$c" 0 "$c" --help && has "help-$c" out "Usage:"
 done
@@ -136,6 +136,18 @@ run sim-trace 0 simulate llama3-8b --hw h100-sxm --chips 32 --tp 4 --pp 4 --gbs 
 grep -q '"traceEvents"' "$OUT/trace.json" && ok || bad "--trace wrote no trace"
 run sim-trace-bad 1 simulate llama3-8b --hw h100-sxm --chips 8 --trace /nonexistent/dir/t.json && has sim-trace-bad err "cannot write the trace"
 run sim-cnn 1 simulate resnet50 --hw h100-sxm --chips 8 && has sim-cnn err "simulate handles transformer models so far"
+
+# --- plan (issue 6) ---
+run plan 0 plan llama3-8b --max-chips 256 && has plan out "best:" && has plan out "why:" && has plan out "other hardware" && has plan out "tpu-v5p"
+run plan-json 0 plan llama3-70b --tokens 2e12 --max-chips 2048 --hw h100-sxm,tpu-v5p --json
+for k in '"model":' '"objective":' '"best":' '"why":' '"candidates":' '"rejected":' '"evaluated":' '"search_s":'; do
+  has plan-json out "$k"
+done
+run plan-fp64 0 plan tests/data/models/needs-fp64.json --max-chips 32 && has plan-fp64 out "tpu-v4: the model requires fp64"
+run plan-none 1 plan llama3-405b --hw tpu-v5e --max-chips 8 && has plan-none err "no hardware can train llama3-405b"
+run plan-obj 2 plan llama3-8b --objective fastest && has plan-obj err "unknown value 'fastest'"
+run plan-deadline 2 plan llama3-8b --deadline soon && has plan-deadline err "--deadline expects a duration"
+run plan-cnn 1 plan resnet50 && has plan-cnn err "planning covers transformer models so far"
 
 # --- collective (issue 4) ---
 run coll-sweep 0 collective --hw h200 --chips 8 --op all-reduce --bytes 1M:16M --algo ring,nvls

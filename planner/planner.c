@@ -1,0 +1,320 @@
+/*
+** planner.c -- see planner.h.
+**
+** The analytic path, per candidate (hardware, chips, tp, pp, dp, mbs,
+** recompute, ZeRO), over per-chip costs computed once per (hardware, tp,
+** mbs) by step_costs:
+**   F = L/pp (layer forward + TP comm), B = L/pp (layer backward +
+**   recompute + TP comm), the head on the last stage;
+**   1F1B: (M + pp - 1)(F + B) + 2 (pp - 1) p2p          (Narayanan et al. 2021)
+**   + the gradient all-reduce not hidden behind the last backward
+**     (ring: 2(n-1)/n S/B + 2(n-1) a)
+**   + a fused Adam over the chip's parameters.
+** Memory first (sim/memory): a plan that does not fit is not scored.
+*/
+#include "planner.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../sim/memory.h"
+
+#define MAX_KEEP 64
+
+typedef struct {
+  bool done, ok;
+  step_result c;
+} cost_entry;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static bool listed(const char *list, const char *name) {
+  if (!list || strcmp(list, "all") == 0) return true;
+  size_t n = strlen(name);
+  for (const char *p = list; *p;) {
+    size_t k = strcspn(p, ",");
+    if (k == n && strncmp(p, name, n) == 0) return true;
+    p += k;
+    if (*p == ',') p++;
+  }
+  return false;
+}
+
+static graph_dtype precision_on(const hw_model *hw, graph_dtype want) {
+  /* a chip without bf16 (V100) trains in fp16 with loss scaling */
+  if (want == GDT_BF16 && hw_peak_flops(hw, HW_BF16) <= 0 && hw_peak_flops(hw, HW_FP16) > 0)
+    return GDT_F16;
+  return want;
+}
+
+static double peak_of(const hw_model *hw, graph_dtype dt) {
+  switch (dt) {
+  case GDT_F16: return hw_peak_flops(hw, HW_FP16);
+  case GDT_F32: return hw_peak_flops(hw, HW_FP32);
+  case GDT_F64: return hw_peak_flops(hw, HW_FP64);
+  case GDT_F8: return hw_peak_flops(hw, HW_FP8);
+  default: return hw_peak_flops(hw, HW_BF16);
+  }
+}
+
+/* Chip counts to try: whole nodes (GPU, CPU) or TPU slices of powers of two. */
+static int chip_counts(const hw_model *hw, const planner_req *req, int64_t *out, int max) {
+  int n = 0;
+  if (req->chips > 0) {
+    out[n++] = req->chips;
+    return n;
+  }
+  int64_t start = hw->kind == HW_TPU ? 4 : hw->chips_per_node;
+  int64_t limit = req->max_chips;
+  if (hw->kind == HW_TPU && limit > hw->scale_up.max_slice_chips) limit = hw->scale_up.max_slice_chips;
+  for (int64_t c = start; c <= limit && n < max; c *= 2) out[n++] = c;
+  return n;
+}
+
+static double ring_allreduce(const hw_model *hw, int64_t n, double bytes, bool in_node) {
+  if (n < 2) return 0;
+  double B = in_node || hw->kind == HW_TPU
+                 ? hw->scale_up.bw_per_chip_bytes_per_s * hw->scale_up.efficiency
+                 : hw->scale_out.bw_per_chip_bytes_per_s;
+  double a = in_node || hw->kind == HW_TPU ? hw->scale_up.latency_s : hw->scale_out.latency_s;
+  return 2.0 * (double)(n - 1) / (double)n * bytes / B + 2.0 * (double)(n - 1) * a;
+}
+
+static double analytic(const model *m, const hw_model *hw, const plan *p, const step_result *c) {
+  const wl_tf_dims *d = &m->info.tf;
+  double L = (double)(d->layers / p->pp);
+  double rec = p->recompute == PLAN_RECOMPUTE_FULL        ? c->layer_fwd_s + c->tp_comm_fwd_s
+               : p->recompute == PLAN_RECOMPUTE_SELECTIVE ? c->attn_core_fwd_s
+                                                          : 0;
+  double F = L * (c->layer_fwd_s + c->tp_comm_fwd_s) + (p->pp == 1 ? c->head_fwd_s : 0.5 * c->head_fwd_s);
+  double B = L * (c->layer_bwd_s + c->tp_comm_bwd_s + rec) +
+             (p->pp == 1 ? c->head_bwd_s : 0.5 * c->head_bwd_s);
+  double M = (double)plan_microbatches(p);
+  double pipe = (M + (double)p->pp - 1) * (F + B) + 2.0 * (double)(p->pp - 1) * c->p2p_s;
+  double stage_params = (double)m->params / (double)(p->tp * p->pp);
+  int64_t n = p->dp * p->ep;
+  bool in_node = p->tp * p->pp * n <= hw->chips_per_node;
+  double ar = ring_allreduce(hw, n, stage_params * 2, in_node);
+  double exposed = ar > B ? ar - B : 0;
+  double opt = stage_params / (p->zero >= 1 ? (double)p->dp : 1) * 28 /
+               (hw->chip.hbm_bw_bytes_per_s * hw->chip.hbm_efficiency);
+  return pipe + exposed + opt;
+}
+
+/* Keeps the best `MAX_KEEP` by objective (smaller first), sorted. */
+static void keep(planner_cand *kept, int *n, const planner_cand *c, double key, double *keys) {
+  int at = *n < MAX_KEEP ? (*n)++ : MAX_KEEP;
+  if (at == MAX_KEEP) {
+    if (key >= keys[MAX_KEEP - 1]) return;
+    at = MAX_KEEP - 1;
+  }
+  while (at > 0 && keys[at - 1] > key) {
+    kept[at] = kept[at - 1];
+    keys[at] = keys[at - 1];
+    at--;
+  }
+  kept[at] = *c;
+  keys[at] = key;
+}
+
+static void add_reject(planner_result *out, const char *hw, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void add_reject(planner_result *out, const char *hw, const char *fmt, ...) {
+  if (out->n_rejected == (int)(sizeof out->rejected / sizeof *out->rejected)) return;
+  planner_reject *r = &out->rejected[out->n_rejected++];
+  snprintf(r->hw, sizeof r->hw, "%s", hw);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->reason, sizeof r->reason, fmt, ap);
+  va_end(ap);
+}
+
+int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, planner_result *out,
+                char *err, size_t errn) {
+  memset(out, 0, sizeof *out);
+  double t0 = now_s();
+  const wl_tf_dims *d = &m->info.tf;
+  static const char *const OBJ[] = {"time", "cost", "cost-under-deadline"};
+  snprintf(out->objective, sizeof out->objective, "%s", OBJ[req->objective]);
+  if (d->layers == 0) {
+    snprintf(err, errn, "planning covers transformer models so far (issue 6 continues); %s is a "
+                        "%s model — 'tpusim graph' shows its costs", m->name, m->family);
+    return -1;
+  }
+  int64_t gbs = m->train.global_batch, seq = m->train.seq_len;
+  double tokens = req->tokens > 0 ? req->tokens : 20.0 * (double)m->params; /* Hoffmann et al. 2022 */
+  int64_t steps = req->steps > 0 ? req->steps
+                                 : (int64_t)ceil(tokens / ((double)gbs * (double)seq));
+  planner_cand *kept = calloc(MAX_KEEP + 1, sizeof *kept);
+  double *keys = calloc(MAX_KEEP + 1, sizeof *keys);
+  if (!kept || !keys) {
+    free(kept), free(keys);
+    snprintf(err, errn, "out of memory");
+    return -1;
+  }
+  int n_kept = 0;
+  static const int64_t TPS[] = {1, 2, 4, 8, 16}, MBS[] = {1, 2, 4};
+  for (int h = 0; h < hw_catalog_count(cat); h++) {
+    const hw_model *hw = hw_catalog_at(cat, h);
+    if (!listed(req->hw_list, hw->name)) continue;
+    if ((m->info.requires & WL_REQ_FP64) && hw_peak_flops(hw, HW_FP64) <= 0) {
+      add_reject(out, hw->name, "the model requires fp64; %s has no fp64 unit", hw->name);
+      continue;
+    }
+    if ((m->info.requires & WL_REQ_CUDA) && strcmp(hw->vendor, "NVIDIA") != 0) {
+      add_reject(out, hw->name, "the model requires custom CUDA kernels; %s is a %s %s", hw->name,
+                 hw->vendor, hw_kind_name(hw->kind));
+      continue;
+    }
+    graph_dtype prec = precision_on(hw, m->train.compute);
+    if (peak_of(hw, prec) <= 0) {
+      add_reject(out, hw->name, "no %s unit", graph_dtype_name(prec));
+      continue;
+    }
+    int64_t counts[32];
+    int nc = chip_counts(hw, req, counts, 32);
+    double best_peak = INFINITY;
+    char best_peak_plan[128] = "";
+    int fitted = 0;
+    planner_cand hw_best = {0};
+    double hw_best_key = INFINITY;
+    cost_entry cache[5][3] = {{{0}}};
+    for (int ti = 0; ti < 5; ti++) {
+      int64_t tp = TPS[ti];
+      int64_t tp_limit = hw->kind == HW_TPU ? 16 : hw->chips_per_node;
+      if (tp > tp_limit || d->heads % tp || d->ffn_hidden % tp ||
+          (d->kv_heads % tp && tp % d->kv_heads))
+        continue;
+      for (int mi = 0; mi < 3; mi++)
+        for (int ci = 0; ci < nc; ci++) {
+          int64_t chips = counts[ci];
+          for (int64_t pp = 1; pp <= 64 && pp * tp <= chips; pp++) {
+            if (d->layers % pp || chips % (tp * pp)) continue;
+            int64_t dp = chips / (tp * pp);
+            plan p = {.chips = chips, .dp = dp, .tp = tp, .pp = pp, .ep = 1, .mbs = MBS[mi],
+                      .gbs = gbs, .seq = seq, .vp = 1, .slices = 1, .schedule = PLAN_1F1B,
+                      .precision = prec, .sp = tp > 1};
+            if (gbs % (dp * p.mbs)) continue;
+            for (int rec = 0; rec < 3; rec++)
+              for (int zi = 0; zi < 3; zi++) {
+                static const int ZERO[] = {0, 1, 3};
+                p.recompute = (plan_recompute)rec;
+                p.zero = ZERO[zi];
+                if (p.zero > 0 && dp == 1) continue;
+                out->evaluated++;
+                mem_opts mo = mem_opts_from_train(&m->train, (double)hw->chip.hbm_bytes);
+                mo.no_dropout = d->dropout <= 0;
+                mem_bytes mb;
+                char merr[256];
+                if (mem_transformer(d, &p, &mo, &mb, merr, sizeof merr) != 0) continue;
+                if (!mb.fits) {
+                  if (mb.peak < best_peak) {
+                    best_peak = mb.peak;
+                    snprintf(best_peak_plan, sizeof best_peak_plan,
+                             "%lld chips, tp %lld, pp %lld, zero %d, %s recompute",
+                             (long long)chips, (long long)tp, (long long)pp, p.zero,
+                             rec == 2 ? "full" : rec == 1 ? "selective" : "no");
+                  }
+                  continue;
+                }
+                fitted++;
+                cost_entry *ce = &cache[ti][mi];
+                if (!ce->done) {
+                  char cerr[256];
+                  plan cp = p;
+                  cp.recompute = PLAN_RECOMPUTE_NONE;
+                  ce->ok = step_costs(m, hw, &cp, &ce->c, cerr, sizeof cerr) == 0;
+                  ce->done = true;
+                }
+                if (!ce->ok) continue;
+                planner_cand c = {.p = p};
+                snprintf(c.hw, sizeof c.hw, "%s", hw->name);
+                c.analytic_step_s = analytic(m, hw, &p, &ce->c);
+                c.train_s = c.analytic_step_s * (double)steps;
+                double price = req->spot ? hw->price.spot_usd_per_chip_hour
+                                         : hw->price.on_demand_usd_per_chip_hour;
+                c.train_usd = price * (double)chips * c.train_s / 3600;
+                if (req->budget_usd > 0 && c.train_usd > req->budget_usd) continue;
+                if (req->objective == PLANNER_COST_UNDER_DEADLINE && c.train_s > req->deadline_s)
+                  continue;
+                double key = req->objective == PLANNER_TIME ? c.train_s : c.train_usd;
+                keep(kept, &n_kept, &c, key, keys);
+                if (key < hw_best_key) hw_best_key = key, hw_best = c;
+              }
+          }
+        }
+    }
+    if (isfinite(hw_best_key) && out->n_per_hw < 32) out->per_hw[out->n_per_hw++] = hw_best;
+    if (!fitted) {
+      char peak[32], cap[32];
+      snprintf(peak, sizeof peak, "%.1f GiB", best_peak / (1 << 30));
+      snprintf(cap, sizeof cap, "%.1f GiB", (double)hw->chip.hbm_bytes / (1 << 30));
+      if (isfinite(best_peak))
+        add_reject(out, hw->name, "no plan fits: the smallest peak is %s per chip against %s (%s)",
+                   peak, cap, best_peak_plan);
+      else
+        add_reject(out, hw->name, "no valid plan up to %lld chips", (long long)req->max_chips);
+    }
+  }
+  if (n_kept == 0) {
+    snprintf(err, errn, "no hardware can train %s within the limits%s (closest: %s)", m->name,
+             req->objective == PLANNER_COST_UNDER_DEADLINE ? " and the deadline" : "",
+             out->n_rejected ? out->rejected[0].reason : "none");
+    free(kept), free(keys);
+    return -1;
+  }
+  /* confirm the best few with the event simulation, then rank by it */
+  int top = req->top > 0 ? req->top : 5;
+  if (top > n_kept) top = n_kept;
+  if (top > 16) top = 16;
+  for (int i = 0; i < top; i++) {
+    planner_cand *c = &kept[i];
+    const hw_model *hw = hw_catalog_find(cat, c->hw);
+    if (step_simulate(m, hw, &c->p, NULL, &c->sim, NULL, err, errn) != 0) continue;
+    c->simulated = true;
+    c->train_s = c->sim.step_time_s * (double)steps;
+    double price = req->spot ? hw->price.spot_usd_per_chip_hour : hw->price.on_demand_usd_per_chip_hour;
+    c->train_usd = price * (double)c->p.chips * c->train_s / 3600;
+    out->ranked[out->n_ranked++] = *c;
+  }
+  for (int i = 1; i < out->n_ranked; i++) /* insertion sort by the simulated objective */
+    for (int j = i; j > 0; j--) {
+      planner_cand *a = &out->ranked[j - 1], *b = &out->ranked[j];
+      double ka = req->objective == PLANNER_TIME ? a->train_s : a->train_usd;
+      double kb = req->objective == PLANNER_TIME ? b->train_s : b->train_usd;
+      if (ka <= kb) break;
+      planner_cand t = *a;
+      *a = *b;
+      *b = t;
+    }
+  free(kept);
+  free(keys);
+  if (out->n_ranked == 0) return -1;
+  out->best = out->ranked[0];
+  const planner_cand *b = &out->best;
+  const step_result *r = &b->sim;
+  const char *bound = r->breakdown_s.pipeline_bubble > r->breakdown_s.exposed_comm
+                          ? "the pipeline bubble"
+                          : "communication";
+  snprintf(out->why, sizeof out->why,
+           "%s on %lld chips trains %.3g tokens in %.1f days for $%.0f (%s prices). Compute is "
+           "%.0f%% of the step (MFU %.0f%%); after it, %s costs most. Memory per chip: %.1f of "
+           "%.1f GiB, so tp %lld x pp %lld with %s recompute%s is what fits at this size.",
+           b->hw, (long long)b->p.chips, tokens, b->train_s / 86400, b->train_usd,
+           req->spot ? "spot" : "on-demand", 100 * r->breakdown_s.compute / r->step_time_s,
+           100 * r->mfu, bound, r->memory.peak / (1 << 30), r->memory.capacity / (1 << 30),
+           (long long)b->p.tp, (long long)b->p.pp,
+           b->p.recompute == PLAN_RECOMPUTE_FULL ? "full"
+           : b->p.recompute == PLAN_RECOMPUTE_SELECTIVE ? "selective" : "no",
+           b->p.zero ? " and ZeRO" : "");
+  out->search_s = now_s() - t0;
+  return 0;
+}

@@ -1,0 +1,117 @@
+/*
+** test_planner.c -- the planner: hardware constraints with reasons, the
+** analytic path against the event simulation, pinned searches against the
+** published plans, invalid requests.
+*/
+#include <math.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "../planner/planner.h"
+#include "helpers.h"
+
+static model *load(const char *src) {
+  diag *d = diag_new();
+  model *m = model_load(src, NULL, d);
+  if (!m) diag_print(d, stderr);
+  cr_assert_not_null(m);
+  diag_free(d);
+  return m;
+}
+
+static int run(const char *src, planner_req req, planner_result *r, char *err, size_t n) {
+  hw_catalog *c = th_catalog();
+  model *m = load(src);
+  int rc = planner_run(m, c, &req, r, err, n);
+  model_free(m);
+  hw_catalog_free(c);
+  return rc;
+}
+
+static const char *reason_for(const planner_result *r, const char *hw) {
+  for (int i = 0; i < r->n_rejected; i++)
+    if (strcmp(r->rejected[i].hw, hw) == 0) return r->rejected[i].reason;
+  return NULL;
+}
+
+Test(planner, fp64_never_lands_on_a_tpu) {
+  static planner_result r;
+  char err[512];
+  planner_req q = {.max_chips = 64, .top = 2, .steps = 100};
+  cr_assert_eq(run("tests/data/models/needs-fp64.json", q, &r, err, sizeof err), 0, "%s", err);
+  cr_assert(strncmp(r.best.hw, "tpu", 3) != 0, "best is %s", r.best.hw);
+  const char *why = reason_for(&r, "tpu-v5p");
+  cr_assert_not_null(why);
+  cr_assert(strstr(why, "requires fp64; tpu-v5p has no fp64 unit"), "%s", why);
+}
+
+Test(planner, custom_cuda_kernels_get_nvidia_only) {
+  static planner_result r;
+  char err[512];
+  planner_req q = {.max_chips = 64, .top = 3, .steps = 100};
+  cr_assert_eq(run("tests/data/models/needs-cuda.json", q, &r, err, sizeof err), 0, "%s", err);
+  for (int i = 0; i < r.n_ranked; i++) {
+    const char *hw = r.ranked[i].hw;
+    cr_assert(strncmp(hw, "tpu", 3) && strncmp(hw, "cpu", 3), "%s got a %s", "needs-cuda", hw);
+  }
+  cr_assert(strstr(reason_for(&r, "cpu-genoa"), "custom CUDA kernels; cpu-genoa is a AMD cpu"));
+}
+
+/* The analytic path is the event simulation's closed form: the best plan's
+** estimate must be within 10 % of its simulation. */
+Test(planner, analytic_agrees_with_simulation, .timeout = 120) {
+  static const char *const models[] = {"llama3-70b", "gpt3-175b"};
+  for (int i = 0; i < 2; i++) {
+    static planner_result r;
+    char err[512];
+    planner_req q = {.hw_list = "h100-sxm,tpu-v5p,a100-80g", .max_chips = 2048, .top = 3,
+                     .tokens = 2e12};
+    cr_assert_eq(run(models[i], q, &r, err, sizeof err), 0, "%s: %s", models[i], err);
+    cr_assert(r.best.sim.fits);
+    for (int k = 0; k < r.n_ranked; k++) {
+      double a = r.ranked[k].analytic_step_s, s = r.ranked[k].sim.step_time_s;
+      cr_assert(fabs(a - s) / s < 0.10, "%s rank %d: analytic %g vs simulated %g", models[i], k,
+                a, s);
+    }
+  }
+}
+
+/* Pinned to Korthikanti et al.'s 175B run (64 A100s), the planner finds a
+** plan at least as fast, by its own model, as the published one
+** (tp 8, pp 8, selective recompute with sequence parallelism). */
+Test(planner, pinned_search_beats_or_matches_the_published_plan, .timeout = 120) {
+  hw_catalog *c = th_catalog();
+  diag *d = diag_new();
+  model_opts o = {.global_batch = 64, .seq_len = 2048, .precision = "fp16"};
+  model *m = model_load("gpt3-175b", &o, d);
+  cr_assert_not_null(m);
+  plan pub = {.chips = 64, .tp = 8, .pp = 8, .ep = 1, .mbs = 1, .gbs = 64, .seq = 2048, .vp = 1,
+              .slices = 1, .schedule = PLAN_1F1B, .precision = GDT_F16, .sp = true,
+              .recompute = PLAN_RECOMPUTE_SELECTIVE};
+  char err[512];
+  step_result pr;
+  cr_assert_eq(step_check(m, th_hw(c, "a100-80g"), &pub, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(step_simulate(m, th_hw(c, "a100-80g"), &pub, NULL, &pr, NULL, err, sizeof err), 0);
+  static planner_result r;
+  planner_req q = {.hw_list = "a100-80g", .chips = 64, .top = 10, .steps = 10};
+  cr_assert_eq(planner_run(m, c, &q, &r, err, sizeof err), 0, "%s", err);
+  cr_assert_leq(r.best.sim.step_time_s, pr.step_time_s * 1.001, "planner %g vs published plan %g",
+                r.best.sim.step_time_s, pr.step_time_s);
+  model_free(m);
+  hw_catalog_free(c);
+  diag_free(d);
+}
+
+Test(planner, impossible_requests_say_what_was_closest) {
+  static planner_result r;
+  char err[512];
+  planner_req q = {.hw_list = "tpu-v5e", .max_chips = 8, .top = 2, .steps = 10};
+  cr_assert_eq(run("llama3-405b", q, &r, err, sizeof err), -1);
+  cr_assert(strstr(err, "no hardware can train llama3-405b"), "%s", err);
+  cr_assert(strstr(err, "no plan fits: the smallest peak is"), "%s", err);
+  planner_req dl = {.hw_list = "h100-sxm", .max_chips = 64, .top = 2, .tokens = 15e12,
+                    .objective = PLANNER_COST_UNDER_DEADLINE, .deadline_s = 3600};
+  cr_assert_eq(run("llama3-70b", dl, &r, err, sizeof err), -1);
+  cr_assert(strstr(err, "and the deadline"), "%s", err);
+}
