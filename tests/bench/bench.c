@@ -5,6 +5,8 @@
 **   engine events per second (target: >= 5 million on one core)
 **   1 GiB all-reduce over 4096 TPU v5p chips (target: simulated in < 1 s)
 **   one step of gpt3-175b on 1024 A100s, TP 8, PP 8, DP 16, 1F1B (target: < 1 s)
+**   a full-catalog plan for llama3-405b up to 16,384 chips (target: < 10 s),
+**   and the analytic path's rate (target: 1,000,000 plans per second)
 */
 #include <stdio.h>
 #include <time.h>
@@ -14,6 +16,7 @@
 #include "../../sim/engine.h"
 #include "../../sim/net.h"
 #include "../../sim/step.h"
+#include "../../planner/planner.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -81,6 +84,20 @@ int main(void) {
          "predicted step %.2f s, MFU %.1f%%\n",
          dt, sr.step_time_s, 100 * sr.mfu);
   model_free(m);
+
+  model *big = model_load("llama3-405b", NULL, d);
+  static planner_result pr;
+  planner_req req = {.max_chips = 16384, .tokens = 15e12, .top = 5};
+  t0 = now_s();
+  if (!big || planner_run(big, cat, &req, &pr, err, sizeof err) != 0) {
+    fprintf(stderr, "%s\n", big ? err : "cannot load llama3-405b");
+    return 1;
+  }
+  dt = now_s() - t0;
+  printf("plan llama3-405b, whole catalog, up to 16384 chips: %.2f s (target < 10 s), %lld plans "
+         "evaluated (%.0f per second including the per-chip cost builds and %d simulations)\n",
+         dt, (long long)pr.evaluated, (double)pr.evaluated / dt, pr.n_ranked);
+  model_free(big);
   hw_catalog_free(cat);
   diag_free(d);
   return 0;
