@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "../sim/memory.h"
+#include "../sim/strutil.h"
 
 #define MAX_KEEP 64
 
@@ -137,6 +138,9 @@ static void add_reject(planner_result *out, const char *hw, const char *fmt, ...
   va_end(ap);
 }
 
+static int plan_generic(const model *m, const hw_catalog *cat, const planner_req *req,
+                        planner_result *out, char *err, size_t errn, double t0);
+
 int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, planner_result *out,
                 char *err, size_t errn) {
   memset(out, 0, sizeof *out);
@@ -144,11 +148,7 @@ int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, p
   const wl_tf_dims *d = &m->info.tf;
   static const char *const OBJ[] = {"time", "cost", "cost-under-deadline"};
   snprintf(out->objective, sizeof out->objective, "%s", OBJ[req->objective]);
-  if (d->layers == 0) {
-    snprintf(err, errn, "planning covers transformer models so far (issue 6 continues); %s is a "
-                        "%s model — 'tpusim graph' shows its costs", m->name, m->family);
-    return -1;
-  }
+  if (d->layers == 0) return plan_generic(m, cat, req, out, err, errn, t0);
   int64_t gbs = m->train.global_batch, seq = m->train.seq_len;
   double tokens = req->tokens > 0 ? req->tokens : 20.0 * (double)m->params; /* Hoffmann et al. 2022 */
   int64_t steps = req->steps > 0 ? req->steps
@@ -315,6 +315,102 @@ int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, p
            b->p.recompute == PLAN_RECOMPUTE_FULL ? "full"
            : b->p.recompute == PLAN_RECOMPUTE_SELECTIVE ? "selective" : "no",
            b->p.zero ? " and ZeRO" : "");
+  out->search_s = now_s() - t0;
+  return 0;
+}
+
+/* Models other than transformers train data-parallel: each hardware at
+** each chip count is simulated outright (their graphs are small), and the
+** best per objective wins. A whole-step family (gbdt) runs on one chip. */
+static int plan_generic(const model *m, const hw_catalog *cat, const planner_req *req,
+                        planner_result *out, char *err, size_t errn, double t0) {
+  double units = req->tokens > 0 ? req->tokens : 0;
+  for (int h = 0; h < hw_catalog_count(cat); h++) {
+    const hw_model *hw = hw_catalog_at(cat, h);
+    if (!listed(req->hw_list, hw->name)) continue;
+    if ((m->info.requires & WL_REQ_FP64) && hw_peak_flops(hw, HW_FP64) <= 0) {
+      add_reject(out, hw->name, "the model requires fp64; %s has no fp64 unit", hw->name);
+      continue;
+    }
+    if ((m->info.requires & WL_REQ_CUDA) && strcmp(hw->vendor, "NVIDIA") != 0) {
+      add_reject(out, hw->name, "the model requires custom CUDA kernels; %s is a %s %s", hw->name,
+                 hw->vendor, hw_kind_name(hw->kind));
+      continue;
+    }
+    graph_dtype prec = precision_on(hw, m->train.compute);
+    if (peak_of(hw, prec) <= 0 && hw_peak_flops(hw, HW_FP32) <= 0) {
+      add_reject(out, hw->name, "no %s unit", graph_dtype_name(prec));
+      continue;
+    }
+    planner_cand best = {0};
+    double best_key = INFINITY;
+    double smallest_peak = INFINITY;
+    for (int64_t chips = 1; chips <= (req->chips ? req->chips : req->max_chips); chips *= 2) {
+      if (req->chips && chips != req->chips) continue;
+      if (m->info.whole_step && chips > 1) break;
+      plan p = {.chips = chips, .tp = 1, .pp = 1, .ep = 1, .vp = 1, .slices = 1,
+                .schedule = PLAN_1F1B, .precision = prec};
+      char e2[256];
+      if (step_check(m, hw, &p, e2, sizeof e2) != 0) continue;
+      planner_cand c = {.p = p};
+      snprintf(c.hw, sizeof c.hw, "%s", hw->name);
+      if (step_simulate(m, hw, &p, NULL, &c.sim, NULL, e2, sizeof e2) != 0) continue;
+      out->evaluated++;
+      if (!c.sim.fits) {
+        if (c.sim.memory.peak < smallest_peak) smallest_peak = c.sim.memory.peak;
+        continue;
+      }
+      c.simulated = true;
+      c.analytic_step_s = c.sim.step_time_s;
+      double per_step = c.sim.tokens_per_s * c.sim.step_time_s;
+      int64_t steps = req->steps > 0 ? req->steps
+                      : units > 0 && per_step > 0 ? (int64_t)ceil(units / per_step)
+                                                  : 1000;
+      c.train_s = c.sim.step_time_s * (double)steps;
+      double price = req->spot ? hw->price.spot_usd_per_chip_hour : hw->price.on_demand_usd_per_chip_hour;
+      c.train_usd = price * (double)chips * c.train_s / 3600;
+      if (req->budget_usd > 0 && c.train_usd > req->budget_usd) continue;
+      if (req->objective == PLANNER_COST_UNDER_DEADLINE && c.train_s > req->deadline_s) continue;
+      double key = req->objective == PLANNER_TIME ? c.train_s : c.train_usd;
+      if (key < best_key) best_key = key, best = c;
+    }
+    if (isfinite(best_key)) {
+      if (out->n_per_hw < 32) out->per_hw[out->n_per_hw++] = best;
+    } else if (isfinite(smallest_peak)) {
+      add_reject(out, hw->name, "no plan fits: the smallest peak is %.1f GiB per chip against %.1f GiB",
+                 smallest_peak / (1 << 30), (double)hw->chip.hbm_bytes / (1 << 30));
+    } else {
+      add_reject(out, hw->name, "no valid plan");
+    }
+  }
+  /* rank every hardware's best */
+  for (int i = 0; i < out->n_per_hw && out->n_ranked < 16; i++) out->ranked[out->n_ranked++] = out->per_hw[i];
+  for (int i = 1; i < out->n_ranked; i++)
+    for (int j = i; j > 0; j--) {
+      planner_cand *a = &out->ranked[j - 1], *b = &out->ranked[j];
+      double ka = req->objective == PLANNER_TIME ? a->train_s : a->train_usd;
+      double kb = req->objective == PLANNER_TIME ? b->train_s : b->train_usd;
+      if (ka <= kb) break;
+      planner_cand t = *a;
+      *a = *b;
+      *b = t;
+    }
+  int top = req->top > 0 ? req->top : 5;
+  if (out->n_ranked > top) out->n_ranked = top;
+  if (out->n_ranked == 0)
+    return str_errf(err, errn, "no hardware can train %s within the limits (closest: %s)", m->name,
+                    out->n_rejected ? out->rejected[0].reason : "none");
+  out->best = out->ranked[0];
+  const planner_cand *b = &out->best;
+  snprintf(out->why, sizeof out->why,
+           "a %s model trains data-parallel; %s on %lld chip%s is the %s (%.3g s per step, "
+           "$%.4f per step). %s",
+           m->family, b->hw, (long long)b->p.chips, b->p.chips > 1 ? "s" : "",
+           req->objective == PLANNER_TIME ? "fastest" : "cheapest", b->sim.step_time_s,
+           b->sim.usd_per_step,
+           strncmp(b->hw, "cpu", 3) == 0 ? "A CPU wins here: the model is too small or too "
+                                           "irregular to keep an accelerator busy for its price."
+                                         : "");
   out->search_s = now_s() - t0;
   return 0;
 }

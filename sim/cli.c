@@ -606,6 +606,8 @@ static int input_from_opts(cli_ctx *c, const hw_model *hw, int64_t seq, input_cf
     }
     in->prefetch_steps = (int)v;
   }
+  /* a CPU reads its own memory: no host-to-chip hop (and no input model) */
+  if (hw->chip.host_link_bw_bytes_per_s <= 0) return CLI_OK;
   if (input_hop_from_hw(in, hw, host == 1, err, errn) != 0) return CLI_BAD_INPUT;
   return CLI_OK;
 }
@@ -614,7 +616,7 @@ static int run_simulate(cli_ctx *c) {
   if (c->n_pos != 1) return usage_error(c, "%s", "expected one MODEL");
   if (!opt(c, "--hw") || !opt(c, "--chips"))
     return usage_error(c, "%s", "--hw and --chips are required");
-  plan p = {.tp = 1, .pp = 1, .ep = 1, .mbs = 1, .vp = 1, .slices = 1,
+  plan p = {.tp = 1, .pp = 1, .ep = 1, .mbs = 0, .vp = 1, .slices = 1,
             .schedule = PLAN_1F1B, .precision = GDT_BF16};
   int64_t *counts[] = {&p.chips, &p.dp, &p.tp, &p.pp, &p.ep, &p.mbs, &p.gbs, &p.seq,
                        &p.reduction_server, &p.slices};
@@ -678,7 +680,8 @@ static int run_simulate(cli_ctx *c) {
     rc = CLI_BAD_INPUT;
   } else if (step_check(m, hw, &p, err, sizeof err) != 0 ||
              (rc = input_from_opts(c, hw, p.seq, &in, err, sizeof err)) != CLI_OK ||
-             step_simulate(m, hw, &p, &in, &r, trace, err, sizeof err) != 0) {
+             step_simulate(m, hw, &p, hw->chip.host_link_bw_bytes_per_s > 0 ? &in : NULL, &r,
+                           trace, err, sizeof err) != 0) {
     if (rc == CLI_USAGE) {
       model_free(m);
       hw_catalog_free(cat);

@@ -28,6 +28,7 @@
 #include "engine.h"
 #include "net.h"
 #include "optime.h"
+#include "strutil.h"
 
 #include <cjson/cJSON.h>
 
@@ -90,9 +91,31 @@ static int time_graph(const hw_model *hw, const graph *g, phase_times *out, char
   return 0;
 }
 
+static model *load_shard(const model *m, const plan *p, int64_t layers, char *err, size_t errn);
+
+/* A non-transformer model's per-chip costs: its whole graph at one
+** micro-batch (layer_fwd_s, layer_bwd_s: forward and backward of the
+** micro-batch; optimizer_s: the update), and the bytes of its gradients. */
+static int costs_generic(const model *m, const hw_model *hw, const plan *p, step_result *r,
+                         char *err, size_t errn) {
+  model *one = load_shard(m, p, 0, err, errn);
+  if (!one) return -1;
+  phase_times t;
+  int rc = time_graph(hw, one->g, &t, err, errn);
+  if (rc == 0) {
+    r->layer_fwd_s = t.t[GRAPH_FORWARD];
+    r->layer_bwd_s = t.t[GRAPH_BACKWARD];
+    r->optimizer_s = t.t[GRAPH_OPTIMIZER];
+    r->layers_per_stage = 1;
+  }
+  model_free(one);
+  return rc;
+}
+
 static model *load_shard(const model *m, const plan *p, int64_t layers, char *err, size_t errn) {
   diag *d = diag_new();
-  model_opts o = {.seq_len = p->seq, .global_batch = p->mbs, .shard_tp = p->tp,
+  model_opts o = {.seq_len = p->seq > 1 ? p->seq : 0,
+                  .global_batch = m->info.whole_step ? 0 : p->mbs, .shard_tp = p->tp,
                   .only_layers = layers};
   static const char *const PREC[GDT_COUNT] = {[GDT_BF16] = "bf16", [GDT_F16] = "fp16",
                                                [GDT_F32] = "fp32", [GDT_F64] = "fp64",
@@ -106,13 +129,38 @@ static model *load_shard(const model *m, const plan *p, int64_t layers, char *er
 
 /* ---- checks ---- */
 
+/* Models other than transformers: data parallelism only (their layers are
+** small enough to replicate); a family that writes its whole step (gbdt)
+** runs on one chip. */
+static int check_generic(const model *m, plan *p, char *err, size_t errn) {
+  if (strcmp(m->format, "hlo") == 0)
+    return str_errf(err, errn, "an HLO module is one compiled step; 'tpusim graph' shows its "
+                               "costs (simulate takes model.json and HuggingFace models)");
+  if (p->tp != 1 || p->pp != 1 || p->ep != 1)
+    return str_errf(err, errn, "tensor, pipeline and expert parallelism split transformer "
+                               "layers; a %s model trains data-parallel (--dp)", m->family);
+  if (p->chips < 1 || p->mbs < 0) return str_errf(err, errn, "--chips must be at least 1");
+  if (p->dp == 0) p->dp = p->chips;
+  if (p->dp != p->chips)
+    return str_errf(err, errn, "dp %lld, but --chips is %lld", (long long)p->dp, (long long)p->chips);
+  if (m->info.whole_step && p->chips != 1)
+    return str_errf(err, errn, "a %s step runs on one chip here (distributed %s is not modelled)",
+                    m->family, m->family);
+  if (p->gbs == 0) p->gbs = m->train.global_batch;
+  if (p->seq == 0) p->seq = m->train.seq_len;
+  if (p->mbs == 0) p->mbs = p->gbs / p->dp > 0 ? p->gbs / p->dp : 1; /* no accumulation */
+  if (!m->info.whole_step && p->gbs % (p->dp * p->mbs) != 0)
+    return str_errf(err, errn, "mbs %lld x dp %lld does not divide the global batch %lld",
+                    (long long)p->mbs, (long long)p->dp, (long long)p->gbs);
+  if (p->slices < 1) p->slices = 1;
+  p->vp = 1;
+  return 0;
+}
+
 int step_check(const model *m, const hw_model *hw, plan *p, char *err, size_t errn) {
   const wl_tf_dims *d = &m->info.tf;
-  if (d->layers == 0) {
-    snprintf(err, errn, "simulate handles transformer models so far (issue 5); %s is a %s model — "
-                        "'tpusim graph' shows its costs", m->name, m->family);
-    return -1;
-  }
+  if (d->layers == 0) return check_generic(m, p, err, errn);
+  if (p->mbs == 0) p->mbs = 1;
   if (p->tp < 1 || p->pp < 1 || p->ep < 1 || p->chips < 1 || p->mbs < 1) {
     snprintf(err, errn, "--chips, --tp, --pp, --ep and --mbs must be at least 1");
     return -1;
@@ -339,11 +387,83 @@ static void write_trace(FILE *f, const pipe *q, const step_result *r, const plan
                         const double *bucket_t0, const double *bucket_t1, int64_t buckets,
                         const char *model_name, const char *hw_name);
 
+/* Data parallelism over a model the chips replicate: M micro-batches of
+** forward and backward, the gradient all-reduce of which the part not
+** hidden behind the last backward shows, the update. Memory from the graph:
+** parameters, gradients, optimizer state, and the forward results the
+** backward reads (kept for every micro-batch in flight: one). */
+static int simulate_generic(const model *m, const hw_model *hw, const plan *p, step_result *r,
+                            char *err, size_t errn) {
+  model *one = load_shard(m, p, 0, err, errn);
+  if (!one) return -1;
+  const graph *g = one->g;
+  double weights = 0, grads = 0, opt = 0, saved = 0, flops = 0;
+  int n = graph_count(g);
+  char *used_back = calloc((size_t)n, 1);
+  if (!used_back) {
+    model_free(one);
+    return str_errf(err, errn, "out of memory");
+  }
+  for (int i = 0; i < n; i++) {
+    const graph_op *op = graph_get(g, i);
+    if (op->phase == GRAPH_BACKWARD)
+      for (int k = 0; k < op->n_in; k++) used_back[op->in[k]] = 1;
+  }
+  for (int i = 0; i < n; i++) {
+    const graph_op *op = graph_get(g, i);
+    double b = graph_bytes(&op->out);
+    if (op->kind == GOP_PARAMETER) {
+      if (op->flags & GRAPH_OPT_STATE) opt += b;
+      else if (op->flags & (GRAPH_WEIGHT | GRAPH_AUX)) weights += b;
+      if (op->flags & GRAPH_TRAINABLE) grads += b;
+    } else if (op->phase == GRAPH_FORWARD && used_back[i]) {
+      saved += b;
+    }
+    if (op->phase != GRAPH_OPTIMIZER) {
+      graph_cost c = graph_op_cost(g, i);
+      flops += graph_cost_flops(&c) * (double)op->count;
+    }
+  }
+  free(used_back);
+  double M = m->info.whole_step ? 1 : (double)plan_microbatches(p);
+  double compute = M * (r->layer_fwd_s + r->layer_bwd_s);
+  double ar = 0;
+  if (p->dp > 1) {
+    ar = coll_time(hw, p->dp, 0, COLL_ALL_REDUCE, grads, p->slices, p->reduction_server, err, errn);
+    if (ar < 0) {
+      model_free(one);
+      return -1;
+    }
+  }
+  double exposed = ar > r->layer_bwd_s ? ar - r->layer_bwd_s : 0;
+  r->dp_allreduce_s = ar;
+  r->microbatches = (int64_t)M;
+  r->step_time_s = compute + exposed + r->optimizer_s;
+  r->breakdown_s.compute = compute;
+  r->breakdown_s.exposed_comm = exposed;
+  r->breakdown_s.other = r->optimizer_s;
+  r->memory = (mem_bytes){.weights = weights, .gradients = grads, .optimizer = opt,
+                          .activations = saved, .capacity = (double)hw->chip.hbm_bytes};
+  r->memory.peak = weights + grads + opt + saved;
+  r->memory.fits = r->memory.peak <= r->memory.capacity;
+  r->fits = r->memory.fits;
+  r->model_flops_per_step = flops * M * (double)p->dp;
+  r->hardware_flops_per_step = r->model_flops_per_step;
+  double peak = peak_for(hw, p->precision) * (double)p->chips;
+  r->mfu = r->hfu = peak > 0 ? r->model_flops_per_step / (r->step_time_s * peak) : 0;
+  r->tokens_per_s = one->info.per_step * M * (double)p->dp / r->step_time_s;
+  r->usd_per_hour = hw->price.on_demand_usd_per_chip_hour * (double)p->chips;
+  r->usd_per_step = r->usd_per_hour * r->step_time_s / 3600;
+  model_free(one);
+  return 0;
+}
+
 int step_costs(const model *m, const hw_model *hw, const plan *pl, step_result *r, char *err,
                size_t errn) {
   memset(r, 0, sizeof *r);
   plan p = *pl;
   const wl_tf_dims *d = &m->info.tf;
+  if (d->layers == 0) return costs_generic(m, hw, &p, r, err, errn);
   /* 1. one layer's time on one chip */
   model *one = load_shard(m, &p, 1, err, errn);
   if (!one) return -1;
@@ -417,6 +537,7 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
   const wl_tf_dims *d = &m->info.tf;
   int rc = step_costs(m, hw, &p, r, err, errn);
   if (rc != 0) return -1;
+  if (d->layers == 0) return simulate_generic(m, hw, &p, r, err, errn);
   double recompute = p.recompute == PLAN_RECOMPUTE_FULL        ? r->layer_fwd_s
                      : p.recompute == PLAN_RECOMPUTE_SELECTIVE ? r->attn_core_fwd_s
                                                                : 0;

@@ -135,7 +135,11 @@ run sim-oom 0 simulate llama3-70b --hw h100-sxm --chips 8 --tp 8 --gbs 8 --seq 4
 run sim-trace 0 simulate llama3-8b --hw h100-sxm --chips 32 --tp 4 --pp 4 --gbs 32 --seq 2048 --trace "$OUT/trace.json"
 grep -q '"traceEvents"' "$OUT/trace.json" && ok || bad "--trace wrote no trace"
 run sim-trace-bad 1 simulate llama3-8b --hw h100-sxm --chips 8 --trace /nonexistent/dir/t.json && has sim-trace-bad err "cannot write the trace"
-run sim-cnn 1 simulate resnet50 --hw h100-sxm --chips 8 && has sim-cnn err "simulate handles transformer models so far"
+run sim-cnn 0 simulate resnet50 --hw h100-sxm --chips 8 --gbs 1024 && has sim-cnn out "step time"
+run sim-cnn-tp 1 simulate resnet50 --hw h100-sxm --chips 8 --tp 2 && has sim-cnn-tp err "a cnn model trains data-parallel"
+run sim-gbdt 0 simulate gbdt --hw cpu-spr --chips 1 && has sim-gbdt out "step time"
+run sim-gbdt-dp 1 simulate gbdt --hw cpu-spr --chips 4 && has sim-gbdt-dp err "runs on one chip here"
+run sim-hlo 1 simulate mlp_train_step --hw h100-sxm --chips 1 && has sim-hlo err "an HLO module is one compiled step"
 
 # --- plan (issue 6) ---
 run plan 0 plan llama3-8b --max-chips 256 && has plan out "best:" && has plan out "why:" && has plan out "other hardware" && has plan out "tpu-v5p"
@@ -147,7 +151,8 @@ run plan-fp64 0 plan tests/data/models/needs-fp64.json --max-chips 32 && has pla
 run plan-none 1 plan llama3-405b --hw tpu-v5e --max-chips 8 && has plan-none err "no hardware can train llama3-405b"
 run plan-obj 2 plan llama3-8b --objective fastest && has plan-obj err "unknown value 'fastest'"
 run plan-deadline 2 plan llama3-8b --deadline soon && has plan-deadline err "--deadline expects a duration"
-run plan-cnn 1 plan resnet50 && has plan-cnn err "planning covers transformer models so far"
+run plan-cnn 0 plan resnet50 --max-chips 16 && has plan-cnn out "a cnn model trains data-parallel"
+run plan-dlrm 0 plan dlrm --objective cost --max-chips 16 && has plan-dlrm out "best:"
 
 # --- collective (issue 4) ---
 run coll-sweep 0 collective --hw h200 --chips 8 --op all-reduce --bytes 1M:16M --algo ring,nvls

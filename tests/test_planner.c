@@ -115,3 +115,18 @@ Test(planner, impossible_requests_say_what_was_closest) {
   cr_assert_eq(run("llama3-70b", dl, &r, err, sizeof err), -1);
   cr_assert(strstr(err, "and the deadline"), "%s", err);
 }
+
+/* Other families train data-parallel: every hardware is simulated at each
+** chip count. DLRM's replicated 24-billion-parameter tables fit only a CPU
+** server's memory; the plan says so by what it rejects. */
+Test(planner, data_parallel_families_are_planned) {
+  static planner_result r;
+  char err[512];
+  planner_req q = {.max_chips = 16, .top = 3, .steps = 100, .objective = PLANNER_COST};
+  cr_assert_eq(run("dlrm", q, &r, err, sizeof err), 0, "%s", err);
+  cr_assert(strncmp(r.best.hw, "cpu", 3) == 0, "dlrm best on %s", r.best.hw);
+  cr_assert(strstr(reason_for(&r, "h100-sxm"), "no plan fits"), "%s", reason_for(&r, "h100-sxm"));
+  cr_assert_eq(run("resnet50", q, &r, err, sizeof err), 0, "%s", err);
+  cr_assert(r.best.sim.fits);
+  cr_assert_gt(r.best.sim.mfu, 0);
+}
