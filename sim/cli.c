@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "../hw_models/hw_catalog.h"
+#include "../viz/plot.h"
 #include "../viz/view.h"
 #include "../planner/planner.h"
 #include "../workloads/model.h"
@@ -52,6 +53,8 @@ typedef struct cli_cmd {
   const char *issue; /* where the rest of it is specified, for unbuilt commands */
   const char *const *flags;  /* options without a value */
   const char *const *valued; /* options that take one */
+  /* a command that reads its own arguments (argv[0] is its name) */
+  int (*raw)(int argc, char **argv, FILE *out, FILE *err);
 } cli_cmd;
 
 static int run_hw(cli_ctx *c);
@@ -82,7 +85,7 @@ static const cli_cmd COMMANDS[] = {
      "                  [--deadline DUR] [--budget USD] [--objective time|cost|cost-under-deadline]\n"
      "                  [--spot] [--top K] [--json]",
      "choose hardware, chip count and parallel plan; price it and say why", run_plan, NULL,
-     PLAN_FLAGS, PLAN_VALUED},
+     PLAN_FLAGS, PLAN_VALUED, NULL},
     {"simulate",
      "tpusim simulate MODEL --hw NAME --chips N [--dp D --tp T --pp P --ep E]\n"
      "                  [--zero 0|1|2|3] [--fsdp] [--mbs M] [--gbs G] [--seq S]\n"
@@ -93,7 +96,7 @@ static const cli_cmd COMMANDS[] = {
      "                  [--input-host local|remote]\n"
      "  --sp: sequence parallelism with tensor parallelism (Korthikanti et al. 2022)",
      "one training step on a given machine and plan: time, memory, MFU", run_simulate, NULL,
-     SIM_FLAGS, SIM_VALUED},
+     SIM_FLAGS, SIM_VALUED, NULL},
     {"collective",
      "tpusim collective --hw NAME --chips N --op all-reduce|all-gather|reduce-scatter|all-to-all|\n"
      "                  broadcast|send-recv --bytes SIZE|MIN:MAX [--factor F]\n"
@@ -102,28 +105,28 @@ static const cli_cmd COMMANDS[] = {
      "                  [--axis x|y|z] [--explain] [--json]\n"
      "  SIZE: bytes with K, M, G, T (powers of 1024, as nccl-tests): 1K:16G sweeps by x2",
      "time and bus bandwidth of a collective, as nccl-tests reports it", run_collective, NULL,
-     COLL_FLAGS, COLL_VALUED},
+     COLL_FLAGS, COLL_VALUED, NULL},
     {"graph",
      "tpusim graph MODEL [--json|--dot] [--seq S] [--gbs G] [--precision bf16|fp16|fp32|fp64|fp8]\n"
      "                   [--forward-only]\n"
      "  MODEL: a model.json, a HuggingFace config.json, an XLA HLO text file, or the name\n"
      "  of a built-in example (gpt3-175b, llama3-8b, ...; see docs/workloads.md)",
      "parameters, FLOPs and ops of one training step", run_graph, NULL, GRAPH_FLAGS,
-     GRAPH_VALUED},
+     GRAPH_VALUED, NULL},
     {"lower", "tpusim lower MODEL [--op NAME] [--emit-llvm]",
-     "the LLVM IR of the lowered, fused ops", NULL, "issue 7", NULL, NULL},
+     "the LLVM IR of the lowered, fused ops", NULL, "issue 7", NULL, NULL, NULL},
     {"calibrate", "tpusim calibrate [--out FILE] [--report] [--json]",
-     "JIT-run kernels on this CPU and fit its model ('host')", NULL, "issue 7", NULL, NULL},
+     "JIT-run kernels on this CPU and fit its model ('host')", NULL, "issue 7", NULL, NULL, NULL},
     {"hw",
      "tpusim hw list [--json]\n"
      "tpusim hw show NAME [--json]\n"
      "tpusim hw show --hw-file FILE [--json]    # validate and show your own file",
-     "the hardware catalog: list it, or show one entry with its sources", run_hw, NULL, NULL, NULL},
+     "the hardware catalog: list it, or show one entry with its sources", run_hw, NULL, NULL, NULL, NULL},
     {"view", "tpusim view TRACE [--screenshot FILE.png]",
-     "SDL2 timeline viewer for a trace", NULL, "issue 8", NULL, NULL},
-    {"plot", "tpusim plot KIND ... -o FILE.png|svg",
-     "gnuplot charts: roofline, scaling, memory, pareto, breakdown, collective", NULL,
-     "issue 8", NULL, NULL},
+     "SDL2 timeline viewer for a trace", NULL, "issue 8", NULL, NULL, NULL},
+    {"plot", "tpusim plot KIND ... -o FILE.png|svg   (tpusim plot --help for the kinds)",
+     "gnuplot charts: roofline, scaling, memory, pareto, breakdown, collective", NULL, NULL,
+     NULL, NULL, plot_main},
 };
 #define NCOMMANDS ((int)(sizeof COMMANDS / sizeof COMMANDS[0]))
 
@@ -336,6 +339,7 @@ int cli_main(int argc, char **argv, FILE *out, FILE *err) {
     return usage_error(&c, "unknown command '%s'", first);
   }
   c.cmd = cmd->name;
+  if (cmd->raw) return cmd->raw(argc - 1, argv + 1, out, err);
 
   for (int i = 2; i < argc; i++)
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {

@@ -38,7 +38,7 @@ run help 0 --help && has help out "Usage: tpusim COMMAND"
 run version 0 --version && has version out "LLVM 19."
 run noargs 2
 run unknown-cmd 2 simulat && has unknown-cmd err "did you mean 'simulate'?"
-for c in lower calibrate view plot; do
+for c in lower calibrate view; do
   run "unbuilt-$c" 2 "$c" model.json && has "unbuilt-$c" err "not built yet" && empty "unbuilt-$c" out
   run "help-$c" 0 "$c" --help && has "help-$c" out "Usage:"
 done
@@ -153,6 +153,11 @@ run plan-obj 2 plan llama3-8b --objective fastest && has plan-obj err "unknown v
 run plan-deadline 2 plan llama3-8b --deadline soon && has plan-deadline err "--deadline expects a duration"
 run plan-cnn 0 plan resnet50 --max-chips 16 && has plan-cnn out "a cnn model trains data-parallel"
 run plan-dlrm 0 plan dlrm --objective cost --max-chips 16 && has plan-dlrm out "best:"
+
+# --- plot (issue 8) ---
+run plot-coll 0 plot collective --hw h100-sxm --chips 8 --op all-reduce -o "$OUT/coll.svg"
+head -c 200 "$OUT/coll.svg" | grep -q "<svg\|<?xml" && ok || bad "plot collective wrote no SVG"
+run plot-bad 2 plot frobnicate -o "$OUT/x.png" && has plot-bad err "frobnicate"
 
 # --- collective (issue 4) ---
 run coll-sweep 0 collective --hw h200 --chips 8 --op all-reduce --bytes 1M:16M --algo ring,nvls

@@ -1,0 +1,25 @@
+# tpusim plot scaling llama3-8b --hw h100-sxm --max-chips 64 --seq 2048 -o docs/img/plot-scaling.png
+# Edit and re-draw: cd docs/img && gnuplot plot-scaling.gp
+# The data: plot-scaling.dat (columns named in its header).
+if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {
+  set terminal pngcairo size 900,560 font 'DejaVu Sans,10' background rgb 'white'
+} else {
+  set terminal png size 900,560
+}
+set output 'plot-scaling.png'
+DAT = 'plot-scaling.dat'
+set grid
+set key below
+set title 'Data-parallel scaling: llama3-8b on h100-sxm'
+set logscale x 2
+set xlabel 'chips (data parallel)'
+set ylabel 'tokens/s'
+set y2label 'scaling efficiency (%)'
+set yrange [0:*]
+set y2range [0:110]
+set ytics nomirror
+set y2tics
+plot DAT index 0 using 1:2 with linespoints lw 2 pt 7 lc rgb '#1f77b4' title 'throughput, all-reduce', \
+     DAT index 0 using 1:($3*100) axes x1y2 with linespoints dt 2 pt 6 lc rgb '#1f77b4' title 'efficiency, all-reduce', \
+     DAT index 1 using 1:2 with linespoints lw 2 pt 5 lc rgb '#ff7f0e' title 'throughput, Reduction Server', \
+     DAT index 1 using 1:($3*100) axes x1y2 with linespoints dt 2 pt 4 lc rgb '#ff7f0e' title 'efficiency, Reduction Server'

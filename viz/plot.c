@@ -1,0 +1,858 @@
+/*
+** plot.c -- `tpusim plot KIND ...`: the data of a chart (FILE.dat), its
+** gnuplot script (FILE.gp), and the picture gnuplot draws from them.
+**
+** gnuplot runs as a child process (fork + execv, no shell), in the folder
+** of the output, on the script's bare file name; the script refers to its
+** data and its picture by bare names too, so the three files move together.
+*/
+#include "plot.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../hw_models/hw_catalog.h"
+#include "../planner/planner.h"
+#include "../sim/coll.h"
+#include "../sim/diag.h"
+#include "../sim/graph.h"
+#include "../sim/input.h"
+#include "../sim/net.h"
+#include "../sim/optime.h"
+#include "../sim/plan.h"
+#include "../sim/step.h"
+#include "../workloads/model.h"
+
+enum { PLOT_OK = 0, PLOT_BAD = 1, PLOT_USAGE = 2 };
+enum { PLOT_MAX_HW_FILES = 8, PLOT_PATH = 1024 };
+
+typedef struct {
+  const char *kind, *model, *outpath, *hw, *op, *hw_list;
+  const char *hw_files[PLOT_MAX_HW_FILES];
+  int n_hw_files;
+  int64_t chips, max_chips, seq, gbs, batch_per_chip;
+  FILE *out, *err;
+  bool svg;
+  char dir[PLOT_PATH];  /* folder of the output ("." when none) */
+  char name[PLOT_PATH]; /* base name of the output without the extension */
+  char ext[8];          /* "png" or "svg" */
+  char dat_path[PLOT_PATH + 8], gp_path[PLOT_PATH + 8], img_path[PLOT_PATH + 8];
+  hw_catalog *cat;
+  const hw_model *hwm;
+  model *m;
+} pctx;
+
+static const char USAGE[] =
+    "Usage: tpusim plot KIND [MODEL] -o FILE.png|FILE.svg [options]\n"
+    "\n"
+    "Kinds:\n"
+    "  roofline   MODEL --hw NAME                 ops of a training step vs the chip's roofline\n"
+    "  scaling    MODEL --hw NAME --max-chips N   data-parallel throughput and efficiency vs chips,\n"
+    "                                             with and without a Reduction Server\n"
+    "  memory     MODEL --hw NAME --chips N       per-chip memory of a few plans, with the capacity\n"
+    "  pareto     MODEL [--max-chips N] [--hw A,B] cost vs time to train, best plan per hardware\n"
+    "  breakdown  MODEL --hw NAME --chips N       step-time components of a few plans\n"
+    "  collective --hw NAME --chips N --op OP     bus bandwidth vs message size per algorithm\n"
+    "\n"
+    "Options:\n"
+    "  -o FILE          the picture (.png or .svg); FILE.dat and FILE.gp are kept beside it\n"
+    "  --seq N          sequence length (default: the model's)\n"
+    "  --gbs N          global batch (default: the model's; scaling: see --batch-per-chip)\n"
+    "  --batch-per-chip N  scaling: global batch = N x chips (default 4)\n"
+    "  --hw-file PATH   add a hardware file to the catalog (repeatable)\n"
+    "\n"
+    "Needs gnuplot on PATH (Debian: gnuplot-nox; `make deps`).\n";
+
+/* ---------------------------------------------------------------- options */
+
+static int usage(pctx *c, const char *fmt, const char *arg) {
+  fprintf(c->err, "tpusim plot: ");
+  fprintf(c->err, fmt, arg);
+  fprintf(c->err, "\nTry 'tpusim plot --help'.\n");
+  return PLOT_USAGE;
+}
+
+static int parse_count(pctx *c, const char *name, const char *v, int64_t *dst) {
+  char *end;
+  errno = 0;
+  long long x = strtoll(v, &end, 10);
+  if (errno || *end || end == v || x <= 0 || x > (1LL << 40)) {
+    fprintf(c->err, "tpusim plot: %s expects a positive integer, got '%s'\n", name, v);
+    fprintf(c->err, "Try 'tpusim plot --help'.\n");
+    return PLOT_USAGE;
+  }
+  *dst = x;
+  return PLOT_OK;
+}
+
+static int parse_args(pctx *c, int argc, char **argv) {
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i];
+    if (a[0] != '-' || a[1] == '\0') {
+      if (c->model) return usage(c, "unexpected argument '%s'", a);
+      c->model = a;
+      continue;
+    }
+    if (i + 1 >= argc) return usage(c, "%s expects a value", a);
+    const char *v = argv[++i];
+    int rc = PLOT_OK;
+    if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) c->outpath = v;
+    else if (strcmp(a, "--hw") == 0) c->hw = v;
+    else if (strcmp(a, "--op") == 0) c->op = v;
+    else if (strcmp(a, "--hw-file") == 0) {
+      if (c->n_hw_files == PLOT_MAX_HW_FILES) return usage(c, "%s", "too many --hw-file");
+      c->hw_files[c->n_hw_files++] = v;
+    } else if (strcmp(a, "--chips") == 0) rc = parse_count(c, a, v, &c->chips);
+    else if (strcmp(a, "--max-chips") == 0) rc = parse_count(c, a, v, &c->max_chips);
+    else if (strcmp(a, "--seq") == 0) rc = parse_count(c, a, v, &c->seq);
+    else if (strcmp(a, "--gbs") == 0) rc = parse_count(c, a, v, &c->gbs);
+    else if (strcmp(a, "--batch-per-chip") == 0) rc = parse_count(c, a, v, &c->batch_per_chip);
+    else return usage(c, "unknown option '%s'", a);
+    if (rc != PLOT_OK) return rc;
+  }
+  return PLOT_OK;
+}
+
+/* Splits -o into folder, base name and extension. */
+static int split_output(pctx *c) {
+  if (!c->outpath || !*c->outpath) return usage(c, "%s", "-o FILE.png or -o FILE.svg is required");
+  const char *p = c->outpath;
+  for (const char *s = p; *s; s++)
+    if (*s == '\n' || *s == '\r' || (unsigned char)*s < 0x20) {
+      fprintf(c->err, "tpusim plot: -o: control characters in the file name\n");
+      return PLOT_BAD;
+    }
+  size_t n = strlen(p);
+  if (n >= PLOT_PATH) {
+    fprintf(c->err, "tpusim plot: -o: the path is too long\n");
+    return PLOT_BAD;
+  }
+  const char *slash = strrchr(p, '/');
+  const char *base = slash ? slash + 1 : p;
+  const char *dot = strrchr(base, '.');
+  if (!dot || dot == base || (strcmp(dot, ".png") != 0 && strcmp(dot, ".svg") != 0)) {
+    fprintf(c->err, "tpusim plot: -o %s: unsupported extension (expected .png or .svg)\n", p);
+    return PLOT_BAD;
+  }
+  c->svg = strcmp(dot, ".svg") == 0;
+  snprintf(c->ext, sizeof c->ext, "%s", dot + 1);
+  if (!slash) snprintf(c->dir, sizeof c->dir, ".");
+  else if (slash == p) snprintf(c->dir, sizeof c->dir, "/");
+  else snprintf(c->dir, sizeof c->dir, "%.*s", (int)(slash - p), p);
+  snprintf(c->name, sizeof c->name, "%.*s", (int)(dot - base), base);
+  size_t stem = (size_t)(dot - p);
+  snprintf(c->dat_path, sizeof c->dat_path, "%.*s.dat", (int)stem, p);
+  snprintf(c->gp_path, sizeof c->gp_path, "%.*s.gp", (int)stem, p);
+  snprintf(c->img_path, sizeof c->img_path, "%s", p);
+  return PLOT_OK;
+}
+
+/* ---------------------------------------------------------------- gnuplot */
+
+/* The gnuplot executable on PATH, or false. */
+static bool find_gnuplot(char *buf, size_t n) {
+  const char *path = getenv("PATH");
+  if (!path) path = "/usr/bin:/bin";
+  const char *s = path;
+  for (;;) {
+    const char *e = strchr(s, ':');
+    size_t len = e ? (size_t)(e - s) : strlen(s);
+    int w = len ? snprintf(buf, n, "%.*s/gnuplot", (int)len, s) : snprintf(buf, n, "./gnuplot");
+    struct stat st;
+    if (w > 0 && (size_t)w < n && stat(buf, &st) == 0 && S_ISREG(st.st_mode) &&
+        access(buf, X_OK) == 0)
+      return true;
+    if (!e) return false;
+    s = e + 1;
+  }
+}
+
+/* Runs `gnuplot NAME.gp` in the output folder; its messages go to err. */
+static int run_gnuplot(pctx *c, const char *exe) {
+  char script[PLOT_PATH + 8];
+  snprintf(script, sizeof script, "%s.gp", c->name);
+  int fd[2];
+  if (pipe(fd) != 0) {
+    fprintf(c->err, "tpusim plot: pipe: %s\n", strerror(errno));
+    return PLOT_BAD;
+  }
+  fflush(c->out);
+  fflush(c->err);
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fd[0]);
+    close(fd[1]);
+    fprintf(c->err, "tpusim plot: fork: %s\n", strerror(errno));
+    return PLOT_BAD;
+  }
+  if (pid == 0) {
+    close(fd[0]);
+    dup2(fd[1], STDOUT_FILENO);
+    dup2(fd[1], STDERR_FILENO);
+    if (fd[1] != STDOUT_FILENO && fd[1] != STDERR_FILENO) close(fd[1]);
+    if (chdir(c->dir) != 0) _exit(126);
+    char *const args[] = {"gnuplot", script, NULL};
+    execv(exe, args);
+    _exit(127);
+  }
+  close(fd[1]);
+  char msg[4096];
+  size_t used = 0;
+  for (;;) {
+    char chunk[512];
+    ssize_t r = read(fd[0], chunk, sizeof chunk);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    size_t k = (size_t)r;
+    if (k > sizeof msg - 1 - used) k = sizeof msg - 1 - used;
+    memcpy(msg + used, chunk, k);
+    used += k;
+  }
+  msg[used] = '\0';
+  close(fd[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (code == 126) fprintf(c->err, "tpusim plot: cannot enter %s\n", c->dir);
+    else fprintf(c->err, "tpusim plot: gnuplot failed (status %d) on %s:\n%s", code, c->gp_path, msg);
+    return PLOT_BAD;
+  }
+  if (used) fprintf(c->err, "%s", msg); /* warnings */
+  struct stat st;
+  if (stat(c->img_path, &st) != 0 || st.st_size == 0) {
+    fprintf(c->err, "tpusim plot: gnuplot wrote no %s\n", c->img_path);
+    return PLOT_BAD;
+  }
+  return PLOT_OK;
+}
+
+/* A gnuplot single-quoted string: '' stands for one quote. */
+static void gp_quote(FILE *f, const char *s) {
+  fputc('\'', f);
+  for (; *s; s++) {
+    if (*s == '\'') fputc('\'', f);
+    fputc(*s, f);
+  }
+  fputc('\'', f);
+}
+
+/* A data-file string column: double-quoted, with quotes and control
+** characters replaced so the line stays one record. */
+static void dat_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) fputc(*s == '"' || (unsigned char)*s < 0x20 ? '_' : *s, f);
+  fputc('"', f);
+}
+
+static void gp_header(pctx *c, FILE *f, int argc, char **argv) {
+  fprintf(f, "# tpusim");
+  for (int i = 0; i < argc; i++) fprintf(f, " %s", argv[i]);
+  fprintf(f, "\n# Edit and re-draw: cd ");
+  fprintf(f, "%s && gnuplot %s.gp\n", c->dir, c->name);
+  fprintf(f, "# The data: %s.dat (columns named in its header).\n", c->name);
+  if (c->svg) {
+    fprintf(f, "set terminal svg size 900,560 font 'DejaVu Sans,11' background rgb 'white'\n");
+  } else {
+    fprintf(f, "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
+               "  set terminal pngcairo size 900,560 font 'DejaVu Sans,10' background rgb 'white'\n"
+               "} else {\n"
+               "  set terminal png size 900,560\n"
+               "}\n");
+  }
+  char img[PLOT_PATH + 8];
+  snprintf(img, sizeof img, "%s.%s", c->name, c->ext);
+  char dat[PLOT_PATH + 8];
+  snprintf(dat, sizeof dat, "%s.dat", c->name);
+  fprintf(f, "set output ");
+  gp_quote(f, img);
+  fprintf(f, "\nDAT = ");
+  gp_quote(f, dat);
+  fprintf(f, "\nset grid\nset key below\n");
+}
+
+static void gp_title(FILE *f, const char *fmt, const char *a, const char *b) {
+  char t[512];
+  snprintf(t, sizeof t, fmt, a, b);
+  fprintf(f, "set title ");
+  gp_quote(f, t);
+  fputc('\n', f);
+}
+
+/* ------------------------------------------------------------ inputs */
+
+static int load_hw(pctx *c, bool required) {
+  diag *dg = diag_new();
+  c->cat = hw_catalog_new();
+  int rc = PLOT_OK;
+  if (!dg || !c->cat) {
+    fprintf(c->err, "tpusim plot: out of memory\n");
+    rc = PLOT_BAD;
+  } else if (hw_catalog_load_builtin(c->cat, dg) != 0) {
+    fprintf(c->err, "tpusim plot: a built-in hardware file is invalid (a build problem):\n");
+    rc = PLOT_BAD;
+  }
+  for (int i = 0; rc == PLOT_OK && i < c->n_hw_files; i++)
+    if (!hw_catalog_load_file(c->cat, c->hw_files[i], dg)) rc = PLOT_BAD;
+  if (dg) diag_print(dg, c->err);
+  diag_free(dg);
+  if (rc != PLOT_OK || !required) return rc;
+  c->hwm = hw_catalog_find(c->cat, c->hw);
+  if (!c->hwm) {
+    char msg[2048];
+    hw_catalog_unknown(c->cat, c->hw, msg, sizeof msg);
+    fprintf(c->err, "tpusim plot %s: %s\n", c->kind, msg);
+    return PLOT_BAD;
+  }
+  return PLOT_OK;
+}
+
+static int load_model(pctx *c, int64_t gbs) {
+  diag *dg = diag_new();
+  if (!dg) {
+    fprintf(c->err, "tpusim plot: out of memory\n");
+    return PLOT_BAD;
+  }
+  model_opts mo = {.seq_len = c->seq, .global_batch = gbs};
+  c->m = model_load(c->model, &mo, dg);
+  diag_print(dg, c->err);
+  diag_free(dg);
+  return c->m ? PLOT_OK : PLOT_BAD;
+}
+
+static plan base_plan(const pctx *c, int64_t chips) {
+  plan p = {.chips = chips, .tp = 1, .pp = 1, .ep = 1, .vp = 1, .slices = 1,
+            .schedule = PLAN_1F1B, .precision = GDT_BF16, .seq = c->seq, .gbs = c->gbs};
+  return p;
+}
+
+/* The input pipeline `simulate` assumes by default, or NULL where the chip
+** reads host memory directly (CPUs). */
+static const input_cfg *default_input(const pctx *c, const plan *p, input_cfg *in) {
+  if (c->hwm->chip.host_link_bw_bytes_per_s <= 0) return NULL;
+  input_defaults(in, INPUT_TOKENS);
+  if (p->seq > 0) {
+    in->bytes_per_sample = (double)p->seq * 4;
+    in->xfer_bytes_per_sample = (double)p->seq * 4;
+  }
+  char err[256];
+  if (input_hop_from_hw(in, c->hwm, false, err, sizeof err) != 0) return NULL;
+  return in;
+}
+
+/* step_check + step_simulate; err holds the reason on failure. */
+static int simulate(const pctx *c, plan *p, step_result *r, char *err, size_t errn) {
+  if (step_check(c->m, c->hwm, p, err, errn) != 0) return -1;
+  input_cfg in;
+  const input_cfg *inp = default_input(c, p, &in);
+  return step_simulate(c->m, c->hwm, p, inp, r, NULL, err, errn);
+}
+
+static void plan_label(const plan *p, char *buf, size_t n) {
+  static const char *const REC[] = {"", " sel-rc", " full-rc"};
+  int w = snprintf(buf, n, "dp%lld", (long long)p->dp);
+  if (p->tp > 1) w += snprintf(buf + w, n - (size_t)w, " tp%lld", (long long)p->tp);
+  if (p->pp > 1) w += snprintf(buf + w, n - (size_t)w, " pp%lld", (long long)p->pp);
+  if (p->zero) w += snprintf(buf + w, n - (size_t)w, " z%d", p->zero);
+  snprintf(buf + w, n - (size_t)w, "%s", REC[p->recompute]);
+}
+
+/* ------------------------------------------------------------ roofline */
+
+typedef struct {
+  int id, group, kind, count;
+  double flops, bytes, time_s;
+} roof_pt;
+
+static int roof_key_cmp(const void *a, const void *b) {
+  const roof_pt *x = a, *y = b;
+  if (x->group != y->group) return x->group < y->group ? -1 : 1;
+  if (x->kind != y->kind) return x->kind < y->kind ? -1 : 1;
+  if (x->flops != y->flops) return x->flops < y->flops ? -1 : 1;
+  if (x->bytes != y->bytes) return x->bytes < y->bytes ? -1 : 1;
+  if (x->time_s != y->time_s) return x->time_s < y->time_s ? -1 : 1;
+  return (x->id > y->id) - (x->id < y->id);
+}
+
+static int roof_id_cmp(const void *a, const void *b) {
+  const roof_pt *x = a, *y = b;
+  return (x->id > y->id) - (x->id < y->id);
+}
+
+static int plot_roofline(pctx *c, FILE *dat, FILE *gp, int argc, char **argv) {
+  static const char *const GROUP[] = {"matmul (dot, conv)", "vector (elementwise, reduce, ...)",
+                                      "optimizer update"};
+  const graph *g = c->m->g;
+  int n = graph_count(g);
+  roof_pt *pts = calloc((size_t)(n > 0 ? n : 1), sizeof *pts);
+  if (!pts) {
+    fprintf(c->err, "tpusim plot: out of memory\n");
+    return PLOT_BAD;
+  }
+  int np = 0;
+  for (int id = 0; id < n; id++) {
+    const graph_op *op = graph_get(g, id);
+    if (op->kind == GOP_PARAMETER || op->kind == GOP_CONSTANT || op->kind == GOP_IOTA ||
+        graph_op_is_collective(op->kind))
+      continue;
+    optime_result r;
+    char err[256];
+    if (optime_op(c->hwm, g, id, &r, err, sizeof err) != 0) {
+      fprintf(c->err, "tpusim plot roofline: %s\n", err);
+      free(pts);
+      return PLOT_BAD;
+    }
+    if (!(r.flops > 0) || !(r.bytes > 0) || !(r.time_s > 0)) continue;
+    int grp = op->phase == GRAPH_OPTIMIZER ? 2 : (op->kind == GOP_DOT || op->kind == GOP_CONV) ? 0 : 1;
+    pts[np++] = (roof_pt){.id = id, .group = grp, .kind = (int)op->kind, .count = 1,
+                          .flops = r.flops, .bytes = r.bytes, .time_s = r.time_s};
+  }
+  /* identical ops (the same layer repeated) become one point with a count */
+  qsort(pts, (size_t)np, sizeof *pts, roof_key_cmp);
+  int nu = 0;
+  for (int i = 0; i < np; i++) {
+    if (nu && pts[nu - 1].group == pts[i].group && pts[nu - 1].kind == pts[i].kind &&
+        pts[nu - 1].flops == pts[i].flops && pts[nu - 1].bytes == pts[i].bytes &&
+        pts[nu - 1].time_s == pts[i].time_s) {
+      pts[nu - 1].count++;
+      continue;
+    }
+    pts[nu++] = pts[i];
+  }
+  qsort(pts, (size_t)nu, sizeof *pts, roof_id_cmp);
+
+  double peak = hw_peak_16bit(c->hwm), bw = c->hwm->chip.hbm_bw_bytes_per_s;
+  if (!(peak > 0) || !(bw > 0) || nu == 0) {
+    fprintf(c->err, "tpusim plot roofline: %s\n",
+            nu == 0 ? "the model has no op that does arithmetic"
+                    : "the chip has no 16-bit peak or no HBM bandwidth");
+    free(pts);
+    return PLOT_BAD;
+  }
+  double ridge = peak / bw, xmin = ridge, xmax = ridge;
+  fprintf(dat, "# tpusim plot roofline: %s on %s (%d ops, %d distinct points)\n", c->m->name,
+          c->hwm->name, np, nu);
+  fprintf(dat, "# peak_16bit_flops_per_s %.6e  hbm_bytes_per_s %.6e  ridge_flop_per_byte %.6e\n",
+          peak, bw, ridge);
+  int present[3] = {0, 0, 0};
+  for (int grp = 0; grp < 3; grp++) {
+    fprintf(dat, "%s# group %d: %s\n", grp ? "\n\n" : "", grp, GROUP[grp]);
+    fprintf(dat, "# intensity_flop_per_byte achieved_tflop_per_s time_s count kind first_op\n");
+    for (int i = 0; i < nu; i++) {
+      if (pts[i].group != grp) continue;
+      double ai = pts[i].flops / pts[i].bytes;
+      if (ai < xmin) xmin = ai;
+      if (ai > xmax) xmax = ai;
+      present[grp]++;
+      fprintf(dat, "%.6e %.6e %.6e %d %s ", ai, pts[i].flops / pts[i].time_s / 1e12,
+              pts[i].time_s, pts[i].count, graph_op_name((graph_op_kind)pts[i].kind));
+      dat_str(dat, graph_get(g, pts[i].id)->name ? graph_get(g, pts[i].id)->name : "");
+      fputc('\n', dat);
+    }
+    if (!present[grp]) fprintf(dat, "# (none)\n");
+  }
+  free(pts);
+
+  gp_header(c, gp, argc, argv);
+  gp_title(gp, "Roofline: %s training step on %s", c->m->name, c->hwm->name);
+  fprintf(gp, "PEAK = %.6e  # TFLOP/s, 16-bit matrix peak\n", peak / 1e12);
+  fprintf(gp, "BW = %.6e    # TB/s, HBM\n", bw / 1e12);
+  fprintf(gp, "RIDGE = PEAK / BW  # FLOP/byte\n");
+  fprintf(gp, "roof(x) = (x * BW < PEAK) ? x * BW : PEAK\n");
+  fprintf(gp, "set key inside top left Left reverse opaque box\nset format x '%%g'\nset format y '%%g'\n");
+  fprintf(gp, "set logscale xy\nset xlabel 'arithmetic intensity (FLOP/byte)'\n"
+              "set ylabel 'achieved TFLOP/s'\n");
+  fprintf(gp, "set xrange [%.6e:%.6e]\n", xmin / 4, xmax * 4);
+  fprintf(gp, "set yrange [*:PEAK * 3]\nset samples 400\n");
+  fprintf(gp, "set arrow from RIDGE, graph 0 to RIDGE, graph 1 nohead dashtype 2 lc rgb '#888888'\n");
+  fprintf(gp, "set label sprintf('ridge %%.0f FLOP/B', RIDGE) at RIDGE * 1.15, PEAK * 1.6 left\n");
+  fprintf(gp, "plot roof(x) with lines lw 2 lc rgb '#000000' title sprintf('roofline (%%.0f TFLOP/s, %%.2f TB/s)', PEAK, BW)");
+  static const char *const STYLE[] = {"pt 7 ps 1.0 lc rgb '#1f77b4'", "pt 5 ps 0.7 lc rgb '#ff7f0e'",
+                                      "pt 9 ps 0.9 lc rgb '#2ca02c'"};
+  for (int grp = 0; grp < 3; grp++)
+    if (present[grp])
+      fprintf(gp, ", \\\n     DAT index %d using 1:2 with points %s title '%s'", grp, STYLE[grp],
+              GROUP[grp]);
+  fprintf(gp, "\n");
+  return PLOT_OK;
+}
+
+/* ------------------------------------------------------------ collective */
+
+static int plot_collective(pctx *c, FILE *dat, FILE *gp, int argc, char **argv) {
+  int op = coll_op_parse(c->op);
+  if (op < 0)
+    return usage(c, "unknown --op '%s' (all-reduce, reduce-scatter, all-gather, all-to-all, "
+                    "broadcast, send-recv)", c->op);
+  char err[512];
+  net *n = net_build(c->hwm, c->chips, 1, err, sizeof err);
+  if (!n) {
+    fprintf(c->err, "tpusim plot collective: %s\n", err);
+    return PLOT_BAD;
+  }
+  char desc[256];
+  net_describe(n, desc, sizeof desc);
+  fprintf(dat, "# tpusim plot collective: %s over %lld x %s: %s\n", coll_op_name((coll_op)op),
+          (long long)c->chips, c->hwm->name, desc);
+  int shown[COLL_ALGO_COUNT], ns = 0;
+  for (int a = 1; a < COLL_ALGO_COUNT; a++) {
+    int rows = 0;
+    for (double b = 1024; b <= 1024.0 * 1024 * 1024 * 1.0001; b *= 4) {
+      coll_req req = {.op = (coll_op)op, .algo = (coll_algo)a, .bytes = b, .axis = -1};
+      coll_result res;
+      if (coll_run(n, &req, &res, err, sizeof err) != 0) {
+        if (!rows) fprintf(dat, "%s# %s: skipped: %s\n", ns ? "" : "", coll_algo_name((coll_algo)a), err);
+        break;
+      }
+      if (!rows) {
+        fprintf(dat, "%s# algorithm %s\n# bytes time_s algbw_GB_per_s busbw_GB_per_s\n",
+                ns ? "\n\n" : "", coll_algo_name((coll_algo)a));
+      }
+      fprintf(dat, "%.0f %.6e %.6e %.6e\n", b, res.time_s, res.algbw / 1e9, res.busbw / 1e9);
+      rows++;
+    }
+    if (rows) shown[ns++] = a;
+  }
+  net_free(n);
+  if (!ns) {
+    fprintf(c->err, "tpusim plot collective: no algorithm runs %s on this network\n", c->op);
+    return PLOT_BAD;
+  }
+  gp_header(c, gp, argc, argv);
+  char what[128];
+  snprintf(what, sizeof what, "%s, %lld chips", coll_op_name((coll_op)op), (long long)c->chips);
+  gp_title(gp, "Collective bus bandwidth: %s on %s", what, c->hwm->name);
+  fprintf(gp, "set logscale x 2\nset xlabel 'message size (bytes per chip)'\n"
+              "set ylabel 'bus bandwidth (GB/s)'\nset yrange [0:*]\n"
+              "set xtics ('1K' 1024, '16K' 16384, '256K' 262144, '4M' 4194304, "
+              "'64M' 67108864, '1G' 1073741824)\n");
+  fprintf(gp, "plot ");
+  for (int i = 0; i < ns; i++)
+    fprintf(gp, "%sDAT index %d using 1:4 with linespoints lw 2 pt %d title '%s'",
+            i ? ", \\\n     " : "", i, 4 + i, coll_algo_name((coll_algo)shown[i]));
+  fprintf(gp, "\n");
+  return PLOT_OK;
+}
+
+/* ------------------------------------------------------------ breakdown, memory */
+
+typedef struct {
+  int64_t tp, pp;
+  int zero;
+  plan_recompute rec;
+} plan_var;
+
+static int plot_breakdown(pctx *c, FILE *dat, FILE *gp, int argc, char **argv) {
+  static const plan_var VARS[] = {
+      {1, 1, 0, PLAN_RECOMPUTE_NONE}, {1, 1, 0, PLAN_RECOMPUTE_FULL}, {2, 1, 0, PLAN_RECOMPUTE_NONE},
+      {4, 1, 0, PLAN_RECOMPUTE_NONE}, {1, 2, 0, PLAN_RECOMPUTE_NONE}, {2, 2, 0, PLAN_RECOMPUTE_NONE},
+      {8, 1, 0, PLAN_RECOMPUTE_NONE}, {1, 4, 0, PLAN_RECOMPUTE_NONE}};
+  fprintf(dat, "# tpusim plot breakdown: %s on %lld x %s (milliseconds per step)\n", c->m->name,
+          (long long)c->chips, c->hwm->name);
+  fprintf(dat, "# plan compute exposed_comm pipeline_bubble input_stall other step_time\n");
+  int rows = 0;
+  char last_err[512] = "";
+  for (size_t i = 0; i < sizeof VARS / sizeof VARS[0] && rows < 6; i++) {
+    const plan_var *v = &VARS[i];
+    if (c->chips % (v->tp * v->pp) != 0) continue;
+    plan p = base_plan(c, c->chips);
+    p.tp = v->tp;
+    p.pp = v->pp;
+    p.zero = v->zero;
+    p.recompute = v->rec;
+    step_result r;
+    char err[512];
+    if (simulate(c, &p, &r, err, sizeof err) != 0) {
+      snprintf(last_err, sizeof last_err, "%s", err);
+      fprintf(dat, "# skipped tp %lld pp %lld: %s\n", (long long)v->tp, (long long)v->pp, err);
+      continue;
+    }
+    char label[64];
+    plan_label(&p, label, sizeof label);
+    dat_str(dat, label);
+    fprintf(dat, " %.6f %.6f %.6f %.6f %.6f %.6f\n", r.breakdown_s.compute * 1e3,
+            r.breakdown_s.exposed_comm * 1e3, r.breakdown_s.pipeline_bubble * 1e3,
+            r.breakdown_s.input_stall * 1e3, r.breakdown_s.other * 1e3, r.step_time_s * 1e3);
+    rows++;
+  }
+  if (!rows) {
+    fprintf(c->err, "tpusim plot breakdown: no plan runs: %s\n", last_err);
+    return PLOT_BAD;
+  }
+  gp_header(c, gp, argc, argv);
+  char what[128];
+  snprintf(what, sizeof what, "%s, %lld x", c->m->name, (long long)c->chips);
+  gp_title(gp, "Step-time breakdown: %s %s", what, c->hwm->name);
+  fprintf(gp, "set style data histograms\nset style histogram rowstacked\n"
+              "set style fill solid 0.85 border -1\nset boxwidth 0.6\n"
+              "set ylabel 'milliseconds per step'\nset yrange [0:*]\nset xtics rotate by -20\n"
+              "set grid noxtics\n");
+  fprintf(gp, "plot DAT using 2:xtic(1) title 'compute' lc rgb '#1f77b4', \\\n"
+              "     '' using 3 title 'exposed comm' lc rgb '#d62728', \\\n"
+              "     '' using 4 title 'pipeline bubble' lc rgb '#7f7f7f', \\\n"
+              "     '' using 5 title 'input stall' lc rgb '#bcbd22', \\\n"
+              "     '' using 6 title 'other' lc rgb '#9467bd'\n");
+  return PLOT_OK;
+}
+
+static int plot_memory(pctx *c, FILE *dat, FILE *gp, int argc, char **argv) {
+  static const plan_var VARS[] = {
+      {1, 1, 0, PLAN_RECOMPUTE_NONE}, {1, 1, 0, PLAN_RECOMPUTE_SELECTIVE},
+      {1, 1, 0, PLAN_RECOMPUTE_FULL}, {1, 1, 1, PLAN_RECOMPUTE_NONE},
+      {1, 1, 3, PLAN_RECOMPUTE_NONE}, {1, 1, 3, PLAN_RECOMPUTE_FULL}};
+  const double GIB = 1024.0 * 1024 * 1024;
+  fprintf(dat, "# tpusim plot memory: %s on %lld x %s (GiB per chip, worst stage)\n", c->m->name,
+          (long long)c->chips, c->hwm->name);
+  fprintf(dat, "# capacity_gib %.6f\n", (double)c->hwm->chip.hbm_bytes / GIB);
+  fprintf(dat, "# plan weights gradients optimizer activations temporary peak fits\n");
+  int rows = 0;
+  char last_err[512] = "";
+  for (size_t i = 0; i < sizeof VARS / sizeof VARS[0]; i++) {
+    plan p = base_plan(c, c->chips);
+    p.zero = VARS[i].zero;
+    p.recompute = VARS[i].rec;
+    step_result r;
+    char err[512];
+    if (simulate(c, &p, &r, err, sizeof err) != 0) {
+      snprintf(last_err, sizeof last_err, "%s", err);
+      fprintf(dat, "# skipped: %s\n", err);
+      continue;
+    }
+    char label[64];
+    plan_label(&p, label, sizeof label);
+    dat_str(dat, label);
+    const mem_bytes *mb = &r.memory;
+    fprintf(dat, " %.6f %.6f %.6f %.6f %.6f %.6f %d\n", mb->weights / GIB, mb->gradients / GIB,
+            mb->optimizer / GIB, mb->activations / GIB, mb->temporary / GIB, mb->peak / GIB,
+            r.fits ? 1 : 0);
+    rows++;
+  }
+  if (!rows) {
+    fprintf(c->err, "tpusim plot memory: no plan runs: %s\n", last_err);
+    return PLOT_BAD;
+  }
+  gp_header(c, gp, argc, argv);
+  char what[128];
+  snprintf(what, sizeof what, "%s, %lld x", c->m->name, (long long)c->chips);
+  gp_title(gp, "Memory per chip: %s %s", what, c->hwm->name);
+  fprintf(gp, "CAP = %.6f  # GiB of HBM per chip\n", (double)c->hwm->chip.hbm_bytes / GIB);
+  fprintf(gp, "set style data histograms\nset style histogram rowstacked\n"
+              "set style fill solid 0.85 border -1\nset boxwidth 0.6\n"
+              "set ylabel 'GiB per chip'\nset yrange [0:*]\nset xtics rotate by -20\n"
+              "set grid noxtics\n"
+              "set arrow from graph 0, first CAP to graph 1, first CAP nohead lw 2 lc rgb '#d62728' front\n"
+              "set label sprintf('capacity %%.0f GiB', CAP) at graph 0.01, first CAP offset 0,0.7 "
+              "tc rgb '#d62728' front\n");
+  fprintf(gp, "plot DAT using 2:xtic(1) title 'weights' lc rgb '#1f77b4', \\\n"
+              "     '' using 3 title 'gradients' lc rgb '#ff7f0e', \\\n"
+              "     '' using 4 title 'optimizer' lc rgb '#2ca02c', \\\n"
+              "     '' using 5 title 'activations' lc rgb '#9467bd', \\\n"
+              "     '' using 6 title 'temporary' lc rgb '#8c564b', \\\n"
+              "     NaN with lines lw 2 lc rgb '#d62728' title 'capacity'\n");
+  return PLOT_OK;
+}
+
+/* ------------------------------------------------------------ scaling */
+
+static int plot_scaling(pctx *c, FILE *dat, FILE *gp, int argc, char **argv) {
+  int64_t per = c->batch_per_chip ? c->batch_per_chip : 4;
+  bool tokens = c->m->train.seq_len > 1;
+  fprintf(dat, "# tpusim plot scaling: %s on %s, data parallel, global batch = %lld x chips\n",
+          c->m->name, c->hwm->name, (long long)per);
+  double base = 0;
+  int series = 0;
+  char last_err[512] = "";
+  for (int rs = 0; rs < 2; rs++) {
+    int rows = 0;
+    for (int64_t n = rs ? 2 : 1; n <= c->max_chips; n *= 2) {
+      plan p = base_plan(c, n);
+      p.dp = n;
+      p.gbs = per * n;
+      p.reduction_server = rs ? n : 0;
+      step_result r;
+      char err[512];
+      if (simulate(c, &p, &r, err, sizeof err) != 0) {
+        snprintf(last_err, sizeof last_err, "%s", err);
+        fprintf(dat, "# %s: stops at %lld chips: %s\n", rs ? "reduction server" : "all-reduce",
+                (long long)n, err);
+        break;
+      }
+      double rate = tokens ? r.tokens_per_s : r.tokens_per_s;
+      if (!rs && n == 1) base = rate;
+      if (!rows)
+        fprintf(dat, "%s# %s\n# chips %s efficiency step_time_s\n", series ? "\n\n" : "",
+                rs ? "with a Reduction Server (reducers = chips)" : "ring/tree all-reduce",
+                tokens ? "tokens_per_s" : "samples_per_s");
+      fprintf(dat, "%lld %.6e %.6f %.6e\n", (long long)n, rate,
+              base > 0 ? rate / ((double)n * base) : 0.0, r.step_time_s);
+      rows++;
+    }
+    if (rows) series++;
+    if (!rs && !rows) break;
+  }
+  if (!series) {
+    fprintf(c->err, "tpusim plot scaling: no plan runs: %s\n", last_err);
+    return PLOT_BAD;
+  }
+  gp_header(c, gp, argc, argv);
+  gp_title(gp, "Data-parallel scaling: %s on %s", c->m->name, c->hwm->name);
+  fprintf(gp, "set logscale x 2\nset xlabel 'chips (data parallel)'\n"
+              "set ylabel '%s'\nset y2label 'scaling efficiency (%%)'\n"
+              "set yrange [0:*]\nset y2range [0:110]\nset ytics nomirror\nset y2tics\n",
+          tokens ? "tokens/s" : "samples/s");
+  fprintf(gp, "plot DAT index 0 using 1:2 with linespoints lw 2 pt 7 lc rgb '#1f77b4' "
+              "title 'throughput, all-reduce', \\\n"
+              "     DAT index 0 using 1:($3*100) axes x1y2 with linespoints dt 2 pt 6 lc rgb '#1f77b4' "
+              "title 'efficiency, all-reduce'");
+  if (series > 1)
+    fprintf(gp, ", \\\n     DAT index 1 using 1:2 with linespoints lw 2 pt 5 lc rgb '#ff7f0e' "
+                "title 'throughput, Reduction Server', \\\n"
+                "     DAT index 1 using 1:($3*100) axes x1y2 with linespoints dt 2 pt 4 "
+                "lc rgb '#ff7f0e' title 'efficiency, Reduction Server'");
+  fprintf(gp, "\n");
+  return PLOT_OK;
+}
+
+/* ------------------------------------------------------------ pareto */
+
+static int plot_pareto(pctx *c, FILE *dat, FILE *gp, int argc, char **argv) {
+  planner_req req = {.hw_list = c->hw_list, .max_chips = c->max_chips ? c->max_chips : 64,
+                     .top = 1, .chips = c->chips};
+  planner_result *r = calloc(1, sizeof *r);
+  char err[1024];
+  if (!r || planner_run(c->m, c->cat, &req, r, err, sizeof err) != 0) {
+    fprintf(c->err, "tpusim plot pareto: %s\n", r ? err : "out of memory");
+    free(r);
+    return PLOT_BAD;
+  }
+  fprintf(dat, "# tpusim plot pareto: %s, best analytic plan per hardware, up to %lld chips\n",
+          c->m->name, (long long)req.max_chips);
+  fprintf(dat, "# train_days train_usd hw chips tp pp\n");
+  int n = r->n_per_hw;
+  for (int i = 0; i < n; i++) {
+    const planner_cand *k = &r->per_hw[i];
+    fprintf(dat, "%.6e %.6e ", k->train_s / 86400, k->train_usd);
+    dat_str(dat, k->hw);
+    fprintf(dat, " %lld %lld %lld\n", (long long)k->p.chips, (long long)k->p.tp, (long long)k->p.pp);
+  }
+  /* the front: no other hardware is both faster and cheaper */
+  fprintf(dat, "\n\n# Pareto front (by time)\n# train_days train_usd hw\n");
+  bool used[32] = {false};
+  double best_cost = 0;
+  for (int step = 0; step < n; step++) {
+    int pick = -1;
+    for (int i = 0; i < n; i++)
+      if (!used[i] && (pick < 0 || r->per_hw[i].train_s < r->per_hw[pick].train_s)) pick = i;
+    used[pick] = true;
+    const planner_cand *k = &r->per_hw[pick];
+    if (step == 0 || k->train_usd < best_cost) {
+      best_cost = k->train_usd;
+      fprintf(dat, "%.6e %.6e ", k->train_s / 86400, k->train_usd);
+      dat_str(dat, k->hw);
+      fputc('\n', dat);
+    }
+  }
+  free(r);
+  if (!n) {
+    fprintf(c->err, "tpusim plot pareto: no hardware has a plan\n");
+    return PLOT_BAD;
+  }
+  gp_header(c, gp, argc, argv);
+  gp_title(gp, "Cost vs time to train %s%s", c->m->name, " (best plan per hardware)");
+  fprintf(gp, "set format x '%%g'\nset format y '%%g'\n");
+  fprintf(gp, "set logscale xy\nset xlabel 'days to train'\nset ylabel 'US dollars'\n"
+              "set offsets graph 0.05, graph 0.15, graph 0.1, graph 0.1\n");
+  fprintf(gp, "plot DAT index 0 using 1:2 with points pt 7 ps 1.3 lc rgb '#1f77b4' title 'hardware', \\\n"
+              "     DAT index 0 using 1:2:3 with labels offset 0.8,0.6 left font ',9' notitle, \\\n"
+              "     DAT index 1 using 1:2 with linespoints lw 2 pt 6 ps 2 lc rgb '#d62728' "
+              "title 'Pareto front'\n");
+  return PLOT_OK;
+}
+
+/* ------------------------------------------------------------ main */
+
+typedef int (*plot_fn)(pctx *c, FILE *dat, FILE *gp, int argc, char **argv);
+
+typedef struct {
+  const char *name;
+  plot_fn fn;
+  bool model, hw, chips, max_chips, op;
+} plot_kind;
+
+static const plot_kind KINDS[] = {
+    {"roofline", plot_roofline, true, true, false, false, false},
+    {"scaling", plot_scaling, true, true, false, true, false},
+    {"memory", plot_memory, true, true, true, false, false},
+    {"pareto", plot_pareto, true, false, false, false, false},
+    {"breakdown", plot_breakdown, true, true, true, false, false},
+    {"collective", plot_collective, false, true, true, false, true},
+};
+
+int plot_main(int argc, char **argv, FILE *out, FILE *err) {
+  pctx ctx = {.out = out, .err = err};
+  pctx *c = &ctx;
+  if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+    fputs(USAGE, argc < 2 ? err : out);
+    return argc < 2 ? PLOT_USAGE : PLOT_OK;
+  }
+  c->kind = argv[1];
+  const plot_kind *k = NULL;
+  for (size_t i = 0; i < sizeof KINDS / sizeof KINDS[0]; i++)
+    if (strcmp(KINDS[i].name, c->kind) == 0) k = &KINDS[i];
+  if (!k)
+    return usage(c, "unknown kind '%s' (roofline, scaling, memory, pareto, breakdown, collective)",
+                 c->kind);
+  for (int i = 2; i < argc; i++)
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      fputs(USAGE, out);
+      return PLOT_OK;
+    }
+  int rc = parse_args(c, argc, argv);
+  if (rc != PLOT_OK) return rc;
+  if (k->model && !c->model) return usage(c, "%s: expected a MODEL", c->kind);
+  if (!k->model && c->model) return usage(c, "unexpected argument '%s'", c->model);
+  if (k->hw && !c->hw) return usage(c, "%s: --hw is required", c->kind);
+  if (k->chips && !c->chips) return usage(c, "%s: --chips is required", c->kind);
+  if (k->max_chips && !c->max_chips) return usage(c, "%s: --max-chips is required", c->kind);
+  if (k->op && !c->op) return usage(c, "%s: --op is required", c->kind);
+  if (!k->hw) { /* pareto: --hw is a list for the planner */
+    c->hw_list = c->hw;
+    c->hw = NULL;
+  }
+  if ((rc = split_output(c)) != PLOT_OK) return rc;
+  char exe[PLOT_PATH + 16];
+  if (!find_gnuplot(exe, sizeof exe)) {
+    fprintf(err, "tpusim plot: gnuplot not found on PATH; install it (Debian: apt-get install "
+                 "gnuplot-nox, or `make deps`)\n");
+    return PLOT_BAD;
+  }
+  if ((rc = load_hw(c, k->hw)) == PLOT_OK && k->model) rc = load_model(c, c->gbs);
+  FILE *dat = NULL, *gp = NULL;
+  if (rc == PLOT_OK) {
+    dat = fopen(c->dat_path, "w");
+    gp = dat ? fopen(c->gp_path, "w") : NULL;
+    if (!gp) {
+      fprintf(err, "tpusim plot: cannot write %s: %s\n", dat ? c->gp_path : c->dat_path,
+              strerror(errno));
+      rc = PLOT_BAD;
+    }
+  }
+  if (rc == PLOT_OK) rc = k->fn(c, dat, gp, argc, argv);
+  if (dat && fclose(dat) != 0 && rc == PLOT_OK) rc = PLOT_BAD;
+  if (gp && fclose(gp) != 0 && rc == PLOT_OK) rc = PLOT_BAD;
+  model_free(c->m);
+  if (rc == PLOT_OK) rc = run_gnuplot(c, exe);
+  hw_catalog_free(c->cat);
+  if (rc == PLOT_OK)
+    fprintf(out, "wrote %s (data %s, script %s)\n", c->img_path, c->dat_path, c->gp_path);
+  return rc;
+}
