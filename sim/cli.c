@@ -122,8 +122,8 @@ static const cli_cmd COMMANDS[] = {
      "tpusim hw show NAME [--json]\n"
      "tpusim hw show --hw-file FILE [--json]    # validate and show your own file",
      "the hardware catalog: list it, or show one entry with its sources", run_hw, NULL, NULL, NULL, NULL},
-    {"view", "tpusim view TRACE [--screenshot FILE.png]",
-     "SDL2 timeline viewer for a trace", NULL, "issue 8", NULL, NULL, NULL},
+    {"view", "tpusim view TRACE [--screenshot FILE.png [--width W --height H]]",
+     "SDL2 timeline viewer for a trace (simulate --trace)", NULL, NULL, NULL, NULL, view_main},
     {"plot", "tpusim plot KIND ... -o FILE.png|svg   (tpusim plot --help for the kinds)",
      "gnuplot charts: roofline, scaling, memory, pareto, breakdown, collective", NULL, NULL,
      NULL, NULL, plot_main},

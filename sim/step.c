@@ -812,6 +812,7 @@ static void write_trace(FILE *f, const pipe *q, const step_result *r, const plan
   cJSON_AddStringToObject(other, "model", model_name);
   cJSON_AddStringToObject(other, "hw", hw_name);
   cJSON_AddNumberToObject(other, "step_time_s", r->step_time_s);
+  cJSON_AddNumberToObject(other, "hbm_capacity_bytes", r->memory.capacity);
   cJSON_AddStringToObject(root, "displayTimeUnit", "ms");
   char *s = cJSON_PrintUnformatted(root);
   if (s) fprintf(f, "%s\n", s);

@@ -38,7 +38,7 @@ run help 0 --help && has help out "Usage: tpusim COMMAND"
 run version 0 --version && has version out "LLVM 19."
 run noargs 2
 run unknown-cmd 2 simulat && has unknown-cmd err "did you mean 'simulate'?"
-for c in lower calibrate view; do
+for c in lower calibrate; do
   run "unbuilt-$c" 2 "$c" model.json && has "unbuilt-$c" err "not built yet" && empty "unbuilt-$c" out
   run "help-$c" 0 "$c" --help && has "help-$c" out "Usage:"
 done
@@ -157,6 +157,10 @@ run plan-dlrm 0 plan dlrm --objective cost --max-chips 16 && has plan-dlrm out "
 # --- plot (issue 8) ---
 run plot-coll 0 plot collective --hw h100-sxm --chips 8 --op all-reduce -o "$OUT/coll.svg"
 head -c 200 "$OUT/coll.svg" | grep -q "<svg\|<?xml" && ok || bad "plot collective wrote no SVG"
+run view-shot 0 view "$OUT/trace.json" --screenshot "$OUT/view.png"
+[ "$(head -c 4 "$OUT/view.png" | tail -c 3)" = "PNG" ] && ok || bad "view --screenshot wrote no PNG"
+printf '{"traceEvents": [' >"$OUT/cut.json"
+run view-cut 1 view "$OUT/cut.json" --screenshot "$OUT/cut.png" && has view-cut err "cut.json:1:"
 run plot-bad 2 plot frobnicate -o "$OUT/x.png" && has plot-bad err "frobnicate"
 
 # --- collective (issue 4) ---

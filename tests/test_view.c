@@ -1,0 +1,468 @@
+/*
+** test_view.c -- the timeline viewer, headless: screenshots of simulated
+** traces decoded back (a small PNG reader below: chunks with CRC, zlib with
+** stored and fixed-Huffman blocks, Adler-32, the five row filters) and
+** checked for content; malformed traces; the command's usage errors.
+*/
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <criterion/criterion.h>
+
+#include "../hw_models/hw_catalog.h"
+#include "../sim/step.h"
+#include "../viz/view.h"
+#include "helpers.h"
+
+/* ---- a tiny PNG reader (8-bit RGB, as view_png_write writes) ---- */
+
+typedef struct {
+  const unsigned char *p;
+  size_t n, pos; /* in bits */
+} bitin;
+
+static int bit(bitin *b) {
+  cr_assert(b->pos / 8 < b->n, "deflate stream runs past its end");
+  int v = (b->p[b->pos / 8] >> (b->pos % 8)) & 1;
+  b->pos++;
+  return v;
+}
+
+static unsigned bits(bitin *b, int n) {
+  unsigned v = 0;
+  for (int i = 0; i < n; i++) v |= (unsigned)bit(b) << i;
+  return v;
+}
+
+static unsigned code(bitin *b, int n) { /* Huffman codes come MSB first */
+  unsigned v = 0;
+  for (int i = 0; i < n; i++) v = (v << 1) | (unsigned)bit(b);
+  return v;
+}
+
+static int fixed_sym(bitin *b) {
+  unsigned c = code(b, 7);
+  if (c <= 23) return 256 + (int)c;
+  c = (c << 1) | (unsigned)bit(b);
+  if (c >= 0x30 && c <= 0xBF) return (int)c - 0x30;
+  if (c >= 0xC0 && c <= 0xC7) return 280 + (int)c - 0xC0;
+  c = (c << 1) | (unsigned)bit(b);
+  cr_assert(c >= 0x190 && c <= 0x1FF, "bad fixed Huffman code");
+  return 144 + (int)c - 0x190;
+}
+
+static const int LB[29] = {3,  4,  5,  6,  7,  8,  9,  10, 11,  13,  15,  17,  19,  23, 27,
+                           31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258};
+static const int LX[29] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2,
+                           2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0};
+static const int DB[30] = {1,    2,    3,    4,    5,    7,    9,    13,    17,    25,
+                           33,   49,   65,   97,   129,  193,  257,  385,   513,   769,
+                           1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577};
+static const int DX[30] = {0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6,
+                           6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13};
+
+/* zlib -> bytes (exactly want of them). */
+static unsigned char *inflate_zlib(const unsigned char *z, size_t n, size_t want) {
+  cr_assert(n >= 6);
+  cr_assert_eq(z[0] & 0x0f, 8, "zlib method must be deflate");
+  cr_assert_eq((z[0] * 256 + z[1]) % 31, 0, "zlib header check");
+  unsigned char *out = malloc(want ? want : 1);
+  size_t o = 0;
+  bitin b = {z + 2, n - 6, 0};
+  int final = 0;
+  while (!final) {
+    final = bit(&b);
+    int type = (int)bits(&b, 2);
+    if (type == 0) {
+      b.pos = (b.pos + 7) / 8 * 8;
+      unsigned len = bits(&b, 16), nlen = bits(&b, 16);
+      cr_assert_eq(len, (~nlen) & 0xffff, "stored block LEN/NLEN");
+      cr_assert(o + len <= want);
+      for (unsigned i = 0; i < len; i++) out[o++] = (unsigned char)bits(&b, 8);
+    } else {
+      cr_assert_eq(type, 1, "only stored and fixed-Huffman blocks are expected");
+      for (;;) {
+        int s = fixed_sym(&b);
+        if (s < 256) {
+          cr_assert(o < want, "inflated data longer than the image");
+          out[o++] = (unsigned char)s;
+        } else if (s == 256) {
+          break;
+        } else {
+          cr_assert(s <= 285);
+          int len = LB[s - 257] + (int)bits(&b, LX[s - 257]);
+          int dc = (int)code(&b, 5);
+          cr_assert(dc < 30);
+          size_t d = (size_t)(DB[dc] + (int)bits(&b, DX[dc]));
+          cr_assert(d <= o && o + (size_t)len <= want, "bad back-reference");
+          for (int i = 0; i < len; i++, o++) out[o] = out[o - d];
+        }
+      }
+    }
+  }
+  cr_assert_eq(o, want, "inflated %zu bytes, the image needs %zu", o, want);
+  uint32_t s1 = 1, s2 = 0;
+  for (size_t i = 0; i < o; i++) {
+    s1 = (s1 + out[i]) % 65521;
+    s2 = (s2 + s1) % 65521;
+  }
+  const unsigned char *a = z + n - 4;
+  cr_assert_eq((s2 << 16) | s1, (uint32_t)a[0] << 24 | (uint32_t)a[1] << 16 | a[2] << 8 | a[3],
+               "Adler-32");
+  return out;
+}
+
+static uint32_t rd32(const unsigned char *p) {
+  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static uint32_t crc32_bytes(const unsigned char *p, size_t n) {
+  uint32_t c = 0xffffffffu;
+  for (size_t i = 0; i < n; i++) {
+    c ^= p[i];
+    for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+  }
+  return ~c;
+}
+
+static int pred(int type, int a, int b, int c) {
+  int p = a + b - c, pa = abs(p - a), pb = abs(p - b), pc = abs(p - c);
+  switch (type) {
+  case 0: return 0;
+  case 1: return a;
+  case 2: return b;
+  case 3: return (a + b) / 2;
+  default: return pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
+  }
+}
+
+typedef struct {
+  int w, h;
+  unsigned char *rgb;
+} image;
+
+static image png_read(const char *path) {
+  FILE *f = fopen(path, "rb");
+  cr_assert(f, "cannot open %s", path);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *d = malloc((size_t)n);
+  cr_assert_eq(fread(d, 1, (size_t)n, f), (size_t)n);
+  fclose(f);
+  static const unsigned char SIG[8] = {137, 'P', 'N', 'G', '\r', '\n', 26, '\n'};
+  cr_assert(n > 8 && memcmp(d, SIG, 8) == 0, "PNG signature");
+  image im = {0};
+  unsigned char *idat = NULL;
+  size_t nidat = 0, pos = 8;
+  int saw_end = 0;
+  while (pos + 12 <= (size_t)n) {
+    uint32_t len = rd32(d + pos);
+    cr_assert(pos + 12 + len <= (size_t)n, "chunk runs past the end");
+    const unsigned char *type = d + pos + 4, *body = d + pos + 8;
+    cr_assert_eq(crc32_bytes(type, len + 4), rd32(body + len), "CRC of %.4s", type);
+    if (memcmp(type, "IHDR", 4) == 0) {
+      im.w = (int)rd32(body);
+      im.h = (int)rd32(body + 4);
+      cr_assert(body[8] == 8 && body[9] == 2 && body[12] == 0, "8-bit RGB, not interlaced");
+    } else if (memcmp(type, "IDAT", 4) == 0) {
+      idat = realloc(idat, nidat + len);
+      memcpy(idat + nidat, body, len);
+      nidat += len;
+    } else if (memcmp(type, "IEND", 4) == 0) {
+      saw_end = 1;
+    }
+    pos += 12 + len;
+  }
+  cr_assert(saw_end && im.w > 0 && im.h > 0 && idat);
+  size_t stride = (size_t)im.w * 3;
+  unsigned char *raw = inflate_zlib(idat, nidat, (stride + 1) * (size_t)im.h);
+  im.rgb = malloc(stride * (size_t)im.h);
+  for (int y = 0; y < im.h; y++) {
+    const unsigned char *src = raw + (stride + 1) * (size_t)y;
+    cr_assert(src[0] <= 4, "filter type");
+    unsigned char *row = im.rgb + stride * (size_t)y, *up = y ? row - stride : NULL;
+    for (size_t x = 0; x < stride; x++) {
+      int a = x >= 3 ? row[x - 3] : 0, b = up ? up[x] : 0, c = x >= 3 && up ? up[x - 3] : 0;
+      row[x] = (unsigned char)(src[1 + x] + pred(src[0], a, b, c));
+    }
+  }
+  free(raw);
+  free(idat);
+  free(d);
+  return im;
+}
+
+static int is(const image *im, int x, int y, const unsigned char *c) {
+  const unsigned char *p = im->rgb + ((size_t)y * (size_t)im->w + (size_t)x) * 3;
+  return p[0] == c[0] && p[1] == c[1] && p[2] == c[2];
+}
+
+static int count(const image *im, int x0, int y0, int w, int h, const char *cat) {
+  unsigned char c[3];
+  cr_assert_eq(view_color(cat, c), 0, "unknown colour %s", cat);
+  int k = 0;
+  for (int y = y0; y < y0 + h; y++)
+    for (int x = x0; x < x0 + w; x++) k += is(im, x, y, c);
+  return k;
+}
+
+/* ---- traces and the command ---- */
+
+static const char *out_path(const char *name) {
+  static char path[256];
+  mkdir("tests/out", 0755);
+  snprintf(path, sizeof path, "tests/out/%s", name);
+  return path;
+}
+
+static void make_trace(const char *path, int64_t chips, int64_t tp, int64_t pp, int64_t gbs) {
+  hw_catalog *c = th_catalog();
+  diag *d = diag_new();
+  model_opts o = {.seq_len = 1024};
+  model *m = model_load("llama3-8b", &o, d);
+  cr_assert_not_null(m);
+  plan p = {.chips = chips, .tp = tp, .pp = pp, .ep = 1, .mbs = 1, .vp = 1, .slices = 1,
+            .gbs = gbs, .seq = 1024, .schedule = PLAN_1F1B, .precision = GDT_BF16};
+  char err[256] = "";
+  step_result r;
+  FILE *f = fopen(path, "w");
+  cr_assert(f);
+  const hw_model *hw = th_hw(c, "h100-sxm");
+  int rc = step_check(m, hw, &p, err, sizeof err);
+  if (rc == 0) rc = step_simulate(m, hw, &p, NULL, &r, f, err, sizeof err);
+  cr_assert_eq(rc, 0, "simulate: %s", err);
+  fclose(f);
+  model_free(m);
+  diag_free(d);
+  hw_catalog_free(c);
+}
+
+typedef struct {
+  int rc;
+  char *out, *err;
+} run;
+
+static run view(const char *a1, const char *a2, const char *a3, const char *a4, const char *a5,
+                const char *a6, const char *a7) {
+  char *argv[8] = {"view", (char *)a1, (char *)a2, (char *)a3, (char *)a4, (char *)a5,
+                   (char *)a6, (char *)a7};
+  int argc = 1;
+  while (argc < 8 && argv[argc]) argc++;
+  run r = {0};
+  size_t on, en;
+  FILE *out = open_memstream(&r.out, &on), *err = open_memstream(&r.err, &en);
+  r.rc = view_main(argc, argv, out, err);
+  fclose(out);
+  fclose(err);
+  return r;
+}
+
+static void run_free(run *r) {
+  free(r->out);
+  free(r->err);
+}
+
+static void lanes_of(const image *im, int n, view_rect *lanes) {
+  cr_assert_eq(view_layout(n, im->w, im->h, lanes), 0);
+}
+
+Test(view, pipeline_screenshot_has_every_lane_and_the_legend) {
+  const char *trace = "tests/out/view_pp.json";
+  make_trace(trace, 16, 4, 4, 16); /* dp 1: 4 stages, compute lanes + HBM lanes */
+  char png[256];
+  snprintf(png, sizeof png, "%s", out_path("view_pp.png"));
+  run r = view(trace, "--screenshot", png, "--width", "1000", "--height", "560");
+  cr_assert_eq(r.rc, 0, "%s", r.err);
+  cr_assert(strstr(r.out, "8 lanes"), "%s", r.out);
+  image im = png_read(png);
+  cr_assert_eq(im.w, 1000);
+  cr_assert_eq(im.h, 560);
+  view_rect lanes[8];
+  lanes_of(&im, 8, lanes);
+  for (int i = 0; i < 8; i++) {
+    const view_rect *l = &lanes[i];
+    if (i % 2 == 0) { /* stage i/2 compute: forward and backward boxes */
+      int fw = count(&im, l->x, l->y, l->w, l->h, "forward");
+      int bw = count(&im, l->x, l->y, l->w, l->h, "backward");
+      cr_assert(fw > 100 && bw > 100, "lane %d: %d forward, %d backward pixels", i, fw, bw);
+      cr_assert(bw > fw, "lane %d: backward takes longer than forward", i);
+    } else { /* stage HBM: the curve */
+      int mem = count(&im, l->x, l->y, l->w, l->h, "memory");
+      cr_assert(mem > l->w / 2, "lane %d: %d memory-curve pixels", i, mem);
+    }
+  }
+  /* the pipeline bubble: stage 3 starts late, stage 0 idles before its first backward */
+  const view_rect *s3 = &lanes[6];
+  cr_assert_eq(count(&im, s3->x, s3->y, s3->w / 20, s3->h, "forward"), 0,
+               "the last stage waits for the first micro-batch");
+  /* nothing drawn below the last lane's row but the axis */
+  int below = lanes[7].y + lanes[7].h;
+  cr_assert_eq(count(&im, 0, below, im.w, im.h - below, "forward"), 0);
+  /* the legend, above the lanes, shows the three colours */
+  static const char *const LEGEND[] = {"forward", "backward", "collective"};
+  for (int k = 0; k < 3; k++)
+    cr_assert(count(&im, 0, 0, im.w, lanes[0].y, LEGEND[k]) >= 50, "legend lacks %s",
+              LEGEND[k]);
+  free(im.rgb);
+  run_free(&r);
+}
+
+Test(view, data_parallel_all_reduce_overlaps_backward) {
+  const char *trace = "tests/out/view_dp.json";
+  make_trace(trace, 16, 4, 1, 16); /* dp 4: compute, network, HBM */
+  char png[256];
+  snprintf(png, sizeof png, "%s", out_path("view_dp.png"));
+  run r = view(trace, "--screenshot", png, "--width", "800", "--height", "300");
+  cr_assert_eq(r.rc, 0, "%s", r.err);
+  image im = png_read(png);
+  cr_assert(im.w == 800 && im.h == 300);
+  view_rect lanes[3];
+  lanes_of(&im, 3, lanes);
+  unsigned char bw[3], coll[3];
+  view_color("backward", bw);
+  view_color("collective", coll);
+  int overlap = 0, coll_cols = 0;
+  int ym0 = lanes[0].y + lanes[0].h / 2, ym1 = lanes[1].y + lanes[1].h / 2;
+  for (int x = lanes[0].x; x < lanes[0].x + lanes[0].w; x++) {
+    coll_cols += is(&im, x, ym1, coll);
+    overlap += is(&im, x, ym0, bw) && is(&im, x, ym1, coll);
+  }
+  cr_assert(coll_cols > 20, "the all-reduce buckets are drawn (%d columns)", coll_cols);
+  cr_assert(overlap > 5, "all-reduce overlaps the last backward in %d columns", overlap);
+  cr_assert(overlap < coll_cols, "and part of it is exposed after the backward");
+  cr_assert(count(&im, lanes[2].x, lanes[2].y, lanes[2].w, lanes[2].h, "memory") > 100);
+  free(im.rgb);
+  run_free(&r);
+}
+
+Test(view, renders_without_a_font) {
+  setenv("TPUSIM_FONT", "/nonexistent/font.ttf", 1); /* this test runs in its own process */
+  const char *trace = th_write_temp(
+      "view_small.json",
+      "{\"traceEvents\":[{\"ph\":\"X\",\"ts\":0,\"dur\":5,\"pid\":0,\"tid\":1,\"cat\":\"forward\"},"
+      "{\"ph\":\"X\",\"ts\":5,\"dur\":9,\"pid\":0,\"tid\":1,\"cat\":\"input\",\"name\":\"stall\"}]}");
+  char t[256], png[256];
+  snprintf(t, sizeof t, "%s", trace);
+  snprintf(png, sizeof png, "%s", out_path("view_nofont.png"));
+  run r = view(t, "--screenshot", png, "--width", "400", "--height", "200");
+  cr_assert_eq(r.rc, 0, "%s", r.err);
+  cr_assert(strstr(r.out, "without text"), "%s", r.out);
+  image im = png_read(png);
+  view_rect lane;
+  lanes_of(&im, 1, &lane);
+  cr_assert(count(&im, lane.x, lane.y, lane.w, lane.h, "forward") > 0);
+  cr_assert(count(&im, lane.x, lane.y, lane.w, lane.h, "input") > 0);
+  cr_assert(count(&im, 0, 0, im.w, lane.y, "input") > 0, "input stall in the legend");
+  free(im.rgb);
+  run_free(&r);
+}
+
+Test(view, malformed_traces_say_where_and_exit_1) {
+  /* a real trace, cut in the middle */
+  const char *good = "tests/out/view_cut_src.json";
+  make_trace(good, 16, 4, 4, 16);
+  FILE *f = fopen(good, "r");
+  char *text = calloc(1, 1 << 20);
+  size_t n = fread(text, 1, (1 << 20) - 1, f);
+  fclose(f);
+  text[n / 2] = '\0';
+  static const struct {
+    const char *name, *text, *want;
+  } rows[] = {
+      {"view_empty.json", "", "empty file"},
+      {"view_cut.json", NULL, "truncated"},
+      {"view_syntax.json", "{\"traceEvents\": [\n  {\"ph\": \"X\",, }]}", "2:"},
+      {"view_number.json", "42", "expected a trace"},
+      {"view_no_events.json", "{\"otherData\": {}}", "traceEvents"},
+      {"view_events_not_array.json", "{\"traceEvents\": 3}", "traceEvents"},
+      {"view_not_object.json", "{\"traceEvents\": [1]}", "expected an event object"},
+      {"view_no_dur.json", "{\"traceEvents\": [{\"ph\": \"X\", \"ts\": 1}]}", "dur"},
+      {"view_ts_string.json",
+       "{\"traceEvents\": [{\"ph\": \"X\", \"ts\": \"1\", \"dur\": 2}]}", "ts"},
+      {"view_neg_dur.json", "{\"traceEvents\": [\n{\"ph\": \"X\", \"ts\": 1, \"dur\": -2}]}",
+       "2:"},
+      {"view_nothing.json", "{\"traceEvents\": []}", "no events to show"},
+      {"view_nul.json", "{\"traceEvents\": [], \"x\": \"\\u0000\"", "truncated"},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+    char t[256], png[256];
+    snprintf(t, sizeof t, "%s", th_write_temp(rows[i].name, rows[i].text ? rows[i].text : text));
+    snprintf(png, sizeof png, "%s", out_path("view_bad.png"));
+    remove(png);
+    run r = view(t, "--screenshot", png, NULL, NULL, NULL, NULL);
+    cr_expect_eq(r.rc, 1, "%s: rc %d", rows[i].name, r.rc);
+    cr_expect(strstr(r.err, t), "%s: the message names the file: %s", rows[i].name, r.err);
+    cr_expect(strstr(r.err, rows[i].want), "%s: want '%s' in: %s", rows[i].name, rows[i].want,
+              r.err);
+    struct stat st;
+    cr_expect_neq(stat(png, &st), 0, "%s: no picture from a bad trace", rows[i].name);
+    run_free(&r);
+  }
+  free(text);
+}
+
+Test(view, usage_errors_exit_2) {
+  static const char *const BAD[][4] = {
+      {NULL},
+      {"a.json", "--bogus"},
+      {"a.json", "--screenshot"},
+      {"a.json", "--screenshot", "x.png", "--width"},
+      {"a.json", "b.json"},
+  };
+  for (size_t i = 0; i < sizeof BAD / sizeof *BAD; i++) {
+    run r = view(BAD[i][0], BAD[i][0] ? BAD[i][1] : NULL, BAD[i][0] ? BAD[i][2] : NULL,
+                 BAD[i][0] ? BAD[i][3] : NULL, NULL, NULL, NULL);
+    cr_expect_eq(r.rc, 2, "case %zu: rc %d (%s)", i, r.rc, r.err);
+    cr_expect(strstr(r.err, "usage") || strstr(r.err, "--"), "case %zu: %s", i, r.err);
+    run_free(&r);
+  }
+  run r = view("a.json", "--screenshot", "x.png", "--width", "12", NULL, NULL);
+  cr_expect_eq(r.rc, 2);
+  cr_expect(strstr(r.err, "--width 12"), "%s", r.err);
+  run_free(&r);
+  r = view("tests/out/does-not-exist.json", "--screenshot", "x.png", NULL, NULL, NULL, NULL);
+  cr_expect_eq(r.rc, 1);
+  cr_expect(strstr(r.err, "cannot open"), "%s", r.err);
+  run_free(&r);
+  r = view("--help", NULL, NULL, NULL, NULL, NULL, NULL);
+  cr_expect_eq(r.rc, 0);
+  cr_expect(strstr(r.out, "--screenshot"));
+  run_free(&r);
+}
+
+Test(view, no_display_suggests_screenshot) {
+  setenv("SDL_VIDEODRIVER", "no-such-driver", 1); /* own process */
+  const char *trace = th_write_temp(
+      "view_one.json", "{\"traceEvents\":[{\"ph\":\"X\",\"ts\":0,\"dur\":5,\"pid\":0,\"tid\":1}]}");
+  char t[256];
+  snprintf(t, sizeof t, "%s", trace);
+  run r = view(t, NULL, NULL, NULL, NULL, NULL, NULL);
+  cr_assert_eq(r.rc, 1, "%s", r.err);
+  cr_assert(strstr(r.err, "--screenshot"), "%s", r.err);
+  run_free(&r);
+}
+
+Test(view, png_round_trip) {
+  int w = 97, h = 61;
+  unsigned char *rgb = malloc((size_t)w * h * 3);
+  uint32_t s = 12345;
+  for (int i = 0; i < w * h * 3; i++) {
+    s = s * 1103515245u + 12345u;
+    /* flat areas, gradients and noise: every filter and both literals and matches */
+    int y = i / (w * 3);
+    rgb[i] = (unsigned char)(y < 20 ? 200 : y < 40 ? (uint32_t)(i % (w * 3)) : (s >> 16));
+  }
+  const char *path = out_path("view_roundtrip.png");
+  FILE *f = fopen(path, "wb");
+  cr_assert_eq(view_png_write(f, rgb, w, h), 0);
+  fclose(f);
+  image im = png_read(path);
+  cr_assert(im.w == w && im.h == h);
+  cr_assert_eq(memcmp(im.rgb, rgb, (size_t)w * h * 3), 0, "pixels survive encoding");
+  free(im.rgb);
+  free(rgb);
+}
