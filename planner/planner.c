@@ -138,6 +138,25 @@ static void add_reject(planner_result *out, const char *hw, const char *fmt, ...
   va_end(ap);
 }
 
+/* The model's requirements against the chip; a rejection says why. */
+static bool hw_allowed(const model *m, const hw_model *hw, planner_result *out, graph_dtype *prec) {
+  if ((m->info.requires & WL_REQ_FP64) && hw_peak_flops(hw, HW_FP64) <= 0) {
+    add_reject(out, hw->name, "the model requires fp64; %s has no fp64 unit", hw->name);
+    return false;
+  }
+  if ((m->info.requires & WL_REQ_CUDA) && strcmp(hw->vendor, "NVIDIA") != 0) {
+    add_reject(out, hw->name, "the model requires custom CUDA kernels; %s is a %s %s", hw->name,
+               hw->vendor, hw_kind_name(hw->kind));
+    return false;
+  }
+  *prec = precision_on(hw, m->train.compute);
+  if (peak_of(hw, *prec) <= 0) {
+    add_reject(out, hw->name, "no %s unit", graph_dtype_name(*prec));
+    return false;
+  }
+  return true;
+}
+
 static int plan_generic(const model *m, const hw_catalog *cat, const planner_req *req,
                         planner_result *out, char *err, size_t errn, double t0);
 
@@ -165,20 +184,8 @@ int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, p
   for (int h = 0; h < hw_catalog_count(cat); h++) {
     const hw_model *hw = hw_catalog_at(cat, h);
     if (!listed(req->hw_list, hw->name)) continue;
-    if ((m->info.requires & WL_REQ_FP64) && hw_peak_flops(hw, HW_FP64) <= 0) {
-      add_reject(out, hw->name, "the model requires fp64; %s has no fp64 unit", hw->name);
-      continue;
-    }
-    if ((m->info.requires & WL_REQ_CUDA) && strcmp(hw->vendor, "NVIDIA") != 0) {
-      add_reject(out, hw->name, "the model requires custom CUDA kernels; %s is a %s %s", hw->name,
-                 hw->vendor, hw_kind_name(hw->kind));
-      continue;
-    }
-    graph_dtype prec = precision_on(hw, m->train.compute);
-    if (peak_of(hw, prec) <= 0) {
-      add_reject(out, hw->name, "no %s unit", graph_dtype_name(prec));
-      continue;
-    }
+    graph_dtype prec;
+    if (!hw_allowed(m, hw, out, &prec)) continue;
     int64_t counts[32];
     int nc = chip_counts(hw, req, counts, 32);
     double best_peak = INFINITY;
@@ -328,20 +335,8 @@ static int plan_generic(const model *m, const hw_catalog *cat, const planner_req
   for (int h = 0; h < hw_catalog_count(cat); h++) {
     const hw_model *hw = hw_catalog_at(cat, h);
     if (!listed(req->hw_list, hw->name)) continue;
-    if ((m->info.requires & WL_REQ_FP64) && hw_peak_flops(hw, HW_FP64) <= 0) {
-      add_reject(out, hw->name, "the model requires fp64; %s has no fp64 unit", hw->name);
-      continue;
-    }
-    if ((m->info.requires & WL_REQ_CUDA) && strcmp(hw->vendor, "NVIDIA") != 0) {
-      add_reject(out, hw->name, "the model requires custom CUDA kernels; %s is a %s %s", hw->name,
-                 hw->vendor, hw_kind_name(hw->kind));
-      continue;
-    }
-    graph_dtype prec = precision_on(hw, m->train.compute);
-    if (peak_of(hw, prec) <= 0 && hw_peak_flops(hw, HW_FP32) <= 0) {
-      add_reject(out, hw->name, "no %s unit", graph_dtype_name(prec));
-      continue;
-    }
+    graph_dtype prec;
+    if (!hw_allowed(m, hw, out, &prec)) continue;
     planner_cand best = {0};
     double best_key = INFINITY;
     double smallest_peak = INFINITY;
