@@ -1,15 +1,69 @@
 /*
-** lower.h -- lowering fused ops through LLVM (issue 7 builds it out).
+** lower.h -- lowering graph ops to LLVM IR, and reading their cost back off
+** the IR.
 **
 ** Every LLVM C API call in tpusim lives behind this header, so the rest of
 ** the simulator neither includes LLVM headers nor links against it directly.
+**
+** An op becomes one LLVM function: a loop nest over its shape with loads,
+** arithmetic and stores in its dtype (bf16 and fp16 stored as 16 bits and
+** computed in f32, as the hardware's vector units do). lower_op_cost then
+** walks that function and counts what it does -- floating-point
+** instructions, transcendental calls, bytes loaded and stored per buffer --
+** weighted by how often each basic block runs. The lowering records each
+** block's execution count on its terminator as !tpusim.count metadata (the
+** loops' trip counts multiplied out), so the count reads the IR alone. The
+** rules are in docs/op-models.md.
+**
+** A lower_module owns its LLVM context and module; nothing is shared
+** between modules, so two can be used from two threads.
 */
 #ifndef TPUSIM_LOWER_H
 #define TPUSIM_LOWER_H
 
+#include <stdbool.h>
 #include <stddef.h>
+
+#include "graph.h"
 
 /* "19.1.7": the LLVM the binary is linked against. */
 void lower_llvm_version(char *buf, size_t n);
+
+typedef struct lower_module lower_module;
+
+lower_module *lower_new(const char *name);
+void lower_free(lower_module *m);
+
+/* Whether lower_op handles this op (kind and dtypes); when it does not,
+** why, in `why` (e.g. "compare: predicate output not lowered yet"). */
+bool lower_supported(const graph *g, int id, char *why, size_t n);
+
+/* Lowers op `id` into a new function of the module and returns its index
+** (0, 1, ...), or -1 with the reason in err. */
+int lower_op(lower_module *m, const graph *g, int id, char *err, size_t n);
+
+/* What the IR of function `fn` does, counted per the rules above:
+** flops by the op's dtype, transcendentals, and HBM bytes read and written
+** (per buffer, the smaller of the bytes accessed and the buffer's size: a
+** buffer is read from HBM at most once, the roofline ideal). `accessed`
+** (may be NULL) gets the bytes the loads and stores touch without that
+** cap -- what a kernel with no reuse would move. Returns 0, or -1 with the
+** reason in err (a block without a count, an unknown call). */
+int lower_op_cost(const lower_module *m, int fn, graph_cost *c, double *accessed, char *err,
+                  size_t n);
+
+/* The name LLVM gave function `fn`. */
+const char *lower_fn_name(const lower_module *m, int fn);
+
+/* Checks the module with LLVM's verifier; 0, or -1 with its message. */
+int lower_verify(lower_module *m, char *err, size_t n);
+
+/* Runs the new pass manager's default<O1|O2|O3> pipeline (loop
+** vectorization on) over the module, for the host CPU. Counting must happen
+** before: optimization rewrites the loops and drops !tpusim.count. */
+int lower_optimize(lower_module *m, int level, char *err, size_t n);
+
+/* The module as LLVM assembly text (llvm-as accepts it); free() it. */
+char *lower_print(const lower_module *m);
 
 #endif

@@ -38,8 +38,8 @@ run help 0 --help && has help out "Usage: tpusim COMMAND"
 run version 0 --version && has version out "LLVM 19."
 run noargs 2
 run unknown-cmd 2 simulat && has unknown-cmd err "did you mean 'simulate'?"
+run unbuilt-calibrate 2 calibrate && has unbuilt-calibrate err "not built yet" && empty unbuilt-calibrate out
 for c in lower calibrate; do
-  run "unbuilt-$c" 2 "$c" model.json && has "unbuilt-$c" err "not built yet" && empty "unbuilt-$c" out
   run "help-$c" 0 "$c" --help && has "help-$c" out "Usage:"
 done
 run hw-noverb 2 hw && has hw-noverb err "Try 'tpusim hw --help'"
@@ -182,6 +182,26 @@ run coll-zero 2 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 0:0x 
 run coll-zerob 1 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 0 && has coll-zerob err "bytes must be positive"
 run coll-mismatch 1 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 1G --algo torus && has coll-mismatch err "torus needs a TPU slice"
 run coll-missing 2 collective --hw h100-sxm --op all-reduce --bytes 1G && has coll-missing err "are required"
+
+# --- lower (issue 7, first piece) ---
+run lower-mlp 0 lower mlp && has lower-mlp out "fc0/dot" && has lower-mlp out "44 distinct ops lowered; IR count equals the formula for 44 of them"
+if grep -q "DIFFERS" "$OUT/lower-mlp.out"; then bad "lower mlp: an IR count differs from its formula"; else ok; fi
+run lower-json 0 lower llama3-8b --json && has lower-json out '"agree":	true'
+if grep -q '"agree":	false' "$OUT/lower-json.out"; then bad "lower --json: an IR count differs"; else ok; fi
+run lower-ir 0 lower mlp --op fc0/dot --emit-llvm --opt 0
+has lower-ir out 'define void @"fc0/dot"' && has lower-ir out '!tpusim.count' && has lower-ir out 'fmul float %a, %b'
+run lower-o2 0 lower llama3-8b --emit-llvm
+has lower-o2 out 'x float>'   # the loop vectorizer ran
+if command -v llvm-as-19 >/dev/null; then
+  for f in lower-ir lower-o2; do
+    llvm-as-19 "$OUT/$f.out" -o /dev/null 2>"$OUT/$f.as" && ok || { bad "$f: llvm-as-19 rejects the IR"; head -3 "$OUT/$f.as"; }
+  done
+fi
+run lower-noop 1 lower mlp --op fc9/dot && has lower-noop err "no op named 'fc9/dot'"
+run lower-unsup 1 lower mlp --op loss/reduce && has lower-unsup err "reduce: not lowered yet"
+run lower-badopt 2 lower mlp --emit-llvm --opt 5 && has lower-badopt err "--opt expects 0, 1, 2 or 3"
+run lower-optonly 2 lower mlp --opt 2 && has lower-optonly err "--opt goes with --emit-llvm"
+run lower-badmodel 1 lower nosuch && has lower-badmodel err "no such file"
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
