@@ -49,8 +49,8 @@ Test(cli, unknown_command_suggests) {
 }
 
 Test(cli, unbuilt_commands_say_so_and_exit_2) {
-  static const char *const cmds[] = {"lower", "calibrate"};
-  for (int i = 0; i < 2; i++) {
+  static const char *const cmds[] = {"calibrate"};
+  for (int i = 0; i < 1; i++) {
     th_run r = th_cli(cmds[i], "x", NULL);
     cr_assert_eq(r.rc, 2, "%s", cmds[i]);
     cr_assert(strstr(r.err, "not built yet"), "%s: %s", cmds[i], r.err);
