@@ -388,7 +388,7 @@ static void lower_elementwise(writer *w, const graph *g, const graph_op *op) {
   LLVMValueRef x[3];
   for (int i = 0; i < op->n_in; i++) {
     graph_dtype dt = graph_get(g, op->in[i])->out.dtype;
-    char nm[8];
+    char nm[16];
     snprintf(nm, sizeof nm, "x%d", i);
     x[i] = load_elem(w, LLVMGetParam(w->fn, (unsigned)i), l.iv, dt, nm);
   }
@@ -424,7 +424,7 @@ static void lower_dot(writer *w, const graph *g, const graph_op *op) {
   loop lo[GRAPH_MAX_RANK], lk[GRAPH_MAX_RANK];
   LLVMValueRef oi[GRAPH_MAX_RANK];
   for (int d = 0; d < op->out.rank; d++) {
-    char nm[8];
+    char nm[16];
     snprintf(nm, sizeof nm, "o%d", d);
     loop_open(w, &lo[d], op->out.dim[d], nm);
     oi[d] = lo[d].iv;
@@ -433,7 +433,7 @@ static void lower_dot(writer *w, const graph *g, const graph_op *op) {
   int nc = op->lhs_contract.n;
   LLVMValueRef ki[GRAPH_MAX_RANK];
   for (int c = 0; c < nc; c++) {
-    char nm[8];
+    char nm[16];
     snprintf(nm, sizeof nm, "k%d", c);
     loop_open(w, &lk[c], sa->dim[op->lhs_contract.d[c]], nm);
     ki[c] = lk[c].iv;
