@@ -10,7 +10,11 @@
 #include <string.h>
 
 #include <llvm-c/Analysis.h>
+#include <llvm-c/BitWriter.h>
 #include <llvm-c/Core.h>
+#include <llvm-c/IRReader.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
@@ -354,7 +358,16 @@ static LLVMValueRef begin_fn(writer *w, lower_module *m, const graph *g, int id)
   LLVMTypeRef params[GRAPH_MAX_RANK + 4];
   int np = op->n_in + 1;
   for (int i = 0; i < np; i++) params[i] = ptr;
-  LLVMValueRef fn = LLVMAddFunction(m->mod, op->name, LLVMFunctionType(LLVMVoidTypeInContext(ctx), params, (unsigned)np, 0));
+  /* A name that is a C identifier ("log", "exp") would collide with the
+  ** libm symbols that llvm.log and friends lower to, in the JIT's process
+  ** lookup: such names get an "op." prefix. Scoped names ("l0/attn/dot")
+  ** cannot collide and stay as they are. */
+  char fname[256];
+  bool ident = strspn(op->name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") ==
+               strlen(op->name);
+  snprintf(fname, sizeof fname, "%s%s", ident ? "op." : "", op->name);
+  LLVMValueRef fn = LLVMAddFunction(
+      m->mod, fname, LLVMFunctionType(LLVMVoidTypeInContext(ctx), params, (unsigned)np, 0));
   unsigned deref = LLVMGetEnumAttributeKindForName("dereferenceable", 15);
   unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
   for (int i = 0; i < np; i++) {
@@ -683,4 +696,77 @@ char *lower_print(const lower_module *m) {
   char *copy = strdup(s);
   LLVMDisposeMessage(s);
   return copy;
+}
+
+/* ---- JIT ---- */
+
+struct lower_jit {
+  LLVMOrcLLJITRef jit;
+};
+
+/* Consumes e; 0 when there was none. */
+static int take_error(LLVMErrorRef e, const char *what, char *err, size_t n) {
+  if (!e) return 0;
+  char *em = LLVMGetErrorMessage(e);
+  set_err(err, n, "%s: %s", what, em);
+  LLVMDisposeErrorMessage(em);
+  return -1;
+}
+
+lower_jit *lower_jit_new(const lower_module *m, char *err, size_t n) {
+  LLVMInitializeNativeTarget();
+  LLVMInitializeNativeAsmPrinter();
+  lower_jit *j = calloc(1, sizeof *j);
+  if (!j) return NULL;
+  if (take_error(LLVMOrcCreateLLJIT(&j->jit, NULL), "creating the JIT", err, n)) {
+    free(j);
+    return NULL;
+  }
+  LLVMOrcDefinitionGeneratorRef gen;
+  if (take_error(LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
+                     &gen, LLVMOrcLLJITGetGlobalPrefix(j->jit), NULL, NULL),
+                 "process symbols", err, n)) {
+    lower_jit_free(j);
+    return NULL;
+  }
+  LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(j->jit);
+  LLVMOrcJITDylibAddGenerator(jd, gen);
+  /* the JIT owns what it compiles, in its own context: hand it a copy made
+  ** through bitcode, so the caller's module and context stay theirs */
+  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
+  LLVMMemoryBufferRef bc = LLVMWriteBitcodeToMemoryBuffer(m->mod);
+  LLVMModuleRef copy = NULL;
+  char *msg = NULL;
+  if (LLVMParseIRInContext(LLVMOrcThreadSafeContextGetContext(tsc), bc, &copy, &msg)) {
+    set_err(err, n, "copying the module: %s", msg ? msg : "");
+    LLVMDisposeMessage(msg);
+    LLVMOrcDisposeThreadSafeContext(tsc);
+    lower_jit_free(j);
+    return NULL;
+  }
+  LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(copy, tsc);
+  LLVMOrcDisposeThreadSafeContext(tsc); /* the module holds its own reference */
+  /* the JIT owns tsm from here, error or not */
+  if (take_error(LLVMOrcLLJITAddLLVMIRModule(j->jit, jd, tsm), "adding the module", err, n)) {
+    lower_jit_free(j);
+    return NULL;
+  }
+  return j;
+}
+
+void lower_jit_free(lower_jit *j) {
+  if (!j) return;
+  if (j->jit) LLVMConsumeError(LLVMOrcDisposeLLJIT(j->jit));
+  free(j);
+}
+
+void *lower_jit_lookup(lower_jit *j, const lower_module *m, int fn, char *err, size_t n) {
+  if (fn < 0 || fn >= m->nfn) {
+    set_err(err, n, "no function %d", fn);
+    return NULL;
+  }
+  LLVMOrcExecutorAddress addr = 0;
+  if (take_error(LLVMOrcLLJITLookup(j->jit, &addr, m->names[fn]), m->names[fn], err, n))
+    return NULL;
+  return (void *)(uintptr_t)addr;
 }

@@ -52,7 +52,8 @@ int lower_op(lower_module *m, const graph *g, int id, char *err, size_t n);
 int lower_op_cost(const lower_module *m, int fn, graph_cost *c, double *accessed, char *err,
                   size_t n);
 
-/* The name LLVM gave function `fn`. */
+/* The name LLVM gave function `fn`: the op's name, with "op." in front
+** when the name alone is a C identifier (it could shadow a libm symbol). */
 const char *lower_fn_name(const lower_module *m, int fn);
 
 /* Checks the module with LLVM's verifier; 0, or -1 with its message. */
@@ -65,5 +66,19 @@ int lower_optimize(lower_module *m, int level, char *err, size_t n);
 
 /* The module as LLVM assembly text (llvm-as accepts it); free() it. */
 char *lower_print(const lower_module *m);
+
+/* ---- running lowered code on this CPU (ORC LLJIT) ---- */
+
+typedef struct lower_jit lower_jit;
+
+/* Compiles a copy of the module (m stays usable); libm and the process's
+** other symbols resolve the module's external calls (tanhf). */
+lower_jit *lower_jit_new(const lower_module *m, char *err, size_t n);
+void lower_jit_free(lower_jit *j);
+
+/* The address of function `fn` of the module the JIT was made from: a
+** void (*)(void *in0, ..., void *out) over the op's buffers in their
+** storage formats (bf16 as uint16_t bits, fp16 as IEEE half bits). */
+void *lower_jit_lookup(lower_jit *j, const lower_module *m, int fn, char *err, size_t n);
 
 #endif

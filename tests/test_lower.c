@@ -134,7 +134,9 @@ Test(lower, optimized_module_verifies_and_keeps_named_functions) {
   char err[256] = "";
   int f = lower_op(m, g, y, err, sizeof err);
   cr_assert_geq(f, 0, "%s", err);
-  cr_assert_str_eq(lower_fn_name(m, f), graph_get(g, y)->name);
+  /* "gelu" alone is a C identifier: prefixed, so it cannot shadow libm */
+  cr_assert_str_eq(graph_get(g, y)->name, "gelu");
+  cr_assert_str_eq(lower_fn_name(m, f), "op.gelu");
   cr_assert_eq(lower_optimize(m, 2, err, sizeof err), 0, "%s", err);
   cr_assert_eq(lower_verify(m, err, sizeof err), 0, "%s", err);
   char *ir = lower_print(m);
@@ -144,4 +146,201 @@ Test(lower, optimized_module_verifies_and_keeps_named_functions) {
   cr_assert_eq(lower_optimize(m, 4, err, sizeof err), -1);
   lower_free(m);
   graph_free(g);
+}
+
+/* ---- lowered kernels run by the JIT against a plain C reference ---- */
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+static double bf16_dec(uint16_t b) {
+  uint32_t u = (uint32_t)b << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+/* inputs are k/64 with |k| <= 160: exact in bf16 and fp16, so encoding
+** truncates nothing */
+static uint16_t bf16_enc(double v) {
+  float f = (float)v;
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return (uint16_t)(u >> 16);
+}
+static double f16_dec(uint16_t h) {
+  int e = (h >> 10) & 31, m = h & 1023;
+  double v = e ? ldexp(1.0 + m / 1024.0, e - 15) : ldexp(m / 1024.0, -14);
+  return h & 0x8000 ? -v : v;
+}
+static uint16_t f16_enc(double v) {
+  if (v == 0) return 0;
+  int e;
+  double fr = frexp(fabs(v), &e); /* v = fr * 2^e, fr in [0.5, 1) */
+  uint16_t m = (uint16_t)lround((fr * 2 - 1) * 1024);
+  return (uint16_t)((v < 0 ? 0x8000 : 0) | ((e - 1 + 15) << 10) | m);
+}
+
+static void put(void *buf, graph_dtype dt, int i, double v) {
+  switch (dt) {
+  case GDT_BF16: ((uint16_t *)buf)[i] = bf16_enc(v); break;
+  case GDT_F16: ((uint16_t *)buf)[i] = f16_enc(v); break;
+  case GDT_F32: ((float *)buf)[i] = (float)v; break;
+  default: ((double *)buf)[i] = v; break;
+  }
+}
+static double get(const void *buf, graph_dtype dt, int i) {
+  switch (dt) {
+  case GDT_BF16: return bf16_dec(((const uint16_t *)buf)[i]);
+  case GDT_F16: return f16_dec(((const uint16_t *)buf)[i]);
+  case GDT_F32: return ((const float *)buf)[i];
+  default: return ((const double *)buf)[i];
+  }
+}
+/* relative error allowed on a result: the output rounding (bf16 keeps 8
+** significant bits, fp16 11) and, in f32, libm's float transcendentals */
+static double tolerance(graph_dtype dt) {
+  return dt == GDT_BF16 ? 1.0 / 128 : dt == GDT_F16 ? 1.0 / 1024 : dt == GDT_F32 ? 2e-6 : 1e-13;
+}
+
+static double ref_logistic(double x) { return 1 / (1 + exp(-x)); }
+static double ref_gelu_t(double x) {
+  return tanh(0.7978845608028654 * (x + 0.044715 * x * x * x));
+}
+static double reference(graph_op_kind k, double x, double y) {
+  switch (k) {
+  case GOP_NEG: return -x;
+  case GOP_ABS: return fabs(x);
+  case GOP_EXP: return exp(x);
+  case GOP_LOG: return log(x);
+  case GOP_TANH: return tanh(x);
+  case GOP_LOGISTIC: return ref_logistic(x);
+  case GOP_GELU: return 0.5 * x * (1 + ref_gelu_t(x));
+  case GOP_SILU: return x * ref_logistic(x);
+  case GOP_RELU: return x > 0 ? x : 0;
+  case GOP_RSQRT: return 1 / sqrt(x);
+  case GOP_SQRT: return sqrt(x);
+  case GOP_SIN: return sin(x);
+  case GOP_COS: return cos(x);
+  case GOP_COPY: return x;
+  case GOP_ADD: return x + y;
+  case GOP_SUB: return x - y;
+  case GOP_MUL: return x * y;
+  case GOP_DIV: return x / y;
+  case GOP_MAX: return x > y ? x : y;
+  case GOP_MIN: return x < y ? x : y;
+  case GOP_POW: return pow(x, y);
+  case GOP_GELU_GRAD: {
+    double t = ref_gelu_t(x);
+    double d = 0.5 * (1 + t) +
+               0.5 * x * (1 - t * t) * 0.7978845608028654 * (1 + 3 * 0.044715 * x * x);
+    return d * y;
+  }
+  case GOP_SILU_GRAD: {
+    double s = ref_logistic(x);
+    return s * (1 + x * (1 - s)) * y;
+  }
+  default: cr_assert_fail("no reference for %s", graph_op_name(k)); return 0;
+  }
+}
+
+/* log, sqrt, rsqrt and pow's base want positive inputs; divide a divisor
+** away from 0 */
+static bool positive_domain(graph_op_kind k) {
+  return k == GOP_LOG || k == GOP_SQRT || k == GOP_RSQRT || k == GOP_POW || k == GOP_DIV;
+}
+
+Test(lower, jit_elementwise_kernels_match_c_reference_in_every_dtype) {
+  enum { N = 37 }; /* odd: the vectorized loop's remainder runs too */
+  srand(7);
+  for (size_t d = 0; d < sizeof DTYPES / sizeof DTYPES[0]; d++) {
+    graph_dtype dt = DTYPES[d];
+    graph *g = graph_new("t");
+    int x = graph_parameter(g, "x", SHAPE(dt, N), 0);
+    int y = graph_parameter(g, "y", SHAPE(dt, N), 0);
+    int ids[64], nk = 0;
+    for (size_t k = 0; k < sizeof UNARY / sizeof UNARY[0]; k++) ids[nk++] = graph_unary(g, UNARY[k], x);
+    for (size_t k = 0; k < sizeof BINARY / sizeof BINARY[0]; k++)
+      ids[nk++] = graph_binary(g, BINARY[k], x, y);
+    lower_module *m = lower_new("t");
+    char err[512] = "";
+    for (int i = 0; i < nk; i++) cr_assert_eq(lower_op(m, g, ids[i], err, sizeof err), i, "%s", err);
+    cr_assert_eq(lower_optimize(m, 2, err, sizeof err), 0, "%s", err);
+    lower_jit *j = lower_jit_new(m, err, sizeof err);
+    cr_assert_not_null(j, "%s", err);
+    double xin[N], yin[N], xs[N], ys[N];
+    uint64_t a[N], b[N], out[N]; /* 8-byte slots hold any dtype */
+    for (int i = 0; i < nk; i++) {
+      graph_op_kind kind = graph_get(g, ids[i])->kind;
+      bool pos = positive_domain(kind);
+      for (int e = 0; e < N; e++) {
+        int kx = rand() % 321 - 160, ky = rand() % 321 - 160;
+        xin[e] = pos ? (abs(kx) + 8) / 64.0 : kx / 64.0;
+        yin[e] = kind == GOP_DIV ? (abs(ky) + 8) / 64.0 : kind == GOP_POW ? ky / 128.0 : ky / 64.0;
+        put(a, dt, e, xin[e]);
+        put(b, dt, e, yin[e]);
+        xs[e] = get(a, dt, e);
+        ys[e] = get(b, dt, e);
+      }
+      void *f = lower_jit_lookup(j, m, i, err, sizeof err);
+      cr_assert_not_null(f, "%s", err);
+      if (graph_get(g, ids[i])->n_in == 1) ((void (*)(void *, void *))f)(a, out);
+      else ((void (*)(void *, void *, void *))f)(a, b, out);
+      for (int e = 0; e < N; e++) {
+        double want = reference(kind, xs[e], ys[e]), got = get(out, dt, e);
+        /* the floor: inputs are O(1), and silu-grad, gelu-grad cancel
+        ** terms of that size down to ~1e-3 */
+        cr_assert(fabs(got - want) <= tolerance(dt) * (fabs(want) + 1e-2),
+                  "%s %s x=%g y=%g: got %.9g, want %.9g", graph_op_name(kind),
+                  graph_dtype_name(dt), xs[e], ys[e], got, want);
+      }
+    }
+    lower_jit_free(j);
+    lower_free(m);
+    graph_free(g);
+  }
+}
+
+Test(lower, jit_dots_match_c_reference) {
+  static const graph_dtype dts[] = {GDT_BF16, GDT_F32, GDT_F64};
+  for (size_t d = 0; d < 3; d++) {
+    graph_dtype dt = dts[d];
+    graph *g = graph_new("t");
+    /* batched, with the lhs contracting dim first: out[b,i,j] = sum_k A[b,k,i] B[b,k,j] */
+    int A = graph_parameter(g, "a", SHAPE(dt, 2, 5, 3), 0);
+    int B = graph_parameter(g, "b", SHAPE(dt, 2, 5, 4), 0);
+    int D = graph_dot(g, A, B, graph_dims_of(1, 0), graph_dims_of(1, 0), graph_dims_of(1, 1),
+                      graph_dims_of(1, 1), dt);
+    cr_assert(graph_ok(g));
+    lower_module *m = lower_new("t");
+    char err[512] = "";
+    cr_assert_eq(lower_op(m, g, D, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(lower_optimize(m, 2, err, sizeof err), 0, "%s", err);
+    lower_jit *j = lower_jit_new(m, err, sizeof err);
+    cr_assert_not_null(j, "%s", err);
+    uint64_t a[30], b[40], out[24];
+    srand(11);
+    for (int e = 0; e < 30; e++) put(a, dt, e, (rand() % 257 - 128) / 64.0);
+    for (int e = 0; e < 40; e++) put(b, dt, e, (rand() % 257 - 128) / 64.0);
+    void *f = lower_jit_lookup(j, m, 0, err, sizeof err);
+    cr_assert_not_null(f, "%s", err);
+    ((void (*)(void *, void *, void *))f)(a, b, out);
+    for (int bb = 0; bb < 2; bb++)
+      for (int i = 0; i < 3; i++)
+        for (int jj = 0; jj < 4; jj++) {
+          double want = 0, mag = 0;
+          for (int k = 0; k < 5; k++) {
+            double p = get(a, dt, bb * 15 + k * 3 + i) * get(b, dt, bb * 20 + k * 4 + jj);
+            want += p;
+            mag += fabs(p);
+          }
+          double got = get(out, dt, bb * 12 + i * 4 + jj);
+          cr_assert(fabs(got - want) <= tolerance(dt) * (mag + 1e-3),
+                    "%s out[%d,%d,%d]: got %.9g, want %.9g", graph_dtype_name(dt), bb, i, jj, got,
+                    want);
+        }
+    lower_jit_free(j);
+    lower_free(m);
+    graph_free(g);
+  }
 }
