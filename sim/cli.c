@@ -602,8 +602,8 @@ static int run_lower(cli_ctx *c) {
     } else if (rc == CLI_OK) {
       fprintf(c->out,
               "\n%d distinct ops lowered; IR count equals the formula for %d of them.\n"
-              "%d ops of kinds not lowered yet (reductions, data movement, collectives, "
-              "convolutions, integer and predicate ops: issue 7).\n",
+              "%d ops of kinds not lowered yet (data movement, collectives, convolutions, "
+              "integer and predicate ops: issue 7).\n",
               nd, agree, not_lowered);
     }
     cJSON_Delete(arr);

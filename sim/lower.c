@@ -94,7 +94,7 @@ static bool kind_lowered(graph_op_kind k) {
   case GOP_GELU: case GOP_SILU: case GOP_RELU: case GOP_RSQRT: case GOP_SQRT: case GOP_SIN:
   case GOP_COS: case GOP_CONVERT: case GOP_COPY: case GOP_ADD: case GOP_SUB: case GOP_MUL:
   case GOP_DIV: case GOP_MAX: case GOP_MIN: case GOP_POW: case GOP_GELU_GRAD:
-  case GOP_SILU_GRAD: case GOP_DOT:
+  case GOP_SILU_GRAD: case GOP_DOT: case GOP_REDUCE:
     return true;
   default:
     return false;
@@ -201,8 +201,8 @@ static LLVMBasicBlockRef block(writer *w, const char *name) {
   return LLVMAppendBasicBlockInContext(w->m->ctx, w->fn, name);
 }
 
-/* for (iv = 0; iv < n; iv++): leaves the builder in the body. */
-static void loop_open(writer *w, loop *l, int64_t n, const char *name) {
+/* for (iv = start; iv < n; iv++): leaves the builder in the body. */
+static void loop_from(writer *w, loop *l, int64_t start, int64_t n, const char *name) {
   char hn[32], bn[32], en[32];
   snprintf(hn, sizeof hn, "%s.head", name);
   snprintf(bn, sizeof bn, "%s.body", name);
@@ -214,14 +214,19 @@ static void loop_open(writer *w, loop *l, int64_t n, const char *name) {
   mark(w, LLVMBuildBr(w->b, l->header), w->mult);
   LLVMPositionBuilderAtEnd(w->b, l->header);
   l->iv = LLVMBuildPhi(w->b, w->i64, name);
-  LLVMValueRef zero = LLVMConstInt(w->i64, 0, 0);
-  LLVMAddIncoming(l->iv, &zero, &pre, 1);
+  LLVMValueRef first = LLVMConstInt(w->i64, (unsigned long long)start, 0);
+  LLVMAddIncoming(l->iv, &first, &pre, 1);
   LLVMValueRef more =
       LLVMBuildICmp(w->b, LLVMIntULT, l->iv, LLVMConstInt(w->i64, (unsigned long long)n, 0), "");
-  mark(w, LLVMBuildCondBr(w->b, more, body, l->exit), w->mult * (n + 1));
+  int64_t trips = n > start ? n - start : 0;
+  mark(w, LLVMBuildCondBr(w->b, more, body, l->exit), w->mult * (trips + 1));
   LLVMPositionBuilderAtEnd(w->b, body);
   l->saved_mult = w->mult;
-  w->mult *= n;
+  w->mult *= trips;
+}
+
+static void loop_open(writer *w, loop *l, int64_t n, const char *name) {
+  loop_from(w, l, 0, n, name);
 }
 
 static void loop_close(writer *w, loop *l) {
@@ -484,6 +489,64 @@ static void lower_dot(writer *w, const graph *g, const graph_op *op) {
   for (int d = op->out.rank - 1; d >= 0; d--) loop_close(w, &lo[d]);
 }
 
+static LLVMValueRef combine(writer *w, graph_reduce_kind r, LLVMValueRef a, LLVMValueRef b) {
+  LLVMValueRef x[2] = {a, b};
+  switch (r) {
+  case GRAPH_RED_ADD: return LLVMBuildFAdd(w->b, a, b, "sum");
+  case GRAPH_RED_MUL: return LLVMBuildFMul(w->b, a, b, "prod");
+  case GRAPH_RED_MAX: return call_intrinsic(w, "llvm.maximum", x, 2);
+  default: return call_intrinsic(w, "llvm.minimum", x, 2);
+  }
+}
+
+/* reduce: one loop per kept dim, then one loop over the reduced elements
+** flattened, starting at the second: the accumulator starts as the first
+** element, so K elements take K - 1 combines (the formula's in - out).
+** bf16 and fp16 accumulate in f32, as XLA does. */
+static void lower_reduce(writer *w, const graph *g, const graph_op *op) {
+  const graph_shape *sx = &graph_get(g, op->in[0])->out;
+  graph_dtype cdt = sx->dtype == GDT_F64 ? GDT_F64 : GDT_F32;
+  LLVMValueRef acc_slot = LLVMBuildAlloca(w->b, compute_type(w->m->ctx, cdt), "acc.slot");
+  loop lo[GRAPH_MAX_RANK], lr;
+  LLVMValueRef oi[GRAPH_MAX_RANK], idx[GRAPH_MAX_RANK];
+  for (int d = 0; d < op->out.rank; d++) {
+    char nm[16];
+    snprintf(nm, sizeof nm, "o%d", d);
+    loop_open(w, &lo[d], op->out.dim[d], nm);
+    oi[d] = lo[d].iv;
+  }
+  int64_t k = 1;
+  for (int i = 0; i < op->dims.n; i++) k *= sx->dim[op->dims.d[i]];
+  /* the input index of reduced element r: kept dims from the output loops,
+  ** reduced dims by decomposing r (last reduced dim fastest) */
+  LLVMValueRef zero = LLVMConstInt(w->i64, 0, 0);
+  for (int pass = 0; pass < 2; pass++) {
+    LLVMValueRef r = zero;
+    if (pass == 1) {
+      loop_from(w, &lr, 1, k, "r");
+      r = lr.iv;
+    }
+    for (int d = 0, next = 0; d < sx->rank; d++) idx[d] = in_dims(&op->dims, d) ? NULL : oi[next++];
+    for (int i = op->dims.n - 1; i >= 0; i--) {
+      LLVMValueRef size = LLVMConstInt(w->i64, (unsigned long long)sx->dim[op->dims.d[i]], 0);
+      idx[op->dims.d[i]] = pass ? LLVMBuildURem(w->b, r, size, "") : zero;
+      if (pass) r = LLVMBuildUDiv(w->b, r, size, "");
+    }
+    LLVMValueRef v = to_compute(w, load_elem(w, LLVMGetParam(w->fn, 0), linear_index(w, sx, idx),
+                                             sx->dtype, "x"), cdt);
+    if (pass == 0) {
+      LLVMBuildStore(w->b, v, acc_slot);
+    } else {
+      LLVMValueRef acc = LLVMBuildLoad2(w->b, compute_type(w->m->ctx, cdt), acc_slot, "acc");
+      LLVMBuildStore(w->b, combine(w, op->reduce, acc, v), acc_slot);
+      loop_close(w, &lr);
+    }
+  }
+  LLVMValueRef res = LLVMBuildLoad2(w->b, compute_type(w->m->ctx, cdt), acc_slot, "result");
+  store_elem(w, res, LLVMGetParam(w->fn, 1), linear_index(w, &op->out, oi), op->out.dtype);
+  for (int d = op->out.rank - 1; d >= 0; d--) loop_close(w, &lo[d]);
+}
+
 int lower_op(lower_module *m, const graph *g, int id, char *err, size_t n) {
   if (!lower_supported(g, id, err, n)) return -1;
   if (m->nfn == LOWER_MAX_FNS) {
@@ -494,6 +557,7 @@ int lower_op(lower_module *m, const graph *g, int id, char *err, size_t n) {
   writer w;
   LLVMValueRef fn = begin_fn(&w, m, g, id);
   if (op->kind == GOP_DOT) lower_dot(&w, g, op);
+  else if (op->kind == GOP_REDUCE) lower_reduce(&w, g, op);
   else lower_elementwise(&w, g, op);
   mark(&w, LLVMBuildRetVoid(w.b), w.mult);
   LLVMDisposeBuilder(w.b);

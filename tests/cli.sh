@@ -184,7 +184,7 @@ run coll-mismatch 1 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 1
 run coll-missing 2 collective --hw h100-sxm --op all-reduce --bytes 1G && has coll-missing err "are required"
 
 # --- lower (issue 7, first piece) ---
-run lower-mlp 0 lower mlp && has lower-mlp out "fc0/dot" && has lower-mlp out "44 distinct ops lowered; IR count equals the formula for 44 of them"
+run lower-mlp 0 lower mlp && has lower-mlp out "fc0/dot" && has lower-mlp out "48 distinct ops lowered; IR count equals the formula for 48 of them"
 if grep -q "DIFFERS" "$OUT/lower-mlp.out"; then bad "lower mlp: an IR count differs from its formula"; else ok; fi
 run lower-json 0 lower llama3-8b --json && has lower-json out '"agree":	true'
 if grep -q '"agree":	false' "$OUT/lower-json.out"; then bad "lower --json: an IR count differs"; else ok; fi
@@ -198,7 +198,7 @@ if command -v llvm-as-19 >/dev/null; then
   done
 fi
 run lower-noop 1 lower mlp --op fc9/dot && has lower-noop err "no op named 'fc9/dot'"
-run lower-unsup 1 lower mlp --op loss/reduce && has lower-unsup err "reduce: not lowered yet"
+run lower-unsup 1 lower mlp --op fc0/broadcast && has lower-unsup err "broadcast: not lowered yet"
 run lower-badopt 2 lower mlp --emit-llvm --opt 5 && has lower-badopt err "--opt expects 0, 1, 2 or 3"
 run lower-optonly 2 lower mlp --opt 2 && has lower-optonly err "--opt goes with --emit-llvm"
 run lower-badmodel 1 lower nosuch && has lower-badmodel err "no such file"
