@@ -24,6 +24,7 @@
 #include "step.h"
 #include "net.h"
 #include "diag.h"
+#include "fuse.h"
 #include "lower.h"
 #include "strutil.h"
 #include "units.h"
@@ -64,7 +65,7 @@ static int run_collective(cli_ctx *c);
 static int run_simulate(cli_ctx *c);
 static int run_plan(cli_ctx *c);
 static int run_lower(cli_ctx *c);
-static const char *const LOWER_FLAGS[] = {"--emit-llvm", "--forward-only", NULL};
+static const char *const LOWER_FLAGS[] = {"--emit-llvm", "--forward-only", "--no-fusion", NULL};
 static const char *const LOWER_VALUED[] = {"--op", "--opt", "--seq", "--gbs", "--precision", NULL};
 static const char *const PLAN_FLAGS[] = {"--spot", NULL};
 static const char *const PLAN_VALUED[] = {"--hw",     "--chips",     "--max-chips", "--tokens",
@@ -118,7 +119,7 @@ static const cli_cmd COMMANDS[] = {
      "parameters, FLOPs and ops of one training step", run_graph, NULL, GRAPH_FLAGS,
      GRAPH_VALUED, NULL},
     {"lower",
-     "tpusim lower MODEL [--op NAME] [--emit-llvm [--opt 0|1|2|3]] [--json]\n"
+     "tpusim lower MODEL [--op NAME] [--emit-llvm [--opt 0|1|2|3]] [--json] [--no-fusion]\n"
      "                   [--seq S] [--gbs G] [--precision P] [--forward-only]\n"
      "  each distinct op lowered to an LLVM IR loop nest, with the cost counted\n"
      "  from the IR beside the graph's formula; --emit-llvm prints the module\n"
@@ -476,6 +477,26 @@ static cJSON *cost_json(const graph_cost *c) {
   return o;
 }
 
+typedef struct {
+  int kernels, ops;
+  double fused_bytes, unfused_bytes;
+} fusion_summary;
+
+static fusion_summary summarize_fusion(const graph *g, bool enabled) {
+  fusion_summary s = {0};
+  fuse_plan *on = fuse_graph(g, enabled), *off = fuse_graph(g, false);
+  if (on && off) {
+    for (int k = 0; k < on->n_groups; k++) s.kernels += on->size[k] > 0;
+    for (int k = 0; k < off->n_groups; k++) s.ops += off->size[k] > 0;
+    graph_cost a = fuse_total_cost(on, g, -1), b = fuse_total_cost(off, g, -1);
+    s.fused_bytes = a.bytes_read + a.bytes_written;
+    s.unfused_bytes = b.bytes_read + b.bytes_written;
+  }
+  fuse_free(on);
+  fuse_free(off);
+  return s;
+}
+
 static int run_lower(cli_ctx *c) {
   if (c->n_pos != 1) return usage_error(c, "%s", "expected one MODEL");
   model_opts o = {.precision = opt(c, "--precision"), .forward_only = opt(c, "--forward-only")};
@@ -553,6 +574,7 @@ static int run_lower(cli_ctx *c) {
   } else if (rc == CLI_OK) {
     cJSON *arr = cJSON_CreateArray();
     int agree = 0;
+    fusion_summary fz = summarize_fusion(g, !opt(c, "--no-fusion"));
     if (!c->json)
       fprintf(c->out, "%-34s %-14s %9s %12s %12s %12s %12s  %s\n", "op", "kind", "uses", "IR flops",
               "formula", "IR bytes", "formula", "");
@@ -593,6 +615,12 @@ static int run_lower(cli_ctx *c) {
       lower_llvm_version(ver, sizeof ver);
       cJSON_AddStringToObject(root, "llvm", ver);
       cJSON_AddNumberToObject(root, "ops_not_lowered", not_lowered);
+      cJSON *fj = cJSON_AddObjectToObject(root, "fusion");
+      cJSON_AddBoolToObject(fj, "enabled", !opt(c, "--no-fusion"));
+      cJSON_AddNumberToObject(fj, "kernels", fz.kernels);
+      cJSON_AddNumberToObject(fj, "ops", fz.ops);
+      cJSON_AddNumberToObject(fj, "hbm_bytes", fz.fused_bytes);
+      cJSON_AddNumberToObject(fj, "unfused_hbm_bytes", fz.unfused_bytes);
       cJSON_AddItemToObject(root, "lowered", arr);
       arr = NULL;
       char *s = cJSON_Print(root);
@@ -600,8 +628,16 @@ static int run_lower(cli_ctx *c) {
       free(s);
       cJSON_Delete(root);
     } else if (rc == CLI_OK) {
+      char fb[32], ub[32];
+      units_bytes(fb, sizeof fb, fz.fused_bytes);
+      units_bytes(ub, sizeof ub, fz.unfused_bytes);
       fprintf(c->out,
-              "\n%d distinct ops lowered; IR count equals the formula for %d of them.\n"
+              "\nfusion: %d kernels from %d ops; HBM traffic per step %s (%s unfused, %.0f%% "
+              "less)\n",
+              fz.kernels, fz.ops, fb, ub,
+              fz.unfused_bytes > 0 ? 100 * (1 - fz.fused_bytes / fz.unfused_bytes) : 0.0);
+      fprintf(c->out,
+              "%d distinct ops lowered; IR count equals the formula for %d of them.\n"
               "%d ops of kinds not lowered yet (data movement, collectives, convolutions, "
               "integer and predicate ops: issue 7).\n",
               nd, agree, not_lowered);

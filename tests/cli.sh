@@ -197,6 +197,9 @@ if command -v llvm-as-19 >/dev/null; then
     llvm-as-19 "$OUT/$f.out" -o /dev/null 2>"$OUT/$f.as" && ok || { bad "$f: llvm-as-19 rejects the IR"; head -3 "$OUT/$f.as"; }
   done
 fi
+has lower-mlp out "fusion: 55 kernels from 188 ops"
+run lower-nofuse 0 lower mlp --no-fusion && has lower-nofuse out "fusion: 188 kernels from 188 ops" && has lower-nofuse out "0% less"
+has lower-json out '"unfused_hbm_bytes":'
 run lower-noop 1 lower mlp --op fc9/dot && has lower-noop err "no op named 'fc9/dot'"
 run lower-unsup 1 lower mlp --op fc0/broadcast && has lower-unsup err "broadcast: not lowered yet"
 run lower-badopt 2 lower mlp --emit-llvm --opt 5 && has lower-badopt err "--opt expects 0, 1, 2 or 3"

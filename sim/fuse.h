@@ -1,0 +1,53 @@
+/*
+** fuse.h -- XLA-style fusion decisions over a graph.
+**
+** Which ops run as one kernel, so that the values passed between them stay
+** in registers or on-chip memory instead of making a round trip through
+** HBM. The rules follow XLA's (docs/op-models.md):
+**
+**   loop fusion    an elementwise op (or broadcast) joins the group of an
+**                  elementwise producer of the same element count;
+**   input fusion   a reduce joins the group of its elementwise producer;
+**   output fusion  an elementwise consumer joins a dot's or convolution's
+**                  group as its epilogue (bias, activation);
+**   broadcasts     a broadcast or iota with one user is computed inside
+**                  that user's kernel, never stored.
+**
+** A producer joins its consumer's group only when that consumer is its one
+** user -- otherwise its value must reach HBM anyway, and fusing would
+** recompute it. Ops in one group share phase and execution count.
+**
+** fuse_plan owns its arrays; the graph must outlive it.
+*/
+#ifndef TPUSIM_FUSE_H
+#define TPUSIM_FUSE_H
+
+#include <stdbool.h>
+
+#include "graph.h"
+
+typedef struct {
+  int n_ops;
+  int n_groups;
+  int *group_of; /* per op: its group, or -1 for parameters and constants */
+  int *root;     /* per group: the op whose result the group is named by (its last op) */
+  int *first;    /* per group: its first op */
+  int *size;     /* per group: how many ops it holds (0: merged away) */
+  unsigned char *leaves; /* per op: its value is read outside its group, or by nobody */
+} fuse_plan;
+
+/* enabled == false: one group per op (what --no-fusion means). NULL on
+** allocation failure. */
+fuse_plan *fuse_graph(const graph *g, bool enabled);
+void fuse_free(fuse_plan *p);
+
+/* The cost of group k run as one kernel, per execution: its ops' flops and
+** transcendentals, the bytes of values read from outside the group (each
+** once), and the bytes of values the group produces that something outside
+** it reads (or that nothing reads: a step output). */
+graph_cost fuse_group_cost(const fuse_plan *p, const graph *g, int k);
+
+/* Sum over groups of cost x execution count, for one phase (-1: all). */
+graph_cost fuse_total_cost(const fuse_plan *p, const graph *g, int phase);
+
+#endif
