@@ -568,6 +568,102 @@ int lower_op(lower_module *m, const graph *g, int id, char *err, size_t n) {
   return m->nfn++;
 }
 
+int lower_fused(lower_module *m, const graph *g, const int *ops, int n_ops, char *err,
+                size_t n) {
+  if (n_ops < 1 || n_ops > 1024) {
+    set_err(err, n, "a fused kernel of %d ops: expected 1 to 1024", n_ops);
+    return -1;
+  }
+  if (m->nfn == LOWER_MAX_FNS) {
+    set_err(err, n, "more than %d functions in one module", LOWER_MAX_FNS);
+    return -1;
+  }
+  const graph_op *root = graph_get(g, ops[n_ops - 1]);
+  int64_t elems = graph_elements(&root->out);
+  int outside[GRAPH_MAX_RANK * 8], n_out = 0;
+  for (int i = 0; i < n_ops; i++) {
+    const graph_op *op = graph_get(g, ops[i]);
+    if (!lower_supported(g, ops[i], err, n)) return -1;
+    if (!graph_op_is_elementwise(op->kind) || graph_elements(&op->out) != elems) {
+      set_err(err, n, "%s: only elementwise ops of %lld elements fuse into one loop here",
+              op->name, (long long)elems);
+      return -1;
+    }
+    for (int j = 0; j < op->n_in; j++) {
+      int v = op->in[j], k, inside = 0;
+      for (k = 0; k < i; k++) inside |= ops[k] == v;
+      for (k = 0; k < n_out && outside[k] != v; k++) {}
+      if (inside || k < n_out) continue;
+      if (n_out == (int)(sizeof outside / sizeof outside[0])) {
+        set_err(err, n, "%s: more than %d inputs to one kernel", root->name, n_out);
+        return -1;
+      }
+      outside[n_out++] = v;
+    }
+  }
+  LLVMContextRef ctx = m->ctx;
+  LLVMTypeRef ptr = LLVMPointerTypeInContext(ctx, 0);
+  LLVMTypeRef params[GRAPH_MAX_RANK * 8 + 1];
+  for (int i = 0; i <= n_out; i++) params[i] = ptr;
+  char fname[288];
+  snprintf(fname, sizeof fname, "fusion.%s", root->name);
+  LLVMValueRef fn = LLVMAddFunction(
+      m->mod, fname, LLVMFunctionType(LLVMVoidTypeInContext(ctx), params, (unsigned)n_out + 1, 0));
+  unsigned deref = LLVMGetEnumAttributeKindForName("dereferenceable", 15);
+  unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
+  for (int i = 0; i <= n_out; i++) {
+    const graph_shape *s = i < n_out ? &graph_get(g, outside[i])->out : &root->out;
+    char pn[16];
+    if (i < n_out) snprintf(pn, sizeof pn, "in%d", i);
+    else snprintf(pn, sizeof pn, "out");
+    LLVMSetValueName2(LLVMGetParam(fn, (unsigned)i), pn, strlen(pn));
+    LLVMAddAttributeAtIndex(fn, (unsigned)i + 1,
+                            LLVMCreateEnumAttribute(ctx, deref, (uint64_t)graph_bytes(s)));
+    LLVMAddAttributeAtIndex(fn, (unsigned)i + 1, LLVMCreateEnumAttribute(ctx, noalias, 0));
+  }
+  const char *dn = graph_dtype_name(graph_get(g, root->in[0])->out.dtype);
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                          LLVMCreateStringAttribute(ctx, "tpusim.dtype", 12, dn, (unsigned)strlen(dn)));
+  writer w = {.m = m, .fn = fn, .i64 = LLVMInt64TypeInContext(ctx),
+              .b = LLVMCreateBuilderInContext(ctx), .mult = 1};
+  LLVMPositionBuilderAtEnd(w.b, block(&w, "entry"));
+  loop l;
+  loop_open(&w, &l, elems, "i");
+  LLVMValueRef loaded[GRAPH_MAX_RANK * 8];
+  for (int k = 0; k < n_out; k++) {
+    char nm[16];
+    snprintf(nm, sizeof nm, "x%d", k);
+    loaded[k] = load_elem(&w, LLVMGetParam(fn, (unsigned)k), l.iv, graph_get(g, outside[k])->out.dtype, nm);
+  }
+  LLVMValueRef *val = malloc(sizeof(LLVMValueRef) * (size_t)n_ops);
+  for (int i = 0; i < n_ops; i++) {
+    const graph_op *op = graph_get(g, ops[i]);
+    LLVMValueRef x[3];
+    graph_dtype dt = graph_get(g, op->in[0])->out.dtype;
+    for (int j = 0; j < op->n_in; j++) {
+      int v = op->in[j], k;
+      for (k = 0; k < i && ops[k] != v; k++) {}
+      if (k < i) {
+        x[j] = to_compute(&w, val[k], dt);
+      } else {
+        for (k = 0; outside[k] != v; k++) {}
+        x[j] = to_compute(&w, loaded[k], dt);
+      }
+    }
+    val[i] = elementwise(&w, op->kind, x);
+  }
+  store_elem(&w, val[n_ops - 1], LLVMGetParam(fn, (unsigned)n_out), l.iv, root->out.dtype);
+  free(val);
+  loop_close(&w, &l);
+  mark(&w, LLVMBuildRetVoid(w.b), w.mult);
+  LLVMDisposeBuilder(w.b);
+  size_t len;
+  const char *nm = LLVMGetValueName2(fn, &len);
+  m->fns[m->nfn] = fn;
+  m->names[m->nfn] = strndup(nm, len);
+  return m->nfn++;
+}
+
 /* ---- counting ---- */
 
 static int64_t block_count(const lower_module *m, LLVMBasicBlockRef bb, bool *ok) {

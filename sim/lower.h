@@ -42,6 +42,16 @@ bool lower_supported(const graph *g, int id, char *why, size_t n);
 ** (0, 1, ...), or -1 with the reason in err. */
 int lower_op(lower_module *m, const graph *g, int id, char *err, size_t n);
 
+/* Lowers a loop-fused kernel -- ops[0..n_ops) in topological order, all
+** elementwise with one element count, the last one the kernel's output
+** (what sim/fuse.h groups) -- as one function: one loop, each value from
+** outside loaded once per element, the intermediates kept in registers,
+** only the last op's result stored. Its arguments are the outside values
+** in order of first use, then the output. Flops are counted in the last
+** op's operand dtype. Returns the function's index or -1 (err says why). */
+int lower_fused(lower_module *m, const graph *g, const int *ops, int n_ops, char *err,
+                size_t n);
+
 /* What the IR of function `fn` does, counted per the rules above:
 ** flops by the op's dtype, transcendentals, and HBM bytes read and written
 ** (per buffer, the smaller of the bytes accessed and the buffer's size: a
