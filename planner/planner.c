@@ -139,6 +139,21 @@ static void add_reject(planner_result *out, const char *hw, const char *fmt, ...
 }
 
 /* The model's requirements against the chip; a rejection says why. */
+/* Insertion sort of the ranked list by the objective (stable, so equal
+** keys keep their search order: the output stays deterministic). */
+static void rank_by_objective(planner_result *out, const planner_req *req) {
+  for (int i = 1; i < out->n_ranked; i++)
+    for (int j = i; j > 0; j--) {
+      planner_cand *a = &out->ranked[j - 1], *b = &out->ranked[j];
+      double ka = req->objective == PLANNER_TIME ? a->train_s : a->train_usd;
+      double kb = req->objective == PLANNER_TIME ? b->train_s : b->train_usd;
+      if (ka <= kb) break;
+      planner_cand t = *a;
+      *a = *b;
+      *b = t;
+    }
+}
+
 static bool hw_allowed(const model *m, const hw_model *hw, planner_result *out, graph_dtype *prec) {
   if ((m->info.requires & WL_REQ_FP64) && hw_peak_flops(hw, HW_FP64) <= 0) {
     add_reject(out, hw->name, "the model requires fp64; %s has no fp64 unit", hw->name);
@@ -292,16 +307,7 @@ int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, p
     c->train_usd = price * (double)c->p.chips * c->train_s / 3600;
     out->ranked[out->n_ranked++] = *c;
   }
-  for (int i = 1; i < out->n_ranked; i++) /* insertion sort by the simulated objective */
-    for (int j = i; j > 0; j--) {
-      planner_cand *a = &out->ranked[j - 1], *b = &out->ranked[j];
-      double ka = req->objective == PLANNER_TIME ? a->train_s : a->train_usd;
-      double kb = req->objective == PLANNER_TIME ? b->train_s : b->train_usd;
-      if (ka <= kb) break;
-      planner_cand t = *a;
-      *a = *b;
-      *b = t;
-    }
+  rank_by_objective(out, req);
   free(kept);
   free(keys);
   if (out->n_ranked == 0) return -1;
@@ -380,16 +386,7 @@ static int plan_generic(const model *m, const hw_catalog *cat, const planner_req
   }
   /* rank every hardware's best */
   for (int i = 0; i < out->n_per_hw && out->n_ranked < 16; i++) out->ranked[out->n_ranked++] = out->per_hw[i];
-  for (int i = 1; i < out->n_ranked; i++)
-    for (int j = i; j > 0; j--) {
-      planner_cand *a = &out->ranked[j - 1], *b = &out->ranked[j];
-      double ka = req->objective == PLANNER_TIME ? a->train_s : a->train_usd;
-      double kb = req->objective == PLANNER_TIME ? b->train_s : b->train_usd;
-      if (ka <= kb) break;
-      planner_cand t = *a;
-      *a = *b;
-      *b = t;
-    }
+  rank_by_objective(out, req);
   int top = req->top > 0 ? req->top : 5;
   if (out->n_ranked > top) out->n_ranked = top;
   if (out->n_ranked == 0)

@@ -414,17 +414,27 @@ static int64_t opt_count(cli_ctx *c, const char *name) {
   return n;
 }
 
-static int run_graph(cli_ctx *c) {
+/* The one MODEL of graph and lower, built with --seq, --gbs, --precision
+** and --forward-only; CLI_OK with *out set, or the exit code after the
+** message. */
+static int load_model_arg(cli_ctx *c, model **out) {
+  *out = NULL;
   if (c->n_pos != 1) return usage_error(c, "%s", "expected one MODEL");
   model_opts o = {.precision = opt(c, "--precision"), .forward_only = opt(c, "--forward-only")};
   if ((o.seq_len = opt_count(c, "--seq")) < 0 || (o.global_batch = opt_count(c, "--gbs")) < 0)
     return CLI_USAGE;
-  if (c->json && opt(c, "--dot")) return usage_error(c, "%s", "--json and --dot: pick one");
   diag *dg = diag_new();
-  model *m = model_load(c->pos[0], &o, dg);
+  *out = model_load(c->pos[0], &o, dg);
   diag_print(dg, c->err);
   diag_free(dg);
-  if (!m) return CLI_BAD_INPUT;
+  return *out ? CLI_OK : CLI_BAD_INPUT;
+}
+
+static int run_graph(cli_ctx *c) {
+  if (c->json && opt(c, "--dot")) return usage_error(c, "%s", "--json and --dot: pick one");
+  model *m;
+  int rc = load_model_arg(c, &m);
+  if (rc != CLI_OK) return rc;
   if (c->json) {
     char *s = model_summary_json(m);
     fprintf(c->out, "%s\n", s);
@@ -454,14 +464,8 @@ static void op_signature(const graph *g, int id, char *buf, size_t n) {
   if (k < n) snprintf(buf + k, n - k, " -> %s", sh);
 }
 
-static double cost_flops(const graph_cost *c) {
-  double f = 0;
-  for (int d = 0; d < GDT_COUNT; d++) f += c->flops[d];
-  return f;
-}
-
 static bool costs_agree(const graph_cost *a, const graph_cost *b) {
-  double fa = cost_flops(a), fb = cost_flops(b);
+  double fa = graph_cost_flops(a), fb = graph_cost_flops(b);
   return fabs(fa - fb) <= 1e-9 * (1 + fb) &&
          fabs(a->transcendentals - b->transcendentals) <= 1e-9 * (1 + b->transcendentals) &&
          fabs(a->bytes_read - b->bytes_read) <= 1e-9 * (1 + b->bytes_read) &&
@@ -470,7 +474,7 @@ static bool costs_agree(const graph_cost *a, const graph_cost *b) {
 
 static cJSON *cost_json(const graph_cost *c) {
   cJSON *o = cJSON_CreateObject();
-  cJSON_AddNumberToObject(o, "flops", cost_flops(c));
+  cJSON_AddNumberToObject(o, "flops", graph_cost_flops(c));
   cJSON_AddNumberToObject(o, "transcendentals", c->transcendentals);
   cJSON_AddNumberToObject(o, "bytes_read", c->bytes_read);
   cJSON_AddNumberToObject(o, "bytes_written", c->bytes_written);
@@ -498,10 +502,6 @@ static fusion_summary summarize_fusion(const graph *g, bool enabled) {
 }
 
 static int run_lower(cli_ctx *c) {
-  if (c->n_pos != 1) return usage_error(c, "%s", "expected one MODEL");
-  model_opts o = {.precision = opt(c, "--precision"), .forward_only = opt(c, "--forward-only")};
-  if ((o.seq_len = opt_count(c, "--seq")) < 0 || (o.global_batch = opt_count(c, "--gbs")) < 0)
-    return CLI_USAGE;
   const char *ol = opt(c, "--opt");
   int level = 2;
   if (ol) {
@@ -511,11 +511,9 @@ static int run_lower(cli_ctx *c) {
     level = ol[0] - '0';
   }
   if (c->json && opt(c, "--emit-llvm")) return usage_error(c, "%s", "--json and --emit-llvm: pick one");
-  diag *dg = diag_new();
-  model *m = model_load(c->pos[0], &o, dg);
-  diag_print(dg, c->err);
-  diag_free(dg);
-  if (!m) return CLI_BAD_INPUT;
+  model *m;
+  int rc = load_model_arg(c, &m);
+  if (rc != CLI_OK) return rc;
   const graph *g = m->g;
   const char *want = opt(c, "--op");
   int n = graph_count(g);
@@ -535,7 +533,7 @@ static int run_lower(cli_ctx *c) {
   int *ids = malloc(sizeof(int) * (size_t)(n ? n : 1));
   int64_t *uses = calloc((size_t)(n ? n : 1), sizeof(int64_t));
   char **sigs = calloc((size_t)(n ? n : 1), sizeof(char *));
-  int nd = 0, not_lowered = 0, rc = CLI_OK;
+  int nd = 0, not_lowered = 0;
   char sig[1024];
   for (int i = 0; i < n && rc == CLI_OK; i++) {
     const graph_op *op = graph_get(g, i);
@@ -603,7 +601,7 @@ static int run_lower(cli_ctx *c) {
         cJSON_AddItemToArray(arr, e);
       } else {
         fprintf(c->out, "%-34.34s %-14s %9lld %12.4g %12.4g %12.4g %12.4g  %s\n", op->name,
-                graph_op_name(op->kind), (long long)uses[d], cost_flops(&ir), cost_flops(&fc),
+                graph_op_name(op->kind), (long long)uses[d], graph_cost_flops(&ir), graph_cost_flops(&fc),
                 ir.bytes_read + ir.bytes_written, fc.bytes_read + fc.bytes_written,
                 ok ? "=" : "DIFFERS");
       }

@@ -113,9 +113,10 @@ graph_cost fuse_group_cost(const fuse_plan *p, const graph *g, int k) {
   for (int i = p->first[k]; i <= p->root[k]; i++) {
     if (p->group_of[i] != k) continue;
     const graph_op *op = graph_get(g, i);
+    /* arithmetic as the ops alone; the bytes are the kernel's own */
     graph_cost oc = graph_op_cost(g, i);
-    for (int d = 0; d < GDT_COUNT; d++) c.flops[d] += oc.flops[d];
-    c.transcendentals += oc.transcendentals;
+    oc.bytes_read = oc.bytes_written = 0;
+    graph_cost_add(&c, &oc, 1);
     /* a reshape alone is a bitcast; inside a kernel its consumers read
     ** its operand through it */
     if (op->kind == GOP_RESHAPE && p->size[k] == 1) continue;
@@ -144,11 +145,7 @@ graph_cost fuse_total_cost(const fuse_plan *p, const graph *g, int phase) {
     const graph_op *r = graph_get(g, p->root[k]);
     if (phase >= 0 && (int)r->phase != phase) continue;
     graph_cost c = fuse_group_cost(p, g, k);
-    double m = (double)r->count;
-    for (int d = 0; d < GDT_COUNT; d++) t.flops[d] += m * c.flops[d];
-    t.transcendentals += m * c.transcendentals;
-    t.bytes_read += m * c.bytes_read;
-    t.bytes_written += m * c.bytes_written;
+    graph_cost_add(&t, &c, (double)r->count);
   }
   return t;
 }

@@ -897,13 +897,16 @@ graph_cost graph_total_cost(const graph *g, int phase) {
   for (int i = 0; i < g->n; i++) {
     if (phase >= 0 && (int)g->ops[i].phase != phase) continue;
     graph_cost c = graph_op_cost(g, i);
-    double k = (double)g->ops[i].count;
-    for (int d = 0; d < GDT_COUNT; d++) t.flops[d] += k * c.flops[d];
-    t.transcendentals += k * c.transcendentals;
-    t.bytes_read += k * c.bytes_read;
-    t.bytes_written += k * c.bytes_written;
+    graph_cost_add(&t, &c, (double)g->ops[i].count);
   }
   return t;
+}
+
+void graph_cost_add(graph_cost *t, const graph_cost *c, double k) {
+  for (int d = 0; d < GDT_COUNT; d++) t->flops[d] += k * c->flops[d];
+  t->transcendentals += k * c->transcendentals;
+  t->bytes_read += k * c->bytes_read;
+  t->bytes_written += k * c->bytes_written;
 }
 
 double graph_cost_flops(const graph_cost *c) {

@@ -275,6 +275,8 @@ graph_cost graph_op_cost(const graph *g, int id); /* one execution */
 /* Sum over ops of cost x count, for one phase (or all when phase < 0). */
 graph_cost graph_total_cost(const graph *g, int phase);
 double graph_cost_flops(const graph_cost *c); /* all dtypes */
+/* t += k * c, field by field. */
+void graph_cost_add(graph_cost *t, const graph_cost *c, double k);
 
 /* Elements of trainable / all weight parameters (frozen included). */
 int64_t graph_param_elements(const graph *g, unsigned need_flags);

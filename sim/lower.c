@@ -26,6 +26,7 @@ void lower_llvm_version(char *buf, size_t n) {
 }
 
 #define LOWER_MAX_FNS 4096
+#define LOWER_MAX_BUFS 65 /* a fused kernel's inputs, and its output */
 
 struct lower_module {
   LLVMContextRef ctx;
@@ -356,39 +357,40 @@ static LLVMValueRef elementwise(writer *w, graph_op_kind k, LLVMValueRef *x) {
 
 /* ---- functions ---- */
 
-static LLVMValueRef begin_fn(writer *w, lower_module *m, const graph *g, int id) {
-  const graph_op *op = graph_get(g, id);
+/* Starts function `name` over buffers bufs[0..nbuf) (the operands, then
+** the result), with flops counted in flop_dt; leaves w's builder in its
+** entry block. -1 (err says why) when the module is full. */
+static int begin_fn(writer *w, lower_module *m, const char *name, const graph_shape *const *bufs,
+                    int nbuf, graph_dtype flop_dt, char *err, size_t n) {
+  if (m->nfn == LOWER_MAX_FNS) {
+    set_err(err, n, "more than %d functions in one module", LOWER_MAX_FNS);
+    return -1;
+  }
   LLVMContextRef ctx = m->ctx;
-  LLVMTypeRef ptr = LLVMPointerTypeInContext(ctx, 0);
-  LLVMTypeRef params[GRAPH_MAX_RANK + 4];
-  int np = op->n_in + 1;
-  for (int i = 0; i < np; i++) params[i] = ptr;
+  LLVMTypeRef params[LOWER_MAX_BUFS];
+  for (int i = 0; i < nbuf; i++) params[i] = LLVMPointerTypeInContext(ctx, 0);
   /* A name that is a C identifier ("log", "exp") would collide with the
   ** libm symbols that llvm.log and friends lower to, in the JIT's process
   ** lookup: such names get an "op." prefix. Scoped names ("l0/attn/dot")
   ** cannot collide and stay as they are. */
-  char fname[256];
-  bool ident = strspn(op->name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") ==
-               strlen(op->name);
-  snprintf(fname, sizeof fname, "%s%s", ident ? "op." : "", op->name);
+  char fname[288];
+  bool ident = strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") ==
+               strlen(name);
+  snprintf(fname, sizeof fname, "%s%s", ident ? "op." : "", name);
   LLVMValueRef fn = LLVMAddFunction(
-      m->mod, fname, LLVMFunctionType(LLVMVoidTypeInContext(ctx), params, (unsigned)np, 0));
+      m->mod, fname, LLVMFunctionType(LLVMVoidTypeInContext(ctx), params, (unsigned)nbuf, 0));
   unsigned deref = LLVMGetEnumAttributeKindForName("dereferenceable", 15);
   unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
-  for (int i = 0; i < np; i++) {
-    const graph_shape *s = i < op->n_in ? &graph_get(g, op->in[i])->out : &op->out;
-    LLVMValueRef p = LLVMGetParam(fn, (unsigned)i);
+  for (int i = 0; i < nbuf; i++) {
     char pn[16];
-    if (i < op->n_in) snprintf(pn, sizeof pn, "in%d", i);
+    if (i < nbuf - 1) snprintf(pn, sizeof pn, "in%d", i);
     else snprintf(pn, sizeof pn, "out");
-    LLVMSetValueName2(p, pn, strlen(pn));
+    LLVMSetValueName2(LLVMGetParam(fn, (unsigned)i), pn, strlen(pn));
     LLVMAddAttributeAtIndex(fn, (unsigned)i + 1,
-                            LLVMCreateEnumAttribute(ctx, deref, (uint64_t)graph_bytes(s)));
+                            LLVMCreateEnumAttribute(ctx, deref, (uint64_t)graph_bytes(bufs[i])));
     LLVMAddAttributeAtIndex(fn, (unsigned)i + 1, LLVMCreateEnumAttribute(ctx, noalias, 0));
   }
-  /* the dtype its flops are counted in, as graph.c attributes them */
-  graph_dtype dt = op->n_in ? graph_get(g, op->in[0])->out.dtype : op->out.dtype;
-  const char *dn = graph_dtype_name(dt);
+  const char *dn = graph_dtype_name(flop_dt);
   LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
                           LLVMCreateStringAttribute(ctx, "tpusim.dtype", 12, dn, (unsigned)strlen(dn)));
   w->m = m;
@@ -397,7 +399,19 @@ static LLVMValueRef begin_fn(writer *w, lower_module *m, const graph *g, int id)
   w->b = LLVMCreateBuilderInContext(ctx);
   w->mult = 1;
   LLVMPositionBuilderAtEnd(w->b, block(w, "entry"));
-  return fn;
+  return 0;
+}
+
+/* Returns from the function w writes and registers it: its index. */
+static int end_fn(writer *w) {
+  lower_module *m = w->m;
+  mark(w, LLVMBuildRetVoid(w->b), w->mult);
+  LLVMDisposeBuilder(w->b);
+  size_t len;
+  const char *nm = LLVMGetValueName2(w->fn, &len);
+  m->fns[m->nfn] = w->fn;
+  m->names[m->nfn] = strndup(nm, len);
+  return m->nfn++;
 }
 
 static void lower_elementwise(writer *w, const graph *g, const graph_op *op) {
@@ -433,6 +447,21 @@ static bool in_dims(const graph_dims *ds, int d) {
   return false;
 }
 
+/* A dot operand's per-dim indices: a batch dim takes its output index, a
+** contracting dim its k, a free dim the next free output index (*next). */
+static void operand_index(const graph_shape *s, const graph_dims *batch,
+                          const graph_dims *contract, LLVMValueRef *oi, LLVMValueRef *ki,
+                          int *next, LLVMValueRef *idx) {
+  for (int d = 0; d < s->rank; d++) {
+    idx[d] = NULL;
+    for (int i = 0; i < batch->n; i++)
+      if (batch->d[i] == d) idx[d] = oi[i];
+    for (int c = 0; c < contract->n; c++)
+      if (contract->d[c] == d) idx[d] = ki[c];
+    if (!idx[d]) idx[d] = oi[(*next)++];
+  }
+}
+
 /* dot: one loop per output dim (batch, lhs free, rhs free: XLA's order),
 ** then one per contracting dim; multiply-add into an f32 (f64) accumulator. */
 static void lower_dot(writer *w, const graph *g, const graph_op *op) {
@@ -456,26 +485,10 @@ static void lower_dot(writer *w, const graph *g, const graph_op *op) {
     loop_open(w, &lk[c], sa->dim[op->lhs_contract.d[c]], nm);
     ki[c] = lk[c].iv;
   }
-  /* each operand dim's index: a batch dim takes its output index, a
-  ** contracting dim its k, a free dim the next free output index */
   LLVMValueRef ia[GRAPH_MAX_RANK], ib[GRAPH_MAX_RANK];
-  int nb = op->lhs_batch.n, next = nb;
-  for (int d = 0; d < sa->rank; d++) {
-    if (in_dims(&op->lhs_batch, d))
-      for (int i = 0; i < nb; i++) { if (op->lhs_batch.d[i] == d) ia[d] = oi[i]; }
-    else if (in_dims(&op->lhs_contract, d))
-      for (int c = 0; c < nc; c++) { if (op->lhs_contract.d[c] == d) ia[d] = ki[c]; }
-    else
-      ia[d] = oi[next++];
-  }
-  for (int d = 0; d < sb->rank; d++) {
-    if (in_dims(&op->rhs_batch, d))
-      for (int i = 0; i < nb; i++) { if (op->rhs_batch.d[i] == d) ib[d] = oi[i]; }
-    else if (in_dims(&op->rhs_contract, d))
-      for (int c = 0; c < nc; c++) { if (op->rhs_contract.d[c] == d) ib[d] = ki[c]; }
-    else
-      ib[d] = oi[next++];
-  }
+  int next = op->lhs_batch.n; /* free output dims: lhs's, then rhs's */
+  operand_index(sa, &op->lhs_batch, &op->lhs_contract, oi, ki, &next, ia);
+  operand_index(sb, &op->rhs_batch, &op->rhs_contract, oi, ki, &next, ib);
   LLVMValueRef a = to_compute(w, load_elem(w, LLVMGetParam(w->fn, 0), linear_index(w, sa, ia), sa->dtype, "a"),
                               sa->dtype == GDT_F64 ? GDT_F64 : GDT_F32);
   LLVMValueRef bv = to_compute(w, load_elem(w, LLVMGetParam(w->fn, 1), linear_index(w, sb, ib), sb->dtype, "b"),
@@ -549,23 +562,17 @@ static void lower_reduce(writer *w, const graph *g, const graph_op *op) {
 
 int lower_op(lower_module *m, const graph *g, int id, char *err, size_t n) {
   if (!lower_supported(g, id, err, n)) return -1;
-  if (m->nfn == LOWER_MAX_FNS) {
-    set_err(err, n, "more than %d functions in one module", LOWER_MAX_FNS);
-    return -1;
-  }
   const graph_op *op = graph_get(g, id);
+  const graph_shape *bufs[GRAPH_MAX_RANK + 4];
+  for (int i = 0; i < op->n_in; i++) bufs[i] = &graph_get(g, op->in[i])->out;
+  bufs[op->n_in] = &op->out;
+  /* flops in the operands' dtype, as graph.c attributes them */
   writer w;
-  LLVMValueRef fn = begin_fn(&w, m, g, id);
+  if (begin_fn(&w, m, op->name, bufs, op->n_in + 1, bufs[0]->dtype, err, n) != 0) return -1;
   if (op->kind == GOP_DOT) lower_dot(&w, g, op);
   else if (op->kind == GOP_REDUCE) lower_reduce(&w, g, op);
   else lower_elementwise(&w, g, op);
-  mark(&w, LLVMBuildRetVoid(w.b), w.mult);
-  LLVMDisposeBuilder(w.b);
-  size_t len;
-  const char *nm = LLVMGetValueName2(fn, &len);
-  m->fns[m->nfn] = fn;
-  m->names[m->nfn] = strndup(nm, len);
-  return m->nfn++;
+  return end_fn(&w);
 }
 
 int lower_fused(lower_module *m, const graph *g, const int *ops, int n_ops, char *err,
@@ -574,13 +581,9 @@ int lower_fused(lower_module *m, const graph *g, const int *ops, int n_ops, char
     set_err(err, n, "a fused kernel of %d ops: expected 1 to 1024", n_ops);
     return -1;
   }
-  if (m->nfn == LOWER_MAX_FNS) {
-    set_err(err, n, "more than %d functions in one module", LOWER_MAX_FNS);
-    return -1;
-  }
   const graph_op *root = graph_get(g, ops[n_ops - 1]);
   int64_t elems = graph_elements(&root->out);
-  int outside[GRAPH_MAX_RANK * 8], n_out = 0;
+  int outside[LOWER_MAX_BUFS - 1], n_out = 0;
   for (int i = 0; i < n_ops; i++) {
     const graph_op *op = graph_get(g, ops[i]);
     if (!lower_supported(g, ops[i], err, n)) return -1;
@@ -601,35 +604,18 @@ int lower_fused(lower_module *m, const graph *g, const int *ops, int n_ops, char
       outside[n_out++] = v;
     }
   }
-  LLVMContextRef ctx = m->ctx;
-  LLVMTypeRef ptr = LLVMPointerTypeInContext(ctx, 0);
-  LLVMTypeRef params[GRAPH_MAX_RANK * 8 + 1];
-  for (int i = 0; i <= n_out; i++) params[i] = ptr;
-  char fname[288];
+  const graph_shape *bufs[LOWER_MAX_BUFS];
+  for (int i = 0; i < n_out; i++) bufs[i] = &graph_get(g, outside[i])->out;
+  bufs[n_out] = &root->out;
+  char fname[272];
   snprintf(fname, sizeof fname, "fusion.%s", root->name);
-  LLVMValueRef fn = LLVMAddFunction(
-      m->mod, fname, LLVMFunctionType(LLVMVoidTypeInContext(ctx), params, (unsigned)n_out + 1, 0));
-  unsigned deref = LLVMGetEnumAttributeKindForName("dereferenceable", 15);
-  unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
-  for (int i = 0; i <= n_out; i++) {
-    const graph_shape *s = i < n_out ? &graph_get(g, outside[i])->out : &root->out;
-    char pn[16];
-    if (i < n_out) snprintf(pn, sizeof pn, "in%d", i);
-    else snprintf(pn, sizeof pn, "out");
-    LLVMSetValueName2(LLVMGetParam(fn, (unsigned)i), pn, strlen(pn));
-    LLVMAddAttributeAtIndex(fn, (unsigned)i + 1,
-                            LLVMCreateEnumAttribute(ctx, deref, (uint64_t)graph_bytes(s)));
-    LLVMAddAttributeAtIndex(fn, (unsigned)i + 1, LLVMCreateEnumAttribute(ctx, noalias, 0));
-  }
-  const char *dn = graph_dtype_name(graph_get(g, root->in[0])->out.dtype);
-  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
-                          LLVMCreateStringAttribute(ctx, "tpusim.dtype", 12, dn, (unsigned)strlen(dn)));
-  writer w = {.m = m, .fn = fn, .i64 = LLVMInt64TypeInContext(ctx),
-              .b = LLVMCreateBuilderInContext(ctx), .mult = 1};
-  LLVMPositionBuilderAtEnd(w.b, block(&w, "entry"));
+  writer w;
+  if (begin_fn(&w, m, fname, bufs, n_out + 1, graph_get(g, root->in[0])->out.dtype, err, n) != 0)
+    return -1;
+  LLVMValueRef fn = w.fn;
   loop l;
   loop_open(&w, &l, elems, "i");
-  LLVMValueRef loaded[GRAPH_MAX_RANK * 8];
+  LLVMValueRef loaded[LOWER_MAX_BUFS - 1];
   for (int k = 0; k < n_out; k++) {
     char nm[16];
     snprintf(nm, sizeof nm, "x%d", k);
@@ -655,13 +641,7 @@ int lower_fused(lower_module *m, const graph *g, const int *ops, int n_ops, char
   store_elem(&w, val[n_ops - 1], LLVMGetParam(fn, (unsigned)n_out), l.iv, root->out.dtype);
   free(val);
   loop_close(&w, &l);
-  mark(&w, LLVMBuildRetVoid(w.b), w.mult);
-  LLVMDisposeBuilder(w.b);
-  size_t len;
-  const char *nm = LLVMGetValueName2(fn, &len);
-  m->fns[m->nfn] = fn;
-  m->names[m->nfn] = strndup(nm, len);
-  return m->nfn++;
+  return end_fn(&w);
 }
 
 /* ---- counting ---- */

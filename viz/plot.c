@@ -551,18 +551,17 @@ typedef struct {
   plan_recompute rec;
 } plan_var;
 
-static int plot_breakdown(pctx *c, FILE *dat, FILE *gp, int argc, char **argv) {
-  static const plan_var VARS[] = {
-      {1, 1, 0, PLAN_RECOMPUTE_NONE}, {1, 1, 0, PLAN_RECOMPUTE_FULL}, {2, 1, 0, PLAN_RECOMPUTE_NONE},
-      {4, 1, 0, PLAN_RECOMPUTE_NONE}, {1, 2, 0, PLAN_RECOMPUTE_NONE}, {2, 2, 0, PLAN_RECOMPUTE_NONE},
-      {8, 1, 0, PLAN_RECOMPUTE_NONE}, {1, 4, 0, PLAN_RECOMPUTE_NONE}};
-  fprintf(dat, "# tpusim plot breakdown: %s on %lld x %s (milliseconds per step)\n", c->m->name,
-          (long long)c->chips, c->hwm->name);
-  fprintf(dat, "# plan compute exposed_comm pipeline_bubble input_stall other step_time\n");
+/* One data row per plan variant that runs on c's chips (at most max_rows;
+** 0: all), labelled with the plan; a variant that fails is a comment in
+** the data file. The number of rows, or 0 after a message when none ran. */
+typedef void (*row_fn)(FILE *dat, const step_result *r);
+
+static int variant_rows(pctx *c, FILE *dat, const plan_var *vars, size_t n, int max_rows,
+                        const char *kind, row_fn row) {
   int rows = 0;
   char last_err[512] = "";
-  for (size_t i = 0; i < sizeof VARS / sizeof VARS[0] && rows < 6; i++) {
-    const plan_var *v = &VARS[i];
+  for (size_t i = 0; i < n && (max_rows == 0 || rows < max_rows); i++) {
+    const plan_var *v = &vars[i];
     if (c->chips % (v->tp * v->pp) != 0) continue;
     plan p = base_plan(c, c->chips);
     p.tp = v->tp;
@@ -579,15 +578,38 @@ static int plot_breakdown(pctx *c, FILE *dat, FILE *gp, int argc, char **argv) {
     char label[64];
     plan_label(&p, label, sizeof label);
     dat_str(dat, label);
-    fprintf(dat, " %.6f %.6f %.6f %.6f %.6f %.6f\n", r.breakdown_s.compute * 1e3,
-            r.breakdown_s.exposed_comm * 1e3, r.breakdown_s.pipeline_bubble * 1e3,
-            r.breakdown_s.input_stall * 1e3, r.breakdown_s.other * 1e3, r.step_time_s * 1e3);
+    row(dat, &r);
     rows++;
   }
-  if (!rows) {
-    fprintf(c->err, "tpusim plot breakdown: no plan runs: %s\n", last_err);
+  if (!rows) fprintf(c->err, "tpusim plot %s: no plan runs: %s\n", kind, last_err);
+  return rows;
+}
+
+static void breakdown_row(FILE *dat, const step_result *r) {
+  fprintf(dat, " %.6f %.6f %.6f %.6f %.6f %.6f\n", r->breakdown_s.compute * 1e3,
+          r->breakdown_s.exposed_comm * 1e3, r->breakdown_s.pipeline_bubble * 1e3,
+          r->breakdown_s.input_stall * 1e3, r->breakdown_s.other * 1e3, r->step_time_s * 1e3);
+}
+
+#define GIB (1024.0 * 1024 * 1024)
+
+static void memory_row(FILE *dat, const step_result *r) {
+  const mem_bytes *mb = &r->memory;
+  fprintf(dat, " %.6f %.6f %.6f %.6f %.6f %.6f %d\n", mb->weights / GIB, mb->gradients / GIB,
+          mb->optimizer / GIB, mb->activations / GIB, mb->temporary / GIB, mb->peak / GIB,
+          r->fits ? 1 : 0);
+}
+
+static int plot_breakdown(pctx *c, FILE *dat, FILE *gp, int argc, char **argv) {
+  static const plan_var VARS[] = {
+      {1, 1, 0, PLAN_RECOMPUTE_NONE}, {1, 1, 0, PLAN_RECOMPUTE_FULL}, {2, 1, 0, PLAN_RECOMPUTE_NONE},
+      {4, 1, 0, PLAN_RECOMPUTE_NONE}, {1, 2, 0, PLAN_RECOMPUTE_NONE}, {2, 2, 0, PLAN_RECOMPUTE_NONE},
+      {8, 1, 0, PLAN_RECOMPUTE_NONE}, {1, 4, 0, PLAN_RECOMPUTE_NONE}};
+  fprintf(dat, "# tpusim plot breakdown: %s on %lld x %s (milliseconds per step)\n", c->m->name,
+          (long long)c->chips, c->hwm->name);
+  fprintf(dat, "# plan compute exposed_comm pipeline_bubble input_stall other step_time\n");
+  if (variant_rows(c, dat, VARS, sizeof VARS / sizeof VARS[0], 6, "breakdown", breakdown_row) <= 0)
     return PLOT_BAD;
-  }
   gp_header(c, gp, argc, argv);
   char what[128];
   snprintf(what, sizeof what, "%s, %lld x", c->m->name, (long long)c->chips);
@@ -609,37 +631,12 @@ static int plot_memory(pctx *c, FILE *dat, FILE *gp, int argc, char **argv) {
       {1, 1, 0, PLAN_RECOMPUTE_NONE}, {1, 1, 0, PLAN_RECOMPUTE_SELECTIVE},
       {1, 1, 0, PLAN_RECOMPUTE_FULL}, {1, 1, 1, PLAN_RECOMPUTE_NONE},
       {1, 1, 3, PLAN_RECOMPUTE_NONE}, {1, 1, 3, PLAN_RECOMPUTE_FULL}};
-  const double GIB = 1024.0 * 1024 * 1024;
   fprintf(dat, "# tpusim plot memory: %s on %lld x %s (GiB per chip, worst stage)\n", c->m->name,
           (long long)c->chips, c->hwm->name);
   fprintf(dat, "# capacity_gib %.6f\n", (double)c->hwm->chip.hbm_bytes / GIB);
   fprintf(dat, "# plan weights gradients optimizer activations temporary peak fits\n");
-  int rows = 0;
-  char last_err[512] = "";
-  for (size_t i = 0; i < sizeof VARS / sizeof VARS[0]; i++) {
-    plan p = base_plan(c, c->chips);
-    p.zero = VARS[i].zero;
-    p.recompute = VARS[i].rec;
-    step_result r;
-    char err[512];
-    if (simulate(c, &p, &r, err, sizeof err) != 0) {
-      snprintf(last_err, sizeof last_err, "%s", err);
-      fprintf(dat, "# skipped: %s\n", err);
-      continue;
-    }
-    char label[64];
-    plan_label(&p, label, sizeof label);
-    dat_str(dat, label);
-    const mem_bytes *mb = &r.memory;
-    fprintf(dat, " %.6f %.6f %.6f %.6f %.6f %.6f %d\n", mb->weights / GIB, mb->gradients / GIB,
-            mb->optimizer / GIB, mb->activations / GIB, mb->temporary / GIB, mb->peak / GIB,
-            r.fits ? 1 : 0);
-    rows++;
-  }
-  if (!rows) {
-    fprintf(c->err, "tpusim plot memory: no plan runs: %s\n", last_err);
+  if (variant_rows(c, dat, VARS, sizeof VARS / sizeof VARS[0], 0, "memory", memory_row) <= 0)
     return PLOT_BAD;
-  }
   gp_header(c, gp, argc, argv);
   char what[128];
   snprintf(what, sizeof what, "%s, %lld x", c->m->name, (long long)c->chips);
@@ -686,7 +683,7 @@ static int plot_scaling(pctx *c, FILE *dat, FILE *gp, int argc, char **argv) {
                 (long long)n, err);
         break;
       }
-      double rate = tokens ? r.tokens_per_s : r.tokens_per_s;
+      double rate = r.tokens_per_s; /* units of work: tokens, or samples without a sequence */
       if (!rs && n == 1) base = rate;
       if (!rows)
         fprintf(dat, "%s# %s\n# chips %s efficiency step_time_s\n", series ? "\n\n" : "",
