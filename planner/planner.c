@@ -92,7 +92,8 @@ static double ring_allreduce(const hw_model *hw, int64_t n, double bytes, bool i
 static double analytic(const model *m, const hw_model *hw, const plan *p, const step_result *c) {
   const wl_tf_dims *d = &m->info.tf;
   double L = (double)(d->layers / p->pp);
-  double rec = p->recompute == PLAN_RECOMPUTE_FULL        ? c->layer_fwd_s + c->tp_comm_fwd_s
+  /* the recomputed forward's TP communication is already in tp_comm_bwd_s */
+  double rec = p->recompute == PLAN_RECOMPUTE_FULL        ? c->layer_fwd_s
                : p->recompute == PLAN_RECOMPUTE_SELECTIVE ? c->attn_core_fwd_s
                                                           : 0;
   double F = L * (c->layer_fwd_s + c->tp_comm_fwd_s) + (p->pp == 1 ? c->head_fwd_s : 0.5 * c->head_fwd_s);
@@ -104,7 +105,7 @@ static double analytic(const model *m, const hw_model *hw, const plan *p, const 
   int64_t n = p->dp * p->ep;
   bool in_node = p->tp * p->pp * n <= hw->chips_per_node;
   double ar = ring_allreduce(hw, n, stage_params * 2, in_node);
-  double exposed = ar > B ? ar - B : 0;
+  double exposed = p->grad_sync == PLAN_GRAD_AFTER_BACKWARD ? ar : ar > B ? ar - B : 0;
   double opt = stage_params / (p->zero >= 1 ? (double)p->dp : 1) * 28 /
                (hw->chip.hbm_bw_bytes_per_s * hw->chip.hbm_efficiency);
   return pipe + exposed + opt;

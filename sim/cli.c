@@ -76,7 +76,7 @@ static const char *const SIM_VALUED[] = {
     "--hw",   "--chips",     "--dp",        "--tp",           "--pp",
     "--ep",   "--zero",      "--mbs",       "--gbs",          "--seq",
     "--recompute", "--precision", "--pp-schedule", "--reduction-server", "--slices",
-    "--trace", "--input", "--storage", "--prefetch", "--input-host", NULL};
+    "--trace", "--input", "--storage", "--prefetch", "--input-host", "--grad-sync", NULL};
 static const char *const COLL_FLAGS[] = {"--explain", NULL};
 static const char *const COLL_VALUED[] = {"--hw",       "--chips",    "--op",       "--bytes",
                                           "--algo",     "--slices",   "--reducers", "--reducer-bw",
@@ -96,10 +96,13 @@ static const cli_cmd COMMANDS[] = {
      "                  [--zero 0|1|2|3] [--fsdp] [--mbs M] [--gbs G] [--seq S]\n"
      "                  [--recompute none|selective|full] [--precision bf16|fp16|fp32|fp8|fp64]\n"
      "                  [--pp-schedule gpipe|1f1b|interleaved:V] [--reduction-server N]\n"
-     "                  [--slices K] [--sp] [--explain] [--json] [--trace FILE]\n"
+     "                  [--slices K] [--sp] [--grad-sync overlap|after-backward]\n"
+     "                  [--explain] [--json] [--trace FILE]\n"
      "                  [--input tokens|images] [--storage shards|files] [--prefetch N]\n"
      "                  [--input-host local|remote]\n"
-     "  --sp: sequence parallelism with tensor parallelism (Korthikanti et al. 2022)",
+     "  --sp: sequence parallelism with tensor parallelism (Korthikanti et al. 2022)\n"
+     "  --grad-sync: all-reduce gradient buckets while backward runs (default), or\n"
+     "               after it (Megatron-LM's local DDP, as in its 2021-22 papers)",
      "one training step on a given machine and plan: time, memory, MFU", run_simulate, NULL,
      SIM_FLAGS, SIM_VALUED, NULL},
     {"collective",
@@ -801,7 +804,12 @@ static int enum_opt(cli_ctx *c, const char *name, const char *const *choices, in
       *out = i;
       return 0;
     }
-  usage_error(c, "unknown value '%s' for that option", v);
+  char msg[256];
+  size_t k = (size_t)snprintf(msg, sizeof msg, "%s '%.64s': expected ", name, v);
+  for (int i = 0; choices[i] && k < sizeof msg; i++)
+    k += (size_t)snprintf(msg + k, sizeof msg - k, "%s%s", i == 0 ? "" : choices[i + 1] ? ", " : " or ",
+                          choices[i]);
+  usage_error(c, "%s", msg);
   return -1;
 }
 
@@ -860,10 +868,12 @@ static int run_simulate(cli_ctx *c) {
   static const char *const PRECISION[] = {"bf16", "fp16", "fp32", "fp8", "fp64", NULL};
   static const graph_dtype PREC_DT[] = {GDT_BF16, GDT_F16, GDT_F32, GDT_F8, GDT_F64};
   static const char *const ZERO[] = {"0", "1", "2", "3", NULL};
-  int rec, prec, zero;
+  static const char *const GRAD_SYNC[] = {"overlap", "after-backward", NULL};
+  int rec, prec, zero, gsync;
   if (enum_opt(c, "--recompute", RECOMPUTE, 0, &rec) || enum_opt(c, "--precision", PRECISION, 0, &prec) ||
-      enum_opt(c, "--zero", ZERO, 0, &zero))
+      enum_opt(c, "--zero", ZERO, 0, &zero) || enum_opt(c, "--grad-sync", GRAD_SYNC, 0, &gsync))
     return CLI_USAGE;
+  p.grad_sync = (plan_grad_sync)gsync;
   p.recompute = (plan_recompute)rec;
   p.precision = PREC_DT[prec];
   p.zero = opt(c, "--fsdp") ? 3 : zero;

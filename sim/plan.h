@@ -18,6 +18,11 @@
 #include "graph.h"
 
 typedef enum { PLAN_GPIPE, PLAN_1F1B, PLAN_INTERLEAVED } plan_schedule;
+/* When the data-parallel gradient reduction runs: bucket by bucket while
+** backward still runs (PyTorch DDP, Megatron's --overlap-grad-reduce), or
+** once after the whole backward (Megatron-LM's local DDP until 2023, the
+** framework of the SC21 and Korthikanti runs). */
+typedef enum { PLAN_GRAD_OVERLAP, PLAN_GRAD_AFTER_BACKWARD } plan_grad_sync;
 typedef enum { PLAN_RECOMPUTE_NONE, PLAN_RECOMPUTE_SELECTIVE, PLAN_RECOMPUTE_FULL } plan_recompute;
 
 typedef struct {
@@ -31,6 +36,7 @@ typedef struct {
   int64_t vp;      /* virtual stages per chip (interleaved 1F1B) */
   int64_t slices;  /* TPU slices joined by DCN; dp spans them */
   int64_t reduction_server; /* reducer hosts for the gradient all-reduce; 0 = none */
+  plan_grad_sync grad_sync;
 } plan;
 
 /* Micro-batches per step per pipeline: gbs / (dp x ep x mbs). */

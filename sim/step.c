@@ -637,7 +637,9 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
       int64_t buckets = r->layers_per_stage > 0 ? r->layers_per_stage : 1;
       eng_res link = {0};
       for (int64_t j = 0; j < buckets; j++) {
-        double ready = q.last_b_start[dev] + q.last_b_dur[dev] * (double)(j + 1) / (double)buckets;
+        double ready = p.grad_sync == PLAN_GRAD_AFTER_BACKWARD
+                           ? last_b_end
+                           : q.last_b_start[dev] + q.last_b_dur[dev] * (double)(j + 1) / (double)buckets;
         t = eng_res_use(&link, ready, dp_t / (double)buckets);
         bk1[dev * nbk + j] = t;
         bk0[dev * nbk + j] = t - dp_t / (double)buckets;
@@ -845,6 +847,7 @@ cJSON *step_json(const model *m, const hw_model *hw, const plan *p, const step_r
   cJSON_AddStringToObject(pj, "pp_schedule", SCHED[p->schedule]);
   cJSON_AddNumberToObject(pj, "vp", (double)p->vp);
   cJSON_AddBoolToObject(pj, "sp", p->sp);
+  cJSON_AddStringToObject(pj, "grad_sync", p->grad_sync == PLAN_GRAD_AFTER_BACKWARD ? "after-backward" : "overlap");
   cJSON_AddNumberToObject(o, "step_time_s", r->step_time_s);
   cJSON_AddNumberToObject(o, "tokens_per_s", r->tokens_per_s);
   cJSON_AddNumberToObject(o, "mfu", r->mfu);

@@ -128,6 +128,8 @@ run sim-badchips 1 simulate llama3-8b --hw h100-sxm --chips 8 --dp 3 --tp 2 && h
 run sim-badpp 1 simulate llama3-8b --hw h100-sxm --chips 64 --pp 64 && has sim-badpp err "more than the 32 layers"
 run sim-badmbs 1 simulate llama3-8b --hw h100-sxm --chips 4 --mbs 3 --gbs 16 && has sim-badmbs err "does not divide the global batch"
 run sim-badsched 2 simulate llama3-8b --hw h100-sxm --chips 4 --pp-schedule zigzag && has sim-badsched err "expected gpipe, 1f1b or interleaved:V"
+run sim-gsync 0 simulate llama3-8b --hw h100-sxm --chips 64 --gbs 256 --grad-sync after-backward --json && has sim-gsync out '"grad_sync":	"after-backward"'
+run sim-badgsync 2 simulate llama3-8b --hw h100-sxm --chips 64 --grad-sync late && has sim-badgsync err "overlap"
 run sim-starved 0 simulate llama3-8b --hw h100-sxm --chips 8 --gbs 64 --seq 2048 --storage files --prefetch 0 --json
 if grep -q '"input_stall":	0,' "$OUT/sim-starved.out"; then bad "a starved input pipeline shows no stall"; else ok; fi
 run sim-fed 0 simulate llama3-8b --hw h100-sxm --chips 8 --gbs 64 --seq 2048 --json && has sim-fed out '"input_stall":	0,'
@@ -149,7 +151,7 @@ for k in '"model":' '"objective":' '"best":' '"why":' '"candidates":' '"rejected
 done
 run plan-fp64 0 plan tests/data/models/needs-fp64.json --max-chips 32 && has plan-fp64 out "tpu-v4: the model requires fp64"
 run plan-none 1 plan llama3-405b --hw tpu-v5e --max-chips 8 && has plan-none err "no hardware can train llama3-405b"
-run plan-obj 2 plan llama3-8b --objective fastest && has plan-obj err "unknown value 'fastest'"
+run plan-obj 2 plan llama3-8b --objective fastest && has plan-obj err "--objective 'fastest': expected time, cost or cost-under-deadline"
 run plan-deadline 2 plan llama3-8b --deadline soon && has plan-deadline err "--deadline expects a duration"
 run plan-cnn 0 plan resnet50 --max-chips 16 && has plan-cnn out "a cnn model trains data-parallel"
 run plan-dlrm 0 plan dlrm --objective cost --max-chips 16 && has plan-dlrm out "best:"

@@ -97,10 +97,11 @@ Test(step, pipeline_bubble_follows_the_schedules) {
 /* Published runs. The model: the GPT layer of the rows (GELU, LayerNorm,
 ** learned positions, tied embeddings, Megatron's dropout 0.1), fp16 on
 ** A100-80GB; missing micro-batch sizes taken as 1, missing interleaving as
-** none (both unknown in SC21 Table 1). The issue's target is a mean
-** absolute error of 10 % with no row beyond 25 %; today the simulation is
-** about 17 % fast across the board (docs/simulator.md says why), so this
-** test holds the line where it is: MAPE <= 20 %, every row within 25 %. */
+** none (both unknown in SC21 Table 1); gradients reduced after backward as
+** Megatron-LM's local DDP did. The issue's target is a mean absolute error
+** of 10 % with no row beyond 25 %; today the simulation is about 13 % fast
+** on average (docs/simulator.md says why), so this test holds the line
+** where it is: MAPE <= 15 %, every row within 20 %. */
 Test(step, published_runs, .timeout = 120) {
   FILE *f = fopen("tests/data/public-runs.csv", "r");
   cr_assert_not_null(f);
@@ -131,6 +132,10 @@ Test(step, published_runs, .timeout = 120) {
     p.precision = GDT_F16;
     p.sp = strcmp(col[20], "1") == 0;
     p.recompute = strcmp(col[22], "full") == 0 ? PLAN_RECOMPUTE_FULL : PLAN_RECOMPUTE_SELECTIVE;
+    /* Megatron-LM of 2021-22 (local DDP) reduces gradients after the whole
+    ** backward: megatron/training.py train_step calls allreduce_gradients()
+    ** once forward_backward_func returns */
+    p.grad_sync = PLAN_GRAD_AFTER_BACKWARD;
     if (strcmp(col[19], "?") && atoll(col[19]) > 1) {
       p.schedule = PLAN_INTERLEAVED;
       p.vp = atoll(col[19]);
@@ -141,14 +146,14 @@ Test(step, published_runs, .timeout = 120) {
     double want = atof(col[26]), e = fabs(r.step_time_s - want) / want;
     cr_log_info("%s: predicted %.2f s, published %.2f s (%+.1f%%)", col[0], r.step_time_s, want,
                 100 * (r.step_time_s - want) / want);
-    cr_assert_lt(e, 0.25, "%s: predicted %.2f s, published %.2f s", col[0], r.step_time_s, want);
+    cr_assert_lt(e, 0.20, "%s: predicted %.2f s, published %.2f s", col[0], r.step_time_s, want);
     sum += e;
     if (e > worst) worst = e;
     n++;
   }
   fclose(f);
   cr_assert_eq(n, 18);
-  cr_assert_lt(sum / n, 0.20, "MAPE %.1f%%", 100 * sum / n);
+  cr_assert_lt(sum / n, 0.15, "MAPE %.1f%%", 100 * sum / n);
 }
 
 /* A starved pipeline (one small file per sample, nothing prefetched) makes
@@ -264,4 +269,30 @@ Test(step, tpu_groups_inside_a_slice) {
   cr_assert_eq(simulate("llama3-8b", "tpu-v5p", p, &r, err, sizeof err), 0, "%s", err);
   cr_assert_gt(r.tp_comm_fwd_s, 0);
   cr_assert(r.fits);
+}
+
+/* Gradient reduction after the whole backward (Megatron-LM's local DDP)
+** leaves all of it exposed: the step grows by exactly the all-reduce time
+** that bucketed overlap hid, and the exposed part equals the all-reduce. */
+Test(step, gradient_sync_after_backward_is_exposed) {
+  step_result a, b;
+  char err[512];
+  plan p = base(64, 1, 1, 256, 2048); /* dp 64 over 8 nodes of h100-sxm */
+  p.zero = 1;
+  cr_assert_eq(simulate("llama3-8b", "h100-sxm", p, &a, err, sizeof err), 0, "%s", err);
+  p.grad_sync = PLAN_GRAD_AFTER_BACKWARD;
+  cr_assert_eq(simulate("llama3-8b", "h100-sxm", p, &b, err, sizeof err), 0, "%s", err);
+  cr_assert_gt(a.dp_allreduce_s, 0);
+  cr_assert_float_eq(b.dp_allreduce_s, a.dp_allreduce_s, 1e-12);
+  /* 16 GB of bf16 gradients, hierarchical: reduce-scatter and all-gather
+  ** inside each node (NVLink 450 GB/s x 0.803), then an all-reduce of an
+  ** eighth across the 8 nodes (50 GB/s per chip) */
+  double S = 8030261248.0 * 2;
+  double want = 2 * 7.0 / 8 * S / (450e9 * 0.803) + 2 * 7.0 / 8 * (S / 8) / 50e9;
+  cr_assert(fabs(b.dp_allreduce_s / want - 1) < 0.02, "%g vs %g", b.dp_allreduce_s, want);
+  double exposed_a = a.breakdown_s.exposed_comm, exposed_b = b.breakdown_s.exposed_comm;
+  cr_assert(fabs(exposed_b - b.dp_allreduce_s) < 1e-6 * b.step_time_s, "exposed %g vs %g", exposed_b,
+            b.dp_allreduce_s);
+  cr_assert_lt(exposed_a, exposed_b);
+  cr_assert(fabs((b.step_time_s - a.step_time_s) - (exposed_b - exposed_a)) < 1e-6 * b.step_time_s);
 }
