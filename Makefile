@@ -125,11 +125,17 @@ valgrind: $(BIN)
 	TPUSIM="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite ./$(BIN)" \
 	  bash tests/cli.sh
 
-$(BUILD)/bench: tests/bench/bench.c $(BUILD)/libtpusim.a
-	$(CC) $(ALL_CFLAGS) -O2 -o $@ $< $(BUILD)/libtpusim.a $(LIBS)
+# Every tests/bench/*.c is its own benchmark program; `make bench` runs them
+# all in name order.
+BENCH_SRC = $(sort $(wildcard tests/bench/*.c))
+BENCH_BIN = $(BENCH_SRC:tests/bench/%.c=$(BUILD)/bench/%)
 
-bench: $(BUILD)/bench
-	$(BUILD)/bench
+$(BUILD)/bench/%: tests/bench/%.c $(BUILD)/libtpusim.a
+	@mkdir -p $(BUILD)/bench
+	$(CC) $(ALL_CFLAGS) $(SDL_CFLAGS) -O2 -o $@ $< $(BUILD)/libtpusim.a $(LIBS)
+
+bench: $(BENCH_BIN)
+	@for b in $(BENCH_BIN); do echo "== $$b"; $$b || exit 1; done
 
 clean:
 	rm -rf build build-asan $(BIN)
