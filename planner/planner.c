@@ -97,9 +97,10 @@ static double analytic(const model *m, const hw_model *hw, const plan *p, const 
                : p->recompute == PLAN_RECOMPUTE_SELECTIVE ? c->attn_core_fwd_s
                                                           : 0;
   double F = L * (c->layer_fwd_s + c->tp_comm_fwd_s) + (p->pp == 1 ? c->head_fwd_s : 0.5 * c->head_fwd_s);
-  double B = L * (c->layer_bwd_s + c->tp_comm_bwd_s + rec) +
-             (p->pp == 1 ? c->head_bwd_s : 0.5 * c->head_bwd_s);
   double M = (double)plan_microbatches(p);
+  double accum = (M - 1) / M; /* gradient accumulation after the first micro-batch */
+  double B = L * (c->layer_bwd_s + c->tp_comm_bwd_s + rec + accum * c->grad_accum_layer_s) +
+             (p->pp == 1 ? 1.0 : 0.5) * (c->head_bwd_s + accum * c->grad_accum_head_s);
   double pipe = (M + (double)p->pp - 1) * (F + B) + 2.0 * (double)(p->pp - 1) * c->p2p_s;
   double stage_params = (double)m->params / (double)(p->tp * p->pp);
   int64_t n = p->dp * p->ep;

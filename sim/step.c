@@ -107,6 +107,9 @@ static int costs_generic(const model *m, const hw_model *hw, const plan *p, step
     r->layer_bwd_s = t.t[GRAPH_BACKWARD];
     r->optimizer_s = t.t[GRAPH_OPTIMIZER];
     r->layers_per_stage = 1;
+    /* gradient accumulation, as for transformers (step_costs) */
+    r->grad_accum_layer_s = (double)one->trainable_params * 6 /
+                            (hw->chip.hbm_bw_bytes_per_s * hw->chip.hbm_efficiency);
   }
   model_free(one);
   return rc;
@@ -426,7 +429,7 @@ static int simulate_generic(const model *m, const hw_model *hw, const plan *p, s
   }
   free(used_back);
   double M = m->info.whole_step ? 1 : (double)plan_microbatches(p);
-  double compute = M * (r->layer_fwd_s + r->layer_bwd_s);
+  double compute = M * (r->layer_fwd_s + r->layer_bwd_s) + (M - 1) * r->grad_accum_layer_s;
   double ar = 0;
   if (p->dp > 1) {
     ar = coll_time(hw, p->dp, 0, COLL_ALL_REDUCE, grads, p->slices, p->reduction_server, err, errn);
@@ -475,6 +478,15 @@ int step_costs(const model *m, const hw_model *hw, const plan *pl, step_result *
   phase_times t1, t2;
   int rc = time_graph(hw, one->g, &t1, err, errn);
   if (rc == 0) rc = time_graph(hw, two->g, &t2, err, errn);
+  /* Gradient accumulation: each micro-batch after the first adds its weight
+  ** gradients into the step's buffer in a pass of its own -- PyTorch's
+  ** AccumulateGrad, Megatron-LM's main_grad.add_ hook -- reading both and
+  ** writing the sum: 3 x 2 B per trainable parameter (the 16-bit dtype the
+  ** gradients are all-reduced in, as below) */
+  double bw = hw->chip.hbm_bw_bytes_per_s * hw->chip.hbm_efficiency;
+  double layer_params = (double)(two->trainable_params - one->trainable_params);
+  r->grad_accum_layer_s = layer_params * 6 / bw;
+  r->grad_accum_head_s = (double)(one->trainable_params - (int64_t)layer_params) * 6 / bw;
   model_free(one);
   model_free(two);
   if (rc != 0) return -1;
@@ -586,8 +598,10 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
     rc = -1;
     goto done;
   }
+  /* the accumulation pass, averaged over the micro-batches (the first has none) */
+  double accum = (double)(q.M - 1) / (double)q.M;
   double fwd_layer = r->layer_fwd_s + r->tp_comm_fwd_s;
-  double bwd_layer = r->layer_bwd_s + recompute + r->tp_comm_bwd_s;
+  double bwd_layer = r->layer_bwd_s + recompute + r->tp_comm_bwd_s + accum * r->grad_accum_layer_s;
   for (int64_t vs = 0; vs < q.S; vs++)
     for (int64_t mb = 0; mb < q.M; mb++) {
       task *f = &q.f[vs * q.M + mb], *b = &q.b[vs * q.M + mb];
@@ -595,11 +609,11 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
       b->dur = (double)L * bwd_layer;
       if (vs == 0) { /* the embedding sits with the first stage, the head with the last */
         f->dur += 0.5 * r->head_fwd_s;
-        b->dur += 0.5 * r->head_bwd_s;
+        b->dur += 0.5 * (r->head_bwd_s + accum * r->grad_accum_head_s);
       }
       if (vs == q.S - 1) {
         f->dur += 0.5 * r->head_fwd_s;
-        b->dur += 0.5 * r->head_bwd_s;
+        b->dur += 0.5 * (r->head_bwd_s + accum * r->grad_accum_head_s);
       }
       f->done = b->done = -1;
       f->deps_left = vs > 0 ? 1 : 0;           /* the previous stage's forward */

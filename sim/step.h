@@ -35,6 +35,10 @@ typedef struct {
   /* the pieces, for --explain */
   double layer_fwd_s, layer_bwd_s, attn_core_fwd_s, head_fwd_s, head_bwd_s;
   double tp_comm_fwd_s, tp_comm_bwd_s, p2p_s, dp_allreduce_s, optimizer_s;
+  /* adding one micro-batch's weight gradients into the step's gradient
+  ** buffer, per layer and for the embedding and head (paid by every
+  ** micro-batch after the first) */
+  double grad_accum_layer_s, grad_accum_head_s;
   int64_t microbatches, layers_per_stage;
   char network[160];
 } step_result;

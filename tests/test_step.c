@@ -98,10 +98,10 @@ Test(step, pipeline_bubble_follows_the_schedules) {
 ** learned positions, tied embeddings, Megatron's dropout 0.1), fp16 on
 ** A100-80GB; missing micro-batch sizes taken as 1, missing interleaving as
 ** none (both unknown in SC21 Table 1); gradients reduced after backward as
-** Megatron-LM's local DDP did. The issue's target is a mean absolute error
-** of 10 % with no row beyond 25 %; today the simulation is about 13 % fast
-** on average (docs/simulator.md says why), so this test holds the line
-** where it is: MAPE <= 15 %, every row within 20 %. */
+** Megatron-LM's local DDP did. The issue's target: a mean absolute error
+** of at most 10 % with no row beyond 25 %; this test asks for the 10 % and
+** holds the rows at the 20 % they are within today (docs/simulator.md has
+** the table). */
 Test(step, published_runs, .timeout = 120) {
   FILE *f = fopen("tests/data/public-runs.csv", "r");
   cr_assert_not_null(f);
@@ -153,7 +153,7 @@ Test(step, published_runs, .timeout = 120) {
   }
   fclose(f);
   cr_assert_eq(n, 18);
-  cr_assert_lt(sum / n, 0.15, "MAPE %.1f%%", 100 * sum / n);
+  cr_assert_leq(sum / n, 0.10, "MAPE %.1f%%", 100 * sum / n);
 }
 
 /* A starved pipeline (one small file per sample, nothing prefetched) makes
@@ -295,4 +295,26 @@ Test(step, gradient_sync_after_backward_is_exposed) {
             b.dp_allreduce_s);
   cr_assert_lt(exposed_a, exposed_b);
   cr_assert(fabs((b.step_time_s - a.step_time_s) - (exposed_b - exposed_a)) < 1e-6 * b.step_time_s);
+}
+
+/* Gradient accumulation: every micro-batch after the first adds its weight
+** gradients into the step's buffer, 3 x 2 B per trainable parameter at the
+** sustained HBM bandwidth. A llama3-8b layer holds 4096 x (4096 + 1024 +
+** 1024 + 4096) attention weights, 3 x 4096 x 14336 MLP weights and two
+** 4096-wide norms: 218,112,000 parameters; at tp 2 each chip holds half of
+** the matrices and all of the norms. */
+Test(step, gradient_accumulation_pass_per_microbatch) {
+  hw_catalog *c = th_catalog();
+  const hw_model *h = th_hw(c, "h100-sxm");
+  model *m = load_model("llama3-8b", 2048);
+  plan p = base(2, 2, 1, 16, 2048);
+  char err[512];
+  cr_assert_eq(step_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  step_result r;
+  cr_assert_eq(step_costs(m, h, &p, &r, err, sizeof err), 0, "%s", err);
+  double per_chip = (218112000.0 - 2 * 4096) / 2 + 2 * 4096;
+  double bw = h->chip.hbm_bw_bytes_per_s * h->chip.hbm_efficiency;
+  cr_assert_float_eq(r.grad_accum_layer_s, per_chip * 6 / bw, 1e-12);
+  model_free(m);
+  hw_catalog_free(c);
 }
