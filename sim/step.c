@@ -45,8 +45,22 @@ typedef struct {
   double attn_fwd; /* the attention core: scores to context (for selective recompute) */
 } phase_times;
 
-/* Times every op of g on hw; fused elementwise traffic as described above. */
-static int time_graph(const hw_model *hw, const graph *g, phase_times *out, char *err, size_t errn) {
+/* One timed op of a layer, for the trace's detail of a micro-batch. */
+typedef struct {
+  int id;
+  graph_phase phase;
+  double t_s;
+} op_time;
+
+typedef struct {
+  op_time *v;
+  int n, cap;
+} op_times;
+
+/* Times every op of g on hw; fused elementwise traffic as described above.
+** With `ops`, also lists the ops of layer 0 with their times. */
+static int time_graph_ops(const hw_model *hw, const graph *g, phase_times *out, op_times *ops,
+                          char *err, size_t errn) {
   int n = graph_count(g);
   char *feeds_hard = calloc((size_t)n, 1); /* has a non-fusible consumer */
   if (!feeds_hard) {
@@ -86,9 +100,25 @@ static int time_graph(const hw_model *hw, const graph *g, phase_times *out, char
     out->t[op->phase] += t;
     /* scores [B, kv, S, group, T] and the two batched dots around them */
     if (op->phase == GRAPH_FORWARD && op->out.rank == 5 && op->layer >= 0) out->attn_fwd += t;
+    if (ops && op->layer == 0 && t > 0 && op->phase != GRAPH_OPTIMIZER) {
+      if (ops->n == ops->cap) {
+        int cap = ops->cap ? 2 * ops->cap : 128;
+        op_time *v = realloc(ops->v, (size_t)cap * sizeof *v);
+        if (!v) {
+          free(feeds_hard);
+          return str_errf(err, errn, "out of memory");
+        }
+        ops->v = v, ops->cap = cap;
+      }
+      ops->v[ops->n++] = (op_time){i, op->phase, t};
+    }
   }
   free(feeds_hard);
   return 0;
+}
+
+static int time_graph(const hw_model *hw, const graph *g, phase_times *out, char *err, size_t errn) {
+  return time_graph_ops(hw, g, out, NULL, err, errn);
 }
 
 static model *load_shard(const model *m, const plan *p, int64_t layers, char *err, size_t errn);
@@ -386,9 +416,17 @@ static double peak_for(const hw_model *hw, graph_dtype dt) {
   }
 }
 
+/* What the trace shows beyond the schedule: one layer's ops with their
+** times (from a one-layer shard), and when each stage's update starts. */
+typedef struct {
+  const graph *g;
+  const op_times *ops;
+  const double *opt_t0; /* per stage */
+} trace_detail;
+
 static void write_trace(FILE *f, const pipe *q, const step_result *r, const plan *p,
                         const double *bucket_t0, const double *bucket_t1, int64_t buckets,
-                        const char *model_name, const char *hw_name);
+                        const char *model_name, const char *hw_name, const trace_detail *td);
 
 /* Data parallelism over a model the chips replicate: M micro-batches of
 ** forward and backward, the gradient all-reduce of which the part not
@@ -575,6 +613,7 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
   r->optimizer_s = local * 28 / (hw->chip.hbm_bw_bytes_per_s * hw->chip.hbm_efficiency);
 
   /* 3. the pipeline on the engine */
+  double *bk0 = NULL, *bk1 = NULL, *opt_t0 = NULL; /* all-reduce buckets, updates */
   pipe q = {.p = &p, .S = p.pp * p.vp, .M = plan_microbatches(&p), .p2p = r->p2p_s};
   r->microbatches = q.M;
   if (q.M < 1) {
@@ -637,9 +676,10 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
   ** the stage's network link */
   double compute_dev0 = 0;
   int64_t nbk = r->layers_per_stage > 0 ? r->layers_per_stage : 1;
-  double *bk0 = calloc((size_t)(p.pp * nbk), sizeof *bk0), *bk1 = calloc((size_t)(p.pp * nbk), sizeof *bk1);
-  if (!bk0 || !bk1) {
-    free(bk0), free(bk1);
+  bk0 = calloc((size_t)(p.pp * nbk), sizeof *bk0);
+  bk1 = calloc((size_t)(p.pp * nbk), sizeof *bk1);
+  opt_t0 = calloc((size_t)p.pp, sizeof *opt_t0);
+  if (!bk0 || !bk1 || !opt_t0) {
     snprintf(err, errn, "out of memory");
     rc = -1;
     goto done;
@@ -660,6 +700,7 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
       }
       if (t < last_b_end) t = last_b_end;
     }
+    opt_t0[dev] = t;
     t += r->optimizer_s;
     if (t > end) end = t;
     if (dev == 0) compute_dev0 = q.busy_s[0];
@@ -727,9 +768,22 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
     r->hardware_flops_per_step = r->model_flops_per_step + rec;
     model_free(full);
   }
-  if (trace) write_trace(trace, &q, r, &p, bk0, bk1, dp_t > 0 ? nbk : 0, m->name, hw->name);
-  free(bk0);
-  free(bk1);
+  if (trace) {
+    /* the detail of micro-batch 0: layer 0's ops, timed as step_costs did */
+    op_times ops = {0};
+    phase_times pt;
+    model *one = load_shard(m, &p, 1, err, errn);
+    if (!one || time_graph_ops(hw, one->g, &pt, &ops, err, errn) != 0) {
+      model_free(one);
+      free(ops.v);
+      rc = -1;
+      goto done;
+    }
+    trace_detail td = {one->g, &ops, opt_t0};
+    write_trace(trace, &q, r, &p, bk0, bk1, dp_t > 0 ? nbk : 0, m->name, hw->name, &td);
+    model_free(one);
+    free(ops.v);
+  }
   double peak = peak_for(hw, p.precision) * (double)p.chips;
   r->mfu = r->model_flops_per_step / (r->step_time_s * peak);
   r->hfu = r->hardware_flops_per_step / (r->step_time_s * peak);
@@ -737,6 +791,9 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
   r->usd_per_hour = hw->price.on_demand_usd_per_chip_hour * (double)p.chips;
   r->usd_per_step = r->usd_per_hour * r->step_time_s / 3600;
 done:
+  free(bk0);
+  free(bk1);
+  free(opt_t0);
   eng_free(q.e);
   free(q.f);
   free(q.b);
@@ -750,11 +807,81 @@ done:
   return rc;
 }
 
+static cJSON *trace_slice(cJSON *ev, const char *name, const char *cat, double t0_s, double dur_s,
+                          int64_t pid, int tid) {
+  cJSON *x = cJSON_CreateObject();
+  cJSON_AddStringToObject(x, "name", name);
+  cJSON_AddStringToObject(x, "cat", cat);
+  cJSON_AddStringToObject(x, "ph", "X");
+  cJSON_AddNumberToObject(x, "ts", t0_s * 1e6);
+  cJSON_AddNumberToObject(x, "dur", dur_s * 1e6);
+  cJSON_AddNumberToObject(x, "pid", (double)pid);
+  cJSON_AddNumberToObject(x, "tid", tid);
+  cJSON_AddItemToArray(ev, x);
+  return x;
+}
+
+/* Micro-batch 0's span, op by op on the "ops" track (thread 3): for each
+** layer of the chunk its ops in graph order (a backward under full
+** recompute first runs the layer's forward again), then the layer's
+** tensor-parallel collectives on the network track, where Megatron has the
+** chip wait for them. Named with the global layer, shaped, with FLOPs and
+** bytes; what is left of the span (embedding, head) stays unlabelled. */
+static void trace_ops(cJSON *ev, const struct span *s, bool back, int64_t first_layer, int64_t layers,
+                      const step_result *r, const plan *p, const trace_detail *td) {
+  /* a layer's ops in the one-layer shard differ a little from the layer's
+  ** time (the difference of two shards) at the layer's edges: scale them
+  ** to it, so each layer's ops and collectives fill its share of the span */
+  double sum[GRAPH_PHASE_COUNT] = {0};
+  for (int k = 0; k < td->ops->n; k++) sum[td->ops->v[k].phase] += td->ops->v[k].t_s;
+  double scale[GRAPH_PHASE_COUNT] = {1, 1, 1};
+  if (sum[GRAPH_FORWARD] > 0) scale[GRAPH_FORWARD] = r->layer_fwd_s / sum[GRAPH_FORWARD];
+  if (sum[GRAPH_BACKWARD] > 0) scale[GRAPH_BACKWARD] = r->layer_bwd_s / sum[GRAPH_BACKWARD];
+  double t = s->t0, slack = 1e-9 * (s->t1 - s->t0);
+  for (int64_t l = 0; l < layers; l++) {
+    for (int pass = 0; pass < 2; pass++) {
+      bool recompute = back && pass == 0;
+      if (pass == 0 && back && p->recompute != PLAN_RECOMPUTE_FULL) continue;
+      if (pass == 1 && !back) continue;
+      graph_phase want = (back && !recompute) ? GRAPH_BACKWARD : GRAPH_FORWARD;
+      for (int k = 0; k < td->ops->n; k++) {
+        const op_time *o = &td->ops->v[k];
+        double dur = o->t_s * scale[o->phase];
+        if (o->phase != want || t + dur > s->t1 + slack) continue;
+        const graph_op *op = graph_get(td->g, o->id);
+        const char *nm = op->name ? op->name : graph_op_name(op->kind);
+        const char *tail = strchr(nm, '/');
+        char name[128], shape[96];
+        snprintf(name, sizeof name, "%sl%lld%s", recompute ? "recompute " : "",
+                 (long long)(first_layer + l), tail ? tail : "");
+        graph_shape_str(&op->out, shape, sizeof shape);
+        bool mm = op->kind == GOP_DOT || op->kind == GOP_CONV;
+        cJSON *x = trace_slice(ev, name, mm ? "matmul" : "elementwise", t, dur, s->dev, 3);
+        cJSON *args = cJSON_AddObjectToObject(x, "args");
+        graph_cost c = graph_op_cost(td->g, o->id);
+        cJSON_AddStringToObject(args, "shape", shape);
+        cJSON_AddNumberToObject(args, "flops", graph_cost_flops(&c) * (double)op->count);
+        cJSON_AddNumberToObject(args, "bytes", (c.bytes_read + c.bytes_written) * (double)op->count);
+        t += dur;
+      }
+    }
+    double comm = back ? r->tp_comm_bwd_s : r->tp_comm_fwd_s;
+    if (comm > 0 && t + comm <= s->t1 + slack) {
+      char name[64];
+      snprintf(name, sizeof name, "l%lld tensor-parallel %s", (long long)(first_layer + l),
+               p->sp ? "reduce-scatter/all-gather" : "all-reduce");
+      trace_slice(ev, name, "collective", t, comm, s->dev, 2);
+      t += comm;
+    }
+  }
+}
+
 /* Chrome trace event format (ts and dur in microseconds): one process per
-** stage, thread 1 compute, thread 2 network; "C" events for HBM in use. */
+** stage, thread 1 compute, thread 2 network, thread 3 the ops of
+** micro-batch 0; "C" events for HBM in use. */
 static void write_trace(FILE *f, const pipe *q, const step_result *r, const plan *p,
                         const double *bucket_t0, const double *bucket_t1, int64_t buckets,
-                        const char *model_name, const char *hw_name) {
+                        const char *model_name, const char *hw_name, const trace_detail *td) {
   cJSON *root = cJSON_CreateObject();
   cJSON *ev = cJSON_AddArrayToObject(root, "traceEvents");
   double fixed = r->memory.weights + r->memory.gradients + r->memory.optimizer + r->memory.temporary;
@@ -769,8 +896,8 @@ static void write_trace(FILE *f, const pipe *q, const step_result *r, const plan
     cJSON_AddNumberToObject(meta, "pid", (double)dev);
     cJSON_AddStringToObject(cJSON_AddObjectToObject(meta, "args"), "name", name);
     cJSON_AddItemToArray(ev, meta);
-    static const char *const LANES[] = {"", "compute", "network"};
-    for (int tid = 1; tid <= 2; tid++) {
+    static const char *const LANES[] = {"", "compute", "network", "ops (micro-batch 0)"};
+    for (int tid = 1; tid <= 3; tid++) {
       cJSON *t = cJSON_CreateObject();
       cJSON_AddStringToObject(t, "name", "thread_name");
       cJSON_AddStringToObject(t, "ph", "M");
@@ -786,18 +913,12 @@ static void write_trace(FILE *f, const pipe *q, const step_result *r, const plan
     const struct span *s = &q->spans[i];
     bool back = s->code < 0;
     int64_t id = (back ? -s->code : s->code) - 1, vs = id / q->M, mb = id % q->M;
-    cJSON *x = cJSON_CreateObject();
     char name[96];
     snprintf(name, sizeof name, "%s mb %lld chunk %lld", back ? "backward" : "forward",
              (long long)mb, (long long)(vs / p->pp));
-    cJSON_AddStringToObject(x, "name", name);
-    cJSON_AddStringToObject(x, "cat", back ? "backward" : "forward");
-    cJSON_AddStringToObject(x, "ph", "X");
-    cJSON_AddNumberToObject(x, "ts", s->t0 * 1e6);
-    cJSON_AddNumberToObject(x, "dur", (s->t1 - s->t0) * 1e6);
-    cJSON_AddNumberToObject(x, "pid", (double)s->dev);
-    cJSON_AddNumberToObject(x, "tid", 1);
-    cJSON_AddItemToArray(ev, x);
+    trace_slice(ev, name, back ? "backward" : "forward", s->t0, s->t1 - s->t0, s->dev, 1);
+    int64_t layers = r->layers_per_stage / (p->vp > 0 ? p->vp : 1);
+    if (mb == 0 && td) trace_ops(ev, s, back, vs * layers, layers, r, p, td);
     if (in_use) {
       in_use[s->dev] += back ? -per_chunk : per_chunk;
       cJSON *cnt = cJSON_CreateObject();
@@ -812,18 +933,13 @@ static void write_trace(FILE *f, const pipe *q, const step_result *r, const plan
   free(in_use);
   for (int64_t dev = 0; dev < p->pp; dev++)
     for (int64_t j = 0; j < buckets; j++) {
-      cJSON *x = cJSON_CreateObject();
       char name[64];
       snprintf(name, sizeof name, "all-reduce bucket %lld", (long long)j);
-      cJSON_AddStringToObject(x, "name", name);
-      cJSON_AddStringToObject(x, "cat", "collective");
-      cJSON_AddStringToObject(x, "ph", "X");
-      cJSON_AddNumberToObject(x, "ts", bucket_t0[dev * buckets + j] * 1e6);
-      cJSON_AddNumberToObject(x, "dur", (bucket_t1[dev * buckets + j] - bucket_t0[dev * buckets + j]) * 1e6);
-      cJSON_AddNumberToObject(x, "pid", (double)dev);
-      cJSON_AddNumberToObject(x, "tid", 2);
-      cJSON_AddItemToArray(ev, x);
+      trace_slice(ev, name, "collective", bucket_t0[dev * buckets + j],
+                  bucket_t1[dev * buckets + j] - bucket_t0[dev * buckets + j], dev, 2);
     }
+  for (int64_t dev = 0; td && dev < p->pp; dev++)
+    if (r->optimizer_s > 0) trace_slice(ev, "optimizer update", "optimizer", td->opt_t0[dev], r->optimizer_s, dev, 1);
   cJSON *other = cJSON_AddObjectToObject(root, "otherData");
   cJSON_AddStringToObject(other, "model", model_name);
   cJSON_AddStringToObject(other, "hw", hw_name);

@@ -226,19 +226,41 @@ Test(step, trace_is_chrome_json_with_every_task) {
   fclose(f);
   cJSON *o = cJSON_Parse(buf);
   cr_assert_not_null(o, "not JSON");
-  int tasks = 0, buckets = 0, counters = 0;
+  int tasks = 0, updates = 0, buckets = 0, tp_comm = 0, counters = 0, ops = 0, dots = 0;
+  double span_end[4] = {0}, op_end[4] = {0};
   const cJSON *e;
   cJSON_ArrayForEach(e, cJSON_GetObjectItem(o, "traceEvents")) {
     const char *ph = cJSON_GetObjectItem(e, "ph")->valuestring;
     const char *cat = cJSON_GetObjectItem(e, "cat") ? cJSON_GetObjectItem(e, "cat")->valuestring : "";
-    if (strcmp(ph, "X") == 0 && strcmp(cat, "collective") != 0) tasks++;
-    if (strcmp(ph, "X") == 0 && strcmp(cat, "collective") == 0) buckets++;
     if (strcmp(ph, "C") == 0) counters++;
+    if (strcmp(ph, "X") != 0) continue;
+    int tid = cJSON_GetObjectItem(e, "tid")->valueint, pid = cJSON_GetObjectItem(e, "pid")->valueint;
+    const char *name = cJSON_GetObjectItem(e, "name")->valuestring;
+    double end = cJSON_GetObjectItem(e, "ts")->valuedouble + cJSON_GetObjectItem(e, "dur")->valuedouble;
+    if (tid == 1 && strcmp(cat, "optimizer") == 0) updates++;
+    else if (tid == 1) tasks++;
+    if (tid == 1 && strncmp(name, "backward mb 0 ", 14) == 0) span_end[pid] = end;
+    if (tid == 2 && strncmp(name, "all-reduce bucket", 17) == 0) buckets++;
+    if (tid == 2 && strstr(name, "tensor-parallel all-reduce")) tp_comm++;
+    if (tid == 3) {
+      ops++;
+      dots += strcmp(cat, "matmul") == 0;
+      cr_assert_not_null(cJSON_GetObjectItem(cJSON_GetObjectItem(e, "args"), "shape"), "%s", name);
+      if (end > op_end[pid]) op_end[pid] = end;
+    }
   }
-  /* dp 2: 16 micro-batches; 4 stages x 16 x (forward + backward); a bucket per layer */
+  /* dp 2: 16 micro-batches; 4 stages x 16 x (forward + backward); a bucket
+  ** per layer; an update per stage; micro-batch 0 op by op: 8 layers a
+  ** stage, each with 9 dots forward (q, k, v, o, gate, up, down and the two
+  ** of attention) and two per forward dot backward (both operands' gradients) */
   cr_assert_eq(tasks, 4 * 16 * 2);
+  cr_assert_eq(updates, 4);
   cr_assert_eq(buckets, 4 * 8);
+  cr_assert_eq(tp_comm, 4 * 8 * 2, "tp %d", tp_comm);
   cr_assert_eq(counters, tasks);
+  cr_assert_eq(dots, 4 * 8 * (9 + 18), "dots %d", dots);
+  cr_assert_gt(ops, dots);
+  for (int s = 0; s < 4; s++) cr_assert_leq(op_end[s], span_end[s] + 1e-3, "stage %d", s);
   cJSON_Delete(o);
   free(buf);
   model_free(m);
