@@ -26,6 +26,7 @@
 #include "diag.h"
 #include "fuse.h"
 #include "lower.h"
+#include "calib.h"
 #include "strutil.h"
 #include "units.h"
 
@@ -84,6 +85,52 @@ static const char *const COLL_VALUED[] = {"--hw",       "--chips",    "--op",   
 static const char *const GRAPH_FLAGS[] = {"--dot", "--forward-only", NULL};
 static const char *const GRAPH_VALUED[] = {"--seq", "--gbs", "--precision", NULL};
 
+/* ---- calibrate ---- */
+
+static const char *const CALIB_FLAGS[] = {"--report", "--quick", NULL};
+static const char *const CALIB_VALUED[] = {"--out", NULL};
+static const char *opt(const cli_ctx *c, const char *name);
+static int usage_error(cli_ctx *c, const char *fmt, const char *arg);
+
+/* Times kernels for a minute (--quick: seconds), so the --out path is
+** checked first: a typo should not cost the whole run. */
+static int run_calibrate(cli_ctx *c) {
+  if (c->n_pos > 0) return usage_error(c, "unexpected argument '%s'", c->pos[0]);
+  char path[4096], err[512];
+  const char *out = opt(c, "--out");
+  if (out) {
+    if (!*out) return usage_error(c, "%s", "--out needs a FILE");
+    str_copy(path, sizeof path, out);
+  } else if (calib_default_path(path, sizeof path) != 0) {
+    fprintf(c->err, "tpusim calibrate: neither XDG_CACHE_HOME nor HOME is set; give --out FILE\n");
+    return CLI_BAD_INPUT;
+  }
+  if (calib_check_path(path, err, sizeof err) != 0) {
+    fprintf(c->err, "tpusim calibrate: %s\n", err);
+    return CLI_BAD_INPUT;
+  }
+  calib_opts o = {.quick = opt(c, "--quick") != NULL};
+  calib_run *r = calib_measure(&o, err, sizeof err);
+  if (!r) {
+    fprintf(c->err, "tpusim calibrate: %s\n", err);
+    return CLI_BAD_INPUT;
+  }
+  int rc = CLI_OK;
+  if (calib_write_host(r, path, err, sizeof err) != 0) {
+    fprintf(c->err, "tpusim calibrate: %s\n", err);
+    rc = CLI_BAD_INPUT;
+  } else if (c->json) {
+    char *s = calib_report_json(r);
+    fprintf(c->out, "%s\n", s);
+    free(s);
+  } else {
+    if (opt(c, "--report")) calib_print_report(r, c->out);
+    calib_print_summary(r, path, c->out);
+  }
+  calib_run_free(r);
+  return rc;
+}
+
 static const cli_cmd COMMANDS[] = {
     {"plan",
      "tpusim plan MODEL [--hw LIST|all] [--chips N|--max-chips N] [--tokens N|--steps N]\n"
@@ -129,8 +176,14 @@ static const cli_cmd COMMANDS[] = {
      "  (default --opt 2: new pass manager, vectorized; --opt 0: as lowered)",
      "the LLVM IR of the lowered ops and the cost read off it", run_lower, NULL, LOWER_FLAGS,
      LOWER_VALUED, NULL},
-    {"calibrate", "tpusim calibrate [--out FILE] [--report] [--json]",
-     "JIT-run kernels on this CPU and fit its model ('host')", NULL, "issue 7", NULL, NULL, NULL},
+    {"calibrate",
+     "tpusim calibrate [--out FILE] [--report] [--json] [--quick]\n"
+     "  times lowered kernels on this CPU (about a minute; --quick: seconds, fewer\n"
+     "  kernels), fits its model and writes the hardware file 'host' to FILE\n"
+     "  (default $XDG_CACHE_HOME/tpusim/host.json, else ~/.cache/tpusim/host.json);\n"
+     "  use it with --hw-file FILE. --report: predicted against measured per kernel",
+     "JIT-run kernels on this CPU and fit its model ('host')", run_calibrate, NULL, CALIB_FLAGS,
+     CALIB_VALUED, NULL},
     {"hw",
      "tpusim hw list [--json]\n"
      "tpusim hw show NAME [--json]\n"

@@ -560,6 +560,25 @@ static void lower_reduce(writer *w, const graph *g, const graph_op *op) {
   for (int d = op->out.rank - 1; d >= 0; d--) loop_close(w, &lo[d]);
 }
 
+/* broadcast: one loop per result dim; operand dim i takes the index of
+** result dim dims.d[i]. A copy, no arithmetic: XLA fuses a broadcast into
+** its user, and the unfused kernel is what a value read twice costs. */
+static void emit_broadcast(writer *w, const graph *g, const graph_op *op) {
+  const graph_shape *sx = &graph_get(g, op->in[0])->out;
+  loop lo[GRAPH_MAX_RANK];
+  LLVMValueRef oi[GRAPH_MAX_RANK], ix[GRAPH_MAX_RANK];
+  for (int d = 0; d < op->out.rank; d++) {
+    char nm[16];
+    snprintf(nm, sizeof nm, "o%d", d);
+    loop_open(w, &lo[d], op->out.dim[d], nm);
+    oi[d] = lo[d].iv;
+  }
+  for (int i = 0; i < sx->rank; i++) ix[i] = oi[op->dims.d[i]];
+  LLVMValueRef v = load_elem(w, LLVMGetParam(w->fn, 0), linear_index(w, sx, ix), sx->dtype, "x");
+  store_elem(w, v, LLVMGetParam(w->fn, 1), linear_index(w, &op->out, oi), op->out.dtype);
+  for (int d = op->out.rank - 1; d >= 0; d--) loop_close(w, &lo[d]);
+}
+
 int lower_op(lower_module *m, const graph *g, int id, char *err, size_t n) {
   if (!lower_supported(g, id, err, n)) return -1;
   const graph_op *op = graph_get(g, id);
@@ -572,6 +591,20 @@ int lower_op(lower_module *m, const graph *g, int id, char *err, size_t n) {
   if (op->kind == GOP_DOT) lower_dot(&w, g, op);
   else if (op->kind == GOP_REDUCE) lower_reduce(&w, g, op);
   else lower_elementwise(&w, g, op);
+  return end_fn(&w);
+}
+
+int lower_broadcast(lower_module *m, const graph *g, int id, char *err, size_t n) {
+  const graph_op *op = graph_get(g, id);
+  const graph_shape *bufs[2] = {op->n_in == 1 ? &graph_get(g, op->in[0])->out : NULL, &op->out};
+  if (op->kind != GOP_BROADCAST || !dtype_lowered(op->out.dtype) || !bufs[0] ||
+      bufs[0]->dtype != op->out.dtype) {
+    set_err(err, n, "%s: lower_broadcast takes a floating-point broadcast", op->name);
+    return -1;
+  }
+  writer w;
+  if (begin_fn(&w, m, op->name, bufs, 2, op->out.dtype, err, n) != 0) return -1;
+  emit_broadcast(&w, g, op);
   return end_fn(&w);
 }
 

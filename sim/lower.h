@@ -42,6 +42,13 @@ bool lower_supported(const graph *g, int id, char *why, size_t n);
 ** (0, 1, ...), or -1 with the reason in err. */
 int lower_op(lower_module *m, const graph *g, int id, char *err, size_t n);
 
+/* Lowers a broadcast op (bf16, fp16, f32, f64) as a copy loop nest over
+** the result: what an unfused XLA program pays to materialize one. Kept
+** out of lower_op, which `tpusim lower` uses, because XLA fuses
+** broadcasts into their users; calibration's softmax and layernorm run
+** unfused and need it. Returns the function's index or -1 (err says why). */
+int lower_broadcast(lower_module *m, const graph *g, int id, char *err, size_t n);
+
 /* Lowers a loop-fused kernel -- ops[0..n_ops) in topological order, all
 ** elementwise with one element count, the last one the kernel's output
 ** (what sim/fuse.h groups) -- as one function: one loop, each value from

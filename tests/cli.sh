@@ -38,7 +38,7 @@ run help 0 --help && has help out "Usage: tpusim COMMAND"
 run version 0 --version && has version out "LLVM 19."
 run noargs 2
 run unknown-cmd 2 simulat && has unknown-cmd err "did you mean 'simulate'?"
-run unbuilt-calibrate 2 calibrate && has unbuilt-calibrate err "not built yet" && empty unbuilt-calibrate out
+run calibrate-arg 2 calibrate x && has calibrate-arg err "unexpected argument 'x'" && empty calibrate-arg out
 for c in lower calibrate; do
   run "help-$c" 0 "$c" --help && has "help-$c" out "Usage:"
 done
