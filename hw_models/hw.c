@@ -139,6 +139,8 @@ static const hw_field FIELDS[] = {
      NULL, 0, 1e4, "USD", NULL},
     {"price.spot_usd_per_chip_hour", HWF_NUM, OFF(price.spot_usd_per_chip_hour), 0, REQP, NULL, 0,
      1e4, "USD", NULL},
+    {"price.chips_per_instance", HWF_INT, OFF(price.chips_per_instance), 0, FIG | HWF_POS, NULL, 1,
+     MAX_COUNT, "chips", NULL},
     {"price.read_on", HWF_STR, OFF(price.read_on), SZ(price.read_on), REQ, NULL, 0, 0, "", NULL},
     {"price.basis", HWF_STR, OFF(price.basis), SZ(price.basis), REQ, NULL, 0, 0, "", NULL},
 };
@@ -715,6 +717,7 @@ static void apply_defaults(hw_model *m) {
     c->transcendentals_per_s = c->vector_flops_per_s;
   if (!m->present[hw_field_find("chip.op_overhead_s")]) c->op_overhead_s = 0;
   if (!m->present[hw_field_find("system.scale_up.efficiency")]) m->scale_up.efficiency = 1.0;
+  if (!m->present[hw_field_find("price.chips_per_instance")]) m->price.chips_per_instance = 1;
 }
 
 hw_model *hw_load(const char *file, const char *text, size_t len, diag *dg) {

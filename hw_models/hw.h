@@ -76,6 +76,9 @@ typedef struct {
 
 typedef struct {
   double on_demand_usd_per_chip_hour, spot_usd_per_chip_hour;
+  /* the smallest rental holds this many chips (an 8-GPU instance): a plan
+  ** on fewer chips still pays for all of them */
+  int64_t chips_per_instance;
   char read_on[16];
   char basis[256];
 } hw_price;

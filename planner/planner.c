@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../sim/input.h"
 #include "../sim/memory.h"
 #include "../sim/strutil.h"
 
@@ -110,6 +111,48 @@ static double analytic(const model *m, const hw_model *hw, const plan *p, const 
   double opt = stage_params / (p->zero >= 1 ? (double)p->dp : 1) * 28 /
                (hw->chip.hbm_bw_bytes_per_s * hw->chip.hbm_efficiency);
   return pipe + exposed + opt;
+}
+
+planner_objective planner_default_objective(const model *m) {
+  return strcmp(m->family, "gbdt") == 0 || strcmp(m->family, "mlp") == 0 ? PLANNER_COST
+                                                                         : PLANNER_TIME;
+}
+
+/* Time and price of a candidate's whole run of `steps` steps of step_s.
+** The price is paid on whole instances (price.chips_per_instance). On spot
+** capacity (docs/planner.md, "Spot"): preemptions arrive at
+** preemptions_per_month per instance (730 h), so the run's mean time
+** between them is M = 730 h / (rate x instances); a checkpoint of the
+** trainable state (14 B per parameter: 16-bit weights, fp32 master, Adam's
+** m and v) takes delta to write at every host's storage bandwidth; the
+** Young/Daly interval tau = sqrt(2 delta M) (Young 1974) makes the expected
+** overhead delta/tau (writing) + (tau/2 + delta)/M (work lost since the last
+** checkpoint, then reading it back). */
+static void price_cand(const model *m, const hw_model *hw, const planner_req *req, planner_cand *c,
+                       double step_s, int64_t steps) {
+  int64_t per = hw->price.chips_per_instance > 0 ? hw->price.chips_per_instance : 1;
+  c->billed_chips = (c->p.chips + per - 1) / per * per;
+  double t = step_s * (double)steps;
+  c->ckpt_write_s = c->ckpt_interval_s = c->preemptions = c->spot_overhead = 0;
+  if (req->spot) {
+    double rate = req->preemptions_per_month > 0 ? req->preemptions_per_month : 0.2;
+    double instances = (double)(c->billed_chips / per);
+    double mtbp = 730.0 * 3600 / (rate * instances);
+    int64_t hosts = c->billed_chips / (hw->chips_per_node > 0 ? hw->chips_per_node : 1);
+    input_cfg io;
+    input_defaults(&io, INPUT_TOKENS);
+    c->ckpt_write_s = (double)m->trainable_params * 14 / ((double)(hosts > 0 ? hosts : 1) * io.storage_bw_bytes_per_s);
+    if (c->ckpt_write_s > 0) {
+      c->ckpt_interval_s = sqrt(2 * c->ckpt_write_s * mtbp);
+      c->spot_overhead = c->ckpt_write_s / c->ckpt_interval_s +
+                         (c->ckpt_interval_s / 2 + c->ckpt_write_s) / mtbp;
+    }
+    t *= 1 + c->spot_overhead;
+    c->preemptions = t / mtbp;
+  }
+  double price = req->spot ? hw->price.spot_usd_per_chip_hour : hw->price.on_demand_usd_per_chip_hour;
+  c->train_s = t;
+  c->train_usd = price * (double)c->billed_chips * t / 3600;
 }
 
 /* Keeps the best `MAX_KEEP` by objective (smaller first), sorted. */
@@ -262,10 +305,7 @@ int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, p
                 planner_cand c = {.p = p};
                 snprintf(c.hw, sizeof c.hw, "%s", hw->name);
                 c.analytic_step_s = analytic(m, hw, &p, &ce->c);
-                c.train_s = c.analytic_step_s * (double)steps;
-                double price = req->spot ? hw->price.spot_usd_per_chip_hour
-                                         : hw->price.on_demand_usd_per_chip_hour;
-                c.train_usd = price * (double)chips * c.train_s / 3600;
+                price_cand(m, hw, req, &c, c.analytic_step_s, steps);
                 if (req->budget_usd > 0 && c.train_usd > req->budget_usd) continue;
                 if (req->objective == PLANNER_COST_UNDER_DEADLINE && c.train_s > req->deadline_s)
                   continue;
@@ -304,9 +344,7 @@ int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, p
     const hw_model *hw = hw_catalog_find(cat, c->hw);
     if (step_simulate(m, hw, &c->p, NULL, &c->sim, NULL, err, errn) != 0) continue;
     c->simulated = true;
-    c->train_s = c->sim.step_time_s * (double)steps;
-    double price = req->spot ? hw->price.spot_usd_per_chip_hour : hw->price.on_demand_usd_per_chip_hour;
-    c->train_usd = price * (double)c->p.chips * c->train_s / 3600;
+    price_cand(m, hw, req, c, c->sim.step_time_s, steps);
     out->ranked[out->n_ranked++] = *c;
   }
   rank_by_objective(out, req);
@@ -366,12 +404,12 @@ static int plan_generic(const model *m, const hw_catalog *cat, const planner_req
       c.simulated = true;
       c.analytic_step_s = c.sim.step_time_s;
       double per_step = c.sim.tokens_per_s * c.sim.step_time_s;
-      int64_t steps = req->steps > 0 ? req->steps
-                      : units > 0 && per_step > 0 ? (int64_t)ceil(units / per_step)
-                                                  : 1000;
-      c.train_s = c.sim.step_time_s * (double)steps;
-      double price = req->spot ? hw->price.spot_usd_per_chip_hour : hw->price.on_demand_usd_per_chip_hour;
-      c.train_usd = price * (double)chips * c.train_s / 3600;
+      /* a family that knows its job (gbdt: one step per tree) runs it */
+      int64_t steps = req->steps > 0                 ? req->steps
+                      : units > 0 && per_step > 0    ? (int64_t)ceil(units / per_step)
+                      : m->info.job_steps > 0        ? m->info.job_steps
+                                                     : 1000;
+      price_cand(m, hw, req, &c, c.sim.step_time_s, steps);
       if (req->budget_usd > 0 && c.train_usd > req->budget_usd) continue;
       if (req->objective == PLANNER_COST_UNDER_DEADLINE && c.train_s > req->deadline_s) continue;
       double key = req->objective == PLANNER_TIME ? c.train_s : c.train_usd;
@@ -396,15 +434,31 @@ static int plan_generic(const model *m, const hw_catalog *cat, const planner_req
                     out->n_rejected ? out->rejected[0].reason : "none");
   out->best = out->ranked[0];
   const planner_cand *b = &out->best;
+  /* the other objective's winner, to say what the choice gave up */
+  const planner_cand *alt = b;
+  for (int i = 0; i < out->n_per_hw; i++) {
+    const planner_cand *o = &out->per_hw[i];
+    if (req->objective == PLANNER_TIME ? o->train_usd < alt->train_usd : o->train_s < alt->train_s)
+      alt = o;
+  }
+  char tail[512] = "";
+  if (alt != b && req->objective == PLANNER_TIME)
+    snprintf(tail, sizeof tail, " the cheapest is %s: %.3g s per step, $%.2f for the run against $%.2f.",
+             alt->hw, alt->sim.step_time_s, alt->train_usd, b->train_usd);
+  else if (alt != b)
+    snprintf(tail, sizeof tail,
+             " the fastest, %s, is %.1fx quicker but costs $%.2f against $%.2f: it is billed on "
+             "%lld chip%s (whole instances) for a model that %s.",
+             alt->hw, b->train_s / alt->train_s, alt->train_usd, b->train_usd,
+             (long long)alt->billed_chips, alt->billed_chips == 1 ? "" : "s",
+             m->info.whole_step ? "runs on one" : "cannot keep them busy");
   snprintf(out->why, sizeof out->why,
            "a %s model trains data-parallel; %s on %lld chip%s is the %s (%.3g s per step, "
-           "$%.4f per step). %s",
+           "$%.2f for the run).%s%s%s",
            m->family, b->hw, (long long)b->p.chips, b->p.chips > 1 ? "s" : "",
            req->objective == PLANNER_TIME ? "fastest" : "cheapest", b->sim.step_time_s,
-           b->sim.usd_per_step,
-           strncmp(b->hw, "cpu", 3) == 0 ? "A CPU wins here: the model is too small or too "
-                                           "irregular to keep an accelerator busy for its price."
-                                         : "");
+           b->train_usd, strncmp(b->hw, "cpu", 3) == 0 ? " A CPU is recommended" : "",
+           strncmp(b->hw, "cpu", 3) == 0 ? (*tail ? ":" : ".") : "", tail);
   out->search_s = now_s() - t0;
   return 0;
 }

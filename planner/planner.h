@@ -29,6 +29,7 @@ typedef struct {
   double deadline_s;    /* for cost-under-deadline */
   double budget_usd;    /* 0: none */
   bool spot;
+  double preemptions_per_month; /* --spot: share of instances reclaimed a month (0: 0.2) */
   int top;              /* candidates confirmed by simulation */
 } planner_req;
 
@@ -39,6 +40,10 @@ typedef struct {
   step_result sim;       /* filled for the confirmed ones */
   bool simulated;
   double train_s, train_usd;
+  int64_t billed_chips; /* whole instances: what the price is paid on */
+  /* --spot: checkpoint write time, the Young/Daly interval, the expected
+  ** preemptions over the run, and the time they and the checkpoints add */
+  double ckpt_write_s, ckpt_interval_s, preemptions, spot_overhead;
 } planner_cand;
 
 typedef struct {
@@ -59,6 +64,11 @@ typedef struct {
   char why[1024]; /* what decided it, in sentences */
   char objective[32];
 } planner_result;
+
+/* The objective a model is planned for when the user names none: cost for
+** the classical families (gbdt, mlp), which usually belong on CPUs and
+** whose jobs are short enough that price, not hours, decides; else time. */
+planner_objective planner_default_objective(const model *m);
 
 /* Returns 0, or -1 with a message that says what was closest. */
 int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, planner_result *out,

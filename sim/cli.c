@@ -71,7 +71,7 @@ static const char *const LOWER_VALUED[] = {"--op", "--opt", "--seq", "--gbs", "-
 static const char *const PLAN_FLAGS[] = {"--spot", NULL};
 static const char *const PLAN_VALUED[] = {"--hw",     "--chips",     "--max-chips", "--tokens",
                                           "--steps",  "--deadline",  "--budget",    "--objective",
-                                          "--top",    NULL};
+                                          "--top",    "--preemption-rate", NULL};
 static const char *const SIM_FLAGS[] = {"--fsdp", "--sp", "--explain", NULL};
 static const char *const SIM_VALUED[] = {
     "--hw",   "--chips",     "--dp",        "--tp",           "--pp",
@@ -135,7 +135,9 @@ static const cli_cmd COMMANDS[] = {
     {"plan",
      "tpusim plan MODEL [--hw LIST|all] [--chips N|--max-chips N] [--tokens N|--steps N]\n"
      "                  [--deadline DUR] [--budget USD] [--objective time|cost|cost-under-deadline]\n"
-     "                  [--spot] [--top K] [--json]",
+     "                  [--spot [--preemption-rate F]] [--top K] [--json]\n"
+     "  --objective: default time; cost for the classical families (gbdt, mlp)\n"
+     "  --preemption-rate: share of spot instances reclaimed a month (default 0.2)",
      "choose hardware, chip count and parallel plan; price it and say why", run_plan, NULL,
      PLAN_FLAGS, PLAN_VALUED, NULL},
     {"simulate",
@@ -1049,12 +1051,20 @@ static double parse_duration(const char *s) {
   return *end ? -1 : v * unit;
 }
 
+/* Dollars for people: cents below $100, whole dollars above. */
+static void usd_str(char *buf, size_t n, double usd) {
+  snprintf(buf, n, usd < 100 ? "$%.2f" : "$%.0f", usd);
+}
+
 static void plan_row(FILE *f, int rank, const planner_cand *c) {
   static const char *const REC[] = {"none", "selective", "full"};
-  fprintf(f, "  %4d  %-9s %6lld %4lld %3lld %3lld %4lld %-9s %4d %9.3f %9.3f %8.1f %12.0f\n", rank,
+  char t[32], u[32];
+  units_seconds(t, sizeof t, c->train_s);
+  usd_str(u, sizeof u, c->train_usd);
+  fprintf(f, "  %4d  %-9s %6lld %4lld %3lld %3lld %4lld %-9s %4d %9.3f %9.3f %9s %12s\n", rank,
           c->hw, (long long)c->p.chips, (long long)c->p.dp, (long long)c->p.tp, (long long)c->p.pp,
           (long long)c->p.mbs, REC[c->p.recompute], c->p.zero, c->sim.step_time_s,
-          c->analytic_step_s, c->train_s / 86400, c->train_usd);
+          c->analytic_step_s, t, u);
 }
 
 static int run_plan(cli_ctx *c) {
@@ -1078,6 +1088,13 @@ static int run_plan(cli_ctx *c) {
     req.budget_usd = strtod(opt(c, "--budget"), &end);
     if (*end || !(req.budget_usd > 0)) return usage_error(c, "%s", "--budget expects US dollars");
   }
+  if (opt(c, "--preemption-rate")) {
+    char *end;
+    req.preemptions_per_month = strtod(opt(c, "--preemption-rate"), &end);
+    if (*end || !(req.preemptions_per_month > 0) || req.preemptions_per_month > 100)
+      return usage_error(c, "%s", "--preemption-rate expects the share of instances reclaimed a month, e.g. 0.05");
+    if (!req.spot) return usage_error(c, "%s", "--preemption-rate applies to --spot plans");
+  }
   static const char *const OBJ[] = {"time", "cost", "cost-under-deadline", NULL};
   int obj;
   if (enum_opt(c, "--objective", OBJ, 0, &obj)) return CLI_USAGE;
@@ -1100,6 +1117,7 @@ static int run_plan(cli_ctx *c) {
     hw_catalog_free(cat);
     return CLI_BAD_INPUT;
   }
+  if (!opt(c, "--objective") && !opt(c, "--deadline")) req.objective = planner_default_objective(m);
   planner_result *r = calloc(1, sizeof *r);
   char err[1024];
   if (!r || planner_run(m, cat, &req, r, err, sizeof err) != 0) {
@@ -1116,6 +1134,14 @@ static int run_plan(cli_ctx *c) {
     cJSON_AddNumberToObject(best, "analytic_step_time_s", r->best.analytic_step_s);
     cJSON_AddNumberToObject(best, "train_days", r->best.train_s / 86400);
     cJSON_AddNumberToObject(best, "train_usd", r->best.train_usd);
+    cJSON_AddNumberToObject(best, "billed_chips", (double)r->best.billed_chips);
+    if (req.spot) {
+      cJSON *sp = cJSON_AddObjectToObject(best, "spot");
+      cJSON_AddNumberToObject(sp, "checkpoint_write_s", r->best.ckpt_write_s);
+      cJSON_AddNumberToObject(sp, "checkpoint_interval_s", r->best.ckpt_interval_s);
+      cJSON_AddNumberToObject(sp, "expected_preemptions", r->best.preemptions);
+      cJSON_AddNumberToObject(sp, "overhead", r->best.spot_overhead);
+    }
     cJSON_AddItemToObject(o, "best", best);
     cJSON *cands = cJSON_AddArrayToObject(o, "candidates");
     for (int i = 1; i < r->n_ranked; i++) {
@@ -1141,31 +1167,47 @@ static int run_plan(cli_ctx *c) {
   } else {
     const planner_cand *b = &r->best;
     char mp[32];
-    units_si(mp, sizeof mp, (double)m->params, "");
-    fprintf(c->out, "plan for %s (%s parameters), objective: %s\n", m->name, mp, r->objective);
+    units_si(mp, sizeof mp, (double)m->params, " parameters");
+    fprintf(c->out, "plan for %s (%s), objective: %s\n", m->name,
+            m->params > 0 ? mp : "no weight parameters", r->objective);
     fprintf(c->out, "\nbest: %lld x %s   dp %lld, tp %lld%s, pp %lld, mbs %lld, %s recompute, zero %d\n",
             (long long)b->p.chips, b->hw, (long long)b->p.dp, (long long)b->p.tp,
             b->p.sp ? " (sp)" : "", (long long)b->p.pp, (long long)b->p.mbs,
             b->p.recompute == PLAN_RECOMPUTE_FULL ? "full"
             : b->p.recompute == PLAN_RECOMPUTE_SELECTIVE ? "selective" : "no",
             b->p.zero);
-    fprintf(c->out, "  step %.3f s simulated (%.3f s analytic), MFU %.1f%%, %.0f tokens/s\n",
-            b->sim.step_time_s, b->analytic_step_s, 100 * b->sim.mfu, b->sim.tokens_per_s);
+    fprintf(c->out, "  step %.3f s simulated (%.3f s analytic), MFU %.1f%%, %.0f %s/s\n",
+            b->sim.step_time_s, b->analytic_step_s, 100 * b->sim.mfu, b->sim.tokens_per_s,
+            m->info.unit ? m->info.unit : "tokens");
     fprintf(c->out, "  memory per chip %.1f of %.1f GiB\n", b->sim.memory.peak / (1 << 30),
             b->sim.memory.capacity / (1 << 30));
-    fprintf(c->out, "  to train: %.1f days, $%.0f\n", b->train_s / 86400, b->train_usd);
+    char tt[32], tu[32];
+    units_seconds(tt, sizeof tt, b->train_s);
+    usd_str(tu, sizeof tu, b->train_usd);
+    fprintf(c->out, "  to train: %s, %s (%s, billed on %lld chip%s)\n", tt, tu,
+            req.spot ? "spot" : "on demand", (long long)b->billed_chips, b->billed_chips == 1 ? "" : "s");
+    if (req.spot && b->ckpt_interval_s > 0) {
+      char w[32], iv[32];
+      units_seconds(w, sizeof w, b->ckpt_write_s);
+      units_seconds(iv, sizeof iv, b->ckpt_interval_s);
+      fprintf(c->out, "  spot: checkpoint (%s to write) every %s (Young/Daly), %.1f preemptions "
+                      "expected, +%.1f%% time for checkpoints and lost work\n",
+              w, iv, b->preemptions, 100 * b->spot_overhead);
+    }
     fprintf(c->out, "\nwhy: %s\n", r->why);
     fprintf(c->out, "\ncandidates (event-simulated, best first):\n"
-                    "  rank  hw         chips   dp  tp  pp  mbs recompute zero  step(s)  analytic     days     cost($)\n");
+                    "  rank  hw         chips   dp  tp  pp  mbs recompute zero  step(s)  analytic      time         cost\n");
     for (int i = 0; i < r->n_ranked; i++) plan_row(c->out, i + 1, &r->ranked[i]);
     fprintf(c->out, "\nother hardware (its best plan, analytic):\n");
     for (int i = 0; i < r->n_per_hw; i++) {
       const planner_cand *o = &r->per_hw[i];
       if (strcmp(o->hw, b->hw) == 0) continue;
       double ratio = req.objective == PLANNER_TIME ? o->train_s / b->train_s : o->train_usd / b->train_usd;
-      fprintf(c->out, "  %-9s %lld chips, tp %lld, pp %lld: %.1f days, $%.0f  (%.2fx the best's %s)\n",
-              o->hw, (long long)o->p.chips, (long long)o->p.tp, (long long)o->p.pp,
-              o->train_s / 86400, o->train_usd, ratio,
+      char ot[32], ou[32];
+      units_seconds(ot, sizeof ot, o->train_s);
+      usd_str(ou, sizeof ou, o->train_usd);
+      fprintf(c->out, "  %-9s %lld chips, tp %lld, pp %lld: %s, %s  (%.2fx the best's %s)\n",
+              o->hw, (long long)o->p.chips, (long long)o->p.tp, (long long)o->p.pp, ot, ou, ratio,
               req.objective == PLANNER_TIME ? "time" : "cost");
     }
     if (r->n_rejected) fprintf(c->out, "\nrejected:\n");

@@ -155,6 +155,11 @@ run plan-obj 2 plan llama3-8b --objective fastest && has plan-obj err "--objecti
 run plan-deadline 2 plan llama3-8b --deadline soon && has plan-deadline err "--deadline expects a duration"
 run plan-cnn 0 plan resnet50 --max-chips 16 && has plan-cnn out "a cnn model trains data-parallel"
 run plan-dlrm 0 plan dlrm --objective cost --max-chips 16 && has plan-dlrm out "best:"
+run plan-gbdt 0 plan gbdt && has plan-gbdt out "objective: cost" && has plan-gbdt out "best: 1 x cpu-" && has plan-gbdt out "A CPU is recommended" && has plan-gbdt out "billed on 8 chips"
+run plan-spot 0 plan llama3-8b --hw h100-sxm --chips 64 --spot --preemption-rate 0.05 && has plan-spot out "(Young/Daly)" && has plan-spot out "(spot, billed on 64 chips)"
+run plan-spot-json 0 plan llama3-8b --hw h100-sxm --chips 64 --spot --json && has plan-spot-json out '"checkpoint_interval_s":'
+run plan-rate-nospot 2 plan llama3-8b --preemption-rate 0.1 && has plan-rate-nospot err "--preemption-rate applies to --spot plans"
+run plan-rate-bad 2 plan llama3-8b --spot --preemption-rate lots && has plan-rate-bad err "--preemption-rate expects"
 
 # --- plot (issue 8) ---
 run plot-coll 0 plot collective --hw h100-sxm --chips 8 --op all-reduce -o "$OUT/coll.svg"

@@ -130,3 +130,54 @@ Test(planner, data_parallel_families_are_planned) {
   cr_assert(r.best.sim.fits);
   cr_assert_gt(r.best.sim.mfu, 0);
 }
+
+/* The gbdt example (one tree a step, 500 trees) is planned for cost, as a
+** classical model, and lands on a CPU: every GPU is priced on its 8-GPU
+** instance (price.chips_per_instance) for a job that runs on one chip. The
+** run's price is the hourly price x billed chips x step x 500. */
+Test(planner, gbdt_gets_a_cpu_and_says_why) {
+  static planner_result r;
+  char err[512];
+  hw_catalog *c = th_catalog();
+  model *m = load("gbdt");
+  cr_assert_eq(planner_default_objective(m), PLANNER_COST);
+  planner_req q = {.max_chips = 64, .top = 5, .objective = planner_default_objective(m)};
+  cr_assert_eq(planner_run(m, c, &q, &r, err, sizeof err), 0, "%s", err);
+  cr_assert(strncmp(r.best.hw, "cpu", 3) == 0, "best is %s", r.best.hw);
+  const hw_model *h = hw_catalog_find(c, r.best.hw);
+  cr_assert_float_eq(r.best.train_usd,
+                     h->price.on_demand_usd_per_chip_hour * r.best.sim.step_time_s * 500 / 3600, 1e-9);
+  cr_assert(strstr(r.why, "A CPU is recommended"), "%s", r.why);
+  cr_assert(strstr(r.why, "billed on 8 chips"), "%s", r.why);
+  for (int i = 0; i < r.n_per_hw; i++)
+    if (strncmp(r.per_hw[i].hw, "cpu", 3) != 0) cr_assert_eq(r.per_hw[i].billed_chips, 8, "%s", r.per_hw[i].hw);
+  model_free(m);
+  hw_catalog_free(c);
+}
+
+/* Spot: the Young/Daly checkpoint interval by hand. llama3-8b on 64 chips
+** of h100-sxm (8 instances, 8 hosts): the checkpoint is 14 B per
+** parameter written at 1.25 GB/s per host; preemptions at 0.2 a month per
+** instance give the run a mean time between them of 730 h / (0.2 x 8);
+** tau = sqrt(2 delta M); the run grows by delta/tau + (tau/2 + delta)/M. */
+Test(planner, spot_checkpoints_by_young_daly) {
+  static planner_result r;
+  char err[512];
+  planner_req q = {.hw_list = "h100-sxm", .chips = 64, .top = 1, .steps = 1000, .spot = true};
+  cr_assert_eq(run("llama3-8b", q, &r, err, sizeof err), 0, "%s", err);
+  const planner_cand *b = &r.best;
+  double delta = 8030261248.0 * 14 / (8 * 1.25e9), M = 730.0 * 3600 / (0.2 * 8);
+  double tau = sqrt(2 * delta * M), over = delta / tau + (tau / 2 + delta) / M;
+  cr_assert_float_eq(b->ckpt_write_s, delta, 1e-9 * delta);
+  cr_assert_float_eq(b->ckpt_interval_s, tau, 1e-9 * tau);
+  cr_assert_float_eq(b->spot_overhead, over, 1e-12);
+  cr_assert_float_eq(b->train_s, b->sim.step_time_s * 1000 * (1 + over), 1e-9 * b->train_s);
+  cr_assert_float_eq(b->preemptions, b->train_s / M, 1e-12);
+  cr_assert_eq(b->billed_chips, 64);
+  /* a twice-as-stormy market: more preemptions, a shorter interval */
+  static planner_result r2;
+  q.preemptions_per_month = 0.8;
+  cr_assert_eq(run("llama3-8b", q, &r2, err, sizeof err), 0, "%s", err);
+  cr_assert_float_eq(r2.best.ckpt_interval_s, tau / 2, 1e-9 * tau);
+  cr_assert_gt(r2.best.spot_overhead, over);
+}

@@ -232,5 +232,6 @@ int wl_gbdt(graph *g, jin *j, const cJSON *spec, const wl_train *t, wl_info *inf
   info->per_step = (double)r;
   info->unit = "rows";
   info->whole_step = true;
+  info->job_steps = trees; /* one boosting round a step */
   return loss;
 }

@@ -61,6 +61,7 @@ typedef struct {
   unsigned requires;   /* WL_REQ_* */
   bool whole_step;     /* the builder wrote the whole step itself: no autodiff (gbdt) */
   int64_t active_params; /* parameters used per token (MoE); 0 = all */
+  int64_t job_steps;     /* steps of the whole job when the family defines it (gbdt: trees); 0 */
 } wl_info;
 
 /* Appends the forward pass for spec (the model.json object, read through
