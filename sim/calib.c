@@ -376,6 +376,7 @@ static int lower_set(kset *s, lower_module *m, char *err, size_t n) {
                  : in_dims(&root->dims, in0->rank - 1) ? CALIB_REDUCE_ROW
                                                        : CALIB_REDUCE_COL;
       cs->dtype = in0->dtype;
+      if (root->kind == GOP_DOT) cs->rhs_bytes = graph_bytes(&graph_get(b->g, root->in[1])->out);
       cs->trans = CALIB_TR_EXP;
       for (int o = b->n_ops[st] - 1; o >= 0; o--) cs->trans = trans_of(graph_get(b->g, ops[o])->kind, cs->trans);
       if (lower_op_cost(m, f, &cs->cost, NULL, err, n) != 0) return -1;
@@ -617,7 +618,10 @@ double calib_predict_step(const calib_model *m, const calib_step *s) {
   double flops = graph_cost_flops(&s->cost);
   double compute;
   if (s->unit == CALIB_MATRIX)
-    compute = rate_time(flops, m->matmul_flops_per_s[s->dtype]);
+    compute = rate_time(flops, m->matmul_flops_per_s[s->dtype] *
+                                   (s->rhs_bytes > m->matmul_cache_bytes && m->matmul_spill_factor > 0
+                                        ? m->matmul_spill_factor
+                                        : 1));
   else
     compute = rate_time(flops, s->unit == CALIB_REDUCE_ROW   ? m->reduce_row_flops_per_s
                                : s->unit == CALIB_REDUCE_COL ? m->reduce_col_flops_per_s
@@ -638,7 +642,7 @@ double calib_predict(const calib_model *m, const calib_kernel *k) {
 
 /* The fitted parameters, as logs, in this order. */
 enum { P_MM_BF16, P_MM_F16, P_MM_F32, P_MM_F64, P_VEC, P_RED_ROW, P_RED_COL, P_TR_EXP, P_TR_TANH,
-       P_TR_SQRT, P_BW, P_BW_CACHE, P_CACHE, P_OVH, NP };
+       P_TR_SQRT, P_BW, P_BW_CACHE, P_CACHE, P_MM_SPILL, P_MM_CACHE, P_OVH, NP };
 static const graph_dtype MM_OF[] = {GDT_BF16, GDT_F16, GDT_F32, GDT_F64};
 
 static calib_model model_of(const double *th, const bool *used) {
@@ -653,6 +657,8 @@ static calib_model model_of(const double *th, const bool *used) {
     else if (p == P_BW) m.bw_bytes_per_s = v;
     else if (p == P_BW_CACHE) m.cache_bw_bytes_per_s = v;
     else if (p == P_CACHE) m.cache_bytes = v;
+    else if (p == P_MM_SPILL) m.matmul_spill_factor = v;
+    else if (p == P_MM_CACHE) m.matmul_cache_bytes = v;
     else m.op_overhead_s = v;
   }
   return m;
@@ -712,6 +718,22 @@ static void line_search(const calib_kernel *k, int n, double *th, const bool *us
   th[p] = lm < best_l ? mid : best;
 }
 
+/* Coordinate descent over the rates (the cache sizes are searched by
+** calib_fit), from a search span that halves after the first sweeps. */
+static void descend(const calib_kernel *k, int n, double *th, const bool *used, int sweeps,
+                    double span) {
+  double prev = loss(k, n, th, used);
+  for (int sweep = 0; sweep < sweeps; sweep++) {
+    for (int p = 0; p < NP; p++)
+      if (used[p] && p != P_CACHE && p != P_MM_CACHE)
+        line_search(k, n, th, used, p, th[p] - span, th[p] + span);
+    double l = loss(k, n, th, used);
+    if (sweep >= 3 && prev - l <= 1e-12 * (1 + l)) break;
+    prev = l;
+    if (sweep >= 2) span = fmax(0.05, span * 0.5);
+  }
+}
+
 int calib_fit(calib_kernel *k, int n, calib_model *out) {
   bool used[NP] = {false};
   int n_fit = 0;
@@ -724,6 +746,7 @@ int calib_fit(calib_kernel *k, int n, calib_model *out) {
       double flops = graph_cost_flops(&st->cost);
       if (st->unit == CALIB_MATRIX && flops > 0)
         for (int p = P_MM_BF16; p <= P_MM_F64; p++) used[p] |= MM_OF[p] == st->dtype;
+      if (st->unit == CALIB_MATRIX && flops > 0) used[P_MM_SPILL] = used[P_MM_CACHE] = true;
       if (st->unit == CALIB_VECTOR && flops > 0) used[P_VEC] = true;
       if (st->unit == CALIB_REDUCE_ROW && flops > 0) used[P_RED_ROW] = true;
       if (st->unit == CALIB_REDUCE_COL && flops > 0) used[P_RED_COL] = true;
@@ -743,16 +766,48 @@ int calib_fit(calib_kernel *k, int n, calib_model *out) {
   th[P_BW] = log(1e10);
   th[P_BW_CACHE] = log(3e10);
   th[P_CACHE] = log(4194304.0);
+  th[P_MM_SPILL] = log(1.0);
+  th[P_MM_CACHE] = log(1048576.0);
   th[P_OVH] = log(1e-7);
-  double span = 3 * log(10.0), prev = loss(k, n, th, used);
-  for (int sweep = 0; sweep < 60; sweep++) {
-    for (int p = 0; p < NP; p++)
-      if (used[p]) line_search(k, n, th, used, p, th[p] - span, th[p] + span);
-    double l = loss(k, n, th, used);
-    if (sweep >= 3 && prev - l <= 1e-12 * (1 + l)) break;
-    prev = l;
-    if (sweep >= 2) span = fmax(0.05, span * 0.5);
-  }
+  descend(k, n, th, used, 60, 3 * log(10.0));
+  /* The two cache sizes split steps into classes, so the loss is a step
+  ** function of them that coordinate descent cannot cross: try each size
+  ** the fit set can tell apart (one per distinct step size), refitting
+  ** the rates for each, and keep the best. */
+  static const int THRESH[] = {P_MM_CACHE, P_CACHE};
+  for (int round = 0; round < 2; round++)
+    for (int t = 0; t < 2; t++) {
+      int p = THRESH[t];
+      if (!used[p]) continue;
+      double best_l = loss(k, n, th, used), best[NP];
+      memcpy(best, th, sizeof best);
+      double sizes[512];
+      int ns = 0;
+      for (int i = 0; i < n; i++) {
+        if (k[i].set != CALIB_FIT || !(k[i].measured_s > 0)) continue;
+        for (int st = 0; st < k[i].n_steps; st++) {
+          const calib_step *c = &k[i].steps[st];
+          if ((p == P_MM_CACHE) != (c->unit == CALIB_MATRIX)) continue;
+          double size = p == P_MM_CACHE ? c->rhs_bytes : c->cost.bytes_read + c->cost.bytes_written;
+          int seen = 0;
+          for (int j = 0; j < ns; j++) seen |= sizes[j] == size;
+          if (!seen && ns < 512) sizes[ns++] = size;
+        }
+      }
+      for (int j = 0; j < ns; j++) {
+        double trial[NP];
+        memcpy(trial, best, sizeof trial);
+        trial[p] = log(sizes[j]);
+        descend(k, n, trial, used, 6, 0.5 * log(10.0));
+        double l = loss(k, n, trial, used);
+        if (l < best_l) {
+          best_l = l;
+          memcpy(best, trial, sizeof best);
+        }
+      }
+      memcpy(th, best, sizeof best);
+    }
+  descend(k, n, th, used, 60, 0.5 * log(10.0));
   *out = model_of(th, used);
   for (int i = 0; i < n; i++) k[i].predicted_s = calib_predict(out, &k[i]);
   return n_fit;
@@ -899,9 +954,12 @@ char *calib_host_json(const calib_run *r) {
   cJSON_AddStringToObject(cite, "price", "skypilot-aws");
 
   cJSON *notes = cJSON_AddObjectToObject(root, "notes");
-  cJSON_AddStringToObject(notes, "chip.peak_flops_per_s",
-                          "measured, not a datasheet peak: the sustained rate of tpusim's lowered "
-                          "dot (a scalar loop nest, one core) fitted over the fit-set matmuls");
+  snprintf(buf, sizeof buf,
+           "measured, not a datasheet peak: the sustained rate of tpusim's lowered dot (a scalar "
+           "loop nest, one core) while its right operand fits in %.3g bytes; beyond, the strided "
+           "walk through it ran at %.3g of that",
+           m->matmul_cache_bytes, m->matmul_spill_factor);
+  cJSON_AddStringToObject(notes, "chip.peak_flops_per_s", buf);
   snprintf(buf, sizeof buf,
            "fitted elementwise rate. Reductions as lowered ran at %.4g FLOP/s over the last "
            "dimension (one serial accumulator per output) and %.4g FLOP/s over a leading one "
@@ -1027,13 +1085,15 @@ void calib_print_report(const calib_run *r, FILE *f) {
   }
   const calib_model *m = &r->model;
   fprintf(f,
-          "model: matmul bf16 %.3g, f32 %.3g, f64 %.3g FLOP/s; elementwise %.3g FLOP/s;\n"
+          "model: matmul bf16 %.3g, f32 %.3g, f64 %.3g FLOP/s (x %.3g when the rhs exceeds %.3g B);\n"
+          "       elementwise %.3g FLOP/s;\n"
           "       reduce over the last dim %.3g, over a leading dim %.3g FLOP/s;\n"
           "       transcendentals exp %.3g, tanh %.3g, sqrt %.3g /s;\n"
           "       memory %.3g B/s, %.3g B/s when a step's buffers fit in %.3g B;\n"
           "       overhead %.3g s per kernel call\n",
           m->matmul_flops_per_s[GDT_BF16], m->matmul_flops_per_s[GDT_F32],
-          m->matmul_flops_per_s[GDT_F64], m->vector_flops_per_s, m->reduce_row_flops_per_s,
+          m->matmul_flops_per_s[GDT_F64], m->matmul_spill_factor, m->matmul_cache_bytes,
+          m->vector_flops_per_s, m->reduce_row_flops_per_s,
           m->reduce_col_flops_per_s, m->transcendentals_per_s[CALIB_TR_EXP],
           m->transcendentals_per_s[CALIB_TR_TANH], m->transcendentals_per_s[CALIB_TR_SQRT],
           m->bw_bytes_per_s, m->cache_bw_bytes_per_s, m->cache_bytes, m->op_overhead_s);
@@ -1068,6 +1128,8 @@ char *calib_report_json(const calib_run *r) {
   for (int i = 0; i < 3; i++)
     if (m->matmul_flops_per_s[DTS[i]] > 0)
       add_num(mm, graph_dtype_name(DTS[i]), m->matmul_flops_per_s[DTS[i]]);
+  add_num(mo, "matmul_spill_factor", m->matmul_spill_factor);
+  add_num(mo, "matmul_cache_bytes", m->matmul_cache_bytes);
   add_num(mo, "vector_flops_per_s", m->vector_flops_per_s);
   add_num(mo, "reduce_row_flops_per_s", m->reduce_row_flops_per_s);
   add_num(mo, "reduce_col_flops_per_s", m->reduce_col_flops_per_s);

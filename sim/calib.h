@@ -9,7 +9,8 @@
 **
 **   time(step) = overhead + max(compute, bytes / bw)
 **   bw         = cache_bw when bytes <= cache_bytes, else memory bw
-**   compute    = flops / matmul_rate[dtype]                   (dot)
+**   compute    = flops / matmul_rate[dtype]                   (dot; x spill
+**                factor when its right operand outgrows a fitted cache size)
 **              = flops / vector_rate + trans / trans_rate[fn]  (elementwise)
 **              = flops / reduce_rate[row|col]                  (reduce)
 **
@@ -51,6 +52,7 @@ typedef struct {
   calib_unit unit;
   graph_dtype dtype; /* the operands' dtype: picks the matrix rate */
   calib_trans trans; /* the family of its transcendentals (if any) */
+  double rhs_bytes;  /* a dot's right operand: the loop nest strides through it */
   graph_cost cost;   /* counted from the IR */
 } calib_step;
 
@@ -67,7 +69,9 @@ typedef struct {
 
 /* The fitted parameters. A rate of 0 was not fitted (no fit kernel uses it). */
 typedef struct {
-  double matmul_flops_per_s[GDT_COUNT]; /* by operand dtype */
+  double matmul_flops_per_s[GDT_COUNT]; /* by operand dtype, rhs in cache */
+  double matmul_spill_factor;  /* x that rate when the rhs exceeds matmul_cache_bytes */
+  double matmul_cache_bytes;   /* fitted */
   double vector_flops_per_s;
   double reduce_row_flops_per_s, reduce_col_flops_per_s;
   double transcendentals_per_s[CALIB_TR_COUNT];

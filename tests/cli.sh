@@ -213,5 +213,22 @@ run lower-badopt 2 lower mlp --emit-llvm --opt 5 && has lower-badopt err "--opt 
 run lower-optonly 2 lower mlp --opt 2 && has lower-optonly err "--opt goes with --emit-llvm"
 run lower-badmodel 1 lower nosuch && has lower-badmodel err "no such file"
 
+# --- calibrate (issue 7): --quick times a small kernel set in seconds ---
+run calib-badopt 2 calibrate --frobnicate && has calib-badopt err "unknown option '--frobnicate'"
+run calib-noval 2 calibrate --out && has calib-noval err "--out needs a value"
+run calib-badout 1 calibrate --quick --out /proc/nope/host.json && has calib-badout err "cannot write '/proc/nope/host.json'" && empty calib-badout out
+run calib-dirout 1 calibrate --quick --out tests && has calib-dirout err "is a directory"
+rm -f tests/out/host.json
+run calib-quick 0 calibrate --quick --out tests/out/host.json --report --json
+[ "$(head -c1 "$OUT/calib-quick.out")" = "{" ] && ok || bad "calibrate --json stdout does not start with {"
+has calib-quick out '"median_abs_err_holdout":' && has calib-quick out '"set":	"holdout"' && has calib-quick out '"measured_s":'
+if command -v python3 >/dev/null; then
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); ks=d["kernels"]; assert ks and all(k["set"] in ("fit","holdout") and k["measured_s"] > 0 and k["predicted_s"] > 0 and k["name"] for k in ks); assert isinstance(d["median_abs_err_holdout"], float)' "$OUT/calib-quick.out" \
+    && ok || bad "calibrate --report --json: not the contract's JSON"
+fi
+run calib-show 0 hw show --hw-file tests/out/host.json && has calib-show out "host"
+run calib-show-json 0 hw show --hw-file tests/out/host.json --json && has calib-show-json out '"kind":	"cpu"'
+run calib-text 0 calibrate --quick --out tests/out/host-text.json --report && has calib-text out "holdout error median" && has calib-text out "matmul/f32/"
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -24,6 +24,8 @@ static calib_model known_model(void) {
   m.matmul_flops_per_s[GDT_BF16] = 2.5e9;
   m.matmul_flops_per_s[GDT_F32] = 3.5e9;
   m.matmul_flops_per_s[GDT_F64] = 1.5e9;
+  m.matmul_spill_factor = 0.3;
+  m.matmul_cache_bytes = 1e5;
   m.vector_flops_per_s = 2e10;
   m.reduce_row_flops_per_s = 1.8e9;
   m.reduce_col_flops_per_s = 9e9;
@@ -54,6 +56,7 @@ Test(calib, fit_recovers_a_known_model_from_synthetic_timings) {
                  "matmul %s: %g vs %g", graph_dtype_name(DT[d]), got.matmul_flops_per_s[DT[d]],
                  want.matmul_flops_per_s[DT[d]]);
   cr_assert_eq(got.matmul_flops_per_s[GDT_F16], 0, "no f16 matmul in the set: not fitted");
+  cr_assert_lt(rel(got.matmul_spill_factor, want.matmul_spill_factor), 1e-3);
   cr_assert_lt(rel(got.vector_flops_per_s, want.vector_flops_per_s), 1e-2, "vector %g", got.vector_flops_per_s);
   cr_assert_lt(rel(got.reduce_row_flops_per_s, want.reduce_row_flops_per_s), 1e-3);
   cr_assert_lt(rel(got.reduce_col_flops_per_s, want.reduce_col_flops_per_s), 1e-3);
