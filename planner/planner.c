@@ -298,7 +298,9 @@ int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, p
                   char cerr[256];
                   plan cp = p;
                   cp.recompute = PLAN_RECOMPUTE_NONE;
+                  double tc = now_s();
                   ce->ok = step_costs(m, hw, &cp, &ce->c, cerr, sizeof cerr) == 0;
+                  out->costs_s += now_s() - tc;
                   ce->done = true;
                 }
                 if (!ce->ok) continue;
@@ -342,7 +344,10 @@ int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, p
   for (int i = 0; i < top; i++) {
     planner_cand *c = &kept[i];
     const hw_model *hw = hw_catalog_find(cat, c->hw);
-    if (step_simulate(m, hw, &c->p, NULL, &c->sim, NULL, err, errn) != 0) continue;
+    double ts = now_s();
+    int src = step_simulate(m, hw, &c->p, NULL, &c->sim, NULL, err, errn);
+    out->simulate_s += now_s() - ts;
+    if (src != 0) continue;
     c->simulated = true;
     price_cand(m, hw, req, c, c->sim.step_time_s, steps);
     out->ranked[out->n_ranked++] = *c;

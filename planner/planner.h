@@ -61,6 +61,8 @@ typedef struct {
   int n_per_hw;
   int64_t evaluated;
   double search_s;
+  double costs_s, simulate_s; /* of search_s: per-chip cost builds, event simulations
+                                 (the rest is the analytic scoring, memory model included) */
   char why[1024]; /* what decided it, in sentences */
   char objective[32];
 } planner_result;

@@ -749,16 +749,22 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
   }
   /* 7. rates */
   {
-    diag *dg = diag_new();
-    model_opts o = {.seq_len = p.seq, .global_batch = p.gbs, .forward_only = false};
-    model *full = model_load(m->source, &o, dg);
-    diag_free(dg);
-    if (!full) {
-      snprintf(err, errn, "cannot rebuild %s", m->name);
-      rc = -1;
-      goto done;
+    /* the model as loaded already is the step when batch and sequence
+    ** match (a 405B graph takes a third of a second to build again) */
+    model *full = NULL;
+    if (p.gbs != m->train.global_batch || p.seq != m->train.seq_len) {
+      diag *dg = diag_new();
+      model_opts o = {.seq_len = p.seq, .global_batch = p.gbs, .forward_only = false};
+      full = model_load(m->source, &o, dg);
+      diag_free(dg);
+      if (!full) {
+        snprintf(err, errn, "cannot rebuild %s", m->name);
+        rc = -1;
+        goto done;
+      }
     }
-    graph_cost f = graph_total_cost(full->g, GRAPH_FORWARD), b = graph_total_cost(full->g, GRAPH_BACKWARD);
+    const graph *fg = full ? full->g : m->g;
+    graph_cost f = graph_total_cost(fg, GRAPH_FORWARD), b = graph_total_cost(fg, GRAPH_BACKWARD);
     r->model_flops_per_step = graph_cost_flops(&f) + graph_cost_flops(&b);
     double layer_f = graph_cost_flops(&f) / (double)d->layers; /* close enough for HFU */
     double rec = p.recompute == PLAN_RECOMPUTE_FULL ? graph_cost_flops(&f)
