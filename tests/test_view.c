@@ -219,19 +219,24 @@ static const char *out_path(const char *name) {
   return path;
 }
 
-static void make_trace(const char *path, int64_t chips, int64_t tp, int64_t pp, int64_t gbs) {
+typedef struct {
+  const char *model, *hw;
+  int64_t chips, tp, pp, gbs, seq;
+} sim_args;
+
+static void make_trace_of(const char *path, sim_args a) {
   hw_catalog *c = th_catalog();
   diag *d = diag_new();
-  model_opts o = {.seq_len = 1024};
-  model *m = model_load("llama3-8b", &o, d);
-  cr_assert_not_null(m);
-  plan p = {.chips = chips, .tp = tp, .pp = pp, .ep = 1, .mbs = 1, .vp = 1, .slices = 1,
-            .gbs = gbs, .seq = 1024, .schedule = PLAN_1F1B, .precision = GDT_BF16};
+  model_opts o = {.seq_len = a.seq};
+  model *m = model_load(a.model, &o, d);
+  cr_assert_not_null(m, "model %s", a.model);
+  plan p = {.chips = a.chips, .tp = a.tp, .pp = a.pp, .ep = 1, .mbs = 1, .vp = 1, .slices = 1,
+            .gbs = a.gbs, .seq = a.seq, .schedule = PLAN_1F1B, .precision = GDT_BF16};
   char err[256] = "";
   step_result r;
   FILE *f = fopen(path, "w");
   cr_assert(f);
-  const hw_model *hw = th_hw(c, "h100-sxm");
+  const hw_model *hw = th_hw(c, a.hw);
   int rc = step_check(m, hw, &p, err, sizeof err);
   if (rc == 0) rc = step_simulate(m, hw, &p, NULL, &r, f, err, sizeof err);
   cr_assert_eq(rc, 0, "simulate: %s", err);
@@ -239,6 +244,52 @@ static void make_trace(const char *path, int64_t chips, int64_t tp, int64_t pp, 
   model_free(m);
   diag_free(d);
   hw_catalog_free(c);
+}
+
+static void make_trace(const char *path, int64_t chips, int64_t tp, int64_t pp, int64_t gbs) {
+  make_trace_of(path, (sim_args){"llama3-8b", "h100-sxm", chips, tp, pp, gbs, 1024});
+}
+
+/* A trace of `chips` processes "chip K (stage S, node N)": compute and
+** network threads and an HBM counter. Stage s starts s * D late (a
+** pipeline's fill), chip k's compute has a gap of (k % 8 + 1) * D after its
+** first `per_chip / 2` boxes, so each member's lane differs. Events per
+** chip: per_chip compute + per_chip / 4 network. */
+static void make_chips_trace(const char *path, int chips, int stages, int per_chip, bool named) {
+  FILE *f = fopen(path, "w");
+  cr_assert(f);
+  const double D = 100;
+  fprintf(f, "{\"traceEvents\":[\n");
+  for (int k = 0; k < chips; k++) {
+    int s = k / (chips / stages);
+    if (named)
+      fprintf(f,
+              "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"chip %d "
+              "(stage %d, node %d)\"}},\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,"
+              "\"tid\":1,\"args\":{\"name\":\"compute\"}},\n",
+              k, k, s, k / 8, k);
+    double ts = s * D;
+    for (int i = 0; i < per_chip; i++) {
+      if (i == per_chip / 2) ts += (k % 8 + 1) * D;
+      fprintf(f,
+              "{\"name\":\"op %d\",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%g,\"dur\":%g,\"pid\":%d,"
+              "\"tid\":1,\"args\":{\"shape\":\"bf16[8,128]\",\"flops\":1e9}},\n",
+              i, i < per_chip / 2 ? "forward" : "backward", ts, D, k);
+      if (i % 4 == 3)
+        fprintf(f,
+                "{\"name\":\"all-reduce\",\"cat\":\"collective\",\"ph\":\"X\",\"ts\":%g,"
+                "\"dur\":%g,\"pid\":%d,\"tid\":2},\n",
+                ts, 2 * D, k);
+      ts += D;
+    }
+    fprintf(f,
+            "{\"name\":\"HBM in use\",\"ph\":\"C\",\"ts\":0,\"pid\":%d,\"args\":{\"bytes\":%d}},\n"
+            "{\"name\":\"HBM in use\",\"ph\":\"C\",\"ts\":%g,\"pid\":%d,\"args\":{\"bytes\":%d}},\n",
+            k, 1000 + k, ts / 2, k, 2000 + k);
+  }
+  fprintf(f, "{\"name\":\"HBM in use\",\"ph\":\"C\",\"ts\":0,\"pid\":0,\"args\":{\"bytes\":1000}}"
+             "],\"otherData\":{\"hbm_capacity_bytes\":4096}}\n");
+  fclose(f);
 }
 
 typedef struct {
@@ -266,77 +317,315 @@ static void run_free(run *r) {
   free(r->err);
 }
 
+static view_trace *open_trace(const char *path) {
+  char *msg = NULL;
+  size_t n;
+  FILE *err = open_memstream(&msg, &n);
+  view_trace *t = view_trace_open(path, err);
+  fclose(err);
+  cr_assert_not_null(t, "%s", msg);
+  free(msg);
+  return t;
+}
+
+/* The row labelled exactly `label`, or -1. */
+static int row_of(const view_trace *t, const char *label) {
+  for (int i = 0; i < view_rows(t); i++)
+    if (strcmp(view_row_label(t, i), label) == 0) return i;
+  return -1;
+}
+
 static void lanes_of(const image *im, int n, view_rect *lanes) {
   cr_assert_eq(view_layout(n, im->w, im->h, lanes), 0);
 }
 
+/* Columns, along the middle of lane l, from its left edge to the first
+** box (a category's colour; grid lines and box edges are neither). */
+static int leading_idle(const image *im, const view_rect *l) {
+  static const char *const CATS[] = {"forward", "backward",  "collective", "matmul",
+                                     "elementwise", "optimizer", "input", "other"};
+  int y = l->y + l->h / 2;
+  for (int x = l->x; x < l->x + l->w; x++)
+    for (size_t k = 0; k < sizeof CATS / sizeof *CATS; k++)
+      if (count(im, x, y, 1, 1, CATS[k])) return x - l->x;
+  return l->w;
+}
+
 Test(view, pipeline_screenshot_has_every_lane_and_the_legend) {
   const char *trace = "tests/out/view_pp.json";
-  make_trace(trace, 16, 4, 4, 16); /* dp 1: 4 stages, compute lanes + HBM lanes */
-  char png[256];
+  make_trace(trace, 16, 4, 4, 16); /* dp 1: 4 stages */
+  view_trace *t = open_trace(trace);
+  int n = view_rows(t);
+  cr_assert_eq(view_groups(t), 0, "4 stages are shown lane by lane");
+  cr_assert(n >= 8, "compute and HBM lanes per stage: %d", n);
+  char png[256], want[32];
   snprintf(png, sizeof png, "%s", out_path("view_pp.png"));
   run r = view(trace, "--screenshot", png, "--width", "1000", "--height", "560");
   cr_assert_eq(r.rc, 0, "%s", r.err);
-  cr_assert(strstr(r.out, "8 lanes"), "%s", r.out);
+  snprintf(want, sizeof want, "%d lanes", n);
+  cr_assert(strstr(r.out, want), "%s", r.out);
   image im = png_read(png);
   cr_assert_eq(im.w, 1000);
   cr_assert_eq(im.h, 560);
-  view_rect lanes[8];
-  lanes_of(&im, 8, lanes);
-  for (int i = 0; i < 8; i++) {
-    const view_rect *l = &lanes[i];
-    if (i % 2 == 0) { /* stage i/2 compute: forward and backward boxes */
-      int fw = count(&im, l->x, l->y, l->w, l->h, "forward");
-      int bw = count(&im, l->x, l->y, l->w, l->h, "backward");
-      cr_assert(fw > 100 && bw > 100, "lane %d: %d forward, %d backward pixels", i, fw, bw);
-      cr_assert(bw > fw, "lane %d: backward takes longer than forward", i);
-    } else { /* stage HBM: the curve */
-      int mem = count(&im, l->x, l->y, l->w, l->h, "memory");
-      cr_assert(mem > l->w / 2, "lane %d: %d memory-curve pixels", i, mem);
-    }
+  view_rect *lanes = calloc((size_t)n, sizeof *lanes);
+  lanes_of(&im, n, lanes);
+  for (int s = 0; s < 4; s++) {
+    char label[64];
+    snprintf(label, sizeof label, "stage %d / compute", s);
+    int row = row_of(t, label);
+    cr_assert(row >= 0, "no lane '%s'", label);
+    const view_rect *l = &lanes[row];
+    int fw = count(&im, l->x, l->y, l->w, l->h, "forward");
+    int bw = count(&im, l->x, l->y, l->w, l->h, "backward");
+    cr_assert(fw > 100 && bw > 100, "%s: %d forward, %d backward pixels", label, fw, bw);
+    cr_assert(bw > fw, "%s: backward takes longer than forward", label);
+    snprintf(label, sizeof label, "stage %d / HBM", s);
+    row = row_of(t, label);
+    cr_assert(row >= 0, "no lane '%s'", label);
+    l = &lanes[row];
+    int mem = count(&im, l->x, l->y, l->w, l->h, "memory");
+    cr_assert(mem > l->w / 2, "%s: %d memory-curve pixels", label, mem);
   }
   /* the pipeline bubble: stage 3 starts late, stage 0 idles before its first backward */
-  const view_rect *s3 = &lanes[6];
+  const view_rect *s3 = &lanes[row_of(t, "stage 3 / compute")];
   cr_assert_eq(count(&im, s3->x, s3->y, s3->w / 20, s3->h, "forward"), 0,
                "the last stage waits for the first micro-batch");
   /* nothing drawn below the last lane's row but the axis */
-  int below = lanes[7].y + lanes[7].h;
+  int below = lanes[n - 1].y + lanes[n - 1].h;
   cr_assert_eq(count(&im, 0, below, im.w, im.h - below, "forward"), 0);
   /* the legend, above the lanes, shows the three colours */
   static const char *const LEGEND[] = {"forward", "backward", "collective"};
   for (int k = 0; k < 3; k++)
     cr_assert(count(&im, 0, 0, im.w, lanes[0].y, LEGEND[k]) >= 50, "legend lacks %s",
               LEGEND[k]);
+  free(lanes);
   free(im.rgb);
   run_free(&r);
+  view_trace_free(t);
+}
+
+Test(view, gpt3_1f1b_shows_the_pipeline_bubble) {
+  /* the docs' picture: gpt3-175b on 64 A100s, tp 8, pp 8, 64 micro-batches */
+  const char *trace = "tests/out/view_gpt3.json";
+  make_trace_of(trace, (sim_args){"gpt3-175b", "a100-80g", 64, 8, 8, 64, 2048});
+  view_trace *t = open_trace(trace);
+  int n = view_rows(t);
+  view_canvas *c = view_canvas_new(1200, 900, stderr);
+  cr_assert_not_null(c);
+  double t0, t1;
+  view_trace_span(t, &t0, &t1);
+  cr_assert_eq(view_canvas_draw(c, t, t0, t1), 0);
+  const char *png = out_path("view_gpt3.png");
+  cr_assert_eq(view_canvas_png(c, png, stderr), 0);
+  view_canvas_free(c);
+  image im = png_read(png);
+  view_rect *lanes = calloc((size_t)n, sizeof *lanes);
+  lanes_of(&im, n, lanes);
+  int lead[8];
+  for (int s = 0; s < 8; s++) {
+    char label[64];
+    snprintf(label, sizeof label, "stage %d / compute", s);
+    int row = row_of(t, label);
+    cr_assert(row >= 0, "no lane '%s'", label);
+    const view_rect *l = &lanes[row];
+    lead[s] = leading_idle(&im, l);
+    /* the bubble: idle background inside the lane, between the boxes */
+    int idle = count(&im, l->x, l->y + l->h / 2, l->w, 1, "idle");
+    cr_assert(idle > l->w / 40, "stage %d: %d idle columns of %d", s, idle, l->w);
+    if (s > 0)
+      cr_assert(lead[s] > lead[s - 1], "stage %d starts after stage %d (%d vs %d px)", s,
+                s - 1, lead[s], lead[s - 1]);
+  }
+  /* 1F1B with 8 stages and 64 micro-batches: the last stage waits 7
+  ** forwards of the step's (64 + 7) forward-backward pairs, ~3% */
+  double frac = lead[7] / (double)lanes[0].w;
+  cr_assert(frac > 0.02 && frac < 0.08, "stage 7 waits %.3f of the step", frac);
+  cr_assert(lead[0] <= 2, "stage 0 starts at once (%d px)", lead[0]);
+  free(lanes);
+  free(im.rgb);
+  view_trace_free(t);
 }
 
 Test(view, data_parallel_all_reduce_overlaps_backward) {
+  /* pure data parallelism: every collective is a gradient all-reduce bucket */
   const char *trace = "tests/out/view_dp.json";
-  make_trace(trace, 16, 4, 1, 16); /* dp 4: compute, network, HBM */
+  make_trace_of(trace, (sim_args){"bert-large", "a100-80g", 16, 1, 1, 256, 512});
+  view_trace *t = open_trace(trace);
+  int n = view_rows(t);
+  int rc = row_of(t, "stage 0 / compute"), rn = row_of(t, "stage 0 / network");
+  int rm = row_of(t, "stage 0 / HBM");
+  cr_assert(rc >= 0 && rn >= 0 && rm >= 0, "compute, network and HBM lanes");
   char png[256];
   snprintf(png, sizeof png, "%s", out_path("view_dp.png"));
-  run r = view(trace, "--screenshot", png, "--width", "800", "--height", "300");
+  run r = view(trace, "--screenshot", png, "--width", "1600", "--height", "300");
   cr_assert_eq(r.rc, 0, "%s", r.err);
   image im = png_read(png);
-  cr_assert(im.w == 800 && im.h == 300);
-  view_rect lanes[3];
-  lanes_of(&im, 3, lanes);
+  cr_assert(im.w == 1600 && im.h == 300);
+  view_rect *lanes = calloc((size_t)n, sizeof *lanes);
+  lanes_of(&im, n, lanes);
   unsigned char bw[3], coll[3];
   view_color("backward", bw);
   view_color("collective", coll);
-  int overlap = 0, coll_cols = 0;
-  int ym0 = lanes[0].y + lanes[0].h / 2, ym1 = lanes[1].y + lanes[1].h / 2;
-  for (int x = lanes[0].x; x < lanes[0].x + lanes[0].w; x++) {
+  int overlap = 0, coll_cols = 0, after = 0, last_bw = 0;
+  /* near the top of the lanes, above the boxes' names */
+  int ym0 = lanes[rc].y + 3, ym1 = lanes[rn].y + 3;
+  for (int x = lanes[rc].x; x < lanes[rc].x + lanes[rc].w; x++)
+    if (is(&im, x, ym0, bw)) last_bw = x;
+  for (int x = lanes[rc].x; x < lanes[rc].x + lanes[rc].w; x++) {
     coll_cols += is(&im, x, ym1, coll);
     overlap += is(&im, x, ym0, bw) && is(&im, x, ym1, coll);
+    after += x > last_bw && is(&im, x, ym1, coll);
   }
   cr_assert(coll_cols > 20, "the all-reduce buckets are drawn (%d columns)", coll_cols);
-  cr_assert(overlap > 5, "all-reduce overlaps the last backward in %d columns", overlap);
-  cr_assert(overlap < coll_cols, "and part of it is exposed after the backward");
-  cr_assert(count(&im, lanes[2].x, lanes[2].y, lanes[2].w, lanes[2].h, "memory") > 100);
+  cr_assert(overlap > coll_cols / 2, "all-reduce overlaps the backward in %d of %d columns",
+            overlap, coll_cols);
+  cr_assert(after > 0 && after < coll_cols, "and its last part is exposed (%d columns)", after);
+  cr_assert(count(&im, lanes[rm].x, lanes[rm].y, lanes[rm].w, lanes[rm].h, "memory") > 100);
+  free(lanes);
   free(im.rgb);
   run_free(&r);
+  view_trace_free(t);
+}
+
+Test(view, thousand_chips_show_as_groups) {
+  const char *trace = "tests/out/view_1024.json";
+  make_chips_trace(trace, 1024, 8, 40, true);
+  view_trace *t = open_trace(trace);
+  cr_assert_eq(view_trace_procs(t), 1024);
+  cr_assert_eq(view_trace_events(t), 1024 * 50);
+  cr_assert_eq(view_groups(t), 8, "one group per pipeline stage");
+  cr_assert_str_eq(view_group_name(t, 3), "stage 3");
+  cr_assert_eq(view_group_members(t, 3), 128);
+  cr_assert_eq(view_rows(t), 24, "compute, network and HBM per group, not 3072 lanes");
+  cr_assert_str_eq(view_row_label(t, 0), "stage 0 / compute (128)");
+  cr_assert_str_eq(view_row_label(t, 2), "stage 0 / HBM max (128)");
+  cr_assert_eq(view_row_group(t, 5), 1);
+  /* the command draws the same 24 */
+  char png[256];
+  snprintf(png, sizeof png, "%s", out_path("view_1024.png"));
+  run r = view(trace, "--screenshot", png, "--width", "1000", "--height", "600");
+  cr_assert_eq(r.rc, 0, "%s", r.err);
+  cr_assert(strstr(r.out, "24 lanes: 8 groups of 1024 processes"), "%s", r.out);
+  image im = png_read(png);
+  view_rect lanes[24];
+  lanes_of(&im, 24, lanes);
+  for (int g = 0; g < 8; g++) {
+    const view_rect *l = &lanes[3 * g];
+    int fw = count(&im, l->x, l->y, l->w, l->h, "forward");
+    int bw = count(&im, l->x, l->y, l->w, l->h, "backward");
+    cr_assert(fw > 200 && bw > 200, "group %d: %d forward, %d backward pixels", g, fw, bw);
+    cr_assert(count(&im, lanes[3 * g + 1].x, lanes[3 * g + 1].y, lanes[3 * g + 1].w,
+                    lanes[3 * g + 1].h, "collective") > 100);
+    cr_assert(count(&im, lanes[3 * g + 2].x, lanes[3 * g + 2].y, lanes[3 * g + 2].w,
+                    lanes[3 * g + 2].h, "memory") > 100);
+    if (g > 0) /* every member of stage g starts g boxes late */
+      cr_assert(leading_idle(&im, l) > leading_idle(&im, &lanes[3 * (g - 1)]), "group %d", g);
+  }
+  /* in the gap after the forwards only some members are busy: a partial bar */
+  const view_rect *l = &lanes[0];
+  /* group 0 at 2450 us: its forwards end at 2000 and member k resumes
+  ** after (k % 8 + 1) x 100 us, so half of them are busy; the step ends at
+  ** 5600 us (stage 7's last all-reduce) */
+  double x_gap = l->x + 2450.0 * l->w / 5600;
+  int top_busy = 0, bottom_busy = 0;
+  unsigned char fw[3], bk[3];
+  view_color("forward", fw);
+  view_color("backward", bk);
+  for (int dx = -3; dx <= 3; dx++) {
+    int x = (int)x_gap + dx;
+    top_busy += is(&im, x, l->y + 3, fw) || is(&im, x, l->y + 3, bk);
+    bottom_busy += is(&im, x, l->y + l->h - 3, fw) || is(&im, x, l->y + l->h - 3, bk);
+  }
+  cr_assert(bottom_busy > 0 && top_busy < bottom_busy,
+            "a partly busy group: %d busy columns at the bottom, %d at the top", bottom_busy,
+            top_busy);
+  free(im.rgb);
+  run_free(&r);
+  view_trace_free(t);
+}
+
+Test(view, an_expanded_group_shows_its_members) {
+  const char *trace = "tests/out/view_96.json";
+  make_chips_trace(trace, 96, 12, 16, true); /* 12 stages of 8 chips */
+  view_trace *t = open_trace(trace);
+  cr_assert_eq(view_groups(t), 12);
+  cr_assert_eq(view_rows(t), 36);
+  cr_assert_eq(view_group_expand(t, 12, true), -1, "no group 12");
+  cr_assert_eq(view_group_expand(t, 3, true), 0);
+  cr_assert(view_group_expanded(t, 3));
+  cr_assert_eq(view_rows(t), 36 + 8 * 3, "8 members x (compute, network, HBM)");
+  /* group 3's own lanes, then its members', then group 4 */
+  cr_assert_str_eq(view_row_label(t, 9), "stage 3 / compute (8)");
+  cr_assert_str_eq(view_row_label(t, 12), "chip 24 / compute");
+  cr_assert_str_eq(view_row_label(t, 13), "chip 24 / tid 2");
+  cr_assert_str_eq(view_row_label(t, 14), "chip 24 / HBM");
+  cr_assert_str_eq(view_row_label(t, 33), "chip 31 / compute");
+  cr_assert_eq(view_row_group(t, 12), -1);
+  cr_assert_eq(view_row_group(t, 36), 4);
+  int n = view_rows(t);
+  view_canvas *c = view_canvas_new(1000, 900, stderr);
+  cr_assert_not_null(c);
+  double t0, t1;
+  view_trace_span(t, &t0, &t1);
+  cr_assert_eq(view_canvas_draw(c, t, t0, t1), 0);
+  const char *png = out_path("view_96_expanded.png");
+  cr_assert_eq(view_canvas_png(c, png, stderr), 0);
+  image im = png_read(png);
+  view_rect *lanes = calloc((size_t)n, sizeof *lanes);
+  lanes_of(&im, n, lanes);
+  /* each member's own boxes, with its own gap: chip 24+k waits k+1 boxes */
+  int prev_end = 0;
+  for (int k = 0; k < 8; k++) {
+    const view_rect *l = &lanes[12 + 3 * k];
+    int fw = count(&im, l->x, l->y, l->w, l->h, "forward");
+    cr_assert(fw > 100, "chip %d: %d forward pixels", 24 + k, fw);
+    /* where its last backward ends */
+    int y = l->y + l->h / 2, end = 0;
+    for (int x = l->x; x < l->x + l->w; x++)
+      if (count(&im, x, y, 1, 1, "backward")) end = x;
+    cr_assert(end > prev_end, "chip %d ends after chip %d", 24 + k, 23 + k);
+    prev_end = end;
+  }
+  /* a click on group 3's lane collapses it; on a member's lane does nothing */
+  cr_assert_eq(view_click(t, 1000, 900, lanes[12].x + 10, lanes[12].y + 1), -1);
+  cr_assert_eq(view_click(t, 1000, 900, lanes[9].x + 10, lanes[9].y + 1), 3);
+  cr_assert_eq(view_rows(t), 36);
+  cr_assert(!view_group_expanded(t, 3));
+  view_rect small[36];
+  cr_assert_eq(view_layout(36, 1000, 900, small), 0);
+  cr_assert_eq(view_click(t, 1000, 900, 5, small[35].y + 1), 11, "a click on a label too");
+  cr_assert_eq(view_rows(t), 36 + 24);
+  /* and the command's --expand */
+  char p2[256];
+  snprintf(p2, sizeof p2, "%s", out_path("view_96_cli.png"));
+  run r = view(trace, "--screenshot", p2, "--expand", "stage 2", "--height", "900");
+  cr_assert_eq(r.rc, 0, "%s", r.err);
+  cr_assert(strstr(r.out, "60 lanes"), "%s", r.out);
+  run_free(&r);
+  r = view(trace, "--screenshot", p2, "--expand", "stage 99", NULL, NULL);
+  cr_assert_eq(r.rc, 1);
+  cr_assert(strstr(r.err, "no such group"), "%s", r.err);
+  run_free(&r);
+  free(lanes);
+  free(im.rgb);
+  view_canvas_free(c);
+  view_trace_free(t);
+}
+
+Test(view, unnamed_processes_group_in_blocks) {
+  const char *trace = "tests/out/view_40.json";
+  make_chips_trace(trace, 40, 1, 8, false);
+  view_trace *t = open_trace(trace);
+  cr_assert_eq(view_groups(t), 5, "blocks of 8");
+  cr_assert_str_eq(view_group_name(t, 1), "pid 8 .. pid 15");
+  cr_assert_eq(view_group_members(t, 4), 8);
+  view_trace_free(t);
+  /* 16 processes or fewer: lane by lane */
+  make_chips_trace(trace, 16, 2, 8, true);
+  t = open_trace(trace);
+  cr_assert_eq(view_groups(t), 0);
+  cr_assert_eq(view_rows(t), 48);
+  view_trace_free(t);
 }
 
 Test(view, renders_without_a_font) {
@@ -357,6 +646,33 @@ Test(view, renders_without_a_font) {
   cr_assert(count(&im, lane.x, lane.y, lane.w, lane.h, "forward") > 0);
   cr_assert(count(&im, lane.x, lane.y, lane.w, lane.h, "input") > 0);
   cr_assert(count(&im, 0, 0, im.w, lane.y, "input") > 0, "input stall in the legend");
+  free(im.rgb);
+  run_free(&r);
+}
+
+Test(view, per_op_categories_and_args) {
+  /* the ops track: matmul and elementwise boxes, args of any shape */
+  const char *trace = th_write_temp(
+      "view_ops.json",
+      "{\"traceEvents\":[{\"ph\":\"X\",\"ts\":0,\"dur\":5,\"pid\":0,\"tid\":3,\"cat\":\"matmul\","
+      "\"name\":\"l0/dot\",\"args\":{\"shape\":\"bf16[8,4096]\",\"flops\":2e12,\"bytes\":1048576,"
+      "\"dims\":[8,4096],\"fused\":true}},"
+      "{\"ph\":\"X\",\"ts\":5,\"dur\":3,\"pid\":0,\"tid\":3,\"cat\":\"elementwise\","
+      "\"name\":\"l0/add\",\"args\":{}},"
+      "{\"ph\":\"X\",\"ts\":8,\"dur\":3,\"pid\":0,\"tid\":3,\"cat\":\"something-new\"}]}");
+  char t[256], png[256];
+  snprintf(t, sizeof t, "%s", trace);
+  snprintf(png, sizeof png, "%s", out_path("view_ops.png"));
+  run r = view(t, "--screenshot", png, "--width", "400", "--height", "200");
+  cr_assert_eq(r.rc, 0, "%s", r.err);
+  image im = png_read(png);
+  view_rect lane;
+  lanes_of(&im, 1, &lane);
+  int mm = count(&im, lane.x, lane.y, lane.w, lane.h, "matmul");
+  int el = count(&im, lane.x, lane.y, lane.w, lane.h, "elementwise");
+  int ot = count(&im, lane.x, lane.y, lane.w, lane.h, "other");
+  cr_assert(mm > el && el > 0 && ot > 0, "matmul %d, elementwise %d, other %d", mm, el, ot);
+  cr_assert(count(&im, 0, 0, im.w, lane.y, "matmul") > 0, "matmul in the legend");
   free(im.rgb);
   run_free(&r);
 }

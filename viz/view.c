@@ -1,9 +1,16 @@
 /*
 ** view.c -- see view.h.
 **
-** Three parts: loading a trace into lanes (through jin, so every problem
-** names file:line:col), drawing a view of it with an SDL renderer (the same
-** code for the window and for the offscreen surface), and the PNG encoder.
+** Four parts: loading a trace into lanes (through jin, so every problem
+** names file:line:col; the JSON tree is dropped once the events are copied
+** out, so a million-event trace costs tens of MB, not a GB), lane groups
+** with their busy profiles, drawing a view with an SDL renderer (the same
+** code for the window and for the offscreen canvas), and the PNG encoder.
+**
+** Drawing cost follows the pixels, not the events: each lane's events are
+** sorted, the first visible one is found by binary search, boxes narrower
+** than a pixel merge into the pixel already drawn, and a group lane reads
+** its members' busy time per pixel column off a running integral.
 */
 #include "view.h"
 
@@ -33,13 +40,24 @@ void view_sdl_version(char *buf, size_t n) {
 /* ------------------------------------------------------------------ */
 /* colours                                                              */
 
-enum { CAT_FORWARD, CAT_BACKWARD, CAT_COLLECTIVE, CAT_INPUT, CAT_OPTIMIZER, CAT_OTHER, CAT_N };
+enum {
+  CAT_FORWARD,
+  CAT_BACKWARD,
+  CAT_COLLECTIVE,
+  CAT_MATMUL,
+  CAT_ELEMENTWISE,
+  CAT_INPUT,
+  CAT_OPTIMIZER,
+  CAT_OTHER,
+  CAT_N
+};
 
 static const struct {
   const char *name;
   unsigned char rgb[3];
 } COLORS[] = {
     {"forward", {66, 133, 244}},   {"backward", {255, 152, 0}}, {"collective", {156, 39, 176}},
+    {"matmul", {40, 53, 147}},     {"elementwise", {240, 98, 146}},
     {"input", {229, 57, 53}},      {"optimizer", {67, 160, 71}}, {"other", {120, 144, 156}},
     {"memory", {0, 150, 136}},     {"capacity", {211, 47, 47}}, {"idle", {246, 247, 249}},
 };
@@ -59,7 +77,50 @@ static int cat_of(const char *s) {
   if (!s) return CAT_OTHER;
   for (int i = 0; i < CAT_OTHER; i++)
     if (strcmp(s, COLORS[i].name) == 0) return i;
+  /* per-op traces name finer categories; fold the usual ones in */
+  if (strstr(s, "collective") || strstr(s, "all-reduce") || strstr(s, "all-gather") ||
+      strstr(s, "reduce-scatter") || strstr(s, "comm"))
+    return CAT_COLLECTIVE;
+  if (strstr(s, "matmul") || strstr(s, "dot") || strstr(s, "conv")) return CAT_MATMUL;
+  if (strstr(s, "backward")) return CAT_BACKWARD;
+  if (strstr(s, "forward")) return CAT_FORWARD;
+  if (strstr(s, "optim")) return CAT_OPTIMIZER;
+  if (strstr(s, "input") || strstr(s, "stall")) return CAT_INPUT;
   return CAT_OTHER;
+}
+
+/* ------------------------------------------------------------------ */
+/* strings that outlive the JSON tree                                   */
+
+typedef struct ablock {
+  struct ablock *next;
+  size_t used, cap;
+  char data[];
+} ablock;
+
+static char *arena_dup(ablock **a, const char *s, size_t n) {
+  if (!*a || (*a)->cap - (*a)->used < n + 1) {
+    size_t cap = n + 1 > ((size_t)1 << 20) ? n + 1 : (size_t)1 << 20;
+    ablock *b = malloc(sizeof *b + cap);
+    if (!b) return NULL;
+    b->next = *a;
+    b->used = 0;
+    b->cap = cap;
+    *a = b;
+  }
+  char *p = (*a)->data + (*a)->used;
+  memcpy(p, s, n);
+  p[n] = '\0';
+  (*a)->used += n + 1;
+  return p;
+}
+
+static void arena_free(ablock *a) {
+  while (a) {
+    ablock *n = a->next;
+    free(a);
+    a = n;
+  }
 }
 
 /* ------------------------------------------------------------------ */
@@ -67,7 +128,8 @@ static int cat_of(const char *s) {
 
 typedef struct {
   double ts, dur; /* microseconds */
-  const char *name; /* borrowed from the cJSON tree */
+  const char *name; /* in the arena */
+  const char *info; /* the event's args as "key value" lines, or NULL */
   int lane, cat;
 } vev;
 
@@ -82,36 +144,94 @@ typedef struct {
   char label[96];
   int first, count; /* into ev or pt */
   double maxdur;
+  int proc;
 } vlane;
 
 typedef struct {
-  double pid, tid;
+  double pid, tid; /* tid -1e300: process_name, -2e300: process_labels */
   const char *name;
 } vname;
 
 typedef struct {
-  jin j; /* keeps the tree the names point into */
+  double pid;
+  char name[64]; /* "chip 17": the process name without its (detail) */
+  char key[64];  /* its group, read off the name; "" when none */
+  int lane0, nlanes; /* its lanes, contiguous */
+} vproc;
+
+/* A running integral of how many members are busy: between t and the next
+** breakpoint, n members are busy and integ grows by n per microsecond. */
+typedef struct {
+  double t, integ;
+  int n;
+} vbp;
+
+typedef struct {
+  int group;
+  double tid;
+  bool mem;
+  char label[96];
+  int members; /* member lanes the fractions are of */
+  vbp *bp[CAT_N];
+  int nbp[CAT_N];
+  vpt *pt; /* mem: the members' maximum, a step function */
+  int npt;
+  unsigned cats;
+} vglane;
+
+typedef struct {
+  char name[64];
+  int *procs, nprocs;
+  int glane0, nglanes;
+  bool expanded;
+} vgroup;
+
+enum { ROW_LANE, ROW_GLANE };
+
+typedef struct {
+  int kind, idx;
+} vrow;
+
+struct view_trace {
   vev *ev;
   int nev;
   vpt *pt;
   int npt;
   vlane *lanes;
   int nlanes;
+  vproc *procs;
+  int nprocs;
+  vgroup *groups;
+  int ngroups;
+  vglane *glanes;
+  int nglanes;
+  vrow *rows;
+  int nrows;
   double t0, t1; /* extent of everything, us */
   double capacity; /* bytes, from otherData; 0 when unknown */
   double mem_max;
   double step_s;
   const char *model, *hw;
-  int stages;
   unsigned cats; /* bit per category present */
-} vtrace;
+  ablock *arena;
+};
 
-static void trace_free(vtrace *t) {
+void view_trace_free(view_trace *t) {
+  if (!t) return;
+  for (int g = 0; g < t->ngroups; g++) free(t->groups[g].procs);
+  for (int i = 0; i < t->nglanes; i++) {
+    for (int c = 0; c < CAT_N; c++) free(t->glanes[i].bp[c]);
+    free(t->glanes[i].pt);
+  }
+  free(t->groups);
+  free(t->glanes);
+  free(t->rows);
+  free(t->procs);
   free(t->ev);
   free(t->pt);
   free(t->lanes);
-  jin_close(&t->j);
-  memset(t, 0, sizeof *t);
+  arena_free(t->arena);
+  free(t);
 }
 
 static int cmp_ev(const void *a, const void *b) {
@@ -136,16 +256,68 @@ static int cmp_lane(const void *a, const void *b) {
   return 0;
 }
 
+static int cmp_name(const void *a, const void *b) {
+  const vname *x = a, *y = b;
+  if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
+  if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
+  return 0;
+}
+
+/* names sorted by (pid, tid); the last one given wins, as in Perfetto */
 static const char *find_name(const vname *names, int n, double pid, double tid) {
-  for (int i = 0; i < n; i++)
-    if (names[i].pid == pid && names[i].tid == tid) return names[i].name;
-  return NULL;
+  vname key = {pid, tid, NULL};
+  int lo = 0, hi = n;
+  while (lo < hi) {
+    int mid = lo + (hi - lo) / 2;
+    if (cmp_name(&names[mid], &key) <= 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo > 0 && names[lo - 1].pid == pid && names[lo - 1].tid == tid ? names[lo - 1].name
+                                                                        : NULL;
+}
+
+/* (pid, tid, mem) -> lane, open addressing: a trace of thousands of chips
+** has thousands of lanes, and every event looks its lane up. */
+typedef struct {
+  int *slot; /* lane index or -1 */
+  int cap;   /* power of two */
+} lanemap;
+
+static uint64_t lane_hash(double pid, double tid, bool mem) {
+  uint64_t a, b;
+  memcpy(&a, &pid, 8);
+  memcpy(&b, &tid, 8);
+  uint64_t h = a * 0x9E3779B97F4A7C15ULL ^ (b + 0x632BE59BD9B4E019ULL) * 0xC2B2AE3D27D4EB4FULL;
+  h ^= mem ? 0xD6E8FEB86659FD93ULL : 0;
+  return h ^ (h >> 29);
+}
+
+static bool lanemap_grow(lanemap *m, const vlane *lanes, int n) {
+  int cap = m->cap ? m->cap * 2 : 64;
+  int *s = malloc((size_t)cap * sizeof *s);
+  if (!s) return false;
+  for (int i = 0; i < cap; i++) s[i] = -1;
+  for (int i = 0; i < n; i++) {
+    uint64_t h = lane_hash(lanes[i].pid, lanes[i].tid, lanes[i].mem);
+    int k = (int)(h & (uint64_t)(cap - 1));
+    while (s[k] >= 0) k = (k + 1) & (cap - 1);
+    s[k] = i;
+  }
+  free(m->slot);
+  m->slot = s;
+  m->cap = cap;
+  return true;
 }
 
 /* Lane index of (pid, tid, mem), adding it when new; -1 when out of memory. */
-static int lane_of(vtrace *t, int *cap, double pid, double tid, bool mem) {
-  for (int i = t->nlanes - 1; i >= 0; i--)
-    if (t->lanes[i].pid == pid && t->lanes[i].tid == tid && t->lanes[i].mem == mem) return i;
+static int lane_of(view_trace *t, lanemap *m, int *cap, double pid, double tid, bool mem) {
+  if (m->cap > 0) {
+    int k = (int)(lane_hash(pid, tid, mem) & (uint64_t)(m->cap - 1));
+    for (; m->slot[k] >= 0; k = (k + 1) & (m->cap - 1)) {
+      const vlane *l = &t->lanes[m->slot[k]];
+      if (l->pid == pid && l->tid == tid && l->mem == mem) return m->slot[k];
+    }
+  }
   if (t->nlanes == *cap) {
     int nc = *cap ? *cap * 2 : 16;
     vlane *nl = realloc(t->lanes, (size_t)nc * sizeof *nl);
@@ -154,7 +326,12 @@ static int lane_of(vtrace *t, int *cap, double pid, double tid, bool mem) {
     *cap = nc;
   }
   t->lanes[t->nlanes] = (vlane){.pid = pid, .tid = tid, .mem = mem};
-  return t->nlanes++;
+  int id = t->nlanes++;
+  if (2 * t->nlanes > m->cap) return lanemap_grow(m, t->lanes, t->nlanes) ? id : -1;
+  int k = (int)(lane_hash(pid, tid, mem) & (uint64_t)(m->cap - 1));
+  while (m->slot[k] >= 0) k = (k + 1) & (m->cap - 1);
+  m->slot[k] = id;
+  return id;
 }
 
 static bool grow(void **p, int *cap, int n, size_t size) {
@@ -179,17 +356,62 @@ static void short_name(char *buf, size_t n, const char *name, const char *fallba
   snprintf(buf, n, "%.*s", (int)len, name);
 }
 
+/* "stage 3" out of a process name's detail: "chip 17 (stage 3, node 2)". */
+static bool key_of(char *buf, size_t n, const char *name) {
+  const char *par = name ? strstr(name, " (") : NULL;
+  if (!par) return false;
+  static const char *const WORDS[] = {"stage ", "node ", "slice ", "host "};
+  for (size_t k = 0; k < sizeof WORDS / sizeof *WORDS; k++) {
+    const char *w = strstr(par, WORDS[k]);
+    if (!w) continue;
+    size_t len = strlen(WORDS[k]), d = 0;
+    while (w[len + d] >= '0' && w[len + d] <= '9') d++;
+    if (d == 0) continue;
+    snprintf(buf, n, "%.*s", (int)(len + d), w);
+    return true;
+  }
+  return false;
+}
+
+/* An event's args as tooltip lines: "shape [8, 2048, 12288]", "flops
+** 1.2 TFLOP", "bytes 3.0 GiB"; whatever the writer put there, shown. */
+static const char *info_of(view_trace *t, const cJSON *args) {
+  if (!cJSON_IsObject(args) || !args->child) return "";
+  char buf[512];
+  size_t len = 0;
+  int lines = 0;
+  for (const cJSON *a = args->child; a && lines < 6; a = a->next, lines++) {
+    char val[160] = "";
+    const char *k = a->string ? a->string : "?";
+    if (cJSON_IsNumber(a)) {
+      double v = a->valuedouble;
+      if (strstr(k, "flop")) units_si(val, sizeof val, v, "FLOP");
+      else if (strstr(k, "bytes")) units_bytes(val, sizeof val, v);
+      else snprintf(val, sizeof val, "%.6g", v);
+    } else if (cJSON_IsString(a)) {
+      snprintf(val, sizeof val, "%s", a->valuestring);
+    } else if (cJSON_IsBool(a)) {
+      snprintf(val, sizeof val, "%s", cJSON_IsTrue(a) ? "true" : "false");
+    } else {
+      char *s = cJSON_PrintUnformatted(a);
+      snprintf(val, sizeof val, "%s", s ? s : "?");
+      free(s);
+    }
+    int w = snprintf(buf + len, sizeof buf - len, "%s%s %s", lines ? "\n" : "", k, val);
+    if (w < 0 || (size_t)w >= sizeof buf - len) break;
+    len += (size_t)w;
+  }
+  char *p = arena_dup(&t->arena, buf, len);
+  return p ? p : "";
+}
+
 #define TRACE_MAX_BYTES ((size_t)2 << 30)
 
-static int trace_load(vtrace *t, const char *path, diag *dg) {
-  memset(t, 0, sizeof *t);
-  size_t len = 0;
-  char *text = jin_read_file(path, TRACE_MAX_BYTES, &len, dg);
-  if (!text) return -1;
-  int rc = jin_open(&t->j, path, text, len, dg);
-  free(text);
-  if (rc != 0) return -1;
-  jin *j = &t->j;
+static int trace_finish(view_trace *t, vname *names, int nnames);
+
+/* Reads the events out of the JSON tree into t; -1 after reporting. */
+static int trace_read(view_trace *t, jin *j, const char *path, diag *dg, vname **names_out,
+                      int *nnames_out) {
   const cJSON *root = j->root, *events = NULL;
   if (cJSON_IsArray(root)) {
     events = root; /* the JSON Array Format of Chrome traces */
@@ -206,6 +428,7 @@ static int trace_load(vtrace *t, const char *path, diag *dg) {
   }
   vname *names = NULL;
   int nnames = 0, capnames = 0, capev = 0, cappt = 0, caplanes = 0;
+  lanemap lm = {0};
   int index = 0;
   bool oom = false;
   for (const cJSON *e = events->child; e && !oom; e = e->next, index++) {
@@ -222,19 +445,21 @@ static int trace_load(vtrace *t, const char *path, diag *dg) {
       if (strcmp(ph, "X") == 0) {
         ok = jin_get_num(j, e, "ts", -1e18, 1e18, true, &ts) == 1 && ok;
         ok = jin_get_num(j, e, "dur", 0, 1e18, true, &dur) == 1 && ok;
-        const char *name = NULL, *cat = NULL;
         const cJSON *nv = cJSON_GetObjectItemCaseSensitive(e, "name");
         const cJSON *cv = cJSON_GetObjectItemCaseSensitive(e, "cat");
-        if (cJSON_IsString(nv)) name = nv->valuestring;
-        if (cJSON_IsString(cv)) cat = cv->valuestring;
+        const char *name = cJSON_IsString(nv) ? nv->valuestring : "";
+        const char *cat = cJSON_IsString(cv) ? cv->valuestring : NULL;
         if (ok) {
-          int lane = lane_of(t, &caplanes, pid, tid, false);
-          if (lane < 0 || !grow((void **)&t->ev, &capev, t->nev, sizeof *t->ev)) {
+          int lane = lane_of(t, &lm, &caplanes, pid, tid, false);
+          const char *nm = arena_dup(&t->arena, name, strlen(name));
+          const cJSON *args = cJSON_GetObjectItemCaseSensitive(e, "args");
+          const char *info = cJSON_IsObject(args) ? info_of(t, args) : NULL;
+          if (lane < 0 || !nm || !grow((void **)&t->ev, &capev, t->nev, sizeof *t->ev)) {
             oom = true;
           } else {
             int c = cat_of(cat);
             t->cats |= 1u << c;
-            t->ev[t->nev++] = (vev){ts, dur, name ? name : "", lane, c};
+            t->ev[t->nev++] = (vev){ts, dur, nm, info && *info ? info : NULL, lane, c};
           }
         }
       } else if (strcmp(ph, "C") == 0) {
@@ -248,7 +473,7 @@ static int trace_load(vtrace *t, const char *path, diag *dg) {
           ok = jin_get_num(j, args, "bytes", 0, 1e30, true, &v) == 1 && ok;
           jin_pop(j);
           if (ok) {
-            int lane = lane_of(t, &caplanes, pid, 0, true);
+            int lane = lane_of(t, &lm, &caplanes, pid, 0, true);
             if (lane < 0 || !grow((void **)&t->pt, &cappt, t->npt, sizeof *t->pt)) oom = true;
             else t->pt[t->npt++] = (vpt){ts, v, lane};
           }
@@ -256,35 +481,39 @@ static int trace_load(vtrace *t, const char *path, diag *dg) {
       } else if (strcmp(ph, "M") == 0) {
         const cJSON *nv = cJSON_GetObjectItemCaseSensitive(e, "name");
         const cJSON *args = cJSON_GetObjectItemCaseSensitive(e, "args");
-        const cJSON *an = cJSON_IsObject(args) ? cJSON_GetObjectItemCaseSensitive(args, "name")
-                                              : NULL;
         bool proc = cJSON_IsString(nv) && strcmp(nv->valuestring, "process_name") == 0;
         bool thr = cJSON_IsString(nv) && strcmp(nv->valuestring, "thread_name") == 0;
-        if ((proc || thr) && cJSON_IsString(an) && ok) {
-          if (!grow((void **)&names, &capnames, nnames, sizeof *names)) oom = true;
-          else names[nnames++] = (vname){pid, proc ? -1e300 : tid, an->valuestring};
+        bool lab = cJSON_IsString(nv) && strcmp(nv->valuestring, "process_labels") == 0;
+        const cJSON *an = cJSON_IsObject(args) ? cJSON_GetObjectItemCaseSensitive(
+                                                     args, lab ? "labels" : "name")
+                                               : NULL;
+        if ((proc || thr || lab) && cJSON_IsString(an) && ok) {
+          const char *s = arena_dup(&t->arena, an->valuestring, strlen(an->valuestring));
+          if (!s || !grow((void **)&names, &capnames, nnames, sizeof *names)) oom = true;
+          else names[nnames++] = (vname){pid, proc ? -1e300 : lab ? -2e300 : tid, s};
         }
       } /* other phases (B/E, instant, flow) are not drawn */
     }
     jin_pop(j);
   }
+  free(lm.slot);
   if (cJSON_IsObject(root)) jin_pop(j);
+  *names_out = names;
+  *nnames_out = nnames;
   if (oom) diag_error(dg, path, 0, 0, NULL, "out of memory reading the trace");
   if (j->errors == 0 && !oom && t->nev == 0 && t->npt == 0)
     diag_error(dg, path, 0, 0, "traceEvents",
                "no events to show: expected complete (\"X\") events with ts and dur, or "
                "\"HBM in use\" counters (\"C\")");
-  if (j->errors > 0 || oom || (t->nev == 0 && t->npt == 0)) {
-    free(names);
-    return -1;
-  }
-  /* otherData: summary and capacity */
+  if (j->errors > 0 || oom || (t->nev == 0 && t->npt == 0)) return -1;
   const cJSON *other = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, "otherData")
                                             : NULL;
   if (cJSON_IsObject(other)) {
     const cJSON *v;
-    if (cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(other, "model"))) t->model = v->valuestring;
-    if (cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(other, "hw"))) t->hw = v->valuestring;
+    if (cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(other, "model")))
+      t->model = arena_dup(&t->arena, v->valuestring, strlen(v->valuestring));
+    if (cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(other, "hw")))
+      t->hw = arena_dup(&t->arena, v->valuestring, strlen(v->valuestring));
     if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(other, "step_time_s")) &&
         isfinite(v->valuedouble) && v->valuedouble > 0)
       t->step_s = v->valuedouble;
@@ -297,14 +526,303 @@ static int trace_load(vtrace *t, const char *path, diag *dg) {
         break;
       }
   }
-  /* lanes in order (pid, then threads, then memory), labels, ranges */
+  return 0;
+}
+
+view_trace *view_trace_open(const char *path, FILE *err) {
+  diag *dg = diag_new();
+  view_trace *t = calloc(1, sizeof *t);
+  if (!dg || !t) {
+    fprintf(err, "tpusim view: out of memory\n");
+    diag_free(dg);
+    free(t);
+    return NULL;
+  }
+  size_t len = 0;
+  char *text = jin_read_file(path, TRACE_MAX_BYTES, &len, dg);
+  jin j;
+  memset(&j, 0, sizeof j);
+  int rc = -1;
+  vname *names = NULL;
+  int nnames = 0;
+  if (text) {
+    rc = jin_open(&j, path, text, len, dg);
+    free(text);
+    if (rc == 0) {
+      rc = trace_read(t, &j, path, dg, &names, &nnames);
+      jin_close(&j); /* the tree is big; everything needed was copied out */
+    }
+  }
+  if (rc == 0 && trace_finish(t, names, nnames) != 0) {
+    diag_error(dg, path, 0, 0, NULL, "out of memory reading the trace");
+    rc = -1;
+  }
+  free(names);
+  if (rc != 0) {
+    diag_print(dg, err);
+    view_trace_free(t);
+    t = NULL;
+  }
+  diag_free(dg);
+  return t;
+}
+
+/* ---- groups ---- */
+
+static int build_rows(view_trace *t) {
+  int n = 0;
+  if (t->ngroups == 0) {
+    n = t->nlanes;
+  } else {
+    for (int g = 0; g < t->ngroups; g++) {
+      n += t->groups[g].nglanes;
+      if (t->groups[g].expanded)
+        for (int k = 0; k < t->groups[g].nprocs; k++) n += t->procs[t->groups[g].procs[k]].nlanes;
+    }
+  }
+  vrow *r = malloc((size_t)(n > 0 ? n : 1) * sizeof *r);
+  if (!r) return -1;
+  int k = 0;
+  if (t->ngroups == 0) {
+    for (int i = 0; i < t->nlanes; i++) r[k++] = (vrow){ROW_LANE, i};
+  } else {
+    for (int g = 0; g < t->ngroups; g++) {
+      const vgroup *gr = &t->groups[g];
+      for (int i = 0; i < gr->nglanes; i++) r[k++] = (vrow){ROW_GLANE, gr->glane0 + i};
+      if (gr->expanded)
+        for (int m = 0; m < gr->nprocs; m++) {
+          const vproc *p = &t->procs[gr->procs[m]];
+          for (int i = 0; i < p->nlanes; i++) r[k++] = (vrow){ROW_LANE, p->lane0 + i};
+        }
+    }
+  }
+  free(t->rows);
+  t->rows = r;
+  t->nrows = n;
+  return 0;
+}
+
+static int cmp_bp(const void *a, const void *b) {
+  const vbp *x = a, *y = b;
+  return x->t < y->t ? -1 : x->t > y->t;
+}
+
+static int cmp_pt_ts(const void *a, const void *b) {
+  const vpt *x = a, *y = b;
+  return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+/* The busy profile of the member lanes with thread tid, per category. */
+static int build_busy(view_trace *t, vglane *gl, const vgroup *g) {
+  int cnt[CAT_N] = {0};
+  for (int m = 0; m < g->nprocs; m++) {
+    const vproc *p = &t->procs[g->procs[m]];
+    for (int i = p->lane0; i < p->lane0 + p->nlanes; i++) {
+      const vlane *l = &t->lanes[i];
+      if (l->mem || l->tid != gl->tid) continue;
+      gl->members++;
+      for (int e = l->first; e < l->first + l->count; e++) cnt[t->ev[e].cat]++;
+    }
+  }
+  for (int c = 0; c < CAT_N; c++) {
+    if (!cnt[c]) continue;
+    gl->bp[c] = malloc((size_t)cnt[c] * 2 * sizeof(vbp));
+    if (!gl->bp[c]) return -1;
+    gl->cats |= 1u << c;
+  }
+  for (int m = 0; m < g->nprocs; m++) {
+    const vproc *p = &t->procs[g->procs[m]];
+    for (int i = p->lane0; i < p->lane0 + p->nlanes; i++) {
+      const vlane *l = &t->lanes[i];
+      if (l->mem || l->tid != gl->tid) continue;
+      for (int e = l->first; e < l->first + l->count; e++) {
+        const vev *ev = &t->ev[e];
+        vbp *b = gl->bp[ev->cat];
+        b[gl->nbp[ev->cat]++] = (vbp){ev->ts, 0, +1};
+        b[gl->nbp[ev->cat]++] = (vbp){ev->ts + ev->dur, 0, -1};
+      }
+    }
+  }
+  for (int c = 0; c < CAT_N; c++) {
+    vbp *b = gl->bp[c];
+    int n = gl->nbp[c], k = 0;
+    if (!n) continue;
+    qsort(b, (size_t)n, sizeof *b, cmp_bp);
+    /* in place: entry k is written after entry i >= k was read */
+    double integ = 0, tp = b[0].t;
+    int busy = 0;
+    for (int i = 0; i < n; i++) {
+      double tt = b[i].t;
+      int d = b[i].n;
+      integ += busy * (tt - tp);
+      tp = tt;
+      busy += d;
+      if (k > 0 && b[k - 1].t == tt) b[k - 1].integ = integ, b[k - 1].n = busy;
+      else b[k++] = (vbp){tt, integ, busy};
+    }
+    gl->nbp[c] = k;
+  }
+  return 0;
+}
+
+/* The members' largest HBM in use, as a step function. */
+static int build_mem_max(view_trace *t, vglane *gl, const vgroup *g) {
+  int n = 0;
+  for (int m = 0; m < g->nprocs; m++) {
+    const vproc *p = &t->procs[g->procs[m]];
+    for (int i = p->lane0; i < p->lane0 + p->nlanes; i++)
+      if (t->lanes[i].mem) n += t->lanes[i].count;
+  }
+  vpt *all = malloc((size_t)(n ? n : 1) * sizeof *all);
+  double *cur = calloc(g->nprocs > 0 ? (size_t)g->nprocs : 1, sizeof *cur);
+  gl->pt = malloc((size_t)(n ? n : 1) * sizeof *gl->pt);
+  if (!all || !cur || !gl->pt) {
+    free(all);
+    free(cur);
+    return -1;
+  }
+  int k = 0;
+  for (int m = 0; m < g->nprocs; m++) {
+    const vproc *p = &t->procs[g->procs[m]];
+    for (int i = p->lane0; i < p->lane0 + p->nlanes; i++) {
+      const vlane *l = &t->lanes[i];
+      if (!l->mem) continue;
+      gl->members++;
+      for (int q = l->first; q < l->first + l->count; q++)
+        all[k++] = (vpt){t->pt[q].ts, t->pt[q].bytes, m};
+    }
+  }
+  qsort(all, (size_t)n, sizeof *all, cmp_pt_ts);
+  double mx = 0;
+  int arg = -1;
+  for (int i = 0; i < n; i++) {
+    int m = all[i].lane;
+    double old = cur[m];
+    cur[m] = all[i].bytes;
+    if (cur[m] >= mx) {
+      mx = cur[m];
+      arg = m;
+    } else if (m == arg && cur[m] < old) { /* the largest fell: look again */
+      mx = 0;
+      for (int q = 0; q < g->nprocs; q++)
+        if (cur[q] >= mx) mx = cur[q], arg = q;
+    }
+    if (i + 1 < n && all[i + 1].ts == all[i].ts) continue;
+    gl->pt[gl->npt++] = (vpt){all[i].ts, mx, -1};
+  }
+  free(all);
+  free(cur);
+  return 0;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static int build_groups(view_trace *t, const vname *names, int nnames) {
+  /* keys: process_labels, else "stage N" / "node N" in the name's detail;
+  ** when some process has none, blocks of consecutive processes for all */
+  bool all_keyed = true;
+  for (int i = 0; i < t->nprocs; i++) {
+    vproc *p = &t->procs[i];
+    const char *lab = find_name(names, nnames, p->pid, -2e300);
+    if (lab) snprintf(p->key, sizeof p->key, "%s", lab);
+    else if (!key_of(p->key, sizeof p->key, find_name(names, nnames, p->pid, -1e300)))
+      all_keyed = false;
+  }
+  if (!all_keyed) {
+    int block = 8; /* a node of 8 GPUs, to begin with */
+    while ((t->nprocs + block - 1) / block > 32) block *= 2;
+    for (int i = 0; i < t->nprocs; i++) {
+      int a = i / block * block, b = a + block - 1 < t->nprocs - 1 ? a + block - 1 : t->nprocs - 1;
+      snprintf(t->procs[i].key, sizeof t->procs[i].key, "%.28s .. %.28s", t->procs[a].name,
+               t->procs[b].name);
+    }
+  }
+  size_t np = t->nprocs > 0 ? (size_t)t->nprocs : 1;
+  t->groups = calloc(np, sizeof *t->groups);
+  int *of = malloc(np * sizeof *of);
+  if (!t->groups || !of) {
+    free(of);
+    return -1;
+  }
+  for (int i = 0; i < t->nprocs; i++) {
+    int g = 0;
+    while (g < t->ngroups && strcmp(t->groups[g].name, t->procs[i].key) != 0) g++;
+    if (g == t->ngroups) snprintf(t->groups[t->ngroups++].name, sizeof t->groups->name, "%s",
+                                  t->procs[i].key);
+    of[i] = g;
+    t->groups[g].nprocs++;
+  }
+  for (int g = 0; g < t->ngroups; g++) {
+    t->groups[g].procs = malloc((size_t)t->groups[g].nprocs * sizeof(int));
+    if (!t->groups[g].procs) {
+      free(of);
+      return -1;
+    }
+    t->groups[g].nprocs = 0;
+  }
+  for (int i = 0; i < t->nprocs; i++) t->groups[of[i]].procs[t->groups[of[i]].nprocs++] = i;
+  free(of);
+  /* group lanes: one per thread id among the members, then HBM */
+  double *tids = malloc((size_t)t->nlanes * sizeof *tids);
+  t->glanes = calloc((size_t)t->nlanes + (size_t)t->ngroups, sizeof *t->glanes);
+  if (!tids || !t->glanes) {
+    free(tids);
+    return -1;
+  }
+  for (int g = 0; g < t->ngroups; g++) {
+    vgroup *gr = &t->groups[g];
+    int nt = 0;
+    bool mem = false;
+    for (int m = 0; m < gr->nprocs; m++) {
+      const vproc *p = &t->procs[gr->procs[m]];
+      for (int i = p->lane0; i < p->lane0 + p->nlanes; i++) {
+        if (t->lanes[i].mem) {
+          mem = true;
+          continue;
+        }
+        int k = 0;
+        while (k < nt && tids[k] != t->lanes[i].tid) k++;
+        if (k == nt) tids[nt++] = t->lanes[i].tid;
+      }
+    }
+    qsort(tids, (size_t)nt, sizeof *tids, cmp_double);
+    gr->glane0 = t->nglanes;
+    for (int k = 0; k < nt + (mem ? 1 : 0); k++) {
+      vglane *gl = &t->glanes[t->nglanes++];
+      gl->group = g;
+      gl->mem = k == nt;
+      gl->tid = gl->mem ? 0 : tids[k];
+      int rc = gl->mem ? build_mem_max(t, gl, gr) : build_busy(t, gl, gr);
+      if (rc != 0) {
+        free(tids);
+        return -1;
+      }
+      /* the thread's name from the first member that has it */
+      const char *tn = NULL;
+      for (int m = 0; m < gr->nprocs && !tn && !gl->mem; m++)
+        tn = find_name(names, nnames, t->procs[gr->procs[m]].pid, gl->tid);
+      char tb[32];
+      snprintf(tb, sizeof tb, "tid %g", gl->tid);
+      snprintf(gl->label, sizeof gl->label, "%.40s / %.32s%s (%d)", gr->name,
+               gl->mem ? "HBM" : tn ? tn : tb, gl->mem ? " max" : "", gl->members);
+    }
+    gr->nglanes = t->nglanes - gr->glane0;
+  }
+  free(tids);
+  return 0;
+}
+
+/* Sorts the lanes and events, labels them, groups many processes. */
+static int trace_finish(view_trace *t, vname *names, int nnames) {
+  qsort(names, (size_t)nnames, sizeof *names, cmp_name);
   int *remap = malloc((size_t)t->nlanes * sizeof *remap);
   vlane *sorted = malloc((size_t)t->nlanes * sizeof *sorted);
   if (!remap || !sorted) {
     free(remap);
     free(sorted);
-    free(names);
-    diag_error(dg, path, 0, 0, NULL, "out of memory reading the trace");
     return -1;
   }
   for (int i = 0; i < t->nlanes; i++) t->lanes[i].first = i; /* original index */
@@ -340,23 +858,70 @@ static int trace_load(vtrace *t, const char *path, diag *dg) {
   if (t->step_s > 0 && t->t0 >= 0 && t->step_s * 1e6 > t->t1) t->t1 = t->step_s * 1e6;
   if (t->t0 > 0 && t->step_s > 0) t->t0 = 0;
   if (!(t->t1 > t->t0)) t->t1 = t->t0 + 1;
-  double last_pid = NAN;
+  /* processes: the lanes of one pid are contiguous */
+  t->procs = calloc((size_t)t->nlanes, sizeof *t->procs);
+  if (!t->procs) return -1;
   for (int i = 0; i < t->nlanes; i++) {
     vlane *l = &t->lanes[i];
-    if (l->pid != last_pid) t->stages++;
-    last_pid = l->pid;
-    char proc[64];
-    short_name(proc, sizeof proc, find_name(names, nnames, l->pid, -1e300), "pid", l->pid);
+    if (i == 0 || l->pid != t->lanes[i - 1].pid) {
+      vproc *p = &t->procs[t->nprocs++];
+      p->pid = l->pid;
+      p->lane0 = i;
+      short_name(p->name, sizeof p->name, find_name(names, nnames, l->pid, -1e300), "pid",
+                 l->pid);
+    }
+    vproc *p = &t->procs[t->nprocs - 1];
+    p->nlanes++;
+    l->proc = t->nprocs - 1;
     if (l->mem) {
-      snprintf(l->label, sizeof l->label, "%s / HBM", proc);
+      snprintf(l->label, sizeof l->label, "%s / HBM", p->name);
     } else {
       const char *tn = find_name(names, nnames, l->pid, l->tid);
-      if (tn) snprintf(l->label, sizeof l->label, "%s / %s", proc, tn);
-      else snprintf(l->label, sizeof l->label, "%s / tid %g", proc, l->tid);
+      if (tn) snprintf(l->label, sizeof l->label, "%s / %s", p->name, tn);
+      else snprintf(l->label, sizeof l->label, "%s / tid %g", p->name, l->tid);
     }
   }
-  free(names);
+  if (t->nprocs > VIEW_GROUP_MIN_PROCS && build_groups(t, names, nnames) != 0) return -1;
+  return build_rows(t);
+}
+
+/* ---- the public accessors ---- */
+
+int view_trace_events(const view_trace *t) { return t->nev; }
+int view_trace_procs(const view_trace *t) { return t->nprocs; }
+void view_trace_span(const view_trace *t, double *t0_us, double *t1_us) {
+  *t0_us = t->t0;
+  *t1_us = t->t1;
+}
+int view_groups(const view_trace *t) { return t->ngroups; }
+const char *view_group_name(const view_trace *t, int g) {
+  return g >= 0 && g < t->ngroups ? t->groups[g].name : NULL;
+}
+int view_group_members(const view_trace *t, int g) {
+  return g >= 0 && g < t->ngroups ? t->groups[g].nprocs : 0;
+}
+bool view_group_expanded(const view_trace *t, int g) {
+  return g >= 0 && g < t->ngroups && t->groups[g].expanded;
+}
+int view_group_expand(view_trace *t, int g, bool expanded) {
+  if (g < 0 || g >= t->ngroups) return -1;
+  bool was = t->groups[g].expanded;
+  t->groups[g].expanded = expanded;
+  if (build_rows(t) != 0) {
+    t->groups[g].expanded = was;
+    return -1;
+  }
   return 0;
+}
+int view_rows(const view_trace *t) { return t->nrows; }
+const char *view_row_label(const view_trace *t, int row) {
+  if (row < 0 || row >= t->nrows) return NULL;
+  const vrow *r = &t->rows[row];
+  return r->kind == ROW_GLANE ? t->glanes[r->idx].label : t->lanes[r->idx].label;
+}
+int view_row_group(const view_trace *t, int row) {
+  if (row < 0 || row >= t->nrows || t->rows[row].kind != ROW_GLANE) return -1;
+  return t->glanes[t->rows[row].idx].group;
 }
 
 /* ------------------------------------------------------------------ */
@@ -381,12 +946,19 @@ int view_layout(int n, int width, int height, view_rect *lanes) {
   return 0;
 }
 
+/* How many rows from `first` are shown at min_h pixels or more each. */
+static int rows_shown(const view_trace *t, int first, int height, int min_h) {
+  int n = t->nrows - first, room = (height - AXIS_H - (SUMMARY_H + LEGEND_H + GAP)) / min_h;
+  return n < room ? n : room;
+}
+
 typedef struct {
-  const vtrace *t;
+  const view_trace *t;
   double v0, v1; /* visible times, us */
   int w, h;
   int mx, my;
   bool hover, help;
+  int first_row, min_row_h; /* the window scrolls rows; a screenshot shows all */
   TTF_Font *font; /* NULL: no text */
   SDL_Renderer *r;
 } vview;
@@ -473,10 +1045,35 @@ static int lower_pt(const vpt *pt, int first, int count, double t) {
   return lo;
 }
 
+/* The last breakpoint at or before x, searching forward from k (which is
+** at or before it): galloping, so a sweep across the columns costs a
+** logarithm per column however many breakpoints a column spans. */
+static int seek_bp(const vbp *b, int n, int k, double x) {
+  int lo = k, step = 1;
+  while (lo + step < n && b[lo + step].t <= x) {
+    lo += step;
+    step *= 2;
+  }
+  int hi = lo + step < n ? lo + step : n;
+  while (hi - lo > 1) {
+    int mid = lo + (hi - lo) / 2;
+    if (b[mid].t <= x) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* Member-microseconds busy up to x. */
+static double integ_at(const vbp *b, int n, int *k, double x) {
+  *k = seek_bp(b, n, *k, x);
+  return *k < 0 ? 0 : b[*k].integ + b[*k].n * (x - b[*k].t);
+}
+
 static void draw_events(const vview *v, const vlane *l, const view_rect *rc) {
-  const vtrace *t = v->t;
+  const view_trace *t = v->t;
   int end = l->first + l->count, lastx = rc->x - 1;
   int right = rc->x + rc->w;
+  int labels = 0;
   for (int i = lower_ev(t->ev, l->first, l->count, v->v0 - l->maxdur); i < end; i++) {
     const vev *e = &t->ev[i];
     if (e->ts > v->v1) break;
@@ -496,27 +1093,81 @@ static void draw_events(const vview *v, const vlane *l, const view_rect *rc) {
       set_col(v->r, c[0] * 3 / 5, c[1] * 3 / 5, c[2] * 3 / 5);
       fill(v->r, ia, rc->y + pad, 1, rc->h - 2 * pad);
     }
-    if (v->font && rc->h >= 14 && ib - ia > 40) {
-      char s[96];
-      snprintf(s, sizeof s, "%s", e->name);
-      int tw = text_w(v, s);
-      while (tw > ib - ia - 6 && strlen(s) > 1) {
-        s[strlen(s) - 1] = '\0';
-        tw = text_w(v, s);
+    /* names in the boxes wide enough for them, a bounded number per lane
+    ** so that a zoomed-in frame stays fast */
+    if (v->font && rc->h >= 14 && ib - ia > 40 && labels < 48 && *e->name) {
+      char s[100];
+      snprintf(s, sizeof s, "%.95s", e->name);
+      int tw = text_w(v, s), room = ib - ia - 6;
+      size_t len = strlen(s);
+      if (tw > room) { /* cut in proportion, then by characters, and say so */
+        len = len * (size_t)room / (size_t)tw;
+        do {
+          memcpy(s + len, "\u2026", sizeof "\u2026");
+          tw = text_w(v, s);
+        } while (tw > room && len-- > 1);
       }
-      if (tw <= ib - ia - 6) text(v, ia + 4, rc->y + rc->h / 2, 0, 255, 255, 255, s);
+      if (tw <= room && len > 1) {
+        text(v, ia + 4, rc->y + rc->h / 2, 0, 255, 255, 255, s);
+        labels++;
+      }
     }
     lastx = ib;
   }
 }
 
-static void draw_memory(const vview *v, const vlane *l, const view_rect *rc) {
-  const vtrace *t = v->t;
+/* A group lane: per pixel column, the fraction of member lanes busy in
+** each category, stacked from the bottom; the rest is idle background.
+** Columns with the same heights are drawn as one rectangle. */
+static void draw_busy(const vview *v, const vglane *gl, const view_rect *rc) {
+  if (gl->members <= 0 || rc->w <= 0) return;
+  int pad = rc->h >= 10 ? 2 : 0, inner = rc->h - 2 * pad, base = rc->y + rc->h - pad;
+  double per_px = (v->v1 - v->v0) / rc->w, norm = per_px * gl->members;
+  int k[CAT_N];
+  double at[CAT_N];
+  for (int c = 0; c < CAT_N; c++) {
+    k[c] = -1;
+    at[c] = gl->nbp[c] ? integ_at(gl->bp[c], gl->nbp[c], &k[c], v->v0) : 0;
+  }
+  int prev[CAT_N] = {0}, cur[CAT_N] = {0}, run = 0;
+  for (int px = 0; px <= rc->w; px++) {
+    if (px < rc->w) {
+      double b = v->v0 + (px + 1) * per_px, cum = 0;
+      int below = 0;
+      for (int c = 0; c < CAT_N; c++) {
+        cur[c] = below;
+        if (!gl->nbp[c]) continue;
+        double ib = integ_at(gl->bp[c], gl->nbp[c], &k[c], b), f = (ib - at[c]) / norm;
+        at[c] = ib;
+        if (f <= 1e-9) continue;
+        cum += f;
+        int h = (int)lround(fmin(cum, 1.0) * inner);
+        if (h <= below) h = below + 1; /* a sliver of work stays visible */
+        if (h > inner) h = inner;
+        cur[c] = below = h;
+      }
+      if (px > 0 && memcmp(cur, prev, sizeof cur) == 0) continue;
+    }
+    if (px > 0) { /* the run [run, px) ends */
+      int below = 0;
+      for (int c = 0; c < CAT_N; c++) {
+        if (prev[c] <= below) continue;
+        set_rgb(v->r, COLORS[c].rgb);
+        fill(v->r, rc->x + run, base - prev[c], px - run, prev[c] - below);
+        below = prev[c];
+      }
+    }
+    memcpy(prev, cur, sizeof cur);
+    run = px;
+  }
+}
+
+static void draw_memory(const vview *v, const vpt *pt, int n, const view_rect *rc) {
+  const view_trace *t = v->t;
   double cap = t->capacity > 0 ? t->capacity : t->mem_max;
-  if (!(cap > 0) || l->count == 0) return;
-  int end = l->first + l->count;
-  int i = lower_pt(t->pt, l->first, l->count, v->v0);
-  double cur = i > l->first ? t->pt[i - 1].bytes : NAN; /* value entering the view */
+  if (!(cap > 0) || n == 0) return;
+  int i = lower_pt(pt, 0, n, v->v0);
+  double cur = i > 0 ? pt[i - 1].bytes : NAN; /* value entering the view */
   unsigned char fillc[3], line[3];
   view_color("memory", line);
   for (int k = 0; k < 3; k++) fillc[k] = (unsigned char)(255 - (255 - line[k]) * 2 / 5);
@@ -526,13 +1177,13 @@ static void draw_memory(const vview *v, const vlane *l, const view_rect *rc) {
   for (int px = 0; px < rc->w; px++) {
     double ta = v->v0 + px * per_px, tb = ta + per_px;
     double hi = cur;
-    while (i < end && t->pt[i].ts < tb) {
-      cur = t->pt[i].bytes;
+    while (i < n && pt[i].ts < tb) {
+      cur = pt[i].bytes;
       if (isnan(hi) || cur > hi) hi = cur;
       i++;
     }
     if (isnan(hi)) continue;
-    if (i >= end && ta > t->pt[end - 1].ts && ta > t->t1) break;
+    if (i >= n && ta > pt[n - 1].ts && ta > t->t1) break;
     int y = rc->y + rc->h - 1 - (int)lround(fmin(hi / cap, 1.0) * inner);
     set_rgb(v->r, fillc);
     fill(v->r, rc->x + px, y, 1, rc->y + rc->h - y);
@@ -556,7 +1207,7 @@ static void draw_memory(const vview *v, const vlane *l, const view_rect *rc) {
 }
 
 static void draw_legend(const vview *v, int y) {
-  const vtrace *t = v->t;
+  const view_trace *t = v->t;
   int x = 10, cy = y + LEGEND_H / 2;
   for (int c = 0; c < CAT_N; c++) {
     if (c > CAT_COLLECTIVE && !(t->cats & (1u << c))) continue;
@@ -588,23 +1239,31 @@ static void draw_legend(const vview *v, int y) {
     fill(v->r, x, cy, 4, 1);
     fill(v->r, x + 7, cy, 4, 1);
     x += 18;
-    text(v, x, cy, 0, 40, 40, 40, t->capacity > 0 ? "HBM capacity" : "peak HBM");
+    tw = text(v, x, cy, 0, 40, 40, 40, t->capacity > 0 ? "HBM capacity" : "peak HBM");
+    x += (tw ? tw : 80) + 14;
   }
+  if (t->ngroups > 0)
+    text(v, x, cy, 0, 90, 90, 90, "group lanes: share of members busy (click to expand)");
 }
 
 static void draw_summary(const vview *v) {
-  const vtrace *t = v->t;
+  const view_trace *t = v->t;
   set_col(v->r, 38, 50, 56);
   fill(v->r, 0, 0, v->w, SUMMARY_H);
-  char step[32] = "", vis0[32], vis1[32], s[320];
+  char step[32] = "", vis0[32], vis1[32], what[96], s[360];
   if (t->step_s > 0) units_seconds(step, sizeof step, t->step_s);
   if (fabs(v->v0) < 1e-9) snprintf(vis0, sizeof vis0, "0");
   else units_seconds(vis0, sizeof vis0, v->v0 * 1e-6);
   units_seconds(vis1, sizeof vis1, v->v1 * 1e-6);
-  snprintf(s, sizeof s, "%s%s%s%s%s   %d stage%s, %d lanes, %d events   showing %s .. %s",
+  if (t->ngroups > 0)
+    snprintf(what, sizeof what, "%d processes in %d groups, %d rows", t->nprocs, t->ngroups,
+             t->nrows);
+  else
+    snprintf(what, sizeof what, "%d stage%s, %d lanes", t->nprocs, t->nprocs == 1 ? "" : "s",
+             t->nlanes);
+  snprintf(s, sizeof s, "%s%s%s%s%s   %s, %d events   showing %s .. %s",
            t->model ? t->model : "trace", t->hw ? " on " : "", t->hw ? t->hw : "",
-           t->step_s > 0 ? "   step time " : "", step, t->stages, t->stages == 1 ? "" : "s",
-           t->nlanes, t->nev, vis0, vis1);
+           t->step_s > 0 ? "   step time " : "", step, what, t->nev, vis0, vis1);
   text(v, 10, SUMMARY_H / 2, 0, 255, 255, 255, s);
 }
 
@@ -645,98 +1304,198 @@ static void draw_box_lines(const vview *v, int x, int y, const char *const *line
   for (int i = 0; i < n; i++) text(v, x + 8, y + 5 + lh * i + lh / 2, 0, 20, 20, 20, lines[i]);
 }
 
-static void draw_tooltip(const vview *v, const view_rect *lanes) {
-  const vtrace *t = v->t;
-  for (int li = 0; li < t->nlanes; li++) {
+enum { TIP_LINES = 12 };
+
+static void tip_event(const vview *v, const vlane *l, double tm, double per_px) {
+  const view_trace *t = v->t;
+  const vev *best = NULL;
+  int end = l->first + l->count;
+  for (int i = lower_ev(t->ev, l->first, l->count, tm - per_px - l->maxdur); i < end; i++) {
+    const vev *e = &t->ev[i];
+    if (e->ts > tm + per_px) break;
+    if (e->ts + e->dur >= tm - per_px) best = e;
+  }
+  if (!best) return;
+  char buf[TIP_LINES][160], a[32], b[32];
+  const char *lines[TIP_LINES];
+  int n = 0;
+  units_seconds(a, sizeof a, best->ts * 1e-6);
+  units_seconds(b, sizeof b, best->dur * 1e-6);
+  snprintf(buf[n++], sizeof buf[0], "%s", *best->name ? best->name : "(no name)");
+  snprintf(buf[n++], sizeof buf[0], "%s, %s", COLORS[best->cat].name, l->label);
+  snprintf(buf[n++], sizeof buf[0], "start %s", a);
+  snprintf(buf[n++], sizeof buf[0], "duration %s", b);
+  /* the args the writer gave: shape, flops, bytes, ... */
+  for (const char *p = best->info; p && *p && n < TIP_LINES;) {
+    const char *nl = strchr(p, '\n');
+    size_t len = nl ? (size_t)(nl - p) : strlen(p);
+    snprintf(buf[n++], sizeof buf[0], "%.*s", (int)len, p);
+    p = nl ? nl + 1 : p + len;
+  }
+  for (int i = 0; i < n; i++) lines[i] = buf[i];
+  draw_box_lines(v, v->mx + 14, v->my + 14, lines, n);
+}
+
+static void tip_memory(const vview *v, const char *label, const vpt *pt, int n, double tm) {
+  int i = lower_pt(pt, 0, n, tm + 1e-9);
+  if (i == 0) return;
+  char l0[128], l1[64], l2[64], a[32], b[32];
+  const char *lines[3] = {l0, l1, l2};
+  fmt_bytes(a, sizeof a, pt[i - 1].bytes);
+  units_seconds(b, sizeof b, tm * 1e-6);
+  snprintf(l0, sizeof l0, "%s", label);
+  snprintf(l1, sizeof l1, "HBM in use %s", a);
+  snprintf(l2, sizeof l2, "at %s", b);
+  draw_box_lines(v, v->mx + 14, v->my + 14, lines, 3);
+}
+
+static void tip_busy(const vview *v, const vglane *gl, double tm, double per_px) {
+  char buf[CAT_N + 3][128], a[32];
+  const char *lines[CAT_N + 3];
+  int n = 0;
+  snprintf(buf[n++], sizeof buf[0], "%s", gl->label);
+  units_seconds(a, sizeof a, tm * 1e-6);
+  snprintf(buf[n++], sizeof buf[0], "at %s, %d member lanes", a, gl->members);
+  double total = 0;
+  for (int c = 0; c < CAT_N; c++) {
+    if (!gl->nbp[c]) continue;
+    int k = -1;
+    double i0 = integ_at(gl->bp[c], gl->nbp[c], &k, tm - per_px / 2);
+    double i1 = integ_at(gl->bp[c], gl->nbp[c], &k, tm + per_px / 2);
+    double f = (i1 - i0) / (per_px * gl->members);
+    total += f;
+    if (f > 0) snprintf(buf[n++], sizeof buf[0], "%s busy %.0f%%", COLORS[c].name, 100 * f);
+  }
+  snprintf(buf[n++], sizeof buf[0], "idle %.0f%%   (click: expand / collapse)",
+           100 * fmax(0, 1 - total));
+  for (int i = 0; i < n; i++) lines[i] = buf[i];
+  draw_box_lines(v, v->mx + 14, v->my + 14, lines, n);
+}
+
+static void draw_tooltip(const vview *v, const view_rect *lanes, int shown) {
+  const view_trace *t = v->t;
+  for (int li = 0; li < shown; li++) {
     const view_rect *rc = &lanes[li];
     if (v->my < rc->y || v->my >= rc->y + rc->h || v->mx < rc->x || v->mx >= rc->x + rc->w)
       continue;
-    const vlane *l = &t->lanes[li];
+    const vrow *row = &t->rows[v->first_row + li];
     double per_px = (v->v1 - v->v0) / rc->w;
     double tm = v->v0 + (v->mx - rc->x) * per_px;
-    char l0[128], l1[160], l2[64], l3[64], a[32], b[32];
-    const char *lines[4] = {l0, l1, l2, l3};
-    if (l->mem) {
-      int i = lower_pt(t->pt, l->first, l->count, tm + 1e-9);
-      if (i == l->first) return;
-      fmt_bytes(a, sizeof a, t->pt[i - 1].bytes);
-      units_seconds(b, sizeof b, tm * 1e-6);
-      snprintf(l0, sizeof l0, "%s", l->label);
-      snprintf(l1, sizeof l1, "HBM in use %s", a);
-      snprintf(l2, sizeof l2, "at %s", b);
-      draw_box_lines(v, v->mx + 14, v->my + 14, lines, 3);
-      return;
+    if (row->kind == ROW_GLANE) {
+      const vglane *gl = &t->glanes[row->idx];
+      if (gl->mem) tip_memory(v, gl->label, gl->pt, gl->npt, tm);
+      else tip_busy(v, gl, tm, per_px);
+    } else {
+      const vlane *l = &t->lanes[row->idx];
+      if (l->mem) tip_memory(v, l->label, t->pt + l->first, l->count, tm);
+      else tip_event(v, l, tm, per_px);
     }
-    const vev *best = NULL;
-    int end = l->first + l->count;
-    for (int i = lower_ev(t->ev, l->first, l->count, tm - per_px - l->maxdur); i < end; i++) {
-      const vev *e = &t->ev[i];
-      if (e->ts > tm + per_px) break;
-      if (e->ts + e->dur >= tm - per_px) best = e;
-    }
-    if (!best) return;
-    units_seconds(a, sizeof a, best->ts * 1e-6);
-    units_seconds(b, sizeof b, best->dur * 1e-6);
-    snprintf(l0, sizeof l0, "%s", best->name);
-    snprintf(l1, sizeof l1, "%s, %s", COLORS[best->cat].name, l->label);
-    snprintf(l2, sizeof l2, "start %s", a);
-    snprintf(l3, sizeof l3, "duration %s", b);
-    draw_box_lines(v, v->mx + 14, v->my + 14, lines, 4);
     return;
   }
 }
 
 static const char *const HELP[] = {
-    "mouse wheel, + / -   zoom in / out",
-    "drag, left / right   pan",
-    "0 or Home            show the whole step",
-    "hover                name, start, duration",
-    "?                    this help",
-    "q or Esc             quit",
+    "mouse wheel, + / -     zoom in / out",
+    "drag, left / right     pan",
+    "0 or Home              show the whole step",
+    "hover                  name, start, duration, shape, FLOPs, bytes",
+    "click a group lane     expand / collapse its members",
+    "wheel over the labels, PgUp / PgDn   scroll the lanes",
+    "?                      this help",
+    "q or Esc               quit",
 };
 
 /* Draws the whole view; returns -1 when the picture is too small. */
 static int draw(vview *v) {
-  const vtrace *t = v->t;
-  view_rect *lanes = malloc((size_t)t->nlanes * sizeof *lanes);
+  const view_trace *t = v->t;
+  int shown = rows_shown(t, v->first_row, v->h, v->min_row_h);
+  view_rect *lanes = malloc((size_t)(shown > 0 ? shown : 1) * sizeof *lanes);
   if (!lanes) return -1;
   SDL_SetRenderDrawBlendMode(v->r, SDL_BLENDMODE_NONE);
   set_col(v->r, 255, 255, 255);
   SDL_RenderClear(v->r);
-  int rc = view_layout(t->nlanes, v->w, v->h, lanes);
+  int rc = shown > 0 ? view_layout(shown, v->w, v->h, lanes) : -1;
   draw_summary(v);
   draw_legend(v, SUMMARY_H);
   if (rc == 0) {
-    int top = lanes[0].y, bottom = lanes[t->nlanes - 1].y + lanes[t->nlanes - 1].h;
+    int top = lanes[0].y, bottom = lanes[shown - 1].y + lanes[shown - 1].h;
     unsigned char idle[3];
     view_color("idle", idle);
-    for (int i = 0; i < t->nlanes; i++) {
-      if (i % 2) set_col(v->r, 236, 239, 243);
-      else set_rgb(v->r, idle);
+    set_rgb(v->r, idle); /* one background, so that idle reads the same in every lane */
+    for (int i = 0; i < shown; i++) {
       fill(v->r, lanes[i].x, lanes[i].y, lanes[i].w, lanes[i].h);
     }
     draw_axis(v, &lanes[0], top, bottom);
-    for (int i = 0; i < t->nlanes; i++) {
-      const vlane *l = &t->lanes[i];
+    for (int i = 0; i < shown; i++) {
+      const vrow *row = &t->rows[v->first_row + i];
       SDL_Rect clip = {lanes[i].x, lanes[i].y, lanes[i].w, lanes[i].h};
       SDL_RenderSetClipRect(v->r, &clip);
-      if (l->mem) draw_memory(v, l, &lanes[i]);
-      else draw_events(v, l, &lanes[i]);
+      char label[128];
+      bool head = false, member = false;
+      if (row->kind == ROW_GLANE) {
+        const vglane *gl = &t->glanes[row->idx];
+        const vgroup *g = &t->groups[gl->group];
+        head = true;
+        if (gl->mem) draw_memory(v, gl->pt, gl->npt, &lanes[i]);
+        else draw_busy(v, gl, &lanes[i]);
+        snprintf(label, sizeof label, "%s%s",
+                 row->idx == g->glane0 ? (g->expanded ? "\u25BE " : "\u25B8 ") : "", gl->label);
+      } else {
+        const vlane *l = &t->lanes[row->idx];
+        member = t->ngroups > 0;
+        if (l->mem) draw_memory(v, t->pt + l->first, l->count, &lanes[i]);
+        else draw_events(v, l, &lanes[i]);
+        snprintf(label, sizeof label, "%s", l->label);
+      }
       SDL_RenderSetClipRect(v->r, NULL);
+      if (member) { /* a bracket tells an expanded group's members from the groups */
+        set_col(v->r, 120, 144, 156);
+        fill(v->r, 3, lanes[i].y, 3, lanes[i].h + 1);
+      }
       if (lanes[i].h >= 9) {
-        SDL_Rect lc = {0, lanes[i].y, lanes[i].x - 4, lanes[i].h};
+        SDL_Rect lc = {member ? 8 : 0, lanes[i].y, lanes[i].x - 4 - (member ? 8 : 0), lanes[i].h};
         SDL_RenderSetClipRect(v->r, &lc);
-        text(v, lanes[i].x - 6, lanes[i].y + lanes[i].h / 2, 2, 40, 40, 40, l->label);
+        int shade = head ? 20 : 60;
+        text(v, lanes[i].x - 6, lanes[i].y + lanes[i].h / 2, 2, shade, shade, shade, label);
         SDL_RenderSetClipRect(v->r, NULL);
       }
     }
-    if (v->hover) draw_tooltip(v, lanes);
+    if (v->first_row + shown < t->nrows || v->first_row > 0) {
+      char s[96];
+      snprintf(s, sizeof s, "rows %d-%d of %d (PgUp / PgDn)", v->first_row + 1,
+               v->first_row + shown, t->nrows);
+      text(v, 6, v->h - AXIS_H / 2, 0, 90, 90, 90, s);
+    }
+    if (v->hover) draw_tooltip(v, lanes, shown);
   } else {
     text(v, 10, SUMMARY_H + LEGEND_H + 20, 0, 200, 0, 0, "window too small for the lanes");
   }
-  if (v->help) draw_box_lines(v, v->w / 2 - 160, v->h / 3, HELP, (int)(sizeof HELP / sizeof *HELP));
+  if (v->help) draw_box_lines(v, v->w / 2 - 200, v->h / 3, HELP, (int)(sizeof HELP / sizeof *HELP));
   free(lanes);
   return rc;
+}
+
+/* The row at (x, y), or -1. */
+static int row_at(const view_trace *t, int first, int min_h, int w, int h, int x, int y) {
+  int shown = rows_shown(t, first, h, min_h);
+  if (shown <= 0 || x < 0 || x >= w) return -1;
+  view_rect *lanes = malloc((size_t)shown * sizeof *lanes);
+  int row = -1;
+  if (lanes && view_layout(shown, w, h, lanes) == 0)
+    for (int i = 0; i < shown; i++)
+      if (y >= lanes[i].y && y < lanes[i].y + lanes[i].h + 1) row = first + i;
+  free(lanes);
+  return row;
+}
+
+static int click_rows(view_trace *t, int first, int min_h, int w, int h, int x, int y) {
+  int g = view_row_group(t, row_at(t, first, min_h, w, h, x, y));
+  if (g < 0 || view_group_expand(t, g, !t->groups[g].expanded) != 0) return -1;
+  return g;
+}
+
+int view_click(view_trace *t, int width, int height, int x, int y) {
+  return click_rows(t, 0, 1, width, height, x, y);
 }
 
 static TTF_Font *open_font(void) {
@@ -753,6 +1512,100 @@ static TTF_Font *open_font(void) {
     if (f) return f;
   }
   return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* the offscreen canvas                                                 */
+
+struct view_canvas {
+  SDL_Surface *s;
+  SDL_Renderer *r;
+  TTF_Font *font;
+  bool ttf;
+  int w, h;
+};
+
+void view_canvas_free(view_canvas *c) {
+  if (!c) return;
+  if (c->font) TTF_CloseFont(c->font);
+  if (c->r) SDL_DestroyRenderer(c->r);
+  if (c->s) SDL_FreeSurface(c->s);
+  if (c->ttf) TTF_Quit();
+  SDL_Quit();
+  free(c);
+}
+
+view_canvas *view_canvas_new(int width, int height, FILE *err) {
+  view_canvas *c = calloc(1, sizeof *c);
+  if (!c) {
+    fprintf(err, "tpusim view: out of memory\n");
+    return NULL;
+  }
+  if (SDL_Init(0) != 0) {
+    fprintf(err, "tpusim view: SDL_Init: %s\n", SDL_GetError());
+    free(c);
+    return NULL;
+  }
+  c->ttf = TTF_Init() == 0;
+  c->w = width;
+  c->h = height;
+  c->s = SDL_CreateRGBSurfaceWithFormat(0, width, height, 32, SDL_PIXELFORMAT_ARGB8888);
+  c->r = c->s ? SDL_CreateSoftwareRenderer(c->s) : NULL;
+  c->font = c->ttf ? open_font() : NULL;
+  if (!c->s || !c->r) {
+    fprintf(err, "tpusim view: cannot create an offscreen %dx%d surface: %s\n", width, height,
+            SDL_GetError());
+    view_canvas_free(c);
+    return NULL;
+  }
+  return c;
+}
+
+int view_canvas_has_font(const view_canvas *c) { return c->font != NULL; }
+
+int view_canvas_draw(view_canvas *c, const view_trace *t, double v0_us, double v1_us) {
+  if (!(v1_us > v0_us)) return -1;
+  vview v = {.t = t, .v0 = v0_us, .v1 = v1_us, .w = c->w, .h = c->h, .font = c->font,
+             .r = c->r, .min_row_h = 1};
+  int rc = draw(&v);
+  SDL_RenderPresent(c->r);
+  return rc;
+}
+
+int view_canvas_png(view_canvas *c, const char *path, FILE *err) {
+  int w = c->w, h = c->h;
+  unsigned char *rgb = malloc((size_t)w * (size_t)h * 3);
+  if (!rgb || SDL_LockSurface(c->s) != 0) {
+    fprintf(err, "tpusim view: %s\n", rgb ? SDL_GetError() : "out of memory");
+    free(rgb);
+    return -1;
+  }
+  for (int y = 0; y < h; y++) {
+    const Uint32 *row =
+        (const Uint32 *)((const unsigned char *)c->s->pixels + (size_t)y * (size_t)c->s->pitch);
+    unsigned char *d = rgb + (size_t)y * (size_t)w * 3;
+    for (int x = 0; x < w; x++) {
+      d[3 * x] = (unsigned char)(row[x] >> 16);
+      d[3 * x + 1] = (unsigned char)(row[x] >> 8);
+      d[3 * x + 2] = (unsigned char)row[x];
+    }
+  }
+  SDL_UnlockSurface(c->s);
+  FILE *f = fopen(path, "wb");
+  if (!f) {
+    fprintf(err, "tpusim view: cannot write %s: %s\n", path, strerror(errno));
+    free(rgb);
+    return -1;
+  }
+  int wr = view_png_write(f, rgb, w, h);
+  if (fclose(f) != 0) wr = -1;
+  free(rgb);
+  if (wr != 0) {
+    fprintf(err, "tpusim view: cannot write %s\n", path);
+    remove(path);
+    return -1;
+  }
+  return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -983,16 +1836,23 @@ int view_png_write(FILE *f, const unsigned char *rgb, int w, int h) {
   return rc;
 }
 
+
 /* ------------------------------------------------------------------ */
 /* the command                                                          */
 
 static const char USAGE[] =
     "usage: tpusim view TRACE.json [--screenshot FILE.png [--width W] [--height H]]\n"
+    "                   [--expand GROUP]...\n"
+    "       tpusim view MODEL --hw NAME --chips N [simulate's plan options] [--screenshot ...]\n"
     "  TRACE.json         a trace from `tpusim simulate ... --trace FILE`\n"
+    "  MODEL ...          simulate the step first (as `tpusim simulate`), then view its trace\n"
     "  --screenshot FILE  render offscreen to a PNG and exit (no display needed)\n"
     "  --width W          picture width in pixels (default 1400; 320..8192)\n"
     "  --height H         picture height in pixels (default 700; 200..8192)\n"
-    "In the window: wheel or +/- zoom, drag or arrows pan, hover for details, ? help, q quit.\n";
+    "  --expand GROUP     show a lane group's members: its name (\"stage 2\"), its number\n"
+    "                     from 0, or all (traces of more than 16 processes are grouped)\n"
+    "In the window: wheel or +/- zoom, drag or arrows pan, hover for details, click a\n"
+    "group lane to expand it, ? help, q quit.\n";
 
 static int parse_dim(const char *s, int lo, int hi, int *out) {
   char *end;
@@ -1002,65 +1862,23 @@ static int parse_dim(const char *s, int lo, int hi, int *out) {
   return 0;
 }
 
-static int screenshot(const vtrace *t, const char *png, int w, int h, FILE *out, FILE *err) {
-  if (SDL_Init(0) != 0) {
-    fprintf(err, "tpusim view: SDL_Init: %s\n", SDL_GetError());
-    return 1;
-  }
-  bool ttf = TTF_Init() == 0;
+static int screenshot(const view_trace *t, const char *png, int w, int h, FILE *out, FILE *err) {
+  view_canvas *c = view_canvas_new(w, h, err);
+  if (!c) return 1;
   int rc = 1;
-  SDL_Surface *s = SDL_CreateRGBSurfaceWithFormat(0, w, h, 32, SDL_PIXELFORMAT_ARGB8888);
-  SDL_Renderer *r = s ? SDL_CreateSoftwareRenderer(s) : NULL;
-  TTF_Font *font = ttf ? open_font() : NULL;
-  unsigned char *rgb = malloc((size_t)w * (size_t)h * 3);
-  if (!s || !r || !rgb) {
-    fprintf(err, "tpusim view: cannot create an offscreen %dx%d surface: %s\n", w, h,
-            SDL_GetError());
-    goto done;
+  if (view_canvas_draw(c, t, t->t0, t->t1) != 0) {
+    fprintf(err, "tpusim view: %dx%d is too small for %d lanes; use a larger --height%s\n", w, h,
+            t->nrows, t->ngroups ? " or expand fewer groups" : "");
+  } else if (view_canvas_png(c, png, err) == 0) {
+    char groups[96] = "";
+    if (t->ngroups)
+      snprintf(groups, sizeof groups, ": %d groups of %d processes", t->ngroups, t->nprocs);
+    fprintf(out, "wrote %s (%dx%d, %d lanes%s, %d events)%s\n", png, w, h, t->nrows, groups,
+            t->nev,
+            c->font ? "" : " without text: DejaVuSans.ttf not found (install fonts-dejavu-core)");
+    rc = 0;
   }
-  vview v = {.t = t, .v0 = t->t0, .v1 = t->t1, .w = w, .h = h, .font = font, .r = r};
-  if (draw(&v) != 0) {
-    fprintf(err, "tpusim view: %dx%d is too small for %d lanes; use a larger --height\n", w, h,
-            t->nlanes);
-    goto done;
-  }
-  SDL_RenderPresent(r);
-  if (SDL_LockSurface(s) != 0) {
-    fprintf(err, "tpusim view: %s\n", SDL_GetError());
-    goto done;
-  }
-  for (int y = 0; y < h; y++) {
-    const Uint32 *row = (const Uint32 *)((const unsigned char *)s->pixels + (size_t)y * (size_t)s->pitch);
-    unsigned char *d = rgb + (size_t)y * (size_t)w * 3;
-    for (int x = 0; x < w; x++) {
-      d[3 * x] = (unsigned char)(row[x] >> 16);
-      d[3 * x + 1] = (unsigned char)(row[x] >> 8);
-      d[3 * x + 2] = (unsigned char)row[x];
-    }
-  }
-  SDL_UnlockSurface(s);
-  FILE *f = fopen(png, "wb");
-  if (!f) {
-    fprintf(err, "tpusim view: cannot write %s: %s\n", png, strerror(errno));
-    goto done;
-  }
-  int wr = view_png_write(f, rgb, w, h);
-  if (fclose(f) != 0) wr = -1;
-  if (wr != 0) {
-    fprintf(err, "tpusim view: cannot write %s\n", png);
-    remove(png);
-    goto done;
-  }
-  fprintf(out, "wrote %s (%dx%d, %d lanes, %d events)%s\n", png, w, h, t->nlanes, t->nev,
-          font ? "" : " without text: DejaVuSans.ttf not found (install fonts-dejavu-core)");
-  rc = 0;
-done:
-  free(rgb);
-  if (font) TTF_CloseFont(font);
-  if (r) SDL_DestroyRenderer(r);
-  if (s) SDL_FreeSurface(s);
-  if (ttf) TTF_Quit();
-  SDL_Quit();
+  view_canvas_free(c);
   return rc;
 }
 
@@ -1079,7 +1897,15 @@ static void pan(vview *v, double frac) {
   v->v1 += d;
 }
 
-static int interactive(const vtrace *t, const char *path, FILE *err) {
+static void scroll_rows(vview *v, int by) {
+  int shown = rows_shown(v->t, 0, v->h, v->min_row_h);
+  int max_first = v->t->nrows - (shown > 0 ? shown : 1);
+  v->first_row += by;
+  if (v->first_row > max_first) v->first_row = max_first;
+  if (v->first_row < 0) v->first_row = 0;
+}
+
+static int interactive(view_trace *t, const char *path, FILE *err) {
   /* Without a display SDL may fall back to a driver nobody can see
   ** (offscreen, dummy, a console framebuffer): say so instead of waiting. */
   const char *drv = getenv("SDL_VIDEODRIVER");
@@ -1124,13 +1950,14 @@ static int interactive(const vtrace *t, const char *path, FILE *err) {
     rc = 1;
   }
   TTF_Font *font = ttf && r ? open_font() : NULL;
-  vview v = {.t = t, .v0 = t->t0, .v1 = t->t1, .font = font, .r = r, .help = false};
+  vview v = {.t = t, .v0 = t->t0, .v1 = t->t1, .font = font, .r = r, .min_row_h = 4};
   bool quit = rc != 0, dirty = true, dragging = false;
-  int drag_x = 0;
+  int drag_x = 0, down_x = 0, down_y = 0;
   double drag_v0 = 0;
   while (!quit) {
     if (dirty) {
       SDL_GetRendererOutputSize(r, &v.w, &v.h);
+      scroll_rows(&v, 0);
       draw(&v);
       SDL_RenderPresent(r);
       dirty = false;
@@ -1143,6 +1970,7 @@ static int interactive(const vtrace *t, const char *path, FILE *err) {
       double sx = v.w / (double)(ww > 0 ? ww : 1), sy = v.h / (double)(wh > 0 ? wh : 1);
       view_rect pl = {0, 0, 1, 1};
       view_layout(1, v.w, v.h, &pl);
+      int page = rows_shown(t, v.first_row, v.h, v.min_row_h);
       switch (e.type) {
       case SDL_QUIT: quit = true; break;
       case SDL_WINDOWEVENT: dirty = true; break;
@@ -1162,6 +1990,8 @@ static int interactive(const vtrace *t, const char *path, FILE *err) {
         case SDLK_KP_MINUS: zoom(&v, 1.25, 0.5, t->t0, t->t1); break;
         case SDLK_LEFT: pan(&v, -0.1); break;
         case SDLK_RIGHT: pan(&v, 0.1); break;
+        case SDLK_PAGEDOWN: scroll_rows(&v, page > 1 ? page - 1 : 1); break;
+        case SDLK_PAGEUP: scroll_rows(&v, -(page > 1 ? page - 1 : 1)); break;
         case SDLK_0:
         case SDLK_HOME: v.v0 = t->t0, v.v1 = t->t1; break;
         default: break;
@@ -1172,6 +2002,11 @@ static int interactive(const vtrace *t, const char *path, FILE *err) {
         int mx, my;
         SDL_GetMouseState(&mx, &my);
         double frac = (mx * sx - pl.x) / pl.w;
+        if (mx * sx < pl.x) { /* over the labels: scroll the lanes */
+          scroll_rows(&v, e.wheel.y > 0 ? -3 : e.wheel.y < 0 ? 3 : 0);
+          dirty = true;
+          break;
+        }
         if (frac < 0) frac = 0;
         if (frac > 1) frac = 1;
         if (e.wheel.y != 0) zoom(&v, e.wheel.y > 0 ? 0.8 : 1.25, frac, t->t0, t->t1);
@@ -1182,11 +2017,24 @@ static int interactive(const vtrace *t, const char *path, FILE *err) {
       case SDL_MOUSEBUTTONDOWN:
         if (e.button.button == SDL_BUTTON_LEFT) {
           dragging = true;
-          drag_x = (int)(e.button.x * sx);
+          drag_x = down_x = (int)(e.button.x * sx);
+          down_y = (int)(e.button.y * sy);
           drag_v0 = v.v0;
         }
         break;
-      case SDL_MOUSEBUTTONUP: dragging = false; break;
+      case SDL_MOUSEBUTTONUP:
+        if (dragging && e.button.button == SDL_BUTTON_LEFT &&
+            abs((int)(e.button.x * sx) - down_x) < 4 && abs((int)(e.button.y * sy) - down_y) < 4) {
+          /* a click, not a drag */
+          if (click_rows(t, v.first_row, v.min_row_h, v.w, v.h, down_x, down_y) >= 0) {
+            double span = v.v1 - v.v0; /* undo the sub-threshold drag */
+            v.v0 = drag_v0;
+            v.v1 = v.v0 + span;
+            dirty = true;
+          }
+        }
+        dragging = false;
+        break;
       case SDL_MOUSEMOTION:
         v.mx = (int)(e.motion.x * sx);
         v.my = (int)(e.motion.y * sy);
@@ -1210,9 +2058,36 @@ static int interactive(const vtrace *t, const char *path, FILE *err) {
   return rc;
 }
 
+/* --expand's value: a group's name, its number, or all. */
+static int expand_arg(view_trace *t, const char *trace, const char *val, FILE *err) {
+  if (t->ngroups == 0) {
+    fprintf(err,
+            "tpusim view: %s: --expand %s: this trace has %d processes and is not grouped "
+            "(groups start above %d)\n",
+            trace, val, t->nprocs, VIEW_GROUP_MIN_PROCS);
+    return 1;
+  }
+  if (strcmp(val, "all") == 0) {
+    for (int g = 0; g < t->ngroups; g++)
+      if (view_group_expand(t, g, true) != 0) return 1;
+    return 0;
+  }
+  for (int g = 0; g < t->ngroups; g++)
+    if (strcmp(t->groups[g].name, val) == 0) return view_group_expand(t, g, true) != 0;
+  char *end;
+  long g = strtol(val, &end, 10);
+  if (*val && *end == '\0' && g >= 0 && g < t->ngroups)
+    return view_group_expand(t, (int)g, true) != 0;
+  fprintf(err, "tpusim view: %s: --expand %s: no such group; the groups are 0..%d: '%s' .. '%s'\n",
+          trace, val, t->ngroups - 1, t->groups[0].name, t->groups[t->ngroups - 1].name);
+  return 1;
+}
+
+enum { MAX_EXPAND = 64 };
+
 int view_main(int argc, char **argv, FILE *out, FILE *err) {
-  const char *trace = NULL, *png = NULL;
-  int w = 1400, h = 700;
+  const char *trace = NULL, *png = NULL, *expand[MAX_EXPAND];
+  int w = 1400, h = 700, nexpand = 0;
   bool wh_set = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -1221,7 +2096,7 @@ int view_main(int argc, char **argv, FILE *out, FILE *err) {
       return 0;
     }
     if (strcmp(a, "--screenshot") == 0 || strcmp(a, "--width") == 0 ||
-        strcmp(a, "--height") == 0) {
+        strcmp(a, "--height") == 0 || strcmp(a, "--expand") == 0) {
       if (i + 1 >= argc) {
         fprintf(err, "tpusim view: %s needs a value\n%s", a, USAGE);
         return 2;
@@ -1229,6 +2104,12 @@ int view_main(int argc, char **argv, FILE *out, FILE *err) {
       const char *val = argv[++i];
       if (strcmp(a, "--screenshot") == 0) {
         png = val;
+      } else if (strcmp(a, "--expand") == 0) {
+        if (nexpand == MAX_EXPAND) {
+          fprintf(err, "tpusim view: at most %d --expand (or --expand all)\n", MAX_EXPAND);
+          return 2;
+        }
+        expand[nexpand++] = val;
       } else if (strcmp(a, "--width") == 0 ? parse_dim(val, 320, 8192, &w) != 0
                                             : parse_dim(val, 200, 8192, &h) != 0) {
         fprintf(err, "tpusim view: %s %s: expected a whole number of pixels in [%d, 8192]\n", a,
@@ -1257,17 +2138,11 @@ int view_main(int argc, char **argv, FILE *out, FILE *err) {
     fprintf(err, "tpusim view: --width and --height go with --screenshot\n");
     return 2;
   }
-  diag *dg = diag_new();
-  if (!dg) return 1;
-  vtrace t;
-  if (trace_load(&t, trace, dg) != 0) {
-    diag_print(dg, err);
-    diag_free(dg);
-    trace_free(&t);
-    return 1;
-  }
-  diag_free(dg);
-  int rc = png ? screenshot(&t, png, w, h, out, err) : interactive(&t, trace, err);
-  trace_free(&t);
+  view_trace *t = view_trace_open(trace, err);
+  if (!t) return 1;
+  int rc = 0;
+  for (int k = 0; k < nexpand && rc == 0; k++) rc = expand_arg(t, trace, expand[k], err);
+  if (rc == 0) rc = png ? screenshot(t, png, w, h, out, err) : interactive(t, trace, err);
+  view_trace_free(t);
   return rc;
 }

@@ -8,10 +8,18 @@
 ** picture into an offscreen software surface and writes a PNG (an encoder
 ** of our own: no library beyond SDL2 and SDL2_ttf), with no window and no
 ** video driver. Every SDL call of tpusim stays behind this header.
+**
+** A trace with more than VIEW_GROUP_MIN_PROCS processes (one per chip, say)
+** is shown as lane groups: each group (a pipeline stage or a node, read off
+** the process names, else blocks of consecutive processes) has one summary
+** lane per thread kind, drawing the fraction of its members busy in each
+** category, and one HBM lane with the members' maximum. A group expands to
+** its members' own lanes on a click (view_click) or view_group_expand.
 */
 #ifndef TPUSIM_VIEW_H
 #define TPUSIM_VIEW_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -19,13 +27,13 @@
 void view_sdl_version(char *buf, size_t n);
 
 /* `tpusim view`: argv[0] = "view", argv[1] = TRACE, then options
-** --screenshot FILE.png, --width W, --height H, --help. Without
-** --screenshot it opens a window (a clear message and 1 when there is no
-** display). Returns 0, 1 for bad input (the trace, a file that cannot be
-** written, no display) or 2 for bad usage. */
+** --screenshot FILE.png, --width W, --height H, --expand G (repeatable),
+** --help. Without --screenshot it opens a window (a clear message and 1
+** when there is no display). Returns 0, 1 for bad input (the trace, a file
+** that cannot be written, no display) or 2 for bad usage. */
 int view_main(int argc, char **argv, FILE *out, FILE *err);
 
-/* ---- pieces the tests (and docs) rely on ---- */
+/* ---- pieces the tests, the benchmark and the docs rely on ---- */
 
 typedef struct {
   int x, y, w, h;
@@ -36,14 +44,62 @@ typedef struct {
 ** Returns 0, or -1 when the picture is too small for n lanes. */
 int view_layout(int n, int width, int height, view_rect *lanes);
 
-/* The colour of a category: "forward", "backward", "collective", "input",
-** "optimizer", "other", "memory" (the HBM curve), "capacity", "idle" (the
-** lane background). Returns 0, or -1 (and grey) for an unknown name. */
+/* The colour of a category: "forward", "backward", "collective", "matmul",
+** "elementwise" (the ops track), "input", "optimizer", "other", "memory"
+** (the HBM curve), "capacity", "idle" (the lane background). Returns 0, or
+** -1 (and grey) for an unknown name. */
 int view_color(const char *category, unsigned char rgb[3]);
 
 /* Writes an 8-bit RGB image (rows of 3 * w bytes) as PNG: filtered rows,
 ** zlib with fixed-Huffman deflate blocks, CRC-32 and Adler-32. Returns 0
 ** or -1 on a write error or out of memory. */
 int view_png_write(FILE *f, const unsigned char *rgb, int w, int h);
+
+/* Processes beyond which lanes are grouped. */
+#define VIEW_GROUP_MIN_PROCS 16
+
+/* A loaded trace and what of it is shown (which groups are expanded). */
+typedef struct view_trace view_trace;
+
+/* Loads a trace; on bad input prints messages naming path:line:col to err
+** and returns NULL. */
+view_trace *view_trace_open(const char *path, FILE *err);
+void view_trace_free(view_trace *t);
+int view_trace_events(const view_trace *t);
+int view_trace_procs(const view_trace *t);
+/* The time range of everything in the trace, in microseconds. */
+void view_trace_span(const view_trace *t, double *t0_us, double *t1_us);
+
+/* Lane groups: 0 when the trace is shown lane by lane. */
+int view_groups(const view_trace *t);
+const char *view_group_name(const view_trace *t, int g);
+int view_group_members(const view_trace *t, int g); /* processes */
+/* Shows (expanded true) or hides group g's member lanes; -1 for no such g. */
+int view_group_expand(view_trace *t, int g, bool expanded);
+bool view_group_expanded(const view_trace *t, int g);
+
+/* The rows drawn now, top to bottom: group summary lanes, expanded
+** members' lanes, or plain lanes. */
+int view_rows(const view_trace *t);
+const char *view_row_label(const view_trace *t, int row);
+/* The group whose summary lane row is, or -1 for a member's or plain lane. */
+int view_row_group(const view_trace *t, int row);
+
+/* A click at (x, y) of a width x height view: over a group's summary lane
+** it toggles the group and returns the group; otherwise -1. */
+int view_click(view_trace *t, int width, int height, int x, int y);
+
+/* An offscreen software canvas to draw views into (screenshots, tests,
+** benchmarks). */
+typedef struct view_canvas view_canvas;
+view_canvas *view_canvas_new(int width, int height, FILE *err);
+void view_canvas_free(view_canvas *c);
+/* Draws t's rows over [v0_us, v1_us]. Returns 0, or -1 when the canvas is
+** too small for the rows. */
+int view_canvas_draw(view_canvas *c, const view_trace *t, double v0_us, double v1_us);
+/* 1 when the canvas has a font (text drawn), 0 when not. */
+int view_canvas_has_font(const view_canvas *c);
+/* The last drawing as PNG. Returns 0, or -1 after a message to err. */
+int view_canvas_png(view_canvas *c, const char *path, FILE *err);
 
 #endif
