@@ -317,8 +317,9 @@ static void build_set(kset *s, bool quick) {
 #undef N
 }
 
-/* The values a fused step reads from outside, in order of first use (the
-** argument order lower_fused gives its function), then its result. */
+/* The values a fused step reads from outside, in order of first use and
+** each once (the argument order lower_fused gives its function), then its
+** result. */
 static int step_args(const graph *g, const int *ops, int n, int *args) {
   int na = 0;
   for (int i = 0; i < n; i++) {
@@ -368,6 +369,12 @@ static int lower_set(kset *s, lower_module *m, char *err, size_t n) {
       if (f < 0) return -1;
       b->fn[st] = f;
       b->n_args[st] = step_args(b->g, ops, b->n_ops[st], b->args[st]);
+      if (b->n_ops[st] == 1) { /* lower_op takes every operand, repeats too: mul(d, d) */
+        const graph_op *op = graph_get(b->g, ops[0]);
+        b->n_args[st] = 0;
+        for (int a = 0; a < op->n_in && a < MAX_ARGS - 1; a++) b->args[st][b->n_args[st]++] = op->in[a];
+        b->args[st][b->n_args[st]++] = ops[0];
+      }
       calib_step *cs = &k->steps[st];
       const graph_op *root = graph_get(b->g, ops[b->n_ops[st] - 1]);
       const graph_shape *in0 = &graph_get(b->g, root->in[0])->out;
