@@ -97,16 +97,29 @@ static double analytic(const model *m, const hw_model *hw, const plan *p, const 
   double rec = p->recompute == PLAN_RECOMPUTE_FULL        ? c->layer_fwd_s
                : p->recompute == PLAN_RECOMPUTE_SELECTIVE ? c->attn_core_fwd_s
                                                           : 0;
-  double F = L * (c->layer_fwd_s + c->tp_comm_fwd_s) + (p->pp == 1 ? c->head_fwd_s : 0.5 * c->head_fwd_s);
   double M = (double)plan_microbatches(p);
   double accum = (M - 1) / M; /* gradient accumulation after the first micro-batch */
-  double B = L * (c->layer_bwd_s + c->tp_comm_bwd_s + rec + accum * c->grad_accum_layer_s) +
-             (p->pp == 1 ? 1.0 : 0.5) * (c->head_bwd_s + accum * c->grad_accum_head_s);
-  double pipe = (M + (double)p->pp - 1) * (F + B) + 2.0 * (double)(p->pp - 1) * c->p2p_s;
+  /* a micro-batch's pass over the stage's layers */
+  double F = L * (c->layer_fwd_s + c->tp_comm_fwd_s);
+  double B = L * (c->layer_bwd_s + c->tp_comm_bwd_s + rec + accum * c->grad_accum_layer_s);
+  /* interleaved 1F1B: V chunks a chip, the bubble shrinks to (pp-1)/V of a
+  ** micro-batch's F + B (Narayanan et al. 2021 §2.2.2) */
+  double V = p->schedule == PLAN_INTERLEAVED && p->vp > 1 ? (double)p->vp : 1;
   double stage_params = (double)m->params / (double)(p->tp * p->pp);
   int64_t n = p->dp * p->ep;
   bool in_node = p->tp * p->pp * n <= hw->chips_per_node;
   double ar = ring_allreduce(hw, n, stage_params * 2, in_node);
+  if (p->zero >= 3 && n > 1) {
+    /* ZeRO-3, as step_simulate: each pass gathers the stage (half an
+    ** all-reduce) behind its compute, a layer ahead; each chunk's first
+    ** layer's gather shows */
+    double g = ar / 2;
+    F = (F > g ? F : g) + V * g / L;
+    B = (B > g ? B : g) + V * g / L;
+  }
+  F += p->pp == 1 ? c->head_fwd_s : 0.5 * c->head_fwd_s;
+  B += (p->pp == 1 ? 1.0 : 0.5) * (c->head_bwd_s + accum * c->grad_accum_head_s);
+  double pipe = (M + ((double)p->pp - 1) / V) * (F + B) + 2.0 * (double)(p->pp - 1) * c->p2p_s;
   double exposed = p->grad_sync == PLAN_GRAD_AFTER_BACKWARD ? ar : ar > B ? ar - B : 0;
   double opt = stage_params / (p->zero >= 1 ? (double)p->dp : 1) * 28 /
                (hw->chip.hbm_bw_bytes_per_s * hw->chip.hbm_efficiency);
@@ -153,6 +166,15 @@ static void price_cand(const model *m, const hw_model *hw, const planner_req *re
   double price = req->spot ? hw->price.spot_usd_per_chip_hour : hw->price.on_demand_usd_per_chip_hour;
   c->train_s = t;
   c->train_usd = price * (double)c->billed_chips * t / 3600;
+}
+
+double planner_analytic_step(const model *m, const hw_model *hw, const plan *p, char *err,
+                             size_t errn) {
+  step_result c;
+  plan cp = *p;
+  cp.recompute = PLAN_RECOMPUTE_NONE; /* as the search caches them */
+  if (step_costs(m, hw, &cp, &c, err, errn) != 0) return -1;
+  return analytic(m, hw, p, &c);
 }
 
 /* Keeps the best `MAX_KEEP` by objective (smaller first), sorted. */
@@ -253,7 +275,10 @@ int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, p
     int fitted = 0;
     planner_cand hw_best = {0};
     double hw_best_key = INFINITY;
-    cost_entry cache[5][3] = {{{0}}};
+    /* per-chip costs depend on (tp, mbs, ep) only */
+    cost_entry cache[5][3][4] = {{{{0}}}};
+    static const int64_t EPS[] = {1, 2, 4, 8};
+    int n_ep = d->experts > 1 ? 4 : 1;
     for (int ti = 0; ti < 5; ti++) {
       int64_t tp = TPS[ti];
       int64_t tp_limit = hw->kind == HW_TPU ? 16 : hw->chips_per_node;
@@ -261,27 +286,39 @@ int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, p
           (d->kv_heads % tp && tp % d->kv_heads))
         continue;
       for (int mi = 0; mi < 3; mi++)
+        for (int ei = 0; ei < n_ep; ei++)
         for (int ci = 0; ci < nc; ci++) {
-          int64_t chips = counts[ci];
-          for (int64_t pp = 1; pp <= 64 && pp * tp <= chips; pp++) {
-            if (d->layers % pp || chips % (tp * pp)) continue;
-            int64_t dp = chips / (tp * pp);
-            plan p = {.chips = chips, .dp = dp, .tp = tp, .pp = pp, .ep = 1, .mbs = MBS[mi],
+          int64_t chips = counts[ci], ep = EPS[ei];
+          if (d->experts % ep) continue;
+          for (int64_t pp = 1; pp <= 64 && pp * tp * ep <= chips; pp++) {
+            if (d->layers % pp || chips % (tp * pp * ep)) continue;
+            int64_t dp = chips / (tp * pp * ep);
+            plan p = {.chips = chips, .dp = dp, .tp = tp, .pp = pp, .ep = ep, .mbs = MBS[mi],
                       .gbs = gbs, .seq = seq, .vp = 1, .slices = 1, .schedule = PLAN_1F1B,
                       .precision = prec, .sp = tp > 1};
-            if (gbs % (dp * p.mbs)) continue;
+            if (gbs % (dp * ep * p.mbs)) continue;
+            /* interleaving: V chunks of layers/pp/V layers, micro-batches a
+            ** multiple of pp (Megatron's rule) */
+            static const int64_t VPS[] = {1, 2, 4};
+            for (int vi = 0; vi < 3; vi++) {
+            int64_t vp = VPS[vi];
+            if (vp > 1 && (pp == 1 || (d->layers / pp) % vp || plan_microbatches(&p) % pp)) continue;
+            p.vp = vp;
+            p.schedule = vp > 1 ? PLAN_INTERLEAVED : PLAN_1F1B;
             for (int rec = 0; rec < 3; rec++)
               for (int zi = 0; zi < 3; zi++) {
                 static const int ZERO[] = {0, 1, 3};
                 p.recompute = (plan_recompute)rec;
                 p.zero = ZERO[zi];
-                if (p.zero > 0 && dp == 1) continue;
+                if (p.zero > 0 && dp * ep == 1) continue;
                 out->evaluated++;
                 mem_opts mo = mem_opts_from_train(&m->train, (double)hw->chip.hbm_bytes);
                 mo.no_dropout = d->dropout <= 0;
                 mem_bytes mb;
                 char merr[256];
-                if (mem_transformer(d, &p, &mo, &mb, merr, sizeof merr) != 0) continue;
+                plan mp = p; /* the memory model counts expert parallelism inside dp */
+                mp.dp = p.dp * p.ep;
+                if (mem_transformer(d, &mp, &mo, &mb, merr, sizeof merr) != 0) continue;
                 if (!mb.fits) {
                   if (mb.peak < best_peak) {
                     best_peak = mb.peak;
@@ -293,7 +330,7 @@ int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, p
                   continue;
                 }
                 fitted++;
-                cost_entry *ce = &cache[ti][mi];
+                cost_entry *ce = &cache[ti][mi][ei];
                 if (!ce->done) {
                   char cerr[256];
                   plan cp = p;
@@ -315,6 +352,7 @@ int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, p
                 keep(kept, &n_kept, &c, key, keys);
                 if (key < hw_best_key) hw_best_key = key, hw_best = c;
               }
+            }
           }
         }
     }

@@ -72,6 +72,12 @@ typedef struct {
 ** whose jobs are short enough that price, not hours, decides; else time. */
 planner_objective planner_default_objective(const model *m);
 
+/* The analytic step time of one plan (what the search scores it with):
+** the per-chip costs, then the closed form. Returns the time in seconds,
+** or -1 with err. The plan must pass step_check first. */
+double planner_analytic_step(const model *m, const hw_model *hw, const plan *p, char *err,
+                             size_t errn);
+
 /* Returns 0, or -1 with a message that says what was closest. */
 int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, planner_result *out,
                 char *err, size_t errn);

@@ -596,7 +596,7 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
   r->layers_per_stage = d->layers / p.pp;
   double stage_params = (double)m->params / (double)(p.tp * p.pp);
   double grad_bytes = stage_params * 2;
-  double dp_t = 0;
+  double dp_t = 0, ag_t = 0;
   if (p.dp > 1) {
     /* the data-parallel group: one chip per node (rails), or the slices */
     int64_t per = p.tp * p.pp >= node ? 1 : node / (p.tp * p.pp);
@@ -606,8 +606,21 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
     dp_t = coll_time(hw, p.dp * p.ep, per, COLL_ALL_REDUCE, grad_bytes, p.slices,
                      p.reduction_server, err, errn);
     if (dp_t < 0) return -1;
+    /* ZeRO-3 / FSDP keeps 1/dp of the stage's weights: every micro-batch
+    ** gathers them for its forward and again for its backward (FSDP frees
+    ** them after use). A gather is the second half of the same algorithm's
+    ** all-reduce (hierarchical across nodes: NVLink inside, the rails
+    ** between), so half its time */
+    if (p.zero >= 3) {
+      ag_t = p.reduction_server ? coll_time(hw, p.dp * p.ep, per, COLL_ALL_REDUCE, grad_bytes,
+                                            p.slices, 0, err, errn)
+                                : dp_t;
+      if (ag_t < 0) return -1;
+      ag_t /= 2;
+    }
   }
   r->dp_allreduce_s = dp_t;
+  r->zero3_gather_s = ag_t;
   /* fused Adam (apex FusedAdam): read weight, grad, master, m, v; write them back */
   double local = stage_params / (p.zero >= 1 ? (double)p.dp : 1);
   r->optimizer_s = local * 28 / (hw->chip.hbm_bw_bytes_per_s * hw->chip.hbm_efficiency);
@@ -646,6 +659,11 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
       task *f = &q.f[vs * q.M + mb], *b = &q.b[vs * q.M + mb];
       f->dur = (double)L * fwd_layer;
       b->dur = (double)L * bwd_layer;
+      if (ag_t > 0) { /* the chunk's gather, a layer ahead of compute: only the first layer's shows */
+        double g = ag_t / (double)p.vp;
+        f->dur = (f->dur > g ? f->dur : g) + g / (double)L;
+        b->dur = (b->dur > g ? b->dur : g) + g / (double)L;
+      }
       if (vs == 0) { /* the embedding sits with the first stage, the head with the last */
         f->dur += 0.5 * r->head_fwd_s;
         b->dur += 0.5 * (r->head_bwd_s + accum * r->grad_accum_head_s);

@@ -39,6 +39,8 @@ typedef struct {
   ** buffer, per layer and for the embedding and head (paid by every
   ** micro-batch after the first) */
   double grad_accum_layer_s, grad_accum_head_s;
+  /* ZeRO-3: gathering one stage's weights (per micro-batch, forward and backward) */
+  double zero3_gather_s;
   int64_t microbatches, layers_per_stage;
   char network[160];
 } step_result;

@@ -340,3 +340,29 @@ Test(step, gradient_accumulation_pass_per_microbatch) {
   model_free(m);
   hw_catalog_free(c);
 }
+
+/* ZeRO-3 gathers the stage's weights for every micro-batch's forward and
+** backward, a layer ahead of compute: an all-gather is the second half of
+** the all-reduce's algorithm, so it takes half the gradient all-reduce. A
+** pass's layers then last max(compute, gather) plus the first layer's gather, so
+** with two micro-batches the chip's busy time grows by exactly
+** 2 x [(max(F, g) + g/L - F) + (max(B, g) + g/L - B)] over ZeRO-1's. */
+Test(step, zero3_gathers_every_microbatch) {
+  step_result a, b;
+  char err[512];
+  plan p = base(16, 1, 1, 32, 512); /* a100-80g: 2 nodes, dp 16, 2 micro-batches of 1 */
+  p.zero = 1;
+  cr_assert_eq(simulate("llama3-8b", "a100-80g", p, &a, err, sizeof err), 0, "%s", err);
+  p.zero = 3;
+  cr_assert_eq(simulate("llama3-8b", "a100-80g", p, &b, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(a.zero3_gather_s, 0);
+  cr_assert_float_eq(b.zero3_gather_s, b.dp_allreduce_s / 2, 1e-12);
+  /* the layers' compute (the embedding and head come after the gather) */
+  double F = 32 * (b.layer_fwd_s + b.tp_comm_fwd_s);
+  double B = 32 * (b.layer_bwd_s + b.tp_comm_bwd_s + 0.5 * b.grad_accum_layer_s);
+  double g = b.zero3_gather_s;
+  double grow = 2 * ((g > F ? g : F) + g / 32 - F + (g > B ? g : B) + g / 32 - B);
+  double got = b.breakdown_s.compute - a.breakdown_s.compute;
+  cr_assert(fabs(got - grow) < 1e-9 + 1e-6 * grow, "busy time grew %g, want %g", got, grow);
+  cr_assert_gt(b.step_time_s, a.step_time_s);
+}
