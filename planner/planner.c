@@ -24,6 +24,7 @@
 #include "../sim/input.h"
 #include "../sim/memory.h"
 #include "../sim/strutil.h"
+#include "../sim/units.h"
 
 #define MAX_KEEP 64
 
@@ -397,20 +398,55 @@ int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, p
   out->best = out->ranked[0];
   const planner_cand *b = &out->best;
   const step_result *r = &b->sim;
+  /* Scaling that flattens: the gradient all-reduce shows. The all-reduce is
+  ** already hierarchical where the network has nodes (coll's auto choice);
+  ** say what a Reduction Server (here one reducer host per worker node)
+  ** would give instead. */
+  if (b->p.dp > 1 && r->dp_allreduce_s > 0 && r->exposed_dp_s > 0.10 * r->step_time_s &&
+      hw_catalog_find(cat, b->hw)->kind != HW_TPU) {
+    const hw_model *hw = hw_catalog_find(cat, b->hw);
+    plan q = b->p;
+    int64_t nodes = q.chips / (hw->chips_per_node > 0 ? hw->chips_per_node : 1);
+    q.reduction_server = nodes > 0 ? nodes : 1;
+    step_result s;
+    char e2[256];
+    if (step_simulate(m, hw, &q, NULL, &s, NULL, e2, sizeof e2) == 0)
+      snprintf(out->advice, sizeof out->advice,
+               "the gradient all-reduce shows for %.0f%% of the step (it takes %.3g s and the "
+               "last backward hides the rest): data-parallel scaling is flattening. A "
+               "Reduction Server with %lld reducer hosts gives %.3g s a step (%+.1f%%); the "
+               "all-reduce is already hierarchical (NVLink inside a node, the rails between).",
+               100 * r->exposed_dp_s / r->step_time_s, r->dp_allreduce_s,
+               (long long)q.reduction_server, s.step_time_s,
+               100 * (s.step_time_s / r->step_time_s - 1));
+  }
   const char *bound = r->breakdown_s.pipeline_bubble > r->breakdown_s.exposed_comm
                           ? "the pipeline bubble"
                           : "communication";
+  char dur[32], mem[400];
+  units_seconds(dur, sizeof dur, b->train_s);
+  const char *rec = b->p.recompute == PLAN_RECOMPUTE_FULL        ? "full"
+                    : b->p.recompute == PLAN_RECOMPUTE_SELECTIVE ? "selective"
+                                                                 : "no";
+  if (r->memory.peak > 0.8 * r->memory.capacity)
+    snprintf(mem, sizeof mem,
+             "Memory binds: %.1f of %.1f GiB per chip, so tp %lld x pp %lld with %s recompute%s "
+             "is what fits at this size.",
+             r->memory.peak / (1 << 30), r->memory.capacity / (1 << 30), (long long)b->p.tp,
+             (long long)b->p.pp, rec, b->p.zero ? " and ZeRO" : "");
+  else
+    snprintf(mem, sizeof mem,
+             "Memory does not bind (%.1f of %.1f GiB per chip): tp %lld x pp %lld with %s "
+             "recompute%s is the %s split.",
+             r->memory.peak / (1 << 30), r->memory.capacity / (1 << 30), (long long)b->p.tp,
+             (long long)b->p.pp, rec, b->p.zero ? " and ZeRO" : "",
+             req->objective == PLANNER_TIME ? "fastest" : "cheapest");
   snprintf(out->why, sizeof out->why,
-           "%s on %lld chips trains %.3g tokens in %.1f days for $%.0f (%s prices). Compute is "
-           "%.0f%% of the step (MFU %.0f%%); after it, %s costs most. Memory per chip: %.1f of "
-           "%.1f GiB, so tp %lld x pp %lld with %s recompute%s is what fits at this size.",
-           b->hw, (long long)b->p.chips, tokens, b->train_s / 86400, b->train_usd,
-           req->spot ? "spot" : "on-demand", 100 * r->breakdown_s.compute / r->step_time_s,
-           100 * r->mfu, bound, r->memory.peak / (1 << 30), r->memory.capacity / (1 << 30),
-           (long long)b->p.tp, (long long)b->p.pp,
-           b->p.recompute == PLAN_RECOMPUTE_FULL ? "full"
-           : b->p.recompute == PLAN_RECOMPUTE_SELECTIVE ? "selective" : "no",
-           b->p.zero ? " and ZeRO" : "");
+           "%s on %lld chips trains %.3g tokens in %s for $%.0f (%s prices). Compute is "
+           "%.0f%% of the step (MFU %.0f%%); after it, %s costs most. %s",
+           b->hw, (long long)b->p.chips, (double)steps * (double)gbs * (double)seq, dur,
+           b->train_usd, req->spot ? "spot" : "on-demand",
+           100 * r->breakdown_s.compute / r->step_time_s, 100 * r->mfu, bound, mem);
   out->search_s = now_s() - t0;
   return 0;
 }

@@ -64,6 +64,7 @@ typedef struct {
   double costs_s, simulate_s; /* of search_s: per-chip cost builds, event simulations
                                  (the rest is the analytic scoring, memory model included) */
   char why[1024]; /* what decided it, in sentences */
+  char advice[512]; /* when data parallelism's all-reduce shows: what a Reduction Server buys */
   char objective[32];
 } planner_result;
 

@@ -65,6 +65,7 @@ typedef struct {
   bool fits;            /* the change alone is enough */
   plan p;               /* the changed plan and options */
   mem_opts o;
+  double step_time_s;   /* the changed plan's step, when a caller simulated it (else 0) */
 } mem_fix;
 
 enum { MEM_MAX_FIXES = 8 };

@@ -482,6 +482,7 @@ static int simulate_generic(const model *m, const hw_model *hw, const plan *p, s
   r->step_time_s = compute + exposed + r->optimizer_s;
   r->breakdown_s.compute = compute;
   r->breakdown_s.exposed_comm = exposed;
+  r->exposed_dp_s = exposed;
   r->breakdown_s.other = r->optimizer_s;
   r->memory = (mem_bytes){.weights = weights, .gradients = grads, .optimizer = opt,
                           .activations = saved, .capacity = (double)hw->chip.hbm_bytes};
@@ -731,6 +732,7 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
     exposed_dp = exposed_dp > last_b_end ? exposed_dp - last_b_end : 0;
     r->breakdown_s.compute = compute_dev0 - tp_total;
     r->breakdown_s.exposed_comm = tp_total + exposed_dp;
+    r->exposed_dp_s = exposed_dp;
     r->breakdown_s.other = r->optimizer_s;
     r->breakdown_s.input_stall = 0;
     double bubble = end - compute_dev0 - exposed_dp - r->optimizer_s;
@@ -976,6 +978,39 @@ static void write_trace(FILE *f, const pipe *q, const step_result *r, const plan
   cJSON_Delete(root);
 }
 
+/* Fixes that fit first, cheapest first: chip-seconds a step (a fix that
+** adds chips pays for them); then the rest by peak. */
+static bool fix_before(const mem_fix *a, const mem_fix *b) {
+  if (a->fits != b->fits) return a->fits;
+  if (a->fits && a->step_time_s > 0 && b->step_time_s > 0)
+    return a->step_time_s * (double)a->p.chips < b->step_time_s * (double)b->p.chips;
+  return a->peak < b->peak;
+}
+
+int step_price_fixes(const model *m, const hw_model *hw, const plan *p, step_result *r, char *err,
+                     size_t errn) {
+  for (int i = 0; i < r->n_fixes; i++) {
+    mem_fix *f = &r->fixes[i];
+    plan q = f->p;
+    q.ep = p->ep; /* the memory model folded ep into dp */
+    q.dp = f->p.dp / (p->ep > 0 ? p->ep : 1);
+    step_result s;
+    char e2[256];
+    f->step_time_s = 0;
+    /* a fix the plan rules cannot run (e.g. more TP than heads allow) stays unpriced */
+    if (step_check(m, hw, &q, e2, sizeof e2) != 0) continue;
+    if (step_simulate(m, hw, &q, NULL, &s, NULL, err, errn) != 0) return -1;
+    f->step_time_s = s.step_time_s;
+  }
+  for (int i = 1; i < r->n_fixes; i++) /* insertion sort: stable, deterministic */
+    for (int j = i; j > 0 && fix_before(&r->fixes[j], &r->fixes[j - 1]); j--) {
+      mem_fix t = r->fixes[j];
+      r->fixes[j] = r->fixes[j - 1];
+      r->fixes[j - 1] = t;
+    }
+  return 0;
+}
+
 cJSON *step_json(const model *m, const hw_model *hw, const plan *p, const step_result *r) {
   static const char *const SCHED[] = {"gpipe", "1f1b", "interleaved"};
   static const char *const RECOMPUTE[] = {"none", "selective", "full"};
@@ -1029,6 +1064,8 @@ cJSON *step_json(const model *m, const hw_model *hw, const plan *p, const step_r
       cJSON_AddStringToObject(x, "change", r->fixes[i].what);
       cJSON_AddNumberToObject(x, "peak_bytes", r->fixes[i].peak);
       cJSON_AddBoolToObject(x, "fits", r->fixes[i].fits);
+      if (r->fixes[i].step_time_s > 0)
+        cJSON_AddNumberToObject(x, "step_time_s", r->fixes[i].step_time_s);
       cJSON_AddItemToArray(fx, x);
     }
   }

@@ -41,6 +41,7 @@ typedef struct {
   double grad_accum_layer_s, grad_accum_head_s;
   /* ZeRO-3: gathering one stage's weights (per micro-batch, forward and backward) */
   double zero3_gather_s;
+  double exposed_dp_s; /* of the step: the gradient all-reduce not hidden behind backward */
   int64_t microbatches, layers_per_stage;
   char network[160];
 } step_result;
@@ -49,6 +50,13 @@ typedef struct {
 ** naming what does not divide what). Fills in defaults: gbs from the
 ** model, dp from chips / (tp pp ep) when 0. Returns 0 or -1 with err. */
 int step_check(const model *m, const hw_model *hw, plan *p, char *err, size_t errn);
+
+/* For a plan that does not fit (r->fits false, r->fixes listed by
+** step_simulate): simulates each fix's plan for its step time, then orders
+** the fixes: those that fit alone first, cheapest first (chips x step
+** time), then the rest by peak. p is the plan r was simulated with. Returns 0 or -1. */
+int step_price_fixes(const model *m, const hw_model *hw, const plan *p, step_result *r, char *err,
+                     size_t errn);
 
 /* The contract's simulate object (shared/design.md): model, hw, chips,
 ** plan, step_time_s, ..., memory_bytes, fits, cost; fixes when it does not fit. */

@@ -217,3 +217,21 @@ Test(planner, analytic_covers_interleaving_experts_and_zero3, .timeout = 120) {
   }
   hw_catalog_free(c);
 }
+
+/* When the gradient all-reduce shows (bert-large over 1024 V100s: 128
+** nodes, small layers), the plan says data-parallel scaling is flattening
+** and what a Reduction Server with a reducer host per node gives; when it
+** hides (llama3-8b on 64 H100s) there is no such advice. */
+Test(planner, flattening_scaling_gets_reduction_server_advice, .timeout = 60) {
+  static planner_result r;
+  char err[512];
+  planner_req q = {.hw_list = "v100", .chips = 1024, .top = 2, .steps = 100};
+  cr_assert_eq(run("bert-large", q, &r, err, sizeof err), 0, "%s", err);
+  cr_assert_gt(r.best.sim.exposed_dp_s, 0.10 * r.best.sim.step_time_s);
+  cr_assert(strstr(r.advice, "data-parallel scaling is flattening"), "%s", r.advice);
+  cr_assert(strstr(r.advice, "Reduction Server with 128 reducer hosts"), "%s", r.advice);
+  static planner_result r2;
+  planner_req q2 = {.hw_list = "h100-sxm", .chips = 64, .top = 1, .steps = 100};
+  cr_assert_eq(run("llama3-8b", q2, &r2, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(r2.advice[0], 0, "%s", r2.advice);
+}

@@ -366,3 +366,38 @@ Test(step, zero3_gathers_every_microbatch) {
   cr_assert(fabs(got - grow) < 1e-9 + 1e-6 * grow, "busy time grew %g, want %g", got, grow);
   cr_assert_gt(b.step_time_s, a.step_time_s);
 }
+
+/* A plan that does not fit gets its fixes priced: each fix's plan is
+** simulated, the ones that fit alone come first, cheapest (chips x step
+** time) first, and each fix's step time is that plan's own simulation.
+** gpt3-175b on 64 A100s (tp 8, pp 8) without recompute or sequence
+** parallelism misses by under a GiB. */
+Test(step, fixes_are_priced_and_ordered_by_cost) {
+  hw_catalog *c = th_catalog();
+  const hw_model *h = th_hw(c, "a100-80g");
+  model *m = load_model("gpt3-175b", 2048);
+  plan p = base(64, 8, 8, 64, 2048);
+  char err[512];
+  cr_assert_eq(step_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  static step_result r;
+  cr_assert_eq(step_simulate(m, h, &p, NULL, &r, NULL, err, sizeof err), 0, "%s", err);
+  cr_assert(!r.fits);
+  cr_assert_eq(step_price_fixes(m, h, &p, &r, err, sizeof err), 0, "%s", err);
+  cr_assert_geq(r.n_fixes, 3);
+  for (int i = 0; i < r.n_fixes; i++) {
+    const mem_fix *f = &r.fixes[i];
+    if (i > 0 && f->fits && r.fixes[i - 1].fits)
+      cr_assert_leq(r.fixes[i - 1].step_time_s * (double)r.fixes[i - 1].p.chips,
+                    f->step_time_s * (double)f->p.chips, "fix %d out of order", i);
+    if (i > 0) cr_assert(!f->fits || r.fixes[i - 1].fits, "a fix that fits after one that does not");
+  }
+  /* the first fix's time is its plan's own simulation */
+  plan q = r.fixes[0].p;
+  static step_result s;
+  cr_assert_eq(step_check(m, h, &q, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(step_simulate(m, h, &q, NULL, &s, NULL, err, sizeof err), 0, "%s", err);
+  cr_assert(s.fits);
+  cr_assert_float_eq(s.step_time_s, r.fixes[0].step_time_s, 1e-12);
+  model_free(m);
+  hw_catalog_free(c);
+}
