@@ -230,5 +230,19 @@ run calib-show 0 hw show --hw-file tests/out/host.json && has calib-show out "ho
 run calib-show-json 0 hw show --hw-file tests/out/host.json --json && has calib-show-json out '"kind":	"cpu"'
 run calib-text 0 calibrate --quick --out tests/out/host-text.json --report && has calib-text out "holdout error median" && has calib-text out "matmul/f32/"
 
+# --- view MODEL: simulate, then view (issue 8) ---
+tmpd=$(mktemp -d)
+TMPDIR=$tmpd run view-model 0 view llama3-8b --hw h100-sxm --chips 16 --tp 4 --pp 4 --gbs 16 --seq 1024 --screenshot "$OUT/view-model.png" --width 900 --height 500
+has view-model out "step time" && has view-model out "wrote $OUT/view-model.png (900x500,"
+[ "$(head -c 4 "$OUT/view-model.png" | tail -c 3)" = "PNG" ] && ok || bad "view MODEL wrote no PNG"
+[ -z "$(ls -A "$tmpd")" ] && ok || bad "view MODEL left its temporary trace in $tmpd"
+rmdir "$tmpd" 2>/dev/null
+run view-model-keep 0 view llama3-8b --hw h100-sxm --chips 8 --tp 8 --gbs 8 --seq 1024 --trace "$OUT/view-kept.json" --screenshot "$OUT/view-kept.png"
+grep -q '"traceEvents"' "$OUT/view-kept.json" && ok || bad "view MODEL --trace FILE did not keep the trace"
+run view-model-badhw 1 view llama3-8b --hw h100 --chips 8 --screenshot "$OUT/x.png" && has view-model-badhw err "did you mean 'h100-sxm'?"
+run view-model-json 2 view llama3-8b --hw h100-sxm --chips 8 --json && has view-model-json err "unknown option --json"
+run view-model-nomodel 2 view --hw h100-sxm --chips 8 && has view-model-nomodel err "which model?"
+run view-expand-flat 1 view "$OUT/view-kept.json" --screenshot "$OUT/x.png" --expand 0 && has view-expand-flat err "is not grouped"
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
