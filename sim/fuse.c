@@ -33,7 +33,49 @@ static bool absorbable(const fuse_plan *p, const graph *g, const int *users, int
          po->count == op->count;
 }
 
-fuse_plan *fuse_graph(const graph *g, bool enabled) {
+/* XLA's InstructionFusion::IsExpensive, for the kinds tpusim has */
+static bool expensive(graph_op_kind k) {
+  switch (k) {
+  case GOP_EXP: case GOP_LOG: case GOP_TANH: case GOP_LOGISTIC: case GOP_GELU: case GOP_SILU:
+  case GOP_RSQRT: case GOP_SQRT: case GOP_SIN: case GOP_COS: case GOP_POW: case GOP_GELU_GRAD:
+  case GOP_SILU_GRAD:
+    return true;
+  default:
+    return false;
+  }
+}
+
+static fuse_plan *build(const graph *g, bool enabled, bool duplicate);
+
+fuse_plan *fuse_graph(const graph *g, bool enabled) { return build(g, enabled, false); }
+
+fuse_plan *fuse_graph_dup(const graph *g) { return build(g, true, true); }
+
+/* Marks the ops every consumer may recompute: cheap, and every consumer a
+** fusible op (so each kernel can take it in). */
+static void mark_dup(const graph *g, const int *users, unsigned char *dup) {
+  int n = graph_count(g);
+  bool *bad = calloc((size_t)n + 1, sizeof *bad); /* some consumer cannot take it in */
+  if (!bad) return;
+  for (int i = 0; i < n; i++) {
+    const graph_op *op = graph_get(g, i);
+    /* any phase: the backward's kernels recompute it as well */
+    bool takes = loop_fusible(op->kind) || op->kind == GOP_REDUCE;
+    for (int j = 0; j < op->n_in; j++)
+      if (!takes) bad[op->in[j]] = true;
+  }
+  for (int i = 0; i < n; i++) {
+    const graph_op *op = graph_get(g, i);
+    /* a broadcast is never stored when its consumers can compute it; a
+    ** cheap op with one consumer is fused the ordinary way */
+    bool bcast = op->kind == GOP_BROADCAST || op->kind == GOP_IOTA;
+    bool cheap = graph_op_is_elementwise(op->kind) && !expensive(op->kind);
+    dup[i] = !bad[i] && users[i] >= 1 && (bcast || (cheap && users[i] >= 2));
+  }
+  free(bad);
+}
+
+static fuse_plan *build(const graph *g, bool enabled, bool duplicate) {
   int n = graph_count(g);
   size_t sz = (size_t)n + 1;
   fuse_plan *p = calloc(1, sizeof *p);
@@ -45,15 +87,17 @@ fuse_plan *fuse_graph(const graph *g, bool enabled) {
   p->first = malloc(sizeof(int) * sz);
   p->size = calloc(sz, sizeof(int));
   p->leaves = calloc(sz, 1);
-  if (!p->group_of || !p->root || !p->first || !p->size || !p->leaves) goto fail;
+  p->dup = calloc(sz, 1);
+  if (!p->group_of || !p->root || !p->first || !p->size || !p->leaves || !p->dup) goto fail;
   for (int i = 0; i < n; i++) {
     const graph_op *op = graph_get(g, i);
     for (int j = 0; j < op->n_in; j++) users[op->in[j]]++;
   }
+  if (duplicate) mark_dup(g, users, p->dup);
   for (int i = 0; i < n; i++) {
     const graph_op *op = graph_get(g, i);
     p->group_of[i] = -1;
-    if (op->kind == GOP_PARAMETER || op->kind == GOP_CONSTANT) continue;
+    if (op->kind == GOP_PARAMETER || op->kind == GOP_CONSTANT || p->dup[i]) continue;
     int join = -1;
     /* a dot's or convolution's epilogue first, then loop and input fusion */
     for (int pass = 0; enabled && pass < 2 && join < 0; pass++)
@@ -104,12 +148,46 @@ void fuse_free(fuse_plan *p) {
   free(p->first);
   free(p->size);
   free(p->leaves);
+  free(p->dup);
   free(p);
+}
+
+/* The values a kernel reads and the duplicated ops it recomputes, each
+** once: a short list (kernels read a handful of values). */
+typedef struct {
+  int ids[64];
+  int n;
+  bool overflow;
+} seen_set;
+
+static bool seen_add(seen_set *s, int id) {
+  for (int i = 0; i < s->n; i++)
+    if (s->ids[i] == id) return false;
+  if (s->n < 64) s->ids[s->n++] = id;
+  else s->overflow = true; /* counted again: an upper bound */
+  return true;
+}
+
+/* Group k reads value pr: a stored value's bytes, once; a duplicated op's
+** arithmetic and, in its place, its own inputs. */
+static void group_reads(const fuse_plan *p, const graph *g, int k, int pr, seen_set *s,
+                        graph_cost *c) {
+  if (p->group_of[pr] == k || !seen_add(s, pr)) return;
+  if (p->dup[pr]) {
+    graph_cost oc = graph_op_cost(g, pr);
+    oc.bytes_read = oc.bytes_written = 0;
+    graph_cost_add(c, &oc, 1);
+    const graph_op *op = graph_get(g, pr);
+    for (int j = 0; j < op->n_in; j++) group_reads(p, g, k, op->in[j], s, c);
+    return;
+  }
+  c->bytes_read += graph_bytes(&graph_get(g, pr)->out);
 }
 
 graph_cost fuse_group_cost(const fuse_plan *p, const graph *g, int k) {
   graph_cost c = {0};
   if (k < 0 || k >= p->n_groups || p->size[k] == 0) return c;
+  seen_set s = {.n = 0};
   for (int i = p->first[k]; i <= p->root[k]; i++) {
     if (p->group_of[i] != k) continue;
     const graph_op *op = graph_get(g, i);
@@ -121,18 +199,7 @@ graph_cost fuse_group_cost(const fuse_plan *p, const graph *g, int k) {
     ** its operand through it */
     if (op->kind == GOP_RESHAPE && p->size[k] == 1) continue;
     /* reads: each value from outside the group once */
-    for (int j = 0; j < op->n_in; j++) {
-      int pr = op->in[j];
-      if (p->group_of[pr] == k) continue;
-      bool seen = false;
-      for (int j2 = 0; j2 < j; j2++) seen |= op->in[j2] == pr;
-      for (int i2 = p->first[k]; i2 < i && !seen; i2++) {
-        if (p->group_of[i2] != k) continue;
-        const graph_op *o2 = graph_get(g, i2);
-        for (int j2 = 0; j2 < o2->n_in; j2++) seen |= o2->in[j2] == pr;
-      }
-      if (!seen) c.bytes_read += graph_bytes(&graph_get(g, pr)->out);
-    }
+    for (int j = 0; j < op->n_in; j++) group_reads(p, g, k, op->in[j], &s, &c);
     if (p->leaves[i]) c.bytes_written += graph_bytes(&op->out);
   }
   return c;

@@ -29,6 +29,9 @@
 typedef struct {
   int n_ops;
   int n_groups;
+  /* per op, with duplication on: a cheap op every consumer recomputes
+  ** inside its own kernel (never stored; its group_of is -1) */
+  unsigned char *dup;
   int *group_of; /* per op: its group, or -1 for parameters and constants */
   int *root;     /* per group: the op whose result the group is named by (its last op) */
   int *first;    /* per group: its first op */
@@ -39,12 +42,22 @@ typedef struct {
 /* enabled == false: one group per op (what --no-fusion means). NULL on
 ** allocation failure. */
 fuse_plan *fuse_graph(const graph *g, bool enabled);
+
+/* As fuse_graph, and XLA's producer duplication: a broadcast, iota, or
+** cheap elementwise op (not exp, log, tanh, logistic, gelu, silu, rsqrt,
+** sqrt, sin, cos, pow -- XLA's "expensive" ones) whose consumers are all
+** fusible (elementwise, broadcast, reduce; in any phase) is
+** recomputed inside each consumer's kernel instead of being stored: each
+** kernel reads the duplicated op's inputs and repeats its arithmetic. */
+fuse_plan *fuse_graph_dup(const graph *g);
 void fuse_free(fuse_plan *p);
 
 /* The cost of group k run as one kernel, per execution: its ops' flops and
 ** transcendentals, the bytes of values read from outside the group (each
 ** once), and the bytes of values the group produces that something outside
-** it reads (or that nothing reads: a step output). */
+** it reads (or that nothing reads: a step output). A duplicated producer
+** counts as part of every group that reads it: its arithmetic, and its own
+** inputs read in its place. */
 graph_cost fuse_group_cost(const fuse_plan *p, const graph *g, int k);
 
 /* Sum over groups of cost x execution count, for one phase (-1: all). */

@@ -103,3 +103,66 @@ Test(fuse, a_value_with_two_users_goes_through_hbm) {
   fuse_free(p);
   graph_free(g);
 }
+
+/* XLA's producer duplication (fuse_graph_dup): a cheap op with two
+** consumers is recomputed in both kernels instead of stored; an expensive
+** one (exp) is stored. a = x + y feeds exp(a) and a * x, 128 f32 each
+** (512 B a tensor).
+**   plain:  {a} reads x, y, writes a; {exp} reads a, writes; {mul} reads
+**           a and x, writes: 1536 + 1024 + 1536 = 4096 B; add once.
+**   dup:    {exp} reads x, y, writes; {mul} reads x, y, writes: 2 x 1536 =
+**           3072 B; the add runs in both kernels (256 flops for it).
+** e = exp(a) then feeds two multiplies: exp is expensive, so it is stored
+** either way. */
+Test(fuse, duplication_recomputes_cheap_producers_and_stores_expensive_ones) {
+  graph *g = graph_new("t");
+  int x = graph_parameter(g, "x", SHAPE(GDT_F32, 128), 0);
+  int y = graph_parameter(g, "y", SHAPE(GDT_F32, 128), 0);
+  int a = graph_binary(g, GOP_ADD, x, y);
+  int e = graph_unary(g, GOP_EXP, a);
+  int m = graph_binary(g, GOP_MUL, a, x);
+  (void)m;
+  fuse_plan *p = fuse_graph(g, true);
+  graph_cost plain = fuse_total_cost(p, g, -1);
+  cr_assert_float_eq(plain.bytes_read + plain.bytes_written, 4096, 1e-9);
+  cr_assert_float_eq(plain.flops[GDT_F32], 2 * 128, 1e-9);
+  fuse_free(p);
+  p = fuse_graph_dup(g);
+  cr_assert(p->dup[a]);
+  cr_assert_eq(p->group_of[a], -1);
+  graph_cost dup = fuse_total_cost(p, g, -1);
+  cr_assert_float_eq(dup.bytes_read, 2 * 1024, 1e-9);
+  cr_assert_float_eq(dup.bytes_written, 2 * 512, 1e-9);
+  cr_assert_float_eq(dup.flops[GDT_F32], 3 * 128, 1e-9);
+  cr_assert_float_eq(dup.transcendentals, 128, 1e-9);
+  fuse_free(p);
+  /* an expensive producer with two consumers stays a stored value */
+  int m1 = graph_binary(g, GOP_MUL, e, x), m2 = graph_binary(g, GOP_MUL, e, y);
+  (void)m1, (void)m2;
+  p = fuse_graph_dup(g);
+  cr_assert(!p->dup[e]);
+  cr_assert_geq(p->group_of[e], 0);
+  cr_assert(p->leaves[e]);
+  fuse_free(p);
+  graph_free(g);
+}
+
+/* A broadcast is never stored when its consumers can compute it, even a
+** single consumer that is itself duplicated. */
+Test(fuse, duplication_never_stores_a_broadcast_its_consumers_can_compute) {
+  graph *g = graph_new("t");
+  int x = graph_parameter(g, "x", SHAPE(GDT_F32, 8, 16), 0);
+  int b = graph_parameter(g, "b", SHAPE(GDT_F32, 16), 0);
+  int bb = graph_broadcast(g, b, SHAPE(GDT_F32, 8, 16), graph_dims_of(1, 1));
+  int a = graph_binary(g, GOP_ADD, x, bb); /* cheap, two consumers: duplicated */
+  int t = graph_unary(g, GOP_TANH, a), s = graph_binary(g, GOP_MUL, a, a);
+  (void)t, (void)s;
+  fuse_plan *p = fuse_graph_dup(g);
+  cr_assert(p->dup[bb] && p->dup[a]);
+  /* two kernels, each reading x (512 B) and b (64 B), writing 512 B */
+  graph_cost c = fuse_total_cost(p, g, -1);
+  cr_assert_float_eq(c.bytes_read, 2 * (512 + 64), 1e-9);
+  cr_assert_float_eq(c.bytes_written, 2 * 512, 1e-9);
+  fuse_free(p);
+  graph_free(g);
+}
