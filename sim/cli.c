@@ -1051,7 +1051,8 @@ static int run_simulate(cli_ctx *c) {
   } else if (step_check(m, hw, &p, err, sizeof err) != 0 ||
              (rc = input_from_opts(c, hw, p.seq, &in, err, sizeof err)) != CLI_OK ||
              step_simulate(m, hw, &p, hw->chip.host_link_bw_bytes_per_s > 0 ? &in : NULL, &r,
-                           trace, err, sizeof err) != 0) {
+                           trace, err, sizeof err) != 0 ||
+             (!r.fits && step_price_fixes(m, hw, &p, &r, err, sizeof err) != 0)) {
     if (rc == CLI_USAGE) {
       model_free(m);
       hw_catalog_free(cat);
@@ -1091,8 +1092,12 @@ static int run_simulate(cli_ctx *c) {
             pk, cap, r.fits ? "fits" : "DOES NOT FIT", w, g, op, ac, tm);
     for (int i = 0; i < r.n_fixes; i++) {
       units_bytes(pk, sizeof pk, r.fixes[i].peak);
-      fprintf(c->out, "    fix %d: %s -> peak %s%s\n", i + 1, r.fixes[i].what, pk,
-              r.fixes[i].fits ? " (fits)" : "");
+      char st[64] = "";
+      if (r.fixes[i].step_time_s > 0)
+        snprintf(st, sizeof st, ", step %.3f s (%+.1f%%)", r.fixes[i].step_time_s,
+                 100 * (r.fixes[i].step_time_s / r.step_time_s - 1));
+      fprintf(c->out, "    fix %d: %s -> peak %s%s%s\n", i + 1, r.fixes[i].what, pk,
+              r.fixes[i].fits ? " (fits)" : "", st);
     }
     fprintf(c->out, "  cost             $%.2f per hour, $%.4f per step\n", r.usd_per_hour,
             r.usd_per_step);
@@ -1137,10 +1142,10 @@ static void plan_row(FILE *f, int rank, const planner_cand *c) {
   char t[32], u[32];
   units_seconds(t, sizeof t, c->train_s);
   usd_str(u, sizeof u, c->train_usd);
-  fprintf(f, "  %4d  %-9s %6lld %4lld %3lld %3lld %4lld %-9s %4d %9.3f %9.3f %9s %12s\n", rank,
-          c->hw, (long long)c->p.chips, (long long)c->p.dp, (long long)c->p.tp, (long long)c->p.pp,
-          (long long)c->p.mbs, REC[c->p.recompute], c->p.zero, c->sim.step_time_s,
-          c->analytic_step_s, t, u);
+  fprintf(f, "  %4d  %-9s %6lld %4lld %3lld %3lld %2lld %2lld %4lld %-9s %4d %9.3f %9.3f %9s %12s\n",
+          rank, c->hw, (long long)c->p.chips, (long long)c->p.dp, (long long)c->p.tp,
+          (long long)c->p.pp, (long long)c->p.vp, (long long)c->p.ep, (long long)c->p.mbs,
+          REC[c->p.recompute], c->p.zero, c->sim.step_time_s, c->analytic_step_s, t, u);
 }
 
 static int run_plan(cli_ctx *c) {
@@ -1207,6 +1212,7 @@ static int run_plan(cli_ctx *c) {
     cJSON_AddStringToObject(o, "objective", r->objective);
     cJSON *best = step_json(m, hw_catalog_find(cat, r->best.hw), &r->best.p, &r->best.sim);
     cJSON_AddStringToObject(best, "why", r->why);
+    if (r->advice[0]) cJSON_AddStringToObject(best, "advice", r->advice);
     cJSON_AddNumberToObject(best, "analytic_step_time_s", r->best.analytic_step_s);
     cJSON_AddNumberToObject(best, "train_days", r->best.train_s / 86400);
     cJSON_AddNumberToObject(best, "train_usd", r->best.train_usd);
@@ -1246,9 +1252,12 @@ static int run_plan(cli_ctx *c) {
     units_si(mp, sizeof mp, (double)m->params, " parameters");
     fprintf(c->out, "plan for %s (%s), objective: %s\n", m->name,
             m->params > 0 ? mp : "no weight parameters", r->objective);
-    fprintf(c->out, "\nbest: %lld x %s   dp %lld, tp %lld%s, pp %lld, mbs %lld, %s recompute, zero %d\n",
+    char vps[48] = "", eps[48] = "";
+    if (b->p.vp > 1) snprintf(vps, sizeof vps, " (interleaved x%lld)", (long long)b->p.vp);
+    if (b->p.ep > 1) snprintf(eps, sizeof eps, ", ep %lld", (long long)b->p.ep);
+    fprintf(c->out, "\nbest: %lld x %s   dp %lld, tp %lld%s, pp %lld%s%s, mbs %lld, %s recompute, zero %d\n",
             (long long)b->p.chips, b->hw, (long long)b->p.dp, (long long)b->p.tp,
-            b->p.sp ? " (sp)" : "", (long long)b->p.pp, (long long)b->p.mbs,
+            b->p.sp ? " (sp)" : "", (long long)b->p.pp, vps, eps, (long long)b->p.mbs,
             b->p.recompute == PLAN_RECOMPUTE_FULL ? "full"
             : b->p.recompute == PLAN_RECOMPUTE_SELECTIVE ? "selective" : "no",
             b->p.zero);
@@ -1271,8 +1280,9 @@ static int run_plan(cli_ctx *c) {
               w, iv, b->preemptions, 100 * b->spot_overhead);
     }
     fprintf(c->out, "\nwhy: %s\n", r->why);
+    if (r->advice[0]) fprintf(c->out, "\nadvice: %s\n", r->advice);
     fprintf(c->out, "\ncandidates (event-simulated, best first):\n"
-                    "  rank  hw         chips   dp  tp  pp  mbs recompute zero  step(s)  analytic      time         cost\n");
+                    "  rank  hw         chips   dp  tp  pp  V ep  mbs recompute zero  step(s)  analytic      time         cost\n");
     for (int i = 0; i < r->n_ranked; i++) plan_row(c->out, i + 1, &r->ranked[i]);
     fprintf(c->out, "\nother hardware (its best plan, analytic):\n");
     for (int i = 0; i < r->n_per_hw; i++) {

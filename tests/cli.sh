@@ -160,6 +160,9 @@ run plan-spot 0 plan llama3-8b --hw h100-sxm --chips 64 --spot --preemption-rate
 run plan-spot-json 0 plan llama3-8b --hw h100-sxm --chips 64 --spot --json && has plan-spot-json out '"checkpoint_interval_s":'
 run plan-rate-nospot 2 plan llama3-8b --preemption-rate 0.1 && has plan-rate-nospot err "--preemption-rate applies to --spot plans"
 run plan-rate-bad 2 plan llama3-8b --spot --preemption-rate lots && has plan-rate-bad err "--preemption-rate expects"
+run plan-advice 0 plan bert-large --hw v100 --chips 1024 --steps 100 && has plan-advice out "advice: the gradient all-reduce shows" && has plan-advice out "  V ep "
+run sim-fixes 0 simulate gpt3-175b --hw a100-80g --chips 64 --tp 8 --pp 8 --gbs 64 --mbs 1 && has sim-fixes out "fix 1: sequence parallelism -> peak" && has sim-fixes out "(fits), step "
+run sim-fixes-json 0 simulate gpt3-175b --hw a100-80g --chips 64 --tp 8 --pp 8 --gbs 64 --mbs 1 --json && has sim-fixes-json out '"step_time_s":' && has sim-fixes-json out '"change":	"sequence parallelism"'
 
 # --- plot (issue 8) ---
 run plot-coll 0 plot collective --hw h100-sxm --chips 8 --op all-reduce -o "$OUT/coll.svg"
