@@ -287,9 +287,14 @@ static uint64_t lane_hash(double pid, double tid, bool mem) {
   uint64_t a, b;
   memcpy(&a, &pid, 8);
   memcpy(&b, &tid, 8);
-  uint64_t h = a * 0x9E3779B97F4A7C15ULL ^ (b + 0x632BE59BD9B4E019ULL) * 0xC2B2AE3D27D4EB4FULL;
-  h ^= mem ? 0xD6E8FEB86659FD93ULL : 0;
-  return h ^ (h >> 29);
+  /* splitmix64's finalizer: a small integer as a double has its bits at the
+  ** top, so they must reach the low bits the table is indexed by */
+  uint64_t h = a ^ (b << 1 | b >> 63) ^ (mem ? 0xD6E8FEB86659FD93ULL : 0);
+  h ^= h >> 30;
+  h *= 0xBF58476D1CE4E5B9ULL;
+  h ^= h >> 27;
+  h *= 0x94D049BB133111EBULL;
+  return h ^ (h >> 31);
 }
 
 static bool lanemap_grow(lanemap *m, const vlane *lanes, int n) {
@@ -1069,11 +1074,18 @@ static double integ_at(const vbp *b, int n, int *k, double x) {
   return *k < 0 ? 0 : b[*k].integ + b[*k].n * (x - b[*k].t);
 }
 
+static void flush_run(const vview *v, const view_rect *rc, int cat, int a, int b) {
+  if (cat < 0) return;
+  int pad = rc->h >= 10 ? 2 : 0;
+  set_rgb(v->r, COLORS[cat].rgb);
+  fill(v->r, a, rc->y + pad, b - a, rc->h - 2 * pad);
+}
+
 static void draw_events(const vview *v, const vlane *l, const view_rect *rc) {
   const view_trace *t = v->t;
   int end = l->first + l->count, lastx = rc->x - 1;
   int right = rc->x + rc->w;
-  int labels = 0;
+  int labels = 0, run_cat = -1, run_a = 0, run_b = 0;
   for (int i = lower_ev(t->ev, l->first, l->count, v->v0 - l->maxdur); i < end; i++) {
     const vev *e = &t->ev[i];
     if (e->ts > v->v1) break;
@@ -1085,11 +1097,23 @@ static void draw_events(const vview *v, const vlane *l, const view_rect *rc) {
     if (ib <= ia) ib = ia + 1;
     if (ib <= lastx) continue; /* narrower than a pixel already drawn: aggregated */
     if (ia < lastx) ia = lastx;
+    lastx = ib;
+    if (ib - ia < 6) { /* narrow boxes of one colour that touch: one rectangle */
+      if (run_cat == e->cat && ia <= run_b) {
+        run_b = ib;
+        continue;
+      }
+      flush_run(v, rc, run_cat, run_a, run_b);
+      run_cat = e->cat, run_a = ia, run_b = ib;
+      continue;
+    }
+    flush_run(v, rc, run_cat, run_a, run_b);
+    run_cat = -1;
     const unsigned char *c = COLORS[e->cat].rgb;
     set_rgb(v->r, c);
     int pad = rc->h >= 10 ? 2 : 0;
     fill(v->r, ia, rc->y + pad, ib - ia, rc->h - 2 * pad);
-    if (ib - ia >= 6) { /* a darker edge tells neighbours apart */
+    { /* a darker edge tells neighbours apart */
       set_col(v->r, c[0] * 3 / 5, c[1] * 3 / 5, c[2] * 3 / 5);
       fill(v->r, ia, rc->y + pad, 1, rc->h - 2 * pad);
     }
@@ -1112,8 +1136,8 @@ static void draw_events(const vview *v, const vlane *l, const view_rect *rc) {
         labels++;
       }
     }
-    lastx = ib;
   }
+  flush_run(v, rc, run_cat, run_a, run_b);
 }
 
 /* A group lane: per pixel column, the fraction of member lanes busy in
@@ -1171,26 +1195,38 @@ static void draw_memory(const vview *v, const vpt *pt, int n, const view_rect *r
   unsigned char fillc[3], line[3];
   view_color("memory", line);
   for (int k = 0; k < 3; k++) fillc[k] = (unsigned char)(255 - (255 - line[k]) * 2 / 5);
-  int inner = rc->h - 3;
+  int inner = rc->h - 3, bottom = rc->y + rc->h;
   double per_px = (v->v1 - v->v0) / rc->w;
-  int prev_y = -1;
-  for (int px = 0; px < rc->w; px++) {
-    double ta = v->v0 + px * per_px, tb = ta + per_px;
-    double hi = cur;
-    while (i < n && pt[i].ts < tb) {
-      cur = pt[i].bytes;
-      if (isnan(hi) || cur > hi) hi = cur;
-      i++;
+  /* runs of columns at one height are one rectangle each: a lane costs
+  ** fills per change of the curve, not per column */
+  int run = -1, run_y = 0, prev_y = -1;
+  for (int px = 0; px <= rc->w; px++) {
+    int y = -1;
+    if (px < rc->w) {
+      double ta = v->v0 + px * per_px, tb = ta + per_px;
+      double hi = cur;
+      while (i < n && pt[i].ts < tb) {
+        cur = pt[i].bytes;
+        if (isnan(hi) || cur > hi) hi = cur;
+        i++;
+      }
+      bool past = i >= n && ta > pt[n - 1].ts && ta > t->t1;
+      if (!isnan(hi) && !past) y = rc->y + rc->h - 1 - (int)lround(fmin(hi / cap, 1.0) * inner);
     }
-    if (isnan(hi)) continue;
-    if (i >= n && ta > pt[n - 1].ts && ta > t->t1) break;
-    int y = rc->y + rc->h - 1 - (int)lround(fmin(hi / cap, 1.0) * inner);
-    set_rgb(v->r, fillc);
-    fill(v->r, rc->x + px, y, 1, rc->y + rc->h - y);
-    set_rgb(v->r, line);
-    int y0 = prev_y < 0 ? y : prev_y;
-    fill(v->r, rc->x + px, y0 < y ? y0 : y, 1, abs(y - y0) + 1);
-    prev_y = y;
+    if (run >= 0 && y == run_y) continue;
+    if (run >= 0) {
+      set_rgb(v->r, fillc);
+      fill(v->r, rc->x + run, run_y, px - run, bottom - run_y);
+      set_rgb(v->r, line);
+      fill(v->r, rc->x + run, run_y, px - run, 1);
+      if (prev_y >= 0) /* the step up or down into this run */
+        fill(v->r, rc->x + run, prev_y < run_y ? prev_y : run_y, 1, abs(run_y - prev_y) + 1);
+      prev_y = run_y;
+    } else {
+      prev_y = -1;
+    }
+    run = y >= 0 ? px : -1;
+    run_y = y;
   }
   /* the capacity (or peak) line */
   unsigned char cc[3];
