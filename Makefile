@@ -26,7 +26,7 @@ ALL_CFLAGS = -std=c17 $(WARN) $(CFLAGS) $(EXTRA_CFLAGS) -D_POSIX_C_SOURCE=200809
 LLVM_CFLAGS = $(shell $(LLVM_CONFIG) --cflags 2>/dev/null | sed 's/-std=[^ ]*//g')
 SDL_CFLAGS  = $(shell $(PKG_CONFIG) --cflags sdl2 SDL2_ttf 2>/dev/null)
 LIBS = $(shell $(LLVM_CONFIG) --ldflags --libs core 2>/dev/null) \
-       $(shell $(PKG_CONFIG) --libs libcjson sdl2 SDL2_ttf 2>/dev/null) -lm
+       $(shell $(PKG_CONFIG) --libs libcjson sdl2 SDL2_ttf 2>/dev/null) -lm -pthread
 CRITERION_LIBS = $(shell $(PKG_CONFIG) --libs criterion 2>/dev/null || echo -lcriterion)
 
 LIB_SRC = $(wildcard sim/*.c hw_models/*.c planner/*.c workloads/*.c viz/*.c)

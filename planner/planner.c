@@ -20,6 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
 
 #include "../sim/input.h"
 #include "../sim/memory.h"
@@ -243,6 +246,221 @@ static bool hw_allowed(const model *m, const hw_model *hw, planner_result *out, 
 static int plan_generic(const model *m, const hw_catalog *cat, const planner_req *req,
                         planner_result *out, char *err, size_t errn, double t0);
 
+/* One hardware's search, on its own: its candidates (the best MAX_KEEP
+** by objective), its best plan, its rejection, its counts -- all in `out`
+** and `kept`, which belong to this hardware alone, so hardware entries
+** search in parallel and merge in catalog order (the output stays the same
+** whatever the thread count). */
+typedef struct {
+  const model *m;
+  const hw_catalog *cat;
+  const planner_req *req;
+  int64_t gbs, seq, steps;
+} search_ctx;
+
+typedef struct {
+  planner_result out; /* evaluated, costs_s, per_hw, rejected of one hardware */
+  planner_cand kept[MAX_KEEP + 1];
+  double keys[MAX_KEEP + 1];
+  int n_kept;
+  double busy_s; /* thread time spent on this hardware */
+} hw_search;
+
+static const int64_t TPS[] = {1, 2, 4, 8, 16}, MBS[] = {1, 2, 4};
+
+static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
+  const model *m = sc->m;
+  const planner_req *req = sc->req;
+  const wl_tf_dims *d = &m->info.tf;
+  int64_t gbs = sc->gbs, seq = sc->seq, steps = sc->steps;
+  planner_result *out = &hs->out;
+  planner_cand *kept = hs->kept;
+  double *keys = hs->keys;
+  int n_kept = 0;
+  double t_start = now_s();
+  const hw_model *hw = hw_catalog_at(sc->cat, h);
+  graph_dtype prec;
+  if (!hw_allowed(m, hw, out, &prec)) return;
+  int64_t counts[32];
+  int nc = chip_counts(hw, req, counts, 32);
+  double best_peak = INFINITY;
+  char best_peak_plan[128] = "";
+  int fitted = 0;
+  planner_cand hw_best = {0};
+  double hw_best_key = INFINITY;
+  /* per-chip costs depend on (tp, mbs, ep) only */
+  cost_entry cache[5][3][4] = {{{{0}}}};
+  static const int64_t EPS[] = {1, 2, 4, 8};
+  int n_ep = d->experts > 1 ? 4 : 1;
+  for (int ti = 0; ti < 5; ti++) {
+    int64_t tp = TPS[ti];
+    int64_t tp_limit = hw->kind == HW_TPU ? 16 : hw->chips_per_node;
+    if (tp > tp_limit || d->heads % tp || d->ffn_hidden % tp ||
+        (d->kv_heads % tp && tp % d->kv_heads))
+      continue;
+    for (int mi = 0; mi < 3; mi++)
+      for (int ei = 0; ei < n_ep; ei++)
+      for (int ci = 0; ci < nc; ci++) {
+        int64_t chips = counts[ci], ep = EPS[ei];
+        if (d->experts % ep) continue;
+        for (int64_t pp = 1; pp <= 64 && pp * tp * ep <= chips; pp++) {
+          if (d->layers % pp || chips % (tp * pp * ep)) continue;
+          int64_t dp = chips / (tp * pp * ep);
+          plan p = {.chips = chips, .dp = dp, .tp = tp, .pp = pp, .ep = ep, .mbs = MBS[mi],
+                    .gbs = gbs, .seq = seq, .vp = 1, .slices = 1, .schedule = PLAN_1F1B,
+                    .precision = prec, .sp = tp > 1};
+          if (gbs % (dp * ep * p.mbs)) continue;
+          /* interleaving: V chunks of layers/pp/V layers, micro-batches a
+          ** multiple of pp (Megatron's rule) */
+          static const int64_t VPS[] = {1, 2, 4};
+          for (int vi = 0; vi < 3; vi++) {
+          int64_t vp = VPS[vi];
+          if (vp > 1 && (pp == 1 || (d->layers / pp) % vp || plan_microbatches(&p) % pp)) continue;
+          p.vp = vp;
+          p.schedule = vp > 1 ? PLAN_INTERLEAVED : PLAN_1F1B;
+          for (int rec = 0; rec < 3; rec++)
+            for (int zi = 0; zi < 3; zi++) {
+              static const int ZERO[] = {0, 1, 3};
+              p.recompute = (plan_recompute)rec;
+              p.zero = ZERO[zi];
+              if (p.zero > 0 && dp * ep == 1) continue;
+              out->evaluated++;
+              mem_opts mo = mem_opts_from_train(&m->train, (double)hw->chip.hbm_bytes);
+              mo.no_dropout = d->dropout <= 0;
+              mem_bytes mb;
+              char merr[256];
+              plan mp = p; /* the memory model counts expert parallelism inside dp */
+              mp.dp = p.dp * p.ep;
+              if (mem_transformer(d, &mp, &mo, &mb, merr, sizeof merr) != 0) continue;
+              if (!mb.fits) {
+                if (mb.peak < best_peak) {
+                  best_peak = mb.peak;
+                  snprintf(best_peak_plan, sizeof best_peak_plan,
+                           "%lld chips, tp %lld, pp %lld, zero %d, %s recompute",
+                           (long long)chips, (long long)tp, (long long)pp, p.zero,
+                           rec == 2 ? "full" : rec == 1 ? "selective" : "no");
+                }
+                continue;
+              }
+              fitted++;
+              cost_entry *ce = &cache[ti][mi][ei];
+              if (!ce->done) {
+                char cerr[256];
+                plan cp = p;
+                cp.recompute = PLAN_RECOMPUTE_NONE;
+                double tc = now_s();
+                ce->ok = step_costs(m, hw, &cp, &ce->c, cerr, sizeof cerr) == 0;
+                out->costs_s += now_s() - tc;
+                ce->done = true;
+              }
+              if (!ce->ok) continue;
+              planner_cand c = {.p = p};
+              snprintf(c.hw, sizeof c.hw, "%s", hw->name);
+              c.analytic_step_s = analytic(m, hw, &p, &ce->c);
+              price_cand(m, hw, req, &c, c.analytic_step_s, steps);
+              if (req->budget_usd > 0 && c.train_usd > req->budget_usd) continue;
+              if (req->objective == PLANNER_COST_UNDER_DEADLINE && c.train_s > req->deadline_s)
+                continue;
+              double key = req->objective == PLANNER_TIME ? c.train_s : c.train_usd;
+              keep(kept, &n_kept, &c, key, keys);
+              if (key < hw_best_key) hw_best_key = key, hw_best = c;
+            }
+          }
+        }
+      }
+  }
+  if (isfinite(hw_best_key) && out->n_per_hw < 32) out->per_hw[out->n_per_hw++] = hw_best;
+  if (!fitted) {
+    char peak[32], cap[32];
+    snprintf(peak, sizeof peak, "%.1f GiB", best_peak / (1 << 30));
+    snprintf(cap, sizeof cap, "%.1f GiB", (double)hw->chip.hbm_bytes / (1 << 30));
+    if (isfinite(best_peak))
+      add_reject(out, hw->name, "no plan fits: the smallest peak is %s per chip against %s (%s)",
+                 peak, cap, best_peak_plan);
+    else
+      add_reject(out, hw->name, "no valid plan up to %lld chips", (long long)req->max_chips);
+  }
+  hs->n_kept = n_kept;
+  hs->busy_s = now_s() - t_start;
+}
+
+typedef struct {
+  const search_ctx *sc;
+  hw_search *hs; /* one per catalog entry */
+  int n;
+  atomic_int next, done;
+} search_pool;
+
+static void *search_worker(void *arg) {
+  search_pool *sp = arg;
+  for (int h; (h = atomic_fetch_add(&sp->next, 1)) < sp->n;) {
+    if (listed(sp->sc->req->hw_list, hw_catalog_at(sp->sc->cat, h)->name))
+      search_hw(sp->sc, h, &sp->hs[h]);
+    atomic_fetch_add(&sp->done, 1);
+  }
+  return NULL;
+}
+
+/* Runs fn over the pool on up to `threads` threads (the calling one
+** included), calling progress every 100 ms until all are done. */
+static void run_pool(void *(*fn)(void *), void *arg, int threads, atomic_int *done, int total,
+                     const planner_req *req, const char *what) {
+  pthread_t tid[64];
+  int started = 0;
+  for (int i = 1; i < threads && i < 64; i++)
+    if (pthread_create(&tid[started], NULL, fn, arg) == 0) started++;
+  if (!req->progress) {
+    fn(arg);
+  } else {
+    /* the calling thread reports; the workers do the work (and it joins
+    ** in when no thread could be started) */
+    if (started == 0) fn(arg);
+    while (atomic_load(done) < total) {
+      req->progress(req->progress_ctx, what, atomic_load(done), total);
+      struct timespec ts = {0, 100 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+    }
+    req->progress(req->progress_ctx, what, total, total);
+  }
+  for (int i = 0; i < started; i++) pthread_join(tid[i], NULL);
+}
+
+static int planner_threads(const planner_req *req) {
+  if (req->threads > 0) return req->threads;
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)(n < 64 ? n : 64) : 1;
+}
+
+typedef struct {
+  const model *m;
+  const hw_catalog *cat;
+  const planner_req *req;
+  planner_cand *c;
+  int n;
+  int64_t steps;
+  int *ok;
+  double *sim_s;
+  atomic_int next, done;
+} sim_pool;
+
+static void *sim_worker(void *arg) {
+  sim_pool *sp = arg;
+  for (int i; (i = atomic_fetch_add(&sp->next, 1)) < sp->n;) {
+    planner_cand *c = &sp->c[i];
+    const hw_model *hw = hw_catalog_find(sp->cat, c->hw);
+    char e[256];
+    double ts = now_s();
+    sp->ok[i] = step_simulate(sp->m, hw, &c->p, NULL, &c->sim, NULL, e, sizeof e) == 0;
+    sp->sim_s[i] = now_s() - ts;
+    if (sp->ok[i]) {
+      c->simulated = true;
+      price_cand(sp->m, hw, sp->req, c, c->sim.step_time_s, sp->steps);
+    }
+    atomic_fetch_add(&sp->done, 1);
+  }
+  return NULL;
+}
+
 int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, planner_result *out,
                 char *err, size_t errn) {
   memset(out, 0, sizeof *out);
@@ -255,120 +473,33 @@ int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, p
   double tokens = req->tokens > 0 ? req->tokens : 20.0 * (double)m->params; /* Hoffmann et al. 2022 */
   int64_t steps = req->steps > 0 ? req->steps
                                  : (int64_t)ceil(tokens / ((double)gbs * (double)seq));
+  int nh = hw_catalog_count(cat);
   planner_cand *kept = calloc(MAX_KEEP + 1, sizeof *kept);
   double *keys = calloc(MAX_KEEP + 1, sizeof *keys);
-  if (!kept || !keys) {
-    free(kept), free(keys);
+  hw_search *hs = calloc((size_t)(nh > 0 ? nh : 1), sizeof *hs);
+  if (!kept || !keys || !hs) {
+    free(kept), free(keys), free(hs);
     snprintf(err, errn, "out of memory");
     return -1;
   }
+  search_ctx sc = {m, cat, req, gbs, seq, steps};
+  search_pool sp = {.sc = &sc, .hs = hs, .n = nh};
+  atomic_init(&sp.next, 0);
+  atomic_init(&sp.done, 0);
+  run_pool(search_worker, &sp, planner_threads(req), &sp.done, nh, req, "searching");
+  /* merge in catalog order: the result does not depend on the threads */
   int n_kept = 0;
-  static const int64_t TPS[] = {1, 2, 4, 8, 16}, MBS[] = {1, 2, 4};
-  for (int h = 0; h < hw_catalog_count(cat); h++) {
-    const hw_model *hw = hw_catalog_at(cat, h);
-    if (!listed(req->hw_list, hw->name)) continue;
-    graph_dtype prec;
-    if (!hw_allowed(m, hw, out, &prec)) continue;
-    int64_t counts[32];
-    int nc = chip_counts(hw, req, counts, 32);
-    double best_peak = INFINITY;
-    char best_peak_plan[128] = "";
-    int fitted = 0;
-    planner_cand hw_best = {0};
-    double hw_best_key = INFINITY;
-    /* per-chip costs depend on (tp, mbs, ep) only */
-    cost_entry cache[5][3][4] = {{{{0}}}};
-    static const int64_t EPS[] = {1, 2, 4, 8};
-    int n_ep = d->experts > 1 ? 4 : 1;
-    for (int ti = 0; ti < 5; ti++) {
-      int64_t tp = TPS[ti];
-      int64_t tp_limit = hw->kind == HW_TPU ? 16 : hw->chips_per_node;
-      if (tp > tp_limit || d->heads % tp || d->ffn_hidden % tp ||
-          (d->kv_heads % tp && tp % d->kv_heads))
-        continue;
-      for (int mi = 0; mi < 3; mi++)
-        for (int ei = 0; ei < n_ep; ei++)
-        for (int ci = 0; ci < nc; ci++) {
-          int64_t chips = counts[ci], ep = EPS[ei];
-          if (d->experts % ep) continue;
-          for (int64_t pp = 1; pp <= 64 && pp * tp * ep <= chips; pp++) {
-            if (d->layers % pp || chips % (tp * pp * ep)) continue;
-            int64_t dp = chips / (tp * pp * ep);
-            plan p = {.chips = chips, .dp = dp, .tp = tp, .pp = pp, .ep = ep, .mbs = MBS[mi],
-                      .gbs = gbs, .seq = seq, .vp = 1, .slices = 1, .schedule = PLAN_1F1B,
-                      .precision = prec, .sp = tp > 1};
-            if (gbs % (dp * ep * p.mbs)) continue;
-            /* interleaving: V chunks of layers/pp/V layers, micro-batches a
-            ** multiple of pp (Megatron's rule) */
-            static const int64_t VPS[] = {1, 2, 4};
-            for (int vi = 0; vi < 3; vi++) {
-            int64_t vp = VPS[vi];
-            if (vp > 1 && (pp == 1 || (d->layers / pp) % vp || plan_microbatches(&p) % pp)) continue;
-            p.vp = vp;
-            p.schedule = vp > 1 ? PLAN_INTERLEAVED : PLAN_1F1B;
-            for (int rec = 0; rec < 3; rec++)
-              for (int zi = 0; zi < 3; zi++) {
-                static const int ZERO[] = {0, 1, 3};
-                p.recompute = (plan_recompute)rec;
-                p.zero = ZERO[zi];
-                if (p.zero > 0 && dp * ep == 1) continue;
-                out->evaluated++;
-                mem_opts mo = mem_opts_from_train(&m->train, (double)hw->chip.hbm_bytes);
-                mo.no_dropout = d->dropout <= 0;
-                mem_bytes mb;
-                char merr[256];
-                plan mp = p; /* the memory model counts expert parallelism inside dp */
-                mp.dp = p.dp * p.ep;
-                if (mem_transformer(d, &mp, &mo, &mb, merr, sizeof merr) != 0) continue;
-                if (!mb.fits) {
-                  if (mb.peak < best_peak) {
-                    best_peak = mb.peak;
-                    snprintf(best_peak_plan, sizeof best_peak_plan,
-                             "%lld chips, tp %lld, pp %lld, zero %d, %s recompute",
-                             (long long)chips, (long long)tp, (long long)pp, p.zero,
-                             rec == 2 ? "full" : rec == 1 ? "selective" : "no");
-                  }
-                  continue;
-                }
-                fitted++;
-                cost_entry *ce = &cache[ti][mi][ei];
-                if (!ce->done) {
-                  char cerr[256];
-                  plan cp = p;
-                  cp.recompute = PLAN_RECOMPUTE_NONE;
-                  double tc = now_s();
-                  ce->ok = step_costs(m, hw, &cp, &ce->c, cerr, sizeof cerr) == 0;
-                  out->costs_s += now_s() - tc;
-                  ce->done = true;
-                }
-                if (!ce->ok) continue;
-                planner_cand c = {.p = p};
-                snprintf(c.hw, sizeof c.hw, "%s", hw->name);
-                c.analytic_step_s = analytic(m, hw, &p, &ce->c);
-                price_cand(m, hw, req, &c, c.analytic_step_s, steps);
-                if (req->budget_usd > 0 && c.train_usd > req->budget_usd) continue;
-                if (req->objective == PLANNER_COST_UNDER_DEADLINE && c.train_s > req->deadline_s)
-                  continue;
-                double key = req->objective == PLANNER_TIME ? c.train_s : c.train_usd;
-                keep(kept, &n_kept, &c, key, keys);
-                if (key < hw_best_key) hw_best_key = key, hw_best = c;
-              }
-            }
-          }
-        }
-    }
-    if (isfinite(hw_best_key) && out->n_per_hw < 32) out->per_hw[out->n_per_hw++] = hw_best;
-    if (!fitted) {
-      char peak[32], cap[32];
-      snprintf(peak, sizeof peak, "%.1f GiB", best_peak / (1 << 30));
-      snprintf(cap, sizeof cap, "%.1f GiB", (double)hw->chip.hbm_bytes / (1 << 30));
-      if (isfinite(best_peak))
-        add_reject(out, hw->name, "no plan fits: the smallest peak is %s per chip against %s (%s)",
-                   peak, cap, best_peak_plan);
-      else
-        add_reject(out, hw->name, "no valid plan up to %lld chips", (long long)req->max_chips);
-    }
+  for (int h = 0; h < nh; h++) {
+    const planner_result *o = &hs[h].out;
+    out->evaluated += o->evaluated;
+    out->costs_s += o->costs_s;
+    out->scoring_s += hs[h].busy_s - o->costs_s;
+    for (int i = 0; i < o->n_per_hw && out->n_per_hw < 32; i++) out->per_hw[out->n_per_hw++] = o->per_hw[i];
+    for (int i = 0; i < o->n_rejected && out->n_rejected < 32; i++)
+      out->rejected[out->n_rejected++] = o->rejected[i];
+    for (int i = 0; i < hs[h].n_kept; i++) keep(kept, &n_kept, &hs[h].kept[i], hs[h].keys[i], keys);
   }
+  free(hs);
   if (n_kept == 0) {
     snprintf(err, errn, "no hardware can train %s within the limits%s (closest: %s)", m->name,
              req->objective == PLANNER_COST_UNDER_DEADLINE ? " and the deadline" : "",
@@ -380,16 +511,16 @@ int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, p
   int top = req->top > 0 ? req->top : 5;
   if (top > n_kept) top = n_kept;
   if (top > 16) top = 16;
+  int ok[16] = {0};
+  double sim_s[16] = {0};
+  sim_pool pp = {.m = m, .cat = cat, .req = req, .c = kept, .n = top, .steps = steps, .ok = ok,
+                 .sim_s = sim_s};
+  atomic_init(&pp.next, 0);
+  atomic_init(&pp.done, 0);
+  run_pool(sim_worker, &pp, planner_threads(req), &pp.done, top, req, "simulating");
   for (int i = 0; i < top; i++) {
-    planner_cand *c = &kept[i];
-    const hw_model *hw = hw_catalog_find(cat, c->hw);
-    double ts = now_s();
-    int src = step_simulate(m, hw, &c->p, NULL, &c->sim, NULL, err, errn);
-    out->simulate_s += now_s() - ts;
-    if (src != 0) continue;
-    c->simulated = true;
-    price_cand(m, hw, req, c, c->sim.step_time_s, steps);
-    out->ranked[out->n_ranked++] = *c;
+    out->simulate_s += sim_s[i];
+    if (ok[i]) out->ranked[out->n_ranked++] = kept[i];
   }
   rank_by_objective(out, req);
   free(kept);

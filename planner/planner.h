@@ -31,6 +31,11 @@ typedef struct {
   bool spot;
   double preemptions_per_month; /* --spot: share of instances reclaimed a month (0: 0.2) */
   int top;              /* candidates confirmed by simulation */
+  int threads;          /* 0: every online core */
+  /* called from the calling thread about every 100 ms while the search
+  ** runs (NULL: none): what ("searching", "simulating"), done of total */
+  void (*progress)(void *ctx, const char *what, int done, int total);
+  void *progress_ctx;
 } planner_req;
 
 typedef struct {
@@ -61,8 +66,9 @@ typedef struct {
   int n_per_hw;
   int64_t evaluated;
   double search_s;
-  double costs_s, simulate_s; /* of search_s: per-chip cost builds, event simulations
-                                 (the rest is the analytic scoring, memory model included) */
+  /* thread seconds (summed over threads): per-chip cost builds, analytic
+  ** scoring (memory model included), event simulations */
+  double costs_s, scoring_s, simulate_s;
   char why[1024]; /* what decided it, in sentences */
   char advice[512]; /* when data parallelism's all-reduce shows: what a Reduction Server buys */
   char objective[32];

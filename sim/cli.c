@@ -11,6 +11,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -1132,6 +1134,29 @@ static double parse_duration(const char *s) {
   return *end ? -1 : v * unit;
 }
 
+/* The search's progress on stderr: only on a terminal, and only once the
+** search has run a second (a quick plan prints nothing extra). */
+typedef struct {
+  FILE *err;
+  struct timespec t0;
+  bool shown;
+} plan_progress;
+
+static void plan_progress_cb(void *ctx, const char *what, int done, int total) {
+  plan_progress *pg = ctx;
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  double t = (double)(now.tv_sec - pg->t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - pg->t0.tv_nsec);
+  if (t < 1.0 && !pg->shown) return;
+  int width = 30, fill = total > 0 ? width * done / total : width;
+  char bar[64];
+  for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
+  bar[width] = 0;
+  fprintf(pg->err, "\r  %-10s [%s] %d/%d  %.1f s ", what, bar, done, total, t);
+  fflush(pg->err);
+  pg->shown = true;
+}
+
 /* Dollars for people: cents below $100, whole dollars above. */
 static void usd_str(char *buf, size_t n, double usd) {
   snprintf(buf, n, usd < 100 ? "$%.2f" : "$%.0f", usd);
@@ -1201,7 +1226,15 @@ static int run_plan(cli_ctx *c) {
   if (!opt(c, "--objective") && !opt(c, "--deadline")) req.objective = planner_default_objective(m);
   planner_result *r = calloc(1, sizeof *r);
   char err[1024];
-  if (!r || planner_run(m, cat, &req, r, err, sizeof err) != 0) {
+  plan_progress pg = {.err = c->err};
+  clock_gettime(CLOCK_MONOTONIC, &pg.t0);
+  if (isatty(fileno(c->err))) {
+    req.progress = plan_progress_cb;
+    req.progress_ctx = &pg;
+  }
+  int prc = r ? planner_run(m, cat, &req, r, err, sizeof err) : -1;
+  if (pg.shown) fprintf(c->err, "\n");
+  if (prc != 0) {
     fprintf(c->err, "tpusim plan: %s\n", r ? err : "out of memory");
     for (int i = 0; r && i < r->n_rejected; i++)
       fprintf(c->err, "  %s: %s\n", r->rejected[i].hw, r->rejected[i].reason);

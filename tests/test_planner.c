@@ -235,3 +235,26 @@ Test(planner, flattening_scaling_gets_reduction_server_advice, .timeout = 60) {
   cr_assert_eq(run("llama3-8b", q2, &r2, err, sizeof err), 0, "%s", err);
   cr_assert_eq(r2.advice[0], 0, "%s", r2.advice);
 }
+
+/* The search runs hardware entries on threads and merges them in catalog
+** order: one thread or four give the same plans, byte for byte. */
+Test(planner, threads_do_not_change_the_result, .timeout = 120) {
+  static planner_result a, b;
+  char err[512];
+  planner_req q = {.max_chips = 256, .top = 4, .tokens = 1e11, .threads = 1};
+  cr_assert_eq(run("llama3-8b", q, &a, err, sizeof err), 0, "%s", err);
+  q.threads = 4;
+  cr_assert_eq(run("llama3-8b", q, &b, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(a.evaluated, b.evaluated);
+  cr_assert_eq(a.n_ranked, b.n_ranked);
+  cr_assert_eq(a.n_per_hw, b.n_per_hw);
+  cr_assert_eq(a.n_rejected, b.n_rejected);
+  for (int i = 0; i < a.n_ranked; i++) {
+    cr_assert_str_eq(a.ranked[i].hw, b.ranked[i].hw);
+    cr_assert_eq(memcmp(&a.ranked[i].p, &b.ranked[i].p, sizeof a.ranked[i].p), 0, "rank %d", i);
+    cr_assert_eq(a.ranked[i].sim.step_time_s, b.ranked[i].sim.step_time_s);
+    cr_assert_eq(a.ranked[i].analytic_step_s, b.ranked[i].analytic_step_s);
+  }
+  for (int i = 0; i < a.n_per_hw; i++) cr_assert_str_eq(a.per_hw[i].hw, b.per_hw[i].hw);
+  cr_assert_str_eq(a.why, b.why);
+}
