@@ -27,24 +27,52 @@ void lower_llvm_version(char *buf, size_t n) {
 
 #define LOWER_MAX_FNS 4096
 #define LOWER_MAX_BUFS 65 /* a fused kernel's inputs, and its output */
+#define LOWER_MAX_PARAMS (LOWER_MAX_BUFS + GRAPH_MAX_RANK) /* and dynamic-slice starts */
+#define LOWER_CACHE 32
 
 struct lower_module {
   LLVMContextRef ctx;
   LLVMModuleRef mod;
   unsigned count_kind; /* the !tpusim.count metadata kind */
+  unsigned flop_kind;  /* !tpusim.flop: an instruction the formula counts, and its dtype */
   int nfn;
   LLVMValueRef fns[LOWER_MAX_FNS];
   char *names[LOWER_MAX_FNS];
 };
 
-/* One function being written: the builder and the execution count of the
-** block it is in. */
+/* What one function computes: ops[0..n_ops) (topological order; the last
+** is the root, whose result is stored), reading the values in outside[]
+** from buffer arguments. A single op (`single`) takes one argument per
+** operand, repeats included (mul(x, x) reads x twice, as its formula
+** says); a fused kernel takes each outside value once. */
+typedef struct {
+  const graph *g;
+  const int *ops;
+  int n_ops;
+  bool single;
+  int outside[LOWER_MAX_BUFS];
+  int n_outside;
+  int n_starts; /* dynamic-slice start indices, i64 arguments after the output */
+} kernel;
+
+typedef struct {
+  int arg;
+  LLVMValueRef idx, v;
+  LLVMBasicBlockRef bb;
+} load_memo;
+
+/* One function being written: the builder, the execution count of the
+** block it is in, and the loads already made in it (a value read twice at
+** one index in one block is loaded once). */
 typedef struct {
   lower_module *m;
+  const kernel *k;
   LLVMBuilderRef b;
   LLVMValueRef fn;
   LLVMTypeRef i64;
   int64_t mult;
+  int n_cache;
+  load_memo cache[LOWER_CACHE];
 } writer;
 
 typedef struct {
@@ -68,6 +96,7 @@ lower_module *lower_new(const char *name) {
   m->ctx = LLVMContextCreate();
   m->mod = LLVMModuleCreateWithNameInContext(name, m->ctx);
   m->count_kind = LLVMGetMDKindIDInContext(m->ctx, "tpusim.count", 12);
+  m->flop_kind = LLVMGetMDKindIDInContext(m->ctx, "tpusim.flop", 11);
   return m;
 }
 
@@ -85,59 +114,170 @@ const char *lower_fn_name(const lower_module *m, int fn) {
 
 /* ---- what is lowered ---- */
 
-static bool dtype_lowered(graph_dtype dt) {
-  return dt == GDT_BF16 || dt == GDT_F16 || dt == GDT_F32 || dt == GDT_F64;
-}
+/* s4 (two per byte) and fp8 have no LLVM type to load them as. */
+static bool dtype_lowered(graph_dtype dt) { return dt != GDT_S4 && dt != GDT_F8; }
+static bool is_float(graph_dtype dt) { return graph_dtype_is_float(dt); }
+static bool is_unsigned(graph_dtype dt) { return dt == GDT_U8 || dt == GDT_U32 || dt == GDT_PRED; }
 
-static bool kind_lowered(graph_op_kind k) {
+/* element functions that exist only for floating point */
+static bool float_only(graph_op_kind k) {
   switch (k) {
-  case GOP_NEG: case GOP_ABS: case GOP_EXP: case GOP_LOG: case GOP_TANH: case GOP_LOGISTIC:
-  case GOP_GELU: case GOP_SILU: case GOP_RELU: case GOP_RSQRT: case GOP_SQRT: case GOP_SIN:
-  case GOP_COS: case GOP_CONVERT: case GOP_COPY: case GOP_ADD: case GOP_SUB: case GOP_MUL:
-  case GOP_DIV: case GOP_MAX: case GOP_MIN: case GOP_POW: case GOP_GELU_GRAD:
-  case GOP_SILU_GRAD: case GOP_DOT: case GOP_REDUCE:
+  case GOP_EXP: case GOP_LOG: case GOP_TANH: case GOP_LOGISTIC: case GOP_GELU: case GOP_SILU:
+  case GOP_RSQRT: case GOP_SQRT: case GOP_SIN: case GOP_COS: case GOP_POW: case GOP_GELU_GRAD:
+  case GOP_SILU_GRAD:
     return true;
   default:
     return false;
   }
 }
 
+/* How a gather reads its table: as rows of `rs` elements, index n picking
+** a row. An embedding lookup (result = indices' dims ++ the table's dims
+** after the first) picks among all rows; a take-along-axis gather (the
+** table's leading dims are the indices': wl.c's picked logits, gbdt's bin
+** of a row) picks among the `per` rows of its own block. The graph keeps
+** no gather dimension numbers, so the shapes decide. */
+typedef struct {
+  int64_t rs, rows, per;
+  bool along, columns;
+} gather_layout;
+
+static bool gather_layout_of(const graph_shape *t, const graph_shape *ix, const graph_shape *out,
+                             gather_layout *L) {
+  int64_t tn = graph_elements(t), in = graph_elements(ix), on = graph_elements(out);
+  if (in <= 0 || on <= 0 || on % in != 0) return false;
+  L->rs = on / in;
+  if (tn % L->rs != 0 || tn == 0) return false;
+  L->rows = tn / L->rs;
+  bool emb = t->rank >= 1 && out->rank == ix->rank + t->rank - 1;
+  for (int i = 0; emb && i < ix->rank; i++) emb = out->dim[i] == ix->dim[i];
+  for (int i = 1; emb && i < t->rank; i++) emb = out->dim[ix->rank + i - 1] == t->dim[i];
+  L->columns = false;
+  if (emb) {
+    L->along = false;
+    L->per = L->rows;
+    return true;
+  }
+  /* columns: every row of the table [B..., C] gives the same columns,
+  ** out [B..., K] (dlrm's feature interaction picks its pairs so) */
+  int64_t C = t->rank ? t->dim[t->rank - 1] : 0;
+  bool cols = ix->rank == 1 && t->rank >= 2 && out->rank == t->rank && C > 0 &&
+              out->dim[out->rank - 1] == in;
+  for (int i = 0; cols && i + 1 < t->rank; i++) cols = out->dim[i] == t->dim[i];
+  if (cols) {
+    L->along = false;
+    L->columns = true;
+    L->rs = 1;
+    L->per = C;
+    L->rows = tn / C;
+    return true;
+  }
+  bool along = t->rank > ix->rank && L->rows % in == 0;
+  for (int i = 0; along && i < ix->rank; i++) along = t->dim[i] == ix->dim[i];
+  L->along = along;
+  L->per = along ? L->rows / in : 0;
+  return along;
+}
+
 bool lower_supported(const graph *g, int id, char *why, size_t n) {
   const graph_op *op = graph_get(g, id);
-  if (!kind_lowered(op->kind)) {
-    set_err(why, n, "%s: not lowered yet", graph_op_name(op->kind));
+  graph_op_kind k = op->kind;
+  const char *kn = graph_op_name(k);
+  if (graph_op_is_collective(k)) {
+    set_err(why, n, "%s: a collective, timed by the network model (not lowered)", kn);
+    return false;
+  }
+  if (k == GOP_CUSTOM) {
+    set_err(why, n, "%s: an opaque kernel with declared costs (not lowered)", op->name);
+    return false;
+  }
+  if (k == GOP_PARAMETER || k == GOP_CONSTANT) {
+    set_err(why, n, "%s: a buffer, not a kernel", kn);
+    return false;
+  }
+  if (k == GOP_REDUCE_PRECISION) {
+    set_err(why, n, "%s: not lowered (the graph keeps no exponent and mantissa widths)", kn);
     return false;
   }
   for (int i = 0; i < op->n_in; i++) {
     graph_dtype dt = graph_get(g, op->in[i])->out.dtype;
     if (!dtype_lowered(dt)) {
-      set_err(why, n, "%s: %s operands not lowered yet", graph_op_name(op->kind),
+      set_err(why, n, "%s: %s operands not lowered (no LLVM type holds them)", kn,
               graph_dtype_name(dt));
       return false;
     }
   }
   if (!dtype_lowered(op->out.dtype)) {
-    set_err(why, n, "%s: %s result not lowered yet", graph_op_name(op->kind),
+    set_err(why, n, "%s: %s result not lowered (no LLVM type holds it)", kn,
             graph_dtype_name(op->out.dtype));
     return false;
+  }
+  /* the dtype the element function runs in: select's branches, else the first operand */
+  graph_dtype dt = k == GOP_SELECT ? op->out.dtype
+                   : op->n_in     ? graph_get(g, op->in[0])->out.dtype
+                                  : op->out.dtype;
+  if (float_only(k) && !is_float(dt)) {
+    set_err(why, n, "%s: %s operands (no integer %s)", kn, graph_dtype_name(dt), kn);
+    return false;
+  }
+  if ((k == GOP_NOT || k == GOP_AND || k == GOP_OR) && is_float(dt)) {
+    set_err(why, n, "%s: %s operands (a bitwise op needs integers or pred)", kn,
+            graph_dtype_name(dt));
+    return false;
+  }
+  if (dt == GDT_PRED && (graph_op_is_elementwise(k) || k == GOP_DOT || k == GOP_CONV ||
+                         k == GOP_REDUCE) &&
+      k != GOP_NOT && k != GOP_AND && k != GOP_OR && k != GOP_SELECT && k != GOP_CONVERT &&
+      k != GOP_COPY && k != GOP_COMPARE) {
+    set_err(why, n, "%s: pred operands (arithmetic on pred is not defined)", kn);
+    return false;
+  }
+  if (k == GOP_CONV && op->conv.batch_groups > 1) {
+    set_err(why, n, "%s: batch groups (%lld) not lowered", kn, (long long)op->conv.batch_groups);
+    return false;
+  }
+  if (k == GOP_GATHER) {
+    gather_layout L;
+    if (!gather_layout_of(&graph_get(g, op->in[0])->out, &graph_get(g, op->in[1])->out,
+                          &op->out, &L)) {
+      set_err(why, n, "%s: a result shape that is not an embedding lookup, a "
+                      "take-along-axis gather or a column gather", kn);
+      return false;
+    }
+  }
+  if (k == GOP_SCATTER) {
+    int64_t on = graph_elements(&op->out), in = graph_elements(&graph_get(g, op->in[1])->out),
+            un = graph_elements(&graph_get(g, op->in[2])->out);
+    if (in <= 0 || un % in != 0 || un == 0 || on % (un / in) != 0) {
+      set_err(why, n, "%s: updates are not whole rows of the operand", kn);
+      return false;
+    }
   }
   return true;
 }
 
 /* ---- types and elements ---- */
 
-/* The type arithmetic runs in: f64 for f64, else f32 (bf16 and fp16 are
-** widened on load and rounded on store). */
+/* The type a value is computed in: f64 for f64, f32 for the other floats
+** (bf16 and fp16 are widened on load and rounded on store), the integer of
+** the dtype's width, i1 for pred. */
 static LLVMTypeRef compute_type(LLVMContextRef ctx, graph_dtype dt) {
-  return dt == GDT_F64 ? LLVMDoubleTypeInContext(ctx) : LLVMFloatTypeInContext(ctx);
+  switch (dt) {
+  case GDT_F64: return LLVMDoubleTypeInContext(ctx);
+  case GDT_BF16: case GDT_F16: case GDT_F32: return LLVMFloatTypeInContext(ctx);
+  case GDT_PRED: return LLVMInt1TypeInContext(ctx);
+  case GDT_S8: case GDT_U8: return LLVMInt8TypeInContext(ctx);
+  case GDT_S32: case GDT_U32: return LLVMInt32TypeInContext(ctx);
+  default: return LLVMInt64TypeInContext(ctx);
+  }
 }
 
 static LLVMTypeRef storage_type(LLVMContextRef ctx, graph_dtype dt) {
   switch (dt) {
   case GDT_BF16: return LLVMInt16TypeInContext(ctx);
   case GDT_F16: return LLVMHalfTypeInContext(ctx);
-  case GDT_F64: return LLVMDoubleTypeInContext(ctx);
-  default: return LLVMFloatTypeInContext(ctx);
+  case GDT_PRED: return LLVMInt8TypeInContext(ctx); /* a byte, as XLA stores pred */
+  default: return compute_type(ctx, dt);
   }
 }
 
@@ -159,14 +299,16 @@ static LLVMValueRef load_elem(writer *w, LLVMValueRef base, LLVMValueRef idx, gr
     v = LLVMBuildBitCast(w->b, v, f32, name);
   } else if (dt == GDT_F16) {
     v = LLVMBuildFPExt(w->b, v, f32, name);
+  } else if (dt == GDT_PRED) { /* any nonzero byte is true */
+    v = LLVMBuildICmp(w->b, LLVMIntNE, v, LLVMConstInt(LLVMTypeOf(v), 0, 0), name);
   }
   return v;
 }
 
-/* Converts a computed value to dtype dt's compute type (f32 <-> f64). */
+/* Converts a computed float to dtype dt's compute type (f32 <-> f64). */
 static LLVMValueRef to_compute(writer *w, LLVMValueRef v, graph_dtype dt) {
   LLVMTypeRef want = compute_type(w->m->ctx, dt);
-  if (LLVMTypeOf(v) == want) return v;
+  if (LLVMTypeOf(v) == want || !is_float(dt)) return v;
   return dt == GDT_F64 ? LLVMBuildFPExt(w->b, v, want, "") : LLVMBuildFPTrunc(w->b, v, want, "");
 }
 
@@ -186,8 +328,44 @@ static void store_elem(writer *w, LLVMValueRef v, LLVMValueRef base, LLVMValueRe
     v = LLVMBuildTrunc(w->b, bits, LLVMInt16TypeInContext(ctx), "bf16");
   } else if (dt == GDT_F16) {
     v = LLVMBuildFPTrunc(w->b, v, LLVMHalfTypeInContext(ctx), "f16");
+  } else if (dt == GDT_PRED) {
+    v = LLVMBuildZExt(w->b, v, LLVMInt8TypeInContext(ctx), "pred");
   }
   LLVMBuildStore(w->b, v, elem_ptr(w, base, idx, dt, "q"));
+}
+
+/* Converts value v of dtype `from` (in its compute type) to dtype `to`:
+** what convert does. Float to integer saturates (llvm.fptosi.sat: no
+** poison for out-of-range values); to pred is "not zero" (NaN is true),
+** read off the bits so no compare is counted as arithmetic. */
+static LLVMValueRef call_intrinsic(writer *w, const char *name, LLVMValueRef *args, int n);
+
+static LLVMValueRef convert_value(writer *w, LLVMValueRef v, graph_dtype from, graph_dtype to) {
+  LLVMContextRef ctx = w->m->ctx;
+  LLVMTypeRef t = compute_type(ctx, to);
+  if (is_float(from) && is_float(to)) return to_compute(w, v, to);
+  if (to == GDT_PRED) {
+    if (is_float(from)) {
+      LLVMTypeRef it = LLVMIntTypeInContext(ctx, from == GDT_F64 ? 64 : 32);
+      LLVMValueRef bits = LLVMBuildBitCast(w->b, v, it, "");
+      unsigned long long mag = from == GDT_F64 ? 0x7fffffffffffffffULL : 0x7fffffffULL;
+      v = LLVMBuildAnd(w->b, bits, LLVMConstInt(it, mag, 0), "");
+    }
+    return LLVMBuildICmp(w->b, LLVMIntNE, v, LLVMConstInt(LLVMTypeOf(v), 0, 0), "");
+  }
+  if (is_float(to)) /* from an integer or pred */
+    return is_unsigned(from) ? LLVMBuildUIToFP(w->b, v, t, "") : LLVMBuildSIToFP(w->b, v, t, "");
+  if (is_float(from)) {
+    LLVMTypeRef tys[2] = {t, LLVMTypeOf(v)};
+    const char *nm = is_unsigned(to) ? "llvm.fptoui.sat" : "llvm.fptosi.sat";
+    unsigned id = LLVMLookupIntrinsicID(nm, strlen(nm));
+    LLVMValueRef f = LLVMGetIntrinsicDeclaration(w->m->mod, id, tys, 2);
+    return LLVMBuildCall2(w->b, LLVMIntrinsicGetType(ctx, id, tys, 2), f, &v, 1, "");
+  }
+  unsigned wf = LLVMGetIntTypeWidth(LLVMTypeOf(v)), wt = LLVMGetIntTypeWidth(t);
+  if (wf == wt) return v;
+  if (wf > wt) return LLVMBuildTrunc(w->b, v, t, "");
+  return is_unsigned(from) ? LLVMBuildZExt(w->b, v, t, "") : LLVMBuildSExt(w->b, v, t, "");
 }
 
 /* ---- loops, with each block's execution count on its terminator ---- */
@@ -198,13 +376,80 @@ static void mark(writer *w, LLVMValueRef term, int64_t count) {
   LLVMSetMetadata(term, w->m->count_kind, node);
 }
 
+/* Marks instruction v as arithmetic the formula counts, in dtype dt:
+** !tpusim.flop !{!"s32"}. Integer instructions and selects count only
+** with it -- the index arithmetic around them is the loop's, not the op's. */
+static LLVMValueRef flop(writer *w, LLVMValueRef v, graph_dtype dt) {
+  if (!LLVMIsAInstruction(v)) return v; /* folded to a constant */
+  const char *dn = graph_dtype_name(dt);
+  LLVMMetadataRef s = LLVMMDStringInContext2(w->m->ctx, dn, strlen(dn));
+  LLVMSetMetadata(v, w->m->flop_kind,
+                  LLVMMetadataAsValue(w->m->ctx, LLVMMDNodeInContext2(w->m->ctx, &s, 1)));
+  return v;
+}
+
+/* The callees whose calls count: transcendentals, or a flop (fabs, max,
+** min) -- anything else (the saturating conversions, integer max/min/abs)
+** counts only when the lowering tags it with !tpusim.flop. */
+typedef enum { CALL_TRANS, CALL_FLOP, CALL_FREE } call_class;
+static const struct {
+  const char *prefix;
+  call_class cls;
+} CALLEES[] = {
+    {"llvm.exp.", CALL_TRANS},       {"llvm.log.", CALL_TRANS},
+    {"llvm.sqrt.", CALL_TRANS},      {"llvm.sin.", CALL_TRANS},
+    {"llvm.cos.", CALL_TRANS},       {"llvm.pow.", CALL_TRANS},
+    {"tanhf", CALL_TRANS},           {"tanh", CALL_TRANS},
+    {"tpusim.logistic.", CALL_TRANS}, {"tpusim.rsqrt.", CALL_TRANS},
+    {"llvm.fabs.", CALL_FLOP},       {"llvm.maximum.", CALL_FLOP},
+    {"llvm.minimum.", CALL_FLOP},    {"llvm.smax.", CALL_FREE},
+    {"llvm.smin.", CALL_FREE},       {"llvm.umax.", CALL_FREE},
+    {"llvm.umin.", CALL_FREE},       {"llvm.abs.", CALL_FREE},
+    {"llvm.fptosi.sat.", CALL_FREE}, {"llvm.fptoui.sat.", CALL_FREE},
+};
+
+static int callee_class(LLVMValueRef call) {
+  size_t cl;
+  const char *cn = LLVMGetValueName2(LLVMGetCalledValue(call), &cl);
+  size_t nc = sizeof CALLEES / sizeof CALLEES[0];
+  for (size_t i = 0; i < nc; i++) {
+    size_t pl = strlen(CALLEES[i].prefix);
+    bool prefix = CALLEES[i].prefix[pl - 1] == '.';
+    if (prefix ? strncmp(cn, CALLEES[i].prefix, pl) == 0
+               : (cl == pl && memcmp(cn, CALLEES[i].prefix, pl) == 0))
+      return (int)CALLEES[i].cls;
+  }
+  return -1;
+}
+
+/* Tags the floating-point arithmetic emitted after instruction `after`
+** (NULL: from the block's start) with dtype dt: an op's element function
+** inside a kernel whose ops run in several dtypes. */
+static void tag_since(writer *w, LLVMValueRef after, graph_dtype dt) {
+  LLVMValueRef in = after ? LLVMGetNextInstruction(after)
+                          : LLVMGetFirstInstruction(LLVMGetInsertBlock(w->b));
+  for (; in; in = LLVMGetNextInstruction(in)) {
+    switch (LLVMGetInstructionOpcode(in)) {
+    case LLVMFAdd: case LLVMFSub: case LLVMFMul: case LLVMFDiv: case LLVMFRem: case LLVMFNeg:
+    case LLVMFCmp:
+      flop(w, in, dt);
+      break;
+    case LLVMCall:
+      if (callee_class(in) == CALL_FLOP) flop(w, in, dt);
+      break;
+    default:
+      break;
+    }
+  }
+}
+
 static LLVMBasicBlockRef block(writer *w, const char *name) {
   return LLVMAppendBasicBlockInContext(w->m->ctx, w->fn, name);
 }
 
 /* for (iv = start; iv < n; iv++): leaves the builder in the body. */
 static void loop_from(writer *w, loop *l, int64_t start, int64_t n, const char *name) {
-  char hn[32], bn[32], en[32];
+  char hn[40], bn[40], en[40];
   snprintf(hn, sizeof hn, "%s.head", name);
   snprintf(bn, sizeof bn, "%s.body", name);
   snprintf(en, sizeof en, "%s.exit", name);
@@ -239,6 +484,18 @@ static void loop_close(writer *w, loop *l) {
   LLVMPositionBuilderAtEnd(w->b, l->exit);
 }
 
+/* An accumulator slot, in the entry block so a loop does not grow the stack. */
+static LLVMValueRef entry_alloca(writer *w, LLVMTypeRef t, const char *name) {
+  LLVMBuilderRef eb = LLVMCreateBuilderInContext(w->m->ctx);
+  LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(w->fn);
+  LLVMValueRef first = LLVMGetFirstInstruction(entry);
+  if (first) LLVMPositionBuilderBefore(eb, first);
+  else LLVMPositionBuilderAtEnd(eb, entry);
+  LLVMValueRef a = LLVMBuildAlloca(eb, t, name);
+  LLVMDisposeBuilder(eb);
+  return a;
+}
+
 /* ---- math ---- */
 
 static LLVMValueRef call_intrinsic(writer *w, const char *name, LLVMValueRef *args, int n) {
@@ -250,7 +507,9 @@ static LLVMValueRef call_intrinsic(writer *w, const char *name, LLVMValueRef *ar
 }
 
 static LLVMValueRef fconst(LLVMValueRef like, double v) { return LLVMConstReal(LLVMTypeOf(like), v); }
-
+static LLVMValueRef iconst(LLVMValueRef like, long long v) {
+  return LLVMConstInt(LLVMTypeOf(like), (unsigned long long)v, 1);
+}
 /* tanh, and the two functions XLA's cost analysis counts as one
 ** transcendental each (logistic, rsqrt), are calls: to libm's tanh, and to
 ** helpers defined once per type in the module. */
@@ -351,24 +610,98 @@ static LLVMValueRef elementwise(writer *w, graph_op_kind k, LLVMValueRef *x) {
     LLVMValueRef d = LLVMBuildFAdd(b, left, LLVMBuildFMul(b, r, poly, ""), "");
     return LLVMBuildFMul(b, d, x[1], "gelu_grad");
   }
+  case GOP_COMPARE: /* the graph keeps no direction: less-than (all six cost one fcmp) */
+    return LLVMBuildFCmp(b, LLVMRealOLT, a, x[1], "lt");
+  case GOP_SELECT: return LLVMBuildSelect(b, a, x[1], x[2], "select");
+  case GOP_CLAMP: { /* clamp(lo, x, hi) = min(max(x, lo), hi): 2 flops */
+    LLVMValueRef lo[2] = {x[1], a};
+    LLVMValueRef hi[2] = {call_intrinsic(w, "llvm.maximum", lo, 2), x[2]};
+    return call_intrinsic(w, "llvm.minimum", hi, 2);
+  }
+  default: return NULL;
+  }
+}
+
+/* The element function on integers (and pred), every instruction the
+** formula counts tagged in dtype dt. Division by zero gives -1 and
+** INT_MIN / -1 gives INT_MIN, as XLA defines them, without LLVM's
+** undefined behaviour (the guards are untagged: not the op's arithmetic). */
+static LLVMValueRef int_elementwise(writer *w, graph_op_kind k, LLVMValueRef *x, graph_dtype dt) {
+  LLVMBuilderRef b = w->b;
+  LLVMValueRef a = x[0];
+  bool u = is_unsigned(dt);
+  switch (k) {
+  case GOP_NEG: return flop(w, LLVMBuildSub(b, iconst(a, 0), a, "neg"), dt);
+  case GOP_ABS: {
+    LLVMValueRef args[2] = {a, LLVMConstInt(LLVMInt1TypeInContext(w->m->ctx), 0, 0)};
+    LLVMValueRef zero[2] = {a, iconst(a, 0)};
+    /* unsigned: abs is the value itself, max(x, 0) -- still the formula's one op */
+    if (u) return flop(w, call_intrinsic(w, "llvm.umax", zero, 2), dt);
+    return flop(w, call_intrinsic(w, "llvm.abs", args, 2), dt);
+  }
+  case GOP_RELU: {
+    LLVMValueRef args[2] = {a, iconst(a, 0)};
+    return flop(w, call_intrinsic(w, u ? "llvm.umax" : "llvm.smax", args, 2), dt);
+  }
+  case GOP_NOT: return flop(w, LLVMBuildXor(b, a, iconst(a, -1), "not"), dt);
+  case GOP_CONVERT:
+  case GOP_COPY: return a;
+  case GOP_ADD: return flop(w, LLVMBuildAdd(b, a, x[1], "add"), dt);
+  case GOP_SUB: return flop(w, LLVMBuildSub(b, a, x[1], "sub"), dt);
+  case GOP_MUL: return flop(w, LLVMBuildMul(b, a, x[1], "mul"), dt);
+  case GOP_DIV: {
+    LLVMValueRef zero = LLVMBuildICmp(b, LLVMIntEQ, x[1], iconst(a, 0), "");
+    LLVMValueRef bad = zero;
+    if (!u) {
+      unsigned bits = LLVMGetIntTypeWidth(LLVMTypeOf(a));
+      LLVMValueRef minv = LLVMConstInt(LLVMTypeOf(a), 1ULL << (bits - 1), 0);
+      LLVMValueRef ovf = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, a, minv, ""),
+                                      LLVMBuildICmp(b, LLVMIntEQ, x[1], iconst(a, -1), ""), "");
+      bad = LLVMBuildOr(b, zero, ovf, "");
+    }
+    LLVMValueRef d = LLVMBuildSelect(b, bad, iconst(a, 1), x[1], "");
+    LLVMValueRef q = flop(w, u ? LLVMBuildUDiv(b, a, d, "div") : LLVMBuildSDiv(b, a, d, "div"), dt);
+    LLVMValueRef q_ovf = u ? q : LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, x[1], iconst(a, -1), ""),
+                                                 LLVMBuildSub(b, iconst(a, 0), a, ""), q, "");
+    return LLVMBuildSelect(b, zero, iconst(a, -1), q_ovf, "");
+  }
+  case GOP_MAX:
+    return flop(w, call_intrinsic(w, u ? "llvm.umax" : "llvm.smax", x, 2), dt);
+  case GOP_MIN:
+    return flop(w, call_intrinsic(w, u ? "llvm.umin" : "llvm.smin", x, 2), dt);
+  case GOP_AND: return flop(w, LLVMBuildAnd(b, a, x[1], "and"), dt);
+  case GOP_OR: return flop(w, LLVMBuildOr(b, a, x[1], "or"), dt);
+  case GOP_COMPARE: /* less-than, as for floats */
+    return flop(w, LLVMBuildICmp(b, u ? LLVMIntULT : LLVMIntSLT, a, x[1], "lt"), dt);
+  case GOP_SELECT: return flop(w, LLVMBuildSelect(b, a, x[1], x[2], "select"), dt);
+  case GOP_CLAMP: {
+    LLVMValueRef lo[2] = {x[1], a};
+    LLVMValueRef hi[2] = {flop(w, call_intrinsic(w, u ? "llvm.umax" : "llvm.smax", lo, 2), dt), x[2]};
+    return flop(w, call_intrinsic(w, u ? "llvm.umin" : "llvm.smin", hi, 2), dt);
+  }
   default: return NULL;
   }
 }
 
 /* ---- functions ---- */
 
+
 /* Starts function `name` over buffers bufs[0..nbuf) (the operands, then
-** the result), with flops counted in flop_dt; leaves w's builder in its
-** entry block. -1 (err says why) when the module is full. */
-static int begin_fn(writer *w, lower_module *m, const char *name, const graph_shape *const *bufs,
-                    int nbuf, graph_dtype flop_dt, char *err, size_t n) {
+** the result) and n_starts i64 start indices, with untagged flops counted
+** in flop_dt; leaves w's builder in its entry block. -1 (err says why)
+** when the module is full. */
+static int begin_fn(writer *w, lower_module *m, const kernel *k, const char *name,
+                    const graph_shape *const *bufs, int nbuf, graph_dtype flop_dt, char *err,
+                    size_t n) {
   if (m->nfn == LOWER_MAX_FNS) {
     set_err(err, n, "more than %d functions in one module", LOWER_MAX_FNS);
     return -1;
   }
   LLVMContextRef ctx = m->ctx;
-  LLVMTypeRef params[LOWER_MAX_BUFS];
+  LLVMTypeRef params[LOWER_MAX_PARAMS];
+  int ns = k->n_starts;
   for (int i = 0; i < nbuf; i++) params[i] = LLVMPointerTypeInContext(ctx, 0);
+  for (int i = 0; i < ns; i++) params[nbuf + i] = LLVMInt64TypeInContext(ctx);
   /* A name that is a C identifier ("log", "exp") would collide with the
   ** libm symbols that llvm.log and friends lower to, in the JIT's process
   ** lookup: such names get an "op." prefix. Scoped names ("l0/attn/dot")
@@ -378,28 +711,43 @@ static int begin_fn(writer *w, lower_module *m, const char *name, const graph_sh
                strlen(name);
   snprintf(fname, sizeof fname, "%s%s", ident ? "op." : "", name);
   LLVMValueRef fn = LLVMAddFunction(
-      m->mod, fname, LLVMFunctionType(LLVMVoidTypeInContext(ctx), params, (unsigned)nbuf, 0));
+      m->mod, fname,
+      LLVMFunctionType(LLVMVoidTypeInContext(ctx), params, (unsigned)(nbuf + ns), 0));
   unsigned deref = LLVMGetEnumAttributeKindForName("dereferenceable", 15);
   unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
-  for (int i = 0; i < nbuf; i++) {
+  for (int i = 0; i < nbuf + ns; i++) {
     char pn[16];
     if (i < nbuf - 1) snprintf(pn, sizeof pn, "in%d", i);
-    else snprintf(pn, sizeof pn, "out");
+    else if (i == nbuf - 1) snprintf(pn, sizeof pn, "out");
+    else snprintf(pn, sizeof pn, "start%d", i - nbuf);
     LLVMSetValueName2(LLVMGetParam(fn, (unsigned)i), pn, strlen(pn));
-    LLVMAddAttributeAtIndex(fn, (unsigned)i + 1,
-                            LLVMCreateEnumAttribute(ctx, deref, (uint64_t)graph_bytes(bufs[i])));
+    if (i >= nbuf) continue;
+    double bytes = graph_bytes(bufs[i]);
+    if (bytes > 0)
+      LLVMAddAttributeAtIndex(fn, (unsigned)i + 1,
+                              LLVMCreateEnumAttribute(ctx, deref, (uint64_t)bytes));
     LLVMAddAttributeAtIndex(fn, (unsigned)i + 1, LLVMCreateEnumAttribute(ctx, noalias, 0));
   }
   const char *dn = graph_dtype_name(flop_dt);
   LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
                           LLVMCreateStringAttribute(ctx, "tpusim.dtype", 12, dn, (unsigned)strlen(dn)));
   w->m = m;
+  w->k = k;
   w->fn = fn;
   w->i64 = LLVMInt64TypeInContext(ctx);
   w->b = LLVMCreateBuilderInContext(ctx);
   w->mult = 1;
+  w->n_cache = 0;
   LLVMPositionBuilderAtEnd(w->b, block(w, "entry"));
   return 0;
+}
+
+/* Argument i's loads and stores are counted as accessed, not capped at
+** its size: the rows a gather fetches and a scatter updates depend on the
+** indices, and the formula charges each one (docs/op-models.md). */
+static void uncapped(writer *w, int arg) {
+  LLVMAddAttributeAtIndex(w->fn, (unsigned)arg + 1,
+                          LLVMCreateStringAttribute(w->m->ctx, "tpusim.uncapped", 15, "", 0));
 }
 
 /* Returns from the function w writes and registers it: its index. */
@@ -414,31 +762,57 @@ static int end_fn(writer *w) {
   return m->nfn++;
 }
 
-static void lower_elementwise(writer *w, const graph *g, const graph_op *op) {
-  loop l;
-  loop_open(w, &l, graph_elements(&op->out), "i");
-  LLVMValueRef x[3];
-  for (int i = 0; i < op->n_in; i++) {
-    graph_dtype dt = graph_get(g, op->in[i])->out.dtype;
-    char nm[16];
-    snprintf(nm, sizeof nm, "x%d", i);
-    x[i] = load_elem(w, LLVMGetParam(w->fn, (unsigned)i), l.iv, dt, nm);
-  }
-  /* binary operands share a dtype (the graph checks), so x[1] matches x[0] */
-  LLVMValueRef y = elementwise(w, op->kind, x);
-  store_elem(w, y, LLVMGetParam(w->fn, (unsigned)op->n_in), l.iv, op->out.dtype);
-  loop_close(w, &l);
+/* ---- indices ---- */
+
+/* An element of a value of shape s: its row-major linear index, its
+** per-dimension indices, or both (each made from the other on demand). */
+typedef struct {
+  const graph_shape *s;
+  LLVMValueRef lin;
+  LLVMValueRef d[GRAPH_MAX_RANK];
+  bool has_d;
+} ix;
+
+static LLVMValueRef i64c(writer *w, int64_t v) {
+  return LLVMConstInt(w->i64, (unsigned long long)v, 1);
 }
 
-/* Linear row-major index of a operand element from its per-dim indices. */
 static LLVMValueRef linear_index(writer *w, const graph_shape *s, LLVMValueRef *idx) {
-  if (s->rank == 0) return LLVMConstInt(w->i64, 0, 0);
+  if (s->rank == 0) return i64c(w, 0);
   LLVMValueRef lin = idx[0];
   for (int d = 1; d < s->rank; d++) {
-    lin = LLVMBuildMul(w->b, lin, LLVMConstInt(w->i64, (unsigned long long)s->dim[d], 0), "");
+    lin = LLVMBuildMul(w->b, lin, i64c(w, s->dim[d]), "");
     lin = LLVMBuildAdd(w->b, lin, idx[d], "");
   }
   return lin;
+}
+
+static ix ix_lin(const graph_shape *s, LLVMValueRef lin) {
+  ix x = {.s = s, .lin = lin};
+  return x;
+}
+
+static ix ix_dims(const graph_shape *s, const LLVMValueRef *d) {
+  ix x = {.s = s, .has_d = true};
+  for (int i = 0; i < s->rank; i++) x.d[i] = d[i];
+  return x;
+}
+
+static LLVMValueRef get_lin(writer *w, ix *x) {
+  if (!x->lin) x->lin = linear_index(w, x->s, x->d);
+  return x->lin;
+}
+
+static void get_dims(writer *w, ix *x) {
+  if (x->has_d) return;
+  LLVMValueRef r = x->lin;
+  for (int d = x->s->rank - 1; d > 0; d--) {
+    LLVMValueRef size = i64c(w, x->s->dim[d]);
+    x->d[d] = LLVMBuildURem(w->b, r, size, "");
+    r = LLVMBuildUDiv(w->b, r, size, "");
+  }
+  if (x->s->rank > 0) x->d[0] = r;
+  x->has_d = true;
 }
 
 static bool in_dims(const graph_dims *ds, int d) {
@@ -447,165 +821,590 @@ static bool in_dims(const graph_dims *ds, int d) {
   return false;
 }
 
-/* A dot operand's per-dim indices: a batch dim takes its output index, a
-** contracting dim its k, a free dim the next free output index (*next). */
-static void operand_index(const graph_shape *s, const graph_dims *batch,
-                          const graph_dims *contract, LLVMValueRef *oi, LLVMValueRef *ki,
-                          int *next, LLVMValueRef *idx) {
-  for (int d = 0; d < s->rank; d++) {
-    idx[d] = NULL;
-    for (int i = 0; i < batch->n; i++)
-      if (batch->d[i] == d) idx[d] = oi[i];
-    for (int c = 0; c < contract->n; c++)
-      if (contract->d[c] == d) idx[d] = ki[c];
-    if (!idx[d]) idx[d] = oi[(*next)++];
+/* v clamped to [0, hi] (signed): an index the data chose, kept in bounds
+** as XLA clamps gather and dynamic-slice starts. */
+static LLVMValueRef clamp_index(writer *w, LLVMValueRef v, int64_t hi) {
+  if (hi < 0) hi = 0;
+  LLVMValueRef lo[2] = {v, i64c(w, 0)};
+  LLVMValueRef up[2] = {call_intrinsic(w, "llvm.smax", lo, 2), i64c(w, hi)};
+  return call_intrinsic(w, "llvm.smin", up, 2);
+}
+
+/* An integer element of dtype dt, as an i64 index. */
+static LLVMValueRef as_index(writer *w, LLVMValueRef v, graph_dtype dt) {
+  unsigned bits = LLVMGetIntTypeWidth(LLVMTypeOf(v));
+  if (bits == 64) return v;
+  return is_unsigned(dt) ? LLVMBuildZExt(w->b, v, w->i64, "") : LLVMBuildSExt(w->b, v, w->i64, "");
+}
+
+/* ---- values: loaded from a buffer, or computed inside the kernel ---- */
+
+static int member(const kernel *k, int v) {
+  for (int i = 0; i < k->n_ops; i++)
+    if (k->ops[i] == v) return i;
+  return -1;
+}
+
+/* The argument holding outside value v (a fused kernel: one per value). */
+static int outside_arg(const kernel *k, int v) {
+  for (int i = 0; i < k->n_outside; i++)
+    if (k->outside[i] == v) return i;
+  return -1;
+}
+
+static LLVMValueRef load_arg(writer *w, int arg, graph_dtype dt, LLVMValueRef idx,
+                             const char *name) {
+  LLVMBasicBlockRef bb = LLVMGetInsertBlock(w->b);
+  for (int i = 0; i < w->n_cache; i++)
+    if (w->cache[i].arg == arg && w->cache[i].idx == idx && w->cache[i].bb == bb)
+      return w->cache[i].v;
+  LLVMValueRef v = load_elem(w, LLVMGetParam(w->fn, (unsigned)arg), idx, dt, name);
+  if (w->n_cache < LOWER_CACHE)
+    w->cache[w->n_cache++] = (load_memo){.arg = arg, .idx = idx, .v = v, .bb = bb};
+  return v;
+}
+
+static LLVMValueRef emit_op(writer *w, int id, ix *o);
+
+/* The value of operand j of op `id` at index x, in its compute type. */
+static LLVMValueRef operand_at(writer *w, int id, int j, ix *x, const char *hint) {
+  const kernel *k = w->k;
+  const graph_op *op = graph_get(k->g, id);
+  int v = op->in[j];
+  const graph_op *vo = graph_get(k->g, v);
+  if (member(k, v) >= 0) return emit_op(w, v, x);
+  int arg = k->single ? j : outside_arg(k, v);
+  const char *nm = hint ? hint : vo->name;
+  return load_arg(w, arg, vo->out.dtype, get_lin(w, x), nm);
+}
+
+/* Names an op's result after the op, for reading the IR. */
+static LLVMValueRef named(LLVMValueRef v, const graph_op *op, LLVMValueRef *ins, int n_in) {
+  if (!LLVMIsAInstruction(v)) return v;
+  for (int i = 0; i < n_in; i++)
+    if (ins[i] == v) return v;
+  LLVMSetValueName2(v, op->name, strlen(op->name));
+  return v;
+}
+
+static graph_dtype acc_dtype(graph_dtype dt) {
+  switch (dt) {
+  case GDT_F64: return GDT_F64;
+  case GDT_S64: return GDT_S64;
+  case GDT_BF16: case GDT_F16: case GDT_F32: return GDT_F32;
+  case GDT_U8: case GDT_U32: return GDT_U32;
+  default: return GDT_S32;
   }
 }
 
-/* dot: one loop per output dim (batch, lhs free, rhs free: XLA's order),
-** then one per contracting dim; multiply-add into an f32 (f64) accumulator. */
-static void lower_dot(writer *w, const graph *g, const graph_op *op) {
-  const graph_shape *sa = &graph_get(g, op->in[0])->out, *sb = &graph_get(g, op->in[1])->out;
-  LLVMTypeRef ct = compute_type(w->m->ctx, sa->dtype == GDT_F64 ? GDT_F64 : GDT_F32);
-  LLVMValueRef acc_slot = LLVMBuildAlloca(w->b, ct, "acc.slot");
-  loop lo[GRAPH_MAX_RANK], lk[GRAPH_MAX_RANK];
-  LLVMValueRef oi[GRAPH_MAX_RANK];
-  for (int d = 0; d < op->out.rank; d++) {
-    char nm[16];
-    snprintf(nm, sizeof nm, "o%d", d);
-    loop_open(w, &lo[d], op->out.dim[d], nm);
-    oi[d] = lo[d].iv;
+static LLVMValueRef zero_of(LLVMTypeRef t) {
+  return LLVMGetTypeKind(t) == LLVMIntegerTypeKind ? LLVMConstInt(t, 0, 0) : LLVMConstReal(t, 0);
+}
+
+static LLVMValueRef emit_elementwise(writer *w, int id, const graph_op *op, ix *o) {
+  const graph *g = w->k->g;
+  graph_dtype dt = op->kind == GOP_SELECT ? op->out.dtype : graph_get(g, op->in[0])->out.dtype;
+  LLVMValueRef x[3];
+  int64_t n = graph_elements(&op->out);
+  for (int j = 0; j < op->n_in; j++) {
+    const graph_shape *s = &graph_get(g, op->in[j])->out;
+    ix xi = *o;
+    xi.s = s;
+    if (graph_elements(s) != n) xi = ix_lin(s, i64c(w, 0)); /* a scalar operand (select, clamp) */
+    x[j] = operand_at(w, id, j, &xi, NULL);
   }
-  LLVMBuildStore(w->b, LLVMConstReal(ct, 0), acc_slot);
-  int nc = op->lhs_contract.n;
+  LLVMValueRef r;
+  if (op->kind == GOP_CONVERT) {
+    r = convert_value(w, x[0], dt, op->out.dtype);
+  } else if (is_float(dt)) {
+    for (int j = 0; j < op->n_in; j++)
+      if (!(op->kind == GOP_SELECT && j == 0)) x[j] = to_compute(w, x[j], dt);
+    LLVMValueRef last = LLVMGetLastInstruction(LLVMGetInsertBlock(w->b));
+    r = elementwise(w, op->kind, x);
+    tag_since(w, last, dt);
+    if (op->kind == GOP_SELECT) flop(w, r, dt);
+  } else {
+    r = int_elementwise(w, op->kind, x, dt);
+  }
+  return named(r, op, x, op->n_in);
+}
+
+/* dot: one loop per contracting dim; multiply-add into an f32 (f64,
+** i32, i64) accumulator. */
+static LLVMValueRef emit_dot(writer *w, int id, const graph_op *op, ix *o) {
+  const graph *g = w->k->g;
+  const graph_shape *sa = &graph_get(g, op->in[0])->out, *sb = &graph_get(g, op->in[1])->out;
+  graph_dtype adt = acc_dtype(sa->dtype);
+  LLVMTypeRef ct = compute_type(w->m->ctx, adt);
+  LLVMValueRef acc_slot = entry_alloca(w, ct, "acc.slot");
+  get_dims(w, o);
+  LLVMBuildStore(w->b, zero_of(ct), acc_slot);
+  loop lk[GRAPH_MAX_RANK];
   LLVMValueRef ki[GRAPH_MAX_RANK];
+  int nc = op->lhs_contract.n;
   for (int c = 0; c < nc; c++) {
     char nm[16];
     snprintf(nm, sizeof nm, "k%d", c);
     loop_open(w, &lk[c], sa->dim[op->lhs_contract.d[c]], nm);
     ki[c] = lk[c].iv;
   }
+  /* operand indices: a batch dim takes its output index, a contracting dim
+  ** its k, a free dim the next free output index (batch, lhs free, rhs free) */
   LLVMValueRef ia[GRAPH_MAX_RANK], ib[GRAPH_MAX_RANK];
-  int next = op->lhs_batch.n; /* free output dims: lhs's, then rhs's */
-  operand_index(sa, &op->lhs_batch, &op->lhs_contract, oi, ki, &next, ia);
-  operand_index(sb, &op->rhs_batch, &op->rhs_contract, oi, ki, &next, ib);
-  LLVMValueRef a = to_compute(w, load_elem(w, LLVMGetParam(w->fn, 0), linear_index(w, sa, ia), sa->dtype, "a"),
-                              sa->dtype == GDT_F64 ? GDT_F64 : GDT_F32);
-  LLVMValueRef bv = to_compute(w, load_elem(w, LLVMGetParam(w->fn, 1), linear_index(w, sb, ib), sb->dtype, "b"),
-                               sa->dtype == GDT_F64 ? GDT_F64 : GDT_F32);
+  int next = op->lhs_batch.n;
+  for (int side = 0; side < 2; side++) {
+    const graph_shape *s = side ? sb : sa;
+    const graph_dims *batch = side ? &op->rhs_batch : &op->lhs_batch;
+    const graph_dims *contract = side ? &op->rhs_contract : &op->lhs_contract;
+    LLVMValueRef *idx = side ? ib : ia;
+    for (int d = 0; d < s->rank; d++) {
+      idx[d] = NULL;
+      for (int i = 0; i < batch->n; i++)
+        if (batch->d[i] == d) idx[d] = o->d[i];
+      for (int c = 0; c < contract->n; c++)
+        if (contract->d[c] == d) idx[d] = ki[c];
+      if (!idx[d]) idx[d] = o->d[next++];
+    }
+  }
+  ix xa = ix_dims(sa, ia), xb = ix_dims(sb, ib);
+  LLVMValueRef a = convert_value(w, operand_at(w, id, 0, &xa, "a"), sa->dtype, adt);
+  LLVMValueRef bv = convert_value(w, operand_at(w, id, 1, &xb, "b"), sb->dtype, adt);
   LLVMValueRef acc = LLVMBuildLoad2(w->b, ct, acc_slot, "acc");
-  LLVMValueRef prod = LLVMBuildFMul(w->b, a, bv, "prod");
-  LLVMBuildStore(w->b, LLVMBuildFAdd(w->b, acc, prod, "acc.next"), acc_slot);
+  bool fl = is_float(adt);
+  LLVMValueRef prod = flop(w, fl ? LLVMBuildFMul(w->b, a, bv, "prod") : LLVMBuildMul(w->b, a, bv, "prod"), sa->dtype);
+  LLVMValueRef nx = flop(w, fl ? LLVMBuildFAdd(w->b, acc, prod, "acc.next") : LLVMBuildAdd(w->b, acc, prod, "acc.next"), sa->dtype);
+  LLVMBuildStore(w->b, nx, acc_slot);
   for (int c = nc - 1; c >= 0; c--) loop_close(w, &lk[c]);
   LLVMValueRef sum = LLVMBuildLoad2(w->b, ct, acc_slot, "sum");
-  store_elem(w, sum, LLVMGetParam(w->fn, 2), linear_index(w, &op->out, oi), op->out.dtype);
-  for (int d = op->out.rank - 1; d >= 0; d--) loop_close(w, &lo[d]);
+  LLVMValueRef r = convert_value(w, sum, adt, op->out.dtype);
+  return named(r, op, NULL, 0);
 }
 
-static LLVMValueRef combine(writer *w, graph_reduce_kind r, LLVMValueRef a, LLVMValueRef b) {
-  LLVMValueRef x[2] = {a, b};
-  switch (r) {
-  case GRAPH_RED_ADD: return LLVMBuildFAdd(w->b, a, b, "sum");
-  case GRAPH_RED_MUL: return LLVMBuildFMul(w->b, a, b, "prod");
-  case GRAPH_RED_MAX: return call_intrinsic(w, "llvm.maximum", x, 2);
-  default: return call_intrinsic(w, "llvm.minimum", x, 2);
-  }
-}
-
-/* reduce: one loop per kept dim, then one loop over the reduced elements
-** flattened, starting at the second: the accumulator starts as the first
-** element, so K elements take K - 1 combines (the formula's in - out).
-** bf16 and fp16 accumulate in f32, as XLA does. */
-static void lower_reduce(writer *w, const graph *g, const graph_op *op) {
-  const graph_shape *sx = &graph_get(g, op->in[0])->out;
-  graph_dtype cdt = sx->dtype == GDT_F64 ? GDT_F64 : GDT_F32;
-  LLVMValueRef acc_slot = LLVMBuildAlloca(w->b, compute_type(w->m->ctx, cdt), "acc.slot");
-  loop lo[GRAPH_MAX_RANK], lr;
-  LLVMValueRef oi[GRAPH_MAX_RANK], idx[GRAPH_MAX_RANK];
-  for (int d = 0; d < op->out.rank; d++) {
+/* convolution: one loop per window dim, then one over the input features
+** of the output feature's group; multiply-add as dot. A window position in
+** the padding (or between dilated input elements) still multiplies -- by
+** zero, selected in place of a load from a clamped index -- so the flops
+** are the formula's 2 x out x window x features, padding included, as
+** XLA's cost analysis counts them. */
+static LLVMValueRef emit_conv(writer *w, int id, const graph_op *op, ix *o) {
+  const graph *g = w->k->g;
+  const graph_conv_attrs *c = &op->conv;
+  const graph_shape *si = &graph_get(g, op->in[0])->out, *sk = &graph_get(g, op->in[1])->out;
+  graph_dtype adt = acc_dtype(si->dtype);
+  LLVMTypeRef ct = compute_type(w->m->ctx, adt);
+  LLVMValueRef acc_slot = entry_alloca(w, ct, "acc.slot");
+  get_dims(w, o);
+  LLVMBuildStore(w->b, zero_of(ct), acc_slot);
+  int64_t fg = c->feature_groups > 0 ? c->feature_groups : 1;
+  int64_t cin = sk->dim[c->k_in], cout_g = sk->dim[c->k_out] / fg;
+  LLVMValueRef grp = LLVMBuildUDiv(w->b, o->d[c->out_feature], i64c(w, cout_g), "group");
+  loop lw[3], lc;
+  for (int s = 0; s < c->spatial; s++) {
     char nm[16];
-    snprintf(nm, sizeof nm, "o%d", d);
-    loop_open(w, &lo[d], op->out.dim[d], nm);
-    oi[d] = lo[d].iv;
+    snprintf(nm, sizeof nm, "w%d", s);
+    loop_open(w, &lw[s], sk->dim[c->k_spatial[s]], nm);
   }
+  loop_open(w, &lc, cin, "ci");
+  LLVMValueRef ii[GRAPH_MAX_RANK], kk[GRAPH_MAX_RANK];
+  LLVMValueRef valid = LLVMConstInt(LLVMInt1TypeInContext(w->m->ctx), 1, 0);
+  ii[c->in_batch] = o->d[c->out_batch];
+  ii[c->in_feature] = LLVMBuildAdd(w->b, LLVMBuildMul(w->b, grp, i64c(w, cin), ""), lc.iv, "");
+  for (int s = 0; s < c->spatial; s++) {
+    int64_t st = c->stride[s] > 0 ? c->stride[s] : 1, ld = c->lhs_dilation[s] > 0 ? c->lhs_dilation[s] : 1,
+            rd = c->rhs_dilation[s] > 0 ? c->rhs_dilation[s] : 1, n = si->dim[c->in_spatial[s]];
+    /* position in the dilated, padded input */
+    LLVMValueRef pos = LLVMBuildAdd(
+        w->b, LLVMBuildMul(w->b, o->d[c->out_spatial[s]], i64c(w, st), ""),
+        LLVMBuildMul(w->b, lw[s].iv, i64c(w, rd), ""), "");
+    pos = LLVMBuildSub(w->b, pos, i64c(w, c->pad_lo[s]), "");
+    LLVMValueRef p = ld > 1 ? LLVMBuildSDiv(w->b, pos, i64c(w, ld), "") : pos;
+    LLVMValueRef ok = LLVMBuildAnd(w->b, LLVMBuildICmp(w->b, LLVMIntSGE, pos, i64c(w, 0), ""),
+                                   LLVMBuildICmp(w->b, LLVMIntSLT, p, i64c(w, n), ""), "");
+    if (ld > 1)
+      ok = LLVMBuildAnd(w->b, ok, LLVMBuildICmp(w->b, LLVMIntEQ, LLVMBuildSRem(w->b, pos, i64c(w, ld), ""), i64c(w, 0), ""), "");
+    valid = LLVMBuildAnd(w->b, valid, ok, "");
+    ii[c->in_spatial[s]] = clamp_index(w, p, n - 1);
+    kk[c->k_spatial[s]] = lw[s].iv;
+  }
+  kk[c->k_in] = lc.iv;
+  kk[c->k_out] = o->d[c->out_feature];
+  LLVMValueRef inb = valid;
+  LLVMSetValueName2(inb, "inside", 6);
+  ix xi = ix_dims(si, ii), xk = ix_dims(sk, kk);
+  LLVMValueRef x = convert_value(w, operand_at(w, id, 0, &xi, "x"), si->dtype, adt);
+  LLVMValueRef kv = convert_value(w, operand_at(w, id, 1, &xk, "k"), sk->dtype, adt);
+  x = LLVMBuildSelect(w->b, inb, x, zero_of(ct), "x.or0");
+  LLVMValueRef acc = LLVMBuildLoad2(w->b, ct, acc_slot, "acc");
+  bool fl = is_float(adt);
+  LLVMValueRef prod = flop(w, fl ? LLVMBuildFMul(w->b, x, kv, "prod") : LLVMBuildMul(w->b, x, kv, "prod"), si->dtype);
+  LLVMValueRef nx = flop(w, fl ? LLVMBuildFAdd(w->b, acc, prod, "acc.next") : LLVMBuildAdd(w->b, acc, prod, "acc.next"), si->dtype);
+  LLVMBuildStore(w->b, nx, acc_slot);
+  loop_close(w, &lc);
+  for (int s = c->spatial - 1; s >= 0; s--) loop_close(w, &lw[s]);
+  LLVMValueRef sum = LLVMBuildLoad2(w->b, ct, acc_slot, "sum");
+  return named(convert_value(w, sum, adt, op->out.dtype), op, NULL, 0);
+}
+
+static LLVMValueRef combine(writer *w, graph_reduce_kind r, LLVMValueRef a, LLVMValueRef b,
+                            graph_dtype adt, graph_dtype dt) {
+  LLVMValueRef x[2] = {a, b};
+  bool fl = is_float(adt), u = is_unsigned(adt);
+  switch (r) {
+  case GRAPH_RED_ADD: return flop(w, fl ? LLVMBuildFAdd(w->b, a, b, "sum") : LLVMBuildAdd(w->b, a, b, "sum"), dt);
+  case GRAPH_RED_MUL: return flop(w, fl ? LLVMBuildFMul(w->b, a, b, "prod") : LLVMBuildMul(w->b, a, b, "prod"), dt);
+  case GRAPH_RED_MAX:
+    return flop(w, call_intrinsic(w, fl ? "llvm.maximum" : u ? "llvm.umax" : "llvm.smax", x, 2), dt);
+  default:
+    return flop(w, call_intrinsic(w, fl ? "llvm.minimum" : u ? "llvm.umin" : "llvm.smin", x, 2), dt);
+  }
+}
+
+/* reduce: one loop over the reduced elements flattened, starting at the
+** second: the accumulator starts as the first element, so K elements take
+** K - 1 combines (the formula's in - out). bf16 and fp16 accumulate in
+** f32, as XLA does; integers in their own width (wrapping). */
+static LLVMValueRef emit_reduce(writer *w, int id, const graph_op *op, ix *o) {
+  const graph_shape *sx = &graph_get(w->k->g, op->in[0])->out;
+  graph_dtype adt = is_float(sx->dtype) ? acc_dtype(sx->dtype) : sx->dtype;
+  LLVMTypeRef ct = compute_type(w->m->ctx, adt);
+  LLVMValueRef acc_slot = entry_alloca(w, ct, "acc.slot");
+  get_dims(w, o);
   int64_t k = 1;
   for (int i = 0; i < op->dims.n; i++) k *= sx->dim[op->dims.d[i]];
-  /* the input index of reduced element r: kept dims from the output loops,
+  LLVMValueRef zero = i64c(w, 0), idx[GRAPH_MAX_RANK];
+  loop lr;
+  /* the input index of reduced element r: kept dims from the output index,
   ** reduced dims by decomposing r (last reduced dim fastest) */
-  LLVMValueRef zero = LLVMConstInt(w->i64, 0, 0);
   for (int pass = 0; pass < 2; pass++) {
     LLVMValueRef r = zero;
     if (pass == 1) {
       loop_from(w, &lr, 1, k, "r");
       r = lr.iv;
     }
-    for (int d = 0, next = 0; d < sx->rank; d++) idx[d] = in_dims(&op->dims, d) ? NULL : oi[next++];
+    for (int d = 0, next = 0; d < sx->rank; d++) idx[d] = in_dims(&op->dims, d) ? NULL : o->d[next++];
     for (int i = op->dims.n - 1; i >= 0; i--) {
-      LLVMValueRef size = LLVMConstInt(w->i64, (unsigned long long)sx->dim[op->dims.d[i]], 0);
-      idx[op->dims.d[i]] = pass ? LLVMBuildURem(w->b, r, size, "") : zero;
-      if (pass) r = LLVMBuildUDiv(w->b, r, size, "");
+      LLVMValueRef size = i64c(w, sx->dim[op->dims.d[i]]);
+      idx[op->dims.d[i]] = pass && i > 0 ? LLVMBuildURem(w->b, r, size, "") : r;
+      if (pass && i > 0) r = LLVMBuildUDiv(w->b, r, size, "");
     }
-    LLVMValueRef v = to_compute(w, load_elem(w, LLVMGetParam(w->fn, 0), linear_index(w, sx, idx),
-                                             sx->dtype, "x"), cdt);
+    ix xi = ix_dims(sx, idx);
+    LLVMValueRef v = convert_value(w, operand_at(w, id, 0, &xi, "x"), sx->dtype, adt);
     if (pass == 0) {
       LLVMBuildStore(w->b, v, acc_slot);
     } else {
-      LLVMValueRef acc = LLVMBuildLoad2(w->b, compute_type(w->m->ctx, cdt), acc_slot, "acc");
-      LLVMBuildStore(w->b, combine(w, op->reduce, acc, v), acc_slot);
+      LLVMValueRef acc = LLVMBuildLoad2(w->b, ct, acc_slot, "acc");
+      LLVMBuildStore(w->b, combine(w, op->reduce, acc, v, adt, sx->dtype), acc_slot);
       loop_close(w, &lr);
     }
   }
-  LLVMValueRef res = LLVMBuildLoad2(w->b, compute_type(w->m->ctx, cdt), acc_slot, "result");
-  store_elem(w, res, LLVMGetParam(w->fn, 1), linear_index(w, &op->out, oi), op->out.dtype);
-  for (int d = op->out.rank - 1; d >= 0; d--) loop_close(w, &lo[d]);
+  LLVMValueRef res = LLVMBuildLoad2(w->b, ct, acc_slot, "result");
+  return named(convert_value(w, res, adt, op->out.dtype), op, NULL, 0);
 }
 
-/* broadcast: one loop per result dim; operand dim i takes the index of
-** result dim dims.d[i]. A copy, no arithmetic: XLA fuses a broadcast into
-** its user, and the unfused kernel is what a value read twice costs. */
-static void emit_broadcast(writer *w, const graph *g, const graph_op *op) {
-  const graph_shape *sx = &graph_get(g, op->in[0])->out;
-  loop lo[GRAPH_MAX_RANK];
-  LLVMValueRef oi[GRAPH_MAX_RANK], ix[GRAPH_MAX_RANK];
-  for (int d = 0; d < op->out.rank; d++) {
-    char nm[16];
-    snprintf(nm, sizeof nm, "o%d", d);
-    loop_open(w, &lo[d], op->out.dim[d], nm);
-    oi[d] = lo[d].iv;
+/* pad: output position p of a dim comes from operand element (p - lo) /
+** (interior + 1) when that divides and lands inside; elsewhere it is the
+** padding value 0. The load is from a clamped index and a select keeps
+** the zero: no branch, each output element loads once (capped at the
+** operand's size: the formula's bytes). */
+static LLVMValueRef emit_pad(writer *w, int id, const graph_op *op, ix *o) {
+  const graph_shape *sx = &graph_get(w->k->g, op->in[0])->out;
+  get_dims(w, o);
+  LLVMValueRef idx[GRAPH_MAX_RANK];
+  LLVMValueRef valid = LLVMConstInt(LLVMInt1TypeInContext(w->m->ctx), 1, 0);
+  for (int d = 0; d < sx->rank; d++) {
+    int64_t step = op->step[d] + 1;
+    LLVMValueRef q = LLVMBuildSub(w->b, o->d[d], i64c(w, op->lo[d]), "");
+    LLVMValueRef p = step > 1 ? LLVMBuildSDiv(w->b, q, i64c(w, step), "") : q;
+    LLVMValueRef ok = LLVMBuildAnd(w->b, LLVMBuildICmp(w->b, LLVMIntSGE, q, i64c(w, 0), ""),
+                                   LLVMBuildICmp(w->b, LLVMIntSLT, p, i64c(w, sx->dim[d]), ""), "");
+    if (step > 1)
+      ok = LLVMBuildAnd(w->b, ok, LLVMBuildICmp(w->b, LLVMIntEQ, LLVMBuildSRem(w->b, q, i64c(w, step), ""), i64c(w, 0), ""), "");
+    valid = LLVMBuildAnd(w->b, valid, ok, "");
+    idx[d] = clamp_index(w, p, sx->dim[d] - 1);
   }
-  for (int i = 0; i < sx->rank; i++) ix[i] = oi[op->dims.d[i]];
-  LLVMValueRef v = load_elem(w, LLVMGetParam(w->fn, 0), linear_index(w, sx, ix), sx->dtype, "x");
-  store_elem(w, v, LLVMGetParam(w->fn, 1), linear_index(w, &op->out, oi), op->out.dtype);
-  for (int d = op->out.rank - 1; d >= 0; d--) loop_close(w, &lo[d]);
+  ix xi = ix_dims(sx, idx);
+  LLVMValueRef x = operand_at(w, id, 0, &xi, NULL);
+  return named(LLVMBuildSelect(w->b, valid, x, zero_of(LLVMTypeOf(x)), ""), op, NULL, 0);
+}
+
+/* gather: output element (n, j) is element j of the row index n picks
+** (clamped into range, as XLA clamps). */
+static LLVMValueRef emit_gather(writer *w, int id, const graph_op *op, ix *o) {
+  const graph *g = w->k->g;
+  const graph_shape *st = &graph_get(g, op->in[0])->out, *si = &graph_get(g, op->in[1])->out;
+  gather_layout L;
+  gather_layout_of(st, si, &op->out, &L);
+  LLVMValueRef lin = get_lin(w, o);
+  if (L.columns) { /* out[b, k] = table[b, idx[k]] */
+    int64_t K = graph_elements(si);
+    LLVMValueRef b = LLVMBuildUDiv(w->b, lin, i64c(w, K), "b");
+    ix xk = ix_lin(si, LLVMBuildURem(w->b, lin, i64c(w, K), "k"));
+    LLVMValueRef col = clamp_index(w, as_index(w, operand_at(w, id, 1, &xk, "index"), si->dtype), L.per - 1);
+    ix xt = ix_lin(st, LLVMBuildAdd(w->b, LLVMBuildMul(w->b, b, i64c(w, L.per), ""), col, "elem"));
+    return named(operand_at(w, id, 0, &xt, "col"), op, NULL, 0);
+  }
+  LLVMValueRef nidx = LLVMBuildUDiv(w->b, lin, i64c(w, L.rs), "n");
+  LLVMValueRef j = LLVMBuildURem(w->b, lin, i64c(w, L.rs), "j");
+  ix xi = ix_lin(si, nidx);
+  LLVMValueRef row = clamp_index(w, as_index(w, operand_at(w, id, 1, &xi, "index"), si->dtype), L.per - 1);
+  if (L.along) row = LLVMBuildAdd(w->b, LLVMBuildMul(w->b, nidx, i64c(w, L.per), ""), row, "");
+  ix xt = ix_lin(st, LLVMBuildAdd(w->b, LLVMBuildMul(w->b, row, i64c(w, L.rs), ""), j, "row.elem"));
+  return named(operand_at(w, id, 0, &xt, "row"), op, NULL, 0);
+}
+
+/* The start of dim d of a dynamic slice of `size` out of `dim`: the
+** argument, clamped so the slice fits (XLA's rule). */
+static LLVMValueRef start_of(writer *w, int d, int64_t dim, int64_t size) {
+  int base = w->k->n_outside + 1;
+  return clamp_index(w, LLVMGetParam(w->fn, (unsigned)(base + d)), dim - size);
+}
+
+static LLVMValueRef emit_op(writer *w, int id, ix *o) {
+  const graph *g = w->k->g;
+  const graph_op *op = graph_get(g, id);
+  switch (op->kind) {
+  case GOP_DOT: return emit_dot(w, id, op, o);
+  case GOP_CONV: return emit_conv(w, id, op, o);
+  case GOP_REDUCE: return emit_reduce(w, id, op, o);
+  case GOP_PAD: return emit_pad(w, id, op, o);
+  case GOP_GATHER: return emit_gather(w, id, op, o);
+  case GOP_RESHAPE: { /* the same row-major element */
+    ix xi = ix_lin(&graph_get(g, op->in[0])->out, get_lin(w, o));
+    return operand_at(w, id, 0, &xi, NULL);
+  }
+  case GOP_BROADCAST:
+  case GOP_TRANSPOSE:
+  case GOP_SLICE:
+  case GOP_DYNAMIC_SLICE: {
+    const graph_shape *sx = &graph_get(g, op->in[0])->out;
+    get_dims(w, o);
+    LLVMValueRef idx[GRAPH_MAX_RANK];
+    for (int d = 0; d < sx->rank; d++) {
+      if (op->kind == GOP_BROADCAST) idx[d] = o->d[op->dims.d[d]];
+      else if (op->kind == GOP_TRANSPOSE) idx[op->dims.d[d]] = o->d[d];
+      else if (op->kind == GOP_SLICE)
+        idx[d] = LLVMBuildAdd(w->b, i64c(w, op->lo[d]),
+                              LLVMBuildMul(w->b, o->d[d], i64c(w, op->step[d]), ""), "");
+      else
+        idx[d] = LLVMBuildAdd(w->b, start_of(w, d, sx->dim[d], op->out.dim[d]), o->d[d], "");
+    }
+    ix xi = ix_dims(sx, idx);
+    return operand_at(w, id, 0, &xi, NULL);
+  }
+  case GOP_IOTA: { /* the graph keeps no iota dimension: 0 */
+    get_dims(w, o);
+    LLVMValueRef v = op->out.rank ? o->d[0] : i64c(w, 0);
+    return named(convert_value(w, v, GDT_S64, op->out.dtype), op, NULL, 0);
+  }
+  default: return emit_elementwise(w, id, op, o);
+  }
+}
+
+/* ---- kernels: the root's loops, then its value at each element ---- */
+
+/* Kinds emit_op computes at any index: what may sit inside a fused kernel
+** below its root. */
+static bool computable(graph_op_kind k) {
+  return graph_op_is_elementwise(k) || k == GOP_DOT || k == GOP_CONV || k == GOP_REDUCE ||
+         k == GOP_PAD || k == GOP_GATHER || k == GOP_RESHAPE || k == GOP_BROADCAST ||
+         k == GOP_TRANSPOSE || k == GOP_SLICE || k == GOP_IOTA;
+}
+
+static LLVMValueRef out_arg(writer *w) { return LLVMGetParam(w->fn, (unsigned)w->k->n_outside); }
+
+/* The argument an outside operand j of op `id` is read from, or -1 when
+** the kernel computes it. */
+static int arg_of_operand(const kernel *k, int id, int j) {
+  int v = graph_get(k->g, id)->in[j];
+  if (member(k, v) >= 0) return -1;
+  return k->single ? j : outside_arg(k, v);
+}
+
+static void loops_open(writer *w, loop *l, const graph_shape *s, const char *prefix,
+                       LLVMValueRef *d) {
+  for (int i = 0; i < s->rank; i++) {
+    char nm[24];
+    snprintf(nm, sizeof nm, "%s%d", prefix, i);
+    loop_open(w, &l[i], s->dim[i], nm);
+    d[i] = l[i].iv;
+  }
+}
+
+static void loops_close(writer *w, loop *l, int rank) {
+  for (int d = rank - 1; d >= 0; d--) loop_close(w, &l[d]);
+}
+
+/* Stores operand j of the root into every element of the result: a
+** dynamic-update-slice or scatter whose operand the kernel computes (a
+** broadcast zero) writes it before updating in place. */
+static void fill_from_operand(writer *w, int root, int j) {
+  const graph_op *op = graph_get(w->k->g, root);
+  loop l[GRAPH_MAX_RANK];
+  LLVMValueRef d[GRAPH_MAX_RANK];
+  loops_open(w, l, &op->out, "f", d);
+  ix o = ix_dims(&op->out, d);
+  store_elem(w, operand_at(w, root, j, &o, NULL), out_arg(w), get_lin(w, &o), op->out.dtype);
+  loops_close(w, l, op->out.rank);
+}
+
+static void lower_concat(writer *w, int root, const graph_op *op) {
+  int dim = op->dims.d[0];
+  int64_t off = 0;
+  for (int j = 0; j < op->n_in; j++) {
+    const graph_shape *s = &graph_get(w->k->g, op->in[j])->out;
+    loop l[GRAPH_MAX_RANK];
+    LLVMValueRef d[GRAPH_MAX_RANK], od[GRAPH_MAX_RANK];
+    char pre[16];
+    snprintf(pre, sizeof pre, "c%d.", j);
+    loops_open(w, l, s, pre, d);
+    ix xi = ix_dims(s, d);
+    LLVMValueRef v = operand_at(w, root, j, &xi, NULL);
+    for (int i = 0; i < s->rank; i++) od[i] = i == dim && off ? LLVMBuildAdd(w->b, d[i], i64c(w, off), "") : d[i];
+    store_elem(w, v, out_arg(w), linear_index(w, &op->out, od), op->out.dtype);
+    loops_close(w, l, s->rank);
+    off += s->dim[dim];
+  }
+}
+
+/* dynamic-update-slice, in place: the result buffer holds the operand on
+** entry (XLA gives the two one buffer), and only the update is read and
+** written -- the formula's bytes. */
+static void lower_dus(writer *w, int root, const graph_op *op) {
+  const graph_shape *su = &graph_get(w->k->g, op->in[1])->out;
+  if (arg_of_operand(w->k, root, 0) < 0) fill_from_operand(w, root, 0);
+  loop l[GRAPH_MAX_RANK];
+  LLVMValueRef d[GRAPH_MAX_RANK], od[GRAPH_MAX_RANK];
+  loops_open(w, l, su, "u", d);
+  ix xu = ix_dims(su, d);
+  LLVMValueRef v = operand_at(w, root, 1, &xu, "update");
+  for (int i = 0; i < su->rank; i++)
+    od[i] = LLVMBuildAdd(w->b, start_of(w, i, op->out.dim[i], su->dim[i]), d[i], "");
+  store_elem(w, v, out_arg(w), linear_index(w, &op->out, od), op->out.dtype);
+  loops_close(w, l, su->rank);
+}
+
+/* scatter-add, in place as dynamic-update-slice: for each index, its row
+** of updates is added into the row it names (clamped). A read-modify-write
+** of the rows touched: 2 x updates + indices read, updates written. */
+static void lower_scatter(writer *w, int root, const graph_op *op) {
+  const graph *g = w->k->g;
+  const graph_shape *si = &graph_get(g, op->in[1])->out, *su = &graph_get(g, op->in[2])->out;
+  int64_t nidx = graph_elements(si), rs = graph_elements(su) / nidx,
+          rows = graph_elements(&op->out) / rs;
+  if (arg_of_operand(w->k, root, 0) < 0) fill_from_operand(w, root, 0);
+  else uncapped(w, w->k->n_outside);
+  graph_dtype dt = op->out.dtype, adt = is_float(dt) ? acc_dtype(dt) : dt;
+  loop ln, lj;
+  loop_open(w, &ln, nidx, "n");
+  ix xi = ix_lin(si, ln.iv);
+  LLVMValueRef row = clamp_index(w, as_index(w, operand_at(w, root, 1, &xi, "index"), si->dtype), rows - 1);
+  loop_open(w, &lj, rs, "j");
+  ix xu = ix_lin(su, LLVMBuildAdd(w->b, LLVMBuildMul(w->b, ln.iv, i64c(w, rs), ""), lj.iv, ""));
+  LLVMValueRef u = convert_value(w, operand_at(w, root, 2, &xu, "update"), dt, adt);
+  LLVMValueRef pos = LLVMBuildAdd(w->b, LLVMBuildMul(w->b, row, i64c(w, rs), ""), lj.iv, "pos");
+  LLVMValueRef cur = convert_value(w, load_elem(w, out_arg(w), pos, dt, "cur"), dt, adt);
+  LLVMValueRef sum = flop(w, is_float(adt) ? LLVMBuildFAdd(w->b, cur, u, op->name) : LLVMBuildAdd(w->b, cur, u, op->name), dt);
+  store_elem(w, convert_value(w, sum, adt, dt), out_arg(w), pos, dt);
+  loop_close(w, &lj);
+  loop_close(w, &ln);
+}
+
+static void lower_root(writer *w, int root) {
+  const kernel *k = w->k;
+  const graph_op *op = graph_get(k->g, root);
+  switch (op->kind) {
+  case GOP_CONCAT: lower_concat(w, root, op); return;
+  case GOP_DYNAMIC_UPDATE_SLICE: lower_dus(w, root, op); return;
+  case GOP_SCATTER: lower_scatter(w, root, op); return;
+  case GOP_RESHAPE:
+    /* a bitcast: the result is the operand's buffer, nothing moves */
+    if (arg_of_operand(k, root, 0) >= 0) return;
+    break;
+  case GOP_GATHER: {
+    int t = arg_of_operand(k, root, 0);
+    if (t >= 0) uncapped(w, t);
+    break;
+  }
+  default:
+    break;
+  }
+  /* elementwise kernels are one flat loop (vectorizer-friendly); the rest
+  ** one loop per result dim, o0 outermost */
+  bool flat = graph_op_is_elementwise(op->kind) || op->kind == GOP_RESHAPE || op->kind == GOP_IOTA;
+  loop l[GRAPH_MAX_RANK], lf;
+  LLVMValueRef d[GRAPH_MAX_RANK];
+  ix o;
+  if (flat) {
+    loop_open(w, &lf, graph_elements(&op->out), "i");
+    o = ix_lin(&op->out, lf.iv);
+  } else {
+    loops_open(w, l, &op->out, "o", d);
+    o = ix_dims(&op->out, d);
+  }
+  LLVMValueRef v = emit_op(w, root, &o);
+  store_elem(w, v, out_arg(w), get_lin(w, &o), op->out.dtype);
+  if (flat) loop_close(w, &lf);
+  else loops_close(w, l, op->out.rank);
+}
+
+/* The dtype the formula counts an op's flops in. */
+static graph_dtype flop_dtype(const graph *g, const graph_op *op) {
+  if (op->kind == GOP_SELECT || op->kind == GOP_SCATTER || op->n_in == 0) return op->out.dtype;
+  return graph_get(g, op->in[0])->out.dtype;
+}
+
+static int lower_kernel(lower_module *m, const graph *g, const int *ops, int n_ops, bool single,
+                        const char *name, char *err, size_t n) {
+  kernel *k = calloc(1, sizeof *k);
+  if (!k) {
+    set_err(err, n, "out of memory");
+    return -1;
+  }
+  k->g = g;
+  k->ops = ops;
+  k->n_ops = n_ops;
+  k->single = single;
+  const graph_op *root = graph_get(g, ops[n_ops - 1]);
+  for (int i = 0; i < n_ops; i++) {
+    const graph_op *op = graph_get(g, ops[i]);
+    for (int j = 0; j < op->n_in; j++) {
+      int v = op->in[j];
+      if (!single && (member(k, v) >= 0 || outside_arg(k, v) >= 0)) continue;
+      if (k->n_outside == LOWER_MAX_BUFS - 1) {
+        set_err(err, n, "%s: more than %d inputs to one kernel", root->name, k->n_outside);
+        free(k);
+        return -1;
+      }
+      k->outside[k->n_outside++] = v;
+    }
+  }
+  if (root->kind == GOP_DYNAMIC_SLICE) k->n_starts = root->out.rank;
+  if (root->kind == GOP_DYNAMIC_UPDATE_SLICE) k->n_starts = root->out.rank;
+  const graph_shape *bufs[LOWER_MAX_BUFS];
+  for (int i = 0; i < k->n_outside; i++) bufs[i] = &graph_get(g, k->outside[i])->out;
+  bufs[k->n_outside] = &root->out;
+  writer w;
+  int f = -1;
+  if (begin_fn(&w, m, k, name, bufs, k->n_outside + 1, flop_dtype(g, root), err, n) == 0) {
+    lower_root(&w, ops[n_ops - 1]);
+    f = end_fn(&w);
+  }
+  free(k);
+  return f;
 }
 
 int lower_op(lower_module *m, const graph *g, int id, char *err, size_t n) {
   if (!lower_supported(g, id, err, n)) return -1;
-  const graph_op *op = graph_get(g, id);
-  const graph_shape *bufs[GRAPH_MAX_RANK + 4];
-  for (int i = 0; i < op->n_in; i++) bufs[i] = &graph_get(g, op->in[i])->out;
-  bufs[op->n_in] = &op->out;
-  /* flops in the operands' dtype, as graph.c attributes them */
-  writer w;
-  if (begin_fn(&w, m, op->name, bufs, op->n_in + 1, bufs[0]->dtype, err, n) != 0) return -1;
-  if (op->kind == GOP_DOT) lower_dot(&w, g, op);
-  else if (op->kind == GOP_REDUCE) lower_reduce(&w, g, op);
-  else lower_elementwise(&w, g, op);
-  return end_fn(&w);
+  return lower_kernel(m, g, &id, 1, true, graph_get(g, id)->name, err, n);
 }
 
 int lower_broadcast(lower_module *m, const graph *g, int id, char *err, size_t n) {
   const graph_op *op = graph_get(g, id);
-  const graph_shape *bufs[2] = {op->n_in == 1 ? &graph_get(g, op->in[0])->out : NULL, &op->out};
-  if (op->kind != GOP_BROADCAST || !dtype_lowered(op->out.dtype) || !bufs[0] ||
-      bufs[0]->dtype != op->out.dtype) {
+  if (op->kind != GOP_BROADCAST || !is_float(op->out.dtype) || !dtype_lowered(op->out.dtype)) {
     set_err(err, n, "%s: lower_broadcast takes a floating-point broadcast", op->name);
     return -1;
   }
-  writer w;
-  if (begin_fn(&w, m, op->name, bufs, 2, op->out.dtype, err, n) != 0) return -1;
-  emit_broadcast(&w, g, op);
-  return end_fn(&w);
+  return lower_op(m, g, id, err, n);
 }
 
 int lower_fused(lower_module *m, const graph *g, const int *ops, int n_ops, char *err,
@@ -614,67 +1413,39 @@ int lower_fused(lower_module *m, const graph *g, const int *ops, int n_ops, char
     set_err(err, n, "a fused kernel of %d ops: expected 1 to 1024", n_ops);
     return -1;
   }
-  const graph_op *root = graph_get(g, ops[n_ops - 1]);
-  int64_t elems = graph_elements(&root->out);
-  int outside[LOWER_MAX_BUFS - 1], n_out = 0;
   for (int i = 0; i < n_ops; i++) {
     const graph_op *op = graph_get(g, ops[i]);
-    if (!lower_supported(g, ops[i], err, n)) return -1;
-    if (!graph_op_is_elementwise(op->kind) || graph_elements(&op->out) != elems) {
-      set_err(err, n, "%s: only elementwise ops of %lld elements fuse into one loop here",
-              op->name, (long long)elems);
+    if (!op) {
+      set_err(err, n, "a fused kernel names op %d, which does not exist", ops[i]);
       return -1;
     }
-    for (int j = 0; j < op->n_in; j++) {
-      int v = op->in[j], k, inside = 0;
-      for (k = 0; k < i; k++) inside |= ops[k] == v;
-      for (k = 0; k < n_out && outside[k] != v; k++) {}
-      if (inside || k < n_out) continue;
-      if (n_out == (int)(sizeof outside / sizeof outside[0])) {
-        set_err(err, n, "%s: more than %d inputs to one kernel", root->name, n_out);
-        return -1;
-      }
-      outside[n_out++] = v;
+    if (!lower_supported(g, ops[i], err, n)) return -1;
+    if (i > 0 && ops[i - 1] >= ops[i]) {
+      set_err(err, n, "%s: a fused kernel's ops must be in graph order, each once", op->name);
+      return -1;
     }
   }
-  const graph_shape *bufs[LOWER_MAX_BUFS];
-  for (int i = 0; i < n_out; i++) bufs[i] = &graph_get(g, outside[i])->out;
-  bufs[n_out] = &root->out;
-  char fname[272];
-  snprintf(fname, sizeof fname, "fusion.%s", root->name);
-  writer w;
-  if (begin_fn(&w, m, fname, bufs, n_out + 1, graph_get(g, root->in[0])->out.dtype, err, n) != 0)
-    return -1;
-  LLVMValueRef fn = w.fn;
-  loop l;
-  loop_open(&w, &l, elems, "i");
-  LLVMValueRef loaded[LOWER_MAX_BUFS - 1];
-  for (int k = 0; k < n_out; k++) {
-    char nm[16];
-    snprintf(nm, sizeof nm, "x%d", k);
-    loaded[k] = load_elem(&w, LLVMGetParam(fn, (unsigned)k), l.iv, graph_get(g, outside[k])->out.dtype, nm);
-  }
-  LLVMValueRef *val = malloc(sizeof(LLVMValueRef) * (size_t)n_ops);
-  for (int i = 0; i < n_ops; i++) {
+  for (int i = 0; i < n_ops - 1; i++) {
     const graph_op *op = graph_get(g, ops[i]);
-    LLVMValueRef x[3];
-    graph_dtype dt = graph_get(g, op->in[0])->out.dtype;
-    for (int j = 0; j < op->n_in; j++) {
-      int v = op->in[j], k;
-      for (k = 0; k < i && ops[k] != v; k++) {}
-      if (k < i) {
-        x[j] = to_compute(&w, val[k], dt);
-      } else {
-        for (k = 0; outside[k] != v; k++) {}
-        x[j] = to_compute(&w, loaded[k], dt);
-      }
+    if (!computable(op->kind)) {
+      set_err(err, n, "%s: a %s is computed only as a kernel's root (the last op), not inside "
+                      "it", op->name, graph_op_name(op->kind));
+      return -1;
     }
-    val[i] = elementwise(&w, op->kind, x);
+    bool used = false; /* by a later member: else its value would be lost */
+    for (int i2 = i + 1; i2 < n_ops && !used; i2++) {
+      const graph_op *o2 = graph_get(g, ops[i2]);
+      for (int j = 0; j < o2->n_in; j++) used |= o2->in[j] == ops[i];
+    }
+    if (!used) {
+      set_err(err, n, "%s: no later op of the kernel reads it (a kernel has one output, its "
+                      "last op)", op->name);
+      return -1;
+    }
   }
-  store_elem(&w, val[n_ops - 1], LLVMGetParam(fn, (unsigned)n_out), l.iv, root->out.dtype);
-  free(val);
-  loop_close(&w, &l);
-  return end_fn(&w);
+  char fname[272];
+  snprintf(fname, sizeof fname, "fusion.%s", graph_get(g, ops[n_ops - 1])->name);
+  return lower_kernel(m, g, ops, n_ops, false, fname, err, n);
 }
 
 /* ---- counting ---- */
@@ -712,18 +1483,6 @@ static int arg_of(LLVMValueRef fn, LLVMValueRef ptr) {
   return -1;
 }
 
-/* Callees by what the cost analysis counts them as. */
-static const struct {
-  const char *prefix;
-  bool transcendental;
-} CALLEES[] = {
-    {"llvm.exp.", true},      {"llvm.log.", true},     {"llvm.sqrt.", true},
-    {"llvm.sin.", true},      {"llvm.cos.", true},     {"llvm.pow.", true},
-    {"tanhf", true},          {"tanh", true},          {"tpusim.logistic.", true},
-    {"tpusim.rsqrt.", true},  {"llvm.fabs.", false},   {"llvm.maximum.", false},
-    {"llvm.minimum.", false},
-};
-
 int lower_op_cost(const lower_module *m, int f, graph_cost *c, double *accessed, char *err,
                   size_t n) {
   memset(c, 0, sizeof *c);
@@ -743,7 +1502,7 @@ int lower_op_cost(const lower_module *m, int f, graph_cost *c, double *accessed,
     return -1;
   }
   unsigned np = LLVMCountParams(fn);
-  double rd[GRAPH_MAX_RANK + 4] = {0}, wr[GRAPH_MAX_RANK + 4] = {0};
+  double rd[LOWER_MAX_PARAMS] = {0}, wr[LOWER_MAX_PARAMS] = {0};
   unsigned deref = LLVMGetEnumAttributeKindForName("dereferenceable", 15);
   for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb)) {
     bool ok = true;
@@ -755,6 +1514,23 @@ int lower_op_cost(const lower_module *m, int f, graph_cost *c, double *accessed,
       return -1;
     }
     for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) {
+      /* tagged: arithmetic of the op, in the dtype the tag names */
+      LLVMValueRef tag = LLVMGetMetadata(in, m->flop_kind);
+      if (tag) {
+        LLVMValueRef s;
+        unsigned sl = 0;
+        if (LLVMGetMDNodeNumOperands(tag) == 1) LLVMGetMDNodeOperands(tag, &s);
+        const char *tn = LLVMGetMDNodeNumOperands(tag) == 1 ? LLVMGetMDString(s, &sl) : NULL;
+        char tb[16] = "";
+        if (tn) snprintf(tb, sizeof tb, "%.*s", (int)sl, tn);
+        int tdt = graph_dtype_parse(tb);
+        if (tdt < 0) {
+          set_err(err, n, "%s: a !tpusim.flop tag without a dtype", m->names[f]);
+          return -1;
+        }
+        c->flops[tdt] += k;
+        continue;
+      }
       switch (LLVMGetInstructionOpcode(in)) {
       case LLVMFAdd: case LLVMFSub: case LLVMFMul: case LLVMFDiv: case LLVMFRem: case LLVMFNeg:
       case LLVMFCmp:
@@ -771,23 +1547,16 @@ int lower_op_cost(const lower_module *m, int f, graph_cost *c, double *accessed,
         break;
       }
       case LLVMCall: {
-        size_t cl;
-        const char *cn = LLVMGetValueName2(LLVMGetCalledValue(in), &cl);
-        size_t i, nc = sizeof CALLEES / sizeof CALLEES[0];
-        for (i = 0; i < nc; i++) {
-          size_t pl = strlen(CALLEES[i].prefix);
-          bool prefix = CALLEES[i].prefix[pl - 1] == '.';
-          if (prefix ? strncmp(cn, CALLEES[i].prefix, pl) == 0
-                     : (cl == pl && memcmp(cn, CALLEES[i].prefix, pl) == 0))
-            break;
-        }
-        if (i == nc) {
+        int cls = callee_class(in);
+        if (cls < 0) {
+          size_t cl;
+          const char *cn = LLVMGetValueName2(LLVMGetCalledValue(in), &cl);
           set_err(err, n, "%s: a call to '%.*s', which the analysis does not know", m->names[f],
                   (int)cl, cn);
           return -1;
         }
-        if (CALLEES[i].transcendental) c->transcendentals += k;
-        else c->flops[dt] += k;
+        if (cls == CALL_TRANS) c->transcendentals += k;
+        else if (cls == CALL_FLOP) c->flops[dt] += k;
         break;
       }
       default:
@@ -796,9 +1565,10 @@ int lower_op_cost(const lower_module *m, int f, graph_cost *c, double *accessed,
     }
   }
   double acc = 0;
-  for (unsigned i = 0; i < np; i++) {
+  for (unsigned i = 0; i < np && i < LOWER_MAX_PARAMS; i++) {
     LLVMAttributeRef at = LLVMGetEnumAttributeAtIndex(fn, i + 1, deref);
-    double size = at ? (double)LLVMGetEnumAttributeValue(at) : rd[i] + wr[i];
+    bool cap = !LLVMGetStringAttributeAtIndex(fn, i + 1, "tpusim.uncapped", 15);
+    double size = at && cap ? (double)LLVMGetEnumAttributeValue(at) : rd[i] + wr[i];
     c->bytes_read += rd[i] < size ? rd[i] : size;
     c->bytes_written += wr[i] < size ? wr[i] : size;
     acc += rd[i] + wr[i];

@@ -35,11 +35,20 @@ lower_module *lower_new(const char *name);
 void lower_free(lower_module *m);
 
 /* Whether lower_op handles this op (kind and dtypes); when it does not,
-** why, in `why` (e.g. "compare: predicate output not lowered yet"). */
+** why, in `why`: collectives ("all-reduce: a collective, timed by the
+** network model (not lowered)"), custom-calls (opaque, declared costs),
+** parameters and constants (buffers), s4 and fp8 values, and element
+** functions a dtype lacks (no integer exp, no bitwise op on floats). */
 bool lower_supported(const graph *g, int id, char *why, size_t n);
 
 /* Lowers op `id` into a new function of the module and returns its index
-** (0, 1, ...), or -1 with the reason in err. */
+** (0, 1, ...), or -1 with the reason in err. Every kind but collectives
+** and custom-calls: elementwise (float, integer, pred), convert, dot and
+** convolution (f32/f64 or s32/s64 accumulation), reduce, and data movement
+** (broadcast, transpose, reshape -- an empty function: a bitcast --,
+** slice, concatenate, pad, gather, scatter-add, dynamic-slice,
+** dynamic-update-slice, iota). A dynamic-update-slice and a scatter work
+** in place: the result buffer holds the operand on entry. */
 int lower_op(lower_module *m, const graph *g, int id, char *err, size_t n);
 
 /* Lowers a broadcast op (bf16, fp16, f32, f64) as a copy loop nest over
@@ -49,20 +58,31 @@ int lower_op(lower_module *m, const graph *g, int id, char *err, size_t n);
 ** unfused and need it. Returns the function's index or -1 (err says why). */
 int lower_broadcast(lower_module *m, const graph *g, int id, char *err, size_t n);
 
-/* Lowers a loop-fused kernel -- ops[0..n_ops) in topological order, all
-** elementwise with one element count, the last one the kernel's output
-** (what sim/fuse.h groups) -- as one function: one loop, each value from
-** outside loaded once per element, the intermediates kept in registers,
-** only the last op's result stored. Its arguments are the outside values
-** in order of first use, then the output. Flops are counted in the last
-** op's operand dtype. Returns the function's index or -1 (err says why). */
+/* Lowers a fused kernel -- ops[0..n_ops) in graph order, the last one its
+** output (a sim/fuse.h group) -- as one function: the root's loops, and
+** inside them each member computed at the index its consumer needs, the
+** intermediates kept in registers, only the root's result stored. This
+** covers loop fusion (elementwise chains), input fusion (a reduce root
+** whose operand is computed per element read), a dot or convolution with
+** an elementwise epilogue (the accumulation loop inside the epilogue's),
+** and absorbed broadcasts and iotas (computed at the mapped index). Members
+** below the root must be computable at any index (elementwise, dot, conv,
+** reduce, broadcast, reshape, transpose, slice, pad, gather, iota); each
+** must be read by a later member. Arguments: the outside values in order
+** of first use (each once), then the output. Each op's flops are counted
+** in its own dtype. Returns the function's index or -1 (err says why). */
 int lower_fused(lower_module *m, const graph *g, const int *ops, int n_ops, char *err,
                 size_t n);
 
 /* What the IR of function `fn` does, counted per the rules above:
-** flops by the op's dtype, transcendentals, and HBM bytes read and written
-** (per buffer, the smaller of the bytes accessed and the buffer's size: a
-** buffer is read from HBM at most once, the roofline ideal). `accessed`
+** flops by dtype (an instruction tagged !tpusim.flop !{!"s32"} counts in
+** the dtype it names; untagged floating-point arithmetic in the function's
+** "tpusim.dtype"; untagged integer instructions and selects are index
+** arithmetic and do not count), transcendentals, and HBM bytes read and
+** written (per buffer, the smaller of the bytes accessed and the buffer's
+** size: a buffer is read from HBM at most once, the roofline ideal -- but
+** a buffer marked "tpusim.uncapped", a gather's table or a scatter's
+** result, counts every access: the rows touched depend on the indices). `accessed`
 ** (may be NULL) gets the bytes the loads and stores touch without that
 ** cap -- what a kernel with no reuse would move. Returns 0, or -1 with the
 ** reason in err (a block without a count, an unknown call). */
@@ -95,7 +115,9 @@ void lower_jit_free(lower_jit *j);
 
 /* The address of function `fn` of the module the JIT was made from: a
 ** void (*)(void *in0, ..., void *out) over the op's buffers in their
-** storage formats (bf16 as uint16_t bits, fp16 as IEEE half bits). */
+** storage formats (bf16 as uint16_t bits, fp16 as IEEE half bits, pred as
+** one byte), then for a dynamic-slice or dynamic-update-slice one int64_t
+** start index per dimension (clamped so the slice fits, as XLA does). */
 void *lower_jit_lookup(lower_jit *j, const lower_module *m, int fn, char *err, size_t n);
 
 #endif
