@@ -166,3 +166,168 @@ Test(fuse, duplication_never_stores_a_broadcast_its_consumers_can_compute) {
   fuse_free(p);
   graph_free(g);
 }
+
+/* ---- fused kernels beyond loop fusion, lowered as one function each:
+** the IR count equals fuse_group_cost (and the hand count), and the JIT'd
+** kernel equals the composed C reference ---- */
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "../sim/lower.h"
+
+/* group k's members in graph order */
+static int members(const fuse_plan *p, int k, int *ops) {
+  int n = 0;
+  for (int i = p->first[k]; i <= p->root[k]; i++)
+    if (p->group_of[i] == k) ops[n++] = i;
+  return n;
+}
+
+/* Lowers group k, asserts its IR count equals fuse_group_cost and `hand`
+** (flops in dt, transcendentals, bytes), and returns the O2 JIT's kernel. */
+static void *lower_group(const fuse_plan *p, const graph *g, int k, graph_dtype dt,
+                         graph_cost hand, lower_module **m, lower_jit **j) {
+  int ops[64], n = members(p, k, ops);
+  *m = lower_new("t");
+  char err[512] = "";
+  int f = lower_fused(*m, g, ops, n, err, sizeof err);
+  cr_assert_geq(f, 0, "%s", err);
+  cr_assert_eq(lower_verify(*m, err, sizeof err), 0, "%s", err);
+  graph_cost ir, want = fuse_group_cost(p, g, k);
+  cr_assert_eq(lower_op_cost(*m, f, &ir, NULL, err, sizeof err), 0, "%s", err);
+  for (int d = 0; d < GDT_COUNT; d++)
+    cr_assert_float_eq(ir.flops[d], want.flops[d], 1e-9, "flops[%s]: IR %g, fusion %g",
+                       graph_dtype_name(d), ir.flops[d], want.flops[d]);
+  cr_assert_float_eq(ir.transcendentals, want.transcendentals, 1e-9);
+  cr_assert_float_eq(ir.bytes_read, want.bytes_read, 1e-9, "read: IR %g, fusion %g", ir.bytes_read, want.bytes_read);
+  cr_assert_float_eq(ir.bytes_written, want.bytes_written, 1e-9);
+  cr_assert_float_eq(want.flops[dt], hand.flops[dt], 1e-9, "hand flops %g vs %g", want.flops[dt], hand.flops[dt]);
+  cr_assert_float_eq(want.transcendentals, hand.transcendentals, 1e-9);
+  cr_assert_float_eq(want.bytes_read, hand.bytes_read, 1e-9);
+  cr_assert_float_eq(want.bytes_written, hand.bytes_written, 1e-9);
+  cr_assert_eq(lower_optimize(*m, 2, err, sizeof err), 0, "%s", err);
+  *j = lower_jit_new(*m, err, sizeof err);
+  cr_assert_not_null(*j, "%s", err);
+  void *fp = lower_jit_lookup(*j, *m, f, err, sizeof err);
+  cr_assert_not_null(fp, "%s", err);
+  return fp;
+}
+
+static float bf(float v) { /* round to bf16 and back, nearest even */
+  uint32_t u;
+  memcpy(&u, &v, 4);
+  u = (u + 0x7fff + ((u >> 16) & 1)) & 0xffff0000u;
+  memcpy(&v, &u, 4);
+  return v;
+}
+
+Test(fuse, dot_with_absorbed_bias_and_gelu_lowers_as_one_kernel) {
+  graph *g = graph_new("t");
+  int x = graph_parameter(g, "x", SHAPE(GDT_F32, 8, 16), 0);
+  int w = graph_parameter(g, "w", SHAPE(GDT_F32, 16, 32), 0);
+  int b = graph_parameter(g, "b", SHAPE(GDT_F32, 32), 0);
+  int d = graph_matmul(g, x, w);
+  int bb = graph_broadcast(g, b, SHAPE(GDT_F32, 8, 32), graph_dims_of(1, 1));
+  int e = graph_binary(g, GOP_ADD, d, bb);
+  int y = graph_unary(g, GOP_GELU, e);
+  fuse_plan *p = fuse_graph(g, true);
+  int k = p->group_of[y];
+  cr_assert_eq(p->size[k], 4);
+  /* by hand: 2*8*32*16 multiply-adds + 256 adds + 256 gelus (8 flops, 1 tanh);
+  ** x, w and b read once, y written */
+  graph_cost hand = {.transcendentals = 256, .bytes_read = 4.0 * (128 + 512 + 32),
+                     .bytes_written = 4.0 * 256};
+  hand.flops[GDT_F32] = 2.0 * 8 * 32 * 16 + 256 * 9;
+  lower_module *m;
+  lower_jit *j;
+  void *fp = lower_group(p, g, k, GDT_F32, hand, &m, &j);
+  float xs[128], ws[512], bs[32], out[256];
+  for (int i = 0; i < 128; i++) xs[i] = (float)((i * 7 % 13) - 6) / 8;
+  for (int i = 0; i < 512; i++) ws[i] = (float)((i * 5 % 11) - 5) / 16;
+  for (int i = 0; i < 32; i++) bs[i] = (float)(i - 16) / 32;
+  /* arguments: outside values in order of first use -- x, w, b -- then y */
+  ((void (*)(void *, void *, void *, void *))fp)(xs, ws, bs, out);
+  for (int r = 0; r < 8; r++)
+    for (int c = 0; c < 32; c++) {
+      double s = bs[c];
+      for (int i = 0; i < 16; i++) s += (double)xs[r * 16 + i] * ws[i * 32 + c];
+      double want = 0.5 * s * (1 + tanh(0.7978845608028654 * (s + 0.044715 * s * s * s)));
+      cr_assert(fabs(out[r * 32 + c] - want) <= 1e-5 * (fabs(want) + 1), "[%d,%d] %g vs %g", r, c,
+                out[r * 32 + c], want);
+    }
+  lower_jit_free(j);
+  lower_free(m);
+  fuse_free(p);
+  graph_free(g);
+}
+
+/* softmax's denominator: sum(exp(x - broadcast(max))) -- the broadcast is
+** absorbed, subtract and exp loop-fuse, the reduce takes them as its input */
+Test(fuse, reduce_root_computes_its_fused_input_per_element) {
+  for (int half = 0; half < 2; half++) {
+    graph_dtype dt = half ? GDT_BF16 : GDT_F32;
+    enum { R = 6, C = 40 };
+    graph *g = graph_new("t");
+    int x = graph_parameter(g, "x", SHAPE(dt, R, C), 0);
+    int mx = graph_reduce(g, x, graph_dims_of(1, 1), GRAPH_RED_MAX);
+    int mb = graph_broadcast(g, mx, SHAPE(dt, R, C), graph_dims_of(1, 0));
+    int sh = graph_binary(g, GOP_SUB, x, mb);
+    int ex = graph_unary(g, GOP_EXP, sh);
+    int sm = graph_reduce(g, ex, graph_dims_of(1, 1), GRAPH_RED_ADD);
+    fuse_plan *p = fuse_graph(g, true);
+    int k = p->group_of[sm];
+    cr_assert_eq(p->group_of[mb], k);
+    cr_assert_eq(p->group_of[ex], k);
+    cr_assert_eq(p->size[k], 4);
+    double eb = graph_dtype_bits(dt) / 8.0;
+    /* by hand: 240 subtracts + 6 x 39 adds, 240 exps; x (240) and the max (6) read once, 6 sums written */
+    graph_cost hand = {.transcendentals = R * C, .bytes_read = eb * (R * C + R), .bytes_written = eb * R};
+    hand.flops[dt] = R * C + R * (C - 1);
+    lower_module *m;
+    lower_jit *j;
+    void *fp = lower_group(p, g, k, dt, hand, &m, &j);
+    float xs[R * C], ms[R];
+    uint16_t xh[R * C], mh[R], oh[R];
+    float out[R];
+    for (int r = 0; r < R; r++) {
+      ms[r] = -1e30f;
+      for (int c = 0; c < C; c++) {
+        float v = bf((float)((r * 31 + c * 17) % 23 - 11) / 4);
+        xs[r * C + c] = v;
+        ms[r] = v > ms[r] ? v : ms[r];
+      }
+    }
+    for (int i = 0; i < R * C; i++) {
+      uint32_t u;
+      memcpy(&u, &xs[i], 4);
+      xh[i] = (uint16_t)(u >> 16);
+    }
+    for (int r = 0; r < R; r++) {
+      uint32_t u;
+      memcpy(&u, &ms[r], 4);
+      mh[r] = (uint16_t)(u >> 16);
+    }
+    /* outside values in order of first use: the broadcast (first member) reads the max */
+    if (half) ((void (*)(void *, void *, void *))fp)(mh, xh, oh);
+    else ((void (*)(void *, void *, void *))fp)(ms, xs, out);
+    for (int r = 0; r < R; r++) {
+      double want = 0;
+      for (int c = 0; c < C; c++) want += exp((double)xs[r * C + c] - ms[r]);
+      double got = out[r];
+      if (half) {
+        uint32_t u = (uint32_t)oh[r] << 16;
+        float f;
+        memcpy(&f, &u, 4);
+        got = f;
+      }
+      cr_assert(fabs(got - want) <= (half ? 1.0 / 128 : 1e-5) * want, "%s row %d: %g vs %g",
+                graph_dtype_name(dt), r, got, want);
+    }
+    lower_jit_free(j);
+    lower_free(m);
+    fuse_free(p);
+    graph_free(g);
+  }
+}
