@@ -617,7 +617,7 @@ Test(view, unnamed_processes_group_in_blocks) {
   make_chips_trace(trace, 40, 1, 8, false);
   view_trace *t = open_trace(trace);
   cr_assert_eq(view_groups(t), 5, "blocks of 8");
-  cr_assert_str_eq(view_group_name(t, 1), "pid 8 .. pid 15");
+  cr_assert_str_eq(view_group_name(t, 1), "pid 8-15");
   cr_assert_eq(view_group_members(t, 4), 8);
   view_trace_free(t);
   /* 16 processes or fewer: lane by lane */

@@ -725,6 +725,21 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* "stage 8-15" for stage 8 .. stage 15; "a .. b" when the names differ
+** in more than their numbers. */
+static void block_name(char *buf, size_t n, const char *a, const char *b) {
+  const char *sa = strrchr(a, ' '), *sb = strrchr(b, ' ');
+  char *ea, *eb;
+  if (sa && sb && sa - a == sb - b && strncmp(a, b, (size_t)(sa - a)) == 0) {
+    long x = strtol(sa + 1, &ea, 10), y = strtol(sb + 1, &eb, 10);
+    if (ea != sa + 1 && eb != sb + 1 && !*ea && !*eb) {
+      snprintf(buf, n, "%.*s %ld-%ld", (int)(sa - a), a, x, y);
+      return;
+    }
+  }
+  snprintf(buf, n, "%.28s .. %.28s", a, b);
+}
+
 static int build_groups(view_trace *t, const vname *names, int nnames) {
   /* keys: process_labels, else "stage N" / "node N" in the name's detail;
   ** when some process has none, blocks of consecutive processes for all */
@@ -741,8 +756,7 @@ static int build_groups(view_trace *t, const vname *names, int nnames) {
     while ((t->nprocs + block - 1) / block > 32) block *= 2;
     for (int i = 0; i < t->nprocs; i++) {
       int a = i / block * block, b = a + block - 1 < t->nprocs - 1 ? a + block - 1 : t->nprocs - 1;
-      snprintf(t->procs[i].key, sizeof t->procs[i].key, "%.28s .. %.28s", t->procs[a].name,
-               t->procs[b].name);
+      block_name(t->procs[i].key, sizeof t->procs[i].key, t->procs[a].name, t->procs[b].name);
     }
   }
   size_t np = t->nprocs > 0 ? (size_t)t->nprocs : 1;
@@ -1491,8 +1505,12 @@ static int draw(vview *v) {
       if (lanes[i].h >= 9) {
         SDL_Rect lc = {member ? 8 : 0, lanes[i].y, lanes[i].x - 4 - (member ? 8 : 0), lanes[i].h};
         SDL_RenderSetClipRect(v->r, &lc);
-        int shade = head ? 20 : 60;
-        text(v, lanes[i].x - 6, lanes[i].y + lanes[i].h / 2, 2, shade, shade, shade, label);
+        int shade = head ? 20 : 60, room = lanes[i].x - 10 - (member ? 8 : 0);
+        /* a label too long for the margin keeps its start, where the name is */
+        if (text_w(v, label) > room)
+          text(v, member ? 10 : 2, lanes[i].y + lanes[i].h / 2, 0, shade, shade, shade, label);
+        else
+          text(v, lanes[i].x - 6, lanes[i].y + lanes[i].h / 2, 2, shade, shade, shade, label);
         SDL_RenderSetClipRect(v->r, NULL);
       }
     }
