@@ -7,12 +7,17 @@
 ** softmax and layernorm as short sequences of kernels), compiles them with
 ** ORC LLJIT, times them with warm-ups and repeats, and fits a roofline:
 **
-**   time(step) = overhead + max(compute, bytes / bw)
-**   bw         = cache_bw when bytes <= cache_bytes, else memory bw
-**   compute    = flops / matmul_rate[dtype]                   (dot; x spill
-**                factor when its right operand outgrows a fitted cache size)
-**              = flops / vector_rate + trans / trans_rate[fn]  (elementwise)
-**              = flops / reduce_rate[row|col]                  (reduce)
+**   time(step) = overhead + max(compute, memory(bytes))
+**   memory(W)  = W x (share in L2 / l2_bw + share in L3 / l3_bw
+**                     + rest / mem_bw), share in C = min(1, C / W)
+**   compute    = flops / matmul_rate[dtype] + l1_misses x miss_s    (dot)
+**              = flops / vector_rate + trans / trans_rate[fn, f32|f64]
+**                + conversions / conversion_rate                  (elementwise)
+**              = flops / reduce_rate[sum|max] + rows x row_s      (last-dim reduce)
+**              = flops / col_rate + l1_misses x col_miss_s        (leading-dim reduce)
+**   (conversions: bf16/f16 elements widened or rounded, in every vector
+**   and reduce step; l1_misses: loads of a strided walk whose lines crowd
+**   more L1 sets than the cache's ways hold, from sysconf's L1 geometry)
 **
 ** A kernel's time is the sum over its steps (a softmax is seven). The cost
 ** of each step (flops, transcendentals, bytes) is read off its IR with
@@ -35,14 +40,25 @@
 
 typedef enum { CALIB_FIT, CALIB_HOLDOUT } calib_set;
 
-/* Which rate a step's arithmetic runs at. A reduce over the last
-** dimension is one serial accumulator chain per output; a reduce that
-** keeps the last dimension vectorizes across the outputs: 20x apart. */
-typedef enum { CALIB_MATRIX, CALIB_VECTOR, CALIB_REDUCE_ROW, CALIB_REDUCE_COL } calib_unit;
+/* Which rate a step's arithmetic runs at. A sum over the last dimension
+** is one serial accumulator chain per output (the adds may not be
+** reordered, so LLVM does not vectorize it); a max or min over it is exact
+** in any order, so LLVM vectorizes it, with a scalar tail and a horizontal
+** reduction per output that short rows pay for; a reduce that keeps the
+** last dimension walks each output's column with a stride of a row. */
+typedef enum {
+  CALIB_MATRIX,
+  CALIB_VECTOR,
+  CALIB_REDUCE_ROW,    /* sum (or product) over the last dim: serial */
+  CALIB_REDUCE_MINMAX, /* max or min over the last dim: vectorized */
+  CALIB_REDUCE_COL     /* over a leading dim: a strided column walk */
+} calib_unit;
 
 /* Transcendentals by how they run: libm calls of the exp family (exp,
 ** log, sin, cos, pow, logistic), libm's tanh (gelu), and sqrt/rsqrt, which
-** are vector instructions. One rate would be off 7x for some of them. */
+** are vector instructions. One rate would be off 7x for some of them; each
+** also has an f64 rate (double libm calls and vsqrtpd/vdivpd are 2-3x
+** slower than the float ones; bf16 and f16 compute in f32). */
 typedef enum { CALIB_TR_EXP, CALIB_TR_TANH, CALIB_TR_SQRT, CALIB_TR_COUNT } calib_trans;
 
 #define CALIB_MAX_STEPS 12
@@ -50,10 +66,19 @@ typedef enum { CALIB_TR_EXP, CALIB_TR_TANH, CALIB_TR_SQRT, CALIB_TR_COUNT } cali
 /* One lowered function of a kernel, as the model sees it. */
 typedef struct {
   calib_unit unit;
-  graph_dtype dtype; /* the operands' dtype: picks the matrix rate */
+  graph_dtype dtype; /* the operands' dtype: picks the matmul and transcendental rates */
   calib_trans trans; /* the family of its transcendentals (if any) */
-  double rhs_bytes;  /* a dot's right operand: the loop nest strides through it */
   graph_cost cost;   /* counted from the IR */
+  /* counted from the step's shapes, what the IR count does not say: */
+  double conversions; /* bf16/f16 elements widened to f32 on load or rounded back on store */
+  double rows;        /* a reduce: its outputs (one accumulator chain each) */
+  double walk_misses; /* loads of a strided walk (a dot's rhs column, a column reduce)
+                      ** that miss L1 because its lines crowd too few cache sets */
+  double walk_pages;  /* of those misses, the loads that land on a new 4 KiB page */
+  /* read off the optimized IR: whether LLVM vectorized the function (a
+  ** column reduce whose short leading dim it unrolled, then vectorized
+  ** across outputs, runs 10-50x faster than the strided walk it was) */
+  bool vectorized;
 } calib_step;
 
 typedef struct {
@@ -63,28 +88,46 @@ typedef struct {
   calib_set set;
   int n_steps;
   calib_step steps[CALIB_MAX_STEPS];
-  double measured_s;  /* median over repeats of one run of all steps */
+  double measured_s;  /* the fastest repeat's time of one run of all steps */
   double predicted_s; /* by the fitted model */
 } calib_kernel;
 
 /* The fitted parameters. A rate of 0 was not fitted (no fit kernel uses it). */
 typedef struct {
-  double matmul_flops_per_s[GDT_COUNT]; /* by operand dtype, rhs in cache */
-  double matmul_spill_factor;  /* x that rate when the rhs exceeds matmul_cache_bytes */
-  double matmul_cache_bytes;   /* fitted */
+  double matmul_flops_per_s[GDT_COUNT]; /* by operand dtype, rhs walk in L1 */
+  double matmul_miss_s;        /* per rhs load that misses L1 (walk_misses) */
   double vector_flops_per_s;
-  double reduce_row_flops_per_s, reduce_col_flops_per_s;
-  double transcendentals_per_s[CALIB_TR_COUNT];
-  double bw_bytes_per_s;       /* a step whose buffers exceed cache_bytes: memory */
-  double cache_bw_bytes_per_s; /* one whose buffers fit in cache_bytes */
-  double cache_bytes;          /* fitted: where the two bandwidths part */
+  double conversions_per_s;    /* bf16/f16 <-> f32 conversions */
+  double reduce_row_flops_per_s;    /* serial sums, one row at a time */
+  double reduce_overlap_elems;      /* rows of L elements overlap: / (1 + this / L) */
+  double reduce_minmax_flops_per_s; /* vectorized max/min */
+  double reduce_row_s;              /* per output of a last-dim reduce: tail, horizontal step */
+  double reduce_col_flops_per_s;   /* a strided column walk */
+  double reduce_vec_flops_per_s;   /* a column reduce LLVM vectorized across outputs */
+  double walk_page_s;  /* per missing load of a walk that lands on a new page (dot and reduce) */
+  double reduce_miss_s;        /* per column-walk load that misses L1 */
+  double transcendentals_per_s[CALIB_TR_COUNT];     /* f32 (and bf16, f16) */
+  double transcendentals_f64_per_s[CALIB_TR_COUNT];
+  /* Memory: a step streaming W bytes finds a share min(1, C/W) of them
+  ** in a cache of C bytes (what a cache of C holds of a W-byte stream it
+  ** cannot keep whole, replacement being near random), so the time goes
+  ** smoothly from one bandwidth to the next as W passes each capacity. */
+  double l1_bw_bytes_per_s;
+  double l1_bytes;             /* sysconf's L1d size, not fitted */
+  double cache_bw_bytes_per_s; /* L2 */
+  double cache_bytes;          /* sysconf's L2 size, not fitted */
+  double l3_bw_bytes_per_s;
+  double l3_bytes;             /* fitted L3 capacity: this core's share (a VM's sysconf
+                               ** reports the whole socket's, shared with other tenants) */
+  double bw_bytes_per_s;       /* memory */
   double op_overhead_s;
 } calib_model;
 
 typedef struct {
   bool quick;          /* a small kernel set and short repeats (tests: seconds) */
   double min_repeat_s; /* each timed repeat runs at least this long; 0: default */
-  int repeats;         /* timed repeats per kernel (the median is kept); 0: default */
+  int repeats;         /* timed repeats per kernel and pass (the fastest is kept); 0: default */
+  int passes;          /* passes over the whole set, interleaving kernels in time; 0: default */
 } calib_opts;
 
 typedef struct {
@@ -93,6 +136,7 @@ typedef struct {
   calib_model model;
   double min_repeat_s;
   int repeats;
+  int passes;
   char date[32];     /* "2026-12-02 14:05 UTC", from the clock */
   char cpu[128];     /* /proc/cpuinfo's model name, or "unknown CPU" */
   char vendor[32];
@@ -100,6 +144,8 @@ typedef struct {
   double clock_hz;   /* /proc/cpuinfo's cpu MHz; 0 when unknown */
   double mem_bytes;  /* /proc/meminfo's MemTotal; 0 when unknown */
   double cache_bytes; /* the last-level cache sysconf reports; 0 when unknown */
+  double l1_bytes, l1_ways, line_bytes; /* L1d geometry (sysconf, else 32 KiB 8-way 64 B) */
+  double l2_bytes;   /* sysconf's L2 size, else 1 MiB */
   double wall_s;     /* the whole run: lowering, JIT and timing */
 } calib_run;
 
@@ -122,6 +168,9 @@ double calib_predict(const calib_model *m, const calib_kernel *k);
 ** every kernel's predicted_s. Returns the number of fit kernels used, or
 ** -1 when there are none. Deterministic: the same inputs give the same m. */
 int calib_fit(calib_kernel *k, int n, calib_model *m);
+/* The same, with the L1 and L2 capacities given (a run passes sysconf's;
+** calib_fit assumes 48 KiB and 1 MiB). */
+int calib_fit_caches(calib_kernel *k, int n, double l1_bytes, double l2_bytes, calib_model *m);
 
 /* |predicted / measured - 1| over the kernels of set s: the median and the
 ** 90th percentile (nearest rank). Both 0 when the set is empty. */

@@ -6,11 +6,14 @@
 ** are noisy, and a miss is a finding to read, not a flaky test.
 */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../../sim/calib.h"
 
-int main(void) {
+/* bench_calib [REPORT.json]: also writes calibrate's --report --json, the
+** measured times a model change can be refitted against offline. */
+int main(int argc, char **argv) {
   char err[512] = "";
   calib_opts o = {.quick = false};
   calib_run *r = calib_measure(&o, err, sizeof err);
@@ -38,6 +41,17 @@ int main(void) {
     double med, p90;
     int m = calib_errors(sub, n, CALIB_HOLDOUT, &med, &p90);
     printf("    %-11s holdout %3d: median %5.1f%%, p90 %5.1f%%\n", FAM[f], m, 100 * med, 100 * p90);
+  }
+  if (argc > 1) {
+    char *js = calib_report_json(r);
+    FILE *f = js ? fopen(argv[1], "w") : NULL;
+    if (f) {
+      fputs(js, f);
+      fclose(f);
+    } else {
+      fprintf(stderr, "bench_calib: cannot write %s\n", argv[1]);
+    }
+    free(js);
   }
   calib_run_free(r);
   return 0;
