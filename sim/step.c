@@ -582,6 +582,44 @@ int step_costs(const model *m, const hw_model *hw, const plan *pl, step_result *
   return 0;
 }
 
+/* --full: every chip of the machine on one network. The data-parallel
+** group of (stage s, tensor rank t) is Megatron's rank layout's
+** ((s x dp) + d) x tp + t for d = 0..dp-1 (expert-parallel ranks inside
+** it); each runs a ring all-reduce, 2 (n - 1) steps of S/n to its
+** neighbour. One step of every group's ring at once against one group's
+** alone gives the contention the symmetric simulation leaves out; the
+** all-reduce (and ZeRO-3's gathers) are scaled by it. Returns the factor
+** (>= 1 within rounding), or -1 with err. */
+static double full_contention(const hw_model *hw, const plan *p, double bytes, step_result *r,
+                              char *err, size_t errn) {
+  int64_t n = p->dp * p->ep, groups = p->pp * p->tp, chips = p->chips;
+  net *nt = net_build(hw, chips, p->slices, err, errn);
+  if (!nt) return -1;
+  int64_t (*pairs)[2] = malloc((size_t)(n * groups) * sizeof *pairs);
+  if (!pairs) {
+    net_free(nt);
+    return str_errf(err, errn, "out of memory");
+  }
+  int np = 0;
+  for (int64_t s = 0; s < p->pp; s++)
+    for (int64_t t = 0; t < p->tp; t++)
+      for (int64_t d = 0; d < n; d++) {
+        pairs[np][0] = (s * n + d) * p->tp + t;
+        pairs[np][1] = (s * n + (d + 1) % n) * p->tp + t;
+        np++;
+      }
+  double all = 0, one = 0;
+  int rc = coll_flows(nt, (const int64_t(*)[2])pairs, np, bytes / (double)n, &all);
+  if (rc == 0) rc = coll_flows(nt, (const int64_t(*)[2])pairs, (int)n, bytes / (double)n, &one);
+  free(pairs);
+  net_free(nt);
+  if (rc != 0 || !(one > 0)) return str_errf(err, errn, "the full-machine all-reduce failed");
+  r->full_contention = all / one;
+  r->full_chips = chips;
+  r->full_groups = groups;
+  return r->full_contention > 1 ? r->full_contention : 1;
+}
+
 int step_simulate(const model *m, const hw_model *hw, const plan *pl, const input_cfg *in,
                   step_result *r, FILE *trace, char *err, size_t errn) {
   plan p = *pl;
@@ -619,6 +657,12 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
       if (ag_t < 0) return -1;
       ag_t /= 2;
     }
+  }
+  if (p.full && dp_t > 0) {
+    double f = full_contention(hw, &p, grad_bytes, r, err, errn);
+    if (f < 0) return -1;
+    dp_t *= f;
+    ag_t *= f;
   }
   r->dp_allreduce_s = dp_t;
   r->zero3_gather_s = ag_t;
@@ -1037,6 +1081,12 @@ cJSON *step_json(const model *m, const hw_model *hw, const plan *p, const step_r
   cJSON_AddNumberToObject(pj, "vp", (double)p->vp);
   cJSON_AddBoolToObject(pj, "sp", p->sp);
   cJSON_AddStringToObject(pj, "grad_sync", p->grad_sync == PLAN_GRAD_AFTER_BACKWARD ? "after-backward" : "overlap");
+  if (p->full) {
+    cJSON *fu = cJSON_AddObjectToObject(o, "full");
+    cJSON_AddNumberToObject(fu, "chips", (double)r->full_chips);
+    cJSON_AddNumberToObject(fu, "dp_groups", (double)r->full_groups);
+    cJSON_AddNumberToObject(fu, "allreduce_contention", r->full_contention);
+  }
   cJSON_AddNumberToObject(o, "step_time_s", r->step_time_s);
   cJSON_AddNumberToObject(o, "tokens_per_s", r->tokens_per_s);
   cJSON_AddNumberToObject(o, "mfu", r->mfu);

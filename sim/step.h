@@ -42,6 +42,10 @@ typedef struct {
   /* ZeRO-3: gathering one stage's weights (per micro-batch, forward and backward) */
   double zero3_gather_s;
   double exposed_dp_s; /* of the step: the gradient all-reduce not hidden behind backward */
+  /* --full: the data-parallel rings of every (stage, tensor rank) at once
+  ** against one alone, on the whole machine's network; chips simulated */
+  double full_contention;
+  int64_t full_chips, full_groups;
   int64_t microbatches, layers_per_stage;
   char network[160];
 } step_result;

@@ -401,3 +401,29 @@ Test(step, fixes_are_priced_and_ordered_by_cost) {
   model_free(m);
   hw_catalog_free(c);
 }
+
+/* --full puts every chip on one network and runs every data-parallel ring
+** at once. On GPU nodes with a NIC per GPU (rails) the rings never share a
+** link, so the symmetric simulation's answer stands exactly; on a 4x4 TPU
+** v5e slice with tp 2 in Megatron's rank order the two rings (even and
+** odd chips) hop over the same x links, so each takes twice as long
+** (bar the per-hop latency). */
+Test(step, full_machine_shows_ring_contention) {
+  step_result a, b;
+  char err[512];
+  plan p = base(256, 4, 2, 256, 2048);
+  cr_assert_eq(simulate("llama3-8b", "a100-80g", p, &a, err, sizeof err), 0, "%s", err);
+  p.full = true;
+  cr_assert_eq(simulate("llama3-8b", "a100-80g", p, &b, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(b.full_chips, 256);
+  cr_assert_eq(b.full_groups, 8);
+  cr_assert_float_eq(b.full_contention, 1.0, 1e-9);
+  cr_assert_eq(a.step_time_s, b.step_time_s);
+  plan q = base(16, 2, 1, 32, 1024);
+  cr_assert_eq(simulate("llama3-8b", "tpu-v5e", q, &a, err, sizeof err), 0, "%s", err);
+  q.full = true;
+  cr_assert_eq(simulate("llama3-8b", "tpu-v5e", q, &b, err, sizeof err), 0, "%s", err);
+  cr_assert(fabs(b.full_contention - 2.0) < 1e-3, "contention %g", b.full_contention); /* the latency does not double */
+  cr_assert_float_eq(b.dp_allreduce_s, b.full_contention * a.dp_allreduce_s, 1e-12);
+  cr_assert_gt(b.step_time_s, a.step_time_s);
+}
