@@ -553,10 +553,8 @@ view_trace *view_trace_open(const char *path, FILE *err) {
   if (text) {
     rc = jin_open(&j, path, text, len, dg);
     free(text);
-    if (rc == 0) {
-      rc = trace_read(t, &j, path, dg, &names, &nnames);
-      jin_close(&j); /* the tree is big; everything needed was copied out */
-    }
+    if (rc == 0) rc = trace_read(t, &j, path, dg, &names, &nnames);
+    jin_close(&j); /* also after a syntax error; the tree is big, and all needed is copied out */
   }
   if (rc == 0 && trace_finish(t, names, nnames) != 0) {
     diag_error(dg, path, 0, 0, NULL, "out of memory reading the trace");
@@ -836,7 +834,7 @@ static int build_groups(view_trace *t, const vname *names, int nnames) {
 
 /* Sorts the lanes and events, labels them, groups many processes. */
 static int trace_finish(view_trace *t, vname *names, int nnames) {
-  qsort(names, (size_t)nnames, sizeof *names, cmp_name);
+  if (nnames > 0) qsort(names, (size_t)nnames, sizeof *names, cmp_name);
   int *remap = malloc((size_t)t->nlanes * sizeof *remap);
   vlane *sorted = malloc((size_t)t->nlanes * sizeof *sorted);
   if (!remap || !sorted) {
