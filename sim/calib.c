@@ -1090,9 +1090,10 @@ char *calib_host_json(const calib_run *r) {
   cJSON *src = cJSON_AddObjectToObject(root, "sources");
   snprintf(buf, sizeof buf,
            "tpusim calibrate on this machine, %s: %d fit and %d holdout kernels lowered to LLVM "
-           "IR, compiled by ORC LLJIT (default<O3>, vectorized), median of %d repeats of >= %g s "
-           "each; fitted by least squares on log time (docs/op-models.md, Calibration)",
-           r->date, count_set(r, CALIB_FIT), count_set(r, CALIB_HOLDOUT), r->repeats,
+           "IR, compiled by ORC LLJIT (default<O3>, vectorized), the fastest of %d passes x %d "
+           "repeats of >= %g s each; fitted by least squares on log time (docs/op-models.md, "
+           "Calibration)",
+           r->date, count_set(r, CALIB_FIT), count_set(r, CALIB_HOLDOUT), r->passes, r->repeats,
            r->min_repeat_s);
   add_source(src, "calibration", buf, "https://llvm.org/docs/ORCv2.html");
   add_source(src, "proc-5",
@@ -1124,31 +1125,39 @@ char *calib_host_json(const calib_run *r) {
            "measured, not a datasheet peak: the sustained rate of tpusim's lowered dot (a scalar "
            "loop nest, one core) while the strided walk down its right operand's columns stays in "
            "L1; each load of that walk that misses L1 (its lines crowding too few sets) cost %.3g s "
-           "more",
-           m->matmul_miss_s);
+           "more, and %.3g s more again when it lands on a new 4 KiB page",
+           m->matmul_miss_s, m->walk_page_s);
   cJSON_AddStringToObject(notes, "chip.peak_flops_per_s", buf);
   snprintf(buf, sizeof buf,
-           "fitted elementwise rate. Reductions as lowered ran at %.4g FLOP/s over the last "
-           "dimension (one serial accumulator per output) and %.4g FLOP/s over a leading one "
-           "(vectorized across outputs); the schema has one vector rate, so the simulator times "
-           "them at this one",
-           m->reduce_row_flops_per_s, m->reduce_col_flops_per_s);
+           "fitted elementwise rate (f32 lanes; f64 at half). bf16/f16 conversions ran at %.4g /s. "
+           "Reductions as lowered: sums over the last dim %.4g FLOP/s (one serial chain per row; "
+           "rows overlap, / (1 + %.3g / row length)), max/min over it %.4g FLOP/s + %.3g s per row, "
+           "over a leading dim %.4g FLOP/s strided (+ %.3g s per load missing L1) or %.4g FLOP/s "
+           "when LLVM vectorized it; the schema has one vector rate, so the simulator times them "
+           "at this one",
+           m->conversions_per_s, m->reduce_row_flops_per_s, m->reduce_overlap_elems,
+           m->reduce_minmax_flops_per_s, m->reduce_row_s, m->reduce_col_flops_per_s,
+           m->reduce_miss_s, m->reduce_vec_flops_per_s);
   cJSON_AddStringToObject(notes, "chip.vector_flops_per_s", buf);
   if (trans > 0) {
     snprintf(buf, sizeof buf,
-             "the exp family's fitted rate (libm expf/exp calls: softmax, logistic, silu). "
-             "tanh (gelu) ran at %.4g /s and sqrt/rsqrt (vector instructions) at %.4g /s; the "
-             "schema has one rate",
-             m->transcendentals_per_s[CALIB_TR_TANH], m->transcendentals_per_s[CALIB_TR_SQRT]);
+             "the exp family's fitted f32 rate (libm expf calls: softmax, logistic, silu). "
+             "tanh (gelu) ran at %.4g /s and sqrt/rsqrt (vector instructions) at %.4g /s; in "
+             "f64, exp %.4g, tanh %.4g, sqrt %.4g /s; the schema has one rate",
+             m->transcendentals_per_s[CALIB_TR_TANH], m->transcendentals_per_s[CALIB_TR_SQRT],
+             m->transcendentals_f64_per_s[CALIB_TR_EXP], m->transcendentals_f64_per_s[CALIB_TR_TANH],
+             m->transcendentals_f64_per_s[CALIB_TR_SQRT]);
     cJSON_AddStringToObject(notes, "chip.transcendentals_per_s", buf);
   }
   cJSON_AddStringToObject(notes, "chip.matrix_unit",
                           "no matrix unit: the kernels are loop nests on one core; tiles of 1 so "
                           "no padding is charged");
   snprintf(buf, sizeof buf,
-           "memory, not HBM: fitted one-core bandwidth of the memory-bound kernels whose buffers "
-           "exceed %.3g bytes (a fitted effective cache size); those that fit ran at %.4g B/s",
-           m->cache_bytes, m->cache_bw_bytes_per_s);
+           "memory, not HBM: fitted one-core bandwidth of the bytes a step's stream finds in no "
+           "cache; of W bytes a cache of C holds min(1, C/W): L1 (%.3g B) ran at %.4g B/s, L2 "
+           "(%.3g B) at %.4g B/s, L3 (fitted: %.3g B) at %.4g B/s",
+           m->l1_bytes, m->l1_bw_bytes_per_s, m->cache_bytes, m->cache_bw_bytes_per_s, m->l3_bytes,
+           m->l3_bw_bytes_per_s);
   cJSON_AddStringToObject(notes, "chip.hbm_bw_bytes_per_s", buf);
   cJSON_AddStringToObject(notes, "chip.op_overhead_s",
                           "fitted fixed cost of one lowered kernel call (loop setup, no launch)");
@@ -1300,12 +1309,25 @@ char *calib_report_json(const calib_run *r) {
     if (m->matmul_flops_per_s[DTS[i]] > 0)
       add_num(mm, graph_dtype_name(DTS[i]), m->matmul_flops_per_s[DTS[i]]);
   add_num(mo, "matmul_miss_s", m->matmul_miss_s);
+  add_num(mo, "walk_page_s", m->walk_page_s);
+  add_num(mo, "conversions_per_s", m->conversions_per_s);
+  add_num(mo, "reduce_overlap_elems", m->reduce_overlap_elems);
+  add_num(mo, "reduce_minmax_flops_per_s", m->reduce_minmax_flops_per_s);
+  add_num(mo, "reduce_row_s", m->reduce_row_s);
+  add_num(mo, "reduce_vec_flops_per_s", m->reduce_vec_flops_per_s);
+  add_num(mo, "reduce_miss_s", m->reduce_miss_s);
+  add_num(mo, "l1_bw_bytes_per_s", m->l1_bw_bytes_per_s);
+  add_num(mo, "l1_bytes", m->l1_bytes);
+  add_num(mo, "l3_bw_bytes_per_s", m->l3_bw_bytes_per_s);
+  add_num(mo, "l3_bytes", m->l3_bytes);
   add_num(mo, "vector_flops_per_s", m->vector_flops_per_s);
   add_num(mo, "reduce_row_flops_per_s", m->reduce_row_flops_per_s);
   add_num(mo, "reduce_col_flops_per_s", m->reduce_col_flops_per_s);
   cJSON *tr = cJSON_AddObjectToObject(mo, "transcendentals_per_s");
   static const char *const TR[] = {"exp", "tanh", "sqrt"};
   for (int t = 0; t < CALIB_TR_COUNT; t++) add_num(tr, TR[t], m->transcendentals_per_s[t]);
+  cJSON *tr64 = cJSON_AddObjectToObject(mo, "transcendentals_f64_per_s");
+  for (int t = 0; t < CALIB_TR_COUNT; t++) add_num(tr64, TR[t], m->transcendentals_f64_per_s[t]);
   add_num(mo, "bw_bytes_per_s", m->bw_bytes_per_s);
   add_num(mo, "cache_bw_bytes_per_s", m->cache_bw_bytes_per_s);
   add_num(mo, "cache_bytes", m->cache_bytes);
