@@ -1271,7 +1271,9 @@ static void lower_concat(writer *w, int root, const graph_op *op) {
 ** written -- the formula's bytes. */
 static void lower_dus(writer *w, int root, const graph_op *op) {
   const graph_shape *su = &graph_get(w->k->g, op->in[1])->out;
-  if (arg_of_operand(w->k, root, 0) < 0) fill_from_operand(w, root, 0);
+  /* inside a fused kernel the result is a buffer of its own (the fusion
+  ** pass reads every outside value once): the operand is copied first */
+  if (!w->k->single || arg_of_operand(w->k, root, 0) < 0) fill_from_operand(w, root, 0);
   loop l[GRAPH_MAX_RANK];
   LLVMValueRef d[GRAPH_MAX_RANK], od[GRAPH_MAX_RANK];
   loops_open(w, l, su, "u", d);
@@ -1291,8 +1293,15 @@ static void lower_scatter(writer *w, int root, const graph_op *op) {
   const graph_shape *si = &graph_get(g, op->in[1])->out, *su = &graph_get(g, op->in[2])->out;
   int64_t nidx = graph_elements(si), rs = graph_elements(su) / nidx,
           rows = graph_elements(&op->out) / rs;
-  if (arg_of_operand(w->k, root, 0) < 0) fill_from_operand(w, root, 0);
-  else uncapped(w, w->k->n_outside);
+  if (!w->k->single || arg_of_operand(w->k, root, 0) < 0) {
+    /* a result of its own, as for dynamic-update-slice; reading back what
+    ** the kernel wrote is not HBM traffic the fusion pass counts */
+    fill_from_operand(w, root, 0);
+    LLVMAddAttributeAtIndex(w->fn, (unsigned)w->k->n_outside + 1,
+                            LLVMCreateStringAttribute(w->m->ctx, "tpusim.own", 10, "", 0));
+  } else {
+    uncapped(w, w->k->n_outside);
+  }
   graph_dtype dt = op->out.dtype, adt = is_float(dt) ? acc_dtype(dt) : dt;
   loop ln, lj;
   loop_open(w, &ln, nidx, "n");
@@ -1322,7 +1331,7 @@ static void lower_root(writer *w, int root) {
     break;
   case GOP_GATHER: {
     int t = arg_of_operand(k, root, 0);
-    if (t >= 0) uncapped(w, t);
+    if (t >= 0 && k->single) uncapped(w, t);
     break;
   }
   default:
@@ -1568,6 +1577,7 @@ int lower_op_cost(const lower_module *m, int f, graph_cost *c, double *accessed,
   for (unsigned i = 0; i < np && i < LOWER_MAX_PARAMS; i++) {
     LLVMAttributeRef at = LLVMGetEnumAttributeAtIndex(fn, i + 1, deref);
     bool cap = !LLVMGetStringAttributeAtIndex(fn, i + 1, "tpusim.uncapped", 15);
+    if (LLVMGetStringAttributeAtIndex(fn, i + 1, "tpusim.own", 10)) rd[i] = 0;
     double size = at && cap ? (double)LLVMGetEnumAttributeValue(at) : rd[i] + wr[i];
     c->bytes_read += rd[i] < size ? rd[i] : size;
     c->bytes_written += wr[i] < size ? wr[i] : size;
