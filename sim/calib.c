@@ -912,7 +912,7 @@ static void descend(const calib_kernel *k, int n, double *th, const bool *used, 
     for (int p = 0; p < NP; p++)
       if (used[p]) line_search(k, n, th, used, p, th[p] - span, th[p] + span);
     double l = loss(k, n, th, used);
-    if (sweep >= 3 && prev - l <= 1e-12 * (1 + l)) break;
+    if (sweep >= 3 && prev - l <= 1e-9 * (1 + l)) break; /* converged: a finer fit moves no prediction */
     prev = l;
     if (sweep >= 2) span = fmax(0.05, span * 0.5);
   }
