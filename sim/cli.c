@@ -1202,8 +1202,9 @@ static int run_simulate(cli_ctx *c) {
             m->name, (long long)p.chips, hw->name, (long long)p.dp, (long long)p.tp,
             (long long)p.pp, p.sp ? " (sp)" : "", (long long)p.mbs, (long long)p.gbs,
             (long long)r.microbatches);
-    fprintf(c->out, "  step time        %s   MFU %.1f%%   HFU %.1f%%   %.0f tokens/s\n", t,
-            100 * r.mfu, 100 * r.hfu, r.tokens_per_s);
+    fprintf(c->out, "  step time        %s   MFU %.1f%%   HFU %.1f%%   %.*f %s/s\n", t,
+            100 * r.mfu, 100 * r.hfu, r.tokens_per_s < 100 ? 2 : 0, r.tokens_per_s,
+            m->info.unit ? m->info.unit : "tokens");
     fprintf(c->out, "  breakdown        compute %.3f s, exposed comm %.3f s, bubble %.3f s, "
                     "input stall %.3f s, other %.3f s\n",
             r.breakdown_s.compute, r.breakdown_s.exposed_comm, r.breakdown_s.pipeline_bubble,

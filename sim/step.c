@@ -166,9 +166,23 @@ static model *load_shard(const model *m, const plan *p, int64_t layers, char *er
 ** small enough to replicate); a family that writes its whole step (gbdt)
 ** runs on one chip. */
 static int check_generic(const model *m, plan *p, char *err, size_t errn) {
-  if (strcmp(m->format, "hlo") == 0)
-    return str_errf(err, errn, "an HLO module is one compiled step; 'tpusim graph' shows its "
-                               "costs (simulate takes model.json and HuggingFace models)");
+  if (strcmp(m->format, "hlo") == 0) {
+    /* a compiled module is one device's program for the devices it names */
+    int64_t dev = m->info.devices > 0 ? m->info.devices : 1;
+    if (p->tp != 1 || p->pp != 1 || p->ep != 1 || (p->dp && p->dp != p->chips))
+      return str_errf(err, errn, "an HLO module carries its own partitioning (%lld device%s): give "
+                                 "--chips %lld and no --dp/--tp/--pp/--ep",
+                      (long long)dev, dev == 1 ? "" : "s", (long long)dev);
+    if (p->chips != dev)
+      return str_errf(err, errn, "the HLO module was compiled for %lld device%s "
+                                 "(num_partitions x replica_count), not --chips %lld",
+                      (long long)dev, dev == 1 ? "" : "s", (long long)p->chips);
+    p->dp = p->chips;
+    p->gbs = p->mbs = 1;
+    p->vp = 1;
+    if (p->slices < 1) p->slices = 1;
+    return 0;
+  }
   if (p->tp != 1 || p->pp != 1 || p->ep != 1)
     return str_errf(err, errn, "tensor, pipeline and expert parallelism split transformer "
                                "layers; a %s model trains data-parallel (--dp)", m->family);
@@ -500,6 +514,77 @@ static int simulate_generic(const model *m, const hw_model *hw, const plan *p, s
   return 0;
 }
 
+/* An imported HLO module: one device's compiled program, run once a step
+** on every device. Its ops are timed as a model's are (time_graph); its
+** collectives -- all-reduce, all-gather, reduce-scatter, all-to-all over
+** their replica groups -- by the network model, each where the program
+** puts it and in series with the compute (XLA can overlap async
+** collectives; this takes none). Memory: every entry parameter (the
+** module does not tell weights from optimizer state; all are resident)
+** plus the forward values the backward reads. */
+static int simulate_hlo(const model *m, const hw_model *hw, const plan *p, step_result *r,
+                        char *err, size_t errn) {
+  const graph *g = m->g;
+  phase_times t;
+  if (time_graph(hw, g, &t, err, errn) != 0) return -1;
+  double compute = t.t[GRAPH_FORWARD] + t.t[GRAPH_BACKWARD] + t.t[GRAPH_OPTIMIZER], comm = 0;
+  double state = 0, saved = 0, flops = 0;
+  int n = graph_count(g);
+  char *used_back = calloc((size_t)n + 1, 1);
+  if (!used_back) return str_errf(err, errn, "out of memory");
+  for (int i = 0; i < n; i++) {
+    const graph_op *op = graph_get(g, i);
+    if (op->phase == GRAPH_BACKWARD)
+      for (int k = 0; k < op->n_in; k++) used_back[op->in[k]] = 1;
+  }
+  int64_t node = hw->chips_per_node;
+  for (int i = 0; i < n; i++) {
+    const graph_op *op = graph_get(g, i);
+    if (op->kind == GOP_PARAMETER) state += graph_bytes(&op->out);
+    /* once each: a value a loop writes every trip is its stacked buffer */
+    else if (op->phase == GRAPH_FORWARD && used_back[i]) saved += graph_bytes(&op->out);
+    graph_cost c = graph_op_cost(g, i);
+    flops += graph_cost_flops(&c) * (double)op->count;
+    coll_op k;
+    double bytes;
+    switch (op->kind) {
+    case GOP_ALL_REDUCE: k = COLL_ALL_REDUCE, bytes = graph_bytes(&op->out); break;
+    case GOP_ALL_GATHER: k = COLL_ALL_GATHER, bytes = graph_bytes(&op->out); break;
+    case GOP_REDUCE_SCATTER: k = COLL_REDUCE_SCATTER, bytes = graph_bytes(&graph_get(g, op->in[0])->out); break;
+    case GOP_ALL_TO_ALL: k = COLL_ALL_TO_ALL, bytes = graph_bytes(&op->out); break;
+    default: continue;
+    }
+    int64_t grp = op->group_size > 1 ? op->group_size : 1;
+    if (grp < 2 || bytes <= 0) continue;
+    double ct = coll_time(hw, grp, grp <= node ? grp : node, k, bytes, 1, 0, err, errn);
+    if (ct < 0) {
+      free(used_back);
+      return -1;
+    }
+    comm += ct * (double)op->count;
+  }
+  free(used_back);
+  r->microbatches = 1;
+  r->layer_fwd_s = t.t[GRAPH_FORWARD];
+  r->layer_bwd_s = t.t[GRAPH_BACKWARD];
+  r->optimizer_s = t.t[GRAPH_OPTIMIZER];
+  r->step_time_s = compute + comm;
+  r->breakdown_s.compute = t.t[GRAPH_FORWARD] + t.t[GRAPH_BACKWARD];
+  r->breakdown_s.exposed_comm = comm;
+  r->breakdown_s.other = t.t[GRAPH_OPTIMIZER];
+  r->memory = (mem_bytes){.weights = state, .activations = saved, .capacity = (double)hw->chip.hbm_bytes};
+  r->memory.peak = state + saved;
+  r->memory.fits = r->memory.peak <= r->memory.capacity;
+  r->fits = r->memory.fits;
+  r->model_flops_per_step = r->hardware_flops_per_step = flops * (double)p->chips;
+  double peak = peak_for(hw, p->precision) * (double)p->chips;
+  r->mfu = r->hfu = peak > 0 && r->step_time_s > 0 ? r->model_flops_per_step / (r->step_time_s * peak) : 0;
+  r->tokens_per_s = 1 / r->step_time_s;
+  r->usd_per_hour = hw->price.on_demand_usd_per_chip_hour * (double)p->chips;
+  r->usd_per_step = r->usd_per_hour * r->step_time_s / 3600;
+  return 0;
+}
+
 int step_costs(const model *m, const hw_model *hw, const plan *pl, step_result *r, char *err,
                size_t errn) {
   memset(r, 0, sizeof *r);
@@ -626,6 +711,7 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
   const wl_tf_dims *d = &m->info.tf;
   int rc = step_costs(m, hw, &p, r, err, errn);
   if (rc != 0) return -1;
+  if (strcmp(m->format, "hlo") == 0) return simulate_hlo(m, hw, &p, r, err, errn);
   if (d->layers == 0) return simulate_generic(m, hw, &p, r, err, errn);
   double recompute = p.recompute == PLAN_RECOMPUTE_FULL        ? r->layer_fwd_s
                      : p.recompute == PLAN_RECOMPUTE_SELECTIVE ? r->attn_core_fwd_s

@@ -141,7 +141,8 @@ run sim-cnn 0 simulate resnet50 --hw h100-sxm --chips 8 --gbs 1024 && has sim-cn
 run sim-cnn-tp 1 simulate resnet50 --hw h100-sxm --chips 8 --tp 2 && has sim-cnn-tp err "a cnn model trains data-parallel"
 run sim-gbdt 0 simulate gbdt --hw cpu-spr --chips 1 && has sim-gbdt out "step time"
 run sim-gbdt-dp 1 simulate gbdt --hw cpu-spr --chips 4 && has sim-gbdt-dp err "runs on one chip here"
-run sim-hlo 1 simulate mlp_train_step --hw h100-sxm --chips 1 && has sim-hlo err "an HLO module is one compiled step"
+run sim-hlo 0 simulate mlp_train_step --hw h100-sxm --chips 1 && has sim-hlo out "steps/s"
+run sim-hlo-chips 1 simulate mlp_train_step --hw h100-sxm --chips 2 && has sim-hlo-chips err "the HLO module was compiled for 1 device (num_partitions x replica_count), not --chips 2"
 
 # --- plan (issue 6) ---
 run plan 0 plan llama3-8b --max-chips 256 && has plan out "best:" && has plan out "why:" && has plan out "other hardware" && has plan out "tpu-v5p"

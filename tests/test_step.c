@@ -13,6 +13,7 @@
 #include <criterion/criterion.h>
 
 #include "../hw_models/hw_catalog.h"
+#include "../sim/coll.h"
 #include "../sim/step.h"
 
 #include <cjson/cJSON.h>
@@ -426,4 +427,44 @@ Test(step, full_machine_shows_ring_contention) {
   cr_assert(fabs(b.full_contention - 2.0) < 1e-3, "contention %g", b.full_contention); /* the latency does not double */
   cr_assert_float_eq(b.dp_allreduce_s, b.full_contention * a.dp_allreduce_s, 1e-12);
   cr_assert_gt(b.step_time_s, a.step_time_s);
+}
+
+/* An imported HLO module is one device's program: simulate runs it on the
+** devices it was compiled for, its collectives timed by the network model.
+** One all-reduce of 4 MiB over 8 partitions on h100-sxm takes exactly what
+** the collective model gives for 8 chips of one node; the module's entry
+** parameter is resident state; 16 chips is refused, naming 8. */
+Test(step, hlo_module_runs_on_its_devices) {
+  const char *src = "HloModule ar8, num_partitions=8\n\n"
+                    "%sum (a: f32[], b: f32[]) -> f32[] {\n"
+                    "  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
+                    "  ROOT %s = f32[] add(%a, %b)\n}\n\n"
+                    "ENTRY %main (y: f32[1048576]) -> f32[1048576] {\n"
+                    "  %y = f32[1048576]{0} parameter(0)\n"
+                    "  ROOT %ar = f32[1048576]{0} all-reduce(%y), channel_id=1, "
+                    "replica_groups=[1,8]<=[8], to_apply=%sum\n}\n";
+  th_write_temp("ar8.hlo", src);
+  hw_catalog *c = th_catalog();
+  const hw_model *h = th_hw(c, "h100-sxm");
+  model *m = load_model("tests/out/ar8.hlo", 0);
+  cr_assert_eq(m->info.devices, 8);
+  char err[512];
+  plan p = base(16, 1, 1, 0, 0);
+  cr_assert_neq(step_check(m, h, &p, err, sizeof err), 0);
+  cr_assert(strstr(err, "compiled for 8 devices"), "%s", err);
+  p = base(8, 1, 1, 0, 0);
+  cr_assert_eq(step_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  step_result r;
+  cr_assert_eq(step_simulate(m, h, &p, NULL, &r, NULL, err, sizeof err), 0, "%s", err);
+  net *n = net_build(h, 8, 1, err, sizeof err);
+  cr_assert_not_null(n, "%s", err);
+  coll_req q = {.op = COLL_ALL_REDUCE, .algo = COLL_AUTO, .bytes = 4194304, .axis = -1};
+  coll_result cr;
+  cr_assert_eq(coll_run(n, &q, &cr, err, sizeof err), 0, "%s", err);
+  net_free(n);
+  cr_assert_float_eq(r.breakdown_s.exposed_comm, cr.time_s, 1e-12);
+  cr_assert(fabs(r.step_time_s - cr.time_s) < 1e-6, "step %g vs all-reduce %g", r.step_time_s, cr.time_s);
+  cr_assert_float_eq(r.memory.weights, 4194304, 1e-9);
+  model_free(m);
+  hw_catalog_free(c);
 }

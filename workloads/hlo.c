@@ -1660,6 +1660,26 @@ graph *hlo_import(const char *file, const char *text, size_t len, diag *dg) {
   return g;
 }
 
+/* The number after "key=" on the HloModule line, or 1. */
+static int64_t header_count(const char *line, size_t n, const char *key) {
+  size_t k = strlen(key);
+  for (size_t i = 0; i + k < n; i++)
+    if ((i == 0 || line[i - 1] == ' ' || line[i - 1] == ',') && strncmp(line + i, key, k) == 0 &&
+        line[i + k] == '=') {
+      int64_t v = 0;
+      for (size_t j = i + k + 1; j < n && line[j] >= '0' && line[j] <= '9' && v < (1LL << 40); j++)
+        v = v * 10 + (line[j] - '0');
+      return v > 0 ? v : 1;
+    }
+  return 1;
+}
+
+int64_t hlo_devices(const char *text, size_t len) {
+  const char *nl = memchr(text, '\n', len);
+  size_t n = nl ? (size_t)(nl - text) : len;
+  return header_count(text, n, "num_partitions") * header_count(text, n, "replica_count");
+}
+
 graph *hlo_import_file(const char *path, diag *dg) {
   size_t len;
   char *text = jin_read_file(path, HLO_MAX_FILE, &len, dg);

@@ -44,6 +44,10 @@ graph *hlo_import(const char *file, const char *text, size_t len, diag *dg);
 /* Reads path (at most 256 MiB) and imports it. */
 graph *hlo_import_file(const char *path, diag *dg);
 
+/* The devices a module is compiled for: num_partitions x replica_count on
+** its HloModule line (each 1 when absent). */
+int64_t hlo_devices(const char *text, size_t len);
+
 /* ---- what was parsed (for tests and `graph` summaries) ---- */
 
 const char *hlo_module_name(const hlo_module *m);

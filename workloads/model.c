@@ -407,6 +407,7 @@ model *model_load(const char *arg, const model_opts *o, diag *dg) {
       str_copy(m->family, sizeof m->family, "hlo");
       str_copy(m->format, sizeof m->format, "hlo");
       m->info.whole_step = true;
+      m->info.devices = hlo_devices(text + p, len - p);
       m->info.unit = "steps";
       m->info.per_step = 1;
       m->train.global_batch = 1;

@@ -62,6 +62,8 @@ typedef struct {
   bool whole_step;     /* the builder wrote the whole step itself: no autodiff (gbdt) */
   int64_t active_params; /* parameters used per token (MoE); 0 = all */
   int64_t job_steps;     /* steps of the whole job when the family defines it (gbdt: trees); 0 */
+  int64_t devices;       /* an imported HLO module: the devices it was compiled for
+                            (num_partitions x replica_count); 0 otherwise */
 } wl_info;
 
 /* Appends the forward pass for spec (the model.json object, read through
