@@ -37,6 +37,7 @@ typedef struct {
   int64_t slices;  /* TPU slices joined by DCN; dp spans them */
   int64_t reduction_server; /* reducer hosts for the gradient all-reduce; 0 = none */
   plan_grad_sync grad_sync;
+  int dp_algo; /* the gradient all-reduce's coll_algo (sim/coll.h); 0: what the network suits */
   /* --full: every data-parallel group's all-reduce at once over the whole
   ** network, instead of one group taken as standing for all */
   bool full;

@@ -286,19 +286,25 @@ int step_check(const model *m, const hw_model *hw, plan *p, char *err, size_t er
 
 /* ---- collectives ---- */
 
-static double coll_time(const hw_model *hw, int64_t chips, int64_t per_node, coll_op op,
-                        double bytes, int64_t slices, int64_t reducers, char *err, size_t errn) {
+static double coll_time_algo(const hw_model *hw, int64_t chips, int64_t per_node, coll_op op,
+                             double bytes, int64_t slices, int64_t reducers, coll_algo algo,
+                             char *err, size_t errn) {
   if (chips < 2 || bytes <= 0) return 0;
   hw_model h = *hw;
   if (per_node > 0) h.chips_per_node = per_node;
   net *n = slices > 1 ? net_build(&h, chips, slices, err, errn) : net_build_group(&h, chips, err, errn);
   if (!n) return -1;
   coll_req r = {.op = op, .bytes = bytes, .axis = -1, .reducers = reducers,
-                .algo = reducers ? COLL_REDUCTION_SERVER : COLL_AUTO};
+                .algo = reducers ? COLL_REDUCTION_SERVER : algo};
   coll_result out;
   int rc = coll_run(n, &r, &out, err, errn);
   net_free(n);
   return rc == 0 ? out.time_s : -1;
+}
+
+static double coll_time(const hw_model *hw, int64_t chips, int64_t per_node, coll_op op,
+                        double bytes, int64_t slices, int64_t reducers, char *err, size_t errn) {
+  return coll_time_algo(hw, chips, per_node, op, bytes, slices, reducers, COLL_AUTO, err, errn);
 }
 
 /* ---- the pipeline ---- */
@@ -484,7 +490,8 @@ static int simulate_generic(const model *m, const hw_model *hw, const plan *p, s
   double compute = M * (r->layer_fwd_s + r->layer_bwd_s) + (M - 1) * r->grad_accum_layer_s;
   double ar = 0;
   if (p->dp > 1) {
-    ar = coll_time(hw, p->dp, 0, COLL_ALL_REDUCE, grads, p->slices, p->reduction_server, err, errn);
+    ar = coll_time_algo(hw, p->dp, 0, COLL_ALL_REDUCE, grads, p->slices, p->reduction_server,
+                        (coll_algo)p->dp_algo, err, errn);
     if (ar < 0) {
       model_free(one);
       return -1;
@@ -728,8 +735,8 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
     if (hw->scale_up.kind == HW_UP_ICI_TORUS) per = 0;
     /* dense gradients average over dp x ep (experts only over dp): the
     ** larger group bounds the time */
-    dp_t = coll_time(hw, p.dp * p.ep, per, COLL_ALL_REDUCE, grad_bytes, p.slices,
-                     p.reduction_server, err, errn);
+    dp_t = coll_time_algo(hw, p.dp * p.ep, per, COLL_ALL_REDUCE, grad_bytes, p.slices,
+                          p.reduction_server, (coll_algo)p.dp_algo, err, errn);
     if (dp_t < 0) return -1;
     /* ZeRO-3 / FSDP keeps 1/dp of the stage's weights: every micro-batch
     ** gathers them for its forward and again for its backward (FSDP frees

@@ -182,6 +182,17 @@ Test(plot, scaling, .timeout = 60) {
   const char *a[] = {"scaling", "llama3-8b", "--hw", "a100-80g", "--max-chips", "8",
                      "--seq", "256", NULL};
   kind_both("tests/out/plot-scaling", 4, a);
+  /* four series: hierarchical all-reduce, flat ring, Reduction Server, FSDP;
+  ** past one 8-GPU node the flat ring is no faster than the hierarchical one */
+  size_t n;
+  char *dat = slurp("tests/out/plot-scaling.dat", &n);
+  const char *names[] = {"# all-reduce (hierarchical", "# flat ring all-reduce",
+                         "# with a Reduction Server", "# FSDP (ZeRO-3)"};
+  for (int i = 0; i < 4; i++) cr_assert(strstr(dat, names[i]), "series %s missing", names[i]);
+  free(dat);
+  char *gp = slurp("tests/out/plot-scaling.gp", &n);
+  cr_assert(strstr(gp, "title 'throughput, FSDP'") && strstr(gp, "title 'efficiency, flat ring'"));
+  free(gp);
 }
 
 Test(plot, pareto, .timeout = 60) {

@@ -56,7 +56,7 @@ static const char USAGE[] =
     "Kinds:\n"
     "  roofline   MODEL --hw NAME                 ops of a training step vs the chip's roofline\n"
     "  scaling    MODEL --hw NAME --max-chips N   data-parallel throughput and efficiency vs chips,\n"
-    "                                             with and without a Reduction Server\n"
+    "                                             hierarchical, flat ring, Reduction Server, FSDP\n"
     "  memory     MODEL --hw NAME --chips N       per-chip memory of a few plans, with the capacity\n"
     "  pareto     MODEL [--max-chips N] [--hw A,B] cost vs time to train, best plan per hardware\n"
     "  breakdown  MODEL --hw NAME --chips N       step-time components of a few plans\n"
@@ -330,8 +330,11 @@ static int load_model(pctx *c, int64_t gbs) {
 }
 
 static plan base_plan(const pctx *c, int64_t chips) {
+  /* a chip without bf16 (V100) trains in fp16 with loss scaling, as plan does */
+  bool bf16 = !c->hwm || hw_peak_flops(c->hwm, HW_BF16) > 0;
   plan p = {.chips = chips, .tp = 1, .pp = 1, .ep = 1, .vp = 1, .slices = 1,
-            .schedule = PLAN_1F1B, .precision = GDT_BF16, .seq = c->seq, .gbs = c->gbs};
+            .schedule = PLAN_1F1B, .precision = bf16 ? GDT_BF16 : GDT_F16, .seq = c->seq,
+            .gbs = c->gbs};
   return p;
 }
 
@@ -660,41 +663,57 @@ static int plot_memory(pctx *c, FILE *dat, FILE *gp, int argc, char **argv) {
 
 /* ------------------------------------------------------------ scaling */
 
+/* Data-parallel scaling four ways (docs/visualization.md): the all-reduce
+** the network suits (hierarchical across GPU nodes), a flat ring over every
+** chip, a Reduction Server with a reducer host per chip, and FSDP (ZeRO-3:
+** weights gathered every micro-batch, gradients reduce-scattered). Each
+** series stops where its plan stops running (memory, or the model). */
 static int plot_scaling(pctx *c, FILE *dat, FILE *gp, int argc, char **argv) {
+  static const struct {
+    const char *name, *title, *color;
+    int pt;
+  } SERIES[] = {
+      {"all-reduce (hierarchical where the network has nodes)", "all-reduce", "#1f77b4", 7},
+      {"flat ring all-reduce over every chip", "flat ring", "#2ca02c", 9},
+      {"with a Reduction Server (reducers = chips)", "Reduction Server", "#ff7f0e", 5},
+      {"FSDP (ZeRO-3)", "FSDP", "#d62728", 11},
+  };
+  enum { NS = 4 };
   int64_t per = c->batch_per_chip ? c->batch_per_chip : 4;
   bool tokens = c->m->train.seq_len > 1;
   fprintf(dat, "# tpusim plot scaling: %s on %s, data parallel, global batch = %lld x chips\n",
           c->m->name, c->hwm->name, (long long)per);
   double base = 0;
-  int series = 0;
+  int index[NS], series = 0;
   char last_err[512] = "";
-  for (int rs = 0; rs < 2; rs++) {
+  for (int s = 0; s < NS; s++) {
     int rows = 0;
-    for (int64_t n = rs ? 2 : 1; n <= c->max_chips; n *= 2) {
+    index[s] = -1;
+    for (int64_t n = s == 2 || s == 3 ? 2 : 1; n <= c->max_chips; n *= 2) {
       plan p = base_plan(c, n);
       p.dp = n;
       p.gbs = per * n;
-      p.reduction_server = rs ? n : 0;
+      p.reduction_server = s == 2 ? n : 0;
+      p.dp_algo = s == 1 ? COLL_RING : COLL_AUTO;
+      p.zero = s == 3 ? 3 : 0;
       step_result r;
       char err[512];
       if (simulate(c, &p, &r, err, sizeof err) != 0) {
         snprintf(last_err, sizeof last_err, "%s", err);
-        fprintf(dat, "# %s: stops at %lld chips: %s\n", rs ? "reduction server" : "all-reduce",
-                (long long)n, err);
+        fprintf(dat, "# %s: stops at %lld chips: %s\n", SERIES[s].title, (long long)n, err);
         break;
       }
       double rate = r.tokens_per_s; /* units of work: tokens, or samples without a sequence */
-      if (!rs && n == 1) base = rate;
+      if (s == 0 && n == 1) base = rate;
       if (!rows)
         fprintf(dat, "%s# %s\n# chips %s efficiency step_time_s\n", series ? "\n\n" : "",
-                rs ? "with a Reduction Server (reducers = chips)" : "ring/tree all-reduce",
-                tokens ? "tokens_per_s" : "samples_per_s");
+                SERIES[s].name, tokens ? "tokens_per_s" : "samples_per_s");
       fprintf(dat, "%lld %.6e %.6f %.6e\n", (long long)n, rate,
               base > 0 ? rate / ((double)n * base) : 0.0, r.step_time_s);
       rows++;
     }
-    if (rows) series++;
-    if (!rs && !rows) break;
+    if (rows) index[s] = series++;
+    if (s == 0 && !rows) break;
   }
   if (!series) {
     fprintf(c->err, "tpusim plot scaling: no plan runs: %s\n", last_err);
@@ -704,17 +723,20 @@ static int plot_scaling(pctx *c, FILE *dat, FILE *gp, int argc, char **argv) {
   gp_title(gp, "Data-parallel scaling: %s on %s", c->m->name, c->hwm->name);
   fprintf(gp, "set logscale x 2\nset xlabel 'chips (data parallel)'\n"
               "set ylabel '%s'\nset y2label 'scaling efficiency (%%)'\n"
-              "set yrange [0:*]\nset y2range [0:110]\nset ytics nomirror\nset y2tics\n",
+              "set yrange [0:*]\nset y2range [0:110]\nset ytics nomirror\nset y2tics\n"
+              "set key left\n",
           tokens ? "tokens/s" : "samples/s");
-  fprintf(gp, "plot DAT index 0 using 1:2 with linespoints lw 2 pt 7 lc rgb '#1f77b4' "
-              "title 'throughput, all-reduce', \\\n"
-              "     DAT index 0 using 1:($3*100) axes x1y2 with linespoints dt 2 pt 6 lc rgb '#1f77b4' "
-              "title 'efficiency, all-reduce'");
-  if (series > 1)
-    fprintf(gp, ", \\\n     DAT index 1 using 1:2 with linespoints lw 2 pt 5 lc rgb '#ff7f0e' "
-                "title 'throughput, Reduction Server', \\\n"
-                "     DAT index 1 using 1:($3*100) axes x1y2 with linespoints dt 2 pt 4 "
-                "lc rgb '#ff7f0e' title 'efficiency, Reduction Server'");
+  const char *sep = "plot ";
+  for (int s = 0; s < NS; s++) {
+    if (index[s] < 0) continue;
+    fprintf(gp, "%sDAT index %d using 1:2 with linespoints lw 2 pt %d lc rgb '%s' "
+                "title 'throughput, %s', \\\n"
+                "     DAT index %d using 1:($3*100) axes x1y2 with linespoints dt 2 pt %d "
+                "lc rgb '%s' title 'efficiency, %s'",
+            sep, index[s], SERIES[s].pt, SERIES[s].color, SERIES[s].title, index[s],
+            SERIES[s].pt - 1, SERIES[s].color, SERIES[s].title);
+    sep = ", \\\n     ";
+  }
   fprintf(gp, "\n");
   return PLOT_OK;
 }

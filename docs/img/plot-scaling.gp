@@ -19,7 +19,12 @@ set yrange [0:*]
 set y2range [0:110]
 set ytics nomirror
 set y2tics
+set key left
 plot DAT index 0 using 1:2 with linespoints lw 2 pt 7 lc rgb '#1f77b4' title 'throughput, all-reduce', \
      DAT index 0 using 1:($3*100) axes x1y2 with linespoints dt 2 pt 6 lc rgb '#1f77b4' title 'efficiency, all-reduce', \
-     DAT index 1 using 1:2 with linespoints lw 2 pt 5 lc rgb '#ff7f0e' title 'throughput, Reduction Server', \
-     DAT index 1 using 1:($3*100) axes x1y2 with linespoints dt 2 pt 4 lc rgb '#ff7f0e' title 'efficiency, Reduction Server'
+     DAT index 1 using 1:2 with linespoints lw 2 pt 9 lc rgb '#2ca02c' title 'throughput, flat ring', \
+     DAT index 1 using 1:($3*100) axes x1y2 with linespoints dt 2 pt 8 lc rgb '#2ca02c' title 'efficiency, flat ring', \
+     DAT index 2 using 1:2 with linespoints lw 2 pt 5 lc rgb '#ff7f0e' title 'throughput, Reduction Server', \
+     DAT index 2 using 1:($3*100) axes x1y2 with linespoints dt 2 pt 4 lc rgb '#ff7f0e' title 'efficiency, Reduction Server', \
+     DAT index 3 using 1:2 with linespoints lw 2 pt 11 lc rgb '#d62728' title 'throughput, FSDP', \
+     DAT index 3 using 1:($3*100) axes x1y2 with linespoints dt 2 pt 10 lc rgb '#d62728' title 'efficiency, FSDP'
