@@ -36,11 +36,6 @@ typedef struct {
   step_result c;
 } cost_entry;
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static bool listed(const char *list, const char *name) {
   if (!list || strcmp(list, "all") == 0) return true;
@@ -277,7 +272,7 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   planner_cand *kept = hs->kept;
   double *keys = hs->keys;
   int n_kept = 0;
-  double t_start = now_s();
+  double t_start = units_now_s();
   const hw_model *hw = hw_catalog_at(sc->cat, h);
   graph_dtype prec;
   if (!hw_allowed(m, hw, out, &prec)) return;
@@ -348,9 +343,9 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
                 char cerr[256];
                 plan cp = p;
                 cp.recompute = PLAN_RECOMPUTE_NONE;
-                double tc = now_s();
+                double tc = units_now_s();
                 ce->ok = step_costs(m, hw, &cp, &ce->c, cerr, sizeof cerr) == 0;
-                out->costs_s += now_s() - tc;
+                out->costs_s += units_now_s() - tc;
                 ce->done = true;
               }
               if (!ce->ok) continue;
@@ -381,7 +376,7 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
       add_reject(out, hw->name, "no valid plan up to %lld chips", (long long)req->max_chips);
   }
   hs->n_kept = n_kept;
-  hs->busy_s = now_s() - t_start;
+  hs->busy_s = units_now_s() - t_start;
 }
 
 typedef struct {
@@ -449,9 +444,9 @@ static void *sim_worker(void *arg) {
     planner_cand *c = &sp->c[i];
     const hw_model *hw = hw_catalog_find(sp->cat, c->hw);
     char e[256];
-    double ts = now_s();
+    double ts = units_now_s();
     sp->ok[i] = step_simulate(sp->m, hw, &c->p, NULL, &c->sim, NULL, e, sizeof e) == 0;
-    sp->sim_s[i] = now_s() - ts;
+    sp->sim_s[i] = units_now_s() - ts;
     if (sp->ok[i]) {
       c->simulated = true;
       price_cand(sp->m, hw, sp->req, c, c->sim.step_time_s, sp->steps);
@@ -464,7 +459,7 @@ static void *sim_worker(void *arg) {
 int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, planner_result *out,
                 char *err, size_t errn) {
   memset(out, 0, sizeof *out);
-  double t0 = now_s();
+  double t0 = units_now_s();
   const wl_tf_dims *d = &m->info.tf;
   static const char *const OBJ[] = {"time", "cost", "cost-under-deadline"};
   snprintf(out->objective, sizeof out->objective, "%s", OBJ[req->objective]);
@@ -578,7 +573,7 @@ int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, p
            b->hw, (long long)b->p.chips, (double)steps * (double)gbs * (double)seq, dur,
            b->train_usd, req->spot ? "spot" : "on-demand",
            100 * r->breakdown_s.compute / r->step_time_s, 100 * r->mfu, bound, mem);
-  out->search_s = now_s() - t0;
+  out->search_s = units_now_s() - t0;
   return 0;
 }
 
@@ -669,6 +664,6 @@ static int plan_generic(const model *m, const hw_catalog *cat, const planner_req
            req->objective == PLANNER_TIME ? "fastest" : "cheapest", b->sim.step_time_s,
            b->train_usd, strncmp(b->hw, "cpu", 3) == 0 ? " A CPU is recommended" : "",
            strncmp(b->hw, "cpu", 3) == 0 ? (*tail ? ":" : ".") : "", tail);
-  out->search_s = now_s() - t0;
+  out->search_s = units_now_s() - t0;
   return 0;
 }

@@ -24,6 +24,7 @@
 
 #include "lower.h"
 #include "strutil.h"
+#include "units.h"
 
 #define MAX_FUSED 4 /* ops in one fused step */
 #define MAX_ARGS 6  /* buffers of one step: inputs, then the output */
@@ -46,11 +47,6 @@ typedef struct {
   int cap;
 } kset;
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* ---- the kernel set ---- */
 
@@ -144,17 +140,25 @@ static void elementwise(kset *s, ew_kind kind, graph_dtype dt, int64_t n, calib_
   add_step(s, ops, nops);
 }
 
+/* A row-wise kernel's report name ("softmax/bf16/512x2048") and shape
+** ("bf16[512,2048]"), and a fresh graph scoped by the name. */
+static graph *rows_kernel(const char *family, graph_dtype dt, int64_t rows, int64_t cols,
+                          char name[64], char shape[64]) {
+  graph *g = graph_new("calib");
+  snprintf(name, 64, "%s/%s/%lldx%lld", family, dt_name(dt), (long long)rows, (long long)cols);
+  snprintf(shape, 64, "%s[%lld,%lld]", dt_name(dt), (long long)rows, (long long)cols);
+  graph_set_scope(g, name);
+  return g;
+}
+
 typedef enum { RED_SUM_ROWS, RED_MAX_ROWS, RED_SUM_COLS } red_kind;
 static const char *const RED_NAMES[] = {"sum-rows", "max-rows", "sum-cols"};
 
 static void reduction(kset *s, red_kind kind, graph_dtype dt, int64_t rows, int64_t cols,
                       calib_set set) {
-  graph *g = graph_new("calib");
-  char name[64], shape[64];
-  snprintf(name, sizeof name, "reduce/%s/%s/%lldx%lld", RED_NAMES[kind], dt_name(dt),
-           (long long)rows, (long long)cols);
-  snprintf(shape, sizeof shape, "%s[%lld,%lld]", dt_name(dt), (long long)rows, (long long)cols);
-  graph_set_scope(g, name);
+  char name[64], shape[64], family[32];
+  snprintf(family, sizeof family, "reduce/%s", RED_NAMES[kind]);
+  graph *g = rows_kernel(family, dt, rows, cols, name, shape);
   int x = graph_parameter(g, "x", GRAPH_SHAPE(dt, rows, cols), 0);
   int r = graph_reduce(g, x, graph_dims_of(1, kind == RED_SUM_COLS ? 0 : 1),
                        kind == RED_MAX_ROWS ? GRAPH_RED_MAX : GRAPH_RED_ADD);
@@ -168,12 +172,8 @@ static void reduction(kset *s, red_kind kind, graph_dtype dt, int64_t rows, int6
 /* softmax over rows, as an unfused XLA program runs it: max, broadcast,
 ** exp(x - max) (one fused loop), sum, broadcast, divide. */
 static void softmax(kset *s, graph_dtype dt, int64_t rows, int64_t cols, calib_set set) {
-  graph *g = graph_new("calib");
   char name[64], shape[64];
-  snprintf(name, sizeof name, "softmax/%s/%lldx%lld", dt_name(dt), (long long)rows,
-           (long long)cols);
-  snprintf(shape, sizeof shape, "%s[%lld,%lld]", dt_name(dt), (long long)rows, (long long)cols);
-  graph_set_scope(g, name);
+  graph *g = rows_kernel("softmax", dt, rows, cols, name, shape);
   graph_shape full = GRAPH_SHAPE(dt, rows, cols);
   int x = graph_parameter(g, "x", full, 0);
   int mx = graph_reduce(g, x, graph_dims_of(1, 1), GRAPH_RED_MAX);
@@ -200,12 +200,8 @@ static void softmax(kset *s, graph_dtype dt, int64_t rows, int64_t cols, calib_s
 ** elementwise chains: mean, x - mean, variance, rsqrt(var + eps), then
 ** (d * rstd) * gamma + beta in one loop. */
 static void layernorm(kset *s, graph_dtype dt, int64_t rows, int64_t cols, calib_set set) {
-  graph *g = graph_new("calib");
   char name[64], shape[64];
-  snprintf(name, sizeof name, "layernorm/%s/%lldx%lld", dt_name(dt), (long long)rows,
-           (long long)cols);
-  snprintf(shape, sizeof shape, "%s[%lld,%lld]", dt_name(dt), (long long)rows, (long long)cols);
-  graph_set_scope(g, name);
+  graph *g = rows_kernel("layernorm", dt, rows, cols, name, shape);
   graph_shape full = GRAPH_SHAPE(dt, rows, cols), row = GRAPH_SHAPE(dt, rows),
               col = GRAPH_SHAPE(dt, cols);
   int x = graph_parameter(g, "x", full, 0);
@@ -589,9 +585,9 @@ static void run_once(const runnable *k) {
 }
 
 static double run_n(const runnable *k, int64_t iters) {
-  double t0 = now_s();
+  double t0 = units_now_s();
   for (int64_t i = 0; i < iters; i++) run_once(k);
-  return now_s() - t0;
+  return units_now_s() - t0;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -705,7 +701,7 @@ calib_run *calib_kernels(const calib_opts *o, char *err, size_t n) {
 }
 
 calib_run *calib_measure(const calib_opts *o, char *err, size_t n) {
-  double t0 = now_s();
+  double t0 = units_now_s();
   kset s = {0};
   lower_module *m = NULL;
   calib_run *r = build(o, &s, &m, err, n);
@@ -732,7 +728,7 @@ calib_run *calib_measure(const calib_opts *o, char *err, size_t n) {
     calib_run_free(r);
     return NULL;
   }
-  r->wall_s = now_s() - t0;
+  r->wall_s = units_now_s() - t0;
   return r;
 }
 

@@ -650,6 +650,18 @@ static cJSON *cost_json(const graph_cost *c) {
   return o;
 }
 
+/* The IR count beside what it is checked against (`want_key`: the graph's
+** formula, or the fusion pass's cost), for one lowered function. */
+static void add_costs_json(cJSON *e, double uses, const graph_cost *ir, double accessed,
+                           const char *want_key, const graph_cost *want, bool ok) {
+  cJSON_AddNumberToObject(e, "uses", uses);
+  cJSON *irj = cost_json(ir);
+  cJSON_AddNumberToObject(irj, "accessed_bytes", accessed);
+  cJSON_AddItemToObject(e, "ir", irj);
+  cJSON_AddItemToObject(e, want_key, cost_json(want));
+  cJSON_AddBoolToObject(e, "agree", ok);
+}
+
 typedef struct {
   int kernels, ops;
   double fused_bytes, unfused_bytes;
@@ -805,12 +817,7 @@ static int run_lower(cli_ctx *c) {
         cJSON_AddStringToObject(e, "op", op->name);
         cJSON_AddStringToObject(e, "kind", graph_op_name(op->kind));
         cJSON_AddStringToObject(e, "signature", sigs[d]);
-        cJSON_AddNumberToObject(e, "uses", (double)uses[d]);
-        cJSON *irj = cost_json(&ir);
-        cJSON_AddNumberToObject(irj, "accessed_bytes", accessed);
-        cJSON_AddItemToObject(e, "ir", irj);
-        cJSON_AddItemToObject(e, "formula", cost_json(&fc));
-        cJSON_AddBoolToObject(e, "agree", ok);
+        add_costs_json(e, (double)uses[d], &ir, accessed, "formula", &fc, ok);
         cJSON_AddItemToArray(arr, e);
       } else {
         fprintf(c->out, "%-34.34s %-14s %9lld %12.4g %12.4g %12.4g %12.4g  %s\n", op->name,
@@ -836,12 +843,7 @@ static int run_lower(cli_ctx *c) {
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "kernel", fname);
         cJSON_AddNumberToObject(e, "ops", fp->size[fk[d]]);
-        cJSON_AddNumberToObject(e, "uses", (double)fuses[d]);
-        cJSON *irj = cost_json(&ir);
-        cJSON_AddNumberToObject(irj, "accessed_bytes", accessed);
-        cJSON_AddItemToObject(e, "ir", irj);
-        cJSON_AddItemToObject(e, "fusion", cost_json(&fc));
-        cJSON_AddBoolToObject(e, "agree", ok);
+        add_costs_json(e, (double)fuses[d], &ir, accessed, "fusion", &fc, ok);
         cJSON_AddItemToArray(farr, e);
       } else {
         char kind[24];
@@ -1271,15 +1273,13 @@ static double parse_duration(const char *s) {
 ** search has run a second (a quick plan prints nothing extra). */
 typedef struct {
   FILE *err;
-  struct timespec t0;
+  double t0_s;
   bool shown;
 } plan_progress;
 
 static void plan_progress_cb(void *ctx, const char *what, int done, int total) {
   plan_progress *pg = ctx;
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  double t = (double)(now.tv_sec - pg->t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - pg->t0.tv_nsec);
+  double t = units_now_s() - pg->t0_s;
   if (t < 1.0 && !pg->shown) return;
   int width = 30, fill = total > 0 ? width * done / total : width;
   char bar[64];
@@ -1359,8 +1359,7 @@ static int run_plan(cli_ctx *c) {
   if (!opt(c, "--objective") && !opt(c, "--deadline")) req.objective = planner_default_objective(m);
   planner_result *r = calloc(1, sizeof *r);
   char err[1024];
-  plan_progress pg = {.err = c->err};
-  clock_gettime(CLOCK_MONOTONIC, &pg.t0);
+  plan_progress pg = {.err = c->err, .t0_s = units_now_s()};
   if (isatty(fileno(c->err))) {
     req.progress = plan_progress_cb;
     req.progress_ctx = &pg;

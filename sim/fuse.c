@@ -33,18 +33,6 @@ static bool absorbable(const fuse_plan *p, const graph *g, const int *users, int
          po->count == op->count;
 }
 
-/* XLA's InstructionFusion::IsExpensive, for the kinds tpusim has */
-static bool expensive(graph_op_kind k) {
-  switch (k) {
-  case GOP_EXP: case GOP_LOG: case GOP_TANH: case GOP_LOGISTIC: case GOP_GELU: case GOP_SILU:
-  case GOP_RSQRT: case GOP_SQRT: case GOP_SIN: case GOP_COS: case GOP_POW: case GOP_GELU_GRAD:
-  case GOP_SILU_GRAD:
-    return true;
-  default:
-    return false;
-  }
-}
-
 static fuse_plan *build(const graph *g, bool enabled, bool duplicate);
 
 fuse_plan *fuse_graph(const graph *g, bool enabled) { return build(g, enabled, false); }
@@ -69,7 +57,8 @@ static void mark_dup(const graph *g, const int *users, unsigned char *dup) {
     /* a broadcast is never stored when its consumers can compute it; a
     ** cheap op with one consumer is fused the ordinary way */
     bool bcast = op->kind == GOP_BROADCAST || op->kind == GOP_IOTA;
-    bool cheap = graph_op_is_elementwise(op->kind) && !expensive(op->kind);
+    /* XLA's InstructionFusion::IsExpensive: the transcendental ones */
+    bool cheap = graph_op_is_elementwise(op->kind) && !graph_op_is_transcendental(op->kind);
     dup[i] = !bad[i] && users[i] >= 1 && (bcast || (cheap && users[i] >= 2));
   }
   free(bad);

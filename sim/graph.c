@@ -133,6 +133,10 @@ bool graph_op_is_elementwise(graph_op_kind k) {
   return c == C_UNARY || c == C_BINARY || c == C_TERNARY;
 }
 
+bool graph_op_is_transcendental(graph_op_kind k) {
+  return graph_op_is_elementwise(k) && OPS[k].trans > 0;
+}
+
 bool graph_op_is_collective(graph_op_kind k) { return OPS[k].cls == C_COLL; }
 
 /* ---- shapes ---- */

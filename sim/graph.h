@@ -230,6 +230,10 @@ graph_dims graph_dims_of(int n, ...);
 const char *graph_op_name(graph_op_kind k); /* HLO opcode: "dot", "all-reduce" */
 int graph_op_parse(const char *s);          /* -1 if unknown */
 bool graph_op_is_elementwise(graph_op_kind k);
+/* An elementwise function with a transcendental in it (exp, log, tanh,
+** logistic, gelu, silu, rsqrt, sqrt, sin, cos, pow and the gelu/silu
+** gradients): floating point only, and what XLA calls expensive. */
+bool graph_op_is_transcendental(graph_op_kind k);
 bool graph_op_is_collective(graph_op_kind k);
 
 /* ---- building (each returns the new op's id, or -1) ---- */

@@ -119,17 +119,6 @@ static bool dtype_lowered(graph_dtype dt) { return dt != GDT_S4 && dt != GDT_F8;
 static bool is_float(graph_dtype dt) { return graph_dtype_is_float(dt); }
 static bool is_unsigned(graph_dtype dt) { return dt == GDT_U8 || dt == GDT_U32 || dt == GDT_PRED; }
 
-/* element functions that exist only for floating point */
-static bool float_only(graph_op_kind k) {
-  switch (k) {
-  case GOP_EXP: case GOP_LOG: case GOP_TANH: case GOP_LOGISTIC: case GOP_GELU: case GOP_SILU:
-  case GOP_RSQRT: case GOP_SQRT: case GOP_SIN: case GOP_COS: case GOP_POW: case GOP_GELU_GRAD:
-  case GOP_SILU_GRAD:
-    return true;
-  default:
-    return false;
-  }
-}
 
 /* How a gather reads its table: as rows of `rs` elements, index n picking
 ** a row. An embedding lookup (result = indices' dims ++ the table's dims
@@ -216,7 +205,8 @@ bool lower_supported(const graph *g, int id, char *why, size_t n) {
   graph_dtype dt = k == GOP_SELECT ? op->out.dtype
                    : op->n_in     ? graph_get(g, op->in[0])->out.dtype
                                   : op->out.dtype;
-  if (float_only(k) && !is_float(dt)) {
+  /* element functions that exist only for floating point */
+  if (graph_op_is_transcendental(k) && !is_float(dt)) {
     set_err(why, n, "%s: %s operands (no integer %s)", kn, graph_dtype_name(dt), kn);
     return false;
   }

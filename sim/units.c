@@ -3,6 +3,8 @@
 */
 #include "units.h"
 
+#include <time.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,4 +74,10 @@ int units_parse_bytes(const char *s, double *out) {
   if (*end || !isfinite(v)) return -1;
   *out = v;
   return 0;
+}
+
+double units_now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }

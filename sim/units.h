@@ -17,6 +17,9 @@ void units_si(char *buf, size_t n, double value, const char *unit);
 void units_bytes(char *buf, size_t n, double bytes);
 /* Durations: "1.2 us", "3.4 ms", "5.6 s", "2.0 h", "3.1 d". */
 void units_seconds(char *buf, size_t n, double s);
+/* Seconds on the monotonic clock, for timing code (never for output that
+** must be deterministic). */
+double units_now_s(void);
 /* "1024", "64K", "1.5M", "16G", "2TiB" -> bytes (K = 1024, as nccl-tests).
 ** Returns 0, or -1 when s is not a size. */
 int units_parse_bytes(const char *s, double *out);

@@ -19,12 +19,9 @@
 #include "../../sim/net.h"
 #include "../../sim/step.h"
 #include "../../planner/planner.h"
+#include "../../sim/units.h"
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+static double now_s(void) { return units_now_s(); }
 
 /* Each event schedules the next a pseudo-random distance ahead, with 1024
 ** in flight: the heap works at a realistic depth. */
