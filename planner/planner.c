@@ -176,6 +176,33 @@ double planner_analytic_step(const model *m, const hw_model *hw, const plan *p, 
   return analytic(m, hw, p, &c);
 }
 
+/* Remembers the cheapest and the fastest plan that fits (first found wins
+** ties, so the merge in catalog order stays deterministic). */
+static void note_closest(planner_result *out, const planner_cand *c) {
+  if (!out->any_fit || c->train_usd < out->cheapest.train_usd) out->cheapest = *c;
+  if (!out->any_fit || c->train_s < out->fastest.train_s) out->fastest = *c;
+  out->any_fit = true;
+}
+
+/* What came closest to a request nothing met, in a sentence. */
+static void closest_text(const planner_result *out, const planner_req *req, char *buf, size_t n) {
+  char t[32];
+  if (!out->any_fit) {
+    snprintf(buf, n, "%s", out->n_rejected ? out->rejected[0].reason : "no plan fits any hardware");
+    return;
+  }
+  if (req->budget_usd > 0 && out->cheapest.train_usd > req->budget_usd) {
+    units_seconds(t, sizeof t, out->cheapest.train_s);
+    snprintf(buf, n, "the cheapest plan, %lld x %s, costs $%.2f (over the $%.2f budget) and takes %s",
+             (long long)out->cheapest.p.chips, out->cheapest.hw, out->cheapest.train_usd,
+             req->budget_usd, t);
+    return;
+  }
+  units_seconds(t, sizeof t, out->fastest.train_s);
+  snprintf(buf, n, "the fastest plan, %lld x %s, takes %s for $%.0f", (long long)out->fastest.p.chips,
+           out->fastest.hw, t, out->fastest.train_usd);
+}
+
 /* Keeps the best `MAX_KEEP` by objective (smaller first), sorted. */
 static void keep(planner_cand *kept, int *n, const planner_cand *c, double key, double *keys) {
   int at = *n < MAX_KEEP ? (*n)++ : MAX_KEEP;
@@ -353,6 +380,7 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
               snprintf(c.hw, sizeof c.hw, "%s", hw->name);
               c.analytic_step_s = analytic(m, hw, &p, &ce->c);
               price_cand(m, hw, req, &c, c.analytic_step_s, steps);
+              note_closest(out, &c);
               if (req->budget_usd > 0 && c.train_usd > req->budget_usd) continue;
               if (req->objective == PLANNER_COST_UNDER_DEADLINE && c.train_s > req->deadline_s)
                 continue;
@@ -487,6 +515,10 @@ int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, p
   for (int h = 0; h < nh; h++) {
     const planner_result *o = &hs[h].out;
     out->evaluated += o->evaluated;
+    if (o->any_fit) {
+      note_closest(out, &o->cheapest);
+      note_closest(out, &o->fastest);
+    }
     out->costs_s += o->costs_s;
     out->scoring_s += hs[h].busy_s - o->costs_s;
     for (int i = 0; i < o->n_per_hw && out->n_per_hw < 32; i++) out->per_hw[out->n_per_hw++] = o->per_hw[i];
@@ -496,9 +528,10 @@ int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, p
   }
   free(hs);
   if (n_kept == 0) {
+    char near[512];
+    closest_text(out, req, near, sizeof near);
     snprintf(err, errn, "no hardware can train %s within the limits%s (closest: %s)", m->name,
-             req->objective == PLANNER_COST_UNDER_DEADLINE ? " and the deadline" : "",
-             out->n_rejected ? out->rejected[0].reason : "none");
+             req->objective == PLANNER_COST_UNDER_DEADLINE ? " and the deadline" : "", near);
     free(kept), free(keys);
     return -1;
   }
@@ -591,6 +624,8 @@ static int plan_generic(const model *m, const hw_catalog *cat, const planner_req
     planner_cand best = {0};
     double best_key = INFINITY;
     double smallest_peak = INFINITY;
+    planner_cand limited = {0}; /* the best that fit but missed --budget or --deadline */
+    bool fit_any = false;
     for (int64_t chips = 1; chips <= (req->chips ? req->chips : req->max_chips); chips *= 2) {
       if (req->chips && chips != req->chips) continue;
       if (m->info.whole_step && chips > 1) break;
@@ -615,6 +650,9 @@ static int plan_generic(const model *m, const hw_catalog *cat, const planner_req
                       : m->info.job_steps > 0        ? m->info.job_steps
                                                      : 1000;
       price_cand(m, hw, req, &c, c.sim.step_time_s, steps);
+      note_closest(out, &c);
+      if (!fit_any || c.train_usd < limited.train_usd) limited = c;
+      fit_any = true;
       if (req->budget_usd > 0 && c.train_usd > req->budget_usd) continue;
       if (req->objective == PLANNER_COST_UNDER_DEADLINE && c.train_s > req->deadline_s) continue;
       double key = req->objective == PLANNER_TIME ? c.train_s : c.train_usd;
@@ -622,6 +660,12 @@ static int plan_generic(const model *m, const hw_catalog *cat, const planner_req
     }
     if (isfinite(best_key)) {
       if (out->n_per_hw < 32) out->per_hw[out->n_per_hw++] = best;
+    } else if (fit_any) {
+      char t[32];
+      units_seconds(t, sizeof t, limited.train_s);
+      add_reject(out, hw->name, "its cheapest plan (%lld chip%s) costs $%.2f and takes %s: outside "
+                 "the budget or the deadline", (long long)limited.p.chips,
+                 limited.p.chips == 1 ? "" : "s", limited.train_usd, t);
     } else if (isfinite(smallest_peak)) {
       add_reject(out, hw->name, "no plan fits: the smallest peak is %.1f GiB per chip against %.1f GiB",
                  smallest_peak / (1 << 30), (double)hw->chip.hbm_bytes / (1 << 30));
@@ -634,9 +678,12 @@ static int plan_generic(const model *m, const hw_catalog *cat, const planner_req
   rank_by_objective(out, req);
   int top = req->top > 0 ? req->top : 5;
   if (out->n_ranked > top) out->n_ranked = top;
-  if (out->n_ranked == 0)
+  if (out->n_ranked == 0) {
+    char near[512];
+    closest_text(out, req, near, sizeof near);
     return str_errf(err, errn, "no hardware can train %s within the limits (closest: %s)", m->name,
-                    out->n_rejected ? out->rejected[0].reason : "none");
+                    near);
+  }
   out->best = out->ranked[0];
   const planner_cand *b = &out->best;
   /* the other objective's winner, to say what the choice gave up */

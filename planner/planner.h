@@ -70,6 +70,10 @@ typedef struct {
   ** scoring (memory model included), event simulations */
   double costs_s, scoring_s, simulate_s;
   char why[1024]; /* what decided it, in sentences */
+  /* the cheapest and the fastest plans that fit, before --budget and
+  ** --deadline drop any: what was closest when nothing is left */
+  planner_cand cheapest, fastest;
+  bool any_fit;
   char advice[512]; /* when data parallelism's all-reduce shows: what a Reduction Server buys */
   char objective[32];
 } planner_result;

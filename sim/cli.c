@@ -73,7 +73,7 @@ static const char *const LOWER_VALUED[] = {"--op", "--opt", "--seq", "--gbs", "-
 static const char *const PLAN_FLAGS[] = {"--spot", NULL};
 static const char *const PLAN_VALUED[] = {"--hw",     "--chips",     "--max-chips", "--tokens",
                                           "--steps",  "--deadline",  "--budget",    "--objective",
-                                          "--top",    "--preemption-rate", NULL};
+                                          "--top",    "--preemption-rate", "--explain", NULL};
 static const char *const SIM_FLAGS[] = {"--fsdp", "--sp", "--explain", "--full", NULL};
 static const char *const SIM_VALUED[] = {
     "--hw",   "--chips",     "--dp",        "--tp",           "--pp",
@@ -209,9 +209,10 @@ static const cli_cmd COMMANDS[] = {
     {"plan",
      "tpusim plan MODEL [--hw LIST|all] [--chips N|--max-chips N] [--tokens N|--steps N]\n"
      "                  [--deadline DUR] [--budget USD] [--objective time|cost|cost-under-deadline]\n"
-     "                  [--spot [--preemption-rate F]] [--top K] [--json]\n"
+     "                  [--spot [--preemption-rate F]] [--top K] [--explain N] [--json]\n"
      "  --objective: default time; cost for the classical families (gbdt, mlp)\n"
-     "  --preemption-rate: share of spot instances reclaimed a month (default 0.2)",
+     "  --preemption-rate: share of spot instances reclaimed a month (default 0.2)\n"
+     "  --explain N: the full breakdown of candidate N of the table (1: the best)",
      "choose hardware, chip count and parallel plan; price it and say why", run_plan, NULL,
      PLAN_FLAGS, PLAN_VALUED, NULL},
     {"simulate",
@@ -1110,6 +1111,62 @@ static int input_from_opts(cli_ctx *c, const hw_model *hw, int64_t seq, input_cf
   return CLI_OK;
 }
 
+/* simulate's report: the step, its breakdown, memory with the fixes when it
+** does not fit, cost; with `explain`, the per-chip pieces behind it. Also
+** what `plan --explain N` prints for a candidate. */
+static void print_step(FILE *out, const model *m, const hw_model *hw, const plan *p,
+                       const step_result *r, bool explain) {
+  char t[32];
+  units_seconds(t, sizeof t, r->step_time_s);
+  fprintf(out, "%s on %lld x %s: dp %lld, tp %lld, pp %lld%s, mbs %lld, gbs %lld, %lld micro-batches\n",
+          m->name, (long long)p->chips, hw->name, (long long)p->dp, (long long)p->tp,
+          (long long)p->pp, p->sp ? " (sp)" : "", (long long)p->mbs, (long long)p->gbs,
+          (long long)r->microbatches);
+  fprintf(out, "  step time        %s   MFU %.1f%%   HFU %.1f%%   %.*f %s/s\n", t,
+          100 * r->mfu, 100 * r->hfu, r->tokens_per_s < 100 ? 2 : 0, r->tokens_per_s,
+          m->info.unit ? m->info.unit : "tokens");
+  fprintf(out, "  breakdown        compute %.3f s, exposed comm %.3f s, bubble %.3f s, "
+                  "input stall %.3f s, other %.3f s\n",
+          r->breakdown_s.compute, r->breakdown_s.exposed_comm, r->breakdown_s.pipeline_bubble,
+          r->breakdown_s.input_stall, r->breakdown_s.other);
+  char pk[32], cap[32], w[32], g[32], op[32], ac[32], tm[32];
+  units_bytes(pk, sizeof pk, r->memory.peak);
+  units_bytes(cap, sizeof cap, r->memory.capacity);
+  units_bytes(w, sizeof w, r->memory.weights);
+  units_bytes(g, sizeof g, r->memory.gradients);
+  units_bytes(op, sizeof op, r->memory.optimizer);
+  units_bytes(ac, sizeof ac, r->memory.activations);
+  units_bytes(tm, sizeof tm, r->memory.temporary);
+  fprintf(out, "  memory per chip  peak %s of %s: %s (weights %s, gradients %s, optimizer %s, "
+                  "activations %s, temporary %s)\n",
+          pk, cap, r->fits ? "fits" : "DOES NOT FIT", w, g, op, ac, tm);
+  for (int i = 0; i < r->n_fixes; i++) {
+    units_bytes(pk, sizeof pk, r->fixes[i].peak);
+    char st[64] = "";
+    if (r->fixes[i].step_time_s > 0)
+      snprintf(st, sizeof st, ", step %.3f s (%+.1f%%)", r->fixes[i].step_time_s,
+               100 * (r->fixes[i].step_time_s / r->step_time_s - 1));
+    fprintf(out, "    fix %d: %s -> peak %s%s%s\n", i + 1, r->fixes[i].what, pk,
+            r->fixes[i].fits ? " (fits)" : "", st);
+  }
+  fprintf(out, "  cost             $%.2f per hour, $%.4f per step\n", r->usd_per_hour,
+          r->usd_per_step);
+  if (explain) {
+    fprintf(out, "\n  per chip, per micro-batch: one layer forward %.3f ms + TP comm %.3f ms; "
+                    "backward %.3f ms + TP comm %.3f ms; attention core forward %.3f ms\n"
+                    "  embedding+head forward %.3f ms, backward %.3f ms; pipeline send %.3f ms; "
+                    "gradient all-reduce %.3f ms; optimizer %.3f ms\n",
+            r->layer_fwd_s * 1e3, r->tp_comm_fwd_s * 1e3, r->layer_bwd_s * 1e3, r->tp_comm_bwd_s * 1e3,
+            r->attn_core_fwd_s * 1e3, r->head_fwd_s * 1e3, r->head_bwd_s * 1e3, r->p2p_s * 1e3,
+            r->dp_allreduce_s * 1e3, r->optimizer_s * 1e3);
+  }
+  if (p->full && r->full_chips > 0)
+    fprintf(out, "  full machine     %lld chips on one network: the %lld data-parallel rings "
+                    "at once run %.2fx one ring alone%s\n",
+            (long long)r->full_chips, (long long)r->full_groups, r->full_contention,
+            r->full_contention > 1.001 ? " (the all-reduce is scaled by it)" : " (no contention)");
+}
+
 static int run_simulate(cli_ctx *c) {
   if (c->n_pos != 1) return usage_error(c, "%s", "expected one MODEL");
   if (!opt(c, "--hw") || !opt(c, "--chips"))
@@ -1198,55 +1255,7 @@ static int run_simulate(cli_ctx *c) {
     free(s);
     cJSON_Delete(o);
   } else {
-    char t[32];
-    units_seconds(t, sizeof t, r.step_time_s);
-    fprintf(c->out, "%s on %lld x %s: dp %lld, tp %lld, pp %lld%s, mbs %lld, gbs %lld, %lld micro-batches\n",
-            m->name, (long long)p.chips, hw->name, (long long)p.dp, (long long)p.tp,
-            (long long)p.pp, p.sp ? " (sp)" : "", (long long)p.mbs, (long long)p.gbs,
-            (long long)r.microbatches);
-    fprintf(c->out, "  step time        %s   MFU %.1f%%   HFU %.1f%%   %.*f %s/s\n", t,
-            100 * r.mfu, 100 * r.hfu, r.tokens_per_s < 100 ? 2 : 0, r.tokens_per_s,
-            m->info.unit ? m->info.unit : "tokens");
-    fprintf(c->out, "  breakdown        compute %.3f s, exposed comm %.3f s, bubble %.3f s, "
-                    "input stall %.3f s, other %.3f s\n",
-            r.breakdown_s.compute, r.breakdown_s.exposed_comm, r.breakdown_s.pipeline_bubble,
-            r.breakdown_s.input_stall, r.breakdown_s.other);
-    char pk[32], cap[32], w[32], g[32], op[32], ac[32], tm[32];
-    units_bytes(pk, sizeof pk, r.memory.peak);
-    units_bytes(cap, sizeof cap, r.memory.capacity);
-    units_bytes(w, sizeof w, r.memory.weights);
-    units_bytes(g, sizeof g, r.memory.gradients);
-    units_bytes(op, sizeof op, r.memory.optimizer);
-    units_bytes(ac, sizeof ac, r.memory.activations);
-    units_bytes(tm, sizeof tm, r.memory.temporary);
-    fprintf(c->out, "  memory per chip  peak %s of %s: %s (weights %s, gradients %s, optimizer %s, "
-                    "activations %s, temporary %s)\n",
-            pk, cap, r.fits ? "fits" : "DOES NOT FIT", w, g, op, ac, tm);
-    for (int i = 0; i < r.n_fixes; i++) {
-      units_bytes(pk, sizeof pk, r.fixes[i].peak);
-      char st[64] = "";
-      if (r.fixes[i].step_time_s > 0)
-        snprintf(st, sizeof st, ", step %.3f s (%+.1f%%)", r.fixes[i].step_time_s,
-                 100 * (r.fixes[i].step_time_s / r.step_time_s - 1));
-      fprintf(c->out, "    fix %d: %s -> peak %s%s%s\n", i + 1, r.fixes[i].what, pk,
-              r.fixes[i].fits ? " (fits)" : "", st);
-    }
-    fprintf(c->out, "  cost             $%.2f per hour, $%.4f per step\n", r.usd_per_hour,
-            r.usd_per_step);
-    if (opt(c, "--explain")) {
-      fprintf(c->out, "\n  per chip, per micro-batch: one layer forward %.3f ms + TP comm %.3f ms; "
-                      "backward %.3f ms + TP comm %.3f ms; attention core forward %.3f ms\n"
-                      "  embedding+head forward %.3f ms, backward %.3f ms; pipeline send %.3f ms; "
-                      "gradient all-reduce %.3f ms; optimizer %.3f ms\n",
-              r.layer_fwd_s * 1e3, r.tp_comm_fwd_s * 1e3, r.layer_bwd_s * 1e3, r.tp_comm_bwd_s * 1e3,
-              r.attn_core_fwd_s * 1e3, r.head_fwd_s * 1e3, r.head_bwd_s * 1e3, r.p2p_s * 1e3,
-              r.dp_allreduce_s * 1e3, r.optimizer_s * 1e3);
-    }
-    if (p.full && r.full_chips > 0)
-      fprintf(c->out, "  full machine     %lld chips on one network: the %lld data-parallel rings "
-                      "at once run %.2fx one ring alone%s\n",
-              (long long)r.full_chips, (long long)r.full_groups, r.full_contention,
-              r.full_contention > 1.001 ? " (the all-reduce is scaled by it)" : " (no contention)");
+    print_step(c->out, m, hw, &p, &r, opt(c, "--explain") != NULL);
   }
   if (trace && fclose(trace) != 0 && rc == CLI_OK) {
     fprintf(c->err, "tpusim simulate: %s: write failed\n", opt(c, "--trace"));
@@ -1317,6 +1326,10 @@ static int run_plan(cli_ctx *c) {
   req.steps = steps;
   if (top) req.top = (int)(top > 16 ? 16 : top);
   req.spot = opt(c, "--spot") != NULL;
+  int64_t explain = opt_count(c, "--explain");
+  if (explain < 0) return CLI_USAGE;
+  if (explain > req.top)
+    return usage_error(c, "%s", "--explain N takes a rank of the candidates table (at most --top)");
   if (opt(c, "--tokens")) {
     char *end;
     req.tokens = strtod(opt(c, "--tokens"), &end);
@@ -1460,6 +1473,15 @@ static int run_plan(cli_ctx *c) {
       fprintf(c->out, "  %-9s %lld chips, tp %lld, pp %lld: %s, %s  (%.2fx the best's %s)\n",
               o->hw, (long long)o->p.chips, (long long)o->p.tp, (long long)o->p.pp, ot, ou, ratio,
               req.objective == PLANNER_TIME ? "time" : "cost");
+    }
+    if (explain > 0 && explain <= r->n_ranked) {
+      const planner_cand *x = &r->ranked[explain - 1];
+      fprintf(c->out, "\ncandidate %lld in full (%s):\n", (long long)explain,
+              x->p.vp > 1 ? "interleaved 1F1B" : x->p.pp > 1 ? "1F1B" : "no pipeline");
+      print_step(c->out, m, hw_catalog_find(cat, x->hw), &x->p, &x->sim, true);
+    } else if (explain > 0) {
+      fprintf(c->out, "\n--explain %lld: the table has %d candidates\n", (long long)explain,
+              r->n_ranked);
     }
     if (r->n_rejected) fprintf(c->out, "\nrejected:\n");
     for (int i = 0; i < r->n_rejected; i++)

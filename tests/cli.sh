@@ -161,6 +161,9 @@ run plan-spot 0 plan llama3-8b --hw h100-sxm --chips 64 --spot --preemption-rate
 run plan-spot-json 0 plan llama3-8b --hw h100-sxm --chips 64 --spot --json && has plan-spot-json out '"checkpoint_interval_s":'
 run plan-rate-nospot 2 plan llama3-8b --preemption-rate 0.1 && has plan-rate-nospot err "--preemption-rate applies to --spot plans"
 run plan-rate-bad 2 plan llama3-8b --spot --preemption-rate lots && has plan-rate-bad err "--preemption-rate expects"
+run plan-explain 0 plan llama3-8b --max-chips 64 --explain 2 && has plan-explain out "candidate 2 in full" && has plan-explain out "per chip, per micro-batch: one layer forward"
+run plan-explain-bad 2 plan llama3-8b --explain 9 && has plan-explain-bad err "--explain N takes a rank"
+run plan-budget 1 plan gbdt --budget 0.01 && has plan-budget err "closest: the cheapest plan, 1 x cpu-genoa, costs \$0.33 (over the \$0.01 budget)"
 run plan-advice 0 plan bert-large --hw v100 --chips 1024 --steps 100 && has plan-advice out "advice: the gradient all-reduce shows" && has plan-advice out "  V ep "
 run sim-full 0 simulate llama3-8b --hw tpu-v5e --chips 16 --tp 2 --gbs 32 --seq 1024 --full && has sim-full out "the 2 data-parallel rings at once run 2.00x one ring alone"
 run sim-fixes 0 simulate gpt3-175b --hw a100-80g --chips 64 --tp 8 --pp 8 --gbs 64 --mbs 1 && has sim-fixes out "fix 1: sequence parallelism -> peak" && has sim-fixes out "(fits), step "

@@ -114,6 +114,20 @@ Test(planner, impossible_requests_say_what_was_closest) {
                     .objective = PLANNER_COST_UNDER_DEADLINE, .deadline_s = 3600};
   cr_assert_eq(run("llama3-70b", dl, &r, err, sizeof err), -1);
   cr_assert(strstr(err, "and the deadline"), "%s", err);
+  /* the deadline's closest is the fastest plan, with its time */
+  cr_assert(r.any_fit);
+  cr_assert(strstr(err, "the fastest plan, "), "%s", err);
+  char want[128];
+  snprintf(want, sizeof want, "%lld x %s, takes", (long long)r.fastest.p.chips, r.fastest.hw);
+  cr_assert(strstr(err, want), "%s lacks %s", err, want);
+  cr_assert_gt(r.fastest.train_s, 3600);
+  /* a budget too small: the cheapest plan and what it costs */
+  planner_req bu = {.hw_list = "h100-sxm", .max_chips = 64, .top = 2, .tokens = 1e11,
+                    .objective = PLANNER_COST, .budget_usd = 10};
+  cr_assert_eq(run("llama3-8b", bu, &r, err, sizeof err), -1);
+  cr_assert(strstr(err, "the cheapest plan, ") && strstr(err, "(over the $10.00 budget)"), "%s", err);
+  cr_assert_gt(r.cheapest.train_usd, 10);
+  cr_assert_leq(r.cheapest.train_usd, r.fastest.train_usd);
 }
 
 /* Other families train data-parallel: every hardware is simulated at each

@@ -10,6 +10,7 @@
 **   lowering and IR-costing every distinct op of llama3-70b's step (target: < 2 s)
 */
 #include <stdio.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "../../hw_models/hw_catalog.h"
@@ -100,6 +101,11 @@ int main(void) {
          "%.3f s scoring, %.2f s building per-chip costs, %.2f s simulating the top %d\n",
          pr.scoring_s > 0 ? (double)pr.evaluated / pr.scoring_s : 0, pr.scoring_s, pr.costs_s,
          pr.simulate_s, pr.n_ranked);
+  /* the process's peak so far: the plan is the largest thing bench has run */
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  printf("  peak memory of the process after the plan: %.0f MB (target < 200 MB)\n",
+         (double)ru.ru_maxrss / 1024);
   model_free(big);
 
   /* through the command itself: load, lower each distinct op once, count */
