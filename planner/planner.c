@@ -347,7 +347,9 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
               p.zero = ZERO[zi];
               if (p.zero > 0 && dp * ep == 1) continue;
               out->evaluated++;
-              mem_opts mo = mem_opts_from_train(&m->train, (double)hw->chip.hbm_bytes);
+              mem_opts mo = mem_opts_from_train(&m->train,
+                                                (double)m->trainable_params / (double)m->params,
+                                                (double)hw->chip.hbm_bytes);
               mo.no_dropout = d->dropout <= 0;
               mem_bytes mb;
               char merr[256];
@@ -358,8 +360,8 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
                 if (mb.peak < best_peak) {
                   best_peak = mb.peak;
                   snprintf(best_peak_plan, sizeof best_peak_plan,
-                           "%lld chips, tp %lld, pp %lld, zero %d, %s recompute",
-                           (long long)chips, (long long)tp, (long long)pp, p.zero,
+                           "%lld chip%s, tp %lld, pp %lld, zero %d, %s recompute",
+                           (long long)chips, chips == 1 ? "" : "s", (long long)tp, (long long)pp, p.zero,
                            rec == 2 ? "full" : rec == 1 ? "selective" : "no");
                 }
                 continue;
@@ -579,9 +581,12 @@ int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, p
                (long long)q.reduction_server, s.step_time_s,
                100 * (s.step_time_s / r->step_time_s - 1));
   }
-  const char *bound = r->breakdown_s.pipeline_bubble > r->breakdown_s.exposed_comm
-                          ? "the pipeline bubble"
-                          : "communication";
+  const char *bound = r->breakdown_s.pipeline_bubble + r->breakdown_s.exposed_comm <
+                                  0.01 * r->step_time_s
+                          ? "the optimizer and overheads cost most"
+                      : r->breakdown_s.pipeline_bubble > r->breakdown_s.exposed_comm
+                          ? "the pipeline bubble costs most"
+                          : "communication costs most";
   char dur[32], mem[400];
   units_seconds(dur, sizeof dur, b->train_s);
   const char *rec = b->p.recompute == PLAN_RECOMPUTE_FULL        ? "full"
@@ -601,9 +606,10 @@ int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, p
              (long long)b->p.pp, rec, b->p.zero ? " and ZeRO" : "",
              req->objective == PLANNER_TIME ? "fastest" : "cheapest");
   snprintf(out->why, sizeof out->why,
-           "%s on %lld chips trains %.3g tokens in %s for $%.0f (%s prices). Compute is "
-           "%.0f%% of the step (MFU %.0f%%); after it, %s costs most. %s",
-           b->hw, (long long)b->p.chips, (double)steps * (double)gbs * (double)seq, dur,
+           "%s on %lld chip%s trains %.3g tokens in %s for $%.0f (%s prices). Compute is "
+           "%.0f%% of the step (MFU %.0f%%); after it, %s. %s",
+           b->hw, (long long)b->p.chips, b->p.chips == 1 ? "" : "s",
+           (double)steps * (double)gbs * (double)seq, dur,
            b->train_usd, req->spot ? "spot" : "on-demand",
            100 * r->breakdown_s.compute / r->step_time_s, 100 * r->mfu, bound, mem);
   out->search_s = units_now_s() - t0;

@@ -15,8 +15,11 @@
 #include <string.h>
 
 
-mem_opts mem_opts_from_train(const wl_train *t, double capacity_bytes) {
+mem_opts mem_opts_from_train(const wl_train *t, double trainable_fraction, double capacity_bytes) {
   mem_opts o = {0};
+  if (t->method != WL_FULL && trainable_fraction > 0 && trainable_fraction < 1)
+    o.trainable_fraction = trainable_fraction;
+  if (t->method == WL_QLORA) o.frozen_weight_bytes = 4.127 / 8;
   o.master_fp32 = t->master_fp32;
   o.fp32_grads = t->master_fp32;
   o.optimizer_states = t->optimizer == WL_SGD ? 0 : t->optimizer == WL_MOMENTUM ? 1 : 2;
@@ -51,7 +54,9 @@ void mem_model_state(double params, int64_t dp, int zero, graph_dtype precision,
   double frac = o->trainable_fraction > 0 ? o->trainable_fraction : 1;
   double n = dp > 1 ? (double)dp : 1;
   memset(out, 0, sizeof *out);
-  out->weights = params * w / (zero >= 3 ? n : 1);
+  /* frozen weights (LoRA's base) in their own format; the trained ones in w */
+  double fw = o->frozen_weight_bytes > 0 ? o->frozen_weight_bytes : w;
+  out->weights = params * (frac * w + (1 - frac) * fw) / (zero >= 3 ? n : 1);
   out->gradients = params * frac * g / (zero >= 2 ? n : 1);
   out->optimizer = params * frac * opt / (zero >= 1 ? n : 1);
 }

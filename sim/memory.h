@@ -24,6 +24,8 @@ typedef struct {
   bool fp32_grads;         /* gradients kept in fp32 (Megatron's main_grad) */
   int optimizer_states;    /* per parameter: 2 Adam(W), 1 momentum, 0 SGD */
   double trainable_fraction; /* trainable / all parameters (LoRA); 0 means 1 */
+  double frozen_weight_bytes; /* per frozen parameter when the base is quantized
+                              ** (QLoRA's 4-bit NF4); 0: the precision's bytes */
   bool layers_only;        /* transformer layers only: no embedding, LM head,
                            ** final norm or loss (Korthikanti's Fig. 1 basis) */
   bool flash_attention;    /* the attention kernel keeps no s x s tensor */
@@ -45,8 +47,11 @@ typedef struct {
 } mem_bytes;
 
 /* Options from a model's training settings: Adam/AdamW 2 states, momentum 1,
-** SGD 0; fp32_grads follows master_fp32 (Megatron's default). */
-mem_opts mem_opts_from_train(const wl_train *t, double capacity_bytes);
+** SGD 0; fp32_grads follows master_fp32 (Megatron's default); LoRA trains
+** `trainable_fraction` of the parameters (0 or 1: all), and QLoRA keeps the
+** frozen base in 4-bit NF4 with double-quantized constants: 4.127 bits a
+** parameter (Dettmers et al. 2023, arXiv:2305.14314, §3). */
+mem_opts mem_opts_from_train(const wl_train *t, double trainable_fraction, double capacity_bytes);
 
 /* Weights, gradients and optimizer (the other fields zero) for `params`
 ** parameters replicated over a data-parallel group of dp under ZeRO stage

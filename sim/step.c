@@ -890,7 +890,8 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
   }
   /* 6. memory per chip (Korthikanti et al. 2022 activations, ZeRO) */
   {
-    mem_opts mo = mem_opts_from_train(&m->train, (double)hw->chip.hbm_bytes);
+    mem_opts mo = mem_opts_from_train(&m->train, (double)m->trainable_params / (double)m->params,
+                                      (double)hw->chip.hbm_bytes);
     mo.no_dropout = d->dropout <= 0;
     plan mp = p; /* the memory model counts expert parallelism inside dp */
     mp.dp = p.dp * p.ep;

@@ -272,3 +272,30 @@ Test(planner, threads_do_not_change_the_result, .timeout = 120) {
   for (int i = 0; i < a.n_per_hw; i++) cr_assert_str_eq(a.per_hw[i].hw, b.per_hw[i].hw);
   cr_assert_str_eq(a.why, b.why);
 }
+
+/* "Can I fine-tune a 70B model on one GPU?" With QLoRA (4-bit NF4 base,
+** 4.127 bits a parameter with double quantization; rank-16 adapters on
+** q, k, v, o trained in bf16 with Adam): yes, on any 80 GB part. The
+** weights are P x (f x 2 + (1 - f) x 4.127/8) bytes (P = 70.6e9) for the trainable
+** fraction f, and a 40 GB A100 is rejected with its smallest peak. */
+Test(planner, qlora_70b_fine_tunes_on_one_gpu, .timeout = 60) {
+  static planner_result r;
+  char err[512];
+  hw_catalog *c = th_catalog();
+  model *m = load("tests/data/models/llama3-70b-qlora.json");
+  planner_req q = {.chips = 1, .top = 3, .steps = 1000, .hw_list = "a100-40g,a100-80g,h100-sxm"};
+  cr_assert_eq(planner_run(m, c, &q, &r, err, sizeof err), 0, "%s", err);
+  cr_assert(r.best.sim.fits);
+  cr_assert_eq(r.best.p.chips, 1);
+  double f = (double)m->trainable_params / (double)m->params;
+  cr_assert_lt(f, 0.01);
+  double P = r.best.sim.memory.params; /* the memory model's count of the base */
+  cr_assert(fabs(P / (double)m->params - 1) < 0.01, "%g vs %lld", P, (long long)m->params);
+  cr_assert_float_eq(r.best.sim.memory.weights, P * (f * 2 + (1 - f) * 4.127 / 8),
+                     1e-6 * r.best.sim.memory.weights);
+  const char *why = reason_for(&r, "a100-40g");
+  cr_assert_not_null(why);
+  cr_assert(strstr(why, "no plan fits: the smallest peak is"), "%s", why);
+  model_free(m);
+  hw_catalog_free(c);
+}
