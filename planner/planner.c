@@ -351,6 +351,7 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
                                                 (double)m->trainable_params / (double)m->params,
                                                 (double)hw->chip.hbm_bytes);
               mo.no_dropout = d->dropout <= 0;
+              mo.flash_attention = p.attention == PLAN_ATTN_FLASH;
               mem_bytes mb;
               char merr[256];
               plan mp = p; /* the memory model counts expert parallelism inside dp */

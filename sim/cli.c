@@ -79,7 +79,7 @@ static const char *const SIM_VALUED[] = {
     "--hw",   "--chips",     "--dp",        "--tp",           "--pp",
     "--ep",   "--zero",      "--mbs",       "--gbs",          "--seq",
     "--recompute", "--precision", "--pp-schedule", "--reduction-server", "--slices",
-    "--trace", "--input", "--storage", "--prefetch", "--input-host", "--grad-sync", NULL};
+    "--trace", "--input", "--storage", "--prefetch", "--input-host", "--grad-sync", "--attention", NULL};
 static const char *const COLL_FLAGS[] = {"--explain", NULL};
 static const char *const COLL_VALUED[] = {"--hw",       "--chips",    "--op",       "--bytes",
                                           "--algo",     "--slices",   "--reducers", "--reducer-bw",
@@ -221,12 +221,15 @@ static const cli_cmd COMMANDS[] = {
      "                  [--recompute none|selective|full] [--precision bf16|fp16|fp32|fp8|fp64]\n"
      "                  [--pp-schedule gpipe|1f1b|interleaved:V] [--reduction-server N]\n"
      "                  [--slices K] [--sp] [--full] [--grad-sync overlap|after-backward]\n"
+     "                  [--attention flash|scores]\n"
      "                  [--explain] [--json] [--trace FILE]\n"
      "                  [--input tokens|images] [--storage shards|files] [--prefetch N]\n"
      "                  [--input-host local|remote]\n"
      "  --sp: sequence parallelism with tensor parallelism (Korthikanti et al. 2022)\n"
      "  --grad-sync: all-reduce gradient buckets while backward runs (default), or\n"
      "               after it (Megatron-LM's local DDP, as in its 2021-22 papers)\n"
+     "  --attention: flash (default: scores stay on chip, recomputed in backward) or\n"
+     "               scores (written to HBM around a fused softmax: Megatron-LM before 2022)\n"
      "  --full: every data-parallel group's all-reduce at once on the whole network\n"
      "          (default: one group stands for its symmetric peers)",
      "one training step on a given machine and plan: time, memory, MFU", run_simulate, NULL,
@@ -1187,10 +1190,13 @@ static int run_simulate(cli_ctx *c) {
   static const graph_dtype PREC_DT[] = {GDT_BF16, GDT_F16, GDT_F32, GDT_F8, GDT_F64};
   static const char *const ZERO[] = {"0", "1", "2", "3", NULL};
   static const char *const GRAD_SYNC[] = {"overlap", "after-backward", NULL};
-  int rec, prec, zero, gsync;
+  static const char *const ATTN[] = {"flash", "scores", NULL};
+  int rec, prec, zero, gsync, attn;
   if (enum_opt(c, "--recompute", RECOMPUTE, 0, &rec) || enum_opt(c, "--precision", PRECISION, 0, &prec) ||
-      enum_opt(c, "--zero", ZERO, 0, &zero) || enum_opt(c, "--grad-sync", GRAD_SYNC, 0, &gsync))
+      enum_opt(c, "--zero", ZERO, 0, &zero) || enum_opt(c, "--grad-sync", GRAD_SYNC, 0, &gsync) ||
+      enum_opt(c, "--attention", ATTN, 0, &attn))
     return CLI_USAGE;
+  p.attention = (plan_attention)attn;
   p.grad_sync = (plan_grad_sync)gsync;
   p.recompute = (plan_recompute)rec;
   p.precision = PREC_DT[prec];

@@ -23,6 +23,12 @@ typedef enum { PLAN_GPIPE, PLAN_1F1B, PLAN_INTERLEAVED } plan_schedule;
 ** once after the whole backward (Megatron-LM's local DDP until 2023, the
 ** framework of the SC21 and Korthikanti runs). */
 typedef enum { PLAN_GRAD_OVERLAP, PLAN_GRAD_AFTER_BACKWARD } plan_grad_sync;
+/* The attention kernel: FlashAttention (Dao et al. 2022; cuDNN's fused
+** attention, XLA/Pallas splash attention on TPUs), which keeps the s x s
+** scores on chip and recomputes them in the backward -- what training
+** frameworks use since 2022 -- or the scores written to HBM between a
+** batched GEMM and a (fused) softmax, as Megatron-LM did before it. */
+typedef enum { PLAN_ATTN_FLASH, PLAN_ATTN_SCORES } plan_attention;
 typedef enum { PLAN_RECOMPUTE_NONE, PLAN_RECOMPUTE_SELECTIVE, PLAN_RECOMPUTE_FULL } plan_recompute;
 
 typedef struct {
@@ -37,6 +43,7 @@ typedef struct {
   int64_t slices;  /* TPU slices joined by DCN; dp spans them */
   int64_t reduction_server; /* reducer hosts for the gradient all-reduce; 0 = none */
   plan_grad_sync grad_sync;
+  plan_attention attention;
   int dp_algo; /* the gradient all-reduce's coll_algo (sim/coll.h); 0: what the network suits */
   /* --full: every data-parallel group's all-reduce at once over the whole
   ** network, instead of one group taken as standing for all */

@@ -58,9 +58,14 @@ typedef struct {
 } op_times;
 
 /* Times every op of g on hw; fused elementwise traffic as described above.
+** With `flash`, the attention core (the ops on the [B, kv, S, group, T]
+** scores and the batched dots around them) runs as one FlashAttention
+** kernel: the scores never reach HBM, so those ops cost their arithmetic
+** only, and the backward recomputes the scores' product: 5 batched GEMMs
+** where the unfused backward has 4 (Dao et al. 2022, arXiv:2205.14135).
 ** With `ops`, also lists the ops of layer 0 with their times. */
-static int time_graph_ops(const hw_model *hw, const graph *g, phase_times *out, op_times *ops,
-                          char *err, size_t errn) {
+static int time_graph_ops(const hw_model *hw, const graph *g, bool flash, phase_times *out,
+                          op_times *ops, char *err, size_t errn) {
   int n = graph_count(g);
   char *feeds_hard = calloc((size_t)n, 1); /* has a non-fusible consumer */
   if (!feeds_hard) {
@@ -96,6 +101,10 @@ static int time_graph_ops(const hw_model *hw, const graph *g, phase_times *out, 
       double mem = bytes / bw;
       t = (r.compute_s > mem ? r.compute_s : mem) + overhead;
     }
+    if (flash && op->out.rank == 5 && op->layer >= 0) {
+      bool dot = op->kind == GOP_DOT;
+      t = r.compute_s * (dot && op->phase == GRAPH_BACKWARD ? 1.25 : 1) + (dot ? r.overhead_s : 0);
+    }
     t *= (double)op->count;
     out->t[op->phase] += t;
     /* scores [B, kv, S, group, T] and the two batched dots around them */
@@ -118,7 +127,7 @@ static int time_graph_ops(const hw_model *hw, const graph *g, phase_times *out, 
 }
 
 static int time_graph(const hw_model *hw, const graph *g, phase_times *out, char *err, size_t errn) {
-  return time_graph_ops(hw, g, out, NULL, err, errn);
+  return time_graph_ops(hw, g, false, out, NULL, err, errn);
 }
 
 static model *load_shard(const model *m, const plan *p, int64_t layers, char *err, size_t errn);
@@ -607,8 +616,9 @@ int step_costs(const model *m, const hw_model *hw, const plan *pl, step_result *
     return -1;
   }
   phase_times t1, t2;
-  int rc = time_graph(hw, one->g, &t1, err, errn);
-  if (rc == 0) rc = time_graph(hw, two->g, &t2, err, errn);
+  bool flash = p.attention == PLAN_ATTN_FLASH;
+  int rc = time_graph_ops(hw, one->g, flash, &t1, NULL, err, errn);
+  if (rc == 0) rc = time_graph_ops(hw, two->g, flash, &t2, NULL, err, errn);
   /* Gradient accumulation: each micro-batch after the first adds its weight
   ** gradients into the step's buffer in a pass of its own -- PyTorch's
   ** AccumulateGrad, Megatron-LM's main_grad.add_ hook -- reading both and
@@ -893,6 +903,7 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
     mem_opts mo = mem_opts_from_train(&m->train, (double)m->trainable_params / (double)m->params,
                                       (double)hw->chip.hbm_bytes);
     mo.no_dropout = d->dropout <= 0;
+    mo.flash_attention = p.attention == PLAN_ATTN_FLASH;
     plan mp = p; /* the memory model counts expert parallelism inside dp */
     mp.dp = p.dp * p.ep;
     if (mem_transformer(d, &mp, &mo, &r->memory, err, errn) != 0) {
@@ -937,7 +948,7 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
     op_times ops = {0};
     phase_times pt;
     model *one = load_shard(m, &p, 1, err, errn);
-    if (!one || time_graph_ops(hw, one->g, &pt, &ops, err, errn) != 0) {
+    if (!one || time_graph_ops(hw, one->g, p.attention == PLAN_ATTN_FLASH, &pt, &ops, err, errn) != 0) {
       model_free(one);
       free(ops.v);
       rc = -1;
@@ -1175,6 +1186,7 @@ cJSON *step_json(const model *m, const hw_model *hw, const plan *p, const step_r
   cJSON_AddNumberToObject(pj, "vp", (double)p->vp);
   cJSON_AddBoolToObject(pj, "sp", p->sp);
   cJSON_AddStringToObject(pj, "grad_sync", p->grad_sync == PLAN_GRAD_AFTER_BACKWARD ? "after-backward" : "overlap");
+  cJSON_AddStringToObject(pj, "attention", p->attention == PLAN_ATTN_SCORES ? "scores" : "flash");
   if (p->full) {
     cJSON *fu = cJSON_AddObjectToObject(o, "full");
     cJSON_AddNumberToObject(fu, "chips", (double)r->full_chips);

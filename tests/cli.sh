@@ -166,8 +166,8 @@ run plan-explain-bad 2 plan llama3-8b --explain 9 && has plan-explain-bad err "-
 run plan-budget 1 plan gbdt --budget 0.01 && has plan-budget err "closest: the cheapest plan, 1 x cpu-genoa, costs \$0.33 (over the \$0.01 budget)"
 run plan-advice 0 plan bert-large --hw v100 --chips 1024 --steps 100 && has plan-advice out "advice: the gradient all-reduce shows" && has plan-advice out "  V ep "
 run sim-full 0 simulate llama3-8b --hw tpu-v5e --chips 16 --tp 2 --gbs 32 --seq 1024 --full && has sim-full out "the 2 data-parallel rings at once run 2.00x one ring alone"
-run sim-fixes 0 simulate gpt3-175b --hw a100-80g --chips 64 --tp 8 --pp 8 --gbs 64 --mbs 1 && has sim-fixes out "fix 1: sequence parallelism -> peak" && has sim-fixes out "(fits), step "
-run sim-fixes-json 0 simulate gpt3-175b --hw a100-80g --chips 64 --tp 8 --pp 8 --gbs 64 --mbs 1 --json && has sim-fixes-json out '"step_time_s":' && has sim-fixes-json out '"change":	"sequence parallelism"'
+run sim-fixes 0 simulate gpt3-175b --hw a100-80g --chips 64 --tp 8 --pp 8 --gbs 64 --mbs 1 --attention scores && has sim-fixes out "fix 1: sequence parallelism -> peak" && has sim-fixes out "(fits), step "
+run sim-fixes-json 0 simulate gpt3-175b --hw a100-80g --chips 64 --tp 8 --pp 8 --gbs 64 --mbs 1 --attention scores --json && has sim-fixes-json out '"step_time_s":' && has sim-fixes-json out '"change":	"sequence parallelism"'
 
 # --- plot (issue 8) ---
 run plot-coll 0 plot collective --hw h100-sxm --chips 8 --op all-reduce -o "$OUT/coll.svg"

@@ -137,6 +137,8 @@ Test(step, published_runs, .timeout = 120) {
     ** backward: megatron/training.py train_step calls allreduce_gradients()
     ** once forward_backward_func returns */
     p.grad_sync = PLAN_GRAD_AFTER_BACKWARD;
+    /* and wrote the attention scores to HBM (FlashAttention came after) */
+    p.attention = PLAN_ATTN_SCORES;
     if (strcmp(col[19], "?") && atoll(col[19]) > 1) {
       p.schedule = PLAN_INTERLEAVED;
       p.vp = atoll(col[19]);
@@ -372,12 +374,13 @@ Test(step, zero3_gathers_every_microbatch) {
 ** simulated, the ones that fit alone come first, cheapest (chips x step
 ** time) first, and each fix's step time is that plan's own simulation.
 ** gpt3-175b on 64 A100s (tp 8, pp 8) without recompute or sequence
-** parallelism misses by under a GiB. */
+** parallelism, its attention scores in HBM, misses by under a GiB. */
 Test(step, fixes_are_priced_and_ordered_by_cost) {
   hw_catalog *c = th_catalog();
   const hw_model *h = th_hw(c, "a100-80g");
   model *m = load_model("gpt3-175b", 2048);
   plan p = base(64, 8, 8, 64, 2048);
+  p.attention = PLAN_ATTN_SCORES;
   char err[512];
   cr_assert_eq(step_check(m, h, &p, err, sizeof err), 0, "%s", err);
   static step_result r;
@@ -467,4 +470,25 @@ Test(step, hlo_module_runs_on_its_devices) {
   cr_assert_float_eq(r.memory.weights, 4194304, 1e-9);
   model_free(m);
   hw_catalog_free(c);
+}
+
+/* FlashAttention (the default) keeps the s x s scores on chip: at a long
+** sequence the step is shorter and each layer's activations lose the
+** scores (Korthikanti's 5as/(ht) term; llama has no dropout, so only the
+** 16-bit softmax output, 2as/(ht)), keeping an fp32 log-sum-exp per head
+** and row instead. With 32 heads over tp 8 (a = 4 a chip), s = 8192, one
+** sequence: 8192 x (4 x 8192 x 2 - 4 x 4) = 536,739,840 bytes a layer.
+** The backward's attention GEMMs cost 1.25x (the scores recomputed), so
+** the backward saves less than the forward. */
+Test(step, flash_attention_keeps_scores_on_chip) {
+  step_result f, s;
+  char err[512];
+  plan p = base(8, 8, 1, 8, 8192);
+  cr_assert_eq(simulate("llama3-8b", "h100-sxm", p, &f, err, sizeof err), 0, "%s", err);
+  p.attention = PLAN_ATTN_SCORES;
+  cr_assert_eq(simulate("llama3-8b", "h100-sxm", p, &s, err, sizeof err), 0, "%s", err);
+  cr_assert_lt(f.step_time_s, s.step_time_s);
+  cr_assert_lt(f.layer_fwd_s, s.layer_fwd_s);
+  cr_assert_lt(s.layer_fwd_s - f.layer_fwd_s, s.attn_core_fwd_s);
+  cr_assert_float_eq(s.memory.act_layer - f.memory.act_layer, 8192.0 * (4 * 8192 * 2 - 16), 1);
 }
