@@ -165,6 +165,9 @@ run plan-explain 0 plan llama3-8b --max-chips 64 --explain 2 && has plan-explain
 run plan-explain-bad 2 plan llama3-8b --explain 9 && has plan-explain-bad err "--explain N takes a rank"
 run plan-budget 1 plan gbdt --budget 0.01 && has plan-budget err "closest: the cheapest plan, 1 x cpu-genoa, costs \$0.33 (over the \$0.01 budget)"
 run plan-advice 0 plan bert-large --hw v100 --chips 1024 --steps 100 && has plan-advice out "advice: the gradient all-reduce shows" && has plan-advice out "  V ep "
+run sim-attn 0 simulate llama3-8b --hw h100-sxm --chips 8 --tp 8 --gbs 8 --attention scores --json && has sim-attn out '"attention":	"scores"'
+run sim-attn-default 0 simulate llama3-8b --hw h100-sxm --chips 8 --tp 8 --gbs 8 --json && has sim-attn-default out '"attention":	"flash"'
+run sim-attn-bad 2 simulate llama3-8b --hw h100-sxm --chips 8 --attention naive && has sim-attn-bad err "--attention 'naive': expected flash or scores"
 run sim-full 0 simulate llama3-8b --hw tpu-v5e --chips 16 --tp 2 --gbs 32 --seq 1024 --full && has sim-full out "the 2 data-parallel rings at once run 2.00x one ring alone"
 run sim-fixes 0 simulate gpt3-175b --hw a100-80g --chips 64 --tp 8 --pp 8 --gbs 64 --mbs 1 --attention scores && has sim-fixes out "fix 1: sequence parallelism -> peak" && has sim-fixes out "(fits), step "
 run sim-fixes-json 0 simulate gpt3-175b --hw a100-80g --chips 64 --tp 8 --pp 8 --gbs 64 --mbs 1 --attention scores --json && has sim-fixes-json out '"step_time_s":' && has sim-fixes-json out '"change":	"sequence parallelism"'
