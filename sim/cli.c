@@ -298,7 +298,7 @@ static void print_help(FILE *f) {
           TPUSIM_VERSION);
   for (int i = 0; i < NCOMMANDS; i++)
     fprintf(f, "  %-11s %s%s\n", COMMANDS[i].name, COMMANDS[i].summary,
-            COMMANDS[i].run ? "" : " [not built yet]");
+            COMMANDS[i].run || COMMANDS[i].raw ? "" : " [not built yet]");
   fprintf(f,
           "\n%s  --version        versions of tpusim and the libraries it runs with\n\n"
           "Exit status: 0 success, 1 bad input or infeasible request, 2 usage error.\n"

@@ -35,6 +35,7 @@ empty() {
 
 # --- help, version, usage ---
 run help 0 --help && has help out "Usage: tpusim COMMAND"
+if grep -q "not built yet" "$OUT/help.out"; then bad "help lists a command as not built"; else ok; fi
 run version 0 --version && has version out "LLVM 19."
 run noargs 2
 run unknown-cmd 2 simulat && has unknown-cmd err "did you mean 'simulate'?"
