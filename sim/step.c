@@ -457,6 +457,78 @@ static void write_trace(FILE *f, const pipe *q, const step_result *r, const plan
                         const double *bucket_t0, const double *bucket_t1, int64_t buckets,
                         const char *model_name, const char *hw_name, const trace_detail *td);
 
+/* The trace of a step simulated as a whole (a data-parallel model on one
+** chip standing for all, or an HLO module): one process, the compute track
+** with each micro-batch's forward and backward (an HLO module: its compute
+** as one span), the network track with the gradient all-reduce as the
+** simulation placed it (an HLO module: its collectives after its compute),
+** the update, and HBM in use as a counter. */
+static cJSON *trace_slice(cJSON *ev, const char *name, const char *cat, double t0_s, double dur_s,
+                          int64_t pid, int tid);
+
+static void write_trace_whole(FILE *f, const step_result *r, const char *model_name,
+                              const char *hw_name, bool hlo) {
+  cJSON *root = cJSON_CreateObject();
+  cJSON *ev = cJSON_AddArrayToObject(root, "traceEvents");
+  static const char *const LANES[] = {"", "compute", "network"};
+  cJSON *meta = cJSON_CreateObject();
+  cJSON_AddStringToObject(meta, "name", "process_name");
+  cJSON_AddStringToObject(meta, "ph", "M");
+  cJSON_AddNumberToObject(meta, "pid", 0);
+  char name[96];
+  snprintf(name, sizeof name, "chip 0 (one of the data-parallel group, %s)", hw_name);
+  cJSON_AddStringToObject(cJSON_AddObjectToObject(meta, "args"), "name", name);
+  cJSON_AddItemToArray(ev, meta);
+  for (int tid = 1; tid <= 2; tid++) {
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddStringToObject(t, "name", "thread_name");
+    cJSON_AddStringToObject(t, "ph", "M");
+    cJSON_AddNumberToObject(t, "pid", 0);
+    cJSON_AddNumberToObject(t, "tid", tid);
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(t, "args"), "name", LANES[tid]);
+    cJSON_AddItemToArray(ev, t);
+  }
+  double t = 0, last_b = 0;
+  if (hlo) {
+    trace_slice(ev, "compute (the module's ops)", "forward", 0, r->breakdown_s.compute, 0, 1);
+    t = r->breakdown_s.compute;
+    if (r->breakdown_s.exposed_comm > 0)
+      trace_slice(ev, "collectives", "collective", t, r->breakdown_s.exposed_comm, 0, 2);
+    t += r->breakdown_s.exposed_comm;
+  } else {
+    for (int64_t mb = 0; mb < r->microbatches; mb++) {
+      snprintf(name, sizeof name, "forward mb %lld", (long long)mb);
+      trace_slice(ev, name, "forward", t, r->layer_fwd_s, 0, 1);
+      t += r->layer_fwd_s;
+      snprintf(name, sizeof name, "backward mb %lld", (long long)mb);
+      last_b = t;
+      trace_slice(ev, name, "backward", t, r->layer_bwd_s, 0, 1);
+      t += r->layer_bwd_s + (mb > 0 ? r->grad_accum_layer_s : 0);
+    }
+    if (r->dp_allreduce_s > 0) /* started with the last backward; what shows runs past it */
+      trace_slice(ev, "gradient all-reduce", "collective", last_b, r->dp_allreduce_s, 0, 2);
+    t += r->exposed_dp_s;
+  }
+  if (r->optimizer_s > 0) trace_slice(ev, "optimizer update", "optimizer", t, r->optimizer_s, 0, 1);
+  cJSON *cnt = cJSON_CreateObject();
+  cJSON_AddStringToObject(cnt, "name", "HBM in use");
+  cJSON_AddStringToObject(cnt, "ph", "C");
+  cJSON_AddNumberToObject(cnt, "ts", 0);
+  cJSON_AddNumberToObject(cnt, "pid", 0);
+  cJSON_AddNumberToObject(cJSON_AddObjectToObject(cnt, "args"), "bytes", r->memory.peak);
+  cJSON_AddItemToArray(ev, cnt);
+  cJSON *other = cJSON_AddObjectToObject(root, "otherData");
+  cJSON_AddStringToObject(other, "model", model_name);
+  cJSON_AddStringToObject(other, "hw", hw_name);
+  cJSON_AddNumberToObject(other, "step_time_s", r->step_time_s);
+  cJSON_AddNumberToObject(other, "hbm_capacity_bytes", r->memory.capacity);
+  cJSON_AddStringToObject(root, "displayTimeUnit", "ms");
+  char *s = cJSON_PrintUnformatted(root);
+  if (s) fprintf(f, "%s\n", s);
+  free(s);
+  cJSON_Delete(root);
+}
+
 /* Data parallelism over a model the chips replicate: M micro-batches of
 ** forward and backward, the gradient all-reduce of which the part not
 ** hidden behind the last backward shows, the update. Memory from the graph:
@@ -728,8 +800,12 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
   const wl_tf_dims *d = &m->info.tf;
   int rc = step_costs(m, hw, &p, r, err, errn);
   if (rc != 0) return -1;
-  if (strcmp(m->format, "hlo") == 0) return simulate_hlo(m, hw, &p, r, err, errn);
-  if (d->layers == 0) return simulate_generic(m, hw, &p, r, err, errn);
+  if (strcmp(m->format, "hlo") == 0 || d->layers == 0) {
+    bool hlo = strcmp(m->format, "hlo") == 0;
+    rc = hlo ? simulate_hlo(m, hw, &p, r, err, errn) : simulate_generic(m, hw, &p, r, err, errn);
+    if (rc == 0 && trace) write_trace_whole(trace, r, m->name, hw->name, hlo);
+    return rc;
+  }
   double recompute = p.recompute == PLAN_RECOMPUTE_FULL        ? r->layer_fwd_s
                      : p.recompute == PLAN_RECOMPUTE_SELECTIVE ? r->attn_core_fwd_s
                                                                : 0;

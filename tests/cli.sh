@@ -166,6 +166,10 @@ run plan-explain 0 plan llama3-8b --max-chips 64 --explain 2 && has plan-explain
 run plan-explain-bad 2 plan llama3-8b --explain 9 && has plan-explain-bad err "--explain N takes a rank"
 run plan-budget 1 plan gbdt --budget 0.01 && has plan-budget err "closest: the cheapest plan, 1 x cpu-genoa, costs \$0.33 (over the \$0.01 budget)"
 run plan-advice 0 plan bert-large --hw v100 --chips 1024 --steps 100 && has plan-advice out "advice: the gradient all-reduce shows" && has plan-advice out "  V ep "
+run sim-trace-cnn 0 simulate resnet50 --hw h100-sxm --chips 8 --trace "$OUT/trace-cnn.json"
+grep -q '"name":"gradient all-reduce"' "$OUT/trace-cnn.json" && grep -q '"name":"backward mb 0"' "$OUT/trace-cnn.json" && ok || bad "simulate resnet50 --trace: no step in the trace"
+run sim-trace-hlo 0 simulate mlp_train_step --hw h100-sxm --chips 1 --trace "$OUT/trace-hlo.json"
+grep -q '"compute (the module' "$OUT/trace-hlo.json" && ok || bad "simulate HLO --trace: no step in the trace"
 run sim-attn 0 simulate llama3-8b --hw h100-sxm --chips 8 --tp 8 --gbs 8 --attention scores --json && has sim-attn out '"attention":	"scores"'
 run sim-attn-default 0 simulate llama3-8b --hw h100-sxm --chips 8 --tp 8 --gbs 8 --json && has sim-attn-default out '"attention":	"flash"'
 run sim-attn-bad 2 simulate llama3-8b --hw h100-sxm --chips 8 --attention naive && has sim-attn-bad err "--attention 'naive': expected flash or scores"
