@@ -802,6 +802,11 @@ int graph_custom(graph *g, const char *target, graph_shape out, const int *ins, 
   return id;
 }
 
+void graph_set_custom_conv(graph *g, int id, const graph_conv_attrs *c) {
+  /* the union's conv member is unused by custom-calls: no other kind's data is lost */
+  if (id >= 0 && id < g->n && g->ops[id].kind == GOP_CUSTOM) g->ops[id].conv = *c;
+}
+
 /* ---- costs ---- */
 
 graph_cost graph_op_cost(const graph *g, int id) {

@@ -169,7 +169,7 @@ typedef struct {
     struct {
       int64_t lo[GRAPH_MAX_RANK], hi[GRAPH_MAX_RANK], step[GRAPH_MAX_RANK];
     }; /* SLICE: start, limit, stride; PAD: low, high, interior */
-    graph_conv_attrs conv; /* CONV */
+    graph_conv_attrs conv; /* CONV; a conv-backward-* CUSTOM: its forward conv's */
   };
   graph_reduce_kind reduce;
   int64_t group_size; /* collectives: chips in each replica group */
@@ -272,6 +272,11 @@ int graph_scatter(graph *g, int operand, int indices, int updates);
 int graph_collective(graph *g, graph_op_kind k, int x, int64_t group_size, int dim);
 int graph_custom(graph *g, const char *target, graph_shape out, const int *ins, int n_in,
                  double flops, double transcendentals, double bytes);
+/* Records on custom-call `id` the attributes of the convolution it is a
+** gradient of ("conv-backward-input", "conv-backward-filter"), so the
+** lowering can run it as that convolution's transposed / weight-gradient
+** form; a custom-call without them (spatial == 0) stays opaque. */
+void graph_set_custom_conv(graph *g, int id, const graph_conv_attrs *c);
 
 /* ---- reading ---- */
 

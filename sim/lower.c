@@ -3,6 +3,7 @@
 */
 #include "lower.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -168,6 +169,98 @@ static bool gather_layout_of(const graph_shape *t, const graph_shape *ix, const 
   return along;
 }
 
+/* ---- the custom-calls tpusim's own builders declare ---- */
+
+/* Custom-calls lowered by name (the target is the last part of the op's
+** name): the convolution gradients autodiff builds (workloads/train.c) and
+** gbdt's scan and row partition (workloads/gbdt.c). Anything else -- an
+** HLO import's cuDNN or flash-attention call -- stays an opaque kernel with
+** declared costs. */
+typedef enum { CUS_NONE, CUS_CONV_INPUT, CUS_CONV_FILTER, CUS_PREFIX_SUM, CUS_ROW_PARTITION } custom_kind;
+
+static custom_kind custom_of(const graph_op *op) {
+  if (op->kind != GOP_CUSTOM || !op->name) return CUS_NONE;
+  const char *slash = strrchr(op->name, '/');
+  const char *t = slash ? slash + 1 : op->name;
+  if (strcmp(t, "conv-backward-input") == 0) return CUS_CONV_INPUT;
+  if (strcmp(t, "conv-backward-filter") == 0) return CUS_CONV_FILTER;
+  if (strcmp(t, "prefix-sum") == 0) return CUS_PREFIX_SUM;
+  if (strcmp(t, "row-partition") == 0) return CUS_ROW_PARTITION;
+  return CUS_NONE;
+}
+
+/* The axis a prefix-sum scans. The custom-call carries no axis, but its
+** declared flops do -- one add per element but the first of each line,
+** n - n/len -- so the innermost axis with that cost is taken (gbdt's
+** [nodes, features, bins, 2] scans bins, dim 2). -1 when none has it. */
+static int prefix_axis(const graph_shape *s, double flops) {
+  double n = (double)graph_elements(s);
+  for (int d = s->rank - 1; d >= 0; d--)
+    if (s->dim[d] > 0 && n - n / (double)s->dim[d] == flops) return d;
+  return -1;
+}
+
+static bool close_to(double a, double b) { return fabs(a - b) <= 1e-9 * (1 + fabs(b)); }
+
+/* Whether custom-call `op` is one lower_op runs, with shapes and declared
+** costs that are the lowering's own count; else why not, in `why`. */
+static bool custom_supported(const graph *g, const graph_op *op, char *why, size_t n) {
+  custom_kind ck = custom_of(op);
+  if (ck == CUS_NONE) {
+    set_err(why, n, "%s: an opaque kernel with declared costs (not lowered)", op->name);
+    return false;
+  }
+  for (int i = 0; i < op->n_in; i++)
+    if (!dtype_lowered(graph_get(g, op->in[i])->out.dtype)) {
+      set_err(why, n, "%s: %s operands not lowered (no LLVM type holds them)", op->name,
+              graph_dtype_name(graph_get(g, op->in[i])->out.dtype));
+      return false;
+    }
+  if (!dtype_lowered(op->out.dtype) || op->custom_transcendentals != 0) {
+    set_err(why, n, "%s: not the custom-call tpusim's builders declare (not lowered)", op->name);
+    return false;
+  }
+  double in_b = 0, out_b = graph_bytes(&op->out);
+  for (int i = 0; i < op->n_in; i++) in_b += graph_bytes(&graph_get(g, op->in[i])->out);
+  bool ok = close_to(op->custom_bytes, in_b + out_b);
+  if (ck == CUS_CONV_INPUT || ck == CUS_CONV_FILTER) {
+    const graph_conv_attrs *c = &op->conv;
+    ok = ok && op->n_in == 2 && c->spatial >= 1 && c->spatial <= 3 && c->batch_groups <= 1;
+    if (ok) {
+      /* operands: (dy, kernel) -> x, or (x, dy) -> kernel */
+      const graph_shape *sy = &graph_get(g, op->in[ck == CUS_CONV_INPUT ? 0 : 1])->out;
+      const graph_shape *sk = ck == CUS_CONV_INPUT ? &graph_get(g, op->in[1])->out : &op->out;
+      const graph_shape *sx = ck == CUS_CONV_INPUT ? &op->out : &graph_get(g, op->in[0])->out;
+      int64_t fg = c->feature_groups > 0 ? c->feature_groups : 1;
+      int r = c->spatial + 2;
+      ok = sy->rank == r && sk->rank == r && sx->rank == r && is_float(sx->dtype) == is_float(sy->dtype) &&
+           sk->dim[c->k_out] % fg == 0 && sx->dim[c->in_feature] == fg * sk->dim[c->k_in] &&
+           sy->dim[c->out_feature] == sk->dim[c->k_out] && sy->dim[c->out_batch] == sx->dim[c->in_batch];
+      double win = 1;
+      for (int s = 0; ok && s < c->spatial; s++) win *= (double)sk->dim[c->k_spatial[s]];
+      /* the forward's multiply-adds, padding included, as both forms run them */
+      ok = ok && close_to(op->custom_flops, 2.0 * (double)graph_elements(sy) * win *
+                                                (double)sk->dim[c->k_in]);
+    }
+  } else if (ck == CUS_PREFIX_SUM) {
+    const graph_shape *sx = op->n_in == 1 ? &graph_get(g, op->in[0])->out : NULL;
+    ok = ok && sx && graph_shape_eq(sx, &op->out) && sx->dtype != GDT_PRED &&
+         prefix_axis(sx, op->custom_flops) >= 0;
+  } else { /* row-partition: [R] node ids -> [M] row numbers */
+    const graph_shape *sx = op->n_in == 1 ? &graph_get(g, op->in[0])->out : NULL;
+    ok = ok && sx && sx->rank == 1 && op->out.rank == 1 && !is_float(sx->dtype) &&
+         sx->dtype != GDT_PRED && !is_float(op->out.dtype) && op->out.dtype != GDT_PRED &&
+         op->out.dim[0] >= 1 && op->out.dim[0] <= sx->dim[0] &&
+         close_to(op->custom_flops, (double)sx->dim[0]);
+  }
+  if (!ok) {
+    set_err(why, n, "%s: shapes or declared costs unlike the custom-call tpusim's builders "
+                    "declare (not lowered)", op->name);
+    return false;
+  }
+  return true;
+}
+
 bool lower_supported(const graph *g, int id, char *why, size_t n) {
   const graph_op *op = graph_get(g, id);
   graph_op_kind k = op->kind;
@@ -176,10 +269,7 @@ bool lower_supported(const graph *g, int id, char *why, size_t n) {
     set_err(why, n, "%s: a collective, timed by the network model (not lowered)", kn);
     return false;
   }
-  if (k == GOP_CUSTOM) {
-    set_err(why, n, "%s: an opaque kernel with declared costs (not lowered)", op->name);
-    return false;
-  }
+  if (k == GOP_CUSTOM) return custom_supported(g, op, why, n);
   if (k == GOP_PARAMETER || k == GOP_CONSTANT) {
     set_err(why, n, "%s: a buffer, not a kernel", kn);
     return false;
@@ -1308,6 +1398,333 @@ static void lower_scatter(writer *w, int root, const graph_op *op) {
   loop_close(w, &ln);
 }
 
+/* ---- custom-calls: the convolution gradients, prefix-sum, row-partition ---- */
+
+/* A conditional block: branches from the current block (count: w->mult)
+** to `then` or `skip`, and leaves the builder in `then`, its count
+** `then_count` -- worked out by the caller from the loop bounds, so the
+** count stays a property of the IR alone. */
+typedef struct {
+  LLVMBasicBlockRef skip;
+  int64_t saved_mult;
+} cond_block;
+
+static void cond_open(writer *w, cond_block *cb, LLVMValueRef cond, int64_t then_count,
+                      const char *name) {
+  char tn[40], sn[40];
+  snprintf(tn, sizeof tn, "%s.then", name);
+  snprintf(sn, sizeof sn, "%s.skip", name);
+  LLVMBasicBlockRef then = block(w, tn);
+  cb->skip = block(w, sn);
+  mark(w, LLVMBuildCondBr(w->b, cond, then, cb->skip), w->mult);
+  LLVMPositionBuilderAtEnd(w->b, then);
+  cb->saved_mult = w->mult;
+  w->mult = then_count;
+}
+
+static void cond_close(writer *w, cond_block *cb) {
+  mark(w, LLVMBuildBr(w->b, cb->skip), w->mult);
+  w->mult = cb->saved_mult;
+  LLVMPositionBuilderAtEnd(w->b, cb->skip);
+}
+
+static LLVMValueRef all_of(writer *w, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildAnd(w->b, a, b, "");
+}
+static LLVMValueRef true_i1(writer *w) {
+  return LLVMConstInt(LLVMInt1TypeInContext(w->m->ctx), 1, 0);
+}
+
+/* acc += a * b in the accumulator type, both instructions tagged in dt. */
+static void mul_add(writer *w, LLVMValueRef slot, LLVMTypeRef ct, LLVMValueRef a, LLVMValueRef b,
+                    graph_dtype adt, graph_dtype dt) {
+  bool fl = is_float(adt);
+  LLVMValueRef acc = LLVMBuildLoad2(w->b, ct, slot, "acc");
+  LLVMValueRef prod = flop(w, fl ? LLVMBuildFMul(w->b, a, b, "prod") : LLVMBuildMul(w->b, a, b, "prod"), dt);
+  LLVMValueRef nx = flop(w, fl ? LLVMBuildFAdd(w->b, acc, prod, "acc.next") : LLVMBuildAdd(w->b, acc, prod, "acc.next"), dt);
+  LLVMBuildStore(w->b, nx, slot);
+}
+
+static int64_t or1(int64_t v) { return v > 0 ? v : 1; }
+
+/* The input-position range a conv-backward-input walks in spatial dim s,
+** as offsets q = position in the lhs-dilated input (q = p * lhs_dilation for
+** input element p): every q a forward window tap lands on (padding
+** included) and every real element. */
+static void bwd_input_range(const graph_conv_attrs *c, int s, int64_t n, int64_t out, int64_t win,
+                            int64_t *lo, int64_t *hi) {
+  int64_t st = or1(c->stride[s]), rd = or1(c->rhs_dilation[s]), ld = or1(c->lhs_dilation[s]);
+  int64_t first = -c->pad_lo[s], last = out > 0 ? (out - 1) * st + (win - 1) * rd - c->pad_lo[s] : first;
+  int64_t real = n > 0 ? (n - 1) * ld : 0;
+  *lo = first < 0 ? first : 0;
+  *hi = (last > real ? last : real) + 1;
+}
+
+/* conv-backward-input: dx from (dy, kernel), as a gather over the input.
+** For each element of dx -- and each position of the padding, where the
+** forward's window taps also land -- every window tap w whose output
+** position (q + pad_lo - w * rhs_dilation) / stride is whole and in range
+** multiplies dy by the kernel over the group's output features. That visits
+** each (output position, tap) pair of the forward exactly once, so the
+** flops are the forward's 2 x out x window x features, the declared cost
+** (XLA's transposed convolution over a stride-dilated dy would multiply
+** the zeros between too). Taps into the padding are computed and dropped:
+** only real input elements are stored, once each. The tap test is a
+** branch; its block's count is the number of (position, tap) pairs that
+** pass, worked out here per dimension from the bounds. */
+static void lower_conv_bwd_input(writer *w, int root, const graph_op *op) {
+  const graph *g = w->k->g;
+  const graph_conv_attrs *c = &op->conv;
+  const graph_shape *sy = &graph_get(g, op->in[0])->out, *sk = &graph_get(g, op->in[1])->out;
+  const graph_shape *sx = &op->out;
+  graph_dtype dt = sy->dtype, adt = acc_dtype(dt);
+  LLVMTypeRef ct = compute_type(w->m->ctx, adt);
+  LLVMValueRef acc_slot = entry_alloca(w, ct, "acc.slot");
+  int64_t fg = or1(c->feature_groups), cin = sk->dim[c->k_in], cout_g = sk->dim[c->k_out] / fg;
+  int64_t lo[3], hi[3], taps = 1, real = 1;
+  int spatial_of[GRAPH_MAX_RANK];
+  for (int d = 0; d < sx->rank; d++) spatial_of[d] = -1;
+  for (int s = 0; s < c->spatial; s++) {
+    int64_t win = sk->dim[c->k_spatial[s]], out = sy->dim[c->out_spatial[s]];
+    bwd_input_range(c, s, sx->dim[c->in_spatial[s]], out, win, &lo[s], &hi[s]);
+    spatial_of[c->in_spatial[s]] = s;
+    /* (q, tap) pairs with a whole output position in range: one per forward pair */
+    int64_t st = or1(c->stride[s]), rd = or1(c->rhs_dilation[s]), pairs = 0;
+    for (int64_t q = lo[s]; q < hi[s]; q++)
+      for (int64_t t = 0; t < win; t++) {
+        int64_t o = q + c->pad_lo[s] - t * rd;
+        pairs += o >= 0 && o % st == 0 && o / st < out;
+      }
+    taps *= pairs;
+    real *= sx->dim[c->in_spatial[s]];
+  }
+  int64_t base = w->mult; /* the non-spatial dims' product, below */
+  loop l[GRAPH_MAX_RANK];
+  LLVMValueRef d[GRAPH_MAX_RANK], q[3];
+  for (int i = 0; i < sx->rank; i++) {
+    char nm[16];
+    snprintf(nm, sizeof nm, "o%d", i);
+    int s = spatial_of[i];
+    loop_open(w, &l[i], s >= 0 ? hi[s] - lo[s] : sx->dim[i], nm);
+    d[i] = l[i].iv;
+    if (s >= 0) q[s] = LLVMBuildAdd(w->b, l[i].iv, i64c(w, lo[s]), "q");
+    else base *= sx->dim[i];
+  }
+  LLVMBuildStore(w->b, zero_of(ct), acc_slot);
+  LLVMValueRef f = d[c->in_feature];
+  LLVMValueRef grp = LLVMBuildUDiv(w->b, f, i64c(w, cin), "group");
+  LLVMValueRef ci = LLVMBuildURem(w->b, f, i64c(w, cin), "ci");
+  loop lw[3];
+  for (int s = 0; s < c->spatial; s++) {
+    char nm[16];
+    snprintf(nm, sizeof nm, "w%d", s);
+    loop_open(w, &lw[s], sk->dim[c->k_spatial[s]], nm);
+  }
+  LLVMValueRef hit = true_i1(w), yi[GRAPH_MAX_RANK], ki[GRAPH_MAX_RANK];
+  for (int s = 0; s < c->spatial; s++) {
+    int64_t st = or1(c->stride[s]), rd = or1(c->rhs_dilation[s]);
+    LLVMValueRef o = LLVMBuildSub(w->b, LLVMBuildAdd(w->b, q[s], i64c(w, c->pad_lo[s]), ""),
+                                  LLVMBuildMul(w->b, lw[s].iv, i64c(w, rd), ""), "");
+    LLVMValueRef os = LLVMBuildSDiv(w->b, o, i64c(w, st), "");
+    hit = all_of(w, hit, LLVMBuildICmp(w->b, LLVMIntSGE, o, i64c(w, 0), ""));
+    hit = all_of(w, hit, LLVMBuildICmp(w->b, LLVMIntEQ, LLVMBuildSRem(w->b, o, i64c(w, st), ""), i64c(w, 0), ""));
+    hit = all_of(w, hit, LLVMBuildICmp(w->b, LLVMIntSLT, os, i64c(w, sy->dim[c->out_spatial[s]]), ""));
+    yi[c->out_spatial[s]] = os;
+    ki[c->k_spatial[s]] = lw[s].iv;
+  }
+  cond_block tap;
+  cond_open(w, &tap, hit, base * taps, "tap");
+  loop lo_;
+  loop_open(w, &lo_, cout_g, "co");
+  LLVMValueRef fo = LLVMBuildAdd(w->b, LLVMBuildMul(w->b, grp, i64c(w, cout_g), ""), lo_.iv, "fo");
+  yi[c->out_batch] = d[c->in_batch];
+  yi[c->out_feature] = fo;
+  ki[c->k_in] = ci;
+  ki[c->k_out] = fo;
+  ix xy = ix_dims(sy, yi), xk = ix_dims(sk, ki);
+  LLVMValueRef yv = convert_value(w, operand_at(w, root, 0, &xy, "dy"), dt, adt);
+  LLVMValueRef kv = convert_value(w, operand_at(w, root, 1, &xk, "k"), sk->dtype, adt);
+  mul_add(w, acc_slot, ct, yv, kv, adt, dt);
+  loop_close(w, &lo_);
+  cond_close(w, &tap);
+  for (int s = c->spatial - 1; s >= 0; s--) loop_close(w, &lw[s]);
+  /* store only where q is a real input element */
+  LLVMValueRef is_real = true_i1(w), xi[GRAPH_MAX_RANK];
+  for (int i = 0; i < sx->rank; i++) xi[i] = d[i];
+  for (int s = 0; s < c->spatial; s++) {
+    int64_t ld = or1(c->lhs_dilation[s]);
+    LLVMValueRef p = LLVMBuildSDiv(w->b, q[s], i64c(w, ld), "");
+    is_real = all_of(w, is_real, LLVMBuildICmp(w->b, LLVMIntSGE, q[s], i64c(w, 0), ""));
+    is_real = all_of(w, is_real, LLVMBuildICmp(w->b, LLVMIntEQ, LLVMBuildSRem(w->b, q[s], i64c(w, ld), ""), i64c(w, 0), ""));
+    is_real = all_of(w, is_real, LLVMBuildICmp(w->b, LLVMIntSLT, p, i64c(w, sx->dim[c->in_spatial[s]]), ""));
+    xi[c->in_spatial[s]] = p;
+  }
+  cond_block st;
+  cond_open(w, &st, is_real, base * real, "real");
+  LLVMValueRef sum = LLVMBuildLoad2(w->b, ct, acc_slot, "sum");
+  store_elem(w, named(convert_value(w, sum, adt, sx->dtype), op, NULL, 0), out_arg(w),
+             linear_index(w, sx, xi), sx->dtype);
+  cond_close(w, &st);
+  loops_close(w, l, sx->rank);
+}
+
+/* conv-backward-filter: dkernel from (x, dy), a gather over the kernel: for
+** each kernel element, the sum over batch and output positions of the
+** input element its tap read times dy -- the forward's multiply-adds, so
+** its flops, with a tap in the padding multiplying a zero selected in
+** place of a load from a clamped index, as emit_conv does. */
+static void lower_conv_bwd_filter(writer *w, int root, const graph_op *op) {
+  const graph *g = w->k->g;
+  const graph_conv_attrs *c = &op->conv;
+  const graph_shape *sx = &graph_get(g, op->in[0])->out, *sy = &graph_get(g, op->in[1])->out;
+  const graph_shape *sk = &op->out;
+  graph_dtype dt = sx->dtype, adt = acc_dtype(dt);
+  LLVMTypeRef ct = compute_type(w->m->ctx, adt);
+  LLVMValueRef acc_slot = entry_alloca(w, ct, "acc.slot");
+  int64_t fg = or1(c->feature_groups), cin = sk->dim[c->k_in], cout_g = sk->dim[c->k_out] / fg;
+  loop l[GRAPH_MAX_RANK];
+  LLVMValueRef d[GRAPH_MAX_RANK];
+  loops_open(w, l, sk, "o", d);
+  LLVMBuildStore(w->b, zero_of(ct), acc_slot);
+  LLVMValueRef fo = d[c->k_out];
+  LLVMValueRef fin = LLVMBuildAdd(w->b, LLVMBuildMul(w->b, LLVMBuildUDiv(w->b, fo, i64c(w, cout_g), "group"), i64c(w, cin), ""),
+                                  d[c->k_in], "fi");
+  loop lb, lp[3];
+  loop_open(w, &lb, sy->dim[c->out_batch], "b");
+  for (int s = 0; s < c->spatial; s++) {
+    char nm[16];
+    snprintf(nm, sizeof nm, "y%d", s);
+    loop_open(w, &lp[s], sy->dim[c->out_spatial[s]], nm);
+  }
+  LLVMValueRef valid = true_i1(w), xi[GRAPH_MAX_RANK], yi[GRAPH_MAX_RANK];
+  for (int s = 0; s < c->spatial; s++) {
+    int64_t st = or1(c->stride[s]), ld = or1(c->lhs_dilation[s]), rd = or1(c->rhs_dilation[s]),
+            n = sx->dim[c->in_spatial[s]];
+    LLVMValueRef pos = LLVMBuildAdd(w->b, LLVMBuildMul(w->b, lp[s].iv, i64c(w, st), ""),
+                                    LLVMBuildMul(w->b, d[c->k_spatial[s]], i64c(w, rd), ""), "");
+    pos = LLVMBuildSub(w->b, pos, i64c(w, c->pad_lo[s]), "");
+    LLVMValueRef p = ld > 1 ? LLVMBuildSDiv(w->b, pos, i64c(w, ld), "") : pos;
+    valid = all_of(w, valid, LLVMBuildICmp(w->b, LLVMIntSGE, pos, i64c(w, 0), ""));
+    valid = all_of(w, valid, LLVMBuildICmp(w->b, LLVMIntSLT, p, i64c(w, n), ""));
+    if (ld > 1)
+      valid = all_of(w, valid, LLVMBuildICmp(w->b, LLVMIntEQ, LLVMBuildSRem(w->b, pos, i64c(w, ld), ""), i64c(w, 0), ""));
+    xi[c->in_spatial[s]] = clamp_index(w, p, n - 1);
+    yi[c->out_spatial[s]] = lp[s].iv;
+  }
+  xi[c->in_batch] = lb.iv;
+  xi[c->in_feature] = fin;
+  yi[c->out_batch] = lb.iv;
+  yi[c->out_feature] = fo;
+  ix xx = ix_dims(sx, xi), xy = ix_dims(sy, yi);
+  LLVMValueRef xv = convert_value(w, operand_at(w, root, 0, &xx, "x"), dt, adt);
+  LLVMValueRef yv = convert_value(w, operand_at(w, root, 1, &xy, "dy"), sy->dtype, adt);
+  xv = LLVMBuildSelect(w->b, valid, xv, zero_of(ct), "x.or0");
+  mul_add(w, acc_slot, ct, xv, yv, adt, dt);
+  for (int s = c->spatial - 1; s >= 0; s--) loop_close(w, &lp[s]);
+  loop_close(w, &lb);
+  LLVMValueRef sum = LLVMBuildLoad2(w->b, ct, acc_slot, "sum");
+  ix o = ix_dims(sk, d);
+  store_elem(w, named(convert_value(w, sum, adt, sk->dtype), op, NULL, 0), out_arg(w),
+             get_lin(w, &o), sk->dtype);
+  loops_close(w, l, sk->rank);
+}
+
+/* prefix-sum: the running sum along one axis (prefix_axis), each line
+** starting from its first element, so a line of len elements takes len - 1
+** adds -- the declared cost; bf16 and fp16 accumulate in f32, integers in
+** their own width. Each element is read and written once. */
+static void lower_prefix_sum(writer *w, int root, const graph_op *op) {
+  const graph_shape *sx = &graph_get(w->k->g, op->in[0])->out;
+  int ax = prefix_axis(sx, op->custom_flops);
+  graph_dtype dt = sx->dtype, adt = is_float(dt) ? acc_dtype(dt) : dt;
+  LLVMTypeRef ct = compute_type(w->m->ctx, adt);
+  LLVMValueRef acc_slot = entry_alloca(w, ct, "acc.slot");
+  loop l[GRAPH_MAX_RANK], la;
+  LLVMValueRef d[GRAPH_MAX_RANK];
+  for (int i = 0; i < sx->rank; i++) {
+    if (i == ax) continue;
+    char nm[16];
+    snprintf(nm, sizeof nm, "o%d", i);
+    loop_open(w, &l[i], sx->dim[i], nm);
+    d[i] = l[i].iv;
+  }
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 1) loop_from(w, &la, 1, sx->dim[ax], "scan");
+    d[ax] = pass ? la.iv : i64c(w, 0);
+    ix xi = ix_dims(sx, d);
+    LLVMValueRef lin = get_lin(w, &xi);
+    LLVMValueRef v = convert_value(w, operand_at(w, root, 0, &xi, "x"), dt, adt);
+    if (pass == 1) {
+      LLVMValueRef acc = LLVMBuildLoad2(w->b, ct, acc_slot, "acc");
+      v = combine(w, GRAPH_RED_ADD, acc, v, adt, dt);
+    }
+    LLVMBuildStore(w->b, v, acc_slot);
+    store_elem(w, named(convert_value(w, v, adt, op->out.dtype), op, NULL, 0), out_arg(w), lin,
+               op->out.dtype);
+    if (pass == 1) loop_close(w, &la);
+  }
+  for (int i = sx->rank - 1; i >= 0; i--)
+    if (i != ax) loop_close(w, &l[i]);
+}
+
+/* row-partition: from each row's node id after a split ([R]), the rows of
+** the children the next level scans ([M]): rows whose id is even (a left
+** child, taken as the smaller one -- in gbdt's balanced model the two are
+** equal), in order, the first M of them; slots past the last such row hold
+** -1. One compare per row, the declared cost; no branch on the data, so
+** the counts stay static: each row is stored at the next free slot (the
+** last slot once all are taken, rewriting what it holds) and a row that
+** is not kept is overwritten by the next kept one -- or, after the loop,
+** by the -1 that ends the list. Every slot is first set to -1. Stores
+** touch more than M slots' bytes; the count caps them at the result's
+** size (the roofline rule), the declared M x 4 written. */
+static void lower_row_partition(writer *w, int root, const graph_op *op) {
+  const graph_shape *sx = &graph_get(w->k->g, op->in[0])->out;
+  graph_dtype dt = sx->dtype, odt = op->out.dtype;
+  LLVMTypeRef ot = compute_type(w->m->ctx, odt), xt = compute_type(w->m->ctx, dt);
+  int64_t R = sx->dim[0], M = op->out.dim[0];
+  LLVMValueRef k_slot = entry_alloca(w, w->i64, "kept.slot");
+  LLVMValueRef last_slot = entry_alloca(w, ot, "last.slot"); /* what slot M - 1 holds once full */
+  LLVMValueRef none = LLVMConstInt(ot, (unsigned long long)-1, 1);
+  loop lf, lr;
+  loop_open(w, &lf, M, "fill");
+  store_elem(w, none, out_arg(w), lf.iv, odt);
+  loop_close(w, &lf);
+  LLVMBuildStore(w->b, i64c(w, 0), k_slot);
+  LLVMBuildStore(w->b, none, last_slot);
+  loop_open(w, &lr, R, "row");
+  ix xi = ix_lin(sx, lr.iv);
+  LLVMValueRef id = operand_at(w, root, 0, &xi, "node");
+  LLVMValueRef bit = LLVMBuildAnd(w->b, id, LLVMConstInt(xt, 1, 0), "");
+  LLVMValueRef left = flop(w, LLVMBuildICmp(w->b, LLVMIntEQ, bit, LLVMConstInt(xt, 0, 0), "left"), dt);
+  LLVMValueRef k = LLVMBuildLoad2(w->b, w->i64, k_slot, "kept");
+  LLVMValueRef last = LLVMBuildLoad2(w->b, ot, last_slot, "last");
+  LLVMValueRef full = LLVMBuildICmp(w->b, LLVMIntUGE, k, i64c(w, M), "full");
+  LLVMValueRef row = LLVMBuildTrunc(w->b, lr.iv, ot, "");
+  LLVMValueRef pos = LLVMBuildSelect(w->b, full, i64c(w, M - 1), k, "slot");
+  store_elem(w, LLVMBuildSelect(w->b, full, last, row, ""), out_arg(w), pos, odt);
+  LLVMValueRef fills = all_of(w, left, LLVMBuildICmp(w->b, LLVMIntEQ, k, i64c(w, M - 1), ""));
+  LLVMBuildStore(w->b, LLVMBuildSelect(w->b, fills, row, last, ""), last_slot);
+  LLVMValueRef inc = LLVMBuildZExt(w->b, all_of(w, left, LLVMBuildNot(w->b, full, "")), w->i64, "");
+  LLVMBuildStore(w->b, LLVMBuildAdd(w->b, k, inc, ""), k_slot);
+  loop_close(w, &lr);
+  LLVMValueRef k_end = LLVMBuildLoad2(w->b, w->i64, k_slot, "kept");
+  LLVMValueRef last_end = LLVMBuildLoad2(w->b, ot, last_slot, "last");
+  LLVMValueRef full_end = LLVMBuildICmp(w->b, LLVMIntUGE, k_end, i64c(w, M), "");
+  store_elem(w, named(LLVMBuildSelect(w->b, full_end, last_end, none, "end"), op, NULL, 0), out_arg(w),
+             LLVMBuildSelect(w->b, full_end, i64c(w, M - 1), k_end, ""), odt);
+}
+
+static void lower_custom(writer *w, int root, const graph_op *op) {
+  switch (custom_of(op)) {
+  case CUS_CONV_INPUT: lower_conv_bwd_input(w, root, op); return;
+  case CUS_CONV_FILTER: lower_conv_bwd_filter(w, root, op); return;
+  case CUS_PREFIX_SUM: lower_prefix_sum(w, root, op); return;
+  case CUS_ROW_PARTITION: lower_row_partition(w, root, op); return;
+  case CUS_NONE: return; /* lower_supported refused it */
+  }
+}
+
 static void lower_root(writer *w, int root) {
   const kernel *k = w->k;
   const graph_op *op = graph_get(k->g, root);
@@ -1315,6 +1732,7 @@ static void lower_root(writer *w, int root) {
   case GOP_CONCAT: lower_concat(w, root, op); return;
   case GOP_DYNAMIC_UPDATE_SLICE: lower_dus(w, root, op); return;
   case GOP_SCATTER: lower_scatter(w, root, op); return;
+  case GOP_CUSTOM: lower_custom(w, root, op); return;
   case GOP_RESHAPE:
     /* a bitcast: the result is the operand's buffer, nothing moves */
     if (arg_of_operand(k, root, 0) >= 0) return;

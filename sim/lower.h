@@ -36,14 +36,17 @@ void lower_free(lower_module *m);
 
 /* Whether lower_op handles this op (kind and dtypes); when it does not,
 ** why, in `why`: collectives ("all-reduce: a collective, timed by the
-** network model (not lowered)"), custom-calls (opaque, declared costs),
+** network model (not lowered)"), custom-calls other than the four
+** lower_op runs (opaque, declared costs),
 ** parameters and constants (buffers), s4 and fp8 values, and element
 ** functions a dtype lacks (no integer exp, no bitwise op on floats). */
 bool lower_supported(const graph *g, int id, char *why, size_t n);
 
 /* Lowers op `id` into a new function of the module and returns its index
 ** (0, 1, ...), or -1 with the reason in err. Every kind but collectives
-** and custom-calls: elementwise (float, integer, pred), convert, dot and
+** and custom-calls -- but the custom-calls tpusim's builders declare:
+** conv-backward-input/filter (as their forward conv's transposed and
+** weight-gradient forms), prefix-sum and row-partition --: elementwise (float, integer, pred), convert, dot and
 ** convolution (f32/f64 or s32/s64 accumulation), reduce, and data movement
 ** (broadcast, transpose, reshape -- an empty function: a bitcast --,
 ** slice, concatenate, pad, gather, scatter-add, dynamic-slice,

@@ -130,13 +130,17 @@ static void vjp_conv(ad *a, int id, const graph_op *op, int dy) {
   graph_shape sx = shape(g, x), sk = shape(g, k), sy = shape(g, dy);
   if (a->need[x]) {
     int ins[2] = {dy, k};
-    accum(a, x, graph_custom(g, "conv-backward-input", sx, ins, 2, flops, 0,
-                             graph_bytes(&sy) + graph_bytes(&sk) + graph_bytes(&sx)));
+    int dx = graph_custom(g, "conv-backward-input", sx, ins, 2, flops, 0,
+                          graph_bytes(&sy) + graph_bytes(&sk) + graph_bytes(&sx));
+    graph_set_custom_conv(g, dx, &op->conv); /* so sim/lower.c can run it */
+    accum(a, x, dx);
   }
   if (a->need[k]) {
     int ins[2] = {x, dy};
-    accum(a, k, graph_custom(g, "conv-backward-filter", sk, ins, 2, flops, 0,
-                             graph_bytes(&sx) + graph_bytes(&sy) + graph_bytes(&sk)));
+    int dk = graph_custom(g, "conv-backward-filter", sk, ins, 2, flops, 0,
+                          graph_bytes(&sx) + graph_bytes(&sy) + graph_bytes(&sk));
+    graph_set_custom_conv(g, dk, &op->conv);
+    accum(a, k, dk);
   }
 }
 
