@@ -466,28 +466,49 @@ static void write_trace(FILE *f, const pipe *q, const step_result *r, const plan
 static cJSON *trace_slice(cJSON *ev, const char *name, const char *cat, double t0_s, double dur_s,
                           int64_t pid, int tid);
 
+/* A trace process (`pid`, named) with its tracks (tid 1.. in order). */
+static void trace_process(cJSON *ev, int64_t pid, const char *name, const char *const *tracks,
+                          int n_tracks) {
+  cJSON *meta = cJSON_CreateObject();
+  cJSON_AddStringToObject(meta, "name", "process_name");
+  cJSON_AddStringToObject(meta, "ph", "M");
+  cJSON_AddNumberToObject(meta, "pid", (double)pid);
+  cJSON_AddStringToObject(cJSON_AddObjectToObject(meta, "args"), "name", name);
+  cJSON_AddItemToArray(ev, meta);
+  for (int tid = 1; tid <= n_tracks; tid++) {
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddStringToObject(t, "name", "thread_name");
+    cJSON_AddStringToObject(t, "ph", "M");
+    cJSON_AddNumberToObject(t, "pid", (double)pid);
+    cJSON_AddNumberToObject(t, "tid", tid);
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(t, "args"), "name", tracks[tid - 1]);
+    cJSON_AddItemToArray(ev, t);
+  }
+}
+
+/* The step's summary for viewers, then the JSON written and freed. */
+static void trace_finish(FILE *f, cJSON *root, const step_result *r, const char *model_name,
+                         const char *hw_name) {
+  cJSON *other = cJSON_AddObjectToObject(root, "otherData");
+  cJSON_AddStringToObject(other, "model", model_name);
+  cJSON_AddStringToObject(other, "hw", hw_name);
+  cJSON_AddNumberToObject(other, "step_time_s", r->step_time_s);
+  cJSON_AddNumberToObject(other, "hbm_capacity_bytes", r->memory.capacity);
+  cJSON_AddStringToObject(root, "displayTimeUnit", "ms");
+  char *s = cJSON_PrintUnformatted(root);
+  if (s) fprintf(f, "%s\n", s);
+  free(s);
+  cJSON_Delete(root);
+}
+
 static void write_trace_whole(FILE *f, const step_result *r, const char *model_name,
                               const char *hw_name, bool hlo) {
   cJSON *root = cJSON_CreateObject();
   cJSON *ev = cJSON_AddArrayToObject(root, "traceEvents");
-  static const char *const LANES[] = {"", "compute", "network"};
-  cJSON *meta = cJSON_CreateObject();
-  cJSON_AddStringToObject(meta, "name", "process_name");
-  cJSON_AddStringToObject(meta, "ph", "M");
-  cJSON_AddNumberToObject(meta, "pid", 0);
+  static const char *const TRACKS[] = {"compute", "network"};
   char name[96];
   snprintf(name, sizeof name, "chip 0 (one of the data-parallel group, %s)", hw_name);
-  cJSON_AddStringToObject(cJSON_AddObjectToObject(meta, "args"), "name", name);
-  cJSON_AddItemToArray(ev, meta);
-  for (int tid = 1; tid <= 2; tid++) {
-    cJSON *t = cJSON_CreateObject();
-    cJSON_AddStringToObject(t, "name", "thread_name");
-    cJSON_AddStringToObject(t, "ph", "M");
-    cJSON_AddNumberToObject(t, "pid", 0);
-    cJSON_AddNumberToObject(t, "tid", tid);
-    cJSON_AddStringToObject(cJSON_AddObjectToObject(t, "args"), "name", LANES[tid]);
-    cJSON_AddItemToArray(ev, t);
-  }
+  trace_process(ev, 0, name, TRACKS, 2);
   double t = 0, last_b = 0;
   if (hlo) {
     trace_slice(ev, "compute (the module's ops)", "forward", 0, r->breakdown_s.compute, 0, 1);
@@ -517,16 +538,7 @@ static void write_trace_whole(FILE *f, const step_result *r, const char *model_n
   cJSON_AddNumberToObject(cnt, "pid", 0);
   cJSON_AddNumberToObject(cJSON_AddObjectToObject(cnt, "args"), "bytes", r->memory.peak);
   cJSON_AddItemToArray(ev, cnt);
-  cJSON *other = cJSON_AddObjectToObject(root, "otherData");
-  cJSON_AddStringToObject(other, "model", model_name);
-  cJSON_AddStringToObject(other, "hw", hw_name);
-  cJSON_AddNumberToObject(other, "step_time_s", r->step_time_s);
-  cJSON_AddNumberToObject(other, "hbm_capacity_bytes", r->memory.capacity);
-  cJSON_AddStringToObject(root, "displayTimeUnit", "ms");
-  char *s = cJSON_PrintUnformatted(root);
-  if (s) fprintf(f, "%s\n", s);
-  free(s);
-  cJSON_Delete(root);
+  trace_finish(f, root, r, model_name, hw_name);
 }
 
 /* Data parallelism over a model the chips replicate: M micro-batches of
@@ -1137,26 +1149,12 @@ static void write_trace(FILE *f, const pipe *q, const step_result *r, const plan
   cJSON *ev = cJSON_AddArrayToObject(root, "traceEvents");
   double fixed = r->memory.weights + r->memory.gradients + r->memory.optimizer + r->memory.temporary;
   double per_chunk = r->memory.act_layer * (double)(r->layers_per_stage / (p->vp > 0 ? p->vp : 1));
+  static const char *const TRACKS[] = {"compute", "network", "ops (micro-batch 0)"};
   for (int64_t dev = 0; dev < p->pp; dev++) {
-    cJSON *meta = cJSON_CreateObject();
     char name[96];
     snprintf(name, sizeof name, "stage %lld (%lld x %s)", (long long)dev,
              (long long)(p->tp * p->dp), hw_name);
-    cJSON_AddStringToObject(meta, "name", "process_name");
-    cJSON_AddStringToObject(meta, "ph", "M");
-    cJSON_AddNumberToObject(meta, "pid", (double)dev);
-    cJSON_AddStringToObject(cJSON_AddObjectToObject(meta, "args"), "name", name);
-    cJSON_AddItemToArray(ev, meta);
-    static const char *const LANES[] = {"", "compute", "network", "ops (micro-batch 0)"};
-    for (int tid = 1; tid <= 3; tid++) {
-      cJSON *t = cJSON_CreateObject();
-      cJSON_AddStringToObject(t, "name", "thread_name");
-      cJSON_AddStringToObject(t, "ph", "M");
-      cJSON_AddNumberToObject(t, "pid", (double)dev);
-      cJSON_AddNumberToObject(t, "tid", tid);
-      cJSON_AddStringToObject(cJSON_AddObjectToObject(t, "args"), "name", LANES[tid]);
-      cJSON_AddItemToArray(ev, t);
-    }
+    trace_process(ev, dev, name, TRACKS, 3);
   }
   /* HBM: fixed state plus the activations of the micro-batches in flight */
   double *in_use = calloc((size_t)p->pp, sizeof *in_use);
@@ -1191,16 +1189,7 @@ static void write_trace(FILE *f, const pipe *q, const step_result *r, const plan
     }
   for (int64_t dev = 0; td && dev < p->pp; dev++)
     if (r->optimizer_s > 0) trace_slice(ev, "optimizer update", "optimizer", td->opt_t0[dev], r->optimizer_s, dev, 1);
-  cJSON *other = cJSON_AddObjectToObject(root, "otherData");
-  cJSON_AddStringToObject(other, "model", model_name);
-  cJSON_AddStringToObject(other, "hw", hw_name);
-  cJSON_AddNumberToObject(other, "step_time_s", r->step_time_s);
-  cJSON_AddNumberToObject(other, "hbm_capacity_bytes", r->memory.capacity);
-  cJSON_AddStringToObject(root, "displayTimeUnit", "ms");
-  char *s = cJSON_PrintUnformatted(root);
-  if (s) fprintf(f, "%s\n", s);
-  free(s);
-  cJSON_Delete(root);
+  trace_finish(f, root, r, model_name, hw_name);
 }
 
 /* Fixes that fit first, cheapest first: chip-seconds a step (a fix that
