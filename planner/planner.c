@@ -24,6 +24,7 @@
 #include <stdatomic.h>
 #include <unistd.h>
 
+#include "../sim/coll.h"
 #include "../sim/input.h"
 #include "../sim/memory.h"
 #include "../sim/strutil.h"
@@ -140,31 +141,55 @@ planner_objective planner_default_objective(const model *m) {
 ** Young/Daly interval tau = sqrt(2 delta M) (Young 1974) makes the expected
 ** overhead delta/tau (writing) + (tau/2 + delta)/M (work lost since the last
 ** checkpoint, then reading it back). */
-static void price_cand(const model *m, const hw_model *hw, const planner_req *req, planner_cand *c,
-                       double step_s, int64_t steps) {
+/* A plan's run, priced: the candidate fields price_cand fills. Small, so
+** the search prices every plan without building a whole candidate. */
+typedef struct {
+  int64_t billed_chips;
+  double train_s, train_usd, ckpt_write_s, ckpt_interval_s, preemptions, spot_overhead;
+} run_price;
+
+static run_price price_of(const model *m, const hw_model *hw, const planner_req *req, int64_t chips,
+                          double step_s, int64_t steps) {
+  run_price c = {0};
   int64_t per = hw->price.chips_per_instance > 0 ? hw->price.chips_per_instance : 1;
-  c->billed_chips = (c->p.chips + per - 1) / per * per;
+  c.billed_chips = (chips + per - 1) / per * per;
   double t = step_s * (double)steps;
-  c->ckpt_write_s = c->ckpt_interval_s = c->preemptions = c->spot_overhead = 0;
   if (req->spot) {
     double rate = req->preemptions_per_month > 0 ? req->preemptions_per_month : 0.2;
-    double instances = (double)(c->billed_chips / per);
+    double instances = (double)(c.billed_chips / per);
     double mtbp = 730.0 * 3600 / (rate * instances);
-    int64_t hosts = c->billed_chips / (hw->chips_per_node > 0 ? hw->chips_per_node : 1);
+    int64_t hosts = c.billed_chips / (hw->chips_per_node > 0 ? hw->chips_per_node : 1);
     input_cfg io;
     input_defaults(&io, INPUT_TOKENS);
-    c->ckpt_write_s = (double)m->trainable_params * 14 / ((double)(hosts > 0 ? hosts : 1) * io.storage_bw_bytes_per_s);
-    if (c->ckpt_write_s > 0) {
-      c->ckpt_interval_s = sqrt(2 * c->ckpt_write_s * mtbp);
-      c->spot_overhead = c->ckpt_write_s / c->ckpt_interval_s +
-                         (c->ckpt_interval_s / 2 + c->ckpt_write_s) / mtbp;
+    c.ckpt_write_s = (double)m->trainable_params * 14 / ((double)(hosts > 0 ? hosts : 1) * io.storage_bw_bytes_per_s);
+    if (c.ckpt_write_s > 0) {
+      c.ckpt_interval_s = sqrt(2 * c.ckpt_write_s * mtbp);
+      c.spot_overhead = c.ckpt_write_s / c.ckpt_interval_s +
+                        (c.ckpt_interval_s / 2 + c.ckpt_write_s) / mtbp;
     }
-    t *= 1 + c->spot_overhead;
-    c->preemptions = t / mtbp;
+    t *= 1 + c.spot_overhead;
+    c.preemptions = t / mtbp;
   }
   double price = req->spot ? hw->price.spot_usd_per_chip_hour : hw->price.on_demand_usd_per_chip_hour;
-  c->train_s = t;
-  c->train_usd = price * (double)c->billed_chips * t / 3600;
+  c.train_s = t;
+  c.train_usd = price * (double)c.billed_chips * t / 3600;
+  return c;
+}
+
+static void set_price(planner_cand *c, const run_price *r) {
+  c->billed_chips = r->billed_chips;
+  c->train_s = r->train_s;
+  c->train_usd = r->train_usd;
+  c->ckpt_write_s = r->ckpt_write_s;
+  c->ckpt_interval_s = r->ckpt_interval_s;
+  c->preemptions = r->preemptions;
+  c->spot_overhead = r->spot_overhead;
+}
+
+static void price_cand(const model *m, const hw_model *hw, const planner_req *req, planner_cand *c,
+                       double step_s, int64_t steps) {
+  run_price r = price_of(m, hw, req, c->p.chips, step_s, steps);
+  set_price(c, &r);
 }
 
 double planner_analytic_step(const model *m, const hw_model *hw, const plan *p, char *err,
@@ -379,16 +404,24 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
                 ce->done = true;
               }
               if (!ce->ok) continue;
-              planner_cand c = {.p = p};
+              /* price first; build a whole candidate only for one that is kept,
+              ** the hardware's best, or the closest yet (most are none) */
+              double a = analytic(m, hw, &p, &ce->c);
+              run_price pr = price_of(m, hw, req, p.chips, a, steps);
+              bool closer = !out->any_fit || pr.train_usd < out->cheapest.train_usd ||
+                            pr.train_s < out->fastest.train_s;
+              bool passes = !(req->budget_usd > 0 && pr.train_usd > req->budget_usd) &&
+                            !(req->objective == PLANNER_COST_UNDER_DEADLINE &&
+                              pr.train_s > req->deadline_s);
+              double key = req->objective == PLANNER_TIME ? pr.train_s : pr.train_usd;
+              bool kept_now = passes && (n_kept < MAX_KEEP || key < keys[MAX_KEEP - 1]);
+              if (!closer && !kept_now && !(passes && key < hw_best_key)) continue;
+              planner_cand c = {.p = p, .analytic_step_s = a};
               snprintf(c.hw, sizeof c.hw, "%s", hw->name);
-              c.analytic_step_s = analytic(m, hw, &p, &ce->c);
-              price_cand(m, hw, req, &c, c.analytic_step_s, steps);
-              note_closest(out, &c);
-              if (req->budget_usd > 0 && c.train_usd > req->budget_usd) continue;
-              if (req->objective == PLANNER_COST_UNDER_DEADLINE && c.train_s > req->deadline_s)
-                continue;
-              double key = req->objective == PLANNER_TIME ? c.train_s : c.train_usd;
-              keep(kept, &n_kept, &c, key, keys);
+              set_price(&c, &pr);
+              if (closer) note_closest(out, &c);
+              if (!passes) continue;
+              if (kept_now) keep(kept, &n_kept, &c, key, keys);
               if (key < hw_best_key) hw_best_key = key, hw_best = c;
             }
           }
@@ -563,24 +596,28 @@ int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, p
   /* Scaling that flattens: the gradient all-reduce shows. The all-reduce is
   ** already hierarchical where the network has nodes (coll's auto choice);
   ** say what a Reduction Server (here one reducer host per worker node)
-  ** would give instead. */
+  ** would give instead: its closed form in place of the all-reduce, the
+  ** part the backward hid staying hidden (simulating one at 16,384 chips
+  ** would cost more than the whole search). */
   if (b->p.dp > 1 && r->dp_allreduce_s > 0 && r->exposed_dp_s > 0.10 * r->step_time_s &&
       hw_catalog_find(cat, b->hw)->kind != HW_TPU) {
     const hw_model *hw = hw_catalog_find(cat, b->hw);
-    plan q = b->p;
-    int64_t nodes = q.chips / (hw->chips_per_node > 0 ? hw->chips_per_node : 1);
-    q.reduction_server = nodes > 0 ? nodes : 1;
-    step_result s;
-    char e2[256];
-    if (step_simulate(m, hw, &q, NULL, &s, NULL, e2, sizeof e2) == 0)
-      snprintf(out->advice, sizeof out->advice,
-               "the gradient all-reduce shows for %.0f%% of the step (it takes %.3g s and the "
-               "last backward hides the rest): data-parallel scaling is flattening. A "
-               "Reduction Server with %lld reducer hosts gives %.3g s a step (%+.1f%%); the "
-               "all-reduce is already hierarchical (NVLink inside a node, the rails between).",
-               100 * r->exposed_dp_s / r->step_time_s, r->dp_allreduce_s,
-               (long long)q.reduction_server, s.step_time_s,
-               100 * (s.step_time_s / r->step_time_s - 1));
+    int64_t nodes = b->p.chips / (hw->chips_per_node > 0 ? hw->chips_per_node : 1);
+    if (nodes < 1) nodes = 1;
+    double grads = (double)m->params / (double)(b->p.tp * b->p.pp) * 2;
+    double rs = coll_reduction_server_s(hw, b->p.dp * b->p.ep, grads, nodes, 0);
+    double hidden = r->dp_allreduce_s - r->exposed_dp_s;
+    double step = r->step_time_s - r->exposed_dp_s + (rs > hidden ? rs - hidden : 0);
+    out->advice_reducers = nodes;
+    out->advice_step_s = step;
+    snprintf(out->advice, sizeof out->advice,
+             "the gradient all-reduce shows for %.0f%% of the step (it takes %.3g s and the "
+             "last backward hides the rest): data-parallel scaling is flattening. A "
+             "Reduction Server with %lld reducer hosts would take about %.3g s for it, %.3g s a "
+             "step (%+.1f%%); the all-reduce is already hierarchical (NVLink inside a node, the "
+             "rails between).",
+             100 * r->exposed_dp_s / r->step_time_s, r->dp_allreduce_s, (long long)nodes, rs,
+             step, 100 * (step / r->step_time_s - 1));
   }
   const char *bound = r->breakdown_s.pipeline_bubble + r->breakdown_s.exposed_comm <
                                   0.01 * r->step_time_s

@@ -75,6 +75,8 @@ typedef struct {
   planner_cand cheapest, fastest;
   bool any_fit;
   char advice[512]; /* when data parallelism's all-reduce shows: what a Reduction Server buys */
+  int64_t advice_reducers;
+  double advice_step_s; /* the step with them (closed form), 0 without advice */
   char objective[32];
 } planner_result;
 

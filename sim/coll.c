@@ -685,9 +685,7 @@ int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_
     s.chunk_bytes = S / (double)reducers / CHUNKS;
     start_rs_server(&s);
     double B = hw->scale_out.bw_per_chip_bytes_per_s, lat = hw->scale_out.latency_s;
-    double worker = S / B, server = nn_ * S / ((double)reducers * rbw);
-    double bottleneck = worker > server ? worker : server;
-    out->formula_s = bottleneck * (1 + 1.0 / CHUNKS) + 2 * (lat + hw->scale_out.latency_s);
+    out->formula_s = coll_reduction_server_s(hw, chips, S, reducers, rbw);
     explain(f, flen, "Reduction Server: each worker sends S and receives S; k reducers each "
                      "take n S/k:\n  max(S/B_w, n S/(k B_r)) x (1 + 1/C) + 4a = max(%.4g/%.4g, "
                      "%lld x %.4g/(%lld x %.4g)) x %.3g + 4 x %.3g = %.4g s\n",
@@ -773,4 +771,13 @@ int coll_flows(const net *n, const int64_t (*pairs)[2], int n_pairs, double byte
   free(s.free_at);
   *time_s = last;
   return s.failed ? -1 : 0;
+}
+
+double coll_reduction_server_s(const hw_model *hw, int64_t chips, double bytes, int64_t reducers,
+                               double reducer_bw) {
+  double B = hw->scale_out.bw_per_chip_bytes_per_s, lat = hw->scale_out.latency_s;
+  double rbw = reducer_bw > 0 ? reducer_bw : B;
+  double worker = bytes / B, server = (double)chips * bytes / ((double)(reducers > 0 ? reducers : chips) * rbw);
+  double bottleneck = worker > server ? worker : server;
+  return bottleneck * (1 + 1.0 / CHUNKS) + 4 * lat;
 }

@@ -72,6 +72,14 @@ const char *coll_op_name(coll_op op);      /* "all-reduce" */
 int coll_op_parse(const char *s);          /* -1 if unknown */
 const char *coll_algo_name(coll_algo a);   /* "ring" */
 int coll_algo_parse(const char *s);        /* -1 if unknown */
+/* The closed form of a Reduction Server all-reduce of `bytes` a worker over
+** `chips` workers and `reducers` hosts with NICs of `reducer_bw` B/s (0: the
+** chips' scale-out NIC): max(S/B_w, n S/(k B_r)) x (1 + 1/C) + 4a, the
+** figure coll_run reports beside its simulation, for callers that cannot
+** afford one (a 16,384-chip run). */
+double coll_reduction_server_s(const hw_model *hw, int64_t chips, double bytes, int64_t reducers,
+                               double reducer_bw);
+
 /* nccl-tests' bus-bandwidth factor for op over n ranks. */
 double coll_bus_factor(coll_op op, int64_t n);
 

@@ -244,6 +244,19 @@ Test(planner, flattening_scaling_gets_reduction_server_advice, .timeout = 60) {
   cr_assert_gt(r.best.sim.exposed_dp_s, 0.10 * r.best.sim.step_time_s);
   cr_assert(strstr(r.advice, "data-parallel scaling is flattening"), "%s", r.advice);
   cr_assert(strstr(r.advice, "Reduction Server with 128 reducer hosts"), "%s", r.advice);
+  /* the advice's closed form against the event simulation of that plan */
+  hw_catalog *c = th_catalog();
+  model *m = load("bert-large");
+  plan rp = r.best.p;
+  rp.reduction_server = r.advice_reducers;
+  step_result s;
+  cr_assert_eq(step_simulate(m, hw_catalog_find(c, "v100"), &rp, NULL, &s, NULL, err, sizeof err), 0,
+               "%s", err);
+  cr_assert(fabs(r.advice_step_s / s.step_time_s - 1) < 0.05, "advice %g s, simulated %g s",
+            r.advice_step_s, s.step_time_s);
+  cr_assert_lt(r.advice_step_s, r.best.sim.step_time_s);
+  model_free(m);
+  hw_catalog_free(c);
   static planner_result r2;
   planner_req q2 = {.hw_list = "h100-sxm", .chips = 64, .top = 1, .steps = 100};
   cr_assert_eq(run("llama3-8b", q2, &r2, err, sizeof err), 0, "%s", err);
