@@ -99,3 +99,19 @@ const hw_model *th_hw(const hw_catalog *c, const char *name) {
   cr_assert_not_null(m, "missing built-in hardware '%s'", name);
   return m;
 }
+
+char *th_slurp(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  cr_assert(f, "cannot read %s", path);
+  fseek(f, 0, SEEK_END);
+  long len = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  cr_assert(len > 0, "%s is empty", path);
+  char *b = malloc((size_t)len + 1);
+  cr_assert(b);
+  cr_assert(fread(b, 1, (size_t)len, f) == (size_t)len, "short read of %s", path);
+  b[len] = '\0';
+  fclose(f);
+  if (n) *n = (size_t)len;
+  return b;
+}

@@ -35,6 +35,9 @@ char *th_replace(const char *text, const char *from, const char *to);
 ** independently of the code under test. */
 void th_where(const char *text, const char *needle, char *buf, size_t n);
 
+/* A whole file, malloc'd and NUL-terminated; its length in *n (may be
+** NULL). Fails the test when the file cannot be read or is empty. */
+char *th_slurp(const char *path, size_t *n);
 /* Writes text to a fresh file under tests/out/ and returns its path (static). */
 const char *th_write_temp(const char *name, const char *text);
 

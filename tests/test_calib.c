@@ -19,6 +19,7 @@
 #include "../sim/diag.h"
 #include "../sim/lower.h"
 #include "../sim/optime.h"
+#include "helpers.h"
 
 static calib_model known_model(void) {
   calib_model m = {0};
@@ -315,21 +316,6 @@ Test(calib, broadcast_kernel_count_equals_formula_and_jit_copies_right) {
   }
 }
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = malloc((size_t)n + 1);
-  if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-    free(s);
-    s = NULL;
-  }
-  if (s) s[n] = '\0';
-  fclose(f);
-  return s;
-}
 
 Test(calib, quick_run_measures_every_kernel_and_writes_a_loadable_host_file) {
   char err[512] = "";
@@ -366,8 +352,7 @@ Test(calib, quick_run_measures_every_kernel_and_writes_a_loadable_host_file) {
   ** the calibration model does (tiles of 1 on one core: no padding) */
   const char *path = "tests/out/calib/unit-host.json";
   cr_assert_eq(calib_write_host(r, path, err, sizeof err), 0, "%s", err);
-  char *text = slurp(path);
-  cr_assert_not_null(text);
+  char *text = th_slurp(path, NULL);
   diag *dg = diag_new();
   hw_model *hw = hw_load(path, text, strlen(text), dg);
   if (!hw) diag_print(dg, stderr);

@@ -21,13 +21,6 @@
 
 /* ---------------------------------------------------------------- helpers */
 
-static char *slurp(const char *path, size_t *len) {
-  diag *d = diag_new();
-  char *t = jin_read_file(path, 1u << 28, len, d);
-  cr_assert_not_null(t, "cannot read %s", path);
-  diag_free(d);
-  return t;
-}
 
 static graph *import_ok(const char *path) {
   diag *d = diag_new();
@@ -130,7 +123,7 @@ Test(hlo, while_trip_counts_multiply_when_nested) {
   cr_assert_eq(op_named(g, "x")->count, 1);
 
   size_t len;
-  char *t = slurp(DATA "loops.hlo", &len);
+  char *t = th_slurp(DATA "loops.hlo", &len);
   diag *d = diag_new();
   hlo_module *m = hlo_parse("loops.hlo", t, len, d);
   cr_assert_not_null(m);
@@ -193,7 +186,7 @@ Test(hlo, collective_groups_in_every_form) {
 
 Test(hlo, calls_fusions_tuples_and_metadata_tables) {
   size_t len;
-  char *t = slurp(DATA "structure.hlo", &len);
+  char *t = th_slurp(DATA "structure.hlo", &len);
   diag *d = diag_new();
   hlo_module *m = hlo_parse("structure.hlo", t, len, d);
   cr_assert_not_null(m, "%s", diag_count(d) ? diag_message(d, 0) : "");
@@ -550,7 +543,7 @@ static void check_real_dump(const real_dump *r) {
   char path[256];
   snprintf(path, sizeof path, REF "%s", r->file);
   size_t len;
-  char *text = slurp(path, &len);
+  char *text = th_slurp(path, &len);
   scan sc;
   scan_text(&sc, text);
   diag *d = diag_new();
@@ -626,7 +619,7 @@ Test(hlo_real, llama3_8b_train_step_with_while_loops) {
                                0,
                                19791209299968.0});
   size_t len;
-  char *text = slurp(REF "nv_maxtext_llama3_8b_1n8g_after_spmd_partitioner.hlo", &len);
+  char *text = th_slurp(REF "nv_maxtext_llama3_8b_1n8g_after_spmd_partitioner.hlo", &len);
   diag *d = diag_new();
   hlo_module *m = hlo_parse("llama", text, len, d);
   cr_assert_eq(hlo_while_trip_count(m, "while.50"), 32);
@@ -697,7 +690,7 @@ Test(hlo_bad, each_error_names_its_place) {
     char path[128], want[256], place[32];
     snprintf(path, sizeof path, DATA "%s", BAD[i].file);
     size_t len;
-    char *text = slurp(path, &len);
+    char *text = th_slurp(path, &len);
     if (BAD[i].at)
       th_where(text, BAD[i].at, place, sizeof place);
     else
@@ -731,7 +724,7 @@ Test(hlo_bad, empty_text_and_missing_file) {
 ** message; none crashes (the sanitizer build runs this too). */
 static void truncations(const char *path, size_t step) {
   size_t len;
-  char *text = slurp(path, &len);
+  char *text = th_slurp(path, &len);
   int failed = 0;
   for (size_t n = 0; n < len; n += step) {
     diag *d = diag_new();
@@ -757,7 +750,7 @@ Test(hlo_bad, truncated_real_modules) {
 /* Single bytes replaced by characters the syntax cares about. */
 Test(hlo_bad, corrupted_bytes_never_crash) {
   size_t len;
-  char *text = slurp(REF "graphsage_tf.hlo", &len);
+  char *text = th_slurp(REF "graphsage_tf.hlo", &len);
   static const char BYTES[] = "{}()[]%#=,\"'\n/*0x";
   uint32_t seed = 12345;
   for (int i = 0; i < 400; i++) {

@@ -6,7 +6,6 @@
 ** The PNG check reads the file's bytes here: the 8-byte signature, then the
 ** first chunk, which must be IHDR with a non-zero width and height.
 */
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,52 +15,7 @@
 #include <criterion/criterion.h>
 
 #include "../viz/plot.h"
-
-typedef struct {
-  int rc;
-  char *out, *err;
-} prun;
-
-/* plot_main over memory streams; args after "plot", NULL-terminated. */
-static prun run(const char *first, ...) {
-  char *argv[40];
-  int argc = 0;
-  argv[argc++] = "plot";
-  va_list ap;
-  va_start(ap, first);
-  for (const char *a = first; a && argc < 39; a = va_arg(ap, const char *)) argv[argc++] = (char *)a;
-  va_end(ap);
-  argv[argc] = NULL;
-  prun r = {0};
-  size_t no, ne;
-  FILE *o = open_memstream(&r.out, &no), *e = open_memstream(&r.err, &ne);
-  cr_assert(o && e);
-  r.rc = plot_main(argc, argv, o, e);
-  fclose(o);
-  fclose(e);
-  return r;
-}
-
-static void prun_free(prun *r) {
-  free(r->out);
-  free(r->err);
-}
-
-static char *slurp(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  cr_assert(f, "%s was not written", path);
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  cr_assert(len > 0, "%s is empty", path);
-  char *b = malloc((size_t)len + 1);
-  cr_assert(b);
-  cr_assert(fread(b, 1, (size_t)len, f) == (size_t)len);
-  b[len] = '\0';
-  fclose(f);
-  *n = (size_t)len;
-  return b;
-}
+#include "helpers.h"
 
 static uint32_t be32(const unsigned char *p) {
   return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
@@ -69,7 +23,7 @@ static uint32_t be32(const unsigned char *p) {
 
 static void check_png(const char *path) {
   size_t n;
-  unsigned char *b = (unsigned char *)slurp(path, &n);
+  unsigned char *b = (unsigned char *)th_slurp(path, &n);
   static const unsigned char SIG[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
   cr_assert(n > 8 + 8 + 13, "%s: too short for a PNG", path);
   cr_assert(memcmp(b, SIG, 8) == 0, "%s: no PNG signature", path);
@@ -83,7 +37,7 @@ static void check_png(const char *path) {
 
 static void check_svg(const char *path) {
   size_t n;
-  char *b = slurp(path, &n);
+  char *b = th_slurp(path, &n);
   const char *s = b;
   while (*s == ' ' || *s == '\n' || *s == '\r' || *s == '\t') s++;
   cr_assert(strncmp(s, "<?xml", 5) == 0 || strncmp(s, "<svg", 4) == 0,
@@ -98,14 +52,14 @@ static void check_sidecars(const char *stem, int min_rows) {
   char p[256];
   size_t n;
   snprintf(p, sizeof p, "%s.dat", stem);
-  char *dat = slurp(p, &n);
+  char *dat = th_slurp(p, &n);
   int rows = 0;
   for (char *line = dat; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
     if (*line != '#' && *line != '\n') rows++;
   cr_assert(rows >= min_rows, "%s: %d data rows, want >= %d", p, rows, min_rows);
   free(dat);
   snprintf(p, sizeof p, "%s.gp", stem);
-  char *gp = slurp(p, &n);
+  char *gp = th_slurp(p, &n);
   const char *slash = strrchr(stem, '/');
   char want[256];
   snprintf(want, sizeof want, "'%s.dat'", slash ? slash + 1 : stem);
@@ -127,14 +81,14 @@ static void kind_both(const char *stem, int min_rows, const char *const *args) {
     a[k++] = "-o";
     a[k++] = o;
     a[k] = NULL;
-    prun r = run(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12],
+    th_run r = th_cli("plot", a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12],
                  a[13], NULL);
     cr_assert_eq(r.rc, 0, "plot %s -> %d: %s", o, r.rc, r.err);
     cr_assert(strstr(r.out, "wrote "), "no report on stdout: %s", r.out);
     if (svg) check_svg(o);
     else check_png(o);
     check_sidecars(stem, min_rows);
-    prun_free(&r);
+    th_run_free(&r);
   }
 }
 
@@ -143,7 +97,7 @@ Test(plot, roofline, .timeout = 60) {
   kind_both("tests/out/plot-roofline", 10, a);
   /* the ridge and the roof are in the script; the peak in the data header */
   size_t n;
-  char *gp = slurp("tests/out/plot-roofline.gp", &n);
+  char *gp = th_slurp("tests/out/plot-roofline.gp", &n);
   cr_assert(strstr(gp, "RIDGE") && strstr(gp, "roof(x)"));
   free(gp);
 }
@@ -157,7 +111,7 @@ Test(plot, collective, .timeout = 60) {
   const char *a[] = {"collective", "--hw", "h100-sxm", "--chips", "8", "--op", "all-reduce", NULL};
   kind_both("tests/out/plot-collective", 11, a);
   size_t n;
-  char *dat = slurp("tests/out/plot-collective.dat", &n);
+  char *dat = th_slurp("tests/out/plot-collective.dat", &n);
   cr_assert(strstr(dat, "# algorithm ring"), "no ring series:\n%s", dat);
   free(dat);
 }
@@ -173,7 +127,7 @@ Test(plot, memory, .timeout = 60) {
                      "--seq", "256", "--gbs", "16", NULL};
   kind_both("tests/out/plot-memory", 4, a);
   size_t n;
-  char *gp = slurp("tests/out/plot-memory.gp", &n);
+  char *gp = th_slurp("tests/out/plot-memory.gp", &n);
   cr_assert(strstr(gp, "CAP = 80."), "capacity line of an 80 GiB chip missing");
   free(gp);
 }
@@ -185,12 +139,12 @@ Test(plot, scaling, .timeout = 60) {
   /* four series: hierarchical all-reduce, flat ring, Reduction Server, FSDP;
   ** past one 8-GPU node the flat ring is no faster than the hierarchical one */
   size_t n;
-  char *dat = slurp("tests/out/plot-scaling.dat", &n);
+  char *dat = th_slurp("tests/out/plot-scaling.dat", &n);
   const char *names[] = {"# all-reduce (hierarchical", "# flat ring all-reduce",
                          "# with a Reduction Server", "# FSDP (ZeRO-3)"};
   for (int i = 0; i < 4; i++) cr_assert(strstr(dat, names[i]), "series %s missing", names[i]);
   free(dat);
-  char *gp = slurp("tests/out/plot-scaling.gp", &n);
+  char *gp = th_slurp("tests/out/plot-scaling.gp", &n);
   cr_assert(strstr(gp, "title 'throughput, FSDP'") && strstr(gp, "title 'efficiency, flat ring'"));
   free(gp);
 }
@@ -203,60 +157,60 @@ Test(plot, pareto, .timeout = 60) {
 
 Test(plot, deterministic, .timeout = 60) {
   mkdir("tests/out", 0755);
-  prun r1 = run("collective", "--hw", "a100-80g", "--chips", "4", "--op", "all-gather", "-o",
+  th_run r1 = th_cli("plot", "collective", "--hw", "a100-80g", "--chips", "4", "--op", "all-gather", "-o",
                 "tests/out/plot-det1.svg", NULL);
-  prun r2 = run("collective", "--hw", "a100-80g", "--chips", "4", "--op", "all-gather", "-o",
+  th_run r2 = th_cli("plot", "collective", "--hw", "a100-80g", "--chips", "4", "--op", "all-gather", "-o",
                 "tests/out/plot-det2.svg", NULL);
   cr_assert(r1.rc == 0 && r2.rc == 0, "%s%s", r1.err, r2.err);
   size_t n1, n2;
-  char *a = slurp("tests/out/plot-det1.dat", &n1), *b = slurp("tests/out/plot-det2.dat", &n2);
+  char *a = th_slurp("tests/out/plot-det1.dat", &n1), *b = th_slurp("tests/out/plot-det2.dat", &n2);
   cr_assert(n1 == n2 && memcmp(a, b, n1) == 0, "the data differ between two runs");
   free(a);
   free(b);
-  prun_free(&r1);
-  prun_free(&r2);
+  th_run_free(&r1);
+  th_run_free(&r2);
 }
 
-static void refused(prun r, int want_rc, const char *want_msg) {
+static void refused(th_run r, int want_rc, const char *want_msg) {
   cr_assert_eq(r.rc, want_rc, "rc %d, want %d; stderr: %s", r.rc, want_rc, r.err);
   cr_assert(strstr(r.err, want_msg), "stderr lacks '%s': %s", want_msg, r.err);
-  prun_free(&r);
+  th_run_free(&r);
 }
 
 Test(plot, bad_input, .timeout = 30) {
   mkdir("tests/out", 0755);
-  refused(run("histogram", "mlp", "-o", "tests/out/x.png", NULL), 2, "unknown kind 'histogram'");
-  refused(run("roofline", "mlp", "--hw", "no-such-chip", "-o", "tests/out/plot-bad.png", NULL), 1,
+  refused(th_cli("plot", "histogram", "mlp", "-o", "tests/out/x.png", NULL), 2, "unknown kind 'histogram'");
+  refused(th_cli("plot", "roofline", "mlp", "--hw", "no-such-chip", "-o", "tests/out/plot-bad.png", NULL), 1,
           "no-such-chip");
-  refused(run("roofline", "mlp", "--hw", "a100-80g", NULL), 2, "-o");
-  refused(run("roofline", "mlp", "--hw", "a100-80g", "-o", "tests/out/plot-bad.jpg", NULL), 1,
+  refused(th_cli("plot", "roofline", "mlp", "--hw", "a100-80g", NULL), 2, "-o");
+  refused(th_cli("plot", "roofline", "mlp", "--hw", "a100-80g", "-o", "tests/out/plot-bad.jpg", NULL), 1,
           "unsupported extension");
-  refused(run("roofline", "mlp", "--hw", "a100-80g", "-o", "tests/out/plot-bad", NULL), 1,
+  refused(th_cli("plot", "roofline", "mlp", "--hw", "a100-80g", "-o", "tests/out/plot-bad", NULL), 1,
           "unsupported extension");
-  refused(run("roofline", "--hw", "a100-80g", "-o", "tests/out/plot-bad.png", NULL), 2, "MODEL");
-  refused(run("memory", "mlp", "--hw", "a100-80g", "-o", "tests/out/plot-bad.png", NULL), 2,
+  refused(th_cli("plot", "roofline", "--hw", "a100-80g", "-o", "tests/out/plot-bad.png", NULL), 2, "MODEL");
+  refused(th_cli("plot", "memory", "mlp", "--hw", "a100-80g", "-o", "tests/out/plot-bad.png", NULL), 2,
           "--chips is required");
-  refused(run("collective", "--hw", "a100-80g", "--chips", "4", "--op", "all-sum", "-o",
+  refused(th_cli("plot", "collective", "--hw", "a100-80g", "--chips", "4", "--op", "all-sum", "-o",
               "tests/out/plot-bad.png", NULL),
           2, "unknown --op");
-  refused(run("collective", "--hw", "a100-80g", "--chips", "x4", "--op", "all-reduce", "-o",
+  refused(th_cli("plot", "collective", "--hw", "a100-80g", "--chips", "x4", "--op", "all-reduce", "-o",
               "tests/out/plot-bad.png", NULL),
           2, "positive integer");
-  refused(run("roofline", "no-such-model", "--hw", "a100-80g", "-o", "tests/out/plot-bad.png", NULL),
+  refused(th_cli("plot", "roofline", "no-such-model", "--hw", "a100-80g", "-o", "tests/out/plot-bad.png", NULL),
           1, "no-such-model");
-  refused(run("roofline", "mlp", "--hw", "a100-80g", "--colour", "red", "-o",
+  refused(th_cli("plot", "roofline", "mlp", "--hw", "a100-80g", "--colour", "red", "-o",
               "tests/out/plot-bad.png", NULL),
           2, "unknown option '--colour'");
-  refused(run("roofline", "mlp", "--hw", "a100-80g", "-o", "tests/out/no-such-dir/x.png", NULL), 1,
+  refused(th_cli("plot", "roofline", "mlp", "--hw", "a100-80g", "-o", "tests/out/no-such-dir/x.png", NULL), 1,
           "cannot write");
-  refused(run(NULL), 2, "Usage");
+  refused(th_cli("plot", NULL), 2, "Usage");
 }
 
 Test(plot, help) {
-  prun r = run("--help", NULL);
+  th_run r = th_cli("plot", "--help", NULL);
   cr_assert_eq(r.rc, 0);
   cr_assert(strstr(r.out, "roofline") && strstr(r.out, "collective") && strstr(r.out, "gnuplot"));
-  prun_free(&r);
+  th_run_free(&r);
 }
 
 /* Without gnuplot on PATH: a clear message and exit 1, and no picture. */
@@ -265,7 +219,7 @@ Test(plot, no_gnuplot) {
   mkdir("tests/out/empty-path", 0755);
   remove("tests/out/plot-nognuplot.png");
   setenv("PATH", "tests/out/empty-path", 1); /* this test's own process */
-  refused(run("collective", "--hw", "a100-80g", "--chips", "4", "--op", "all-reduce", "-o",
+  refused(th_cli("plot", "collective", "--hw", "a100-80g", "--chips", "4", "--op", "all-reduce", "-o",
               "tests/out/plot-nognuplot.png", NULL),
           1, "gnuplot not found");
   struct stat st;

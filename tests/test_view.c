@@ -292,29 +292,10 @@ static void make_chips_trace(const char *path, int chips, int stages, int per_ch
   fclose(f);
 }
 
-typedef struct {
-  int rc;
-  char *out, *err;
-} run;
-
-static run view(const char *a1, const char *a2, const char *a3, const char *a4, const char *a5,
-                const char *a6, const char *a7) {
-  char *argv[8] = {"view", (char *)a1, (char *)a2, (char *)a3, (char *)a4, (char *)a5,
-                   (char *)a6, (char *)a7};
-  int argc = 1;
-  while (argc < 8 && argv[argc]) argc++;
-  run r = {0};
-  size_t on, en;
-  FILE *out = open_memstream(&r.out, &on), *err = open_memstream(&r.err, &en);
-  r.rc = view_main(argc, argv, out, err);
-  fclose(out);
-  fclose(err);
-  return r;
-}
-
-static void run_free(run *r) {
-  free(r->out);
-  free(r->err);
+/* `tpusim view a1 ... a7` in-process (NULL ends the list early). */
+static th_run view(const char *a1, const char *a2, const char *a3, const char *a4,
+                   const char *a5, const char *a6, const char *a7) {
+  return th_cli("view", a1, a2, a3, a4, a5, a6, a7, NULL);
 }
 
 static view_trace *open_trace(const char *path) {
@@ -360,7 +341,7 @@ Test(view, pipeline_screenshot_has_every_lane_and_the_legend) {
   cr_assert(n >= 8, "compute and HBM lanes per stage: %d", n);
   char png[256], want[32];
   snprintf(png, sizeof png, "%s", out_path("view_pp.png"));
-  run r = view(trace, "--screenshot", png, "--width", "1000", "--height", "560");
+  th_run r = view(trace, "--screenshot", png, "--width", "1000", "--height", "560");
   cr_assert_eq(r.rc, 0, "%s", r.err);
   snprintf(want, sizeof want, "%d lanes", n);
   cr_assert(strstr(r.out, want), "%s", r.out);
@@ -400,7 +381,7 @@ Test(view, pipeline_screenshot_has_every_lane_and_the_legend) {
               LEGEND[k]);
   free(lanes);
   free(im.rgb);
-  run_free(&r);
+  th_run_free(&r);
   view_trace_free(t);
 }
 
@@ -457,7 +438,7 @@ Test(view, data_parallel_all_reduce_overlaps_backward) {
   cr_assert(rc >= 0 && rn >= 0 && rm >= 0, "compute, network and HBM lanes");
   char png[256];
   snprintf(png, sizeof png, "%s", out_path("view_dp.png"));
-  run r = view(trace, "--screenshot", png, "--width", "1600", "--height", "300");
+  th_run r = view(trace, "--screenshot", png, "--width", "1600", "--height", "300");
   cr_assert_eq(r.rc, 0, "%s", r.err);
   image im = png_read(png);
   cr_assert(im.w == 1600 && im.h == 300);
@@ -483,7 +464,7 @@ Test(view, data_parallel_all_reduce_overlaps_backward) {
   cr_assert(count(&im, lanes[rm].x, lanes[rm].y, lanes[rm].w, lanes[rm].h, "memory") > 100);
   free(lanes);
   free(im.rgb);
-  run_free(&r);
+  th_run_free(&r);
   view_trace_free(t);
 }
 
@@ -503,7 +484,7 @@ Test(view, thousand_chips_show_as_groups) {
   /* the command draws the same 24 */
   char png[256];
   snprintf(png, sizeof png, "%s", out_path("view_1024.png"));
-  run r = view(trace, "--screenshot", png, "--width", "1000", "--height", "600");
+  th_run r = view(trace, "--screenshot", png, "--width", "1000", "--height", "600");
   cr_assert_eq(r.rc, 0, "%s", r.err);
   cr_assert(strstr(r.out, "24 lanes: 8 groups of 1024 processes"), "%s", r.out);
   image im = png_read(png);
@@ -540,7 +521,7 @@ Test(view, thousand_chips_show_as_groups) {
             "a partly busy group: %d busy columns at the bottom, %d at the top", bottom_busy,
             top_busy);
   free(im.rgb);
-  run_free(&r);
+  th_run_free(&r);
   view_trace_free(t);
 }
 
@@ -598,14 +579,14 @@ Test(view, an_expanded_group_shows_its_members) {
   /* and the command's --expand */
   char p2[256];
   snprintf(p2, sizeof p2, "%s", out_path("view_96_cli.png"));
-  run r = view(trace, "--screenshot", p2, "--expand", "stage 2", "--height", "900");
+  th_run r = view(trace, "--screenshot", p2, "--expand", "stage 2", "--height", "900");
   cr_assert_eq(r.rc, 0, "%s", r.err);
   cr_assert(strstr(r.out, "60 lanes"), "%s", r.out);
-  run_free(&r);
+  th_run_free(&r);
   r = view(trace, "--screenshot", p2, "--expand", "stage 99", NULL, NULL);
   cr_assert_eq(r.rc, 1);
   cr_assert(strstr(r.err, "no such group"), "%s", r.err);
-  run_free(&r);
+  th_run_free(&r);
   free(lanes);
   free(im.rgb);
   view_canvas_free(c);
@@ -637,7 +618,7 @@ Test(view, renders_without_a_font) {
   char t[256], png[256];
   snprintf(t, sizeof t, "%s", trace);
   snprintf(png, sizeof png, "%s", out_path("view_nofont.png"));
-  run r = view(t, "--screenshot", png, "--width", "400", "--height", "200");
+  th_run r = view(t, "--screenshot", png, "--width", "400", "--height", "200");
   cr_assert_eq(r.rc, 0, "%s", r.err);
   cr_assert(strstr(r.out, "without text"), "%s", r.out);
   image im = png_read(png);
@@ -647,7 +628,7 @@ Test(view, renders_without_a_font) {
   cr_assert(count(&im, lane.x, lane.y, lane.w, lane.h, "input") > 0);
   cr_assert(count(&im, 0, 0, im.w, lane.y, "input") > 0, "input stall in the legend");
   free(im.rgb);
-  run_free(&r);
+  th_run_free(&r);
 }
 
 Test(view, per_op_categories_and_args) {
@@ -663,7 +644,7 @@ Test(view, per_op_categories_and_args) {
   char t[256], png[256];
   snprintf(t, sizeof t, "%s", trace);
   snprintf(png, sizeof png, "%s", out_path("view_ops.png"));
-  run r = view(t, "--screenshot", png, "--width", "400", "--height", "200");
+  th_run r = view(t, "--screenshot", png, "--width", "400", "--height", "200");
   cr_assert_eq(r.rc, 0, "%s", r.err);
   image im = png_read(png);
   view_rect lane;
@@ -674,7 +655,7 @@ Test(view, per_op_categories_and_args) {
   cr_assert(mm > el && el > 0 && ot > 0, "matmul %d, elementwise %d, other %d", mm, el, ot);
   cr_assert(count(&im, 0, 0, im.w, lane.y, "matmul") > 0, "matmul in the legend");
   free(im.rgb);
-  run_free(&r);
+  th_run_free(&r);
 }
 
 Test(view, malformed_traces_say_where_and_exit_1) {
@@ -709,14 +690,14 @@ Test(view, malformed_traces_say_where_and_exit_1) {
     snprintf(t, sizeof t, "%s", th_write_temp(rows[i].name, rows[i].text ? rows[i].text : text));
     snprintf(png, sizeof png, "%s", out_path("view_bad.png"));
     remove(png);
-    run r = view(t, "--screenshot", png, NULL, NULL, NULL, NULL);
+    th_run r = view(t, "--screenshot", png, NULL, NULL, NULL, NULL);
     cr_expect_eq(r.rc, 1, "%s: rc %d", rows[i].name, r.rc);
     cr_expect(strstr(r.err, t), "%s: the message names the file: %s", rows[i].name, r.err);
     cr_expect(strstr(r.err, rows[i].want), "%s: want '%s' in: %s", rows[i].name, rows[i].want,
               r.err);
     struct stat st;
     cr_expect_neq(stat(png, &st), 0, "%s: no picture from a bad trace", rows[i].name);
-    run_free(&r);
+    th_run_free(&r);
   }
   free(text);
 }
@@ -730,24 +711,24 @@ Test(view, usage_errors_exit_2) {
       {"a.json", "b.json"},
   };
   for (size_t i = 0; i < sizeof BAD / sizeof *BAD; i++) {
-    run r = view(BAD[i][0], BAD[i][0] ? BAD[i][1] : NULL, BAD[i][0] ? BAD[i][2] : NULL,
+    th_run r = view(BAD[i][0], BAD[i][0] ? BAD[i][1] : NULL, BAD[i][0] ? BAD[i][2] : NULL,
                  BAD[i][0] ? BAD[i][3] : NULL, NULL, NULL, NULL);
     cr_expect_eq(r.rc, 2, "case %zu: rc %d (%s)", i, r.rc, r.err);
     cr_expect(strstr(r.err, "usage") || strstr(r.err, "--"), "case %zu: %s", i, r.err);
-    run_free(&r);
+    th_run_free(&r);
   }
-  run r = view("a.json", "--screenshot", "x.png", "--width", "12", NULL, NULL);
+  th_run r = view("a.json", "--screenshot", "x.png", "--width", "12", NULL, NULL);
   cr_expect_eq(r.rc, 2);
   cr_expect(strstr(r.err, "--width 12"), "%s", r.err);
-  run_free(&r);
+  th_run_free(&r);
   r = view("tests/out/does-not-exist.json", "--screenshot", "x.png", NULL, NULL, NULL, NULL);
   cr_expect_eq(r.rc, 1);
   cr_expect(strstr(r.err, "cannot open"), "%s", r.err);
-  run_free(&r);
+  th_run_free(&r);
   r = view("--help", NULL, NULL, NULL, NULL, NULL, NULL);
   cr_expect_eq(r.rc, 0);
   cr_expect(strstr(r.out, "--screenshot"));
-  run_free(&r);
+  th_run_free(&r);
 }
 
 Test(view, no_display_suggests_screenshot) {
@@ -756,10 +737,10 @@ Test(view, no_display_suggests_screenshot) {
       "view_one.json", "{\"traceEvents\":[{\"ph\":\"X\",\"ts\":0,\"dur\":5,\"pid\":0,\"tid\":1}]}");
   char t[256];
   snprintf(t, sizeof t, "%s", trace);
-  run r = view(t, NULL, NULL, NULL, NULL, NULL, NULL);
+  th_run r = view(t, NULL, NULL, NULL, NULL, NULL, NULL);
   cr_assert_eq(r.rc, 1, "%s", r.err);
   cr_assert(strstr(r.err, "--screenshot"), "%s", r.err);
-  run_free(&r);
+  th_run_free(&r);
 }
 
 Test(view, png_round_trip) {
