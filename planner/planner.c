@@ -27,6 +27,7 @@
 #include "../sim/coll.h"
 #include "../sim/input.h"
 #include "../sim/memory.h"
+#include "../sim/optime.h"
 #include "../sim/strutil.h"
 #include "../sim/units.h"
 
@@ -48,23 +49,6 @@ static bool listed(const char *list, const char *name) {
     if (*p == ',') p++;
   }
   return false;
-}
-
-static graph_dtype precision_on(const hw_model *hw, graph_dtype want) {
-  /* a chip without bf16 (V100) trains in fp16 with loss scaling */
-  if (want == GDT_BF16 && hw_peak_flops(hw, HW_BF16) <= 0 && hw_peak_flops(hw, HW_FP16) > 0)
-    return GDT_F16;
-  return want;
-}
-
-static double peak_of(const hw_model *hw, graph_dtype dt) {
-  switch (dt) {
-  case GDT_F16: return hw_peak_flops(hw, HW_FP16);
-  case GDT_F32: return hw_peak_flops(hw, HW_FP32);
-  case GDT_F64: return hw_peak_flops(hw, HW_FP64);
-  case GDT_F8: return hw_peak_flops(hw, HW_FP8);
-  default: return hw_peak_flops(hw, HW_BF16);
-  }
 }
 
 /* Chip counts to try: whole nodes (GPU, CPU) or TPU slices of powers of two. */
@@ -282,8 +266,8 @@ static bool hw_allowed(const model *m, const hw_model *hw, planner_result *out, 
                hw->vendor, hw_kind_name(hw->kind));
     return false;
   }
-  *prec = precision_on(hw, m->train.compute);
-  if (peak_of(hw, *prec) <= 0) {
+  *prec = plan_precision_on(hw, m->train.compute);
+  if (optime_peak_flops(hw, *prec) <= 0) {
     add_reject(out, hw->name, "no %s unit", graph_dtype_name(*prec));
     return false;
   }

@@ -47,6 +47,11 @@ static int matrix_dtype(graph_dtype dt) {
   }
 }
 
+double optime_peak_flops(const hw_model *hw, graph_dtype dt) {
+  int k = matrix_dtype(dt);
+  return hw_peak_flops(hw, k >= 0 ? (hw_dtype)k : HW_BF16);
+}
+
 /* A stored figure, or what the timing model assumes without one. hw_load
 ** fills these in; the guards keep a hand-built hw_model usable. */
 static double or_one(double x) { return x > 0 ? x : 1.0; }

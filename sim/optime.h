@@ -39,6 +39,10 @@ typedef struct {
 ** the chip, e.g. "dot l0/attn/dot f64: tpu-v5p has no fp64 unit". */
 int optime_op(const hw_model *hw, const graph *g, int id, optime_result *r, char *err, size_t errn);
 
+/* The chip's matrix-unit peak for arithmetic in dt (the bf16 rate for a
+** dtype the schema has no rate for): what MFU is measured against. */
+double optime_peak_flops(const hw_model *hw, graph_dtype dt);
+
 /* batch independent [m x k] x [k x n] products in dtype dt (operands and
 ** result in dt), as one op: the matrix-unit path of optime_op with the
 ** operand and result traffic as its bytes. */

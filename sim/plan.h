@@ -53,4 +53,9 @@ typedef struct {
 /* Micro-batches per step per pipeline: gbs / (dp x ep x mbs). */
 int64_t plan_microbatches(const plan *p);
 
+struct hw_model;
+/* The precision a plan trains in on hw when `want` is asked for: bf16 falls
+** back to fp16 (with loss scaling) on a chip without bf16, as on a V100. */
+graph_dtype plan_precision_on(const struct hw_model *hw, graph_dtype want);
+
 #endif

@@ -435,16 +435,6 @@ static void on_done(eng *e, void *ctx, int64_t arg) {
 
 /* ---- the step ---- */
 
-static double peak_for(const hw_model *hw, graph_dtype dt) {
-  switch (dt) {
-  case GDT_F32: return hw_peak_flops(hw, HW_FP32);
-  case GDT_F64: return hw_peak_flops(hw, HW_FP64);
-  case GDT_F16: return hw_peak_flops(hw, HW_FP16);
-  case GDT_F8: return hw_peak_flops(hw, HW_FP8);
-  default: return hw_peak_flops(hw, HW_BF16);
-  }
-}
-
 /* What the trace shows beyond the schedule: one layer's ops with their
 ** times (from a one-layer shard), and when each stage's update starts. */
 typedef struct {
@@ -605,7 +595,7 @@ static int simulate_generic(const model *m, const hw_model *hw, const plan *p, s
   r->fits = r->memory.fits;
   r->model_flops_per_step = flops * M * (double)p->dp;
   r->hardware_flops_per_step = r->model_flops_per_step;
-  double peak = peak_for(hw, p->precision) * (double)p->chips;
+  double peak = optime_peak_flops(hw, p->precision) * (double)p->chips;
   r->mfu = r->hfu = peak > 0 ? r->model_flops_per_step / (r->step_time_s * peak) : 0;
   r->tokens_per_s = one->info.per_step * M * (double)p->dp / r->step_time_s;
   r->usd_per_hour = hw->price.on_demand_usd_per_chip_hour * (double)p->chips;
@@ -677,7 +667,7 @@ static int simulate_hlo(const model *m, const hw_model *hw, const plan *p, step_
   r->memory.fits = r->memory.peak <= r->memory.capacity;
   r->fits = r->memory.fits;
   r->model_flops_per_step = r->hardware_flops_per_step = flops * (double)p->chips;
-  double peak = peak_for(hw, p->precision) * (double)p->chips;
+  double peak = optime_peak_flops(hw, p->precision) * (double)p->chips;
   r->mfu = r->hfu = peak > 0 && r->step_time_s > 0 ? r->model_flops_per_step / (r->step_time_s * peak) : 0;
   r->tokens_per_s = 1 / r->step_time_s;
   r->usd_per_hour = hw->price.on_demand_usd_per_chip_hour * (double)p->chips;
@@ -1047,7 +1037,7 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
     model_free(one);
     free(ops.v);
   }
-  double peak = peak_for(hw, p.precision) * (double)p.chips;
+  double peak = optime_peak_flops(hw, p.precision) * (double)p.chips;
   r->mfu = r->model_flops_per_step / (r->step_time_s * peak);
   r->hfu = r->hardware_flops_per_step / (r->step_time_s * peak);
   r->tokens_per_s = (double)p.gbs * (double)p.seq / r->step_time_s;

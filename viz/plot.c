@@ -330,10 +330,9 @@ static int load_model(pctx *c, int64_t gbs) {
 }
 
 static plan base_plan(const pctx *c, int64_t chips) {
-  /* a chip without bf16 (V100) trains in fp16 with loss scaling, as plan does */
-  bool bf16 = !c->hwm || hw_peak_flops(c->hwm, HW_BF16) > 0;
   plan p = {.chips = chips, .tp = 1, .pp = 1, .ep = 1, .vp = 1, .slices = 1,
-            .schedule = PLAN_1F1B, .precision = bf16 ? GDT_BF16 : GDT_F16, .seq = c->seq,
+            .schedule = PLAN_1F1B,
+            .precision = c->hwm ? plan_precision_on(c->hwm, GDT_BF16) : GDT_BF16, .seq = c->seq,
             .gbs = c->gbs};
   return p;
 }
