@@ -89,7 +89,12 @@ static int time_graph_ops(const hw_model *hw, const graph *g, bool flash, phase_
       return -1;
     }
     double t = r.time_s;
-    if (fusible(op->kind)) {
+    /* the attention core: scores [B, kv, S, group, T] and the two batched dots around them */
+    bool core = op->out.rank == 5 && op->layer >= 0;
+    if (flash && core) {
+      bool dot = op->kind == GOP_DOT;
+      t = r.compute_s * (dot && op->phase == GRAPH_BACKWARD ? 1.25 : 1) + (dot ? r.overhead_s : 0);
+    } else if (fusible(op->kind)) {
       double bytes = feeds_hard[i] ? graph_bytes(&op->out) : 0;
       for (int k = 0; k < op->n_in; k++) {
         const graph_op *in = graph_get(g, op->in[k]);
@@ -101,14 +106,9 @@ static int time_graph_ops(const hw_model *hw, const graph *g, bool flash, phase_
       double mem = bytes / bw;
       t = (r.compute_s > mem ? r.compute_s : mem) + overhead;
     }
-    if (flash && op->out.rank == 5 && op->layer >= 0) {
-      bool dot = op->kind == GOP_DOT;
-      t = r.compute_s * (dot && op->phase == GRAPH_BACKWARD ? 1.25 : 1) + (dot ? r.overhead_s : 0);
-    }
     t *= (double)op->count;
     out->t[op->phase] += t;
-    /* scores [B, kv, S, group, T] and the two batched dots around them */
-    if (op->phase == GRAPH_FORWARD && op->out.rank == 5 && op->layer >= 0) out->attn_fwd += t;
+    if (op->phase == GRAPH_FORWARD && core) out->attn_fwd += t;
     if (ops && op->layer == 0 && t > 0 && op->phase != GRAPH_OPTIMIZER) {
       if (ops->n == ops->cap) {
         int cap = ops->cap ? 2 * ops->cap : 128;

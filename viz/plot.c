@@ -288,6 +288,14 @@ static void gp_title(FILE *f, const char *fmt, const char *a, const char *b) {
   fputc('\n', f);
 }
 
+/* A row-stacked histogram, one bar a plan, y from 0 in `ylabel`. */
+static void gp_stacked(FILE *f, const char *ylabel) {
+  fprintf(f, "set style data histograms\nset style histogram rowstacked\n"
+             "set style fill solid 0.85 border -1\nset boxwidth 0.6\n"
+             "set ylabel '%s'\nset yrange [0:*]\nset xtics rotate by -20\n"
+             "set grid noxtics\n", ylabel);
+}
+
 /* ------------------------------------------------------------ inputs */
 
 static int load_hw(pctx *c, bool required) {
@@ -616,10 +624,7 @@ static int plot_breakdown(pctx *c, FILE *dat, FILE *gp, int argc, char **argv) {
   char what[128];
   snprintf(what, sizeof what, "%s, %lld x", c->m->name, (long long)c->chips);
   gp_title(gp, "Step-time breakdown: %s %s", what, c->hwm->name);
-  fprintf(gp, "set style data histograms\nset style histogram rowstacked\n"
-              "set style fill solid 0.85 border -1\nset boxwidth 0.6\n"
-              "set ylabel 'milliseconds per step'\nset yrange [0:*]\nset xtics rotate by -20\n"
-              "set grid noxtics\n");
+  gp_stacked(gp, "milliseconds per step");
   fprintf(gp, "plot DAT using 2:xtic(1) title 'compute' lc rgb '#1f77b4', \\\n"
               "     '' using 3 title 'exposed comm' lc rgb '#d62728', \\\n"
               "     '' using 4 title 'pipeline bubble' lc rgb '#7f7f7f', \\\n"
@@ -644,11 +649,8 @@ static int plot_memory(pctx *c, FILE *dat, FILE *gp, int argc, char **argv) {
   snprintf(what, sizeof what, "%s, %lld x", c->m->name, (long long)c->chips);
   gp_title(gp, "Memory per chip: %s %s", what, c->hwm->name);
   fprintf(gp, "CAP = %.6f  # GiB of HBM per chip\n", (double)c->hwm->chip.hbm_bytes / GIB);
-  fprintf(gp, "set style data histograms\nset style histogram rowstacked\n"
-              "set style fill solid 0.85 border -1\nset boxwidth 0.6\n"
-              "set ylabel 'GiB per chip'\nset yrange [0:*]\nset xtics rotate by -20\n"
-              "set grid noxtics\n"
-              "set arrow from graph 0, first CAP to graph 1, first CAP nohead lw 2 lc rgb '#d62728' front\n"
+  gp_stacked(gp, "GiB per chip");
+  fprintf(gp, "set arrow from graph 0, first CAP to graph 1, first CAP nohead lw 2 lc rgb '#d62728' front\n"
               "set label sprintf('capacity %%.0f GiB', CAP) at graph 0.01, first CAP offset 0,0.7 "
               "tc rgb '#d62728' front\n");
   fprintf(gp, "plot DAT using 2:xtic(1) title 'weights' lc rgb '#1f77b4', \\\n"
