@@ -531,23 +531,21 @@ static void write_trace_whole(FILE *f, const step_result *r, const char *model_n
   trace_finish(f, root, r, model_name, hw_name);
 }
 
-/* Data parallelism over a model the chips replicate: M micro-batches of
-** forward and backward, the gradient all-reduce of which the part not
-** hidden behind the last backward shows, the update. Memory from the graph:
-** parameters, gradients, optimizer state, and the forward results the
-** backward reads (kept for every micro-batch in flight: one). */
-static int simulate_generic(const model *m, const hw_model *hw, const plan *p, step_result *r,
-                            char *err, size_t errn) {
-  model *one = load_shard(m, p, 0, err, errn);
-  if (!one) return -1;
-  const graph *g = one->g;
-  double weights = 0, grads = 0, opt = 0, saved = 0, flops = 0;
+/* What a whole-step graph holds and does, read off it: its parameters by
+** role (weights and aux, optimizer state, the trainable ones' gradients,
+** and parameters with no role -- an HLO module's), the forward values the
+** backward reads (each once: a value a loop writes every trip is its
+** stacked buffer), and its FLOPs by phase. */
+typedef struct {
+  double weights, gradients, optimizer, unflagged, saved;
+  double flops[GRAPH_PHASE_COUNT];
+} footprint;
+
+static int footprint_of(const graph *g, footprint *f, char *err, size_t errn) {
+  memset(f, 0, sizeof *f);
   int n = graph_count(g);
-  char *used_back = calloc((size_t)n, 1);
-  if (!used_back) {
-    model_free(one);
-    return str_errf(err, errn, "out of memory");
-  }
+  char *used_back = calloc((size_t)n + 1, 1);
+  if (!used_back) return str_errf(err, errn, "out of memory");
   for (int i = 0; i < n; i++) {
     const graph_op *op = graph_get(g, i);
     if (op->phase == GRAPH_BACKWARD)
@@ -557,18 +555,36 @@ static int simulate_generic(const model *m, const hw_model *hw, const plan *p, s
     const graph_op *op = graph_get(g, i);
     double b = graph_bytes(&op->out);
     if (op->kind == GOP_PARAMETER) {
-      if (op->flags & GRAPH_OPT_STATE) opt += b;
-      else if (op->flags & (GRAPH_WEIGHT | GRAPH_AUX)) weights += b;
-      if (op->flags & GRAPH_TRAINABLE) grads += b;
+      if (op->flags & GRAPH_OPT_STATE) f->optimizer += b;
+      else if (op->flags & (GRAPH_WEIGHT | GRAPH_AUX)) f->weights += b;
+      else f->unflagged += b;
+      if (op->flags & GRAPH_TRAINABLE) f->gradients += b;
     } else if (op->phase == GRAPH_FORWARD && used_back[i]) {
-      saved += b;
+      f->saved += b;
     }
-    if (op->phase != GRAPH_OPTIMIZER) {
-      graph_cost c = graph_op_cost(g, i);
-      flops += graph_cost_flops(&c) * (double)op->count;
-    }
+    graph_cost c = graph_op_cost(g, i);
+    f->flops[op->phase] += graph_cost_flops(&c) * (double)op->count;
   }
   free(used_back);
+  return 0;
+}
+
+/* Data parallelism over a model the chips replicate: M micro-batches of
+** forward and backward, the gradient all-reduce of which the part not
+** hidden behind the last backward shows, the update. Memory from the graph:
+** parameters, gradients, optimizer state, and the forward results the
+** backward reads (kept for every micro-batch in flight: one). */
+static int simulate_generic(const model *m, const hw_model *hw, const plan *p, step_result *r,
+                            char *err, size_t errn) {
+  model *one = load_shard(m, p, 0, err, errn);
+  if (!one) return -1;
+  footprint fp;
+  if (footprint_of(one->g, &fp, err, errn) != 0) {
+    model_free(one);
+    return -1;
+  }
+  double weights = fp.weights, grads = fp.gradients, opt = fp.optimizer, saved = fp.saved;
+  double flops = fp.flops[GRAPH_FORWARD] + fp.flops[GRAPH_BACKWARD];
   double M = m->info.whole_step ? 1 : (double)plan_microbatches(p);
   double compute = M * (r->layer_fwd_s + r->layer_bwd_s) + (M - 1) * r->grad_accum_layer_s;
   double ar = 0;
@@ -618,23 +634,15 @@ static int simulate_hlo(const model *m, const hw_model *hw, const plan *p, step_
   phase_times t;
   if (time_graph(hw, g, &t, err, errn) != 0) return -1;
   double compute = t.t[GRAPH_FORWARD] + t.t[GRAPH_BACKWARD] + t.t[GRAPH_OPTIMIZER], comm = 0;
-  double state = 0, saved = 0, flops = 0;
+  footprint fp;
+  if (footprint_of(g, &fp, err, errn) != 0) return -1;
+  /* the module does not tell weights from optimizer state: all resident */
+  double state = fp.weights + fp.optimizer + fp.unflagged, saved = fp.saved;
+  double flops = fp.flops[GRAPH_FORWARD] + fp.flops[GRAPH_BACKWARD] + fp.flops[GRAPH_OPTIMIZER];
   int n = graph_count(g);
-  char *used_back = calloc((size_t)n + 1, 1);
-  if (!used_back) return str_errf(err, errn, "out of memory");
-  for (int i = 0; i < n; i++) {
-    const graph_op *op = graph_get(g, i);
-    if (op->phase == GRAPH_BACKWARD)
-      for (int k = 0; k < op->n_in; k++) used_back[op->in[k]] = 1;
-  }
   int64_t node = hw->chips_per_node;
   for (int i = 0; i < n; i++) {
     const graph_op *op = graph_get(g, i);
-    if (op->kind == GOP_PARAMETER) state += graph_bytes(&op->out);
-    /* once each: a value a loop writes every trip is its stacked buffer */
-    else if (op->phase == GRAPH_FORWARD && used_back[i]) saved += graph_bytes(&op->out);
-    graph_cost c = graph_op_cost(g, i);
-    flops += graph_cost_flops(&c) * (double)op->count;
     coll_op k;
     double bytes;
     switch (op->kind) {
@@ -647,13 +655,9 @@ static int simulate_hlo(const model *m, const hw_model *hw, const plan *p, step_
     int64_t grp = op->group_size > 1 ? op->group_size : 1;
     if (grp < 2 || bytes <= 0) continue;
     double ct = coll_time(hw, grp, grp <= node ? grp : node, k, bytes, 1, 0, err, errn);
-    if (ct < 0) {
-      free(used_back);
-      return -1;
-    }
+    if (ct < 0) return -1;
     comm += ct * (double)op->count;
   }
-  free(used_back);
   r->microbatches = 1;
   r->layer_fwd_s = t.t[GRAPH_FORWARD];
   r->layer_bwd_s = t.t[GRAPH_BACKWARD];
