@@ -319,6 +319,10 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   int fitted = 0;
   planner_cand hw_best = {0};
   double hw_best_key = INFINITY;
+  /* the memory options are the model's and the chip's, whatever the plan */
+  mem_opts mo_hw = mem_opts_from_train(&m->train, (double)m->trainable_params / (double)m->params,
+                                       (double)hw->chip.hbm_bytes);
+  mo_hw.no_dropout = d->dropout <= 0;
   /* per-chip costs depend on (tp, mbs, ep) only */
   cost_entry cache[5][3][4] = {{{{0}}}};
   static const int64_t EPS[] = {1, 2, 4, 8};
@@ -356,10 +360,7 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
               p.zero = ZERO[zi];
               if (p.zero > 0 && dp * ep == 1) continue;
               out->evaluated++;
-              mem_opts mo = mem_opts_from_train(&m->train,
-                                                (double)m->trainable_params / (double)m->params,
-                                                (double)hw->chip.hbm_bytes);
-              mo.no_dropout = d->dropout <= 0;
+              mem_opts mo = mo_hw;
               mo.flash_attention = p.attention == PLAN_ATTN_FLASH;
               mem_bytes mb;
               char merr[256];
