@@ -39,12 +39,32 @@ fuse_plan *fuse_graph(const graph *g, bool enabled) { return build(g, enabled, f
 
 fuse_plan *fuse_graph_dup(const graph *g) { return build(g, true, true); }
 
-/* Marks the ops every consumer may recompute: cheap, and every consumer a
-** fusible op (so each kernel can take it in). */
+/* XLA's InstructionFusion::IsExpensive as its GPU backend narrows it
+** (GpuInstructionFusion::IsExpensive, openxla xla/service/gpu/transforms/
+** instruction_fusion.cc): the transcendentals are expensive, except that
+** divide, sqrt, rsqrt and exp on f32 or f16 elements are single fast
+** hardware instructions, cheap enough to recompute. */
+static bool cheap(const graph_op *op) {
+  if (!graph_op_is_elementwise(op->kind)) return false;
+  if (!graph_op_is_transcendental(op->kind)) return true;
+  bool fast = op->kind == GOP_DIV || op->kind == GOP_SQRT || op->kind == GOP_RSQRT ||
+              op->kind == GOP_EXP;
+  return fast && (op->out.dtype == GDT_F32 || op->out.dtype == GDT_F16);
+}
+
+/* Marks the ops every consumer may recompute: cheap, every consumer a
+** fusible op (so each kernel can take it in), and either read twice or
+** more, or read only by ops that are recomputed themselves (XLA fuses
+** consumers first, so a chain feeding a duplicated op goes with it). */
 static void mark_dup(const graph *g, const int *users, unsigned char *dup) {
   int n = graph_count(g);
-  bool *bad = calloc((size_t)n + 1, sizeof *bad); /* some consumer cannot take it in */
-  if (!bad) return;
+  bool *bad = calloc((size_t)n + 1, sizeof *bad);    /* some consumer cannot take it in */
+  bool *stored = calloc((size_t)n + 1, sizeof *bad); /* some consumer is not recomputed */
+  if (!bad || !stored) {
+    free(bad);
+    free(stored);
+    return;
+  }
   for (int i = 0; i < n; i++) {
     const graph_op *op = graph_get(g, i);
     /* any phase: the backward's kernels recompute it as well */
@@ -52,16 +72,37 @@ static void mark_dup(const graph *g, const int *users, unsigned char *dup) {
     for (int j = 0; j < op->n_in; j++)
       if (!takes) bad[op->in[j]] = true;
   }
-  for (int i = 0; i < n; i++) {
+  for (int i = n - 1; i >= 0; i--) { /* consumers first */
     const graph_op *op = graph_get(g, i);
     /* a broadcast is never stored when its consumers can compute it; a
     ** cheap op with one consumer is fused the ordinary way */
     bool bcast = op->kind == GOP_BROADCAST || op->kind == GOP_IOTA;
-    /* XLA's InstructionFusion::IsExpensive: the transcendental ones */
-    bool cheap = graph_op_is_elementwise(op->kind) && !graph_op_is_transcendental(op->kind);
-    dup[i] = !bad[i] && users[i] >= 1 && (bcast || (cheap && users[i] >= 2));
+    dup[i] = !bad[i] && users[i] >= 1 &&
+             (bcast || (cheap(op) && (users[i] >= 2 || !stored[i])));
+    for (int j = 0; j < op->n_in; j++)
+      if (!dup[i]) stored[op->in[j]] = true;
   }
+  /* Recomputing is worth it only while it moves no more bytes than
+  ** storing would: each of u consumers re-reads the op's stored inputs
+  ** R (through those recomputed in turn), u R, against a kernel of its own
+  ** that reads R and writes the value V, which the consumers read: R + V +
+  ** u V -- XLA's fusion merger weighs bytes the same way. Without this a
+  ** chain of recomputed sums (a residual stream's gradient) would be
+  ** re-read whole by every kernel downstream. */
+  double *reads = calloc((size_t)n + 1, sizeof *reads);
+  for (int i = 0; reads && i < n; i++) {
+    const graph_op *op = graph_get(g, i);
+    for (int j = 0; j < op->n_in; j++) {
+      int q = op->in[j];
+      reads[i] += dup[q] ? reads[q] : graph_bytes(&graph_get(g, q)->out);
+    }
+    if (dup[i] && op->kind != GOP_BROADCAST && op->kind != GOP_IOTA &&
+        users[i] * reads[i] > reads[i] + (1 + users[i]) * graph_bytes(&op->out))
+      dup[i] = 0;
+  }
+  free(reads);
   free(bad);
+  free(stored);
 }
 
 static fuse_plan *build(const graph *g, bool enabled, bool duplicate) {

@@ -305,6 +305,8 @@ static int add(graph *g, graph_op_kind k, graph_shape out, const int *ins, int n
   op->count = g->count;
   op->layer = g->layer;
   op->param_of = -1;
+  op->rule = GRAPH_RULE_NONE;
+  op->rule_in = -1;
   op->n_in = n_in;
   if (n_in) {
     op->in = malloc((size_t)n_in * sizeof *op->in);
@@ -805,6 +807,13 @@ int graph_custom(graph *g, const char *target, graph_shape out, const int *ins, 
 void graph_set_custom_conv(graph *g, int id, const graph_conv_attrs *c) {
   /* the union's conv member is unused by custom-calls: no other kind's data is lost */
   if (id >= 0 && id < g->n && g->ops[id].kind == GOP_CUSTOM) g->ops[id].conv = *c;
+}
+
+void graph_set_rule(graph *g, int id, graph_rule rule, int in) {
+  if (id >= 0 && id < g->n && in >= 0 && in < id) {
+    g->ops[id].rule = rule;
+    g->ops[id].rule_in = in;
+  }
 }
 
 /* ---- costs ---- */

@@ -175,7 +175,18 @@ typedef struct {
   int64_t group_size; /* collectives: chips in each replica group */
   double custom_flops, custom_transcendentals, custom_bytes; /* CUSTOM */
   int param_of;       /* gradients and optimizer states: the weight they belong to, or -1 */
+  int rule;           /* a graph_rule: this op ends a composite with its own gradient rule */
+  int rule_in;        /* ... whose input is this op (-1 when rule is GRAPH_RULE_NONE) */
 } graph_op;
+
+/* Gradient rules for composites the builders write (workloads/train.c).
+** GRAPH_RULE_SOFTMAX: the op is softmax(rule_in), perhaps converted to a
+** narrower dtype; its gradient is y (dy - sum(dy y)) over the last dim,
+** from the op's own value y -- what PyTorch's softmax backward, Megatron's
+** fused scale-mask-softmax and jax.nn.softmax's custom JVP read -- rather
+** than autodiff through the exp and the sum, which would keep their f32
+** intermediates for the backward. */
+typedef enum { GRAPH_RULE_NONE, GRAPH_RULE_SOFTMAX } graph_rule;
 
 typedef struct {
   double flops[GDT_COUNT]; /* by the dtype the arithmetic runs in */
@@ -277,6 +288,9 @@ int graph_custom(graph *g, const char *target, graph_shape out, const int *ins, 
 ** lowering can run it as that convolution's transposed / weight-gradient
 ** form; a custom-call without them (spatial == 0) stays opaque. */
 void graph_set_custom_conv(graph *g, int id, const graph_conv_attrs *c);
+/* Marks op id as the end of a composite with gradient rule `rule` over
+** input `in` (an earlier op). */
+void graph_set_rule(graph *g, int id, graph_rule rule, int in);
 
 /* ---- reading ---- */
 

@@ -238,6 +238,54 @@ int optime_op(const hw_model *hw, const graph *g, int id, optime_result *r, char
   return 0;
 }
 
+int optime_kernel(const hw_model *hw, const graph *g, const fuse_plan *p, int k,
+                  optime_result *r, char *err, size_t errn) {
+  if (!hw || !g || !p || !r) {
+    snprintf(err, errn, "optime: no hardware, graph, fusion plan or result given");
+    return -1;
+  }
+  memset(r, 0, sizeof *r);
+  r->bound = "none";
+  if (k < 0 || k >= p->n_groups || p->size[k] == 0) return 0;
+  const hw_chip *c = &hw->chip;
+  const graph_op *root = graph_get(g, p->root[k]);
+  if (graph_op_is_collective(root->kind)) {
+    r->bound = "network";
+    return 0;
+  }
+  graph_cost cost = fuse_group_cost(p, g, k);
+  double matrix_s = 0, matrix_flops = 0, padded = 0, peak = 0;
+  for (int i = p->first[k]; i <= p->root[k]; i++) {
+    if (p->group_of[i] != k) continue;
+    const graph_op *op = graph_get(g, i);
+    bool mm = op->kind == GOP_DOT || op->kind == GOP_CONV ||
+              (op->kind == GOP_CUSTOM && is_matrix_target(op->name));
+    if (!mm) continue;
+    optime_result m;
+    if (optime_op(hw, g, i, &m, err, errn) != 0) return -1;
+    matrix_s += m.compute_s;
+    matrix_flops += m.flops;
+    padded += m.padded_flops;
+    if (peak == 0 && op->n_in > 0) peak = optime_peak_flops(hw, graph_get(g, op->in[0])->out.dtype);
+  }
+  r->flops = graph_cost_flops(&cost);
+  r->bytes = cost.bytes_read + cost.bytes_written;
+  double vec_flops = r->flops - matrix_flops;
+  if (vec_flops < 0) vec_flops = 0;
+  if (cost.flops[GDT_F64] > 0 && matrix_flops == 0 && hw_peak_flops(hw, HW_FP64) <= 0) {
+    snprintf(err, errn, "%s %s f64: %s has no fp64 unit", graph_op_name(root->kind),
+             root->name ? root->name : "", hw->name);
+    return -1;
+  }
+  if (matrix_flops == 0 && r->flops <= 0 && cost.transcendentals <= 0 && r->bytes <= 0) return 0;
+  r->padded_flops = padded + vec_flops;
+  r->compute_s = matrix_s + vec_flops / c->vector_flops_per_s +
+                 cost.transcendentals / transcendental_rate(c);
+  r->memory_s = memory_time(c, r->bytes);
+  finish(c, peak > 0 ? peak : c->vector_flops_per_s, r);
+  return 0;
+}
+
 int optime_matmul(const hw_model *hw, int64_t batch, int64_t m, int64_t n, int64_t k,
                   graph_dtype dt, optime_result *r, char *err, size_t errn) {
   if (!hw || !r) {

@@ -4,10 +4,8 @@
 ** 1. Per-chip layer times: the model is rebuilt as one tensor-parallel
 **    shard with one and with two layers (forward + backward); the
 **    difference is one layer, the rest the embedding, head and loss. Every
-**    op is timed on the chip (sim/optime). Until the fusion pass lands
-**    (issue 7), elementwise work is taken as fused the way Megatron's
-**    kernels fuse it: an elementwise op moves HBM bytes only for operands
-**    that come from, and results that go to, non-elementwise ops.
+**    kernel the fusion pass forms (sim/fuse) is timed on the chip
+**    (sim/optime): what crosses the kernel's boundary is its HBM traffic.
 ** 2. Collectives are timed on the network (sim/coll): tensor-parallel
 **    all-reduces (or reduce-scatter/all-gather pairs with sequence
 **    parallelism) inside each layer, point-to-point sends between stages,
@@ -26,6 +24,7 @@
 
 #include "coll.h"
 #include "engine.h"
+#include "fuse.h"
 #include "net.h"
 #include "optime.h"
 #include "strutil.h"
@@ -34,22 +33,18 @@
 
 /* ---- per-chip op times ---- */
 
-static bool fusible(graph_op_kind k) {
-  return graph_op_is_elementwise(k) || k == GOP_BROADCAST || k == GOP_REDUCE ||
-         k == GOP_RESHAPE || k == GOP_CONSTANT || k == GOP_IOTA || k == GOP_SLICE ||
-         k == GOP_CONCAT || k == GOP_PAD;
-}
-
 typedef struct {
   double t[GRAPH_PHASE_COUNT];
   double attn_fwd; /* the attention core: scores to context (for selective recompute) */
 } phase_times;
 
-/* One timed op of a layer, for the trace's detail of a micro-batch. */
+/* One timed kernel of a layer, for the trace's detail of a micro-batch. */
 typedef struct {
-  int id;
+  int id; /* the kernel's root op, which names it */
+  int n_ops;
+  bool matrix; /* it holds a dot or convolution */
   graph_phase phase;
-  double t_s;
+  double t_s, flops, bytes; /* per step: execution count applied */
 } op_time;
 
 typedef struct {
@@ -57,73 +52,68 @@ typedef struct {
   int n, cap;
 } op_times;
 
-/* Times every op of g on hw; fused elementwise traffic as described above.
+static int push_op(op_times *ops, op_time o, char *err, size_t errn) {
+  if (ops->n == ops->cap) {
+    int cap = ops->cap ? 2 * ops->cap : 128;
+    op_time *v = realloc(ops->v, (size_t)cap * sizeof *v);
+    if (!v) return str_errf(err, errn, "out of memory");
+    ops->v = v, ops->cap = cap;
+  }
+  ops->v[ops->n++] = o;
+  return 0;
+}
+
+/* Times g on hw kernel by kernel, as the fusion pass groups its ops
+** (sim/fuse.h, with XLA's producer duplication): each kernel's HBM traffic
+** is what crosses its boundary, its arithmetic on the matrix or vector
+** unit (optime_kernel).
 ** With `flash`, the attention core (the ops on the [B, kv, S, group, T]
 ** scores and the batched dots around them) runs as one FlashAttention
-** kernel: the scores never reach HBM, so those ops cost their arithmetic
-** only, and the backward recomputes the scores' product: 5 batched GEMMs
-** where the unfused backward has 4 (Dao et al. 2022, arXiv:2205.14135).
-** With `ops`, also lists the ops of layer 0 with their times. */
+** kernel: the scores never reach HBM, so those kernels cost their
+** arithmetic only, and the backward recomputes the scores' product: 5
+** batched GEMMs where the unfused backward has 4 (Dao et al. 2022,
+** arXiv:2205.14135).
+** With `ops`, also lists the kernels of layer 0 with their times. */
 static int time_graph_ops(const hw_model *hw, const graph *g, bool flash, phase_times *out,
                           op_times *ops, char *err, size_t errn) {
-  int n = graph_count(g);
-  char *feeds_hard = calloc((size_t)n, 1); /* has a non-fusible consumer */
-  if (!feeds_hard) {
-    snprintf(err, errn, "out of memory");
-    return -1;
-  }
-  for (int i = 0; i < n; i++) {
-    const graph_op *op = graph_get(g, i);
-    if (fusible(op->kind)) continue;
-    for (int k = 0; k < op->n_in; k++) feeds_hard[op->in[k]] = 1;
-  }
+  fuse_plan *fp = fuse_graph_dup(g);
+  if (!fp) return str_errf(err, errn, "out of memory");
   memset(out, 0, sizeof *out);
-  double bw = hw->chip.hbm_bw_bytes_per_s * hw->chip.hbm_efficiency;
-  for (int i = 0; i < n; i++) {
-    const graph_op *op = graph_get(g, i);
-    if (op->kind == GOP_PARAMETER || op->kind == GOP_CONSTANT || graph_op_is_collective(op->kind))
-      continue;
-    optime_result r;
-    if (optime_op(hw, g, i, &r, err, errn) != 0) {
-      free(feeds_hard);
-      return -1;
-    }
-    double t = r.time_s;
-    /* the attention core: scores [B, kv, S, group, T] and the two batched dots around them */
+  int rc = 0;
+  for (int k = 0; k < fp->n_groups && rc == 0; k++) {
+    if (fp->size[k] == 0) continue;
+    int root = fp->root[k];
+    const graph_op *op = graph_get(g, root);
     bool core = op->out.rank == 5 && op->layer >= 0;
+    optime_result r;
+    if ((rc = optime_kernel(hw, g, fp, k, &r, err, errn)) != 0) break;
+    double t = r.time_s;
     if (flash && core) {
-      bool dot = op->kind == GOP_DOT;
-      t = r.compute_s * (dot && op->phase == GRAPH_BACKWARD ? 1.25 : 1) + (dot ? r.overhead_s : 0);
-    } else if (fusible(op->kind)) {
-      double bytes = feeds_hard[i] ? graph_bytes(&op->out) : 0;
-      for (int k = 0; k < op->n_in; k++) {
-        const graph_op *in = graph_get(g, op->in[k]);
-        if (!fusible(in->kind) && in->kind != GOP_PARAMETER) bytes += graph_bytes(&in->out);
-        if (in->kind == GOP_PARAMETER && in->out.rank > 0) bytes += graph_bytes(&in->out);
+      t = 0;
+      for (int i = fp->first[k]; i <= root && rc == 0; i++) {
+        if (fp->group_of[i] != k) continue;
+        const graph_op *m = graph_get(g, i);
+        optime_result mr;
+        rc = optime_op(hw, g, i, &mr, err, errn);
+        bool dot = m->kind == GOP_DOT;
+        t += mr.compute_s * (dot && m->phase == GRAPH_BACKWARD ? 1.25 : 1) + (dot ? mr.overhead_s : 0);
       }
-      /* one launch per fused kernel: charged to the op that ends it */
-      double overhead = feeds_hard[i] ? r.overhead_s : 0;
-      double mem = bytes / bw;
-      t = (r.compute_s > mem ? r.compute_s : mem) + overhead;
     }
-    t *= (double)op->count;
-    out->t[op->phase] += t;
-    if (op->phase == GRAPH_FORWARD && core) out->attn_fwd += t;
-    if (ops && op->layer == 0 && t > 0 && op->phase != GRAPH_OPTIMIZER) {
-      if (ops->n == ops->cap) {
-        int cap = ops->cap ? 2 * ops->cap : 128;
-        op_time *v = realloc(ops->v, (size_t)cap * sizeof *v);
-        if (!v) {
-          free(feeds_hard);
-          return str_errf(err, errn, "out of memory");
-        }
-        ops->v = v, ops->cap = cap;
-      }
-      ops->v[ops->n++] = (op_time){i, op->phase, t};
+    bool matrix = false;
+    for (int i = fp->first[k]; i <= root; i++) {
+      graph_op_kind mk = graph_get(g, i)->kind;
+      matrix |= fp->group_of[i] == k && (mk == GOP_DOT || mk == GOP_CONV);
     }
+    double n = (double)op->count;
+    out->t[op->phase] += t * n;
+    if (op->phase == GRAPH_FORWARD && core) out->attn_fwd += t * n;
+    if (rc == 0 && ops && op->layer == 0 && t > 0 && op->phase != GRAPH_OPTIMIZER)
+      rc = push_op(ops, (op_time){root, fp->size[k], matrix, op->phase, t * n, r.flops * n,
+                                         r.bytes * n},
+                   err, errn);
   }
-  free(feeds_hard);
-  return 0;
+  fuse_free(fp);
+  return rc;
 }
 
 static int time_graph(const hw_model *hw, const graph *g, phase_times *out, char *err, size_t errn) {
@@ -1112,13 +1102,12 @@ static void trace_ops(cJSON *ev, const struct span *s, bool back, int64_t first_
         snprintf(name, sizeof name, "%sl%lld%s", recompute ? "recompute " : "",
                  (long long)(first_layer + l), tail ? tail : "");
         graph_shape_str(&op->out, shape, sizeof shape);
-        bool mm = op->kind == GOP_DOT || op->kind == GOP_CONV;
-        cJSON *x = trace_slice(ev, name, mm ? "matmul" : "elementwise", t, dur, s->dev, 3);
+        cJSON *x = trace_slice(ev, name, o->matrix ? "matmul" : "elementwise", t, dur, s->dev, 3);
         cJSON *args = cJSON_AddObjectToObject(x, "args");
-        graph_cost c = graph_op_cost(td->g, o->id);
         cJSON_AddStringToObject(args, "shape", shape);
-        cJSON_AddNumberToObject(args, "flops", graph_cost_flops(&c) * (double)op->count);
-        cJSON_AddNumberToObject(args, "bytes", (c.bytes_read + c.bytes_written) * (double)op->count);
+        cJSON_AddNumberToObject(args, "fused_ops", o->n_ops);
+        cJSON_AddNumberToObject(args, "flops", o->flops);
+        cJSON_AddNumberToObject(args, "bytes", o->bytes);
         t += dur;
       }
     }
@@ -1151,7 +1140,7 @@ static void write_trace(FILE *f, const pipe *q, const step_result *r, const plan
     trace_process(ev, dev, name, TRACKS, 3);
   }
   /* HBM: fixed state plus the activations of the micro-batches in flight */
-  double *in_use = calloc((size_t)p->pp, sizeof *in_use);
+  double *in_use = calloc((size_t)(p->pp > 0 ? p->pp : 1), sizeof *in_use);
   for (int64_t i = 0; i < q->n_spans; i++) {
     const struct span *s = &q->spans[i];
     bool back = s->code < 0;

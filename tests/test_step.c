@@ -100,9 +100,10 @@ Test(step, pipeline_bubble_follows_the_schedules) {
 ** A100-80GB; missing micro-batch sizes taken as 1, missing interleaving as
 ** none (both unknown in SC21 Table 1); gradients reduced after backward as
 ** Megatron-LM's local DDP did. The issue's target: a mean absolute error
-** of at most 10 % with no row beyond 25 %; this test asks for the 10 % and
-** holds the rows at the 20 % they are within today (docs/simulator.md has
-** the table). */
+** of at most 10 % with no row beyond 25 %. With each fusion kernel timed
+** (issue 7) the mean is 4.4 % and the worst row 10.8 %; this test holds
+** the mean at 6 % and every row at 15 % (docs/simulator.md has the
+** table). Nothing here was fitted to a row. */
 Test(step, published_runs, .timeout = 120) {
   FILE *f = fopen("tests/data/public-runs.csv", "r");
   cr_assert_not_null(f);
@@ -149,14 +150,15 @@ Test(step, published_runs, .timeout = 120) {
     double want = atof(col[26]), e = fabs(r.step_time_s - want) / want;
     cr_log_info("%s: predicted %.2f s, published %.2f s (%+.1f%%)", col[0], r.step_time_s, want,
                 100 * (r.step_time_s - want) / want);
-    cr_assert_lt(e, 0.20, "%s: predicted %.2f s, published %.2f s", col[0], r.step_time_s, want);
+    cr_assert_lt(e, 0.15, "%s: predicted %.2f s, published %.2f s", col[0], r.step_time_s, want);
     sum += e;
     if (e > worst) worst = e;
     n++;
   }
   fclose(f);
   cr_assert_eq(n, 18);
-  cr_assert_leq(sum / n, 0.10, "MAPE %.1f%%", 100 * sum / n);
+  cr_log_info("mean absolute error %.1f%%, worst row %.1f%%", 100 * sum / n, 100 * worst);
+  cr_assert_leq(sum / n, 0.06, "MAPE %.1f%%", 100 * sum / n);
 }
 
 /* A starved pipeline (one small file per sample, nothing prefetched) makes

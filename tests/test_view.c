@@ -368,9 +368,13 @@ Test(view, pipeline_screenshot_has_every_lane_and_the_legend) {
     cr_assert(mem > l->w / 2, "%s: %d memory-curve pixels", label, mem);
   }
   /* the pipeline bubble: stage 3 starts late, stage 0 idles before its first backward */
+  /* stage 3 waits for three stages' forward of micro-batch 0: 3 x 8
+  ** layers of 16 micro-batches' 1F1B, about 4 % of the step */
   const view_rect *s3 = &lanes[row_of(t, "stage 3 / compute")];
-  cr_assert_eq(count(&im, s3->x, s3->y, s3->w / 20, s3->h, "forward"), 0,
-               "the last stage waits for the first micro-batch");
+  const view_rect *s0 = &lanes[row_of(t, "stage 0 / compute")];
+  int idle0 = leading_idle(&im, s0), idle3 = leading_idle(&im, s3);
+  cr_assert(idle3 > idle0 + s3->w / 40, "the last stage waits for the first micro-batch: "
+            "%d columns idle, stage 0 %d", idle3, idle0);
   /* nothing drawn below the last lane's row but the axis */
   int below = lanes[n - 1].y + lanes[n - 1].h;
   cr_assert_eq(count(&im, 0, below, im.w, im.h - below, "forward"), 0);

@@ -400,6 +400,31 @@ static void vjp(ad *a, int id, int dy) {
   }
 }
 
+static int as_f32(graph *g, int x) {
+  graph_dtype dt = shape(g, x).dtype;
+  return dt == GDT_F32 || dt == GDT_F64 ? x : graph_convert(g, x, GDT_F32);
+}
+
+/* GRAPH_RULE_SOFTMAX (graph.h): dx = y (dy - sum(dy y)) over the last dim,
+** in f32, from the composite's output y alone; its exp and sums get no
+** gradient of their own, so the backward never reads them. */
+static void vjp_softmax(ad *a, int id, int dy) {
+  graph *g = a->g;
+  int x = graph_get(g, id)->rule_in;
+  if (!a->need[x]) return;
+  graph_shape sx = shape(g, x);
+  int y = as_f32(g, id), d = as_f32(g, dy);
+  graph_shape s = shape(g, y);
+  int sum = graph_reduce(g, graph_binary(g, GOP_MUL, d, y), graph_dims_of(1, s.rank - 1),
+                         GRAPH_RED_ADD);
+  graph_dims keep = {.n = s.rank - 1};
+  for (int i = 0; i < keep.n; i++) keep.d[i] = (int8_t)i;
+  int dx = graph_binary(g, GOP_MUL, y,
+                        graph_binary(g, GOP_SUB, d, graph_broadcast(g, sum, s, keep)));
+  if (sx.dtype != shape(g, dx).dtype) dx = graph_convert(g, dx, sx.dtype);
+  accum(a, x, dx);
+}
+
 /* Ops through which nothing differentiable flows. */
 static bool blocks_gradient(graph_op_kind k) {
   return k == GOP_COMPARE || k == GOP_AND || k == GOP_OR || k == GOP_NOT || k == GOP_IOTA ||
@@ -497,7 +522,8 @@ int train_build(graph *g, int loss, const wl_train *t) {
       graph_set_param_of(g, a.grad[i], i);
       continue;
     }
-    vjp(&a, i, a.grad[i]);
+    if (op->rule == GRAPH_RULE_SOFTMAX) vjp_softmax(&a, i, a.grad[i]);
+    else vjp(&a, i, a.grad[i]);
   }
   graph_set_layer(g, -1);
   graph_set_phase(g, GRAPH_OPTIMIZER);

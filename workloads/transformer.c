@@ -181,10 +181,13 @@ static int attention(graph *g, const wl_train *t, const tf_cfg *c, int x, const 
     k = rotary(g, k);
   }
   q = graph_reshape(g, q, GRAPH_SHAPE(t->compute, B, S, nk, grp, d));
-  /* scores [B, nk, S, grp, T] = q . k over d, batched over B and kv heads */
+  /* scores [B, nk, S, grp, T] = q . k over d, batched over B and kv heads,
+  ** in the compute dtype as a framework's GEMM writes them (f32 inside);
+  ** scale, mask and softmax then run in f32 and give the compute dtype
+  ** back, as Megatron's fused scale-mask-softmax does */
   int sc = graph_dot(g, q, k, graph_dims_of(2, 0, 2), graph_dims_of(2, 0, 2),
-                     graph_dims_of(1, 4), graph_dims_of(1, 3), GDT_F32);
-  sc = wl_scale(g, sc); /* 1/sqrt(d) */
+                     graph_dims_of(1, 4), graph_dims_of(1, 3), t->compute);
+  sc = wl_scale(g, graph_convert(g, sc, GDT_F32)); /* 1/sqrt(d) */
   if (c->kind == 0) {   /* causal mask: a constant [S, T] broadcast, then select */
     graph_shape ss = shape_of(g, sc);
     int mask = graph_constant(g, GRAPH_SHAPE(GDT_PRED, S, S));
@@ -195,7 +198,7 @@ static int attention(graph *g, const wl_train *t, const tf_cfg *c, int x, const 
                               graph_dims_of(0));
     sc = graph_select(g, mask, sc, neg);
   }
-  int pr = dropout(g, c, graph_convert(g, wl_softmax(g, sc), t->compute));
+  int pr = dropout(g, c, wl_softmax(g, sc, t->compute));
   /* out [B, nk, S, grp, d] = probs . v over T */
   int o = graph_dot(g, pr, v, graph_dims_of(2, 0, 1), graph_dims_of(2, 0, 2),
                     graph_dims_of(1, 4), graph_dims_of(1, 1), t->compute);
@@ -235,7 +238,7 @@ static int moe_ffn(graph *g, const wl_train *t, const tf_cfg *c, int x, const ch
   int xt = graph_reshape(g, x, GRAPH_SHAPE(t->compute, T, H));
   snprintf(n, sizeof n, "%s.router", p);
   int logits = wl_linear(g, t, xt, n, "router", E, false);
-  int probs = wl_softmax(g, graph_convert(g, logits, GDT_F32));
+  int probs = wl_softmax(g, logits, GDT_F32);
   /* top-k selection: k passes of max over E per token */
   int sel = graph_custom(g, "top-k", GRAPH_SHAPE(GDT_S32, T, c->top_k), &probs, 1,
                          (double)T * (double)E * (double)c->top_k, 0,

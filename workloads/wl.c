@@ -148,10 +148,15 @@ int wl_rmsnorm(graph *g, const wl_train *t, int x, const char *name) {
   return gain(g, t, y, name, "scale");
 }
 
-int wl_softmax(graph *g, int x) {
-  int xs = graph_binary(g, GOP_SUB, x, reduce_last(g, x, GRAPH_RED_MAX));
+int wl_softmax(graph *g, int x, graph_dtype out_dt) {
+  int x32 = to_f32(g, x);
+  int xs = graph_binary(g, GOP_SUB, x32, reduce_last(g, x32, GRAPH_RED_MAX));
   int e = graph_unary(g, GOP_EXP, xs);
-  return graph_binary(g, GOP_DIV, e, reduce_last(g, e, GRAPH_RED_ADD));
+  int y = graph_binary(g, GOP_DIV, e, reduce_last(g, e, GRAPH_RED_ADD));
+  const graph_shape *s = shape_of(g, y);
+  if (s && s->dtype != out_dt) y = graph_convert(g, y, out_dt);
+  graph_set_rule(g, y, GRAPH_RULE_SOFTMAX, x);
+  return y;
 }
 
 /* Sum of every element, then times 1/N: a scalar. */

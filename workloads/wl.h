@@ -97,8 +97,10 @@ int wl_scale(graph *g, int x);
 /* Normalization over the last dimension, with learned gain (and bias). */
 int wl_layernorm(graph *g, const wl_train *t, int x, const char *name);
 int wl_rmsnorm(graph *g, const wl_train *t, int x, const char *name);
-/* Softmax over the last dimension: max, subtract, exp, sum, divide. */
-int wl_softmax(graph *g, int x);
+/* Softmax over the last dimension, computed in f32 (max, subtract, exp,
+** sum, divide) and given as out_dt; marked GRAPH_RULE_SOFTMAX, so the
+** backward reads only the result. */
+int wl_softmax(graph *g, int x, graph_dtype out_dt);
 /* Mean cross-entropy of logits [..., V] against integer labels [...], in
 ** f32: log-softmax plus a one-hot gather. Returns a scalar. */
 int wl_cross_entropy(graph *g, int logits, int labels);
