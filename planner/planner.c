@@ -14,6 +14,8 @@
 */
 #include "planner.h"
 
+#include "../sim/opcost.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -346,7 +348,8 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
           int64_t dp = chips / (tp * pp * ep);
           plan p = {.chips = chips, .dp = dp, .tp = tp, .pp = pp, .ep = ep, .mbs = MBS[mi],
                     .gbs = gbs, .seq = seq, .vp = 1, .slices = 1, .schedule = PLAN_1F1B,
-                    .precision = prec, .sp = tp > 1};
+                    .precision = prec, .sp = tp > 1, .op_costs = req->op_costs,
+                    .cost_cache = req->cost_cache};
           if (gbs % (dp * ep * p.mbs)) continue;
           /* interleaving: V chunks of layers/pp/V layers, micro-batches a
           ** multiple of pp (Megatron's rule) */
@@ -508,8 +511,41 @@ static void *sim_worker(void *arg) {
   return NULL;
 }
 
+static int run_cached(const model *m, const hw_catalog *cat, const planner_req *req,
+                      planner_result *out, char *err, size_t errn);
+
+/* A candidate's plans, its fixes' too, without the run's cache. */
+static void drop_cache(planner_cand *c, struct opcost *keep) {
+  c->p.cost_cache = keep;
+  for (int i = 0; i < c->sim.n_fixes; i++) c->sim.fixes[i].p.cost_cache = keep;
+}
+
 int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, planner_result *out,
                 char *err, size_t errn) {
+  planner_req r = *req;
+  opcost *own = NULL;
+  if (!r.cost_cache) {
+    own = opcost_new(r.op_costs == PLAN_COSTS_FORMULA ? OPCOST_FORMULA : OPCOST_IR);
+    if (!own) {
+      memset(out, 0, sizeof *out);
+      snprintf(err, errn, "out of memory");
+      return -1;
+    }
+    r.cost_cache = own;
+  }
+  int rc = run_cached(m, cat, &r, out, err, errn);
+  /* the result's plans outlive this run's cache: they go back without it */
+  drop_cache(&out->best, req->cost_cache);
+  drop_cache(&out->cheapest, req->cost_cache);
+  drop_cache(&out->fastest, req->cost_cache);
+  for (int i = 0; i < out->n_ranked; i++) drop_cache(&out->ranked[i], req->cost_cache);
+  for (int i = 0; i < out->n_per_hw; i++) drop_cache(&out->per_hw[i], req->cost_cache);
+  opcost_free(own);
+  return rc;
+}
+
+static int run_cached(const model *m, const hw_catalog *cat, const planner_req *req,
+                      planner_result *out, char *err, size_t errn) {
   memset(out, 0, sizeof *out);
   double t0 = units_now_s();
   const wl_tf_dims *d = &m->info.tf;
@@ -662,7 +698,8 @@ static int plan_generic(const model *m, const hw_catalog *cat, const planner_req
       if (req->chips && chips != req->chips) continue;
       if (m->info.whole_step && chips > 1) break;
       plan p = {.chips = chips, .tp = 1, .pp = 1, .ep = 1, .vp = 1, .slices = 1,
-                .schedule = PLAN_1F1B, .precision = prec};
+                .schedule = PLAN_1F1B, .precision = prec, .op_costs = req->op_costs,
+                .cost_cache = req->cost_cache};
       char e2[256];
       if (step_check(m, hw, &p, e2, sizeof e2) != 0) continue;
       planner_cand c = {.p = p};

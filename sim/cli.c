@@ -28,6 +28,7 @@
 #include "diag.h"
 #include "fuse.h"
 #include "lower.h"
+#include "opcost.h"
 #include "calib.h"
 #include "strutil.h"
 #include "units.h"
@@ -73,14 +74,16 @@ static const char *const LOWER_VALUED[] = {"--op", "--opt", "--seq", "--gbs", "-
 static const char *const PLAN_FLAGS[] = {"--spot", NULL};
 static const char *const PLAN_VALUED[] = {"--hw",     "--chips",     "--max-chips", "--tokens",
                                           "--steps",  "--deadline",  "--budget",    "--objective",
-                                          "--top",    "--preemption-rate", "--explain", NULL};
+                                          "--top",    "--preemption-rate", "--explain", "--op-costs",
+                                          NULL};
 static const char *const SIM_FLAGS[] = {"--fsdp", "--sp", "--explain", "--full", NULL};
 static const char *const SIM_VALUED[] = {
     "--hw",   "--chips",     "--dp",        "--tp",           "--pp",
     "--ep",   "--zero",      "--mbs",       "--gbs",          "--seq",
     "--recompute", "--precision", "--pp-schedule", "--reduction-server", "--slices",
-    "--trace", "--input", "--storage", "--prefetch", "--input-host", "--grad-sync", "--attention", NULL};
+    "--trace", "--input", "--storage", "--prefetch", "--input-host", "--grad-sync", "--attention", "--op-costs", NULL};
 static const char *const COLL_FLAGS[] = {"--explain", NULL};
+static const char *const OP_COSTS[] = {"ir", "formula", NULL}; /* plan_op_costs order */
 static const char *const COLL_VALUED[] = {"--hw",       "--chips",    "--op",       "--bytes",
                                           "--algo",     "--slices",   "--reducers", "--reducer-bw",
                                           "--factor",   "--axis",     NULL};
@@ -593,50 +596,6 @@ static int run_graph(cli_ctx *c) {
 
 /* ---- lower ---- */
 
-/* "dot bf16[8,4096] bf16[4096,1024] -> bf16[8,1024]": ops with one
-** signature lower to one function, so each is lowered and counted once. */
-static void op_signature(const graph *g, int id, char *buf, size_t n) {
-  const graph_op *op = graph_get(g, id);
-  size_t k = (size_t)snprintf(buf, n, "%s", graph_op_name(op->kind));
-  char sh[128];
-  for (int i = 0; i < op->n_in && k < n; i++) {
-    graph_shape_str(&graph_get(g, op->in[i])->out, sh, sizeof sh);
-    k += (size_t)snprintf(buf + k, n - k, " %s", sh);
-  }
-  graph_shape_str(&op->out, sh, sizeof sh);
-  if (k < n) snprintf(buf + k, n - k, " -> %s", sh);
-}
-
-/* A fused kernel's signature: its members' signatures, each operand named
-** as a member (@i) or an outside value ($j, in order of first use), so
-** kernels of one structure over one set of shapes share a function. false
-** when it does not fit in buf (the kernel is then lowered on its own). */
-static bool group_signature(const graph *g, const int *ops, int n, char *buf, size_t cap) {
-  size_t k = 0;
-  int outside[256], n_out = 0;
-  char sig[1024];
-  for (int i = 0; i < n && k < cap; i++) {
-    const graph_op *op = graph_get(g, ops[i]);
-    op_signature(g, ops[i], sig, sizeof sig);
-    k += (size_t)snprintf(buf + k, cap - k, "%s%s", i ? "; " : "", sig);
-    for (int j = 0; j < op->n_in && k < cap; j++) {
-      int v = op->in[j], m, o;
-      for (m = 0; m < i && ops[m] != v; m++) {}
-      if (m < i) {
-        k += (size_t)snprintf(buf + k, cap - k, " @%d", m);
-        continue;
-      }
-      for (o = 0; o < n_out && outside[o] != v; o++) {}
-      if (o == n_out) {
-        if (n_out == 256) return false;
-        outside[n_out++] = v;
-      }
-      k += (size_t)snprintf(buf + k, cap - k, " $%d", o);
-    }
-  }
-  return k < cap;
-}
-
 static bool costs_agree(const graph_cost *a, const graph_cost *b) {
   double fa = graph_cost_flops(a), fb = graph_cost_flops(b);
   return fabs(fa - fb) <= 1e-9 * (1 + fb) &&
@@ -673,7 +632,7 @@ typedef struct {
 
 static fusion_summary summarize_fusion(const graph *g, bool enabled) {
   fusion_summary s = {0};
-  fuse_plan *on = fuse_graph(g, enabled), *off = fuse_graph(g, false);
+  fuse_plan *on = enabled ? fuse_graph_dup(g) : fuse_graph(g, false), *off = fuse_graph(g, false);
   if (on && off) {
     for (int k = 0; k < on->n_groups; k++) s.kernels += on->size[k] > 0;
     for (int k = 0; k < off->n_groups; k++) s.ops += off->size[k] > 0;
@@ -731,7 +690,7 @@ static int run_lower(cli_ctx *c) {
       continue;
     }
     if (want) want_id = i;
-    op_signature(g, i, sig, sizeof sig);
+    opcost_op_signature(g, i, sig, sizeof sig);
     int d;
     for (d = 0; d < nd; d++)
       if (strcmp(sigs[d], sig) == 0) break;
@@ -748,7 +707,7 @@ static int run_lower(cli_ctx *c) {
   }
   /* the fusion pass's kernels of two or more ops, each distinct one
   ** lowered once as one function (after the single ops' functions) */
-  fuse_plan *fp = opt(c, "--no-fusion") ? NULL : fuse_graph(g, true);
+  fuse_plan *fp = opt(c, "--no-fusion") ? NULL : fuse_graph_dup(g);
   int nf = 0, ng = fp ? fp->n_groups : 0;
   int *fk = malloc(sizeof(int) * (size_t)(ng ? ng : 1));
   int64_t *fuses = calloc((size_t)(ng ? ng : 1), sizeof(int64_t));
@@ -757,16 +716,13 @@ static int run_lower(cli_ctx *c) {
   size_t gcap = 16384;
   char *gsig = malloc(gcap);
   for (int k = 0; rc == CLI_OK && fp && k < ng; k++) {
-    if (fp->size[k] < 2) continue;
-    int nm = 0;
+    /* the kernel as simulate times it: its ops and the producers it recomputes */
+    int nm = fuse_members(fp, g, k, mem, n ? n : 1);
+    if (nm < 2) continue;
     bool has_want = false;
-    for (int i = fp->first[k]; i <= fp->root[k]; i++)
-      if (fp->group_of[i] == k) {
-        mem[nm++] = i;
-        has_want |= i == want_id;
-      }
+    for (int i = 0; i < nm; i++) has_want |= mem[i] == want_id;
     if (want && !has_want) continue;
-    bool keyed = group_signature(g, mem, nm, gsig, gcap);
+    bool keyed = opcost_kernel_signature(g, mem, nm, gsig, gcap);
     int d = nf;
     for (d = 0; keyed && d < nf; d++)
       if (fsigs[d] && strcmp(fsigs[d], gsig) == 0) break;
@@ -1162,6 +1118,16 @@ static void print_step(FILE *out, const model *m, const hw_model *hw, const plan
             r->layer_fwd_s * 1e3, r->tp_comm_fwd_s * 1e3, r->layer_bwd_s * 1e3, r->tp_comm_bwd_s * 1e3,
             r->attn_core_fwd_s * 1e3, r->head_fwd_s * 1e3, r->head_bwd_s * 1e3, r->p2p_s * 1e3,
             r->dp_allreduce_s * 1e3, r->optimizer_s * 1e3);
+    const opcost_stats *st = &r->op_costs;
+    if (p->op_costs == PLAN_COSTS_FORMULA)
+      fprintf(out, "  op costs: %lld kernels from the graph's formulas (--op-costs formula)\n",
+              (long long)st->asked);
+    else
+      fprintf(out, "  op costs: %lld kernels read off their LLVM IR: %lld signatures lowered, "
+                   "%lld from the cache; %lld with declared costs (custom-calls, collectives)%s\n",
+              (long long)(st->asked - st->declared), (long long)st->lowered, (long long)st->hits,
+              (long long)st->declared,
+              st->differ ? "; the IR count DIFFERS from the fusion pass's for some (a bug)" : "");
   }
   if (p->full && r->full_chips > 0)
     fprintf(out, "  full machine     %lld chips on one network: the %lld data-parallel rings "
@@ -1191,12 +1157,13 @@ static int run_simulate(cli_ctx *c) {
   static const char *const ZERO[] = {"0", "1", "2", "3", NULL};
   static const char *const GRAD_SYNC[] = {"overlap", "after-backward", NULL};
   static const char *const ATTN[] = {"flash", "scores", NULL};
-  int rec, prec, zero, gsync, attn;
+  int rec, prec, zero, gsync, attn, costs;
   if (enum_opt(c, "--recompute", RECOMPUTE, 0, &rec) || enum_opt(c, "--precision", PRECISION, 0, &prec) ||
       enum_opt(c, "--zero", ZERO, 0, &zero) || enum_opt(c, "--grad-sync", GRAD_SYNC, 0, &gsync) ||
-      enum_opt(c, "--attention", ATTN, 0, &attn))
+      enum_opt(c, "--attention", ATTN, 0, &attn) || enum_opt(c, "--op-costs", OP_COSTS, 0, &costs))
     return CLI_USAGE;
   p.attention = (plan_attention)attn;
+  p.op_costs = (plan_op_costs)costs;
   p.grad_sync = (plan_grad_sync)gsync;
   p.recompute = (plan_recompute)rec;
   p.precision = PREC_DT[prec];
@@ -1354,9 +1321,11 @@ static int run_plan(cli_ctx *c) {
     if (!req.spot) return usage_error(c, "%s", "--preemption-rate applies to --spot plans");
   }
   static const char *const OBJ[] = {"time", "cost", "cost-under-deadline", NULL};
-  int obj;
-  if (enum_opt(c, "--objective", OBJ, 0, &obj)) return CLI_USAGE;
+  int obj, costs;
+  if (enum_opt(c, "--objective", OBJ, 0, &obj) || enum_opt(c, "--op-costs", OP_COSTS, 0, &costs))
+    return CLI_USAGE;
   req.objective = (planner_objective)obj;
+  req.op_costs = (plan_op_costs)costs;
   if (opt(c, "--deadline")) {
     req.deadline_s = parse_duration(opt(c, "--deadline"));
     if (req.deadline_s < 0) return usage_error(c, "%s", "--deadline expects a duration: 30d, 12h, 90m");

@@ -214,7 +214,61 @@ static void group_reads(const fuse_plan *p, const graph *g, int k, int pr, seen_
   c->bytes_read += graph_bytes(&graph_get(g, pr)->out);
 }
 
+static graph_cost group_cost_once(const fuse_plan *p, const graph *g, int k);
+
+/* A kernel computes each of its ops at every index a consumer inside it
+** asks for (once per index: a value two consumers read at one index is
+** computed once, as XLA's fused emitter caches it), so an op under a
+** broadcast is recomputed for each element the broadcast makes -- the
+** price of not storing it. evals(root) = its elements; evals(m) = the
+** largest demand of m's consumers c in the kernel: evals(c), times the
+** elements c reads per element when c is a reduce. The arithmetic is then
+** each op's flops x evals / its elements. */
 graph_cost fuse_group_cost(const fuse_plan *p, const graph *g, int k) {
+  graph_cost c = group_cost_once(p, g, k);
+  int ops[1024];
+  double evals[1024];
+  int n = fuse_members(p, g, k, ops, 1024);
+  if (n == 1) {
+    /* a lone op is its own formula -- a slice or gather reads only what it
+    ** takes -- unless it reads one value twice (x * x: loaded once) or is a
+    ** bitcast (a reshape) */
+    const graph_op *op = graph_get(g, ops[0]);
+    bool twice = false;
+    for (int i = 0; i < op->n_in; i++)
+      for (int j = 0; j < i; j++) twice |= op->in[i] == op->in[j];
+    return twice || op->kind == GOP_RESHAPE ? c : graph_op_cost(g, ops[0]);
+  }
+  if (n < 1) return c; /* too many to weigh: each op once */
+  for (int i = 0; i < n; i++) evals[i] = 0;
+  evals[n - 1] = (double)graph_elements(&graph_get(g, ops[n - 1])->out);
+  for (int i = n - 1; i >= 0; i--) {
+    const graph_op *op = graph_get(g, ops[i]);
+    double per = 1;
+    if (op->kind == GOP_REDUCE && op->n_in > 0) {
+      double out = (double)graph_elements(&op->out);
+      per = out > 0 ? (double)graph_elements(&graph_get(g, op->in[0])->out) / out : 0;
+    }
+    for (int j = 0; j < op->n_in; j++) {
+      int q = op->in[j], m;
+      for (m = i - 1; m >= 0 && ops[m] != q; m--) {}
+      if (m >= 0 && evals[i] * per > evals[m]) evals[m] = evals[i] * per;
+    }
+  }
+  for (int t = 0; t < GDT_COUNT; t++) c.flops[t] = 0;
+  c.transcendentals = 0;
+  for (int i = 0; i < n; i++) {
+    const graph_op *op = graph_get(g, ops[i]);
+    double el = (double)graph_elements(&op->out);
+    graph_cost oc = graph_op_cost(g, ops[i]);
+    double w = el > 0 ? evals[i] / el : 0;
+    for (int t = 0; t < GDT_COUNT; t++) c.flops[t] += oc.flops[t] * w;
+    c.transcendentals += oc.transcendentals * w;
+  }
+  return c;
+}
+
+static graph_cost group_cost_once(const fuse_plan *p, const graph *g, int k) {
   graph_cost c = {0};
   if (k < 0 || k >= p->n_groups || p->size[k] == 0) return c;
   seen_set s = {.n = 0};
@@ -233,6 +287,42 @@ graph_cost fuse_group_cost(const fuse_plan *p, const graph *g, int k) {
     if (p->leaves[i]) c.bytes_written += graph_bytes(&op->out);
   }
   return c;
+}
+
+static int cmp_int(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
+/* Adds the duplicated producers op v reads, recursively, once each. */
+static int add_dup_inputs(const fuse_plan *p, const graph *g, int v, int *out, int n, int cap) {
+  const graph_op *op = graph_get(g, v);
+  for (int j = 0; j < op->n_in && n >= 0; j++) {
+    int q = op->in[j];
+    if (!p->dup[q]) continue;
+    bool seen = false;
+    for (int i = 0; i < n && !seen; i++) seen = out[i] == q;
+    if (seen) continue;
+    if (n == cap) return -1;
+    out[n++] = q;
+    n = add_dup_inputs(p, g, q, out, n, cap);
+  }
+  return n;
+}
+
+int fuse_members(const fuse_plan *p, const graph *g, int k, int *out, int cap) {
+  if (k < 0 || k >= p->n_groups || p->size[k] == 0) return 0;
+  int n = 0;
+  for (int i = p->first[k]; i <= p->root[k]; i++) {
+    if (p->group_of[i] != k) continue;
+    if (n == cap) return -1;
+    out[n++] = i;
+  }
+  int members = n;
+  for (int i = 0; i < members && n >= 0; i++) n = add_dup_inputs(p, g, out[i], out, n, cap);
+  if (n < 0) return -1;
+  qsort(out, (size_t)n, sizeof *out, cmp_int);
+  return n;
 }
 
 graph_cost fuse_total_cost(const fuse_plan *p, const graph *g, int phase) {

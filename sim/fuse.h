@@ -60,6 +60,12 @@ void fuse_free(fuse_plan *p);
 ** inputs read in its place. */
 graph_cost fuse_group_cost(const fuse_plan *p, const graph *g, int k);
 
+/* The ops kernel k runs, in graph order, its root last: the group's
+** members and every duplicated producer it recomputes (through chains of
+** them). Writes at most cap ids to out; returns the count, or -1 when they
+** do not fit. What sim/lower.h's lower_fused takes. */
+int fuse_members(const fuse_plan *p, const graph *g, int k, int *out, int cap);
+
 /* Sum over groups of cost x execution count, for one phase (-1: all). */
 graph_cost fuse_total_cost(const fuse_plan *p, const graph *g, int phase);
 

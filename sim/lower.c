@@ -29,7 +29,7 @@ void lower_llvm_version(char *buf, size_t n) {
 #define LOWER_MAX_FNS 4096
 #define LOWER_MAX_BUFS 65 /* a fused kernel's inputs, and its output */
 #define LOWER_MAX_PARAMS (LOWER_MAX_BUFS + GRAPH_MAX_RANK) /* and dynamic-slice starts */
-#define LOWER_CACHE 32
+#define LOWER_CACHE 512
 
 struct lower_module {
   LLVMContextRef ctx;
@@ -62,6 +62,17 @@ typedef struct {
   LLVMBasicBlockRef bb;
 } load_memo;
 
+/* A linear index and its per-dimension form over one shape, made in one
+** block: two broadcasts of one value read it at one index, and the member
+** cache (operand_at) can only see that when both compute the same index
+** value, so conversions are made once per block and reused. */
+struct ix_memo {
+  int rank;
+  int64_t dim[GRAPH_MAX_RANK];
+  LLVMValueRef lin, d[GRAPH_MAX_RANK];
+  LLVMBasicBlockRef bb;
+};
+
 /* One function being written: the builder, the execution count of the
 ** block it is in, and the loads already made in it (a value read twice at
 ** one index in one block is loaded once). */
@@ -74,6 +85,8 @@ typedef struct {
   int64_t mult;
   int n_cache;
   load_memo cache[LOWER_CACHE];
+  int n_ixc;
+  struct ix_memo *ixc; /* index conversions made (see ix_memo) */
 } writer;
 
 typedef struct {
@@ -818,6 +831,8 @@ static int begin_fn(writer *w, lower_module *m, const kernel *k, const char *nam
   w->b = LLVMCreateBuilderInContext(ctx);
   w->mult = 1;
   w->n_cache = 0;
+  w->n_ixc = 0;
+  w->ixc = calloc(LOWER_CACHE, sizeof *w->ixc); /* NULL: no reuse, still correct */
   LLVMPositionBuilderAtEnd(w->b, block(w, "entry"));
   return 0;
 }
@@ -835,6 +850,8 @@ static int end_fn(writer *w) {
   lower_module *m = w->m;
   mark(w, LLVMBuildRetVoid(w->b), w->mult);
   LLVMDisposeBuilder(w->b);
+  free(w->ixc);
+  w->ixc = NULL;
   size_t len;
   const char *nm = LLVMGetValueName2(w->fn, &len);
   m->fns[m->nfn] = w->fn;
@@ -857,13 +874,39 @@ static LLVMValueRef i64c(writer *w, int64_t v) {
   return LLVMConstInt(w->i64, (unsigned long long)v, 1);
 }
 
+
+static struct ix_memo *ix_find(writer *w, const graph_shape *s, LLVMValueRef lin,
+                               const LLVMValueRef *d) {
+  LLVMBasicBlockRef bb = LLVMGetInsertBlock(w->b);
+  for (int i = w->n_ixc - 1; w->ixc && i >= 0; i--) {
+    struct ix_memo *e = &w->ixc[i];
+    if (e->bb != bb || e->rank != s->rank) continue;
+    bool same = true;
+    for (int k = 0; k < s->rank && same; k++) same = e->dim[k] == s->dim[k] && (!d || e->d[k] == d[k]);
+    if (same && (!lin || e->lin == lin)) return e;
+  }
+  return NULL;
+}
+
+static void ix_keep(writer *w, const graph_shape *s, LLVMValueRef lin, const LLVMValueRef *d) {
+  if (!w->ixc || w->n_ixc == LOWER_CACHE) return;
+  struct ix_memo *e = &w->ixc[w->n_ixc++];
+  e->rank = s->rank;
+  e->lin = lin;
+  e->bb = LLVMGetInsertBlock(w->b);
+  for (int k = 0; k < s->rank; k++) e->dim[k] = s->dim[k], e->d[k] = d[k];
+}
+
 static LLVMValueRef linear_index(writer *w, const graph_shape *s, LLVMValueRef *idx) {
   if (s->rank == 0) return i64c(w, 0);
+  struct ix_memo *e = ix_find(w, s, NULL, idx);
+  if (e) return e->lin;
   LLVMValueRef lin = idx[0];
   for (int d = 1; d < s->rank; d++) {
     lin = LLVMBuildMul(w->b, lin, i64c(w, s->dim[d]), "");
     lin = LLVMBuildAdd(w->b, lin, idx[d], "");
   }
+  ix_keep(w, s, lin, idx);
   return lin;
 }
 
@@ -885,6 +928,12 @@ static LLVMValueRef get_lin(writer *w, ix *x) {
 
 static void get_dims(writer *w, ix *x) {
   if (x->has_d) return;
+  struct ix_memo *e = x->s->rank ? ix_find(w, x->s, x->lin, NULL) : NULL;
+  if (e) {
+    for (int d = 0; d < x->s->rank; d++) x->d[d] = e->d[d];
+    x->has_d = true;
+    return;
+  }
   LLVMValueRef r = x->lin;
   for (int d = x->s->rank - 1; d > 0; d--) {
     LLVMValueRef size = i64c(w, x->s->dim[d]);
@@ -893,6 +942,7 @@ static void get_dims(writer *w, ix *x) {
   }
   if (x->s->rank > 0) x->d[0] = r;
   x->has_d = true;
+  if (x->s->rank > 0) ix_keep(w, x->s, x->lin, x->d);
 }
 
 static bool in_dims(const graph_dims *ds, int d) {
@@ -952,7 +1002,21 @@ static LLVMValueRef operand_at(writer *w, int id, int j, ix *x, const char *hint
   const graph_op *op = graph_get(k->g, id);
   int v = op->in[j];
   const graph_op *vo = graph_get(k->g, v);
-  if (member(k, v) >= 0) return emit_op(w, v, x);
+  if (member(k, v) >= 0) {
+    /* a member read twice at one index in one block is computed once, as
+    ** XLA's fused emitter caches a value per (instruction, index) */
+    LLVMValueRef lin = get_lin(w, x);
+    LLVMBasicBlockRef bb = LLVMGetInsertBlock(w->b);
+    int key = -2 - v;
+    for (int i = 0; i < w->n_cache; i++)
+      if (w->cache[i].arg == key && w->cache[i].idx == lin && w->cache[i].bb == bb)
+        return w->cache[i].v;
+    LLVMValueRef r = emit_op(w, v, x);
+    LLVMBasicBlockRef after = LLVMGetInsertBlock(w->b);
+    if (w->n_cache < LOWER_CACHE)
+      w->cache[w->n_cache++] = (load_memo){.arg = key, .idx = lin, .v = r, .bb = after};
+    return r;
+  }
   int arg = k->single ? j : outside_arg(k, v);
   const char *nm = hint ? hint : vo->name;
   return load_arg(w, arg, vo->out.dtype, get_lin(w, x), nm);
@@ -986,6 +1050,7 @@ static LLVMValueRef emit_elementwise(writer *w, int id, const graph_op *op, ix *
   graph_dtype dt = op->kind == GOP_SELECT ? op->out.dtype : graph_get(g, op->in[0])->out.dtype;
   LLVMValueRef x[3];
   int64_t n = graph_elements(&op->out);
+  if (op->n_in > 1) get_lin(w, o); /* one index value: operands read at it share the member cache */
   for (int j = 0; j < op->n_in; j++) {
     const graph_shape *s = &graph_get(g, op->in[j])->out;
     ix xi = *o;

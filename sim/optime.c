@@ -239,7 +239,7 @@ int optime_op(const hw_model *hw, const graph *g, int id, optime_result *r, char
 }
 
 int optime_kernel(const hw_model *hw, const graph *g, const fuse_plan *p, int k,
-                  optime_result *r, char *err, size_t errn) {
+                  const graph_cost *kc, optime_result *r, char *err, size_t errn) {
   if (!hw || !g || !p || !r) {
     snprintf(err, errn, "optime: no hardware, graph, fusion plan or result given");
     return -1;
@@ -253,7 +253,7 @@ int optime_kernel(const hw_model *hw, const graph *g, const fuse_plan *p, int k,
     r->bound = "network";
     return 0;
   }
-  graph_cost cost = fuse_group_cost(p, g, k);
+  graph_cost cost = kc ? *kc : fuse_group_cost(p, g, k);
   double matrix_s = 0, matrix_flops = 0, padded = 0, peak = 0;
   for (int i = p->first[k]; i <= p->root[k]; i++) {
     if (p->group_of[i] != k) continue;

@@ -40,16 +40,17 @@ typedef struct {
 ** the chip, e.g. "dot l0/attn/dot f64: tpu-v5p has no fp64 unit". */
 int optime_op(const hw_model *hw, const graph *g, int id, optime_result *r, char *err, size_t errn);
 
-/* One execution of kernel k of a fusion plan over g: the fusion's HBM
-** traffic (fuse_group_cost: each outside value read once, each escaping
-** value written once), and its arithmetic -- a member dot or convolution on
+/* One execution of kernel k of a fusion plan over g, from its cost `cost`
+** (sim/opcost.h reads it off the kernel's IR; NULL takes fuse_group_cost:
+** each outside value read once, the escaping value written once): its HBM
+** traffic, and its arithmetic -- a member dot or convolution on
 ** the matrix unit as optime_op times it (padding and waves), every other
 ** member's FLOPs and transcendentals on the vector unit, in series with it
 ** (an epilogue's math runs on the tile the matrix unit just produced). One
 ** launch overhead for the kernel. A kernel of only a parameter, constant or
 ** collective takes no time here. */
 int optime_kernel(const hw_model *hw, const graph *g, const fuse_plan *p, int k,
-                  optime_result *r, char *err, size_t errn);
+                  const graph_cost *cost, optime_result *r, char *err, size_t errn);
 
 /* The chip's matrix-unit peak for arithmetic in dt (the bf16 rate for a
 ** dtype the schema has no rate for): what MFU is measured against. */

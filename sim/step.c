@@ -26,6 +26,7 @@
 #include "engine.h"
 #include "fuse.h"
 #include "net.h"
+#include "opcost.h"
 #include "optime.h"
 #include "strutil.h"
 
@@ -74,8 +75,8 @@ static int push_op(op_times *ops, op_time o, char *err, size_t errn) {
 ** batched GEMMs where the unfused backward has 4 (Dao et al. 2022,
 ** arXiv:2205.14135).
 ** With `ops`, also lists the kernels of layer 0 with their times. */
-static int time_graph_ops(const hw_model *hw, const graph *g, bool flash, phase_times *out,
-                          op_times *ops, char *err, size_t errn) {
+static int time_graph_ops(const hw_model *hw, const graph *g, bool flash, opcost *costs,
+                          phase_times *out, op_times *ops, char *err, size_t errn) {
   fuse_plan *fp = fuse_graph_dup(g);
   if (!fp) return str_errf(err, errn, "out of memory");
   memset(out, 0, sizeof *out);
@@ -85,8 +86,10 @@ static int time_graph_ops(const hw_model *hw, const graph *g, bool flash, phase_
     int root = fp->root[k];
     const graph_op *op = graph_get(g, root);
     bool core = op->out.rank == 5 && op->layer >= 0;
+    graph_cost kc;
+    if ((rc = opcost_kernel(costs, g, fp, k, &kc, err, errn)) != 0) break;
     optime_result r;
-    if ((rc = optime_kernel(hw, g, fp, k, &r, err, errn)) != 0) break;
+    if ((rc = optime_kernel(hw, g, fp, k, &kc, &r, err, errn)) != 0) break;
     double t = r.time_s;
     if (flash && core) {
       t = 0;
@@ -116,8 +119,9 @@ static int time_graph_ops(const hw_model *hw, const graph *g, bool flash, phase_
   return rc;
 }
 
-static int time_graph(const hw_model *hw, const graph *g, phase_times *out, char *err, size_t errn) {
-  return time_graph_ops(hw, g, false, out, NULL, err, errn);
+static int time_graph(const hw_model *hw, const graph *g, opcost *costs, phase_times *out,
+                      char *err, size_t errn) {
+  return time_graph_ops(hw, g, false, costs, out, NULL, err, errn);
 }
 
 static model *load_shard(const model *m, const plan *p, int64_t layers, char *err, size_t errn);
@@ -130,7 +134,7 @@ static int costs_generic(const model *m, const hw_model *hw, const plan *p, step
   model *one = load_shard(m, p, 0, err, errn);
   if (!one) return -1;
   phase_times t;
-  int rc = time_graph(hw, one->g, &t, err, errn);
+  int rc = time_graph(hw, one->g, p->cost_cache, &t, err, errn);
   if (rc == 0) {
     r->layer_fwd_s = t.t[GRAPH_FORWARD];
     r->layer_bwd_s = t.t[GRAPH_BACKWARD];
@@ -622,7 +626,7 @@ static int simulate_hlo(const model *m, const hw_model *hw, const plan *p, step_
                         char *err, size_t errn) {
   const graph *g = m->g;
   phase_times t;
-  if (time_graph(hw, g, &t, err, errn) != 0) return -1;
+  if (time_graph(hw, g, p->cost_cache, &t, err, errn) != 0) return -1;
   double compute = t.t[GRAPH_FORWARD] + t.t[GRAPH_BACKWARD] + t.t[GRAPH_OPTIMIZER], comm = 0;
   footprint fp;
   if (footprint_of(g, &fp, err, errn) != 0) return -1;
@@ -669,8 +673,33 @@ static int simulate_hlo(const model *m, const hw_model *hw, const plan *p, step_
   return 0;
 }
 
+/* The plan with a kernel-cost cache: its own, or a new one in *own (the
+** caller frees it) for this call's timings to share. */
+static int with_cache(plan *p, opcost **own, char *err, size_t errn) {
+  *own = NULL;
+  if (p->cost_cache) return 0;
+  *own = opcost_new(p->op_costs == PLAN_COSTS_FORMULA ? OPCOST_FORMULA : OPCOST_IR);
+  if (!*own) return str_errf(err, errn, "out of memory");
+  p->cost_cache = *own;
+  return 0;
+}
+
+static int costs_cached(const model *m, const hw_model *hw, const plan *pl, step_result *r,
+                        char *err, size_t errn);
+
 int step_costs(const model *m, const hw_model *hw, const plan *pl, step_result *r, char *err,
                size_t errn) {
+  plan p = *pl;
+  opcost *own;
+  if (with_cache(&p, &own, err, errn) != 0) return -1;
+  int rc = costs_cached(m, hw, &p, r, err, errn);
+  r->op_costs = opcost_get_stats(p.cost_cache);
+  opcost_free(own);
+  return rc;
+}
+
+static int costs_cached(const model *m, const hw_model *hw, const plan *pl, step_result *r,
+                        char *err, size_t errn) {
   memset(r, 0, sizeof *r);
   plan p = *pl;
   const wl_tf_dims *d = &m->info.tf;
@@ -685,8 +714,8 @@ int step_costs(const model *m, const hw_model *hw, const plan *pl, step_result *
   }
   phase_times t1, t2;
   bool flash = p.attention == PLAN_ATTN_FLASH;
-  int rc = time_graph_ops(hw, one->g, flash, &t1, NULL, err, errn);
-  if (rc == 0) rc = time_graph_ops(hw, two->g, flash, &t2, NULL, err, errn);
+  int rc = time_graph_ops(hw, one->g, flash, p.cost_cache, &t1, NULL, err, errn);
+  if (rc == 0) rc = time_graph_ops(hw, two->g, flash, p.cost_cache, &t2, NULL, err, errn);
   /* Gradient accumulation: each micro-batch after the first adds its weight
   ** gradients into the step's buffer in a pass of its own -- PyTorch's
   ** AccumulateGrad, Megatron-LM's main_grad.add_ hook -- reading both and
@@ -790,8 +819,26 @@ static double full_contention(const hw_model *hw, const plan *p, double bytes, s
   return r->full_contention > 1 ? r->full_contention : 1;
 }
 
+static int simulate_cached(const model *m, const hw_model *hw, const plan *pl,
+                           const input_cfg *in, step_result *r, FILE *trace, char *err,
+                           size_t errn);
+
 int step_simulate(const model *m, const hw_model *hw, const plan *pl, const input_cfg *in,
                   step_result *r, FILE *trace, char *err, size_t errn) {
+  plan p = *pl;
+  opcost *own;
+  if (with_cache(&p, &own, err, errn) != 0) return -1;
+  int rc = simulate_cached(m, hw, &p, in, r, trace, err, errn);
+  r->op_costs = opcost_get_stats(p.cost_cache);
+  /* the fixes' plans are the caller's to simulate: not with a freed cache */
+  for (int i = 0; i < r->n_fixes; i++) r->fixes[i].p.cost_cache = pl->cost_cache;
+  opcost_free(own);
+  return rc;
+}
+
+static int simulate_cached(const model *m, const hw_model *hw, const plan *pl,
+                           const input_cfg *in, step_result *r, FILE *trace, char *err,
+                           size_t errn) {
   plan p = *pl;
   const wl_tf_dims *d = &m->info.tf;
   int rc = step_costs(m, hw, &p, r, err, errn);
@@ -1020,7 +1067,8 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
     op_times ops = {0};
     phase_times pt;
     model *one = load_shard(m, &p, 1, err, errn);
-    if (!one || time_graph_ops(hw, one->g, p.attention == PLAN_ATTN_FLASH, &pt, &ops, err, errn) != 0) {
+    if (!one || time_graph_ops(hw, one->g, p.attention == PLAN_ATTN_FLASH, p.cost_cache, &pt, &ops,
+                               err, errn) != 0) {
       model_free(one);
       free(ops.v);
       rc = -1;
@@ -1276,5 +1324,12 @@ cJSON *step_json(const model *m, const hw_model *hw, const plan *p, const step_r
   cJSON *cost = cJSON_AddObjectToObject(o, "cost");
   cJSON_AddNumberToObject(cost, "usd_per_hour", r->usd_per_hour);
   cJSON_AddNumberToObject(cost, "usd_per_step", r->usd_per_step);
+  cJSON *oc = cJSON_AddObjectToObject(o, "op_costs");
+  cJSON_AddStringToObject(oc, "source", p->op_costs == PLAN_COSTS_FORMULA ? "formula" : "ir");
+  cJSON_AddNumberToObject(oc, "kernels", (double)r->op_costs.asked);
+  cJSON_AddNumberToObject(oc, "signatures_lowered", (double)r->op_costs.lowered);
+  cJSON_AddNumberToObject(oc, "cache_hits", (double)r->op_costs.hits);
+  cJSON_AddNumberToObject(oc, "declared", (double)r->op_costs.declared);
+  cJSON_AddNumberToObject(oc, "ir_differs", (double)r->op_costs.differ);
   return o;
 }

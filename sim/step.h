@@ -19,6 +19,7 @@
 #include "../workloads/model.h"
 #include "input.h"
 #include "memory.h"
+#include "opcost.h"
 #include "plan.h"
 
 typedef struct {
@@ -48,6 +49,9 @@ typedef struct {
   int64_t full_chips, full_groups;
   int64_t microbatches, layers_per_stage;
   char network[160];
+  /* where the kernels' costs came from (sim/opcost.h); a shared cache's
+  ** figures count every call that used it */
+  opcost_stats op_costs;
 } step_result;
 
 /* Checks the plan against the model and the machine (bad plans are errors

@@ -339,3 +339,53 @@ Test(fuse, reduce_root_computes_its_fused_input_per_element) {
     graph_free(g);
   }
 }
+
+/* A kernel with producers duplicated into it (fuse_graph_dup), as
+** simulate times it: d = x - broadcast(mu) is read twice by d * d, so it
+** is recomputed, not stored, and the kernel is sum((x - mu)^2) over rows.
+** d is computed once per element (the emitter caches a value per index,
+** as XLA's does): 240 subtracts + 240 multiplies + 6 x 39 adds = 714
+** flops; x and mu read once, the 6 sums written. A scalar product s t
+** under a broadcast to [6, 40] is recomputed for each of the 240 elements
+** it reaches: 240 multiplies for it, not 1. */
+Test(fuse, duplicated_producers_lower_into_the_kernel_with_the_pass_count) {
+  enum { R = 6, C = 40 };
+  graph *g = graph_new("t");
+  int x = graph_parameter(g, "x", SHAPE(GDT_F32, R, C), 0);
+  int mu = graph_parameter(g, "mu", SHAPE(GDT_F32, R), 0);
+  int d = graph_binary(g, GOP_SUB, x, graph_broadcast(g, mu, SHAPE(GDT_F32, R, C), graph_dims_of(1, 0)));
+  int sq = graph_binary(g, GOP_MUL, d, d);
+  int r = graph_reduce(g, sq, graph_dims_of(1, 1), GRAPH_RED_ADD);
+  int s = graph_parameter(g, "s", SHAPE(GDT_F32), 0), t = graph_parameter(g, "t", SHAPE(GDT_F32), 0);
+  int st = graph_binary(g, GOP_MUL, s, t);
+  int y = graph_binary(g, GOP_ADD, x, graph_broadcast(g, st, SHAPE(GDT_F32, R, C), graph_dims_of(0)));
+  int z = graph_binary(g, GOP_MUL, y, graph_broadcast(g, st, SHAPE(GDT_F32, R, C), graph_dims_of(0)));
+  fuse_plan *p = fuse_graph_dup(g);
+  cr_assert(p->dup[d] && p->dup[st]);
+  int k = p->group_of[r], ops[16];
+  cr_assert_eq(fuse_members(p, g, k, ops, 16), 4); /* broadcast, d, d * d, the sum */
+  graph_cost hand = {.bytes_read = 4 * (R * C + R), .bytes_written = 4 * R};
+  hand.flops[GDT_F32] = 2 * R * C + R * (C - 1);
+  graph_cost got = fuse_group_cost(p, g, k);
+  cr_assert_float_eq(got.flops[GDT_F32], hand.flops[GDT_F32], 1e-9, "%g", got.flops[GDT_F32]);
+  char err[512] = "";
+  for (int pass = 0; pass < 2; pass++) {
+    int kk = pass ? p->group_of[z] : k, n = fuse_members(p, g, kk, ops, 16);
+    lower_module *m = lower_new("t");
+    int f = lower_fused(m, g, ops, n, err, sizeof err);
+    cr_assert_geq(f, 0, "%s", err);
+    graph_cost ir, want = fuse_group_cost(p, g, kk);
+    cr_assert_eq(lower_op_cost(m, f, &ir, NULL, err, sizeof err), 0, "%s", err);
+    cr_assert_float_eq(ir.flops[GDT_F32], want.flops[GDT_F32], 1e-9, "pass %d: IR %g, fusion %g",
+                       pass, ir.flops[GDT_F32], want.flops[GDT_F32]);
+    cr_assert_float_eq(ir.bytes_read, want.bytes_read, 1e-9);
+    cr_assert_float_eq(ir.bytes_written, want.bytes_written, 1e-9);
+    lower_free(m);
+  }
+  /* y + z's kernel: the add, the multiply, and s t at each of 240 elements
+  ** (once: both broadcasts read it at the same scalar index) */
+  graph_cost yz = fuse_group_cost(p, g, p->group_of[z]);
+  cr_assert_float_eq(yz.flops[GDT_F32], 3 * R * C, 1e-9, "%g", yz.flops[GDT_F32]);
+  fuse_free(p);
+  graph_free(g);
+}

@@ -1,0 +1,325 @@
+/*
+** opcost.c -- see opcost.h.
+*/
+#include "opcost.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lower.h"
+
+typedef struct {
+  uint64_t hash;
+  char *sig; /* NULL: an empty slot */
+  graph_cost cost;
+} entry;
+
+/* A lower_module keeps every function lowered into it; a fresh one after
+** this many keeps a long planner run's memory flat. */
+#define FNS_PER_MODULE 256
+
+/* Modules not in use: a thread takes one to lower into outside the lock,
+** so threads lower different kernels at once. */
+#define POOL 64
+
+struct opcost {
+  opcost_source src;
+  pthread_mutex_t mu;
+  entry *tab;
+  size_t cap, n; /* open addressing, at most half full */
+  lower_module *pool[POOL];
+  int pool_fns[POOL]; /* functions in each */
+  int n_pool;
+  opcost_stats st;
+};
+
+opcost *opcost_new(opcost_source src) {
+  opcost *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  c->src = src;
+  if (pthread_mutex_init(&c->mu, NULL) != 0) {
+    free(c);
+    return NULL;
+  }
+  return c;
+}
+
+void opcost_free(opcost *c) {
+  if (!c) return;
+  for (size_t i = 0; i < c->cap; i++) free(c->tab[i].sig);
+  free(c->tab);
+  for (int i = 0; i < c->n_pool; i++) lower_free(c->pool[i]);
+  pthread_mutex_destroy(&c->mu);
+  free(c);
+}
+
+opcost_source opcost_source_of(const opcost *c) { return c->src; }
+
+opcost_stats opcost_get_stats(opcost *c) {
+  pthread_mutex_lock(&c->mu);
+  opcost_stats s = c->st;
+  pthread_mutex_unlock(&c->mu);
+  return s;
+}
+
+/* ---- signatures ---- */
+
+static size_t put(char *buf, size_t n, size_t k, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Appends at buf + k; returns the new length (n or more: it did not fit). */
+static size_t put(char *buf, size_t n, size_t k, const char *fmt, ...) {
+  if (k >= n) return k;
+  va_list ap;
+  va_start(ap, fmt);
+  int w = vsnprintf(buf + k, n - k, fmt, ap);
+  va_end(ap);
+  return w < 0 ? n : k + (size_t)w;
+}
+
+static size_t put_dims(char *buf, size_t n, size_t k, const char *tag, const graph_dims *d) {
+  k = put(buf, n, k, " %s", tag);
+  for (int i = 0; i < d->n; i++) k = put(buf, n, k, "%s%d", i ? "," : "", d->d[i]);
+  return k;
+}
+
+static size_t put_ints(char *buf, size_t n, size_t k, const char *tag, const int64_t *v, int m) {
+  k = put(buf, n, k, " %s", tag);
+  for (int i = 0; i < m; i++) k = put(buf, n, k, "%s%lld", i ? "," : "", (long long)v[i]);
+  return k;
+}
+
+void opcost_op_signature(const graph *g, int id, char *buf, size_t n) {
+  const graph_op *op = graph_get(g, id);
+  size_t k = put(buf, n, 0, "%s", graph_op_name(op->kind));
+  char sh[128];
+  for (int i = 0; i < op->n_in; i++) {
+    graph_shape_str(&graph_get(g, op->in[i])->out, sh, sizeof sh);
+    k = put(buf, n, k, " %s", sh);
+  }
+  graph_shape_str(&op->out, sh, sizeof sh);
+  k = put(buf, n, k, " -> %s", sh);
+  int rank = op->out.rank;
+  switch (op->kind) {
+  case GOP_DOT:
+    k = put_dims(buf, n, k, "{b", &op->lhs_batch);
+    k = put_dims(buf, n, k, "c", &op->lhs_contract);
+    k = put_dims(buf, n, k, "| b", &op->rhs_batch);
+    k = put_dims(buf, n, k, "c", &op->rhs_contract);
+    k = put(buf, n, k, "}");
+    break;
+  case GOP_REDUCE:
+    k = put(buf, n, k, " {r%d", (int)op->reduce);
+    k = put_dims(buf, n, k, "", &op->dims);
+    k = put(buf, n, k, "}");
+    break;
+  case GOP_BROADCAST: case GOP_TRANSPOSE: case GOP_CONCAT:
+    k = put_dims(buf, n, k, "{", &op->dims);
+    k = put(buf, n, k, "}");
+    break;
+  case GOP_SLICE: case GOP_PAD:
+    k = put_ints(buf, n, k, "{", op->lo, rank);
+    k = put_ints(buf, n, k, "|", op->hi, rank);
+    k = put_ints(buf, n, k, "|", op->step, rank);
+    k = put(buf, n, k, "}");
+    break;
+  case GOP_CONV:
+  case GOP_CUSTOM: {
+    const graph_conv_attrs *a = &op->conv;
+    if (op->kind == GOP_CUSTOM) {
+      const char *slash = op->name ? strrchr(op->name, '/') : NULL;
+      k = put(buf, n, k, " {%s %.17g %.17g %.17g}", slash ? slash + 1 : op->name ? op->name : "",
+              op->custom_flops, op->custom_transcendentals, op->custom_bytes);
+    }
+    k = put(buf, n, k, " {s%d i%d,%d o%d,%d,%d,%d g%lld,%lld", a->spatial, a->in_batch,
+            a->in_feature, a->k_in, a->k_out, a->out_batch, a->out_feature,
+            (long long)a->feature_groups, (long long)a->batch_groups);
+    int sp = a->spatial > 0 && a->spatial <= 3 ? a->spatial : 0;
+    for (int i = 0; i < sp; i++)
+      k = put(buf, n, k, " %d,%d,%d:%lld,%lld,%lld,%lld,%lld", a->in_spatial[i], a->k_spatial[i],
+              a->out_spatial[i], (long long)a->stride[i], (long long)a->pad_lo[i],
+              (long long)a->pad_hi[i], (long long)a->lhs_dilation[i], (long long)a->rhs_dilation[i]);
+    k = put(buf, n, k, "}");
+    break;
+  }
+  default:
+    break;
+  }
+  (void)k;
+}
+
+bool opcost_kernel_signature(const graph *g, const int *ops, int n, char *buf, size_t cap) {
+  size_t k = 0;
+  int outside[256], n_out = 0;
+  char sig[2048];
+  if (cap) buf[0] = '\0';
+  for (int i = 0; i < n && k < cap; i++) {
+    const graph_op *op = graph_get(g, ops[i]);
+    opcost_op_signature(g, ops[i], sig, sizeof sig);
+    k = put(buf, cap, k, "%s%s", i ? "; " : "", sig);
+    for (int j = 0; j < op->n_in && k < cap; j++) {
+      int v = op->in[j], m, o;
+      for (m = 0; m < i && ops[m] != v; m++) {}
+      if (m < i) {
+        k = put(buf, cap, k, " @%d", m);
+        continue;
+      }
+      for (o = 0; o < n_out && outside[o] != v; o++) {}
+      if (o == n_out) {
+        if (n_out == 256) return false;
+        outside[n_out++] = v;
+      }
+      k = put(buf, cap, k, " $%d", o);
+    }
+  }
+  return k < cap;
+}
+
+/* ---- the table ---- */
+
+static uint64_t fnv1a(const char *s) {
+  uint64_t h = 1469598103934665603ULL;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+  return h;
+}
+
+static entry *find(opcost *c, uint64_t h, const char *sig) {
+  if (!c->cap) return NULL;
+  for (size_t i = h & (c->cap - 1);; i = (i + 1) & (c->cap - 1)) {
+    entry *e = &c->tab[i];
+    if (!e->sig) return e;
+    if (e->hash == h && strcmp(e->sig, sig) == 0) return e;
+  }
+}
+
+static int grow(opcost *c) {
+  size_t cap = c->cap ? 2 * c->cap : 256;
+  entry *t = calloc(cap, sizeof *t);
+  if (!t) return -1;
+  for (size_t i = 0; i < c->cap; i++) {
+    entry *e = &c->tab[i];
+    if (!e->sig) continue;
+    size_t j = e->hash & (cap - 1);
+    while (t[j].sig) j = (j + 1) & (cap - 1);
+    t[j] = *e;
+  }
+  free(c->tab);
+  c->tab = t;
+  c->cap = cap;
+  return 0;
+}
+
+/* Whether the lowering takes every op of the kernel. */
+static bool lowerable(const graph *g, const int *ops, int n) {
+  char why[160];
+  for (int i = 0; i < n; i++)
+    if (!lower_supported(g, ops[i], why, sizeof why)) return false;
+  return true;
+}
+
+/* Lowers the kernel into lm and counts its IR. */
+static int count_ir(lower_module *lm, const graph *g, const int *ops, int n, graph_cost *out,
+                    char *err, size_t errn) {
+  /* a lone op is lower_op's function (a reshape is an empty one: a
+  ** bitcast) -- unless it reads one value twice (x * x), which a kernel
+  ** loads once, as lower_fused does; two or more ops are one fused function */
+  bool twice = false;
+  const graph_op *op = graph_get(g, ops[0]);
+  for (int i = 0; n == 1 && i < op->n_in; i++)
+    for (int j = 0; j < i; j++) twice |= op->in[i] == op->in[j];
+  int fn = n == 1 && !twice ? lower_op(lm, g, ops[0], err, errn)
+                            : lower_fused(lm, g, ops, n, err, errn);
+  if (fn < 0) return -1;
+  return lower_op_cost(lm, fn, out, NULL, err, errn);
+}
+
+static bool same_cost(const graph_cost *a, const graph_cost *b) {
+  double d = 0, s = 0;
+  for (int t = 0; t < GDT_COUNT; t++) d += a->flops[t] > b->flops[t] ? a->flops[t] - b->flops[t] : b->flops[t] - a->flops[t];
+  double x[3] = {a->transcendentals - b->transcendentals, a->bytes_read - b->bytes_read,
+                 a->bytes_written - b->bytes_written};
+  for (int i = 0; i < 3; i++) d += x[i] < 0 ? -x[i] : x[i];
+  s = graph_cost_flops(b) + b->transcendentals + b->bytes_read + b->bytes_written;
+  return d <= 1e-9 * (1 + s);
+}
+
+int opcost_kernel(opcost *c, const graph *g, const fuse_plan *p, int k, graph_cost *out,
+                  char *err, size_t errn) {
+  graph_cost formula = fuse_group_cost(p, g, k);
+  *out = formula;
+  int ops_buf[1024];
+  int n = c->src == OPCOST_IR ? fuse_members(p, g, k, ops_buf, 1024) : 0;
+  bool ir = n > 0 && lowerable(g, ops_buf, n);
+  if (!ir) {
+    pthread_mutex_lock(&c->mu);
+    c->st.asked++;
+    c->st.declared++;
+    pthread_mutex_unlock(&c->mu);
+    return 0;
+  }
+  size_t cap = 65536;
+  char *sig = malloc(cap);
+  if (!sig) return snprintf(err, errn, "out of memory"), -1;
+  bool keyed = opcost_kernel_signature(g, ops_buf, n, sig, cap);
+  uint64_t h = keyed ? fnv1a(sig) : 0;
+  /* 1. the cache; else a module from the pool (or a new one) */
+  pthread_mutex_lock(&c->mu);
+  c->st.asked++;
+  entry *e = keyed ? find(c, h, sig) : NULL;
+  if (e && e->sig) {
+    *out = e->cost;
+    c->st.hits++;
+    pthread_mutex_unlock(&c->mu);
+    free(sig);
+    return 0;
+  }
+  lower_module *lm = NULL;
+  int fns = 0;
+  if (c->n_pool > 0) {
+    c->n_pool--;
+    lm = c->pool[c->n_pool];
+    fns = c->pool_fns[c->n_pool];
+  }
+  pthread_mutex_unlock(&c->mu);
+  /* 2. lower and count, outside the lock: threads lower different kernels at once */
+  if (!lm) lm = lower_new("opcost");
+  graph_cost got;
+  int counted = lm ? count_ir(lm, g, ops_buf, n, &got, err, errn) : -1;
+  if (lm) fns++;
+  /* 3. back into the table and the pool */
+  pthread_mutex_lock(&c->mu);
+  if (counted != 0) {
+    /* the lowering refused a kernel it said it takes: keep the formula,
+    ** and let the count of differences show it */
+    c->st.declared++;
+    c->st.differ++;
+  } else {
+    c->st.lowered++;
+    if (!same_cost(&got, &formula)) c->st.differ++;
+    *out = got;
+    e = keyed ? find(c, h, sig) : NULL;
+    bool room = !keyed || (e && e->sig) || 2 * (c->n + 1) <= c->cap || grow(c) == 0;
+    char *kept = keyed && room && !(e && e->sig) ? strdup(sig) : NULL;
+    if (kept) { /* the 64 KiB buffer goes; the table keeps what it holds */
+      e = find(c, h, sig);
+      e->sig = kept;
+      e->hash = h;
+      e->cost = got;
+      c->n++;
+    }
+  }
+  /* a module keeps every function lowered into it: a fresh one after
+  ** FNS_PER_MODULE keeps a long planner run's memory flat */
+  if (lm && fns < FNS_PER_MODULE && c->n_pool < POOL) {
+    c->pool[c->n_pool] = lm;
+    c->pool_fns[c->n_pool++] = fns;
+    lm = NULL;
+  }
+  pthread_mutex_unlock(&c->mu);
+  lower_free(lm);
+  free(sig);
+  return 0;
+}
