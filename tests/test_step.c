@@ -147,6 +147,19 @@ Test(step, published_runs, .timeout = 120) {
     step_result r;
     char err[512];
     cr_assert_eq(simulate(path, "a100-80g", p, &r, err, sizeof err), 0, "%s: %s", col[0], err);
+    /* timed from IR-derived kernel costs (issue 7), each agreeing with its formula */
+    cr_assert_eq(p.op_costs, PLAN_COSTS_IR);
+    cr_assert_gt(r.op_costs.lowered, 50, "%s: %lld signatures lowered", col[0], (long long)r.op_costs.lowered);
+    cr_assert_gt(r.op_costs.hits, 0);
+    cr_assert_eq(r.op_costs.differ, 0, "%s", col[0]);
+    if (n == 0) { /* and the formula source gives the same step, to the bit */
+      plan pf = p;
+      pf.op_costs = PLAN_COSTS_FORMULA;
+      step_result rf;
+      cr_assert_eq(simulate(path, "a100-80g", pf, &rf, err, sizeof err), 0, "%s", err);
+      cr_assert_eq(rf.step_time_s, r.step_time_s, "%.17g vs %.17g", rf.step_time_s, r.step_time_s);
+      cr_assert_eq(rf.op_costs.lowered, 0);
+    }
     double want = atof(col[26]), e = fabs(r.step_time_s - want) / want;
     cr_log_info("%s: predicted %.2f s, published %.2f s (%+.1f%%)", col[0], r.step_time_s, want,
                 100 * (r.step_time_s - want) / want);
