@@ -213,6 +213,7 @@ static const cli_cmd COMMANDS[] = {
      "tpusim plan MODEL [--hw LIST|all] [--chips N|--max-chips N] [--tokens N|--steps N]\n"
      "                  [--deadline DUR] [--budget USD] [--objective time|cost|cost-under-deadline]\n"
      "                  [--spot [--preemption-rate F]] [--top K] [--explain N] [--json]\n"
+     "                  [--op-costs ir|formula]\n"
      "  --objective: default time; cost for the classical families (gbdt, mlp)\n"
      "  --preemption-rate: share of spot instances reclaimed a month (default 0.2)\n"
      "  --explain N: the full breakdown of candidate N of the table (1: the best)",
@@ -224,7 +225,7 @@ static const cli_cmd COMMANDS[] = {
      "                  [--recompute none|selective|full] [--precision bf16|fp16|fp32|fp8|fp64]\n"
      "                  [--pp-schedule gpipe|1f1b|interleaved:V] [--reduction-server N]\n"
      "                  [--slices K] [--sp] [--full] [--grad-sync overlap|after-backward]\n"
-     "                  [--attention flash|scores]\n"
+     "                  [--attention flash|scores] [--op-costs ir|formula]\n"
      "                  [--explain] [--json] [--trace FILE]\n"
      "                  [--input tokens|images] [--storage shards|files] [--prefetch N]\n"
      "                  [--input-host local|remote]\n"
@@ -234,7 +235,9 @@ static const cli_cmd COMMANDS[] = {
      "  --attention: flash (default: scores stay on chip, recomputed in backward) or\n"
      "               scores (written to HBM around a fused softmax: Megatron-LM before 2022)\n"
      "  --full: every data-parallel group's all-reduce at once on the whole network\n"
-     "          (default: one group stands for its symmetric peers)",
+     "          (default: one group stands for its symmetric peers)\n"
+     "  --op-costs: each fused kernel's flops and bytes read off its lowered LLVM IR\n"
+     "              (default), or from the graph's formulas (equal; no LLVM work)",
      "one training step on a given machine and plan: time, memory, MFU", run_simulate, NULL,
      SIM_FLAGS, SIM_VALUED, NULL},
     {"collective",
