@@ -124,6 +124,18 @@ run sim-json 0 simulate llama3-8b --hw h100-sxm --chips 16 --tp 8 --gbs 32 --seq
 for k in '"step_time_s":' '"tokens_per_s":' '"mfu":' '"hfu":' '"model_flops_per_step":' '"breakdown_s":' '"fits":' '"cost":' '"pp_schedule":'; do
   has sim-json out "$k"
 done
+# kernel costs read off the LLVM IR (default) or the formulas: the same step, to the last digit
+has sim out "op costs: " && has sim out "signatures lowered"
+if grep -q "DIFFERS" "$OUT/sim.out"; then bad "simulate: an IR count differs from the fusion pass"; else ok; fi
+has sim-json out '"op_costs":' && has sim-json out '"source":	"ir"' && has sim-json out '"ir_differs":	0'
+run sim-formula 0 simulate llama3-8b --hw h100-sxm --chips 16 --tp 8 --gbs 32 --seq 2048 --json --op-costs formula
+has sim-formula out '"source":	"formula"' && has sim-formula out '"signatures_lowered":	0'
+a=$(grep '"step_time_s"' "$OUT/sim-json.out" | head -1); b=$(grep '"step_time_s"' "$OUT/sim-formula.out" | head -1)
+[ -n "$a" ] && [ "$a" = "$b" ] && ok || bad "--op-costs formula gives $b, the IR $a"
+run sim-badcosts 2 simulate llama3-8b --hw h100-sxm --chips 8 --op-costs guess && has sim-badcosts err "ir"
+run plan-formula 0 plan llama3-8b --max-chips 64 --hw h100-sxm --op-costs formula
+run plan-ir 0 plan llama3-8b --max-chips 64 --hw h100-sxm
+if diff <(grep -v "^evaluated" "$OUT/plan-ir.out") <(grep -v "^evaluated" "$OUT/plan-formula.out") >/dev/null; then ok; else bad "plan differs between --op-costs ir and formula"; fi
 run sim-badtp 1 simulate llama3-8b --hw h100-sxm --chips 8 --tp 3 && has sim-badtp err "tp 3 does not divide the 32 attention heads"
 run sim-badchips 1 simulate llama3-8b --hw h100-sxm --chips 8 --dp 3 --tp 2 && has sim-badchips err "but --chips is 8"
 run sim-badpp 1 simulate llama3-8b --hw h100-sxm --chips 64 --pp 64 && has sim-badpp err "more than the 32 layers"
