@@ -804,6 +804,12 @@ int graph_custom(graph *g, const char *target, graph_shape out, const int *ins, 
   return id;
 }
 
+void graph_set_custom_axis(graph *g, int id, int axis) {
+  if (id >= 0 && id < g->n && g->ops[id].kind == GOP_CUSTOM && axis >= 0 &&
+      axis < g->ops[id].out.rank)
+    g->ops[id].dims = graph_dims_of(1, axis);
+}
+
 void graph_set_custom_conv(graph *g, int id, const graph_conv_attrs *c) {
   /* the union's conv member is unused by custom-calls: no other kind's data is lost */
   if (id >= 0 && id < g->n && g->ops[id].kind == GOP_CUSTOM) g->ops[id].conv = *c;

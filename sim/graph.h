@@ -288,6 +288,9 @@ int graph_custom(graph *g, const char *target, graph_shape out, const int *ins, 
 ** lowering can run it as that convolution's transposed / weight-gradient
 ** form; a custom-call without them (spatial == 0) stays opaque. */
 void graph_set_custom_conv(graph *g, int id, const graph_conv_attrs *c);
+/* The axis a custom-call works along (a "prefix-sum"'s scan), kept in
+** its dims: its builder knows it; its shape alone may not say. */
+void graph_set_custom_axis(graph *g, int id, int axis);
 /* Marks op id as the end of a composite with gradient rule `rule` over
 ** input `in` (an earlier op). */
 void graph_set_rule(graph *g, int id, graph_rule rule, int in);

@@ -202,12 +202,18 @@ static custom_kind custom_of(const graph_op *op) {
   return CUS_NONE;
 }
 
-/* The axis a prefix-sum scans. The custom-call carries no axis, but its
-** declared flops do -- one add per element but the first of each line,
-** n - n/len -- so the innermost axis with that cost is taken (gbdt's
-** [nodes, features, bins, 2] scans bins, dim 2). -1 when none has it. */
-static int prefix_axis(const graph_shape *s, double flops) {
-  double n = (double)graph_elements(s);
+/* The axis a prefix-sum scans: the one its builder recorded
+** (graph_set_custom_axis; gbdt's [nodes, features, bins, 2] scans bins,
+** dim 2), if its declared flops -- one add per element but the first of
+** each line, n - n/len -- are that axis's; else, for a custom-call that
+** names none (an import), the innermost axis with that cost. -1 when none
+** has it. */
+static int prefix_axis(const graph_op *op, const graph_shape *s) {
+  double n = (double)graph_elements(s), flops = op->custom_flops;
+  if (op->dims.n == 1) {
+    int d = op->dims.d[0];
+    return d >= 0 && d < s->rank && s->dim[d] > 0 && n - n / (double)s->dim[d] == flops ? d : -1;
+  }
   for (int d = s->rank - 1; d >= 0; d--)
     if (s->dim[d] > 0 && n - n / (double)s->dim[d] == flops) return d;
   return -1;
@@ -258,7 +264,7 @@ static bool custom_supported(const graph *g, const graph_op *op, char *why, size
   } else if (ck == CUS_PREFIX_SUM) {
     const graph_shape *sx = op->n_in == 1 ? &graph_get(g, op->in[0])->out : NULL;
     ok = ok && sx && graph_shape_eq(sx, &op->out) && sx->dtype != GDT_PRED &&
-         prefix_axis(sx, op->custom_flops) >= 0;
+         prefix_axis(op, sx) >= 0;
   } else { /* row-partition: [R] node ids -> [M] row numbers */
     const graph_shape *sx = op->n_in == 1 ? &graph_get(g, op->in[0])->out : NULL;
     ok = ok && sx && sx->rank == 1 && op->out.rank == 1 && !is_float(sx->dtype) &&
@@ -1700,7 +1706,7 @@ static void lower_conv_bwd_filter(writer *w, int root, const graph_op *op) {
 ** their own width. Each element is read and written once. */
 static void lower_prefix_sum(writer *w, int root, const graph_op *op) {
   const graph_shape *sx = &graph_get(w->k->g, op->in[0])->out;
-  int ax = prefix_axis(sx, op->custom_flops);
+  int ax = prefix_axis(op, sx);
   graph_dtype dt = sx->dtype, adt = is_float(dt) ? acc_dtype(dt) : dt;
   LLVMTypeRef ct = compute_type(w->m->ctx, adt);
   LLVMValueRef acc_slot = entry_alloca(w, ct, "acc.slot");

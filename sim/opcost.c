@@ -131,8 +131,10 @@ void opcost_op_signature(const graph *g, int id, char *buf, size_t n) {
     const graph_conv_attrs *a = &op->conv;
     if (op->kind == GOP_CUSTOM) {
       const char *slash = op->name ? strrchr(op->name, '/') : NULL;
-      k = put(buf, n, k, " {%s %.17g %.17g %.17g}", slash ? slash + 1 : op->name ? op->name : "",
+      k = put(buf, n, k, " {%s %.17g %.17g %.17g", slash ? slash + 1 : op->name ? op->name : "",
               op->custom_flops, op->custom_transcendentals, op->custom_bytes);
+      k = put_dims(buf, n, k, "axis", &op->dims);
+      k = put(buf, n, k, "}");
     }
     k = put(buf, n, k, " {s%d i%d,%d o%d,%d,%d,%d g%lld,%lld", a->spatial, a->in_batch,
             a->in_feature, a->k_in, a->k_out, a->out_batch, a->out_feature,
@@ -300,15 +302,19 @@ int opcost_kernel(opcost *c, const graph *g, const fuse_plan *p, int k, graph_co
     c->st.lowered++;
     if (!same_cost(&got, &formula)) c->st.differ++;
     *out = got;
+    /* another thread may have put it there meanwhile; a full table grows
+    ** (else the kernel stays uncached, still counted) */
     e = keyed ? find(c, h, sig) : NULL;
-    bool room = !keyed || (e && e->sig) || 2 * (c->n + 1) <= c->cap || grow(c) == 0;
-    char *kept = keyed && room && !(e && e->sig) ? strdup(sig) : NULL;
-    if (kept) { /* the 64 KiB buffer goes; the table keeps what it holds */
-      e = find(c, h, sig);
-      e->sig = kept;
-      e->hash = h;
-      e->cost = got;
-      c->n++;
+    bool fresh = keyed && !(e && e->sig);
+    if (fresh && (2 * (c->n + 1) <= c->cap || grow(c) == 0)) {
+      char *kept = strdup(sig); /* the 64 KiB buffer goes; the table keeps what it holds */
+      if (kept) {
+        e = find(c, h, sig); /* after a grow: the new table's slot */
+        e->sig = kept;
+        e->hash = h;
+        e->cost = got;
+        c->n++;
+      }
     }
   }
   /* a module keeps every function lowered into it: a fresh one after

@@ -1025,6 +1025,38 @@ Test(lower, prefix_sum_scans_the_axis_its_cost_names) {
   }
 }
 
+/* With 2 bins, [nodes, features, 2, 2]'s bins and pair axes cost the same
+** (n - n/2 adds): the axis gbdt records (graph_set_custom_axis) decides,
+** and a recorded axis its declared cost does not match is not lowered. */
+Test(lower, prefix_sum_scans_the_axis_its_builder_recorded) {
+  graph *g = graph_new("t");
+  graph_shape h = SHAPE(GDT_F32, 3, 2, 2, 2);
+  int x = graph_parameter(g, "hist", h, 0);
+  int ps = graph_custom(g, "prefix-sum", h, &x, 1, 24 - 12, 0, 2 * graph_bytes(&h));
+  graph_set_custom_axis(g, ps, 2);
+  int bad = graph_custom(g, "prefix-sum", h, &x, 1, 24 - 12 + 1, 0, 2 * graph_bytes(&h));
+  graph_set_custom_axis(g, bad, 2);
+  cr_assert(graph_ok(g));
+  char why[200];
+  cr_assert_not(lower_supported(g, bad, why, sizeof why));
+  uint64_t xb[24], ob[24];
+  fill(xb, GDT_F32, 24);
+  jitted j = jit_op(g, ps);
+  ((fn1)j.f)(xb, ob);
+  for (int n = 0; n < 6; n++)
+    for (int c = 0; c < 2; c++) { /* along the bins (dim 2), not the pair (dim 3) */
+      double want = 0;
+      for (int b = 0; b < 2; b++) {
+        int i = (n * 2 + b) * 2 + c;
+        want += get(xb, GDT_F32, i);
+        cr_assert(fabs(get(ob, GDT_F32, i) - want) <= 1e-6 * (1 + fabs(want)), "[%d,%d,%d]: %g vs %g",
+                  n, b, c, get(ob, GDT_F32, i), want);
+      }
+    }
+  jit_done(&j);
+  graph_free(g);
+}
+
 /* gbdt's row-partition: the rows in even (left-child) nodes, in order, the
 ** first M of them, -1 past the last -- with fewer, as many as, and more
 ** such rows than the M slots. */

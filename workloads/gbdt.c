@@ -79,6 +79,7 @@ static int find_splits(graph *g, const gbdt *m, int hist, int64_t n) {
   graph_shape h = GRAPH_SHAPE(m->dt, n, f, nb, 2);
   double cum_flops = (double)(n * f * (nb - 1) * 2);
   int cum = graph_custom(g, "prefix-sum", h, &hist, 1, cum_flops, 0, 2 * graph_bytes(&h));
+  graph_set_custom_axis(g, cum, 2); /* along the bins: with 2 bins the pair axis costs the same */
   int gl = channel(g, cum, 0), hl = channel(g, cum, 1);
   /* node totals: the last prefix of any feature (feature 0) */
   int64_t start[4] = {0, 0, nb - 1, 0}, limit[4] = {n, 1, nb, 2};
