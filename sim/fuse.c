@@ -233,11 +233,8 @@ graph_cost fuse_group_cost(const fuse_plan *p, const graph *g, int k) {
     /* a lone op is its own formula -- a slice or gather reads only what it
     ** takes -- unless it reads one value twice (x * x: loaded once) or is a
     ** bitcast (a reshape) */
-    const graph_op *op = graph_get(g, ops[0]);
-    bool twice = false;
-    for (int i = 0; i < op->n_in; i++)
-      for (int j = 0; j < i; j++) twice |= op->in[i] == op->in[j];
-    return twice || op->kind == GOP_RESHAPE ? c : graph_op_cost(g, ops[0]);
+    bool bitcast = graph_get(g, ops[0])->kind == GOP_RESHAPE;
+    return graph_op_reads_twice(g, ops[0]) || bitcast ? c : graph_op_cost(g, ops[0]);
   }
   if (n < 1) return c; /* too many to weigh: each op once */
   for (int i = 0; i < n; i++) evals[i] = 0;

@@ -804,6 +804,14 @@ int graph_custom(graph *g, const char *target, graph_shape out, const int *ins, 
   return id;
 }
 
+bool graph_op_reads_twice(const graph *g, int id) {
+  const graph_op *op = &g->ops[id];
+  for (int i = 0; i < op->n_in; i++)
+    for (int j = 0; j < i; j++)
+      if (op->in[i] == op->in[j]) return true;
+  return false;
+}
+
 void graph_set_custom_axis(graph *g, int id, int axis) {
   if (id >= 0 && id < g->n && g->ops[id].kind == GOP_CUSTOM && axis >= 0 &&
       axis < g->ops[id].out.rank)

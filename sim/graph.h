@@ -304,6 +304,10 @@ double graph_cost_flops(const graph_cost *c); /* all dtypes */
 /* t += k * c, field by field. */
 void graph_cost_add(graph_cost *t, const graph_cost *c, double k);
 
+/* Whether op id reads one value through two operands (x * x): a kernel
+** loads it once. */
+bool graph_op_reads_twice(const graph *g, int id);
+
 /* Elements of trainable / all weight parameters (frozen included). */
 int64_t graph_param_elements(const graph *g, unsigned need_flags);
 

@@ -228,12 +228,8 @@ static int count_ir(lower_module *lm, const graph *g, const int *ops, int n, gra
   /* a lone op is lower_op's function (a reshape is an empty one: a
   ** bitcast) -- unless it reads one value twice (x * x), which a kernel
   ** loads once, as lower_fused does; two or more ops are one fused function */
-  bool twice = false;
-  const graph_op *op = graph_get(g, ops[0]);
-  for (int i = 0; n == 1 && i < op->n_in; i++)
-    for (int j = 0; j < i; j++) twice |= op->in[i] == op->in[j];
-  int fn = n == 1 && !twice ? lower_op(lm, g, ops[0], err, errn)
-                            : lower_fused(lm, g, ops, n, err, errn);
+  int fn = n == 1 && !graph_op_reads_twice(g, ops[0]) ? lower_op(lm, g, ops[0], err, errn)
+                                                        : lower_fused(lm, g, ops, n, err, errn);
   if (fn < 0) return -1;
   return lower_op_cost(lm, fn, out, NULL, err, errn);
 }
