@@ -680,7 +680,7 @@ static int run_lower(cli_ctx *c) {
   int *ids = malloc(sizeof(int) * (size_t)(n ? n : 1));
   int64_t *uses = calloc((size_t)(n ? n : 1), sizeof(int64_t));
   char **sigs = calloc((size_t)(n ? n : 1), sizeof(char *));
-  int nd = 0, not_lowered = 0, n_coll = 0, n_custom = 0, want_id = -1;
+  int nd = 0, not_lowered = 0, n_coll = 0, n_custom = 0, want_id = -1, n_fused_skipped = 0;
   char sig[1024], first_why[160] = "";
   for (int i = 0; i < n && rc == CLI_OK; i++) {
     const graph_op *op = graph_get(g, i);
@@ -722,9 +722,16 @@ static int run_lower(cli_ctx *c) {
     /* the kernel as simulate times it: its ops and the producers it recomputes */
     int nm = fuse_members(fp, g, k, mem, n ? n : 1);
     if (nm < 2) continue;
-    bool has_want = false;
-    for (int i = 0; i < nm; i++) has_want |= mem[i] == want_id;
+    bool has_want = false, lowerable = true;
+    for (int i = 0; i < nm; i++) {
+      has_want |= mem[i] == want_id;
+      lowerable = lowerable && lower_supported(g, mem[i], why, sizeof why);
+    }
     if (want && !has_want) continue;
+    if (!lowerable) { /* it keeps the pass's cost in simulate, as its op keeps its formula here */
+      n_fused_skipped++;
+      continue;
+    }
     bool keyed = opcost_kernel_signature(g, mem, nm, gsig, gcap);
     int d = nf;
     for (d = 0; keyed && d < nf; d++)
@@ -826,6 +833,7 @@ static int run_lower(cli_ctx *c) {
       cJSON_AddNumberToObject(root, "ops_not_lowered", not_lowered);
       cJSON_AddNumberToObject(root, "collectives", n_coll);
       cJSON_AddNumberToObject(root, "custom_calls", n_custom);
+      cJSON_AddNumberToObject(root, "fused_kernels_not_lowered", n_fused_skipped);
       cJSON *fj = cJSON_AddObjectToObject(root, "fusion");
       cJSON_AddBoolToObject(fj, "enabled", !opt(c, "--no-fusion"));
       cJSON_AddNumberToObject(fj, "kernels", fz.kernels);
@@ -860,6 +868,9 @@ static int run_lower(cli_ctx *c) {
               n_custom);
       if (not_lowered)
         fprintf(c->out, "%d other ops not lowered (%s).\n", not_lowered, first_why);
+      if (n_fused_skipped)
+        fprintf(c->out, "%d fused kernels hold an op that is not lowered: they keep the fusion "
+                        "pass's cost.\n", n_fused_skipped);
     }
     cJSON_Delete(arr);
     cJSON_Delete(farr);

@@ -276,9 +276,10 @@ static graph_cost group_cost_once(const fuse_plan *p, const graph *g, int k) {
     graph_cost oc = graph_op_cost(g, i);
     oc.bytes_read = oc.bytes_written = 0;
     graph_cost_add(&c, &oc, 1);
-    /* a reshape alone is a bitcast; inside a kernel its consumers read
-    ** its operand through it */
-    if (op->kind == GOP_RESHAPE && p->size[k] == 1) continue;
+    /* a reshape alone is a bitcast of a stored value; inside a kernel its
+    ** consumers read its operand through it; of a recomputed value, it is
+    ** where that value is computed and stored */
+    if (op->kind == GOP_RESHAPE && p->size[k] == 1 && !p->dup[op->in[0]]) continue;
     /* reads: each value from outside the group once */
     for (int j = 0; j < op->n_in; j++) group_reads(p, g, k, op->in[j], &s, &c);
     if (p->leaves[i]) c.bytes_written += graph_bytes(&op->out);

@@ -107,7 +107,14 @@ done
 run graph-hlo 0 graph mlp_train_step && has graph-hlo out "(hlo, hlo: workloads/examples/mlp_train_step.hlo)"
 if [ -d ../shared/reference/hlo ]; then
   for f in ../shared/reference/hlo/*.hlo; do
-    run "graph-ref-$(basename "$f" .hlo)" 0 graph "$f" --json
+    b=$(basename "$f" .hlo)
+    run "graph-ref-$b" 0 graph "$f" --json
+    # real XLA modules: every kernel lowers with its pass count, or keeps the pass's cost when an op
+    # of it is not lowered (pred reduces, reduce-precision); simulate's IR counts never differ
+    run "lower-ref-$b" 0 lower "$f"
+    if grep -q "DIFFERS" "$OUT/lower-ref-$b.out"; then bad "lower $b: a count differs"; else ok; fi
+    dev=1; case $b in *1n8g*) dev=8;; esac
+    run "sim-ref-$b" 0 simulate "$f" --hw h100-sxm --chips $dev --json && has "sim-ref-$b" out '"ir_differs":	0'
   done
 else
   bad "../shared/reference/hlo is missing (CI puts shared/ beside the clone)"
