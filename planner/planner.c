@@ -106,10 +106,9 @@ static double analytic(const model *m, const hw_model *hw, const plan *p, const 
   F += p->pp == 1 ? c->head_fwd_s : 0.5 * c->head_fwd_s;
   B += (p->pp == 1 ? 1.0 : 0.5) * (c->head_bwd_s + accum * c->grad_accum_head_s);
   double pipe = (M + ((double)p->pp - 1) / V) * (F + B) + 2.0 * (double)(p->pp - 1) * c->p2p_s;
-  /* the buckets overlap the last backward task a chip runs: one chunk of
-  ** the stage's layers when interleaved, as step_simulate schedules them */
-  double last_b = B / V;
-  double exposed = p->grad_sync == PLAN_GRAD_AFTER_BACKWARD ? ar : ar > last_b ? ar - last_b : 0;
+  /* the buckets overlap the last micro-batch's backward (each chunk's
+  ** when interleaved: together, a micro-batch's pass over the stage) */
+  double exposed = p->grad_sync == PLAN_GRAD_AFTER_BACKWARD ? ar : ar > B ? ar - B : 0;
   double opt = stage_params / (p->zero >= 1 ? (double)p->dp : 1) * 28 /
                (hw->chip.hbm_bw_bytes_per_s * hw->chip.hbm_efficiency);
   return pipe + exposed + opt;

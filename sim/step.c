@@ -329,6 +329,7 @@ typedef struct {
   int64_t *pos;     /* per device: the next task in its order */
   double p2p;
   double *last_b_start, *last_b_dur; /* per device: the last backward, for bucket overlap */
+  double *vs_b_start, *vs_b_dur;     /* per virtual stage: its last backward (its gradients' ready) */
   double *busy_s;   /* per device */
   /* what ran, for the trace: start, end, device, +id+1 forward / -(id+1) backward */
   struct span { double t0, t1; int64_t dev, code; } *spans;
@@ -336,6 +337,11 @@ typedef struct {
 } pipe;
 
 static int64_t dev_of(const pipe *q, int64_t vs) { return vs % q->p->pp; }
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
 
 /* Each chip runs its tasks in Megatron's order (schedules.py): warm-up
 ** forwards, then one forward and one backward in turn, then the remaining
@@ -383,6 +389,8 @@ static void dispatch(pipe *q, int64_t dev) {
   if (back) {
     q->last_b_start[dev] = now;
     q->last_b_dur[dev] = t->dur;
+    q->vs_b_start[id / q->M] = now;
+    q->vs_b_dur[id / q->M] = t->dur;
   }
   if (q->n_spans == q->cap_spans) {
     int64_t cap = q->cap_spans ? 2 * q->cap_spans : 256;
@@ -911,8 +919,10 @@ static int simulate_cached(const model *m, const hw_model *hw, const plan *pl,
   q.last_b_start = calloc((size_t)p.pp, sizeof(double));
   q.last_b_dur = calloc((size_t)p.pp, sizeof(double));
   q.busy_s = calloc((size_t)p.pp, sizeof(double));
+  q.vs_b_start = calloc((size_t)q.S, sizeof(double));
+  q.vs_b_dur = calloc((size_t)q.S, sizeof(double));
   if (!q.e || !q.f || !q.b || !q.busy || !q.order || !q.pos || !q.last_b_start ||
-      !q.last_b_dur || !q.busy_s) {
+      !q.last_b_dur || !q.busy_s || !q.vs_b_start || !q.vs_b_dur) {
     snprintf(err, errn, "out of memory");
     rc = -1;
     goto done;
@@ -956,9 +966,11 @@ static int simulate_cached(const model *m, const hw_model *hw, const plan *pl,
       goto done;
     }
   }
-  /* 4. gradient buckets all-reduce while the last backward runs: bucket j
-  ** of a stage is ready when layer j's gradient is, and buckets queue on
-  ** the stage's network link */
+  /* 4. gradient buckets all-reduce while the backward runs: a layer's
+  ** bucket is ready when the last micro-batch's backward of its chunk has
+  ** passed it (interleaved: each chunk when its own last backward does, as
+  ** Megatron's overlap_grad_reduce launches a chunk's buckets), and the
+  ** buckets queue on the stage's network link in the order they are ready */
   double compute_dev0 = 0;
   int64_t nbk = r->layers_per_stage > 0 ? r->layers_per_stage : 1;
   bk0 = calloc((size_t)(p.pp * nbk), sizeof *bk0);
@@ -973,13 +985,19 @@ static int simulate_cached(const model *m, const hw_model *hw, const plan *pl,
     double last_b_end = q.last_b_start[dev] + q.last_b_dur[dev];
     double t = last_b_end;
     if (dp_t > 0) {
-      int64_t buckets = r->layers_per_stage > 0 ? r->layers_per_stage : 1;
+      int64_t buckets = nbk, per_chunk = buckets / p.vp > 0 ? buckets / p.vp : 1;
+      double *ready = bk0 + dev * nbk; /* the ready times, then each bucket's start */
+      for (int64_t j = 0; j < buckets; j++) {
+        int64_t v = j / per_chunk < p.vp ? j / per_chunk : p.vp - 1, vs = v * p.pp + dev;
+        ready[j] = p.grad_sync == PLAN_GRAD_AFTER_BACKWARD
+                       ? last_b_end
+                       : q.vs_b_start[vs] +
+                             q.vs_b_dur[vs] * (double)(j - v * per_chunk + 1) / (double)per_chunk;
+      }
+      qsort(ready, (size_t)buckets, sizeof *ready, cmp_double);
       eng_res link = {0};
       for (int64_t j = 0; j < buckets; j++) {
-        double ready = p.grad_sync == PLAN_GRAD_AFTER_BACKWARD
-                           ? last_b_end
-                           : q.last_b_start[dev] + q.last_b_dur[dev] * (double)(j + 1) / (double)buckets;
-        t = eng_res_use(&link, ready, dp_t / (double)buckets);
+        t = eng_res_use(&link, ready[j], dp_t / (double)buckets);
         bk1[dev * nbk + j] = t;
         bk0[dev * nbk + j] = t - dp_t / (double)buckets;
       }
@@ -1097,6 +1115,8 @@ done:
   free(q.pos);
   free(q.last_b_start);
   free(q.last_b_dur);
+  free(q.vs_b_start);
+  free(q.vs_b_dur);
   free(q.busy_s);
   free(q.spans);
   return rc;

@@ -95,6 +95,31 @@ Test(step, pipeline_bubble_follows_the_schedules) {
   cr_assert_eq(one.breakdown_s.pipeline_bubble < 1e-9, true);
 }
 
+/* Gradient buckets with interleaving: each chunk's go when that chunk's
+** last backward has passed them, so chunks that finish early hide their
+** all-reduce behind the others' backward. The exposed part can only
+** shrink against 1F1B (whose buckets all wait for the one last backward),
+** and after-backward exposes the whole all-reduce. */
+Test(step, interleaved_chunks_release_their_buckets_early) {
+  char err[512];
+  step_result one, four, after;
+  plan p1 = base(64, 1, 4, 128, 2048), p4 = p1, pa;
+  p4.schedule = PLAN_INTERLEAVED;
+  p4.vp = 4;
+  pa = p4;
+  pa.grad_sync = PLAN_GRAD_AFTER_BACKWARD;
+  cr_assert_eq(simulate("llama3-8b", "h100-sxm", p1, &one, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(simulate("llama3-8b", "h100-sxm", p4, &four, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(simulate("llama3-8b", "h100-sxm", pa, &after, err, sizeof err), 0, "%s", err);
+  cr_assert_gt(one.dp_allreduce_s, 0.02, "a material all-reduce: %g s", one.dp_allreduce_s);
+  cr_assert_lt(four.exposed_dp_s, one.exposed_dp_s, "interleaved %g s, 1f1b %g s exposed",
+               four.exposed_dp_s, one.exposed_dp_s);
+  cr_assert_lt(four.exposed_dp_s, 0.5 * four.dp_allreduce_s);
+  cr_assert_float_eq(after.exposed_dp_s, after.dp_allreduce_s, 1e-3 * after.dp_allreduce_s,
+                     "after-backward exposes it all: %g of %g s", after.exposed_dp_s,
+                     after.dp_allreduce_s);
+}
+
 /* Published runs. The model: the GPT layer of the rows (GELU, LayerNorm,
 ** learned positions, tied embeddings, Megatron's dropout 0.1), fp16 on
 ** A100-80GB; missing micro-batch sizes taken as 1, missing interleaving as
