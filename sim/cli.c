@@ -599,14 +599,6 @@ static int run_graph(cli_ctx *c) {
 
 /* ---- lower ---- */
 
-static bool costs_agree(const graph_cost *a, const graph_cost *b) {
-  double fa = graph_cost_flops(a), fb = graph_cost_flops(b);
-  return fabs(fa - fb) <= 1e-9 * (1 + fb) &&
-         fabs(a->transcendentals - b->transcendentals) <= 1e-9 * (1 + b->transcendentals) &&
-         fabs(a->bytes_read - b->bytes_read) <= 1e-9 * (1 + b->bytes_read) &&
-         fabs(a->bytes_written - b->bytes_written) <= 1e-9 * (1 + b->bytes_written);
-}
-
 static cJSON *cost_json(const graph_cost *c) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddNumberToObject(o, "flops", graph_cost_flops(c));
@@ -779,7 +771,7 @@ static int run_lower(cli_ctx *c) {
         rc = CLI_BAD_INPUT;
         break;
       }
-      bool ok = costs_agree(&ir, &fc);
+      bool ok = graph_cost_close(&ir, &fc);
       agree += ok;
       const graph_op *op = graph_get(g, ids[d]);
       if (c->json) {
@@ -806,7 +798,7 @@ static int run_lower(cli_ctx *c) {
         rc = CLI_BAD_INPUT;
         break;
       }
-      bool ok = costs_agree(&ir, &fc);
+      bool ok = graph_cost_close(&ir, &fc);
       fagree += ok;
       const char *fname = lower_fn_name(lm, nd + d);
       if (c->json) {

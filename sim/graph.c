@@ -4,6 +4,8 @@
 */
 #include "graph.h"
 
+#include <math.h>
+
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -939,6 +941,15 @@ void graph_cost_add(graph_cost *t, const graph_cost *c, double k) {
   t->transcendentals += k * c->transcendentals;
   t->bytes_read += k * c->bytes_read;
   t->bytes_written += k * c->bytes_written;
+}
+
+bool graph_num_close(double a, double b) { return fabs(a - b) <= 1e-9 * (1 + fabs(b)); }
+
+bool graph_cost_close(const graph_cost *a, const graph_cost *b) {
+  for (int t = 0; t < GDT_COUNT; t++)
+    if (!graph_num_close(a->flops[t], b->flops[t])) return false;
+  return graph_num_close(a->transcendentals, b->transcendentals) &&
+         graph_num_close(a->bytes_read, b->bytes_read) && graph_num_close(a->bytes_written, b->bytes_written);
 }
 
 double graph_cost_flops(const graph_cost *c) {

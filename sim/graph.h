@@ -303,6 +303,12 @@ graph_cost graph_total_cost(const graph *g, int phase);
 double graph_cost_flops(const graph_cost *c); /* all dtypes */
 /* t += k * c, field by field. */
 void graph_cost_add(graph_cost *t, const graph_cost *c, double k);
+/* Each field (flops dtype by dtype, transcendentals, bytes read, written)
+** equal to a part in 10^9: two derivations of one kernel's cost (its IR
+** count, the formulas) add the same terms in different orders. */
+bool graph_cost_close(const graph_cost *a, const graph_cost *b);
+/* |a - b| <= 1e-9 (1 + |b|): the tolerance graph_cost_close applies per field. */
+bool graph_num_close(double a, double b);
 
 /* Whether op id reads one value through two operands (x * x): a kernel
 ** loads it once. */

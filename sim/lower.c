@@ -219,8 +219,6 @@ static int prefix_axis(const graph_op *op, const graph_shape *s) {
   return -1;
 }
 
-static bool close_to(double a, double b) { return fabs(a - b) <= 1e-9 * (1 + fabs(b)); }
-
 /* Whether custom-call `op` is one lower_op runs, with shapes and declared
 ** costs that are the lowering's own count; else why not, in `why`. */
 static bool custom_supported(const graph *g, const graph_op *op, char *why, size_t n) {
@@ -241,7 +239,7 @@ static bool custom_supported(const graph *g, const graph_op *op, char *why, size
   }
   double in_b = 0, out_b = graph_bytes(&op->out);
   for (int i = 0; i < op->n_in; i++) in_b += graph_bytes(&graph_get(g, op->in[i])->out);
-  bool ok = close_to(op->custom_bytes, in_b + out_b);
+  bool ok = graph_num_close(op->custom_bytes, in_b + out_b);
   if (ck == CUS_CONV_INPUT || ck == CUS_CONV_FILTER) {
     const graph_conv_attrs *c = &op->conv;
     ok = ok && op->n_in == 2 && c->spatial >= 1 && c->spatial <= 3 && c->batch_groups <= 1;
@@ -258,7 +256,7 @@ static bool custom_supported(const graph *g, const graph_op *op, char *why, size
       double win = 1;
       for (int s = 0; ok && s < c->spatial; s++) win *= (double)sk->dim[c->k_spatial[s]];
       /* the forward's multiply-adds, padding included, as both forms run them */
-      ok = ok && close_to(op->custom_flops, 2.0 * (double)graph_elements(sy) * win *
+      ok = ok && graph_num_close(op->custom_flops, 2.0 * (double)graph_elements(sy) * win *
                                                 (double)sk->dim[c->k_in]);
     }
   } else if (ck == CUS_PREFIX_SUM) {
@@ -270,7 +268,7 @@ static bool custom_supported(const graph *g, const graph_op *op, char *why, size
     ok = ok && sx && sx->rank == 1 && op->out.rank == 1 && !is_float(sx->dtype) &&
          sx->dtype != GDT_PRED && !is_float(op->out.dtype) && op->out.dtype != GDT_PRED &&
          op->out.dim[0] >= 1 && op->out.dim[0] <= sx->dim[0] &&
-         close_to(op->custom_flops, (double)sx->dim[0]);
+         graph_num_close(op->custom_flops, (double)sx->dim[0]);
   }
   if (!ok) {
     set_err(why, n, "%s: shapes or declared costs unlike the custom-call tpusim's builders "

@@ -3,7 +3,6 @@
 */
 #include "opcost.h"
 
-#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -235,16 +234,6 @@ static int count_ir(lower_module *lm, const graph *g, const int *ops, int n, gra
   return lower_op_cost(lm, fn, out, NULL, err, errn);
 }
 
-/* Equal to a part in 10^9 of the kernel's whole cost: the IR count and
-** the pass add the same terms in different orders. */
-static bool same_cost(const graph_cost *a, const graph_cost *b) {
-  double d = fabs(a->transcendentals - b->transcendentals) + fabs(a->bytes_read - b->bytes_read) +
-             fabs(a->bytes_written - b->bytes_written);
-  for (int t = 0; t < GDT_COUNT; t++) d += fabs(a->flops[t] - b->flops[t]);
-  double s = graph_cost_flops(b) + b->transcendentals + b->bytes_read + b->bytes_written;
-  return d <= 1e-9 * (1 + s);
-}
-
 int opcost_kernel(opcost *c, const graph *g, const fuse_plan *p, int k, graph_cost *out,
                   char *err, size_t errn) {
   graph_cost formula = fuse_group_cost(p, g, k);
@@ -297,7 +286,7 @@ int opcost_kernel(opcost *c, const graph *g, const fuse_plan *p, int k, graph_co
     c->st.differ++;
   } else {
     c->st.lowered++;
-    if (!same_cost(&got, &formula)) c->st.differ++;
+    if (!graph_cost_close(&got, &formula)) c->st.differ++;
     *out = got;
     /* another thread may have put it there meanwhile; a full table grows
     ** (else the kernel stays uncached, still counted) */
