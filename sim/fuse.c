@@ -59,7 +59,7 @@ static bool cheap(const graph_op *op) {
 static void mark_dup(const graph *g, const int *users, unsigned char *dup) {
   int n = graph_count(g);
   bool *bad = calloc((size_t)n + 1, sizeof *bad);    /* some consumer cannot take it in */
-  bool *stored = calloc((size_t)n + 1, sizeof *bad); /* some consumer is not recomputed */
+  bool *stored = calloc((size_t)n + 1, sizeof *stored); /* some consumer is not recomputed */
   if (!bad || !stored) {
     free(bad);
     free(stored);
@@ -225,18 +225,16 @@ static graph_cost group_cost_once(const fuse_plan *p, const graph *g, int k);
 ** elements c reads per element when c is a reduce. The arithmetic is then
 ** each op's flops x evals / its elements. */
 graph_cost fuse_group_cost(const fuse_plan *p, const graph *g, int k) {
-  graph_cost c = group_cost_once(p, g, k);
   int ops[1024];
   double evals[1024];
   int n = fuse_members(p, g, k, ops, 1024);
-  if (n == 1) {
-    /* a lone op is its own formula -- a slice or gather reads only what it
-    ** takes -- unless it reads one value twice (x * x: loaded once) or is a
-    ** bitcast (a reshape) */
-    bool bitcast = graph_get(g, ops[0])->kind == GOP_RESHAPE;
-    return graph_op_reads_twice(g, ops[0]) || bitcast ? c : graph_op_cost(g, ops[0]);
-  }
-  if (n < 1) return c; /* too many to weigh: each op once */
+  /* a lone op is its own formula -- a slice or gather reads only what it
+  ** takes -- unless it reads one value twice (x * x: loaded once) or is a
+  ** bitcast (a reshape) */
+  if (n == 1 && !graph_op_reads_twice(g, ops[0]) && graph_get(g, ops[0])->kind != GOP_RESHAPE)
+    return graph_op_cost(g, ops[0]);
+  graph_cost c = group_cost_once(p, g, k);
+  if (n <= 1) return c; /* a lone op as above; or too many to weigh: each op once */
   for (int i = 0; i < n; i++) evals[i] = 0;
   evals[n - 1] = (double)graph_elements(&graph_get(g, ops[n - 1])->out);
   for (int i = n - 1; i >= 0; i--) {

@@ -236,12 +236,13 @@ static int count_ir(lower_module *lm, const graph *g, const int *ops, int n, gra
 
 int opcost_kernel(opcost *c, const graph *g, const fuse_plan *p, int k, graph_cost *out,
                   char *err, size_t errn) {
-  graph_cost formula = fuse_group_cost(p, g, k);
-  *out = formula;
+  /* the pass's cost: what a kernel not lowered keeps, and what a new
+  ** signature's IR count is checked against -- not needed on a cache hit */
   int ops_buf[1024];
   int n = c->src == OPCOST_IR ? fuse_members(p, g, k, ops_buf, 1024) : 0;
   bool ir = n > 0 && lowerable(g, ops_buf, n);
   if (!ir) {
+    *out = fuse_group_cost(p, g, k);
     pthread_mutex_lock(&c->mu);
     c->st.asked++;
     c->st.declared++;
@@ -278,6 +279,8 @@ int opcost_kernel(opcost *c, const graph *g, const fuse_plan *p, int k, graph_co
   int counted = lm ? count_ir(lm, g, ops_buf, n, &got, err, errn) : -1;
   if (lm) fns++;
   /* 3. back into the table and the pool */
+  graph_cost formula = fuse_group_cost(p, g, k);
+  *out = formula;
   pthread_mutex_lock(&c->mu);
   if (counted != 0) {
     /* the lowering refused a kernel it said it takes: keep the formula,

@@ -171,6 +171,17 @@ static int is_matrix_target(const char *name) {
   return 0;
 }
 
+/* Whether op id runs on the matrix unit: a dot, a convolution, or a
+** custom-call of a matrix target with declared FLOPs; optime_op and
+** optime_kernel time it there. */
+static bool on_matrix_unit(const graph *g, int id) {
+  const graph_op *op = graph_get(g, id);
+  if (op->kind == GOP_DOT || op->kind == GOP_CONV) return true;
+  if (op->kind != GOP_CUSTOM || !is_matrix_target(op->name)) return false;
+  graph_cost c = graph_op_cost(g, id);
+  return graph_cost_flops(&c) > 0;
+}
+
 int optime_op(const hw_model *hw, const graph *g, int id, optime_result *r, char *err,
               size_t errn) {
   if (!hw || !g || !r) {
@@ -196,8 +207,7 @@ int optime_op(const hw_model *hw, const graph *g, int id, optime_result *r, char
     r->bound = "network";
     return 0;
   }
-  if (op->kind == GOP_DOT || op->kind == GOP_CONV ||
-      (op->kind == GOP_CUSTOM && is_matrix_target(op->name) && r->flops > 0)) {
+  if (on_matrix_unit(g, id)) {
     double peak = matrix_peak(hw, s0->dtype, &w, err, errn);
     if (peak <= 0) return -1;
     if (op->kind == GOP_DOT) {
@@ -257,10 +267,8 @@ int optime_kernel(const hw_model *hw, const graph *g, const fuse_plan *p, int k,
   double matrix_s = 0, matrix_flops = 0, padded = 0, peak = 0;
   for (int i = p->first[k]; i <= p->root[k]; i++) {
     if (p->group_of[i] != k) continue;
+    if (!on_matrix_unit(g, i)) continue;
     const graph_op *op = graph_get(g, i);
-    bool mm = op->kind == GOP_DOT || op->kind == GOP_CONV ||
-              (op->kind == GOP_CUSTOM && is_matrix_target(op->name));
-    if (!mm) continue;
     optime_result m;
     if (optime_op(hw, g, i, &m, err, errn) != 0) return -1;
     matrix_s += m.compute_s;

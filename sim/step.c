@@ -102,18 +102,19 @@ static int time_graph_ops(const hw_model *hw, const graph *g, bool flash, opcost
         t += mr.compute_s * (dot && m->phase == GRAPH_BACKWARD ? 1.25 : 1) + (dot ? mr.overhead_s : 0);
       }
     }
-    bool matrix = false;
-    for (int i = fp->first[k]; i <= root; i++) {
-      graph_op_kind mk = graph_get(g, i)->kind;
-      matrix |= fp->group_of[i] == k && (mk == GOP_DOT || mk == GOP_CONV);
-    }
     double n = (double)op->count;
     out->t[op->phase] += t * n;
     if (op->phase == GRAPH_FORWARD && core) out->attn_fwd += t * n;
-    if (rc == 0 && ops && op->layer == 0 && t > 0 && op->phase != GRAPH_OPTIMIZER)
+    if (rc == 0 && ops && op->layer == 0 && t > 0 && op->phase != GRAPH_OPTIMIZER) {
+      bool matrix = false; /* the trace's category: it holds a dot or convolution */
+      for (int i = fp->first[k]; i <= root; i++) {
+        graph_op_kind mk = graph_get(g, i)->kind;
+        matrix |= fp->group_of[i] == k && (mk == GOP_DOT || mk == GOP_CONV);
+      }
       rc = push_op(ops, (op_time){root, fp->size[k], matrix, op->phase, t * n, r.flops * n,
                                          r.bytes * n},
                    err, errn);
+    }
   }
   fuse_free(fp);
   return rc;
