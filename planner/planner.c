@@ -513,10 +513,13 @@ static void *sim_worker(void *arg) {
 static int run_cached(const model *m, const hw_catalog *cat, const planner_req *req,
                       planner_result *out, char *err, size_t errn);
 
-/* A candidate's plans, its fixes' too, without the run's cache. */
-static void drop_cache(planner_cand *c, struct opcost *keep) {
+/* A candidate's plans, its fixes' too, without the run's cache; its kernel
+** counts the whole run's (a count taken mid-run would depend on how the
+** threads interleaved). */
+static void drop_cache(planner_cand *c, struct opcost *keep, const opcost_stats *run) {
   c->p.cost_cache = keep;
   for (int i = 0; i < c->sim.n_fixes; i++) c->sim.fixes[i].p.cost_cache = keep;
+  c->sim.op_costs = *run;
 }
 
 int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, planner_result *out,
@@ -534,11 +537,12 @@ int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, p
   }
   int rc = run_cached(m, cat, &r, out, err, errn);
   /* the result's plans outlive this run's cache: they go back without it */
-  drop_cache(&out->best, req->cost_cache);
-  drop_cache(&out->cheapest, req->cost_cache);
-  drop_cache(&out->fastest, req->cost_cache);
-  for (int i = 0; i < out->n_ranked; i++) drop_cache(&out->ranked[i], req->cost_cache);
-  for (int i = 0; i < out->n_per_hw; i++) drop_cache(&out->per_hw[i], req->cost_cache);
+  opcost_stats st = opcost_get_stats(r.cost_cache);
+  drop_cache(&out->best, req->cost_cache, &st);
+  drop_cache(&out->cheapest, req->cost_cache, &st);
+  drop_cache(&out->fastest, req->cost_cache, &st);
+  for (int i = 0; i < out->n_ranked; i++) drop_cache(&out->ranked[i], req->cost_cache, &st);
+  for (int i = 0; i < out->n_per_hw; i++) drop_cache(&out->per_hw[i], req->cost_cache, &st);
   opcost_free(own);
   return rc;
 }

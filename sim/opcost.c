@@ -287,15 +287,17 @@ int opcost_kernel(opcost *c, const graph *g, const fuse_plan *p, int k, graph_co
     ** and let the count of differences show it */
     c->st.declared++;
     c->st.differ++;
+  } else if (keyed && (e = find(c, h, sig)) && e->sig) {
+    /* another thread lowered it meanwhile: counted as the hit it would
+    ** have been, so the counts do not depend on the threads' timing */
+    *out = e->cost;
+    c->st.hits++;
   } else {
     c->st.lowered++;
     if (!graph_cost_close(&got, &formula)) c->st.differ++;
     *out = got;
-    /* another thread may have put it there meanwhile; a full table grows
-    ** (else the kernel stays uncached, still counted) */
-    e = keyed ? find(c, h, sig) : NULL;
-    bool fresh = keyed && !(e && e->sig);
-    if (fresh && (2 * (c->n + 1) <= c->cap || grow(c) == 0)) {
+    /* a full table grows (else the kernel stays uncached, still counted) */
+    if (keyed && (2 * (c->n + 1) <= c->cap || grow(c) == 0)) {
       char *kept = strdup(sig); /* the 64 KiB buffer goes; the table keeps what it holds */
       if (kept) {
         e = find(c, h, sig); /* after a grow: the new table's slot */

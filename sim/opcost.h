@@ -39,7 +39,9 @@ typedef struct opcost opcost;
 typedef struct {
   int64_t asked;    /* kernels costed */
   int64_t lowered;  /* distinct signatures lowered and counted */
-  int64_t hits;     /* served from the cache */
+  int64_t hits;     /* served from the cache (a signature two threads lowered at once
+                       counts once as lowered, once as a hit: the counts do not
+                       depend on the threads' timing) */
   int64_t declared; /* kept the fusion pass's cost: not lowerable, or OPCOST_FORMULA */
   int64_t differ;   /* lowered kernels whose IR count differs from fuse_group_cost */
 } opcost_stats;
