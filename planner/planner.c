@@ -516,7 +516,7 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
 /* A candidate's plans, its fixes' too, without the run's cache; its kernel
 ** counts the whole run's (a count taken mid-run would depend on how the
 ** threads interleaved). */
-static void drop_cache(planner_cand *c, struct opcost *keep, const opcost_stats *run) {
+static void drop_cache(planner_cand *c, opcost *keep, const opcost_stats *run) {
   c->p.cost_cache = keep;
   for (int i = 0; i < c->sim.n_fixes; i++) c->sim.fixes[i].p.cost_cache = keep;
   c->sim.op_costs = *run;
@@ -527,7 +527,7 @@ int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, p
   planner_req r = *req;
   opcost *own = NULL;
   if (!r.cost_cache) {
-    own = opcost_new(r.op_costs == PLAN_COSTS_FORMULA ? OPCOST_FORMULA : OPCOST_IR);
+    own = opcost_new(r.op_costs);
     if (!own) {
       memset(out, 0, sizeof *out);
       snprintf(err, errn, "out of memory");

@@ -32,10 +32,10 @@ typedef struct {
   double preemptions_per_month; /* --spot: share of instances reclaimed a month (0: 0.2) */
   int top;              /* candidates confirmed by simulation */
   int threads;          /* 0: every online core */
-  plan_op_costs op_costs; /* where kernel costs come from (sim/opcost.h): the IR by default */
+  opcost_source op_costs; /* where kernel costs come from (sim/opcost.h): the IR by default */
   /* a kernel-cost cache every plan of the run shares, across threads, so
   ** each kernel signature is lowered once (NULL: planner_run makes one) */
-  struct opcost *cost_cache;
+  opcost *cost_cache;
   /* called from the calling thread about every 100 ms while the search
   ** runs (NULL: none): what ("searching", "simulating"), done of total */
   void (*progress)(void *ctx, const char *what, int done, int total);

@@ -83,7 +83,7 @@ static const char *const SIM_VALUED[] = {
     "--recompute", "--precision", "--pp-schedule", "--reduction-server", "--slices",
     "--trace", "--input", "--storage", "--prefetch", "--input-host", "--grad-sync", "--attention", "--op-costs", NULL};
 static const char *const COLL_FLAGS[] = {"--explain", NULL};
-static const char *const OP_COSTS[] = {"ir", "formula", NULL}; /* plan_op_costs order */
+static const char *const OP_COSTS[] = {"ir", "formula", NULL}; /* opcost_source order */
 static const char *const COLL_VALUED[] = {"--hw",       "--chips",    "--op",       "--bytes",
                                           "--algo",     "--slices",   "--reducers", "--reducer-bw",
                                           "--factor",   "--axis",     NULL};
@@ -1125,7 +1125,7 @@ static void print_step(FILE *out, const model *m, const hw_model *hw, const plan
             r->attn_core_fwd_s * 1e3, r->head_fwd_s * 1e3, r->head_bwd_s * 1e3, r->p2p_s * 1e3,
             r->dp_allreduce_s * 1e3, r->optimizer_s * 1e3);
     const opcost_stats *st = &r->op_costs;
-    if (p->op_costs == PLAN_COSTS_FORMULA)
+    if (p->op_costs == OPCOST_FORMULA)
       fprintf(out, "  op costs: %lld kernels from the graph's formulas (--op-costs formula)\n",
               (long long)st->asked);
     else
@@ -1169,7 +1169,7 @@ static int run_simulate(cli_ctx *c) {
       enum_opt(c, "--attention", ATTN, 0, &attn) || enum_opt(c, "--op-costs", OP_COSTS, 0, &costs))
     return CLI_USAGE;
   p.attention = (plan_attention)attn;
-  p.op_costs = (plan_op_costs)costs;
+  p.op_costs = (opcost_source)costs;
   p.grad_sync = (plan_grad_sync)gsync;
   p.recompute = (plan_recompute)rec;
   p.precision = PREC_DT[prec];
@@ -1331,7 +1331,7 @@ static int run_plan(cli_ctx *c) {
   if (enum_opt(c, "--objective", OBJ, 0, &obj) || enum_opt(c, "--op-costs", OP_COSTS, 0, &costs))
     return CLI_USAGE;
   req.objective = (planner_objective)obj;
-  req.op_costs = (plan_op_costs)costs;
+  req.op_costs = (opcost_source)costs;
   if (opt(c, "--deadline")) {
     req.deadline_s = parse_duration(opt(c, "--deadline"));
     if (req.deadline_s < 0) return usage_error(c, "%s", "--deadline expects a duration: 30d, 12h, 90m");

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "graph.h"
+#include "opcost.h"
 
 typedef enum { PLAN_GPIPE, PLAN_1F1B, PLAN_INTERLEAVED } plan_schedule;
 /* When the data-parallel gradient reduction runs: bucket by bucket while
@@ -30,11 +31,6 @@ typedef enum { PLAN_GRAD_OVERLAP, PLAN_GRAD_AFTER_BACKWARD } plan_grad_sync;
 ** batched GEMM and a (fused) softmax, as Megatron-LM did before it. */
 typedef enum { PLAN_ATTN_FLASH, PLAN_ATTN_SCORES } plan_attention;
 typedef enum { PLAN_RECOMPUTE_NONE, PLAN_RECOMPUTE_SELECTIVE, PLAN_RECOMPUTE_FULL } plan_recompute;
-/* Where each kernel's flops and bytes come from (sim/opcost.h): its
-** lowered LLVM IR, counted (the default), or the graph's formulas, which
-** the IR count equals (`tpusim lower` and the tests check it). */
-typedef enum { PLAN_COSTS_IR, PLAN_COSTS_FORMULA } plan_op_costs;
-struct opcost;
 
 typedef struct {
   int64_t chips, dp, tp, pp, ep;
@@ -53,10 +49,13 @@ typedef struct {
   /* --full: every data-parallel group's all-reduce at once over the whole
   ** network, instead of one group taken as standing for all */
   bool full;
-  plan_op_costs op_costs;
+  /* where each kernel's flops and bytes come from: its lowered LLVM IR,
+  ** counted (the default), or the graph's formulas, which the IR count
+  ** equals (`tpusim lower` and the tests check it) */
+  opcost_source op_costs;
   /* a kernel-cost cache to share between calls and threads (the planner's);
   ** NULL: each simulation makes its own. Not owned by the plan. */
-  struct opcost *cost_cache;
+  opcost *cost_cache;
 } plan;
 
 /* Micro-batches per step per pipeline: gbs / (dp x ep x mbs). */

@@ -687,7 +687,7 @@ static int simulate_hlo(const model *m, const hw_model *hw, const plan *p, step_
 static int with_cache(plan *p, opcost **own, char *err, size_t errn) {
   *own = NULL;
   if (p->cost_cache) return 0;
-  *own = opcost_new(p->op_costs == PLAN_COSTS_FORMULA ? OPCOST_FORMULA : OPCOST_IR);
+  *own = opcost_new(p->op_costs);
   if (!*own) return str_errf(err, errn, "out of memory");
   p->cost_cache = *own;
   return 0;
@@ -1346,7 +1346,7 @@ cJSON *step_json(const model *m, const hw_model *hw, const plan *p, const step_r
   cJSON_AddNumberToObject(cost, "usd_per_hour", r->usd_per_hour);
   cJSON_AddNumberToObject(cost, "usd_per_step", r->usd_per_step);
   cJSON *oc = cJSON_AddObjectToObject(o, "op_costs");
-  cJSON_AddStringToObject(oc, "source", p->op_costs == PLAN_COSTS_FORMULA ? "formula" : "ir");
+  cJSON_AddStringToObject(oc, "source", p->op_costs == OPCOST_FORMULA ? "formula" : "ir");
   cJSON_AddNumberToObject(oc, "kernels", (double)r->op_costs.asked);
   cJSON_AddNumberToObject(oc, "signatures_lowered", (double)r->op_costs.lowered);
   cJSON_AddNumberToObject(oc, "cache_hits", (double)r->op_costs.hits);

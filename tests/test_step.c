@@ -173,13 +173,13 @@ Test(step, published_runs, .timeout = 120) {
     char err[512];
     cr_assert_eq(simulate(path, "a100-80g", p, &r, err, sizeof err), 0, "%s: %s", col[0], err);
     /* timed from IR-derived kernel costs (issue 7), each agreeing with its formula */
-    cr_assert_eq(p.op_costs, PLAN_COSTS_IR);
+    cr_assert_eq(p.op_costs, OPCOST_IR);
     cr_assert_gt(r.op_costs.lowered, 50, "%s: %lld signatures lowered", col[0], (long long)r.op_costs.lowered);
     cr_assert_gt(r.op_costs.hits, 0);
     cr_assert_eq(r.op_costs.differ, 0, "%s", col[0]);
     if (n == 0) { /* and the formula source gives the same step, to the bit */
       plan pf = p;
-      pf.op_costs = PLAN_COSTS_FORMULA;
+      pf.op_costs = OPCOST_FORMULA;
       step_result rf;
       cr_assert_eq(simulate(path, "a100-80g", pf, &rf, err, sizeof err), 0, "%s", err);
       cr_assert_eq(rf.step_time_s, r.step_time_s, "%.17g vs %.17g", rf.step_time_s, r.step_time_s);

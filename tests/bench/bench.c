@@ -115,7 +115,7 @@ int main(void) {
          (long long)st->lowered, (long long)st->hits, (long long)st->differ);
   static planner_result pf;
   planner_req freq = req;
-  freq.op_costs = PLAN_COSTS_FORMULA;
+  freq.op_costs = OPCOST_FORMULA;
   double tf0 = now_s();
   if (planner_run(big, cat, &freq, &pf, err, sizeof err) != 0) {
     fprintf(stderr, "%s\n", err);
