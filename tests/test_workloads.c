@@ -28,6 +28,35 @@ static double phase_flops(const model *m, int phase) {
   return graph_cost_flops(&c);
 }
 
+/* The attention softmax keeps only its 16-bit output for the backward
+** (GRAPH_RULE_SOFTMAX, as PyTorch, Megatron and jax.nn.softmax do): no
+** backward op reads the forward's exponentials or its f32 quotient, and
+** the backward reads the bf16 probabilities. Autodiff through the exp
+** would read exp(x) (d exp = dy exp(x)) and fail this. */
+Test(workloads, softmax_backward_reads_only_its_output) {
+  model *m = load("llama3-8b", 1, 128);
+  const graph *g = m->g;
+  int rules = 0, read_y = 0;
+  for (int i = 0; i < graph_count(g); i++) {
+    const graph_op *op = graph_get(g, i);
+    if (op->rule == GRAPH_RULE_SOFTMAX && op->layer >= 0) {
+      rules++;
+      cr_assert_eq(op->out.dtype, GDT_BF16, "%s", op->name);
+    }
+    if (op->phase != GRAPH_BACKWARD) continue;
+    for (int j = 0; j < op->n_in; j++) {
+      const graph_op *in = graph_get(g, op->in[j]);
+      if (in->phase != GRAPH_FORWARD || in->layer < 0) continue;
+      cr_assert(in->kind != GOP_EXP, "%s reads the forward's %s", op->name, in->name);
+      cr_assert(!(in->kind == GOP_DIV && in->out.dtype == GDT_F32), "%s reads %s", op->name, in->name);
+      read_y += in->rule == GRAPH_RULE_SOFTMAX;
+    }
+  }
+  cr_assert_eq(rules, 32, "one attention softmax per layer: %d", rules);
+  cr_assert_geq(read_y, 32, "the backward reads each softmax's output");
+  model_free(m);
+}
+
 /* Published sizes: Llama 3 model cards (8.03B / 70.6B / 405.8B within
 ** 0.5%), GPT-3 Table 2.1 (174.6B), BERT-Large 335M (Devlin et al.; within
 ** 1%: ours adds the MLM head transform), Mixtral 46.7B total / 12.9B active
