@@ -3,7 +3,7 @@
 #   make            build ./tpusim and build/libtpusim.a
 #   make deps       install missing Debian packages (apt-get; does nothing when all are there)
 #   make run        deps + build + the main job
-#   make test       deps + build + unit tests (Criterion) + command-line tests
+#   make test       deps + build + layering check + unit tests (Criterion) + command-line tests
 #   make asan       the same tests, built with AddressSanitizer + UBSan
 #   make valgrind   the command-line tests under valgrind
 #   make bench      benchmarks (figures as rates and ratios)
@@ -29,16 +29,16 @@ LIBS = $(shell $(LLVM_CONFIG) --ldflags --libs core 2>/dev/null) \
        $(shell $(PKG_CONFIG) --libs libcjson sdl2 SDL2_ttf 2>/dev/null) -lm -pthread
 CRITERION_LIBS = $(shell $(PKG_CONFIG) --libs criterion 2>/dev/null || echo -lcriterion)
 
-LIB_SRC = $(wildcard sim/*.c hw_models/*.c planner/*.c workloads/*.c viz/*.c)
+LIB_SRC = $(wildcard base/*.c hw_models/*.c workloads/*.c sim/*.c planner/*.c viz/*.c cli/*.c)
 # EXCLUDE: sources to leave out of a development build (work in progress).
-LIB_SRC := $(filter-out sim/main.c hw_models/embed.c $(EXCLUDE),$(LIB_SRC))
+LIB_SRC := $(filter-out cli/main.c base/embed.c $(EXCLUDE),$(LIB_SRC))
 HW_JSON = $(sort $(wildcard hw_models/*.json))
 EXAMPLES = $(sort $(wildcard workloads/examples/*.json workloads/examples/*.hlo))
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/hw_catalog_data.o $(BUILD)/examples_data.o
 TEST_SRC = $(filter-out $(EXCLUDE),$(wildcard tests/*.c))
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
 
-.PHONY: all deps run test check unit cli asan valgrind bench clean
+.PHONY: all deps run test check check-layers unit cli asan valgrind bench clean
 
 all: $(BIN)
 
@@ -49,7 +49,7 @@ $(BUILD)/%.o: %.c
 $(BUILD)/sim/lower.o: ALL_CFLAGS += $(LLVM_CFLAGS)
 $(BUILD)/viz/%.o: ALL_CFLAGS += $(SDL_CFLAGS)
 
-$(BUILD)/embed: hw_models/embed.c
+$(BUILD)/embed: base/embed.c
 	@mkdir -p $(BUILD)
 	$(CC) -std=c17 $(WARN) -O1 $< -o $@
 
@@ -68,7 +68,7 @@ $(BUILD)/libtpusim.a: $(LIB_OBJ)
 	rm -f $@
 	$(AR) rcs $@ $^
 
-$(BIN): $(BUILD)/sim/main.o $(BUILD)/libtpusim.a
+$(BIN): $(BUILD)/cli/main.o $(BUILD)/libtpusim.a
 	$(CC) $(CFLAGS) $(EXTRA_CFLAGS) -o $@ $^ $(LIBS)
 
 $(BUILD)/tests/unit: $(TEST_OBJ) $(BUILD)/libtpusim.a $(BUILD)/tests/.list
@@ -111,7 +111,12 @@ unit: $(BUILD)/tests/unit
 cli: $(BIN)
 	TPUSIM=./$(BIN) bash tests/cli.sh
 
-check: unit cli
+# Layers run one way (docs/architecture.md): includes from the sources,
+# calls from the objects the library was built from.
+check-layers: $(BUILD)/libtpusim.a $(BUILD)/cli/main.o
+	@bash tests/layers.sh $(BUILD)
+
+check: check-layers unit cli
 
 test: deps
 	@$(MAKE) --no-print-directory check

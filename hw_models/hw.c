@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/jin.h"
-#include "../sim/strutil.h"
+#include "../base/jin.h"
+#include "../base/strutil.h"
 
 static const char *const KIND_CHOICES[] = {"tpu", "gpu", "cpu", NULL};
 static const char *const MU_CHOICES[] = {"mxu", "tensor_core", "amx", "simd", NULL};

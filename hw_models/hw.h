@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../sim/diag.h"
+#include "../base/diag.h"
 
 typedef enum {
   HW_FP64,

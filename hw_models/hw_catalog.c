@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/jin.h"
-#include "../sim/strutil.h"
+#include "../base/jin.h"
+#include "../base/strutil.h"
 
 /* Far larger than any hardware description; a bigger file is a wrong path. */
 #define HW_FILE_MAX_BYTES (1u << 20)

@@ -9,7 +9,7 @@
 
 #include "hw.h"
 
-#include "../sim/embedded.h"
+#include "../base/embedded.h"
 
 /* The hw_models JSON files, generated into build/hw_catalog_data.c at build time. */
 extern const embedded_file hw_files[];

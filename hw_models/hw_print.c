@@ -7,7 +7,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../sim/units.h"
+#include "../base/units.h"
 #include "hw.h"
 
 static const void *fptr(const hw_model *m, const hw_field *f) {

@@ -30,8 +30,8 @@
 #include "../sim/input.h"
 #include "../sim/memory.h"
 #include "../sim/optime.h"
-#include "../sim/strutil.h"
-#include "../sim/units.h"
+#include "../base/strutil.h"
+#include "../base/units.h"
 
 #define MAX_KEEP 64
 

@@ -23,8 +23,8 @@
 #include <cjson/cJSON.h>
 
 #include "lower.h"
-#include "strutil.h"
-#include "units.h"
+#include "../base/strutil.h"
+#include "../base/units.h"
 
 #define MAX_FUSED 4 /* ops in one fused step */
 #define MAX_ARGS 6  /* buffers of one step: inputs, then the output */

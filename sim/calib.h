@@ -36,7 +36,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "graph.h"
+#include "../workloads/graph.h"
 
 typedef enum { CALIB_FIT, CALIB_HOLDOUT } calib_set;
 

@@ -24,7 +24,7 @@
 
 #include <stdbool.h>
 
-#include "graph.h"
+#include "../workloads/graph.h"
 
 typedef struct {
   int n_ops;

@@ -14,7 +14,7 @@
 */
 #include "input.h"
 
-#include "strutil.h"
+#include "../base/strutil.h"
 
 #include <math.h>
 #include <stdarg.h>

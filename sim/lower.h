@@ -24,7 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "graph.h"
+#include "../workloads/graph.h"
 
 /* "19.1.7": the LLVM the binary is linked against. */
 void lower_llvm_version(char *buf, size_t n);

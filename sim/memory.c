@@ -7,7 +7,7 @@
 */
 #include "memory.h"
 
-#include "strutil.h"
+#include "../base/strutil.h"
 
 #include <math.h>
 #include <stdarg.h>

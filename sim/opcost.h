@@ -30,7 +30,7 @@
 #include <stdint.h>
 
 #include "fuse.h"
-#include "graph.h"
+#include "../workloads/graph.h"
 
 typedef enum { OPCOST_IR, OPCOST_FORMULA } opcost_source;
 

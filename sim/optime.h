@@ -20,7 +20,7 @@
 
 #include "../hw_models/hw.h"
 #include "fuse.h"
-#include "graph.h"
+#include "../workloads/graph.h"
 
 typedef struct {
   double time_s;       /* max(compute_s, memory_s) + overhead_s */

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "graph.h"
+#include "../workloads/graph.h"
 #include "opcost.h"
 
 typedef enum { PLAN_GPIPE, PLAN_1F1B, PLAN_INTERLEAVED } plan_schedule;

@@ -28,7 +28,7 @@
 #include "net.h"
 #include "opcost.h"
 #include "optime.h"
-#include "strutil.h"
+#include "../base/strutil.h"
 
 #include <cjson/cJSON.h>
 

@@ -12,7 +12,7 @@
 #include <criterion/criterion.h>
 
 #include "../hw_models/hw_catalog.h"
-#include "../sim/cli.h"
+#include "../cli/cli.h"
 
 th_run th_cli(const char *first, ...) {
   char *argv[64];

@@ -16,7 +16,7 @@
 
 #include "../hw_models/hw.h"
 #include "../sim/calib.h"
-#include "../sim/diag.h"
+#include "../base/diag.h"
 #include "../sim/lower.h"
 #include "../sim/optime.h"
 #include "helpers.h"

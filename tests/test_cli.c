@@ -8,7 +8,7 @@
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 
-#include "../sim/cli.h"
+#include "../cli/cli.h"
 #include "helpers.h"
 
 Test(cli, help_lists_every_contract_command) {

@@ -9,9 +9,9 @@
 
 #include <criterion/criterion.h>
 
-#include "../sim/diag.h"
-#include "../sim/graph.h"
-#include "../sim/jin.h"
+#include "../base/diag.h"
+#include "../workloads/graph.h"
+#include "../base/jin.h"
 #include "../workloads/families.h"
 #include "helpers.h"
 

@@ -5,7 +5,7 @@
 #include <criterion/criterion.h>
 
 #include "../sim/fuse.h"
-#include "../sim/graph.h"
+#include "../workloads/graph.h"
 
 #define SHAPE GRAPH_SHAPE
 

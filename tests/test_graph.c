@@ -6,7 +6,7 @@
 
 #include <criterion/criterion.h>
 
-#include "../sim/graph.h"
+#include "../workloads/graph.h"
 
 #define SHAPE GRAPH_SHAPE
 

@@ -12,7 +12,7 @@
 
 #include <criterion/criterion.h>
 
-#include "../sim/jin.h"
+#include "../base/jin.h"
 #include "../workloads/hlo.h"
 #include "helpers.h"
 

@@ -7,8 +7,8 @@
 
 #include <criterion/criterion.h>
 
-#include "../sim/diag.h"
-#include "../sim/jin.h"
+#include "../base/diag.h"
+#include "../base/jin.h"
 
 static const char DOC[] =
     "{\n"

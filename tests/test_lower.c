@@ -8,7 +8,7 @@
 
 #include <criterion/criterion.h>
 
-#include "../sim/graph.h"
+#include "../workloads/graph.h"
 #include "../sim/lower.h"
 
 #define SHAPE GRAPH_SHAPE

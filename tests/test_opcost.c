@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/diag.h"
+#include "../base/diag.h"
 #include "../sim/fuse.h"
 #include "../sim/opcost.h"
 #include "../workloads/model.h"

@@ -3,9 +3,9 @@
 */
 #include <criterion/criterion.h>
 
-#include "../sim/diag.h"
-#include "../sim/strutil.h"
-#include "../sim/units.h"
+#include "../base/diag.h"
+#include "../base/strutil.h"
+#include "../base/units.h"
 
 Test(units, si_prefixes_three_digits) {
   char b[64];

@@ -25,9 +25,9 @@
 #include <SDL.h>
 #include <SDL_ttf.h>
 
-#include "../sim/diag.h"
-#include "../sim/jin.h"
-#include "../sim/units.h"
+#include "../base/diag.h"
+#include "../base/jin.h"
+#include "../base/units.h"
 
 void view_sdl_version(char *buf, size_t n) {
   SDL_version v;

@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/strutil.h"
+#include "../base/strutil.h"
 #include "fam.h"
 #include "families.h"
 

@@ -23,8 +23,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "../sim/jin.h"
-#include "../sim/strutil.h"
+#include "../base/jin.h"
+#include "../base/strutil.h"
 
 #define HLO_MAX_FILE (256u << 20)
 /* Deeper nesting of calls than this is a runaway recursion, not a model. */

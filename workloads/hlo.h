@@ -25,8 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../sim/diag.h"
-#include "../sim/graph.h"
+#include "../base/diag.h"
+#include "graph.h"
 
 typedef struct hlo_module hlo_module;
 

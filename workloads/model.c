@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/embedded.h"
-#include "../sim/strutil.h"
+#include "../base/embedded.h"
+#include "../base/strutil.h"
 #include "families.h"
 #include "hlo.h"
 #include "train.h"

@@ -8,8 +8,8 @@
 
 #include <stdio.h>
 
-#include "../sim/diag.h"
-#include "../sim/graph.h"
+#include "../base/diag.h"
+#include "graph.h"
 #include "wl.h"
 
 typedef struct {

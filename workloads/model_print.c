@@ -7,7 +7,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../sim/units.h"
+#include "../base/units.h"
 #include "model.h"
 
 typedef struct {

@@ -10,7 +10,7 @@
 #ifndef TPUSIM_TRAIN_H
 #define TPUSIM_TRAIN_H
 
-#include "../sim/graph.h"
+#include "graph.h"
 #include "wl.h"
 
 /* Appends the backward pass of scalar `loss` (phase GRAPH_BACKWARD) and the

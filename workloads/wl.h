@@ -16,8 +16,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "../sim/graph.h"
-#include "../sim/jin.h"
+#include "graph.h"
+#include "../base/jin.h"
 
 typedef enum { WL_SGD, WL_MOMENTUM, WL_ADAM, WL_ADAMW } wl_optimizer;
 typedef enum { WL_FULL, WL_LORA, WL_QLORA } wl_method;

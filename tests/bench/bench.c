@@ -15,13 +15,13 @@
 #include <time.h>
 
 #include "../../hw_models/hw_catalog.h"
-#include "../../sim/cli.h"
+#include "../../cli/cli.h"
 #include "../../sim/coll.h"
 #include "../../sim/engine.h"
 #include "../../sim/net.h"
 #include "../../sim/step.h"
 #include "../../planner/planner.h"
-#include "../../sim/units.h"
+#include "../../base/units.h"
 
 static double now_s(void) { return units_now_s(); }
 

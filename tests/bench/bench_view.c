@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../sim/cli.h"
+#include "../../cli/cli.h"
 #include "../../viz/view.h"
 
 static double now_s(void) {

@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "diag.h"
+#include "../base/diag.h"
 
 #define GRAPH_MAX_RANK 8
 

@@ -1,5 +1,5 @@
 /*
-** embedded.h -- files compiled into the binary by hw_models/embed.c (the
+** embedded.h -- files compiled into the binary by base/embed.c (the
 ** hardware catalog, the example models), so tpusim needs no data directory.
 */
 #ifndef TPUSIM_EMBEDDED_H

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "strutil.h"
+#include "../base/strutil.h"
 
 /* ---- tables ---- */
 
