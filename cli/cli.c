@@ -1216,7 +1216,7 @@ static int run_simulate(cli_ctx *c) {
   }
   if (!m) {
     rc = CLI_BAD_INPUT;
-  } else if (step_check(m, hw, &p, err, sizeof err) != 0 ||
+  } else if (plan_check(m, hw, &p, err, sizeof err) != 0 ||
              (rc = input_from_opts(c, hw, p.seq, &in, err, sizeof err)) != CLI_OK ||
              step_simulate(m, hw, &p, hw->chip.host_link_bw_bytes_per_s > 0 ? &in : NULL, &r,
                            trace, err, sizeof err) != 0 ||

@@ -378,7 +378,7 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
                   snprintf(best_peak_plan, sizeof best_peak_plan,
                            "%lld chip%s, tp %lld, pp %lld, zero %d, %s recompute",
                            (long long)chips, chips == 1 ? "" : "s", (long long)tp, (long long)pp, p.zero,
-                           rec == 2 ? "full" : rec == 1 ? "selective" : "no");
+                           plan_recompute_word((plan_recompute)rec));
                 }
                 continue;
               }
@@ -654,9 +654,7 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
                           : "communication costs most";
   char dur[32], mem[400];
   units_seconds(dur, sizeof dur, b->train_s);
-  const char *rec = b->p.recompute == PLAN_RECOMPUTE_FULL        ? "full"
-                    : b->p.recompute == PLAN_RECOMPUTE_SELECTIVE ? "selective"
-                                                                 : "no";
+  const char *rec = plan_recompute_word(b->p.recompute);
   if (r->memory.peak > 0.8 * r->memory.capacity)
     snprintf(mem, sizeof mem,
              "Memory binds: %.1f of %.1f GiB per chip, so tp %lld x pp %lld with %s recompute%s "
@@ -704,7 +702,7 @@ static int plan_generic(const model *m, const hw_catalog *cat, const planner_req
                 .schedule = PLAN_1F1B, .precision = prec, .op_costs = req->op_costs,
                 .cost_cache = req->cost_cache};
       char e2[256];
-      if (step_check(m, hw, &p, e2, sizeof e2) != 0) continue;
+      if (plan_check(m, hw, &p, e2, sizeof e2) != 0) continue;
       planner_cand c = {.p = p};
       snprintf(c.hw, sizeof c.hw, "%s", hw->name);
       if (step_simulate(m, hw, &p, NULL, &c.sim, NULL, e2, sizeof e2) != 0) continue;

@@ -91,7 +91,7 @@ planner_objective planner_default_objective(const model *m);
 
 /* The analytic step time of one plan (what the search scores it with):
 ** the per-chip costs, then the closed form. Returns the time in seconds,
-** or -1 with err. The plan must pass step_check first. */
+** or -1 with err. The plan must pass plan_check first. */
 double planner_analytic_step(const model *m, const hw_model *hw, const plan *p, char *err,
                              size_t errn);
 

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "../workloads/graph.h"
+#include "../workloads/model.h"
 #include "opcost.h"
 
 typedef enum { PLAN_GPIPE, PLAN_1F1B, PLAN_INTERLEAVED } plan_schedule;
@@ -58,6 +59,22 @@ typedef struct {
   opcost *cost_cache;
 } plan;
 
+/* ---- names: the one table of each, for flags, JSON, messages ----
+** NULL-terminated, indexed by the enum (the order messages list them). */
+extern const char *const plan_schedule_names[];  /* gpipe, 1f1b, interleaved */
+extern const char *const plan_recompute_names[]; /* none, selective, full */
+extern const char *const plan_grad_sync_names[]; /* overlap, after-backward */
+extern const char *const plan_attention_names[]; /* flash, scores */
+/* "bf16", ... (workloads' precision table); "bf16" for a dtype that is none */
+const char *plan_precision_name(graph_dtype dt);
+/* "none", "selective", "full" recompute as prose: "no", "selective", "full" */
+const char *plan_recompute_word(plan_recompute r);
+/* --pp-schedule's value: gpipe, 1f1b or interleaved:V (V >= 2), into
+** p->schedule and p->vp. Returns 0, or -1 with err naming what it expected. */
+int plan_schedule_parse(const char *s, plan *p, char *err, size_t errn);
+/* An index into a NULL-terminated name table, or -1. */
+int plan_name_index(const char *const *names, const char *s);
+
 /* Micro-batches per step per pipeline: gbs / (dp x ep x mbs). */
 int64_t plan_microbatches(const plan *p);
 
@@ -65,5 +82,18 @@ struct hw_model;
 /* The precision a plan trains in on hw when `want` is asked for: bf16 falls
 ** back to fp16 (with loss scaling) on a chip without bf16, as on a V100. */
 graph_dtype plan_precision_on(const struct hw_model *hw, graph_dtype want);
+
+/* The one validator of a plan against a model and a machine, used by
+** simulate, plan (the search and its fixes): every rule a plan must keep
+** (tp divides the attention heads, and the KV heads divide tp or tp them;
+** tp divides ffn_hidden; chips = dp x tp x pp x ep; pp x V divides the
+** layers; ep divides the experts; mbs x dp x ep divides the global batch;
+** interleaving needs V >= 2 and micro-batches a multiple of pp; ZeRO 0..3;
+** the chip has a unit for the precision; non-transformer families train
+** data-parallel; an HLO module runs on the devices it was compiled for).
+** Fills in defaults: mbs 1, gbs and seq from the model, dp from chips /
+** (tp pp ep) when 0, vp 1, slices 1; sp off without tp. Returns 0, or -1
+** with err naming what does not divide what. */
+int plan_check(const model *m, const struct hw_model *hw, plan *p, char *err, size_t errn);
 
 #endif

@@ -125,14 +125,16 @@ static int time_graph(const hw_model *hw, const graph *g, opcost *costs, phase_t
   return time_graph_ops(hw, g, false, costs, out, NULL, err, errn);
 }
 
-static model *load_shard(const model *m, const plan *p, int64_t layers, char *err, size_t errn);
+static const model *shard_of(const model *m, const plan *p, int64_t layers, model **owned,
+                             char *err, size_t errn);
 
 /* A non-transformer model's per-chip costs: its whole graph at one
 ** micro-batch (layer_fwd_s, layer_bwd_s: forward and backward of the
 ** micro-batch; optimizer_s: the update), and the bytes of its gradients. */
 static int costs_generic(const model *m, const hw_model *hw, const plan *p, step_result *r,
                          char *err, size_t errn) {
-  model *one = load_shard(m, p, 0, err, errn);
+  model *own;
+  const model *one = shard_of(m, p, 0, &own, err, errn);
   if (!one) return -1;
   phase_times t;
   int rc = time_graph(hw, one->g, p->cost_cache, &t, err, errn);
@@ -145,147 +147,26 @@ static int costs_generic(const model *m, const hw_model *hw, const plan *p, step
     r->grad_accum_layer_s = (double)one->trainable_params * 6 /
                             (hw->chip.hbm_bw_bytes_per_s * hw->chip.hbm_efficiency);
   }
-  model_free(one);
+  model_free(own);
   return rc;
 }
 
-static model *load_shard(const model *m, const plan *p, int64_t layers, char *err, size_t errn) {
+/* The model as one chip of plan p holds it: its tensor-parallel shard at
+** one micro-batch, with `layers` layers (0: all), built from the model in
+** memory (model_derive: no file is read). An HLO module is its own shard:
+** *owned stays NULL and m itself comes back. */
+static const model *shard_of(const model *m, const plan *p, int64_t layers, model **owned,
+                             char *err, size_t errn) {
+  *owned = NULL;
+  if (!m->spec) return m;
   diag *d = diag_new();
   model_opts o = {.seq_len = p->seq > 1 ? p->seq : 0,
                   .global_batch = m->info.whole_step ? 0 : p->mbs, .shard_tp = p->tp,
-                  .only_layers = layers};
-  static const char *const PREC[GDT_COUNT] = {[GDT_BF16] = "bf16", [GDT_F16] = "fp16",
-                                               [GDT_F32] = "fp32", [GDT_F64] = "fp64",
-                                               [GDT_F8] = "fp8"};
-  o.precision = PREC[p->precision];
-  model *s = model_load(m->source, &o, d);
-  if (!s) snprintf(err, errn, "%s", diag_count(d) ? diag_message(d, 0) : "cannot rebuild the model");
+                  .only_layers = layers, .precision = plan_precision_name(p->precision)};
+  *owned = d ? model_derive(m, &o, d) : NULL;
+  if (!*owned) snprintf(err, errn, "%s", d && diag_count(d) ? diag_message(d, 0) : "cannot rebuild the model");
   diag_free(d);
-  return s;
-}
-
-/* ---- checks ---- */
-
-/* Models other than transformers: data parallelism only (their layers are
-** small enough to replicate); a family that writes its whole step (gbdt)
-** runs on one chip. */
-static int check_generic(const model *m, plan *p, char *err, size_t errn) {
-  if (strcmp(m->format, "hlo") == 0) {
-    /* a compiled module is one device's program for the devices it names */
-    int64_t dev = m->info.devices > 0 ? m->info.devices : 1;
-    if (p->tp != 1 || p->pp != 1 || p->ep != 1 || (p->dp && p->dp != p->chips))
-      return str_errf(err, errn, "an HLO module carries its own partitioning (%lld device%s): give "
-                                 "--chips %lld and no --dp/--tp/--pp/--ep",
-                      (long long)dev, dev == 1 ? "" : "s", (long long)dev);
-    if (p->chips != dev)
-      return str_errf(err, errn, "the HLO module was compiled for %lld device%s "
-                                 "(num_partitions x replica_count), not --chips %lld",
-                      (long long)dev, dev == 1 ? "" : "s", (long long)p->chips);
-    p->dp = p->chips;
-    p->gbs = p->mbs = 1;
-    p->vp = 1;
-    if (p->slices < 1) p->slices = 1;
-    return 0;
-  }
-  if (p->tp != 1 || p->pp != 1 || p->ep != 1)
-    return str_errf(err, errn, "tensor, pipeline and expert parallelism split transformer "
-                               "layers; a %s model trains data-parallel (--dp)", m->family);
-  if (p->chips < 1 || p->mbs < 0) return str_errf(err, errn, "--chips must be at least 1");
-  if (p->dp == 0) p->dp = p->chips;
-  if (p->dp != p->chips)
-    return str_errf(err, errn, "dp %lld, but --chips is %lld", (long long)p->dp, (long long)p->chips);
-  if (m->info.whole_step && p->chips != 1)
-    return str_errf(err, errn, "a %s step runs on one chip here (distributed %s is not modelled)",
-                    m->family, m->family);
-  if (p->gbs == 0) p->gbs = m->train.global_batch;
-  if (p->seq == 0) p->seq = m->train.seq_len;
-  if (p->mbs == 0) p->mbs = p->gbs / p->dp > 0 ? p->gbs / p->dp : 1; /* no accumulation */
-  if (!m->info.whole_step && p->gbs % (p->dp * p->mbs) != 0)
-    return str_errf(err, errn, "mbs %lld x dp %lld does not divide the global batch %lld",
-                    (long long)p->mbs, (long long)p->dp, (long long)p->gbs);
-  if (p->slices < 1) p->slices = 1;
-  p->vp = 1;
-  return 0;
-}
-
-int step_check(const model *m, const hw_model *hw, plan *p, char *err, size_t errn) {
-  const wl_tf_dims *d = &m->info.tf;
-  if (d->layers == 0) return check_generic(m, p, err, errn);
-  if (p->mbs == 0) p->mbs = 1;
-  if (p->tp < 1 || p->pp < 1 || p->ep < 1 || p->chips < 1 || p->mbs < 1) {
-    snprintf(err, errn, "--chips, --tp, --pp, --ep and --mbs must be at least 1");
-    return -1;
-  }
-  if (d->heads % p->tp != 0) {
-    snprintf(err, errn, "tp %lld does not divide the %lld attention heads", (long long)p->tp,
-             (long long)d->heads);
-    return -1;
-  }
-  if (d->kv_heads % p->tp != 0 && p->tp % d->kv_heads != 0) {
-    snprintf(err, errn, "tp %lld and the %lld KV heads: one must divide the other",
-             (long long)p->tp, (long long)d->kv_heads);
-    return -1;
-  }
-  if (d->ffn_hidden % p->tp != 0) {
-    snprintf(err, errn, "tp %lld does not divide ffn_hidden %lld", (long long)p->tp,
-             (long long)d->ffn_hidden);
-    return -1;
-  }
-  if (p->dp == 0) p->dp = p->chips / (p->tp * p->pp * p->ep);
-  if (p->dp * p->tp * p->pp * p->ep != p->chips) {
-    snprintf(err, errn, "dp %lld x tp %lld x pp %lld x ep %lld = %lld, but --chips is %lld",
-             (long long)p->dp, (long long)p->tp, (long long)p->pp, (long long)p->ep,
-             (long long)(p->dp * p->tp * p->pp * p->ep), (long long)p->chips);
-    return -1;
-  }
-  if (p->vp < 1) p->vp = 1;
-  if (p->pp > d->layers) {
-    snprintf(err, errn, "pp %lld is more than the %lld layers", (long long)p->pp,
-             (long long)d->layers);
-    return -1;
-  }
-  if (d->layers % (p->pp * p->vp) != 0) {
-    snprintf(err, errn, "%lld layers do not split into pp %lld x %lld virtual stages",
-             (long long)d->layers, (long long)p->pp, (long long)p->vp);
-    return -1;
-  }
-  if (p->ep > 1 && (d->experts == 0 || d->experts % p->ep != 0)) {
-    snprintf(err, errn, "ep %lld needs a MoE model whose experts (%lld) it divides",
-             (long long)p->ep, (long long)d->experts);
-    return -1;
-  }
-  if (p->gbs == 0) p->gbs = m->train.global_batch;
-  if (p->seq == 0) p->seq = m->train.seq_len;
-  if (p->gbs % (p->dp * p->ep * p->mbs) != 0) {
-    snprintf(err, errn, "mbs %lld x dp %lld%s does not divide the global batch %lld",
-             (long long)p->mbs, (long long)(p->dp * p->ep), p->ep > 1 ? " (x ep)" : "",
-             (long long)p->gbs);
-    return -1;
-  }
-  if (p->schedule == PLAN_INTERLEAVED && plan_microbatches(p) % p->pp != 0) {
-    snprintf(err, errn, "interleaved 1F1B needs the %lld micro-batches to be a multiple of pp %lld",
-             (long long)plan_microbatches(p), (long long)p->pp);
-    return -1;
-  }
-  if (p->schedule == PLAN_INTERLEAVED && p->vp < 2) {
-    snprintf(err, errn, "interleaved 1F1B needs V >= 2 virtual stages (interleaved:V)");
-    return -1;
-  }
-  if (p->sp && p->tp < 2) p->sp = false;
-  if (p->zero < 0 || p->zero > 3) {
-    snprintf(err, errn, "--zero takes 0, 1, 2 or 3");
-    return -1;
-  }
-  if (!(hw_peak_flops(hw, p->precision == GDT_F32   ? HW_FP32
-                          : p->precision == GDT_F64 ? HW_FP64
-                          : p->precision == GDT_F16 ? HW_FP16
-                          : p->precision == GDT_F8  ? HW_FP8
-                                                    : HW_BF16) > 0)) {
-    snprintf(err, errn, "%s has no %s unit", hw->name, graph_dtype_name(p->precision));
-    return -1;
-  }
-  if (p->slices < 1) p->slices = 1;
-  return 0;
+  return *owned;
 }
 
 /* ---- collectives ---- */
@@ -579,11 +460,12 @@ static int footprint_of(const graph *g, footprint *f, char *err, size_t errn) {
 ** backward reads (kept for every micro-batch in flight: one). */
 static int simulate_generic(const model *m, const hw_model *hw, const plan *p, step_result *r,
                             char *err, size_t errn) {
-  model *one = load_shard(m, p, 0, err, errn);
+  model *own;
+  const model *one = shard_of(m, p, 0, &own, err, errn);
   if (!one) return -1;
   footprint fp;
   if (footprint_of(one->g, &fp, err, errn) != 0) {
-    model_free(one);
+    model_free(own);
     return -1;
   }
   double weights = fp.weights, grads = fp.gradients, opt = fp.optimizer, saved = fp.saved;
@@ -595,7 +477,7 @@ static int simulate_generic(const model *m, const hw_model *hw, const plan *p, s
     ar = coll_time_algo(hw, p->dp, 0, COLL_ALL_REDUCE, grads, p->slices, p->reduction_server,
                         (coll_algo)p->dp_algo, err, errn);
     if (ar < 0) {
-      model_free(one);
+      model_free(own);
       return -1;
     }
   }
@@ -619,7 +501,7 @@ static int simulate_generic(const model *m, const hw_model *hw, const plan *p, s
   r->tokens_per_s = one->info.per_step * M * (double)p->dp / r->step_time_s;
   r->usd_per_hour = hw->price.on_demand_usd_per_chip_hour * (double)p->chips;
   r->usd_per_step = r->usd_per_hour * r->step_time_s / 3600;
-  model_free(one);
+  model_free(own);
   return 0;
 }
 
@@ -714,10 +596,9 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, step
   const wl_tf_dims *d = &m->info.tf;
   if (d->layers == 0) return costs_generic(m, hw, &p, r, err, errn);
   /* 1. one layer's time on one chip */
-  model *one = load_shard(m, &p, 1, err, errn);
-  if (!one) return -1;
-  model *two = p.pp * p.vp > 0 ? load_shard(m, &p, 2, err, errn) : NULL;
-  if (!two) {
+  model *one, *two;
+  if (!shard_of(m, &p, 1, &one, err, errn)) return -1;
+  if (!shard_of(m, &p, 2, &two, err, errn)) {
     model_free(one);
     return -1;
   }
@@ -1062,7 +943,7 @@ static int simulate_cached(const model *m, const hw_model *hw, const plan *pl,
     if (p.gbs != m->train.global_batch || p.seq != m->train.seq_len) {
       diag *dg = diag_new();
       model_opts o = {.seq_len = p.seq, .global_batch = p.gbs, .forward_only = false};
-      full = model_load(m->source, &o, dg);
+      full = dg ? model_derive(m, &o, dg) : NULL;
       diag_free(dg);
       if (!full) {
         snprintf(err, errn, "cannot rebuild %s", m->name);
@@ -1085,8 +966,8 @@ static int simulate_cached(const model *m, const hw_model *hw, const plan *pl,
     /* the detail of micro-batch 0: layer 0's ops, timed as step_costs did */
     op_times ops = {0};
     phase_times pt;
-    model *one = load_shard(m, &p, 1, err, errn);
-    if (!one || time_graph_ops(hw, one->g, p.attention == PLAN_ATTN_FLASH, p.cost_cache, &pt, &ops,
+    model *one;
+    if (!shard_of(m, &p, 1, &one, err, errn) || time_graph_ops(hw, one->g, p.attention == PLAN_ATTN_FLASH, p.cost_cache, &pt, &ops,
                                err, errn) != 0) {
       model_free(one);
       free(ops.v);
@@ -1264,7 +1145,7 @@ int step_price_fixes(const model *m, const hw_model *hw, const plan *p, step_res
     char e2[256];
     f->step_time_s = 0;
     /* a fix the plan rules cannot run (e.g. more TP than heads allow) stays unpriced */
-    if (step_check(m, hw, &q, e2, sizeof e2) != 0) continue;
+    if (plan_check(m, hw, &q, e2, sizeof e2) != 0) continue;
     if (step_simulate(m, hw, &q, NULL, &s, NULL, err, errn) != 0) return -1;
     f->step_time_s = s.step_time_s;
   }
@@ -1278,11 +1159,6 @@ int step_price_fixes(const model *m, const hw_model *hw, const plan *p, step_res
 }
 
 cJSON *step_json(const model *m, const hw_model *hw, const plan *p, const step_result *r) {
-  static const char *const SCHED[] = {"gpipe", "1f1b", "interleaved"};
-  static const char *const RECOMPUTE[] = {"none", "selective", "full"};
-  static const char *const PRECISION[GDT_COUNT] = {[GDT_BF16] = "bf16", [GDT_F16] = "fp16",
-                                                   [GDT_F32] = "fp32", [GDT_F8] = "fp8",
-                                                   [GDT_F64] = "fp64"};
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "model", m->name);
   cJSON_AddStringToObject(o, "hw", hw->name);
@@ -1296,14 +1172,13 @@ cJSON *step_json(const model *m, const hw_model *hw, const plan *p, const step_r
   cJSON_AddNumberToObject(pj, "mbs", (double)p->mbs);
   cJSON_AddNumberToObject(pj, "gbs", (double)p->gbs);
   cJSON_AddNumberToObject(pj, "seq", (double)p->seq);
-  cJSON_AddStringToObject(pj, "recompute", RECOMPUTE[p->recompute]);
-  cJSON_AddStringToObject(pj, "precision",
-                          PRECISION[p->precision] ? PRECISION[p->precision] : "bf16");
-  cJSON_AddStringToObject(pj, "pp_schedule", SCHED[p->schedule]);
+  cJSON_AddStringToObject(pj, "recompute", plan_recompute_names[p->recompute]);
+  cJSON_AddStringToObject(pj, "precision", plan_precision_name(p->precision));
+  cJSON_AddStringToObject(pj, "pp_schedule", plan_schedule_names[p->schedule]);
   cJSON_AddNumberToObject(pj, "vp", (double)p->vp);
   cJSON_AddBoolToObject(pj, "sp", p->sp);
-  cJSON_AddStringToObject(pj, "grad_sync", p->grad_sync == PLAN_GRAD_AFTER_BACKWARD ? "after-backward" : "overlap");
-  cJSON_AddStringToObject(pj, "attention", p->attention == PLAN_ATTN_SCORES ? "scores" : "flash");
+  cJSON_AddStringToObject(pj, "grad_sync", plan_grad_sync_names[p->grad_sync]);
+  cJSON_AddStringToObject(pj, "attention", plan_attention_names[p->attention]);
   if (p->full) {
     cJSON *fu = cJSON_AddObjectToObject(o, "full");
     cJSON_AddNumberToObject(fu, "chips", (double)r->full_chips);

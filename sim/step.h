@@ -54,11 +54,6 @@ typedef struct {
   opcost_stats op_costs;
 } step_result;
 
-/* Checks the plan against the model and the machine (bad plans are errors
-** naming what does not divide what). Fills in defaults: gbs from the
-** model, dp from chips / (tp pp ep) when 0. Returns 0 or -1 with err. */
-int step_check(const model *m, const hw_model *hw, plan *p, char *err, size_t errn);
-
 /* For a plan that does not fit (r->fits false, r->fixes listed by
 ** step_simulate): simulates each fix's plan for its step time, then orders
 ** the fixes: those that fit alone first, cheapest first (chips x step

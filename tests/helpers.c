@@ -74,7 +74,7 @@ void th_where(const char *text, const char *needle, char *buf, size_t n) {
 }
 
 const char *th_write_temp(const char *name, const char *text) {
-  static char path[256]; /* test-only; each Criterion test runs in its own process */
+  static char path[1024]; /* test-only; each Criterion test runs in its own process */
   mkdir("tests/out", 0755);
   snprintf(path, sizeof path, "tests/out/%s", name);
   FILE *f = fopen(path, "w");

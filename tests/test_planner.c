@@ -4,7 +4,10 @@
 ** published plans, invalid requests.
 */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -91,7 +94,7 @@ Test(planner, pinned_search_beats_or_matches_the_published_plan, .timeout = 120)
               .recompute = PLAN_RECOMPUTE_SELECTIVE};
   char err[512];
   step_result pr;
-  cr_assert_eq(step_check(m, th_hw(c, "a100-80g"), &pub, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(plan_check(m, th_hw(c, "a100-80g"), &pub, err, sizeof err), 0, "%s", err);
   cr_assert_eq(step_simulate(m, th_hw(c, "a100-80g"), &pub, NULL, &pr, NULL, err, sizeof err), 0);
   static planner_result r;
   planner_req q = {.hw_list = "a100-80g", .chips = 64, .top = 10, .steps = 10};
@@ -220,7 +223,7 @@ Test(planner, analytic_covers_interleaving_experts_and_zero3, .timeout = 120) {
               .schedule = cases[i].vp > 1 ? PLAN_INTERLEAVED : PLAN_1F1B, .precision = GDT_BF16,
               .recompute = PLAN_RECOMPUTE_FULL, .sp = cases[i].tp > 1};
     char err[512];
-    cr_assert_eq(step_check(m, h, &p, err, sizeof err), 0, "case %zu: %s", i, err);
+    cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "case %zu: %s", i, err);
     step_result r;
     cr_assert_eq(step_simulate(m, h, &p, NULL, &r, NULL, err, sizeof err), 0, "case %zu: %s", i, err);
     double a = planner_analytic_step(m, h, &p, err, sizeof err);
@@ -313,6 +316,45 @@ Test(planner, qlora_70b_fine_tunes_on_one_gpu, .timeout = 60) {
   const char *why = reason_for(&r, "a100-40g");
   cr_assert_not_null(why);
   cr_assert(strstr(why, "no plan fits: the smallest peak is"), "%s", why);
+  model_free(m);
+  hw_catalog_free(c);
+}
+
+/* The model is parsed once (issue 14): a plan search and a simulation at
+** another batch build every shard from the loaded value, so they succeed
+** with the file gone; a path longer than any fixed buffer is kept whole. */
+Test(planner, plan_and_simulate_never_reopen_the_model_file) {
+  char *text = th_slurp("workloads/examples/llama3-8b.json", NULL);
+  /* two folders of 150 characters: a path of over 300 */
+  char seg[151], dir[400], name[400];
+  memset(seg, 'x', 150);
+  seg[150] = '\0';
+  mkdir("tests/out", 0755);
+  snprintf(dir, sizeof dir, "tests/out/%s", seg);
+  mkdir(dir, 0755);
+  snprintf(dir, sizeof dir, "tests/out/%s/%s", seg, seg);
+  mkdir(dir, 0755);
+  snprintf(name, sizeof name, "%s/%s/llama.json", seg, seg);
+  const char *path = th_write_temp(name, text);
+  free(text);
+  cr_assert_gt(strlen(path), 300);
+  model *m = load(path);
+  cr_assert_str_eq(m->path, path, "the path is kept whole");
+  cr_assert_eq(unlink(path), 0);
+  hw_catalog *c = th_catalog();
+  static planner_result r;
+  char err[512];
+  planner_req q = {.hw_list = "h100-sxm", .max_chips = 64, .top = 2, .steps = 100};
+  cr_assert_eq(planner_run(m, c, &q, &r, err, sizeof err), 0, "%s", err);
+  cr_assert_gt(r.evaluated, 100, "a real search: %lld plans", (long long)r.evaluated);
+  /* another global batch and sequence: the rates rebuild the whole step */
+  plan p = {.chips = 8, .tp = 2, .pp = 1, .ep = 1, .mbs = 1, .gbs = 64, .seq = 2048,
+            .schedule = PLAN_1F1B, .precision = GDT_BF16};
+  const hw_model *h = th_hw(c, "h100-sxm");
+  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  step_result s;
+  cr_assert_eq(step_simulate(m, h, &p, NULL, &s, NULL, err, sizeof err), 0, "%s", err);
+  cr_assert_gt(s.step_time_s, 0);
   model_free(m);
   hw_catalog_free(c);
 }

@@ -33,7 +33,7 @@ static int simulate(const char *src, const char *hw, plan p, step_result *r, cha
                     size_t errn) {
   hw_catalog *c = th_catalog();
   model *m = load_model(src, p.seq);
-  int rc = step_check(m, th_hw(c, hw), &p, err, errn);
+  int rc = plan_check(m, th_hw(c, hw), &p, err, errn);
   if (rc == 0) rc = step_simulate(m, th_hw(c, hw), &p, NULL, r, NULL, err, errn);
   model_free(m);
   hw_catalog_free(c);
@@ -66,7 +66,7 @@ Test(step, bad_plans_say_what_does_not_divide) {
     p.ep = rows[i].ep;
     p.mbs = rows[i].mbs;
     char err[512] = "";
-    cr_assert_eq(step_check(m, th_hw(c, "h100-sxm"), &p, err, sizeof err), -1, "row %zu", i);
+    cr_assert_eq(plan_check(m, th_hw(c, "h100-sxm"), &p, err, sizeof err), -1, "row %zu", i);
     cr_assert(strstr(err, rows[i].want), "row %zu: %s", i, err);
     model_free(m);
     hw_catalog_free(c);
@@ -208,7 +208,7 @@ Test(step, input_stall_from_a_starved_pipeline) {
   model *m = load_model("llama3-8b", 2048);
   plan p = base(8, 1, 1, 64, 2048);
   char err[512];
-  cr_assert_eq(step_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
   input_cfg starved, fed;
   input_defaults(&starved, INPUT_TOKENS);
   starved.bytes_per_sample = starved.xfer_bytes_per_sample = 2048 * 4;
@@ -260,7 +260,7 @@ Test(step, trace_is_chrome_json_with_every_task) {
   model *m = load_model("llama3-8b", 2048);
   plan p = base(32, 4, 4, 32, 2048);
   char err[512];
-  cr_assert_eq(step_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
   char *buf = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
@@ -374,7 +374,7 @@ Test(step, gradient_accumulation_pass_per_microbatch) {
   model *m = load_model("llama3-8b", 2048);
   plan p = base(2, 2, 1, 16, 2048);
   char err[512];
-  cr_assert_eq(step_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
   step_result r;
   cr_assert_eq(step_costs(m, h, &p, &r, err, sizeof err), 0, "%s", err);
   double per_chip = (218112000.0 - 2 * 4096) / 2 + 2 * 4096;
@@ -422,7 +422,7 @@ Test(step, fixes_are_priced_and_ordered_by_cost) {
   plan p = base(64, 8, 8, 64, 2048);
   p.attention = PLAN_ATTN_SCORES;
   char err[512];
-  cr_assert_eq(step_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
   static step_result r;
   cr_assert_eq(step_simulate(m, h, &p, NULL, &r, NULL, err, sizeof err), 0, "%s", err);
   cr_assert(!r.fits);
@@ -438,7 +438,7 @@ Test(step, fixes_are_priced_and_ordered_by_cost) {
   /* the first fix's time is its plan's own simulation */
   plan q = r.fixes[0].p;
   static step_result s;
-  cr_assert_eq(step_check(m, h, &q, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(plan_check(m, h, &q, err, sizeof err), 0, "%s", err);
   cr_assert_eq(step_simulate(m, h, &q, NULL, &s, NULL, err, sizeof err), 0, "%s", err);
   cr_assert(s.fits);
   cr_assert_float_eq(s.step_time_s, r.fixes[0].step_time_s, 1e-12);
@@ -493,10 +493,10 @@ Test(step, hlo_module_runs_on_its_devices) {
   cr_assert_eq(m->info.devices, 8);
   char err[512];
   plan p = base(16, 1, 1, 0, 0);
-  cr_assert_neq(step_check(m, h, &p, err, sizeof err), 0);
+  cr_assert_neq(plan_check(m, h, &p, err, sizeof err), 0);
   cr_assert(strstr(err, "compiled for 8 devices"), "%s", err);
   p = base(8, 1, 1, 0, 0);
-  cr_assert_eq(step_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
   step_result r;
   cr_assert_eq(step_simulate(m, h, &p, NULL, &r, NULL, err, sizeof err), 0, "%s", err);
   net *n = net_build(h, 8, 1, err, sizeof err);

@@ -237,7 +237,7 @@ static void make_trace_of(const char *path, sim_args a) {
   FILE *f = fopen(path, "w");
   cr_assert(f);
   const hw_model *hw = th_hw(c, a.hw);
-  int rc = step_check(m, hw, &p, err, sizeof err);
+  int rc = plan_check(m, hw, &p, err, sizeof err);
   if (rc == 0) rc = step_simulate(m, hw, &p, NULL, &r, f, err, sizeof err);
   cr_assert_eq(rc, 0, "simulate: %s", err);
   fclose(f);

@@ -359,9 +359,9 @@ static const input_cfg *default_input(const pctx *c, const plan *p, input_cfg *i
   return in;
 }
 
-/* step_check + step_simulate; err holds the reason on failure. */
+/* plan_check + step_simulate; err holds the reason on failure. */
 static int simulate(const pctx *c, plan *p, step_result *r, char *err, size_t errn) {
-  if (step_check(c->m, c->hwm, p, err, errn) != 0) return -1;
+  if (plan_check(c->m, c->hwm, p, err, errn) != 0) return -1;
   input_cfg in;
   const input_cfg *inp = default_input(c, p, &in);
   return step_simulate(c->m, c->hwm, p, inp, r, NULL, err, errn);

@@ -41,21 +41,37 @@ void model_example_names(char *buf, size_t n) {
   }
 }
 
+struct model_spec {
+  wl_family_fn build;
+  jin j;             /* the text and its tree, kept parsed; never walked in place */
+  char *jname;       /* the name its messages carry */
+  wl_train train;    /* the train block (and seq_len) as the file gives them */
+  unsigned requires;
+  bool needs_seq;    /* a transformer whose file gives no seq_len */
+};
+
+static void spec_free(model_spec *s) {
+  if (!s) return;
+  jin_close(&s->j);
+  free(s->jname);
+  free(s);
+}
+
 void model_free(model *m) {
   if (!m) return;
   graph_free(m->g);
+  if (m->owns_spec) spec_free(m->spec);
+  free(m->path);
   free(m);
 }
 
 /* ---- the train block ---- */
 
-static const char *const PRECISION[] = {"bf16", "fp16", "fp32", "fp64", "fp8", NULL};
-static const graph_dtype PRECISION_DT[] = {GDT_BF16, GDT_F16, GDT_F32, GDT_F64, GDT_F8};
 static const char *const OPTIMIZER[] = {"sgd", "momentum", "adam", "adamw", NULL};
 static const char *const METHOD[] = {"full", "lora", "qlora", NULL};
 
-static void set_precision(wl_train *t, int p) {
-  t->compute = PRECISION_DT[p];
+static void set_precision(wl_train *t, graph_dtype dt) {
+  t->compute = dt;
   /* 16- and 8-bit training keeps fp32 master weights (Micikevicius et al. 2018) */
   t->master_fp32 = t->compute == GDT_BF16 || t->compute == GDT_F16 || t->compute == GDT_F8;
 }
@@ -94,7 +110,7 @@ static bool read_train(jin *j, const cJSON *root, wl_train *t) {
   memset(t, 0, sizeof *t);
   t->global_batch = 1;
   t->seq_len = 1;
-  set_precision(t, 0);
+  set_precision(t, GDT_BF16);
   t->optimizer = WL_ADAMW;
   t->method = WL_FULL;
   t->lora_rank = 16;
@@ -111,8 +127,10 @@ static bool read_train(jin *j, const cJSON *root, wl_train *t) {
   bool ok = jin_only(j, tr, KEYS, NULL) == 0;
   ok &= jin_get_int(j, tr, "global_batch", 1, 1LL << 32, false, &t->global_batch) >= 0;
   int p = 0, opt = WL_ADAMW, meth = WL_FULL;
-  if (jin_get_enum(j, tr, "precision", PRECISION, false, &p) < 0) ok = false;
-  set_precision(t, p);
+  if (jin_get_enum(j, tr, "precision", wl_precision_names, false, &p) < 0) ok = false;
+  graph_dtype dt = GDT_BF16;
+  wl_precision_parse(wl_precision_names[p], &dt);
+  set_precision(t, dt);
   ok &= jin_get_enum(j, tr, "optimizer", OPTIMIZER, false, &opt) >= 0;
   t->optimizer = (wl_optimizer)opt;
   ok &= jin_get_enum(j, tr, "method", METHOD, false, &meth) >= 0;
@@ -158,15 +176,13 @@ static bool apply_opts(model *m, const model_opts *o, diag *dg) {
   if (o && o->seq_len > 0) m->train.seq_len = o->seq_len;
   if (o && o->global_batch > 0) m->train.global_batch = o->global_batch;
   if (o && o->precision) {
-    int p = -1;
-    for (int i = 0; PRECISION[i]; i++)
-      if (strcmp(PRECISION[i], o->precision) == 0) p = i;
-    if (p < 0) {
+    graph_dtype dt;
+    if (wl_precision_parse(o->precision, &dt) != 0) {
       diag_error(dg, m->path, 0, 0, NULL,
                  "precision '%s': expected bf16, fp16, fp32, fp64 or fp8", o->precision);
       return false;
     }
-    set_precision(&m->train, p);
+    set_precision(&m->train, dt);
   }
   return true;
 }
@@ -193,6 +209,19 @@ static void copy_graph_errors(model *m, diag *dg) {
   const diag *gd = m->g ? graph_diag(m->g) : NULL;
   for (int i = 0; gd && i < diag_count(gd); i++)
     if (diag_message(gd, i)) diag_error(dg, m->path, 0, 0, NULL, "%s", diag_message(gd, i));
+}
+
+/* The settings read so far (the train block, requires) as the spec every
+** derived model starts from; the parsed text is moved in by model_load. */
+static int keep_spec(model *m, wl_family_fn fn, bool needs_seq) {
+  m->spec = calloc(1, sizeof *m->spec);
+  if (!m->spec) return -1;
+  m->owns_spec = true;
+  m->spec->build = fn;
+  m->spec->train = m->train;
+  m->spec->requires = m->info.requires;
+  m->spec->needs_seq = needs_seq;
+  return 0;
 }
 
 /* model.json: {"family": ..., family fields, "train": {...}} */
@@ -224,10 +253,12 @@ static int load_model_json(model *m, jin *j, const model_opts *o) {
   if (jin_get_int(j, root, "seq_len", 1, 1LL << 24, false, &seq) < 0) ok = false;
   if (seq > 0) m->train.seq_len = seq;
   if (!ok) return -1;
-  if (strcmp(family, "transformer") == 0 && seq == 0 && !(o && o->seq_len > 0)) {
+  bool needs_seq = strcmp(family, "transformer") == 0 && seq == 0;
+  if (needs_seq && !(o && o->seq_len > 0)) {
     jin_error(j, 1, "missing field 'seq_len' (or pass --seq)");
     return -1;
   }
+  if (keep_spec(m, FAMILIES[f].build, needs_seq) != 0) return -1;
   return build(m, FAMILIES[f].build, j, root, o);
 }
 
@@ -334,17 +365,22 @@ static int load_hf(model *m, jin *j, const model_opts *o, diag *dg) {
   }
   put_int(spec, "seq_len", m->train.seq_len);
   /* The builder reads the translated spec; its own messages then point
-  ** into that text, named as such. */
+  ** into that text, named as such. The spec keeps it for model_derive. */
   char *text = cJSON_PrintUnformatted(spec);
   cJSON_Delete(spec);
-  char name[300];
-  snprintf(name, sizeof name, "%s (as model.json)", m->path);
-  jin tj;
-  int rc = -1;
-  if (text && jin_open(&tj, name, text, strlen(text), dg) == 0) {
-    rc = build(m, wl_transformer, &tj, tj.root, o);
+  if (!text || keep_spec(m, wl_transformer, false) != 0) {
+    free(text);
+    return -1;
   }
-  jin_close(&tj);
+  m->spec->train.seq_len = m->train.seq_len; /* what the translation fixed */
+  size_t n = strlen(m->path) + sizeof " (as model.json)";
+  m->spec->jname = malloc(n);
+  int rc = -1;
+  if (m->spec->jname) {
+    snprintf(m->spec->jname, n, "%s (as model.json)", m->path);
+    if (jin_open(&m->spec->j, m->spec->jname, text, strlen(text), dg) == 0)
+      rc = build(m, wl_transformer, &m->spec->j, m->spec->j.root, o);
+  }
   free(text);
   return rc;
 }
@@ -355,8 +391,8 @@ static const char *read_source(const char *arg, model *m, char **owned, size_t *
   FILE *f = fopen(arg, "rb");
   if (f) {
     fclose(f);
-    str_copy(m->path, sizeof m->path, arg);
-    *owned = jin_read_file(arg, MODEL_FILE_MAX_BYTES, len, dg);
+    m->path = strdup(arg);
+    *owned = m->path ? jin_read_file(arg, MODEL_FILE_MAX_BYTES, len, dg) : NULL;
     return *owned;
   }
   static const char *const SUFFIXES[] = {".json", ".hlo", NULL};
@@ -370,7 +406,8 @@ static const char *read_source(const char *arg, model *m, char **owned, size_t *
                names);
     return NULL;
   }
-  snprintf(m->path, sizeof m->path, "%s", e->file);
+  m->path = strdup(e->file);
+  if (!m->path) return NULL;
   *len = e->len;
   return (const char *)e->data;
 }
@@ -390,11 +427,10 @@ model *model_load(const char *arg, const model_opts *o, diag *dg) {
   size_t len = 0;
   const char *text = read_source(arg, m, &owned, &len, dg);
   if (!text) {
-    free(m);
+    model_free(m);
     return NULL;
   }
   default_name(m, m->path);
-  str_copy(m->source, sizeof m->source, arg);
   size_t p = 0;
   while (p < len && strchr(" \t\r\n", text[p])) p++;
   int rc = -1;
@@ -425,6 +461,13 @@ model *model_load(const char *arg, const model_opts *o, diag *dg) {
         jin_error(&j, 0, "expected a JSON object (a model.json or a HuggingFace config.json)");
       } else if (cJSON_GetObjectItemCaseSensitive(j.root, "family")) {
         rc = load_model_json(m, &j, o);
+        if (rc == 0) { /* the parsed text moves into the spec, under a name of its own */
+          m->spec->jname = strdup(m->path);
+          if (!m->spec->jname) rc = -1;
+          m->spec->j = j;
+          m->spec->j.file = m->spec->jname;
+          memset(&j, 0, sizeof j);
+        }
       } else if (cJSON_GetObjectItemCaseSensitive(j.root, "model_type")) {
         rc = load_hf(m, &j, o, dg);
       } else {
@@ -442,4 +485,42 @@ model *model_load(const char *arg, const model_opts *o, diag *dg) {
     return NULL;
   }
   return m;
+}
+
+model *model_derive(const model *m, const model_opts *o, diag *dg) {
+  const model_spec *s = m->spec;
+  if (!s) {
+    diag_error(dg, m->path, 0, 0, NULL,
+               "an HLO module is one compiled program: it is not rebuilt under other options");
+    return NULL;
+  }
+  if (s->needs_seq && !(o && o->seq_len > 0)) {
+    diag_error(dg, m->path, 0, 0, NULL, "missing field 'seq_len' (or pass --seq)");
+    return NULL;
+  }
+  model *d = calloc(1, sizeof *d);
+  if (!d || !(d->path = strdup(m->path))) {
+    free(d);
+    diag_error(dg, m->path, 0, 0, NULL, "out of memory");
+    return NULL;
+  }
+  d->loss = -1;
+  str_copy(d->name, sizeof d->name, m->name);
+  str_copy(d->family, sizeof d->family, m->family);
+  str_copy(d->format, sizeof d->format, m->format);
+  d->spec = m->spec; /* borrowed */
+  d->train = s->train;
+  d->info.requires = s->requires;
+  /* a reader of its own over the shared text and tree: the path stack and
+  ** error count are per build, the tree is only read */
+  jin j = s->j;
+  j.dg = dg;
+  j.depth = 0;
+  j.errors = 0;
+  if (build(d, s->build, &j, j.root, o) != 0) {
+    copy_graph_errors(d, dg);
+    model_free(d);
+    return NULL;
+  }
+  return d;
 }

@@ -2,6 +2,12 @@
 ** model.h -- loading a model: a model.json, a HuggingFace config.json or an
 ** XLA HLO text module (a path, or the bare name of an example in
 ** workloads/examples/), built into one training-step graph.
+**
+** A loaded model is an in-memory value: the file is read and parsed once,
+** by model_load, and kept parsed (model_spec). Another graph of the same
+** model -- one tensor-parallel shard, one layer, another batch -- is built
+** from that value by model_derive, without touching the file system, so a
+** plan search of thousands of plans opens the model file once.
 */
 #ifndef TPUSIM_MODEL_H
 #define TPUSIM_MODEL_H
@@ -21,12 +27,18 @@ typedef struct {
   int64_t only_layers;  /* build this many layers (0: all) */
 } model_opts;
 
+/* What the file said, parsed (model.c): the JSON tree the family builder
+** reads (an HF config translated to model.json fields), the train block as
+** the file gives it. Shared read-only by the models derived from it. */
+typedef struct model_spec model_spec;
+
 typedef struct {
   char name[64];
   char family[32];
   char format[16]; /* "model.json", "hf-config", "hlo" */
-  char path[256];  /* the file, or "built-in: workloads/examples/x.json" */
-  char source[256]; /* what model_load was given, to load it again */
+  char *path;      /* the file, or "built-in: workloads/examples/x.json" (any length) */
+  model_spec *spec; /* NULL for an HLO module (a compiled program: nothing to rebuild) */
+  bool owns_spec;   /* model_load's model owns it; derived ones borrow it */
   graph *g;
   int loss; /* -1 for an imported HLO step */
   wl_train train;
@@ -38,6 +50,14 @@ typedef struct {
 
 /* Returns NULL after reporting (file:line:col where it applies) to dg. */
 model *model_load(const char *arg, const model_opts *o, diag *dg);
+
+/* The same model built again under other options (a shard, fewer layers,
+** another batch, sequence or precision), from m's parsed file: no file is
+** read. Options start from what the file said, as model_load's do. The
+** result borrows m's spec: free it before m. Safe to call from several
+** threads on one m. Returns NULL after reporting to dg (an HLO module
+** cannot be rebuilt: use m itself). */
+model *model_derive(const model *m, const model_opts *o, diag *dg);
 void model_free(model *m);
 
 /* `tpusim graph` output (model_print.c): a readable summary, the JSON

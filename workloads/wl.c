@@ -199,3 +199,21 @@ int wl_bce(graph *g, int logits, int labels) {
   int lin = graph_binary(g, GOP_SUB, graph_unary(g, GOP_RELU, x), graph_binary(g, GOP_MUL, x, y));
   return mean_all(g, graph_binary(g, GOP_ADD, lin, soft));
 }
+
+const char *const wl_precision_names[] = {"bf16", "fp16", "fp32", "fp64", "fp8", NULL};
+static const graph_dtype PRECISION_DT[] = {GDT_BF16, GDT_F16, GDT_F32, GDT_F64, GDT_F8};
+
+const char *wl_precision_name(graph_dtype dt) {
+  for (int i = 0; wl_precision_names[i]; i++)
+    if (PRECISION_DT[i] == dt) return wl_precision_names[i];
+  return NULL;
+}
+
+int wl_precision_parse(const char *name, graph_dtype *out) {
+  for (int i = 0; name && wl_precision_names[i]; i++)
+    if (strcmp(wl_precision_names[i], name) == 0) {
+      *out = PRECISION_DT[i];
+      return 0;
+    }
+  return -1;
+}

@@ -19,6 +19,15 @@
 #include "graph.h"
 #include "../base/jin.h"
 
+/* Training precisions by name, as model files, flags and JSON spell them
+** (NULL-terminated, in the order messages list them), and their dtypes:
+** the one table every reader and writer of a precision name uses. */
+extern const char *const wl_precision_names[];
+/* "bf16" for GDT_BF16, ...; NULL for a dtype that is no training precision. */
+const char *wl_precision_name(graph_dtype dt);
+/* Returns 0 and sets *out, or -1 for an unknown name. */
+int wl_precision_parse(const char *name, graph_dtype *out);
+
 typedef enum { WL_SGD, WL_MOMENTUM, WL_ADAM, WL_ADAMW } wl_optimizer;
 typedef enum { WL_FULL, WL_LORA, WL_QLORA } wl_method;
 

@@ -75,7 +75,7 @@ int main(void) {
             .vp = 1, .slices = 1, .schedule = PLAN_1F1B, .precision = GDT_BF16};
   step_result sr;
   const hw_model *a100 = hw_catalog_find(cat, "a100-80g");
-  if (!m || step_check(m, a100, &p, err, sizeof err) != 0 ||
+  if (!m || plan_check(m, a100, &p, err, sizeof err) != 0 ||
       step_simulate(m, a100, &p, NULL, &sr, NULL, err, sizeof err) != 0) {
     fprintf(stderr, "%s\n", m ? err : "cannot load gpt3-175b");
     return 1;
