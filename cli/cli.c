@@ -18,6 +18,7 @@
 
 #include "../hw_models/hw_catalog.h"
 #include "../viz/plot.h"
+#include "../viz/trace.h"
 #include "../viz/view.h"
 #include "../planner/planner.h"
 #include "../workloads/model.h"
@@ -1143,6 +1144,15 @@ static void print_step(FILE *out, const model *m, const hw_model *hw, const plan
             r->full_contention > 1.001 ? " (the all-reduce is scaled by it)" : " (no contention)");
 }
 
+/* The trace of a simulated step, written from its timeline (then freed). */
+static int trace_out(FILE *f, step_timeline *tl, const step_result *r, const plan *p,
+                     const model *m, const hw_model *hw, char *err, size_t errn) {
+  int rc = trace_write(f, tl, r, p, m->name, hw->name);
+  step_timeline_free(tl);
+  if (rc != 0) snprintf(err, errn, "cannot write the trace");
+  return rc;
+}
+
 static int run_simulate(cli_ctx *c) {
   if (c->n_pos != 1) return usage_error(c, "%s", "expected one MODEL");
   if (!opt(c, "--hw") || !opt(c, "--chips"))
@@ -1206,6 +1216,7 @@ static int run_simulate(cli_ctx *c) {
   diag_free(dg);
   char err[1024];
   step_result r;
+  step_timeline tl = {0};
   input_cfg in;
   FILE *trace = NULL;
   if (m && opt(c, "--trace") && !(trace = fopen(opt(c, "--trace"), "w"))) {
@@ -1219,7 +1230,8 @@ static int run_simulate(cli_ctx *c) {
   } else if (plan_check(m, hw, &p, err, sizeof err) != 0 ||
              (rc = input_from_opts(c, hw, p.seq, &in, err, sizeof err)) != CLI_OK ||
              step_simulate(m, hw, &p, hw->chip.host_link_bw_bytes_per_s > 0 ? &in : NULL, &r,
-                           trace, err, sizeof err) != 0 ||
+                           trace ? &tl : NULL, err, sizeof err) != 0 ||
+             (trace && trace_out(trace, &tl, &r, &p, m, hw, err, sizeof err) != 0) ||
              (!r.fits && step_price_fixes(m, hw, &p, &r, err, sizeof err) != 0)) {
     if (rc == CLI_USAGE) {
       model_free(m);

@@ -1,16 +1,14 @@
 /*
 ** planner.c -- see planner.h.
 **
-** The analytic path, per candidate (hardware, chips, tp, pp, dp, mbs,
-** recompute, ZeRO), over per-chip costs computed once per (hardware, tp,
-** mbs) by step_costs:
-**   F = L/pp (layer forward + TP comm), B = L/pp (layer backward +
-**   recompute + TP comm), the head on the last stage;
-**   1F1B: (M + pp - 1)(F + B) + 2 (pp - 1) p2p          (Narayanan et al. 2021)
-**   + the gradient all-reduce not hidden behind the last backward
-**     (ring: 2(n-1)/n S/B + 2(n-1) a)
-**   + a fused Adam over the chip's parameters.
-** Memory first (sim/memory): a plan that does not fit is not scored.
+** The planner has no step model of its own. Per candidate (hardware,
+** chips, tp, pp, dp, ep, mbs, interleaving, recompute, ZeRO): memory first
+** (sim/memory, as simulate sets it up: mem_setup), a plan that does not fit
+** is not scored; then the simulator's fast path (step_fast: the same step
+** description the event simulation runs, evaluated directly, collectives
+** in closed form through a memo per hardware) over per-chip costs computed
+** once per (hardware, tp, mbs, ep) by step_costs. The best
+** few are confirmed by the event simulation (step_simulate).
 */
 #include "planner.h"
 
@@ -29,6 +27,7 @@
 #include "../sim/coll.h"
 #include "../sim/input.h"
 #include "../sim/memory.h"
+#include "../sim/step.h"
 #include "../sim/optime.h"
 #include "../base/strutil.h"
 #include "../base/units.h"
@@ -65,53 +64,6 @@ static int chip_counts(const hw_model *hw, const planner_req *req, int64_t *out,
   if (hw->kind == HW_TPU && limit > hw->scale_up.max_slice_chips) limit = hw->scale_up.max_slice_chips;
   for (int64_t c = start; c <= limit && n < max; c *= 2) out[n++] = c;
   return n;
-}
-
-static double ring_allreduce(const hw_model *hw, int64_t n, double bytes, bool in_node) {
-  if (n < 2) return 0;
-  double B = in_node || hw->kind == HW_TPU
-                 ? hw->scale_up.bw_per_chip_bytes_per_s * hw->scale_up.efficiency
-                 : hw->scale_out.bw_per_chip_bytes_per_s;
-  double a = in_node || hw->kind == HW_TPU ? hw->scale_up.latency_s : hw->scale_out.latency_s;
-  return 2.0 * (double)(n - 1) / (double)n * bytes / B + 2.0 * (double)(n - 1) * a;
-}
-
-static double analytic(const model *m, const hw_model *hw, const plan *p, const step_result *c) {
-  const wl_tf_dims *d = &m->info.tf;
-  double L = (double)(d->layers / p->pp);
-  /* the recomputed forward's TP communication is already in tp_comm_bwd_s */
-  double rec = p->recompute == PLAN_RECOMPUTE_FULL        ? c->layer_fwd_s
-               : p->recompute == PLAN_RECOMPUTE_SELECTIVE ? c->attn_core_fwd_s
-                                                          : 0;
-  double M = (double)plan_microbatches(p);
-  double accum = (M - 1) / M; /* gradient accumulation after the first micro-batch */
-  /* a micro-batch's pass over the stage's layers */
-  double F = L * (c->layer_fwd_s + c->tp_comm_fwd_s);
-  double B = L * (c->layer_bwd_s + c->tp_comm_bwd_s + rec + accum * c->grad_accum_layer_s);
-  /* interleaved 1F1B: V chunks a chip, the bubble shrinks to (pp-1)/V of a
-  ** micro-batch's F + B (Narayanan et al. 2021 §2.2.2) */
-  double V = p->schedule == PLAN_INTERLEAVED && p->vp > 1 ? (double)p->vp : 1;
-  double stage_params = (double)m->params / (double)(p->tp * p->pp);
-  int64_t n = p->dp * p->ep;
-  bool in_node = p->tp * p->pp * n <= hw->chips_per_node;
-  double ar = ring_allreduce(hw, n, stage_params * 2, in_node);
-  if (p->zero >= 3 && n > 1) {
-    /* ZeRO-3, as step_simulate: each pass gathers the stage (half an
-    ** all-reduce) behind its compute, a layer ahead; each chunk's first
-    ** layer's gather shows */
-    double g = ar / 2;
-    F = (F > g ? F : g) + V * g / L;
-    B = (B > g ? B : g) + V * g / L;
-  }
-  F += p->pp == 1 ? c->head_fwd_s : 0.5 * c->head_fwd_s;
-  B += (p->pp == 1 ? 1.0 : 0.5) * (c->head_bwd_s + accum * c->grad_accum_head_s);
-  double pipe = (M + ((double)p->pp - 1) / V) * (F + B) + 2.0 * (double)(p->pp - 1) * c->p2p_s;
-  /* the buckets overlap the last micro-batch's backward (each chunk's
-  ** when interleaved: together, a micro-batch's pass over the stage) */
-  double exposed = p->grad_sync == PLAN_GRAD_AFTER_BACKWARD ? ar : ar > B ? ar - B : 0;
-  double opt = stage_params / (p->zero >= 1 ? (double)p->dp : 1) * 28 /
-               (hw->chip.hbm_bw_bytes_per_s * hw->chip.hbm_efficiency);
-  return pipe + exposed + opt;
 }
 
 planner_objective planner_default_objective(const model *m) {
@@ -182,11 +134,10 @@ static void price_cand(const model *m, const hw_model *hw, const planner_req *re
 
 double planner_analytic_step(const model *m, const hw_model *hw, const plan *p, char *err,
                              size_t errn) {
-  step_result c;
-  plan cp = *p;
-  cp.recompute = PLAN_RECOMPUTE_NONE; /* as the search caches them */
-  if (step_costs(m, hw, &cp, &c, err, errn) != 0) return -1;
-  return analytic(m, hw, p, &c);
+  step_result c, f;
+  if (step_costs(m, hw, p, &c, err, errn) != 0) return -1;
+  if (step_fast(m, hw, p, &c, NULL, &f, err, errn) != 0) return -1;
+  return f.step_time_s;
 }
 
 /* Remembers the cheapest and the fastest plan that fits (first found wins
@@ -323,12 +274,13 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   int fitted = 0;
   planner_cand hw_best = {0};
   double hw_best_key = INFINITY;
-  /* the memory options are the model's and the chip's, whatever the plan */
-  mem_opts mo_hw = mem_opts_from_train(&m->train, (double)m->trainable_params / (double)m->params,
-                                       (double)hw->chip.hbm_bytes);
-  mo_hw.no_dropout = d->dropout <= 0;
   /* per-chip costs depend on (tp, mbs, ep) only */
   cost_entry cache[5][3][4] = {{{{0}}}};
+  coll_memo *memo = coll_memo_new(hw);
+  if (!memo) {
+    add_reject(out, hw->name, "out of memory");
+    return;
+  }
   static const int64_t EPS[] = {1, 2, 4, 8};
   int n_ep = d->experts > 1 ? 4 : 1;
   for (int ti = 0; ti < 5; ti++) {
@@ -365,12 +317,11 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
               p.zero = ZERO[zi];
               if (p.zero > 0 && dp * ep == 1) continue;
               out->evaluated++;
-              mem_opts mo = mo_hw;
-              mo.flash_attention = p.attention == PLAN_ATTN_FLASH;
+              mem_opts mo;
+              plan mp;
+              mem_setup(m, hw, &p, &mo, &mp);
               mem_bytes mb;
               char merr[256];
-              plan mp = p; /* the memory model counts expert parallelism inside dp */
-              mp.dp = p.dp * p.ep;
               if (mem_transformer(d, &mp, &mo, &mb, merr, sizeof merr) != 0) continue;
               if (!mb.fits) {
                 if (mb.peak < best_peak) {
@@ -386,17 +337,18 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
               cost_entry *ce = &cache[ti][mi][ei];
               if (!ce->done) {
                 char cerr[256];
-                plan cp = p;
-                cp.recompute = PLAN_RECOMPUTE_NONE;
                 double tc = units_now_s();
-                ce->ok = step_costs(m, hw, &cp, &ce->c, cerr, sizeof cerr) == 0;
+                ce->ok = step_costs(m, hw, &p, &ce->c, cerr, sizeof cerr) == 0;
                 out->costs_s += units_now_s() - tc;
                 ce->done = true;
               }
               if (!ce->ok) continue;
+              step_result fr;
+              char ferr[256];
+              if (step_fast(m, hw, &p, &ce->c, memo, &fr, ferr, sizeof ferr) != 0) continue;
               /* price first; build a whole candidate only for one that is kept,
               ** the hardware's best, or the closest yet (most are none) */
-              double a = analytic(m, hw, &p, &ce->c);
+              double a = fr.step_time_s;
               run_price pr = price_of(m, hw, req, p.chips, a, steps);
               bool closer = !out->any_fit || pr.train_usd < out->cheapest.train_usd ||
                             pr.train_s < out->fastest.train_s;
@@ -418,6 +370,7 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
         }
       }
   }
+  coll_memo_free(memo);
   if (isfinite(hw_best_key) && out->n_per_hw < 32) out->per_hw[out->n_per_hw++] = hw_best;
   if (!fitted) {
     char peak[32], cap[32];

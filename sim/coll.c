@@ -735,6 +735,13 @@ int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_
   default:
     break;
   }
+  if (r->formula_only && out->formula_s > 0) {
+    out->time_s = out->formula_s;
+    out->algo = a;
+    out->algbw = S / out->time_s;
+    out->busbw = out->algbw * coll_bus_factor(r->op, group);
+    goto done;
+  }
   eng_run(s.e);
   if (s.failed || eng_failed(s.e)) {
     snprintf(err, errn, "simulation failed (out of memory or a path too long)");
@@ -780,4 +787,70 @@ double coll_reduction_server_s(const hw_model *hw, int64_t chips, double bytes, 
   double worker = bytes / B, server = (double)chips * bytes / ((double)(reducers > 0 ? reducers : chips) * rbw);
   double bottleneck = worker > server ? worker : server;
   return bottleneck * (1 + 1.0 / CHUNKS) + 4 * lat;
+}
+
+double coll_time_s(const hw_model *hw, int64_t chips, int64_t per_node, coll_op op, double bytes,
+                   int64_t slices, int64_t reducers, coll_algo algo, bool formula, char *err,
+                   size_t errn) {
+  if (chips < 2 || bytes <= 0) return 0;
+  hw_model h = *hw;
+  if (per_node > 0) h.chips_per_node = per_node;
+  net *n = slices > 1 ? net_build(&h, chips, slices, err, errn) : net_build_group(&h, chips, err, errn);
+  if (!n) return -1;
+  coll_req r = {.op = op, .bytes = bytes, .axis = -1, .reducers = reducers,
+                .algo = reducers ? COLL_REDUCTION_SERVER : algo, .formula_only = formula};
+  coll_result out;
+  int rc = coll_run(n, &r, &out, err, errn);
+  net_free(n);
+  return rc == 0 ? out.time_s : -1;
+}
+
+typedef struct {
+  int64_t chips, per_node, slices, reducers;
+  double bytes;
+  int op, algo;
+  bool formula;
+  double time_s;
+} memo_entry;
+
+struct coll_memo {
+  const hw_model *hw;
+  memo_entry *v;
+  int n, cap;
+};
+
+coll_memo *coll_memo_new(const hw_model *hw) {
+  coll_memo *m = calloc(1, sizeof *m);
+  if (m) m->hw = hw;
+  return m;
+}
+
+void coll_memo_free(coll_memo *m) {
+  if (!m) return;
+  free(m->v);
+  free(m);
+}
+
+double coll_memo_time_s(coll_memo *m, int64_t chips, int64_t per_node, coll_op op, double bytes,
+                        int64_t slices, int64_t reducers, coll_algo algo, bool formula, char *err,
+                        size_t errn) {
+  memo_entry k = {chips, per_node, slices, reducers, bytes, (int)op, (int)algo, formula, 0};
+  /* a search asks a few dozen distinct collectives: a linear scan is enough */
+  for (int i = 0; i < m->n; i++) {
+    const memo_entry *e = &m->v[i];
+    if (e->chips == k.chips && e->per_node == k.per_node && e->slices == k.slices &&
+        e->reducers == k.reducers && e->bytes == k.bytes && e->op == k.op && e->algo == k.algo &&
+        e->formula == k.formula)
+      return e->time_s;
+  }
+  k.time_s = coll_time_s(m->hw, chips, per_node, op, bytes, slices, reducers, algo, formula, err, errn);
+  if (k.time_s < 0) return -1;
+  if (m->n == m->cap) {
+    int cap = m->cap ? 2 * m->cap : 32;
+    memo_entry *v = realloc(m->v, (size_t)cap * sizeof *v);
+    if (!v) return k.time_s;
+    m->v = v, m->cap = cap;
+  }
+  m->v[m->n++] = k;
+  return k.time_s;
 }

@@ -48,6 +48,7 @@ typedef struct {
                              (every such ring at once); -1: over all chips */
   int64_t reducers;       /* Reduction Server: reducer hosts (0: as many as chips) */
   double reducer_bw;      /* their NIC, B/s one direction (0: the chips' scale-out NIC) */
+  bool formula_only;      /* time_s is the closed form (formula_s): no events run */
 } coll_req;
 
 typedef struct {
@@ -79,6 +80,26 @@ int coll_algo_parse(const char *s);        /* -1 if unknown */
 ** afford one (a 16,384-chip run). */
 double coll_reduction_server_s(const hw_model *hw, int64_t chips, double bytes, int64_t reducers,
                                double reducer_bw);
+
+/* The time of one collective over a group of `chips` of hw's network:
+** `per_node` of them a node (0: the hardware's node), `slices` TPU slices
+** joined by DCN (1: one), a Reduction Server of `reducers` hosts (0: none;
+** it then runs that algorithm). `formula`: its closed form on an idle
+** network instead of the link-level simulation (which adds the chunks'
+** pipelining and contention between concurrent rings). 0 for fewer than
+** 2 chips or no bytes; -1 with err. */
+double coll_time_s(const hw_model *hw, int64_t chips, int64_t per_node, coll_op op, double bytes,
+                   int64_t slices, int64_t reducers, coll_algo algo, bool formula, char *err,
+                   size_t errn);
+
+/* A memo of coll_time_s for one hardware (a plan search asks the same few
+** collectives thousands of times). Not shared between threads. */
+typedef struct coll_memo coll_memo;
+coll_memo *coll_memo_new(const hw_model *hw);
+void coll_memo_free(coll_memo *m);
+double coll_memo_time_s(coll_memo *m, int64_t chips, int64_t per_node, coll_op op, double bytes,
+                        int64_t slices, int64_t reducers, coll_algo algo, bool formula, char *err,
+                        size_t errn);
 
 /* nccl-tests' bus-bandwidth factor for op over n ranks. */
 double coll_bus_factor(coll_op op, int64_t n);

@@ -446,3 +446,12 @@ int mem_fixes(const wl_tf_dims *d, const plan *p, const mem_opts *o,
   }
   return f.n;
 }
+
+void mem_setup(const model *m, const hw_model *hw, const plan *p, mem_opts *o, plan *mp) {
+  *o = mem_opts_from_train(&m->train, (double)m->trainable_params / (double)m->params,
+                           (double)hw->chip.hbm_bytes);
+  o->no_dropout = m->info.tf.dropout <= 0;
+  o->flash_attention = p->attention == PLAN_ATTN_FLASH;
+  *mp = *p;
+  mp->dp = p->dp * p->ep;
+}

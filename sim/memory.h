@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../hw_models/hw.h"
+#include "../workloads/model.h"
 #include "../workloads/wl.h"
 #include "plan.h"
 
@@ -58,6 +60,12 @@ mem_opts mem_opts_from_train(const wl_train *t, double trainable_fraction, doubl
 ** `zero` (Rajbhandari et al. 2020). precision: the dtype of the weights. */
 void mem_model_state(double params, int64_t dp, int zero, graph_dtype precision,
                      const mem_opts *o, mem_bytes *out);
+
+/* What the memory model reads for plan p of transformer m on hw, the one
+** setup simulate and the planner share: the options (the model's training
+** settings, dropout, the attention kernel, hw's HBM) and the plan as the
+** memory model counts it (expert parallelism inside dp). */
+void mem_setup(const model *m, const hw_model *hw, const plan *p, mem_opts *o, plan *mp);
 
 /* The memory of one chip. Returns 0, or -1 with a message in err. */
 int mem_transformer(const wl_tf_dims *d, const plan *p, const mem_opts *o, mem_bytes *out,

@@ -32,6 +32,10 @@ typedef enum { PLAN_GRAD_OVERLAP, PLAN_GRAD_AFTER_BACKWARD } plan_grad_sync;
 ** batched GEMM and a (fused) softmax, as Megatron-LM did before it. */
 typedef enum { PLAN_ATTN_FLASH, PLAN_ATTN_SCORES } plan_attention;
 typedef enum { PLAN_RECOMPUTE_NONE, PLAN_RECOMPUTE_SELECTIVE, PLAN_RECOMPUTE_FULL } plan_recompute;
+/* How a step's data-parallel collectives are timed: simulated link by link
+** (the default of simulate), or by their closed form on an idle network
+** (what the planner's fast path uses; sim/coll.h coll_time_s). */
+typedef enum { PLAN_COLL_SIMULATE, PLAN_COLL_FORMULA } plan_coll_costs;
 
 typedef struct {
   int64_t chips, dp, tp, pp, ep;
@@ -54,6 +58,7 @@ typedef struct {
   ** counted (the default), or the graph's formulas, which the IR count
   ** equals (`tpusim lower` and the tests check it) */
   opcost_source op_costs;
+  plan_coll_costs coll_costs;
   /* a kernel-cost cache to share between calls and threads (the planner's);
   ** NULL: each simulation makes its own. Not owned by the plan. */
   opcost *cost_cache;

@@ -1,7 +1,22 @@
 /*
-** step.h -- one training step of a model on a machine under a plan: the
-** per-chip programs timed op by op, the pipeline and the gradient
-** all-reduce scheduled on the event engine, and memory per chip.
+** step.h -- one training step of a model on a machine under a plan.
+**
+** One step model, two evaluators. step_costs times the per-chip pieces
+** (stepcost.c); step_describe turns them and the plan into a description
+** of the step (step_desc: the pipeline's tasks, the gradient all-reduce,
+** ZeRO-3's gathers, the update); then
+**   - step_simulate runs it on the event engine (sim/sched: sched_run),
+**     with collectives simulated link by link, contention between every
+**     group's all-reduce with --full, the host input pipeline, memory, the
+**     fixes and a timeline for the trace;
+**   - step_fast evaluates the same description directly (sched_eval):
+**     what the planner scores every plan with.
+** They differ only where the simulation models more, by name: the
+** collectives (link-level simulation vs their closed form on an idle
+** network; a plan with coll_costs PLAN_COLL_FORMULA has the simulation use the closed form
+** too), --full contention, and the input pipeline's stall. With those
+** equal, the two agree to rounding (tests/test_step.c checks it on every
+** example model x catalog chip x a grid of plans).
 **
 ** Equivalent chips are simulated once: the tensor-parallel ranks of a
 ** stage and the data-parallel replicas run the same program, so one chip
@@ -17,10 +32,12 @@
 
 #include "../hw_models/hw.h"
 #include "../workloads/model.h"
+#include "coll.h"
 #include "input.h"
 #include "memory.h"
 #include "opcost.h"
 #include "plan.h"
+#include "sched.h"
 
 typedef struct {
   double step_time_s, tokens_per_s, mfu, hfu;
@@ -54,6 +71,35 @@ typedef struct {
   opcost_stats op_costs;
 } step_result;
 
+/* One timed kernel of layer 0, for the trace's detail of a micro-batch. */
+typedef struct {
+  int id; /* the kernel's root op, which names it */
+  int n_ops;
+  bool matrix; /* it holds a dot or convolution */
+  graph_phase phase;
+  double t_s, flops, bytes; /* per step: execution count applied */
+} step_op;
+
+/* What ran when, for the trace (viz/trace.c writes it): the pipeline's
+** tasks, the gradient buckets and the updates per stage, and layer 0's
+** kernels (named by the ops of `layer`, the one-layer shard they were
+** timed on). A whole-step model (whole true) has none of these: its trace
+** is drawn from step_result alone. */
+typedef struct {
+  bool whole, hlo;
+  int64_t pp, vp, M;
+  sched_span *spans;
+  int64_t n_spans;
+  double *bucket_t0, *bucket_t1; /* [pp * buckets] */
+  int64_t buckets;
+  double *opt_t0; /* [pp] */
+  model *layer;
+  step_op *ops;
+  int n_ops;
+} step_timeline;
+
+void step_timeline_free(step_timeline *t);
+
 /* For a plan that does not fit (r->fits false, r->fixes listed by
 ** step_simulate): simulates each fix's plan for its step time, then orders
 ** the fixes: those that fit alone first, cheapest first (chips x step
@@ -66,17 +112,42 @@ int step_price_fixes(const model *m, const hw_model *hw, const plan *p, step_res
 cJSON *step_json(const model *m, const hw_model *hw, const plan *p, const step_result *r);
 
 /* The per-chip pieces of a step under plan p (the layer_*, tp_comm_* and
-** p2p_s fields of r): what does not depend on pp, dp or the schedule, so a
-** search can compute it once per (hardware, tp, ep, mbs, sp, recompute). */
+** p2p_s fields of r): what does not depend on pp, dp, the schedule or the
+** recompute mode, so a search can compute it once per (hardware, tp, ep,
+** mbs, sp). */
 int step_costs(const model *m, const hw_model *hw, const plan *p, step_result *r, char *err,
                size_t errn);
 
+/* A transformer step under plan p, described for an evaluator: the
+** pipeline (sched), the gradient all-reduce over the data-parallel group
+** and ZeRO-3's gathers (timed by coll_time_s, through `memo` when not
+** NULL; simulated, or in closed form when p->coll_costs says so), the
+** fused-Adam update. `costs` holds step_costs' pieces for p. */
+typedef struct {
+  sched_desc sched;
+  double dp_allreduce_s, zero3_gather_s, optimizer_s;
+  int64_t buckets;     /* gradient buckets a chip: one a layer */
+  bool after_backward; /* the all-reduce waits for the whole backward */
+  int64_t layers_per_stage;
+  double tp_comm_s;    /* the layers' tensor-parallel collectives, a chip's whole step */
+} step_desc;
+
+/* r: in, step_costs' pieces; out, also the all-reduce's, the gathers',
+** the update's figures, micro-batches and layers per stage. */
+int step_describe(const model *m, const hw_model *hw, const plan *p, step_result *r,
+                  coll_memo *memo, step_desc *d, char *err, size_t errn);
+
+/* The fast path: step_describe, then the description evaluated directly
+** (no events); r is costs with step_time_s, breakdown_s and the
+** all-reduce's figures filled in. Memory is not computed. */
+int step_fast(const model *m, const hw_model *hw, const plan *p, const step_result *costs,
+              coll_memo *memo, step_result *r, char *err, size_t errn);
+
 /* Simulates one step; `in` describes the host input pipeline of each host
-** (NULL: data is assumed to be there). With `trace` non-NULL, writes the
-** step as Chrome/Perfetto trace JSON there: a process per pipeline stage
-** with its compute and network tracks, and its HBM in use as a counter.
-** Returns 0, or -1 with err. */
+** (NULL: data is assumed to be there). With `tl` non-NULL, fills in what
+** ran when (free it with step_timeline_free), for viz/trace.c to write as
+** a Chrome/Perfetto trace. Returns 0, or -1 with err. */
 int step_simulate(const model *m, const hw_model *hw, const plan *p, const input_cfg *in,
-                  step_result *r, FILE *trace, char *err, size_t errn);
+                  step_result *r, step_timeline *tl, char *err, size_t errn);
 
 #endif

@@ -17,6 +17,7 @@
 #include "../sim/step.h"
 
 #include <cjson/cJSON.h>
+#include "../viz/trace.h"
 #include "helpers.h"
 
 static model *load_model(const char *src, int64_t seq) {
@@ -265,7 +266,10 @@ Test(step, trace_is_chrome_json_with_every_task) {
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
   step_result r;
-  cr_assert_eq(step_simulate(m, h, &p, NULL, &r, f, err, sizeof err), 0, "%s", err);
+  step_timeline tl;
+  cr_assert_eq(step_simulate(m, h, &p, NULL, &r, &tl, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(trace_write(f, &tl, &r, &p, m->name, h->name), 0);
+  step_timeline_free(&tl);
   fclose(f);
   cJSON *o = cJSON_Parse(buf);
   cr_assert_not_null(o, "not JSON");

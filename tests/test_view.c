@@ -15,6 +15,7 @@
 #include "../hw_models/hw_catalog.h"
 #include "../sim/step.h"
 #include "../viz/view.h"
+#include "../viz/trace.h"
 #include "helpers.h"
 
 /* ---- a tiny PNG reader (8-bit RGB, as view_png_write writes) ---- */
@@ -238,7 +239,12 @@ static void make_trace_of(const char *path, sim_args a) {
   cr_assert(f);
   const hw_model *hw = th_hw(c, a.hw);
   int rc = plan_check(m, hw, &p, err, sizeof err);
-  if (rc == 0) rc = step_simulate(m, hw, &p, NULL, &r, f, err, sizeof err);
+  step_timeline tl;
+  if (rc == 0) rc = step_simulate(m, hw, &p, NULL, &r, &tl, err, sizeof err);
+  if (rc == 0) {
+    rc = trace_write(f, &tl, &r, &p, m->name, hw->name);
+    step_timeline_free(&tl);
+  }
   cr_assert_eq(rc, 0, "simulate: %s", err);
   fclose(f);
   model_free(m);

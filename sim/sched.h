@@ -1,0 +1,75 @@
+/*
+** sched.h -- the pipeline schedule of one training step, and what follows
+** its last backward: the data-parallel gradient buckets and the update.
+**
+** One description (sched_desc: chunk times, the embedding and head on the
+** first and last virtual stage, the point-to-point send, the micro-batch
+** count, the schedule) and two evaluators of it that agree exactly:
+**   - sched_run: on the event engine, recording every task as a span
+**     (what the trace and the viewer show);
+**   - sched_eval: the same list schedule evaluated directly, task by task
+**     in dependency order with no event queue (what the planner scores
+**     thousands of plans with). For one stage (pp 1) it is the closed form
+**     M (f + b).
+** Both take each chip's tasks in Megatron's order (schedules.py): warm-up
+** forwards, then one forward and one backward in turn, then the remaining
+** backwards; GPipe every forward, then every backward; interleaved 1F1B
+** with V chunks a chip. A task starts when its chip is free and its inputs
+** are in (the previous stage's forward plus the send; the next stage's
+** backward plus the send; its own forward).
+*/
+#ifndef TPUSIM_SCHED_H
+#define TPUSIM_SCHED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "plan.h"
+
+typedef struct {
+  int64_t pp, vp, M;      /* chips in the pipeline, chunks a chip, micro-batches */
+  plan_schedule schedule;
+  double f_chunk, b_chunk; /* one micro-batch through one chunk of layers */
+  double f_first, b_first; /* added on virtual stage 0 (the embedding) */
+  double f_last, b_last;   /* added on the last virtual stage (the head and loss) */
+  double p2p_s;            /* a send between consecutive virtual stages */
+} sched_desc;
+
+/* A task's duration: virtual stage vs, forward or backward. */
+double sched_task_s(const sched_desc *d, int64_t vs, bool back);
+
+/* One task as it ran: start, end, chip, +id+1 forward / -(id+1) backward,
+** id = vs * M + micro-batch. */
+typedef struct {
+  double t0, t1;
+  int64_t dev, code;
+} sched_span;
+
+/* What a schedule gives the rest of the step: per chip, when its last
+** backward ended and how long it computed; per virtual stage, its last
+** backward (its gradients are ready as it passes them). Arrays malloc'd. */
+typedef struct {
+  double end_s;           /* the last task's end */
+  double *last_b_end;     /* [pp] */
+  double *busy_s;         /* [pp] */
+  double *vs_b_start, *vs_b_dur; /* [pp * vp] */
+  sched_span *spans;      /* sched_run only: every task, in start order */
+  int64_t n_spans;
+} sched_out;
+
+/* Both return 0, or -1 with err (out of memory; a deadlock would be a bug). */
+int sched_run(const sched_desc *d, sched_out *out, char *err, size_t errn);
+int sched_eval(const sched_desc *d, sched_out *out, char *err, size_t errn);
+void sched_out_free(sched_out *o);
+
+/* The gradient all-reduce after the schedule, per chip: its `buckets`
+** buckets (one a layer) are ready as the last backward of their chunk
+** passes them (after_backward: all at the chip's last backward's end) and
+** queue on the chip's link, dp_s / buckets each; then the update,
+** optimizer_s. Fills bucket_t0/t1 [pp * buckets] and opt_t0 [pp] when not
+** NULL. Returns the step's end. */
+double sched_tail(const sched_desc *d, const sched_out *o, double dp_s, int64_t buckets,
+                  bool after_backward, double optimizer_s, double *bucket_t0, double *bucket_t1,
+                  double *opt_t0);
+
+#endif

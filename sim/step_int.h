@@ -1,0 +1,39 @@
+/*
+** step_int.h -- what the step's modules share (sim/step.c, stepcost.c,
+** stepwhole.c, fixes.c); the rest of the program includes step.h.
+*/
+#ifndef TPUSIM_STEP_INT_H
+#define TPUSIM_STEP_INT_H
+
+#include "step.h"
+
+typedef struct {
+  double t[GRAPH_PHASE_COUNT];
+  double attn_fwd; /* the attention core: scores to context (for selective recompute) */
+} phase_times;
+
+typedef struct {
+  step_op *v;
+  int n, cap;
+} op_times;
+
+/* Times g on hw kernel by kernel (stepcost.c); with `ops`, also lists the
+** kernels of layer 0 with their times. */
+int step_time_graph_ops(const hw_model *hw, const graph *g, bool flash, opcost *costs,
+                        phase_times *out, op_times *ops, char *err, size_t errn);
+
+/* The model as one chip of plan p holds it (stepcost.c): its
+** tensor-parallel shard at one micro-batch with `layers` layers (0: all);
+** m itself for an HLO module (*owned NULL). NULL with err. */
+const model *step_shard_of(const model *m, const plan *p, int64_t layers, model **owned,
+                           char *err, size_t errn);
+
+/* The plan with a kernel-cost cache: its own, or a new one in *own. */
+int step_with_cache(plan *p, opcost **own, char *err, size_t errn);
+
+/* A model the chips replicate, or an imported HLO module: the whole step
+** (stepwhole.c); r holds step_costs' pieces. With tl, its timeline. */
+int step_simulate_whole(const model *m, const hw_model *hw, const plan *p, step_result *r,
+                        step_timeline *tl, char *err, size_t errn);
+
+#endif
