@@ -46,7 +46,7 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/sim/lower.o: ALL_CFLAGS += $(LLVM_CFLAGS)
+$(BUILD)/sim/lower.o $(BUILD)/sim/lower_emit.o $(BUILD)/sim/lower_ops.o $(BUILD)/sim/lower_custom.o: ALL_CFLAGS += $(LLVM_CFLAGS)
 $(BUILD)/viz/%.o: ALL_CFLAGS += $(SDL_CFLAGS)
 
 $(BUILD)/embed: base/embed.c
