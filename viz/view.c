@@ -1890,29 +1890,7 @@ int view_png_write(FILE *f, const unsigned char *rgb, int w, int h) {
 
 
 /* ------------------------------------------------------------------ */
-/* the command                                                          */
-
-static const char USAGE[] =
-    "usage: tpusim view TRACE.json [--screenshot FILE.png [--width W] [--height H]]\n"
-    "                   [--expand GROUP]...\n"
-    "       tpusim view MODEL --hw NAME --chips N [simulate's plan options] [--screenshot ...]\n"
-    "  TRACE.json         a trace from `tpusim simulate ... --trace FILE`\n"
-    "  MODEL ...          simulate the step first (as `tpusim simulate`), then view its trace\n"
-    "  --screenshot FILE  render offscreen to a PNG and exit (no display needed)\n"
-    "  --width W          picture width in pixels (default 1400; 320..8192)\n"
-    "  --height H         picture height in pixels (default 700; 200..8192)\n"
-    "  --expand GROUP     show a lane group's members: its name (\"stage 2\"), its number\n"
-    "                     from 0, or all (traces of more than 16 processes are grouped)\n"
-    "In the window: wheel or +/- zoom, drag or arrows pan, hover for details, click a\n"
-    "group lane to expand it, ? help, q quit.\n";
-
-static int parse_dim(const char *s, int lo, int hi, int *out) {
-  char *end;
-  long v = strtol(s, &end, 10);
-  if (*s == '\0' || *end != '\0' || v < lo || v > hi) return -1;
-  *out = (int)v;
-  return 0;
-}
+/* a view: the screenshot or the window (view_run)                    */
 
 static int screenshot(const view_trace *t, const char *png, int w, int h, FILE *out, FILE *err) {
   view_canvas *c = view_canvas_new(w, h, err);
@@ -2135,66 +2113,14 @@ static int expand_arg(view_trace *t, const char *trace, const char *val, FILE *e
   return 1;
 }
 
-enum { MAX_EXPAND = 64 };
-
-int view_main(int argc, char **argv, FILE *out, FILE *err) {
-  const char *trace = NULL, *png = NULL, *expand[MAX_EXPAND];
-  int w = 1400, h = 700, nexpand = 0;
-  bool wh_set = false;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      fputs(USAGE, out);
-      return 0;
-    }
-    if (strcmp(a, "--screenshot") == 0 || strcmp(a, "--width") == 0 ||
-        strcmp(a, "--height") == 0 || strcmp(a, "--expand") == 0) {
-      if (i + 1 >= argc) {
-        fprintf(err, "tpusim view: %s needs a value\n%s", a, USAGE);
-        return 2;
-      }
-      const char *val = argv[++i];
-      if (strcmp(a, "--screenshot") == 0) {
-        png = val;
-      } else if (strcmp(a, "--expand") == 0) {
-        if (nexpand == MAX_EXPAND) {
-          fprintf(err, "tpusim view: at most %d --expand (or --expand all)\n", MAX_EXPAND);
-          return 2;
-        }
-        expand[nexpand++] = val;
-      } else if (strcmp(a, "--width") == 0 ? parse_dim(val, 320, 8192, &w) != 0
-                                            : parse_dim(val, 200, 8192, &h) != 0) {
-        fprintf(err, "tpusim view: %s %s: expected a whole number of pixels in [%d, 8192]\n", a,
-                val, strcmp(a, "--width") == 0 ? 320 : 200);
-        return 2;
-      } else {
-        wh_set = true;
-      }
-    } else if (a[0] == '-' && a[1] != '\0') {
-      fprintf(err, "tpusim view: unknown option %s\n%s", a, USAGE);
-      return 2;
-    } else if (!trace) {
-      trace = a;
-    } else {
-      fprintf(err, "tpusim view: one trace at a time (got %s and %s)\n%s", trace, a, USAGE);
-      return 2;
-    }
-  }
-  if (!trace) {
-    fprintf(err, "tpusim view: which trace? (write one with `tpusim simulate ... --trace "
-                 "FILE`)\n%s",
-            USAGE);
-    return 2;
-  }
-  if (wh_set && !png) {
-    fprintf(err, "tpusim view: --width and --height go with --screenshot\n");
-    return 2;
-  }
-  view_trace *t = view_trace_open(trace, err);
+int view_run(const view_req *r, FILE *out, FILE *err) {
+  view_trace *t = view_trace_open(r->trace, err);
   if (!t) return 1;
   int rc = 0;
-  for (int k = 0; k < nexpand && rc == 0; k++) rc = expand_arg(t, trace, expand[k], err);
-  if (rc == 0) rc = png ? screenshot(t, png, w, h, out, err) : interactive(t, trace, err);
+  for (int k = 0; k < r->n_expand && rc == 0; k++) rc = expand_arg(t, r->trace, r->expand[k], err);
+  if (rc == 0)
+    rc = r->screenshot ? screenshot(t, r->screenshot, r->width, r->height, out, err)
+                       : interactive(t, r->trace, err);
   view_trace_free(t);
   return rc;
 }
