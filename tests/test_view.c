@@ -14,10 +14,11 @@
 
 #include "../hw_models/hw_catalog.h"
 #include "../sim/step.h"
+#include "../viz/png.h"
 #include "../viz/view.h"
 #include "helpers.h"
 
-/* ---- a tiny PNG reader (8-bit RGB, as view_png_write writes) ---- */
+/* ---- a tiny PNG reader (8-bit RGB, as png_write_rgb writes) ---- */
 
 typedef struct {
   const unsigned char *p;
@@ -759,7 +760,7 @@ Test(view, png_round_trip) {
   }
   const char *path = out_path("view_roundtrip.png");
   FILE *f = fopen(path, "wb");
-  cr_assert_eq(view_png_write(f, rgb, w, h), 0);
+  cr_assert_eq(png_write_rgb(f, rgb, w, h), 0);
   fclose(f);
   image im = png_read(path);
   cr_assert(im.w == w && im.h == h);
