@@ -14,6 +14,7 @@
 
 #include <criterion/criterion.h>
 
+#include "../hw_models/hw_catalog.h"
 #include "../viz/plot.h"
 #include "helpers.h"
 
@@ -224,4 +225,48 @@ Test(plot, no_gnuplot) {
           1, "gnuplot not found");
   struct stat st;
   cr_assert(stat("tests/out/plot-nognuplot.png", &st) != 0);
+}
+
+/* The library's entry points without the command line: where -o's files
+** go, and a chart from a plot_req with the catalog already loaded. */
+Test(plot, output_and_request, .timeout = 30) {
+  mkdir("tests/out", 0755);
+  mkdir("tests/out/plot-api", 0755);
+  plot_output o;
+  char *e = NULL;
+  size_t en;
+  FILE *err = open_memstream(&e, &en);
+  cr_assert_eq(plot_output_init(&o, "tests/out/plot-api/a.b.jpg", err), 1);
+  fflush(err);
+  cr_assert(strstr(e, "unsupported extension"), "%s", e);
+  cr_assert_eq(plot_output_init(&o, "tests/out/plot-api/a.b.svg", err), 0);
+  fclose(err);
+  free(e);
+  cr_assert_str_eq(o.dir, "tests/out/plot-api");
+  cr_assert_str_eq(o.name, "a.b");
+  cr_assert_str_eq(o.ext, "svg");
+  cr_assert(o.svg);
+  cr_assert_str_eq(o.dat_path, "tests/out/plot-api/a.b.dat");
+  cr_assert_str_eq(o.gp_path, "tests/out/plot-api/a.b.gp");
+
+  cr_assert_eq(plot_kind_parse("collective"), PLOT_COLLECTIVE);
+  cr_assert_eq(plot_kind_parse("histogram"), -1);
+  cr_assert(plot_kind_needs(PLOT_COLLECTIVE) & PLOT_NEEDS_OP);
+  cr_assert(!(plot_kind_needs(PLOT_PARETO) & PLOT_NEEDS_HW));
+  hw_catalog *cat = th_catalog();
+  char *argv[] = {"plot", "collective", "(by the API)", NULL};
+  plot_req req = {.kind = PLOT_COLLECTIVE, .cat = cat, .hw = th_hw(cat, "a100-80g"), .chips = 4,
+                  .op = "all-gather", .argc = 3, .argv = argv};
+  cr_assert_eq(plot_draw(&req, &o, stdout, stderr), 0);
+  check_svg(o.img_path);
+  char *gp = th_slurp(o.gp_path, NULL);
+  cr_assert(strstr(gp, "# tpusim plot collective (by the API)\n"), "%.200s", gp);
+  free(gp);
+  req.op = "all-sum";
+  err = open_memstream(&e, &en);
+  cr_assert_eq(plot_draw(&req, &o, stdout, err), 2, "an --op no collective has");
+  fclose(err);
+  cr_assert(strstr(e, "unknown --op 'all-sum'"), "%s", e);
+  free(e);
+  hw_catalog_free(cat);
 }

@@ -14,11 +14,12 @@
 
 #include "../hw_models/hw_catalog.h"
 #include "../sim/step.h"
+#include "../viz/png.h"
 #include "../viz/view.h"
 #include "../viz/trace.h"
 #include "helpers.h"
 
-/* ---- a tiny PNG reader (8-bit RGB, as view_png_write writes) ---- */
+/* ---- a tiny PNG reader (8-bit RGB, as png_write_rgb writes) ---- */
 
 typedef struct {
   const unsigned char *p;
@@ -765,11 +766,48 @@ Test(view, png_round_trip) {
   }
   const char *path = out_path("view_roundtrip.png");
   FILE *f = fopen(path, "wb");
-  cr_assert_eq(view_png_write(f, rgb, w, h), 0);
+  cr_assert_eq(png_write_rgb(f, rgb, w, h), 0);
   fclose(f);
   image im = png_read(path);
   cr_assert(im.w == w && im.h == h);
   cr_assert_eq(memcmp(im.rgb, rgb, (size_t)w * h * 3), 0, "pixels survive encoding");
   free(im.rgb);
   free(rgb);
+}
+
+/* The library's entry point without the command line: a view_req with
+** the groups to expand, as `--expand` gives them. */
+Test(view, run_takes_a_request) {
+  const char *trace = "tests/out/view_req.json";
+  make_chips_trace(trace, 24, 3, 8, true); /* 3 stages of 8 chips: grouped */
+  char png[256];
+  snprintf(png, sizeof png, "%s", out_path("view_req.png"));
+  const char *expand[] = {"stage 1"};
+  view_req req = {.trace = trace, .screenshot = png, .width = 800, .height = 600,
+                  .expand = expand, .n_expand = 1};
+  char *o = NULL, *e = NULL;
+  size_t on, en;
+  FILE *out = open_memstream(&o, &on), *err = open_memstream(&e, &en);
+  int rc = view_run(&req, out, err);
+  fclose(out);
+  fclose(err);
+  cr_assert_eq(rc, 0, "%s", e);
+  /* 3 groups x (compute, network, HBM) + 8 members x 3 */
+  cr_assert(strstr(o, "wrote tests/out/view_req.png (800x600, 33 lanes: 3 groups of 24 processes"),
+            "%s", o);
+  image im = png_read(png);
+  cr_assert(im.w == 800 && im.h == 600);
+  free(im.rgb);
+  free(o);
+  free(e);
+  req.expand = (const char *const[]){"stage 9"};
+  out = open_memstream(&o, &on);
+  err = open_memstream(&e, &en);
+  rc = view_run(&req, out, err);
+  fclose(out);
+  fclose(err);
+  cr_assert_eq(rc, 1);
+  cr_assert(strstr(e, "--expand stage 9: no such group"), "%s", e);
+  free(o);
+  free(e);
 }

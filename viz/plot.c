@@ -1,6 +1,6 @@
 /*
-** plot.c -- `tpusim plot KIND ...`: the data of a chart (FILE.dat), its
-** gnuplot script (FILE.gp), and the picture gnuplot draws from them.
+** plot.c -- see plot.h: the data of a chart (FILE.dat), its gnuplot
+** script (FILE.gp), and the picture gnuplot draws from them.
 **
 ** gnuplot runs as a child process (fork + execv, no shell), in the folder
 ** of the output, on the script's bare file name; the script refers to its
@@ -22,7 +22,6 @@
 #include "../hw_models/hw_catalog.h"
 #include "../planner/planner.h"
 #include "../sim/coll.h"
-#include "../base/diag.h"
 #include "../workloads/graph.h"
 #include "../sim/input.h"
 #include "../sim/net.h"
@@ -32,127 +31,25 @@
 #include "../workloads/model.h"
 
 enum { PLOT_OK = 0, PLOT_BAD = 1, PLOT_USAGE = 2 };
-enum { PLOT_MAX_HW_FILES = 8, PLOT_PATH = 1024 };
 
+/* One chart being drawn: the request, where it goes, and its streams. */
 typedef struct {
-  const char *kind, *model, *outpath, *hw, *op, *hw_list;
-  const char *hw_files[PLOT_MAX_HW_FILES];
-  int n_hw_files;
+  const char *kind, *op, *hw_list;
   int64_t chips, max_chips, seq, gbs, batch_per_chip;
   FILE *out, *err;
-  bool svg;
-  char dir[PLOT_PATH];  /* folder of the output ("." when none) */
-  char name[PLOT_PATH]; /* base name of the output without the extension */
-  char ext[8];          /* "png" or "svg" */
-  char dat_path[PLOT_PATH + 8], gp_path[PLOT_PATH + 8], img_path[PLOT_PATH + 8];
-  hw_catalog *cat;
+  const plot_output *o;
+  int argc;
+  char **argv;
+  const hw_catalog *cat;
   const hw_model *hwm;
-  model *m;
+  const model *m;
 } pctx;
-
-static const char USAGE[] =
-    "Usage: tpusim plot KIND [MODEL] -o FILE.png|FILE.svg [options]\n"
-    "\n"
-    "Kinds:\n"
-    "  roofline   MODEL --hw NAME                 ops of a training step vs the chip's roofline\n"
-    "  scaling    MODEL --hw NAME --max-chips N   data-parallel throughput and efficiency vs chips,\n"
-    "                                             hierarchical, flat ring, Reduction Server, FSDP\n"
-    "  memory     MODEL --hw NAME --chips N       per-chip memory of a few plans, with the capacity\n"
-    "  pareto     MODEL [--max-chips N] [--hw A,B] cost vs time to train, best plan per hardware\n"
-    "  breakdown  MODEL --hw NAME --chips N       step-time components of a few plans\n"
-    "  collective --hw NAME --chips N --op OP     bus bandwidth vs message size per algorithm\n"
-    "\n"
-    "Options:\n"
-    "  -o FILE          the picture (.png or .svg); FILE.dat and FILE.gp are kept beside it\n"
-    "  --seq N          sequence length (default: the model's)\n"
-    "  --gbs N          global batch (default: the model's; scaling: see --batch-per-chip)\n"
-    "  --batch-per-chip N  scaling: global batch = N x chips (default 4)\n"
-    "  --hw-file PATH   add a hardware file to the catalog (repeatable)\n"
-    "\n"
-    "Needs gnuplot on PATH (Debian: gnuplot-nox; `make deps`).\n";
-
-/* ---------------------------------------------------------------- options */
 
 static int usage(pctx *c, const char *fmt, const char *arg) {
   fprintf(c->err, "tpusim plot: ");
   fprintf(c->err, fmt, arg);
   fprintf(c->err, "\nTry 'tpusim plot --help'.\n");
   return PLOT_USAGE;
-}
-
-static int parse_count(pctx *c, const char *name, const char *v, int64_t *dst) {
-  char *end;
-  errno = 0;
-  long long x = strtoll(v, &end, 10);
-  if (errno || *end || end == v || x <= 0 || x > (1LL << 40)) {
-    fprintf(c->err, "tpusim plot: %s expects a positive integer, got '%s'\n", name, v);
-    fprintf(c->err, "Try 'tpusim plot --help'.\n");
-    return PLOT_USAGE;
-  }
-  *dst = x;
-  return PLOT_OK;
-}
-
-static int parse_args(pctx *c, int argc, char **argv) {
-  for (int i = 2; i < argc; i++) {
-    const char *a = argv[i];
-    if (a[0] != '-' || a[1] == '\0') {
-      if (c->model) return usage(c, "unexpected argument '%s'", a);
-      c->model = a;
-      continue;
-    }
-    if (i + 1 >= argc) return usage(c, "%s expects a value", a);
-    const char *v = argv[++i];
-    int rc = PLOT_OK;
-    if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) c->outpath = v;
-    else if (strcmp(a, "--hw") == 0) c->hw = v;
-    else if (strcmp(a, "--op") == 0) c->op = v;
-    else if (strcmp(a, "--hw-file") == 0) {
-      if (c->n_hw_files == PLOT_MAX_HW_FILES) return usage(c, "%s", "too many --hw-file");
-      c->hw_files[c->n_hw_files++] = v;
-    } else if (strcmp(a, "--chips") == 0) rc = parse_count(c, a, v, &c->chips);
-    else if (strcmp(a, "--max-chips") == 0) rc = parse_count(c, a, v, &c->max_chips);
-    else if (strcmp(a, "--seq") == 0) rc = parse_count(c, a, v, &c->seq);
-    else if (strcmp(a, "--gbs") == 0) rc = parse_count(c, a, v, &c->gbs);
-    else if (strcmp(a, "--batch-per-chip") == 0) rc = parse_count(c, a, v, &c->batch_per_chip);
-    else return usage(c, "unknown option '%s'", a);
-    if (rc != PLOT_OK) return rc;
-  }
-  return PLOT_OK;
-}
-
-/* Splits -o into folder, base name and extension. */
-static int split_output(pctx *c) {
-  if (!c->outpath || !*c->outpath) return usage(c, "%s", "-o FILE.png or -o FILE.svg is required");
-  const char *p = c->outpath;
-  for (const char *s = p; *s; s++)
-    if (*s == '\n' || *s == '\r' || (unsigned char)*s < 0x20) {
-      fprintf(c->err, "tpusim plot: -o: control characters in the file name\n");
-      return PLOT_BAD;
-    }
-  size_t n = strlen(p);
-  if (n >= PLOT_PATH) {
-    fprintf(c->err, "tpusim plot: -o: the path is too long\n");
-    return PLOT_BAD;
-  }
-  const char *slash = strrchr(p, '/');
-  const char *base = slash ? slash + 1 : p;
-  const char *dot = strrchr(base, '.');
-  if (!dot || dot == base || (strcmp(dot, ".png") != 0 && strcmp(dot, ".svg") != 0)) {
-    fprintf(c->err, "tpusim plot: -o %s: unsupported extension (expected .png or .svg)\n", p);
-    return PLOT_BAD;
-  }
-  c->svg = strcmp(dot, ".svg") == 0;
-  snprintf(c->ext, sizeof c->ext, "%s", dot + 1);
-  if (!slash) snprintf(c->dir, sizeof c->dir, ".");
-  else if (slash == p) snprintf(c->dir, sizeof c->dir, "/");
-  else snprintf(c->dir, sizeof c->dir, "%.*s", (int)(slash - p), p);
-  snprintf(c->name, sizeof c->name, "%.*s", (int)(dot - base), base);
-  size_t stem = (size_t)(dot - p);
-  snprintf(c->dat_path, sizeof c->dat_path, "%.*s.dat", (int)stem, p);
-  snprintf(c->gp_path, sizeof c->gp_path, "%.*s.gp", (int)stem, p);
-  snprintf(c->img_path, sizeof c->img_path, "%s", p);
-  return PLOT_OK;
 }
 
 /* ---------------------------------------------------------------- gnuplot */
@@ -176,9 +73,9 @@ static bool find_gnuplot(char *buf, size_t n) {
 }
 
 /* Runs `gnuplot NAME.gp` in the output folder; its messages go to err. */
-static int run_gnuplot(pctx *c, const char *exe) {
+static int run_gnuplot(pctx *c) {
   char script[PLOT_PATH + 8];
-  snprintf(script, sizeof script, "%s.gp", c->name);
+  snprintf(script, sizeof script, "%s.gp", c->o->name);
   int fd[2];
   if (pipe(fd) != 0) {
     fprintf(c->err, "tpusim plot: pipe: %s\n", strerror(errno));
@@ -198,9 +95,9 @@ static int run_gnuplot(pctx *c, const char *exe) {
     dup2(fd[1], STDOUT_FILENO);
     dup2(fd[1], STDERR_FILENO);
     if (fd[1] != STDOUT_FILENO && fd[1] != STDERR_FILENO) close(fd[1]);
-    if (chdir(c->dir) != 0) _exit(126);
+    if (chdir(c->o->dir) != 0) _exit(126);
     char *const args[] = {"gnuplot", script, NULL};
-    execv(exe, args);
+    execv(c->o->gnuplot, args);
     _exit(127);
   }
   close(fd[1]);
@@ -223,14 +120,53 @@ static int run_gnuplot(pctx *c, const char *exe) {
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    if (code == 126) fprintf(c->err, "tpusim plot: cannot enter %s\n", c->dir);
-    else fprintf(c->err, "tpusim plot: gnuplot failed (status %d) on %s:\n%s", code, c->gp_path, msg);
+    if (code == 126) fprintf(c->err, "tpusim plot: cannot enter %s\n", c->o->dir);
+    else fprintf(c->err, "tpusim plot: gnuplot failed (status %d) on %s:\n%s", code, c->o->gp_path, msg);
     return PLOT_BAD;
   }
   if (used) fprintf(c->err, "%s", msg); /* warnings */
   struct stat st;
-  if (stat(c->img_path, &st) != 0 || st.st_size == 0) {
-    fprintf(c->err, "tpusim plot: gnuplot wrote no %s\n", c->img_path);
+  if (stat(c->o->img_path, &st) != 0 || st.st_size == 0) {
+    fprintf(c->err, "tpusim plot: gnuplot wrote no %s\n", c->o->img_path);
+    return PLOT_BAD;
+  }
+  return PLOT_OK;
+}
+
+/* ---------------------------------------------------------------- output */
+
+int plot_output_init(plot_output *o, const char *p, FILE *err) {
+  memset(o, 0, sizeof *o);
+  for (const char *s = p; *s; s++)
+    if (*s == '\n' || *s == '\r' || (unsigned char)*s < 0x20) {
+      fprintf(err, "tpusim plot: -o: control characters in the file name\n");
+      return PLOT_BAD;
+    }
+  size_t n = strlen(p);
+  if (n >= PLOT_PATH) {
+    fprintf(err, "tpusim plot: -o: the path is too long\n");
+    return PLOT_BAD;
+  }
+  const char *slash = strrchr(p, '/');
+  const char *base = slash ? slash + 1 : p;
+  const char *dot = strrchr(base, '.');
+  if (!dot || dot == base || (strcmp(dot, ".png") != 0 && strcmp(dot, ".svg") != 0)) {
+    fprintf(err, "tpusim plot: -o %s: unsupported extension (expected .png or .svg)\n", p);
+    return PLOT_BAD;
+  }
+  o->svg = strcmp(dot, ".svg") == 0;
+  snprintf(o->ext, sizeof o->ext, "%s", dot + 1);
+  if (!slash) snprintf(o->dir, sizeof o->dir, ".");
+  else if (slash == p) snprintf(o->dir, sizeof o->dir, "/");
+  else snprintf(o->dir, sizeof o->dir, "%.*s", (int)(slash - p), p);
+  snprintf(o->name, sizeof o->name, "%.*s", (int)(dot - base), base);
+  size_t stem = (size_t)(dot - p);
+  snprintf(o->dat_path, sizeof o->dat_path, "%.*s.dat", (int)stem, p);
+  snprintf(o->gp_path, sizeof o->gp_path, "%.*s.gp", (int)stem, p);
+  snprintf(o->img_path, sizeof o->img_path, "%s", p);
+  if (!find_gnuplot(o->gnuplot, sizeof o->gnuplot)) {
+    fprintf(err, "tpusim plot: gnuplot not found on PATH; install it (Debian: apt-get install "
+                 "gnuplot-nox, or `make deps`)\n");
     return PLOT_BAD;
   }
   return PLOT_OK;
@@ -254,13 +190,13 @@ static void dat_str(FILE *f, const char *s) {
   fputc('"', f);
 }
 
-static void gp_header(pctx *c, FILE *f, int argc, char **argv) {
+static void gp_header(pctx *c, FILE *f) {
   fprintf(f, "# tpusim");
-  for (int i = 0; i < argc; i++) fprintf(f, " %s", argv[i]);
+  for (int i = 0; i < c->argc; i++) fprintf(f, " %s", c->argv[i]);
   fprintf(f, "\n# Edit and re-draw: cd ");
-  fprintf(f, "%s && gnuplot %s.gp\n", c->dir, c->name);
-  fprintf(f, "# The data: %s.dat (columns named in its header).\n", c->name);
-  if (c->svg) {
+  fprintf(f, "%s && gnuplot %s.gp\n", c->o->dir, c->o->name);
+  fprintf(f, "# The data: %s.dat (columns named in its header).\n", c->o->name);
+  if (c->o->svg) {
     fprintf(f, "set terminal svg size 900,560 font 'DejaVu Sans,11' background rgb 'white'\n");
   } else {
     fprintf(f, "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
@@ -270,9 +206,9 @@ static void gp_header(pctx *c, FILE *f, int argc, char **argv) {
                "}\n");
   }
   char img[PLOT_PATH + 8];
-  snprintf(img, sizeof img, "%s.%s", c->name, c->ext);
+  snprintf(img, sizeof img, "%s.%s", c->o->name, c->o->ext);
   char dat[PLOT_PATH + 8];
-  snprintf(dat, sizeof dat, "%s.dat", c->name);
+  snprintf(dat, sizeof dat, "%s.dat", c->o->name);
   fprintf(f, "set output ");
   gp_quote(f, img);
   fprintf(f, "\nDAT = ");
@@ -297,45 +233,6 @@ static void gp_stacked(FILE *f, const char *ylabel) {
 }
 
 /* ------------------------------------------------------------ inputs */
-
-static int load_hw(pctx *c, bool required) {
-  diag *dg = diag_new();
-  c->cat = hw_catalog_new();
-  int rc = PLOT_OK;
-  if (!dg || !c->cat) {
-    fprintf(c->err, "tpusim plot: out of memory\n");
-    rc = PLOT_BAD;
-  } else if (hw_catalog_load_builtin(c->cat, dg) != 0) {
-    fprintf(c->err, "tpusim plot: a built-in hardware file is invalid (a build problem):\n");
-    rc = PLOT_BAD;
-  }
-  for (int i = 0; rc == PLOT_OK && i < c->n_hw_files; i++)
-    if (!hw_catalog_load_file(c->cat, c->hw_files[i], dg)) rc = PLOT_BAD;
-  if (dg) diag_print(dg, c->err);
-  diag_free(dg);
-  if (rc != PLOT_OK || !required) return rc;
-  c->hwm = hw_catalog_find(c->cat, c->hw);
-  if (!c->hwm) {
-    char msg[2048];
-    hw_catalog_unknown(c->cat, c->hw, msg, sizeof msg);
-    fprintf(c->err, "tpusim plot %s: %s\n", c->kind, msg);
-    return PLOT_BAD;
-  }
-  return PLOT_OK;
-}
-
-static int load_model(pctx *c, int64_t gbs) {
-  diag *dg = diag_new();
-  if (!dg) {
-    fprintf(c->err, "tpusim plot: out of memory\n");
-    return PLOT_BAD;
-  }
-  model_opts mo = {.seq_len = c->seq, .global_batch = gbs};
-  c->m = model_load(c->model, &mo, dg);
-  diag_print(dg, c->err);
-  diag_free(dg);
-  return c->m ? PLOT_OK : PLOT_BAD;
-}
 
 static plan base_plan(const pctx *c, int64_t chips) {
   plan p = {.chips = chips, .tp = 1, .pp = 1, .ep = 1, .vp = 1, .slices = 1,
@@ -398,7 +295,7 @@ static int roof_id_cmp(const void *a, const void *b) {
   return (x->id > y->id) - (x->id < y->id);
 }
 
-static int plot_roofline(pctx *c, FILE *dat, FILE *gp, int argc, char **argv) {
+static int plot_roofline(pctx *c, FILE *dat, FILE *gp) {
   static const char *const GROUP[] = {"matmul (dot, conv)", "vector (elementwise, reduce, ...)",
                                       "optimizer update"};
   const graph *g = c->m->g;
@@ -472,7 +369,7 @@ static int plot_roofline(pctx *c, FILE *dat, FILE *gp, int argc, char **argv) {
   }
   free(pts);
 
-  gp_header(c, gp, argc, argv);
+  gp_header(c, gp);
   gp_title(gp, "Roofline: %s training step on %s", c->m->name, c->hwm->name);
   fprintf(gp, "PEAK = %.6e  # TFLOP/s, 16-bit matrix peak\n", peak / 1e12);
   fprintf(gp, "BW = %.6e    # TB/s, HBM\n", bw / 1e12);
@@ -498,7 +395,7 @@ static int plot_roofline(pctx *c, FILE *dat, FILE *gp, int argc, char **argv) {
 
 /* ------------------------------------------------------------ collective */
 
-static int plot_collective(pctx *c, FILE *dat, FILE *gp, int argc, char **argv) {
+static int plot_collective(pctx *c, FILE *dat, FILE *gp) {
   int op = coll_op_parse(c->op);
   if (op < 0)
     return usage(c, "unknown --op '%s' (all-reduce, reduce-scatter, all-gather, all-to-all, "
@@ -537,7 +434,7 @@ static int plot_collective(pctx *c, FILE *dat, FILE *gp, int argc, char **argv) 
     fprintf(c->err, "tpusim plot collective: no algorithm runs %s on this network\n", c->op);
     return PLOT_BAD;
   }
-  gp_header(c, gp, argc, argv);
+  gp_header(c, gp);
   char what[128];
   snprintf(what, sizeof what, "%s, %lld chips", coll_op_name((coll_op)op), (long long)c->chips);
   gp_title(gp, "Collective bus bandwidth: %s on %s", what, c->hwm->name);
@@ -610,7 +507,7 @@ static void memory_row(FILE *dat, const step_result *r) {
           r->fits ? 1 : 0);
 }
 
-static int plot_breakdown(pctx *c, FILE *dat, FILE *gp, int argc, char **argv) {
+static int plot_breakdown(pctx *c, FILE *dat, FILE *gp) {
   static const plan_var VARS[] = {
       {1, 1, 0, PLAN_RECOMPUTE_NONE}, {1, 1, 0, PLAN_RECOMPUTE_FULL}, {2, 1, 0, PLAN_RECOMPUTE_NONE},
       {4, 1, 0, PLAN_RECOMPUTE_NONE}, {1, 2, 0, PLAN_RECOMPUTE_NONE}, {2, 2, 0, PLAN_RECOMPUTE_NONE},
@@ -620,7 +517,7 @@ static int plot_breakdown(pctx *c, FILE *dat, FILE *gp, int argc, char **argv) {
   fprintf(dat, "# plan compute exposed_comm pipeline_bubble input_stall other step_time\n");
   if (variant_rows(c, dat, VARS, sizeof VARS / sizeof VARS[0], 6, "breakdown", breakdown_row) <= 0)
     return PLOT_BAD;
-  gp_header(c, gp, argc, argv);
+  gp_header(c, gp);
   char what[128];
   snprintf(what, sizeof what, "%s, %lld x", c->m->name, (long long)c->chips);
   gp_title(gp, "Step-time breakdown: %s %s", what, c->hwm->name);
@@ -633,7 +530,7 @@ static int plot_breakdown(pctx *c, FILE *dat, FILE *gp, int argc, char **argv) {
   return PLOT_OK;
 }
 
-static int plot_memory(pctx *c, FILE *dat, FILE *gp, int argc, char **argv) {
+static int plot_memory(pctx *c, FILE *dat, FILE *gp) {
   static const plan_var VARS[] = {
       {1, 1, 0, PLAN_RECOMPUTE_NONE}, {1, 1, 0, PLAN_RECOMPUTE_SELECTIVE},
       {1, 1, 0, PLAN_RECOMPUTE_FULL}, {1, 1, 1, PLAN_RECOMPUTE_NONE},
@@ -644,7 +541,7 @@ static int plot_memory(pctx *c, FILE *dat, FILE *gp, int argc, char **argv) {
   fprintf(dat, "# plan weights gradients optimizer activations temporary peak fits\n");
   if (variant_rows(c, dat, VARS, sizeof VARS / sizeof VARS[0], 0, "memory", memory_row) <= 0)
     return PLOT_BAD;
-  gp_header(c, gp, argc, argv);
+  gp_header(c, gp);
   char what[128];
   snprintf(what, sizeof what, "%s, %lld x", c->m->name, (long long)c->chips);
   gp_title(gp, "Memory per chip: %s %s", what, c->hwm->name);
@@ -669,7 +566,7 @@ static int plot_memory(pctx *c, FILE *dat, FILE *gp, int argc, char **argv) {
 ** chip, a Reduction Server with a reducer host per chip, and FSDP (ZeRO-3:
 ** weights gathered every micro-batch, gradients reduce-scattered). Each
 ** series stops where its plan stops running (memory, or the model). */
-static int plot_scaling(pctx *c, FILE *dat, FILE *gp, int argc, char **argv) {
+static int plot_scaling(pctx *c, FILE *dat, FILE *gp) {
   static const struct {
     const char *name, *title, *color;
     int pt;
@@ -720,7 +617,7 @@ static int plot_scaling(pctx *c, FILE *dat, FILE *gp, int argc, char **argv) {
     fprintf(c->err, "tpusim plot scaling: no plan runs: %s\n", last_err);
     return PLOT_BAD;
   }
-  gp_header(c, gp, argc, argv);
+  gp_header(c, gp);
   gp_title(gp, "Data-parallel scaling: %s on %s", c->m->name, c->hwm->name);
   fprintf(gp, "set logscale x 2\nset xlabel 'chips (data parallel)'\n"
               "set ylabel '%s'\nset y2label 'scaling efficiency (%%)'\n"
@@ -744,7 +641,7 @@ static int plot_scaling(pctx *c, FILE *dat, FILE *gp, int argc, char **argv) {
 
 /* ------------------------------------------------------------ pareto */
 
-static int plot_pareto(pctx *c, FILE *dat, FILE *gp, int argc, char **argv) {
+static int plot_pareto(pctx *c, FILE *dat, FILE *gp) {
   planner_req req = {.hw_list = c->hw_list, .max_chips = c->max_chips ? c->max_chips : 64,
                      .top = 1, .chips = c->chips};
   planner_result *r = calloc(1, sizeof *r);
@@ -786,7 +683,7 @@ static int plot_pareto(pctx *c, FILE *dat, FILE *gp, int argc, char **argv) {
     fprintf(c->err, "tpusim plot pareto: no hardware has a plan\n");
     return PLOT_BAD;
   }
-  gp_header(c, gp, argc, argv);
+  gp_header(c, gp);
   gp_title(gp, "Cost vs time to train %s%s", c->m->name, " (best plan per hardware)");
   fprintf(gp, "set format x '%%g'\nset format y '%%g'\n");
   fprintf(gp, "set logscale xy\nset xlabel 'days to train'\nset ylabel 'US dollars'\n"
@@ -800,79 +697,50 @@ static int plot_pareto(pctx *c, FILE *dat, FILE *gp, int argc, char **argv) {
 
 /* ------------------------------------------------------------ main */
 
-typedef int (*plot_fn)(pctx *c, FILE *dat, FILE *gp, int argc, char **argv);
+typedef int (*plot_fn)(pctx *c, FILE *dat, FILE *gp);
 
-typedef struct {
+static const struct {
   const char *name;
   plot_fn fn;
-  bool model, hw, chips, max_chips, op;
-} plot_kind;
-
-static const plot_kind KINDS[] = {
-    {"roofline", plot_roofline, true, true, false, false, false},
-    {"scaling", plot_scaling, true, true, false, true, false},
-    {"memory", plot_memory, true, true, true, false, false},
-    {"pareto", plot_pareto, true, false, false, false, false},
-    {"breakdown", plot_breakdown, true, true, true, false, false},
-    {"collective", plot_collective, false, true, true, false, true},
+  unsigned needs;
+} KINDS[PLOT_KIND_COUNT] = {
+    [PLOT_ROOFLINE] = {"roofline", plot_roofline, PLOT_NEEDS_MODEL | PLOT_NEEDS_HW},
+    [PLOT_SCALING] = {"scaling", plot_scaling,
+                      PLOT_NEEDS_MODEL | PLOT_NEEDS_HW | PLOT_NEEDS_MAX_CHIPS},
+    [PLOT_MEMORY] = {"memory", plot_memory, PLOT_NEEDS_MODEL | PLOT_NEEDS_HW | PLOT_NEEDS_CHIPS},
+    [PLOT_PARETO] = {"pareto", plot_pareto, PLOT_NEEDS_MODEL},
+    [PLOT_BREAKDOWN] = {"breakdown", plot_breakdown,
+                        PLOT_NEEDS_MODEL | PLOT_NEEDS_HW | PLOT_NEEDS_CHIPS},
+    [PLOT_COLLECTIVE] = {"collective", plot_collective,
+                         PLOT_NEEDS_HW | PLOT_NEEDS_CHIPS | PLOT_NEEDS_OP},
 };
 
-int plot_main(int argc, char **argv, FILE *out, FILE *err) {
-  pctx ctx = {.out = out, .err = err};
+int plot_kind_parse(const char *name) {
+  for (int k = 0; k < PLOT_KIND_COUNT; k++)
+    if (strcmp(KINDS[k].name, name) == 0) return k;
+  return -1;
+}
+
+const char *plot_kind_name(plot_kind k) { return KINDS[k].name; }
+unsigned plot_kind_needs(plot_kind k) { return KINDS[k].needs; }
+
+int plot_draw(const plot_req *r, const plot_output *o, FILE *out, FILE *err) {
+  pctx ctx = {.kind = KINDS[r->kind].name, .op = r->op, .hw_list = r->hw_list,
+              .chips = r->chips, .max_chips = r->max_chips, .seq = r->seq, .gbs = r->gbs,
+              .batch_per_chip = r->batch_per_chip, .out = out, .err = err, .o = o,
+              .argc = r->argc, .argv = r->argv, .cat = r->cat, .hwm = r->hw, .m = r->m};
   pctx *c = &ctx;
-  if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-    fputs(USAGE, argc < 2 ? err : out);
-    return argc < 2 ? PLOT_USAGE : PLOT_OK;
+  int rc = PLOT_OK;
+  FILE *dat = fopen(o->dat_path, "w");
+  FILE *gp = dat ? fopen(o->gp_path, "w") : NULL;
+  if (!gp) {
+    fprintf(err, "tpusim plot: cannot write %s: %s\n", dat ? o->gp_path : o->dat_path,
+            strerror(errno));
+    rc = PLOT_BAD;
   }
-  c->kind = argv[1];
-  const plot_kind *k = NULL;
-  for (size_t i = 0; i < sizeof KINDS / sizeof KINDS[0]; i++)
-    if (strcmp(KINDS[i].name, c->kind) == 0) k = &KINDS[i];
-  if (!k)
-    return usage(c, "unknown kind '%s' (roofline, scaling, memory, pareto, breakdown, collective)",
-                 c->kind);
-  for (int i = 2; i < argc; i++)
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      fputs(USAGE, out);
-      return PLOT_OK;
-    }
-  int rc = parse_args(c, argc, argv);
-  if (rc != PLOT_OK) return rc;
-  if (k->model && !c->model) return usage(c, "%s: expected a MODEL", c->kind);
-  if (!k->model && c->model) return usage(c, "unexpected argument '%s'", c->model);
-  if (k->hw && !c->hw) return usage(c, "%s: --hw is required", c->kind);
-  if (k->chips && !c->chips) return usage(c, "%s: --chips is required", c->kind);
-  if (k->max_chips && !c->max_chips) return usage(c, "%s: --max-chips is required", c->kind);
-  if (k->op && !c->op) return usage(c, "%s: --op is required", c->kind);
-  if (!k->hw) { /* pareto: --hw is a list for the planner */
-    c->hw_list = c->hw;
-    c->hw = NULL;
-  }
-  if ((rc = split_output(c)) != PLOT_OK) return rc;
-  char exe[PLOT_PATH + 16];
-  if (!find_gnuplot(exe, sizeof exe)) {
-    fprintf(err, "tpusim plot: gnuplot not found on PATH; install it (Debian: apt-get install "
-                 "gnuplot-nox, or `make deps`)\n");
-    return PLOT_BAD;
-  }
-  if ((rc = load_hw(c, k->hw)) == PLOT_OK && k->model) rc = load_model(c, c->gbs);
-  FILE *dat = NULL, *gp = NULL;
-  if (rc == PLOT_OK) {
-    dat = fopen(c->dat_path, "w");
-    gp = dat ? fopen(c->gp_path, "w") : NULL;
-    if (!gp) {
-      fprintf(err, "tpusim plot: cannot write %s: %s\n", dat ? c->gp_path : c->dat_path,
-              strerror(errno));
-      rc = PLOT_BAD;
-    }
-  }
-  if (rc == PLOT_OK) rc = k->fn(c, dat, gp, argc, argv);
+  if (rc == PLOT_OK) rc = KINDS[r->kind].fn(c, dat, gp);
   if (dat && fclose(dat) != 0 && rc == PLOT_OK) rc = PLOT_BAD;
   if (gp && fclose(gp) != 0 && rc == PLOT_OK) rc = PLOT_BAD;
-  model_free(c->m);
-  if (rc == PLOT_OK) rc = run_gnuplot(c, exe);
-  hw_catalog_free(c->cat);
-  if (rc == PLOT_OK)
-    fprintf(out, "wrote %s (data %s, script %s)\n", c->img_path, c->dat_path, c->gp_path);
+  if (rc == PLOT_OK) rc = run_gnuplot(c);
   return rc;
 }

@@ -6,8 +6,14 @@
 ** process with its "HBM in use" counter, boxes coloured by category, a time
 ** axis, a legend and a summary bar. `--screenshot FILE.png` draws the same
 ** picture into an offscreen software surface and writes a PNG (an encoder
-** of our own: no library beyond SDL2 and SDL2_ttf), with no window and no
-** video driver. Every SDL call of tpusim stays behind this header.
+** of our own, png.h: no library beyond SDL2 and SDL2_ttf), with no window
+** and no video driver. Every SDL call of tpusim stays in the viewer's files
+** behind this header (view.c, view_draw.c).
+**
+** The command line is cli/'s; this is the library it calls. The modules:
+** view_trace.c loads a trace, view_group.c groups its lanes, view_draw.c
+** draws a view, view.c shows it in a window or a picture (view_int.h and
+** view_draw.h are their private headers).
 **
 ** A trace with more than VIEW_GROUP_MIN_PROCS processes (one per chip, say)
 ** is shown as lane groups: each group (a pipeline stage or a node, read off
@@ -26,12 +32,23 @@
 /* "2.26.5 (ttf 2.20.1)": the SDL2 and SDL2_ttf the binary runs with. */
 void view_sdl_version(char *buf, size_t n);
 
-/* `tpusim view`: argv[0] = "view", argv[1] = TRACE, then options
-** --screenshot FILE.png, --width W, --height H, --expand G (repeatable),
-** --help. Without --screenshot it opens a window (a clear message and 1
-** when there is no display). Returns 0, 1 for bad input (the trace, a file
-** that cannot be written, no display) or 2 for bad usage. */
-int view_main(int argc, char **argv, FILE *out, FILE *err);
+/* What `tpusim view` (cli/cmd_view.c) asks for, its options checked. */
+typedef struct {
+  const char *trace;      /* the trace file (simulate --trace) */
+  const char *screenshot; /* FILE.png: draw offscreen, write it, exit; NULL: a window */
+  int width, height;      /* the screenshot's size in pixels */
+  /* the groups shown expanded, in order: a group's name, its number
+  ** from 0, or "all" */
+  const char *const *expand;
+  int n_expand;
+} view_req;
+
+/* Opens r's trace, expands the groups asked for, then writes the
+** screenshot (saying so on out) or opens a window until it is closed (a
+** clear message and 1 when there is no display). Returns 0, or 1 for bad
+** input (the trace, a group, a file that cannot be written, no display)
+** after a message to err. */
+int view_run(const view_req *r, FILE *out, FILE *err);
 
 /* ---- pieces the tests, the benchmark and the docs rely on ---- */
 
@@ -49,11 +66,6 @@ int view_layout(int n, int width, int height, view_rect *lanes);
 ** (the HBM curve), "capacity", "idle" (the lane background). Returns 0, or
 ** -1 (and grey) for an unknown name. */
 int view_color(const char *category, unsigned char rgb[3]);
-
-/* Writes an 8-bit RGB image (rows of 3 * w bytes) as PNG: filtered rows,
-** zlib with fixed-Huffman deflate blocks, CRC-32 and Adler-32. Returns 0
-** or -1 on a write error or out of memory. */
-int view_png_write(FILE *f, const unsigned char *rgb, int w, int h);
 
 /* Processes beyond which lanes are grouped. */
 #define VIEW_GROUP_MIN_PROCS 16

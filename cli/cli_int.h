@@ -1,0 +1,96 @@
+/*
+** cli_int.h -- what the files of cli/ share, private to them (the program's
+** API is cli.h).
+**
+** cli.c owns the command table, dispatch, help and version, and parses
+** every table-driven command line into a cli_ctx: positional arguments,
+** --json, --hw-file, and the command's own options as given. Each
+** cmd_NAME.c owns one subcommand: its row of the table (synopsis, summary,
+** the options it accepts) and the function that runs it, which reads the
+** options through the helpers below, calls the library and prints.
+*/
+#ifndef TPUSIM_CLI_INT_H
+#define TPUSIM_CLI_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cli.h"
+#include "../hw_models/hw_catalog.h"
+#include "../sim/plan.h"
+#include "../sim/step.h"
+#include "../workloads/model.h"
+
+#define CLI_MAX_POS 8
+#define CLI_MAX_HW_FILES 16
+#define CLI_MAX_OPTS 32
+
+typedef struct {
+  FILE *out, *err;
+  const char *cmd; /* "hw" */
+  int json;
+  const char *hw_files[CLI_MAX_HW_FILES];
+  int n_hw_files;
+  const char *pos[CLI_MAX_POS];
+  int n_pos;
+  /* the command's own options, as given: "--seq" -> "8192", "--dot" -> "" */
+  const char *opt_name[CLI_MAX_OPTS];
+  const char *opt_value[CLI_MAX_OPTS];
+  int n_opts;
+} cli_ctx;
+
+/* A subcommand: its name, synopsis, one-line summary, the options it
+** accepts and the function that runs it. A subcommand whose issue has not
+** landed has no function and says so (exit 2) instead of printing a
+** made-up number. */
+typedef struct cli_cmd {
+  const char *name;
+  const char *synopsis;
+  const char *summary;
+  int (*run)(cli_ctx *c);
+  const char *issue; /* where the rest of it is specified, for unbuilt commands */
+  const char *const *flags;  /* options without a value */
+  const char *const *valued; /* options that take one */
+  /* a command that reads its own arguments (argv[0] is its name) */
+  int (*raw)(int argc, char **argv, FILE *out, FILE *err);
+} cli_cmd;
+
+/* The rows, one per cmd_NAME.c; cli.c lists them in help's order. */
+extern const cli_cmd cli_cmd_plan, cli_cmd_simulate, cli_cmd_collective, cli_cmd_graph,
+    cli_cmd_lower, cli_cmd_calibrate, cli_cmd_hw, cli_cmd_view, cli_cmd_plot;
+
+/* ---- options (cli.c) ---- */
+
+/* The value of the last `name` given ("" for a flag), or NULL. */
+const char *cli_opt(const cli_ctx *c, const char *name);
+/* "tpusim CMD: " fmt (with arg), then where to look; returns CLI_USAGE. */
+int cli_usage_error(cli_ctx *c, const char *fmt, const char *arg);
+/* A positive integer option (0 when absent); -1 after a usage message. */
+int64_t cli_opt_count(cli_ctx *c, const char *name);
+/* The index of the option's value in choices (NULL-terminated), dflt when
+** absent; 0, or -1 after a usage message naming the choices. */
+int cli_enum_opt(cli_ctx *c, const char *name, const char *const *choices, int dflt, int *out);
+
+/* The built-in catalog with the --hw-file files over it; *last_file: the
+** entry of the last file (may be NULL). CLI_OK, or the exit code after the
+** messages (*out NULL). */
+int cli_load_catalog(cli_ctx *c, hw_catalog **out, const hw_model **last_file);
+/* The one MODEL of graph and lower, built with --seq, --gbs, --precision
+** and --forward-only; CLI_OK with *out set, or the exit code after the
+** message. */
+int cli_load_model(cli_ctx *c, model **out);
+
+/* ---- shared between subcommands ---- */
+
+/* --op-costs' values, in opcost_source order (simulate, plan). */
+extern const char *const CLI_OP_COSTS[];
+/* simulate's options, which `view MODEL` passes on to it. */
+extern const char *const CLI_SIM_FLAGS[], *const CLI_SIM_VALUED[];
+
+/* simulate's report of one step (cmd_simulate.c); also what `plan
+** --explain N` prints for a candidate. */
+void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p,
+                    const step_result *r, bool explain);
+
+#endif

@@ -1,0 +1,166 @@
+/*
+** cmd_collective.c -- `tpusim collective`: the time and bus bandwidth of
+** one collective over a size sweep, per algorithm, as nccl-tests reports
+** them (the network model: sim/net.h, sim/coll.h).
+*/
+#include "cli_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "../base/units.h"
+#include "../sim/coll.h"
+#include "../sim/net.h"
+
+static const char *const COLL_FLAGS[] = {"--explain", NULL};
+static const char *const COLL_VALUED[] = {"--hw",       "--chips",    "--op",       "--bytes",
+                                          "--algo",     "--slices",   "--reducers", "--reducer-bw",
+                                          "--factor",   "--axis",     NULL};
+
+static int run_collective(cli_ctx *c) {
+  if (c->n_pos) return cli_usage_error(c, "unexpected argument '%s'", c->pos[0]);
+  const char *hwname = cli_opt(c, "--hw"), *opname = cli_opt(c, "--op"), *sizes = cli_opt(c, "--bytes");
+  if (!hwname || !opname || !sizes || !cli_opt(c, "--chips"))
+    return cli_usage_error(c, "%s", "--hw, --chips, --op and --bytes are required");
+  int64_t chips = cli_opt_count(c, "--chips"), slices = cli_opt_count(c, "--slices"),
+          reducers = cli_opt_count(c, "--reducers");
+  if (chips < 0 || slices < 0 || reducers < 0) return CLI_USAGE;
+  int op = coll_op_parse(opname);
+  if (op < 0)
+    return cli_usage_error(c, "unknown --op '%s' (all-reduce, all-gather, reduce-scatter, all-to-all, "
+                          "broadcast, send-recv)", opname);
+  double lo, hi, factor = 2, rbw = 0;
+  const char *colon = strchr(sizes, ':');
+  char first[64];
+  snprintf(first, sizeof first, "%.*s", colon ? (int)(colon - sizes) : (int)strlen(sizes), sizes);
+  if (units_parse_bytes(first, &lo) != 0 || units_parse_bytes(colon ? colon + 1 : first, &hi) != 0 ||
+      hi < lo)
+    return cli_usage_error(c, "--bytes '%s': expected SIZE or MIN:MAX such as 1K:16G", sizes);
+  if (cli_opt(c, "--factor") && (units_parse_bytes(cli_opt(c, "--factor"), &factor) != 0 || factor <= 1))
+    return cli_usage_error(c, "%s", "--factor expects a number above 1");
+  if (cli_opt(c, "--reducer-bw") && units_parse_bytes(cli_opt(c, "--reducer-bw"), &rbw) != 0)
+    return cli_usage_error(c, "%s", "--reducer-bw expects bytes per second, e.g. 12.5G");
+  int axis = -1;
+  if (cli_opt(c, "--axis")) {
+    const char *ax = cli_opt(c, "--axis");
+    axis = strcmp(ax, "x") == 0 ? 0 : strcmp(ax, "y") == 0 ? 1 : strcmp(ax, "z") == 0 ? 2 : -2;
+    if (axis < 0) return cli_usage_error(c, "--axis '%s': expected x, y or z", ax);
+  }
+  coll_algo algos[COLL_ALGO_COUNT];
+  int n_algos = 0;
+  const char *alist = cli_opt(c, "--algo") ? cli_opt(c, "--algo") : "auto";
+  if (strcmp(alist, "all") == 0) {
+    for (int a = 1; a < COLL_ALGO_COUNT; a++) algos[n_algos++] = (coll_algo)a;
+  } else {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", alist);
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+      int a = coll_algo_parse(t);
+      if (a < 0 || n_algos == COLL_ALGO_COUNT)
+        return cli_usage_error(c, "unknown --algo '%s' (auto, ring, biring, torus, tree, hierarchical, "
+                              "nvls, reduction-server, direct, all)", t);
+      algos[n_algos++] = (coll_algo)a;
+    }
+  }
+
+  hw_catalog *cat;
+  int rc = cli_load_catalog(c, &cat, NULL);
+  if (rc != CLI_OK) return rc;
+  const hw_model *hw = hw_catalog_find(cat, hwname);
+  char err[512];
+  if (!hw) {
+    char msg[2048];
+    hw_catalog_unknown(cat, hwname, msg, sizeof msg);
+    fprintf(c->err, "tpusim collective: %s\n", msg);
+    hw_catalog_free(cat);
+    return CLI_BAD_INPUT;
+  }
+  net *n = net_build(hw, chips, slices ? slices : 1, err, sizeof err);
+  if (!n) {
+    fprintf(c->err, "tpusim collective: %s\n", err);
+    hw_catalog_free(cat);
+    return CLI_BAD_INPUT;
+  }
+  char desc[256];
+  net_describe(n, desc, sizeof desc);
+  cJSON *root = NULL, *results = NULL;
+  if (c->json) {
+    root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "hw", hw->name);
+    cJSON_AddNumberToObject(root, "chips", (double)chips);
+    cJSON_AddStringToObject(root, "op", opname);
+    cJSON_AddStringToObject(root, "network", desc);
+    results = cJSON_AddArrayToObject(root, "results");
+  } else {
+    fprintf(c->out, "%s on %lld x %s: %s\n", opname, (long long)chips, hw->name, desc);
+  }
+  int ran = 0;
+  for (int ai = 0; ai < n_algos && rc == CLI_OK; ai++) {
+    bool header = false;
+    for (double b = lo; b <= hi * (1 + 1e-12); b *= factor) {
+      coll_req req = {.op = (coll_op)op, .algo = algos[ai], .bytes = b, .axis = axis,
+                      .reducers = reducers, .reducer_bw = rbw};
+      coll_result res;
+      if (coll_run(n, &req, &res, err, sizeof err) != 0) {
+        /* "all" skips what does not apply; a named algorithm must run */
+        if (strcmp(alist, "all") == 0) break;
+        fprintf(c->err, "tpusim collective: %s\n", err);
+        rc = CLI_BAD_INPUT;
+        break;
+      }
+      ran++;
+      if (c->json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "algo", coll_algo_name(res.algo));
+        cJSON_AddNumberToObject(o, "bytes", b);
+        cJSON_AddNumberToObject(o, "time_s", res.time_s);
+        cJSON_AddNumberToObject(o, "algbw_bytes_per_s", res.algbw);
+        cJSON_AddNumberToObject(o, "busbw_bytes_per_s", res.busbw);
+        cJSON_AddNumberToObject(o, "formula_s", res.formula_s);
+        cJSON_AddNumberToObject(o, "events", (double)res.events);
+        if (cli_opt(c, "--explain")) cJSON_AddStringToObject(o, "formula", res.formula);
+        cJSON_AddItemToArray(results, o);
+        continue;
+      }
+      if (!header) {
+        fprintf(c->out, "\nalgorithm %s\n%12s %12s %12s %12s %12s\n", coll_algo_name(res.algo),
+                "size", "time", "algbw GB/s", "busbw GB/s", "formula");
+        header = true;
+      }
+      char sz[32], t[32], ft[32];
+      units_bytes(sz, sizeof sz, b);
+      units_seconds(t, sizeof t, res.time_s);
+      units_seconds(ft, sizeof ft, res.formula_s);
+      fprintf(c->out, "%12s %12s %12.2f %12.2f %12s\n", sz, t, res.algbw / 1e9, res.busbw / 1e9, ft);
+      if (cli_opt(c, "--explain")) fprintf(c->out, "%s", res.formula);
+    }
+  }
+  if (rc == CLI_OK && ran == 0) {
+    fprintf(c->err, "tpusim collective: no algorithm applies to %s on %s\n", opname, hw->name);
+    rc = CLI_BAD_INPUT;
+  }
+  if (root) {
+    if (rc == CLI_OK) {
+      char *s = cJSON_Print(root);
+      fprintf(c->out, "%s\n", s);
+      free(s);
+    }
+    cJSON_Delete(root);
+  }
+  net_free(n);
+  hw_catalog_free(cat);
+  return rc;
+}
+
+const cli_cmd cli_cmd_collective = {"collective",
+    "tpusim collective --hw NAME --chips N --op all-reduce|all-gather|reduce-scatter|all-to-all|\n"
+    "                  broadcast|send-recv --bytes SIZE|MIN:MAX [--factor F]\n"
+    "                  [--algo auto|ring|biring|torus|tree|hierarchical|nvls|reduction-server|direct|all\n"
+    "                   (or a comma list)] [--slices K] [--reducers R] [--reducer-bw BYTES/S]\n"
+    "                  [--axis x|y|z] [--explain] [--json]\n"
+    "  SIZE: bytes with K, M, G, T (powers of 1024, as nccl-tests): 1K:16G sweeps by x2",
+    "time and bus bandwidth of a collective, as nccl-tests reports it", run_collective, NULL,
+    COLL_FLAGS, COLL_VALUED, NULL};

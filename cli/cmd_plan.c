@@ -1,0 +1,261 @@
+/*
+** cmd_plan.c -- `tpusim plan`: the planner's search (planner/planner.h)
+** over hardware, chip counts and parallel plans, printed as the best plan,
+** why, the ranked candidates and the other hardware; or as JSON.
+*/
+#include "cli_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "../base/diag.h"
+#include "../base/units.h"
+#include "../planner/planner.h"
+
+static const char *const PLAN_FLAGS[] = {"--spot", NULL};
+static const char *const PLAN_VALUED[] = {"--hw",     "--chips",     "--max-chips", "--tokens",
+                                          "--steps",  "--deadline",  "--budget",    "--objective",
+                                          "--top",    "--preemption-rate", "--explain", "--op-costs",
+                                          NULL};
+
+/* "30d", "12h", "90m", "3600s" or plain seconds; -1 if not a duration. */
+static double parse_duration(const char *s) {
+  char *end;
+  double v = strtod(s, &end);
+  if (end == s || !(v > 0)) return -1;
+  double unit = *end == 'd' ? 86400 : *end == 'h' ? 3600 : *end == 'm' ? 60 : 1;
+  if (*end && strchr("dhms", *end)) end++;
+  return *end ? -1 : v * unit;
+}
+
+/* The search's progress on stderr: only on a terminal, and only once the
+** search has run a second (a quick plan prints nothing extra). */
+typedef struct {
+  FILE *err;
+  double t0_s;
+  bool shown;
+} plan_progress;
+
+static void plan_progress_cb(void *ctx, const char *what, int done, int total) {
+  plan_progress *pg = ctx;
+  double t = units_now_s() - pg->t0_s;
+  if (t < 1.0 && !pg->shown) return;
+  int width = 30, fill = total > 0 ? width * done / total : width;
+  char bar[64];
+  for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
+  bar[width] = 0;
+  fprintf(pg->err, "\r  %-10s [%s] %d/%d  %.1f s ", what, bar, done, total, t);
+  fflush(pg->err);
+  pg->shown = true;
+}
+
+/* Dollars for people: cents below $100, whole dollars above. */
+static void usd_str(char *buf, size_t n, double usd) {
+  snprintf(buf, n, usd < 100 ? "$%.2f" : "$%.0f", usd);
+}
+
+static void plan_row(FILE *f, int rank, const planner_cand *c) {
+  static const char *const REC[] = {"none", "selective", "full"};
+  char t[32], u[32];
+  units_seconds(t, sizeof t, c->train_s);
+  usd_str(u, sizeof u, c->train_usd);
+  fprintf(f, "  %4d  %-9s %6lld %4lld %3lld %3lld %2lld %2lld %4lld %-9s %4d %9.3f %9.3f %9s %12s\n",
+          rank, c->hw, (long long)c->p.chips, (long long)c->p.dp, (long long)c->p.tp,
+          (long long)c->p.pp, (long long)c->p.vp, (long long)c->p.ep, (long long)c->p.mbs,
+          REC[c->p.recompute], c->p.zero, c->sim.step_time_s, c->analytic_step_s, t, u);
+}
+
+static int run_plan(cli_ctx *c) {
+  if (c->n_pos != 1) return cli_usage_error(c, "%s", "expected one MODEL");
+  planner_req req = {.hw_list = cli_opt(c, "--hw"), .max_chips = 1024, .top = 5};
+  int64_t chips = cli_opt_count(c, "--chips"), maxc = cli_opt_count(c, "--max-chips"),
+          steps = cli_opt_count(c, "--steps"), top = cli_opt_count(c, "--top");
+  if (chips < 0 || maxc < 0 || steps < 0 || top < 0) return CLI_USAGE;
+  req.chips = chips;
+  if (maxc) req.max_chips = maxc;
+  req.steps = steps;
+  if (top) req.top = (int)(top > 16 ? 16 : top);
+  req.spot = cli_opt(c, "--spot") != NULL;
+  int64_t explain = cli_opt_count(c, "--explain");
+  if (explain < 0) return CLI_USAGE;
+  if (explain > req.top)
+    return cli_usage_error(c, "%s", "--explain N takes a rank of the candidates table (at most --top)");
+  if (cli_opt(c, "--tokens")) {
+    char *end;
+    req.tokens = strtod(cli_opt(c, "--tokens"), &end);
+    if (*end || !(req.tokens > 0)) return cli_usage_error(c, "%s", "--tokens expects a positive number, e.g. 2e12");
+  }
+  if (cli_opt(c, "--budget")) {
+    char *end;
+    req.budget_usd = strtod(cli_opt(c, "--budget"), &end);
+    if (*end || !(req.budget_usd > 0)) return cli_usage_error(c, "%s", "--budget expects US dollars");
+  }
+  if (cli_opt(c, "--preemption-rate")) {
+    char *end;
+    req.preemptions_per_month = strtod(cli_opt(c, "--preemption-rate"), &end);
+    if (*end || !(req.preemptions_per_month > 0) || req.preemptions_per_month > 100)
+      return cli_usage_error(c, "%s", "--preemption-rate expects the share of instances reclaimed a month, e.g. 0.05");
+    if (!req.spot) return cli_usage_error(c, "%s", "--preemption-rate applies to --spot plans");
+  }
+  static const char *const OBJ[] = {"time", "cost", "cost-under-deadline", NULL};
+  int obj, costs;
+  if (cli_enum_opt(c, "--objective", OBJ, 0, &obj) || cli_enum_opt(c, "--op-costs", CLI_OP_COSTS, 0, &costs))
+    return CLI_USAGE;
+  req.objective = (planner_objective)obj;
+  req.op_costs = (opcost_source)costs;
+  if (cli_opt(c, "--deadline")) {
+    req.deadline_s = parse_duration(cli_opt(c, "--deadline"));
+    if (req.deadline_s < 0) return cli_usage_error(c, "%s", "--deadline expects a duration: 30d, 12h, 90m");
+    if (!cli_opt(c, "--objective")) req.objective = PLANNER_COST_UNDER_DEADLINE;
+  }
+  if (req.objective == PLANNER_COST_UNDER_DEADLINE && req.deadline_s <= 0)
+    return cli_usage_error(c, "%s", "cost-under-deadline needs --deadline");
+  hw_catalog *cat;
+  int rc = cli_load_catalog(c, &cat, NULL);
+  if (rc != CLI_OK) return rc;
+  diag *dg = diag_new();
+  model *m = model_load(c->pos[0], NULL, dg);
+  diag_print(dg, c->err);
+  diag_free(dg);
+  if (!m) {
+    hw_catalog_free(cat);
+    return CLI_BAD_INPUT;
+  }
+  if (!cli_opt(c, "--objective") && !cli_opt(c, "--deadline")) req.objective = planner_default_objective(m);
+  planner_result *r = calloc(1, sizeof *r);
+  char err[1024];
+  plan_progress pg = {.err = c->err, .t0_s = units_now_s()};
+  if (isatty(fileno(c->err))) {
+    req.progress = plan_progress_cb;
+    req.progress_ctx = &pg;
+  }
+  int prc = r ? planner_run(m, cat, &req, r, err, sizeof err) : -1;
+  if (pg.shown) fprintf(c->err, "\n");
+  if (prc != 0) {
+    fprintf(c->err, "tpusim plan: %s\n", r ? err : "out of memory");
+    for (int i = 0; r && i < r->n_rejected; i++)
+      fprintf(c->err, "  %s: %s\n", r->rejected[i].hw, r->rejected[i].reason);
+    rc = CLI_BAD_INPUT;
+  } else if (c->json) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "model", m->name);
+    cJSON_AddStringToObject(o, "objective", r->objective);
+    cJSON *best = step_json(m, hw_catalog_find(cat, r->best.hw), &r->best.p, &r->best.sim);
+    cJSON_AddStringToObject(best, "why", r->why);
+    if (r->advice[0]) cJSON_AddStringToObject(best, "advice", r->advice);
+    cJSON_AddNumberToObject(best, "analytic_step_time_s", r->best.analytic_step_s);
+    cJSON_AddNumberToObject(best, "train_days", r->best.train_s / 86400);
+    cJSON_AddNumberToObject(best, "train_usd", r->best.train_usd);
+    cJSON_AddNumberToObject(best, "billed_chips", (double)r->best.billed_chips);
+    if (req.spot) {
+      cJSON *sp = cJSON_AddObjectToObject(best, "spot");
+      cJSON_AddNumberToObject(sp, "checkpoint_write_s", r->best.ckpt_write_s);
+      cJSON_AddNumberToObject(sp, "checkpoint_interval_s", r->best.ckpt_interval_s);
+      cJSON_AddNumberToObject(sp, "expected_preemptions", r->best.preemptions);
+      cJSON_AddNumberToObject(sp, "overhead", r->best.spot_overhead);
+    }
+    cJSON_AddItemToObject(o, "best", best);
+    cJSON *cands = cJSON_AddArrayToObject(o, "candidates");
+    for (int i = 1; i < r->n_ranked; i++) {
+      cJSON *x = step_json(m, hw_catalog_find(cat, r->ranked[i].hw), &r->ranked[i].p, &r->ranked[i].sim);
+      cJSON_AddNumberToObject(x, "analytic_step_time_s", r->ranked[i].analytic_step_s);
+      cJSON_AddNumberToObject(x, "train_days", r->ranked[i].train_s / 86400);
+      cJSON_AddNumberToObject(x, "train_usd", r->ranked[i].train_usd);
+      cJSON_AddItemToArray(cands, x);
+    }
+    cJSON *rej = cJSON_AddArrayToObject(o, "rejected");
+    for (int i = 0; i < r->n_rejected; i++) {
+      cJSON *x = cJSON_CreateObject();
+      cJSON_AddStringToObject(x, "hw", r->rejected[i].hw);
+      cJSON_AddStringToObject(x, "reason", r->rejected[i].reason);
+      cJSON_AddItemToArray(rej, x);
+    }
+    cJSON_AddNumberToObject(o, "evaluated", (double)r->evaluated);
+    cJSON_AddNumberToObject(o, "search_s", r->search_s);
+    char *s = cJSON_Print(o);
+    fprintf(c->out, "%s\n", s);
+    free(s);
+    cJSON_Delete(o);
+  } else {
+    const planner_cand *b = &r->best;
+    char mp[32];
+    units_si(mp, sizeof mp, (double)m->params, " parameters");
+    fprintf(c->out, "plan for %s (%s), objective: %s\n", m->name,
+            m->params > 0 ? mp : "no weight parameters", r->objective);
+    char vps[48] = "", eps[48] = "";
+    if (b->p.vp > 1) snprintf(vps, sizeof vps, " (interleaved x%lld)", (long long)b->p.vp);
+    if (b->p.ep > 1) snprintf(eps, sizeof eps, ", ep %lld", (long long)b->p.ep);
+    fprintf(c->out, "\nbest: %lld x %s   dp %lld, tp %lld%s, pp %lld%s%s, mbs %lld, %s recompute, zero %d\n",
+            (long long)b->p.chips, b->hw, (long long)b->p.dp, (long long)b->p.tp,
+            b->p.sp ? " (sp)" : "", (long long)b->p.pp, vps, eps, (long long)b->p.mbs,
+            b->p.recompute == PLAN_RECOMPUTE_FULL ? "full"
+            : b->p.recompute == PLAN_RECOMPUTE_SELECTIVE ? "selective" : "no",
+            b->p.zero);
+    fprintf(c->out, "  step %.3f s simulated (%.3f s analytic), MFU %.1f%%, %.0f %s/s\n",
+            b->sim.step_time_s, b->analytic_step_s, 100 * b->sim.mfu, b->sim.tokens_per_s,
+            m->info.unit ? m->info.unit : "tokens");
+    fprintf(c->out, "  memory per chip %.1f of %.1f GiB\n", b->sim.memory.peak / (1 << 30),
+            b->sim.memory.capacity / (1 << 30));
+    char tt[32], tu[32];
+    units_seconds(tt, sizeof tt, b->train_s);
+    usd_str(tu, sizeof tu, b->train_usd);
+    fprintf(c->out, "  to train: %s, %s (%s, billed on %lld chip%s)\n", tt, tu,
+            req.spot ? "spot" : "on demand", (long long)b->billed_chips, b->billed_chips == 1 ? "" : "s");
+    if (req.spot && b->ckpt_interval_s > 0) {
+      char w[32], iv[32];
+      units_seconds(w, sizeof w, b->ckpt_write_s);
+      units_seconds(iv, sizeof iv, b->ckpt_interval_s);
+      fprintf(c->out, "  spot: checkpoint (%s to write) every %s (Young/Daly), %.1f preemptions "
+                      "expected, +%.1f%% time for checkpoints and lost work\n",
+              w, iv, b->preemptions, 100 * b->spot_overhead);
+    }
+    fprintf(c->out, "\nwhy: %s\n", r->why);
+    if (r->advice[0]) fprintf(c->out, "\nadvice: %s\n", r->advice);
+    fprintf(c->out, "\ncandidates (event-simulated, best first):\n"
+                    "  rank  hw         chips   dp  tp  pp  V ep  mbs recompute zero  step(s)  analytic      time         cost\n");
+    for (int i = 0; i < r->n_ranked; i++) plan_row(c->out, i + 1, &r->ranked[i]);
+    fprintf(c->out, "\nother hardware (its best plan, analytic):\n");
+    for (int i = 0; i < r->n_per_hw; i++) {
+      const planner_cand *o = &r->per_hw[i];
+      if (strcmp(o->hw, b->hw) == 0) continue;
+      double ratio = req.objective == PLANNER_TIME ? o->train_s / b->train_s : o->train_usd / b->train_usd;
+      char ot[32], ou[32];
+      units_seconds(ot, sizeof ot, o->train_s);
+      usd_str(ou, sizeof ou, o->train_usd);
+      fprintf(c->out, "  %-9s %lld chips, tp %lld, pp %lld: %s, %s  (%.2fx the best's %s)\n",
+              o->hw, (long long)o->p.chips, (long long)o->p.tp, (long long)o->p.pp, ot, ou, ratio,
+              req.objective == PLANNER_TIME ? "time" : "cost");
+    }
+    if (explain > 0 && explain <= r->n_ranked) {
+      const planner_cand *x = &r->ranked[explain - 1];
+      fprintf(c->out, "\ncandidate %lld in full (%s):\n", (long long)explain,
+              x->p.vp > 1 ? "interleaved 1F1B" : x->p.pp > 1 ? "1F1B" : "no pipeline");
+      cli_print_step(c->out, m, hw_catalog_find(cat, x->hw), &x->p, &x->sim, true);
+    } else if (explain > 0) {
+      fprintf(c->out, "\n--explain %lld: the table has %d candidates\n", (long long)explain,
+              r->n_ranked);
+    }
+    if (r->n_rejected) fprintf(c->out, "\nrejected:\n");
+    for (int i = 0; i < r->n_rejected; i++)
+      fprintf(c->out, "  %s: %s\n", r->rejected[i].hw, r->rejected[i].reason);
+    fprintf(c->out, "\nevaluated %lld plans in %.2f s\n", (long long)r->evaluated, r->search_s);
+  }
+  free(r);
+  model_free(m);
+  hw_catalog_free(cat);
+  return rc;
+}
+
+const cli_cmd cli_cmd_plan = {"plan",
+    "tpusim plan MODEL [--hw LIST|all] [--chips N|--max-chips N] [--tokens N|--steps N]\n"
+    "                  [--deadline DUR] [--budget USD] [--objective time|cost|cost-under-deadline]\n"
+    "                  [--spot [--preemption-rate F]] [--top K] [--explain N] [--json]\n"
+    "                  [--op-costs ir|formula]\n"
+    "  --objective: default time; cost for the classical families (gbdt, mlp)\n"
+    "  --preemption-rate: share of spot instances reclaimed a month (default 0.2)\n"
+    "  --explain N: the full breakdown of candidate N of the table (1: the best)",
+    "choose hardware, chip count and parallel plan; price it and say why", run_plan, NULL,
+    PLAN_FLAGS, PLAN_VALUED, NULL};

@@ -1,0 +1,191 @@
+/*
+** cmd_plot.c -- `tpusim plot KIND ...`: parses the kind and its options,
+** loads the catalog and the model, and has viz/plot.h draw the chart.
+**
+** Its options are read in order, each with a value (-o is the one short
+** one), and a problem is reported where it is met: the messages and exit
+** codes are the ones `tpusim plot` has always given, so it keeps its own
+** loop rather than the table's parser (which takes --json and --hw-file=F,
+** and finds --help anywhere before checking the kind).
+*/
+#include "cli_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/diag.h"
+#include "../viz/plot.h"
+
+static const char USAGE[] =
+    "Usage: tpusim plot KIND [MODEL] -o FILE.png|FILE.svg [options]\n"
+    "\n"
+    "Kinds:\n"
+    "  roofline   MODEL --hw NAME                 ops of a training step vs the chip's roofline\n"
+    "  scaling    MODEL --hw NAME --max-chips N   data-parallel throughput and efficiency vs chips,\n"
+    "                                             hierarchical, flat ring, Reduction Server, FSDP\n"
+    "  memory     MODEL --hw NAME --chips N       per-chip memory of a few plans, with the capacity\n"
+    "  pareto     MODEL [--max-chips N] [--hw A,B] cost vs time to train, best plan per hardware\n"
+    "  breakdown  MODEL --hw NAME --chips N       step-time components of a few plans\n"
+    "  collective --hw NAME --chips N --op OP     bus bandwidth vs message size per algorithm\n"
+    "\n"
+    "Options:\n"
+    "  -o FILE          the picture (.png or .svg); FILE.dat and FILE.gp are kept beside it\n"
+    "  --seq N          sequence length (default: the model's)\n"
+    "  --gbs N          global batch (default: the model's; scaling: see --batch-per-chip)\n"
+    "  --batch-per-chip N  scaling: global batch = N x chips (default 4)\n"
+    "  --hw-file PATH   add a hardware file to the catalog (repeatable)\n"
+    "\n"
+    "Needs gnuplot on PATH (Debian: gnuplot-nox; `make deps`).\n";
+
+enum { PLOT_MAX_HW_FILES = 8 };
+
+typedef struct {
+  const char *model, *output, *hw, *op;
+  const char *hw_files[PLOT_MAX_HW_FILES];
+  int n_hw_files;
+  int64_t chips, max_chips, seq, gbs, batch_per_chip;
+} plot_args;
+
+static int is_help(const char *a) { return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0; }
+
+static int parse_count(cli_ctx *c, const char *name, const char *v, int64_t *dst) {
+  char *end;
+  errno = 0;
+  long long x = strtoll(v, &end, 10);
+  if (errno || *end || end == v || x <= 0 || x > (1LL << 40)) {
+    char fmt[64]; /* name is one of parse_args' own */
+    snprintf(fmt, sizeof fmt, "%s expects a positive integer, got '%%s'", name);
+    return cli_usage_error(c, fmt, v);
+  }
+  *dst = x;
+  return CLI_OK;
+}
+
+/* The options after the kind, in order. */
+static int parse_args(cli_ctx *c, plot_args *a, int argc, char **argv) {
+  for (int i = 2; i < argc; i++) {
+    const char *o = argv[i];
+    if (o[0] != '-' || o[1] == '\0') {
+      if (a->model) return cli_usage_error(c, "unexpected argument '%s'", o);
+      a->model = o;
+      continue;
+    }
+    if (i + 1 >= argc) return cli_usage_error(c, "%s expects a value", o);
+    const char *v = argv[++i];
+    int rc = CLI_OK;
+    if (strcmp(o, "-o") == 0 || strcmp(o, "--output") == 0) a->output = v;
+    else if (strcmp(o, "--hw") == 0) a->hw = v;
+    else if (strcmp(o, "--op") == 0) a->op = v;
+    else if (strcmp(o, "--hw-file") == 0) {
+      if (a->n_hw_files == PLOT_MAX_HW_FILES) return cli_usage_error(c, "%s", "too many --hw-file");
+      a->hw_files[a->n_hw_files++] = v;
+    } else if (strcmp(o, "--chips") == 0) rc = parse_count(c, o, v, &a->chips);
+    else if (strcmp(o, "--max-chips") == 0) rc = parse_count(c, o, v, &a->max_chips);
+    else if (strcmp(o, "--seq") == 0) rc = parse_count(c, o, v, &a->seq);
+    else if (strcmp(o, "--gbs") == 0) rc = parse_count(c, o, v, &a->gbs);
+    else if (strcmp(o, "--batch-per-chip") == 0) rc = parse_count(c, o, v, &a->batch_per_chip);
+    else return cli_usage_error(c, "unknown option '%s'", o);
+    if (rc != CLI_OK) return rc;
+  }
+  return CLI_OK;
+}
+
+/* The built-in catalog and the --hw-file files; with `chip`, the one --hw
+** names (*hw). CLI_OK, or CLI_BAD_INPUT after the messages. */
+static int load_hw(cli_ctx *c, const plot_args *a, const char *kind, bool chip, hw_catalog **cat,
+                   const hw_model **hw) {
+  diag *dg = diag_new();
+  *cat = hw_catalog_new();
+  int rc = CLI_OK;
+  if (!dg || !*cat) {
+    fprintf(c->err, "tpusim plot: out of memory\n");
+    rc = CLI_BAD_INPUT;
+  } else if (hw_catalog_load_builtin(*cat, dg) != 0) {
+    fprintf(c->err, "tpusim plot: a built-in hardware file is invalid (a build problem):\n");
+    rc = CLI_BAD_INPUT;
+  }
+  for (int i = 0; rc == CLI_OK && i < a->n_hw_files; i++)
+    if (!hw_catalog_load_file(*cat, a->hw_files[i], dg)) rc = CLI_BAD_INPUT;
+  if (dg) diag_print(dg, c->err);
+  diag_free(dg);
+  if (rc != CLI_OK || !chip) return rc;
+  *hw = hw_catalog_find(*cat, a->hw);
+  if (!*hw) {
+    char msg[2048];
+    hw_catalog_unknown(*cat, a->hw, msg, sizeof msg);
+    fprintf(c->err, "tpusim plot %s: %s\n", kind, msg);
+    return CLI_BAD_INPUT;
+  }
+  return CLI_OK;
+}
+
+static int load_model(cli_ctx *c, const plot_args *a, model **m) {
+  diag *dg = diag_new();
+  if (!dg) {
+    fprintf(c->err, "tpusim plot: out of memory\n");
+    return CLI_BAD_INPUT;
+  }
+  model_opts mo = {.seq_len = a->seq, .global_batch = a->gbs};
+  *m = model_load(a->model, &mo, dg);
+  diag_print(dg, c->err);
+  diag_free(dg);
+  return *m ? CLI_OK : CLI_BAD_INPUT;
+}
+
+/* argv[0] = "plot", argv[1] = KIND, then MODEL and options. */
+static int plot_cmd(int argc, char **argv, FILE *out, FILE *err) {
+  cli_ctx ctx = {.out = out, .err = err, .cmd = "plot"}, *c = &ctx;
+  if (argc < 2 || is_help(argv[1])) {
+    fputs(USAGE, argc < 2 ? err : out);
+    return argc < 2 ? CLI_USAGE : CLI_OK;
+  }
+  int k = plot_kind_parse(argv[1]);
+  if (k < 0)
+    return cli_usage_error(
+        c, "unknown kind '%s' (roofline, scaling, memory, pareto, breakdown, collective)", argv[1]);
+  const char *kind = argv[1];
+  for (int i = 2; i < argc; i++)
+    if (is_help(argv[i])) {
+      fputs(USAGE, out);
+      return CLI_OK;
+    }
+  plot_args a = {0};
+  int rc = parse_args(c, &a, argc, argv);
+  if (rc != CLI_OK) return rc;
+  unsigned needs = plot_kind_needs((plot_kind)k);
+  if ((needs & PLOT_NEEDS_MODEL) && !a.model) return cli_usage_error(c, "%s: expected a MODEL", kind);
+  if (!(needs & PLOT_NEEDS_MODEL) && a.model)
+    return cli_usage_error(c, "unexpected argument '%s'", a.model);
+  if ((needs & PLOT_NEEDS_HW) && !a.hw) return cli_usage_error(c, "%s: --hw is required", kind);
+  if ((needs & PLOT_NEEDS_CHIPS) && !a.chips)
+    return cli_usage_error(c, "%s: --chips is required", kind);
+  if ((needs & PLOT_NEEDS_MAX_CHIPS) && !a.max_chips)
+    return cli_usage_error(c, "%s: --max-chips is required", kind);
+  if ((needs & PLOT_NEEDS_OP) && !a.op) return cli_usage_error(c, "%s: --op is required", kind);
+  if (!a.output || !*a.output)
+    return cli_usage_error(c, "%s", "-o FILE.png or -o FILE.svg is required");
+  plot_output o;
+  if (plot_output_init(&o, a.output, err) != 0) return CLI_BAD_INPUT;
+
+  plot_req req = {.kind = (plot_kind)k, .op = a.op, .chips = a.chips, .max_chips = a.max_chips,
+                  .seq = a.seq, .gbs = a.gbs, .batch_per_chip = a.batch_per_chip,
+                  .argc = argc, .argv = argv};
+  if (!(needs & PLOT_NEEDS_HW)) req.hw_list = a.hw; /* pareto: a list for the planner */
+  hw_catalog *cat = NULL;
+  model *m = NULL;
+  rc = load_hw(c, &a, kind, needs & PLOT_NEEDS_HW, &cat, &req.hw);
+  if (rc == CLI_OK && (needs & PLOT_NEEDS_MODEL)) rc = load_model(c, &a, &m);
+  req.cat = cat;
+  req.m = m;
+  if (rc == CLI_OK) rc = plot_draw(&req, &o, out, err);
+  model_free(m);
+  hw_catalog_free(cat);
+  if (rc == CLI_OK)
+    fprintf(out, "wrote %s (data %s, script %s)\n", o.img_path, o.dat_path, o.gp_path);
+  return rc;
+}
+
+const cli_cmd cli_cmd_plot = {"plot", "tpusim plot KIND ... -o FILE.png|svg   (tpusim plot --help for the kinds)",
+    "gnuplot charts: roofline, scaling, memory, pareto, breakdown, collective", NULL, NULL,
+    NULL, NULL, plot_cmd};

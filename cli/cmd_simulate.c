@@ -1,0 +1,253 @@
+/*
+** cmd_simulate.c -- `tpusim simulate`: one training step of a model on a
+** given machine and plan (sim/step.h), with its report (cli_print_step,
+** which `plan --explain` prints too) and, with --trace, its timeline.
+*/
+#include "cli_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "../base/diag.h"
+#include "../base/units.h"
+#include "../sim/input.h"
+#include "../viz/trace.h"
+
+const char *const CLI_OP_COSTS[] = {"ir", "formula", NULL}; /* opcost_source order */
+const char *const CLI_SIM_FLAGS[] = {"--fsdp", "--sp", "--explain", "--full", NULL};
+const char *const CLI_SIM_VALUED[] = {
+    "--hw",   "--chips",     "--dp",        "--tp",           "--pp",
+    "--ep",   "--zero",      "--mbs",       "--gbs",          "--seq",
+    "--recompute", "--precision", "--pp-schedule", "--reduction-server", "--slices",
+    "--trace", "--input", "--storage", "--prefetch", "--input-host", "--grad-sync", "--attention", "--op-costs", NULL};
+
+/* The host input pipeline from --input, --storage, --prefetch, --input-host:
+** by default pre-tokenized sequences in record shards, two batches
+** prefetched, a local host (docs/input.md). */
+static int input_from_opts(cli_ctx *c, const hw_model *hw, int64_t seq, input_cfg *in, char *err,
+                           size_t errn) {
+  static const char *const KIND[] = {"tokens", "images", NULL};
+  static const char *const STORAGE[] = {"shards", "files", NULL};
+  static const char *const HOST[] = {"local", "remote", NULL};
+  int kind, storage, host;
+  if (cli_enum_opt(c, "--input", KIND, 0, &kind) || cli_enum_opt(c, "--storage", STORAGE, 0, &storage) ||
+      cli_enum_opt(c, "--input-host", HOST, 0, &host))
+    return CLI_USAGE;
+  input_defaults(in, (input_kind)kind);
+  if (kind == INPUT_TOKENS && seq > 0) {
+    in->bytes_per_sample = (double)seq * 4;
+    in->xfer_bytes_per_sample = (double)seq * 4;
+  }
+  if (storage == 1) { /* one small file per sample */
+    in->object_bytes = in->bytes_per_sample;
+    in->read_bytes = 0;
+  }
+  if (cli_opt(c, "--prefetch")) {
+    char *end;
+    long v = strtol(cli_opt(c, "--prefetch"), &end, 10);
+    if (*end || v < 0 || v > 64) {
+      cli_usage_error(c, "%s", "--prefetch expects 0 to 64 batches");
+      return CLI_USAGE;
+    }
+    in->prefetch_steps = (int)v;
+  }
+  /* a CPU reads its own memory: no host-to-chip hop (and no input model) */
+  if (hw->chip.host_link_bw_bytes_per_s <= 0) return CLI_OK;
+  if (input_hop_from_hw(in, hw, host == 1, err, errn) != 0) return CLI_BAD_INPUT;
+  return CLI_OK;
+}
+
+/* simulate's report: the step, its breakdown, memory with the fixes when it
+** does not fit, cost; with `explain`, the per-chip pieces behind it. Also
+** what `plan --explain N` prints for a candidate. */
+void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p,
+                       const step_result *r, bool explain) {
+  char t[32];
+  units_seconds(t, sizeof t, r->step_time_s);
+  fprintf(out, "%s on %lld x %s: dp %lld, tp %lld, pp %lld%s, mbs %lld, gbs %lld, %lld micro-batches\n",
+          m->name, (long long)p->chips, hw->name, (long long)p->dp, (long long)p->tp,
+          (long long)p->pp, p->sp ? " (sp)" : "", (long long)p->mbs, (long long)p->gbs,
+          (long long)r->microbatches);
+  fprintf(out, "  step time        %s   MFU %.1f%%   HFU %.1f%%   %.*f %s/s\n", t,
+          100 * r->mfu, 100 * r->hfu, r->tokens_per_s < 100 ? 2 : 0, r->tokens_per_s,
+          m->info.unit ? m->info.unit : "tokens");
+  fprintf(out, "  breakdown        compute %.3f s, exposed comm %.3f s, bubble %.3f s, "
+                  "input stall %.3f s, other %.3f s\n",
+          r->breakdown_s.compute, r->breakdown_s.exposed_comm, r->breakdown_s.pipeline_bubble,
+          r->breakdown_s.input_stall, r->breakdown_s.other);
+  char pk[32], cap[32], w[32], g[32], op[32], ac[32], tm[32];
+  units_bytes(pk, sizeof pk, r->memory.peak);
+  units_bytes(cap, sizeof cap, r->memory.capacity);
+  units_bytes(w, sizeof w, r->memory.weights);
+  units_bytes(g, sizeof g, r->memory.gradients);
+  units_bytes(op, sizeof op, r->memory.optimizer);
+  units_bytes(ac, sizeof ac, r->memory.activations);
+  units_bytes(tm, sizeof tm, r->memory.temporary);
+  fprintf(out, "  memory per chip  peak %s of %s: %s (weights %s, gradients %s, optimizer %s, "
+                  "activations %s, temporary %s)\n",
+          pk, cap, r->fits ? "fits" : "DOES NOT FIT", w, g, op, ac, tm);
+  for (int i = 0; i < r->n_fixes; i++) {
+    units_bytes(pk, sizeof pk, r->fixes[i].peak);
+    char st[64] = "";
+    if (r->fixes[i].step_time_s > 0)
+      snprintf(st, sizeof st, ", step %.3f s (%+.1f%%)", r->fixes[i].step_time_s,
+               100 * (r->fixes[i].step_time_s / r->step_time_s - 1));
+    fprintf(out, "    fix %d: %s -> peak %s%s%s\n", i + 1, r->fixes[i].what, pk,
+            r->fixes[i].fits ? " (fits)" : "", st);
+  }
+  fprintf(out, "  cost             $%.2f per hour, $%.4f per step\n", r->usd_per_hour,
+          r->usd_per_step);
+  if (explain) {
+    fprintf(out, "\n  per chip, per micro-batch: one layer forward %.3f ms + TP comm %.3f ms; "
+                    "backward %.3f ms + TP comm %.3f ms; attention core forward %.3f ms\n"
+                    "  embedding+head forward %.3f ms, backward %.3f ms; pipeline send %.3f ms; "
+                    "gradient all-reduce %.3f ms; optimizer %.3f ms\n",
+            r->layer_fwd_s * 1e3, r->tp_comm_fwd_s * 1e3, r->layer_bwd_s * 1e3, r->tp_comm_bwd_s * 1e3,
+            r->attn_core_fwd_s * 1e3, r->head_fwd_s * 1e3, r->head_bwd_s * 1e3, r->p2p_s * 1e3,
+            r->dp_allreduce_s * 1e3, r->optimizer_s * 1e3);
+    const opcost_stats *st = &r->op_costs;
+    if (p->op_costs == OPCOST_FORMULA)
+      fprintf(out, "  op costs: %lld kernels from the graph's formulas (--op-costs formula)\n",
+              (long long)st->asked);
+    else
+      fprintf(out, "  op costs: %lld kernels read off their LLVM IR: %lld signatures lowered, "
+                   "%lld from the cache; %lld with declared costs (custom-calls, collectives)%s\n",
+              (long long)(st->asked - st->declared), (long long)st->lowered, (long long)st->hits,
+              (long long)st->declared,
+              st->differ ? "; the IR count DIFFERS from the fusion pass's for some (a bug)" : "");
+  }
+  if (p->full && r->full_chips > 0)
+    fprintf(out, "  full machine     %lld chips on one network: the %lld data-parallel rings "
+                    "at once run %.2fx one ring alone%s\n",
+            (long long)r->full_chips, (long long)r->full_groups, r->full_contention,
+            r->full_contention > 1.001 ? " (the all-reduce is scaled by it)" : " (no contention)");
+}
+
+/* The trace of a simulated step, written from its timeline (then freed). */
+static int trace_out(FILE *f, step_timeline *tl, const step_result *r, const plan *p,
+                     const model *m, const hw_model *hw, char *err, size_t errn) {
+  int rc = trace_write(f, tl, r, p, m->name, hw->name);
+  step_timeline_free(tl);
+  if (rc != 0) snprintf(err, errn, "cannot write the trace");
+  return rc;
+}
+
+static int run_simulate(cli_ctx *c) {
+  if (c->n_pos != 1) return cli_usage_error(c, "%s", "expected one MODEL");
+  if (!cli_opt(c, "--hw") || !cli_opt(c, "--chips"))
+    return cli_usage_error(c, "%s", "--hw and --chips are required");
+  plan p = {.tp = 1, .pp = 1, .ep = 1, .mbs = 0, .vp = 1, .slices = 1,
+            .schedule = PLAN_1F1B, .precision = GDT_BF16};
+  int64_t *counts[] = {&p.chips, &p.dp, &p.tp, &p.pp, &p.ep, &p.mbs, &p.gbs, &p.seq,
+                       &p.reduction_server, &p.slices};
+  static const char *const names[] = {"--chips", "--dp", "--tp", "--pp", "--ep", "--mbs",
+                                      "--gbs", "--seq", "--reduction-server", "--slices"};
+  for (int i = 0; i < 10; i++) {
+    int64_t v = cli_opt_count(c, names[i]);
+    if (v < 0) return CLI_USAGE;
+    if (v > 0) *counts[i] = v;
+  }
+  static const char *const ZERO[] = {"0", "1", "2", "3", NULL};
+  int rec, prec, zero, gsync, attn, costs;
+  if (cli_enum_opt(c, "--recompute", plan_recompute_names, 0, &rec) ||
+      cli_enum_opt(c, "--precision", wl_precision_names, 0, &prec) ||
+      cli_enum_opt(c, "--zero", ZERO, 0, &zero) ||
+      cli_enum_opt(c, "--grad-sync", plan_grad_sync_names, 0, &gsync) ||
+      cli_enum_opt(c, "--attention", plan_attention_names, 0, &attn) ||
+      cli_enum_opt(c, "--op-costs", CLI_OP_COSTS, 0, &costs))
+    return CLI_USAGE;
+  p.attention = (plan_attention)attn;
+  p.op_costs = (opcost_source)costs;
+  p.grad_sync = (plan_grad_sync)gsync;
+  p.recompute = (plan_recompute)rec;
+  wl_precision_parse(wl_precision_names[prec], &p.precision);
+  p.zero = cli_opt(c, "--fsdp") ? 3 : zero;
+  p.sp = cli_opt(c, "--sp") != NULL;
+  p.full = cli_opt(c, "--full") != NULL;
+  const char *sched = cli_opt(c, "--pp-schedule");
+  char serr[160];
+  if (sched && plan_schedule_parse(sched, &p, serr, sizeof serr) != 0)
+    return cli_usage_error(c, "%s", serr);
+  hw_catalog *cat;
+  int rc = cli_load_catalog(c, &cat, NULL);
+  if (rc != CLI_OK) return rc;
+  const hw_model *hw = hw_catalog_find(cat, cli_opt(c, "--hw"));
+  if (!hw) {
+    char msg[2048];
+    hw_catalog_unknown(cat, cli_opt(c, "--hw"), msg, sizeof msg);
+    fprintf(c->err, "tpusim simulate: %s\n", msg);
+    hw_catalog_free(cat);
+    return CLI_BAD_INPUT;
+  }
+  diag *dg = diag_new();
+  model_opts mo = {.seq_len = p.seq, .precision = wl_precision_names[prec]};
+  model *m = model_load(c->pos[0], &mo, dg);
+  diag_print(dg, c->err);
+  diag_free(dg);
+  char err[1024];
+  step_result r;
+  step_timeline tl = {0};
+  input_cfg in;
+  FILE *trace = NULL;
+  if (m && cli_opt(c, "--trace") && !(trace = fopen(cli_opt(c, "--trace"), "w"))) {
+    fprintf(c->err, "tpusim simulate: %s: cannot write the trace\n", cli_opt(c, "--trace"));
+    model_free(m);
+    hw_catalog_free(cat);
+    return CLI_BAD_INPUT;
+  }
+  if (!m) {
+    rc = CLI_BAD_INPUT;
+  } else if (plan_check(m, hw, &p, err, sizeof err) != 0 ||
+             (rc = input_from_opts(c, hw, p.seq, &in, err, sizeof err)) != CLI_OK ||
+             step_simulate(m, hw, &p, hw->chip.host_link_bw_bytes_per_s > 0 ? &in : NULL, &r,
+                           trace ? &tl : NULL, err, sizeof err) != 0 ||
+             (trace && trace_out(trace, &tl, &r, &p, m, hw, err, sizeof err) != 0) ||
+             (!r.fits && step_price_fixes(m, hw, &p, &r, err, sizeof err) != 0)) {
+    if (rc == CLI_USAGE) {
+      model_free(m);
+      hw_catalog_free(cat);
+      return CLI_USAGE;
+    }
+    fprintf(c->err, "tpusim simulate: %s\n", err);
+    rc = CLI_BAD_INPUT;
+  } else if (c->json) {
+    cJSON *o = step_json(m, hw, &p, &r);
+    char *s = cJSON_Print(o);
+    fprintf(c->out, "%s\n", s);
+    free(s);
+    cJSON_Delete(o);
+  } else {
+    cli_print_step(c->out, m, hw, &p, &r, cli_opt(c, "--explain") != NULL);
+  }
+  if (trace && fclose(trace) != 0 && rc == CLI_OK) {
+    fprintf(c->err, "tpusim simulate: %s: write failed\n", cli_opt(c, "--trace"));
+    rc = CLI_BAD_INPUT;
+  }
+  model_free(m);
+  hw_catalog_free(cat);
+  return rc;
+}
+
+const cli_cmd cli_cmd_simulate = {"simulate",
+    "tpusim simulate MODEL --hw NAME --chips N [--dp D --tp T --pp P --ep E]\n"
+    "                  [--zero 0|1|2|3] [--fsdp] [--mbs M] [--gbs G] [--seq S]\n"
+    "                  [--recompute none|selective|full] [--precision bf16|fp16|fp32|fp8|fp64]\n"
+    "                  [--pp-schedule gpipe|1f1b|interleaved:V] [--reduction-server N]\n"
+    "                  [--slices K] [--sp] [--full] [--grad-sync overlap|after-backward]\n"
+    "                  [--attention flash|scores] [--op-costs ir|formula]\n"
+    "                  [--explain] [--json] [--trace FILE]\n"
+    "                  [--input tokens|images] [--storage shards|files] [--prefetch N]\n"
+    "                  [--input-host local|remote]\n"
+    "  --sp: sequence parallelism with tensor parallelism (Korthikanti et al. 2022)\n"
+    "  --grad-sync: all-reduce gradient buckets while backward runs (default), or\n"
+    "               after it (Megatron-LM's local DDP, as in its 2021-22 papers)\n"
+    "  --attention: flash (default: scores stay on chip, recomputed in backward) or\n"
+    "               scores (written to HBM around a fused softmax: Megatron-LM before 2022)\n"
+    "  --full: every data-parallel group's all-reduce at once on the whole network\n"
+    "          (default: one group stands for its symmetric peers)\n"
+    "  --op-costs: each fused kernel's flops and bytes read off its lowered LLVM IR\n"
+    "              (default), or from the graph's formulas (equal; no LLVM work)",
+    "one training step on a given machine and plan: time, memory, MFU", run_simulate, NULL,
+    CLI_SIM_FLAGS, CLI_SIM_VALUED, NULL};
