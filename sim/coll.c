@@ -468,12 +468,11 @@ static double rings_formula(sim *s, char *buf, size_t len) {
       const phase *f = &s->parts[p].ph[i];
       double bw = 0, lat = 0;
       int sharers = 0;
+      /* the schedules that run this ring at the same time: the same phase
+      ** of each part (the torus rotates its axes' order by part, so at a
+      ** given phase only the two directions of one rotation share a ring) */
       for (int q = 0; q < s->n_parts; q++)
-        for (int j = 0; j < s->parts[q].n_ph; j++)
-          if (s->parts[q].ph[j].ring == f->ring) {
-            sharers++;
-            break;
-          }
+        if (i < s->parts[q].n_ph && s->parts[q].ph[i].ring == f->ring) sharers++;
       double step = ring_step(s->n, f->ring, f->step_bytes, sharers, &bw, &lat);
       t += f->steps * step;
       if (p == 0)

@@ -61,8 +61,11 @@ Test(planner, custom_cuda_kernels_get_nvidia_only) {
   cr_assert(strstr(reason_for(&r, "cpu-genoa"), "custom CUDA kernels; cpu-genoa is a AMD cpu"));
 }
 
-/* The analytic path is the event simulation's closed form: the best plan's
-** estimate must be within 10 % of its simulation. */
+/* The planner's score is the simulator's fast path (the same step
+** description evaluated directly, collectives in closed form); it differs
+** from the event simulation only by the collectives' link-level simulation
+** (tests/test_stepmodel.c holds the exact comparison): the confirmed plans'
+** scores stay within 10 % of their simulations. */
 Test(planner, analytic_agrees_with_simulation, .timeout = 120) {
   static const char *const models[] = {"llama3-70b", "gpt3-175b"};
   for (int i = 0; i < 2; i++) {
@@ -199,9 +202,9 @@ Test(planner, spot_checkpoints_by_young_daly) {
   cr_assert_gt(r2.best.spot_overhead, over);
 }
 
-/* The search now spans interleaved schedules and expert parallelism; the
-** closed form it scores them with stays within 10 % of the event
-** simulation for each: gpt3-175b interleaved x2 and x4 on 64 A100s, mixtral
+/* The search spans interleaved schedules and expert parallelism; the fast
+** path it scores them with stays within 10 % of the event simulation for
+** each (only the collectives differ): gpt3-175b interleaved x2 and x4 on 64 A100s, mixtral
 ** with ep 8 and ep 4 on 64 H100s, and ZeRO-3 on a data-parallel llama3-8b. */
 Test(planner, analytic_covers_interleaving_experts_and_zero3, .timeout = 120) {
   static const struct {
