@@ -68,6 +68,21 @@ static void plan_row(FILE *f, int rank, const planner_cand *c) {
           REC[c->p.recompute], c->p.zero, c->sim.step_time_s, c->analytic_step_s, t, u);
 }
 
+/* The plans the search turned down, by the limit that bound: one line. */
+static void print_causes(FILE *f, const planner_result *r) {
+  int64_t total = 0;
+  for (int k = 0; k < PLANNER_CAUSE_COUNT; k++) total += r->rejected_by[k];
+  if (total == 0) return;
+  fprintf(f, "  plans turned down:");
+  const char *sep = " ";
+  for (int k = 0; k < PLANNER_CAUSE_COUNT; k++)
+    if (r->rejected_by[k]) {
+      fprintf(f, "%s%lld by %s", sep, (long long)r->rejected_by[k], planner_cause_name((planner_cause)k));
+      sep = ", ";
+    }
+  fprintf(f, "\n");
+}
+
 static int run_plan(cli_ctx *c) {
   if (c->n_pos != 1) return cli_usage_error(c, "%s", "expected one MODEL");
   planner_req req = {.hw_list = cli_opt(c, "--hw"), .max_chips = 1024, .top = 5};
@@ -137,7 +152,9 @@ static int run_plan(cli_ctx *c) {
   if (prc != 0) {
     fprintf(c->err, "tpusim plan: %s\n", r ? err : "out of memory");
     for (int i = 0; r && i < r->n_rejected; i++)
-      fprintf(c->err, "  %s: %s\n", r->rejected[i].hw, r->rejected[i].reason);
+      fprintf(c->err, "  %s: %s [%s]\n", r->rejected[i].hw, r->rejected[i].reason,
+              planner_cause_name(r->rejected[i].cause));
+    if (r) print_causes(c->err, r);
     rc = CLI_BAD_INPUT;
   } else if (c->json) {
     cJSON *o = cJSON_CreateObject();
@@ -168,11 +185,20 @@ static int run_plan(cli_ctx *c) {
     }
     cJSON *rej = cJSON_AddArrayToObject(o, "rejected");
     for (int i = 0; i < r->n_rejected; i++) {
+      const planner_reject *rr = &r->rejected[i];
       cJSON *x = cJSON_CreateObject();
-      cJSON_AddStringToObject(x, "hw", r->rejected[i].hw);
-      cJSON_AddStringToObject(x, "reason", r->rejected[i].reason);
+      cJSON_AddStringToObject(x, "hw", rr->hw);
+      cJSON_AddStringToObject(x, "reason", rr->reason);
+      cJSON_AddStringToObject(x, "cause", planner_cause_name(rr->cause));
+      if (rr->cause == PLANNER_CAUSE_MEMORY && rr->peak_bytes > 0) {
+        cJSON_AddNumberToObject(x, "peak_bytes", rr->peak_bytes);
+        cJSON_AddNumberToObject(x, "capacity_bytes", rr->capacity_bytes);
+      }
       cJSON_AddItemToArray(rej, x);
     }
+    cJSON *by = cJSON_AddObjectToObject(o, "rejected_plans");
+    for (int k = 0; k < PLANNER_CAUSE_COUNT; k++)
+      cJSON_AddNumberToObject(by, planner_cause_name((planner_cause)k), (double)r->rejected_by[k]);
     cJSON_AddNumberToObject(o, "evaluated", (double)r->evaluated);
     cJSON_AddNumberToObject(o, "search_s", r->search_s);
     char *s = cJSON_Print(o);
@@ -240,9 +266,12 @@ static int run_plan(cli_ctx *c) {
     }
     if (r->n_rejected) fprintf(c->out, "\nrejected:\n");
     for (int i = 0; i < r->n_rejected; i++)
-      fprintf(c->out, "  %s: %s\n", r->rejected[i].hw, r->rejected[i].reason);
+      fprintf(c->out, "  %s: %s [%s]\n", r->rejected[i].hw, r->rejected[i].reason,
+              planner_cause_name(r->rejected[i].cause));
     fprintf(c->out, "\nevaluated %lld plans in %.2f s\n", (long long)r->evaluated, r->search_s);
+    print_causes(c->out, r);
   }
+  planner_result_free(r);
   free(r);
   model_free(m);
   hw_catalog_free(cat);

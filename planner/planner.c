@@ -152,6 +152,23 @@ static void note_closest(planner_result *out, const planner_cand *c) {
 static void closest_text(const planner_result *out, const planner_req *req, char *buf, size_t n) {
   char t[32];
   if (!out->any_fit) {
+    /* memory binds everywhere: the plan whose peak came nearest its HBM */
+    const planner_reject *near = NULL;
+    for (int i = 0; i < out->n_rejected; i++) {
+      const planner_reject *r = &out->rejected[i];
+      if (r->cause == PLANNER_CAUSE_MEMORY && r->has_closest &&
+          (!near || r->peak_bytes / r->capacity_bytes < near->peak_bytes / near->capacity_bytes))
+        near = r;
+    }
+    if (near) {
+      const plan *p = &near->closest.p;
+      snprintf(buf, n, "memory binds: the nearest plan, %lld x %s (dp %lld, tp %lld, pp %lld, "
+                       "mbs %lld, %s recompute, zero %d), needs %.1f GiB per chip against %.1f GiB",
+               (long long)p->chips, near->hw, (long long)p->dp, (long long)p->tp,
+               (long long)p->pp, (long long)p->mbs, plan_recompute_word(p->recompute), p->zero,
+               near->peak_bytes / (1 << 30), near->capacity_bytes / (1 << 30));
+      return;
+    }
     snprintf(buf, n, "%s", out->n_rejected ? out->rejected[0].reason : "no plan fits any hardware");
     return;
   }
@@ -183,16 +200,55 @@ static void keep(planner_cand *kept, int *n, const planner_cand *c, double key, 
   keys[at] = key;
 }
 
-static void add_reject(planner_result *out, const char *hw, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void add_reject(planner_result *out, const char *hw, const char *fmt, ...) {
-  if (out->n_rejected == (int)(sizeof out->rejected / sizeof *out->rejected)) return;
-  planner_reject *r = &out->rejected[out->n_rejected++];
+/* Room for one more in an array that grows by doubling (its capacity is
+** the next power of two of its count). Returns the array, or NULL. */
+static void *grow(void *v, int n, size_t size) {
+  if (n > 0 && (n & (n - 1)) != 0) return v;
+  void *w = realloc(v, (size_t)(n ? 2 * n : 1) * size);
+  return w;
+}
+
+static const char *const CAUSES[PLANNER_CAUSE_COUNT] = {
+    "requires", "dtype", "divisibility", "slice", "memory", "budget", "deadline"};
+
+const char *planner_cause_name(planner_cause c) {
+  return c >= 0 && c < PLANNER_CAUSE_COUNT ? CAUSES[c] : "unknown";
+}
+
+static planner_reject *add_reject(planner_result *out, const char *hw, planner_cause cause,
+                                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static planner_reject *add_reject(planner_result *out, const char *hw, planner_cause cause,
+                                  const char *fmt, ...) {
+  planner_reject *v = grow(out->rejected, out->n_rejected, sizeof *v);
+  if (!v) return NULL; /* out of memory: the count below still says it */
+  out->rejected = v;
+  planner_reject *r = &v[out->n_rejected++];
+  memset(r, 0, sizeof *r);
   snprintf(r->hw, sizeof r->hw, "%s", hw);
+  r->cause = cause;
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(r->reason, sizeof r->reason, fmt, ap);
   va_end(ap);
+  return r;
+}
+
+static int push_cand(planner_cand **v, int *n, const planner_cand *c) {
+  planner_cand *w = grow(*v, *n, sizeof *w);
+  if (!w) return -1;
+  *v = w;
+  w[(*n)++] = *c;
+  return 0;
+}
+
+void planner_result_free(planner_result *r) {
+  if (!r) return;
+  free(r->ranked);
+  free(r->rejected);
+  free(r->per_hw);
+  r->ranked = r->per_hw = NULL;
+  r->rejected = NULL;
+  r->n_ranked = r->n_rejected = r->n_per_hw = 0;
 }
 
 /* The model's requirements against the chip; a rejection says why. */
@@ -213,17 +269,19 @@ static void rank_by_objective(planner_result *out, const planner_req *req) {
 
 static bool hw_allowed(const model *m, const hw_model *hw, planner_result *out, graph_dtype *prec) {
   if ((m->info.requires & WL_REQ_FP64) && hw_peak_flops(hw, HW_FP64) <= 0) {
-    add_reject(out, hw->name, "the model requires fp64; %s has no fp64 unit", hw->name);
+    add_reject(out, hw->name, PLANNER_CAUSE_REQUIRES, "the model requires fp64; %s has no fp64 unit",
+               hw->name);
     return false;
   }
   if ((m->info.requires & WL_REQ_CUDA) && strcmp(hw->vendor, "NVIDIA") != 0) {
-    add_reject(out, hw->name, "the model requires custom CUDA kernels; %s is a %s %s", hw->name,
-               hw->vendor, hw_kind_name(hw->kind));
+    add_reject(out, hw->name, PLANNER_CAUSE_REQUIRES,
+               "the model requires custom CUDA kernels; %s is a %s %s", hw->name, hw->vendor,
+               hw_kind_name(hw->kind));
     return false;
   }
   *prec = plan_precision_on(hw, m->train.compute);
   if (optime_peak_flops(hw, *prec) <= 0) {
-    add_reject(out, hw->name, "no %s unit", graph_dtype_name(*prec));
+    add_reject(out, hw->name, PLANNER_CAUSE_DTYPE, "no %s unit", graph_dtype_name(*prec));
     return false;
   }
   return true;
@@ -254,6 +312,69 @@ typedef struct {
 
 static const int64_t TPS[] = {1, 2, 4, 8, 16}, MBS[] = {1, 2, 4};
 
+/* What one hardware's search turned down, by cause, and the nearest miss of
+** each cause that has one. */
+typedef struct {
+  int64_t by[PLANNER_CAUSE_COUNT];
+  char first[PLANNER_CAUSE_COUNT][200]; /* the first message of a cause */
+  double best_peak;                     /* memory: the smallest peak over HBM */
+  planner_cand peak_plan;
+  bool over_budget, over_deadline;      /* budget / deadline: the cheapest / fastest of those */
+  planner_cand cheapest, fastest;
+} rejections;
+
+static void reject(rejections *rj, planner_cause c, const char *msg) {
+  rj->by[c]++;
+  if (msg && !rj->first[c][0]) str_copy(rj->first[c], sizeof rj->first[c], msg);
+}
+
+/* The hardware's rejection when it has no plan left: the limit that bound
+** its last plans (budget or deadline after memory; memory before the
+** network's and the plan rules), with the nearest miss. */
+static void reject_hw(planner_result *out, const hw_model *hw, const planner_req *req,
+                      const rejections *rj, int fitted) {
+  planner_reject *r = NULL;
+  char t[32];
+  if (fitted && rj->over_budget) {
+    units_seconds(t, sizeof t, rj->cheapest.train_s);
+    r = add_reject(out, hw->name, PLANNER_CAUSE_BUDGET,
+                   "its cheapest plan (%lld chips) costs $%.2f, over the $%.2f budget, and takes %s",
+                   (long long)rj->cheapest.p.chips, rj->cheapest.train_usd, req->budget_usd, t);
+    if (r) r->has_closest = true, r->closest = rj->cheapest;
+  } else if (fitted && rj->over_deadline) {
+    units_seconds(t, sizeof t, rj->fastest.train_s);
+    char dl[32];
+    units_seconds(dl, sizeof dl, req->deadline_s);
+    r = add_reject(out, hw->name, PLANNER_CAUSE_DEADLINE,
+                   "its fastest plan (%lld chips) takes %s, past the %s deadline",
+                   (long long)rj->fastest.p.chips, t, dl);
+    if (r) r->has_closest = true, r->closest = rj->fastest;
+  } else if (isfinite(rj->best_peak)) {
+    const plan *p = &rj->peak_plan.p;
+    r = add_reject(out, hw->name, PLANNER_CAUSE_MEMORY,
+                   "no plan fits: the smallest peak is %.1f GiB per chip against %.1f GiB "
+                   "(%lld chip%s, tp %lld, pp %lld, zero %d, %s recompute)",
+                   rj->best_peak / (1 << 30), (double)hw->chip.hbm_bytes / (1 << 30),
+                   (long long)p->chips, p->chips == 1 ? "" : "s", (long long)p->tp,
+                   (long long)p->pp, p->zero, plan_recompute_word(p->recompute));
+    if (r) {
+      r->has_closest = true;
+      r->closest = rj->peak_plan;
+      r->peak_bytes = rj->best_peak;
+      r->capacity_bytes = (double)hw->chip.hbm_bytes;
+    }
+  } else if (rj->by[PLANNER_CAUSE_SLICE]) {
+    r = add_reject(out, hw->name, PLANNER_CAUSE_SLICE, "no plan the network can form: %s",
+                   rj->first[PLANNER_CAUSE_SLICE]);
+  } else {
+    r = add_reject(out, hw->name, PLANNER_CAUSE_DIVISIBILITY, "no valid plan up to %lld chips%s%s",
+                   (long long)(req->chips ? req->chips : req->max_chips),
+                   rj->first[PLANNER_CAUSE_DIVISIBILITY][0] ? ": " : "",
+                   rj->first[PLANNER_CAUSE_DIVISIBILITY]);
+  }
+  if (r) memcpy(r->plans_by, rj->by, sizeof r->plans_by);
+}
+
 static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   const model *m = sc->m;
   const planner_req *req = sc->req;
@@ -269,8 +390,7 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   if (!hw_allowed(m, hw, out, &prec)) return;
   int64_t counts[32];
   int nc = chip_counts(hw, req, counts, 32);
-  double best_peak = INFINITY;
-  char best_peak_plan[128] = "";
+  rejections rj = {.best_peak = INFINITY};
   int fitted = 0;
   planner_cand hw_best = {0};
   double hw_best_key = INFINITY;
@@ -278,110 +398,118 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   cost_entry cache[5][3][4] = {{{{0}}}};
   coll_memo *memo = coll_memo_new(hw);
   if (!memo) {
-    add_reject(out, hw->name, "out of memory");
+    add_reject(out, hw->name, PLANNER_CAUSE_SLICE, "out of memory");
     return;
   }
   static const int64_t EPS[] = {1, 2, 4, 8};
+  static const int64_t VPS[] = {1, 2, 4};
+  static const int ZERO[] = {0, 1, 3};
   int n_ep = d->experts > 1 ? 4 : 1;
+  /* The space: tp within a node (a TPU: up to 16), micro-batches 1/2/4, ep
+  ** up to 8 for MoE, pp up to 64, interleaving 1/2/4, each recompute mode,
+  ** ZeRO 0/1/3; dp what is left of the chips. Which of these are valid
+  ** plans is plan_check's to say (sim/plan.c), the one validator. */
   for (int ti = 0; ti < 5; ti++) {
     int64_t tp = TPS[ti];
     int64_t tp_limit = hw->kind == HW_TPU ? 16 : hw->chips_per_node;
-    if (tp > tp_limit || d->heads % tp || d->ffn_hidden % tp ||
-        (d->kv_heads % tp && tp % d->kv_heads))
-      continue;
+    if (tp > tp_limit) continue;
     for (int mi = 0; mi < 3; mi++)
       for (int ei = 0; ei < n_ep; ei++)
-      for (int ci = 0; ci < nc; ci++) {
-        int64_t chips = counts[ci], ep = EPS[ei];
-        if (d->experts % ep) continue;
-        for (int64_t pp = 1; pp <= 64 && pp * tp * ep <= chips; pp++) {
-          if (d->layers % pp || chips % (tp * pp * ep)) continue;
-          int64_t dp = chips / (tp * pp * ep);
-          plan p = {.chips = chips, .dp = dp, .tp = tp, .pp = pp, .ep = ep, .mbs = MBS[mi],
-                    .gbs = gbs, .seq = seq, .vp = 1, .slices = 1, .schedule = PLAN_1F1B,
-                    .precision = prec, .sp = tp > 1, .op_costs = req->op_costs,
-                    .cost_cache = req->cost_cache};
-          if (gbs % (dp * ep * p.mbs)) continue;
-          /* interleaving: V chunks of layers/pp/V layers, micro-batches a
-          ** multiple of pp (Megatron's rule) */
-          static const int64_t VPS[] = {1, 2, 4};
-          for (int vi = 0; vi < 3; vi++) {
-          int64_t vp = VPS[vi];
-          if (vp > 1 && (pp == 1 || (d->layers / pp) % vp || plan_microbatches(&p) % pp)) continue;
-          p.vp = vp;
-          p.schedule = vp > 1 ? PLAN_INTERLEAVED : PLAN_1F1B;
-          for (int rec = 0; rec < 3; rec++)
-            for (int zi = 0; zi < 3; zi++) {
-              static const int ZERO[] = {0, 1, 3};
-              p.recompute = (plan_recompute)rec;
-              p.zero = ZERO[zi];
-              if (p.zero > 0 && dp * ep == 1) continue;
-              out->evaluated++;
-              mem_opts mo;
-              plan mp;
-              mem_setup(m, hw, &p, &mo, &mp);
-              mem_bytes mb;
-              char merr[256];
-              if (mem_transformer(d, &mp, &mo, &mb, merr, sizeof merr) != 0) continue;
-              if (!mb.fits) {
-                if (mb.peak < best_peak) {
-                  best_peak = mb.peak;
-                  snprintf(best_peak_plan, sizeof best_peak_plan,
-                           "%lld chip%s, tp %lld, pp %lld, zero %d, %s recompute",
-                           (long long)chips, chips == 1 ? "" : "s", (long long)tp, (long long)pp, p.zero,
-                           plan_recompute_word((plan_recompute)rec));
-                }
+        for (int ci = 0; ci < nc; ci++) {
+          int64_t chips = counts[ci], ep = EPS[ei];
+          for (int64_t pp = 1; pp <= 64 && pp * tp * ep <= chips; pp++) {
+            if (chips % (tp * pp * ep)) continue; /* dp is what is left: a whole number */
+            for (int vi = 0; vi < 3; vi++) {
+              int64_t vp = VPS[vi];
+              if (vp > 1 && pp == 1) continue; /* interleaving needs a pipeline */
+              plan p = {.chips = chips, .dp = chips / (tp * pp * ep), .tp = tp, .pp = pp, .ep = ep,
+                        .mbs = MBS[mi], .gbs = gbs, .seq = seq, .vp = vp, .slices = 1,
+                        .schedule = vp > 1 ? PLAN_INTERLEAVED : PLAN_1F1B, .precision = prec,
+                        .sp = tp > 1, .op_costs = req->op_costs, .cost_cache = req->cost_cache};
+              plan_fault fault;
+              char perr[200];
+              if (plan_check_fault(m, hw, &p, &fault, perr, sizeof perr) != 0) {
+                reject(&rj, fault == PLAN_FAULT_DTYPE ? PLANNER_CAUSE_DTYPE : PLANNER_CAUSE_DIVISIBILITY,
+                       perr);
                 continue;
               }
-              fitted++;
-              cost_entry *ce = &cache[ti][mi][ei];
-              if (!ce->done) {
-                char cerr[256];
-                double tc = units_now_s();
-                ce->ok = step_costs(m, hw, &p, &ce->c, cerr, sizeof cerr) == 0;
-                out->costs_s += units_now_s() - tc;
-                ce->done = true;
-              }
-              if (!ce->ok) continue;
-              step_result fr;
-              char ferr[256];
-              if (step_fast(m, hw, &p, &ce->c, memo, &fr, ferr, sizeof ferr) != 0) continue;
-              /* price first; build a whole candidate only for one that is kept,
-              ** the hardware's best, or the closest yet (most are none) */
-              double a = fr.step_time_s;
-              run_price pr = price_of(m, hw, req, p.chips, a, steps);
-              bool closer = !out->any_fit || pr.train_usd < out->cheapest.train_usd ||
-                            pr.train_s < out->fastest.train_s;
-              bool passes = !(req->budget_usd > 0 && pr.train_usd > req->budget_usd) &&
-                            !(req->objective == PLANNER_COST_UNDER_DEADLINE &&
-                              pr.train_s > req->deadline_s);
-              double key = req->objective == PLANNER_TIME ? pr.train_s : pr.train_usd;
-              bool kept_now = passes && (n_kept < MAX_KEEP || key < keys[MAX_KEEP - 1]);
-              if (!closer && !kept_now && !(passes && key < hw_best_key)) continue;
-              planner_cand c = {.p = p, .analytic_step_s = a};
-              snprintf(c.hw, sizeof c.hw, "%s", hw->name);
-              set_price(&c, &pr);
-              if (closer) note_closest(out, &c);
-              if (!passes) continue;
-              if (kept_now) keep(kept, &n_kept, &c, key, keys);
-              if (key < hw_best_key) hw_best_key = key, hw_best = c;
+              for (int rec = 0; rec < 3; rec++)
+                for (int zi = 0; zi < 3; zi++) {
+                  p.recompute = (plan_recompute)rec;
+                  p.zero = ZERO[zi];
+                  if (p.zero > 0 && p.dp * ep == 1) continue; /* nothing to shard over */
+                  out->evaluated++;
+                  mem_opts mo;
+                  plan mp;
+                  mem_setup(m, hw, &p, &mo, &mp);
+                  mem_bytes mb;
+                  char merr[256];
+                  if (mem_transformer(d, &mp, &mo, &mb, merr, sizeof merr) != 0) {
+                    reject(&rj, PLANNER_CAUSE_DIVISIBILITY, merr);
+                    continue;
+                  }
+                  if (!mb.fits) {
+                    reject(&rj, PLANNER_CAUSE_MEMORY, NULL);
+                    if (mb.peak < rj.best_peak) {
+                      rj.best_peak = mb.peak;
+                      rj.peak_plan = (planner_cand){.p = p};
+                      snprintf(rj.peak_plan.hw, sizeof rj.peak_plan.hw, "%s", hw->name);
+                    }
+                    continue;
+                  }
+                  fitted++;
+                  cost_entry *ce = &cache[ti][mi][ei];
+                  char cerr[256] = "";
+                  if (!ce->done) {
+                    double tc = units_now_s();
+                    ce->ok = step_costs(m, hw, &p, &ce->c, cerr, sizeof cerr) == 0;
+                    out->costs_s += units_now_s() - tc;
+                    ce->done = true;
+                  }
+                  if (!ce->ok) { /* a group the network cannot form: a TPU slice of 2 */
+                    reject(&rj, PLANNER_CAUSE_SLICE, cerr[0] ? cerr : NULL);
+                    continue;
+                  }
+                  step_result fr;
+                  if (step_fast(m, hw, &p, &ce->c, memo, &fr, cerr, sizeof cerr) != 0) {
+                    reject(&rj, PLANNER_CAUSE_SLICE, cerr);
+                    continue;
+                  }
+                  /* price first; build a whole candidate only for one that is
+                  ** kept, the hardware's best, or the closest yet (most are none) */
+                  double a = fr.step_time_s;
+                  run_price pr = price_of(m, hw, req, p.chips, a, steps);
+                  bool closer = !out->any_fit || pr.train_usd < out->cheapest.train_usd ||
+                                pr.train_s < out->fastest.train_s;
+                  bool over_budget = req->budget_usd > 0 && pr.train_usd > req->budget_usd;
+                  bool over_deadline = req->objective == PLANNER_COST_UNDER_DEADLINE &&
+                                       pr.train_s > req->deadline_s;
+                  bool passes = !over_budget && !over_deadline;
+                  double key = req->objective == PLANNER_TIME ? pr.train_s : pr.train_usd;
+                  bool kept_now = passes && (n_kept < MAX_KEEP || key < keys[MAX_KEEP - 1]);
+                  bool nearer = (over_budget && (!rj.over_budget || pr.train_usd < rj.cheapest.train_usd)) ||
+                                (over_deadline && !over_budget &&
+                                 (!rj.over_deadline || pr.train_s < rj.fastest.train_s));
+                  if (!passes) reject(&rj, over_budget ? PLANNER_CAUSE_BUDGET : PLANNER_CAUSE_DEADLINE, NULL);
+                  if (!closer && !kept_now && !nearer && !(passes && key < hw_best_key)) continue;
+                  planner_cand c = {.p = p, .analytic_step_s = a};
+                  snprintf(c.hw, sizeof c.hw, "%s", hw->name);
+                  set_price(&c, &pr);
+                  if (closer) note_closest(out, &c);
+                  if (nearer && over_budget) rj.over_budget = true, rj.cheapest = c;
+                  else if (nearer) rj.over_deadline = true, rj.fastest = c;
+                  if (!passes) continue;
+                  if (kept_now) keep(kept, &n_kept, &c, key, keys);
+                  if (key < hw_best_key) hw_best_key = key, hw_best = c;
+                }
             }
           }
         }
-      }
   }
   coll_memo_free(memo);
-  if (isfinite(hw_best_key) && out->n_per_hw < 32) out->per_hw[out->n_per_hw++] = hw_best;
-  if (!fitted) {
-    char peak[32], cap[32];
-    snprintf(peak, sizeof peak, "%.1f GiB", best_peak / (1 << 30));
-    snprintf(cap, sizeof cap, "%.1f GiB", (double)hw->chip.hbm_bytes / (1 << 30));
-    if (isfinite(best_peak))
-      add_reject(out, hw->name, "no plan fits: the smallest peak is %s per chip against %s (%s)",
-                 peak, cap, best_peak_plan);
-    else
-      add_reject(out, hw->name, "no valid plan up to %lld chips", (long long)req->max_chips);
-  }
+  for (int c = 0; c < PLANNER_CAUSE_COUNT; c++) out->rejected_by[c] += rj.by[c];
+  if (isfinite(hw_best_key)) push_cand(&out->per_hw, &out->n_per_hw, &hw_best);
+  else reject_hw(out, hw, req, &rj, fitted);
   hs->n_kept = n_kept;
   hs->busy_s = units_now_s() - t_start;
 }
@@ -537,10 +665,14 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
     }
     out->costs_s += o->costs_s;
     out->scoring_s += hs[h].busy_s - o->costs_s;
-    for (int i = 0; i < o->n_per_hw && out->n_per_hw < 32; i++) out->per_hw[out->n_per_hw++] = o->per_hw[i];
-    for (int i = 0; i < o->n_rejected && out->n_rejected < 32; i++)
-      out->rejected[out->n_rejected++] = o->rejected[i];
+    for (int i = 0; i < o->n_per_hw; i++) push_cand(&out->per_hw, &out->n_per_hw, &o->per_hw[i]);
+    for (int i = 0; i < o->n_rejected; i++) {
+      planner_reject *v = grow(out->rejected, out->n_rejected, sizeof *v);
+      if (v) out->rejected = v, v[out->n_rejected++] = o->rejected[i];
+    }
+    for (int c = 0; c < PLANNER_CAUSE_COUNT; c++) out->rejected_by[c] += o->rejected_by[c];
     for (int i = 0; i < hs[h].n_kept; i++) keep(kept, &n_kept, &hs[h].kept[i], hs[h].keys[i], keys);
+    planner_result_free(&hs[h].out);
   }
   free(hs);
   if (n_kept == 0) {
@@ -552,11 +684,15 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
     return -1;
   }
   /* confirm the best few with the event simulation, then rank by it */
-  int top = req->top > 0 ? req->top : 5;
+  int top = req->top > 0 ? req->top : 5; /* at most the MAX_KEEP kept */
   if (top > n_kept) top = n_kept;
-  if (top > 16) top = 16;
-  int ok[16] = {0};
-  double sim_s[16] = {0};
+  int ok[MAX_KEEP] = {0};
+  double sim_s[MAX_KEEP] = {0};
+  out->ranked = calloc((size_t)top, sizeof *out->ranked);
+  if (!out->ranked) {
+    free(kept), free(keys);
+    return str_errf(err, errn, "out of memory");
+  }
   sim_pool pp = {.m = m, .cat = cat, .req = req, .c = kept, .n = top, .steps = steps, .ok = ok,
                  .sim_s = sim_s};
   atomic_init(&pp.next, 0);
@@ -647,7 +783,8 @@ static int plan_generic(const model *m, const hw_catalog *cat, const planner_req
     double best_key = INFINITY;
     double smallest_peak = INFINITY;
     planner_cand limited = {0}; /* the best that fit but missed --budget or --deadline */
-    bool fit_any = false;
+    bool fit_any = false, checked = false;
+    char why[200] = ""; /* the first reason a plan was not valid */
     for (int64_t chips = 1; chips <= (req->chips ? req->chips : req->max_chips); chips *= 2) {
       if (req->chips && chips != req->chips) continue;
       if (m->info.whole_step && chips > 1) break;
@@ -655,12 +792,23 @@ static int plan_generic(const model *m, const hw_catalog *cat, const planner_req
                 .schedule = PLAN_1F1B, .precision = prec, .op_costs = req->op_costs,
                 .cost_cache = req->cost_cache};
       char e2[256];
-      if (plan_check(m, hw, &p, e2, sizeof e2) != 0) continue;
+      plan_fault fault;
+      if (plan_check_fault(m, hw, &p, &fault, e2, sizeof e2) != 0) {
+        out->rejected_by[fault == PLAN_FAULT_DTYPE ? PLANNER_CAUSE_DTYPE : PLANNER_CAUSE_DIVISIBILITY]++;
+        if (!why[0]) str_copy(why, sizeof why, e2);
+        continue;
+      }
       planner_cand c = {.p = p};
       snprintf(c.hw, sizeof c.hw, "%s", hw->name);
-      if (step_simulate(m, hw, &p, NULL, &c.sim, NULL, e2, sizeof e2) != 0) continue;
+      if (step_simulate(m, hw, &p, NULL, &c.sim, NULL, e2, sizeof e2) != 0) {
+        out->rejected_by[PLANNER_CAUSE_SLICE]++; /* the network could not run it */
+        checked = true;
+        if (!why[0]) str_copy(why, sizeof why, e2);
+        continue;
+      }
       out->evaluated++;
       if (!c.sim.fits) {
+        out->rejected_by[PLANNER_CAUSE_MEMORY]++;
         if (c.sim.memory.peak < smallest_peak) smallest_peak = c.sim.memory.peak;
         continue;
       }
@@ -676,28 +824,46 @@ static int plan_generic(const model *m, const hw_catalog *cat, const planner_req
       note_closest(out, &c);
       if (!fit_any || c.train_usd < limited.train_usd) limited = c;
       fit_any = true;
-      if (req->budget_usd > 0 && c.train_usd > req->budget_usd) continue;
-      if (req->objective == PLANNER_COST_UNDER_DEADLINE && c.train_s > req->deadline_s) continue;
+      if (req->budget_usd > 0 && c.train_usd > req->budget_usd) {
+        out->rejected_by[PLANNER_CAUSE_BUDGET]++;
+        continue;
+      }
+      if (req->objective == PLANNER_COST_UNDER_DEADLINE && c.train_s > req->deadline_s) {
+        out->rejected_by[PLANNER_CAUSE_DEADLINE]++;
+        continue;
+      }
       double key = req->objective == PLANNER_TIME ? c.train_s : c.train_usd;
       if (key < best_key) best_key = key, best = c;
     }
     if (isfinite(best_key)) {
-      if (out->n_per_hw < 32) out->per_hw[out->n_per_hw++] = best;
+      push_cand(&out->per_hw, &out->n_per_hw, &best);
     } else if (fit_any) {
       char t[32];
       units_seconds(t, sizeof t, limited.train_s);
-      add_reject(out, hw->name, "its cheapest plan (%lld chip%s) costs $%.2f and takes %s: outside "
-                 "the budget or the deadline", (long long)limited.p.chips,
-                 limited.p.chips == 1 ? "" : "s", limited.train_usd, t);
+      bool budget = req->budget_usd > 0 && limited.train_usd > req->budget_usd;
+      planner_reject *r = add_reject(
+          out, hw->name, budget ? PLANNER_CAUSE_BUDGET : PLANNER_CAUSE_DEADLINE,
+          "its cheapest plan (%lld chip%s) costs $%.2f and takes %s: outside the %s",
+          (long long)limited.p.chips, limited.p.chips == 1 ? "" : "s", limited.train_usd, t,
+          budget ? "budget" : "deadline");
+      if (r) r->has_closest = true, r->closest = limited;
     } else if (isfinite(smallest_peak)) {
-      add_reject(out, hw->name, "no plan fits: the smallest peak is %.1f GiB per chip against %.1f GiB",
-                 smallest_peak / (1 << 30), (double)hw->chip.hbm_bytes / (1 << 30));
+      planner_reject *r = add_reject(
+          out, hw->name, PLANNER_CAUSE_MEMORY,
+          "no plan fits: the smallest peak is %.1f GiB per chip against %.1f GiB",
+          smallest_peak / (1 << 30), (double)hw->chip.hbm_bytes / (1 << 30));
+      if (r) {
+        r->peak_bytes = smallest_peak;
+        r->capacity_bytes = (double)hw->chip.hbm_bytes;
+      }
     } else {
-      add_reject(out, hw->name, "no valid plan");
+      add_reject(out, hw->name, checked ? PLANNER_CAUSE_SLICE : PLANNER_CAUSE_DIVISIBILITY,
+                 "no valid plan%s%s", why[0] ? ": " : "", why);
     }
   }
   /* rank every hardware's best */
-  for (int i = 0; i < out->n_per_hw && out->n_ranked < 16; i++) out->ranked[out->n_ranked++] = out->per_hw[i];
+  out->ranked = calloc((size_t)(out->n_per_hw > 0 ? out->n_per_hw : 1), sizeof *out->ranked);
+  for (int i = 0; out->ranked && i < out->n_per_hw; i++) out->ranked[out->n_ranked++] = out->per_hw[i];
   rank_by_objective(out, req);
   int top = req->top > 0 ? req->top : 5;
   if (out->n_ranked > top) out->n_ranked = top;

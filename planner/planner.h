@@ -55,19 +55,46 @@ typedef struct {
   double ckpt_write_s, ckpt_interval_s, preemptions, spot_overhead;
 } planner_cand;
 
+/* What bound when a plan or a hardware was turned down. */
+typedef enum {
+  PLANNER_CAUSE_REQUIRES,     /* the model needs what the chip lacks (fp64, CUDA kernels) */
+  PLANNER_CAUSE_DTYPE,        /* no unit for the training precision */
+  PLANNER_CAUSE_DIVISIBILITY, /* a parallel size that does not divide what it splits */
+  PLANNER_CAUSE_SLICE,        /* a group the network cannot form (a TPU slice size) */
+  PLANNER_CAUSE_MEMORY,       /* the peak per chip over its HBM */
+  PLANNER_CAUSE_BUDGET,       /* over --budget */
+  PLANNER_CAUSE_DEADLINE,     /* over --deadline */
+  PLANNER_CAUSE_COUNT
+} planner_cause;
+
+/* "requires", "dtype", "divisibility", "slice", "memory", "budget", "deadline" */
+const char *planner_cause_name(planner_cause c);
+
+/* A hardware with no plan left, and why: the limit that bound its last
+** plans, how many plans each limit turned down, and the plan that came
+** closest (memory: the smallest peak, with its figures; budget: the
+** cheapest; deadline: the fastest). */
 typedef struct {
   char hw[32];
+  planner_cause cause;
   char reason[256];
+  int64_t plans_by[PLANNER_CAUSE_COUNT];
+  bool has_closest;
+  planner_cand closest;   /* its plan and price (not simulated) */
+  double peak_bytes, capacity_bytes; /* memory: the closest plan's peak per chip, the HBM */
 } planner_reject;
 
+/* Arrays are malloc'd and sized to what the search found: free with
+** planner_result_free (a result that planner_run filled, or all zeros). */
 typedef struct {
   planner_cand best;
-  planner_cand ranked[16]; /* the confirmed candidates, best first */
+  planner_cand *ranked; /* the confirmed candidates, best first */
   int n_ranked;
-  planner_reject rejected[32];
+  planner_reject *rejected; /* every hardware the search turned down, in catalog order */
   int n_rejected;
-  planner_cand per_hw[32]; /* the best analytic plan of every hardware that has one */
+  planner_cand *per_hw; /* the best analytic plan of every hardware that has one */
   int n_per_hw;
+  int64_t rejected_by[PLANNER_CAUSE_COUNT]; /* plans turned down, by cause, over all hardware */
   int64_t evaluated;
   double search_s;
   /* thread seconds (summed over threads): per-chip cost builds, analytic
@@ -95,8 +122,11 @@ planner_objective planner_default_objective(const model *m);
 double planner_analytic_step(const model *m, const hw_model *hw, const plan *p, char *err,
                              size_t errn);
 
-/* Returns 0, or -1 with a message that says what was closest. */
+/* Returns 0, or -1 with a message that says what bound and what was
+** closest (out->rejected then says it per hardware). out is overwritten:
+** free a previous result first. */
 int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, planner_result *out,
                 char *err, size_t errn);
+void planner_result_free(planner_result *r);
 
 #endif

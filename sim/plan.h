@@ -101,4 +101,17 @@ graph_dtype plan_precision_on(const struct hw_model *hw, graph_dtype want);
 ** with err naming what does not divide what. */
 int plan_check(const model *m, const struct hw_model *hw, plan *p, char *err, size_t errn);
 
+/* Which kind of rule a plan broke, for callers that count causes (the
+** planner's rejections). */
+typedef enum {
+  PLAN_FAULT_NONE,
+  PLAN_FAULT_RANGE,   /* a size below 1, ZeRO out of 0..3, interleaving without V >= 2 */
+  PLAN_FAULT_DIVIDES, /* a parallel size that does not divide what it splits */
+  PLAN_FAULT_DTYPE,   /* the chip has no unit for the precision */
+  PLAN_FAULT_FAMILY   /* what the model family or an HLO module does not allow */
+} plan_fault;
+/* plan_check, saying which kind of rule failed in *fault (may be NULL). */
+int plan_check_fault(const model *m, const struct hw_model *hw, plan *p, plan_fault *fault,
+                     char *err, size_t errn);
+
 #endif

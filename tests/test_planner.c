@@ -80,6 +80,7 @@ Test(planner, analytic_agrees_with_simulation, .timeout = 120) {
       cr_assert(fabs(a - s) / s < 0.10, "%s rank %d: analytic %g vs simulated %g", models[i], k,
                 a, s);
     }
+    planner_result_free(&r);
   }
 }
 
@@ -115,7 +116,32 @@ Test(planner, impossible_requests_say_what_was_closest) {
   planner_req q = {.hw_list = "tpu-v5e", .max_chips = 8, .top = 2, .steps = 10};
   cr_assert_eq(run("llama3-405b", q, &r, err, sizeof err), -1);
   cr_assert(strstr(err, "no hardware can train llama3-405b"), "%s", err);
-  cr_assert(strstr(err, "no plan fits: the smallest peak is"), "%s", err);
+  cr_assert(strstr(err, "memory binds: the nearest plan, 8 x tpu-v5e") &&
+                strstr(err, "GiB per chip against 16.0 GiB"),
+            "%s", err);
+  /* the cause is kept with its figures: the nearest plan, simulated, has
+  ** the peak the rejection reports, over the chip's HBM */
+  cr_assert_eq(r.n_rejected, 1);
+  cr_assert_eq(r.rejected[0].cause, PLANNER_CAUSE_MEMORY);
+  cr_assert(r.rejected[0].has_closest);
+  cr_assert_gt(r.rejected[0].plans_by[PLANNER_CAUSE_MEMORY], 0);
+  cr_assert_eq(r.rejected_by[PLANNER_CAUSE_MEMORY], r.rejected[0].plans_by[PLANNER_CAUSE_MEMORY]);
+  {
+    hw_catalog *c = th_catalog();
+    model *m = load("llama3-405b");
+    plan p = r.rejected[0].closest.p;
+    step_result s;
+    char e2[512];
+    const hw_model *h = th_hw(c, "tpu-v5e");
+    cr_assert_eq(plan_check(m, h, &p, e2, sizeof e2), 0, "%s", e2);
+    cr_assert_eq(step_simulate(m, h, &p, NULL, &s, NULL, e2, sizeof e2), 0, "%s", e2);
+    cr_assert(!s.fits);
+    cr_assert_float_eq(s.memory.peak, r.rejected[0].peak_bytes, 1e-6 * s.memory.peak);
+    cr_assert_float_eq(r.rejected[0].capacity_bytes, 16.0 * (1 << 30), 1);
+    model_free(m);
+    hw_catalog_free(c);
+  }
+  planner_result_free(&r);
   planner_req dl = {.hw_list = "h100-sxm", .max_chips = 64, .top = 2, .tokens = 15e12,
                     .objective = PLANNER_COST_UNDER_DEADLINE, .deadline_s = 3600};
   cr_assert_eq(run("llama3-70b", dl, &r, err, sizeof err), -1);
@@ -127,6 +153,10 @@ Test(planner, impossible_requests_say_what_was_closest) {
   snprintf(want, sizeof want, "%lld x %s, takes", (long long)r.fastest.p.chips, r.fastest.hw);
   cr_assert(strstr(err, want), "%s lacks %s", err, want);
   cr_assert_gt(r.fastest.train_s, 3600);
+  cr_assert_eq(r.rejected[0].cause, PLANNER_CAUSE_DEADLINE);
+  cr_assert(r.rejected[0].has_closest && r.rejected[0].closest.train_s > 3600);
+  cr_assert_gt(r.rejected_by[PLANNER_CAUSE_DEADLINE], 0);
+  planner_result_free(&r);
   /* a budget too small: the cheapest plan and what it costs */
   planner_req bu = {.hw_list = "h100-sxm", .max_chips = 64, .top = 2, .tokens = 1e11,
                     .objective = PLANNER_COST, .budget_usd = 10};
@@ -134,6 +164,13 @@ Test(planner, impossible_requests_say_what_was_closest) {
   cr_assert(strstr(err, "the cheapest plan, ") && strstr(err, "(over the $10.00 budget)"), "%s", err);
   cr_assert_gt(r.cheapest.train_usd, 10);
   cr_assert_leq(r.cheapest.train_usd, r.fastest.train_usd);
+  cr_assert_eq(r.rejected[0].cause, PLANNER_CAUSE_BUDGET);
+  cr_assert_float_eq(r.rejected[0].closest.train_usd, r.cheapest.train_usd, 1e-9);
+  /* every plan the search looked at is accounted for: layer counts pp does
+  ** not divide are turned down by the plan rules, by name */
+  cr_assert_gt(r.rejected_by[PLANNER_CAUSE_DIVISIBILITY], 0);
+  cr_assert(strstr(r.rejected[0].reason, "over the $10.00 budget"), "%s", r.rejected[0].reason);
+  planner_result_free(&r);
 }
 
 /* Other families train data-parallel: every hardware is simulated at each

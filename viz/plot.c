@@ -648,6 +648,7 @@ static int plot_pareto(pctx *c, FILE *dat, FILE *gp) {
   char err[1024];
   if (!r || planner_run(c->m, c->cat, &req, r, err, sizeof err) != 0) {
     fprintf(c->err, "tpusim plot pareto: %s\n", r ? err : "out of memory");
+    planner_result_free(r);
     free(r);
     return PLOT_BAD;
   }
@@ -678,6 +679,7 @@ static int plot_pareto(pctx *c, FILE *dat, FILE *gp) {
       fputc('\n', dat);
     }
   }
+  planner_result_free(r);
   free(r);
   if (!n) {
     fprintf(c->err, "tpusim plot pareto: no hardware has a plan\n");
