@@ -132,15 +132,16 @@ int cli_load_model(cli_ctx *c, model **out) {
   return *out ? CLI_OK : CLI_BAD_INPUT;
 }
 
-int cli_load_catalog(cli_ctx *c, hw_catalog **out, const hw_model **last_file) {
+int cli_load_catalog_as(cli_ctx *c, const char *who, hw_catalog **out,
+                        const hw_model **last_file) {
   diag *dg = diag_new();
   hw_catalog *cat = hw_catalog_new();
   int rc = CLI_OK;
   if (!dg || !cat) {
-    fprintf(c->err, "tpusim: out of memory\n");
+    fprintf(c->err, "%s: out of memory\n", who);
     rc = CLI_BAD_INPUT;
   } else if (hw_catalog_load_builtin(cat, dg) != 0) {
-    fprintf(c->err, "tpusim: a built-in hardware file is invalid (a build problem):\n");
+    fprintf(c->err, "%s: a built-in hardware file is invalid (a build problem):\n", who);
     rc = CLI_BAD_INPUT;
   }
   for (int i = 0; rc == CLI_OK && i < c->n_hw_files; i++) {
@@ -156,6 +157,10 @@ int cli_load_catalog(cli_ctx *c, hw_catalog **out, const hw_model **last_file) {
   }
   *out = cat;
   return rc;
+}
+
+int cli_load_catalog(cli_ctx *c, hw_catalog **out, const hw_model **last_file) {
+  return cli_load_catalog_as(c, "tpusim", out, last_file);
 }
 
 /* ---- dispatch ---- */

@@ -72,10 +72,13 @@ int64_t cli_opt_count(cli_ctx *c, const char *name);
 ** absent; 0, or -1 after a usage message naming the choices. */
 int cli_enum_opt(cli_ctx *c, const char *name, const char *const *choices, int dflt, int *out);
 
-/* The built-in catalog with the --hw-file files over it; *last_file: the
-** entry of the last file (may be NULL). CLI_OK, or the exit code after the
-** messages (*out NULL). */
+/* The built-in catalog with the --hw-file files (c->hw_files) over it;
+** *last_file: the entry of the last file (may be NULL). CLI_OK, or the
+** exit code after the messages (*out NULL), which begin "tpusim: ". */
 int cli_load_catalog(cli_ctx *c, hw_catalog **out, const hw_model **last_file);
+/* The same, its own messages beginning `who` and ": " ("tpusim plot"). */
+int cli_load_catalog_as(cli_ctx *c, const char *who, hw_catalog **out,
+                        const hw_model **last_file);
 /* The one MODEL of graph and lower, built with --seq, --gbs, --precision
 ** and --forward-only; CLI_OK with *out set, or the exit code after the
 ** message. */

@@ -4,10 +4,10 @@
 ** beside the graph's formula (the fusion pass's, for kernels); or the
 ** module itself (--emit-llvm).
 **
-** The listing stays here rather than in sim/opcost: opcost lowers each
-** signature into a pooled module of its own and keeps only its cost, while
-** this command needs every distinct kernel in one module it can name,
-** print and optimize, with the uses per signature.
+** sim/opcost's opcost_list lowers the distinct ops and kernels into one
+** module and counts their uses, and sim/fuse's fuse_summarize says what
+** fusion saves; this file checks --op, reads each function's cost off the
+** IR and prints the table, the JSON or the module.
 */
 #include "cli_int.h"
 
@@ -45,25 +45,13 @@ static void add_costs_json(cJSON *e, double uses, const graph_cost *ir, double a
   cJSON_AddBoolToObject(e, "agree", ok);
 }
 
-typedef struct {
-  int kernels, ops;
-  double fused_bytes, unfused_bytes;
-} fusion_summary;
-
-/* `fused`: the kernels simulate times (NULL with --no-fusion: one op a kernel). */
-static fusion_summary summarize_fusion(const graph *g, const fuse_plan *fused) {
-  fusion_summary s = {0};
-  fuse_plan *off = fuse_graph(g, false);
-  const fuse_plan *on = fused ? fused : off;
-  if (on && off) {
-    for (int k = 0; k < on->n_groups; k++) s.kernels += on->size[k] > 0;
-    for (int k = 0; k < off->n_groups; k++) s.ops += off->size[k] > 0;
-    graph_cost a = fuse_total_cost(on, g, -1), b = fuse_total_cost(off, g, -1);
-    s.fused_bytes = a.bytes_read + a.bytes_written;
-    s.unfused_bytes = b.bytes_read + b.bytes_written;
-  }
-  fuse_free(off);
-  return s;
+/* The IR count of listing entry e beside what it is checked against: the
+** graph's formula (an op) or the fusion pass's cost (a kernel). */
+static int entry_costs(const lower_module *lm, const graph *g, const fuse_plan *fp,
+                       const opcost_entry *e, graph_cost *ir, double *accessed, graph_cost *want,
+                       char *err, size_t errn) {
+  *want = e->op >= 0 ? graph_op_cost(g, e->op) : fuse_group_cost(fp, g, e->group);
+  return lower_op_cost(lm, e->fn, ir, accessed, err, errn);
 }
 
 static int run_lower(cli_ctx *c) {
@@ -82,7 +70,7 @@ static int run_lower(cli_ctx *c) {
   const graph *g = m->g;
   const char *want = cli_opt(c, "--op");
   int n = graph_count(g);
-  char why[160], err[512];
+  char why[160], err[1024];
   if (want) {
     int found = -1;
     for (int i = 0; i < n && found < 0; i++)
@@ -95,80 +83,12 @@ static int run_lower(cli_ctx *c) {
     }
   }
   lower_module *lm = lower_new(m->name);
-  int *ids = malloc(sizeof(int) * (size_t)(n ? n : 1));
-  int64_t *uses = calloc((size_t)(n ? n : 1), sizeof(int64_t));
-  char **sigs = calloc((size_t)(n ? n : 1), sizeof(char *));
-  int nd = 0, not_lowered = 0, n_coll = 0, n_custom = 0, want_id = -1, n_fused_skipped = 0;
-  char sig[1024], first_why[160] = "";
-  for (int i = 0; i < n && rc == CLI_OK; i++) {
-    const graph_op *op = graph_get(g, i);
-    if (want ? strcmp(op->name, want) != 0 : !lower_supported(g, i, why, sizeof why)) {
-      if (want || op->kind == GOP_PARAMETER || op->kind == GOP_CONSTANT) continue;
-      /* collectives are the network model's; custom-calls carry declared costs */
-      if (graph_op_is_collective(op->kind)) n_coll++;
-      else if (op->kind == GOP_CUSTOM) n_custom++;
-      else if (not_lowered++ == 0) snprintf(first_why, sizeof first_why, "%s", why);
-      continue;
-    }
-    if (want) want_id = i;
-    opcost_op_signature(g, i, sig, sizeof sig);
-    int d;
-    for (d = 0; d < nd; d++)
-      if (strcmp(sigs[d], sig) == 0) break;
-    if (d == nd) {
-      if (lower_op(lm, g, i, err, sizeof err) != nd) {
-        fprintf(c->err, "tpusim lower: op '%s': %s\n", op->name, err);
-        rc = CLI_BAD_INPUT;
-        break;
-      }
-      ids[nd] = i;
-      sigs[nd++] = strdup(sig);
-    }
-    uses[d] += op->count;
-  }
-  /* the fusion pass's kernels of two or more ops, each distinct one
-  ** lowered once as one function (after the single ops' functions) */
   fuse_plan *fp = cli_opt(c, "--no-fusion") ? NULL : fuse_graph_dup(g);
-  int nf = 0, ng = fp ? fp->n_groups : 0;
-  int *fk = malloc(sizeof(int) * (size_t)(ng ? ng : 1));
-  int64_t *fuses = calloc((size_t)(ng ? ng : 1), sizeof(int64_t));
-  char **fsigs = calloc((size_t)(ng ? ng : 1), sizeof(char *));
-  int *mem = malloc(sizeof(int) * (size_t)(n ? n : 1));
-  size_t gcap = 16384;
-  char *gsig = malloc(gcap);
-  for (int k = 0; rc == CLI_OK && fp && k < ng; k++) {
-    /* the kernel as simulate times it: its ops and the producers it recomputes */
-    int nm = fuse_members(fp, g, k, mem, n ? n : 1);
-    if (nm < 2) continue;
-    bool has_want = false, lowerable = true;
-    for (int i = 0; i < nm; i++) {
-      has_want |= mem[i] == want_id;
-      lowerable = lowerable && lower_supported(g, mem[i], why, sizeof why);
-    }
-    if (want && !has_want) continue;
-    if (!lowerable) { /* it keeps the pass's cost in simulate, as its op keeps its formula here */
-      n_fused_skipped++;
-      continue;
-    }
-    bool keyed = opcost_kernel_signature(g, mem, nm, gsig, gcap);
-    int d = nf;
-    for (d = 0; keyed && d < nf; d++)
-      if (fsigs[d] && strcmp(fsigs[d], gsig) == 0) break;
-    if (!keyed || d == nf) {
-      d = nf;
-      if (lower_fused(lm, g, mem, nm, err, sizeof err) != nd + nf) {
-        fprintf(c->err, "tpusim lower: fused kernel '%s': %s\n", graph_get(g, fp->root[k])->name,
-                err);
-        rc = CLI_BAD_INPUT;
-        break;
-      }
-      fk[nf] = k;
-      fsigs[nf++] = keyed ? strdup(gsig) : NULL;
-    }
-    fuses[d] += graph_get(g, fp->root[k])->count;
+  opcost_listing l;
+  if (opcost_list(lm, g, fp, want, &l, err, sizeof err) != 0) {
+    fprintf(c->err, "tpusim lower: %s\n", err);
+    rc = CLI_BAD_INPUT;
   }
-  free(gsig);
-  free(mem);
   if (rc == CLI_OK && lower_verify(lm, err, sizeof err) != 0) {
     fprintf(c->err, "tpusim lower: %s\n", err); /* a lowering bug, not bad input */
     rc = CLI_BAD_INPUT;
@@ -185,59 +105,61 @@ static int run_lower(cli_ctx *c) {
   } else if (rc == CLI_OK) {
     cJSON *arr = cJSON_CreateArray();
     int agree = 0;
-    fusion_summary fz = summarize_fusion(g, fp);
+    fuse_summary fz = fuse_summarize(g, fp);
     if (!c->json)
       fprintf(c->out, "%-34s %-14s %9s %12s %12s %12s %12s  %s\n", "op", "kind", "uses", "IR flops",
               "formula", "IR bytes", "formula", "");
-    for (int d = 0; d < nd && rc == CLI_OK; d++) {
-      graph_cost ir, fc = graph_op_cost(g, ids[d]);
+    for (int d = 0; d < l.n_ops && rc == CLI_OK; d++) {
+      const opcost_entry *e = &l.ops[d];
+      graph_cost ir, fc;
       double accessed;
-      if (lower_op_cost(lm, d, &ir, &accessed, err, sizeof err) != 0) {
+      if (entry_costs(lm, g, fp, e, &ir, &accessed, &fc, err, sizeof err) != 0) {
         fprintf(c->err, "tpusim lower: %s\n", err);
         rc = CLI_BAD_INPUT;
         break;
       }
       bool ok = graph_cost_close(&ir, &fc);
       agree += ok;
-      const graph_op *op = graph_get(g, ids[d]);
+      const graph_op *op = graph_get(g, e->op);
       if (c->json) {
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "op", op->name);
-        cJSON_AddStringToObject(e, "kind", graph_op_name(op->kind));
-        cJSON_AddStringToObject(e, "signature", sigs[d]);
-        add_costs_json(e, (double)uses[d], &ir, accessed, "formula", &fc, ok);
-        cJSON_AddItemToArray(arr, e);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "op", op->name);
+        cJSON_AddStringToObject(o, "kind", graph_op_name(op->kind));
+        cJSON_AddStringToObject(o, "signature", e->signature);
+        add_costs_json(o, (double)e->uses, &ir, accessed, "formula", &fc, ok);
+        cJSON_AddItemToArray(arr, o);
       } else {
         fprintf(c->out, "%-34.34s %-14s %9lld %12.4g %12.4g %12.4g %12.4g  %s\n", op->name,
-                graph_op_name(op->kind), (long long)uses[d], graph_cost_flops(&ir), graph_cost_flops(&fc),
+                graph_op_name(op->kind), (long long)e->uses, graph_cost_flops(&ir), graph_cost_flops(&fc),
                 ir.bytes_read + ir.bytes_written, fc.bytes_read + fc.bytes_written,
                 ok ? "=" : "DIFFERS");
       }
     }
     int fagree = 0;
     cJSON *farr = cJSON_CreateArray();
-    for (int d = 0; d < nf && rc == CLI_OK; d++) {
-      graph_cost ir, fc = fuse_group_cost(fp, g, fk[d]);
+    for (int d = 0; d < l.n_kernels && rc == CLI_OK; d++) {
+      const opcost_entry *e = &l.kernels[d];
+      graph_cost ir, fc;
       double accessed;
-      if (lower_op_cost(lm, nd + d, &ir, &accessed, err, sizeof err) != 0) {
+      if (entry_costs(lm, g, fp, e, &ir, &accessed, &fc, err, sizeof err) != 0) {
         fprintf(c->err, "tpusim lower: %s\n", err);
         rc = CLI_BAD_INPUT;
         break;
       }
       bool ok = graph_cost_close(&ir, &fc);
       fagree += ok;
-      const char *fname = lower_fn_name(lm, nd + d);
+      const char *fname = lower_fn_name(lm, e->fn);
       if (c->json) {
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "kernel", fname);
-        cJSON_AddNumberToObject(e, "ops", fp->size[fk[d]]);
-        add_costs_json(e, (double)fuses[d], &ir, accessed, "fusion", &fc, ok);
-        cJSON_AddItemToArray(farr, e);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "kernel", fname);
+        cJSON_AddNumberToObject(o, "ops", e->n_ops);
+        add_costs_json(o, (double)e->uses, &ir, accessed, "fusion", &fc, ok);
+        cJSON_AddItemToArray(farr, o);
       } else {
         char kind[24];
-        snprintf(kind, sizeof kind, "fusion(%d)", fp->size[fk[d]]);
+        snprintf(kind, sizeof kind, "fusion(%d)", e->n_ops);
         fprintf(c->out, "%-34.34s %-14s %9lld %12.4g %12.4g %12.4g %12.4g  %s\n", fname, kind,
-                (long long)fuses[d], graph_cost_flops(&ir), graph_cost_flops(&fc),
+                (long long)e->uses, graph_cost_flops(&ir), graph_cost_flops(&fc),
                 ir.bytes_read + ir.bytes_written, fc.bytes_read + fc.bytes_written,
                 ok ? "=" : "DIFFERS");
       }
@@ -248,16 +170,16 @@ static int run_lower(cli_ctx *c) {
       char ver[32];
       lower_llvm_version(ver, sizeof ver);
       cJSON_AddStringToObject(root, "llvm", ver);
-      cJSON_AddNumberToObject(root, "ops_not_lowered", not_lowered);
-      cJSON_AddNumberToObject(root, "collectives", n_coll);
-      cJSON_AddNumberToObject(root, "custom_calls", n_custom);
-      cJSON_AddNumberToObject(root, "fused_kernels_not_lowered", n_fused_skipped);
+      cJSON_AddNumberToObject(root, "ops_not_lowered", l.not_lowered);
+      cJSON_AddNumberToObject(root, "collectives", l.collectives);
+      cJSON_AddNumberToObject(root, "custom_calls", l.custom_calls);
+      cJSON_AddNumberToObject(root, "fused_kernels_not_lowered", l.kernels_not_lowered);
       cJSON *fj = cJSON_AddObjectToObject(root, "fusion");
       cJSON_AddBoolToObject(fj, "enabled", !cli_opt(c, "--no-fusion"));
       cJSON_AddNumberToObject(fj, "kernels", fz.kernels);
       cJSON_AddNumberToObject(fj, "ops", fz.ops);
-      cJSON_AddNumberToObject(fj, "hbm_bytes", fz.fused_bytes);
-      cJSON_AddNumberToObject(fj, "unfused_hbm_bytes", fz.unfused_bytes);
+      cJSON_AddNumberToObject(fj, "hbm_bytes", fz.hbm_bytes);
+      cJSON_AddNumberToObject(fj, "unfused_hbm_bytes", fz.unfused_hbm_bytes);
       cJSON_AddItemToObject(root, "lowered", arr);
       cJSON_AddItemToObject(root, "fused_kernels", farr);
       arr = farr = NULL;
@@ -267,42 +189,35 @@ static int run_lower(cli_ctx *c) {
       cJSON_Delete(root);
     } else if (rc == CLI_OK) {
       char fb[32], ub[32];
-      units_bytes(fb, sizeof fb, fz.fused_bytes);
-      units_bytes(ub, sizeof ub, fz.unfused_bytes);
+      units_bytes(fb, sizeof fb, fz.hbm_bytes);
+      units_bytes(ub, sizeof ub, fz.unfused_hbm_bytes);
       fprintf(c->out,
               "\nfusion: %d kernels from %d ops; HBM traffic per step %s (%s unfused, %.0f%% "
               "less)\n",
               fz.kernels, fz.ops, fb, ub,
-              fz.unfused_bytes > 0 ? 100 * (1 - fz.fused_bytes / fz.unfused_bytes) : 0.0);
+              fz.unfused_hbm_bytes > 0 ? 100 * (1 - fz.hbm_bytes / fz.unfused_hbm_bytes) : 0.0);
       fprintf(c->out, "%d distinct ops lowered; IR count equals the formula for %d of them.\n",
-              nd, agree);
+              l.n_ops, agree);
       if (fp)
         fprintf(c->out,
                 "%d distinct fused kernels lowered; IR count equals the fusion pass's kernel "
                 "cost for %d of them.\n",
-                nf, fagree);
-      fprintf(c->out, "%d collectives: timed by the network model, not lowered.\n", n_coll);
+                l.n_kernels, fagree);
+      fprintf(c->out, "%d collectives: timed by the network model, not lowered.\n", l.collectives);
       fprintf(c->out, "%d custom-calls: opaque kernels with declared costs, not lowered.\n",
-              n_custom);
-      if (not_lowered)
-        fprintf(c->out, "%d other ops not lowered (%s).\n", not_lowered, first_why);
-      if (n_fused_skipped)
+              l.custom_calls);
+      if (l.not_lowered)
+        fprintf(c->out, "%d other ops not lowered (%s).\n", l.not_lowered, l.first_why);
+      if (l.kernels_not_lowered)
         fprintf(c->out, "%d fused kernels hold an op that is not lowered: they keep the fusion "
-                        "pass's cost.\n", n_fused_skipped);
+                        "pass's cost.\n", l.kernels_not_lowered);
     }
     cJSON_Delete(arr);
     cJSON_Delete(farr);
-    if (rc == CLI_OK && (agree != nd || fagree != nf)) rc = CLI_BAD_INPUT;
+    if (rc == CLI_OK && (agree != l.n_ops || fagree != l.n_kernels)) rc = CLI_BAD_INPUT;
   }
-  for (int d = 0; d < nf; d++) free(fsigs[d]);
-  free(fsigs);
-  free(fuses);
-  free(fk);
+  opcost_listing_free(&l);
   fuse_free(fp);
-  for (int d = 0; d < nd; d++) free(sigs[d]);
-  free(sigs);
-  free(uses);
-  free(ids);
   lower_free(lm);
   model_free(m);
   return rc;

@@ -38,12 +38,10 @@ static const char USAGE[] =
     "\n"
     "Needs gnuplot on PATH (Debian: gnuplot-nox; `make deps`).\n";
 
-enum { PLOT_MAX_HW_FILES = 8 };
+enum { PLOT_MAX_HW_FILES = 8 }; /* into c->hw_files */
 
 typedef struct {
   const char *model, *output, *hw, *op;
-  const char *hw_files[PLOT_MAX_HW_FILES];
-  int n_hw_files;
   int64_t chips, max_chips, seq, gbs, batch_per_chip;
 } plot_args;
 
@@ -62,7 +60,7 @@ static int parse_count(cli_ctx *c, const char *name, const char *v, int64_t *dst
   return CLI_OK;
 }
 
-/* The options after the kind, in order. */
+/* The options after the kind, in order; --hw-file into c->hw_files. */
 static int parse_args(cli_ctx *c, plot_args *a, int argc, char **argv) {
   for (int i = 2; i < argc; i++) {
     const char *o = argv[i];
@@ -78,8 +76,8 @@ static int parse_args(cli_ctx *c, plot_args *a, int argc, char **argv) {
     else if (strcmp(o, "--hw") == 0) a->hw = v;
     else if (strcmp(o, "--op") == 0) a->op = v;
     else if (strcmp(o, "--hw-file") == 0) {
-      if (a->n_hw_files == PLOT_MAX_HW_FILES) return cli_usage_error(c, "%s", "too many --hw-file");
-      a->hw_files[a->n_hw_files++] = v;
+      if (c->n_hw_files == PLOT_MAX_HW_FILES) return cli_usage_error(c, "%s", "too many --hw-file");
+      c->hw_files[c->n_hw_files++] = v;
     } else if (strcmp(o, "--chips") == 0) rc = parse_count(c, o, v, &a->chips);
     else if (strcmp(o, "--max-chips") == 0) rc = parse_count(c, o, v, &a->max_chips);
     else if (strcmp(o, "--seq") == 0) rc = parse_count(c, o, v, &a->seq);
@@ -91,24 +89,12 @@ static int parse_args(cli_ctx *c, plot_args *a, int argc, char **argv) {
   return CLI_OK;
 }
 
-/* The built-in catalog and the --hw-file files; with `chip`, the one --hw
-** names (*hw). CLI_OK, or CLI_BAD_INPUT after the messages. */
+/* The built-in catalog and the --hw-file files (cli.c's loader, its
+** messages "tpusim plot: ..."); with `chip`, the one --hw names (*hw).
+** CLI_OK, or CLI_BAD_INPUT after the messages. */
 static int load_hw(cli_ctx *c, const plot_args *a, const char *kind, bool chip, hw_catalog **cat,
                    const hw_model **hw) {
-  diag *dg = diag_new();
-  *cat = hw_catalog_new();
-  int rc = CLI_OK;
-  if (!dg || !*cat) {
-    fprintf(c->err, "tpusim plot: out of memory\n");
-    rc = CLI_BAD_INPUT;
-  } else if (hw_catalog_load_builtin(*cat, dg) != 0) {
-    fprintf(c->err, "tpusim plot: a built-in hardware file is invalid (a build problem):\n");
-    rc = CLI_BAD_INPUT;
-  }
-  for (int i = 0; rc == CLI_OK && i < a->n_hw_files; i++)
-    if (!hw_catalog_load_file(*cat, a->hw_files[i], dg)) rc = CLI_BAD_INPUT;
-  if (dg) diag_print(dg, c->err);
-  diag_free(dg);
+  int rc = cli_load_catalog_as(c, "tpusim plot", cat, NULL);
   if (rc != CLI_OK || !chip) return rc;
   *hw = hw_catalog_find(*cat, a->hw);
   if (!*hw) {

@@ -332,3 +332,18 @@ graph_cost fuse_total_cost(const fuse_plan *p, const graph *g, int phase) {
   }
   return t;
 }
+
+fuse_summary fuse_summarize(const graph *g, const fuse_plan *fused) {
+  fuse_summary s = {0};
+  fuse_plan *off = fuse_graph(g, false);
+  const fuse_plan *on = fused ? fused : off;
+  if (on && off) {
+    for (int k = 0; k < on->n_groups; k++) s.kernels += on->size[k] > 0;
+    for (int k = 0; k < off->n_groups; k++) s.ops += off->size[k] > 0;
+    graph_cost a = fuse_total_cost(on, g, -1), b = fuse_total_cost(off, g, -1);
+    s.hbm_bytes = a.bytes_read + a.bytes_written;
+    s.unfused_hbm_bytes = b.bytes_read + b.bytes_written;
+  }
+  fuse_free(off);
+  return s;
+}

@@ -69,4 +69,15 @@ int fuse_members(const fuse_plan *p, const graph *g, int k, int *out, int cap);
 /* Sum over groups of cost x execution count, for one phase (-1: all). */
 graph_cost fuse_total_cost(const fuse_plan *p, const graph *g, int phase);
 
+/* What fusion does to a step: the kernels of `fused` (NULL: unfused, one
+** op a kernel, as --no-fusion) and the ops they come from (the groups of
+** fuse_graph(g, false)), and the HBM bytes per step (read + written, over
+** all phases) of each. All zero when memory runs out. */
+typedef struct {
+  int kernels, ops;
+  double hbm_bytes, unfused_hbm_bytes;
+} fuse_summary;
+
+fuse_summary fuse_summarize(const graph *g, const fuse_plan *fused);
+
 #endif

@@ -14,8 +14,19 @@
 typedef struct {
   uint64_t hash;
   char *sig; /* NULL: an empty slot */
-  graph_cost cost;
+  graph_cost cost; /* opcost's cache: the signature's IR count */
+  int idx;         /* opcost_list: the signature's entry */
 } entry;
+
+/* Signatures, open addressing, at most half full; owns its copies. */
+typedef struct {
+  entry *tab;
+  size_t cap, n;
+} sigtab;
+
+/* Kernel signatures are built in a buffer this big; one that does not fit
+** is not keyed (lowered each time it is met). */
+#define SIG_CAP 65536
 
 /* A lower_module keeps every function lowered into it; a fresh one after
 ** this many keeps a long planner run's memory flat. */
@@ -28,13 +39,14 @@ typedef struct {
 struct opcost {
   opcost_source src;
   pthread_mutex_t mu;
-  entry *tab;
-  size_t cap, n; /* open addressing, at most half full */
+  sigtab tab;
   lower_module *pool[POOL];
   int pool_fns[POOL]; /* functions in each */
   int n_pool;
   opcost_stats st;
 };
+
+static void sigtab_free(sigtab *t);
 
 opcost *opcost_new(opcost_source src) {
   opcost *c = calloc(1, sizeof *c);
@@ -49,8 +61,7 @@ opcost *opcost_new(opcost_source src) {
 
 void opcost_free(opcost *c) {
   if (!c) return;
-  for (size_t i = 0; i < c->cap; i++) free(c->tab[i].sig);
-  free(c->tab);
+  sigtab_free(&c->tab);
   for (int i = 0; i < c->n_pool; i++) lower_free(c->pool[i]);
   pthread_mutex_destroy(&c->mu);
   free(c);
@@ -188,30 +199,49 @@ static uint64_t fnv1a(const char *s) {
   return h;
 }
 
-static entry *find(opcost *c, uint64_t h, const char *sig) {
-  if (!c->cap) return NULL;
-  for (size_t i = h & (c->cap - 1);; i = (i + 1) & (c->cap - 1)) {
-    entry *e = &c->tab[i];
+static entry *find(sigtab *t, uint64_t h, const char *sig) {
+  if (!t->cap) return NULL;
+  for (size_t i = h & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
+    entry *e = &t->tab[i];
     if (!e->sig) return e;
     if (e->hash == h && strcmp(e->sig, sig) == 0) return e;
   }
 }
 
-static int grow(opcost *c) {
-  size_t cap = c->cap ? 2 * c->cap : 256;
-  entry *t = calloc(cap, sizeof *t);
-  if (!t) return -1;
-  for (size_t i = 0; i < c->cap; i++) {
-    entry *e = &c->tab[i];
+static int grow(sigtab *t) {
+  size_t cap = t->cap ? 2 * t->cap : 256;
+  entry *nt = calloc(cap, sizeof *nt);
+  if (!nt) return -1;
+  for (size_t i = 0; i < t->cap; i++) {
+    entry *e = &t->tab[i];
     if (!e->sig) continue;
     size_t j = e->hash & (cap - 1);
-    while (t[j].sig) j = (j + 1) & (cap - 1);
-    t[j] = *e;
+    while (nt[j].sig) j = (j + 1) & (cap - 1);
+    nt[j] = *e;
   }
-  free(c->tab);
-  c->tab = t;
-  c->cap = cap;
+  free(t->tab);
+  t->tab = nt;
+  t->cap = cap;
   return 0;
+}
+
+/* Adds sig (not in t; copied) and returns its slot, or NULL when memory
+** runs out (a full table grows). */
+static entry *insert(sigtab *t, uint64_t h, const char *sig) {
+  if (2 * (t->n + 1) > t->cap && grow(t) != 0) return NULL;
+  char *kept = strdup(sig);
+  if (!kept) return NULL;
+  entry *e = find(t, h, sig); /* after a grow: the new table's slot */
+  e->sig = kept;
+  e->hash = h;
+  t->n++;
+  return e;
+}
+
+static void sigtab_free(sigtab *t) {
+  for (size_t i = 0; i < t->cap; i++) free(t->tab[i].sig);
+  free(t->tab);
+  *t = (sigtab){0};
 }
 
 /* Whether the lowering takes every op of the kernel. */
@@ -222,14 +252,20 @@ static bool lowerable(const graph *g, const int *ops, int n) {
   return true;
 }
 
-/* Lowers the kernel into lm and counts its IR. */
-static int count_ir(lower_module *lm, const graph *g, const int *ops, int n, graph_cost *out,
-                    char *err, size_t errn) {
+/* Lowers the kernel into lm as one function; its index, or -1 with err. */
+static int lower_kernel(lower_module *lm, const graph *g, const int *ops, int n, char *err,
+                        size_t errn) {
   /* a lone op is lower_op's function (a reshape is an empty one: a
   ** bitcast) -- unless it reads one value twice (x * x), which a kernel
   ** loads once, as lower_fused does; two or more ops are one fused function */
-  int fn = n == 1 && !graph_op_reads_twice(g, ops[0]) ? lower_op(lm, g, ops[0], err, errn)
-                                                        : lower_fused(lm, g, ops, n, err, errn);
+  return n == 1 && !graph_op_reads_twice(g, ops[0]) ? lower_op(lm, g, ops[0], err, errn)
+                                                     : lower_fused(lm, g, ops, n, err, errn);
+}
+
+/* Lowers the kernel into lm and counts its IR. */
+static int count_ir(lower_module *lm, const graph *g, const int *ops, int n, graph_cost *out,
+                    char *err, size_t errn) {
+  int fn = lower_kernel(lm, g, ops, n, err, errn);
   if (fn < 0) return -1;
   return lower_op_cost(lm, fn, out, NULL, err, errn);
 }
@@ -249,15 +285,14 @@ int opcost_kernel(opcost *c, const graph *g, const fuse_plan *p, int k, graph_co
     pthread_mutex_unlock(&c->mu);
     return 0;
   }
-  size_t cap = 65536;
-  char *sig = malloc(cap);
+  char *sig = malloc(SIG_CAP);
   if (!sig) return snprintf(err, errn, "out of memory"), -1;
-  bool keyed = opcost_kernel_signature(g, ops_buf, n, sig, cap);
+  bool keyed = opcost_kernel_signature(g, ops_buf, n, sig, SIG_CAP);
   uint64_t h = keyed ? fnv1a(sig) : 0;
   /* 1. the cache; else a module from the pool (or a new one) */
   pthread_mutex_lock(&c->mu);
   c->st.asked++;
-  entry *e = keyed ? find(c, h, sig) : NULL;
+  entry *e = keyed ? find(&c->tab, h, sig) : NULL;
   if (e && e->sig) {
     *out = e->cost;
     c->st.hits++;
@@ -287,7 +322,7 @@ int opcost_kernel(opcost *c, const graph *g, const fuse_plan *p, int k, graph_co
     ** and let the count of differences show it */
     c->st.declared++;
     c->st.differ++;
-  } else if (keyed && (e = find(c, h, sig)) && e->sig) {
+  } else if (keyed && (e = find(&c->tab, h, sig)) && e->sig) {
     /* another thread lowered it meanwhile: counted as the hit it would
     ** have been, so the counts do not depend on the threads' timing */
     *out = e->cost;
@@ -296,17 +331,9 @@ int opcost_kernel(opcost *c, const graph *g, const fuse_plan *p, int k, graph_co
     c->st.lowered++;
     if (!graph_cost_close(&got, &formula)) c->st.differ++;
     *out = got;
-    /* a full table grows (else the kernel stays uncached, still counted) */
-    if (keyed && (2 * (c->n + 1) <= c->cap || grow(c) == 0)) {
-      char *kept = strdup(sig); /* the 64 KiB buffer goes; the table keeps what it holds */
-      if (kept) {
-        e = find(c, h, sig); /* after a grow: the new table's slot */
-        e->sig = kept;
-        e->hash = h;
-        e->cost = got;
-        c->n++;
-      }
-    }
+    /* the 64 KiB buffer goes; the table keeps a copy (out of memory: the
+    ** kernel stays uncached, still counted) */
+    if (keyed && (e = insert(&c->tab, h, sig))) e->cost = got;
   }
   /* a module keeps every function lowered into it: a fresh one after
   ** FNS_PER_MODULE keeps a long planner run's memory flat */
@@ -319,4 +346,123 @@ int opcost_kernel(opcost *c, const graph *g, const fuse_plan *p, int k, graph_co
   lower_free(lm);
   free(sig);
   return 0;
+}
+
+/* ---- the listing: every distinct op and kernel in one module ---- */
+
+void opcost_listing_free(opcost_listing *l) {
+  if (!l) return;
+  for (int d = 0; d < l->n_ops; d++) free(l->ops[d].signature);
+  for (int d = 0; d < l->n_kernels; d++) free(l->kernels[d].signature);
+  free(l->ops);
+  free(l->kernels);
+  *l = (opcost_listing){0};
+}
+
+/* The single ops: each distinct signature lower_op takes, lowered once. */
+static int list_ops(lower_module *lm, const graph *g, const char *only_op, opcost_listing *out,
+                    int *only_id, char *err, size_t errn) {
+  int n = graph_count(g);
+  sigtab seen = {0};
+  char why[160], sig[1024], e2[512];
+  int rc = 0;
+  for (int i = 0; i < n && rc == 0; i++) {
+    const graph_op *op = graph_get(g, i);
+    if (only_op ? !op->name || strcmp(op->name, only_op) != 0
+                : !lower_supported(g, i, why, sizeof why)) {
+      if (only_op || op->kind == GOP_PARAMETER || op->kind == GOP_CONSTANT) continue;
+      /* collectives are the network model's; custom-calls carry declared costs */
+      if (graph_op_is_collective(op->kind)) out->collectives++;
+      else if (op->kind == GOP_CUSTOM) out->custom_calls++;
+      else if (out->not_lowered++ == 0) snprintf(out->first_why, sizeof out->first_why, "%s", why);
+      continue;
+    }
+    if (only_op) *only_id = i;
+    opcost_op_signature(g, i, sig, sizeof sig);
+    uint64_t h = fnv1a(sig);
+    entry *e = find(&seen, h, sig);
+    if (!e || !e->sig) {
+      int fn = lower_op(lm, g, i, e2, sizeof e2);
+      char *kept = fn >= 0 ? strdup(sig) : NULL;
+      if (fn < 0 || !kept || !(e = insert(&seen, h, sig))) {
+        snprintf(err, errn, "op '%s': %s", op->name, fn < 0 ? e2 : "out of memory");
+        free(kept);
+        rc = -1;
+        break;
+      }
+      e->idx = out->n_ops++;
+      out->ops[e->idx] = (opcost_entry){.fn = fn, .op = i, .group = -1, .n_ops = 1,
+                                        .signature = kept};
+    }
+    out->ops[e->idx].uses += op->count;
+  }
+  sigtab_free(&seen);
+  return rc;
+}
+
+/* The fusion pass's kernels of two or more ops, each distinct one lowered
+** once as one function (after the single ops' functions). */
+static int list_kernels(lower_module *lm, const graph *g, const fuse_plan *fp, bool only,
+                        int only_id, opcost_listing *out, char *err, size_t errn) {
+  int n = graph_count(g);
+  int *mem = malloc(sizeof(int) * (size_t)(n ? n : 1));
+  char *sig = malloc(SIG_CAP), e2[512];
+  sigtab seen = {0};
+  int rc = 0;
+  if (!mem || !sig) {
+    snprintf(err, errn, "out of memory");
+    rc = -1;
+  }
+  for (int k = 0; rc == 0 && k < fp->n_groups; k++) {
+    /* the kernel as simulate times it: its ops and the producers it recomputes */
+    int nm = fuse_members(fp, g, k, mem, n ? n : 1);
+    if (nm < 2) continue;
+    bool has_only = false;
+    for (int i = 0; i < nm; i++) has_only |= mem[i] == only_id;
+    if (only && !has_only) continue;
+    if (!lowerable(g, mem, nm)) { /* it keeps the pass's cost in simulate */
+      out->kernels_not_lowered++;
+      continue;
+    }
+    const char *root = graph_get(g, fp->root[k])->name;
+    bool keyed = opcost_kernel_signature(g, mem, nm, sig, SIG_CAP);
+    uint64_t h = keyed ? fnv1a(sig) : 0;
+    entry *e = keyed ? find(&seen, h, sig) : NULL;
+    int d;
+    if (e && e->sig) {
+      d = e->idx;
+    } else {
+      int fn = lower_kernel(lm, g, mem, nm, e2, sizeof e2);
+      char *kept = fn >= 0 && keyed ? strdup(sig) : NULL;
+      if (fn < 0 || (keyed && (!kept || !(e = insert(&seen, h, sig))))) {
+        snprintf(err, errn, "fused kernel '%s': %s", root, fn < 0 ? e2 : "out of memory");
+        free(kept);
+        rc = -1;
+        break;
+      }
+      d = out->n_kernels++;
+      if (e) e->idx = d;
+      out->kernels[d] = (opcost_entry){.fn = fn, .op = -1, .group = k, .n_ops = fp->size[k],
+                                       .signature = kept};
+    }
+    out->kernels[d].uses += graph_get(g, fp->root[k])->count;
+  }
+  sigtab_free(&seen);
+  free(sig);
+  free(mem);
+  return rc;
+}
+
+int opcost_list(lower_module *lm, const graph *g, const fuse_plan *fp, const char *only_op,
+                opcost_listing *out, char *err, size_t errn) {
+  *out = (opcost_listing){0};
+  int n = graph_count(g), ng = fp ? fp->n_groups : 0;
+  out->ops = calloc((size_t)(n ? n : 1), sizeof *out->ops);
+  out->kernels = calloc((size_t)(ng ? ng : 1), sizeof *out->kernels);
+  int only_id = -1;
+  int rc = out->ops && out->kernels ? 0 : (snprintf(err, errn, "out of memory"), -1);
+  if (rc == 0) rc = list_ops(lm, g, only_op, out, &only_id, err, errn);
+  if (rc == 0 && fp) rc = list_kernels(lm, g, fp, only_op != NULL, only_id, out, err, errn);
+  if (rc != 0) opcost_listing_free(out);
+  return rc;
 }

@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "fuse.h"
+#include "lower.h"
 #include "../workloads/graph.h"
 
 typedef enum { OPCOST_IR, OPCOST_FORMULA } opcost_source;
@@ -67,5 +68,46 @@ void opcost_op_signature(const graph *g, int id, char *buf, size_t n);
 ** as an op of the kernel (@i) or an outside value ($j, in order of first
 ** use). false when it does not fit in buf. */
 bool opcost_kernel_signature(const graph *g, const int *ops, int n, char *buf, size_t cap);
+
+/* ---- the listing: every distinct op and kernel of a step, in one module ----
+**
+** What `tpusim lower` shows: each distinct op signature lowered once, as
+** lower_op's function, and each distinct kernel of the fusion pass (two or
+** more ops, every one lowerable) once, as one fused function keyed by
+** opcost_kernel_signature -- all into one module the caller names, prints
+** and optimizes, with the uses per signature. The costs are then read off
+** with lower_op_cost(lm, entry.fn) and checked against graph_op_cost
+** (ops) or fuse_group_cost(fp, g, entry.group) (kernels). */
+
+typedef struct {
+  int fn;          /* the function's index in lm (lower_fn_name, lower_op_cost) */
+  int op;          /* an op: the first op of its signature; -1 for a kernel */
+  int group;       /* a kernel: the first group (of fp) of its signature; -1 for an op */
+  int n_ops;       /* a kernel: fp->size[group]; 1 for an op */
+  int64_t uses;    /* executions per step, summed over the signature */
+  char *signature; /* owned; NULL for a kernel whose signature did not fit (lowered each time) */
+} opcost_entry;
+
+typedef struct {
+  opcost_entry *ops, *kernels; /* in order of first use; the ops' functions come first */
+  int n_ops, n_kernels;
+  /* ops not lowered (none counted with only_op): collectives (the network
+  ** model's), custom-calls (declared costs), and others, the first one's
+  ** reason in first_why; parameters and constants are not counted */
+  int not_lowered, collectives, custom_calls;
+  int kernels_not_lowered; /* kernels holding an op not lowered: they keep the pass's cost */
+  char first_why[160];
+} opcost_listing;
+
+/* Lowers into lm every distinct op signature of g that lower_supported
+** takes, then (fp not NULL; NULL is --no-fusion) every distinct kernel of
+** fp of two or more ops that are all lowerable. only_op (NULL: all): the
+** ops of that name only (lowered whether or not lower_supported takes
+** them: the caller checks), and the kernels holding the last of them.
+** 0, or -1 with err ("op 'X': ...", "fused kernel 'Y': ...") and *out
+** empty; opcost_listing_free frees *out either way. */
+int opcost_list(lower_module *lm, const graph *g, const fuse_plan *fp, const char *only_op,
+                opcost_listing *out, char *err, size_t errn);
+void opcost_listing_free(opcost_listing *l);
 
 #endif

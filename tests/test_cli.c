@@ -144,6 +144,48 @@ Test(cli, missing_hw_file_is_bad_input) {
   th_run_free(&r);
 }
 
+/* plot reads its --hw-file files through cli.c's loader, as the table's
+** commands do: a file's entry is found by --hw, a bad file is reported at
+** its place, the ninth file is refused, and plot's own messages keep their
+** "tpusim plot" prefix. */
+Test(cli, plot_loads_hw_files_through_the_shared_loader) {
+  char *text = th_replace(th_builtin_text("a100-80g"), "\"a100-80g\"", "\"my-a100\"");
+  char mine[256], neg[256]; /* th_write_temp's path is one static buffer */
+  snprintf(mine, sizeof mine, "%s", th_write_temp("my-a100.json", text));
+  free(text);
+  th_run r = th_cli("plot", "collective", "--hw", "my-a100", "--chips", "4", "--op", "all-gather",
+                    "-o", "tests/out/plot-hwfile.svg", NULL);
+  cr_assert_eq(r.rc, 1);
+  cr_assert(strstr(r.err, "tpusim plot collective: unknown hardware 'my-a100'"), "%s", r.err);
+  th_run_free(&r);
+  r = th_cli("plot", "collective", "--hw", "my-a100", "--hw-file", mine, "--chips", "4", "--op",
+             "all-gather", "-o", "tests/out/plot-hwfile.svg", NULL);
+  cr_assert_eq(r.rc, 0, "%s", r.err);
+  cr_assert(strstr(r.out, "wrote tests/out/plot-hwfile.svg"), "%s", r.out);
+  th_run_free(&r);
+  snprintf(neg, sizeof neg, "%s",
+           th_write_temp("plot-neg.json",
+                         "{\n  \"schema\": \"tpusim-hw/1\",\n  \"chip\": {\"hbm_bytes\": -5}\n}\n"));
+  r = th_cli("plot", "collective", "--hw", "a100-80g", "--hw-file", neg, "--chips", "4", "--op",
+             "all-gather", "-o", "tests/out/plot-hwfile.svg", NULL);
+  cr_assert_eq(r.rc, 1);
+  cr_assert(strstr(r.err, "plot-neg.json:3:25: chip.hbm_bytes: expected a positive integer"), "%s",
+            r.err);
+  cr_assert_null(strstr(r.err, "tpusim:"), "%s", r.err);
+  th_run_free(&r);
+  const char *a[32] = {"plot", "collective", "--hw", "a100-80g"};
+  int n = 4;
+  for (int i = 0; i < 9; i++) {
+    a[n++] = "--hw-file";
+    a[n++] = mine;
+  }
+  r = th_cli(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13],
+             a[14], a[15], a[16], a[17], a[18], a[19], a[20], a[21], NULL);
+  cr_assert_eq(r.rc, 2);
+  cr_assert_str_eq(r.err, "tpusim plot: too many --hw-file\nTry 'tpusim plot --help'.\n");
+  th_run_free(&r);
+}
+
 Test(cli, usage_errors_exit_2) {
   const char *cases[][4] = {{"hw", NULL}, {"hw", "frobnicate", NULL}, {"hw", "show", NULL},
                             {"hw", "list", "--bogus", NULL}, {"hw", "list", "--hw-file", NULL},

@@ -389,3 +389,47 @@ Test(fuse, duplicated_producers_lower_into_the_kernel_with_the_pass_count) {
   fuse_free(p);
   graph_free(g);
 }
+
+/* What fusion saves, summed: kernels and ops as fuse_graph gives them, and
+** the unfused HBM bytes never below the fused ones. */
+Test(fuse, summary_counts_kernels_and_ops_and_the_bytes_saved) {
+  graph *g = graph_new("t");
+  int x = graph_parameter(g, "x", SHAPE(GDT_F32, 1024), 0);
+  int y = graph_parameter(g, "y", SHAPE(GDT_F32, 1024), 0);
+  int a = graph_binary(g, GOP_MUL, x, x);
+  int b = graph_binary(g, GOP_ADD, a, y);
+  int c = graph_unary(g, GOP_GELU, b);
+  int d = graph_unary(g, GOP_EXP, c);
+  (void)d;
+  fuse_plan *on = fuse_graph(g, true), *dup = fuse_graph_dup(g), *off = fuse_graph(g, false);
+  int k_on = 0, k_dup = 0, k_off = 0;
+  for (int k = 0; k < on->n_groups; k++) k_on += on->size[k] > 0;
+  for (int k = 0; k < dup->n_groups; k++) k_dup += dup->size[k] > 0;
+  for (int k = 0; k < off->n_groups; k++) k_off += off->size[k] > 0;
+  cr_assert_eq(k_off, 4, "one kernel per op but the parameters");
+  graph_cost fon = fuse_total_cost(on, g, -1), foff = fuse_total_cost(off, g, -1);
+
+  fuse_summary s = fuse_summarize(g, on);
+  cr_assert_eq(s.kernels, k_on);
+  cr_assert_eq(s.ops, k_off);
+  cr_assert_float_eq(s.hbm_bytes, fon.bytes_read + fon.bytes_written, 1e-9);
+  cr_assert_float_eq(s.unfused_hbm_bytes, foff.bytes_read + foff.bytes_written, 1e-9);
+  cr_assert_float_eq(s.hbm_bytes, 3 * 4096, 1e-9); /* x and y in, exp's result out */
+  cr_assert_float_eq(s.unfused_hbm_bytes, (1 + 2 + 1 + 1) * 4096 + 4 * 4096, 1e-9);
+  cr_assert_geq(s.unfused_hbm_bytes, s.hbm_bytes);
+
+  s = fuse_summarize(g, dup);
+  cr_assert_eq(s.kernels, k_dup);
+  cr_assert_eq(s.ops, k_off);
+  cr_assert_geq(s.unfused_hbm_bytes, s.hbm_bytes);
+
+  /* unfused: every op its own kernel, nothing saved */
+  s = fuse_summarize(g, NULL);
+  cr_assert_eq(s.kernels, k_off);
+  cr_assert_eq(s.ops, k_off);
+  cr_assert_float_eq(s.hbm_bytes, s.unfused_hbm_bytes, 1e-9);
+  fuse_free(on);
+  fuse_free(dup);
+  fuse_free(off);
+  graph_free(g);
+}

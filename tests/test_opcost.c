@@ -9,6 +9,7 @@
 
 #include "../base/diag.h"
 #include "../sim/fuse.h"
+#include "../sim/lower.h"
 #include "../sim/opcost.h"
 #include "../workloads/model.h"
 
@@ -179,6 +180,177 @@ Test(opcost, threads_share_one_cache, .timeout = 60) {
   free(want);
   opcost_free(alone);
   opcost_free(shared);
+  fuse_free(p);
+  model_free(m);
+}
+
+/* The distinct strings of a list, counted here with a plain search. */
+static int add_distinct(char ***seen, int *n, const char *s) {
+  for (int i = 0; i < *n; i++)
+    if (strcmp((*seen)[i], s) == 0) return i;
+  (*seen)[*n] = strdup(s);
+  return (*n)++;
+}
+
+static void free_distinct(char **seen, int n) {
+  for (int i = 0; i < n; i++) free(seen[i]);
+  free(seen);
+}
+
+/* Whether the lowering takes every op of the list. */
+static bool all_lowerable(const graph *g, const int *ops, int n) {
+  char why[160];
+  for (int i = 0; i < n; i++)
+    if (!lower_supported(g, ops[i], why, sizeof why)) return false;
+  return true;
+}
+
+/* The listing `tpusim lower` prints: one entry per distinct op signature
+** and per distinct kernel of two or more lowerable ops, with the uses of
+** the step's ops and kernels summed into them -- counted here from the
+** graph and the plan directly. */
+Test(opcost, listing_lowers_each_distinct_op_and_kernel_once, .timeout = 60) {
+  model *m = one_layer();
+  const graph *g = m->g;
+  int n = graph_count(g);
+  fuse_plan *p = fuse_graph_dup(g);
+  /* the ops: distinct signatures among those lower_supported takes, and
+  ** their executions; the rest (not parameters or constants) not lowered */
+  char **seen = calloc((size_t)n, sizeof *seen), sig[1024], why[160];
+  int n_sigs = 0, skipped = 0;
+  int64_t op_uses = 0;
+  for (int i = 0; i < n; i++) {
+    const graph_op *op = graph_get(g, i);
+    if (!lower_supported(g, i, why, sizeof why)) {
+      skipped += op->kind != GOP_PARAMETER && op->kind != GOP_CONSTANT;
+      continue;
+    }
+    opcost_op_signature(g, i, sig, sizeof sig);
+    add_distinct(&seen, &n_sigs, sig);
+    op_uses += op->count;
+  }
+  free_distinct(seen, n_sigs);
+  /* the kernels: groups of two or more lowerable members */
+  char **kseen = calloc((size_t)p->n_groups, sizeof *kseen), *ksig = malloc(65536);
+  int n_ksigs = 0, *mem = malloc(sizeof(int) * (size_t)n);
+  int64_t kernel_uses = 0;
+  for (int k = 0; k < p->n_groups; k++) {
+    int nm = fuse_members(p, g, k, mem, n);
+    if (nm < 2 || !all_lowerable(g, mem, nm)) continue;
+    cr_assert(opcost_kernel_signature(g, mem, nm, ksig, 65536));
+    add_distinct(&kseen, &n_ksigs, ksig);
+    kernel_uses += graph_get(g, p->root[k])->count;
+  }
+  free_distinct(kseen, n_ksigs);
+
+  lower_module *lm = lower_new("t");
+  opcost_listing l;
+  char err[512];
+  cr_assert_eq(opcost_list(lm, g, p, NULL, &l, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(l.n_ops, n_sigs);
+  cr_assert_eq(l.n_kernels, n_ksigs);
+  cr_assert_gt(l.n_kernels, 10, "a transformer layer fuses: %d kernels", l.n_kernels);
+  cr_assert_eq(l.not_lowered + l.collectives + l.custom_calls, skipped);
+  cr_assert_eq(l.kernels_not_lowered, 0);
+  int64_t u = 0;
+  for (int d = 0; d < l.n_ops; d++) {
+    const opcost_entry *e = &l.ops[d];
+    cr_assert_eq(e->fn, d, "the ops' functions come first, in order");
+    cr_assert_eq(e->group, -1);
+    cr_assert_eq(e->n_ops, 1);
+    opcost_op_signature(g, e->op, sig, sizeof sig);
+    cr_assert_str_eq(e->signature, sig);
+    graph_cost ir, want = graph_op_cost(g, e->op);
+    cr_assert_eq(lower_op_cost(lm, e->fn, &ir, NULL, err, sizeof err), 0, "%s", err);
+    cr_assert(graph_cost_close(&ir, &want), "op %s", graph_get(g, e->op)->name);
+    u += e->uses;
+  }
+  cr_assert_eq(u, op_uses, "uses %lld, the graph's lowered op executions %lld", (long long)u,
+               (long long)op_uses);
+  u = 0;
+  for (int d = 0; d < l.n_kernels; d++) {
+    const opcost_entry *e = &l.kernels[d];
+    cr_assert_eq(e->fn, l.n_ops + d);
+    cr_assert_eq(e->op, -1);
+    cr_assert_eq(e->n_ops, p->size[e->group]);
+    cr_assert_not_null(e->signature);
+    cr_assert_not_null(lower_fn_name(lm, e->fn));
+    graph_cost ir, want = fuse_group_cost(p, g, e->group);
+    cr_assert_eq(lower_op_cost(lm, e->fn, &ir, NULL, err, sizeof err), 0, "%s", err);
+    cr_assert(graph_cost_close(&ir, &want), "kernel %s", lower_fn_name(lm, e->fn));
+    u += e->uses;
+  }
+  cr_assert_eq(u, kernel_uses);
+  cr_assert_eq(lower_verify(lm, err, sizeof err), 0, "%s", err);
+  opcost_listing_free(&l);
+  lower_free(lm);
+
+  /* --no-fusion: the same ops, no kernels */
+  lm = lower_new("t");
+  cr_assert_eq(opcost_list(lm, g, NULL, NULL, &l, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(l.n_ops, n_sigs);
+  cr_assert_eq(l.n_kernels, 0);
+  opcost_listing_free(&l);
+  lower_free(lm);
+
+  /* only_op: a member of a fused kernel -- the ops of that name (a
+  ** builder may give several the same one: "l0/convert"), and the kernels
+  ** holding the last of them */
+  int id = -1;
+  for (int k = 0; k < p->n_groups && id < 0; k++) {
+    int nm = fuse_members(p, g, k, mem, n);
+    if (nm >= 2 && all_lowerable(g, mem, nm)) id = mem[0];
+  }
+  cr_assert_geq(id, 0);
+  const graph_op *op = graph_get(g, id);
+  seen = calloc((size_t)n, sizeof *seen);
+  int named_sigs = 0;
+  int64_t named_uses = 0;
+  for (int i = 0; i < n; i++)
+    if (strcmp(graph_get(g, i)->name, op->name) == 0) {
+      opcost_op_signature(g, i, sig, sizeof sig);
+      add_distinct(&seen, &named_sigs, sig);
+      named_uses += graph_get(g, i)->count;
+      id = i;
+    }
+  free_distinct(seen, named_sigs);
+  int holding = 0;
+  int64_t holding_uses = 0;
+  for (int k = 0; k < p->n_groups; k++) {
+    int nm = fuse_members(p, g, k, mem, n);
+    bool has = false;
+    for (int i = 0; i < nm; i++) has |= mem[i] == id;
+    if (!has || nm < 2 || !all_lowerable(g, mem, nm)) continue;
+    holding++;
+    holding_uses += graph_get(g, p->root[k])->count;
+  }
+  cr_assert_gt(holding, 0);
+  lm = lower_new("t");
+  cr_assert_eq(opcost_list(lm, g, p, op->name, &l, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(l.n_ops, named_sigs, "%s: %d", op->name, l.n_ops);
+  u = 0;
+  for (int d = 0; d < l.n_ops; d++) {
+    cr_assert_str_eq(graph_get(g, l.ops[d].op)->name, op->name);
+    u += l.ops[d].uses;
+  }
+  cr_assert_eq(u, named_uses);
+  cr_assert_eq(l.not_lowered + l.collectives + l.custom_calls, 0);
+  cr_assert_geq(l.n_kernels, 1);
+  cr_assert_leq(l.n_kernels, holding);
+  u = 0;
+  for (int d = 0; d < l.n_kernels; d++) {
+    int nm = fuse_members(p, g, l.kernels[d].group, mem, n);
+    bool has = false;
+    for (int i = 0; i < nm; i++) has |= mem[i] == id;
+    cr_assert(has, "kernel %d does not hold %s", d, op->name);
+    u += l.kernels[d].uses;
+  }
+  cr_assert_eq(u, holding_uses);
+  opcost_listing_free(&l);
+  lower_free(lm);
+
+  free(ksig);
+  free(mem);
   fuse_free(p);
   model_free(m);
 }
