@@ -134,7 +134,8 @@ static void price_cand(const model *m, const hw_model *hw, const planner_req *re
 
 double planner_analytic_step(const model *m, const hw_model *hw, const plan *p, char *err,
                              size_t errn) {
-  step_result c, f;
+  step_result c;
+  step_times f;
   if (step_costs(m, hw, p, &c, err, errn) != 0) return -1;
   if (step_fast(m, hw, p, &c, NULL, &f, err, errn) != 0) return -1;
   return f.step_time_s;
@@ -396,7 +397,7 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   double hw_best_key = INFINITY;
   /* per-chip costs depend on (tp, mbs, ep) only */
   cost_entry cache[5][3][4] = {{{{0}}}};
-  coll_memo *memo = coll_memo_new(hw);
+  step_memo *memo = step_memo_new(hw);
   if (!memo) {
     add_reject(out, hw->name, PLANNER_CAUSE_SLICE, "out of memory");
     return;
@@ -428,9 +429,12 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
                         .sp = tp > 1, .op_costs = req->op_costs, .cost_cache = req->cost_cache};
               plan_fault fault;
               char perr[200];
-              if (plan_check_fault(m, hw, &p, &fault, perr, sizeof perr) != 0) {
+              /* the message only for the first plan a rule turns down: the
+              ** search asks thousands */
+              size_t n = rj.first[PLANNER_CAUSE_DIVISIBILITY][0] ? 0 : sizeof perr;
+              if (plan_check_fault(m, hw, &p, &fault, perr, n) != 0) {
                 reject(&rj, fault == PLAN_FAULT_DTYPE ? PLANNER_CAUSE_DTYPE : PLANNER_CAUSE_DIVISIBILITY,
-                       perr);
+                       n ? perr : NULL);
                 continue;
               }
               for (int rec = 0; rec < 3; rec++)
@@ -470,7 +474,7 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
                     reject(&rj, PLANNER_CAUSE_SLICE, cerr[0] ? cerr : NULL);
                     continue;
                   }
-                  step_result fr;
+                  step_times fr;
                   if (step_fast(m, hw, &p, &ce->c, memo, &fr, cerr, sizeof cerr) != 0) {
                     reject(&rj, PLANNER_CAUSE_SLICE, cerr);
                     continue;
@@ -506,7 +510,7 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
           }
         }
   }
-  coll_memo_free(memo);
+  step_memo_free(memo);
   for (int c = 0; c < PLANNER_CAUSE_COUNT; c++) out->rejected_by[c] += rj.by[c];
   if (isfinite(hw_best_key)) push_cand(&out->per_hw, &out->n_per_hw, &hw_best);
   else reject_hw(out, hw, req, &rj, fitted);

@@ -417,8 +417,24 @@ static double ring_step(const net *n, ring_kind r, double b, int sharers, double
                         double *lat_out) {
   double worst = 0;
   int64_t path[MAX_HOPS], back[MAX_HOPS];
-  int64_t chips = net_chips(n);
-  for (int64_t c = 0; c < chips; c++) {
+  /* The chips that stand for all: the links are uniform along a torus
+  ** axis, inside a node and across nodes, so one line of the axis (in the
+  ** first slice), the first node's chips, or one chip a node meets every
+  ** kind of hop the ring has -- O(ring) where every chip was O(chips). */
+  int64_t shape[3], co[3] = {0, 0, 0};
+  bool wrap[3];
+  net_shape(n, shape, wrap);
+  int64_t per = net_chips_per_node(n), reps = ring_size(n, r);
+  bool torus_axis = r >= R_DIM0 && r <= R_DIM2 && net_is_torus(n);
+  if (r == R_ALL || (r >= R_DIM0 && r <= R_DIM2 && !torus_axis)) reps = net_chips(n);
+  for (int64_t i = 0; i < reps; i++) {
+    int64_t c = i;
+    if (torus_axis) {
+      co[r - R_DIM0] = i;
+      c = net_chip_at(n, 0, co);
+    } else if (r == R_INTER) {
+      c = i * per;
+    }
     int k = net_path(n, c, ring_next(n, r, 1, c), path, MAX_HOPS);
     if (k <= 0) continue;
     double bw = INFINITY, lat = 0;
@@ -620,6 +636,9 @@ int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_
   }
 
   double S = r->bytes, nn_ = (double)chips;
+  /* the closed form alone: no transfers posted (a 16,384-chip ring would
+  ** post millions) */
+  bool quick = r->formula_only;
   char *f = out->formula;
   size_t flen = sizeof out->formula;
   const hw_model *hw = net_hw(n);
@@ -630,7 +649,8 @@ int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_
   case COLL_HIERARCHICAL:
     if (r->op == COLL_BROADCAST) {
       s.chunk_bytes = S / CHUNKS;
-      for (int c = 0; c < CHUNKS; c++) post(&s, xfer(&s, 0, 1, s.chunk_bytes, 0), EV_CHAIN, 0, c, 1);
+      for (int c = 0; c < CHUNKS && !quick; c++)
+        post(&s, xfer(&s, 0, 1, s.chunk_bytes, 0), EV_CHAIN, 0, c, 1);
       double bw = 0, lat = 0, step = ring_step(n, R_ALL, s.chunk_bytes, 1, &bw, &lat);
       out->formula_s = (CHUNKS + nn_ - 2) * step;
       explain(f, flen, "pipelined chain: (C + n - 2) x (S/C / B + a) = (%d + %lld - 2) x "
@@ -651,12 +671,12 @@ int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_
     if (a == COLL_TORUS)
       explain(f, flen, "(scaling-book: each axis carries 1/(2 x axes) of the data each way; an "
                        "axis without wraparound has half the bandwidth per direction)\n");
-    start_rings(&s);
+    if (!quick) start_rings(&s);
     break;
   case COLL_TREE: {
     s.chunk_bytes = S / 2 / CHUNKS;
     memset(s.count, 0, cnt * sizeof *s.count);
-    start_tree(&s);
+    if (!quick) start_tree(&s);
     double bw = 0, lat = 0, step = ring_step(n, R_ALL, s.chunk_bytes, 1, &bw, &lat);
     int depth = (int)ceil(log2(nn_ + 1)) - 1;
     out->formula_s = 2 * depth * lat + S / bw;
@@ -670,7 +690,7 @@ int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_
   }
   case COLL_NVLS: {
     s.chunk_bytes = S / CHUNKS;
-    start_nvls(&s);
+    if (!quick) start_nvls(&s);
     double B = net_link_bw(n, NET_SLOT_UP), lat = hw->scale_up.latency_s;
     out->formula_s = S * (1 + 1 / nn_) / B * (1 + 2.0 / CHUNKS) + 2 * lat;
     explain(f, flen, "NVLink SHARP: each GPU sends S + S/n up and receives S/n + S down; the "
@@ -682,7 +702,7 @@ int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_
   }
   case COLL_REDUCTION_SERVER: {
     s.chunk_bytes = S / (double)reducers / CHUNKS;
-    start_rs_server(&s);
+    if (!quick) start_rs_server(&s);
     double B = hw->scale_out.bw_per_chip_bytes_per_s, lat = hw->scale_out.latency_s;
     out->formula_s = coll_reduction_server_s(hw, chips, S, reducers, rbw);
     explain(f, flen, "Reduction Server: each worker sends S and receives S; k reducers each "
@@ -711,7 +731,7 @@ int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_
       /* each chip sends its pieces one after another, each when its first
       ** link frees, so links are claimed in time order */
       s.chunk_bytes = S / nn_;
-      for (int64_t c = 0; c < chips; c++) post(&s, 0, EV_A2A_SEND, 1, 0, c);
+      for (int64_t c = 0; c < chips && !quick; c++) post(&s, 0, EV_A2A_SEND, 1, 0, c);
       /* the bound: the busiest link's bytes over its bandwidth, every pair
       ** routed as the simulation routes it */
       double worst = 0;

@@ -115,31 +115,31 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
   }
   if (p->mbs == 0) p->mbs = 1;
   if (p->tp < 1 || p->pp < 1 || p->ep < 1 || p->chips < 1 || p->mbs < 1) {
-    snprintf(err, errn, "--chips, --tp, --pp, --ep and --mbs must be at least 1");
+    if (errn) snprintf(err, errn, "--chips, --tp, --pp, --ep and --mbs must be at least 1");
     *fault = PLAN_FAULT_RANGE;
     return -1;
   }
   if (d->heads % p->tp != 0) {
-    snprintf(err, errn, "tp %lld does not divide the %lld attention heads", (long long)p->tp,
+    if (errn) snprintf(err, errn, "tp %lld does not divide the %lld attention heads", (long long)p->tp,
              (long long)d->heads);
     *fault = PLAN_FAULT_DIVIDES;
     return -1;
   }
   if (d->kv_heads % p->tp != 0 && p->tp % d->kv_heads != 0) {
-    snprintf(err, errn, "tp %lld and the %lld KV heads: one must divide the other",
+    if (errn) snprintf(err, errn, "tp %lld and the %lld KV heads: one must divide the other",
              (long long)p->tp, (long long)d->kv_heads);
     *fault = PLAN_FAULT_DIVIDES;
     return -1;
   }
   if (d->ffn_hidden % p->tp != 0) {
-    snprintf(err, errn, "tp %lld does not divide ffn_hidden %lld", (long long)p->tp,
+    if (errn) snprintf(err, errn, "tp %lld does not divide ffn_hidden %lld", (long long)p->tp,
              (long long)d->ffn_hidden);
     *fault = PLAN_FAULT_DIVIDES;
     return -1;
   }
   if (p->dp == 0) p->dp = p->chips / (p->tp * p->pp * p->ep);
   if (p->dp * p->tp * p->pp * p->ep != p->chips) {
-    snprintf(err, errn, "dp %lld x tp %lld x pp %lld x ep %lld = %lld, but --chips is %lld",
+    if (errn) snprintf(err, errn, "dp %lld x tp %lld x pp %lld x ep %lld = %lld, but --chips is %lld",
              (long long)p->dp, (long long)p->tp, (long long)p->pp, (long long)p->ep,
              (long long)(p->dp * p->tp * p->pp * p->ep), (long long)p->chips);
     *fault = PLAN_FAULT_DIVIDES;
@@ -147,19 +147,19 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
   }
   if (p->vp < 1) p->vp = 1;
   if (p->pp > d->layers) {
-    snprintf(err, errn, "pp %lld is more than the %lld layers", (long long)p->pp,
+    if (errn) snprintf(err, errn, "pp %lld is more than the %lld layers", (long long)p->pp,
              (long long)d->layers);
     *fault = PLAN_FAULT_DIVIDES;
     return -1;
   }
   if (d->layers % (p->pp * p->vp) != 0) {
-    snprintf(err, errn, "%lld layers do not split into pp %lld x %lld virtual stages",
+    if (errn) snprintf(err, errn, "%lld layers do not split into pp %lld x %lld virtual stages",
              (long long)d->layers, (long long)p->pp, (long long)p->vp);
     *fault = PLAN_FAULT_DIVIDES;
     return -1;
   }
   if (p->ep > 1 && (d->experts == 0 || d->experts % p->ep != 0)) {
-    snprintf(err, errn, "ep %lld needs a MoE model whose experts (%lld) it divides",
+    if (errn) snprintf(err, errn, "ep %lld needs a MoE model whose experts (%lld) it divides",
              (long long)p->ep, (long long)d->experts);
     *fault = PLAN_FAULT_DIVIDES;
     return -1;
@@ -167,31 +167,31 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
   if (p->gbs == 0) p->gbs = m->train.global_batch;
   if (p->seq == 0) p->seq = m->train.seq_len;
   if (p->gbs % (p->dp * p->ep * p->mbs) != 0) {
-    snprintf(err, errn, "mbs %lld x dp %lld%s does not divide the global batch %lld",
+    if (errn) snprintf(err, errn, "mbs %lld x dp %lld%s does not divide the global batch %lld",
              (long long)p->mbs, (long long)(p->dp * p->ep), p->ep > 1 ? " (x ep)" : "",
              (long long)p->gbs);
     *fault = PLAN_FAULT_DIVIDES;
     return -1;
   }
   if (p->schedule == PLAN_INTERLEAVED && plan_microbatches(p) % p->pp != 0) {
-    snprintf(err, errn, "interleaved 1F1B needs the %lld micro-batches to be a multiple of pp %lld",
+    if (errn) snprintf(err, errn, "interleaved 1F1B needs the %lld micro-batches to be a multiple of pp %lld",
              (long long)plan_microbatches(p), (long long)p->pp);
     *fault = PLAN_FAULT_DIVIDES;
     return -1;
   }
   if (p->schedule == PLAN_INTERLEAVED && p->vp < 2) {
-    snprintf(err, errn, "interleaved 1F1B needs V >= 2 virtual stages (interleaved:V)");
+    if (errn) snprintf(err, errn, "interleaved 1F1B needs V >= 2 virtual stages (interleaved:V)");
     *fault = PLAN_FAULT_RANGE;
     return -1;
   }
   if (p->sp && p->tp < 2) p->sp = false;
   if (p->zero < 0 || p->zero > 3) {
-    snprintf(err, errn, "--zero takes 0, 1, 2 or 3");
+    if (errn) snprintf(err, errn, "--zero takes 0, 1, 2 or 3");
     *fault = PLAN_FAULT_RANGE;
     return -1;
   }
   if (!(optime_peak_flops(hw, p->precision) > 0)) {
-    snprintf(err, errn, "%s has no %s unit", hw->name, graph_dtype_name(p->precision));
+    if (errn) snprintf(err, errn, "%s has no %s unit", hw->name, graph_dtype_name(p->precision));
     *fault = PLAN_FAULT_DTYPE;
     return -1;
   }

@@ -30,7 +30,7 @@
 ** alone gives the contention the symmetric simulation leaves out; the
 ** all-reduce (and ZeRO-3's gathers) are scaled by it. Returns the factor
 ** (>= 1 within rounding), or -1 with err. */
-static double full_contention(const hw_model *hw, const plan *p, double bytes, step_result *r,
+static double full_contention(const hw_model *hw, const plan *p, double bytes, step_desc *r,
                               char *err, size_t errn) {
   int64_t n = p->dp * p->ep, groups = p->pp * p->tp, chips = p->chips;
   net *nt = net_build(hw, chips, p->slices, err, errn);
@@ -70,7 +70,7 @@ static double coll_of(coll_memo *memo, const hw_model *hw, int64_t chips, int64_
   return coll_time_s(hw, chips, per, op, bytes, slices, reducers, algo, formula, err, errn);
 }
 
-int step_describe(const model *m, const hw_model *hw, const plan *p, step_result *r,
+int step_describe(const model *m, const hw_model *hw, const plan *p, const step_result *r,
                   coll_memo *memo, step_desc *sd, char *err, size_t errn) {
   const wl_tf_dims *d = &m->info.tf;
   memset(sd, 0, sizeof *sd);
@@ -80,7 +80,7 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, step_result
                                                                 : 0;
   int64_t node = hw->chips_per_node;
   int64_t L = d->layers / (p->pp * p->vp);
-  r->layers_per_stage = sd->layers_per_stage = d->layers / p->pp;
+  sd->layers_per_stage = d->layers / p->pp;
   double stage_params = (double)m->params / (double)(p->tp * p->pp);
   double grad_bytes = stage_params * 2;
   double dp_t = 0, ag_t = 0;
@@ -108,30 +108,29 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, step_result
   }
   /* --full: contention between every group's all-reduce, simulated */
   if (p->full && dp_t > 0 && !formula) {
-    double f = full_contention(hw, p, grad_bytes, r, err, errn);
+    double f = full_contention(hw, p, grad_bytes, sd, err, errn);
     if (f < 0) return -1;
     dp_t *= f;
     ag_t *= f;
   }
-  r->dp_allreduce_s = sd->dp_allreduce_s = dp_t;
-  r->zero3_gather_s = sd->zero3_gather_s = ag_t;
+  sd->dp_allreduce_s = dp_t;
+  sd->zero3_gather_s = ag_t;
   /* fused Adam (apex FusedAdam): read weight, grad, master, m, v; write them back */
   double local = stage_params / (p->zero >= 1 ? (double)p->dp : 1);
-  r->optimizer_s = sd->optimizer_s =
-      local * 28 / (hw->chip.hbm_bw_bytes_per_s * hw->chip.hbm_efficiency);
+  sd->optimizer_s = local * 28 / (hw->chip.hbm_bw_bytes_per_s * hw->chip.hbm_efficiency);
   /* full recompute runs each layer's forward again in the backward, its
   ** collectives with it (step_costs times them without recompute, so one
   ** set of per-chip costs serves every recompute mode) */
-  if (p->recompute == PLAN_RECOMPUTE_FULL) r->tp_comm_bwd_s += r->tp_comm_fwd_s;
+  sd->tp_comm_bwd_s = r->tp_comm_bwd_s + (p->recompute == PLAN_RECOMPUTE_FULL ? r->tp_comm_fwd_s : 0);
   int64_t M = plan_microbatches(p);
-  r->microbatches = M;
+  sd->microbatches = M;
   if (M < 1)
     return str_errf(err, errn, "no micro-batches: gbs %lld < dp %lld x mbs %lld", (long long)p->gbs,
                     (long long)p->dp, (long long)p->mbs);
   /* the accumulation pass, averaged over the micro-batches (the first has none) */
   double accum = (double)(M - 1) / (double)M;
   double fwd_layer = r->layer_fwd_s + r->tp_comm_fwd_s;
-  double bwd_layer = r->layer_bwd_s + recompute + r->tp_comm_bwd_s + accum * r->grad_accum_layer_s;
+  double bwd_layer = r->layer_bwd_s + recompute + sd->tp_comm_bwd_s + accum * r->grad_accum_layer_s;
   double f = (double)L * fwd_layer, b = (double)L * bwd_layer;
   if (ag_t > 0) { /* the chunk's gather, a layer ahead of compute: only the first layer's shows */
     double g = ag_t / (double)p->vp;
@@ -145,14 +144,14 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, step_result
                            .f_last = hf, .b_last = hb, .p2p_s = r->p2p_s};
   sd->buckets = sd->layers_per_stage > 0 ? sd->layers_per_stage : 1;
   sd->after_backward = p->grad_sync == PLAN_GRAD_AFTER_BACKWARD;
-  sd->tp_comm_s = (double)M * (double)(L * p->vp) * (r->tp_comm_fwd_s + r->tp_comm_bwd_s);
+  sd->tp_comm_s = (double)M * (double)(L * p->vp) * (r->tp_comm_fwd_s + sd->tp_comm_bwd_s);
   return 0;
 }
 
 /* The step's time and its breakdown from an evaluated schedule; the same
 ** arithmetic for both evaluators. Chip 0 (the first stage) stands for the
 ** breakdown: it runs the last backward. */
-static void finish(const step_desc *sd, const sched_out *so, double end, step_result *r) {
+static void finish(const step_desc *sd, const sched_out *so, double end, step_times *r) {
   r->step_time_s = end;
   double exposed_dp = end - sd->optimizer_s;
   exposed_dp = exposed_dp > so->last_b_end[0] ? exposed_dp - so->last_b_end[0] : 0;
@@ -165,19 +164,51 @@ static void finish(const step_desc *sd, const sched_out *so, double end, step_re
   r->breakdown_s.pipeline_bubble = bubble > 0 ? bubble : 0;
 }
 
+struct step_memo {
+  coll_memo *coll;
+  bool have;
+  sched_desc last;
+  sched_out out;
+};
+
+step_memo *step_memo_new(const hw_model *hw) {
+  step_memo *m = calloc(1, sizeof *m);
+  if (m && !(m->coll = coll_memo_new(hw))) {
+    free(m);
+    return NULL;
+  }
+  return m;
+}
+
+void step_memo_free(step_memo *m) {
+  if (!m) return;
+  coll_memo_free(m->coll);
+  if (m->have) sched_out_free(&m->out);
+  free(m);
+}
+
 int step_fast(const model *m, const hw_model *hw, const plan *pl, const step_result *costs,
-              coll_memo *memo, step_result *r, char *err, size_t errn) {
+              step_memo *memo, step_times *r, char *err, size_t errn) {
   plan p = *pl;
   p.coll_costs = PLAN_COLL_FORMULA; /* the fast path's collectives: their closed forms */
-  *r = *costs;
   step_desc sd;
-  if (step_describe(m, hw, &p, r, memo, &sd, err, errn) != 0) return -1;
+  if (step_describe(m, hw, &p, costs, memo ? memo->coll : NULL, &sd, err, errn) != 0) return -1;
   sched_out so;
-  if (sched_eval(&sd.sched, &so, err, errn) != 0) return -1;
+  if (memo && memo->have && memcmp(&memo->last, &sd.sched, sizeof sd.sched) == 0) {
+    so = memo->out; /* the same schedule as the last plan's */
+  } else {
+    if (sched_eval(&sd.sched, &so, err, errn) != 0) return -1;
+    if (memo) {
+      if (memo->have) sched_out_free(&memo->out);
+      memo->last = sd.sched;
+      memo->out = so;
+      memo->have = true;
+    }
+  }
   double end = sched_tail(&sd.sched, &so, sd.dp_allreduce_s, sd.buckets, sd.after_backward,
                           sd.optimizer_s, NULL, NULL, NULL);
   finish(&sd, &so, end, r);
-  sched_out_free(&so);
+  if (!memo) sched_out_free(&so);
   return 0;
 }
 
@@ -247,6 +278,15 @@ static int simulate_cached(const model *m, const hw_model *hw, const plan *pl,
     return step_simulate_whole(m, hw, &p, r, tl, err, errn);
   step_desc sd;
   if (step_describe(m, hw, &p, r, NULL, &sd, err, errn) != 0) return -1;
+  r->layers_per_stage = sd.layers_per_stage;
+  r->microbatches = sd.microbatches;
+  r->dp_allreduce_s = sd.dp_allreduce_s;
+  r->zero3_gather_s = sd.zero3_gather_s;
+  r->optimizer_s = sd.optimizer_s;
+  r->tp_comm_bwd_s = sd.tp_comm_bwd_s;
+  r->full_contention = sd.full_contention;
+  r->full_chips = sd.full_chips;
+  r->full_groups = sd.full_groups;
   /* 3. the pipeline on the event engine */
   sched_out so;
   if (sched_run(&sd.sched, &so, err, errn) != 0) return -1;
@@ -266,7 +306,11 @@ static int simulate_cached(const model *m, const hw_model *hw, const plan *pl,
   }
   double end = sched_tail(&sd.sched, &so, sd.dp_allreduce_s, nbk, sd.after_backward,
                           sd.optimizer_s, bk0, bk1, opt_t0);
-  finish(&sd, &so, end, r);
+  step_times st;
+  finish(&sd, &so, end, &st);
+  r->step_time_s = st.step_time_s;
+  r->breakdown_s = st.breakdown_s;
+  r->exposed_dp_s = st.exposed_dp_s;
   /* 5. the input pipeline of each host feeds this step time of compute */
   if (in) {
     input_cfg c = *in;

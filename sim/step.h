@@ -39,12 +39,15 @@
 #include "plan.h"
 #include "sched.h"
 
+/* Where a step's time goes, on the first stage's chip. */
+typedef struct {
+  double compute, exposed_comm, pipeline_bubble, input_stall, other;
+} step_breakdown;
+
 typedef struct {
   double step_time_s, tokens_per_s, mfu, hfu;
   double model_flops_per_step, hardware_flops_per_step;
-  struct {
-    double compute, exposed_comm, pipeline_bubble, input_stall, other;
-  } breakdown_s;
+  step_breakdown breakdown_s;
   mem_bytes memory;
   bool fits;
   mem_fix fixes[MEM_MAX_FIXES]; /* when it does not fit: the cheapest changes first */
@@ -128,20 +131,38 @@ typedef struct {
   double dp_allreduce_s, zero3_gather_s, optimizer_s;
   int64_t buckets;     /* gradient buckets a chip: one a layer */
   bool after_backward; /* the all-reduce waits for the whole backward */
-  int64_t layers_per_stage;
+  int64_t layers_per_stage, microbatches;
+  double tp_comm_bwd_s; /* a layer's backward collectives (full recompute repeats the forward's) */
   double tp_comm_s;    /* the layers' tensor-parallel collectives, a chip's whole step */
+  /* --full: the all-reduce's contention factor, the chips and groups simulated */
+  double full_contention;
+  int64_t full_chips, full_groups;
 } step_desc;
 
-/* r: in, step_costs' pieces; out, also the all-reduce's, the gathers',
-** the update's figures, micro-batches and layers per stage. */
-int step_describe(const model *m, const hw_model *hw, const plan *p, step_result *r,
+/* What an evaluation of a description gives. */
+typedef struct {
+  double step_time_s;
+  step_breakdown breakdown_s;
+  double exposed_dp_s; /* the gradient all-reduce not hidden behind the backward */
+} step_times;
+
+/* costs: step_costs' pieces for p. */
+int step_describe(const model *m, const hw_model *hw, const plan *p, const step_result *costs,
                   coll_memo *memo, step_desc *d, char *err, size_t errn);
 
+/* What the fast path remembers between plans of one hardware (not shared
+** between threads): the collectives' closed forms, and the last schedule
+** evaluated (a search asks the same one for plans that differ only in
+** what the schedule does not see, such as ZeRO 0 and 1). */
+typedef struct step_memo step_memo;
+step_memo *step_memo_new(const hw_model *hw);
+void step_memo_free(step_memo *m);
+
 /* The fast path: step_describe, then the description evaluated directly
-** (no events); r is costs with step_time_s, breakdown_s and the
-** all-reduce's figures filled in. Memory is not computed. */
+** (no events), its collectives in closed form. Memory is not computed.
+** memo may be NULL. */
 int step_fast(const model *m, const hw_model *hw, const plan *p, const step_result *costs,
-              coll_memo *memo, step_result *r, char *err, size_t errn);
+              step_memo *memo, step_times *t, char *err, size_t errn);
 
 /* Simulates one step; `in` describes the host input pipeline of each host
 ** (NULL: data is assumed to be there). With `tl` non-NULL, fills in what
