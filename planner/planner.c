@@ -10,7 +10,7 @@
 ** once per (hardware, tp, mbs, ep) by step_costs. The best
 ** few are confirmed by the event simulation (step_simulate).
 */
-#include "planner.h"
+#include "planner_int.h"
 
 #include "../sim/opcost.h"
 
@@ -40,18 +40,6 @@ typedef struct {
 } cost_entry;
 
 
-static bool listed(const char *list, const char *name) {
-  if (!list || strcmp(list, "all") == 0) return true;
-  size_t n = strlen(name);
-  for (const char *p = list; *p;) {
-    size_t k = strcspn(p, ",");
-    if (k == n && strncmp(p, name, n) == 0) return true;
-    p += k;
-    if (*p == ',') p++;
-  }
-  return false;
-}
-
 /* Chip counts to try: whole nodes (GPU, CPU) or TPU slices of powers of two. */
 static int chip_counts(const hw_model *hw, const planner_req *req, int64_t *out, int max) {
   int n = 0;
@@ -71,67 +59,6 @@ planner_objective planner_default_objective(const model *m) {
                                                                          : PLANNER_TIME;
 }
 
-/* Time and price of a candidate's whole run of `steps` steps of step_s.
-** The price is paid on whole instances (price.chips_per_instance). On spot
-** capacity (docs/planner.md, "Spot"): preemptions arrive at
-** preemptions_per_month per instance (730 h), so the run's mean time
-** between them is M = 730 h / (rate x instances); a checkpoint of the
-** trainable state (14 B per parameter: 16-bit weights, fp32 master, Adam's
-** m and v) takes delta to write at every host's storage bandwidth; the
-** Young/Daly interval tau = sqrt(2 delta M) (Young 1974) makes the expected
-** overhead delta/tau (writing) + (tau/2 + delta)/M (work lost since the last
-** checkpoint, then reading it back). */
-/* A plan's run, priced: the candidate fields price_cand fills. Small, so
-** the search prices every plan without building a whole candidate. */
-typedef struct {
-  int64_t billed_chips;
-  double train_s, train_usd, ckpt_write_s, ckpt_interval_s, preemptions, spot_overhead;
-} run_price;
-
-static run_price price_of(const model *m, const hw_model *hw, const planner_req *req, int64_t chips,
-                          double step_s, int64_t steps) {
-  run_price c = {0};
-  int64_t per = hw->price.chips_per_instance > 0 ? hw->price.chips_per_instance : 1;
-  c.billed_chips = (chips + per - 1) / per * per;
-  double t = step_s * (double)steps;
-  if (req->spot) {
-    double rate = req->preemptions_per_month > 0 ? req->preemptions_per_month : 0.2;
-    double instances = (double)(c.billed_chips / per);
-    double mtbp = 730.0 * 3600 / (rate * instances);
-    int64_t hosts = c.billed_chips / (hw->chips_per_node > 0 ? hw->chips_per_node : 1);
-    input_cfg io;
-    input_defaults(&io, INPUT_TOKENS);
-    c.ckpt_write_s = (double)m->trainable_params * 14 / ((double)(hosts > 0 ? hosts : 1) * io.storage_bw_bytes_per_s);
-    if (c.ckpt_write_s > 0) {
-      c.ckpt_interval_s = sqrt(2 * c.ckpt_write_s * mtbp);
-      c.spot_overhead = c.ckpt_write_s / c.ckpt_interval_s +
-                        (c.ckpt_interval_s / 2 + c.ckpt_write_s) / mtbp;
-    }
-    t *= 1 + c.spot_overhead;
-    c.preemptions = t / mtbp;
-  }
-  double price = req->spot ? hw->price.spot_usd_per_chip_hour : hw->price.on_demand_usd_per_chip_hour;
-  c.train_s = t;
-  c.train_usd = price * (double)c.billed_chips * t / 3600;
-  return c;
-}
-
-static void set_price(planner_cand *c, const run_price *r) {
-  c->billed_chips = r->billed_chips;
-  c->train_s = r->train_s;
-  c->train_usd = r->train_usd;
-  c->ckpt_write_s = r->ckpt_write_s;
-  c->ckpt_interval_s = r->ckpt_interval_s;
-  c->preemptions = r->preemptions;
-  c->spot_overhead = r->spot_overhead;
-}
-
-static void price_cand(const model *m, const hw_model *hw, const planner_req *req, planner_cand *c,
-                       double step_s, int64_t steps) {
-  run_price r = price_of(m, hw, req, c->p.chips, step_s, steps);
-  set_price(c, &r);
-}
-
 double planner_analytic_step(const model *m, const hw_model *hw, const plan *p, char *err,
                              size_t errn) {
   step_result c;
@@ -141,49 +68,6 @@ double planner_analytic_step(const model *m, const hw_model *hw, const plan *p, 
   return f.step_time_s;
 }
 
-/* Remembers the cheapest and the fastest plan that fits (first found wins
-** ties, so the merge in catalog order stays deterministic). */
-static void note_closest(planner_result *out, const planner_cand *c) {
-  if (!out->any_fit || c->train_usd < out->cheapest.train_usd) out->cheapest = *c;
-  if (!out->any_fit || c->train_s < out->fastest.train_s) out->fastest = *c;
-  out->any_fit = true;
-}
-
-/* What came closest to a request nothing met, in a sentence. */
-static void closest_text(const planner_result *out, const planner_req *req, char *buf, size_t n) {
-  char t[32];
-  if (!out->any_fit) {
-    /* memory binds everywhere: the plan whose peak came nearest its HBM */
-    const planner_reject *near = NULL;
-    for (int i = 0; i < out->n_rejected; i++) {
-      const planner_reject *r = &out->rejected[i];
-      if (r->cause == PLANNER_CAUSE_MEMORY && r->has_closest &&
-          (!near || r->peak_bytes / r->capacity_bytes < near->peak_bytes / near->capacity_bytes))
-        near = r;
-    }
-    if (near) {
-      const plan *p = &near->closest.p;
-      snprintf(buf, n, "memory binds: the nearest plan, %lld x %s (dp %lld, tp %lld, pp %lld, "
-                       "mbs %lld, %s recompute, zero %d), needs %.1f GiB per chip against %.1f GiB",
-               (long long)p->chips, near->hw, (long long)p->dp, (long long)p->tp,
-               (long long)p->pp, (long long)p->mbs, plan_recompute_word(p->recompute), p->zero,
-               near->peak_bytes / (1 << 30), near->capacity_bytes / (1 << 30));
-      return;
-    }
-    snprintf(buf, n, "%s", out->n_rejected ? out->rejected[0].reason : "no plan fits any hardware");
-    return;
-  }
-  if (req->budget_usd > 0 && out->cheapest.train_usd > req->budget_usd) {
-    units_seconds(t, sizeof t, out->cheapest.train_s);
-    snprintf(buf, n, "the cheapest plan, %lld x %s, costs $%.2f (over the $%.2f budget) and takes %s",
-             (long long)out->cheapest.p.chips, out->cheapest.hw, out->cheapest.train_usd,
-             req->budget_usd, t);
-    return;
-  }
-  units_seconds(t, sizeof t, out->fastest.train_s);
-  snprintf(buf, n, "the fastest plan, %lld x %s, takes %s for $%.0f", (long long)out->fastest.p.chips,
-           out->fastest.hw, t, out->fastest.train_usd);
-}
 
 /* Keeps the best `MAX_KEEP` by objective (smaller first), sorted. */
 static void keep(planner_cand *kept, int *n, const planner_cand *c, double key, double *keys) {
@@ -200,96 +84,6 @@ static void keep(planner_cand *kept, int *n, const planner_cand *c, double key, 
   kept[at] = *c;
   keys[at] = key;
 }
-
-/* Room for one more in an array that grows by doubling (its capacity is
-** the next power of two of its count). Returns the array, or NULL. */
-static void *grow(void *v, int n, size_t size) {
-  if (n > 0 && (n & (n - 1)) != 0) return v;
-  void *w = realloc(v, (size_t)(n ? 2 * n : 1) * size);
-  return w;
-}
-
-static const char *const CAUSES[PLANNER_CAUSE_COUNT] = {
-    "requires", "dtype", "divisibility", "slice", "memory", "budget", "deadline"};
-
-const char *planner_cause_name(planner_cause c) {
-  return c >= 0 && c < PLANNER_CAUSE_COUNT ? CAUSES[c] : "unknown";
-}
-
-static planner_reject *add_reject(planner_result *out, const char *hw, planner_cause cause,
-                                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static planner_reject *add_reject(planner_result *out, const char *hw, planner_cause cause,
-                                  const char *fmt, ...) {
-  planner_reject *v = grow(out->rejected, out->n_rejected, sizeof *v);
-  if (!v) return NULL; /* out of memory: the count below still says it */
-  out->rejected = v;
-  planner_reject *r = &v[out->n_rejected++];
-  memset(r, 0, sizeof *r);
-  snprintf(r->hw, sizeof r->hw, "%s", hw);
-  r->cause = cause;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(r->reason, sizeof r->reason, fmt, ap);
-  va_end(ap);
-  return r;
-}
-
-static int push_cand(planner_cand **v, int *n, const planner_cand *c) {
-  planner_cand *w = grow(*v, *n, sizeof *w);
-  if (!w) return -1;
-  *v = w;
-  w[(*n)++] = *c;
-  return 0;
-}
-
-void planner_result_free(planner_result *r) {
-  if (!r) return;
-  free(r->ranked);
-  free(r->rejected);
-  free(r->per_hw);
-  r->ranked = r->per_hw = NULL;
-  r->rejected = NULL;
-  r->n_ranked = r->n_rejected = r->n_per_hw = 0;
-}
-
-/* The model's requirements against the chip; a rejection says why. */
-/* Insertion sort of the ranked list by the objective (stable, so equal
-** keys keep their search order: the output stays deterministic). */
-static void rank_by_objective(planner_result *out, const planner_req *req) {
-  for (int i = 1; i < out->n_ranked; i++)
-    for (int j = i; j > 0; j--) {
-      planner_cand *a = &out->ranked[j - 1], *b = &out->ranked[j];
-      double ka = req->objective == PLANNER_TIME ? a->train_s : a->train_usd;
-      double kb = req->objective == PLANNER_TIME ? b->train_s : b->train_usd;
-      if (ka <= kb) break;
-      planner_cand t = *a;
-      *a = *b;
-      *b = t;
-    }
-}
-
-static bool hw_allowed(const model *m, const hw_model *hw, planner_result *out, graph_dtype *prec) {
-  if ((m->info.requires & WL_REQ_FP64) && hw_peak_flops(hw, HW_FP64) <= 0) {
-    add_reject(out, hw->name, PLANNER_CAUSE_REQUIRES, "the model requires fp64; %s has no fp64 unit",
-               hw->name);
-    return false;
-  }
-  if ((m->info.requires & WL_REQ_CUDA) && strcmp(hw->vendor, "NVIDIA") != 0) {
-    add_reject(out, hw->name, PLANNER_CAUSE_REQUIRES,
-               "the model requires custom CUDA kernels; %s is a %s %s", hw->name, hw->vendor,
-               hw_kind_name(hw->kind));
-    return false;
-  }
-  *prec = plan_precision_on(hw, m->train.compute);
-  if (optime_peak_flops(hw, *prec) <= 0) {
-    add_reject(out, hw->name, PLANNER_CAUSE_DTYPE, "no %s unit", graph_dtype_name(*prec));
-    return false;
-  }
-  return true;
-}
-
-static int plan_generic(const model *m, const hw_catalog *cat, const planner_req *req,
-                        planner_result *out, char *err, size_t errn, double t0);
 
 /* One hardware's search, on its own: its candidates (the best MAX_KEEP
 ** by objective), its best plan, its rejection, its counts -- all in `out`
@@ -338,7 +132,7 @@ static void reject_hw(planner_result *out, const hw_model *hw, const planner_req
   char t[32];
   if (fitted && rj->over_budget) {
     units_seconds(t, sizeof t, rj->cheapest.train_s);
-    r = add_reject(out, hw->name, PLANNER_CAUSE_BUDGET,
+    r = planner_add_reject(out, hw->name, PLANNER_CAUSE_BUDGET,
                    "its cheapest plan (%lld chips) costs $%.2f, over the $%.2f budget, and takes %s",
                    (long long)rj->cheapest.p.chips, rj->cheapest.train_usd, req->budget_usd, t);
     if (r) r->has_closest = true, r->closest = rj->cheapest;
@@ -346,13 +140,13 @@ static void reject_hw(planner_result *out, const hw_model *hw, const planner_req
     units_seconds(t, sizeof t, rj->fastest.train_s);
     char dl[32];
     units_seconds(dl, sizeof dl, req->deadline_s);
-    r = add_reject(out, hw->name, PLANNER_CAUSE_DEADLINE,
+    r = planner_add_reject(out, hw->name, PLANNER_CAUSE_DEADLINE,
                    "its fastest plan (%lld chips) takes %s, past the %s deadline",
                    (long long)rj->fastest.p.chips, t, dl);
     if (r) r->has_closest = true, r->closest = rj->fastest;
   } else if (isfinite(rj->best_peak)) {
     const plan *p = &rj->peak_plan.p;
-    r = add_reject(out, hw->name, PLANNER_CAUSE_MEMORY,
+    r = planner_add_reject(out, hw->name, PLANNER_CAUSE_MEMORY,
                    "no plan fits: the smallest peak is %.1f GiB per chip against %.1f GiB "
                    "(%lld chip%s, tp %lld, pp %lld, zero %d, %s recompute)",
                    rj->best_peak / (1 << 30), (double)hw->chip.hbm_bytes / (1 << 30),
@@ -365,10 +159,10 @@ static void reject_hw(planner_result *out, const hw_model *hw, const planner_req
       r->capacity_bytes = (double)hw->chip.hbm_bytes;
     }
   } else if (rj->by[PLANNER_CAUSE_SLICE]) {
-    r = add_reject(out, hw->name, PLANNER_CAUSE_SLICE, "no plan the network can form: %s",
+    r = planner_add_reject(out, hw->name, PLANNER_CAUSE_SLICE, "no plan the network can form: %s",
                    rj->first[PLANNER_CAUSE_SLICE]);
   } else {
-    r = add_reject(out, hw->name, PLANNER_CAUSE_DIVISIBILITY, "no valid plan up to %lld chips%s%s",
+    r = planner_add_reject(out, hw->name, PLANNER_CAUSE_DIVISIBILITY, "no valid plan up to %lld chips%s%s",
                    (long long)(req->chips ? req->chips : req->max_chips),
                    rj->first[PLANNER_CAUSE_DIVISIBILITY][0] ? ": " : "",
                    rj->first[PLANNER_CAUSE_DIVISIBILITY]);
@@ -388,7 +182,7 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   double t_start = units_now_s();
   const hw_model *hw = hw_catalog_at(sc->cat, h);
   graph_dtype prec;
-  if (!hw_allowed(m, hw, out, &prec)) return;
+  if (!planner_hw_allowed(m, hw, out, &prec)) return;
   int64_t counts[32];
   int nc = chip_counts(hw, req, counts, 32);
   rejections rj = {.best_peak = INFINITY};
@@ -399,7 +193,7 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   cost_entry cache[5][3][4] = {{{{0}}}};
   step_memo *memo = step_memo_new(hw);
   if (!memo) {
-    add_reject(out, hw->name, PLANNER_CAUSE_SLICE, "out of memory");
+    planner_add_reject(out, hw->name, PLANNER_CAUSE_SLICE, "out of memory");
     return;
   }
   static const int64_t EPS[] = {1, 2, 4, 8};
@@ -482,7 +276,7 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
                   /* price first; build a whole candidate only for one that is
                   ** kept, the hardware's best, or the closest yet (most are none) */
                   double a = fr.step_time_s;
-                  run_price pr = price_of(m, hw, req, p.chips, a, steps);
+                  run_price pr = planner_price_of(m, hw, req, p.chips, a, steps);
                   bool closer = !out->any_fit || pr.train_usd < out->cheapest.train_usd ||
                                 pr.train_s < out->fastest.train_s;
                   bool over_budget = req->budget_usd > 0 && pr.train_usd > req->budget_usd;
@@ -498,8 +292,8 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
                   if (!closer && !kept_now && !nearer && !(passes && key < hw_best_key)) continue;
                   planner_cand c = {.p = p, .analytic_step_s = a};
                   snprintf(c.hw, sizeof c.hw, "%s", hw->name);
-                  set_price(&c, &pr);
-                  if (closer) note_closest(out, &c);
+                  planner_set_price(&c, &pr);
+                  if (closer) planner_note_closest(out, &c);
                   if (nearer && over_budget) rj.over_budget = true, rj.cheapest = c;
                   else if (nearer) rj.over_deadline = true, rj.fastest = c;
                   if (!passes) continue;
@@ -512,7 +306,7 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   }
   step_memo_free(memo);
   for (int c = 0; c < PLANNER_CAUSE_COUNT; c++) out->rejected_by[c] += rj.by[c];
-  if (isfinite(hw_best_key)) push_cand(&out->per_hw, &out->n_per_hw, &hw_best);
+  if (isfinite(hw_best_key)) planner_push_cand(&out->per_hw, &out->n_per_hw, &hw_best);
   else reject_hw(out, hw, req, &rj, fitted);
   hs->n_kept = n_kept;
   hs->busy_s = units_now_s() - t_start;
@@ -528,7 +322,7 @@ typedef struct {
 static void *search_worker(void *arg) {
   search_pool *sp = arg;
   for (int h; (h = atomic_fetch_add(&sp->next, 1)) < sp->n;) {
-    if (listed(sp->sc->req->hw_list, hw_catalog_at(sp->sc->cat, h)->name))
+    if (planner_listed(sp->sc->req->hw_list, hw_catalog_at(sp->sc->cat, h)->name))
       search_hw(sp->sc, h, &sp->hs[h]);
     atomic_fetch_add(&sp->done, 1);
   }
@@ -588,7 +382,7 @@ static void *sim_worker(void *arg) {
     sp->sim_s[i] = units_now_s() - ts;
     if (sp->ok[i]) {
       c->simulated = true;
-      price_cand(sp->m, hw, sp->req, c, c->sim.step_time_s, sp->steps);
+      planner_price_cand(sp->m, hw, sp->req, c, c->sim.step_time_s, sp->steps);
     }
     atomic_fetch_add(&sp->done, 1);
   }
@@ -639,7 +433,7 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
   const wl_tf_dims *d = &m->info.tf;
   static const char *const OBJ[] = {"time", "cost", "cost-under-deadline"};
   snprintf(out->objective, sizeof out->objective, "%s", OBJ[req->objective]);
-  if (d->layers == 0) return plan_generic(m, cat, req, out, err, errn, t0);
+  if (d->layers == 0) return planner_generic(m, cat, req, out, err, errn, t0);
   int64_t gbs = m->train.global_batch, seq = m->train.seq_len;
   double tokens = req->tokens > 0 ? req->tokens : 20.0 * (double)m->params; /* Hoffmann et al. 2022 */
   int64_t steps = req->steps > 0 ? req->steps
@@ -664,14 +458,14 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
     const planner_result *o = &hs[h].out;
     out->evaluated += o->evaluated;
     if (o->any_fit) {
-      note_closest(out, &o->cheapest);
-      note_closest(out, &o->fastest);
+      planner_note_closest(out, &o->cheapest);
+      planner_note_closest(out, &o->fastest);
     }
     out->costs_s += o->costs_s;
     out->scoring_s += hs[h].busy_s - o->costs_s;
-    for (int i = 0; i < o->n_per_hw; i++) push_cand(&out->per_hw, &out->n_per_hw, &o->per_hw[i]);
+    for (int i = 0; i < o->n_per_hw; i++) planner_push_cand(&out->per_hw, &out->n_per_hw, &o->per_hw[i]);
     for (int i = 0; i < o->n_rejected; i++) {
-      planner_reject *v = grow(out->rejected, out->n_rejected, sizeof *v);
+      planner_reject *v = planner_grow(out->rejected, out->n_rejected, sizeof *v);
       if (v) out->rejected = v, v[out->n_rejected++] = o->rejected[i];
     }
     for (int c = 0; c < PLANNER_CAUSE_COUNT; c++) out->rejected_by[c] += o->rejected_by[c];
@@ -681,7 +475,7 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
   free(hs);
   if (n_kept == 0) {
     char near[512];
-    closest_text(out, req, near, sizeof near);
+    planner_closest_text(out, req, near, sizeof near);
     snprintf(err, errn, "no hardware can train %s within the limits%s (closest: %s)", m->name,
              req->objective == PLANNER_COST_UNDER_DEADLINE ? " and the deadline" : "", near);
     free(kept), free(keys);
@@ -706,7 +500,7 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
     out->simulate_s += sim_s[i];
     if (ok[i]) out->ranked[out->n_ranked++] = kept[i];
   }
-  rank_by_objective(out, req);
+  planner_rank(out, req);
   free(kept);
   free(keys);
   if (out->n_ranked == 0) return -1;
@@ -724,10 +518,8 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
     const hw_model *hw = hw_catalog_find(cat, b->hw);
     int64_t nodes = b->p.chips / (hw->chips_per_node > 0 ? hw->chips_per_node : 1);
     if (nodes < 1) nodes = 1;
-    double grads = (double)m->params / (double)(b->p.tp * b->p.pp) * 2;
-    double rs = coll_reduction_server_s(hw, b->p.dp * b->p.ep, grads, nodes, 0);
-    double hidden = r->dp_allreduce_s - r->exposed_dp_s;
-    double step = r->step_time_s - r->exposed_dp_s + (rs > hidden ? rs - hidden : 0);
+    double rs;
+    double step = step_with_reducers_s(m, hw, &b->p, r, nodes, &rs);
     out->advice_reducers = nodes;
     out->advice_step_s = step;
     snprintf(out->advice, sizeof out->advice,
@@ -772,138 +564,3 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
   return 0;
 }
 
-/* Models other than transformers train data-parallel: each hardware at
-** each chip count is simulated outright (their graphs are small), and the
-** best per objective wins. A whole-step family (gbdt) runs on one chip. */
-static int plan_generic(const model *m, const hw_catalog *cat, const planner_req *req,
-                        planner_result *out, char *err, size_t errn, double t0) {
-  double units = req->tokens > 0 ? req->tokens : 0;
-  for (int h = 0; h < hw_catalog_count(cat); h++) {
-    const hw_model *hw = hw_catalog_at(cat, h);
-    if (!listed(req->hw_list, hw->name)) continue;
-    graph_dtype prec;
-    if (!hw_allowed(m, hw, out, &prec)) continue;
-    planner_cand best = {0};
-    double best_key = INFINITY;
-    double smallest_peak = INFINITY;
-    planner_cand limited = {0}; /* the best that fit but missed --budget or --deadline */
-    bool fit_any = false, checked = false;
-    char why[200] = ""; /* the first reason a plan was not valid */
-    for (int64_t chips = 1; chips <= (req->chips ? req->chips : req->max_chips); chips *= 2) {
-      if (req->chips && chips != req->chips) continue;
-      if (m->info.whole_step && chips > 1) break;
-      plan p = {.chips = chips, .tp = 1, .pp = 1, .ep = 1, .vp = 1, .slices = 1,
-                .schedule = PLAN_1F1B, .precision = prec, .op_costs = req->op_costs,
-                .cost_cache = req->cost_cache};
-      char e2[256];
-      plan_fault fault;
-      if (plan_check_fault(m, hw, &p, &fault, e2, sizeof e2) != 0) {
-        out->rejected_by[fault == PLAN_FAULT_DTYPE ? PLANNER_CAUSE_DTYPE : PLANNER_CAUSE_DIVISIBILITY]++;
-        if (!why[0]) str_copy(why, sizeof why, e2);
-        continue;
-      }
-      planner_cand c = {.p = p};
-      snprintf(c.hw, sizeof c.hw, "%s", hw->name);
-      if (step_simulate(m, hw, &p, NULL, &c.sim, NULL, e2, sizeof e2) != 0) {
-        out->rejected_by[PLANNER_CAUSE_SLICE]++; /* the network could not run it */
-        checked = true;
-        if (!why[0]) str_copy(why, sizeof why, e2);
-        continue;
-      }
-      out->evaluated++;
-      if (!c.sim.fits) {
-        out->rejected_by[PLANNER_CAUSE_MEMORY]++;
-        if (c.sim.memory.peak < smallest_peak) smallest_peak = c.sim.memory.peak;
-        continue;
-      }
-      c.simulated = true;
-      c.analytic_step_s = c.sim.step_time_s;
-      double per_step = c.sim.tokens_per_s * c.sim.step_time_s;
-      /* a family that knows its job (gbdt: one step per tree) runs it */
-      int64_t steps = req->steps > 0                 ? req->steps
-                      : units > 0 && per_step > 0    ? (int64_t)ceil(units / per_step)
-                      : m->info.job_steps > 0        ? m->info.job_steps
-                                                     : 1000;
-      price_cand(m, hw, req, &c, c.sim.step_time_s, steps);
-      note_closest(out, &c);
-      if (!fit_any || c.train_usd < limited.train_usd) limited = c;
-      fit_any = true;
-      if (req->budget_usd > 0 && c.train_usd > req->budget_usd) {
-        out->rejected_by[PLANNER_CAUSE_BUDGET]++;
-        continue;
-      }
-      if (req->objective == PLANNER_COST_UNDER_DEADLINE && c.train_s > req->deadline_s) {
-        out->rejected_by[PLANNER_CAUSE_DEADLINE]++;
-        continue;
-      }
-      double key = req->objective == PLANNER_TIME ? c.train_s : c.train_usd;
-      if (key < best_key) best_key = key, best = c;
-    }
-    if (isfinite(best_key)) {
-      push_cand(&out->per_hw, &out->n_per_hw, &best);
-    } else if (fit_any) {
-      char t[32];
-      units_seconds(t, sizeof t, limited.train_s);
-      bool budget = req->budget_usd > 0 && limited.train_usd > req->budget_usd;
-      planner_reject *r = add_reject(
-          out, hw->name, budget ? PLANNER_CAUSE_BUDGET : PLANNER_CAUSE_DEADLINE,
-          "its cheapest plan (%lld chip%s) costs $%.2f and takes %s: outside the %s",
-          (long long)limited.p.chips, limited.p.chips == 1 ? "" : "s", limited.train_usd, t,
-          budget ? "budget" : "deadline");
-      if (r) r->has_closest = true, r->closest = limited;
-    } else if (isfinite(smallest_peak)) {
-      planner_reject *r = add_reject(
-          out, hw->name, PLANNER_CAUSE_MEMORY,
-          "no plan fits: the smallest peak is %.1f GiB per chip against %.1f GiB",
-          smallest_peak / (1 << 30), (double)hw->chip.hbm_bytes / (1 << 30));
-      if (r) {
-        r->peak_bytes = smallest_peak;
-        r->capacity_bytes = (double)hw->chip.hbm_bytes;
-      }
-    } else {
-      add_reject(out, hw->name, checked ? PLANNER_CAUSE_SLICE : PLANNER_CAUSE_DIVISIBILITY,
-                 "no valid plan%s%s", why[0] ? ": " : "", why);
-    }
-  }
-  /* rank every hardware's best */
-  out->ranked = calloc((size_t)(out->n_per_hw > 0 ? out->n_per_hw : 1), sizeof *out->ranked);
-  for (int i = 0; out->ranked && i < out->n_per_hw; i++) out->ranked[out->n_ranked++] = out->per_hw[i];
-  rank_by_objective(out, req);
-  int top = req->top > 0 ? req->top : 5;
-  if (out->n_ranked > top) out->n_ranked = top;
-  if (out->n_ranked == 0) {
-    char near[512];
-    closest_text(out, req, near, sizeof near);
-    return str_errf(err, errn, "no hardware can train %s within the limits (closest: %s)", m->name,
-                    near);
-  }
-  out->best = out->ranked[0];
-  const planner_cand *b = &out->best;
-  /* the other objective's winner, to say what the choice gave up */
-  const planner_cand *alt = b;
-  for (int i = 0; i < out->n_per_hw; i++) {
-    const planner_cand *o = &out->per_hw[i];
-    if (req->objective == PLANNER_TIME ? o->train_usd < alt->train_usd : o->train_s < alt->train_s)
-      alt = o;
-  }
-  char tail[512] = "";
-  if (alt != b && req->objective == PLANNER_TIME)
-    snprintf(tail, sizeof tail, " the cheapest is %s: %.3g s per step, $%.2f for the run against $%.2f.",
-             alt->hw, alt->sim.step_time_s, alt->train_usd, b->train_usd);
-  else if (alt != b)
-    snprintf(tail, sizeof tail,
-             " the fastest, %s, is %.1fx quicker but costs $%.2f against $%.2f: it is billed on "
-             "%lld chip%s (whole instances) for a model that %s.",
-             alt->hw, b->train_s / alt->train_s, alt->train_usd, b->train_usd,
-             (long long)alt->billed_chips, alt->billed_chips == 1 ? "" : "s",
-             m->info.whole_step ? "runs on one" : "cannot keep them busy");
-  snprintf(out->why, sizeof out->why,
-           "a %s model trains data-parallel; %s on %lld chip%s is the %s (%.3g s per step, "
-           "$%.2f for the run).%s%s%s",
-           m->family, b->hw, (long long)b->p.chips, b->p.chips > 1 ? "s" : "",
-           req->objective == PLANNER_TIME ? "fastest" : "cheapest", b->sim.step_time_s,
-           b->train_usd, strncmp(b->hw, "cpu", 3) == 0 ? " A CPU is recommended" : "",
-           strncmp(b->hw, "cpu", 3) == 0 ? (*tail ? ":" : ".") : "", tail);
-  out->search_s = units_now_s() - t0;
-  return 0;
-}

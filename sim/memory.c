@@ -455,3 +455,5 @@ void mem_setup(const model *m, const hw_model *hw, const plan *p, mem_opts *o, p
   *mp = *p;
   mp->dp = p->dp * p->ep;
 }
+
+double mem_checkpoint_bytes(const model *m) { return (double)m->trainable_params * (2 + 4 + 4 + 4); }

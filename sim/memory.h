@@ -67,6 +67,10 @@ void mem_model_state(double params, int64_t dp, int zero, graph_dtype precision,
 ** memory model counts it (expert parallelism inside dp). */
 void mem_setup(const model *m, const hw_model *hw, const plan *p, mem_opts *o, plan *mp);
 
+/* A checkpoint of m's trainable state: 16-bit weights, the fp32 master
+** copy, Adam's m and v -- 14 B per trainable parameter. */
+double mem_checkpoint_bytes(const model *m);
+
 /* The memory of one chip. Returns 0, or -1 with a message in err. */
 int mem_transformer(const wl_tf_dims *d, const plan *p, const mem_opts *o, mem_bytes *out,
                     char *err, size_t errn);

@@ -61,6 +61,18 @@ static double full_contention(const hw_model *hw, const plan *p, double bytes, s
 }
 
 
+double step_grad_bytes(const model *m, const plan *p) {
+  return (double)m->params / (double)(p->tp * p->pp) * 2;
+}
+
+double step_with_reducers_s(const model *m, const hw_model *hw, const plan *p,
+                            const step_result *r, int64_t reducers, double *allreduce_s) {
+  double rs = coll_reduction_server_s(hw, p->dp * p->ep, step_grad_bytes(m, p), reducers, 0);
+  double hidden = r->dp_allreduce_s - r->exposed_dp_s;
+  if (allreduce_s) *allreduce_s = rs;
+  return r->step_time_s - r->exposed_dp_s + (rs > hidden ? rs - hidden : 0);
+}
+
 /* A collective of the step: through the memo when there is one. */
 static double coll_of(coll_memo *memo, const hw_model *hw, int64_t chips, int64_t per, coll_op op,
                       double bytes, int64_t slices, int64_t reducers, coll_algo algo, bool formula,
@@ -82,7 +94,7 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
   int64_t L = d->layers / (p->pp * p->vp);
   sd->layers_per_stage = d->layers / p->pp;
   double stage_params = (double)m->params / (double)(p->tp * p->pp);
-  double grad_bytes = stage_params * 2;
+  double grad_bytes = step_grad_bytes(m, p);
   double dp_t = 0, ag_t = 0;
   if (p->dp > 1) {
     /* the data-parallel group: one chip per node (rails), or the slices */

@@ -150,6 +150,18 @@ typedef struct {
 int step_describe(const model *m, const hw_model *hw, const plan *p, const step_result *costs,
                   coll_memo *memo, step_desc *d, char *err, size_t errn);
 
+/* The bytes of one pipeline stage's gradients a data-parallel all-reduce
+** moves: its share of the parameters in 16-bit. */
+double step_grad_bytes(const model *m, const plan *p);
+
+/* Step r (simulated under p) with a Reduction Server of `reducers` hosts in
+** place of the gradient all-reduce, by the server's closed form (simulating
+** one at 16,384 chips would cost more than a plan search); the part of the
+** all-reduce the backward hid stays hidden. *allreduce_s: the server's
+** time. */
+double step_with_reducers_s(const model *m, const hw_model *hw, const plan *p,
+                            const step_result *r, int64_t reducers, double *allreduce_s);
+
 /* What the fast path remembers between plans of one hardware (not shared
 ** between threads): the collectives' closed forms, and the last schedule
 ** evaluated (a search asks the same one for plans that differ only in

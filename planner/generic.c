@@ -1,0 +1,154 @@
+/*
+** generic.c -- planning the families that train data-parallel (cnn, mlp,
+** dlrm, gbdt, graphs): each hardware at each chip count simulated outright
+** (their graphs are small); gbdt on one chip.
+*/
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/strutil.h"
+#include "../base/units.h"
+#include "../sim/input.h"
+#include "../sim/memory.h"
+#include "../sim/optime.h"
+#include "../sim/step.h"
+#include "planner_int.h"
+
+/* Models other than transformers train data-parallel: each hardware at
+** each chip count is simulated outright (their graphs are small), and the
+** best per objective wins. A whole-step family (gbdt) runs on one chip. */
+int planner_generic(const model *m, const hw_catalog *cat, const planner_req *req,
+                        planner_result *out, char *err, size_t errn, double t0) {
+  double units = req->tokens > 0 ? req->tokens : 0;
+  for (int h = 0; h < hw_catalog_count(cat); h++) {
+    const hw_model *hw = hw_catalog_at(cat, h);
+    if (!planner_listed(req->hw_list, hw->name)) continue;
+    graph_dtype prec;
+    if (!planner_hw_allowed(m, hw, out, &prec)) continue;
+    planner_cand best = {0};
+    double best_key = INFINITY;
+    double smallest_peak = INFINITY;
+    planner_cand limited = {0}; /* the best that fit but missed --budget or --deadline */
+    bool fit_any = false, checked = false;
+    char why[200] = ""; /* the first reason a plan was not valid */
+    for (int64_t chips = 1; chips <= (req->chips ? req->chips : req->max_chips); chips *= 2) {
+      if (req->chips && chips != req->chips) continue;
+      if (m->info.whole_step && chips > 1) break;
+      plan p = {.chips = chips, .tp = 1, .pp = 1, .ep = 1, .vp = 1, .slices = 1,
+                .schedule = PLAN_1F1B, .precision = prec, .op_costs = req->op_costs,
+                .cost_cache = req->cost_cache};
+      char e2[256];
+      plan_fault fault;
+      if (plan_check_fault(m, hw, &p, &fault, e2, sizeof e2) != 0) {
+        out->rejected_by[fault == PLAN_FAULT_DTYPE ? PLANNER_CAUSE_DTYPE : PLANNER_CAUSE_DIVISIBILITY]++;
+        if (!why[0]) str_copy(why, sizeof why, e2);
+        continue;
+      }
+      planner_cand c = {.p = p};
+      snprintf(c.hw, sizeof c.hw, "%s", hw->name);
+      if (step_simulate(m, hw, &p, NULL, &c.sim, NULL, e2, sizeof e2) != 0) {
+        out->rejected_by[PLANNER_CAUSE_SLICE]++; /* the network could not run it */
+        checked = true;
+        if (!why[0]) str_copy(why, sizeof why, e2);
+        continue;
+      }
+      out->evaluated++;
+      if (!c.sim.fits) {
+        out->rejected_by[PLANNER_CAUSE_MEMORY]++;
+        if (c.sim.memory.peak < smallest_peak) smallest_peak = c.sim.memory.peak;
+        continue;
+      }
+      c.simulated = true;
+      c.analytic_step_s = c.sim.step_time_s;
+      double per_step = c.sim.tokens_per_s * c.sim.step_time_s;
+      /* a family that knows its job (gbdt: one step per tree) runs it */
+      int64_t steps = req->steps > 0                 ? req->steps
+                      : units > 0 && per_step > 0    ? (int64_t)ceil(units / per_step)
+                      : m->info.job_steps > 0        ? m->info.job_steps
+                                                     : 1000;
+      planner_price_cand(m, hw, req, &c, c.sim.step_time_s, steps);
+      planner_note_closest(out, &c);
+      if (!fit_any || c.train_usd < limited.train_usd) limited = c;
+      fit_any = true;
+      if (req->budget_usd > 0 && c.train_usd > req->budget_usd) {
+        out->rejected_by[PLANNER_CAUSE_BUDGET]++;
+        continue;
+      }
+      if (req->objective == PLANNER_COST_UNDER_DEADLINE && c.train_s > req->deadline_s) {
+        out->rejected_by[PLANNER_CAUSE_DEADLINE]++;
+        continue;
+      }
+      double key = req->objective == PLANNER_TIME ? c.train_s : c.train_usd;
+      if (key < best_key) best_key = key, best = c;
+    }
+    if (isfinite(best_key)) {
+      planner_push_cand(&out->per_hw, &out->n_per_hw, &best);
+    } else if (fit_any) {
+      char t[32];
+      units_seconds(t, sizeof t, limited.train_s);
+      bool budget = req->budget_usd > 0 && limited.train_usd > req->budget_usd;
+      planner_reject *r = planner_add_reject(
+          out, hw->name, budget ? PLANNER_CAUSE_BUDGET : PLANNER_CAUSE_DEADLINE,
+          "its cheapest plan (%lld chip%s) costs $%.2f and takes %s: outside the %s",
+          (long long)limited.p.chips, limited.p.chips == 1 ? "" : "s", limited.train_usd, t,
+          budget ? "budget" : "deadline");
+      if (r) r->has_closest = true, r->closest = limited;
+    } else if (isfinite(smallest_peak)) {
+      planner_reject *r = planner_add_reject(
+          out, hw->name, PLANNER_CAUSE_MEMORY,
+          "no plan fits: the smallest peak is %.1f GiB per chip against %.1f GiB",
+          smallest_peak / (1 << 30), (double)hw->chip.hbm_bytes / (1 << 30));
+      if (r) {
+        r->peak_bytes = smallest_peak;
+        r->capacity_bytes = (double)hw->chip.hbm_bytes;
+      }
+    } else {
+      planner_add_reject(out, hw->name, checked ? PLANNER_CAUSE_SLICE : PLANNER_CAUSE_DIVISIBILITY,
+                 "no valid plan%s%s", why[0] ? ": " : "", why);
+    }
+  }
+  /* rank every hardware's best */
+  out->ranked = calloc((size_t)(out->n_per_hw > 0 ? out->n_per_hw : 1), sizeof *out->ranked);
+  for (int i = 0; out->ranked && i < out->n_per_hw; i++) out->ranked[out->n_ranked++] = out->per_hw[i];
+  planner_rank(out, req);
+  int top = req->top > 0 ? req->top : 5;
+  if (out->n_ranked > top) out->n_ranked = top;
+  if (out->n_ranked == 0) {
+    char near[512];
+    planner_closest_text(out, req, near, sizeof near);
+    return str_errf(err, errn, "no hardware can train %s within the limits (closest: %s)", m->name,
+                    near);
+  }
+  out->best = out->ranked[0];
+  const planner_cand *b = &out->best;
+  /* the other objective's winner, to say what the choice gave up */
+  const planner_cand *alt = b;
+  for (int i = 0; i < out->n_per_hw; i++) {
+    const planner_cand *o = &out->per_hw[i];
+    if (req->objective == PLANNER_TIME ? o->train_usd < alt->train_usd : o->train_s < alt->train_s)
+      alt = o;
+  }
+  char tail[512] = "";
+  if (alt != b && req->objective == PLANNER_TIME)
+    snprintf(tail, sizeof tail, " the cheapest is %s: %.3g s per step, $%.2f for the run against $%.2f.",
+             alt->hw, alt->sim.step_time_s, alt->train_usd, b->train_usd);
+  else if (alt != b)
+    snprintf(tail, sizeof tail,
+             " the fastest, %s, is %.1fx quicker but costs $%.2f against $%.2f: it is billed on "
+             "%lld chip%s (whole instances) for a model that %s.",
+             alt->hw, b->train_s / alt->train_s, alt->train_usd, b->train_usd,
+             (long long)alt->billed_chips, alt->billed_chips == 1 ? "" : "s",
+             m->info.whole_step ? "runs on one" : "cannot keep them busy");
+  snprintf(out->why, sizeof out->why,
+           "a %s model trains data-parallel; %s on %lld chip%s is the %s (%.3g s per step, "
+           "$%.2f for the run).%s%s%s",
+           m->family, b->hw, (long long)b->p.chips, b->p.chips > 1 ? "s" : "",
+           req->objective == PLANNER_TIME ? "fastest" : "cheapest", b->sim.step_time_s,
+           b->train_usd, strncmp(b->hw, "cpu", 3) == 0 ? " A CPU is recommended" : "",
+           strncmp(b->hw, "cpu", 3) == 0 ? (*tail ? ":" : ".") : "", tail);
+  out->search_s = units_now_s() - t0;
+  return 0;
+}

@@ -1,0 +1,74 @@
+/*
+** price.c -- what a run of a plan costs in time and money: whole instances
+** billed, and on spot capacity the checkpoints and lost work (Young/Daly).
+*/
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/strutil.h"
+#include "../base/units.h"
+#include "../sim/input.h"
+#include "../sim/memory.h"
+#include "../sim/optime.h"
+#include "../sim/step.h"
+#include "planner_int.h"
+
+/* Time and price of a candidate's whole run of `steps` steps of step_s.
+** The price is paid on whole instances (price.chips_per_instance). On spot
+** capacity (docs/planner.md, "Spot"): preemptions arrive at
+** preemptions_per_month per instance (730 h), so the run's mean time
+** between them is M = 730 h / (rate x instances); a checkpoint of the
+** trainable state (14 B per parameter: 16-bit weights, fp32 master, Adam's
+** m and v) takes delta to write at every host's storage bandwidth; the
+** Young/Daly interval tau = sqrt(2 delta M) (Young 1974) makes the expected
+** overhead delta/tau (writing) + (tau/2 + delta)/M (work lost since the last
+** checkpoint, then reading it back). */
+/* A plan's run, priced: the candidate fields price_cand fills. Small, so
+** the search prices every plan without building a whole candidate. */
+run_price planner_price_of(const model *m, const hw_model *hw, const planner_req *req, int64_t chips,
+                          double step_s, int64_t steps) {
+  run_price c = {0};
+  int64_t per = hw->price.chips_per_instance > 0 ? hw->price.chips_per_instance : 1;
+  c.billed_chips = (chips + per - 1) / per * per;
+  double t = step_s * (double)steps;
+  if (req->spot) {
+    double rate = req->preemptions_per_month > 0 ? req->preemptions_per_month : 0.2;
+    double instances = (double)(c.billed_chips / per);
+    double mtbp = 730.0 * 3600 / (rate * instances);
+    int64_t hosts = c.billed_chips / (hw->chips_per_node > 0 ? hw->chips_per_node : 1);
+    input_cfg io;
+    input_defaults(&io, INPUT_TOKENS);
+    c.ckpt_write_s = mem_checkpoint_bytes(m) / ((double)(hosts > 0 ? hosts : 1) * io.storage_bw_bytes_per_s);
+    if (c.ckpt_write_s > 0) {
+      c.ckpt_interval_s = sqrt(2 * c.ckpt_write_s * mtbp);
+      c.spot_overhead = c.ckpt_write_s / c.ckpt_interval_s +
+                        (c.ckpt_interval_s / 2 + c.ckpt_write_s) / mtbp;
+    }
+    t *= 1 + c.spot_overhead;
+    c.preemptions = t / mtbp;
+  }
+  double price = req->spot ? hw->price.spot_usd_per_chip_hour : hw->price.on_demand_usd_per_chip_hour;
+  c.train_s = t;
+  c.train_usd = price * (double)c.billed_chips * t / 3600;
+  return c;
+}
+
+void planner_set_price(planner_cand *c, const run_price *r) {
+  c->billed_chips = r->billed_chips;
+  c->train_s = r->train_s;
+  c->train_usd = r->train_usd;
+  c->ckpt_write_s = r->ckpt_write_s;
+  c->ckpt_interval_s = r->ckpt_interval_s;
+  c->preemptions = r->preemptions;
+  c->spot_overhead = r->spot_overhead;
+}
+
+void planner_price_cand(const model *m, const hw_model *hw, const planner_req *req, planner_cand *c,
+                       double step_s, int64_t steps) {
+  run_price r = planner_price_of(m, hw, req, c->p.chips, step_s, steps);
+  planner_set_price(c, &r);
+}
+
