@@ -422,6 +422,8 @@ int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, p
   drop_cache(&out->fastest, req->cost_cache, &st);
   for (int i = 0; i < out->n_ranked; i++) drop_cache(&out->ranked[i], req->cost_cache, &st);
   for (int i = 0; i < out->n_per_hw; i++) drop_cache(&out->per_hw[i], req->cost_cache, &st);
+  for (int i = 0; i < out->n_rejected; i++)
+    if (out->rejected[i].has_closest) drop_cache(&out->rejected[i].closest, req->cost_cache, &st);
   opcost_free(own);
   return rc;
 }

@@ -23,7 +23,9 @@ static model *load(const char *src) {
   return m;
 }
 
+/* r holds the last run's result (static or zeroed before the first). */
 static int run(const char *src, planner_req req, planner_result *r, char *err, size_t n) {
+  planner_result_free(r);
   hw_catalog *c = th_catalog();
   model *m = load(src);
   int rc = planner_run(m, c, &req, r, err, n);
