@@ -317,11 +317,14 @@ typedef struct {
   double base;
   mem_fix *out;
   int n;
+  mem_plan_ok ok;
+  void *ctx;
 } fixer;
 
 /* Evaluates a candidate plan; false when it is not a valid plan (skipped). */
 static bool try_plan(const fixer *f, const plan *q, const mem_opts *o, mem_bytes *r) {
   char e[8];
+  if (f->ok && !f->ok(f->ctx, q)) return false;
   return mem_transformer(f->d, q, o, r, e, sizeof e) == 0;
 }
 
@@ -370,12 +373,12 @@ static void grow_dim(fixer *f, const plan *p, bool tp) {
   add_fix(f, &best, f->o, &bestr, what);
 }
 
-int mem_fixes(const wl_tf_dims *d, const plan *p, const mem_opts *o,
+int mem_fixes(const wl_tf_dims *d, const plan *p, const mem_opts *o, mem_plan_ok ok, void *ctx,
               mem_fix out[MEM_MAX_FIXES], char *err, size_t errn) {
   mem_bytes base;
   if (mem_transformer(d, p, o, &base, err, errn) != 0) return -1;
   if (base.fits) return 0;
-  fixer f = {d, o, base.peak, out, 0};
+  fixer f = {d, o, base.peak, out, 0, ok, ctx};
   char what[96];
   mem_bytes r;
   int64_t m = p->gbs / (p->dp * p->mbs);

@@ -93,7 +93,11 @@ enum { MEM_MAX_FIXES = 8 };
 ** parallelism, more TP, more PP, bf16 instead of fp32. Each kind appears at
 ** most once, with the smallest change of that kind that fits, or else the
 ** strongest one. Returns the count (0 when the plan fits), or -1 with err. */
-int mem_fixes(const wl_tf_dims *d, const plan *p, const mem_opts *o,
+/* ok (may be NULL): the plan rules a candidate must also keep, asked of
+** each before it is priced (simulate passes plan_check's, so a fix is a
+** plan that can run); mp is in this module's terms (dp counts ep). */
+typedef bool (*mem_plan_ok)(void *ctx, const plan *mp);
+int mem_fixes(const wl_tf_dims *d, const plan *p, const mem_opts *o, mem_plan_ok ok, void *ctx,
               mem_fix out[MEM_MAX_FIXES], char *err, size_t errn);
 
 #endif

@@ -334,7 +334,7 @@ Test(memory, plan_that_does_not_fit_gets_fixes) {
   cr_assert_not(base.fits);
   mem_fix f[MEM_MAX_FIXES];
   char err[256];
-  int n = mem_fixes(&KC[0].d, &p, &o, f, err, sizeof err);
+  int n = mem_fixes(&KC[0].d, &p, &o, NULL, NULL, f, err, sizeof err);
   cr_assert_geq(n, 4, "%s", err);
   check_fixes(&KC[0].d, &p, &o, n, f, base.peak);
   /* ordered by how little they change the plan */
@@ -363,7 +363,7 @@ Test(memory, fixes_zero_tp_and_bf16) {
   cr_assert_eq(mem_transformer(&d, &p, &o, &base, NULL, 0), 0);
   cr_assert_not(base.fits, "peak %.1f GiB", base.peak / GIB);
   mem_fix f[MEM_MAX_FIXES];
-  int n = mem_fixes(&d, &p, &o, f, NULL, 0);
+  int n = mem_fixes(&d, &p, &o, NULL, NULL, f, NULL, 0);
   cr_assert_gt(n, 0);
   check_fixes(&d, &p, &o, n, f, base.peak);
   bool zero = false, tp = false, bf16 = false;
@@ -386,7 +386,7 @@ Test(memory, fixes_zero_tp_and_bf16) {
   cr_assert(zero && tp && bf16);
   /* a plan that fits needs no fixes */
   o.capacity_bytes = 1000 * GIB;
-  cr_assert_eq(mem_fixes(&d, &p, &o, f, NULL, 0), 0);
+  cr_assert_eq(mem_fixes(&d, &p, &o, NULL, NULL, f, NULL, 0), 0);
 }
 
 /* ---- bad input ---- */
@@ -449,5 +449,5 @@ Test(memory, bad_input_errors) {
   bad(&z, &ok, "ffn_hidden 8190");
   mem_fix f[MEM_MAX_FIXES];
   char err[128];
-  cr_assert_eq(mem_fixes(&z, &ok, &o, f, err, sizeof err), -1);
+  cr_assert_eq(mem_fixes(&z, &ok, &o, NULL, NULL, f, err, sizeof err), -1);
 }
