@@ -38,7 +38,7 @@ LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/hw_catalog_data.o $(BUILD)/exampl
 TEST_SRC = $(filter-out $(EXCLUDE),$(wildcard tests/*.c))
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
 
-.PHONY: all deps run test check check-layers unit cli asan valgrind bench clean
+.PHONY: all deps run test check check-layers unit cli docs asan valgrind bench clean
 
 all: $(BIN)
 
@@ -111,12 +111,17 @@ unit: $(BUILD)/tests/unit
 cli: $(BIN)
 	TPUSIM=./$(BIN) bash tests/cli.sh
 
+# README.md's and docs/*.md's `$ ./tpusim` examples, run and compared
+# (tests/docs.sh --update rewrites them from a fresh run).
+docs: $(BIN)
+	@TPUSIM=./$(BIN) bash tests/docs.sh
+
 # Layers run one way (docs/architecture.md): includes from the sources,
 # calls from the objects the library was built from.
 check-layers: $(BUILD)/libtpusim.a $(BUILD)/cli/main.o
 	@bash tests/layers.sh $(BUILD)
 
-check: check-layers unit cli
+check: check-layers unit cli docs
 
 test: deps
 	@$(MAKE) --no-print-directory check

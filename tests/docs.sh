@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# Docs examples are executed, never typed: every fenced block in README.md
+# and docs/*.md whose first line starts with `$ ./tpusim` is run from the
+# repository root and its output compared with the block's text.
+#
+#   bash tests/docs.sh [FILE.md ...]            check (default: README.md docs/*.md)
+#   bash tests/docs.sh --update [FILE.md ...]   rewrite each block's output from a fresh run
+#
+# A block: one or more commands, each a line `$ ./tpusim ...` (continued over
+# lines ending in a backslash) followed by the output it prints, stdout then
+# stderr. The rules:
+#   - a line `...` cuts the rest of that command's output: only the lines
+#     before it are compared (--update keeps the cut at the same line count);
+#   - wall-clock figures (MASKS below) are compared with the number masked;
+#     --update writes the real ones;
+#   - a command that prints nothing on stdout and something on stderr is an
+#     error example and must exit non-zero; every other command must exit 0
+#     (a crash, status >= 128, always fails);
+#   - files a command writes (--trace, --screenshot, --out, -o) go under
+#     tests/out/docs/, and later commands that read them read them there; the
+#     block keeps the names as a user types them. Such a command shown with
+#     no output is only checked to exit 0 and write its files.
+# TPUSIM is the binary, ./tpusim unless set; it may carry a prefix
+# (valgrind ...).
+set -u
+TPUSIM=${TPUSIM:-./tpusim}
+OUT=tests/out/docs
+
+update=0
+if [ "${1:-}" = --update ]; then update=1; shift; fi
+if [ $# -gt 0 ]; then files=("$@"); else files=(README.md docs/*.md); fi
+
+# Wall-clock figures, as sed -E substitutions applied to both sides.
+MASKS=(
+  's/(evaluated [0-9]+ plans in )[0-9.]+( s)/\1#\2/'   # plan's search time
+  's/("search_s":[[:space:]]*)[0-9.eE+-]+/\1#/'         # plan --json
+  's/( kernels .* in )[0-9.]+( s;)/\1#\2/'              # calibrate
+)
+mask() {
+  local args=() m
+  for m in "${MASKS[@]}"; do args+=(-e "$m"); done
+  sed -E "${args[@]}"
+}
+
+rm -rf "$OUT"
+mkdir -p "$OUT"
+cmd_re='^\$ \./tpusim( |$)'
+pass=0 fail=0
+declare -A outmap   # a file name as typed -> where it was written
+
+# run_cmd TEXT: runs one command (its lines as typed, "$ " included); sets
+# rc, written (files it writes, as typed) and fills $OUT/cur.{out,err,all}.
+run_cmd() {
+  local text=${1#\$ } flat words=() w prev="" f mapped
+  flat=${text//$'\\\n'/ }
+  read -r -a words <<<"${flat#./tpusim}"
+  written=()
+  for ((w = 0; w < ${#words[@]}; w++)); do
+    local word=${words[w]}
+    f=""
+    case $prev in --trace | --screenshot | --out | -o) f=$word ;; esac
+    if [ -n "$f" ]; then
+      mapped=$OUT/files/${f#/}
+      mkdir -p "$(dirname "$mapped")"
+      outmap[$f]=$mapped
+      written+=("$f")
+      words[w]=$mapped
+    elif [ -n "${outmap[$word]+x}" ]; then
+      words[w]=${outmap[$word]}
+    fi
+    prev=$word
+  done
+  bash -c "$TPUSIM ${words[*]}" >"$OUT/cur.out" 2>"$OUT/cur.err"
+  rc=$?
+  # The names as typed, wherever the output mentions a file written here.
+  cat "$OUT/cur.out" "$OUT/cur.err" >"$OUT/cur.all"
+  for f in "${!outmap[@]}"; do
+    mapped=${outmap[$f]}
+    sed -i "s|${mapped//|/\\|}|${f//|/\\|}|g" "$OUT/cur.all"
+  done
+}
+
+# check_block FILE LINE: the block is in blk[]; sets blk_ok (everything
+# holds), blk_run_ok (everything but the text: statuses, files, the block's
+# shape) and new[] (the block as --update writes it).
+check_block() {
+  local file=$1 lineno=$2 k=0 n=${#blk[@]} first=1
+  local why="" diffs=""
+  blk_ok=1 blk_run_ok=1
+  new=()
+  while ((k < n)); do
+    # The command: its first line and its continuation lines.
+    local start=$k text=${blk[k]}
+    new+=("${blk[k]}")
+    while [[ ${blk[k]} == *\\ ]] && ((k + 1 < n)); do
+      k=$((k + 1)); text+=$'\n'${blk[k]}; new+=("${blk[k]}")
+    done
+    k=$((k + 1))
+    # Its output as the block shows it, up to the next command.
+    local exp=() cut=-1
+    while ((k < n)) && ! [[ ${blk[k]} =~ $cmd_re ]]; do
+      if [ "${blk[k]}" = "..." ] && [ "$cut" -lt 0 ]; then cut=${#exp[@]};
+      elif [ "$cut" -ge 0 ]; then why+="; line $((lineno + k)): text after '...'"; blk_ok=0 blk_run_ok=0;
+      else exp+=("${blk[k]}"); fi
+      k=$((k + 1))
+    done
+    local label=${text#\$ ./tpusim }
+    label=${label//$'\\\n'/}
+    label=$(printf '%s' "$label" | tr -s ' ')
+    ((first)) || summary+=" ; "
+    summary+=$label
+    first=0
+
+    run_cmd "$text"
+    local act=()
+    mapfile -t act <"$OUT/cur.all"
+    # The exit status.
+    local want=0
+    [ ! -s "$OUT/cur.out" ] && [ -s "$OUT/cur.err" ] && want=1
+    if [ "$rc" -ge 128 ]; then
+      why+="; '$label' crashed (status $rc)"; blk_ok=0 blk_run_ok=0
+      diffs+=$(head -5 "$OUT/cur.err" | sed 's/^/    | /')$'\n'
+      continue
+    elif [ "$want" = 0 ] && [ "$rc" != 0 ]; then
+      why+="; '$label' exited $rc"; blk_ok=0 blk_run_ok=0
+    elif [ "$want" = 1 ] && [ "$rc" = 0 ]; then
+      why+="; '$label' printed only on stderr but exited 0"; blk_ok=0 blk_run_ok=0
+    fi
+    local f
+    for f in "${written[@]}"; do
+      [ -s "${outmap[$f]}" ] || { why+="; '$label' wrote no $f"; blk_ok=0 blk_run_ok=0; }
+    done
+    # A command that writes files, shown without output: status and files only.
+    if [ ${#written[@]} -gt 0 ] && [ ${#exp[@]} -eq 0 ] && [ "$cut" -lt 0 ]; then
+      continue
+    fi
+    local got=("${act[@]}")
+    if [ "$cut" -ge 0 ] && [ ${#act[@]} -gt "$cut" ]; then got=("${act[@]:0:cut}"); fi
+    local d
+    d=$(diff -U1 --label "$file:$((lineno + start))" --label "run" \
+          <(((${#exp[@]})) && printf '%s\n' "${exp[@]}" | mask) \
+          <(((${#got[@]})) && printf '%s\n' "${got[@]}" | mask))
+    if [ -n "$d" ]; then
+      why+="; '$label' printed something else"; blk_ok=0
+      diffs+=$(printf '%s\n' "$d" | head -20 | sed 's/^/    /')$'\n'
+    fi
+    ((${#got[@]})) && new+=("${got[@]}")
+    [ "$cut" -ge 0 ] && [ ${#act[@]} -gt "$cut" ] && new+=("...")
+  done
+  blk_why=${why#; }
+  blk_diffs=$diffs
+}
+
+if ! command -v "${TPUSIM%% *}" >/dev/null 2>&1 && [ ! -x "${TPUSIM%% *}" ]; then
+  echo "docs: no binary '$TPUSIM' (make first, or set TPUSIM)"; exit 2
+fi
+
+for file in "${files[@]}"; do
+  [ -f "$file" ] || continue
+  mapfile -t L <"$file"
+  n=${#L[@]} i=0 changed=0
+  out=()
+  while ((i < n)); do
+    if [[ ${L[i]} == '```'* ]]; then
+      j=$((i + 1))
+      while ((j < n)) && [[ ${L[j]} != '```'* ]]; do j=$((j + 1)); done
+      out+=("${L[i]}")
+      blk=("${L[@]:i+1:j-i-1}")
+      if ((${#blk[@]})) && [[ ${blk[0]} =~ $cmd_re ]]; then
+        summary=""
+        check_block "$file" $((i + 2))
+        if ((update && blk_run_ok)); then
+          # --update: the fresh output goes in.
+          if [ ${#new[@]} != ${#blk[@]} ] || [ "$(printf '%s\n' "${new[@]}")" != "$(printf '%s\n' "${blk[@]}")" ]; then
+            changed=1; printf 'updated %s:%d  %s\n' "$file" $((i + 2)) "$summary"
+          else
+            printf 'ok      %s:%d  %s\n' "$file" $((i + 2)) "$summary"
+          fi
+          pass=$((pass + 1))
+          blk=("${new[@]}")
+        elif ((blk_ok)); then
+          printf 'ok    %s:%d  %s\n' "$file" $((i + 2)) "$summary"
+          pass=$((pass + 1))
+        else
+          printf 'FAIL  %s:%d  %s: %s\n' "$file" $((i + 2)) "$summary" "$blk_why"
+          printf '%s' "$blk_diffs"
+          fail=$((fail + 1))
+        fi
+      fi
+      ((${#blk[@]})) && out+=("${blk[@]}")
+      ((j < n)) && out+=("${L[j]}")
+      i=$((j + 1))
+    else
+      out+=("${L[i]}")
+      i=$((i + 1))
+    fi
+  done
+  if ((update && changed)); then printf '%s\n' "${out[@]}" >"$file"; fi
+done
+
+echo "docs: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
