@@ -4,6 +4,7 @@
 #   make deps       install missing Debian packages (apt-get; does nothing when all are there)
 #   make run        deps + build + the main job
 #   make test       deps + build + layering check + unit tests (Criterion) + command-line tests
+#                   + the README and docs examples, run and compared (tests/docs.sh)
 #   make asan       the same tests, built with AddressSanitizer + UBSan
 #   make valgrind   the command-line tests under valgrind
 #   make bench      benchmarks (figures as rates and ratios)
