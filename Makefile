@@ -8,6 +8,7 @@
 #   make asan       the same tests, built with AddressSanitizer + UBSan
 #   make valgrind   the command-line tests under valgrind
 #   make bench      benchmarks (figures as rates and ratios)
+#   make fuzz       libFuzzer over every loader, FUZZ_SECONDS each (default 60; clang)
 
 BUILD       ?= build
 BIN         ?= tpusim
@@ -39,7 +40,7 @@ LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/hw_catalog_data.o $(BUILD)/exampl
 TEST_SRC = $(filter-out $(EXCLUDE),$(wildcard tests/*.c))
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
 
-.PHONY: all deps run test check check-layers unit cli docs asan valgrind bench clean
+.PHONY: all deps run test check check-layers unit cli docs asan valgrind bench fuzz fuzz-run clean
 
 all: $(BIN)
 
@@ -148,7 +149,27 @@ $(BUILD)/bench/%: tests/bench/%.c $(BUILD)/libtpusim.a
 bench: $(BENCH_BIN)
 	@for b in $(BENCH_BIN); do echo "== $$b"; $$b || exit 1; done
 
+# Fuzzing (tests/fuzz/): the library built by clang with libFuzzer's
+# coverage and ASan + UBSan into build-fuzz/, one harness a loader (the
+# JSON reader, model.json / HF config, hardware files, HLO text, traces),
+# each run for FUZZ_SECONDS after its regression inputs (tests/fuzz/run.sh).
+FUZZ_SECONDS ?= 60
+FUZZ_NAMES = jin model hw hlo trace
+FUZZ_CC ?= clang
+
+fuzz: deps
+	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=$(FUZZ_CC) BIN=build-fuzz/tpusim CFLAGS="-O1 -g" \
+	  EXTRA_CFLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer" fuzz-run
+
+fuzz-run: $(FUZZ_NAMES:%=$(BUILD)/fuzz/fuzz_%)
+	@bash tests/fuzz/run.sh $(BUILD) $(FUZZ_SECONDS) $(FUZZ_NAMES)
+
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(BUILD)/libtpusim.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(SDL_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $< \
+	  $(BUILD)/libtpusim.a $(LIBS)
+
 clean:
-	rm -rf build build-asan $(BIN)
+	rm -rf build build-asan build-fuzz $(BIN)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
