@@ -16,7 +16,7 @@ LLVM_CONFIG ?= llvm-config-19
 PKG_CONFIG  ?= pkg-config
 
 DEB_PKGS = llvm-19-dev libcjson-dev libsdl2-dev libsdl2-ttf-dev fonts-dejavu-core \
-           gnuplot-nox libcriterion-dev pkg-config
+           gnuplot-nox libcriterion-dev pkg-config clang libclang-rt-dev
 
 WARN    = -Wall -Wextra -Werror
 CFLAGS ?= -O2 -g
