@@ -44,7 +44,8 @@ static void print_help(FILE *f) {
             COMMANDS[i]->run || COMMANDS[i]->raw ? "" : " [not built yet]");
   fprintf(f,
           "\n%s  --version        versions of tpusim and the libraries it runs with\n\n"
-          "Exit status: 0 success, 1 bad input or infeasible request, 2 usage error.\n"
+          "Exit status: 0 success, 1 bad input or nothing possible, 2 usage error,\n"
+          "3 the plan does not fit in memory (simulate; the report is printed).\n"
           "'tpusim COMMAND --help' shows a command's arguments. Docs: docs/ in the source tree.\n",
           GLOBAL_OPTIONS);
 }

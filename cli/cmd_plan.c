@@ -170,6 +170,7 @@ static int run_plan(cli_ctx *c) {
     rc = CLI_BAD_INPUT;
   } else if (c->json) {
     cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "status", "ok"); /* failures print no JSON: exit 1, stderr */
     cJSON_AddStringToObject(o, "model", m->name);
     cJSON_AddStringToObject(o, "objective", r->objective);
     cJSON *best = step_json(m, hw_catalog_find(cat, r->best.hw), &r->best.p, &r->best.sim);

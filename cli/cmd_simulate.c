@@ -208,6 +208,7 @@ static int run_simulate(cli_ctx *c) {
     rc = CLI_BAD_INPUT;
   } else if (c->json) {
     cJSON *o = step_json(m, hw, &p, &r);
+    cJSON_AddStringToObject(o, "status", r.fits ? "ok" : "does_not_fit");
     char *s = cJSON_Print(o);
     fprintf(c->out, "%s\n", s);
     free(s);
@@ -215,7 +216,9 @@ static int run_simulate(cli_ctx *c) {
   } else {
     cli_print_step(c->out, m, hw, &p, &r, cli_opt(c, "--explain") != NULL);
   }
-  if (trace && fclose(trace) != 0 && rc == CLI_OK) {
+  /* the step ran and its report is out, but the plan would not run */
+  if (rc == CLI_OK && !r.fits) rc = CLI_DOES_NOT_FIT;
+  if (trace && fclose(trace) != 0 && (rc == CLI_OK || rc == CLI_DOES_NOT_FIT)) {
     fprintf(c->err, "tpusim simulate: %s: write failed\n", cli_opt(c, "--trace"));
     rc = CLI_BAD_INPUT;
   }

@@ -163,9 +163,10 @@ static int view_cmd(int argc, char **argv, FILE *out, FILE *err) {
   sim_argv[ns++] = "--trace";
   sim_argv[ns++] = trace;
   int rc = cli_main(ns, (char **)sim_argv, out, err);
-  if (rc == CLI_OK) {
+  if (rc == CLI_OK || rc == CLI_DOES_NOT_FIT) { /* a step that does not fit is still one to see */
     view_argv[1] = trace;
-    rc = view_trace_cmd(nv, (char **)view_argv, out, err);
+    int vrc = view_trace_cmd(nv, (char **)view_argv, out, err);
+    if (vrc != CLI_OK) rc = vrc;
   }
   if (!keep) remove(tmp);
   return rc;

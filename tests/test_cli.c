@@ -330,3 +330,33 @@ Test(cli, simulate_names_what_ep_does_not_divide) {
             r.err);
   th_run_free(&r);
 }
+
+/* A plan that does not fit exited 0 after "DOES NOT FIT": now 3, with the
+** report (breakdown, fixes) printed all the same and, in --json, the whole
+** object with "fits": false and "status": "does_not_fit". */
+Test(cli, simulate_exits_3_when_the_plan_does_not_fit) {
+  th_run r = th_cli("simulate", "llama3-70b", "--hw", "h100-sxm", "--chips", "8", "--tp", "8", "--gbs",
+                    "8", "--seq", "4096", "--op-costs", "formula", NULL);
+  cr_assert_eq(r.rc, CLI_DOES_NOT_FIT, "%s", r.err);
+  cr_assert(strstr(r.out, "DOES NOT FIT") && strstr(r.out, "breakdown") && strstr(r.out, "fix 1:"),
+            "%s", r.out);
+  th_run_free(&r);
+  r = th_cli("simulate", "llama3-70b", "--hw", "h100-sxm", "--chips", "8", "--tp", "8", "--gbs", "8",
+             "--seq", "4096", "--op-costs", "formula", "--json", NULL);
+  cr_assert_eq(r.rc, 3);
+  cJSON *o = cJSON_Parse(r.out);
+  cr_assert(o, "not one JSON object: %s", r.out);
+  cr_assert(cJSON_IsFalse(cJSON_GetObjectItem(o, "fits")));
+  cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(o, "status")), "does_not_fit");
+  cr_assert(cJSON_GetArraySize(cJSON_GetObjectItem(o, "fixes")) > 0);
+  cJSON_Delete(o);
+  th_run_free(&r);
+  r = th_cli("simulate", "llama3-8b", "--hw", "h100-sxm", "--chips", "8", "--tp", "8", "--gbs", "8",
+             "--op-costs", "formula", "--json", NULL);
+  cr_assert_eq(r.rc, 0, "%s", r.err);
+  cr_assert(strstr(r.out, "\"status\":\t\"ok\""), "%s", r.out);
+  th_run_free(&r);
+  r = th_cli("--help", NULL);
+  cr_assert(strstr(r.out, "3 the plan does not fit in memory"), "%s", r.out);
+  th_run_free(&r);
+}
