@@ -44,7 +44,8 @@ static void print_help(FILE *f) {
             COMMANDS[i]->run || COMMANDS[i]->raw ? "" : " [not built yet]");
   fprintf(f,
           "\n%s  --version        versions of tpusim and the libraries it runs with\n\n"
-          "Exit status: 0 success, 1 bad input or infeasible request, 2 usage error.\n"
+          "Exit status: 0 success, 1 bad input or nothing possible, 2 usage error,\n"
+          "3 the plan does not fit in memory (simulate; the report is printed).\n"
           "'tpusim COMMAND --help' shows a command's arguments. Docs: docs/ in the source tree.\n",
           GLOBAL_OPTIONS);
 }
@@ -84,17 +85,20 @@ const char *cli_opt(const cli_ctx *c, const char *name) {
   return NULL;
 }
 
-/* 0 when absent; -1 after a usage message. */
-int64_t cli_opt_count(cli_ctx *c, const char *name) {
+int cli_opt_num(cli_ctx *c, const char *name, num_range r, double *out) {
   const char *v = cli_opt(c, name);
-  if (!v) return 0;
-  char *end;
-  long long n = strtoll(v, &end, 10);
-  if (*end || n < 1 || n > (1LL << 40)) {
-    cli_usage_error(c, "%s expects a positive integer", name);
-    return -1;
-  }
-  return n;
+  char err[320];
+  if (!v) return CLI_OK;
+  if (num_parse(name, v, r, out, err, sizeof err) != 0) return cli_usage_error(c, "%s", err);
+  return CLI_OK;
+}
+
+int cli_opt_int(cli_ctx *c, const char *name, int64_t lo, int64_t hi, int64_t *out) {
+  const char *v = cli_opt(c, name);
+  char err[320];
+  if (!v) return CLI_OK;
+  if (num_parse_int(name, v, lo, hi, out, err, sizeof err) != 0) return cli_usage_error(c, "%s", err);
+  return CLI_OK;
 }
 
 int cli_enum_opt(cli_ctx *c, const char *name, const char *const *choices, int dflt, int *out) {
@@ -122,8 +126,8 @@ int cli_load_model(cli_ctx *c, model **out) {
   if (c->n_pos != 1) return cli_usage_error(c, "%s", "expected one MODEL");
   model_opts o = {.precision = cli_opt(c, "--precision"),
                   .forward_only = cli_opt(c, "--forward-only")};
-  if ((o.seq_len = cli_opt_count(c, "--seq")) < 0 ||
-      (o.global_batch = cli_opt_count(c, "--gbs")) < 0)
+  if (cli_opt_int(c, "--seq", 1, CLI_MAX_SEQ, &o.seq_len) ||
+      cli_opt_int(c, "--gbs", 1, CLI_MAX_BATCH, &o.global_batch))
     return CLI_USAGE;
   diag *dg = diag_new();
   *out = model_load(c->pos[0], &o, dg);

@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "cli.h"
+#include "../base/num.h"
 #include "../hw_models/hw_catalog.h"
 #include "../sim/plan.h"
 #include "../sim/step.h"
@@ -66,8 +67,21 @@ extern const cli_cmd cli_cmd_plan, cli_cmd_simulate, cli_cmd_collective, cli_cmd
 const char *cli_opt(const cli_ctx *c, const char *name);
 /* "tpusim CMD: " fmt (with arg), then where to look; returns CLI_USAGE. */
 int cli_usage_error(cli_ctx *c, const char *fmt, const char *arg);
-/* A positive integer option (0 when absent); -1 after a usage message. */
-int64_t cli_opt_count(cli_ctx *c, const char *name);
+/* The ranges of the numeric options, one place for each limit. */
+#define CLI_MAX_CHIPS (1LL << 20) /* chips, and dp/tp/pp/ep/slices within them: 10x the largest machines built */
+#define CLI_MAX_BATCH (1LL << 32) /* --gbs, --mbs: the model file's global_batch limit */
+/* --seq: the model file allows seq_len up to 2^24, but a transformer's
+** attention scores (batch x heads x seq^2) pass the graph's 2^50 elements
+** long before that; 2^20 (1M tokens, the longest contexts trained) keeps
+** the refusal one message instead of the graph's per-layer errors. */
+#define CLI_MAX_SEQ (1LL << 20)
+
+/* The integer option `name` into *out, which stays as it is when the
+** option is absent: CLI_OK, or CLI_USAGE after a message naming the value
+** and the range lo..hi (base/num.h). */
+int cli_opt_int(cli_ctx *c, const char *name, int64_t lo, int64_t hi, int64_t *out);
+/* The same for a real, a size or a duration within r. */
+int cli_opt_num(cli_ctx *c, const char *name, num_range r, double *out);
 /* The index of the option's value in choices (NULL-terminated), dflt when
 ** absent; 0, or -1 after a usage message naming the choices. */
 int cli_enum_opt(cli_ctx *c, const char *name, const char *const *choices, int dflt, int *out);

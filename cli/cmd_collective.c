@@ -19,29 +19,45 @@ static const char *const COLL_VALUED[] = {"--hw",       "--chips",    "--op",   
                                           "--algo",     "--slices",   "--reducers", "--reducer-bw",
                                           "--factor",   "--axis",     NULL};
 
+/* Sizes stop at 1 PiB: 2^50 bytes is far past any buffer a collective
+** moves, and far from where bytes stop being exact in a double or an
+** int64; at least 1 byte, so that a sweep advances. */
+static const num_range SIZES = {NUM_BYTES, 1, 1125899906842624.0, false};
+/* above 1 so that a sweep advances; 1024 is one size unit per point */
+static const num_range FACTOR = {NUM_REAL, 1, 1024, true};
+
+/* --bytes SIZE or MIN:MAX into *lo, *hi: CLI_OK or CLI_USAGE after the
+** message. */
+static int parse_sizes(cli_ctx *c, const char *sizes, double *lo, double *hi) {
+  const char *colon = strchr(sizes, ':');
+  char first[64], err[320];
+  snprintf(first, sizeof first, "%.*s", colon ? (int)(colon - sizes) : (int)strlen(sizes), sizes);
+  if (num_parse("--bytes", first, SIZES, lo, err, sizeof err) != 0 ||
+      num_parse("--bytes", colon ? colon + 1 : first, SIZES, hi, err, sizeof err) != 0)
+    return cli_usage_error(c, "%s (SIZE or MIN:MAX such as 1K:16G)", err);
+  if (*hi < *lo)
+    return cli_usage_error(c, "--bytes %s: expected MIN:MAX with MIN at most MAX", sizes);
+  return CLI_OK;
+}
+
 static int run_collective(cli_ctx *c) {
   if (c->n_pos) return cli_usage_error(c, "unexpected argument '%s'", c->pos[0]);
   const char *hwname = cli_opt(c, "--hw"), *opname = cli_opt(c, "--op"), *sizes = cli_opt(c, "--bytes");
   if (!hwname || !opname || !sizes || !cli_opt(c, "--chips"))
     return cli_usage_error(c, "%s", "--hw, --chips, --op and --bytes are required");
-  int64_t chips = cli_opt_count(c, "--chips"), slices = cli_opt_count(c, "--slices"),
-          reducers = cli_opt_count(c, "--reducers");
-  if (chips < 0 || slices < 0 || reducers < 0) return CLI_USAGE;
+  int64_t chips = 0, slices = 0, reducers = 0;
+  if (cli_opt_int(c, "--chips", 1, CLI_MAX_CHIPS, &chips) ||
+      cli_opt_int(c, "--slices", 1, CLI_MAX_CHIPS, &slices) ||
+      cli_opt_int(c, "--reducers", 1, CLI_MAX_CHIPS, &reducers))
+    return CLI_USAGE;
   int op = coll_op_parse(opname);
   if (op < 0)
     return cli_usage_error(c, "unknown --op '%s' (all-reduce, all-gather, reduce-scatter, all-to-all, "
                           "broadcast, send-recv)", opname);
   double lo, hi, factor = 2, rbw = 0;
-  const char *colon = strchr(sizes, ':');
-  char first[64];
-  snprintf(first, sizeof first, "%.*s", colon ? (int)(colon - sizes) : (int)strlen(sizes), sizes);
-  if (units_parse_bytes(first, &lo) != 0 || units_parse_bytes(colon ? colon + 1 : first, &hi) != 0 ||
-      hi < lo)
-    return cli_usage_error(c, "--bytes '%s': expected SIZE or MIN:MAX such as 1K:16G", sizes);
-  if (cli_opt(c, "--factor") && (units_parse_bytes(cli_opt(c, "--factor"), &factor) != 0 || factor <= 1))
-    return cli_usage_error(c, "%s", "--factor expects a number above 1");
-  if (cli_opt(c, "--reducer-bw") && units_parse_bytes(cli_opt(c, "--reducer-bw"), &rbw) != 0)
-    return cli_usage_error(c, "%s", "--reducer-bw expects bytes per second, e.g. 12.5G");
+  if (parse_sizes(c, sizes, &lo, &hi) || cli_opt_num(c, "--factor", FACTOR, &factor) ||
+      cli_opt_num(c, "--reducer-bw", SIZES, &rbw))
+    return CLI_USAGE;
   int axis = -1;
   if (cli_opt(c, "--axis")) {
     const char *ax = cli_opt(c, "--axis");

@@ -55,14 +55,10 @@ static int entry_costs(const lower_module *lm, const graph *g, const fuse_plan *
 }
 
 static int run_lower(cli_ctx *c) {
-  const char *ol = cli_opt(c, "--opt");
-  int level = 2;
-  if (ol) {
-    if (!cli_opt(c, "--emit-llvm")) return cli_usage_error(c, "%s", "--opt goes with --emit-llvm");
-    if (strlen(ol) != 1 || ol[0] < '0' || ol[0] > '3')
-      return cli_usage_error(c, "--opt expects 0, 1, 2 or 3, not '%s'", ol);
-    level = ol[0] - '0';
-  }
+  int64_t level = 2;
+  if (cli_opt(c, "--opt") && !cli_opt(c, "--emit-llvm"))
+    return cli_usage_error(c, "%s", "--opt goes with --emit-llvm");
+  if (cli_opt_int(c, "--opt", 0, 3, &level)) return CLI_USAGE;
   if (c->json && cli_opt(c, "--emit-llvm")) return cli_usage_error(c, "%s", "--json and --emit-llvm: pick one");
   model *m;
   int rc = cli_load_model(c, &m);
@@ -94,7 +90,7 @@ static int run_lower(cli_ctx *c) {
     rc = CLI_BAD_INPUT;
   }
   if (rc == CLI_OK && cli_opt(c, "--emit-llvm")) {
-    if (lower_optimize(lm, level, err, sizeof err) != 0) {
+    if (lower_optimize(lm, (int)level, err, sizeof err) != 0) {
       fprintf(c->err, "tpusim lower: %s\n", err);
       rc = CLI_BAD_INPUT;
     } else {

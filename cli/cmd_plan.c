@@ -21,15 +21,16 @@ static const char *const PLAN_VALUED[] = {"--hw",     "--chips",     "--max-chip
                                           "--top",    "--preemption-rate", "--explain", "--op-costs",
                                           NULL};
 
-/* "30d", "12h", "90m", "3600s" or plain seconds; -1 if not a duration. */
-static double parse_duration(const char *s) {
-  char *end;
-  double v = strtod(s, &end);
-  if (end == s || !(v > 0)) return -1;
-  double unit = *end == 'd' ? 86400 : *end == 'h' ? 3600 : *end == 'm' ? 60 : 1;
-  if (*end && strchr("dhms", *end)) end++;
-  return *end ? -1 : v * unit;
-}
+/* The ranges of plan's numbers. Tokens stop at 1e18 so that the steps
+** the planner derives (tokens / (gbs x seq), an int64) cannot overflow;
+** 1e18 is 50,000x the largest runs published (15T tokens). */
+static const num_range TOKENS = {NUM_REAL, 1, 1e18, false};
+static const num_range BUDGET = {NUM_REAL, 0, 1e12, true};
+static const num_range DEADLINE = {NUM_SECONDS, 0, 36500.0 * 86400, true};
+/* a share of the instances: a probability */
+static const num_range PREEMPTION = {NUM_REAL, 0, 1, true};
+#define MAX_STEPS 1000000000000000LL /* 1e15: steps x gbs x seq stays a double's exact range */
+#define MAX_TOP 16                   /* the candidates table's rows (planner_result's size) */
 
 /* The search's progress on stderr: only on a terminal, and only once the
 ** search has run a second (a quick plan prints nothing extra). */
@@ -83,38 +84,46 @@ static void print_causes(FILE *f, const planner_result *r) {
   fprintf(f, "\n");
 }
 
+/* Every name in --hw LIST must be in the catalog ("all" is all of it): a
+** misspelled name would otherwise shrink the search without a word. */
+static int check_hw_list(cli_ctx *c, const hw_catalog *cat, const char *list) {
+  if (!list || strcmp(list, "all") == 0) return CLI_OK;
+  for (const char *p = list;; p++) {
+    size_t k = strcspn(p, ",");
+    char name[128];
+    if (k == 0 || k >= sizeof name)
+      return cli_usage_error(c, "--hw '%s': expected hardware names separated by commas, or all", list);
+    memcpy(name, p, k);
+    name[k] = 0;
+    if (!hw_catalog_find(cat, name)) {
+      char msg[2048];
+      hw_catalog_unknown(cat, name, msg, sizeof msg);
+      fprintf(c->err, "tpusim plan: --hw %s: %s\n", list, msg);
+      return CLI_BAD_INPUT;
+    }
+    p += k;
+    if (!*p) return CLI_OK;
+  }
+}
+
 static int run_plan(cli_ctx *c) {
   if (c->n_pos != 1) return cli_usage_error(c, "%s", "expected one MODEL");
   planner_req req = {.hw_list = cli_opt(c, "--hw"), .max_chips = 1024, .top = 5};
-  int64_t chips = cli_opt_count(c, "--chips"), maxc = cli_opt_count(c, "--max-chips"),
-          steps = cli_opt_count(c, "--steps"), top = cli_opt_count(c, "--top");
-  if (chips < 0 || maxc < 0 || steps < 0 || top < 0) return CLI_USAGE;
-  req.chips = chips;
-  if (maxc) req.max_chips = maxc;
-  req.steps = steps;
-  if (top) req.top = (int)(top > 16 ? 16 : top);
+  int64_t top = req.top, explain = 0;
+  if (cli_opt_int(c, "--chips", 1, CLI_MAX_CHIPS, &req.chips) ||
+      cli_opt_int(c, "--max-chips", 1, CLI_MAX_CHIPS, &req.max_chips) ||
+      cli_opt_int(c, "--steps", 1, MAX_STEPS, &req.steps) ||
+      cli_opt_int(c, "--top", 1, MAX_TOP, &top) || cli_opt_int(c, "--explain", 1, MAX_TOP, &explain) ||
+      cli_opt_num(c, "--tokens", TOKENS, &req.tokens) ||
+      cli_opt_num(c, "--budget", BUDGET, &req.budget_usd) ||
+      cli_opt_num(c, "--preemption-rate", PREEMPTION, &req.preemptions_per_month))
+    return CLI_USAGE;
+  req.top = (int)top;
   req.spot = cli_opt(c, "--spot") != NULL;
-  int64_t explain = cli_opt_count(c, "--explain");
-  if (explain < 0) return CLI_USAGE;
   if (explain > req.top)
     return cli_usage_error(c, "%s", "--explain N takes a rank of the candidates table (at most --top)");
-  if (cli_opt(c, "--tokens")) {
-    char *end;
-    req.tokens = strtod(cli_opt(c, "--tokens"), &end);
-    if (*end || !(req.tokens > 0)) return cli_usage_error(c, "%s", "--tokens expects a positive number, e.g. 2e12");
-  }
-  if (cli_opt(c, "--budget")) {
-    char *end;
-    req.budget_usd = strtod(cli_opt(c, "--budget"), &end);
-    if (*end || !(req.budget_usd > 0)) return cli_usage_error(c, "%s", "--budget expects US dollars");
-  }
-  if (cli_opt(c, "--preemption-rate")) {
-    char *end;
-    req.preemptions_per_month = strtod(cli_opt(c, "--preemption-rate"), &end);
-    if (*end || !(req.preemptions_per_month > 0) || req.preemptions_per_month > 100)
-      return cli_usage_error(c, "%s", "--preemption-rate expects the share of instances reclaimed a month, e.g. 0.05");
-    if (!req.spot) return cli_usage_error(c, "%s", "--preemption-rate applies to --spot plans");
-  }
+  if (cli_opt(c, "--preemption-rate") && !req.spot)
+    return cli_usage_error(c, "%s", "--preemption-rate applies to --spot plans");
   static const char *const OBJ[] = {"time", "cost", "cost-under-deadline", NULL};
   int obj, costs;
   if (cli_enum_opt(c, "--objective", OBJ, 0, &obj) || cli_enum_opt(c, "--op-costs", CLI_OP_COSTS, 0, &costs))
@@ -122,15 +131,18 @@ static int run_plan(cli_ctx *c) {
   req.objective = (planner_objective)obj;
   req.op_costs = (opcost_source)costs;
   if (cli_opt(c, "--deadline")) {
-    req.deadline_s = parse_duration(cli_opt(c, "--deadline"));
-    if (req.deadline_s < 0) return cli_usage_error(c, "%s", "--deadline expects a duration: 30d, 12h, 90m");
+    if (cli_opt_num(c, "--deadline", DEADLINE, &req.deadline_s)) return CLI_USAGE;
     if (!cli_opt(c, "--objective")) req.objective = PLANNER_COST_UNDER_DEADLINE;
   }
   if (req.objective == PLANNER_COST_UNDER_DEADLINE && req.deadline_s <= 0)
     return cli_usage_error(c, "%s", "cost-under-deadline needs --deadline");
   hw_catalog *cat;
   int rc = cli_load_catalog(c, &cat, NULL);
-  if (rc != CLI_OK) return rc;
+  if (rc == CLI_OK) rc = check_hw_list(c, cat, req.hw_list);
+  if (rc != CLI_OK) {
+    hw_catalog_free(cat);
+    return rc;
+  }
   diag *dg = diag_new();
   model *m = model_load(c->pos[0], NULL, dg);
   diag_print(dg, c->err);
@@ -158,6 +170,7 @@ static int run_plan(cli_ctx *c) {
     rc = CLI_BAD_INPUT;
   } else if (c->json) {
     cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "status", "ok"); /* failures print no JSON: exit 1, stderr */
     cJSON_AddStringToObject(o, "model", m->name);
     cJSON_AddStringToObject(o, "objective", r->objective);
     cJSON *best = step_json(m, hw_catalog_find(cat, r->best.hw), &r->best.p, &r->best.sim);

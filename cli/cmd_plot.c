@@ -10,7 +10,6 @@
 */
 #include "cli_int.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,16 +46,10 @@ typedef struct {
 
 static int is_help(const char *a) { return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0; }
 
-static int parse_count(cli_ctx *c, const char *name, const char *v, int64_t *dst) {
-  char *end;
-  errno = 0;
-  long long x = strtoll(v, &end, 10);
-  if (errno || *end || end == v || x <= 0 || x > (1LL << 40)) {
-    char fmt[64]; /* name is one of parse_args' own */
-    snprintf(fmt, sizeof fmt, "%s expects a positive integer, got '%%s'", name);
-    return cli_usage_error(c, fmt, v);
-  }
-  *dst = x;
+/* A count within 1..hi (num.h's message on anything else). */
+static int parse_count(cli_ctx *c, const char *name, const char *v, int64_t hi, int64_t *dst) {
+  char err[320];
+  if (num_parse_int(name, v, 1, hi, dst, err, sizeof err) != 0) return cli_usage_error(c, "%s", err);
   return CLI_OK;
 }
 
@@ -78,11 +71,11 @@ static int parse_args(cli_ctx *c, plot_args *a, int argc, char **argv) {
     else if (strcmp(o, "--hw-file") == 0) {
       if (c->n_hw_files == PLOT_MAX_HW_FILES) return cli_usage_error(c, "%s", "too many --hw-file");
       c->hw_files[c->n_hw_files++] = v;
-    } else if (strcmp(o, "--chips") == 0) rc = parse_count(c, o, v, &a->chips);
-    else if (strcmp(o, "--max-chips") == 0) rc = parse_count(c, o, v, &a->max_chips);
-    else if (strcmp(o, "--seq") == 0) rc = parse_count(c, o, v, &a->seq);
-    else if (strcmp(o, "--gbs") == 0) rc = parse_count(c, o, v, &a->gbs);
-    else if (strcmp(o, "--batch-per-chip") == 0) rc = parse_count(c, o, v, &a->batch_per_chip);
+    } else if (strcmp(o, "--chips") == 0) rc = parse_count(c, o, v, CLI_MAX_CHIPS, &a->chips);
+    else if (strcmp(o, "--max-chips") == 0) rc = parse_count(c, o, v, CLI_MAX_CHIPS, &a->max_chips);
+    else if (strcmp(o, "--seq") == 0) rc = parse_count(c, o, v, CLI_MAX_SEQ, &a->seq);
+    else if (strcmp(o, "--gbs") == 0) rc = parse_count(c, o, v, CLI_MAX_BATCH, &a->gbs);
+    else if (strcmp(o, "--batch-per-chip") == 0) rc = parse_count(c, o, v, CLI_MAX_BATCH, &a->batch_per_chip);
     else return cli_usage_error(c, "unknown option '%s'", o);
     if (rc != CLI_OK) return rc;
   }

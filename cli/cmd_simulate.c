@@ -44,15 +44,9 @@ static int input_from_opts(cli_ctx *c, const hw_model *hw, int64_t seq, input_cf
     in->object_bytes = in->bytes_per_sample;
     in->read_bytes = 0;
   }
-  if (cli_opt(c, "--prefetch")) {
-    char *end;
-    long v = strtol(cli_opt(c, "--prefetch"), &end, 10);
-    if (*end || v < 0 || v > 64) {
-      cli_usage_error(c, "%s", "--prefetch expects 0 to 64 batches");
-      return CLI_USAGE;
-    }
-    in->prefetch_steps = (int)v;
-  }
+  int64_t prefetch = in->prefetch_steps;
+  if (cli_opt_int(c, "--prefetch", 0, 64, &prefetch)) return CLI_USAGE;
+  in->prefetch_steps = (int)prefetch;
   /* a CPU reads its own memory: no host-to-chip hop (and no input model) */
   if (hw->chip.host_link_bw_bytes_per_s <= 0) return CLI_OK;
   if (input_hop_from_hw(in, hw, host == 1, err, errn) != 0) return CLI_BAD_INPUT;
@@ -144,11 +138,11 @@ static int run_simulate(cli_ctx *c) {
                        &p.reduction_server, &p.slices};
   static const char *const names[] = {"--chips", "--dp", "--tp", "--pp", "--ep", "--mbs",
                                       "--gbs", "--seq", "--reduction-server", "--slices"};
-  for (int i = 0; i < 10; i++) {
-    int64_t v = cli_opt_count(c, names[i]);
-    if (v < 0) return CLI_USAGE;
-    if (v > 0) *counts[i] = v;
-  }
+  static const int64_t hi[] = {CLI_MAX_CHIPS, CLI_MAX_CHIPS, CLI_MAX_CHIPS, CLI_MAX_CHIPS,
+                               CLI_MAX_CHIPS, CLI_MAX_BATCH, CLI_MAX_BATCH, CLI_MAX_SEQ,
+                               CLI_MAX_CHIPS, CLI_MAX_CHIPS};
+  for (int i = 0; i < 10; i++)
+    if (cli_opt_int(c, names[i], 1, hi[i], counts[i])) return CLI_USAGE;
   static const char *const ZERO[] = {"0", "1", "2", "3", NULL};
   int rec, prec, zero, gsync, attn, costs;
   if (cli_enum_opt(c, "--recompute", plan_recompute_names, 0, &rec) ||
@@ -214,6 +208,7 @@ static int run_simulate(cli_ctx *c) {
     rc = CLI_BAD_INPUT;
   } else if (c->json) {
     cJSON *o = step_json(m, hw, &p, &r);
+    cJSON_AddStringToObject(o, "status", r.fits ? "ok" : "does_not_fit");
     char *s = cJSON_Print(o);
     fprintf(c->out, "%s\n", s);
     free(s);
@@ -221,7 +216,9 @@ static int run_simulate(cli_ctx *c) {
   } else {
     cli_print_step(c->out, m, hw, &p, &r, cli_opt(c, "--explain") != NULL);
   }
-  if (trace && fclose(trace) != 0 && rc == CLI_OK) {
+  /* the step ran and its report is out, but the plan would not run */
+  if (rc == CLI_OK && !r.fits) rc = CLI_DOES_NOT_FIT;
+  if (trace && fclose(trace) != 0 && (rc == CLI_OK || rc == CLI_DOES_NOT_FIT)) {
     fprintf(c->err, "tpusim simulate: %s: write failed\n", cli_opt(c, "--trace"));
     rc = CLI_BAD_INPUT;
   }

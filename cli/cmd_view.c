@@ -29,10 +29,14 @@ static const char USAGE[] =
 
 enum { MAX_EXPAND = 64 };
 
-static int parse_dim(const char *s, int lo, int hi, int *out) {
-  char *end;
-  long v = strtol(s, &end, 10);
-  if (*s == '\0' || *end != '\0' || v < lo || v > hi) return -1;
+/* A window or screenshot dimension in pixels; its message into err. */
+static int parse_dim(const char *name, const char *s, int lo, int *out, FILE *err) {
+  char msg[320];
+  int64_t v;
+  if (num_parse_int(name, s, lo, 8192, &v, msg, sizeof msg) != 0) {
+    fprintf(err, "tpusim view: %s (pixels)\n", msg);
+    return -1;
+  }
   *out = (int)v;
   return 0;
 }
@@ -64,10 +68,8 @@ static int view_trace_cmd(int argc, char **argv, FILE *out, FILE *err) {
           return CLI_USAGE;
         }
         expand[nexpand++] = val;
-      } else if (strcmp(a, "--width") == 0 ? parse_dim(val, 320, 8192, &w) != 0
-                                            : parse_dim(val, 200, 8192, &h) != 0) {
-        fprintf(err, "tpusim view: %s %s: expected a whole number of pixels in [%d, 8192]\n", a,
-                val, strcmp(a, "--width") == 0 ? 320 : 200);
+      } else if (strcmp(a, "--width") == 0 ? parse_dim(a, val, 320, &w, err) != 0
+                                            : parse_dim(a, val, 200, &h, err) != 0) {
         return CLI_USAGE;
       } else {
         wh_set = true;
@@ -161,9 +163,10 @@ static int view_cmd(int argc, char **argv, FILE *out, FILE *err) {
   sim_argv[ns++] = "--trace";
   sim_argv[ns++] = trace;
   int rc = cli_main(ns, (char **)sim_argv, out, err);
-  if (rc == CLI_OK) {
+  if (rc == CLI_OK || rc == CLI_DOES_NOT_FIT) { /* a step that does not fit is still one to see */
     view_argv[1] = trace;
-    rc = view_trace_cmd(nv, (char **)view_argv, out, err);
+    int vrc = view_trace_cmd(nv, (char **)view_argv, out, err);
+    if (vrc != CLI_OK) rc = vrc;
   }
   if (!keep) remove(tmp);
   return rc;

@@ -137,7 +137,29 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
     *fault = PLAN_FAULT_DIVIDES;
     return -1;
   }
-  if (p->dp == 0) p->dp = p->chips / (p->tp * p->pp * p->ep);
+  /* expert parallelism before dp: a dp derived from an ep that cannot be
+  ** would be 0, and "dp 0 x ..." names the wrong thing */
+  if (p->ep > 1 && d->experts == 0) {
+    if (errn) snprintf(err, errn, "ep %lld needs a MoE model; %s has no experts", (long long)p->ep,
+                       m->name);
+    *fault = PLAN_FAULT_DIVIDES;
+    return -1;
+  }
+  if (p->ep > 1 && d->experts % p->ep != 0) {
+    if (errn) snprintf(err, errn, "ep %lld does not divide the %lld experts", (long long)p->ep,
+                       (long long)d->experts);
+    *fault = PLAN_FAULT_DIVIDES;
+    return -1;
+  }
+  int64_t replica = p->tp * p->pp * p->ep; /* chips of one data-parallel replica */
+  if (p->dp == 0 && p->chips % replica != 0) {
+    if (errn) snprintf(err, errn, "tp %lld x pp %lld x ep %lld = %lld chips per replica, %s --chips %lld",
+                       (long long)p->tp, (long long)p->pp, (long long)p->ep, (long long)replica,
+                       replica > p->chips ? "more than" : "which does not divide", (long long)p->chips);
+    *fault = PLAN_FAULT_DIVIDES;
+    return -1;
+  }
+  if (p->dp == 0) p->dp = p->chips / replica;
   if (p->dp * p->tp * p->pp * p->ep != p->chips) {
     if (errn) snprintf(err, errn, "dp %lld x tp %lld x pp %lld x ep %lld = %lld, but --chips is %lld",
              (long long)p->dp, (long long)p->tp, (long long)p->pp, (long long)p->ep,
@@ -155,12 +177,6 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
   if (d->layers % (p->pp * p->vp) != 0) {
     if (errn) snprintf(err, errn, "%lld layers do not split into pp %lld x %lld virtual stages",
              (long long)d->layers, (long long)p->pp, (long long)p->vp);
-    *fault = PLAN_FAULT_DIVIDES;
-    return -1;
-  }
-  if (p->ep > 1 && (d->experts == 0 || d->experts % p->ep != 0)) {
-    if (errn) snprintf(err, errn, "ep %lld needs a MoE model whose experts (%lld) it divides",
-             (long long)p->ep, (long long)d->experts);
     *fault = PLAN_FAULT_DIVIDES;
     return -1;
   }

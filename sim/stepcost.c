@@ -126,7 +126,7 @@ const model *step_shard_of(const model *m, const plan *p, int64_t layers, model 
   *owned = NULL;
   if (!m->spec) return m;
   diag *d = diag_new();
-  model_opts o = {.seq_len = p->seq > 1 ? p->seq : 0,
+  model_opts o = {.seq_len = p->seq > 0 ? p->seq : 0, /* 1 too: a given --seq 1 is used */
                   .global_batch = m->info.whole_step ? 0 : p->mbs, .shard_tp = p->tp,
                   .only_layers = layers, .precision = plan_precision_name(p->precision)};
   *owned = d ? model_derive(m, &o, d) : NULL;

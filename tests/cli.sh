@@ -148,12 +148,18 @@ run sim-badchips 1 simulate llama3-8b --hw h100-sxm --chips 8 --dp 3 --tp 2 && h
 run sim-badpp 1 simulate llama3-8b --hw h100-sxm --chips 64 --pp 64 && has sim-badpp err "more than the 32 layers"
 run sim-badmbs 1 simulate llama3-8b --hw h100-sxm --chips 4 --mbs 3 --gbs 16 && has sim-badmbs err "does not divide the global batch"
 run sim-badsched 2 simulate llama3-8b --hw h100-sxm --chips 4 --pp-schedule zigzag && has sim-badsched err "expected gpipe, 1f1b or interleaved:V"
-run sim-gsync 0 simulate llama3-8b --hw h100-sxm --chips 64 --gbs 256 --grad-sync after-backward --json && has sim-gsync out '"grad_sync":	"after-backward"'
+# sim-gsync, sim-starved, sim-fed, sim-full: plans that do not fit (exit 3) and
+# are checked for something else; their report is printed all the same
+run sim-gsync 3 simulate llama3-8b --hw h100-sxm --chips 64 --gbs 256 --grad-sync after-backward --json && has sim-gsync out '"grad_sync":	"after-backward"'
 run sim-badgsync 2 simulate llama3-8b --hw h100-sxm --chips 64 --grad-sync late && has sim-badgsync err "overlap"
-run sim-starved 0 simulate llama3-8b --hw h100-sxm --chips 8 --gbs 64 --seq 2048 --storage files --prefetch 0 --json
+run sim-starved 3 simulate llama3-8b --hw h100-sxm --chips 8 --gbs 64 --seq 2048 --storage files --prefetch 0 --json
 if grep -q '"input_stall":	0,' "$OUT/sim-starved.out"; then bad "a starved input pipeline shows no stall"; else ok; fi
-run sim-fed 0 simulate llama3-8b --hw h100-sxm --chips 8 --gbs 64 --seq 2048 --json && has sim-fed out '"input_stall":	0,'
-run sim-oom 0 simulate llama3-70b --hw h100-sxm --chips 8 --tp 8 --gbs 8 --seq 4096 && has sim-oom out "DOES NOT FIT" && has sim-oom out "fix 1:"
+run sim-fed 3 simulate llama3-8b --hw h100-sxm --chips 8 --gbs 64 --seq 2048 --json && has sim-fed out '"input_stall":	0,'
+# a plan that does not fit: exit 3, the report printed all the same
+run sim-oom 3 simulate llama3-70b --hw h100-sxm --chips 8 --tp 8 --gbs 8 --seq 4096 && has sim-oom out "DOES NOT FIT" && has sim-oom out "fix 1:" && has sim-oom out "breakdown"
+run sim-oom-json 3 simulate llama3-70b --hw h100-sxm --chips 8 --tp 8 --gbs 8 --seq 4096 --json && has sim-oom-json out '"fits":	false' && has sim-oom-json out '"status":	"does_not_fit"' && has sim-oom-json out '"fixes":' && empty sim-oom-json err
+run sim-ok-json 0 simulate llama3-8b --hw h100-sxm --chips 8 --tp 8 --gbs 8 --json && has sim-ok-json out '"status":	"ok"'
+run help-exit 0 --help && has help-exit out "3 the plan does not fit in memory"
 run sim-trace 0 simulate llama3-8b --hw h100-sxm --chips 32 --tp 4 --pp 4 --gbs 32 --seq 2048 --trace "$OUT/trace.json"
 grep -q '"traceEvents"' "$OUT/trace.json" && ok || bad "--trace wrote no trace"
 run sim-trace-bad 1 simulate llama3-8b --hw h100-sxm --chips 8 --trace /nonexistent/dir/t.json && has sim-trace-bad err "cannot write the trace"
@@ -167,20 +173,20 @@ run sim-hlo-chips 1 simulate mlp_train_step --hw h100-sxm --chips 2 && has sim-h
 # --- plan (issue 6) ---
 run plan 0 plan llama3-8b --max-chips 256 && has plan out "best:" && has plan out "why:" && has plan out "other hardware" && has plan out "tpu-v5p"
 run plan-json 0 plan llama3-70b --tokens 2e12 --max-chips 2048 --hw h100-sxm,tpu-v5p --json
-for k in '"model":' '"objective":' '"best":' '"why":' '"candidates":' '"rejected":' '"evaluated":' '"search_s":'; do
+for k in '"status":	"ok"' '"model":' '"objective":' '"best":' '"why":' '"candidates":' '"rejected":' '"evaluated":' '"search_s":'; do
   has plan-json out "$k"
 done
 run plan-fp64 0 plan tests/data/models/needs-fp64.json --max-chips 32 && has plan-fp64 out "tpu-v4: the model requires fp64"
 run plan-none 1 plan llama3-405b --hw tpu-v5e --max-chips 8 && has plan-none err "no hardware can train llama3-405b"
 run plan-obj 2 plan llama3-8b --objective fastest && has plan-obj err "--objective 'fastest': expected time, cost or cost-under-deadline"
-run plan-deadline 2 plan llama3-8b --deadline soon && has plan-deadline err "--deadline expects a duration"
+run plan-deadline 2 plan llama3-8b --deadline soon && has plan-deadline err "--deadline soon: expected a duration above 0 and at most 36500d"
 run plan-cnn 0 plan resnet50 --max-chips 16 && has plan-cnn out "a cnn model trains data-parallel"
 run plan-dlrm 0 plan dlrm --objective cost --max-chips 16 && has plan-dlrm out "best:"
 run plan-gbdt 0 plan gbdt && has plan-gbdt out "objective: cost" && has plan-gbdt out "best: 1 x cpu-" && has plan-gbdt out "A CPU is recommended" && has plan-gbdt out "billed on 8 chips"
 run plan-spot 0 plan llama3-8b --hw h100-sxm --chips 64 --spot --preemption-rate 0.05 && has plan-spot out "(Young/Daly)" && has plan-spot out "(spot, billed on 64 chips)"
 run plan-spot-json 0 plan llama3-8b --hw h100-sxm --chips 64 --spot --json && has plan-spot-json out '"checkpoint_interval_s":'
 run plan-rate-nospot 2 plan llama3-8b --preemption-rate 0.1 && has plan-rate-nospot err "--preemption-rate applies to --spot plans"
-run plan-rate-bad 2 plan llama3-8b --spot --preemption-rate lots && has plan-rate-bad err "--preemption-rate expects"
+run plan-rate-bad 2 plan llama3-8b --spot --preemption-rate lots && has plan-rate-bad err "--preemption-rate lots: expected a number above 0 and at most 1; found no number"
 run plan-explain 0 plan llama3-8b --max-chips 64 --explain 2 && has plan-explain out "candidate 2 in full" && has plan-explain out "per chip, per micro-batch: one layer forward"
 run plan-explain-bad 2 plan llama3-8b --explain 9 && has plan-explain-bad err "--explain N takes a rank"
 run plan-budget 1 plan gbdt --budget 0.01 && has plan-budget err "closest: the cheapest plan, 1 x cpu-genoa, costs \$0.09 (over the \$0.01 budget)"
@@ -192,9 +198,29 @@ grep -q '"compute (the module' "$OUT/trace-hlo.json" && ok || bad "simulate HLO 
 run sim-attn 0 simulate llama3-8b --hw h100-sxm --chips 8 --tp 8 --gbs 8 --attention scores --json && has sim-attn out '"attention":	"scores"'
 run sim-attn-default 0 simulate llama3-8b --hw h100-sxm --chips 8 --tp 8 --gbs 8 --json && has sim-attn-default out '"attention":	"flash"'
 run sim-attn-bad 2 simulate llama3-8b --hw h100-sxm --chips 8 --attention naive && has sim-attn-bad err "--attention 'naive': expected flash or scores"
-run sim-full 0 simulate llama3-8b --hw tpu-v5e --chips 16 --tp 2 --gbs 32 --seq 1024 --full && has sim-full out "the 2 data-parallel rings at once run 2.00x one ring alone"
-run sim-fixes 0 simulate gpt3-175b --hw a100-80g --chips 64 --tp 8 --pp 8 --gbs 64 --mbs 1 --attention scores && has sim-fixes out "fix 1: sequence parallelism -> peak" && has sim-fixes out "(fits), step "
-run sim-fixes-json 0 simulate gpt3-175b --hw a100-80g --chips 64 --tp 8 --pp 8 --gbs 64 --mbs 1 --attention scores --json && has sim-fixes-json out '"step_time_s":' && has sim-fixes-json out '"change":	"sequence parallelism"'
+run sim-full 3 simulate llama3-8b --hw tpu-v5e --chips 16 --tp 2 --gbs 32 --seq 1024 --full && has sim-full out "the 2 data-parallel rings at once run 2.00x one ring alone"
+run sim-fixes 3 simulate gpt3-175b --hw a100-80g --chips 64 --tp 8 --pp 8 --gbs 64 --mbs 1 --attention scores && has sim-fixes out "fix 1: sequence parallelism -> peak" && has sim-fixes out "(fits), step "
+run sim-fixes-json 3 simulate gpt3-175b --hw a100-80g --chips 64 --tp 8 --pp 8 --gbs 64 --mbs 1 --attention scores --json && has sim-fixes-json out '"step_time_s":' && has sim-fixes-json out '"change":	"sequence parallelism"'
+
+# --- hostile numbers (issue 15): one message naming the flag, the value, the range ---
+run num-seq-big 2 simulate llama3-8b --hw h100-sxm --chips 8 --seq 10000000 && has num-seq-big err "--seq 10000000: expected an integer from 1 to 1048576; the nearest allowed is 1048576"
+[ "$(wc -l <"$OUT/num-seq-big.err")" -eq 2 ] && ok || bad "--seq 10000000 printed more than its message and the help line"
+run num-seq-junk 2 simulate llama3-8b --hw h100-sxm --chips 8 --seq 12x && has num-seq-junk err "found 'x' after the number"
+run num-chips-nan 2 simulate llama3-8b --hw h100-sxm --chips nan && has num-chips-nan err "--chips nan: expected an integer"
+run num-tokens 2 plan llama3-8b --tokens 1e30 && has num-tokens err "--tokens 1e30: expected a number from 1 to 1e18" && empty num-tokens out
+run num-tokens-inf 2 plan llama3-8b --tokens inf && has num-tokens-inf err "found no number"
+run num-rate 2 plan llama3-8b --spot --preemption-rate 2 && has num-rate err "--preemption-rate 2: expected a number above 0 and at most 1; the nearest allowed is 1"
+run num-bytes 2 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 1e30 && has num-bytes err "--bytes 1e30: expected a size from 1 to 1P bytes" && empty num-bytes out
+run num-bytes-range 2 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 1K:1e30 && has num-bytes-range err "the nearest allowed is 1P"
+run num-top 2 plan llama3-8b --top 100 && has num-top err "--top 100: expected an integer from 1 to 16"
+run num-prefetch 2 simulate llama3-8b --hw h100-sxm --chips 8 --prefetch 65 && has num-prefetch err "--prefetch 65: expected an integer from 0 to 64"
+run num-plot 2 plot memory llama3-8b --seq 0 -o "$OUT/x.png" && has num-plot err "--seq 0: expected an integer from 1 to 1048576"
+run num-view 2 view x.json --width 1e9 && has num-view err "--width 1e9: expected an integer from 320 to 8192"
+run sim-ep-dense 1 simulate llama3-8b --hw h100-sxm --chips 8 --ep 1000 && has sim-ep-dense err "ep 1000 needs a MoE model; llama3-8b has no experts"
+run sim-ep-experts 1 simulate mixtral-8x7b --hw h100-sxm --chips 8 --ep 1000 && has sim-ep-experts err "ep 1000 does not divide the 8 experts"
+run sim-replica 1 simulate mixtral-8x7b --hw h100-sxm --chips 12 --tp 2 --ep 4 && has sim-replica err "tp 2 x pp 1 x ep 4 = 8 chips per replica, which does not divide --chips 12"
+run plan-hw-unknown 1 plan llama3-8b --hw h100,tpu-v5p --chips 8 && has plan-hw-unknown err "--hw h100,tpu-v5p: unknown hardware 'h100'; did you mean 'h100-sxm'?" && empty plan-hw-unknown out
+run plan-hw-empty 2 plan llama3-8b --hw tpu-v5p, && has plan-hw-empty err "expected hardware names separated by commas"
 
 # --- plot (issue 8) ---
 run plot-coll 0 plot collective --hw h100-sxm --chips 8 --op all-reduce -o "$OUT/coll.svg"
@@ -220,8 +246,8 @@ has coll-all out "algorithm reduction-server" && has coll-all out "algorithm hie
 run coll-badhw 1 collective --hw h100 --chips 8 --op all-reduce --bytes 1G && has coll-badhw err "did you mean 'h100-sxm'?"
 run coll-badslice 1 collective --hw tpu-v5p --chips 100 --op all-reduce --bytes 1G && has coll-badslice err "no slice of 100 chips"
 run coll-badalgo 2 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 1G --algo rung && has coll-badalgo err "unknown --algo 'rung'"
-run coll-zero 2 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 0:0x && has coll-zero err "expected SIZE"
-run coll-zerob 1 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 0 && has coll-zerob err "bytes must be positive"
+run coll-zero 2 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 0:0x && has coll-zero err "--bytes 0: expected a size from 1 to 1P bytes"
+run coll-zerob 2 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 0 && has coll-zerob err "--bytes 0: expected a size from 1 to 1P bytes (K, M, G, T, P: powers of 1024); the nearest allowed is 1"
 run coll-mismatch 1 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 1G --algo torus && has coll-mismatch err "torus needs a TPU slice"
 run coll-missing 2 collective --hw h100-sxm --op all-reduce --bytes 1G && has coll-missing err "are required"
 
@@ -245,7 +271,7 @@ has lower-json out '"unfused_hbm_bytes":'
 run lower-noop 1 lower mlp --op fc9/dot && has lower-noop err "no op named 'fc9/dot'"
 run lower-unsup 1 lower tests/data/hlo/collectives.hlo --op ag.list/all-gather && has lower-unsup err "all-gather: a collective, timed by the network model (not lowered)"
 run lower-coll 0 lower tests/data/hlo/collectives.hlo && has lower-coll out "10 collectives: timed by the network model, not lowered."
-run lower-badopt 2 lower mlp --emit-llvm --opt 5 && has lower-badopt err "--opt expects 0, 1, 2 or 3"
+run lower-badopt 2 lower mlp --emit-llvm --opt 5 && has lower-badopt err "--opt 5: expected an integer from 0 to 3; the nearest allowed is 3"
 run lower-optonly 2 lower mlp --opt 2 && has lower-optonly err "--opt goes with --emit-llvm"
 run lower-badmodel 1 lower nosuch && has lower-badmodel err "no such file"
 

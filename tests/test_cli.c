@@ -2,6 +2,7 @@
 ** test_cli.c -- the command line in-process: help, versions, exit codes,
 ** --json purity, determinism, unbuilt commands.
 */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -221,7 +222,8 @@ Test(cli, graph_json_has_the_contract_fields) {
 Test(cli, graph_options_are_checked) {
   th_run r = th_cli("graph", "llama3-8b", "--seq", "-5", NULL);
   cr_assert_eq(r.rc, 2);
-  cr_assert(strstr(r.err, "--seq expects a positive integer"), "%s", r.err);
+  cr_assert(strstr(r.err, "--seq -5: expected an integer from 1 to 1048576; the nearest allowed is 1"),
+            "%s", r.err);
   th_run_free(&r);
   r = th_cli("graph", "llama3-8b", "--precision", "fp4", NULL);
   cr_assert_eq(r.rc, 1);
@@ -239,5 +241,122 @@ Test(cli, graph_dot_is_graphviz) {
   cr_assert(strncmp(r.out, "digraph \"llama3-8b\" {\n", 22) == 0);
   cr_assert(strstr(r.out, " -> "));
   cr_assert_eq(r.out[strlen(r.out) - 2], '}');
+  th_run_free(&r);
+}
+
+/* The step time of llama3-8b on 8 h100-sxm at --seq seq (formula costs:
+** the same times, no LLVM work). */
+static double step_at_seq(const char *seq, int64_t *plan_seq) {
+  th_run r = th_cli("simulate", "llama3-8b", "--hw", "h100-sxm", "--chips", "8", "--gbs", "8",
+                    "--seq", seq, "--op-costs", "formula", "--json", NULL);
+  cr_assert(r.rc == 0 || r.rc == 3, "--seq %s: exit %d: %s", seq, r.rc, r.err);
+  cJSON *o = cJSON_Parse(r.out);
+  cr_assert(o, "--seq %s: no JSON", seq);
+  *plan_seq = (int64_t)cJSON_GetObjectItem(cJSON_GetObjectItem(o, "plan"), "seq")->valuedouble;
+  double t = cJSON_GetObjectItem(o, "step_time_s")->valuedouble;
+  cJSON_Delete(o);
+  th_run_free(&r);
+  return t;
+}
+
+/* --seq 1 was taken for "not given" by the per-chip model, which was built
+** at the file's 8192 tokens: a step of one token took as long as 8192. */
+Test(cli, simulate_uses_a_given_seq_of_one) {
+  int64_t s1, s64;
+  double t1 = step_at_seq("1", &s1), t64 = step_at_seq("64", &s64);
+  cr_assert_eq(s1, 1);
+  cr_assert_eq(s64, 64);
+  cr_assert_lt(t1, t64, "a step of 1 token (%g s) is not shorter than one of 64 (%g s)", t1, t64);
+}
+
+/* Every numeric flag reads through base/num.h: a value out of range is one
+** usage message with the flag, the value and the range, before any work. */
+Test(cli, numeric_flags_refuse_out_of_range_with_the_range) {
+  static const struct {
+    const char *argv[12];
+    const char *want;
+  } rows[] = {
+      {{"simulate", "llama3-8b", "--hw", "h100-sxm", "--chips", "8", "--seq", "10000000"},
+       "--seq 10000000: expected an integer from 1 to 1048576; the nearest allowed is 1048576"},
+      {{"simulate", "llama3-8b", "--hw", "h100-sxm", "--chips", "8", "--tp", "2.5"},
+       "--tp 2.5: expected an integer from 1 to 1048576; found a fraction"},
+      {{"plan", "llama3-8b", "--tokens", "1e30"}, "--tokens 1e30: expected a number from 1 to 1e18"},
+      {{"plan", "llama3-8b", "--tokens", "nan"}, "--tokens nan: expected a number from 1 to 1e18; found no number"},
+      {{"plan", "llama3-8b", "--spot", "--preemption-rate", "2"},
+       "--preemption-rate 2: expected a number above 0 and at most 1"},
+      {{"plan", "llama3-8b", "--budget", "0"}, "--budget 0: expected a number above 0"},
+      {{"plan", "llama3-8b", "--steps", "1e20"}, "--steps 1e20: expected an integer from 1 to 1e15"},
+      {{"collective", "--hw", "h100-sxm", "--chips", "8", "--op", "all-reduce", "--bytes", "1e30"},
+       "--bytes 1e30: expected a size from 1 to 1P bytes"},
+      {{"collective", "--hw", "h100-sxm", "--chips", "8", "--op", "all-reduce", "--bytes", "1K",
+        "--factor", "1"},
+       "--factor 1: expected a number above 1 and at most 1024"},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+    const char *const *a = rows[i].argv;
+    th_run r = th_cli(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11],
+                      NULL);
+    cr_assert_eq(r.rc, 2, "row %zu: exit %d: %s", i, r.rc, r.err);
+    cr_assert(strstr(r.err, rows[i].want), "row %zu: %s", i, r.err);
+    cr_assert_str_eq(r.out, "", "row %zu printed a result", i);
+    th_run_free(&r);
+  }
+}
+
+/* plan --hw h100,tpu-v5p planned on tpu-v5p alone, saying nothing of h100. */
+Test(cli, plan_hw_list_names_must_all_exist) {
+  th_run r = th_cli("plan", "llama3-8b", "--hw", "h100,tpu-v5p", "--chips", "8", NULL);
+  cr_assert_eq(r.rc, 1, "%s", r.err);
+  cr_assert(strstr(r.err, "unknown hardware 'h100'; did you mean 'h100-sxm'?"), "%s", r.err);
+  cr_assert_str_eq(r.out, "");
+  th_run_free(&r);
+}
+
+/* --ep 1000 said "dp 0 x tp 1 x pp 1 x ep 1000 = 0": the rule that fails
+** is named, not the dp derived from it. */
+Test(cli, simulate_names_what_ep_does_not_divide) {
+  th_run r = th_cli("simulate", "llama3-8b", "--hw", "h100-sxm", "--chips", "8", "--ep", "1000", NULL);
+  cr_assert_eq(r.rc, 1);
+  cr_assert(strstr(r.err, "ep 1000 needs a MoE model; llama3-8b has no experts"), "%s", r.err);
+  cr_assert(!strstr(r.err, "dp 0"), "%s", r.err);
+  th_run_free(&r);
+  r = th_cli("simulate", "mixtral-8x7b", "--hw", "h100-sxm", "--chips", "8", "--ep", "16", NULL);
+  cr_assert_eq(r.rc, 1);
+  cr_assert(strstr(r.err, "ep 16 does not divide the 8 experts"), "%s", r.err);
+  th_run_free(&r);
+  r = th_cli("simulate", "mixtral-8x7b", "--hw", "h100-sxm", "--chips", "4", "--ep", "8", NULL);
+  cr_assert_eq(r.rc, 1);
+  cr_assert(strstr(r.err, "tp 1 x pp 1 x ep 8 = 8 chips per replica, more than --chips 4"), "%s",
+            r.err);
+  th_run_free(&r);
+}
+
+/* A plan that does not fit exited 0 after "DOES NOT FIT": now 3, with the
+** report (breakdown, fixes) printed all the same and, in --json, the whole
+** object with "fits": false and "status": "does_not_fit". */
+Test(cli, simulate_exits_3_when_the_plan_does_not_fit) {
+  th_run r = th_cli("simulate", "llama3-70b", "--hw", "h100-sxm", "--chips", "8", "--tp", "8", "--gbs",
+                    "8", "--seq", "4096", "--op-costs", "formula", NULL);
+  cr_assert_eq(r.rc, CLI_DOES_NOT_FIT, "%s", r.err);
+  cr_assert(strstr(r.out, "DOES NOT FIT") && strstr(r.out, "breakdown") && strstr(r.out, "fix 1:"),
+            "%s", r.out);
+  th_run_free(&r);
+  r = th_cli("simulate", "llama3-70b", "--hw", "h100-sxm", "--chips", "8", "--tp", "8", "--gbs", "8",
+             "--seq", "4096", "--op-costs", "formula", "--json", NULL);
+  cr_assert_eq(r.rc, 3);
+  cJSON *o = cJSON_Parse(r.out);
+  cr_assert(o, "not one JSON object: %s", r.out);
+  cr_assert(cJSON_IsFalse(cJSON_GetObjectItem(o, "fits")));
+  cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(o, "status")), "does_not_fit");
+  cr_assert(cJSON_GetArraySize(cJSON_GetObjectItem(o, "fixes")) > 0);
+  cJSON_Delete(o);
+  th_run_free(&r);
+  r = th_cli("simulate", "llama3-8b", "--hw", "h100-sxm", "--chips", "8", "--tp", "8", "--gbs", "8",
+             "--op-costs", "formula", "--json", NULL);
+  cr_assert_eq(r.rc, 0, "%s", r.err);
+  cr_assert(strstr(r.out, "\"status\":\t\"ok\""), "%s", r.out);
+  th_run_free(&r);
+  r = th_cli("--help", NULL);
+  cr_assert(strstr(r.out, "3 the plan does not fit in memory"), "%s", r.out);
   th_run_free(&r);
 }

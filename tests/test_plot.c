@@ -196,7 +196,7 @@ Test(plot, bad_input, .timeout = 30) {
           2, "unknown --op");
   refused(th_cli("plot", "collective", "--hw", "a100-80g", "--chips", "x4", "--op", "all-reduce", "-o",
               "tests/out/plot-bad.png", NULL),
-          2, "positive integer");
+          2, "--chips x4: expected an integer from 1 to 1048576");
   refused(th_cli("plot", "roofline", "no-such-model", "--hw", "a100-80g", "-o", "tests/out/plot-bad.png", NULL),
           1, "no-such-model");
   refused(th_cli("plot", "roofline", "mlp", "--hw", "a100-80g", "--colour", "red", "-o",
