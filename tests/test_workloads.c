@@ -10,6 +10,7 @@
 #include <criterion/criterion.h>
 
 #include "../workloads/model.h"
+#include "helpers.h"
 
 static model *load(const char *name, int64_t gbs, int64_t seq) {
   diag *d = diag_new();
@@ -253,6 +254,28 @@ Test(workloads_bad_input, each_names_the_place) {
     const char *msg = load_error(rows[i].path);
     cr_assert(strstr(msg, rows[i].want), "%s: got: %s", rows[i].path, msg);
   }
+}
+
+/* Past the JSON parser's nesting limit (cJSON's 1000), the message names
+** the container, its line:col, the limit and the path down to it, not just
+** "invalid JSON syntax". */
+Test(workloads_bad_input, json_nested_too_deep_names_place_limit_and_path) {
+  const char *head = "{\"family\": \"graph\", \"ops\": ";
+  size_t hl = strlen(head);
+  char *text = malloc(hl + 2 * 1000 + 3);
+  memcpy(text, head, hl);
+  memset(text + hl, '[', 1000);
+  memset(text + hl + 1000, ']', 1000);
+  strcpy(text + hl + 2000, "}\n");
+  const char *path = th_write_temp("deep.json", text);
+  char want[256];
+  /* the 1001st container (the outer object is the 1st) is the 1000th '[' */
+  snprintf(want, sizeof want, "%s:1:%zu: ops[0][0][0]", path, hl + 1000);
+  const char *msg = load_error(path);
+  cr_assert_eq(strncmp(msg, want, strlen(want)), 0, "got \"%s\", want \"%s...\"", msg, want);
+  cr_assert(strstr(msg, "]...[0][0][0][0][0][0][0][0]: this array is nested 1001 levels deep"), "%s", msg);
+  cr_assert(strstr(msg, "past the JSON parser's limit of 1000"), "%s", msg);
+  free(text);
 }
 
 /* GPT-2 small through its HF config: HF's GPT2LMHeadModel has 124,439,808
