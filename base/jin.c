@@ -73,6 +73,83 @@ void jin_line_col(const char *text, size_t off, int *line, int *col) {
   *col = c;
 }
 
+/* ---- nesting past the parser's limit ---- */
+
+/* One open container while scanning for the nesting limit. */
+typedef struct {
+  bool array;
+  bool want_key; /* an object between '{' or ',' and the next key */
+  int index;     /* array: the element being read */
+  size_t key, key_len; /* object: the member being read (offsets into the text) */
+} nest_frame;
+
+/* Appends frames[0..n)'s members as a path, "ops[0][0].x", to buf. */
+static void nest_path(const char *t, const nest_frame *f, int n, char *buf, size_t cap) {
+  size_t at = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < n && at + 1 < cap; i++) {
+    int w = f[i].array ? snprintf(buf + at, cap - at, "[%d]", f[i].index)
+                       : snprintf(buf + at, cap - at, "%s%.*s", at ? "." : "",
+                                  (int)f[i].key_len, t + f[i].key);
+    if (w < 0) break;
+    at += (size_t)w;
+  }
+  if (at >= cap) at = cap - 1;
+}
+
+/* Shortens a long path to its first and last characters around "...". */
+static void abbreviate(char *p, size_t keep_head, size_t keep_tail) {
+  size_t l = strlen(p);
+  if (l <= keep_head + keep_tail + 3) return;
+  memmove(p + keep_head + 3, p + l - keep_tail, keep_tail + 1);
+  memcpy(p + keep_head, "...", 3);
+}
+
+/* cJSON refuses more than CJSON_NESTING_LIMIT nested arrays and objects,
+** which only says "invalid syntax" at some column. When that is why the
+** parse failed, report what nested too deep, where, the limit and the path
+** down to it. Returns true after reporting. */
+static bool report_too_deep(jin *j) {
+  nest_frame *f = malloc((CJSON_NESTING_LIMIT + 1) * sizeof *f);
+  if (!f) return false;
+  const char *t = j->text;
+  int depth = 0;
+  bool found = false;
+  for (size_t p = 0; p < j->len && !found; p++) {
+    char c = t[p];
+    nest_frame *top = depth ? &f[depth - 1] : NULL;
+    if (c == '"') {
+      size_t start = ++p;
+      while (p < j->len && t[p] != '"') p += t[p] == '\\' ? 2 : 1;
+      if (top && !top->array && top->want_key)
+        top->key = start, top->key_len = p - start, top->want_key = false;
+    } else if (c == ',' && top) {
+      if (top->array) top->index++;
+      else top->want_key = true;
+    } else if (c == '{' || c == '[') {
+      if (depth == CJSON_NESTING_LIMIT) {
+        char path[4096];
+        nest_path(t, f, depth, path, sizeof path);
+        abbreviate(path, 48, 24);
+        int line, col;
+        jin_line_col(t, p, &line, &col);
+        diag_error(j->dg, j->file, line, col, path,
+                   "this %s is nested %d levels deep: past the JSON parser's limit of %d "
+                   "(cJSON's CJSON_NESTING_LIMIT, which keeps a file from exhausting the "
+                   "stack; tpusim's own files nest fewer than 10 levels)",
+                   c == '{' ? "object" : "array", depth + 1, CJSON_NESTING_LIMIT);
+        found = true;
+      } else {
+        f[depth++] = (nest_frame){.array = c == '[', .want_key = c == '{'};
+      }
+    } else if ((c == '}' || c == ']') && depth) {
+      depth--;
+    }
+  }
+  free(f);
+  return found;
+}
+
 int jin_open(jin *j, const char *file, const char *text, size_t len, diag *dg) {
   memset(j, 0, sizeof *j);
   j->file = file;
@@ -111,6 +188,10 @@ int jin_open(jin *j, const char *file, const char *text, size_t len, diag *dg) {
       j->errors++;
       return -1;
     }
+  }
+  if (!j->root && report_too_deep(j)) {
+    j->errors++;
+    return -1;
   }
   if (!j->root) {
     size_t off = end ? (size_t)(end - j->text) : 0;

@@ -677,6 +677,8 @@ static const struct {
     {"bad-arity.hlo", "%y = ", "%y (add): takes 2 operands, has 3"},
     {"bad-no-computation.hlo", NULL, "no computation in the file"},
     {"bad-window.hlo", "%c = ", "window={size=3x3 pad=1_1} is malformed"},
+    {"bad-call-fanout.hlo", "%x = f32[4]{0} call(%a), to_apply=%c10",
+     "%x (call): importing the module would make about 496740422 graph ops"},
     {"bad-call-shape.hlo",
      "%a = ", "%a (parameter): the text gives the shape f32[8], the caller passes f32[4]"},
     {"bad-lambda.hlo", "to_apply=", "to_apply=%sum_missing: no such computation"},

@@ -6,10 +6,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <criterion/criterion.h>
 
 #include "../workloads/model.h"
+#include "helpers.h"
 
 static model *load(const char *name, int64_t gbs, int64_t seq) {
   diag *d = diag_new();
@@ -253,6 +255,78 @@ Test(workloads_bad_input, each_names_the_place) {
     const char *msg = load_error(rows[i].path);
     cr_assert(strstr(msg, rows[i].want), "%s: got: %s", rows[i].path, msg);
   }
+}
+
+/* Past the JSON parser's nesting limit (cJSON's 1000), the message names
+** the container, its line:col, the limit and the path down to it, not just
+** "invalid JSON syntax". */
+Test(workloads_bad_input, json_nested_too_deep_names_place_limit_and_path) {
+  const char *head = "{\"family\": \"graph\", \"ops\": ";
+  size_t hl = strlen(head);
+  char *text = malloc(hl + 2 * 1000 + 3);
+  memcpy(text, head, hl);
+  memset(text + hl, '[', 1000);
+  memset(text + hl + 1000, ']', 1000);
+  strcpy(text + hl + 2000, "}\n");
+  const char *path = th_write_temp("deep.json", text);
+  char want[256];
+  /* the 1001st container (the outer object is the 1st) is the 1000th '[' */
+  snprintf(want, sizeof want, "%s:1:%zu: ops[0][0][0]", path, hl + 1000);
+  const char *msg = load_error(path);
+  cr_assert_eq(strncmp(msg, want, strlen(want)), 0, "got \"%s\", want \"%s...\"", msg, want);
+  cr_assert(strstr(msg, "]...[0][0][0][0][0][0][0][0]: this array is nested 1001 levels deep"), "%s", msg);
+  cr_assert(strstr(msg, "past the JSON parser's limit of 1000"), "%s", msg);
+  free(text);
+}
+
+/* ---- limits (docs/limits.md) ---- */
+
+/* Before the limits, 100,000 layers built ~64M ops until the kernel killed
+** the process at 18.9 GB with no message. Now refused on reading, at the
+** field, with the limit and the reason. */
+Test(workloads_limits, hundred_thousand_layers_refused_at_once) {
+  clock_t t0 = clock();
+  const char *msg = load_error("tests/data/models/bad-layers-100000.json");
+  double took = (double)(clock() - t0) / CLOCKS_PER_SEC;
+  cr_assert(strstr(msg, "bad-layers-100000.json:4:13: layers: 100000 is past tpusim's limit of "
+                        "1024: published models have at most 126 layers"),
+            "%s", msg);
+  cr_assert_lt(took, 0.5, "refusing took %.3f s of CPU", took);
+}
+
+/* Every limit at once builds (655,559 ops, ~0.4 GB), far under the graph's
+** own cap. */
+Test(workloads_limits, a_model_at_every_limit_builds) {
+  model *m = load("tests/data/models/limit-max.json", 0, 0);
+  cr_assert_eq(graph_count(m->g), 655559);
+  cr_assert_lt(graph_count(m->g), GRAPH_MAX_OPS / 6);
+  model_free(m);
+}
+
+/* One past each limit is refused, naming the field and the limit. */
+Test(workloads_limits, one_past_each_limit_is_refused) {
+  static const struct {
+    const char *from, *to, *says;
+  } rows[] = {
+      {"\"layers\": 1024", "\"layers\": 1025", "layers: 1025 is past tpusim's limit of 1024"},
+      {"\"hidden\": 131072", "\"hidden\": 131073", "hidden: 131073 is past tpusim's limit of 131072"},
+      {"\"ffn_hidden\": 524288", "\"ffn_hidden\": 524289",
+       "ffn_hidden: 524289 is past tpusim's limit of 524288"},
+      {"\"vocab\": 2097152", "\"vocab\": 2097153", "vocab: 2097153 is past tpusim's limit of 2097152"},
+      {"\"experts\": 4096", "\"experts\": 4097",
+       "moe.experts: 4097 is past tpusim's limit of 4096"},
+      {"\"seq_len\": 16777216", "\"seq_len\": 16777217",
+       "seq_len: 16777217 is past tpusim's limit of 16777216 tokens"},
+  };
+  size_t len;
+  char *base = th_slurp("tests/data/models/limit-max.json", &len);
+  for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+    char *t = th_replace(base, rows[i].from, rows[i].to);
+    const char *msg = load_error(th_write_temp("past-limit.json", t));
+    cr_assert(strstr(msg, rows[i].says), "%s: got %s", rows[i].to, msg);
+    free(t);
+  }
+  free(base);
 }
 
 /* GPT-2 small through its HF config: HF's GPT2LMHeadModel has 124,439,808

@@ -275,6 +275,13 @@ bool graph_shape_valid(graph *g, const char *what, const graph_shape *s) {
 /* Appends an op; `ins` must all be valid ids (checked by the callers). */
 int graph_add(graph *g, graph_op_kind k, graph_shape out, const int *ins, int n_in) {
   if (!graph_shape_valid(g, GRAPH_OPS[k].name, &out)) return -1;
+  if (g->n >= GRAPH_MAX_OPS) { /* once: the builder may go on adding sources */
+    if (!g->failed)
+      graph_error(g, "more than %d ops: past the limit of ops one graph holds (~2 GB, 6x the "
+                   "largest model tpusim accepts; docs/limits.md)",
+                  GRAPH_MAX_OPS);
+    return -1;
+  }
   if (g->n == g->cap) {
     int cap = g->cap ? g->cap * 2 : 256;
     graph_op *ops = realloc(g->ops, (size_t)cap * sizeof *ops);

@@ -196,6 +196,14 @@ typedef struct {
 
 typedef struct graph graph;
 
+/* The most ops one graph holds. A graph costs ~500 bytes an op (the op, its
+** name and inputs) and the simulator keeps a few times that, so 2^22 ops is
+** ~2 GB for the graph alone: 6x the largest model tpusim accepts (1,024
+** transformer layers, ~655k training ops) and ~3,000x the Llama-3-8B HLO
+** dump. Past it graph_add reports an error instead of growing until the
+** kernel kills the process. docs/limits.md. */
+#define GRAPH_MAX_OPS (1 << 22)
+
 graph *graph_new(const char *name);
 void graph_free(graph *g);
 

@@ -30,8 +30,6 @@
 #include "../base/jin.h"
 
 #define HLO_MAX_FILE (256u << 20)
-/* Deeper nesting of calls than this is a runaway recursion, not a model. */
-#define HLO_MAX_DEPTH 64
 /* Reports at the instruction, naming it; the build stops at the first. */
 __attribute__((format(printf, 2, 3))) hlo_val *hlo_berr(hlo_ctx *x, const char *fmt, ...) {
   hlo_builder *b = x->b;
@@ -101,7 +99,7 @@ const graph_shape *hlo_out_array(hlo_ctx *x) {
 
 /* ---- shapes in messages ---- */
 
-static size_t put_val(const hlo_builder *b, const hlo_val *v, char *buf, size_t n, size_t at) {
+size_t hlo_put_val(const hlo_builder *b, const hlo_val *v, char *buf, size_t n, size_t at) {
   if (at >= n) return at;
   if (v->n < 0) {
     graph_shape_str(&graph_get(b->g, v->id)->out, buf + at, n - at);
@@ -110,13 +108,13 @@ static size_t put_val(const hlo_builder *b, const hlo_val *v, char *buf, size_t 
   at += (size_t)snprintf(buf + at, n - at, "(");
   for (int i = 0; i < v->n && at < n; i++) {
     if (i) at += (size_t)snprintf(buf + at, n - at, ", ");
-    at = put_val(b, v->el[i], buf, n, at);
+    at = hlo_put_val(b, v->el[i], buf, n, at);
   }
   if (at < n) at += (size_t)snprintf(buf + at, n - at, ")");
   return at;
 }
 
-static size_t put_shape(const hlo_shape *s, char *buf, size_t n, size_t at) {
+size_t hlo_put_shape(const hlo_shape *s, char *buf, size_t n, size_t at) {
   if (at >= n) return at;
   if (s->n < 0) {
     graph_shape_str(&s->arr, buf + at, n - at);
@@ -125,17 +123,17 @@ static size_t put_shape(const hlo_shape *s, char *buf, size_t n, size_t at) {
   at += (size_t)snprintf(buf + at, n - at, "(");
   for (int i = 0; i < s->n && at < n; i++) {
     if (i) at += (size_t)snprintf(buf + at, n - at, ", ");
-    at = put_shape(&s->el[i], buf, n, at);
+    at = hlo_put_shape(&s->el[i], buf, n, at);
   }
   if (at < n) at += (size_t)snprintf(buf + at, n - at, ")");
   return at;
 }
 
-static bool val_matches(const hlo_builder *b, const hlo_val *v, const hlo_shape *s) {
+bool hlo_val_matches(const hlo_builder *b, const hlo_val *v, const hlo_shape *s) {
   if (s->n < 0) return v->n < 0 && graph_shape_eq(&graph_get(b->g, v->id)->out, &s->arr);
   if (v->n != s->n) return false;
   for (int i = 0; i < s->n; i++)
-    if (!val_matches(b, v->el[i], &s->el[i])) return false;
+    if (!hlo_val_matches(b, v->el[i], &s->el[i])) return false;
   return true;
 }
 
@@ -396,10 +394,10 @@ static hlo_val *eval_inst(hlo_ctx *x) {
   hlo_val *v = row->fn(x);
   if (!graph_ok(b->g)) return relay_graph_error(x);
   if (!v) return b->failed ? NULL : hlo_oom(x);
-  if (!val_matches(b, v, &in->shape)) {
+  if (!hlo_val_matches(b, v, &in->shape)) {
     char got[512], want[512];
-    put_val(b, v, got, sizeof got, 0);
-    put_shape(&in->shape, want, sizeof want, 0);
+    hlo_put_val(b, v, got, sizeof got, 0);
+    hlo_put_shape(&in->shape, want, sizeof want, 0);
     return hlo_berr(x, "the text gives the shape %s, the %s %s", want,
                 in->param_no >= 0 && x->args ? "caller passes" : "operands give", got);
   }
@@ -427,6 +425,10 @@ hlo_val *hlo_eval_comp(hlo_ctx *site, int ci, hlo_val **args, int n_args) {
              site->in->name.n, site->in->name.s);
   else
     scope[0] = 0;
+  hlo_val **memo = NULL; /* counted callees' results, for this evaluation only */
+  if (b->plan[ci].any_counted &&
+      !(memo = hlo_arena_alloc(&b->ar, (size_t)b->plan[ci].n * sizeof *memo)))
+    return hlo_oom(site);
   b->active[ci] = true;
   b->depth++;
   hlo_val *result = NULL;
@@ -439,7 +441,8 @@ hlo_val *hlo_eval_comp(hlo_ctx *site, int ci, hlo_val **args, int n_args) {
                  .args = args,
                  .n_args = n_args,
                  .scope = scope,
-                 .phase = inst_phase(b->m, in, site->phase)};
+                 .phase = inst_phase(b->m, in, site->phase),
+                 .memo = memo};
     x.ops = hlo_arena_alloc(&b->ar, (size_t)(in->n_ops + 1) * sizeof *x.ops);
     if (!x.ops) {
       hlo_oom(&x);
@@ -476,7 +479,7 @@ graph *hlo_build(const hlo_module *m, diag *dg) {
   }
   hlo_ctx top = {
       .b = &b, .c = &m->comps[m->entry], .in = NULL, .scope = "", .phase = GRAPH_FORWARD};
-  hlo_val *root = hlo_eval_comp(&top, m->entry, NULL, 0);
+  hlo_val *root = hlo_plan_calls(&b) ? hlo_eval_comp(&top, m->entry, NULL, 0) : NULL;
   /* leave the builder state as graph_new does, for callers that append */
   graph_set_scope(b.g, NULL);
   graph_set_count(b.g, 1);

@@ -160,16 +160,17 @@ int64_t hlo_while_trip_count(const hlo_module *m, const char *name) {
 }
 /* ---- control flow ---- */
 
-/* call (to_apply=) and fusion (calls=): the callee's ops, inlined. */
+/* call (to_apply=) and fusion (calls=): the callee's ops, inlined (or
+** counted, when this caller repeats a large callee: hlo_call). */
 hlo_val *hlo_h_call(hlo_ctx *x) {
   int ci = hlo_attr_comp(x, hlo_attr_get(x->in, "calls") ? "calls" : "to_apply");
-  return ci < 0 ? NULL : hlo_eval_comp(x, ci, x->ops, x->n);
+  return ci < 0 ? NULL : hlo_call(x, ci, x->ops, x->n);
 }
 
 /* async-start(ops), calls=%c: written ((operands), result, context...). */
 hlo_val *hlo_h_async_start(hlo_ctx *x) {
   int ci = hlo_attr_comp(x, "calls");
-  hlo_val *r = ci < 0 ? NULL : hlo_eval_comp(x, ci, x->ops, x->n);
+  hlo_val *r = ci < 0 ? NULL : hlo_call(x, ci, x->ops, x->n);
   hlo_val *known[2] = {hlo_h_tuple(x), r};
   return r && known[0] ? hlo_fill_like(x, known, 2) : NULL;
 }

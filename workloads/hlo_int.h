@@ -124,6 +124,30 @@ typedef struct hlo_val {
   int64_t k;
 } hlo_val;
 
+/* Deeper nesting of calls than this is a runaway recursion, not a model. */
+#define HLO_MAX_DEPTH 64
+/* A computation called from several sites of one caller is inlined at each
+** while the copies together stay under this many ops; past it, it is
+** imported once with the sites' count (hlo_calls.c, docs/hlo.md). */
+#define HLO_INLINE_REPEAT (1 << 14)
+
+/* One computation a caller calls (call, fusion, async-start), and how. */
+typedef struct {
+  int comp;     /* the callee */
+  int sites;    /* call sites in the caller */
+  bool counted; /* imported once, its ops counted `sites` times */
+} hlo_callee;
+
+/* A computation's callees by index, the ops it imports (estimated: one per
+** instruction, with the callees'), and the DFS state computing them. */
+typedef struct {
+  hlo_callee *callee;
+  int n;
+  bool any_counted;
+  int64_t size;
+  int state; /* 0 not seen, 1 being sized, 2 sized */
+} hlo_callplan;
+
 typedef struct {
   const hlo_module *m;
   graph *g;
@@ -133,6 +157,8 @@ typedef struct {
   int depth;
   bool failed;
   bool *active; /* computations being evaluated: calling one again is recursion */
+  hlo_callplan *plan; /* per computation, from hlo_plan_calls */
+  int over_comp, over_inst; /* where the import first passes GRAPH_MAX_OPS, or -1 */
 } hlo_builder;
 
 /* Everything a handler sees. */
@@ -147,6 +173,7 @@ typedef struct {
   int n_args;
   const char *scope;
   graph_phase phase;
+  hlo_val **memo; /* counted callees' results in this evaluation of c, by callee index */
 } hlo_ctx;
 
 typedef hlo_val *(*hlo_fn)(hlo_ctx *x);
@@ -201,6 +228,14 @@ char *hlo_inst_name(const hlo_inst *in, char *buf, size_t n);
 hlo_val *hlo_fill_like(hlo_ctx *x, hlo_val **known, int nk);
 int hlo_flatten(const hlo_val *v, int *ids, int n);
 hlo_val *hlo_eval_comp(hlo_ctx *site, int ci, hlo_val **args, int n_args);
+bool hlo_val_matches(const hlo_builder *b, const hlo_val *v, const hlo_shape *s);
+size_t hlo_put_val(const hlo_builder *b, const hlo_val *v, char *buf, size_t n, size_t at);
+size_t hlo_put_shape(const hlo_shape *s, char *buf, size_t n, size_t at);
+
+/* hlo_calls.c */
+
+bool hlo_plan_calls(hlo_builder *b);
+hlo_val *hlo_call(hlo_ctx *x, int ci, hlo_val **args, int n_args);
 
 /* hlo_ops.c */
 

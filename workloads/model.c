@@ -250,7 +250,14 @@ static int load_model_json(model *m, jin *j, const model_opts *o) {
   bool ok = read_train(j, root, &m->train);
   ok &= read_requires(j, root, &m->info.requires);
   int64_t seq = 0;
-  if (jin_get_int(j, root, "seq_len", 1, 1LL << 24, false, &seq) < 0) ok = false;
+  if (jin_get_int(j, root, "seq_len", 1, 1LL << 53, false, &seq) < 0) ok = false;
+  if (seq > WL_MAX_SEQ) {
+    jin_push_key(j, "seq_len", 0);
+    jin_error(j, 0, "%lld is past tpusim's limit of %lld tokens: %s (docs/limits.md)",
+              (long long)seq, WL_MAX_SEQ, WL_MAX_SEQ_WHY);
+    jin_pop(j);
+    ok = false;
+  }
   if (seq > 0) m->train.seq_len = seq;
   if (!ok) return -1;
   bool needs_seq = strcmp(family, "transformer") == 0 && seq == 0;

@@ -32,6 +32,46 @@ typedef struct {
   double dropout; /* attention and hidden dropout probability (Megatron: 0.1) */
 } tf_cfg;
 
+/* The largest transformer tpusim accepts: each bound a generous margin over
+** the largest published configuration, checked before the graph is built so
+** that a typo (100000 layers) is refused at once, with the reason, instead of
+** building ~55M ops until the kernel kills the process. docs/limits.md. */
+static const struct {
+  const char *key; /* under "moe" when in_moe */
+  bool in_moe;
+  int64_t max;
+  const char *why;
+} LIMITS[] = {
+    {"layers", false, 1024,
+     "published models have at most 126 layers (Llama 3.1 405B; PaLM 118, GPT-3 96); each layer "
+     "adds ~640 ops to the training graph, so 1,024 layers is ~655k ops and ~0.4 GB"},
+    {"hidden", false, 1 << 17,
+     "published models are at most ~25k wide (Llama 3.1 405B 16,384, PaLM 18,432)"},
+    {"ffn_hidden", false, 1 << 19,
+     "4 x the hidden limit; the widest published FFN is 73,728 (PaLM)"},
+    {"vocab", false, 1 << 21, "published vocabularies are at most ~256k (PaLM, Gemma)"},
+    {"experts", true, 4096,
+     "published MoE layers have at most 2,048 experts (Switch-C), 256 in recent models "
+     "(DeepSeek-V3)"},
+};
+
+/* Reports each field of s (or s.moe) past its limit; false if any. */
+static bool within_limits(jin *j, const cJSON *s, const cJSON *moe) {
+  bool ok = true;
+  for (size_t i = 0; i < sizeof LIMITS / sizeof *LIMITS; i++) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(LIMITS[i].in_moe ? moe : s, LIMITS[i].key);
+    if (!cJSON_IsNumber(v) || v->valuedouble <= (double)LIMITS[i].max) continue;
+    if (LIMITS[i].in_moe) jin_push_key(j, "moe", 0);
+    jin_push_key(j, LIMITS[i].key, 0);
+    jin_error(j, 0, "%.0f is past tpusim's limit of %lld: %s (docs/limits.md)", v->valuedouble,
+              (long long)LIMITS[i].max, LIMITS[i].why);
+    jin_pop(j);
+    if (LIMITS[i].in_moe) jin_pop(j);
+    ok = false;
+  }
+  return ok;
+}
+
 /* Reads and checks the fields; returns false after reporting. */
 static bool read_cfg(jin *j, const cJSON *s, const wl_train *t, tf_cfg *c) {
   bool ok = jin_only(j, s, KEYS, wl_common_keys) == 0;
@@ -40,7 +80,7 @@ static bool read_cfg(jin *j, const cJSON *s, const wl_train *t, tf_cfg *c) {
   c->ffn = FFN_GELU;
   c->pos = POS_ROTARY;
   ok &= jin_get_enum(j, s, "kind", KIND, false, &c->kind) >= 0;
-  ok &= jin_get_int(j, s, "layers", 1, 100000, true, &c->layers) > 0;
+  ok &= jin_get_int(j, s, "layers", 1, BIG, true, &c->layers) > 0;
   ok &= jin_get_int(j, s, "hidden", 1, BIG, true, &c->hidden) > 0;
   ok &= jin_get_int(j, s, "heads", 1, BIG, true, &c->heads) > 0;
   c->kv_heads = c->heads;
@@ -79,7 +119,12 @@ static bool read_cfg(jin *j, const cJSON *s, const wl_train *t, tf_cfg *c) {
                                                (long long)c->top_k, (long long)c->experts), ok = false;
     jin_pop(j);
   }
-  if (!ok) return false;
+  if (!ok || !within_limits(j, s, moe)) return false;
+  if (c->seq > WL_MAX_SEQ) { /* from --seq: the file's seq_len is checked on reading */
+    jin_error(j, 1, "--seq %lld is past tpusim's limit of %lld tokens: %s (docs/limits.md)",
+              (long long)c->seq, WL_MAX_SEQ, WL_MAX_SEQ_WHY);
+    return false;
+  }
   if (c->head_dim == 0) {
     if (c->hidden % c->heads != 0) {
       jin_error(j, 1, "hidden %lld is not divisible by heads %lld; give head_dim",

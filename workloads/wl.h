@@ -35,6 +35,12 @@ typedef enum { WL_FULL, WL_LORA, WL_QLORA } wl_method;
 enum { WL_REQ_FP64 = 1u << 0, WL_REQ_CUDA = 1u << 1 };
 
 #define WL_MAX_TARGETS 16
+/* The longest sequence tpusim accepts (seq_len, --seq): 1.6x the longest
+** published context window, Llama 4 Scout's 10,485,760 tokens (its HF
+** max_position_embeddings, which becomes the default seq_len). docs/limits.md */
+#define WL_MAX_SEQ (1LL << 24)
+#define WL_MAX_SEQ_WHY \
+  "the longest published context window is 10,485,760 tokens (Llama 4 Scout)"
 
 typedef struct {
   int64_t global_batch; /* sequences (or samples) per optimizer step */
