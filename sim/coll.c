@@ -506,6 +506,8 @@ static coll_algo pick(const net *n, coll_op op) {
   const hw_model *hw = net_hw(n);
   if (op == COLL_ALL_TO_ALL || op == COLL_SEND_RECV) return COLL_DIRECT;
   if (op == COLL_BROADCAST) return COLL_RING;
+  /* over slices, every reduce-like op goes in-slice then over DCN (an
+  ** all-to-all or send-recv returned above) */
   if (net_is_torus(n)) return net_slices(n) > 1 ? COLL_HIERARCHICAL : COLL_TORUS;
   bool one_node = net_chips(n) <= net_chips_per_node(n);
   /* NCCL turns NVLS on for all-reduce inside an NVSwitch node above 4 GPUs
@@ -531,8 +533,9 @@ static bool algo_fits(const net *n, coll_op op, coll_algo a, char *err, size_t e
     why = "nvls needs an all-reduce inside one NVSwitch node with in-switch reduction";
   else if ((a == COLL_TREE || a == COLL_REDUCTION_SERVER) && op != COLL_ALL_REDUCE)
     why = "is an all-reduce algorithm";
-  else if (a == COLL_HIERARCHICAL && (op != COLL_ALL_REDUCE || net_chips(n) <= net_chips_per_node(n)))
-    why = "hierarchical is an all-reduce across nodes (or slices)";
+  else if (a == COLL_HIERARCHICAL && (net_chips(n) <= net_chips_per_node(n) ||
+                                      !(op == COLL_ALL_REDUCE || (reduce_like && net_is_torus(n)))))
+    why = "hierarchical is an all-reduce across nodes, or a reduce-like op across slices";
   else if (op == COLL_BROADCAST && a != COLL_RING)
     why = "broadcast runs as a pipelined chain (--algo ring)";
   else if (a == COLL_BIRING && !reduce_like)
@@ -574,12 +577,136 @@ static void plan_rings(sim *s, coll_op op, coll_algo a, double bytes, int axis, 
         double d = data / (double)s->n_parts;
         if (kind != 'g')
           for (int i = 0; i < nd; i++) d = add_phase(s, p, R_DIM0 + dims[(k + i) % nd], sign, 'r', d);
-        if (a == COLL_HIERARCHICAL) d = add_phase(s, p, R_INTER, sign, 'a', d);
+        /* across slices: all-reduce the in-slice shard, or scatter it
+        ** further (reduce-scatter), or gather the slices' shards first
+        ** (all-gather), each chip with its peers of the same position */
+        if (a == COLL_HIERARCHICAL) d = add_phase(s, p, R_INTER, sign, kind, d);
         if (kind != 'r')
           for (int i = nd - 1; i >= 0; i--)
             d = add_phase(s, p, R_DIM0 + dims[(k + i) % nd], sign, 'g', d);
       }
   }
+}
+
+/* ---- all-to-all's busiest link ---- */
+
+/* Link loads in seconds, kept as the busiest (ties: the lowest link id,
+** the order a scan over every link would meet them in). */
+typedef struct {
+  double worst;
+  int64_t link;
+} busiest;
+
+static void load(busiest *b, const net *n, int64_t link, double flows, double bytes) {
+  double t = flows * bytes / net_link_bw(n, link);
+  if (t > b->worst || (t == b->worst && t > 0 && link < b->link)) b->worst = t, b->link = link;
+}
+
+/* On a torus, dimension-order routing makes a link's load a product: a
+** flow's hops along axis d run on one line of d (the sender's coordinates
+** before d, the receiver's after), and every line of d sees the same
+** pairs, each pair (i, j) of positions standing for chips/slices / L_d
+** flows. So one line per axis, routed by net_path itself, gives every
+** link's load: O(L^3) where routing every pair was O(chips^2). */
+static void torus_lines(busiest *b, const net *n, double bytes) {
+  int64_t shape[3], path[MAX_HOPS];
+  bool wrap[3];
+  net_shape(n, shape, wrap);
+  double per = (double)net_chips_per_node(n);
+  for (int d = 0; d < 3; d++) {
+    int64_t L = shape[d];
+    if (L < 2) continue;
+    int64_t *cnt = calloc((size_t)(L * NET_SLOTS), sizeof *cnt); /* [position][slot] */
+    if (!cnt) continue;
+    for (int64_t i = 0; i < L; i++)
+      for (int64_t j = 0; j < L; j++) {
+        int64_t a[3] = {0, 0, 0}, z[3] = {0, 0, 0};
+        a[d] = i, z[d] = j;
+        int k = net_path(n, net_chip_at(n, 0, a), net_chip_at(n, 0, z), path, MAX_HOPS);
+        for (int h = 0; h < k; h++) {
+          int64_t c[3];
+          net_coord(n, path[h] / NET_SLOTS, c);
+          cnt[c[d] * NET_SLOTS + path[h] % NET_SLOTS]++;
+        }
+      }
+    for (int64_t i = 0; i < L; i++)
+      for (int sl = 0; sl < NET_SLOTS; sl++) {
+        if (!cnt[i * NET_SLOTS + sl]) continue;
+        int64_t c[3] = {0, 0, 0};
+        c[d] = i;
+        load(b, n, net_chip_at(n, 0, c) * NET_SLOTS + sl, (double)cnt[i * NET_SLOTS + sl] * per / (double)L,
+             bytes);
+      }
+    free(cnt);
+  }
+}
+
+/* The busiest link of an all-to-all of `bytes` per pair: the torus lines,
+** then the switch and NIC links, which a chip of each node size stands for
+** (every node but a partial last one has the same): inside a node (off the
+** torus) m - 1 flows leave and arrive on its switch links, the n - m to
+** other nodes on its NIC. */
+static busiest a2a_busiest(const net *n, double bytes) {
+  busiest b = {0, -1};
+  int64_t chips = net_chips(n), per = net_chips_per_node(n);
+  if (net_is_torus(n)) torus_lines(&b, n, bytes);
+  int64_t last = (chips - 1) / per * per; /* the last node's first chip */
+  int64_t reps[2] = {0, last};
+  for (int i = 0; i < (last > 0 ? 2 : 1); i++) {
+    int64_t c = reps[i], m = chips - c < per ? chips - c : per;
+    if (!net_is_torus(n) && m > 1) {
+      load(&b, n, c * NET_SLOTS + NET_SLOT_UP, (double)(m - 1), bytes);
+      load(&b, n, c * NET_SLOTS + NET_SLOT_DOWN, (double)(m - 1), bytes);
+    }
+    if (chips > m) {
+      load(&b, n, c * NET_SLOTS + NET_SLOT_NIC_UP, (double)(chips - m), bytes);
+      load(&b, n, c * NET_SLOTS + NET_SLOT_NIC_DOWN, (double)(chips - m), bytes);
+    }
+  }
+  return b;
+}
+
+/* ---- the simulation's budget ---- */
+
+/* The events a simulation of algorithm a would run, counted from its
+** schedule before any is posted (each ring step, chunk hop or piece is one
+** arrival event). Doubles: a million-chip flat ring has 2e12. */
+static double sim_events(const net *n, const coll_req *r, coll_algo a, int64_t group,
+                         int64_t reducers) {
+  double N = (double)net_chips(n), C = CHUNKS;
+  switch (a) {
+  case COLL_TREE: return 2 * C * 2 * (N - 1);        /* two trees, up and down each edge */
+  case COLL_NVLS: return 5 * C * N;                  /* send, reduce, down, multicast, down */
+  case COLL_REDUCTION_SERVER: return 3 * C * (double)reducers * N; /* up, send, down */
+  case COLL_DIRECT: return r->op == COLL_SEND_RECV ? 1 : N * (N - 1);
+  default: break;
+  }
+  if (r->op == COLL_BROADCAST) return C * (N - 1); /* a chain */
+  sim probe = {.n = n, .chips = net_chips(n)};
+  plan_rings(&probe, r->op, a, r->bytes, r->axis, group);
+  double steps = 0;
+  for (int p = 0; p < probe.n_parts; p++)
+    for (int i = 0; i < probe.parts[p].n_ph; i++) steps += probe.parts[p].ph[i].steps;
+  return steps * N;
+}
+
+/* Whether the simulation is over its budget (coll.h), saying which limit
+** in out->note and as the first line of the formula. */
+static bool over_budget(const net *n, const coll_req *r, coll_algo a, int64_t group,
+                        int64_t reducers, coll_result *out) {
+  int64_t chips = net_chips(n);
+  if (chips > COLL_SIM_MAX_CHIPS)
+    snprintf(out->note, sizeof out->note, "closed form: %lld chips exceed the simulation's limit of %d",
+             (long long)chips, COLL_SIM_MAX_CHIPS);
+  else {
+    double ev = sim_events(n, r, a, group, reducers);
+    if (ev <= (double)COLL_SIM_MAX_EVENTS) return false;
+    snprintf(out->note, sizeof out->note,
+             "closed form: %.0f events exceed the simulation's limit of %lld", ev,
+             (long long)COLL_SIM_MAX_EVENTS);
+  }
+  snprintf(out->formula, sizeof out->formula, "%s\n", out->note);
+  return true;
 }
 
 int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_t errn) {
@@ -591,10 +718,6 @@ int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_
   }
   if (chips < 2 && r->op != COLL_BROADCAST) {
     snprintf(err, errn, "a collective needs at least 2 chips");
-    return -1;
-  }
-  if (chips >= (1 << 20)) {
-    snprintf(err, errn, "%lld chips: at most 1048575 are simulated", (long long)chips);
     return -1;
   }
   coll_algo a = r->algo == COLL_AUTO ? pick(n, r->op) : r->algo;
@@ -611,34 +734,31 @@ int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_
     }
     group = shape[r->axis];
   }
-  if (r->op == COLL_ALL_TO_ALL && chips > 2048) {
-    snprintf(err, errn, "all-to-all over %lld chips: at most 2048 (each pair is one flow)",
-             (long long)chips);
-    return -1;
-  }
 
   int64_t reducers = a == COLL_REDUCTION_SERVER ? (r->reducers > 0 ? r->reducers : chips) : 0;
   double rbw = r->reducer_bw > 0 ? r->reducer_bw : net_hw(n)->scale_out.bw_per_chip_bytes_per_s;
+  /* the closed form alone: no transfers posted, nothing per chip allocated
+  ** (a million-chip ring would post trillions) */
+  bool quick = r->formula_only || over_budget(n, r, a, group, reducers, out);
   sim s = {.n = n, .chips = chips, .op = r->op, .reducers = reducers,
            .host_base = net_links(n), .host_bw = rbw,
            .host_lat = net_hw(n)->scale_out.latency_s};
   s.e = eng_new();
-  s.free_at = calloc((size_t)(net_links(n) + 2 * reducers), sizeof *s.free_at);
   size_t cnt = (size_t)(2 * CHUNKS * chips + 2 * CHUNKS + reducers * CHUNKS);
-  s.count = calloc(cnt, sizeof *s.count);
-  s.cur = calloc((size_t)(MAX_PARTS * chips), 1);
-  s.early = calloc((size_t)(MAX_PARTS * chips * MAX_PHASES), sizeof *s.early);
+  if (!quick) {
+    s.free_at = calloc((size_t)(net_links(n) + 2 * reducers), sizeof *s.free_at);
+    s.count = calloc(cnt, sizeof *s.count);
+    s.cur = calloc((size_t)(MAX_PARTS * chips), 1);
+    s.early = calloc((size_t)(MAX_PARTS * chips * MAX_PHASES), sizeof *s.early);
+  }
   int rc = 0;
-  if (!s.e || !s.free_at || !s.count || !s.cur || !s.early) {
+  if (!s.e || (!quick && (!s.free_at || !s.count || !s.cur || !s.early))) {
     snprintf(err, errn, "out of memory for %lld chips", (long long)chips);
     rc = -1;
     goto done;
   }
 
   double S = r->bytes, nn_ = (double)chips;
-  /* the closed form alone: no transfers posted (a 16,384-chip ring would
-  ** post millions) */
-  bool quick = r->formula_only;
   char *f = out->formula;
   size_t flen = sizeof out->formula;
   const hw_model *hw = net_hw(n);
@@ -675,7 +795,6 @@ int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_
     break;
   case COLL_TREE: {
     s.chunk_bytes = S / 2 / CHUNKS;
-    memset(s.count, 0, cnt * sizeof *s.count);
     if (!quick) start_tree(&s);
     double bw = 0, lat = 0, step = ring_step(n, R_ALL, s.chunk_bytes, 1, &bw, &lat);
     int depth = (int)ceil(log2(nn_ + 1)) - 1;
@@ -714,8 +833,7 @@ int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_
   }
   case COLL_DIRECT:
     if (r->op == COLL_SEND_RECV) {
-      double at = xfer(&s, 0, chips - 1, S, 0);
-      s.finish = at;
+      if (!quick) s.finish = xfer(&s, 0, chips - 1, S, 0);
       int64_t path[MAX_HOPS];
       int k = net_path(n, 0, chips - 1, path, MAX_HOPS);
       double bw = INFINITY, lat = 0;
@@ -734,27 +852,17 @@ int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_
       for (int64_t c = 0; c < chips && !quick; c++) post(&s, 0, EV_A2A_SEND, 1, 0, c);
       /* the bound: the busiest link's bytes over its bandwidth, every pair
       ** routed as the simulation routes it */
-      double worst = 0;
-      int64_t busiest = -1;
-      for (int64_t c = 0; c < chips; c++)
-        for (int64_t k = 1; k < chips; k++) {
-          int64_t path[MAX_HOPS];
-          int h = net_path(n, c, (c + k) % chips, path, MAX_HOPS);
-          for (int i = 0; i < h; i++) s.free_at[path[i]] += s.chunk_bytes / net_link_bw(n, path[i]);
-        }
-      for (int64_t l = 0; l < net_links(n); l++)
-        if (s.free_at[l] > worst) worst = s.free_at[l], busiest = l;
-      memset(s.free_at, 0, (size_t)net_links(n) * sizeof *s.free_at);
-      out->formula_s = worst;
+      busiest b = a2a_busiest(n, s.chunk_bytes);
+      out->formula_s = b.worst;
       explain(f, flen, "all-to-all, busiest-link bound: each chip sends S/n = %.4g B to every other; "
                        "routed as simulated, link %lld carries the most: %.4g s\n",
-              s.chunk_bytes, (long long)busiest, out->formula_s);
+              s.chunk_bytes, (long long)b.link, out->formula_s);
     }
     break;
   default:
     break;
   }
-  if (r->formula_only && out->formula_s > 0) {
+  if (quick) {
     out->time_s = out->formula_s;
     out->algo = a;
     out->algbw = S / out->time_s;
