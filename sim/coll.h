@@ -120,6 +120,15 @@ double coll_memo_time_s(coll_memo *m, int64_t chips, int64_t per_node, coll_op o
                         int64_t slices, int64_t reducers, coll_algo algo, bool formula, char *err,
                         size_t errn);
 
+/* The longest path net_path is asked for (a 24-long axis is 12 hops). */
+#define COLL_MAX_HOPS 64
+
+/* All-to-all's lower bound: the busiest link's load in seconds when every
+** chip of n sends `bytes` to every other, routed as net_path routes them;
+** *link is that link (the lowest id on a tie). O(L^3) in the torus axes'
+** lengths, O(1) in chips (collcost.c). */
+double coll_all_to_all_bound(const net *n, double bytes, int64_t *link);
+
 /* nccl-tests' bus-bandwidth factor for op over n ranks. */
 double coll_bus_factor(coll_op op, int64_t n);
 
