@@ -25,7 +25,7 @@
 #define CHUNKS 8
 #define MAX_PARTS 6
 #define MAX_PHASES 8 /* 3 axes down, across slices, 3 axes back */
-#define MAX_HOPS 64
+#define MAX_HOPS COLL_MAX_HOPS
 
 static const char *const OP_NAMES[COLL_OP_COUNT] = {"all-reduce", "reduce-scatter", "all-gather",
                                                     "all-to-all", "broadcast",      "send-recv"};
@@ -506,6 +506,8 @@ static coll_algo pick(const net *n, coll_op op) {
   const hw_model *hw = net_hw(n);
   if (op == COLL_ALL_TO_ALL || op == COLL_SEND_RECV) return COLL_DIRECT;
   if (op == COLL_BROADCAST) return COLL_RING;
+  /* over slices, every reduce-like op goes in-slice then over DCN (an
+  ** all-to-all or send-recv returned above) */
   if (net_is_torus(n)) return net_slices(n) > 1 ? COLL_HIERARCHICAL : COLL_TORUS;
   bool one_node = net_chips(n) <= net_chips_per_node(n);
   /* NCCL turns NVLS on for all-reduce inside an NVSwitch node above 4 GPUs
@@ -531,8 +533,9 @@ static bool algo_fits(const net *n, coll_op op, coll_algo a, char *err, size_t e
     why = "nvls needs an all-reduce inside one NVSwitch node with in-switch reduction";
   else if ((a == COLL_TREE || a == COLL_REDUCTION_SERVER) && op != COLL_ALL_REDUCE)
     why = "is an all-reduce algorithm";
-  else if (a == COLL_HIERARCHICAL && (op != COLL_ALL_REDUCE || net_chips(n) <= net_chips_per_node(n)))
-    why = "hierarchical is an all-reduce across nodes (or slices)";
+  else if (a == COLL_HIERARCHICAL && (net_chips(n) <= net_chips_per_node(n) ||
+                                      !(op == COLL_ALL_REDUCE || (reduce_like && net_is_torus(n)))))
+    why = "hierarchical is an all-reduce across nodes, or a reduce-like op across slices";
   else if (op == COLL_BROADCAST && a != COLL_RING)
     why = "broadcast runs as a pipelined chain (--algo ring)";
   else if (a == COLL_BIRING && !reduce_like)
@@ -574,12 +577,58 @@ static void plan_rings(sim *s, coll_op op, coll_algo a, double bytes, int axis, 
         double d = data / (double)s->n_parts;
         if (kind != 'g')
           for (int i = 0; i < nd; i++) d = add_phase(s, p, R_DIM0 + dims[(k + i) % nd], sign, 'r', d);
-        if (a == COLL_HIERARCHICAL) d = add_phase(s, p, R_INTER, sign, 'a', d);
+        /* across slices: all-reduce the in-slice shard, or scatter it
+        ** further (reduce-scatter), or gather the slices' shards first
+        ** (all-gather), each chip with its peers of the same position */
+        if (a == COLL_HIERARCHICAL) d = add_phase(s, p, R_INTER, sign, kind, d);
         if (kind != 'r')
           for (int i = nd - 1; i >= 0; i--)
             d = add_phase(s, p, R_DIM0 + dims[(k + i) % nd], sign, 'g', d);
       }
   }
+}
+
+/* ---- the simulation's budget ---- */
+
+/* The events a simulation of algorithm a would run, counted from its
+** schedule before any is posted (each ring step, chunk hop or piece is one
+** arrival event). Doubles: a million-chip flat ring has 2e12. */
+static double sim_events(const net *n, const coll_req *r, coll_algo a, int64_t group,
+                         int64_t reducers) {
+  double N = (double)net_chips(n), C = CHUNKS;
+  switch (a) {
+  case COLL_TREE: return 2 * C * 2 * (N - 1);        /* two trees, up and down each edge */
+  case COLL_NVLS: return 5 * C * N;                  /* send, reduce, down, multicast, down */
+  case COLL_REDUCTION_SERVER: return 3 * C * (double)reducers * N; /* up, send, down */
+  case COLL_DIRECT: return r->op == COLL_SEND_RECV ? 1 : N * (N - 1);
+  default: break;
+  }
+  if (r->op == COLL_BROADCAST) return C * (N - 1); /* a chain */
+  sim probe = {.n = n, .chips = net_chips(n)};
+  plan_rings(&probe, r->op, a, r->bytes, r->axis, group);
+  double steps = 0;
+  for (int p = 0; p < probe.n_parts; p++)
+    for (int i = 0; i < probe.parts[p].n_ph; i++) steps += probe.parts[p].ph[i].steps;
+  return steps * N;
+}
+
+/* Whether the simulation is over its budget (coll.h), saying which limit
+** in out->note and as the first line of the formula. */
+static bool over_budget(const net *n, const coll_req *r, coll_algo a, int64_t group,
+                        int64_t reducers, coll_result *out) {
+  int64_t chips = net_chips(n);
+  if (chips > COLL_SIM_MAX_CHIPS)
+    snprintf(out->note, sizeof out->note, "closed form: %lld chips exceed the simulation's limit of %d",
+             (long long)chips, COLL_SIM_MAX_CHIPS);
+  else {
+    double ev = sim_events(n, r, a, group, reducers);
+    if (ev <= (double)COLL_SIM_MAX_EVENTS) return false;
+    snprintf(out->note, sizeof out->note,
+             "closed form: %.0f events exceed the simulation's limit of %lld", ev,
+             (long long)COLL_SIM_MAX_EVENTS);
+  }
+  snprintf(out->formula, sizeof out->formula, "%s\n", out->note);
+  return true;
 }
 
 int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_t errn) {
@@ -591,10 +640,6 @@ int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_
   }
   if (chips < 2 && r->op != COLL_BROADCAST) {
     snprintf(err, errn, "a collective needs at least 2 chips");
-    return -1;
-  }
-  if (chips >= (1 << 20)) {
-    snprintf(err, errn, "%lld chips: at most 1048575 are simulated", (long long)chips);
     return -1;
   }
   coll_algo a = r->algo == COLL_AUTO ? pick(n, r->op) : r->algo;
@@ -611,34 +656,31 @@ int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_
     }
     group = shape[r->axis];
   }
-  if (r->op == COLL_ALL_TO_ALL && chips > 2048) {
-    snprintf(err, errn, "all-to-all over %lld chips: at most 2048 (each pair is one flow)",
-             (long long)chips);
-    return -1;
-  }
 
   int64_t reducers = a == COLL_REDUCTION_SERVER ? (r->reducers > 0 ? r->reducers : chips) : 0;
   double rbw = r->reducer_bw > 0 ? r->reducer_bw : net_hw(n)->scale_out.bw_per_chip_bytes_per_s;
+  /* the closed form alone: no transfers posted, nothing per chip allocated
+  ** (a million-chip ring would post trillions) */
+  bool quick = r->formula_only || over_budget(n, r, a, group, reducers, out);
   sim s = {.n = n, .chips = chips, .op = r->op, .reducers = reducers,
            .host_base = net_links(n), .host_bw = rbw,
            .host_lat = net_hw(n)->scale_out.latency_s};
   s.e = eng_new();
-  s.free_at = calloc((size_t)(net_links(n) + 2 * reducers), sizeof *s.free_at);
   size_t cnt = (size_t)(2 * CHUNKS * chips + 2 * CHUNKS + reducers * CHUNKS);
-  s.count = calloc(cnt, sizeof *s.count);
-  s.cur = calloc((size_t)(MAX_PARTS * chips), 1);
-  s.early = calloc((size_t)(MAX_PARTS * chips * MAX_PHASES), sizeof *s.early);
+  if (!quick) {
+    s.free_at = calloc((size_t)(net_links(n) + 2 * reducers), sizeof *s.free_at);
+    s.count = calloc(cnt, sizeof *s.count);
+    s.cur = calloc((size_t)(MAX_PARTS * chips), 1);
+    s.early = calloc((size_t)(MAX_PARTS * chips * MAX_PHASES), sizeof *s.early);
+  }
   int rc = 0;
-  if (!s.e || !s.free_at || !s.count || !s.cur || !s.early) {
+  if (!s.e || (!quick && (!s.free_at || !s.count || !s.cur || !s.early))) {
     snprintf(err, errn, "out of memory for %lld chips", (long long)chips);
     rc = -1;
     goto done;
   }
 
   double S = r->bytes, nn_ = (double)chips;
-  /* the closed form alone: no transfers posted (a 16,384-chip ring would
-  ** post millions) */
-  bool quick = r->formula_only;
   char *f = out->formula;
   size_t flen = sizeof out->formula;
   const hw_model *hw = net_hw(n);
@@ -675,7 +717,6 @@ int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_
     break;
   case COLL_TREE: {
     s.chunk_bytes = S / 2 / CHUNKS;
-    memset(s.count, 0, cnt * sizeof *s.count);
     if (!quick) start_tree(&s);
     double bw = 0, lat = 0, step = ring_step(n, R_ALL, s.chunk_bytes, 1, &bw, &lat);
     int depth = (int)ceil(log2(nn_ + 1)) - 1;
@@ -714,8 +755,7 @@ int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_
   }
   case COLL_DIRECT:
     if (r->op == COLL_SEND_RECV) {
-      double at = xfer(&s, 0, chips - 1, S, 0);
-      s.finish = at;
+      if (!quick) s.finish = xfer(&s, 0, chips - 1, S, 0);
       int64_t path[MAX_HOPS];
       int k = net_path(n, 0, chips - 1, path, MAX_HOPS);
       double bw = INFINITY, lat = 0;
@@ -734,27 +774,17 @@ int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_
       for (int64_t c = 0; c < chips && !quick; c++) post(&s, 0, EV_A2A_SEND, 1, 0, c);
       /* the bound: the busiest link's bytes over its bandwidth, every pair
       ** routed as the simulation routes it */
-      double worst = 0;
-      int64_t busiest = -1;
-      for (int64_t c = 0; c < chips; c++)
-        for (int64_t k = 1; k < chips; k++) {
-          int64_t path[MAX_HOPS];
-          int h = net_path(n, c, (c + k) % chips, path, MAX_HOPS);
-          for (int i = 0; i < h; i++) s.free_at[path[i]] += s.chunk_bytes / net_link_bw(n, path[i]);
-        }
-      for (int64_t l = 0; l < net_links(n); l++)
-        if (s.free_at[l] > worst) worst = s.free_at[l], busiest = l;
-      memset(s.free_at, 0, (size_t)net_links(n) * sizeof *s.free_at);
-      out->formula_s = worst;
+      int64_t link = -1;
+      out->formula_s = coll_all_to_all_bound(n, s.chunk_bytes, &link);
       explain(f, flen, "all-to-all, busiest-link bound: each chip sends S/n = %.4g B to every other; "
                        "routed as simulated, link %lld carries the most: %.4g s\n",
-              s.chunk_bytes, (long long)busiest, out->formula_s);
+              s.chunk_bytes, (long long)link, out->formula_s);
     }
     break;
   default:
     break;
   }
-  if (r->formula_only && out->formula_s > 0) {
+  if (quick) {
     out->time_s = out->formula_s;
     out->algo = a;
     out->algbw = S / out->time_s;

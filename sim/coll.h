@@ -58,10 +58,29 @@ typedef struct {
   int64_t events;       /* engine events: the simulation's size */
   double formula_s;     /* the closed form on an idle network */
   char formula[768];    /* that formula with its numbers, for --explain */
+  /* "closed form: 1000000 chips exceed the simulation's limit of 16384":
+  ** set when the simulation was over its budget (COLL_SIM_MAX_CHIPS,
+  ** COLL_SIM_MAX_EVENTS) and time_s is formula_s; empty when simulated or
+  ** when the caller asked for the closed form (formula_only). Also the
+  ** first line of `formula`. */
+  char note[128];
 } coll_result;
 
-/* Simulates one collective over every chip of n. Returns 0, or -1 with a
-** message (an algorithm the network cannot run, zero bytes). */
+/* The event simulation's budget; above either, coll_run answers with the
+** closed form. Chips: the largest run it took before there was a limit
+** (16,384 v5p in 4 slices, 9.4 million events, 1.3 s); the 24-bit chip
+** field of its events allows 16.7 million. Events: 2^24, about 2 s at the
+** engine's 7-8 million events per second on one core (make bench); a
+** flat ring's events grow as 2 n^2, so it runs up to about 2,900 chips,
+** the torus to 16,384. */
+#define COLL_SIM_MAX_CHIPS 16384
+#define COLL_SIM_MAX_EVENTS (1LL << 24)
+
+/* Simulates one collective over every chip of n, or above the budget
+** (COLL_SIM_MAX_*) answers with its closed form, saying so in `note`: O(n)
+** in chips at worst (a flat ring's representative hops), O(ring) for the
+** torus and hierarchical forms. Returns 0, or -1 with a message (an
+** algorithm the network cannot run, zero bytes). */
 int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_t errn);
 
 /* Point-to-point flows all started at time 0 (pairs[i] = {from, to}, each
@@ -100,6 +119,15 @@ void coll_memo_free(coll_memo *m);
 double coll_memo_time_s(coll_memo *m, int64_t chips, int64_t per_node, coll_op op, double bytes,
                         int64_t slices, int64_t reducers, coll_algo algo, bool formula, char *err,
                         size_t errn);
+
+/* The longest path net_path is asked for (a 24-long axis is 12 hops). */
+#define COLL_MAX_HOPS 64
+
+/* All-to-all's lower bound: the busiest link's load in seconds when every
+** chip of n sends `bytes` to every other, routed as net_path routes them;
+** *link is that link (the lowest id on a tie). O(L^3) in the torus axes'
+** lengths, O(1) in chips (collcost.c). */
+double coll_all_to_all_bound(const net *n, double bytes, int64_t *link);
 
 /* nccl-tests' bus-bandwidth factor for op over n ranks. */
 double coll_bus_factor(coll_op op, int64_t n);

@@ -2,7 +2,8 @@
 ** collcost.c -- a collective's time for the step model (coll.h:
 ** coll_time_s and its memo): the network built for the group, the
 ** collective simulated or only its closed form. Apart from coll.c, which
-** is the collectives themselves, so the step's callers see one function.
+** is the collectives themselves, so the step's callers see one function;
+** and all-to-all's busiest-link bound, a closed form of the network alone.
 */
 #include <stdlib.h>
 
@@ -72,4 +73,83 @@ double coll_memo_time_s(coll_memo *m, int64_t chips, int64_t per_node, coll_op o
   }
   m->v[m->n++] = k;
   return k.time_s;
+}
+
+/* ---- all-to-all's busiest link ---- */
+
+/* Link loads in seconds, kept as the busiest (ties: the lowest link id,
+** the order a scan over every link would meet them in). */
+typedef struct {
+  double worst;
+  int64_t link;
+} busiest;
+
+static void load(busiest *b, const net *n, int64_t link, double flows, double bytes) {
+  double t = flows * bytes / net_link_bw(n, link);
+  if (t > b->worst || (t == b->worst && t > 0 && link < b->link)) b->worst = t, b->link = link;
+}
+
+/* On a torus, dimension-order routing makes a link's load a product: a
+** flow's hops along axis d run on one line of d (the sender's coordinates
+** before d, the receiver's after), and every line of d sees the same
+** pairs, each pair (i, j) of positions standing for chips/slices / L_d
+** flows. So one line per axis, routed by net_path itself, gives every
+** link's load: O(L^3) where routing every pair was O(chips^2). */
+static void torus_lines(busiest *b, const net *n, double bytes) {
+  int64_t shape[3], path[COLL_MAX_HOPS];
+  bool wrap[3];
+  net_shape(n, shape, wrap);
+  double per = (double)net_chips_per_node(n);
+  for (int d = 0; d < 3; d++) {
+    int64_t L = shape[d];
+    if (L < 2) continue;
+    int64_t *cnt = calloc((size_t)(L * NET_SLOTS), sizeof *cnt); /* [position][slot] */
+    if (!cnt) continue;
+    for (int64_t i = 0; i < L; i++)
+      for (int64_t j = 0; j < L; j++) {
+        int64_t a[3] = {0, 0, 0}, z[3] = {0, 0, 0};
+        a[d] = i, z[d] = j;
+        int k = net_path(n, net_chip_at(n, 0, a), net_chip_at(n, 0, z), path, COLL_MAX_HOPS);
+        for (int h = 0; h < k; h++) {
+          int64_t c[3];
+          net_coord(n, path[h] / NET_SLOTS, c);
+          cnt[c[d] * NET_SLOTS + path[h] % NET_SLOTS]++;
+        }
+      }
+    for (int64_t i = 0; i < L; i++)
+      for (int sl = 0; sl < NET_SLOTS; sl++) {
+        if (!cnt[i * NET_SLOTS + sl]) continue;
+        int64_t c[3] = {0, 0, 0};
+        c[d] = i;
+        load(b, n, net_chip_at(n, 0, c) * NET_SLOTS + sl, (double)cnt[i * NET_SLOTS + sl] * per / (double)L,
+             bytes);
+      }
+    free(cnt);
+  }
+}
+
+/* The busiest link of an all-to-all of `bytes` per pair: the torus lines,
+** then the switch and NIC links, which a chip of each node size stands for
+** (every node but a partial last one has the same): inside a node (off the
+** torus) m - 1 flows leave and arrive on its switch links, the n - m to
+** other nodes on its NIC. */
+double coll_all_to_all_bound(const net *n, double bytes, int64_t *link) {
+  busiest b = {0, -1};
+  int64_t chips = net_chips(n), per = net_chips_per_node(n);
+  if (net_is_torus(n)) torus_lines(&b, n, bytes);
+  int64_t last = (chips - 1) / per * per; /* the last node's first chip */
+  int64_t reps[2] = {0, last};
+  for (int i = 0; i < (last > 0 ? 2 : 1); i++) {
+    int64_t c = reps[i], m = chips - c < per ? chips - c : per;
+    if (!net_is_torus(n) && m > 1) {
+      load(&b, n, c * NET_SLOTS + NET_SLOT_UP, (double)(m - 1), bytes);
+      load(&b, n, c * NET_SLOTS + NET_SLOT_DOWN, (double)(m - 1), bytes);
+    }
+    if (chips > m) {
+      load(&b, n, c * NET_SLOTS + NET_SLOT_NIC_UP, (double)(chips - m), bytes);
+      load(&b, n, c * NET_SLOTS + NET_SLOT_NIC_DOWN, (double)(chips - m), bytes);
+    }
+  }
+  *link = b.link;
+  return b.worst;
 }

@@ -91,13 +91,84 @@ static bool choose_shape(const hw_model *hw, int64_t n, int64_t out[3]) {
   return choose_shape_opt(hw, n, out, false);
 }
 
+/* The nearest single-slice counts below and above n (0: none). Scans at
+** most the largest slice's count of candidates, whatever n is. */
 static void nearby_counts(const hw_model *hw, int64_t n, int64_t *lo, int64_t *hi) {
-  int64_t s[3];
+  int64_t s[3], max = hw->scale_up.max_slice_chips;
+  *lo = *hi = 0;
+  for (int64_t k = (n - 1 < max ? n - 1 : max); k >= 1 && !*lo; k--)
+    if (choose_shape(hw, k, s)) *lo = k;
+  for (int64_t k = n + 1; k <= max && !*hi; k++)
+    if (choose_shape(hw, k, s)) *hi = k;
+}
+
+/* The smallest slice joined over DCN: one whole wraparound unit, a 4x4x4
+** cube on OCS machines (v4, v5p) and a full 16x16 pod on v5e and v6e
+** (wrap_axis_multiple ^ torus_dims, at most the largest slice). Multislice
+** joins such slices; below it tpusim would split a prime chip count into
+** single-chip "slices" (a choice of tpusim, not a platform rule). */
+static int64_t min_dcn_slice(const hw_model *hw) {
+  int64_t m = 1;
+  for (int d = 0; d < hw->scale_up.torus_dims; d++) m *= hw->scale_up.wrap_axis_multiple;
+  return m < hw->scale_up.max_slice_chips ? m : hw->scale_up.max_slice_chips;
+}
+
+/* The fewest equal slices of an allowed shape, each at least
+** min_dcn_slice, that hold exactly `chips`; 0 if none. At most
+** max_slice_chips candidates: O(1) in chips. */
+static int64_t fewest_slices(const hw_model *hw, int64_t chips) {
+  int64_t s[3], max = hw->scale_up.max_slice_chips;
+  for (int64_t per = chips < max ? chips : max; per >= min_dcn_slice(hw); per--)
+    if (chips % per == 0 && choose_shape(hw, per, s)) return chips / per;
+  return 0;
+}
+
+/* The nearest chip counts below and above n that fewest_slices splits
+** (0: none below). Multiples of min_dcn_slice always split, so each scan
+** stops within that many steps. */
+static void nearby_split_counts(const hw_model *hw, int64_t n, int64_t *lo, int64_t *hi) {
   *lo = *hi = 0;
   for (int64_t k = n - 1; k >= 1 && !*lo; k--)
-    if (choose_shape(hw, k, s)) *lo = k;
-  for (int64_t k = n + 1; k <= hw->scale_up.max_slice_chips && !*hi; k++)
-    if (choose_shape(hw, k, s)) *hi = k;
+    if (fewest_slices(hw, k)) *lo = k;
+  for (int64_t k = n + 1; !*hi; k++)
+    if (fewest_slices(hw, k)) *hi = k;
+}
+
+/* "nearest allowed: 64 or 128", "nearest allowed: 6144" */
+static void name_nearest(char *buf, size_t len, int64_t lo, int64_t hi) {
+  if (lo && hi)
+    snprintf(buf, len, "nearest allowed: %lld or %lld", (long long)lo, (long long)hi);
+  else
+    snprintf(buf, len, "nearest allowed: %lld", (long long)(lo ? lo : hi));
+}
+
+/* The error for a slice of `per` chips the platform does not have: the
+** nearest slice sizes, and what --slices would make of all the chips. */
+static void no_slice_error(const hw_model *hw, int64_t chips, int64_t per, char *err, size_t errn) {
+  int64_t lo, hi;
+  char near[96], split[160] = "use --slices to join slices over DCN";
+  nearby_counts(hw, per, &lo, &hi);
+  name_nearest(near, sizeof near, lo, hi);
+  int64_t k = chips > hw->scale_up.max_slice_chips ? fewest_slices(hw, chips) : 0;
+  if (k)
+    snprintf(split, sizeof split, "%lld chips make %lld slices of %lld over DCN (--slices %lld)",
+             (long long)chips, (long long)k, (long long)(chips / k), (long long)k);
+  snprintf(err, errn, "%s has no slice of %lld chips (largest %lld; %s); %s", hw->name,
+           (long long)per, (long long)hw->scale_up.max_slice_chips, near, split);
+}
+
+/* More chips than the largest slice and no split into slices: the nearest
+** counts that split. */
+static void no_split_error(const hw_model *hw, int64_t chips, char *err, size_t errn) {
+  int64_t lo, hi;
+  char near[96];
+  nearby_split_counts(hw, chips, &lo, &hi);
+  name_nearest(near, sizeof near, lo, hi);
+  snprintf(err, errn,
+           "%s: %lld chips do not split into equal slices of an allowed shape of at least %lld "
+           "chips (largest slice %lld; %s)",
+           hw->name, (long long)chips, (long long)min_dcn_slice(hw),
+           (long long)hw->scale_up.max_slice_chips, near);
 }
 
 static net *build(const hw_model *hw, int64_t chips, int64_t slices, bool group, char *err,
@@ -129,15 +200,20 @@ static net *build(const hw_model *hw, int64_t chips, int64_t slices, bool group,
   n->torus = hw->scale_up.kind == HW_UP_ICI_TORUS;
   n->shape[0] = n->shape[1] = n->shape[2] = 1;
   if (n->torus) {
+    /* more chips than a slice holds and no --slices: as many slices as it
+    ** takes (the fewest equal ones), so a pod-scale count answers */
+    if (!group && slices == 1 && chips > hw->scale_up.max_slice_chips) {
+      int64_t k = fewest_slices(hw, chips);
+      if (!k) {
+        no_split_error(hw, chips, err, errn);
+        free(n);
+        return NULL;
+      }
+      n->slices = slices = k;
+    }
     int64_t per = chips / slices;
     if (per > hw->scale_up.max_slice_chips || !choose_shape_opt(hw, per, n->shape, group)) {
-      int64_t lo, hi;
-      nearby_counts(hw, per, &lo, &hi);
-      snprintf(err, errn,
-               "%s has no slice of %lld chips (largest %lld; nearest allowed: %lld%s%lld); use "
-               "--slices to join slices over DCN",
-               hw->name, (long long)per, (long long)hw->scale_up.max_slice_chips, (long long)lo,
-               hi ? " or " : "", (long long)hi);
+      no_slice_error(hw, chips, per, err, errn);
       free(n);
       return NULL;
     }

@@ -32,7 +32,12 @@ typedef enum { NET_ICI, NET_SWITCH, NET_NIC } net_fabric;
 typedef struct net net;
 
 /* chips in `slices` equal slices (TPU; DCN between them) or in nodes of the
-** hardware's node size (GPU, CPU). Returns NULL with a message in err. */
+** hardware's node size (GPU, CPU). On a TPU, slices = 1 with more chips
+** than the largest slice takes the fewest equal slices of an allowed shape,
+** each at least one whole wraparound unit (4x4x4 on v5p, 16x16 on v5e):
+** 1,000,000 v5p chips are 3125 slices of 4x4x20 (net_slices says how many).
+** Returns NULL with a message in err that names the nearest allowed
+** counts. O(largest slice) whatever the chip count. */
 net *net_build(const hw_model *hw, int64_t chips, int64_t slices, char *err, size_t errn);
 /* A group of chips inside a larger slice (a tensor- or data-parallel
 ** group): any shape that fits in the pod, not only the platform's slice

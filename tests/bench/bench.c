@@ -4,6 +4,10 @@
 **
 **   engine events per second (target: >= 5 million on one core)
 **   1 GiB all-reduce over 4096 TPU v5p chips (target: simulated in < 1 s)
+**   1 GiB all-reduce at 4k, 64k and 1M chips, v5p torus (slices over DCN
+**   above 6,144) and H100 NVSwitch + IB: the answer, simulated under the
+**   budget (coll.h), closed form above (targets: < 1 s simulated, < 0.1 s
+**   closed form, each including net_build)
 **   one step of gpt3-175b on 1024 A100s, TP 8, PP 8, DP 16, 1F1B (target: < 1 s)
 **   a full-catalog plan for llama3-405b up to 16,384 chips (target: < 10 s),
 **   and the analytic path's rate (target: 1,000,000 plans per second), and
@@ -67,6 +71,27 @@ int main(void) {
          dt, (long long)out.events, (double)out.events / dt / 1e6, out.time_s * 1e3,
          out.busbw / 1e9);
   net_free(n);
+
+  static const char *const SCALE_HW[] = {"tpu-v5p", "h100-sxm"};
+  static const int64_t SCALE_CHIPS[] = {4096, 65536, 1000000};
+  for (int h = 0; h < 2; h++)
+    for (int i = 0; i < 3; i++) {
+      t0 = now_s();
+      net *sn = net_build(hw_catalog_find(cat, SCALE_HW[h]), SCALE_CHIPS[i], 1, err, sizeof err);
+      coll_req sr_ = {.op = COLL_ALL_REDUCE, .algo = COLL_AUTO, .bytes = 1 << 30, .axis = -1};
+      if (!sn || coll_run(sn, &sr_, &out, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+      }
+      dt = now_s() - t0;
+      bool sim = out.events > 0;
+      printf("all-reduce 1 GiB over %lld %s (%lld slices/nodes): %.4f s (target < %s), %s; "
+             "predicted %.3f ms\n",
+             (long long)SCALE_CHIPS[i], SCALE_HW[h],
+             (long long)(net_chips(sn) / net_chips_per_node(sn)), dt, sim ? "1 s" : "0.1 s",
+             sim ? "simulated" : "closed form", out.time_s * 1e3);
+      net_free(sn);
+    }
 
   t0 = now_s();
   model_opts mo = {.seq_len = 2048};
