@@ -137,6 +137,7 @@ static int run_collective(cli_ctx *c) {
         cJSON_AddNumberToObject(o, "busbw_bytes_per_s", res.busbw);
         cJSON_AddNumberToObject(o, "formula_s", res.formula_s);
         cJSON_AddNumberToObject(o, "events", (double)res.events);
+        if (res.note[0]) cJSON_AddStringToObject(o, "note", res.note);
         if (cli_opt(c, "--explain")) cJSON_AddStringToObject(o, "formula", res.formula);
         cJSON_AddItemToArray(results, o);
         continue;
@@ -152,6 +153,7 @@ static int run_collective(cli_ctx *c) {
       units_seconds(ft, sizeof ft, res.formula_s);
       fprintf(c->out, "%12s %12s %12.2f %12.2f %12s\n", sz, t, res.algbw / 1e9, res.busbw / 1e9, ft);
       if (cli_opt(c, "--explain")) fprintf(c->out, "%s", res.formula);
+      else if (res.note[0]) fprintf(c->out, "  (%s)\n", res.note); /* not simulated: say so */
     }
   }
   if (rc == CLI_OK && ran == 0) {
