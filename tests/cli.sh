@@ -203,6 +203,8 @@ run view-shot 0 view "$OUT/trace.json" --screenshot "$OUT/view.png"
 [ "$(head -c 4 "$OUT/view.png" | tail -c 3)" = "PNG" ] && ok || bad "view --screenshot wrote no PNG"
 printf '{"traceEvents": [' >"$OUT/cut.json"
 run view-cut 1 view "$OUT/cut.json" --screenshot "$OUT/cut.png" && has view-cut err "cut.json:1:"
+# size and kind are checked before a byte is read: /dev/zero was read for a minute (issue 15)
+run view-zero 1 view /dev/zero --screenshot "$OUT/zero.png" && has view-zero err "/dev/zero: a character device, not a regular file"
 run plot-bad 2 plot frobnicate -o "$OUT/x.png" && has plot-bad err "frobnicate"
 
 # --- collective (issue 4) ---
