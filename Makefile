@@ -18,6 +18,15 @@ PKG_CONFIG  ?= pkg-config
 DEB_PKGS = llvm-19-dev libcjson-dev libsdl2-dev libsdl2-ttf-dev fonts-dejavu-core \
            gnuplot-nox libcriterion-dev pkg-config clang libclang-rt-dev
 
+# The reference data the tests read (reference/hlo/ ...): by default the
+# `shared` folder beside this repository, found from this Makefile's folder,
+# so it is the same from any current directory and for `make asan`;
+# TPUSIM_SHARED=DIR when it is elsewhere. Exported to the tests, and built
+# into tests/helpers.o for build/tests/unit run by hand.
+ROOT          := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
+TPUSIM_SHARED ?= $(abspath $(ROOT)/../shared)
+export TPUSIM_SHARED
+
 WARN    = -Wall -Wextra -Werror
 CFLAGS ?= -O2 -g
 ALL_CFLAGS = -std=c17 $(WARN) $(CFLAGS) $(EXTRA_CFLAGS) -D_POSIX_C_SOURCE=200809L -I. \
@@ -50,6 +59,7 @@ $(BUILD)/%.o: %.c
 
 $(BUILD)/sim/lower.o $(BUILD)/sim/lower_emit.o $(BUILD)/sim/lower_ops.o $(BUILD)/sim/lower_custom.o: ALL_CFLAGS += $(LLVM_CFLAGS)
 $(BUILD)/viz/%.o: ALL_CFLAGS += $(SDL_CFLAGS)
+$(BUILD)/tests/helpers.o: ALL_CFLAGS += -DTPUSIM_SHARED_DEFAULT='"$(TPUSIM_SHARED)"'
 
 $(BUILD)/embed: base/embed.c
 	@mkdir -p $(BUILD)

@@ -6,12 +6,16 @@
 #include <math.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "strutil.h"
+#include "units.h"
 
 char *jin_read_file(const char *path, size_t max_bytes, size_t *len, diag *dg) {
   FILE *f = fopen(path, "rb");
@@ -56,6 +60,80 @@ char *jin_read_file(const char *path, size_t max_bytes, size_t *len, diag *dg) {
   }
   buf[n] = '\0';
   *len = n;
+  return buf;
+}
+
+static const char *file_kind(mode_t m) {
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISFIFO(m)) return "a pipe (FIFO)";
+  if (S_ISSOCK(m)) return "a socket";
+  return "not a plain file";
+}
+
+/* fd's whole contents, at most cap bytes, into buf; -1 on a read error. */
+static ssize_t read_all(int fd, char *buf, size_t cap) {
+  size_t n = 0;
+  while (n < cap) {
+    ssize_t got = read(fd, buf + n, cap - n);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return -1;
+    if (got == 0) break;
+    n += (size_t)got;
+  }
+  return (ssize_t)n;
+}
+
+/* The size and kind are checked on the open descriptor, so the file checked
+** is the file read; O_NONBLOCK keeps the open of a FIFO from waiting for a
+** writer before it can be refused. */
+char *jin_read_regular(const char *path, size_t max_bytes, const char *what, const char *why,
+                       size_t *len, diag *dg) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK);
+  if (fd < 0) {
+    diag_error(dg, path, 0, 0, NULL, "cannot open: %s", strerror(errno));
+    return NULL;
+  }
+  struct stat st;
+  char lim[32], size[32];
+  units_bytes(lim, sizeof lim, (double)max_bytes);
+  int rc = fstat(fd, &st);
+  if (rc != 0 || !S_ISREG(st.st_mode)) {
+    diag_error(dg, path, 0, 0, NULL, "%s, not a regular file; expected %s (a file of at most %s)"
+               "; nothing was read", rc != 0 ? strerror(errno) : file_kind(st.st_mode), what,
+               lim);
+    close(fd);
+    return NULL;
+  }
+  if ((uintmax_t)st.st_size > max_bytes) {
+    units_bytes(size, sizeof size, (double)st.st_size);
+    diag_error(dg, path, 0, 0, NULL, "%s (%jd bytes), larger than the %s limit for %s%s%s; "
+               "nothing was read", size, (intmax_t)st.st_size, lim, what, why ? ": " : "",
+               why ? why : "");
+    close(fd);
+    return NULL;
+  }
+  /* one byte more than the size, to see a file that grew since fstat */
+  size_t cap = (size_t)st.st_size + 1;
+  char *buf = malloc(cap + 1);
+  if (!buf) {
+    diag_error(dg, path, 0, 0, NULL, "out of memory reading the file (%jd bytes)",
+               (intmax_t)st.st_size);
+    close(fd);
+    return NULL;
+  }
+  ssize_t n = read_all(fd, buf, cap);
+  int err = errno;
+  close(fd);
+  if (n < 0 || (size_t)n == cap) {
+    free(buf);
+    diag_error(dg, path, 0, 0, NULL, "%s", n < 0 ? strerror(err)
+                                                : "changed while being read (it grew); try again");
+    return NULL;
+  }
+  buf[n] = '\0';
+  *len = (size_t)n;
   return buf;
 }
 
@@ -149,9 +227,32 @@ static bool report_too_deep(jin *j) {
   free(f);
   return found;
 }
+/* line:col in the part -> line:col in the whole file (a part of one line
+** continues its first line's columns). */
+static void whole_file_pos(const jin *j, int *line, int *col) {
+  if (j->line0 <= 0 || *line <= 0) return;
+  if (*line == 1) *col += j->col0 - 1;
+  *line += j->line0 - 1;
+}
+
+static int parse_text(jin *j, const char *file, const char *text, size_t len, diag *dg);
 
 int jin_open(jin *j, const char *file, const char *text, size_t len, diag *dg) {
   memset(j, 0, sizeof *j);
+  return parse_text(j, file, text, len, dg);
+}
+
+int jin_open_part(jin *j, const char *file, const char *text, size_t len, int line, int col,
+                  const jin_seg *prefix, int nprefix, diag *dg) {
+  memset(j, 0, sizeof *j);
+  j->line0 = line > 0 ? line : 1;
+  j->col0 = col > 0 ? col : 1;
+  for (int i = 0; i < nprefix && i < JIN_MAX_DEPTH; i++) j->path[i] = prefix[i];
+  j->depth = j->prefix = nprefix;
+  return parse_text(j, file, text, len, dg);
+}
+
+static int parse_text(jin *j, const char *file, const char *text, size_t len, diag *dg) {
   j->file = file;
   j->dg = dg;
   j->text = malloc(len + 1);
@@ -184,6 +285,7 @@ int jin_open(jin *j, const char *file, const char *text, size_t len, diag *dg) {
     if (off < len) {
       int line, col;
       jin_line_col(j->text, off, &line, &col);
+      whole_file_pos(j, &line, &col);
       diag_error(dg, file, line, col, NULL, "unexpected text after the JSON value");
       j->errors++;
       return -1;
@@ -215,6 +317,7 @@ int jin_open(jin *j, const char *file, const char *text, size_t len, diag *dg) {
     if (in_string || depth > 0) off = len;
     int line, col;
     jin_line_col(j->text, off, &line, &col);
+    whole_file_pos(j, &line, &col);
     const char *what = off >= len ? "unexpected end of input (truncated?)"
                                   : "invalid JSON syntax";
     char near[24] = "";
@@ -336,6 +439,10 @@ static int key_equals(const char *t, size_t p, size_t end, const char *key) {
   return key[k] == '\0';
 }
 
+size_t jin_skip_value(const char *text, size_t len, size_t off) {
+  return skip_value(text, len, off);
+}
+
 size_t jin_locate(const char *text, size_t len, const jin_seg *path, int n, int at_key) {
   size_t p = skip_ws(text, len, 0);
   for (int i = 0; i < n; i++) {
@@ -377,6 +484,8 @@ size_t jin_locate(const char *text, size_t len, const jin_seg *path, int n, int 
   return p;
 }
 
+/* path[0, n) is searched for in j's text: a part's prefix is left out by
+** the caller. */
 static void report(jin *j, const jin_seg *path, int n, int at_key, const char *pathstr,
                    const char *fmt, va_list ap) {
   char body[1024];
@@ -384,6 +493,7 @@ static void report(jin *j, const jin_seg *path, int n, int at_key, const char *p
   int line = 0, col = 0;
   size_t off = jin_locate(j->text, j->len, path, n, at_key);
   if (off != SIZE_MAX) jin_line_col(j->text, off, &line, &col);
+  whole_file_pos(j, &line, &col);
   diag_error(j->dg, j->file, line, col, pathstr, "%s", body);
   j->errors++;
 }
@@ -392,9 +502,10 @@ void jin_error(jin *j, int at_key, const char *fmt, ...) {
   char pathstr[256];
   jin_path(j, pathstr, sizeof pathstr);
   int n = j->depth < JIN_MAX_DEPTH ? j->depth : JIN_MAX_DEPTH;
+  int skip = j->prefix < n ? j->prefix : n;
   va_list ap;
   va_start(ap, fmt);
-  report(j, j->path, n, at_key, pathstr, fmt, ap);
+  report(j, j->path + skip, n - skip, at_key, pathstr, fmt, ap);
   va_end(ap);
 }
 

@@ -37,14 +37,39 @@ typedef struct jin {
   jin_seg path[JIN_MAX_DEPTH];
   int depth;
   int errors; /* reported through this reader */
+  /* A part of a larger file (jin_open_part): the line and column the part
+  ** begins at in the file (0: the text is the whole file), and how many
+  ** leading segments of path lead to the part (named in messages, not
+  ** searched for in the part's text). */
+  int line0, col0, prefix;
 } jin;
 
 /* Reads a whole file (at most max_bytes) into a malloc'd NUL-terminated buffer.
 ** On failure reports to dg and returns NULL. */
 char *jin_read_file(const char *path, size_t max_bytes, size_t *len, diag *dg);
 
+/* Reads a whole regular file, checking it before reading a byte: a
+** directory, device, pipe or socket is refused (/dev/zero would otherwise be
+** read until max_bytes, a FIFO would block), and so is a file larger than
+** max_bytes, with a message that gives its size, the limit, and why (what:
+** "a trace"; why: the reason for the limit, or NULL). The buffer is
+** allocated once, at the file's size, NUL-terminated. NULL after reporting. */
+char *jin_read_regular(const char *path, size_t max_bytes, const char *what, const char *why,
+                       size_t *len, diag *dg);
+
 /* Parses text (copied). Returns 0, or -1 after reporting the syntax error. */
 int jin_open(jin *j, const char *file, const char *text, size_t len, diag *dg);
+/* Parses one value of a larger file on its own (an element of a huge
+** array, so the file's whole tree is never built): text[0, len) begins at
+** line:col of file and is reached by the nprefix segments of prefix (keys
+** borrowed). Messages give positions in the whole file and paths from its
+** root; jin_error_at's dotted paths are relative to the part. */
+int jin_open_part(jin *j, const char *file, const char *text, size_t len, int line, int col,
+                  const jin_seg *prefix, int nprefix, diag *dg);
+/* The offset just past the JSON value that begins at or after off
+** (whitespace skipped); the value is skipped, not checked; len when it is
+** not closed. */
+size_t jin_skip_value(const char *text, size_t len, size_t off);
 void jin_close(jin *j);
 
 void jin_push_key(jin *j, const char *key, int occurrence);

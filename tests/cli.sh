@@ -5,6 +5,9 @@
 set -u
 TPUSIM=${TPUSIM:-./tpusim}
 OUT=tests/out/cli
+# The shared reference data: TPUSIM_SHARED (the Makefile exports it), else
+# the `shared` folder beside the repository, found from this script's place.
+SHARED=${TPUSIM_SHARED:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/shared}
 mkdir -p "$OUT"
 pass=0 fail=0
 
@@ -105,8 +108,8 @@ for m in gpt3-175b llama3-8b llama3-70b llama3-405b mixtral-8x7b bert-large llam
   run "graph-$m" 0 graph "$m" --gbs 1 --seq 256 && has "graph-$m" out "FLOPs per step"
 done
 run graph-hlo 0 graph mlp_train_step && has graph-hlo out "(hlo, hlo: workloads/examples/mlp_train_step.hlo)"
-if [ -d ../shared/reference/hlo ]; then
-  for f in ../shared/reference/hlo/*.hlo; do
+if [ -d "$SHARED/reference/hlo" ]; then
+  for f in "$SHARED"/reference/hlo/*.hlo; do
     b=$(basename "$f" .hlo)
     run "graph-ref-$b" 0 graph "$f" --json
     # real XLA modules: every kernel lowers with its pass count, or keeps the pass's cost when an op
@@ -117,7 +120,7 @@ if [ -d ../shared/reference/hlo ]; then
     run "sim-ref-$b" 0 simulate "$f" --hw h100-sxm --chips $dev --json && has "sim-ref-$b" out '"ir_differs":	0'
   done
 else
-  bad "../shared/reference/hlo is missing (CI puts shared/ beside the clone)"
+  bad "$SHARED/reference/hlo is missing: set TPUSIM_SHARED to the folder holding reference/ (CI puts shared/ beside the clone)"
 fi
 run graph-hlo-bad 1 graph tests/data/hlo/bad-unknown-op.hlo && has graph-hlo-bad err "bad-unknown-op.hlo:"
 run graph-json 0 graph gpt3-175b --json && has graph-json out '"flops_per_step":'
@@ -229,6 +232,8 @@ run view-shot 0 view "$OUT/trace.json" --screenshot "$OUT/view.png"
 [ "$(head -c 4 "$OUT/view.png" | tail -c 3)" = "PNG" ] && ok || bad "view --screenshot wrote no PNG"
 printf '{"traceEvents": [' >"$OUT/cut.json"
 run view-cut 1 view "$OUT/cut.json" --screenshot "$OUT/cut.png" && has view-cut err "cut.json:1:"
+# size and kind are checked before a byte is read: /dev/zero was read for a minute (issue 15)
+run view-zero 1 view /dev/zero --screenshot "$OUT/zero.png" && has view-zero err "/dev/zero: a character device, not a regular file"
 run plot-bad 2 plot frobnicate -o "$OUT/x.png" && has plot-bad err "frobnicate"
 
 # --- collective (issue 4) ---

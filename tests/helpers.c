@@ -4,10 +4,13 @@
 #include "helpers.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -114,4 +117,28 @@ char *th_slurp(const char *path, size_t *n) {
   fclose(f);
   if (n) *n = (size_t)len;
   return b;
+}
+
+/* Built without the Makefile: the shared folder beside the current
+** directory, which the tests expect to be the repository's root. */
+#ifndef TPUSIM_SHARED_DEFAULT
+#define TPUSIM_SHARED_DEFAULT "../shared"
+#endif
+
+const char *th_shared(const char *fmt, ...) {
+  static char path[1024];
+  const char *env = getenv("TPUSIM_SHARED");
+  bool from_env = env && *env;
+  int k = snprintf(path, sizeof path, "%s/", from_env ? env : TPUSIM_SHARED_DEFAULT);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(path + k, sizeof path - (size_t)k, fmt, ap);
+  va_end(ap);
+  if (access(path, R_OK) != 0)
+    cr_assert_fail("shared reference data not found: %s: %s\n  the folder is TPUSIM_SHARED=%s "
+                   "(%s); set TPUSIM_SHARED to the folder holding reference/ "
+                   "(CI puts shared/ beside the clone)",
+                   path, strerror(errno), from_env ? env : TPUSIM_SHARED_DEFAULT,
+                   from_env ? "from the environment" : "the default: beside the repository");
+  return path;
 }

@@ -41,4 +41,12 @@ char *th_slurp(const char *path, size_t *n);
 /* Writes text to a fresh file under tests/out/ and returns its path (static). */
 const char *th_write_temp(const char *name, const char *text);
 
+/* The path of shared reference data, printf-style relative to the shared
+** folder ("reference/hlo/%s"): $TPUSIM_SHARED, or, unset, the `shared`
+** folder beside the repository the tests were built from (the Makefile's
+** TPUSIM_SHARED). Fails the test, naming the path, the folder and how to
+** set it, when the data is not there. Static storage: the next call
+** overwrites it. */
+const char *th_shared(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 #endif

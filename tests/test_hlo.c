@@ -17,7 +17,8 @@
 #include "helpers.h"
 
 #define DATA "tests/data/hlo/"
-#define REF "../shared/reference/hlo/"
+/* A real XLA dump of shared/reference/hlo/ (th_shared: TPUSIM_SHARED). */
+#define REF(name) th_shared("reference/hlo/%s", name)
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -541,7 +542,7 @@ typedef struct {
 
 static void check_real_dump(const real_dump *r) {
   char path[256];
-  snprintf(path, sizeof path, REF "%s", r->file);
+  snprintf(path, sizeof path, "%s", REF(r->file));
   size_t len;
   char *text = th_slurp(path, &len);
   scan sc;
@@ -619,7 +620,7 @@ Test(hlo_real, llama3_8b_train_step_with_while_loops) {
                                0,
                                19791209299968.0});
   size_t len;
-  char *text = th_slurp(REF "nv_maxtext_llama3_8b_1n8g_after_spmd_partitioner.hlo", &len);
+  char *text = th_slurp(REF("nv_maxtext_llama3_8b_1n8g_after_spmd_partitioner.hlo"), &len);
   diag *d = diag_new();
   hlo_module *m = hlo_parse("llama", text, len, d);
   cr_assert_eq(hlo_while_trip_count(m, "while.50"), 32);
@@ -744,15 +745,15 @@ static void truncations(const char *path, size_t step) {
 }
 
 Test(hlo_bad, truncated_real_modules) {
-  truncations(REF "graphsage_tf.hlo", 13);
+  truncations(REF("graphsage_tf.hlo"), 13);
   truncations("workloads/examples/mlp_train_step.hlo", 7);
-  truncations(REF "nv_maxtext_llama3_8b_1n8g_after_spmd_partitioner.hlo", 3001);
+  truncations(REF("nv_maxtext_llama3_8b_1n8g_after_spmd_partitioner.hlo"), 3001);
 }
 
 /* Single bytes replaced by characters the syntax cares about. */
 Test(hlo_bad, corrupted_bytes_never_crash) {
   size_t len;
-  char *text = th_slurp(REF "graphsage_tf.hlo", &len);
+  char *text = th_slurp(REF("graphsage_tf.hlo"), &len);
   static const char BYTES[] = "{}()[]%#=,\"'\n/*0x";
   uint32_t seed = 12345;
   for (int i = 0; i < 400; i++) {

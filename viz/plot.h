@@ -11,6 +11,11 @@
 ** No state: every call builds what it needs and frees it. The caller
 ** parses the command line and loads the catalog and the model; messages go
 ** to the err stream given, prefixed "tpusim plot".
+**
+** Plot reads no file of its own: the model and any --hw-file come through
+** model_load and the catalog, with their size limits (docs/limits.md); it
+** writes FILE.dat and FILE.gp and reads only gnuplot's messages, of which
+** it keeps the first 4 KB.
 */
 #ifndef TPUSIM_PLOT_H
 #define TPUSIM_PLOT_H

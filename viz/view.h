@@ -73,6 +73,20 @@ int view_color(const char *category, unsigned char rgb[3]);
 /* A loaded trace and what of it is shown (which groups are expanded). */
 typedef struct view_trace view_trace;
 
+/* The largest trace the viewer reads (docs/limits.md). simulate writes a
+** few MB for most plans, and 344 MB for the largest measured (gpt3-175b on
+** 96 stages with 8,192 micro-batches); loading costs 1.5-1.7 times the
+** file's size (that one: 528 MB), so a trace at the limit needs under 1 GB.
+** A larger file, or one that is not a regular file (/dev/zero, a pipe), is
+** refused before it is read. */
+#define VIEW_TRACE_MAX_BYTES ((size_t)512 << 20)
+#define VIEW_TRACE_LIMIT_WHY                                                                  \
+  "simulate writes at most a few hundred MB (344 MB for gpt3-175b on 96 stages x 8,192 "    \
+  "micro-batches); a smaller --gbs shows the same schedule in a smaller trace"
+/* The largest single event (or otherData) in a trace: events are parsed one
+** at a time, and this bounds the one being parsed. */
+#define VIEW_TRACE_MAX_PART ((size_t)1 << 20)
+
 /* Loads a trace; on bad input prints messages naming path:line:col to err
 ** and returns NULL. */
 view_trace *view_trace_open(const char *path, FILE *err);

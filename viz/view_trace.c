@@ -1,12 +1,14 @@
 /*
 ** view_trace.c -- loading a trace into lanes (view_int.h): through jin,
-** so every problem names file:line:col; the JSON tree is dropped once the
-** events are copied out, so a million-event trace costs tens of MB, not a
-** GB. Also the event categories and their colours, and the strings that
-** outlive the tree (an arena).
+** so every problem names file:line:col. The file is size-checked before it
+** is read (VIEW_TRACE_MAX_BYTES) and parsed one event at a time, so loading
+** costs the text plus the lanes, about twice the file, not the ten times a
+** whole cJSON tree would. Also the event categories and their colours, and
+** the strings that outlive each event's tree (an arena).
 */
 #include <math.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,9 +54,6 @@ static int cat_of(const char *s) {
   if (strstr(s, "input") || strstr(s, "stall")) return CAT_INPUT;
   return CAT_OTHER;
 }
-
-/* ------------------------------------------------------------------ */
-/* strings that outlive the JSON tree                                   */
 
 /* ------------------------------------------------------------------ */
 /* strings that outlive the JSON tree                                   */
@@ -270,128 +269,360 @@ static const char *info_of(view_trace *t, const cJSON *args) {
   return p ? p : "";
 }
 
-#define TRACE_MAX_BYTES ((size_t)2 << 30)
-
 static int trace_finish(view_trace *t, vname *names, int nnames);
 
-/* Reads the events out of the JSON tree into t; -1 after reporting. */
-static int trace_read(view_trace *t, jin *j, const char *path, diag *dg, vname **names_out,
-                      int *nnames_out) {
-  const cJSON *root = j->root, *events = NULL;
-  if (cJSON_IsArray(root)) {
-    events = root; /* the JSON Array Format of Chrome traces */
-  } else if (cJSON_IsObject(root)) {
-    events = jin_get_array(j, root, "traceEvents", true);
-    if (!events) return -1;
-    jin_push_key(j, "traceEvents", 0);
-  } else {
-    char got[64];
-    jin_describe(root, got, sizeof got);
-    diag_error(dg, path, 1, 1, NULL,
-               "expected a trace: an object with \"traceEvents\" (got %s)", got);
+/* ------------------------------------------------------------------ */
+/* reading, one event at a time                                         */
+
+/* The text is scanned once, front to back; each event is parsed on its own
+** (jin_open_part), copied into t and freed, so the JSON tree of the whole
+** trace (ten times the file's size in cJSON nodes) never exists and a trace
+** costs its text plus what t keeps. */
+typedef struct {
+  view_trace *t;
+  const char *path;
+  diag *dg;
+  const char *text;
+  size_t len;
+  size_t at; /* line:col are those of text[at]; the scan only moves forward */
+  int line, col;
+  vname *names;
+  int nnames, capnames, capev, cappt, caplanes;
+  lanemap lm;
+  int errors;
+  bool oom;
+} loader;
+
+/* Errors after which the rest of a trace is not read: as many as a
+** diagnostic list keeps, and a bound on the time a broken file costs. */
+#define VIEW_MAX_ERRORS 50
+
+static void pos_of(loader *L, size_t off, int *line, int *col) {
+  while (L->at < off) {
+    const char *nl = memchr(L->text + L->at, '\n', off - L->at);
+    if (!nl) {
+      L->col += (int)(off - L->at);
+      L->at = off;
+      break;
+    }
+    L->line++;
+    L->col = 1;
+    L->at = (size_t)(nl - L->text) + 1;
+  }
+  *line = L->line;
+  *col = L->col;
+}
+
+static size_t skip_ws(const loader *L, size_t p) {
+  while (p < L->len && strchr(" \t\r\n", L->text[p])) p++;
+  return p;
+}
+
+/* What the scanner found at off instead of what it expected; the words
+** are jin's, so a trace's syntax errors read like every other file's. */
+static void syntax_error(loader *L, size_t off, const char *expected) {
+  int line, col;
+  pos_of(L, off, &line, &col);
+  L->errors++;
+  if (off >= L->len) {
+    diag_error(L->dg, L->path, line, col, NULL, "unexpected end of input (truncated?)");
+    return;
+  }
+  char near[17];
+  size_t k = 0;
+  for (size_t p = off; p < L->len && k < 16 && L->text[p] != '\n'; p++) near[k++] = L->text[p];
+  near[k] = '\0';
+  diag_error(L->dg, L->path, line, col, NULL, "invalid JSON syntax near '%s': expected %s", near,
+             expected);
+}
+
+/* Parses text[s, e) alone into j, reached by prefix; -1 after reporting (j
+** needs no closing then). A part larger than VIEW_TRACE_MAX_PART is refused
+** unparsed: one event's tree is all the loader holds at a time. */
+static int open_part(loader *L, jin *j, size_t s, size_t e, const jin_seg *prefix, int n) {
+  int line, col;
+  pos_of(L, s, &line, &col);
+  if (e - s > VIEW_TRACE_MAX_PART) {
+    jin p;
+    memset(&p, 0, sizeof p);
+    for (int i = 0; i < n; i++) p.path[i] = prefix[i];
+    p.depth = n;
+    char where[128], lim[32];
+    jin_path(&p, where, sizeof where);
+    units_bytes(lim, sizeof lim, (double)VIEW_TRACE_MAX_PART);
+    diag_error(L->dg, L->path, line, col, where,
+               "a value of %zu bytes, over the %s (%zu bytes) one event or otherData may be "
+               "(simulate writes events of a few hundred bytes); not read",
+               e - s, lim, VIEW_TRACE_MAX_PART);
+    L->errors++;
     return -1;
   }
-  vname *names = NULL;
-  int nnames = 0, capnames = 0, capev = 0, cappt = 0, caplanes = 0;
-  lanemap lm = {0};
-  int index = 0;
-  bool oom = false;
-  for (const cJSON *e = events->child; e && !oom; e = e->next, index++) {
-    jin_push_index(j, index);
-    const char *ph = NULL;
-    if (!cJSON_IsObject(e)) {
-      char got[64];
-      jin_describe(e, got, sizeof got);
-      jin_error(j, 0, "expected an event object, got %s", got);
-    } else if (jin_get_str(j, e, "ph", true, &ph) == 1) {
-      double pid = 0, tid = 0, ts = 0, dur = 0;
-      bool ok = jin_get_num(j, e, "pid", -1e15, 1e15, false, &pid) >= 0;
-      ok = jin_get_num(j, e, "tid", -1e15, 1e15, false, &tid) >= 0 && ok;
-      if (strcmp(ph, "X") == 0) {
-        ok = jin_get_num(j, e, "ts", -1e18, 1e18, true, &ts) == 1 && ok;
-        ok = jin_get_num(j, e, "dur", 0, 1e18, true, &dur) == 1 && ok;
-        const cJSON *nv = cJSON_GetObjectItemCaseSensitive(e, "name");
-        const cJSON *cv = cJSON_GetObjectItemCaseSensitive(e, "cat");
-        const char *name = cJSON_IsString(nv) ? nv->valuestring : "";
-        const char *cat = cJSON_IsString(cv) ? cv->valuestring : NULL;
-        if (ok) {
-          int lane = lane_of(t, &lm, &caplanes, pid, tid, false);
-          const char *nm = arena_dup(&t->arena, name, strlen(name));
-          const cJSON *args = cJSON_GetObjectItemCaseSensitive(e, "args");
-          const char *info = cJSON_IsObject(args) ? info_of(t, args) : NULL;
-          if (lane < 0 || !nm || !grow((void **)&t->ev, &capev, t->nev, sizeof *t->ev)) {
-            oom = true;
-          } else {
-            int c = cat_of(cat);
-            t->cats |= 1u << c;
-            t->ev[t->nev++] = (vev){ts, dur, nm, info && *info ? info : NULL, lane, c};
-          }
-        }
-      } else if (strcmp(ph, "C") == 0) {
-        ok = jin_get_num(j, e, "ts", -1e18, 1e18, true, &ts) == 1 && ok;
-        const cJSON *args = cJSON_GetObjectItemCaseSensitive(e, "args");
-        const cJSON *b = cJSON_IsObject(args) ? cJSON_GetObjectItemCaseSensitive(args, "bytes")
-                                             : NULL;
-        if (b) {
-          jin_push_key(j, "args", 0);
-          double v = 0;
-          ok = jin_get_num(j, args, "bytes", 0, 1e30, true, &v) == 1 && ok;
-          jin_pop(j);
-          if (ok) {
-            int lane = lane_of(t, &lm, &caplanes, pid, 0, true);
-            if (lane < 0 || !grow((void **)&t->pt, &cappt, t->npt, sizeof *t->pt)) oom = true;
-            else t->pt[t->npt++] = (vpt){ts, v, lane};
-          }
-        }
-      } else if (strcmp(ph, "M") == 0) {
-        const cJSON *nv = cJSON_GetObjectItemCaseSensitive(e, "name");
-        const cJSON *args = cJSON_GetObjectItemCaseSensitive(e, "args");
-        bool proc = cJSON_IsString(nv) && strcmp(nv->valuestring, "process_name") == 0;
-        bool thr = cJSON_IsString(nv) && strcmp(nv->valuestring, "thread_name") == 0;
-        bool lab = cJSON_IsString(nv) && strcmp(nv->valuestring, "process_labels") == 0;
-        const cJSON *an = cJSON_IsObject(args) ? cJSON_GetObjectItemCaseSensitive(
-                                                     args, lab ? "labels" : "name")
-                                               : NULL;
-        if ((proc || thr || lab) && cJSON_IsString(an) && ok) {
-          const char *s = arena_dup(&t->arena, an->valuestring, strlen(an->valuestring));
-          if (!s || !grow((void **)&names, &capnames, nnames, sizeof *names)) oom = true;
-          else names[nnames++] = (vname){pid, proc ? -1e300 : lab ? -2e300 : tid, s};
-        }
-      } /* other phases (B/E, instant, flow) are not drawn */
-    }
-    jin_pop(j);
-  }
-  free(lm.slot);
-  if (cJSON_IsObject(root)) jin_pop(j);
-  *names_out = names;
-  *nnames_out = nnames;
-  if (oom) diag_error(dg, path, 0, 0, NULL, "out of memory reading the trace");
-  if (j->errors == 0 && !oom && t->nev == 0 && t->npt == 0)
-    diag_error(dg, path, 0, 0, "traceEvents",
-               "no events to show: expected complete (\"X\") events with ts and dur, or "
-               "\"HBM in use\" counters (\"C\")");
-  if (j->errors > 0 || oom || (t->nev == 0 && t->npt == 0)) return -1;
-  const cJSON *other = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, "otherData")
-                                            : NULL;
-  if (cJSON_IsObject(other)) {
-    const cJSON *v;
-    if (cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(other, "model")))
-      t->model = arena_dup(&t->arena, v->valuestring, strlen(v->valuestring));
-    if (cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(other, "hw")))
-      t->hw = arena_dup(&t->arena, v->valuestring, strlen(v->valuestring));
-    if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(other, "step_time_s")) &&
-        isfinite(v->valuedouble) && v->valuedouble > 0)
-      t->step_s = v->valuedouble;
-    static const char *const CAP_KEYS[] = {"hbm_capacity_bytes", "capacity_bytes",
-                                           "hbm_bytes"};
-    for (size_t k = 0; k < sizeof CAP_KEYS / sizeof *CAP_KEYS; k++)
-      if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(other, CAP_KEYS[k])) &&
-          isfinite(v->valuedouble) && v->valuedouble > 0) {
-        t->capacity = v->valuedouble;
-        break;
-      }
+  if (jin_open_part(j, L->path, L->text + s, e - s, line, col, prefix, n, L->dg) != 0) {
+    L->errors += j->errors > 0 ? j->errors : 1;
+    jin_close(j);
+    return -1;
   }
   return 0;
+}
+
+/* One complete ("X") event: a box on its (pid, tid) lane. */
+static void read_box(loader *L, jin *j, const cJSON *e, double pid, double tid, bool ok) {
+  view_trace *t = L->t;
+  double ts = 0, dur = 0;
+  ok = jin_get_num(j, e, "ts", -1e18, 1e18, true, &ts) == 1 && ok;
+  ok = jin_get_num(j, e, "dur", 0, 1e18, true, &dur) == 1 && ok;
+  if (!ok) return;
+  const cJSON *nv = cJSON_GetObjectItemCaseSensitive(e, "name");
+  const cJSON *cv = cJSON_GetObjectItemCaseSensitive(e, "cat");
+  const char *name = cJSON_IsString(nv) ? nv->valuestring : "";
+  const char *cat = cJSON_IsString(cv) ? cv->valuestring : NULL;
+  int lane = lane_of(t, &L->lm, &L->caplanes, pid, tid, false);
+  const char *nm = arena_dup(&t->arena, name, strlen(name));
+  const cJSON *args = cJSON_GetObjectItemCaseSensitive(e, "args");
+  const char *info = cJSON_IsObject(args) ? info_of(t, args) : NULL;
+  if (lane < 0 || !nm || !grow((void **)&t->ev, &L->capev, t->nev, sizeof *t->ev)) {
+    L->oom = true;
+    return;
+  }
+  int c = cat_of(cat);
+  t->cats |= 1u << c;
+  t->ev[t->nev++] = (vev){ts, dur, nm, info && *info ? info : NULL, lane, c};
+}
+
+/* One counter ("C") event: a point of its process's HBM curve when it
+** counts "bytes". */
+static void read_counter(loader *L, jin *j, const cJSON *e, double pid, bool ok) {
+  view_trace *t = L->t;
+  double ts = 0, v = 0;
+  ok = jin_get_num(j, e, "ts", -1e18, 1e18, true, &ts) == 1 && ok;
+  const cJSON *args = cJSON_GetObjectItemCaseSensitive(e, "args");
+  if (!cJSON_IsObject(args) || !cJSON_GetObjectItemCaseSensitive(args, "bytes")) return;
+  jin_push_key(j, "args", 0);
+  ok = jin_get_num(j, args, "bytes", 0, 1e30, true, &v) == 1 && ok;
+  jin_pop(j);
+  if (!ok) return;
+  int lane = lane_of(t, &L->lm, &L->caplanes, pid, 0, true);
+  if (lane < 0 || !grow((void **)&t->pt, &L->cappt, t->npt, sizeof *t->pt)) L->oom = true;
+  else t->pt[t->npt++] = (vpt){ts, v, lane};
+}
+
+/* One metadata ("M") event: a process's or thread's name, or labels. */
+static void read_meta(loader *L, const cJSON *e, double pid, double tid) {
+  const cJSON *nv = cJSON_GetObjectItemCaseSensitive(e, "name");
+  const cJSON *args = cJSON_GetObjectItemCaseSensitive(e, "args");
+  bool proc = cJSON_IsString(nv) && strcmp(nv->valuestring, "process_name") == 0;
+  bool thr = cJSON_IsString(nv) && strcmp(nv->valuestring, "thread_name") == 0;
+  bool lab = cJSON_IsString(nv) && strcmp(nv->valuestring, "process_labels") == 0;
+  const cJSON *an =
+      cJSON_IsObject(args) ? cJSON_GetObjectItemCaseSensitive(args, lab ? "labels" : "name")
+                           : NULL;
+  if (!(proc || thr || lab) || !cJSON_IsString(an)) return;
+  const char *s = arena_dup(&L->t->arena, an->valuestring, strlen(an->valuestring));
+  if (!s || !grow((void **)&L->names, &L->capnames, L->nnames, sizeof *L->names)) L->oom = true;
+  else L->names[L->nnames++] = (vname){pid, proc ? -1e300 : lab ? -2e300 : tid, s};
+}
+
+static void read_event(loader *L, jin *j, const cJSON *e) {
+  const char *ph = NULL;
+  if (!cJSON_IsObject(e)) {
+    char got[64];
+    jin_describe(e, got, sizeof got);
+    jin_error(j, 0, "expected an event object, got %s", got);
+    return;
+  }
+  if (jin_get_str(j, e, "ph", true, &ph) != 1) return;
+  double pid = 0, tid = 0;
+  bool ok = jin_get_num(j, e, "pid", -1e15, 1e15, false, &pid) >= 0;
+  ok = jin_get_num(j, e, "tid", -1e15, 1e15, false, &tid) >= 0 && ok;
+  if (strcmp(ph, "X") == 0) read_box(L, j, e, pid, tid, ok);
+  else if (strcmp(ph, "C") == 0) read_counter(L, j, e, pid, ok);
+  else if (strcmp(ph, "M") == 0 && ok) read_meta(L, e, pid, tid);
+  /* other phases (B/E, instant, flow) are not drawn */
+}
+
+/* The events of the array at text[p] ('['), reached by key (NULL: the
+** array is the file). Returns the offset past the array, or SIZE_MAX once
+** the scan cannot go on (reported). */
+static size_t read_events(loader *L, size_t p, const char *key) {
+  jin_seg pre[2];
+  int np = 0;
+  if (key) pre[np++] = (jin_seg){key, 0};
+  p = skip_ws(L, p + 1);
+  if (p < L->len && L->text[p] == ']') return p + 1;
+  for (int index = 0;; index++) {
+    if (L->errors >= VIEW_MAX_ERRORS || L->oom) {
+      if (!L->oom)
+        diag_error(L->dg, L->path, 0, 0, NULL, "stopped after %d errors; the rest was not read",
+                   L->errors);
+      return SIZE_MAX;
+    }
+    size_t e = jin_skip_value(L->text, L->len, p);
+    if (e == p) {
+      syntax_error(L, p, "an event");
+      return SIZE_MAX;
+    }
+    pre[np] = (jin_seg){NULL, index};
+    jin j;
+    if (open_part(L, &j, p, e, pre, np + 1) == 0) {
+      read_event(L, &j, j.root);
+      L->errors += j.errors;
+      jin_close(&j);
+    } else if (e >= L->len) {
+      return SIZE_MAX; /* cut off inside the event: said once, by its parse */
+    }
+    p = skip_ws(L, e);
+    if (p < L->len && L->text[p] == ',') {
+      p = skip_ws(L, p + 1);
+      continue;
+    }
+    if (p < L->len && L->text[p] == ']') return p + 1;
+    syntax_error(L, p, "',' or ']' after an event");
+    return SIZE_MAX;
+  }
+}
+
+/* The value at text[p], which should have been `want`, parsed to say what
+** it is instead. Returns the offset past it, or SIZE_MAX. */
+static size_t read_wrong(loader *L, size_t p, const jin_seg *pre, int np, const char *want) {
+  size_t e = jin_skip_value(L->text, L->len, p);
+  if (e == p) {
+    syntax_error(L, p, "a value");
+    return SIZE_MAX;
+  }
+  jin j;
+  if (open_part(L, &j, p, e, pre, np) != 0) return e >= L->len ? SIZE_MAX : e;
+  char got[64];
+  jin_describe(j.root, got, sizeof got);
+  jin_error(&j, 0, "expected %s, got %s", want, got);
+  L->errors += j.errors;
+  jin_close(&j);
+  return e;
+}
+
+/* The viewer's summary: model, hardware, step time, HBM capacity. */
+static void read_other(loader *L, const cJSON *other) {
+  view_trace *t = L->t;
+  if (!cJSON_IsObject(other)) return;
+  const cJSON *v;
+  if (cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(other, "model")))
+    t->model = arena_dup(&t->arena, v->valuestring, strlen(v->valuestring));
+  if (cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(other, "hw")))
+    t->hw = arena_dup(&t->arena, v->valuestring, strlen(v->valuestring));
+  if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(other, "step_time_s")) &&
+      isfinite(v->valuedouble) && v->valuedouble > 0)
+    t->step_s = v->valuedouble;
+  static const char *const CAP_KEYS[] = {"hbm_capacity_bytes", "capacity_bytes", "hbm_bytes"};
+  for (size_t k = 0; k < sizeof CAP_KEYS / sizeof *CAP_KEYS; k++)
+    if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(other, CAP_KEYS[k])) &&
+        isfinite(v->valuedouble) && v->valuedouble > 0) {
+      t->capacity = v->valuedouble;
+      break;
+    }
+}
+
+/* A member of the top-level object, its value at text[p]: the first
+** "traceEvents" is read event by event, "otherData" parsed and read, any
+** other member parsed (its syntax checked) and dropped, or skipped when
+** larger than a part may be. Returns the offset past it, or SIZE_MAX. */
+static size_t read_member(loader *L, size_t ks, size_t ke, size_t p, bool *events) {
+  char key[64];
+  snprintf(key, sizeof key, "%.*s", (int)(ke - ks - 2 < 63 ? ke - ks - 2 : 63), L->text + ks + 1);
+  if (strcmp(key, "traceEvents") == 0 && !*events) {
+    *events = true;
+    static const jin_seg EV = {"traceEvents", 0};
+    if (p < L->len && L->text[p] == '[') return read_events(L, p, "traceEvents");
+    return read_wrong(L, p, &EV, 1, "an array");
+  }
+  size_t e = jin_skip_value(L->text, L->len, p);
+  if (e == p) {
+    syntax_error(L, p, "a value");
+    return SIZE_MAX;
+  }
+  bool other = strcmp(key, "otherData") == 0;
+  if (!other && e - p > VIEW_TRACE_MAX_PART) return e;
+  jin_seg pre = {key, 0};
+  jin j;
+  if (open_part(L, &j, p, e, &pre, 1) != 0) return e >= L->len ? SIZE_MAX : e;
+  if (other) read_other(L, j.root);
+  jin_close(&j);
+  return e;
+}
+
+/* The object at text[p] ('{'): its members. Returns the offset past it,
+** or SIZE_MAX. */
+static size_t read_members(loader *L, size_t p) {
+  int line, col;
+  pos_of(L, p, &line, &col);
+  bool events = false;
+  p = skip_ws(L, p + 1);
+  if (p < L->len && L->text[p] == '}') {
+    p++;
+  } else {
+    for (;;) {
+      if (p >= L->len || L->text[p] != '"') {
+        syntax_error(L, p, "a member name");
+        return SIZE_MAX;
+      }
+      size_t ks = p, ke = jin_skip_value(L->text, L->len, p);
+      p = skip_ws(L, ke);
+      if (ke >= L->len || p >= L->len || L->text[p] != ':') {
+        syntax_error(L, p, "':' after a member name");
+        return SIZE_MAX;
+      }
+      size_t e = read_member(L, ks, ke, skip_ws(L, p + 1), &events);
+      if (e == SIZE_MAX) return SIZE_MAX;
+      p = skip_ws(L, e);
+      if (p < L->len && L->text[p] == ',') {
+        p = skip_ws(L, p + 1);
+        continue;
+      }
+      if (p < L->len && L->text[p] == '}') {
+        p++;
+        break;
+      }
+      syntax_error(L, p, "',' or '}' after a member");
+      return SIZE_MAX;
+    }
+  }
+  if (!events) {
+    diag_error(L->dg, L->path, line, col, NULL, "missing field 'traceEvents'");
+    L->errors++;
+  }
+  return p;
+}
+
+/* The whole text into L->t: lanes of events, names, the summary; -1 after
+** reporting. */
+static int trace_read(loader *L) {
+  view_trace *t = L->t;
+  if (memchr(L->text, '\0', L->len)) {
+    diag_error(L->dg, L->path, 0, 0, NULL, "contains a NUL byte; expected JSON text");
+    return -1;
+  }
+  size_t p = skip_ws(L, 0), e;
+  if (p == L->len) {
+    diag_error(L->dg, L->path, 1, 1, NULL, "empty file; expected a JSON object");
+    return -1;
+  }
+  if (L->text[p] == '[') {
+    e = read_events(L, p, NULL); /* the JSON Array Format of Chrome traces */
+  } else if (L->text[p] == '{') {
+    e = read_members(L, p);
+  } else {
+    e = read_wrong(L, p, NULL, 0, "a trace: an object with \"traceEvents\"");
+  }
+  if (e != SIZE_MAX && (e = skip_ws(L, e)) < L->len) {
+    int line, col;
+    pos_of(L, e, &line, &col);
+    diag_error(L->dg, L->path, line, col, NULL, "unexpected text after the JSON value");
+    L->errors++;
+  }
+  if (L->oom) diag_error(L->dg, L->path, 0, 0, NULL, "out of memory reading the trace");
+  if (L->errors == 0 && !L->oom && t->nev == 0 && t->npt == 0)
+    diag_error(L->dg, L->path, 0, 0, "traceEvents",
+               "no events to show: expected complete (\"X\") events with ts and dur, or "
+               "\"HBM in use\" counters (\"C\")");
+  return L->errors > 0 || L->oom || e == SIZE_MAX || (t->nev == 0 && t->npt == 0) ? -1 : 0;
 }
 
 view_trace *view_trace_open(const char *path, FILE *err) {
@@ -404,23 +635,17 @@ view_trace *view_trace_open(const char *path, FILE *err) {
     return NULL;
   }
   size_t len = 0;
-  char *text = jin_read_file(path, TRACE_MAX_BYTES, &len, dg);
-  jin j;
-  memset(&j, 0, sizeof j);
-  int rc = -1;
-  vname *names = NULL;
-  int nnames = 0;
-  if (text) {
-    rc = jin_open(&j, path, text, len, dg);
-    free(text);
-    if (rc == 0) rc = trace_read(t, &j, path, dg, &names, &nnames);
-    jin_close(&j); /* also after a syntax error; the tree is big, and all needed is copied out */
-  }
-  if (rc == 0 && trace_finish(t, names, nnames) != 0) {
+  char *text = jin_read_regular(path, VIEW_TRACE_MAX_BYTES, "a trace", VIEW_TRACE_LIMIT_WHY, &len,
+                                dg);
+  loader L = {.t = t, .path = path, .dg = dg, .text = text, .len = len, .line = 1, .col = 1};
+  int rc = text ? trace_read(&L) : -1;
+  free(text); /* everything needed is copied out, before the sorting needs memory */
+  free(L.lm.slot);
+  if (rc == 0 && trace_finish(t, L.names, L.nnames) != 0) {
     diag_error(dg, path, 0, 0, NULL, "out of memory reading the trace");
     rc = -1;
   }
-  free(names);
+  free(L.names);
   if (rc != 0) {
     diag_print(dg, err);
     view_trace_free(t);
