@@ -76,7 +76,8 @@ int hw_catalog_load_builtin(hw_catalog *c, diag *dg) {
 
 const hw_model *hw_catalog_load_file(hw_catalog *c, const char *path, diag *dg) {
   size_t len;
-  char *text = jin_read_file(path, HW_FILE_MAX_BYTES, &len, dg);
+  char *text = jin_read_regular(path, HW_FILE_MAX_BYTES, "a hardware file",
+                                "hardware files are a few kilobytes", &len, dg);
   if (!text) return NULL;
   hw_model *m = hw_load(path, text, len, dg);
   free(text);

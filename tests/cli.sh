@@ -85,7 +85,7 @@ badfile notobj tests/data/bad-not-object.json "bad-not-object.json:1:1: expected
 badfile emptyf tests/data/bad-empty.json "bad-empty.json:1:1: empty file"
 badfile kind tests/data/bad-kind.json 'bad-kind.json:1:51: kind: expected one of tpu, gpu, cpu; got "fpga"'
 badfile missing tests/data/no-such-file.json "no-such-file.json: cannot open"
-badfile directory tests/data "tests/data: read error"
+badfile directory tests/data "tests/data: a directory, not a regular file; expected a hardware file"
 
 mutate() { # NAME SED_EXPR -> $OUT/NAME.json
   sed "$2" hw_models/tpu-v5p.json >"$OUT/$1.json"
@@ -234,6 +234,13 @@ printf '{"traceEvents": [' >"$OUT/cut.json"
 run view-cut 1 view "$OUT/cut.json" --screenshot "$OUT/cut.png" && has view-cut err "cut.json:1:"
 # size and kind are checked before a byte is read: /dev/zero was read for a minute (issue 15)
 run view-zero 1 view /dev/zero --screenshot "$OUT/zero.png" && has view-zero err "/dev/zero: a character device, not a regular file"
+# the same for a model and a hardware file: a pipe blocked the open forever
+# and /dev/zero was read up to the size limit before (issue 15)
+rm -f "$OUT/fifo.json"; mkfifo "$OUT/fifo.json"
+run model-fifo 1 graph "$OUT/fifo.json" && has model-fifo err "a pipe (FIFO), not a regular file; expected a model"
+run hwfile-fifo 1 hw show --hw-file "$OUT/fifo.json" && has hwfile-fifo err "a pipe (FIFO), not a regular file; expected a hardware file"
+run model-zero 1 simulate /dev/zero --hw h100-sxm --chips 8 && has model-zero err "/dev/zero: a character device, not a regular file"
+rm -f "$OUT/fifo.json"
 run plot-bad 2 plot frobnicate -o "$OUT/x.png" && has plot-bad err "frobnicate"
 
 # --- collective (issue 4) ---

@@ -524,7 +524,8 @@ int64_t hlo_devices(const char *text, size_t len) {
 
 graph *hlo_import_file(const char *path, diag *dg) {
   size_t len;
-  char *text = jin_read_file(path, HLO_MAX_FILE, &len, dg);
+  char *text = jin_read_regular(path, HLO_MAX_FILE, "an XLA HLO text module",
+                                "the largest real dumps are megabytes", &len, dg);
   if (!text) return NULL;
   graph *g = hlo_import(path, text, len, dg);
   free(text);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../base/embedded.h"
 #include "../base/strutil.h"
@@ -395,11 +396,15 @@ static int load_hf(model *m, jin *j, const model_opts *o, diag *dg) {
 /* ---- finding and telling formats apart ---- */
 
 static const char *read_source(const char *arg, model *m, char **owned, size_t *len, diag *dg) {
-  FILE *f = fopen(arg, "rb");
-  if (f) {
-    fclose(f);
+  /* stat, not fopen: opening a FIFO blocks until a writer comes; a path
+  ** that exists is read only if it is a regular file within the limit */
+  struct stat st;
+  if (stat(arg, &st) == 0) {
     m->path = strdup(arg);
-    *owned = m->path ? jin_read_file(arg, MODEL_FILE_MAX_BYTES, len, dg) : NULL;
+    *owned = m->path ? jin_read_regular(arg, MODEL_FILE_MAX_BYTES,
+                                        "a model (model.json, HuggingFace config.json or HLO text)",
+                                        "the largest real HLO dumps are megabytes", len, dg)
+                     : NULL;
     return *owned;
   }
   static const char *const SUFFIXES[] = {".json", ".hlo", NULL};
