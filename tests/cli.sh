@@ -236,6 +236,8 @@ run view-cut 1 view "$OUT/cut.json" --screenshot "$OUT/cut.png" && has view-cut 
 run view-zero 1 view /dev/zero --screenshot "$OUT/zero.png" && has view-zero err "/dev/zero: a character device, not a regular file"
 # the same for a model and a hardware file: a pipe blocked the open forever
 # and /dev/zero was read up to the size limit before (issue 15)
+# a misspelt example name gets the nearest one
+run model-typo 1 graph llama3-8 && has model-typo err "did you mean 'llama3-8b'?"
 rm -f "$OUT/fifo.json"; mkfifo "$OUT/fifo.json"
 run model-fifo 1 graph "$OUT/fifo.json" && has model-fifo err "a pipe (FIFO), not a regular file; expected a model"
 run hwfile-fifo 1 hw show --hw-file "$OUT/fifo.json" && has hwfile-fifo err "a pipe (FIFO), not a regular file; expected a hardware file"

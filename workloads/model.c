@@ -414,8 +414,24 @@ static const char *read_source(const char *arg, model *m, char **owned, size_t *
   if (!e) {
     char names[2048];
     model_example_names(names, sizeof names);
-    diag_error(dg, arg, 0, 0, NULL, "no such file, and no example of that name (examples: %s)",
-               names);
+    /* the nearest example name, for a misspelt one ("llama3-8" -> "llama3-8b") */
+    char stems[64][64];
+    const char *cands[64];
+    int n = 0;
+    for (int i = 0; i < wl_example_files_count && n < 64; i++) {
+      const char *f = strrchr(wl_example_files[i].file, '/');
+      f = f ? f + 1 : wl_example_files[i].file;
+      snprintf(stems[n], sizeof stems[n], "%.*s", (int)strcspn(f, "."), f);
+      cands[n] = stems[n];
+      n++;
+    }
+    const char *near = strchr(arg, '/') ? NULL : str_suggest(arg, cands, n);
+    if (near)
+      diag_error(dg, arg, 0, 0, NULL, "no such file, and no example of that name; did you mean "
+                 "'%s'? (examples: %s)", near, names);
+    else
+      diag_error(dg, arg, 0, 0, NULL, "no such file, and no example of that name (examples: %s)",
+                 names);
     return NULL;
   }
   m->path = strdup(e->file);
