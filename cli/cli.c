@@ -247,3 +247,10 @@ int cli_main(int argc, char **argv, FILE *out, FILE *err) {
   }
   return cmd->run(&c);
 }
+
+void cli_print_json(cli_ctx *c, cJSON *o) {
+  char *s = cJSON_Print(o);
+  if (s) fprintf(c->out, "%s\n", s);
+  free(s);
+  cJSON_Delete(o);
+}

@@ -107,6 +107,9 @@ extern const char *const CLI_SIM_FLAGS[], *const CLI_SIM_VALUED[];
 
 /* simulate's report of one step (cmd_simulate.c); also what `plan
 ** --explain N` prints for a candidate. */
+/* `--json`: prints o, formatted, as the one object on stdout, and frees it. */
+void cli_print_json(cli_ctx *c, cJSON *o);
+
 void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p,
                     const step_result *r, bool explain);
 

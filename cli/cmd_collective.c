@@ -161,12 +161,8 @@ static int run_collective(cli_ctx *c) {
     rc = CLI_BAD_INPUT;
   }
   if (root) {
-    if (rc == CLI_OK) {
-      char *s = cJSON_Print(root);
-      fprintf(c->out, "%s\n", s);
-      free(s);
-    }
-    cJSON_Delete(root);
+    if (rc == CLI_OK) cli_print_json(c, root);
+    else cJSON_Delete(root);
   }
   net_free(n);
   hw_catalog_free(cat);

@@ -179,10 +179,7 @@ static int run_lower(cli_ctx *c) {
       cJSON_AddItemToObject(root, "lowered", arr);
       cJSON_AddItemToObject(root, "fused_kernels", farr);
       arr = farr = NULL;
-      char *s = cJSON_Print(root);
-      fprintf(c->out, "%s\n", s);
-      free(s);
-      cJSON_Delete(root);
+      cli_print_json(c, root);
     } else if (rc == CLI_OK) {
       char fb[32], ub[32];
       units_bytes(fb, sizeof fb, fz.hbm_bytes);

@@ -214,10 +214,7 @@ static int run_plan(cli_ctx *c) {
       cJSON_AddNumberToObject(by, planner_cause_name((planner_cause)k), (double)r->rejected_by[k]);
     cJSON_AddNumberToObject(o, "evaluated", (double)r->evaluated);
     cJSON_AddNumberToObject(o, "search_s", r->search_s);
-    char *s = cJSON_Print(o);
-    fprintf(c->out, "%s\n", s);
-    free(s);
-    cJSON_Delete(o);
+    cli_print_json(c, o);
   } else {
     const planner_cand *b = &r->best;
     char mp[32];

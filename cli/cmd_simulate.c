@@ -209,10 +209,7 @@ static int run_simulate(cli_ctx *c) {
   } else if (c->json) {
     cJSON *o = step_json(m, hw, &p, &r);
     cJSON_AddStringToObject(o, "status", r.fits ? "ok" : "does_not_fit");
-    char *s = cJSON_Print(o);
-    fprintf(c->out, "%s\n", s);
-    free(s);
-    cJSON_Delete(o);
+    cli_print_json(c, o);
   } else {
     cli_print_step(c->out, m, hw, &p, &r, cli_opt(c, "--explain") != NULL);
   }

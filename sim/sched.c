@@ -10,6 +10,13 @@
 #include "../base/strutil.h"
 #include "engine.h"
 
+bool sched_desc_same(const sched_desc *a, const sched_desc *b) {
+  return a->pp == b->pp && a->vp == b->vp && a->M == b->M && a->schedule == b->schedule &&
+         a->f_chunk == b->f_chunk && a->b_chunk == b->b_chunk && a->f_first == b->f_first &&
+         a->b_first == b->b_first && a->f_last == b->f_last && a->b_last == b->b_last &&
+         a->p2p_s == b->p2p_s;
+}
+
 double sched_task_s(const sched_desc *d, int64_t vs, bool back) {
   double t = back ? d->b_chunk : d->f_chunk;
   if (vs == 0) t += back ? d->b_first : d->f_first;
@@ -365,35 +372,33 @@ double sched_tail(const sched_desc *d, const sched_out *o, double dp_s, int64_t 
                   double *opt_t0) {
   double end = 0;
   int64_t vp = d->vp, per_chunk = buckets / vp > 0 ? buckets / vp : 1;
-  bool record = bucket_t0 || bucket_t1;
+  bool listed = bucket_t0 || bucket_t1 || vp > 1; /* the buckets one by one */
   double stack_ready[64], *ready = stack_ready;
-  if (dp_s > 0 && buckets > 64 && (record || vp > 1))
-    ready = malloc((size_t)buckets * sizeof *ready);
+  if (dp_s > 0 && listed && buckets > 64 && !(ready = malloc((size_t)buckets * sizeof *ready)))
+    listed = false; /* out of memory: the closed form below still gives the end */
   double each = dp_s / (double)buckets;
   for (int64_t dev = 0; dev < d->pp; dev++) {
     double t = o->last_b_end[dev];
-    if (dp_s > 0 && ready) {
-      if (!record && vp == 1) {
-        /* the buckets are ready in order, one link serves them in turn:
-        ** t_j = max(ready_j, t_j-1) + each, so the last ends at the
-        ** largest ready_j + (buckets - j) each -- at j = 0 or the last,
-        ** ready being linear in j */
-        double first = bucket_ready(d, o, dev, 0, per_chunk, after_backward) + dp_s;
-        double last = bucket_ready(d, o, dev, buckets - 1, per_chunk, after_backward) + each;
-        t = first > last ? first : last;
-      } else {
-        for (int64_t j = 0; j < buckets; j++)
-          ready[j] = bucket_ready(d, o, dev, j, per_chunk, after_backward);
-        if (vp > 1 || !after_backward) qsort(ready, (size_t)buckets, sizeof *ready, cmp_double);
-        eng_res link = {0};
-        for (int64_t j = 0; j < buckets; j++) {
-          t = eng_res_use(&link, ready[j], each);
-          if (bucket_t1) bucket_t1[dev * buckets + j] = t;
-          if (bucket_t0) bucket_t0[dev * buckets + j] = t - each;
-        }
+    if (dp_s > 0 && !listed) {
+      /* the buckets are ready in order, one link serves them in turn:
+      ** t_j = max(ready_j, t_j-1) + each, so the last ends at the largest
+      ** ready_j + (buckets - j) each -- at j = 0 or the last, ready being
+      ** linear in j (one chunk a chip) */
+      double first = bucket_ready(d, o, dev, 0, per_chunk, after_backward) + dp_s;
+      double last = bucket_ready(d, o, dev, buckets - 1, per_chunk, after_backward) + each;
+      t = first > last ? first : last;
+    } else if (dp_s > 0) {
+      for (int64_t j = 0; j < buckets; j++)
+        ready[j] = bucket_ready(d, o, dev, j, per_chunk, after_backward);
+      if (vp > 1) qsort(ready, (size_t)buckets, sizeof *ready, cmp_double); /* chunks interleave */
+      eng_res link = {0};
+      for (int64_t j = 0; j < buckets; j++) {
+        t = eng_res_use(&link, ready[j], each);
+        if (bucket_t1) bucket_t1[dev * buckets + j] = t;
+        if (bucket_t0) bucket_t0[dev * buckets + j] = t - each;
       }
-      if (t < o->last_b_end[dev]) t = o->last_b_end[dev];
     }
+    if (t < o->last_b_end[dev]) t = o->last_b_end[dev];
     if (opt_t0) opt_t0[dev] = t;
     t += optimizer_s;
     if (t > end) end = t;

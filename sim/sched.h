@@ -35,6 +35,10 @@ typedef struct {
   double p2p_s;            /* a send between consecutive virtual stages */
 } sched_desc;
 
+/* Whether two descriptions give the same schedule (field by field: a
+** struct's padding is not part of it). */
+bool sched_desc_same(const sched_desc *a, const sched_desc *b);
+
 /* A task's duration: virtual stage vs, forward or backward. */
 double sched_task_s(const sched_desc *d, int64_t vs, bool back);
 

@@ -206,7 +206,7 @@ int step_fast(const model *m, const hw_model *hw, const plan *pl, const step_res
   step_desc sd;
   if (step_describe(m, hw, &p, costs, memo ? memo->coll : NULL, &sd, err, errn) != 0) return -1;
   sched_out so;
-  if (memo && memo->have && memcmp(&memo->last, &sd.sched, sizeof sd.sched) == 0) {
+  if (memo && memo->have && sched_desc_same(&memo->last, &sd.sched)) {
     so = memo->out; /* the same schedule as the last plan's */
   } else {
     if (sched_eval(&sd.sched, &so, err, errn) != 0) return -1;
