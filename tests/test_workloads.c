@@ -350,3 +350,40 @@ Test(workloads, hf_config_missing_field_names_it) {
   const char *msg = load_error("tests/data/hf/bert-missing.json");
   cr_assert(strstr(msg, "bert-missing.json:1:1: missing field 'num_hidden_layers'"), "%s", msg);
 }
+
+/* model_derive starts from what the file says, whatever the first load was
+** given: a model.json and an HF config loaded with --seq 1024 and --gbs 4
+** derive, with no options, the file's own sequence and batch -- the same
+** as a load with no options -- and a one-layer tp-2 shard has the layer's
+** parameters split (issue 14: the model is parsed once). */
+Test(workloads, derive_starts_from_the_file) {
+  static const char *const names[] = {"llama3-8b", "llama3-8b-hf-config"};
+  for (int i = 0; i < 2; i++) {
+    model *given = load(names[i], 4, 1024), *plain = load(names[i], 0, 0);
+    diag *d = diag_new();
+    model_opts none = {0};
+    model *again = model_derive(given, &none, d);
+    cr_assert_not_null(again, "%s", names[i]);
+    cr_assert_eq(again->train.seq_len, plain->train.seq_len, "%s", names[i]);
+    cr_assert_eq(again->train.global_batch, plain->train.global_batch, "%s", names[i]);
+    cr_assert_eq(again->params, plain->params, "%s", names[i]);
+    cr_assert_eq(graph_count(again->g), graph_count(plain->g), "%s", names[i]);
+    model_opts shard = {.seq_len = 1024, .global_batch = 1, .only_layers = 2, .shard_tp = 2};
+    model_opts one = shard;
+    one.only_layers = 1;
+    model *two = model_derive(given, &shard, d), *single = model_derive(given, &one, d);
+    cr_assert(two && single, "%s", names[i]);
+    const wl_tf_dims *t = &plain->info.tf;
+    /* a layer's attention and MLP weights, split over tp 2 (no biases here) */
+    int64_t q = t->heads * t->head_dim, kv = t->kv_heads * t->head_dim;
+    int64_t layer = (t->hidden * (q + 2 * kv) + q * t->hidden + 3 * t->hidden * t->ffn_hidden) / 2;
+    cr_assert_eq(two->params - single->params, layer + t->hidden * 2, "%s: %lld", names[i],
+                 (long long)(two->params - single->params));
+    model_free(two);
+    model_free(single);
+    model_free(again);
+    model_free(given);
+    model_free(plain);
+    diag_free(d);
+  }
+}

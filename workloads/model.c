@@ -376,11 +376,13 @@ static int load_hf(model *m, jin *j, const model_opts *o, diag *dg) {
   ** into that text, named as such. The spec keeps it for model_derive. */
   char *text = cJSON_PrintUnformatted(spec);
   cJSON_Delete(spec);
-  if (!text || keep_spec(m, wl_transformer, false) != 0) {
+  if (!text || keep_spec(m, wl_transformer, seq <= 0) != 0) {
     free(text);
     return -1;
   }
-  m->spec->train.seq_len = m->train.seq_len; /* what the translation fixed */
+  /* as for a model.json: the spec holds what the file says (its positions),
+  ** not this load's --seq, which a derived model is given again or not */
+  m->spec->train.seq_len = seq > 0 ? seq : 1;
   size_t n = strlen(m->path) + sizeof " (as model.json)";
   m->spec->jname = malloc(n);
   int rc = -1;
