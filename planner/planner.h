@@ -3,9 +3,10 @@
 ** the fastest or cheapest way to train a model, confirm the best with the
 ** event simulation, and say why the rest lost.
 **
-** Two speeds: every candidate is scored by a closed form over per-chip costs
-** (step_costs, cached per hardware x tp x micro-batch x recompute); the best
-** few are re-run through the event simulation (step_simulate).
+** Two speeds of one step model: every candidate is scored by the
+** simulator's fast path (step_fast, over per-chip costs cached per hardware
+** x tp x micro-batch x ep); the best few are re-run through the event
+** simulation (step_simulate).
 */
 #ifndef TPUSIM_PLANNER_H
 #define TPUSIM_PLANNER_H
@@ -117,7 +118,7 @@ typedef struct {
 planner_objective planner_default_objective(const model *m);
 
 /* The analytic step time of one plan (what the search scores it with):
-** the per-chip costs, then the closed form. Returns the time in seconds,
+** the per-chip costs, then step_fast. Returns the time in seconds,
 ** or -1 with err. The plan must pass plan_check first. */
 double planner_analytic_step(const model *m, const hw_model *hw, const plan *p, char *err,
                              size_t errn);

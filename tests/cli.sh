@@ -236,6 +236,11 @@ run view-cut 1 view "$OUT/cut.json" --screenshot "$OUT/cut.png" && has view-cut 
 run view-zero 1 view /dev/zero --screenshot "$OUT/zero.png" && has view-zero err "/dev/zero: a character device, not a regular file"
 # the same for a model and a hardware file: a pipe blocked the open forever
 # and /dev/zero was read up to the size limit before (issue 15)
+# past the simulation's limit the answer is the closed form, and says so
+run coll-million 0 collective --op all-reduce --hw tpu-v5p --chips 1000000 --bytes 1G && \
+  has coll-million out "(closed form: 1000000 chips exceed the simulation's limit of 16384)"
+run coll-million-json 0 collective --op all-reduce --hw tpu-v5p --chips 1000000 --bytes 1G --json && \
+  has coll-million-json out '"note":'
 # a misspelt example name gets the nearest one
 run model-typo 1 graph llama3-8 && has model-typo err "did you mean 'llama3-8b'?"
 rm -f "$OUT/fifo.json"; mkfifo "$OUT/fifo.json"
