@@ -6,6 +6,21 @@
 
 #include "step_int.h"
 
+bool step_fix_plan(const plan *mp, int64_t ep, plan *out) {
+  if (ep < 1 || mp->dp % ep) return false;
+  *out = *mp;
+  out->ep = ep;
+  out->dp = mp->dp / ep;
+  out->chips = out->dp * out->tp * out->pp * ep;
+  return true;
+}
+
+bool step_fix_runs(void *ctx, const plan *mp) {
+  const step_fix_rules *fr = ctx;
+  plan q;
+  return step_fix_plan(mp, fr->ep, &q) && plan_check(fr->m, fr->hw, &q, NULL, 0) == 0;
+}
+
 /* Fixes that fit first, cheapest first: chip-seconds a step (a fix that
 ** adds chips pays for them); then the rest by peak. */
 static bool fix_before(const mem_fix *a, const mem_fix *b) {
@@ -19,14 +34,14 @@ int step_price_fixes(const model *m, const hw_model *hw, const plan *p, step_res
                      size_t errn) {
   for (int i = 0; i < r->n_fixes; i++) {
     mem_fix *f = &r->fixes[i];
-    plan q = f->p;
-    q.ep = p->ep; /* the memory model folded ep into dp */
-    q.dp = f->p.dp / (p->ep > 0 ? p->ep : 1);
+    plan q;
     step_result s;
     char e2[256];
     f->step_time_s = 0;
-    /* a fix the plan rules cannot run (e.g. more TP than heads allow) stays unpriced */
-    if (plan_check(m, hw, &q, e2, sizeof e2) != 0) continue;
+    /* a fix the plan rules cannot run stays unpriced (simulate's fix search
+    ** offers none: it asks step_fix_runs; a caller's own list may) */
+    if (!step_fix_plan(&f->p, p->ep > 0 ? p->ep : 1, &q) || plan_check(m, hw, &q, e2, sizeof e2) != 0)
+      continue;
     if (step_simulate(m, hw, &q, NULL, &s, NULL, err, errn) != 0) return -1;
     f->step_time_s = s.step_time_s;
   }

@@ -254,24 +254,6 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
   return rc;
 }
 
-/* The plan rules a fix of the memory search must keep: plan_check's, on
-** the fix as a plan (the memory model counts ep inside dp). */
-typedef struct {
-  const model *m;
-  const hw_model *hw;
-  int64_t ep;
-} fix_rules;
-
-static bool fix_runs(void *ctx, const plan *mp) {
-  const fix_rules *fr = ctx;
-  plan q = *mp;
-  q.ep = fr->ep;
-  if (q.dp % fr->ep) return false;
-  q.dp = mp->dp / fr->ep;
-  q.chips = q.dp * q.tp * q.pp * q.ep;
-  return plan_check(fr->m, fr->hw, &q, NULL, 0) == 0;
-}
-
 /* The model's FLOPs a step, and the hardware's (with recomputation). */
 static int rates(const model *m, const plan *p, step_result *r, char *err, size_t errn) {
   const wl_tf_dims *d = &m->info.tf;
@@ -365,8 +347,8 @@ static int simulate_cached(const model *m, const hw_model *hw, const plan *pl,
     }
     r->fits = r->memory.fits;
     if (!r->fits) {
-      fix_rules fr = {m, hw, p.ep > 0 ? p.ep : 1};
-      r->n_fixes = mem_fixes(d, &mp, &mo, fix_runs, &fr, r->fixes, err, errn);
+      step_fix_rules fr = {m, hw, p.ep > 0 ? p.ep : 1};
+      r->n_fixes = mem_fixes(d, &mp, &mo, step_fix_runs, &fr, r->fixes, err, errn);
       if (r->n_fixes < 0) r->n_fixes = 0;
     }
   }
