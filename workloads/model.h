@@ -25,6 +25,18 @@ typedef struct {
   bool forward_only;    /* build no backward pass or optimizer */
   int64_t shard_tp;     /* per-chip shard under tensor parallelism (0 or 1: whole) */
   int64_t only_layers;  /* build this many layers (0: all) */
+  /* with only_layers: every layer built is of kind layer_kind (WL_LAYER_*
+  ** bits) instead of the model's own first layers */
+  bool one_kind;
+  int layer_kind;
+  /* context parallelism: this chip's queries are seq/cp tokens of each
+  ** sequence, and its attention reads keys and values of all seq tokens
+  ** (what ring attention computes on a chip in total) (0 or 1: none) */
+  int64_t shard_cp;
+  /* expert parallelism: this chip holds experts/ep of each MoE layer's
+  ** experts, which receive ep times this chip's routed tokens (0 or 1:
+  ** all experts); expert tensor parallelism splits each expert's FFN etp ways */
+  int64_t shard_ep, shard_etp;
 } model_opts;
 
 /* What the file said, parsed (model.c): the JSON tree the family builder
@@ -46,6 +58,7 @@ typedef struct {
   int64_t params;           /* weights, adapters excluded */
   int64_t trainable_params; /* what gets gradients (adapters under LoRA) */
   int64_t active_params;    /* per token (MoE); = params for dense models */
+  int64_t expert_params;    /* weights inside routed experts (what ep shards); 0 for dense */
 } model;
 
 /* Returns NULL after reporting (file:line:col where it applies) to dg. */

@@ -217,3 +217,13 @@ int wl_precision_parse(const char *name, graph_dtype *out) {
     }
   return -1;
 }
+
+int wl_tf_layer_kind(const wl_tf_dims *d, int64_t i) {
+  int k = 0;
+  if (d->experts > 0 && i >= d->first_dense &&
+      (d->moe_every <= 1 || (i - d->first_dense) % d->moe_every == d->moe_every - 1))
+    k |= WL_LAYER_MOE;
+  if (d->window > 0 && !(d->global_every > 0 && i % d->global_every == d->global_every - 1))
+    k |= WL_LAYER_LOCAL;
+  return k;
+}

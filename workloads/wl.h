@@ -67,7 +67,21 @@ typedef struct {
   bool gated; /* swiglu/geglu: three FFN matrices */
   double dropout; /* attention and hidden dropout probability */
   bool tied, parallel_block, encoder;
+  /* Layers that differ (DeepSeek's first dense layers, Llama 4's MoE every
+  ** other layer, Gemma's local/global attention): the builders set these,
+  ** wl_tf_layer_kind reads them. */
+  int64_t first_dense;  /* the first N decoder layers have a dense FFN */
+  int64_t moe_every;    /* past those, every moe_every-th layer is MoE (0 or 1: all) */
+  int64_t window;       /* sliding-window attention span in tokens (0: none) */
+  int64_t global_every; /* with a window: every global_every-th layer attends globally (0: all local) */
 } wl_tf_dims;
+
+/* The kinds of decoder layer, as bits: what the step model times apart. */
+#define WL_LAYER_MOE 1   /* its FFN is a mixture of experts */
+#define WL_LAYER_LOCAL 2 /* sliding-window (local) attention */
+#define WL_LAYER_KINDS 4
+/* The kind of decoder layer i (0-based) of a transformer with dims d. */
+int wl_tf_layer_kind(const wl_tf_dims *d, int64_t i);
 
 typedef struct {
   wl_tf_dims tf;
