@@ -1,8 +1,12 @@
 /*
 ** transformer.c -- the transformer family: decoder-only (GPT, Llama,
-** Mixtral) and encoder (BERT) stacks, written out as the ops JAX/XLA emits
-** before fusion. Attention is computed in full (S x T scores, then the
-** causal mask), which is what Megatron's and PaLM's FLOP formulas count.
+** Mixtral, Qwen, DeepSeek, GPT-OSS, Gemma, Nemotron) and encoder (BERT)
+** stacks, written out as the ops JAX/XLA emits before fusion. Attention is
+** computed in full (S x T scores, then the causal mask), which is what
+** Megatron's and PaLM's FLOP formulas count; a sliding-window layer
+** computes S x W. Layers may differ (wl_tf_layer_kind): a dense or a
+** mixture-of-experts FFN, local or global attention. The builder also
+** writes one chip's shard: tensor, context and expert parallel.
 */
 #include <math.h>
 #include <stdio.h>
@@ -14,12 +18,19 @@ static const char *const KEYS[] = {
     "kind",  "layers",  "hidden",         "heads",         "kv_heads", "head_dim",
     "ffn_hidden", "ffn", "norm",          "parallel_block", "vocab",   "seq_len",
     "tied_embeddings", "moe", "positions", "bias",       "max_positions", "type_vocab",
-    "rope_theta", "qkv_bias", "dropout", NULL};
+    "rope_theta", "qkv_bias", "dropout",
+    /* newer models, under their HuggingFace names */
+    "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
+    "sliding_window", "sliding_window_pattern", "num_nextn_predict_layers",
+    "attention_sinks", "qk_norm", "sandwich_norm", NULL};
+static const char *const MOE_KEYS[] = {
+    "experts", "top_k", "capacity_factor", "moe_intermediate_size", "n_shared_experts",
+    "shared_expert_intermediate_size", "first_k_dense_replace", "moe_layer_freq", NULL};
 static const char *const KIND[] = {"decoder", "encoder", NULL};
-static const char *const FFN[] = {"gelu", "relu", "swiglu", "geglu", NULL};
+static const char *const FFN[] = {"gelu", "relu", "swiglu", "geglu", "relu2", NULL};
 static const char *const NORM[] = {"layernorm", "rmsnorm", NULL};
 static const char *const POS[] = {"rotary", "learned", "none", NULL};
-enum { FFN_GELU, FFN_RELU, FFN_SWIGLU, FFN_GEGLU };
+enum { FFN_GELU, FFN_RELU, FFN_SWIGLU, FFN_GEGLU, FFN_RELU2 };
 enum { POS_ROTARY, POS_LEARNED, POS_NONE };
 
 typedef struct {
@@ -30,6 +41,19 @@ typedef struct {
   int64_t experts, top_k, max_positions, type_vocab;
   double capacity;
   double dropout; /* attention and hidden dropout probability (Megatron: 0.1) */
+  int64_t model_layers; /* the model's layers; `layers` is how many are built */
+  /* mixture of experts: `experts` are those this graph holds, the router
+  ** chooses among router_experts (all of them; experts/tp under the old
+  ** tp split); each held expert takes the tokens of capacity_mult chips */
+  int64_t router_experts, capacity_mult;
+  int64_t moe_ffn, shared_ffn; /* expert FFN width; shared experts' total width (0: none) */
+  int64_t first_dense, moe_every;
+  /* multi-head latent attention (kv_lora > 0; q_lora 0: a plain q projection) */
+  int64_t q_lora, kv_lora, qk_nope, qk_rope, v_dim;
+  int64_t window, global_every; /* sliding-window attention (0: none) */
+  int64_t mtp;                  /* multi-token prediction modules */
+  bool sinks, qk_norm, sandwich;
+  int64_t seq_local; /* this chip's query tokens: seq / cp */
 } tf_cfg;
 
 /* The largest transformer tpusim accepts: each bound a generous margin over
@@ -53,6 +77,11 @@ static const struct {
     {"experts", true, 4096,
      "published MoE layers have at most 2,048 experts (Switch-C), 256 in recent models "
      "(DeepSeek-V3)"},
+    {"moe_intermediate_size", true, 1 << 19,
+     "as ffn_hidden; published experts are at most 16,384 wide (Mixtral 8x22B)"},
+    {"num_nextn_predict_layers", false, 16,
+     "DeepSeek-V3 predicts 1 extra token (its paper tries depths up to 2); each module is a "
+     "whole layer and an output head"},
 };
 
 /* Reports each field of s (or s.moe) past its limit; false if any. */
@@ -72,10 +101,88 @@ static bool within_limits(jin *j, const cJSON *s, const cJSON *moe) {
   return ok;
 }
 
-/* Reads and checks the fields; returns false after reporting. */
-static bool read_cfg(jin *j, const cJSON *s, const wl_train *t, tf_cfg *c) {
+/* jin_get_int, with null read as absent: HuggingFace writes "q_lora_rank":
+** null (DeepSeek-V2-Lite) and "sliding_window": null (Mistral v0.3). */
+static int get_int_or_null(jin *j, const cJSON *s, const char *key, int64_t min, int64_t max,
+                           int64_t *out) {
+  if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(s, key))) return 0;
+  return jin_get_int(j, s, key, min, max, false, out);
+}
+
+/* Reports `key` (when present) as needing `needs`; false if it was there. */
+static bool needs(jin *j, const cJSON *s, const char *key, const char *needs_what) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, key);
+  if (!v || cJSON_IsNull(v)) return true;
+  jin_push_key(j, key, 0);
+  jin_error(j, 0, "%s needs %s", key, needs_what);
+  jin_pop(j);
+  return false;
+}
+
+static const int64_t BIG = 1LL << 24; /* 16M: any real width or count */
+
+/* The "moe" object: experts, routing, expert widths, which layers. */
+static bool read_moe(jin *j, const cJSON *moe, tf_cfg *c) {
+  jin_push_key(j, "moe", 0);
+  bool ok = jin_only(j, moe, MOE_KEYS, NULL) == 0;
+  ok &= jin_get_int(j, moe, "experts", 1, 1 << 16, true, &c->experts) > 0;
+  ok &= jin_get_int(j, moe, "top_k", 1, 1 << 16, true, &c->top_k) > 0;
+  c->capacity = 1.0;
+  ok &= jin_get_num(j, moe, "capacity_factor", 0.01, 1000, false, &c->capacity) >= 0;
+  ok &= jin_get_int(j, moe, "moe_intermediate_size", 1, BIG, false, &c->moe_ffn) >= 0;
+  int64_t n_shared = 0;
+  ok &= jin_get_int(j, moe, "n_shared_experts", 0, 1 << 10, false, &n_shared) >= 0;
+  ok &= jin_get_int(j, moe, "shared_expert_intermediate_size", 0, BIG, false, &c->shared_ffn) >= 0;
+  ok &= jin_get_int(j, moe, "first_k_dense_replace", 0, c->layers, false, &c->first_dense) >= 0;
+  c->moe_every = 1;
+  ok &= jin_get_int(j, moe, "moe_layer_freq", 1, c->layers, false, &c->moe_every) >= 0;
+  if (ok && c->top_k > c->experts) jin_error(j, 1, "top_k %lld exceeds experts %lld",
+                                             (long long)c->top_k, (long long)c->experts), ok = false;
+  jin_pop(j);
+  if (c->moe_ffn == 0) c->moe_ffn = c->ffn_hidden;
+  /* DeepSeek's shared experts are one MLP n_shared x the expert width wide
+  ** (DeepseekV3MoE); Qwen2-MoE and Llama 4 give the width itself */
+  if (c->shared_ffn == 0) c->shared_ffn = n_shared * c->moe_ffn;
+  c->router_experts = c->experts;
+  c->capacity_mult = 1;
+  return ok;
+}
+
+/* Multi-head latent attention (DeepSeek-V2 §2.1): on when kv_lora_rank is given. */
+static bool read_mla(jin *j, const cJSON *s, tf_cfg *c) {
+  bool ok = get_int_or_null(j, s, "kv_lora_rank", 1, BIG, &c->kv_lora) >= 0;
+  if (c->kv_lora == 0) {
+    static const char *const MLA[] = {"q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+                                      "v_head_dim", NULL};
+    for (int i = 0; MLA[i]; i++) ok &= needs(j, s, MLA[i], "kv_lora_rank (multi-head latent attention)");
+    return ok;
+  }
+  ok &= get_int_or_null(j, s, "q_lora_rank", 1, BIG, &c->q_lora) >= 0;
+  ok &= jin_get_int(j, s, "qk_nope_head_dim", 0, BIG, true, &c->qk_nope) > 0;
+  ok &= jin_get_int(j, s, "qk_rope_head_dim", 0, BIG, true, &c->qk_rope) > 0;
+  ok &= jin_get_int(j, s, "v_head_dim", 1, BIG, true, &c->v_dim) > 0;
+  ok &= needs(j, s, "head_dim", "no multi-head latent attention: there it is qk_nope_head_dim + "
+                                "qk_rope_head_dim; leave it out");
+  if (ok && c->qk_nope + c->qk_rope == 0) {
+    jin_error(j, 1, "qk_nope_head_dim + qk_rope_head_dim is 0: a query head needs a width");
+    ok = false;
+  }
+  c->head_dim = c->qk_nope + c->qk_rope;
+  c->kv_heads = c->heads; /* every head has its own keys, decompressed from the latent */
+  return ok;
+}
+
+/* Sliding-window attention, and which layers keep global attention. */
+static bool read_window(jin *j, const cJSON *s, tf_cfg *c) {
+  bool ok = get_int_or_null(j, s, "sliding_window", 1, BIG, &c->window) >= 0;
+  if (c->window == 0) return ok && needs(j, s, "sliding_window_pattern", "sliding_window");
+  ok &= jin_get_int(j, s, "sliding_window_pattern", 1, c->layers, false, &c->global_every) >= 0;
+  return ok;
+}
+
+/* The fields as the file gives them; false after reporting. */
+static bool read_fields(jin *j, const cJSON *s, const wl_train *t, tf_cfg *c) {
   bool ok = jin_only(j, s, KEYS, wl_common_keys) == 0;
-  const int64_t BIG = 1LL << 24; /* 16M: any real width or count */
   memset(c, 0, sizeof *c);
   c->ffn = FFN_GELU;
   c->pos = POS_ROTARY;
@@ -93,10 +200,8 @@ static bool read_cfg(jin *j, const cJSON *s, const wl_train *t, tf_cfg *c) {
   ok &= jin_get_bool(j, s, "parallel_block", false, &c->parallel) >= 0;
   ok &= jin_get_int(j, s, "vocab", 1, BIG, true, &c->vocab) > 0;
   c->seq = t->seq_len;
-  c->tied = false;
   ok &= jin_get_bool(j, s, "tied_embeddings", false, &c->tied) >= 0;
   ok &= jin_get_enum(j, s, "positions", POS, false, &c->pos) >= 0;
-  c->bias = false;
   ok &= jin_get_bool(j, s, "bias", false, &c->bias) >= 0;
   c->qkv_bias = c->bias;
   ok &= jin_get_bool(j, s, "qkv_bias", false, &c->qkv_bias) >= 0;
@@ -106,20 +211,21 @@ static bool read_cfg(jin *j, const cJSON *s, const wl_train *t, tf_cfg *c) {
   ok &= jin_get_num(j, s, "dropout", 0, 0.99, false, &c->dropout) >= 0;
   c->max_positions = c->seq;
   ok &= jin_get_int(j, s, "max_positions", 1, BIG, false, &c->max_positions) >= 0;
+  ok &= jin_get_int(j, s, "num_nextn_predict_layers", 0, BIG, false, &c->mtp) >= 0;
+  ok &= jin_get_bool(j, s, "attention_sinks", false, &c->sinks) >= 0;
+  ok &= jin_get_bool(j, s, "qk_norm", false, &c->qk_norm) >= 0;
+  ok &= jin_get_bool(j, s, "sandwich_norm", false, &c->sandwich) >= 0;
+  if (c->ffn_hidden == 0) c->ffn_hidden = 4 * c->hidden;
+  if (!ok) return false; /* the rest reads bounds from these */
+  ok &= read_mla(j, s, c);
+  ok &= read_window(j, s, c);
   const cJSON *moe = jin_get_object(j, s, "moe", false);
-  if (moe) {
-    static const char *const MOE_KEYS[] = {"experts", "top_k", "capacity_factor", NULL};
-    jin_push_key(j, "moe", 0);
-    ok &= jin_only(j, moe, MOE_KEYS, NULL) == 0;
-    ok &= jin_get_int(j, moe, "experts", 1, 1 << 16, true, &c->experts) > 0;
-    ok &= jin_get_int(j, moe, "top_k", 1, 1 << 16, true, &c->top_k) > 0;
-    c->capacity = 1.0;
-    ok &= jin_get_num(j, moe, "capacity_factor", 0.01, 1000, false, &c->capacity) >= 0;
-    if (ok && c->top_k > c->experts) jin_error(j, 1, "top_k %lld exceeds experts %lld",
-                                               (long long)c->top_k, (long long)c->experts), ok = false;
-    jin_pop(j);
-  }
-  if (!ok || !within_limits(j, s, moe)) return false;
+  if (moe) ok &= read_moe(j, moe, c);
+  return ok && within_limits(j, s, moe);
+}
+
+/* Widths that must agree with one another and with the sequence. */
+static bool check_dims(jin *j, const wl_train *t, tf_cfg *c) {
   if (c->seq > WL_MAX_SEQ) { /* from --seq: the file's seq_len is checked on reading */
     jin_error(j, 1, "--seq %lld is past tpusim's limit of %lld tokens: %s (docs/limits.md)",
               (long long)c->seq, WL_MAX_SEQ, WL_MAX_SEQ_WHY);
@@ -138,20 +244,14 @@ static bool read_cfg(jin *j, const cJSON *s, const wl_train *t, tf_cfg *c) {
               (long long)c->kv_heads);
     return false;
   }
-  if (c->ffn_hidden == 0) c->ffn_hidden = 4 * c->hidden;
-  if (t->only_layers > 0 && t->only_layers < c->layers) c->layers = t->only_layers;
-  if (t->shard_tp > 1) { /* Megatron's split: heads, FFN columns, vocabulary */
-    int64_t tp = t->shard_tp;
-    if (c->heads % tp || c->ffn_hidden % tp) {
-      jin_error(j, 1, "heads %lld and ffn_hidden %lld must divide by tp %lld", (long long)c->heads,
-                (long long)c->ffn_hidden, (long long)tp);
-      return false;
-    }
-    c->heads /= tp;
-    c->kv_heads = c->kv_heads >= tp ? c->kv_heads / tp : 1; /* fewer KV heads are replicated */
-    c->ffn_hidden /= tp;
-    c->vocab = (c->vocab + tp - 1) / tp;
-    if (c->experts > 0 && c->experts % tp == 0) c->experts /= tp;
+  if (c->mtp > 0 && c->kind == 1) {
+    jin_error(j, 1, "num_nextn_predict_layers: multi-token prediction needs a decoder");
+    return false;
+  }
+  if (c->mtp > 0 && !c->tied && t->method != WL_FULL && wl_is_target(t, "lm_head")) {
+    jin_error(j, 1, "LoRA on lm_head with multi-token prediction is not modelled (the MTP heads "
+                    "share the output head); leave lm_head out of train.lora.targets");
+    return false;
   }
   if (c->pos == POS_LEARNED && c->max_positions < c->seq) {
     jin_error(j, 1, "seq_len %lld exceeds max_positions %lld", (long long)c->seq,
@@ -160,6 +260,106 @@ static bool read_cfg(jin *j, const cJSON *s, const wl_train *t, tf_cfg *c) {
   }
   return true;
 }
+
+/* Reports "what N must divide by the P" and returns false when n % by. */
+static bool divides(jin *j, const char *what, int64_t n, const char *by_what, int64_t by) {
+  if (n % by == 0) return true;
+  jin_error(j, 1, "%s %lld must divide by %s %lld", what, (long long)n, by_what, (long long)by);
+  return false;
+}
+
+/* Megatron's tensor-parallel split: heads, FFN columns, vocabulary. With
+** no expert parallelism given, experts and their FFN split by tp too (the
+** simulator's first MoE rule, kept). */
+static bool shard_tp(jin *j, const wl_train *t, tf_cfg *c) {
+  int64_t tp = t->shard_tp;
+  if (!divides(j, "heads", c->heads, "tp", tp) || !divides(j, "ffn_hidden", c->ffn_hidden, "tp", tp))
+    return false;
+  if (!divides(j, "the shared experts' width", c->shared_ffn, "tp", tp)) return false;
+  c->heads /= tp;
+  c->kv_heads = c->kv_lora ? c->heads
+                : c->kv_heads >= tp ? c->kv_heads / tp : 1; /* fewer KV heads are replicated */
+  c->ffn_hidden /= tp;
+  c->shared_ffn /= tp;
+  c->vocab = (c->vocab + tp - 1) / tp;
+  if (t->shard_ep > 0 || c->experts == 0) return true;
+  if (!divides(j, "moe_intermediate_size", c->moe_ffn, "tp", tp)) return false;
+  c->moe_ffn /= tp;
+  if (c->experts % tp == 0) c->router_experts = c->experts /= tp;
+  return true;
+}
+
+/* Expert parallelism (Megatron-Core): experts/ep experts on this chip, each
+** taking the tokens routed to it from the ep chips of its group, so a
+** chip's expert FLOPs stay tokens x top_k x the expert FFN; expert tensor
+** parallelism splits each expert's FFN etp ways (etp 1 unless given). */
+static bool shard_ep(jin *j, const wl_train *t, tf_cfg *c) {
+  int64_t ep = t->shard_ep, etp = t->shard_etp > 1 ? t->shard_etp : 1;
+  if (c->experts == 0) {
+    if (ep <= 1 && etp == 1) return true;
+    jin_error(j, 1, "expert parallelism (ep %lld, etp %lld) on a model without experts",
+              (long long)ep, (long long)etp);
+    return false;
+  }
+  if (!divides(j, "experts", c->experts, "ep", ep) ||
+      !divides(j, "moe_intermediate_size", c->moe_ffn, "etp", etp))
+    return false;
+  c->experts /= ep;
+  c->capacity_mult = ep;
+  c->moe_ffn /= etp;
+  return true;
+}
+
+/* Context parallelism: this chip's queries are seq/cp tokens. */
+static bool shard_cp(jin *j, const wl_train *t, tf_cfg *c) {
+  int64_t cp = t->shard_cp > 1 ? t->shard_cp : 1;
+  c->seq_local = c->seq / cp;
+  return divides(j, "the sequence", c->seq, "cp", cp);
+}
+
+/* Reads, checks and shards the fields; returns false after reporting. */
+static bool read_cfg(jin *j, const cJSON *s, const wl_train *t, tf_cfg *c) {
+  if (!read_fields(j, s, t, c) || !check_dims(j, t, c)) return false;
+  c->model_layers = c->layers;
+  if (t->only_layers > 0 && t->only_layers < c->layers) c->layers = t->only_layers;
+  if (t->one_kind && (t->layer_kind < 0 || t->layer_kind >= WL_LAYER_KINDS)) {
+    jin_error(j, 1, "layer kind %d: expected a sum of WL_LAYER_MOE (1) and WL_LAYER_LOCAL (2)",
+              t->layer_kind);
+    return false;
+  }
+  if (t->one_kind && (t->layer_kind & WL_LAYER_MOE) && c->experts == 0) {
+    jin_error(j, 1, "a mixture-of-experts layer was asked of a model without experts");
+    return false;
+  }
+  if (t->one_kind && (t->layer_kind & WL_LAYER_LOCAL) && c->window == 0) {
+    jin_error(j, 1, "a local-attention layer was asked of a model without sliding_window");
+    return false;
+  }
+  if (t->shard_tp > 1 && !shard_tp(j, t, c)) return false;
+  if (t->shard_ep > 0 && !shard_ep(j, t, c)) return false;
+  return shard_cp(j, t, c);
+}
+
+/* What the step model and the memory model read (wl.h). */
+static wl_tf_dims dims_of(const tf_cfg *c) {
+  bool mla = c->kv_lora > 0, moe = c->experts > 0;
+  return (wl_tf_dims){.layers = c->layers, .hidden = c->hidden, .heads = c->heads,
+                      .kv_heads = c->kv_heads, .head_dim = c->head_dim,
+                      .ffn_hidden = c->ffn_hidden, .vocab = c->vocab, .seq = c->seq,
+                      .experts = c->experts, .top_k = c->top_k,
+                      .gated = c->ffn == FFN_SWIGLU || c->ffn == FFN_GEGLU, .tied = c->tied,
+                      .parallel_block = c->parallel, .encoder = c->kind == 1,
+                      .dropout = c->dropout, .first_dense = moe ? c->first_dense : 0,
+                      .moe_every = moe ? c->moe_every : 0, .window = c->window,
+                      .global_every = c->window ? c->global_every : 0,
+                      .expert_ffn_hidden = moe ? c->moe_ffn : 0,
+                      .shared_ffn_hidden = moe ? c->shared_ffn : 0,
+                      .q_lora_rank = c->q_lora, .kv_lora_rank = c->kv_lora,
+                      .qk_rope_head_dim = mla ? c->qk_rope : 0, .v_head_dim = mla ? c->v_dim : 0,
+                      .mtp_layers = c->mtp};
+}
+
+/* ---- building ---- */
 
 static graph_shape shape_of(graph *g, int id) {
   const graph_op *op = graph_get(g, id);
@@ -186,6 +386,31 @@ static int rotary(graph *g, int x) {
   return graph_binary(g, GOP_ADD, a, b);
 }
 
+/* x[..., lo:hi] along the last dimension. */
+static int slice_last(graph *g, int x, int64_t lo, int64_t hi) {
+  graph_shape s = shape_of(g, x);
+  if (s.rank < 1) return -1;
+  int64_t start[GRAPH_MAX_RANK] = {0}, lim[GRAPH_MAX_RANK];
+  for (int i = 0; i < s.rank; i++) lim[i] = s.dim[i];
+  start[s.rank - 1] = lo;
+  lim[s.rank - 1] = hi;
+  return graph_slice(g, x, start, lim, NULL);
+}
+
+/* x [B, S, ...] zero-padded (or cut) to len along the sequence. */
+static int fit_seq(graph *g, int x, int64_t len) {
+  graph_shape s = shape_of(g, x);
+  if (s.rank < 2 || s.dim[1] == len) return s.rank < 2 ? -1 : x;
+  int64_t lo[GRAPH_MAX_RANK] = {0}, hi[GRAPH_MAX_RANK] = {0}, in[GRAPH_MAX_RANK] = {0};
+  if (len > s.dim[1]) {
+    hi[1] = len - s.dim[1];
+    return graph_pad(g, x, lo, hi, in);
+  }
+  for (int i = 0; i < s.rank; i++) hi[i] = s.dim[i];
+  hi[1] = len;
+  return graph_slice(g, x, lo, hi, NULL);
+}
+
 /* Dropout as frameworks run it: random bits the size of x, a compare
 ** against p giving the kept mask (saved for backward: Korthikanti's 1-byte
 ** masks), and x / (1 - p) where kept. */
@@ -205,12 +430,109 @@ static int norm(graph *g, const wl_train *t, const tf_cfg *c, int x, const char 
   return c->norm == 1 ? wl_rmsnorm(g, t, x, name) : wl_layernorm(g, t, x, name);
 }
 
-/* Self-attention on x [B, S, H]. Grouped-query attention is written with
-** the query heads split into [kv_heads, group], as JAX implementations do,
-** so K and V are never materialized per query head. */
-static int attention(graph *g, const wl_train *t, const tf_cfg *c, int x, const char *p) {
-  int64_t B = shape_of(g, x).dim[0], S = c->seq, nq = c->heads, nk = c->kv_heads,
-          d = c->head_dim, grp = nq / nk;
+/* ---- attention ---- */
+
+/* Keys or values [B, n, heads, d] of this chip's n tokens, standing for len
+** tokens (len > n under context parallelism): ring attention receives the
+** other chips' blocks one by one, each of this block's shape; the
+** transfer itself is the simulator's (sim/). Kept below rank 5, which is
+** the attention core's. */
+static int kv_extend(graph *g, const wl_train *t, int kv, int64_t len) {
+  graph_shape s = shape_of(g, kv);
+  if (s.rank != 4) return -1;
+  int64_t B = s.dim[0], n = s.dim[1], hd = s.dim[2] * s.dim[3], r = (len + n - 1) / n;
+  int flat = graph_reshape(g, kv, GRAPH_SHAPE(t->compute, B, n, hd));
+  int rep = graph_broadcast(g, flat, GRAPH_SHAPE(t->compute, B, r, n, hd), graph_dims_of(3, 0, 2, 3));
+  rep = graph_reshape(g, rep, GRAPH_SHAPE(t->compute, B, r * n, s.dim[2], s.dim[3]));
+  return fit_seq(g, rep, len);
+}
+
+/* GPT-OSS's attention sinks: a learned logit per head joins each row of
+** scores [B, nk, S, grp, T] before the softmax (its probability is then
+** dropped), so a head may attend to nothing (HF GptOssAttention, "sinks"). */
+static int with_sinks(graph *g, const wl_train *t, int sc, const char *p) {
+  graph_shape s = shape_of(g, sc);
+  if (s.rank != 5) return -1;
+  char n[128];
+  snprintf(n, sizeof n, "%s.sinks", p);
+  int w = wl_weight(g, t, n, GRAPH_SHAPE(t->compute, s.dim[1] * s.dim[3]), WL_W_OTHER);
+  w = graph_reshape(g, graph_convert(g, w, GDT_F32), GRAPH_SHAPE(GDT_F32, s.dim[1], s.dim[3]));
+  graph_shape col = s;
+  col.dtype = GDT_F32;
+  col.dim[4] = 1;
+  int parts[2] = {sc, graph_broadcast(g, w, col, graph_dims_of(2, 1, 3))};
+  return graph_concat(g, parts, 2, 4);
+}
+
+/* The attention core on q [B, Sq, nq, dqk], k [B, Sq, nk, dqk] and
+** v [B, Sq, nk, dv] of this chip's Sq tokens: scores, mask, softmax and
+** the weighted sum of values; returns [B, Sq, nq dv]. Grouped-query
+** attention splits the query heads [nk, group], as JAX implementations do,
+** so K and V are never materialized per query head. A global layer scores
+** each query against all seq keys (Sq = seq, or seq/cp with the other
+** chips' keys); a local layer with window W < seq against W keys: blocks
+** of W queries, each against W keys -- the band's dot shapes, which a
+** sliding-window kernel computes (FlashAttention-2's window_size; Llama 4's
+** chunked attention is exactly these blocks). */
+static int attention_core(graph *g, const wl_train *t, const tf_cfg *c, int q, int k, int v,
+                          bool local, const char *p) {
+  graph_shape sq = shape_of(g, q), sk = shape_of(g, k), sv = shape_of(g, v);
+  if (sq.rank != 4 || sk.rank != 4 || sv.rank != 4) return -1;
+  int64_t B = sq.dim[0], Sq = sq.dim[1], nq = sq.dim[2], dqk = sq.dim[3], nk = sk.dim[2],
+          dv = sv.dim[3], grp = nq / nk, W = local && c->window < c->seq ? c->window : 0;
+  int64_t Bb = B, rows = Sq, T, padded = Sq;
+  if (W == 0 || W > Sq) { /* whole sequence, or a window wider than this chip's block */
+    T = W ? W : c->seq;
+    if (T != Sq) {
+      k = kv_extend(g, t, k, T);
+      v = kv_extend(g, t, v, T);
+    }
+  } else {
+    padded = (Sq + W - 1) / W * W;
+    q = fit_seq(g, q, padded);
+    k = fit_seq(g, k, padded);
+    v = fit_seq(g, v, padded);
+    Bb = B * (padded / W);
+    rows = T = W;
+    k = graph_reshape(g, k, GRAPH_SHAPE(t->compute, Bb, W, nk, dqk));
+    v = graph_reshape(g, v, GRAPH_SHAPE(t->compute, Bb, W, nk, dv));
+  }
+  q = graph_reshape(g, q, GRAPH_SHAPE(t->compute, Bb, rows, nk, grp, dqk));
+  /* scores [Bb, nk, rows, grp, T] = q . k over dqk, batched over Bb and kv
+  ** heads, in the compute dtype as a framework's GEMM writes them (f32
+  ** inside); scale, mask and softmax then run in f32 and give the compute
+  ** dtype back, as Megatron's fused scale-mask-softmax does */
+  int sc = graph_dot(g, q, k, graph_dims_of(2, 0, 2), graph_dims_of(2, 0, 2),
+                     graph_dims_of(1, 4), graph_dims_of(1, 3), t->compute);
+  sc = wl_scale(g, graph_convert(g, sc, GDT_F32)); /* 1/sqrt(d) */
+  if (c->kind == 0) {   /* causal mask: a constant [rows, T] broadcast, then select */
+    graph_shape ss = shape_of(g, sc);
+    int mask = graph_constant(g, GRAPH_SHAPE(GDT_PRED, rows, T));
+    graph_shape ms = ss;
+    ms.dtype = GDT_PRED;
+    mask = graph_broadcast(g, mask, ms, graph_dims_of(2, 2, 4));
+    int neg = graph_broadcast(g, graph_constant(g, (graph_shape){GDT_F32, 0, {0}}), ss,
+                              graph_dims_of(0));
+    sc = graph_select(g, mask, sc, neg);
+  }
+  if (c->sinks) sc = with_sinks(g, t, sc, p);
+  int pr = wl_softmax(g, sc, t->compute);
+  if (c->sinks) pr = slice_last(g, pr, 0, T);
+  pr = dropout(g, c, pr);
+  /* out [Bb, nk, rows, grp, dv] = probs . v over T */
+  int o = graph_dot(g, pr, v, graph_dims_of(2, 0, 1), graph_dims_of(2, 0, 2),
+                    graph_dims_of(1, 4), graph_dims_of(1, 1), t->compute);
+  o = graph_transpose(g, o, graph_dims_of(5, 0, 2, 1, 3, 4));
+  o = graph_reshape(g, o, GRAPH_SHAPE(t->compute, B, padded, nq * dv));
+  return fit_seq(g, o, Sq);
+}
+
+/* Self-attention on x [B, S, H]: q, k, v projections (with per-head RMSNorm
+** on q and k for Qwen3 and Gemma 3), RoPE, the core, the output projection. */
+static int attention(graph *g, const wl_train *t, const tf_cfg *c, int x, const char *p,
+                     bool local) {
+  int64_t B = shape_of(g, x).dim[0], S = c->seq_local, nq = c->heads, nk = c->kv_heads,
+          d = c->head_dim;
   char n[128];
   snprintf(n, sizeof n, "%s.q", p);
   int q = wl_linear(g, t, x, n, "q", nq * d, c->qkv_bias);
@@ -221,94 +543,150 @@ static int attention(graph *g, const wl_train *t, const tf_cfg *c, int x, const 
   q = graph_reshape(g, q, GRAPH_SHAPE(t->compute, B, S, nq, d));
   k = graph_reshape(g, k, GRAPH_SHAPE(t->compute, B, S, nk, d));
   v = graph_reshape(g, v, GRAPH_SHAPE(t->compute, B, S, nk, d));
+  if (c->qk_norm) {
+    snprintf(n, sizeof n, "%s.q_norm", p);
+    q = wl_rmsnorm(g, t, q, n);
+    snprintf(n, sizeof n, "%s.k_norm", p);
+    k = wl_rmsnorm(g, t, k, n);
+  }
   if (c->pos == POS_ROTARY) {
     q = rotary(g, q);
     k = rotary(g, k);
   }
-  q = graph_reshape(g, q, GRAPH_SHAPE(t->compute, B, S, nk, grp, d));
-  /* scores [B, nk, S, grp, T] = q . k over d, batched over B and kv heads,
-  ** in the compute dtype as a framework's GEMM writes them (f32 inside);
-  ** scale, mask and softmax then run in f32 and give the compute dtype
-  ** back, as Megatron's fused scale-mask-softmax does */
-  int sc = graph_dot(g, q, k, graph_dims_of(2, 0, 2), graph_dims_of(2, 0, 2),
-                     graph_dims_of(1, 4), graph_dims_of(1, 3), t->compute);
-  sc = wl_scale(g, graph_convert(g, sc, GDT_F32)); /* 1/sqrt(d) */
-  if (c->kind == 0) {   /* causal mask: a constant [S, T] broadcast, then select */
-    graph_shape ss = shape_of(g, sc);
-    int mask = graph_constant(g, GRAPH_SHAPE(GDT_PRED, S, S));
-    graph_shape ms = ss;
-    ms.dtype = GDT_PRED;
-    mask = graph_broadcast(g, mask, ms, graph_dims_of(2, 2, 4));
-    int neg = graph_broadcast(g, graph_constant(g, (graph_shape){GDT_F32, 0, {0}}), ss,
-                              graph_dims_of(0));
-    sc = graph_select(g, mask, sc, neg);
-  }
-  int pr = dropout(g, c, wl_softmax(g, sc, t->compute));
-  /* out [B, nk, S, grp, d] = probs . v over T */
-  int o = graph_dot(g, pr, v, graph_dims_of(2, 0, 1), graph_dims_of(2, 0, 2),
-                    graph_dims_of(1, 4), graph_dims_of(1, 1), t->compute);
-  o = graph_transpose(g, o, graph_dims_of(5, 0, 2, 1, 3, 4));
-  o = graph_reshape(g, o, GRAPH_SHAPE(t->compute, B, S, nq * d));
+  int o = attention_core(g, t, c, q, k, v, local, p);
   snprintf(n, sizeof n, "%s.o", p);
   return dropout(g, c, wl_linear(g, t, o, n, "o", c->hidden, c->bias));
 }
 
-static int dense_ffn(graph *g, const wl_train *t, const tf_cfg *c, int x, const char *p) {
+/* RoPE on the last d - keep channels of x [B, S, n, d]: MLA's decoupled
+** rotary part (DeepSeek-V2 §2.1.3). */
+static int rope_tail(graph *g, const tf_cfg *c, int x, int64_t keep) {
+  if (c->pos != POS_ROTARY) return x;
+  graph_shape s = shape_of(g, x);
+  int parts[2] = {slice_last(g, x, 0, keep), rotary(g, slice_last(g, x, keep, s.dim[3]))};
+  return graph_concat(g, parts, 2, 3);
+}
+
+/* Multi-head latent attention, as DeepSeek-V3's modeling code writes it
+** (DeepseekV3Attention): q through a low-rank q_a (RMSNorm) q_b pair, or one
+** q projection without q_lora_rank; keys and values decompressed from a
+** kv_lora_rank latent (kv_a, RMSNorm, kv_b) plus one rotary key part shared
+** by all heads; the core with query/key width qk_nope + qk_rope and value
+** width v_head_dim. The down projections are replicated under tp (q_b,
+** kv_b and o split by heads, as Megatron-Core's MLA does). */
+static int mla_attention(graph *g, const wl_train *t, const tf_cfg *c, int x, const char *p,
+                         bool local) {
+  int64_t B = shape_of(g, x).dim[0], S = c->seq_local, nh = c->heads, dn = c->qk_nope,
+          dr = c->qk_rope, dv = c->v_dim;
   char n[128];
-  bool gated = c->ffn == FFN_SWIGLU || c->ffn == FFN_GEGLU;
-  snprintf(n, sizeof n, "%s.up", p);
-  int up = wl_linear(g, t, x, n, "up", c->ffn_hidden, c->bias);
-  int h;
-  if (gated) {
-    snprintf(n, sizeof n, "%s.gate", p);
-    int gate = wl_linear(g, t, x, n, "gate", c->ffn_hidden, c->bias);
-    gate = graph_unary(g, c->ffn == FFN_SWIGLU ? GOP_SILU : GOP_GELU, gate);
-    h = graph_binary(g, GOP_MUL, gate, up);
+  int q;
+  if (c->q_lora > 0) {
+    snprintf(n, sizeof n, "%s.q_a", p);
+    q = wl_linear(g, t, x, n, "q_a", c->q_lora, c->qkv_bias);
+    snprintf(n, sizeof n, "%s.q_a_norm", p);
+    q = wl_rmsnorm(g, t, q, n);
+    snprintf(n, sizeof n, "%s.q_b", p);
+    q = wl_linear(g, t, q, n, "q_b", nh * (dn + dr), false);
   } else {
-    h = graph_unary(g, c->ffn == FFN_RELU ? GOP_RELU : GOP_GELU, up);
+    snprintf(n, sizeof n, "%s.q", p);
+    q = wl_linear(g, t, x, n, "q", nh * (dn + dr), c->qkv_bias);
+  }
+  q = rope_tail(g, c, graph_reshape(g, q, GRAPH_SHAPE(t->compute, B, S, nh, dn + dr)), dn);
+  snprintf(n, sizeof n, "%s.kv_a", p);
+  int kva = wl_linear(g, t, x, n, "kv_a", c->kv_lora + dr, c->qkv_bias);
+  snprintf(n, sizeof n, "%s.kv_a_norm", p);
+  int latent = wl_rmsnorm(g, t, slice_last(g, kva, 0, c->kv_lora), n);
+  snprintf(n, sizeof n, "%s.kv_b", p);
+  int kv = wl_linear(g, t, latent, n, "kv_b", nh * (dn + dv), false);
+  kv = graph_reshape(g, kv, GRAPH_SHAPE(t->compute, B, S, nh, dn + dv));
+  int kr = graph_reshape(g, slice_last(g, kva, c->kv_lora, c->kv_lora + dr),
+                         GRAPH_SHAPE(t->compute, B, S, 1, dr));
+  if (c->pos == POS_ROTARY) kr = rotary(g, kr);
+  kr = graph_reshape(g, kr, GRAPH_SHAPE(t->compute, B, S, dr));
+  int parts[2] = {slice_last(g, kv, 0, dn), graph_broadcast(g, kr, GRAPH_SHAPE(t->compute, B, S, nh, dr),
+                                                              graph_dims_of(3, 0, 1, 3))};
+  int k = graph_concat(g, parts, 2, 3);
+  int o = attention_core(g, t, c, q, k, slice_last(g, kv, dn, dn + dv), local, p);
+  snprintf(n, sizeof n, "%s.o", p);
+  return dropout(g, c, wl_linear(g, t, o, n, "o", c->hidden, c->bias));
+}
+
+/* ---- feed-forward ---- */
+
+static bool gated(const tf_cfg *c) { return c->ffn == FFN_SWIGLU || c->ffn == FFN_GEGLU; }
+
+/* The FFN's nonlinearity on up (and on gate when gated): SwiGLU and GeGLU
+** (Shazeer 2020), GELU, ReLU, squared ReLU (So et al. 2021, Primer; the
+** activation of Nemotron-4, not gated). */
+static int ffn_act(graph *g, const tf_cfg *c, int up, int gate) {
+  switch (c->ffn) {
+  case FFN_SWIGLU: return graph_binary(g, GOP_MUL, graph_unary(g, GOP_SILU, gate), up);
+  case FFN_GEGLU: return graph_binary(g, GOP_MUL, graph_unary(g, GOP_GELU, gate), up);
+  case FFN_RELU: return graph_unary(g, GOP_RELU, up);
+  case FFN_RELU2: {
+    int r = graph_unary(g, GOP_RELU, up);
+    return graph_binary(g, GOP_MUL, r, r);
+  }
+  default: return graph_unary(g, GOP_GELU, up);
+  }
+}
+
+static int dense_ffn(graph *g, const wl_train *t, const tf_cfg *c, int x, const char *p,
+                     int64_t width) {
+  char n[128];
+  snprintf(n, sizeof n, "%s.up", p);
+  int up = wl_linear(g, t, x, n, "up", width, c->bias), gate = -1;
+  if (gated(c)) {
+    snprintf(n, sizeof n, "%s.gate", p);
+    gate = wl_linear(g, t, x, n, "gate", width, c->bias);
   }
   snprintf(n, sizeof n, "%s.down", p);
-  return dropout(g, c, wl_linear(g, t, h, n, "down", c->hidden, c->bias));
+  return dropout(g, c, wl_linear(g, t, ffn_act(g, c, up, gate), n, "down", c->hidden, c->bias));
+}
+
+/* xe [E, C, in] times the held experts' weights [E, in, out] (plus a bias
+** [E, out] per expert, as GPT-OSS has), batched over experts. */
+static int expert_linear(graph *g, const wl_train *t, const tf_cfg *c, int xe, const char *p,
+                         const char *which, int64_t out) {
+  graph_shape sx = shape_of(g, xe);
+  char n[128];
+  snprintf(n, sizeof n, "%s.experts.%s.w", p, which);
+  int w = wl_weight(g, t, n, GRAPH_SHAPE(t->compute, c->experts, sx.dim[2], out), WL_W_LINEAR);
+  graph_dims b0 = graph_dims_of(1, 0);
+  int y = graph_dot(g, xe, w, b0, b0, graph_dims_of(1, 2), graph_dims_of(1, 1), t->compute);
+  if (!c->bias) return y;
+  snprintf(n, sizeof n, "%s.experts.%s.b", p, which);
+  int b = wl_weight(g, t, n, GRAPH_SHAPE(t->compute, c->experts, out), WL_W_OTHER);
+  return graph_binary(g, GOP_ADD, y, graph_broadcast(g, b, shape_of(g, y), graph_dims_of(2, 0, 2)));
 }
 
 /* Mixture of experts (Shazeer et al. 2017; Mixtral): a router picks top_k
-** of E experts per token; each expert gets capacity C = T k cf / E tokens,
-** gathered into [E, C, H] and run as batched matmuls with expert weights
-** [E, H, F]; results are weighted and scatter-added back to [T, H]. */
+** of E experts per token; each expert gets capacity C = T k cf / E tokens
+** (times ep under expert parallelism: the tokens of its ep chips), gathered
+** into [E, C, H] and run as batched matmuls with expert weights [E, H, F];
+** results are weighted and scatter-added back to [T, H]. Shared experts
+** (DeepSeek, Llama 4) are a dense FFN every token passes through. */
 static int moe_ffn(graph *g, const wl_train *t, const tf_cfg *c, int x, const char *p) {
   graph_shape sx = shape_of(g, x);
-  int64_t T = sx.dim[0] * sx.dim[1], H = c->hidden, F = c->ffn_hidden, E = c->experts;
-  int64_t C = (int64_t)ceil((double)T * (double)c->top_k * c->capacity / (double)E);
+  int64_t T = sx.dim[0] * sx.dim[1], H = c->hidden, E = c->experts, R = c->router_experts;
+  int64_t C = (int64_t)ceil((double)T * (double)c->top_k * c->capacity *
+                            (double)c->capacity_mult / (double)R);
   char n[128];
   int xt = graph_reshape(g, x, GRAPH_SHAPE(t->compute, T, H));
   snprintf(n, sizeof n, "%s.router", p);
-  int logits = wl_linear(g, t, xt, n, "router", E, false);
+  int logits = wl_linear(g, t, xt, n, "router", R, c->bias);
   int probs = wl_softmax(g, logits, GDT_F32);
   /* top-k selection: k passes of max over E per token */
   int sel = graph_custom(g, "top-k", GRAPH_SHAPE(GDT_S32, T, c->top_k), &probs, 1,
-                         (double)T * (double)E * (double)c->top_k, 0,
-                         (double)T * (double)E * 4 + (double)T * (double)c->top_k * 4);
+                         (double)T * (double)R * (double)c->top_k, 0,
+                         (double)T * (double)R * 4 + (double)T * (double)c->top_k * 4);
   int idx = graph_reshape(g, sel, GRAPH_SHAPE(GDT_S32, T * c->top_k));
   graph_shape disp = GRAPH_SHAPE(t->compute, E * C, H);
   int xe = graph_gather(g, xt, idx, &disp);
   xe = graph_reshape(g, xe, GRAPH_SHAPE(t->compute, E, C, H));
-  graph_dims b0 = graph_dims_of(1, 0), c2 = graph_dims_of(1, 2), c1 = graph_dims_of(1, 1);
-  snprintf(n, sizeof n, "%s.experts.up.w", p);
-  int wu = wl_weight(g, t, n, GRAPH_SHAPE(t->compute, E, H, F), WL_W_LINEAR);
-  int up = graph_dot(g, xe, wu, b0, b0, c2, c1, t->compute);
-  int h;
-  if (c->ffn == FFN_SWIGLU || c->ffn == FFN_GEGLU) {
-    snprintf(n, sizeof n, "%s.experts.gate.w", p);
-    int wg = wl_weight(g, t, n, GRAPH_SHAPE(t->compute, E, H, F), WL_W_LINEAR);
-    int gate = graph_dot(g, xe, wg, b0, b0, c2, c1, t->compute);
-    gate = graph_unary(g, c->ffn == FFN_SWIGLU ? GOP_SILU : GOP_GELU, gate);
-    h = graph_binary(g, GOP_MUL, gate, up);
-  } else {
-    h = graph_unary(g, c->ffn == FFN_RELU ? GOP_RELU : GOP_GELU, up);
-  }
-  snprintf(n, sizeof n, "%s.experts.down.w", p);
-  int wd = wl_weight(g, t, n, GRAPH_SHAPE(t->compute, E, F, H), WL_W_LINEAR);
-  int y = graph_dot(g, h, wd, b0, b0, c2, c1, t->compute);
+  int up = expert_linear(g, t, c, xe, p, "up", c->moe_ffn);
+  int gate = gated(c) ? expert_linear(g, t, c, xe, p, "gate", c->moe_ffn) : -1;
+  int y = expert_linear(g, t, c, ffn_act(g, c, up, gate), p, "down", H);
   y = graph_reshape(g, y, GRAPH_SHAPE(t->compute, E * C, H));
   /* weight each routed row by its gate probability, then combine */
   graph_shape ws = GRAPH_SHAPE(GDT_F32, E * C);
@@ -317,95 +695,179 @@ static int moe_ffn(graph *g, const wl_train *t, const tf_cfg *c, int x, const ch
                    graph_broadcast(g, gw, GRAPH_SHAPE(t->compute, E * C, H), graph_dims_of(1, 0)));
   int zero = graph_broadcast(g, graph_constant(g, (graph_shape){t->compute, 0, {0}}),
                              GRAPH_SHAPE(t->compute, T, H), graph_dims_of(0));
-  int out = graph_scatter(g, zero, idx, y);
-  return graph_reshape(g, out, sx);
+  int out = graph_reshape(g, graph_scatter(g, zero, idx, y), sx);
+  if (c->shared_ffn == 0) return out;
+  snprintf(n, sizeof n, "%s.shared", p);
+  return graph_binary(g, GOP_ADD, out, dense_ffn(g, t, c, x, n, c->shared_ffn));
 }
 
-static int block(graph *g, const wl_train *t, const tf_cfg *c, int x, int layer) {
-  char p[64], n[96];
-  snprintf(p, sizeof p, "l%d", layer);
+/* ---- layers ---- */
+
+static int attn_of(graph *g, const wl_train *t, const tf_cfg *c, int x, const char *p, bool local) {
+  return c->kv_lora ? mla_attention(g, t, c, x, p, local) : attention(g, t, c, x, p, local);
+}
+
+static int ffn_of(graph *g, const wl_train *t, const tf_cfg *c, int x, const char *p, bool moe) {
+  return moe ? moe_ffn(g, t, c, x, p) : dense_ffn(g, t, c, x, p, c->ffn_hidden);
+}
+
+/* x + f(norm(x)), with Gemma's second norm on f's output (sandwich_norm). */
+static int residual(graph *g, const wl_train *t, const tf_cfg *c, int x, int f, const char *name) {
+  if (c->sandwich) {
+    char n[128];
+    snprintf(n, sizeof n, "%s_post", name);
+    f = norm(g, t, c, f, n);
+  }
+  return graph_binary(g, GOP_ADD, x, f);
+}
+
+/* One layer of kind `kind` (WL_LAYER_*), its ops named and numbered layer. */
+static int block(graph *g, const wl_train *t, const tf_cfg *c, int x, int layer, const char *p,
+                 int kind) {
+  char n[96];
   graph_set_layer(g, layer);
   graph_set_scope(g, p);
-  bool moe = c->experts > 0;
+  bool moe = kind & WL_LAYER_MOE, local = kind & WL_LAYER_LOCAL;
   if (c->kind == 1) { /* BERT: post-norm */
     snprintf(n, sizeof n, "%s.ln1", p);
-    x = norm(g, t, c, graph_binary(g, GOP_ADD, x, attention(g, t, c, x, p)), n);
+    x = norm(g, t, c, graph_binary(g, GOP_ADD, x, attn_of(g, t, c, x, p, local)), n);
     snprintf(n, sizeof n, "%s.ln2", p);
-    int f = moe ? moe_ffn(g, t, c, x, p) : dense_ffn(g, t, c, x, p);
-    return norm(g, t, c, graph_binary(g, GOP_ADD, x, f), n);
+    return norm(g, t, c, graph_binary(g, GOP_ADD, x, ffn_of(g, t, c, x, p, moe)), n);
   }
   snprintf(n, sizeof n, "%s.ln1", p);
   int h = norm(g, t, c, x, n);
   if (c->parallel) { /* PaLM: x + attn(ln(x)) + mlp(ln(x)) */
-    int a = attention(g, t, c, h, p);
-    int f = moe ? moe_ffn(g, t, c, h, p) : dense_ffn(g, t, c, h, p);
+    int a = attn_of(g, t, c, h, p, local), f = ffn_of(g, t, c, h, p, moe);
     return graph_binary(g, GOP_ADD, x, graph_binary(g, GOP_ADD, a, f));
   }
-  x = graph_binary(g, GOP_ADD, x, attention(g, t, c, h, p));
+  x = residual(g, t, c, x, attn_of(g, t, c, h, p, local), n);
   snprintf(n, sizeof n, "%s.ln2", p);
-  h = norm(g, t, c, x, n);
-  return graph_binary(g, GOP_ADD, x, moe ? moe_ffn(g, t, c, h, p) : dense_ffn(g, t, c, h, p));
+  return residual(g, t, c, x, ffn_of(g, t, c, norm(g, t, c, x, n), p, moe), n);
 }
 
-int wl_transformer(graph *g, jin *j, const cJSON *spec, const wl_train *t, wl_info *info) {
-  tf_cfg c;
-  if (!read_cfg(j, spec, t, &c)) return -1;
-  int64_t B = t->global_batch, S = c.seq, H = c.hidden;
+/* ---- embedding, head, multi-token prediction ---- */
+
+/* Logits of x through the output head: the embedding table when tied, else
+** head_w ([H, V], shared with the MTP modules) or a linear layer of its own. */
+static int lm_head(graph *g, const wl_train *t, const tf_cfg *c, int x, int table, int head_w) {
+  if (c->tied) { /* x . E^T: contract H with the table's second dim */
+    int logits = graph_dot(g, x, table, graph_dims_of(0), graph_dims_of(0), graph_dims_of(1, 2),
+                           graph_dims_of(1, 1), t->compute);
+    if (c->kind == 1)
+      logits = wl_add_bias(
+          g, logits, wl_weight(g, t, "head.bias", GRAPH_SHAPE(t->compute, c->vocab), WL_W_OTHER));
+    return logits;
+  }
+  if (head_w >= 0) return graph_matmul(g, x, head_w);
+  return wl_linear(g, t, x, "head.lm", "lm_head", c->vocab, false);
+}
+
+typedef struct {
+  int table, head_w, tokens, labels;
+} tf_io;
+
+/* DeepSeek-V3's multi-token prediction (DeepSeek-AI 2024, arXiv:2412.19437
+** §2.2): module k joins the previous depth's hidden state h with the
+** embedding of the token k ahead -- each RMS-normalized, concatenated,
+** projected 2H -> H (eh_proj) -- runs one more transformer layer, of the
+** kind layer L + k - 1 would have, and predicts through the shared output
+** head; its loss joins the main one with a weight. Embedding and head are
+** shared, so a module's parameters are its layer, eh_proj and three norms. */
+static int mtp_modules(graph *g, const wl_train *t, const tf_cfg *c, const wl_tf_dims *d, int h,
+                       const tf_io *io, int loss) {
+  for (int64_t k = 0; k < c->mtp; k++) {
+    char p[32], n[64];
+    snprintf(p, sizeof p, "mtp%lld", (long long)k);
+    graph_set_layer(g, (int)(c->layers + k));
+    graph_set_scope(g, p);
+    snprintf(n, sizeof n, "%s.hnorm", p);
+    int hn = wl_rmsnorm(g, t, h, n);
+    snprintf(n, sizeof n, "%s.enorm", p);
+    int parts[2] = {wl_rmsnorm(g, t, graph_gather(g, io->table, io->tokens, NULL), n), hn};
+    snprintf(n, sizeof n, "%s.eh_proj", p);
+    h = wl_linear(g, t, graph_concat(g, parts, 2, 2), n, "eh_proj", c->hidden, false);
+    h = block(g, t, c, h, (int)(c->layers + k), p, wl_tf_layer_kind(d, c->model_layers + k));
+    snprintf(n, sizeof n, "%s.norm", p);
+    int logits = lm_head(g, t, c, norm(g, t, c, h, n), io->table, io->head_w);
+    loss = graph_binary(g, GOP_ADD, loss, wl_scale(g, wl_cross_entropy(g, logits, io->labels)));
+  }
+  return loss;
+}
+
+/* Elements of the weights inside routed experts (named "*.experts.*"). */
+static int64_t expert_elements(const graph *g) {
+  int64_t n = 0;
+  for (int i = 0; i < graph_count(g); i++) {
+    const graph_op *op = graph_get(g, i);
+    if (op->kind == GOP_PARAMETER && (op->flags & GRAPH_WEIGHT) && !(op->flags & GRAPH_ADAPTER) &&
+        op->name && strstr(op->name, ".experts."))
+      n += graph_elements(&op->out);
+  }
+  return n;
+}
+
+/* Token (and position, token-type) embeddings of this chip's tokens. */
+static int embed(graph *g, const wl_train *t, const tf_cfg *c, tf_io *io) {
+  int64_t B = t->global_batch, S = c->seq_local, H = c->hidden;
   graph_set_scope(g, "embed");
-  int tokens = wl_input(g, "tokens", GRAPH_SHAPE(GDT_S32, B, S));
-  int labels = wl_input(g, "labels", GRAPH_SHAPE(GDT_S32, B, S));
-  int table = wl_weight(g, t, "embed.tokens", GRAPH_SHAPE(t->compute, c.vocab, H), WL_W_OTHER);
-  int x = graph_gather(g, table, tokens, NULL);
+  io->tokens = wl_input(g, "tokens", GRAPH_SHAPE(GDT_S32, B, S));
+  io->labels = wl_input(g, "labels", GRAPH_SHAPE(GDT_S32, B, S));
+  io->table = wl_weight(g, t, "embed.tokens", GRAPH_SHAPE(t->compute, c->vocab, H), WL_W_OTHER);
+  int x = graph_gather(g, io->table, io->tokens, NULL);
   graph_shape sx = GRAPH_SHAPE(t->compute, B, S, H);
-  if (c.pos == POS_LEARNED) {
-    int pos = wl_weight(g, t, "embed.positions", GRAPH_SHAPE(t->compute, c.max_positions, H),
+  if (c->pos == POS_LEARNED) {
+    int pos = wl_weight(g, t, "embed.positions", GRAPH_SHAPE(t->compute, c->max_positions, H),
                         WL_W_OTHER);
     int64_t z[2] = {0, 0}, lim[2] = {S, H};
     int pe = graph_slice(g, pos, z, lim, NULL);
     x = graph_binary(g, GOP_ADD, x, graph_broadcast(g, pe, sx, graph_dims_of(2, 1, 2)));
   }
-  if (c.type_vocab > 0) {
+  if (c->type_vocab > 0) {
     int types = wl_input(g, "token_types", GRAPH_SHAPE(GDT_S32, B, S));
-    int tt = wl_weight(g, t, "embed.types", GRAPH_SHAPE(t->compute, c.type_vocab, H), WL_W_OTHER);
+    int tt = wl_weight(g, t, "embed.types", GRAPH_SHAPE(t->compute, c->type_vocab, H), WL_W_OTHER);
     x = graph_binary(g, GOP_ADD, x, graph_gather(g, tt, types, NULL));
   }
-  if (c.kind == 1) x = norm(g, t, &c, x, "embed.ln");
-  for (int l = 0; l < c.layers; l++) x = block(g, t, &c, x, l);
+  if (c->kind == 1) x = norm(g, t, c, x, "embed.ln");
+  return x;
+}
+
+int wl_transformer(graph *g, jin *j, const cJSON *spec, const wl_train *t, wl_info *info) {
+  tf_cfg c;
+  if (!read_cfg(j, spec, t, &c)) return -1;
+  wl_tf_dims d = dims_of(&c);
+  tf_io io = {.head_w = -1};
+  int x = embed(g, t, &c, &io);
+  for (int l = 0; l < c.layers; l++) {
+    char p[32];
+    snprintf(p, sizeof p, "l%d", l);
+    x = block(g, t, &c, x, l, p, t->one_kind ? t->layer_kind : wl_tf_layer_kind(&d, l));
+  }
   graph_set_layer(g, -1);
   graph_set_scope(g, "head");
+  int h = x;
   if (c.kind == 1) { /* BERT MLM transform: dense + gelu + layernorm */
-    x = graph_unary(g, GOP_GELU, wl_linear(g, t, x, "head.transform", "head", H, true));
+    x = graph_unary(g, GOP_GELU, wl_linear(g, t, x, "head.transform", "head", c.hidden, true));
     x = norm(g, t, &c, x, "head.ln");
   } else {
     x = norm(g, t, &c, x, "final_norm");
   }
-  int logits;
-  if (c.tied) { /* x . E^T: contract H with the table's second dim */
-    logits = graph_dot(g, x, table, graph_dims_of(0), graph_dims_of(0), graph_dims_of(1, 2),
-                       graph_dims_of(1, 1), t->compute);
-    if (c.kind == 1)
-      logits = wl_add_bias(
-          g, logits, wl_weight(g, t, "head.bias", GRAPH_SHAPE(t->compute, c.vocab), WL_W_OTHER));
-  } else {
-    logits = wl_linear(g, t, x, "head.lm", "lm_head", c.vocab, false);
-  }
-  int loss = wl_cross_entropy(g, logits, labels);
+  if (c.mtp > 0 && !c.tied)
+    io.head_w = wl_weight(g, t, "head.lm.w", GRAPH_SHAPE(t->compute, c.hidden, c.vocab), WL_W_LINEAR);
+  int loss = wl_cross_entropy(g, lm_head(g, t, &c, x, io.table, io.head_w), io.labels);
+  if (c.mtp > 0) loss = mtp_modules(g, t, &c, &d, h, &io, loss);
+  graph_set_layer(g, -1);
   graph_set_scope(g, "");
 
-  info->per_step = (double)B * (double)S;
+  info->per_step = (double)t->global_batch * (double)c.seq_local;
   info->unit = "tokens";
-  info->tf = (wl_tf_dims){.layers = c.layers, .hidden = H, .heads = c.heads,
-                          .kv_heads = c.kv_heads, .head_dim = c.head_dim,
-                          .ffn_hidden = c.ffn_hidden, .vocab = c.vocab, .seq = S,
-                          .experts = c.experts, .top_k = c.top_k,
-                          .gated = c.ffn == FFN_SWIGLU || c.ffn == FFN_GEGLU, .tied = c.tied,
-                          .parallel_block = c.parallel, .encoder = c.kind == 1,
-                          .dropout = c.dropout};
+  d.expert_params = expert_elements(g);
+  info->tf = d;
   if (c.experts > 0) {
-    /* parameters a token passes through: all but the unchosen experts */
-    int64_t per_expert = (c.ffn == FFN_SWIGLU || c.ffn == FFN_GEGLU ? 3 : 2) * H * c.ffn_hidden;
-    int64_t all = graph_param_elements(g, GRAPH_WEIGHT);
-    info->active_params = all - c.layers * (c.experts - c.top_k) * per_expert;
+    /* parameters a token passes through: all but the unchosen experts (of
+    ** router_experts, top_k are chosen; every held expert is the same size) */
+    double unchosen = (double)d.expert_params * (double)(c.router_experts - c.top_k) /
+                      (double)c.router_experts;
+    info->active_params = graph_param_elements(g, GRAPH_WEIGHT) - (int64_t)llround(unchosen);
   }
   return loss;
 }

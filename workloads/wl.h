@@ -57,6 +57,15 @@ typedef struct {
   ** (heads, kv heads, FFN and vocabulary divided by shard_tp) of only
   ** `only_layers` layers (0: all). 1 and 0 build the model as written. */
   int64_t shard_tp, only_layers;
+  /* with only_layers: every layer built is of kind layer_kind (WL_LAYER_*)
+  ** rather than the model's own first layers (model_opts.one_kind) */
+  bool one_kind;
+  int layer_kind;
+  /* context parallelism: queries are seq/shard_cp tokens, keys and values
+  ** all seq (0 or 1: none); expert parallelism: experts/shard_ep experts
+  ** with ep x the routed tokens, each expert's FFN split shard_etp ways
+  ** (shard_ep 0: experts split by tp as before) */
+  int64_t shard_cp, shard_ep, shard_etp;
 } wl_train;
 
 /* A transformer's dimensions, for the memory model and sharding rules
@@ -74,6 +83,14 @@ typedef struct {
   int64_t moe_every;    /* past those, every moe_every-th layer is MoE (0 or 1: all) */
   int64_t window;       /* sliding-window attention span in tokens (0: none) */
   int64_t global_every; /* with a window: every global_every-th layer attends globally (0: all local) */
+  /* Experts (0 when dense): the expert FFN width (moe_intermediate_size,
+  ** = ffn_hidden unless given) and the always-on shared experts' total
+  ** width; the weights inside routed experts in this graph (what ep shards) */
+  int64_t expert_ffn_hidden, shared_ffn_hidden, expert_params;
+  /* Multi-head latent attention (DeepSeek-V2/V3; 0 when not MLA): head_dim
+  ** is then qk_nope + qk_rope, the query and key width per head */
+  int64_t q_lora_rank, kv_lora_rank, qk_rope_head_dim, v_head_dim;
+  int64_t mtp_layers; /* multi-token prediction modules (DeepSeek-V3: 1) */
 } wl_tf_dims;
 
 /* The kinds of decoder layer, as bits: what the step model times apart. */
