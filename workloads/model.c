@@ -174,6 +174,11 @@ static bool read_requires(jin *j, const cJSON *root, unsigned *req) {
 static bool apply_opts(model *m, const model_opts *o, diag *dg) {
   m->train.shard_tp = o && o->shard_tp > 1 ? o->shard_tp : 1;
   m->train.only_layers = o ? o->only_layers : 0;
+  m->train.one_kind = o && o->one_kind;
+  m->train.layer_kind = o ? o->layer_kind : 0;
+  m->train.shard_cp = o && o->shard_cp > 1 ? o->shard_cp : 1;
+  m->train.shard_ep = o && o->shard_ep > 0 ? o->shard_ep : 0;
+  m->train.shard_etp = o && o->shard_etp > 1 ? o->shard_etp : 1;
   if (o && o->seq_len > 0) m->train.seq_len = o->seq_len;
   if (o && o->global_batch > 0) m->train.global_batch = o->global_batch;
   if (o && o->precision) {
@@ -203,6 +208,7 @@ static int build(model *m, wl_family_fn fn, jin *j, const cJSON *spec, const mod
   m->params = graph_param_elements(m->g, GRAPH_WEIGHT) - adapters;
   m->trainable_params = graph_param_elements(m->g, GRAPH_WEIGHT | GRAPH_TRAINABLE);
   m->active_params = m->info.active_params ? m->info.active_params - adapters : m->params;
+  m->expert_params = m->info.tf.expert_params;
   return 0;
 }
 
@@ -272,23 +278,296 @@ static int load_model_json(model *m, jin *j, const model_opts *o) {
 
 /* ---- HuggingFace config.json ---- */
 
-static const char *const HF_TYPES[] = {"llama", "mistral", "qwen2", "mixtral", "gpt2",
-                                       "gpt_neox", "bert", NULL};
-enum { HF_LLAMA, HF_MISTRAL, HF_QWEN2, HF_MIXTRAL, HF_GPT2, HF_NEOX, HF_BERT };
+/* The model_type values read, as transformers spells them. Kimi K2 names
+** its DeepSeek-V3 architecture "kimi_k2"; llama4 and gemma3 wrap the text
+** model's config in text_config (the vision tower is not built). */
+static const char *const HF_TYPES[] = {
+    "llama",  "mistral", "mixtral",     "qwen2",  "qwen3",       "qwen3_moe", "deepseek_v3",
+    "kimi_k2", "gpt_oss", "gemma2",     "gemma3_text", "gemma3", "llama4_text", "llama4",
+    "nemotron", "gpt2",   "gpt_neox",   "bert",   NULL};
+enum {
+  HF_LLAMA, HF_MISTRAL, HF_MIXTRAL, HF_QWEN2, HF_QWEN3, HF_QWEN3_MOE, HF_DEEPSEEK_V3,
+  HF_KIMI_K2, HF_GPT_OSS, HF_GEMMA2, HF_GEMMA3_TEXT, HF_GEMMA3, HF_LLAMA4_TEXT, HF_LLAMA4,
+  HF_NEMOTRON, HF_GPT2, HF_NEOX, HF_BERT, HF_NTYPES
+};
 
 static void put_int(cJSON *o, const char *k, int64_t v) { cJSON_AddNumberToObject(o, k, (double)v); }
+
+/* An integer field, null read as absent (HF writes "sliding_window": null). */
+static int hf_get(jin *j, const cJSON *hf, const char *from, bool required, int64_t *v) {
+  if (!required && cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(hf, from))) return 0;
+  return jin_get_int(j, hf, from, required ? 1 : 0, 1LL << 24, required, v);
+}
 
 /* Copies an integer field under a new name; required fields report where
 ** they are missing in the HF file. */
 static bool hf_int(jin *j, const cJSON *hf, cJSON *spec, const char *from, const char *to,
                    bool required) {
   int64_t v;
-  int r = jin_get_int(j, hf, from, 1, 1LL << 24, required, &v);
+  int r = hf_get(j, hf, from, required, &v);
   if (r > 0) put_int(spec, to, v);
   return r >= 0;
 }
 
-static cJSON *hf_to_spec(jin *j, const cJSON *hf, int type, int64_t *default_seq) {
+/* The same, with transformers' default for a field its configs leave out
+** (Gemma 3's published text_config gives no vocab_size, for one). */
+static bool hf_int_or(jin *j, const cJSON *hf, cJSON *spec, const char *from, const char *to,
+                      int64_t dflt) {
+  int64_t v = dflt;
+  int r = hf_get(j, hf, from, false, &v);
+  put_int(spec, to, v);
+  return r >= 0;
+}
+
+/* model_type, with the nearest known one for a misspelt name. */
+static int hf_type(jin *j, const cJSON *root, int *type) {
+  const char *mt;
+  if (jin_get_str(j, root, "model_type", true, &mt) < 0) return -1;
+  for (int i = 0; HF_TYPES[i]; i++)
+    if (strcmp(HF_TYPES[i], mt) == 0) return *type = i, 0;
+  char list[512] = "";
+  for (int i = 0; HF_TYPES[i]; i++) {
+    strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
+    strncat(list, HF_TYPES[i], sizeof list - strlen(list) - 1);
+  }
+  const char *near = str_suggest(mt, HF_TYPES, HF_NTYPES);
+  jin_push_key(j, "model_type", 0);
+  if (near)
+    jin_error(j, 0, "unknown model_type \"%s\"; did you mean \"%s\"? (tpusim reads: %s)", mt, near,
+              list);
+  else
+    jin_error(j, 0, "unknown model_type \"%s\"; tpusim reads: %s", mt, list);
+  jin_pop(j);
+  return -1;
+}
+
+/* The FFN from the activation (hidden_act, or Gemma's hidden_activation):
+** a gated MLP (Llama, Gemma, the MoE experts) is SwiGLU for silu, GeGLU for
+** gelu; an ungated one (Nemotron-4) GELU, ReLU or squared ReLU. */
+static bool hf_ffn(jin *j, const cJSON *hf, cJSON *s, const char *key, const char *dflt,
+                   bool gated) {
+  const char *act = dflt;
+  if (jin_get_str(j, hf, key, false, &act) < 0) return false;
+  static const struct {
+    const char *act, *gated, *plain;
+  } ACTS[] = {{"silu", "swiglu", NULL},     {"swish", "swiglu", NULL},
+              {"gelu", "geglu", "gelu"},    {"gelu_pytorch_tanh", "geglu", "gelu"},
+              {"gelu_new", "geglu", "gelu"}, {"gelu_fast", "geglu", "gelu"},
+              {"relu", NULL, "relu"},       {"relu2", NULL, "relu2"}};
+  for (size_t i = 0; i < sizeof ACTS / sizeof *ACTS; i++) {
+    const char *ffn = gated ? ACTS[i].gated : ACTS[i].plain;
+    if (strcmp(ACTS[i].act, act) != 0 || !ffn) continue;
+    cJSON_AddStringToObject(s, "ffn", ffn);
+    return true;
+  }
+  jin_push_key(j, key, 0);
+  jin_error(j, 0, "\"%s\" in %s MLP is not modelled; expected %s", act,
+            gated ? "a gated" : "an ungated",
+            gated ? "silu (SwiGLU) or gelu, gelu_pytorch_tanh, gelu_new (GeGLU)"
+                  : "gelu, gelu_pytorch_tanh, gelu_new, relu or relu2 (squared ReLU)");
+  jin_pop(j);
+  return false;
+}
+
+/* Which layers attend globally, from a per-layer list (layer_types:
+** "full_attention" among "sliding_attention"s; Llama 4's no_rope_layers:
+** 0, no RoPE, global): *every = N when layers N-1, 2N-1, ... are the global
+** ones, 0 when none is. Other patterns are refused, naming the layer. */
+static bool hf_pattern(jin *j, const cJSON *hf, const char *key, int64_t *every) {
+  const cJSON *list = jin_get_array(j, hf, key, false);
+  int n = cJSON_GetArraySize(list);
+  if (!list || n == 0) return j->errors == 0;
+  bool types = strcmp(key, "layer_types") == 0;
+  int first = -1, i = 0;
+  for (const cJSON *e = list->child; e && first < 0; e = e->next, i++)
+    if (types ? cJSON_IsString(e) && strcmp(e->valuestring, "full_attention") == 0
+              : cJSON_IsNumber(e) && e->valuedouble == 0)
+      first = i;
+  *every = first < 0 ? 0 : first + 1;
+  i = 0;
+  for (const cJSON *e = list->child; e; e = e->next, i++) {
+    bool global = types ? cJSON_IsString(e) && strcmp(e->valuestring, "full_attention") == 0
+                        : cJSON_IsNumber(e) && e->valuedouble == 0;
+    bool local = types ? cJSON_IsString(e) && (strcmp(e->valuestring, "sliding_attention") == 0 ||
+                                               strcmp(e->valuestring, "chunked_attention") == 0)
+                       : cJSON_IsNumber(e) && e->valuedouble == 1;
+    if ((global || local) && global == (*every > 0 && (i + 1) % *every == 0)) continue;
+    jin_push_key(j, key, 0);
+    jin_push_index(j, i);
+    jin_error(j, 0, "layer %d breaks the pattern: tpusim models every %lld-th layer global and "
+                    "the others local (%s)", i, (long long)*every,
+              types ? "\"full_attention\" / \"sliding_attention\"" : "0: global, 1: local");
+    jin_pop(j);
+    jin_pop(j);
+    return false;
+  }
+  return true;
+}
+
+/* Llama, Mistral, Mixtral, Qwen 2/3 (dense and MoE): SwiGLU, RMSNorm, RoPE, GQA. */
+static bool hf_llama_like(jin *j, const cJSON *hf, cJSON *s, int type) {
+  bool ok = hf_int(j, hf, s, "num_key_value_heads", "kv_heads", false);
+  ok &= hf_int(j, hf, s, "head_dim", "head_dim", false);
+  ok &= hf_ffn(j, hf, s, "hidden_act", "silu", true);
+  cJSON_AddStringToObject(s, "norm", "rmsnorm");
+  cJSON_AddStringToObject(s, "positions", "rotary");
+  bool bias = type == HF_QWEN2; /* Qwen2Attention: q, k, v always have biases */
+  ok &= jin_get_bool(j, hf, "attention_bias", false, &bias) >= 0;
+  cJSON_AddBoolToObject(s, "qkv_bias", bias);
+  if (type == HF_QWEN3 || type == HF_QWEN3_MOE) cJSON_AddBoolToObject(s, "qk_norm", true);
+  if (type == HF_MISTRAL || type == HF_MIXTRAL) { /* every layer local when given */
+    ok &= hf_int(j, hf, s, "sliding_window", "sliding_window", false);
+  } else if (type != HF_LLAMA) {
+    bool swa = false;
+    ok &= jin_get_bool(j, hf, "use_sliding_window", false, &swa) >= 0;
+    if (swa) {
+      jin_push_key(j, "use_sliding_window", 0);
+      jin_error(j, 0, "Qwen's sliding window from max_window_layers on is not modelled; "
+                      "expected false (as Qwen's published configs have it)");
+      jin_pop(j);
+      ok = false;
+    }
+  }
+  if (type == HF_MIXTRAL) {
+    cJSON *moe = cJSON_AddObjectToObject(s, "moe");
+    ok &= hf_int(j, hf, moe, "num_local_experts", "experts", true);
+    ok &= hf_int(j, hf, moe, "num_experts_per_tok", "top_k", true);
+  }
+  if (type == HF_QWEN3_MOE) {
+    cJSON *moe = cJSON_AddObjectToObject(s, "moe");
+    ok &= hf_int(j, hf, moe, "num_experts", "experts", true);
+    ok &= hf_int(j, hf, moe, "num_experts_per_tok", "top_k", true);
+    ok &= hf_int(j, hf, moe, "moe_intermediate_size", "moe_intermediate_size", true);
+    ok &= hf_int(j, hf, moe, "shared_expert_intermediate_size", "shared_expert_intermediate_size",
+                 false);
+    /* Qwen3MoeDecoderLayer: MoE where (i + 1) % decoder_sparse_step == 0
+    ** and i is not in mlp_only_layers, which tpusim takes as a prefix */
+    ok &= hf_int(j, hf, moe, "decoder_sparse_step", "moe_layer_freq", false);
+    const cJSON *only = jin_get_array(j, hf, "mlp_only_layers", false);
+    int i = 0;
+    for (const cJSON *e = only ? only->child : NULL; e; e = e->next, i++)
+      if (!cJSON_IsNumber(e) || e->valuedouble != i) {
+        jin_push_key(j, "mlp_only_layers", 0);
+        jin_push_index(j, i);
+        jin_error(j, 0, "expected %d: tpusim models dense layers as the first few (0, 1, ...)", i);
+        jin_pop(j);
+        jin_pop(j);
+        return false;
+      }
+    if (i > 0) put_int(moe, "first_k_dense_replace", i);
+  }
+  return ok;
+}
+
+/* DeepSeek-V3 and Kimi K2 (DeepseekV3Config): MLA, shared and routed
+** experts after the first dense layers, multi-token prediction. */
+static bool hf_deepseek(jin *j, const cJSON *hf, cJSON *s) {
+  bool ok = hf_ffn(j, hf, s, "hidden_act", "silu", true);
+  cJSON_AddStringToObject(s, "norm", "rmsnorm");
+  cJSON_AddStringToObject(s, "positions", "rotary");
+  bool bias = false;
+  ok &= jin_get_bool(j, hf, "attention_bias", false, &bias) >= 0;
+  cJSON_AddBoolToObject(s, "qkv_bias", bias);
+  ok &= hf_int(j, hf, s, "q_lora_rank", "q_lora_rank", false);
+  ok &= hf_int(j, hf, s, "kv_lora_rank", "kv_lora_rank", true);
+  ok &= hf_int(j, hf, s, "qk_nope_head_dim", "qk_nope_head_dim", true);
+  ok &= hf_int(j, hf, s, "qk_rope_head_dim", "qk_rope_head_dim", true);
+  ok &= hf_int(j, hf, s, "v_head_dim", "v_head_dim", true);
+  ok &= hf_int(j, hf, s, "num_nextn_predict_layers", "num_nextn_predict_layers", false);
+  int64_t experts = 0, freq = 1;
+  ok &= hf_get(j, hf, "n_routed_experts", false, &experts) >= 0;
+  ok &= hf_get(j, hf, "moe_layer_freq", false, &freq) >= 0;
+  if (freq != 1) { /* DeepSeek's rule (i % freq == 0) is not wl_tf_layer_kind's */
+    jin_push_key(j, "moe_layer_freq", 0);
+    jin_error(j, 0, "%lld: only 1 is modelled for DeepSeek (every layer past "
+                    "first_k_dense_replace is MoE, as in every published DeepSeek model)",
+              (long long)freq);
+    jin_pop(j);
+    return false;
+  }
+  if (!ok || experts == 0) return ok;
+  cJSON *moe = cJSON_AddObjectToObject(s, "moe");
+  put_int(moe, "experts", experts);
+  ok &= hf_int(j, hf, moe, "num_experts_per_tok", "top_k", true);
+  ok &= hf_int(j, hf, moe, "moe_intermediate_size", "moe_intermediate_size", true);
+  ok &= hf_int(j, hf, moe, "n_shared_experts", "n_shared_experts", false);
+  ok &= hf_int(j, hf, moe, "first_k_dense_replace", "first_k_dense_replace", false);
+  return ok;
+}
+
+/* GPT-OSS (GptOssConfig): MoE in every layer with biases on the experts,
+** the router and attention, attention sinks, and sliding-window layers
+** alternating with full ones. */
+static bool hf_gpt_oss(jin *j, const cJSON *hf, cJSON *s) {
+  bool ok = hf_int(j, hf, s, "num_key_value_heads", "kv_heads", false);
+  ok &= hf_int(j, hf, s, "head_dim", "head_dim", false);
+  ok &= hf_ffn(j, hf, s, "hidden_act", "silu", true);
+  cJSON_AddStringToObject(s, "norm", "rmsnorm");
+  cJSON_AddStringToObject(s, "positions", "rotary");
+  cJSON_AddBoolToObject(s, "bias", true);
+  cJSON_AddBoolToObject(s, "attention_sinks", true);
+  cJSON *moe = cJSON_AddObjectToObject(s, "moe");
+  ok &= hf_int(j, hf, moe, "num_local_experts", "experts", true);
+  ok &= hf_int(j, hf, moe, "num_experts_per_tok", "top_k", true);
+  int64_t every = 2; /* GptOssConfig's default layer_types: sliding, full, ... */
+  ok &= hf_int(j, hf, s, "sliding_window", "sliding_window", false);
+  ok &= hf_pattern(j, hf, "layer_types", &every);
+  if (ok && cJSON_GetObjectItemCaseSensitive(s, "sliding_window"))
+    put_int(s, "sliding_window_pattern", every);
+  return ok;
+}
+
+/* Gemma 2 and 3: GeGLU, RMSNorm before and after attention and MLP, tied
+** embeddings, local layers (Gemma 2 alternating; Gemma 3 five local then
+** one global), and per-head q/k norms in Gemma 3. Defaults are
+** transformers' (Gemma2Config, Gemma3TextConfig), which Gemma 3's published
+** text_config relies on for its vocabulary and pattern. */
+static bool hf_gemma(jin *j, const cJSON *hf, cJSON *s, int type) {
+  bool three = type == HF_GEMMA3_TEXT;
+  bool ok = hf_int(j, hf, s, "num_key_value_heads", "kv_heads", false);
+  ok &= hf_int_or(j, hf, s, "head_dim", "head_dim", 256);
+  ok &= hf_ffn(j, hf, s, "hidden_activation", "gelu_pytorch_tanh", true);
+  cJSON_AddStringToObject(s, "norm", "rmsnorm");
+  cJSON_AddStringToObject(s, "positions", "rotary");
+  cJSON_AddBoolToObject(s, "sandwich_norm", true);
+  if (three) cJSON_AddBoolToObject(s, "qk_norm", true);
+  ok &= hf_int_or(j, hf, s, "sliding_window", "sliding_window", 4096);
+  int64_t every = three ? 6 : 2;
+  if (three) ok &= hf_get(j, hf, "sliding_window_pattern", false, &every) >= 0;
+  ok &= hf_pattern(j, hf, "layer_types", &every);
+  put_int(s, "sliding_window_pattern", every);
+  return ok;
+}
+
+/* Llama 4 (Llama4TextConfig): MoE with one shared expert every
+** interleave_moe_layer_step-th layer, dense layers intermediate_size_mlp
+** wide, chunked local attention (attention_chunk_size) in the RoPE layers
+** and global attention in the NoPE ones (every 4th by default). */
+static bool hf_llama4(jin *j, const cJSON *hf, cJSON *s) {
+  bool ok = hf_int(j, hf, s, "num_key_value_heads", "kv_heads", false);
+  ok &= hf_int(j, hf, s, "head_dim", "head_dim", false);
+  ok &= hf_ffn(j, hf, s, "hidden_act", "silu", true);
+  cJSON_AddStringToObject(s, "norm", "rmsnorm");
+  cJSON_AddStringToObject(s, "positions", "rotary");
+  ok &= hf_int(j, hf, s, "intermediate_size_mlp", "ffn_hidden", true);
+  cJSON *moe = cJSON_AddObjectToObject(s, "moe");
+  ok &= hf_int(j, hf, moe, "num_local_experts", "experts", true);
+  ok &= hf_int(j, hf, moe, "num_experts_per_tok", "top_k", true);
+  ok &= hf_int(j, hf, moe, "intermediate_size", "moe_intermediate_size", true);
+  ok &= hf_int(j, hf, moe, "intermediate_size", "shared_expert_intermediate_size", true);
+  ok &= hf_int(j, hf, moe, "interleave_moe_layer_step", "moe_layer_freq", false);
+  int64_t chunk = 0, every = 4;
+  ok &= hf_get(j, hf, "attention_chunk_size", false, &chunk) >= 0;
+  ok &= hf_get(j, hf, "no_rope_layer_interval", false, &every) >= 0;
+  ok &= hf_pattern(j, hf, "no_rope_layers", &every);
+  if (chunk > 0) {
+    put_int(s, "sliding_window", chunk);
+    put_int(s, "sliding_window_pattern", every);
+  }
+  return ok;
+}
+
+static cJSON *hf_to_spec(jin *j, const cJSON *hf, int type, bool tied_default, int64_t *default_seq) {
   cJSON *s = cJSON_CreateObject();
   cJSON_AddStringToObject(s, "family", "transformer");
   bool ok = true;
@@ -296,34 +575,41 @@ static cJSON *hf_to_spec(jin *j, const cJSON *hf, int type, int64_t *default_seq
   ok &= hf_int(j, hf, s, gpt2 ? "n_layer" : "num_hidden_layers", "layers", true);
   ok &= hf_int(j, hf, s, gpt2 ? "n_embd" : "hidden_size", "hidden", true);
   ok &= hf_int(j, hf, s, gpt2 ? "n_head" : "num_attention_heads", "heads", true);
-  ok &= hf_int(j, hf, s, "vocab_size", "vocab", true);
+  if (type == HF_GEMMA3_TEXT)
+    ok &= hf_int_or(j, hf, s, "vocab_size", "vocab", 262208); /* Gemma3TextConfig's default */
+  else
+    ok &= hf_int(j, hf, s, "vocab_size", "vocab", true);
   const char *pos_key = gpt2 ? "n_positions" : "max_position_embeddings";
-  ok &= jin_get_int(j, hf, pos_key, 1, 1LL << 24, type == HF_BERT || gpt2, default_seq) >= 0;
-  bool tied = gpt2 || type == HF_BERT;
+  if (type == HF_GEMMA3_TEXT) *default_seq = 131072; /* Gemma3TextConfig's default */
+  ok &= hf_get(j, hf, pos_key, type == HF_BERT || gpt2, default_seq) >= 0;
+  bool tied = tied_default;
   ok &= jin_get_bool(j, hf, "tie_word_embeddings", false, &tied) >= 0;
   cJSON_AddBoolToObject(s, "tied_embeddings", tied);
   if (gpt2) {
     const cJSON *inner = cJSON_GetObjectItemCaseSensitive(hf, "n_inner");
     if (inner && !cJSON_IsNull(inner)) ok &= hf_int(j, hf, s, "n_inner", "ffn_hidden", true);
-  } else {
+  } else if (type != HF_LLAMA4_TEXT) { /* Llama 4's is the experts' */
     ok &= hf_int(j, hf, s, "intermediate_size", "ffn_hidden", true);
   }
   switch (type) {
   case HF_LLAMA:
   case HF_MISTRAL:
-  case HF_QWEN2:
   case HF_MIXTRAL:
+  case HF_QWEN2:
+  case HF_QWEN3:
+  case HF_QWEN3_MOE: ok &= hf_llama_like(j, hf, s, type); break;
+  case HF_DEEPSEEK_V3:
+  case HF_KIMI_K2: ok &= hf_deepseek(j, hf, s); break;
+  case HF_GPT_OSS: ok &= hf_gpt_oss(j, hf, s); break;
+  case HF_GEMMA2:
+  case HF_GEMMA3_TEXT: ok &= hf_gemma(j, hf, s, type); break;
+  case HF_LLAMA4_TEXT: ok &= hf_llama4(j, hf, s); break;
+  case HF_NEMOTRON: /* Nemotron-4: squared ReLU, not gated; LayerNorm1P (scale and bias) */
     ok &= hf_int(j, hf, s, "num_key_value_heads", "kv_heads", false);
     ok &= hf_int(j, hf, s, "head_dim", "head_dim", false);
-    cJSON_AddStringToObject(s, "ffn", "swiglu");
-    cJSON_AddStringToObject(s, "norm", "rmsnorm");
+    ok &= hf_ffn(j, hf, s, "hidden_act", "relu2", false);
+    cJSON_AddStringToObject(s, "norm", "layernorm");
     cJSON_AddStringToObject(s, "positions", "rotary");
-    if (type == HF_QWEN2) cJSON_AddBoolToObject(s, "qkv_bias", true);
-    if (type == HF_MIXTRAL) {
-      cJSON *moe = cJSON_AddObjectToObject(s, "moe");
-      ok &= hf_int(j, hf, moe, "num_local_experts", "experts", true);
-      ok &= hf_int(j, hf, moe, "num_experts_per_tok", "top_k", true);
-    }
     break;
   case HF_GPT2:
     cJSON_AddStringToObject(s, "norm", "layernorm");
@@ -354,14 +640,46 @@ static cJSON *hf_to_spec(jin *j, const cJSON *hf, int type, int64_t *default_seq
   return s;
 }
 
+/* The text model's config: the file itself, or its text_config for the
+** multimodal wrappers (llama4, gemma3), whose own model_type must then be
+** the text one. *type becomes the text type; the path is left pushed
+** ("text_config") for the caller to pop when *pushed. */
+static const cJSON *hf_text_config(jin *j, int *type, bool *pushed) {
+  *pushed = false;
+  if (*type != HF_LLAMA4 && *type != HF_GEMMA3) return j->root;
+  int text = *type == HF_LLAMA4 ? HF_LLAMA4_TEXT : HF_GEMMA3_TEXT;
+  const cJSON *tc = jin_get_object(j, j->root, "text_config", true);
+  if (!tc) return NULL;
+  jin_push_key(j, "text_config", 0);
+  *pushed = true;
+  const char *mt = HF_TYPES[text];
+  if (jin_get_str(j, tc, "model_type", false, &mt) < 0) return NULL;
+  if (strcmp(mt, HF_TYPES[text]) != 0) {
+    jin_push_key(j, "model_type", 0);
+    jin_error(j, 0, "expected \"%s\" inside a \"%s\" config, got \"%s\"", HF_TYPES[text],
+              HF_TYPES[*type], mt);
+    jin_pop(j);
+    return NULL;
+  }
+  *type = text;
+  return tc;
+}
+
 static int load_hf(model *m, jin *j, const model_opts *o, diag *dg) {
   int type;
-  if (jin_get_enum(j, j->root, "model_type", HF_TYPES, true, &type) < 0) return -1;
+  if (hf_type(j, j->root, &type) < 0) return -1;
   str_copy(m->family, sizeof m->family, "transformer");
   str_copy(m->format, sizeof m->format, "hf-config");
   if (!read_train(j, j->root, &m->train)) return -1;
   int64_t seq = 0;
-  cJSON *spec = hf_to_spec(j, j->root, type, &seq);
+  bool pushed, wrapped = type == HF_LLAMA4 || type == HF_GEMMA3;
+  const cJSON *hf = hf_text_config(j, &type, &pushed);
+  /* tied by default: GPT-2, BERT and Gemma (their configs' defaults); a
+  ** wrapper's own tie_word_embeddings counts when its text_config has none */
+  bool tied = type == HF_GPT2 || type == HF_BERT || type == HF_GEMMA2 || type == HF_GEMMA3_TEXT;
+  if (hf && wrapped && jin_get_bool(j, j->root, "tie_word_embeddings", false, &tied) < 0) hf = NULL;
+  cJSON *spec = hf ? hf_to_spec(j, hf, type, tied, &seq) : NULL;
+  if (pushed) jin_pop(j);
   if (!spec) return -1;
   if (seq > 0) m->train.seq_len = seq;
   if (o && o->seq_len > 0) m->train.seq_len = o->seq_len;
