@@ -64,6 +64,38 @@ static const char *precision_text(const wl_train *t) {
   }
 }
 
+/* A transformer's layers when they differ or are out of the ordinary:
+** dense and MoE FFNs, local and global attention, MLA, MTP modules. Nothing
+** for a plain stack, whose summary stays as it was. */
+static void print_layers(const model *m, FILE *out) {
+  const wl_tf_dims *d = &m->info.tf;
+  if (d->layers <= 0 || (d->experts == 0 && d->window == 0 && d->kv_lora_rank == 0 &&
+                         d->mtp_layers == 0))
+    return;
+  int64_t moe = 0, local = 0;
+  for (int64_t i = 0; i < d->layers; i++) {
+    int k = wl_tf_layer_kind(d, i);
+    moe += (k & WL_LAYER_MOE) != 0;
+    local += (k & WL_LAYER_LOCAL) != 0;
+  }
+  char a[32];
+  fprintf(out, "  layers           %lld", (long long)d->layers);
+  if (d->experts > 0) {
+    units_si(a, sizeof a, (double)m->expert_params, "");
+    fprintf(out, ": %lld dense, %lld MoE (%lld experts of %lld, top %lld%s; %s in routed experts)",
+            (long long)(d->layers - moe), (long long)moe, (long long)d->experts,
+            (long long)d->expert_ffn_hidden, (long long)d->top_k,
+            d->shared_ffn_hidden ? ", with shared experts" : "", a);
+  }
+  if (d->window > 0)
+    fprintf(out, "%s %lld local (window %lld), %lld global", d->experts ? ";" : ":",
+            (long long)local, (long long)d->window, (long long)(d->layers - local));
+  if (d->kv_lora_rank > 0) fprintf(out, "; latent attention (kv rank %lld)", (long long)d->kv_lora_rank);
+  if (d->mtp_layers > 0) fprintf(out, "; + %lld MTP module%s", (long long)d->mtp_layers,
+                                 d->mtp_layers > 1 ? "s" : "");
+  fprintf(out, "\n");
+}
+
 static const char *const OPT_NAMES[] = {"sgd", "momentum", "adam", "adamw"};
 static const char *const METHOD_NAMES[] = {"full", "lora", "qlora"};
 
@@ -82,6 +114,7 @@ void model_print_summary(const model *m, FILE *out) {
             a);
   } else {
     fprintf(out, "  parameters       %s  (trainable %s, active per token %s)\n", a, b, c);
+    print_layers(m, out);
   }
   units_si(a, sizeof a, m->info.per_step, "");
   if (!hlo) {
@@ -133,6 +166,7 @@ char *model_summary_json(const model *m) {
   cJSON_AddNumberToObject(o, "params", (double)m->params);
   cJSON_AddNumberToObject(o, "trainable_params", (double)m->trainable_params);
   cJSON_AddNumberToObject(o, "active_params", (double)m->active_params);
+  cJSON_AddNumberToObject(o, "expert_params", (double)m->expert_params);
   cJSON_AddNumberToObject(o, "tokens_per_step", m->info.per_step);
   cJSON_AddStringToObject(o, "unit", m->info.unit);
   cJSON_AddNumberToObject(o, "global_batch", (double)m->train.global_batch);

@@ -109,12 +109,12 @@ static int get_int_or_null(jin *j, const cJSON *s, const char *key, int64_t min,
   return jin_get_int(j, s, key, min, max, false, out);
 }
 
-/* Reports `key` (when present) as needing `needs`; false if it was there. */
-static bool needs(jin *j, const cJSON *s, const char *key, const char *needs_what) {
+/* Reports `key`, when present, with `why` it does not belong; false then. */
+static bool refuse(jin *j, const cJSON *s, const char *key, const char *why) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, key);
   if (!v || cJSON_IsNull(v)) return true;
   jin_push_key(j, key, 0);
-  jin_error(j, 0, "%s needs %s", key, needs_what);
+  jin_error(j, 0, "%s", why);
   jin_pop(j);
   return false;
 }
@@ -154,15 +154,16 @@ static bool read_mla(jin *j, const cJSON *s, tf_cfg *c) {
   if (c->kv_lora == 0) {
     static const char *const MLA[] = {"q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
                                       "v_head_dim", NULL};
-    for (int i = 0; MLA[i]; i++) ok &= needs(j, s, MLA[i], "kv_lora_rank (multi-head latent attention)");
+    for (int i = 0; MLA[i]; i++)
+      ok &= refuse(j, s, MLA[i], "multi-head latent attention needs kv_lora_rank as well");
     return ok;
   }
   ok &= get_int_or_null(j, s, "q_lora_rank", 1, BIG, &c->q_lora) >= 0;
   ok &= jin_get_int(j, s, "qk_nope_head_dim", 0, BIG, true, &c->qk_nope) > 0;
   ok &= jin_get_int(j, s, "qk_rope_head_dim", 0, BIG, true, &c->qk_rope) > 0;
   ok &= jin_get_int(j, s, "v_head_dim", 1, BIG, true, &c->v_dim) > 0;
-  ok &= needs(j, s, "head_dim", "no multi-head latent attention: there it is qk_nope_head_dim + "
-                                "qk_rope_head_dim; leave it out");
+  ok &= refuse(j, s, "head_dim", "under multi-head latent attention a head is qk_nope_head_dim + "
+                                 "qk_rope_head_dim wide; leave head_dim out");
   if (ok && c->qk_nope + c->qk_rope == 0) {
     jin_error(j, 1, "qk_nope_head_dim + qk_rope_head_dim is 0: a query head needs a width");
     ok = false;
@@ -175,7 +176,8 @@ static bool read_mla(jin *j, const cJSON *s, tf_cfg *c) {
 /* Sliding-window attention, and which layers keep global attention. */
 static bool read_window(jin *j, const cJSON *s, tf_cfg *c) {
   bool ok = get_int_or_null(j, s, "sliding_window", 1, BIG, &c->window) >= 0;
-  if (c->window == 0) return ok && needs(j, s, "sliding_window_pattern", "sliding_window");
+  if (c->window == 0)
+    return ok && refuse(j, s, "sliding_window_pattern", "a pattern of local layers needs sliding_window");
   ok &= jin_get_int(j, s, "sliding_window_pattern", 1, c->layers, false, &c->global_every) >= 0;
   return ok;
 }
@@ -317,6 +319,24 @@ static bool shard_cp(jin *j, const wl_train *t, tf_cfg *c) {
   return divides(j, "the sequence", c->seq, "cp", cp);
 }
 
+/* The attention scores of one global layer, B x heads x queries x keys,
+** within what one graph tensor may hold (2^50 elements, workloads/graph.c):
+** Llama 4 Scout's default sequence, its 10,485,760-token context, is past
+** it at batch 1 (4.4e15), and gets this message rather than the graph's. */
+static bool scores_fit(jin *j, const wl_train *t, const tf_cfg *c) {
+  const double MAX_ELEMENTS = 1125899906842624.0; /* 2^50, graph.c's MAX_ELEMENTS */
+  bool all_local = c->window > 0 && c->window < c->seq && c->global_every == 0;
+  double keys = all_local ? (double)c->window : (double)c->seq;
+  double n = (double)t->global_batch * (double)c->heads * (double)c->seq_local * keys;
+  if (n <= MAX_ELEMENTS) return true;
+  jin_error(j, 1, "seq %lld: one layer's attention scores would hold %.2g elements (batch %lld x "
+                  "%lld heads x %lld queries x %.0f keys), past the 2^50 a graph tensor may hold; "
+                  "pass a shorter --seq or shard the sequence (context parallelism)",
+            (long long)c->seq, n, (long long)t->global_batch, (long long)c->heads,
+            (long long)c->seq_local, keys);
+  return false;
+}
+
 /* Reads, checks and shards the fields; returns false after reporting. */
 static bool read_cfg(jin *j, const cJSON *s, const wl_train *t, tf_cfg *c) {
   if (!read_fields(j, s, t, c) || !check_dims(j, t, c)) return false;
@@ -337,7 +357,7 @@ static bool read_cfg(jin *j, const cJSON *s, const wl_train *t, tf_cfg *c) {
   }
   if (t->shard_tp > 1 && !shard_tp(j, t, c)) return false;
   if (t->shard_ep > 0 && !shard_ep(j, t, c)) return false;
-  return shard_cp(j, t, c);
+  return shard_cp(j, t, c) && scores_fit(j, t, c);
 }
 
 /* What the step model and the memory model read (wl.h). */
@@ -504,6 +524,7 @@ static int attention_core(graph *g, const wl_train *t, const tf_cfg *c, int q, i
   ** dtype back, as Megatron's fused scale-mask-softmax does */
   int sc = graph_dot(g, q, k, graph_dims_of(2, 0, 2), graph_dims_of(2, 0, 2),
                      graph_dims_of(1, 4), graph_dims_of(1, 3), t->compute);
+  if (sc < 0) return -1; /* reported (too many elements, say): no mask for a shape it lacks */
   sc = wl_scale(g, graph_convert(g, sc, GDT_F32)); /* 1/sqrt(d) */
   if (c->kind == 0) {   /* causal mask: a constant [rows, T] broadcast, then select */
     graph_shape ss = shape_of(g, sc);
