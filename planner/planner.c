@@ -213,11 +213,12 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
         for (int ci = 0; ci < nc; ci++) {
           int64_t chips = counts[ci], ep = EPS[ei];
           for (int64_t pp = 1; pp <= 64 && pp * tp * ep <= chips; pp++) {
-            if (chips % (tp * pp * ep)) continue; /* dp is what is left: a whole number */
+            /* dp is what is left, a whole number; ep splits it */
+            if (chips % (tp * pp) || (chips / (tp * pp)) % ep) continue;
             for (int vi = 0; vi < 3; vi++) {
               int64_t vp = VPS[vi];
               if (vp > 1 && pp == 1) continue; /* interleaving needs a pipeline */
-              plan p = {.chips = chips, .dp = chips / (tp * pp * ep), .tp = tp, .pp = pp, .ep = ep,
+              plan p = {.chips = chips, .dp = chips / (tp * pp), .tp = tp, .pp = pp, .ep = ep, .cp = 1,
                         .mbs = MBS[mi], .gbs = gbs, .seq = seq, .vp = vp, .slices = 1,
                         .schedule = vp > 1 ? PLAN_INTERLEAVED : PLAN_1F1B, .precision = prec,
                         .sp = tp > 1, .op_costs = req->op_costs, .cost_cache = req->cost_cache};
@@ -235,7 +236,7 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
                 for (int zi = 0; zi < 3; zi++) {
                   p.recompute = (plan_recompute)rec;
                   p.zero = ZERO[zi];
-                  if (p.zero > 0 && p.dp * ep == 1) continue; /* nothing to shard over */
+                  if (p.zero > 0 && p.dp == 1) continue; /* nothing to shard over */
                   out->evaluated++;
                   mem_opts mo;
                   plan mp;

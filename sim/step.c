@@ -32,7 +32,7 @@
 ** (>= 1 within rounding), or -1 with err. */
 static double full_contention(const hw_model *hw, const plan *p, double bytes, step_desc *r,
                               char *err, size_t errn) {
-  int64_t n = p->dp * p->ep, groups = p->pp * p->tp, chips = p->chips;
+  int64_t n = p->dp * (p->cp > 0 ? p->cp : 1), groups = p->pp * p->tp, chips = p->chips;
   net *nt = net_build(hw, chips, p->slices, err, errn);
   if (!nt) return -1;
   int64_t (*pairs)[2] = malloc((size_t)(n * groups) * sizeof *pairs);
@@ -67,7 +67,7 @@ double step_grad_bytes(const model *m, const plan *p) {
 
 double step_with_reducers_s(const model *m, const hw_model *hw, const plan *p,
                             const step_result *r, int64_t reducers, double *allreduce_s) {
-  double rs = coll_reduction_server_s(hw, p->dp * p->ep, step_grad_bytes(m, p), reducers, 0);
+  double rs = coll_reduction_server_s(hw, p->dp * (p->cp > 0 ? p->cp : 1), step_grad_bytes(m, p), reducers, 0);
   double hidden = r->dp_allreduce_s - r->exposed_dp_s;
   if (allreduce_s) *allreduce_s = rs;
   return r->step_time_s - r->exposed_dp_s + (rs > hidden ? rs - hidden : 0);
@@ -102,7 +102,7 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
     if (hw->scale_up.kind == HW_UP_ICI_TORUS) per = 0;
     /* dense gradients average over dp x ep (experts only over dp): the
     ** larger group bounds the time */
-    dp_t = coll_of(memo, hw, p->dp * p->ep, per, COLL_ALL_REDUCE, grad_bytes, p->slices,
+    dp_t = coll_of(memo, hw, p->dp * (p->cp > 0 ? p->cp : 1), per, COLL_ALL_REDUCE, grad_bytes, p->slices,
                    p->reduction_server, (coll_algo)p->dp_algo, formula, err, errn);
     if (dp_t < 0) return -1;
     /* ZeRO-3 / FSDP keeps 1/dp of the stage's weights: every micro-batch
@@ -111,7 +111,7 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
     ** all-reduce (hierarchical across nodes: NVLink inside, the rails
     ** between), so half its time */
     if (p->zero >= 3) {
-      ag_t = p->reduction_server ? coll_of(memo, hw, p->dp * p->ep, per, COLL_ALL_REDUCE, grad_bytes,
+      ag_t = p->reduction_server ? coll_of(memo, hw, p->dp * (p->cp > 0 ? p->cp : 1), per, COLL_ALL_REDUCE, grad_bytes,
                                            p->slices, 0, COLL_AUTO, formula, err, errn)
                                  : dp_t;
       if (ag_t < 0) return -1;

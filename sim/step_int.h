@@ -36,9 +36,9 @@ int step_with_cache(plan *p, opcost **own, char *err, size_t errn);
 int step_simulate_whole(const model *m, const hw_model *hw, const plan *p, step_result *r,
                         step_timeline *tl, char *err, size_t errn);
 
-/* The fix search (fixes.c). The memory model counts expert parallelism
-** inside dp; a fix as a plan: dp back to dp / ep. False when ep does not
-** divide the memory model's dp. */
+/* The fix search (fixes.c): a fix of the memory model as a plan, with
+** expert parallelism ep (inside dp x cp, as the plan counts it) and its
+** chips. False when ep does not divide dp x cp. */
 bool step_fix_plan(const plan *mp, int64_t ep, plan *out);
 
 /* The plan rules a fix of the memory search must keep (mem_fixes' ok):
