@@ -124,9 +124,16 @@ void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p
                        const step_result *r, bool explain) {
   char t[32];
   units_seconds(t, sizeof t, r->step_time_s);
-  fprintf(out, "%s on %lld x %s: dp %lld, tp %lld, pp %lld%s, mbs %lld, gbs %lld, %lld micro-batches\n",
+  char extra[96] = "";
+  size_t k = 0;
+  if (p->cp > 1) k += (size_t)snprintf(extra + k, sizeof extra - k, ", cp %lld", (long long)p->cp);
+  if (p->ep > 1) k += (size_t)snprintf(extra + k, sizeof extra - k, ", ep %lld", (long long)p->ep);
+  if (p->etp > 1) k += (size_t)snprintf(extra + k, sizeof extra - k, ", etp %lld", (long long)p->etp);
+  if (p->gemm != PLAN_GEMM_NATIVE && k < sizeof extra)
+    snprintf(extra + k, sizeof extra - k, ", %s", plan_precision_label(p));
+  fprintf(out, "%s on %lld x %s: dp %lld, tp %lld, pp %lld%s%s, mbs %lld, gbs %lld, %lld micro-batches\n",
           m->name, (long long)p->chips, hw->name, (long long)p->dp, (long long)p->tp,
-          (long long)p->pp, p->sp ? " (sp)" : "", (long long)p->mbs, (long long)p->gbs,
+          (long long)p->pp, p->sp ? " (sp)" : "", extra, (long long)p->mbs, (long long)p->gbs,
           (long long)r->microbatches);
   fprintf(out, "  step time        %s   MFU %.1f%%   HFU %.1f%%   %.*f %s/s\n", t,
           100 * r->mfu, 100 * r->hfu, r->tokens_per_s < 100 ? 2 : 0, r->tokens_per_s,
@@ -165,6 +172,21 @@ void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p
             r->layer_fwd_s * 1e3, r->tp_comm_fwd_s * 1e3, r->layer_bwd_s * 1e3, r->tp_comm_bwd_s * 1e3,
             r->attn_core_fwd_s * 1e3, r->head_fwd_s * 1e3, r->head_bwd_s * 1e3, r->p2p_s * 1e3,
             r->dp_allreduce_s * 1e3, r->optimizer_s * 1e3);
+    if (r->cp_comm_fwd_s > 0 || r->ep_a2a_fwd_s > 0 || r->weight_cast_s > 0)
+      fprintf(out, "  context-parallel K/V exchange %.3f ms forward, %.3f ms backward (%s); MoE "
+                   "all-to-alls %.3f ms a layer each way; low-precision weight copies %.3f ms a step\n",
+              r->cp_comm_fwd_s * 1e3, r->cp_comm_bwd_s * 1e3,
+              p->cp_comm == PLAN_CP_RING ? "a ring, hidden behind the attention as far as it lasts"
+                                         : "all-gathered before the attention",
+              r->ep_a2a_fwd_s * 1e3, r->weight_cast_s * 1e3);
+    const framework *fw = &frameworks[p->framework];
+    fprintf(out, "  framework %s: %s\n    attention %s, gradient sync %s, %s%s, TP overlap %s\n"
+                 "    source: %s\n",
+            fw->name, fw->what, plan_attention_names[p->attention], plan_grad_sync_names[p->grad_sync],
+            p->zero >= 3 ? "parameters sharded (ZeRO-3/FSDP)"
+            : p->zero >= 1 ? "distributed optimizer (ZeRO-1)" : "optimizer replicated",
+            p->zero >= 1 && p->param_gather_overlap ? ", parameter gathers overlapped" : "",
+            p->tp_overlap ? "on" : "off", fw->source);
     const opcost_stats *st = &r->op_costs;
     if (p->op_costs == OPCOST_FORMULA)
       fprintf(out, "  op costs: %lld kernels from the graph's formulas (--op-costs formula)\n",
@@ -267,7 +289,7 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "                  [--ep E] [--etp T] [--zero 0|1|2|3] [--fsdp] [--hsdp N]\n"
     "                  [--mbs M] [--gbs G] [--seq S] [--recompute none|selective|full]\n"
     "                  [--precision bf16|fp16|fp32|fp64|fp8|fp8-cs|mxfp8|nvfp4|int8]\n"
-    "                  [--framework megatron-core|maxtext|plain|megatron-2021|megatron-2022|\n"
+    "                  [--framework plain|megatron-core|maxtext|megatron-2021|megatron-2022|\n"
     "                               torchtitan|llm-foundry]\n"
     "                  [--pp-schedule gpipe|1f1b|interleaved:V] [--pp-layers A,B,...]\n"
     "                  [--pp-split-embedding] [--pp-split-loss] [--cp-comm ring|all-gather]\n"

@@ -7,6 +7,10 @@
 #include <string.h>
 
 const framework frameworks[] = {
+    {"plain",
+     "a data-parallel training loop (PyTorch DDP) with fused attention",
+     PLAN_ATTN_FLASH, PLAN_GRAD_OVERLAP, 0, false, false,
+     "PyTorch DDP: bucketed all-reduce overlapped with backward; torch SDPA flash attention"},
     {"megatron-core",
      "Megatron-Core / NeMo / Megatron-Bridge (2024-26) with Transformer Engine",
      PLAN_ATTN_FLASH, PLAN_GRAD_OVERLAP, 1, true, true,
@@ -18,10 +22,6 @@ const framework frameworks[] = {
      PLAN_ATTN_FLASH, PLAN_GRAD_OVERLAP, 3, true, false,
      "MaxText base.yml: ici_fsdp_parallelism shards weights and optimizer state; XLA's latency-hiding "
      "scheduler overlaps the gathers and reduce-scatters with compute; attention: splash (Pallas)"},
-    {"plain",
-     "a data-parallel training loop (PyTorch DDP) with fused attention",
-     PLAN_ATTN_FLASH, PLAN_GRAD_OVERLAP, 0, false, false,
-     "PyTorch DDP: bucketed all-reduce overlapped with backward; torch SDPA flash attention"},
     {"megatron-2021",
      "Megatron-LM as in Narayanan et al. SC21 (local DDP, no fused attention)",
      PLAN_ATTN_SCORES, PLAN_GRAD_AFTER_BACKWARD, 0, false, false,
@@ -43,7 +43,7 @@ const framework frameworks[] = {
      "llm-foundry train yamls: fsdp_config sharding_strategy FULL_SHARD, attn_impl flash"},
     {NULL, NULL, 0, 0, 0, false, false, NULL}};
 
-const char *const framework_names[] = {"megatron-core", "maxtext", "plain", "megatron-2021",
+const char *const framework_names[] = {"plain", "megatron-core", "maxtext", "megatron-2021",
                                        "megatron-2022", "torchtitan", "llm-foundry", NULL};
 
 int framework_find(const char *name) {
@@ -52,7 +52,7 @@ int framework_find(const char *name) {
   return -1;
 }
 
-int framework_default(hw_kind kind) { return kind == HW_GPU ? 0 : kind == HW_TPU ? 1 : 2; }
+int framework_default(hw_kind kind) { return kind == HW_GPU ? 1 : kind == HW_TPU ? 2 : 0; }
 
 void framework_apply(int f, plan *p) {
   const framework *w = &frameworks[f];

@@ -25,7 +25,8 @@ typedef struct {
   const char *source;        /* where each feature was read */
 } framework;
 
-/* NULL-terminated by name; the first entries are the defaults by chip kind. */
+/* NULL-terminated; the first, "plain", is a zero-initialized plan's (the
+** planner's and the library's: no framework features). */
 extern const framework frameworks[];
 extern const char *const framework_names[];
 

@@ -19,6 +19,7 @@
 #include "net.h"
 #include "opcost.h"
 #include "optime.h"
+#include "framework.h"
 #include "step_int.h"
 
 #include <cjson/cJSON.h>
@@ -482,18 +483,30 @@ cJSON *step_json(const model *m, const hw_model *hw, const plan *p, const step_r
   cJSON_AddNumberToObject(pj, "dp", (double)p->dp);
   cJSON_AddNumberToObject(pj, "tp", (double)p->tp);
   cJSON_AddNumberToObject(pj, "pp", (double)p->pp);
+  cJSON_AddNumberToObject(pj, "cp", (double)(p->cp > 0 ? p->cp : 1));
   cJSON_AddNumberToObject(pj, "ep", (double)p->ep);
+  cJSON_AddNumberToObject(pj, "etp", (double)(p->etp > 0 ? p->etp : 1));
   cJSON_AddNumberToObject(pj, "zero", p->zero);
+  if (p->hsdp > 0) cJSON_AddNumberToObject(pj, "hsdp", (double)p->hsdp);
   cJSON_AddNumberToObject(pj, "mbs", (double)p->mbs);
   cJSON_AddNumberToObject(pj, "gbs", (double)p->gbs);
   cJSON_AddNumberToObject(pj, "seq", (double)p->seq);
   cJSON_AddStringToObject(pj, "recompute", plan_recompute_names[p->recompute]);
-  cJSON_AddStringToObject(pj, "precision", plan_precision_name(p->precision));
+  cJSON_AddStringToObject(pj, "precision", plan_precision_label(p));
   cJSON_AddStringToObject(pj, "pp_schedule", plan_schedule_names[p->schedule]);
   cJSON_AddNumberToObject(pj, "vp", (double)p->vp);
   cJSON_AddBoolToObject(pj, "sp", p->sp);
   cJSON_AddStringToObject(pj, "grad_sync", plan_grad_sync_names[p->grad_sync]);
   cJSON_AddStringToObject(pj, "attention", plan_attention_names[p->attention]);
+  cJSON_AddStringToObject(pj, "framework", frameworks[p->framework].name);
+  if (p->cp > 1) cJSON_AddStringToObject(pj, "cp_comm", p->cp_comm == PLAN_CP_RING ? "ring" : "all-gather");
+  if (p->pp_layers) {
+    cJSON *a = cJSON_AddArrayToObject(pj, "pp_layers");
+    for (int i = 0; a && i < p->n_pp_layers; i++)
+      cJSON_AddItemToArray(a, cJSON_CreateNumber(p->pp_layers[i]));
+  }
+  if (p->pp_split_embedding) cJSON_AddBoolToObject(pj, "pp_split_embedding", true);
+  if (p->pp_split_loss) cJSON_AddBoolToObject(pj, "pp_split_loss", true);
   if (p->full) {
     cJSON *fu = cJSON_AddObjectToObject(o, "full");
     cJSON_AddNumberToObject(fu, "chips", (double)r->full_chips);
