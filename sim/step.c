@@ -84,6 +84,20 @@ static double coll_of(coll_memo *memo, const hw_model *hw, int64_t chips, int64_
   return coll_time_s(hw, chips, per, op, bytes, slices, reducers, algo, formula, err, errn);
 }
 
+/* The gradients' reduction over n chips: an all-reduce, or a
+** reduce-scatter -- the first half of the all-reduce's algorithm (a
+** hierarchical one across nodes), so never more than half of it. */
+static double grad_sync_s(coll_memo *memo, const hw_model *hw, int64_t n, int64_t per, coll_op op,
+                          double bytes, const plan *p, bool formula, char *err, size_t errn) {
+  double ar = coll_of(memo, hw, n, per, COLL_ALL_REDUCE, bytes, p->slices, p->reduction_server,
+                      (coll_algo)p->dp_algo, formula, err, errn);
+  if (ar < 0 || op == COLL_ALL_REDUCE) return ar;
+  double rs = coll_of(memo, hw, n, per, COLL_REDUCE_SCATTER, bytes, p->slices, 0,
+                      (coll_algo)p->dp_algo, formula, err, errn);
+  if (rs < 0) return rs;
+  return rs < ar / 2 ? rs : ar / 2;
+}
+
 /* One layer of kind k, forward and backward, on one chip per micro-batch,
 ** with its collectives and (backward) its recomputation and gradient
 ** accumulation. A result without per-kind figures uses the averages. */
@@ -139,8 +153,7 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
   coll_op grad_op = rs_only ? COLL_REDUCE_SCATTER : COLL_ALL_REDUCE;
   int64_t shard = z3 && p->hsdp > 0 ? p->hsdp : dpcp; /* HSDP: shard within groups */
   if (dpcp > 1) {
-    dp_t = coll_of(memo, hw, shard, per, grad_op, grad_bytes, p->slices, p->reduction_server,
-                   (coll_algo)p->dp_algo, formula, err, errn);
+    dp_t = grad_sync_s(memo, hw, shard, per, grad_op, grad_bytes, p, formula, err, errn);
     if (dp_t < 0) return -1;
     if (shard < dpcp) { /* HSDP: the shards' all-reduce across the replicas */
       double x = coll_of(memo, hw, dpcp / shard, 1, COLL_ALL_REDUCE, grad_bytes / (double)shard,
@@ -150,8 +163,9 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
     }
     /* the routed experts' gradients, over the expert data-parallel group */
     if (expert_bytes > 0 && edp > 1) {
-      double x = coll_of(memo, hw, edp, per, grad_op, expert_bytes, p->slices, 0, COLL_AUTO,
-                         formula, err, errn);
+      plan q = *p;
+      q.reduction_server = 0, q.dp_algo = 0;
+      double x = grad_sync_s(memo, hw, edp, per, grad_op, expert_bytes, &q, formula, err, errn);
       if (x < 0) return -1;
       dp_t += x;
     }
@@ -182,6 +196,12 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
   double local = p->zero >= 1 ? dense / (double)dpcp + expert / (double)edp : dense + expert;
   double bw = hw->chip.hbm_bw_bytes_per_s * hw->chip.hbm_efficiency;
   sd->optimizer_s = local * 28 / bw + r->weight_cast_s / (double)p->pp;
+  /* optimizer offload (ZeRO-Offload, Ren et al. 2021): the fp32 master and
+  ** Adam states live in host memory; the update streams them over the host
+  ** link both ways (12 B a parameter each way) with the gradient down and
+  ** the new weights up (4 + 2 B) */
+  if (p->offload == PLAN_OFFLOAD_OPTIMIZER && hw->chip.host_link_bw_bytes_per_s > 0)
+    sd->optimizer_s = local * (24 + 6) / hw->chip.host_link_bw_bytes_per_s + r->weight_cast_s / (double)p->pp;
   sd->tp_comm_bwd_s = r->tp_comm_bwd_s + (p->recompute == PLAN_RECOMPUTE_FULL ? r->tp_comm_fwd_s : 0);
   int64_t M = plan_microbatches(p);
   sd->microbatches = M;

@@ -78,6 +78,8 @@ typedef struct {
   double cp_comm_fwd_s, cp_comm_bwd_s;
   /* expert parallelism: one MoE layer's all-to-alls forward (dispatch and combine) */
   double ep_a2a_fwd_s;
+  /* activation offload: one layer's saved activations over the host link, one way */
+  double offload_layer_s;
   /* ZeRO-3: gathering one stage's weights (per micro-batch, forward and backward) */
   double zero3_gather_s;
   double exposed_dp_s; /* of the step: the gradient all-reduce not hidden behind backward */

@@ -380,6 +380,22 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, step
       cf += ef, cb += eb;
     }
     if (k & WL_LAYER_MOE) cf += r->ep_a2a_fwd_s, cb += r->ep_a2a_fwd_s;
+    /* activation offload: the layer's saved activations go to the host as
+    ** its forward runs and come back ahead of its backward, over the host
+    ** link, hidden as far as the layer's compute lasts. What a layer saves
+    ** is Korthikanti et al. 2022's sbh (34 + 5as/h) with the scores kept on
+    ** chip (flash: the 5as/h term goes), 1/tp of it with sequence
+    ** parallelism; a fully recomputed layer keeps only its input (2 sbh) */
+    if (p.offload == PLAN_OFFLOAD_ACTIVATIONS && hw->chip.host_link_bw_bytes_per_s > 0) {
+      double sbh = tokens * (double)d->hidden;
+      double saved = p.recompute == PLAN_RECOMPUTE_FULL ? 2 * sbh
+                     : p.sp || p.tp == 1               ? 34 * sbh / (double)p.tp
+                                                       : sbh * (10 + 24 / (double)p.tp);
+      double t = saved / hw->chip.host_link_bw_bytes_per_s;
+      r->offload_layer_s = t;
+      cf += t > r->kind_fwd_s[k] ? t - r->kind_fwd_s[k] : 0;
+      cb += t > r->kind_bwd_s[k] ? t - r->kind_bwd_s[k] : 0;
+    }
     r->kind_comm_fwd_s[k] = cf;
     r->kind_comm_bwd_s[k] = cb;
     double n = (double)r->kind_n[k];
