@@ -227,7 +227,12 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
   int64_t first = 0, n0 = plan_stage_layers(p, d->layers, 0), most = 0;
   double comm0 = 0;
   int k0 = wl_tf_layer_kind(d, 0);
-  for (int64_t vs = 0; vs < S; vs++) {
+  /* one kind of layer split evenly (most plans a search asks): every
+  ** virtual stage is the first */
+  int kinds = 0;
+  for (int k = 0; k < WL_LAYER_KINDS; k++) kinds += r->kind_n[k] > 0;
+  bool uniform = kinds <= 1 && !p->pp_layers && !p->pp_split_embedding && !p->pp_split_loss;
+  for (int64_t vs = 0; vs < (uniform ? 1 : S); vs++) {
     int64_t n = plan_stage_layers(p, d->layers, vs);
     double f = 0, b = 0, c = 0;
     for (int64_t i = first; i < first + n; i++) {
@@ -246,8 +251,9 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
     if (vs % p->pp == 0) comm0 += c;
     if (n > most) most = n;
   }
+  if (uniform) comm0 *= (double)p->vp;
   sd->sched.f_chunk = sd->vs_f[0], sd->sched.b_chunk = sd->vs_b[0];
-  if (!even) sd->sched.f_vs = sd->vs_f, sd->sched.b_vs = sd->vs_b;
+  if (!even && !uniform) sd->sched.f_vs = sd->vs_f, sd->sched.b_vs = sd->vs_b;
   sd->layers_per_stage = most * p->vp;
   sd->buckets = sd->layers_per_stage > 0 ? sd->layers_per_stage : 1;
   sd->after_backward = p->grad_sync == PLAN_GRAD_AFTER_BACKWARD;
