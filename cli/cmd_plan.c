@@ -5,6 +5,8 @@
 */
 #include "cli_int.h"
 
+#include "../sim/framework.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -19,7 +21,8 @@ static const char *const PLAN_FLAGS[] = {"--spot", NULL};
 static const char *const PLAN_VALUED[] = {"--hw",     "--chips",     "--max-chips", "--tokens",
                                           "--steps",  "--deadline",  "--budget",    "--objective",
                                           "--top",    "--preemption-rate", "--explain", "--op-costs",
-                                          NULL};
+                                          "--cp",     "--seq",       "--precision", "--framework",
+                                          "--offload", NULL};
 
 /* The ranges of plan's numbers. Tokens stop at 1e18 so that the steps
 ** the planner derives (tokens / (gbs x seq), an int64) cannot overflow;
@@ -119,6 +122,27 @@ static int run_plan(cli_ctx *c) {
       cli_opt_num(c, "--preemption-rate", PREEMPTION, &req.preemptions_per_month))
     return CLI_USAGE;
   req.top = (int)top;
+  /* what the search keeps fixed: the flags of simulate that name a
+  ** stack rather than a split (sizes are what plan chooses) */
+  static const char *const OFFLOAD[] = {"none", "activations", "optimizer", NULL};
+  int prec, fw, off;
+  if (cli_opt_int(c, "--cp", 1, CLI_MAX_CHIPS, &req.cp) ||
+      cli_opt_int(c, "--seq", 1, CLI_MAX_SEQ, &req.seq) ||
+      cli_enum_opt(c, "--precision", plan_precision_names, 0, &prec) ||
+      cli_enum_opt(c, "--framework", framework_names, 0, &fw) ||
+      cli_enum_opt(c, "--offload", OFFLOAD, 0, &off))
+    return CLI_USAGE;
+  plan pp = {0};
+  if (cli_opt(c, "--precision")) {
+    plan_precision_parse(plan_precision_names[prec], &pp);
+    if (pp.gemm == PLAN_GEMM_NATIVE)
+      return cli_usage_error(c, "%s", "plan --precision takes a GEMM recipe (fp8, fp8-cs, mxfp8, "
+                                      "nvfp4, int8); the compute dtype is the model file's");
+    req.gemm = pp.gemm;
+  }
+  req.has_framework = cli_opt(c, "--framework") != NULL;
+  req.framework = fw;
+  req.offload = (plan_offload)off;
   req.spot = cli_opt(c, "--spot") != NULL;
   if (explain > req.top)
     return cli_usage_error(c, "%s", "--explain N takes a rank of the candidates table (at most --top)");
@@ -292,8 +316,12 @@ const cli_cmd cli_cmd_plan = {"plan",
     "tpusim plan MODEL [--hw LIST|all] [--chips N|--max-chips N] [--tokens N|--steps N]\n"
     "                  [--deadline DUR] [--budget USD] [--objective time|cost|cost-under-deadline]\n"
     "                  [--spot [--preemption-rate F]] [--top K] [--explain N] [--json]\n"
-    "                  [--op-costs ir|formula]\n"
+    "                  [--op-costs ir|formula] [--seq S] [--cp C]\n"
+    "                  [--precision fp8|fp8-cs|mxfp8|nvfp4|int8] [--framework NAME]\n"
+    "                  [--offload none|activations|optimizer]\n"
     "  --objective: default time; cost for the classical families (gbdt, mlp)\n"
+    "  --cp, --precision, --framework, --offload, --seq: kept fixed in the search\n"
+    "               (as simulate reads them); the framework defaults by chip kind\n"
     "  --preemption-rate: share of spot instances reclaimed a month (default 0.2)\n"
     "  --explain N: the full breakdown of candidate N of the table (1: the best)",
     "choose hardware, chip count and parallel plan; price it and say why", run_plan, NULL,

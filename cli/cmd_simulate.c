@@ -12,16 +12,80 @@
 
 #include "../base/diag.h"
 #include "../base/units.h"
+#include "../sim/framework.h"
 #include "../sim/input.h"
 #include "../viz/trace.h"
 
 const char *const CLI_OP_COSTS[] = {"ir", "formula", NULL}; /* opcost_source order */
-const char *const CLI_SIM_FLAGS[] = {"--fsdp", "--sp", "--explain", "--full", NULL};
+const char *const CLI_SIM_FLAGS[] = {"--fsdp", "--sp", "--explain", "--full",
+                                     "--pp-split-embedding", "--pp-split-loss", NULL};
 const char *const CLI_SIM_VALUED[] = {
     "--hw",   "--chips",     "--dp",        "--tp",           "--pp",
     "--ep",   "--zero",      "--mbs",       "--gbs",          "--seq",
     "--recompute", "--precision", "--pp-schedule", "--reduction-server", "--slices",
-    "--trace", "--input", "--storage", "--prefetch", "--input-host", "--grad-sync", "--attention", "--op-costs", NULL};
+    "--trace", "--input", "--storage", "--prefetch", "--input-host", "--grad-sync", "--attention",
+    "--op-costs", "--cp", "--cp-comm", "--etp", "--pp-layers", "--hsdp", "--offload",
+    "--framework", NULL};
+static const char *const CP_COMM[] = {"ring", "all-gather", NULL};
+static const char *const OFFLOAD[] = {"none", "activations", "optimizer", NULL};
+
+/* The plan of simulate's flags on hw: the framework's profile (--framework,
+** else the chip kind's default), then every flag given over it. stages
+** holds --pp-layers' numbers (the plan points into it). */
+static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stages, int max_stages) {
+  *p = (plan){.tp = 1, .pp = 1, .ep = 1, .cp = 1, .etp = 1, .mbs = 0, .vp = 1, .slices = 1,
+              .schedule = PLAN_1F1B, .precision = GDT_BF16};
+  int fw;
+  if (cli_enum_opt(c, "--framework", framework_names, 0, &fw)) return CLI_USAGE;
+  framework_apply(cli_opt(c, "--framework") ? fw : framework_default(hw->kind), p);
+  int64_t *counts[] = {&p->chips, &p->dp, &p->tp, &p->pp, &p->ep, &p->mbs, &p->gbs, &p->seq,
+                       &p->reduction_server, &p->slices, &p->cp, &p->etp, &p->hsdp};
+  static const char *const names[] = {"--chips", "--dp", "--tp", "--pp", "--ep", "--mbs",
+                                      "--gbs", "--seq", "--reduction-server", "--slices",
+                                      "--cp", "--etp", "--hsdp"};
+  static const int64_t hi[] = {CLI_MAX_CHIPS, CLI_MAX_CHIPS, CLI_MAX_CHIPS, CLI_MAX_CHIPS,
+                               CLI_MAX_CHIPS, CLI_MAX_BATCH, CLI_MAX_BATCH, CLI_MAX_SEQ,
+                               CLI_MAX_CHIPS, CLI_MAX_CHIPS, CLI_MAX_CHIPS, CLI_MAX_CHIPS,
+                               CLI_MAX_CHIPS};
+  for (int i = 0; i < 13; i++)
+    if (cli_opt_int(c, names[i], 1, hi[i], counts[i])) return CLI_USAGE;
+  static const char *const ZERO[] = {"0", "1", "2", "3", NULL};
+  int rec, prec, zero, gsync, attn, costs, cpc, off;
+  if (cli_enum_opt(c, "--recompute", plan_recompute_names, 0, &rec) ||
+      cli_enum_opt(c, "--precision", plan_precision_names, 0, &prec) ||
+      cli_enum_opt(c, "--zero", ZERO, 0, &zero) ||
+      cli_enum_opt(c, "--grad-sync", plan_grad_sync_names, 0, &gsync) ||
+      cli_enum_opt(c, "--attention", plan_attention_names, 0, &attn) ||
+      cli_enum_opt(c, "--op-costs", CLI_OP_COSTS, 0, &costs) ||
+      cli_enum_opt(c, "--cp-comm", CP_COMM, 0, &cpc) ||
+      cli_enum_opt(c, "--offload", OFFLOAD, 0, &off))
+    return CLI_USAGE;
+  if (cli_opt(c, "--attention")) p->attention = (plan_attention)attn;
+  if (cli_opt(c, "--grad-sync")) p->grad_sync = (plan_grad_sync)gsync;
+  if (cli_opt(c, "--zero")) p->zero = zero;
+  if (cli_opt(c, "--fsdp")) p->zero = 3;
+  p->dist_opt = p->zero >= 1;
+  p->op_costs = (opcost_source)costs;
+  p->recompute = (plan_recompute)rec;
+  p->cp_comm = (plan_cp_comm)cpc;
+  p->offload = (plan_offload)off;
+  plan_precision_parse(plan_precision_names[prec], p);
+  p->sp = cli_opt(c, "--sp") != NULL;
+  p->full = cli_opt(c, "--full") != NULL;
+  p->pp_split_embedding = cli_opt(c, "--pp-split-embedding") != NULL;
+  p->pp_split_loss = cli_opt(c, "--pp-split-loss") != NULL;
+  char serr[256];
+  const char *sched = cli_opt(c, "--pp-schedule");
+  if (sched && plan_schedule_parse(sched, p, serr, sizeof serr) != 0)
+    return cli_usage_error(c, "%s", serr);
+  const char *layers = cli_opt(c, "--pp-layers");
+  if (layers) {
+    if (plan_pp_layers_parse(layers, stages, max_stages, &p->n_pp_layers, serr, sizeof serr) != 0)
+      return cli_usage_error(c, "%s", serr);
+    p->pp_layers = stages;
+  }
+  return CLI_OK;
+}
 
 /* The host input pipeline from --input, --storage, --prefetch, --input-host:
 ** by default pre-tokenized sequences in record shards, two batches
@@ -60,9 +124,16 @@ void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p
                        const step_result *r, bool explain) {
   char t[32];
   units_seconds(t, sizeof t, r->step_time_s);
-  fprintf(out, "%s on %lld x %s: dp %lld, tp %lld, pp %lld%s, mbs %lld, gbs %lld, %lld micro-batches\n",
+  char extra[96] = "";
+  size_t k = 0;
+  if (p->cp > 1) k += (size_t)snprintf(extra + k, sizeof extra - k, ", cp %lld", (long long)p->cp);
+  if (p->ep > 1) k += (size_t)snprintf(extra + k, sizeof extra - k, ", ep %lld", (long long)p->ep);
+  if (p->etp > 1) k += (size_t)snprintf(extra + k, sizeof extra - k, ", etp %lld", (long long)p->etp);
+  if (p->gemm != PLAN_GEMM_NATIVE && k < sizeof extra)
+    snprintf(extra + k, sizeof extra - k, ", %s", plan_precision_label(p));
+  fprintf(out, "%s on %lld x %s: dp %lld, tp %lld, pp %lld%s%s, mbs %lld, gbs %lld, %lld micro-batches\n",
           m->name, (long long)p->chips, hw->name, (long long)p->dp, (long long)p->tp,
-          (long long)p->pp, p->sp ? " (sp)" : "", (long long)p->mbs, (long long)p->gbs,
+          (long long)p->pp, p->sp ? " (sp)" : "", extra, (long long)p->mbs, (long long)p->gbs,
           (long long)r->microbatches);
   fprintf(out, "  step time        %s   MFU %.1f%%   HFU %.1f%%   %.*f %s/s\n", t,
           100 * r->mfu, 100 * r->hfu, r->tokens_per_s < 100 ? 2 : 0, r->tokens_per_s,
@@ -101,6 +172,21 @@ void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p
             r->layer_fwd_s * 1e3, r->tp_comm_fwd_s * 1e3, r->layer_bwd_s * 1e3, r->tp_comm_bwd_s * 1e3,
             r->attn_core_fwd_s * 1e3, r->head_fwd_s * 1e3, r->head_bwd_s * 1e3, r->p2p_s * 1e3,
             r->dp_allreduce_s * 1e3, r->optimizer_s * 1e3);
+    if (r->cp_comm_fwd_s > 0 || r->ep_a2a_fwd_s > 0 || r->weight_cast_s > 0)
+      fprintf(out, "  context-parallel K/V exchange %.3f ms forward, %.3f ms backward (%s); MoE "
+                   "all-to-alls %.3f ms a layer each way; low-precision weight copies %.3f ms a step\n",
+              r->cp_comm_fwd_s * 1e3, r->cp_comm_bwd_s * 1e3,
+              p->cp_comm == PLAN_CP_RING ? "a ring, hidden behind the attention as far as it lasts"
+                                         : "all-gathered before the attention",
+              r->ep_a2a_fwd_s * 1e3, r->weight_cast_s * 1e3);
+    const framework *fw = &frameworks[p->framework];
+    fprintf(out, "  framework %s: %s\n    attention %s, gradient sync %s, %s%s, TP overlap %s\n"
+                 "    source: %s\n",
+            fw->name, fw->what, plan_attention_names[p->attention], plan_grad_sync_names[p->grad_sync],
+            p->zero >= 3 ? "parameters sharded (ZeRO-3/FSDP)"
+            : p->zero >= 1 ? "distributed optimizer (ZeRO-1)" : "optimizer replicated",
+            p->zero >= 1 && p->param_gather_overlap ? ", parameter gathers overlapped" : "",
+            p->tp_overlap ? "on" : "off", fw->source);
     const opcost_stats *st = &r->op_costs;
     if (p->op_costs == OPCOST_FORMULA)
       fprintf(out, "  op costs: %lld kernels from the graph's formulas (--op-costs formula)\n",
@@ -132,38 +218,6 @@ static int run_simulate(cli_ctx *c) {
   if (c->n_pos != 1) return cli_usage_error(c, "%s", "expected one MODEL");
   if (!cli_opt(c, "--hw") || !cli_opt(c, "--chips"))
     return cli_usage_error(c, "%s", "--hw and --chips are required");
-  plan p = {.tp = 1, .pp = 1, .ep = 1, .mbs = 0, .vp = 1, .slices = 1,
-            .schedule = PLAN_1F1B, .precision = GDT_BF16};
-  int64_t *counts[] = {&p.chips, &p.dp, &p.tp, &p.pp, &p.ep, &p.mbs, &p.gbs, &p.seq,
-                       &p.reduction_server, &p.slices};
-  static const char *const names[] = {"--chips", "--dp", "--tp", "--pp", "--ep", "--mbs",
-                                      "--gbs", "--seq", "--reduction-server", "--slices"};
-  static const int64_t hi[] = {CLI_MAX_CHIPS, CLI_MAX_CHIPS, CLI_MAX_CHIPS, CLI_MAX_CHIPS,
-                               CLI_MAX_CHIPS, CLI_MAX_BATCH, CLI_MAX_BATCH, CLI_MAX_SEQ,
-                               CLI_MAX_CHIPS, CLI_MAX_CHIPS};
-  for (int i = 0; i < 10; i++)
-    if (cli_opt_int(c, names[i], 1, hi[i], counts[i])) return CLI_USAGE;
-  static const char *const ZERO[] = {"0", "1", "2", "3", NULL};
-  int rec, prec, zero, gsync, attn, costs;
-  if (cli_enum_opt(c, "--recompute", plan_recompute_names, 0, &rec) ||
-      cli_enum_opt(c, "--precision", wl_precision_names, 0, &prec) ||
-      cli_enum_opt(c, "--zero", ZERO, 0, &zero) ||
-      cli_enum_opt(c, "--grad-sync", plan_grad_sync_names, 0, &gsync) ||
-      cli_enum_opt(c, "--attention", plan_attention_names, 0, &attn) ||
-      cli_enum_opt(c, "--op-costs", CLI_OP_COSTS, 0, &costs))
-    return CLI_USAGE;
-  p.attention = (plan_attention)attn;
-  p.op_costs = (opcost_source)costs;
-  p.grad_sync = (plan_grad_sync)gsync;
-  p.recompute = (plan_recompute)rec;
-  wl_precision_parse(wl_precision_names[prec], &p.precision);
-  p.zero = cli_opt(c, "--fsdp") ? 3 : zero;
-  p.sp = cli_opt(c, "--sp") != NULL;
-  p.full = cli_opt(c, "--full") != NULL;
-  const char *sched = cli_opt(c, "--pp-schedule");
-  char serr[160];
-  if (sched && plan_schedule_parse(sched, &p, serr, sizeof serr) != 0)
-    return cli_usage_error(c, "%s", serr);
   hw_catalog *cat;
   int rc = cli_load_catalog(c, &cat, NULL);
   if (rc != CLI_OK) return rc;
@@ -175,8 +229,14 @@ static int run_simulate(cli_ctx *c) {
     hw_catalog_free(cat);
     return CLI_BAD_INPUT;
   }
+  plan p;
+  static int32_t stages[2048];
+  if ((rc = plan_from_opts(c, hw, &p, stages, 2048)) != CLI_OK) {
+    hw_catalog_free(cat);
+    return rc;
+  }
   diag *dg = diag_new();
-  model_opts mo = {.seq_len = p.seq, .precision = wl_precision_names[prec]};
+  model_opts mo = {.seq_len = p.seq, .precision = plan_precision_name(p.precision)};
   model *m = model_load(c->pos[0], &mo, dg);
   diag_print(dg, c->err);
   diag_free(dg);
@@ -225,15 +285,26 @@ static int run_simulate(cli_ctx *c) {
 }
 
 const cli_cmd cli_cmd_simulate = {"simulate",
-    "tpusim simulate MODEL --hw NAME --chips N [--dp D --tp T --pp P --ep E]\n"
-    "                  [--zero 0|1|2|3] [--fsdp] [--mbs M] [--gbs G] [--seq S]\n"
-    "                  [--recompute none|selective|full] [--precision bf16|fp16|fp32|fp8|fp64]\n"
-    "                  [--pp-schedule gpipe|1f1b|interleaved:V] [--reduction-server N]\n"
+    "tpusim simulate MODEL --hw NAME --chips N [--dp D --tp T --pp P --cp C]\n"
+    "                  [--ep E] [--etp T] [--zero 0|1|2|3] [--fsdp] [--hsdp N]\n"
+    "                  [--mbs M] [--gbs G] [--seq S] [--recompute none|selective|full]\n"
+    "                  [--precision bf16|fp16|fp32|fp64|fp8|fp8-cs|mxfp8|nvfp4|int8]\n"
+    "                  [--framework plain|megatron-core|maxtext|megatron-2021|megatron-2022|\n"
+    "                               torchtitan|llm-foundry]\n"
+    "                  [--pp-schedule gpipe|1f1b|interleaved:V] [--pp-layers A,B,...]\n"
+    "                  [--pp-split-embedding] [--pp-split-loss] [--cp-comm ring|all-gather]\n"
+    "                  [--offload none|activations|optimizer] [--reduction-server N]\n"
     "                  [--slices K] [--sp] [--full] [--grad-sync overlap|after-backward]\n"
     "                  [--attention flash|scores] [--op-costs ir|formula]\n"
     "                  [--explain] [--json] [--trace FILE]\n"
     "                  [--input tokens|images] [--storage shards|files] [--prefetch N]\n"
     "                  [--input-host local|remote]\n"
+    "  chips = dp x tp x pp x cp (Megatron-Core); --ep splits the expert layers over\n"
+    "  dp x cp ranks, --etp each expert's FFN\n"
+    "  --framework: the stack's features (attention kernel, gradient sync, optimizer\n"
+    "               sharding, overlaps); default megatron-core on GPUs, maxtext on TPUs\n"
+    "  --precision fp8 (delayed/tensorwise scaling), fp8-cs (current scaling), mxfp8,\n"
+    "              nvfp4, int8: the layers' GEMMs in that format, the rest in bf16\n"
     "  --sp: sequence parallelism with tensor parallelism (Korthikanti et al. 2022)\n"
     "  --grad-sync: all-reduce gradient buckets while backward runs (default), or\n"
     "               after it (Megatron-LM's local DDP, as in its 2021-22 papers)\n"

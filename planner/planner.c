@@ -24,6 +24,7 @@
 #include <stdatomic.h>
 #include <unistd.h>
 
+#include "../sim/framework.h"
 #include "../sim/coll.h"
 #include "../sim/input.h"
 #include "../sim/memory.h"
@@ -212,15 +213,20 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
       for (int ei = 0; ei < n_ep; ei++)
         for (int ci = 0; ci < nc; ci++) {
           int64_t chips = counts[ci], ep = EPS[ei];
-          for (int64_t pp = 1; pp <= 64 && pp * tp * ep <= chips; pp++) {
-            if (chips % (tp * pp * ep)) continue; /* dp is what is left: a whole number */
+          int64_t cp = req->cp > 0 ? req->cp : 1;
+          for (int64_t pp = 1; pp <= 64 && pp * tp * cp <= chips; pp++) {
+            /* dp is what is left, a whole number; ep splits dp x cp */
+            if (chips % (tp * pp * cp) || (chips / (tp * pp)) % ep) continue;
             for (int vi = 0; vi < 3; vi++) {
               int64_t vp = VPS[vi];
               if (vp > 1 && pp == 1) continue; /* interleaving needs a pipeline */
-              plan p = {.chips = chips, .dp = chips / (tp * pp * ep), .tp = tp, .pp = pp, .ep = ep,
+              plan p = {.chips = chips, .dp = chips / (tp * pp * cp), .tp = tp, .pp = pp, .ep = ep, .cp = cp,
                         .mbs = MBS[mi], .gbs = gbs, .seq = seq, .vp = vp, .slices = 1,
                         .schedule = vp > 1 ? PLAN_INTERLEAVED : PLAN_1F1B, .precision = prec,
                         .sp = tp > 1, .op_costs = req->op_costs, .cost_cache = req->cost_cache};
+              framework_apply(req->has_framework ? req->framework : framework_default(hw->kind), &p);
+              p.gemm = req->gemm;
+              p.offload = req->offload;
               plan_fault fault;
               char perr[200];
               /* the message only for the first plan a rule turns down: the
@@ -235,7 +241,8 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
                 for (int zi = 0; zi < 3; zi++) {
                   p.recompute = (plan_recompute)rec;
                   p.zero = ZERO[zi];
-                  if (p.zero > 0 && p.dp * ep == 1) continue; /* nothing to shard over */
+                  p.dist_opt = p.zero >= 1;
+                  if (p.zero > 0 && p.dp == 1) continue; /* nothing to shard over */
                   out->evaluated++;
                   mem_opts mo;
                   plan mp;
@@ -436,7 +443,7 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
   static const char *const OBJ[] = {"time", "cost", "cost-under-deadline"};
   snprintf(out->objective, sizeof out->objective, "%s", OBJ[req->objective]);
   if (d->layers == 0) return planner_generic(m, cat, req, out, err, errn, t0);
-  int64_t gbs = m->train.global_batch, seq = m->train.seq_len;
+  int64_t gbs = m->train.global_batch, seq = req->seq > 0 ? req->seq : m->train.seq_len;
   double tokens = req->tokens > 0 ? req->tokens : 20.0 * (double)m->params; /* Hoffmann et al. 2022 */
   int64_t steps = req->steps > 0 ? req->steps
                                  : (int64_t)ceil(tokens / ((double)gbs * (double)seq));

@@ -41,6 +41,16 @@ typedef struct {
   ** runs (NULL: none): what ("searching", "simulating"), done of total */
   void (*progress)(void *ctx, const char *what, int done, int total);
   void *progress_ctx;
+  /* what the user fixed instead of the search (0: searched, or the
+  ** default): context parallelism, the GEMM recipe, the framework (else
+  ** each chip kind's default, sim/framework.h), activation or optimizer
+  ** offload, the sequence length */
+  int64_t cp;
+  plan_gemm gemm;
+  bool has_framework;
+  int framework;
+  plan_offload offload;
+  int64_t seq;
 } planner_req;
 
 typedef struct {

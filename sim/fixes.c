@@ -7,11 +7,11 @@
 #include "step_int.h"
 
 bool step_fix_plan(const plan *mp, int64_t ep, plan *out) {
-  if (ep < 1 || mp->dp % ep) return false;
+  int64_t cp = mp->cp > 0 ? mp->cp : 1;
+  if (ep < 1 || (mp->dp * cp) % ep) return false;
   *out = *mp;
   out->ep = ep;
-  out->dp = mp->dp / ep;
-  out->chips = out->dp * out->tp * out->pp * ep;
+  out->chips = out->dp * out->tp * out->pp * cp;
   return true;
 }
 

@@ -136,13 +136,14 @@ static int check(const wl_tf_dims *d, const plan *p, const mem_opts *o, char *er
                 "mbs %lld)", (long long)p->dp, (long long)p->tp, (long long)p->pp,
                 (long long)p->mbs);
   int64_t ep = p->ep > 0 ? p->ep : 1;
-  if (p->chips > 0 && p->chips != p->dp * p->tp * p->pp)
-    return str_errf(err, errn, "memory: dp x tp x pp = %lld x %lld x %lld = %lld, not the %lld chips",
-                (long long)p->dp, (long long)p->tp, (long long)p->pp,
-                (long long)(p->dp * p->tp * p->pp), (long long)p->chips);
-  if (p->dp % ep != 0)
-    return str_errf(err, errn, "memory: ep %lld does not divide dp %lld (experts shard over dp)",
-                (long long)ep, (long long)p->dp);
+  int64_t cp = p->cp > 0 ? p->cp : 1;
+  if (p->chips > 0 && p->chips != p->dp * p->tp * p->pp * cp)
+    return str_errf(err, errn, "memory: dp x tp x pp x cp = %lld x %lld x %lld x %lld = %lld, not the %lld chips",
+                (long long)p->dp, (long long)p->tp, (long long)p->pp, (long long)cp,
+                (long long)(p->dp * p->tp * p->pp * cp), (long long)p->chips);
+  if ((p->dp * cp) % ep != 0)
+    return str_errf(err, errn, "memory: ep %lld does not divide dp x cp %lld (experts shard over dp x cp)",
+                (long long)ep, (long long)(p->dp * cp));
   if (ep > 1 && (d->experts <= 1 || d->experts % ep != 0))
     return str_errf(err, errn, "memory: ep %lld does not divide the %lld experts", (long long)ep,
                 (long long)d->experts);
@@ -352,7 +353,7 @@ static void grow_dim(fixer *f, const plan *p, bool tp) {
     plan q = *p;
     if (tp) q.tp = p->tp * k; else q.pp = p->pp * k;
     if (p->dp % k == 0 && (p->dp / k) % (p->ep > 0 ? p->ep : 1) == 0) q.dp = p->dp / k;
-    q.chips = q.dp * q.tp * q.pp;
+    q.chips = q.dp * q.tp * q.pp * (q.cp > 0 ? q.cp : 1);
     if (tp && q.tp > 1 && (q.seq > 0 ? q.seq : f->d->seq) % q.tp != 0) q.sp = false;
     mem_bytes r;
     if (!try_plan(f, &q, f->o, &r)) {
@@ -456,7 +457,6 @@ void mem_setup(const model *m, const hw_model *hw, const plan *p, mem_opts *o, p
   o->no_dropout = m->info.tf.dropout <= 0;
   o->flash_attention = p->attention == PLAN_ATTN_FLASH;
   *mp = *p;
-  mp->dp = p->dp * p->ep;
 }
 
 double mem_checkpoint_bytes(const model *m) { return (double)m->trainable_params * (2 + 4 + 4 + 4); }

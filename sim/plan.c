@@ -16,6 +16,68 @@ const char *const plan_recompute_names[] = {"none", "selective", "full", NULL};
 const char *const plan_grad_sync_names[] = {"overlap", "after-backward", NULL};
 const char *const plan_attention_names[] = {"flash", "scores", NULL};
 
+/* --precision: the compute dtypes (workloads' table, in its order), then
+** the GEMM recipes, which compute in bf16 (plan.h) */
+const char *const plan_precision_names[] = {"bf16", "fp16", "fp32", "fp64", "fp8", "fp8-cs",
+                                            "mxfp8", "nvfp4", "int8", NULL};
+static const plan_gemm PRECISION_GEMM[] = {PLAN_GEMM_NATIVE, PLAN_GEMM_NATIVE, PLAN_GEMM_NATIVE,
+                                           PLAN_GEMM_NATIVE, PLAN_GEMM_FP8,    PLAN_GEMM_FP8_CS,
+                                           PLAN_GEMM_MXFP8,  PLAN_GEMM_NVFP4,  PLAN_GEMM_INT8};
+
+int plan_precision_parse(const char *s, plan *p) {
+  int i = plan_name_index(plan_precision_names, s);
+  if (i < 0) return -1;
+  p->gemm = PRECISION_GEMM[i];
+  p->precision = GDT_BF16;
+  if (p->gemm == PLAN_GEMM_NATIVE) wl_precision_parse(s, &p->precision);
+  return 0;
+}
+
+const char *plan_precision_label(const plan *p) {
+  for (int i = 0; plan_precision_names[i]; i++)
+    if (PRECISION_GEMM[i] == p->gemm && p->gemm != PLAN_GEMM_NATIVE) return plan_precision_names[i];
+  return plan_precision_name(p->precision);
+}
+
+int plan_pp_layers_parse(const char *s, int32_t *out, int max, int *n, char *err, size_t errn) {
+  *n = 0;
+  const char *q = s;
+  while (*q) {
+    char *end;
+    long long v = strtoll(q, &end, 10);
+    if (end == q || v < 0 || v > 1 << 20 || (*end && *end != ','))
+      return str_errf(err, errn, "--pp-layers '%s': expected decoder layers per stage as "
+                                 "non-negative integers A,B,... (at '%s')", s, q);
+    if (*n == max)
+      return str_errf(err, errn, "--pp-layers: more than %d stages", max);
+    out[(*n)++] = (int32_t)v;
+    q = *end ? end + 1 : end;
+  }
+  if (*n == 0) return str_errf(err, errn, "--pp-layers: no stages given");
+  return 0;
+}
+
+int64_t plan_stage_layers(const plan *p, int64_t layers, int64_t vs) {
+  int64_t S = p->pp * (p->vp > 0 ? p->vp : 1);
+  if (p->pp_layers && p->n_pp_layers == S) return p->pp_layers[vs];
+  int64_t e = p->pp_split_embedding, l = p->pp_split_loss;
+  int64_t per = (layers + e + l) / S;
+  return per - (vs == 0 ? e : 0) - (vs == S - 1 ? l : 0);
+}
+
+double plan_gemm_peak_flops(const hw_model *hw, const plan *p) {
+  static const hw_dtype UNIT[PLAN_GEMM_COUNT] = {
+      [PLAN_GEMM_FP8] = HW_FP8, [PLAN_GEMM_FP8_CS] = HW_FP8, [PLAN_GEMM_MXFP8] = HW_MXFP8,
+      [PLAN_GEMM_NVFP4] = HW_FP4, [PLAN_GEMM_INT8] = HW_INT8};
+  if (p->gemm == PLAN_GEMM_NATIVE || p->gemm >= PLAN_GEMM_COUNT) return optime_peak_flops(hw, p->precision);
+  return hw_peak_flops(hw, UNIT[p->gemm]);
+}
+
+int64_t plan_expert_dp(const plan *p) {
+  int64_t cp = p->cp > 0 ? p->cp : 1, ep = p->ep > 0 ? p->ep : 1;
+  return p->dp * cp / ep;
+}
+
 const char *plan_precision_name(graph_dtype dt) {
   const char *n = wl_precision_name(dt);
   return n ? n : "bf16";
@@ -36,7 +98,8 @@ int plan_schedule_parse(const char *s, plan *p, char *err, size_t errn) {
     p->schedule = PLAN_GPIPE;
   } else if (strcmp(s, "1f1b") == 0) {
     p->schedule = PLAN_1F1B;
-  } else if (strncmp(s, "interleaved:", 12) == 0 && atoll(s + 12) >= 2) {
+  } else if (strncmp(s, "interleaved:", 12) == 0 && atoll(s + 12) >= 2 &&
+             atoll(s + 12) <= 1024 && strspn(s + 12, "0123456789") == strlen(s + 12)) {
     p->schedule = PLAN_INTERLEAVED;
     p->vp = atoll(s + 12);
   } else {
@@ -46,9 +109,9 @@ int plan_schedule_parse(const char *s, plan *p, char *err, size_t errn) {
 }
 
 int64_t plan_microbatches(const plan *p) {
-  /* expert-parallel ranks hold different data too (they are data-parallel
-  ** for everything but the experts) */
-  int64_t per = p->dp * (p->ep > 0 ? p->ep : 1) * p->mbs;
+  /* expert-parallel ranks are data-parallel ranks (their own sequences);
+  ** context-parallel ranks share theirs */
+  int64_t per = p->dp * p->mbs;
   return per > 0 ? p->gbs / per : 0;
 }
 
@@ -67,7 +130,7 @@ static int check_generic(const model *m, plan *p, char *err, size_t errn) {
   if (strcmp(m->format, "hlo") == 0) {
     /* a compiled module is one device's program for the devices it names */
     int64_t dev = m->info.devices > 0 ? m->info.devices : 1;
-    if (p->tp != 1 || p->pp != 1 || p->ep != 1 || (p->dp && p->dp != p->chips))
+    if (p->tp != 1 || p->pp != 1 || p->ep != 1 || p->cp > 1 || (p->dp && p->dp != p->chips))
       return str_errf(err, errn, "an HLO module carries its own partitioning (%lld device%s): give "
                                  "--chips %lld and no --dp/--tp/--pp/--ep",
                       (long long)dev, dev == 1 ? "" : "s", (long long)dev);
@@ -81,8 +144,8 @@ static int check_generic(const model *m, plan *p, char *err, size_t errn) {
     if (p->slices < 1) p->slices = 1;
     return 0;
   }
-  if (p->tp != 1 || p->pp != 1 || p->ep != 1)
-    return str_errf(err, errn, "tensor, pipeline and expert parallelism split transformer "
+  if (p->tp != 1 || p->pp != 1 || p->ep != 1 || p->cp > 1 || p->etp > 1)
+    return str_errf(err, errn, "tensor, pipeline, context and expert parallelism split transformer "
                                "layers; a %s model trains data-parallel (--dp)", m->family);
   if (p->chips < 1 || p->mbs < 0) return str_errf(err, errn, "--chips must be at least 1");
   if (p->dp == 0) p->dp = p->chips;
@@ -102,6 +165,43 @@ static int check_generic(const model *m, plan *p, char *err, size_t errn) {
   return 0;
 }
 
+/* The pipeline's split of the decoder layers: an explicit list (one number
+** per virtual stage, summing to the layers), or an even one, the embedding
+** and loss counted as layers when asked (Megatron-Core's rule: the layers
+** plus those divide into pp x V). */
+static int check_stages(const model *m, plan *p, plan_fault *fault, char *err, size_t errn) {
+  const wl_tf_dims *d = &m->info.tf;
+  int64_t S = p->pp * p->vp, e = p->pp_split_embedding, l = p->pp_split_loss;
+  *fault = PLAN_FAULT_DIVIDES;
+  if (p->pp_layers) {
+    if (p->n_pp_layers != S)
+      return str_errf(err, errn, "--pp-layers gives %d stages, but pp %lld x V %lld = %lld",
+                      p->n_pp_layers, (long long)p->pp, (long long)p->vp, (long long)S);
+    int64_t sum = 0;
+    for (int i = 0; i < p->n_pp_layers; i++) sum += p->pp_layers[i];
+    if (sum != d->layers)
+      return str_errf(err, errn, "--pp-layers adds up to %lld layers; %s has %lld", (long long)sum,
+                      m->name, (long long)d->layers);
+    *fault = PLAN_FAULT_NONE;
+    return 0;
+  }
+  if (p->pp > d->layers + e + l)
+    return str_errf(err, errn, "pp %lld is more than the %lld layers", (long long)p->pp,
+                    (long long)d->layers);
+  if ((d->layers + e + l) % S != 0) {
+    if (e + l == 0 && (d->layers + 2) % S == 0)
+      return str_errf(err, errn, "%lld layers do not split into pp %lld x %lld virtual stages; with "
+                      "the embedding and loss counted as layers they do (--pp-split-embedding "
+                      "--pp-split-loss), or give --pp-layers", (long long)d->layers,
+                      (long long)p->pp, (long long)p->vp);
+    return str_errf(err, errn, "%lld layers%s do not split into pp %lld x %lld virtual stages "
+                    "(give --pp-layers A,B,... for an uneven split)", (long long)d->layers,
+                    e + l ? " with the embedding/loss" : "", (long long)p->pp, (long long)p->vp);
+  }
+  *fault = PLAN_FAULT_NONE;
+  return 0;
+}
+
 int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fault, char *err,
                      size_t errn) {
   plan_fault dummy;
@@ -114,8 +214,8 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
     return rc;
   }
   if (p->mbs == 0) p->mbs = 1;
-  if (p->tp < 1 || p->pp < 1 || p->ep < 1 || p->chips < 1 || p->mbs < 1) {
-    if (errn) snprintf(err, errn, "--chips, --tp, --pp, --ep and --mbs must be at least 1");
+  if (p->tp < 1 || p->pp < 1 || p->ep < 1 || p->chips < 1 || p->mbs < 1 || p->cp < 0 || p->etp < 0) {
+    if (errn) snprintf(err, errn, "--chips, --tp, --pp, --cp, --ep, --etp and --mbs must be at least 1");
     *fault = PLAN_FAULT_RANGE;
     return -1;
   }
@@ -137,12 +237,15 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
     *fault = PLAN_FAULT_DIVIDES;
     return -1;
   }
+  if (p->cp < 1) p->cp = 1;
+  if (p->etp < 1) p->etp = 1;
+  int64_t cp = p->cp;
   /* expert parallelism before dp: a dp derived from an ep that cannot be
   ** would be 0, and "dp 0 x ..." names the wrong thing */
-  if (p->ep > 1 && d->experts == 0) {
-    if (errn) snprintf(err, errn, "ep %lld needs a MoE model; %s has no experts", (long long)p->ep,
-                       m->name);
-    *fault = PLAN_FAULT_DIVIDES;
+  if ((p->ep > 1 || p->etp > 1) && d->experts == 0) {
+    if (errn) snprintf(err, errn, "%s %lld needs a MoE model; %s has no experts",
+                       p->ep > 1 ? "ep" : "etp", (long long)(p->ep > 1 ? p->ep : p->etp), m->name);
+    *fault = PLAN_FAULT_FAMILY;
     return -1;
   }
   if (p->ep > 1 && d->experts % p->ep != 0) {
@@ -151,41 +254,61 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
     *fault = PLAN_FAULT_DIVIDES;
     return -1;
   }
-  int64_t replica = p->tp * p->pp * p->ep; /* chips of one data-parallel replica */
+  int64_t replica = p->tp * p->pp * cp; /* chips of one data-parallel replica */
   if (p->dp == 0 && p->chips % replica != 0) {
-    if (errn) snprintf(err, errn, "tp %lld x pp %lld x ep %lld = %lld chips per replica, %s --chips %lld",
-                       (long long)p->tp, (long long)p->pp, (long long)p->ep, (long long)replica,
+    if (errn) snprintf(err, errn, "tp %lld x pp %lld x cp %lld = %lld chips per replica, %s --chips %lld",
+                       (long long)p->tp, (long long)p->pp, (long long)cp, (long long)replica,
                        replica > p->chips ? "more than" : "which does not divide", (long long)p->chips);
     *fault = PLAN_FAULT_DIVIDES;
     return -1;
   }
   if (p->dp == 0) p->dp = p->chips / replica;
-  if (p->dp * p->tp * p->pp * p->ep != p->chips) {
-    if (errn) snprintf(err, errn, "dp %lld x tp %lld x pp %lld x ep %lld = %lld, but --chips is %lld",
-             (long long)p->dp, (long long)p->tp, (long long)p->pp, (long long)p->ep,
-             (long long)(p->dp * p->tp * p->pp * p->ep), (long long)p->chips);
+  if (p->dp * replica != p->chips) {
+    /* the older form, chips = dp x tp x pp x ep: say how to write it now */
+    if (p->ep > 1 && p->dp * replica * p->ep == p->chips) {
+      if (errn) snprintf(err, errn, "dp %lld x tp %lld x pp %lld x cp %lld = %lld, but --chips is %lld: "
+                         "expert parallelism is inside dp x cp (Megatron-Core), so write --dp %lld "
+                         "--ep %lld (or leave --dp out)", (long long)p->dp, (long long)p->tp,
+                         (long long)p->pp, (long long)cp, (long long)(p->dp * replica),
+                         (long long)p->chips, (long long)(p->dp * p->ep), (long long)p->ep);
+    } else if (errn) {
+      snprintf(err, errn, "dp %lld x tp %lld x pp %lld x cp %lld = %lld, but --chips is %lld",
+               (long long)p->dp, (long long)p->tp, (long long)p->pp, (long long)cp,
+               (long long)(p->dp * replica), (long long)p->chips);
+    }
+    *fault = PLAN_FAULT_DIVIDES;
+    return -1;
+  }
+  if ((p->dp * cp) % p->ep != 0) {
+    if (errn) snprintf(err, errn, "ep %lld does not divide dp %lld x cp %lld = %lld (the expert "
+                       "layers split the data- and context-parallel ranks)", (long long)p->ep,
+                       (long long)p->dp, (long long)cp, (long long)(p->dp * cp));
+    *fault = PLAN_FAULT_DIVIDES;
+    return -1;
+  }
+  int64_t effn = d->moe_ffn > 0 ? d->moe_ffn : d->ffn_hidden;
+  if (p->etp > 1 && effn % p->etp != 0) {
+    if (errn) snprintf(err, errn, "etp %lld does not divide the expert FFN size %lld",
+                       (long long)p->etp, (long long)effn);
     *fault = PLAN_FAULT_DIVIDES;
     return -1;
   }
   if (p->vp < 1) p->vp = 1;
-  if (p->pp > d->layers) {
-    if (errn) snprintf(err, errn, "pp %lld is more than the %lld layers", (long long)p->pp,
-             (long long)d->layers);
-    *fault = PLAN_FAULT_DIVIDES;
-    return -1;
-  }
-  if (d->layers % (p->pp * p->vp) != 0) {
-    if (errn) snprintf(err, errn, "%lld layers do not split into pp %lld x %lld virtual stages",
-             (long long)d->layers, (long long)p->pp, (long long)p->vp);
-    *fault = PLAN_FAULT_DIVIDES;
-    return -1;
-  }
   if (p->gbs == 0) p->gbs = m->train.global_batch;
   if (p->seq == 0) p->seq = m->train.seq_len;
-  if (p->gbs % (p->dp * p->ep * p->mbs) != 0) {
-    if (errn) snprintf(err, errn, "mbs %lld x dp %lld%s does not divide the global batch %lld",
-             (long long)p->mbs, (long long)(p->dp * p->ep), p->ep > 1 ? " (x ep)" : "",
-             (long long)p->gbs);
+  /* causal load balancing gives each rank two chunks of the sequence
+  ** (Megatron-Core's CP requires seq a multiple of 2 cp) */
+  if (cp > 1 && p->seq % (2 * cp) != 0) {
+    if (errn) snprintf(err, errn, "cp %lld: the sequence %lld is not a multiple of 2 x cp = %lld "
+                       "(each rank holds two chunks, for causal load balance)", (long long)cp,
+                       (long long)p->seq, (long long)(2 * cp));
+    *fault = PLAN_FAULT_DIVIDES;
+    return -1;
+  }
+  if (check_stages(m, p, fault, err, errn) != 0) return -1;
+  if (p->gbs % (p->dp * p->mbs) != 0) {
+    if (errn) snprintf(err, errn, "mbs %lld x dp %lld does not divide the global batch %lld",
+             (long long)p->mbs, (long long)p->dp, (long long)p->gbs);
     *fault = PLAN_FAULT_DIVIDES;
     return -1;
   }
@@ -200,6 +323,13 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
     *fault = PLAN_FAULT_RANGE;
     return -1;
   }
+  if (p->hsdp > 0 && (p->zero < 3 || (p->dp * cp) % p->hsdp != 0)) {
+    if (errn) snprintf(err, errn, p->zero < 3 ? "--hsdp %lld shards within groups: it needs --fsdp (--zero 3)"
+                                              : "--hsdp %lld does not divide dp x cp = %lld",
+                       (long long)p->hsdp, (long long)(p->dp * cp));
+    *fault = p->zero < 3 ? PLAN_FAULT_RANGE : PLAN_FAULT_DIVIDES;
+    return -1;
+  }
   if (p->sp && p->tp < 2) p->sp = false;
   if (p->zero < 0 || p->zero > 3) {
     if (errn) snprintf(err, errn, "--zero takes 0, 1, 2 or 3");
@@ -208,6 +338,14 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
   }
   if (!(optime_peak_flops(hw, p->precision) > 0)) {
     if (errn) snprintf(err, errn, "%s has no %s unit", hw->name, graph_dtype_name(p->precision));
+    *fault = PLAN_FAULT_DTYPE;
+    return -1;
+  }
+  if (p->gemm != PLAN_GEMM_NATIVE && !(plan_gemm_peak_flops(hw, p) > 0)) {
+    /* the nearest recipe the chip runs: fp8 on Hopper for MX/NV formats */
+    const char *near = hw_peak_flops(hw, HW_FP8) > 0 ? "fp8" : "bf16";
+    if (errn) snprintf(err, errn, "%s has no unit for %s GEMMs (nearest: --precision %s)", hw->name,
+                       plan_precision_label(p), near);
     *fault = PLAN_FAULT_DTYPE;
     return -1;
   }

@@ -1,12 +1,13 @@
 /*
 ** plan.h -- a parallel plan: how one training step is split over chips.
 **
-** dp x tp x pp x ep = chips (ep shares chips with dp: experts are sharded
-** over the data-parallel group, as in Megatron/DeepSpeed-MoE). Micro-batch
-** mbs sequences per chip per pipeline pass; the global batch gbs is
-** dp x ep x mbs x (micro-batches per step), so gradient accumulation is
-** gbs / (dp x ep x mbs) micro-batches (expert-parallel ranks take
-** different data, as in Megatron and DeepSpeed-MoE).
+** Megatron-Core's sizes, so a published configuration is copied as it
+** stands: chips = dp x tp x pp x cp. Expert parallelism lives inside the
+** data- and context-parallel ranks (ep divides dp x cp): the expert layers
+** of dp x cp ranks are split ep ways (and each expert etp ways), and their
+** gradients are reduced over the remaining dp x cp / ep. Context-parallel
+** ranks hold 1/cp of each sequence's tokens and share the same sequences,
+** so a step is gbs / (dp x mbs) micro-batches per pipeline.
 */
 #ifndef TPUSIM_PLAN_H
 #define TPUSIM_PLAN_H
@@ -36,9 +37,51 @@ typedef enum { PLAN_RECOMPUTE_NONE, PLAN_RECOMPUTE_SELECTIVE, PLAN_RECOMPUTE_FUL
 ** (the default of simulate), or by their closed form on an idle network
 ** (what the planner's fast path uses; sim/coll.h coll_time_s). */
 typedef enum { PLAN_COLL_SIMULATE, PLAN_COLL_FORMULA } plan_coll_costs;
+/* How context-parallel ranks see the other ranks' keys and values: passed
+** round a ring while attention computes (ring attention, Liu et al. 2023;
+** Megatron-Core's p2p), or all-gathered before it (Llama 3's CP). */
+typedef enum { PLAN_CP_RING, PLAN_CP_ALL_GATHER } plan_cp_comm;
+/* The GEMM recipe of the transformer layers' linear layers: activations,
+** attention and the embedding and head stay in the compute dtype; the
+** GEMMs run on the low-precision unit with their operands quantized --
+** per-tensor scales from an amax history (Transformer Engine's delayed
+** scaling, torchao's tensorwise), per-tensor scales from the tensor itself
+** (current scaling: one more pass over each operand), 32-element blocks
+** with an e8m0 scale (MXFP8, OCP MX spec), 16-element blocks with an e4m3
+** scale (NVFP4), or int8 (AQT on TPUs). */
+typedef enum {
+  PLAN_GEMM_NATIVE, /* the compute dtype */
+  PLAN_GEMM_FP8,    /* fp8, delayed / tensorwise scaling */
+  PLAN_GEMM_FP8_CS, /* fp8, current scaling */
+  PLAN_GEMM_MXFP8,
+  PLAN_GEMM_NVFP4,
+  PLAN_GEMM_INT8,
+  PLAN_GEMM_COUNT
+} plan_gemm;
+/* What is kept in host memory instead of HBM (priced in host-link time). */
+typedef enum { PLAN_OFFLOAD_NONE, PLAN_OFFLOAD_ACTIVATIONS, PLAN_OFFLOAD_OPTIMIZER } plan_offload;
 
 typedef struct {
   int64_t chips, dp, tp, pp, ep;
+  int64_t cp;      /* context parallel ranks (0 or 1: none) */
+  int64_t etp;     /* expert tensor parallel (0 or 1: none) */
+  plan_cp_comm cp_comm;
+  /* explicit decoder layers per virtual stage, pp x vp numbers (NULL: as
+  ** even as the layers allow); not owned */
+  const int32_t *pp_layers;
+  int n_pp_layers;
+  /* the embedding and the output layer with its loss counted as one layer
+  ** each in the pipeline split (Megatron-Core's
+  ** account-for-embedding/loss-in-pipeline-split) */
+  bool pp_split_embedding, pp_split_loss;
+  int64_t hsdp;    /* FSDP/ZeRO-3 shard group size (0: the whole dp x cp group) */
+  plan_offload offload;
+  plan_gemm gemm;  /* the linear layers' GEMM recipe */
+  int framework;   /* an index into plan_frameworks (sim/framework.h) */
+  /* the framework's features (plan_apply_framework sets them) */
+  bool tp_overlap;  /* tensor-parallel collectives overlapped with GEMMs (userbuffers, collective matmul) */
+  bool dist_opt;    /* the distributed optimizer: gradients reduce-scattered, parameters all-gathered */
+  bool param_gather_overlap; /* its parameter all-gather overlapped with the next forward */
   int zero;        /* 0..3 (ZeRO stage); FSDP = zero 3 */
   bool sp;         /* sequence parallelism with tp (Korthikanti et al. 2022) */
   int64_t mbs, gbs, seq;
@@ -72,6 +115,26 @@ extern const char *const plan_grad_sync_names[]; /* overlap, after-backward */
 extern const char *const plan_attention_names[]; /* flash, scores */
 /* "bf16", ... (workloads' precision table); "bf16" for a dtype that is none */
 const char *plan_precision_name(graph_dtype dt);
+/* --precision's values: the compute dtypes, then the GEMM recipes (fp8,
+** fp8-cs, mxfp8, nvfp4, int8); plan_precision_parse sets p->precision and
+** p->gemm from one. plan_precision_label names what a plan trains in. */
+extern const char *const plan_precision_names[];
+int plan_precision_parse(const char *s, plan *p);
+const char *plan_precision_label(const plan *p);
+/* --pp-layers A,B,...: decoder layers per (virtual) stage into out (room
+** for max); their count in *n. Returns 0, or -1 with err. */
+int plan_pp_layers_parse(const char *s, int32_t *out, int max, int *n, char *err, size_t errn);
+/* The decoder layers of virtual stage vs (0 .. pp x vp - 1) under p, and
+** whether it holds the embedding or the head: the explicit split, else
+** Megatron-Core's even one (the embedding and loss counted as layers when
+** asked). */
+int64_t plan_stage_layers(const plan *p, int64_t layers, int64_t vs);
+struct hw_model;
+/* The peak rate of p's linear-layer GEMMs on hw (its recipe's unit; the
+** compute dtype's without one); 0 when the chip has none. */
+double plan_gemm_peak_flops(const struct hw_model *hw, const plan *p);
+/* The data-parallel size of the expert layers: dp x cp / ep. */
+int64_t plan_expert_dp(const plan *p);
 /* "none", "selective", "full" recompute as prose: "no", "selective", "full" */
 const char *plan_recompute_word(plan_recompute r);
 /* --pp-schedule's value: gpipe, 1f1b or interleaved:V (V >= 2), into
@@ -80,7 +143,7 @@ int plan_schedule_parse(const char *s, plan *p, char *err, size_t errn);
 /* An index into a NULL-terminated name table, or -1. */
 int plan_name_index(const char *const *names, const char *s);
 
-/* Micro-batches per step per pipeline: gbs / (dp x ep x mbs). */
+/* Micro-batches per step per pipeline: gbs / (dp x mbs). */
 int64_t plan_microbatches(const plan *p);
 
 struct hw_model;

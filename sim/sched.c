@@ -11,14 +11,18 @@
 #include "engine.h"
 
 bool sched_desc_same(const sched_desc *a, const sched_desc *b) {
-  return a->pp == b->pp && a->vp == b->vp && a->M == b->M && a->schedule == b->schedule &&
-         a->f_chunk == b->f_chunk && a->b_chunk == b->b_chunk && a->f_first == b->f_first &&
-         a->b_first == b->b_first && a->f_last == b->f_last && a->b_last == b->b_last &&
-         a->p2p_s == b->p2p_s;
+  if (!(a->pp == b->pp && a->vp == b->vp && a->M == b->M && a->schedule == b->schedule &&
+        a->f_chunk == b->f_chunk && a->b_chunk == b->b_chunk && a->f_first == b->f_first &&
+        a->b_first == b->b_first && a->f_last == b->f_last && a->b_last == b->b_last &&
+        a->p2p_s == b->p2p_s && !a->f_vs == !b->f_vs))
+    return false;
+  for (int64_t i = 0; a->f_vs && i < a->pp * a->vp; i++)
+    if (a->f_vs[i] != b->f_vs[i] || a->b_vs[i] != b->b_vs[i]) return false;
+  return true;
 }
 
 double sched_task_s(const sched_desc *d, int64_t vs, bool back) {
-  double t = back ? d->b_chunk : d->f_chunk;
+  double t = d->f_vs ? (back ? d->b_vs[vs] : d->f_vs[vs]) : back ? d->b_chunk : d->f_chunk;
   if (vs == 0) t += back ? d->b_first : d->f_first;
   if (vs == d->pp * d->vp - 1) t += back ? d->b_last : d->f_last;
   return t;
@@ -322,7 +326,9 @@ int sched_eval(const sched_desc *d, sched_out *o, char *err, size_t errn) {
   bool interleaved = d->schedule == PLAN_INTERLEAVED;
   double shortest = d->f_chunk < d->b_chunk ? d->f_chunk : d->b_chunk;
   int64_t M0 = interleaved ? 2 * pp : 1;
-  if ((interleaved && !(d->p2p_s <= 0.3 * shortest)) || M <= M0 + pp) return sweep(d, o, err, errn);
+  /* stages that differ settle into their period later than M0: swept */
+  if (d->f_vs || (interleaved && !(d->p2p_s <= 0.3 * shortest)) || M <= M0 + pp)
+    return sweep(d, o, err, errn);
   sched_desc da = *d, db = *d;
   da.M = M0 + (M - M0) % pp;
   db.M = da.M + pp;

@@ -33,7 +33,14 @@ typedef struct {
   double f_first, b_first; /* added on virtual stage 0 (the embedding) */
   double f_last, b_last;   /* added on the last virtual stage (the head and loss) */
   double p2p_s;            /* a send between consecutive virtual stages */
+  /* per virtual stage (pp x vp entries), when chunks differ (an uneven
+  ** split, layers of several kinds): they replace f_chunk and b_chunk.
+  ** NULL: every chunk is f_chunk, b_chunk. Not owned. */
+  const double *f_vs, *b_vs;
 } sched_desc;
+
+/* The most virtual stages a schedule has (pp x V). */
+#define SCHED_MAX_VS 2048
 
 /* Whether two descriptions give the same schedule (field by field: a
 ** struct's padding is not part of it). */

@@ -9,6 +9,7 @@
 #include "step.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "net.h"
 #include "opcost.h"
 #include "optime.h"
+#include "framework.h"
 #include "step_int.h"
 
 #include <cjson/cJSON.h>
@@ -32,7 +34,7 @@
 ** (>= 1 within rounding), or -1 with err. */
 static double full_contention(const hw_model *hw, const plan *p, double bytes, step_desc *r,
                               char *err, size_t errn) {
-  int64_t n = p->dp * p->ep, groups = p->pp * p->tp, chips = p->chips;
+  int64_t n = p->dp * (p->cp > 0 ? p->cp : 1), groups = p->pp * p->tp, chips = p->chips;
   net *nt = net_build(hw, chips, p->slices, err, errn);
   if (!nt) return -1;
   int64_t (*pairs)[2] = malloc((size_t)(n * groups) * sizeof *pairs);
@@ -62,12 +64,12 @@ static double full_contention(const hw_model *hw, const plan *p, double bytes, s
 
 
 double step_grad_bytes(const model *m, const plan *p) {
-  return (double)m->params / (double)(p->tp * p->pp) * 2;
+  return ((double)m->params - (double)m->expert_params) / (double)(p->tp * p->pp) * 2;
 }
 
 double step_with_reducers_s(const model *m, const hw_model *hw, const plan *p,
                             const step_result *r, int64_t reducers, double *allreduce_s) {
-  double rs = coll_reduction_server_s(hw, p->dp * p->ep, step_grad_bytes(m, p), reducers, 0);
+  double rs = coll_reduction_server_s(hw, p->dp * (p->cp > 0 ? p->cp : 1), step_grad_bytes(m, p), reducers, 0);
   double hidden = r->dp_allreduce_s - r->exposed_dp_s;
   if (allreduce_s) *allreduce_s = rs;
   return r->step_time_s - r->exposed_dp_s + (rs > hidden ? rs - hidden : 0);
@@ -82,38 +84,99 @@ static double coll_of(coll_memo *memo, const hw_model *hw, int64_t chips, int64_
   return coll_time_s(hw, chips, per, op, bytes, slices, reducers, algo, formula, err, errn);
 }
 
+/* The gradients' reduction over n chips: an all-reduce, or a
+** reduce-scatter -- the first half of the all-reduce's algorithm (a
+** hierarchical one across nodes), so never more than half of it. */
+static double grad_sync_s(coll_memo *memo, const hw_model *hw, int64_t n, int64_t per, coll_op op,
+                          double bytes, const plan *p, bool formula, char *err, size_t errn) {
+  double ar = coll_of(memo, hw, n, per, COLL_ALL_REDUCE, bytes, p->slices, p->reduction_server,
+                      (coll_algo)p->dp_algo, formula, err, errn);
+  if (ar < 0 || op == COLL_ALL_REDUCE) return ar;
+  double rs = coll_of(memo, hw, n, per, COLL_REDUCE_SCATTER, bytes, p->slices, 0,
+                      (coll_algo)p->dp_algo, formula, err, errn);
+  if (rs < 0) return rs;
+  return rs < ar / 2 ? rs : ar / 2;
+}
+
+/* One layer of kind k, forward and backward, on one chip per micro-batch,
+** with its collectives and (backward) its recomputation and gradient
+** accumulation. A result without per-kind figures uses the averages. */
+static void layer_times(const step_result *r, const plan *p, int k, double accum, double *f,
+                        double *b) {
+  bool kinds = r->kind_n[k] > 0;
+  double fw = kinds ? r->kind_fwd_s[k] : r->layer_fwd_s;
+  double bw = kinds ? r->kind_bwd_s[k] : r->layer_bwd_s;
+  double at = kinds ? r->kind_attn_fwd_s[k] : r->attn_core_fwd_s;
+  double cf = kinds ? r->kind_comm_fwd_s[k] : r->tp_comm_fwd_s;
+  double cb = kinds ? r->kind_comm_bwd_s[k] : r->tp_comm_bwd_s;
+  double ac = kinds ? r->kind_accum_s[k] : r->grad_accum_layer_s;
+  bool full = p->recompute == PLAN_RECOMPUTE_FULL;
+  /* full recompute runs each layer's forward again in the backward, its
+  ** collectives with it (step_costs times them without recompute, so one
+  ** set of per-chip costs serves every recompute mode) */
+  double rec = full ? fw : p->recompute == PLAN_RECOMPUTE_SELECTIVE ? at : 0;
+  *f = fw + cf;
+  *b = bw + rec + cb + (full ? cf : 0) + accum * ac;
+}
+
+/* A chip's parameters under p: the dense ones (split by tp and pp) and the
+** routed experts' (split by ep x etp and pp). */
+static void chip_params(const model *m, const plan *p, double *dense, double *expert) {
+  double e = (double)m->expert_params, pp = (double)p->pp;
+  double ep = (double)(p->ep > 0 ? p->ep : 1) * (double)(p->etp > 0 ? p->etp : 1);
+  *dense = ((double)m->params - e) / ((double)p->tp * pp);
+  *expert = e / (ep * pp);
+}
+
 int step_describe(const model *m, const hw_model *hw, const plan *p, const step_result *r,
                   coll_memo *memo, step_desc *sd, char *err, size_t errn) {
   const wl_tf_dims *d = &m->info.tf;
-  memset(sd, 0, sizeof *sd);
+  memset(sd, 0, offsetof(step_desc, vs_f)); /* the per-stage arrays are written as used */
   bool formula = p->coll_costs == PLAN_COLL_FORMULA;
-  double recompute = p->recompute == PLAN_RECOMPUTE_FULL        ? r->layer_fwd_s
-                     : p->recompute == PLAN_RECOMPUTE_SELECTIVE ? r->attn_core_fwd_s
-                                                                : 0;
-  int64_t node = hw->chips_per_node;
-  int64_t L = d->layers / (p->pp * p->vp);
-  sd->layers_per_stage = d->layers / p->pp;
-  double stage_params = (double)m->params / (double)(p->tp * p->pp);
-  double grad_bytes = step_grad_bytes(m, p);
+  int64_t node = hw->chips_per_node, cp = p->cp > 0 ? p->cp : 1, S = p->pp * p->vp;
+  if (S > SCHED_MAX_VS)
+    return str_errf(err, errn, "pp %lld x V %lld: more than %d virtual stages", (long long)p->pp,
+                    (long long)p->vp, SCHED_MAX_VS);
+  double dense, expert;
+  chip_params(m, p, &dense, &expert);
+  int64_t dpcp = p->dp * cp, edp = plan_expert_dp(p);
+  double grad_bytes = step_grad_bytes(m, p), expert_bytes = expert * 2;
   double dp_t = 0, ag_t = 0;
-  if (p->dp > 1) {
-    /* the data-parallel group: one chip per node (rails), or the slices */
-    int64_t per = p->tp * p->pp >= node ? 1 : node / (p->tp * p->pp);
-    if (hw->scale_up.kind == HW_UP_ICI_TORUS) per = 0;
-    /* dense gradients average over dp x ep (experts only over dp): the
-    ** larger group bounds the time */
-    dp_t = coll_of(memo, hw, p->dp * p->ep, per, COLL_ALL_REDUCE, grad_bytes, p->slices,
-                   p->reduction_server, (coll_algo)p->dp_algo, formula, err, errn);
+  bool z3 = p->zero >= 3;
+  /* the data-parallel group: one chip per node (rails), or the slices */
+  int64_t per = p->tp * p->pp >= node ? 1 : node / (p->tp * p->pp);
+  if (hw->scale_up.kind == HW_UP_ICI_TORUS) per = 0;
+  /* the sharded optimizer reduce-scatters gradients and all-gathers the
+  ** updated parameters: with the gather under the next forward (or
+  ** ZeRO-3's gathers) only the reduce-scatter is the step's */
+  bool rs_only = z3 || (p->zero >= 1 && p->param_gather_overlap);
+  coll_op grad_op = rs_only ? COLL_REDUCE_SCATTER : COLL_ALL_REDUCE;
+  int64_t shard = z3 && p->hsdp > 0 ? p->hsdp : dpcp; /* HSDP: shard within groups */
+  if (dpcp > 1) {
+    dp_t = grad_sync_s(memo, hw, shard, per, grad_op, grad_bytes, p, formula, err, errn);
     if (dp_t < 0) return -1;
+    if (shard < dpcp) { /* HSDP: the shards' all-reduce across the replicas */
+      double x = coll_of(memo, hw, dpcp / shard, 1, COLL_ALL_REDUCE, grad_bytes / (double)shard,
+                         p->slices, 0, COLL_AUTO, formula, err, errn);
+      if (x < 0) return -1;
+      dp_t += x;
+    }
+    /* the routed experts' gradients, over the expert data-parallel group */
+    if (expert_bytes > 0 && edp > 1) {
+      plan q = *p;
+      q.reduction_server = 0, q.dp_algo = 0;
+      double x = grad_sync_s(memo, hw, edp, per, grad_op, expert_bytes, &q, formula, err, errn);
+      if (x < 0) return -1;
+      dp_t += x;
+    }
     /* ZeRO-3 / FSDP keeps 1/dp of the stage's weights: every micro-batch
     ** gathers them for its forward and again for its backward (FSDP frees
     ** them after use). A gather is the second half of the same algorithm's
     ** all-reduce (hierarchical across nodes: NVLink inside, the rails
     ** between), so half its time */
-    if (p->zero >= 3) {
-      ag_t = p->reduction_server ? coll_of(memo, hw, p->dp * p->ep, per, COLL_ALL_REDUCE, grad_bytes,
-                                           p->slices, 0, COLL_AUTO, formula, err, errn)
-                                 : dp_t;
+    if (z3) {
+      ag_t = coll_of(memo, hw, shard, per, COLL_ALL_REDUCE, grad_bytes, p->slices, 0, COLL_AUTO,
+                     formula, err, errn);
       if (ag_t < 0) return -1;
       ag_t /= 2;
     }
@@ -127,12 +190,18 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
   }
   sd->dp_allreduce_s = dp_t;
   sd->zero3_gather_s = ag_t;
-  /* fused Adam (apex FusedAdam): read weight, grad, master, m, v; write them back */
-  double local = stage_params / (p->zero >= 1 ? (double)p->dp : 1);
-  sd->optimizer_s = local * 28 / (hw->chip.hbm_bw_bytes_per_s * hw->chip.hbm_efficiency);
-  /* full recompute runs each layer's forward again in the backward, its
-  ** collectives with it (step_costs times them without recompute, so one
-  ** set of per-chip costs serves every recompute mode) */
+  /* fused Adam (apex FusedAdam): read weight, grad, master, m, v; write
+  ** them back; the sharded optimizer updates its shard. Then a
+  ** low-precision recipe quantizes the new weights once for the step. */
+  double local = p->zero >= 1 ? dense / (double)dpcp + expert / (double)edp : dense + expert;
+  double bw = hw->chip.hbm_bw_bytes_per_s * hw->chip.hbm_efficiency;
+  sd->optimizer_s = local * 28 / bw + r->weight_cast_s / (double)p->pp;
+  /* optimizer offload (ZeRO-Offload, Ren et al. 2021): the fp32 master and
+  ** Adam states live in host memory; the update streams them over the host
+  ** link both ways (12 B a parameter each way) with the gradient down and
+  ** the new weights up (4 + 2 B) */
+  if (p->offload == PLAN_OFFLOAD_OPTIMIZER && hw->chip.host_link_bw_bytes_per_s > 0)
+    sd->optimizer_s = local * (24 + 6) / hw->chip.host_link_bw_bytes_per_s + r->weight_cast_s / (double)p->pp;
   sd->tp_comm_bwd_s = r->tp_comm_bwd_s + (p->recompute == PLAN_RECOMPUTE_FULL ? r->tp_comm_fwd_s : 0);
   int64_t M = plan_microbatches(p);
   sd->microbatches = M;
@@ -141,22 +210,54 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
                     (long long)p->dp, (long long)p->mbs);
   /* the accumulation pass, averaged over the micro-batches (the first has none) */
   double accum = (double)(M - 1) / (double)M;
-  double fwd_layer = r->layer_fwd_s + r->tp_comm_fwd_s;
-  double bwd_layer = r->layer_bwd_s + recompute + sd->tp_comm_bwd_s + accum * r->grad_accum_layer_s;
-  double f = (double)L * fwd_layer, b = (double)L * bwd_layer;
-  if (ag_t > 0) { /* the chunk's gather, a layer ahead of compute: only the first layer's shows */
-    double g = ag_t / (double)p->vp;
-    f = (f > g ? f : g) + g / (double)L;
-    b = (b > g ? b : g) + g / (double)L;
-  }
   /* the embedding sits with the first stage, the head with the last */
   double hf = 0.5 * r->head_fwd_s, hb = 0.5 * (r->head_bwd_s + accum * r->grad_accum_head_s);
   sd->sched = (sched_desc){.pp = p->pp, .vp = p->vp, .M = M, .schedule = p->schedule,
-                           .f_chunk = f, .b_chunk = b, .f_first = hf, .b_first = hb,
-                           .f_last = hf, .b_last = hb, .p2p_s = r->p2p_s};
+                           .f_first = hf, .b_first = hb, .f_last = hf, .b_last = hb,
+                           .p2p_s = r->p2p_s};
+  /* the layers of each virtual stage, in order, and their kinds */
+  double lf[WL_LAYER_KINDS], lb[WL_LAYER_KINDS], lc[WL_LAYER_KINDS];
+  for (int k = 0; k < WL_LAYER_KINDS; k++) {
+    layer_times(r, p, k, accum, &lf[k], &lb[k]);
+    bool kinds = r->kind_n[k] > 0;
+    lc[k] = kinds ? r->kind_comm_fwd_s[k] + r->kind_comm_bwd_s[k] : r->tp_comm_fwd_s + r->tp_comm_bwd_s;
+    if (p->recompute == PLAN_RECOMPUTE_FULL) lc[k] += kinds ? r->kind_comm_fwd_s[k] : r->tp_comm_fwd_s;
+  }
+  bool even = true;
+  int64_t first = 0, n0 = plan_stage_layers(p, d->layers, 0), most = 0;
+  double comm0 = 0;
+  int k0 = wl_tf_layer_kind(d, 0);
+  /* one kind of layer split evenly (most plans a search asks): every
+  ** virtual stage is the first */
+  int kinds = 0;
+  for (int k = 0; k < WL_LAYER_KINDS; k++) kinds += r->kind_n[k] > 0;
+  bool uniform = kinds <= 1 && !p->pp_layers && !p->pp_split_embedding && !p->pp_split_loss;
+  for (int64_t vs = 0; vs < (uniform ? 1 : S); vs++) {
+    int64_t n = plan_stage_layers(p, d->layers, vs);
+    double f = 0, b = 0, c = 0;
+    for (int64_t i = first; i < first + n; i++) {
+      int k = wl_tf_layer_kind(d, i);
+      even &= k == k0;
+      f += lf[k], b += lb[k], c += lc[k];
+    }
+    even &= n == n0;
+    first += n;
+    if (ag_t > 0 && n > 0) { /* the chunk's gather, a layer ahead of compute: only the first layer's shows */
+      double g = ag_t / (double)p->vp;
+      f = (f > g ? f : g) + g / (double)n;
+      b = (b > g ? b : g) + g / (double)n;
+    }
+    sd->vs_f[vs] = f, sd->vs_b[vs] = b;
+    if (vs % p->pp == 0) comm0 += c;
+    if (n > most) most = n;
+  }
+  if (uniform) comm0 *= (double)p->vp;
+  sd->sched.f_chunk = sd->vs_f[0], sd->sched.b_chunk = sd->vs_b[0];
+  if (!even && !uniform) sd->sched.f_vs = sd->vs_f, sd->sched.b_vs = sd->vs_b;
+  sd->layers_per_stage = most * p->vp;
   sd->buckets = sd->layers_per_stage > 0 ? sd->layers_per_stage : 1;
   sd->after_backward = p->grad_sync == PLAN_GRAD_AFTER_BACKWARD;
-  sd->tp_comm_s = (double)M * (double)(L * p->vp) * (r->tp_comm_fwd_s + sd->tp_comm_bwd_s);
+  sd->tp_comm_s = (double)M * comm0;
   return 0;
 }
 
@@ -181,6 +282,7 @@ struct step_memo {
   bool have;
   sched_desc last;
   sched_out out;
+  double vs_f[SCHED_MAX_VS], vs_b[SCHED_MAX_VS]; /* last's stage times, when it has them */
 };
 
 step_memo *step_memo_new(const hw_model *hw) {
@@ -215,6 +317,13 @@ int step_fast(const model *m, const hw_model *hw, const plan *pl, const step_res
       memo->last = sd.sched;
       memo->out = so;
       memo->have = true;
+      /* the description's stage times live in sd: keep a copy */
+      if (sd.sched.f_vs) {
+        int64_t S = sd.sched.pp * sd.sched.vp;
+        memcpy(memo->vs_f, sd.vs_f, (size_t)S * sizeof *sd.vs_f);
+        memcpy(memo->vs_b, sd.vs_b, (size_t)S * sizeof *sd.vs_b);
+        memo->last.f_vs = memo->vs_f, memo->last.b_vs = memo->vs_b;
+      }
     }
   }
   double end = sched_tail(&sd.sched, &so, sd.dp_allreduce_s, sd.buckets, sd.after_backward,
@@ -400,18 +509,30 @@ cJSON *step_json(const model *m, const hw_model *hw, const plan *p, const step_r
   cJSON_AddNumberToObject(pj, "dp", (double)p->dp);
   cJSON_AddNumberToObject(pj, "tp", (double)p->tp);
   cJSON_AddNumberToObject(pj, "pp", (double)p->pp);
+  cJSON_AddNumberToObject(pj, "cp", (double)(p->cp > 0 ? p->cp : 1));
   cJSON_AddNumberToObject(pj, "ep", (double)p->ep);
+  cJSON_AddNumberToObject(pj, "etp", (double)(p->etp > 0 ? p->etp : 1));
   cJSON_AddNumberToObject(pj, "zero", p->zero);
+  if (p->hsdp > 0) cJSON_AddNumberToObject(pj, "hsdp", (double)p->hsdp);
   cJSON_AddNumberToObject(pj, "mbs", (double)p->mbs);
   cJSON_AddNumberToObject(pj, "gbs", (double)p->gbs);
   cJSON_AddNumberToObject(pj, "seq", (double)p->seq);
   cJSON_AddStringToObject(pj, "recompute", plan_recompute_names[p->recompute]);
-  cJSON_AddStringToObject(pj, "precision", plan_precision_name(p->precision));
+  cJSON_AddStringToObject(pj, "precision", plan_precision_label(p));
   cJSON_AddStringToObject(pj, "pp_schedule", plan_schedule_names[p->schedule]);
   cJSON_AddNumberToObject(pj, "vp", (double)p->vp);
   cJSON_AddBoolToObject(pj, "sp", p->sp);
   cJSON_AddStringToObject(pj, "grad_sync", plan_grad_sync_names[p->grad_sync]);
   cJSON_AddStringToObject(pj, "attention", plan_attention_names[p->attention]);
+  cJSON_AddStringToObject(pj, "framework", frameworks[p->framework].name);
+  if (p->cp > 1) cJSON_AddStringToObject(pj, "cp_comm", p->cp_comm == PLAN_CP_RING ? "ring" : "all-gather");
+  if (p->pp_layers) {
+    cJSON *a = cJSON_AddArrayToObject(pj, "pp_layers");
+    for (int i = 0; a && i < p->n_pp_layers; i++)
+      cJSON_AddItemToArray(a, cJSON_CreateNumber(p->pp_layers[i]));
+  }
+  if (p->pp_split_embedding) cJSON_AddBoolToObject(pj, "pp_split_embedding", true);
+  if (p->pp_split_loss) cJSON_AddBoolToObject(pj, "pp_split_loss", true);
   if (p->full) {
     cJSON *fu = cJSON_AddObjectToObject(o, "full");
     cJSON_AddNumberToObject(fu, "chips", (double)r->full_chips);

@@ -60,6 +60,26 @@ typedef struct {
   ** buffer, per layer and for the embedding and head (paid by every
   ** micro-batch after the first) */
   double grad_accum_layer_s, grad_accum_head_s;
+  /* per kind of layer (WL_LAYER_* bits; kind_n[k] of the model's layers are
+  ** of kind k): one layer's forward and backward, its attention core's
+  ** forward, its collectives forward and backward (tensor-parallel,
+  ** MoE all-to-alls, context-parallel exchange: the part not overlapped),
+  ** its gradient accumulation. The layer_* and tp_comm_* figures above are
+  ** their averages over the model's layers. */
+  int64_t kind_n[WL_LAYER_KINDS];
+  double kind_fwd_s[WL_LAYER_KINDS], kind_bwd_s[WL_LAYER_KINDS], kind_attn_fwd_s[WL_LAYER_KINDS];
+  double kind_comm_fwd_s[WL_LAYER_KINDS], kind_comm_bwd_s[WL_LAYER_KINDS];
+  double kind_accum_s[WL_LAYER_KINDS];
+  /* a low-precision GEMM recipe: quantizing one step's weights (once a
+  ** step: Transformer Engine keeps them across micro-batches) */
+  double weight_cast_s;
+  /* context parallelism: one layer's key/value exchange forward and
+  ** backward, before overlap with the attention */
+  double cp_comm_fwd_s, cp_comm_bwd_s;
+  /* expert parallelism: one MoE layer's all-to-alls forward (dispatch and combine) */
+  double ep_a2a_fwd_s;
+  /* activation offload: one layer's saved activations over the host link, one way */
+  double offload_layer_s;
   /* ZeRO-3: gathering one stage's weights (per micro-batch, forward and backward) */
   double zero3_gather_s;
   double exposed_dp_s; /* of the step: the gradient all-reduce not hidden behind backward */
@@ -129,6 +149,9 @@ int step_costs(const model *m, const hw_model *hw, const plan *p, step_result *r
 typedef struct {
   sched_desc sched;
   double dp_allreduce_s, zero3_gather_s, optimizer_s;
+  /* the distributed optimizer's parameter all-gather after the update,
+  ** when not overlapped with the next step's forward */
+  double param_gather_s;
   int64_t buckets;     /* gradient buckets a chip: one a layer */
   bool after_backward; /* the all-reduce waits for the whole backward */
   int64_t layers_per_stage, microbatches;
@@ -137,6 +160,9 @@ typedef struct {
   /* --full: the all-reduce's contention factor, the chips and groups simulated */
   double full_contention;
   int64_t full_chips, full_groups;
+  /* per virtual stage chunk times, when they differ (sched.f_vs points
+  ** here); left out of step_describe's clearing: it is large */
+  double vs_f[SCHED_MAX_VS], vs_b[SCHED_MAX_VS];
 } step_desc;
 
 /* What an evaluation of a description gives. */

@@ -22,11 +22,21 @@ typedef struct {
 int step_time_graph_ops(const hw_model *hw, const graph *g, bool flash, opcost *costs,
                         phase_times *out, op_times *ops, char *err, size_t errn);
 
+/* The same, with a low-precision unit (gemm_hw, NULL: hw) for the
+** layers' linear GEMMs. */
+int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const graph *g, bool flash,
+                         opcost *costs, phase_times *out, op_times *ops, char *err, size_t errn);
+
 /* The model as one chip of plan p holds it (stepcost.c): its
 ** tensor-parallel shard at one micro-batch with `layers` layers (0: all);
 ** m itself for an HLO module (*owned NULL). NULL with err. */
 const model *step_shard_of(const model *m, const plan *p, int64_t layers, model **owned,
                            char *err, size_t errn);
+
+/* The same with `layers` layers all of kind `kind` (WL_LAYER_* bits; -1:
+** the model's own first layers). */
+const model *step_shard_kind_of(const model *m, const plan *p, int64_t layers, int kind,
+                                model **owned, char *err, size_t errn);
 
 /* The plan with a kernel-cost cache: its own, or a new one in *own. */
 int step_with_cache(plan *p, opcost **own, char *err, size_t errn);
@@ -36,9 +46,9 @@ int step_with_cache(plan *p, opcost **own, char *err, size_t errn);
 int step_simulate_whole(const model *m, const hw_model *hw, const plan *p, step_result *r,
                         step_timeline *tl, char *err, size_t errn);
 
-/* The fix search (fixes.c). The memory model counts expert parallelism
-** inside dp; a fix as a plan: dp back to dp / ep. False when ep does not
-** divide the memory model's dp. */
+/* The fix search (fixes.c): a fix of the memory model as a plan, with
+** expert parallelism ep (inside dp x cp, as the plan counts it) and its
+** chips. False when ep does not divide dp x cp. */
 bool step_fix_plan(const plan *mp, int64_t ep, plan *out);
 
 /* The plan rules a fix of the memory search must keep (mem_fixes' ok):

@@ -46,6 +46,11 @@ static int push_op(op_times *ops, step_op o, char *err, size_t errn) {
 ** With `ops`, also lists the kernels of layer 0 with their times. */
 int step_time_graph_ops(const hw_model *hw, const graph *g, bool flash, opcost *costs,
                         phase_times *out, op_times *ops, char *err, size_t errn) {
+  return step_time_graph_gemm(hw, NULL, g, flash, costs, out, ops, err, errn);
+}
+
+int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const graph *g, bool flash,
+                         opcost *costs, phase_times *out, op_times *ops, char *err, size_t errn) {
   fuse_plan *fp = fuse_graph_dup(g);
   if (!fp) return str_errf(err, errn, "out of memory");
   memset(out, 0, sizeof *out);
@@ -58,7 +63,10 @@ int step_time_graph_ops(const hw_model *hw, const graph *g, bool flash, opcost *
     graph_cost kc;
     if ((rc = opcost_kernel(costs, g, fp, k, &kc, err, errn)) != 0) break;
     optime_result r;
-    if ((rc = optime_kernel(hw, g, fp, k, &kc, &r, err, errn)) != 0) break;
+    /* a low-precision recipe runs the layers' linear GEMMs on its unit; the
+    ** attention core and the embedding and head stay in the compute dtype */
+    const hw_model *kh = gemm_hw && op->layer >= 0 && !core ? gemm_hw : hw;
+    if ((rc = optime_kernel(kh, g, fp, k, &kc, &r, err, errn)) != 0) break;
     double t = r.time_s;
     if (flash && core) {
       t = 0;
@@ -123,12 +131,20 @@ static int costs_generic(const model *m, const hw_model *hw, const plan *p, step
 ** *owned stays NULL and m itself comes back. */
 const model *step_shard_of(const model *m, const plan *p, int64_t layers, model **owned,
                            char *err, size_t errn) {
+  return step_shard_kind_of(m, p, layers, -1, owned, err, errn);
+}
+
+const model *step_shard_kind_of(const model *m, const plan *p, int64_t layers, int kind,
+                                model **owned, char *err, size_t errn) {
   *owned = NULL;
   if (!m->spec) return m;
   diag *d = diag_new();
   model_opts o = {.seq_len = p->seq > 0 ? p->seq : 0, /* 1 too: a given --seq 1 is used */
                   .global_batch = m->info.whole_step ? 0 : p->mbs, .shard_tp = p->tp,
-                  .only_layers = layers, .precision = plan_precision_name(p->precision)};
+                  .only_layers = layers, .precision = plan_precision_name(p->precision),
+                  .one_kind = kind >= 0, .layer_kind = kind >= 0 ? kind : 0,
+                  .shard_cp = p->cp > 1 ? p->cp : 0, .shard_ep = p->ep > 1 ? p->ep : 0,
+                  .shard_etp = p->etp > 1 ? p->etp : 0};
   *owned = d ? model_derive(m, &o, d) : NULL;
   if (!*owned) snprintf(err, errn, "%s", d && diag_count(d) ? diag_message(d, 0) : "cannot rebuild the model");
   diag_free(d);
@@ -160,67 +176,245 @@ int step_costs(const model *m, const hw_model *hw, const plan *pl, step_result *
   return rc;
 }
 
+/* One layer of kind `kind` (-1: the model's own first layers) timed on one
+** chip: the shards of one and two such layers, the difference one layer,
+** the rest (of the one-layer shard) the embedding, head and loss. */
+typedef struct {
+  phase_times layer, head;
+  double layer_params, head_params;
+} kind_cost;
+
+static int time_kind(const model *m, const hw_model *hw, const hw_model *ghw, const plan *p,
+                     int kind, kind_cost *kc, char *err, size_t errn) {
+  model *one, *two;
+  if (!step_shard_kind_of(m, p, 1, kind, &one, err, errn)) return -1;
+  if (!step_shard_kind_of(m, p, 2, kind, &two, err, errn)) {
+    model_free(one);
+    return -1;
+  }
+  phase_times t1, t2;
+  bool flash = p->attention == PLAN_ATTN_FLASH;
+  int rc = step_time_graph_gemm(hw, ghw, one->g, flash, p->cost_cache, &t1, NULL, err, errn);
+  if (rc == 0) rc = step_time_graph_gemm(hw, ghw, two->g, flash, p->cost_cache, &t2, NULL, err, errn);
+  kc->layer_params = (double)(two->trainable_params - one->trainable_params);
+  kc->head_params = (double)one->trainable_params - kc->layer_params;
+  model_free(one);
+  model_free(two);
+  if (rc != 0) return -1;
+  for (int ph = 0; ph < GRAPH_PHASE_COUNT; ph++) {
+    kc->layer.t[ph] = t2.t[ph] - t1.t[ph];
+    kc->head.t[ph] = t1.t[ph] - kc->layer.t[ph];
+  }
+  kc->layer.attn_fwd = t2.attn_fwd - t1.attn_fwd;
+  return 0;
+}
+
+/* The chips of a group of `size` ranks at stride `stride` in Megatron's
+** rank order (tp innermost, then cp, then dp/ep) that share a node. */
+static int64_t per_node(const hw_model *hw, int64_t size, int64_t stride) {
+  int64_t node = hw->chips_per_node, per = stride >= node ? 1 : node / stride;
+  return per < size ? per : size;
+}
+
+/* Quantizing the operands of a layer's linear GEMMs for a low-precision
+** recipe, per micro-batch: elementwise passes over HBM. Forward: each
+** GEMM's input; backward: each GEMM's output gradient. Every operand is
+** written twice, rowwise and columnwise (the transposed copy the other
+** GEMM of the backward reads: Transformer Engine's cast-transpose; MX and
+** NVFP4 blocks cannot be transposed, so both are quantized): read 2 B,
+** write 2 x the format's bytes. Current scaling (fp8-cs, int8 per-channel,
+** NVFP4's per-tensor scale) reads the operand once more for its amax
+** (Transformer Engine docs, "FP8 recipes": delayed scaling takes the scale
+** from the amax history, current scaling computes it from the tensor). */
+static double cast_bytes_per_elem(plan_gemm g) {
+  switch (g) {
+  case PLAN_GEMM_FP8:
+  case PLAN_GEMM_MXFP8:
+    return 2 + 2 * 1.0;
+  case PLAN_GEMM_FP8_CS:
+  case PLAN_GEMM_INT8:
+    return 2 + 2 + 2 * 1.0;
+  case PLAN_GEMM_NVFP4:
+    return 2 + 2 + 2 * 0.5;
+  default:
+    return 0;
+  }
+}
+
+/* The elements quantized in one layer of kind k per micro-batch and chip,
+** forward and backward, and the kernels that do it. */
+static void cast_elems(const wl_tf_dims *d, const plan *p, int kind, double *fwd, double *bwd,
+                       int *kernels) {
+  double T = (double)p->mbs * (double)p->seq / (double)(p->cp > 1 ? p->cp : 1);
+  double tp = (double)p->tp, H = (double)d->hidden;
+  double hd = (double)(d->head_dim ? d->head_dim : d->hidden / d->heads);
+  double q = (double)d->heads * hd, kv = (double)(d->kv_heads ? d->kv_heads : d->heads) * hd;
+  bool moe = kind & WL_LAYER_MOE;
+  double F = (double)(moe && d->moe_ffn ? d->moe_ffn : d->ffn_hidden);
+  double k = moe && d->top_k ? (double)d->top_k : 1;
+  double ftp = moe ? (double)(p->etp > 1 ? p->etp : 1) : tp; /* Megatron-Core: experts use etp */
+  double up = d->gated ? 2 : 1;
+  /* inputs: QKV (the full sequence after sp's gather), proj, FC1, FC2 */
+  *fwd = T * H + T * q / tp + k * T * H + k * T * F / ftp;
+  /* output gradients: QKV, proj, FC1, FC2 */
+  *bwd = T * (q + 2 * kv) / tp + T * H + k * T * up * F / ftp + k * T * H;
+  *kernels = 4;
+}
+
 static int costs_cached(const model *m, const hw_model *hw, const plan *pl, step_result *r,
                         char *err, size_t errn) {
   memset(r, 0, sizeof *r);
   plan p = *pl;
   const wl_tf_dims *d = &m->info.tf;
   if (d->layers == 0) return costs_generic(m, hw, &p, r, err, errn);
-  /* 1. one layer's time on one chip */
-  model *one, *two;
-  if (!step_shard_of(m, &p, 1, &one, err, errn)) return -1;
-  if (!step_shard_of(m, &p, 2, &two, err, errn)) {
-    model_free(one);
-    return -1;
+  /* the low-precision unit for the layers' GEMMs */
+  hw_model gh;
+  const hw_model *ghw = NULL;
+  if (p.gemm != PLAN_GEMM_NATIVE) {
+    gh = *hw;
+    gh.chip.peak_flops_per_s[HW_BF16] = gh.chip.peak_flops_per_s[HW_FP16] = plan_gemm_peak_flops(hw, &p);
+    ghw = &gh;
   }
-  phase_times t1, t2;
-  bool flash = p.attention == PLAN_ATTN_FLASH;
-  int rc = step_time_graph_ops(hw, one->g, flash, p.cost_cache, &t1, NULL, err, errn);
-  if (rc == 0) rc = step_time_graph_ops(hw, two->g, flash, p.cost_cache, &t2, NULL, err, errn);
-  /* Gradient accumulation: each micro-batch after the first adds its weight
-  ** gradients into the step's buffer in a pass of its own -- PyTorch's
-  ** AccumulateGrad, Megatron-LM's main_grad.add_ hook -- reading both and
-  ** writing the sum: 3 x 2 B per trainable parameter (the 16-bit dtype the
-  ** gradients are all-reduced in, as below) */
+  /* 1. one layer's time on one chip, for each kind of layer the model has */
+  for (int64_t i = 0; i < d->layers; i++) r->kind_n[wl_tf_layer_kind(d, i)]++;
+  int kinds = 0;
+  for (int k = 0; k < WL_LAYER_KINDS; k++) kinds += r->kind_n[k] > 0;
   double bw = hw->chip.hbm_bw_bytes_per_s * hw->chip.hbm_efficiency;
-  double layer_params = (double)(two->trainable_params - one->trainable_params);
-  r->grad_accum_layer_s = layer_params * 6 / bw;
-  r->grad_accum_head_s = (double)(one->trainable_params - (int64_t)layer_params) * 6 / bw;
-  model_free(one);
-  model_free(two);
-  if (rc != 0) return -1;
-  r->layer_fwd_s = t2.t[GRAPH_FORWARD] - t1.t[GRAPH_FORWARD];
-  r->layer_bwd_s = t2.t[GRAPH_BACKWARD] - t1.t[GRAPH_BACKWARD];
-  r->attn_core_fwd_s = t2.attn_fwd - t1.attn_fwd;
-  r->head_fwd_s = t1.t[GRAPH_FORWARD] - r->layer_fwd_s;
-  r->head_bwd_s = t1.t[GRAPH_BACKWARD] - r->layer_bwd_s;
+  double L = (double)d->layers, total_params = 0;
+  kind_cost head = {0};
+  for (int k = 0; k < WL_LAYER_KINDS; k++) {
+    if (!r->kind_n[k]) continue;
+    kind_cost kc;
+    /* one kind: the model's own layers, as built (the shard it always was) */
+    if (time_kind(m, hw, ghw, &p, kinds == 1 ? -1 : k, &kc, err, errn) != 0) return -1;
+    if (!head.head_params && !head.head.t[GRAPH_FORWARD]) head = kc;
+    r->kind_fwd_s[k] = kc.layer.t[GRAPH_FORWARD];
+    r->kind_bwd_s[k] = kc.layer.t[GRAPH_BACKWARD];
+    r->kind_attn_fwd_s[k] = kc.layer.attn_fwd;
+    /* Gradient accumulation: each micro-batch after the first adds its
+    ** weight gradients into the step's buffer in a pass of its own --
+    ** PyTorch's AccumulateGrad, Megatron-LM's main_grad.add_ hook --
+    ** reading both and writing the sum: 3 x 2 B per trainable parameter
+    ** (the 16-bit dtype the gradients are all-reduced in, as below) */
+    r->kind_accum_s[k] = kc.layer_params * 6 / bw;
+    total_params += kc.layer_params * (double)r->kind_n[k];
+    if (p.gemm != PLAN_GEMM_NATIVE) {
+      double fe, be;
+      int nk;
+      cast_elems(d, &p, k, &fe, &be, &nk);
+      double per = cast_bytes_per_elem(p.gemm) / bw;
+      r->kind_fwd_s[k] += fe * per + nk * hw->chip.op_overhead_s;
+      r->kind_bwd_s[k] += be * per + nk * hw->chip.op_overhead_s;
+    }
+  }
+  r->head_fwd_s = head.head.t[GRAPH_FORWARD];
+  r->head_bwd_s = head.head.t[GRAPH_BACKWARD];
+  r->grad_accum_head_s = head.head_params * 6 / bw;
+  /* the weights' low-precision copies, once a step (the first micro-batch's) */
+  if (p.gemm != PLAN_GEMM_NATIVE) r->weight_cast_s = total_params * cast_bytes_per_elem(p.gemm) / bw;
 
   /* 2. collectives */
-  double act = (double)p.mbs * (double)p.seq * (double)d->hidden * 2; /* b s h, 16-bit */
-  int64_t node = hw->chips_per_node;
-  double ar = coll_time_s(hw, p.tp, p.tp <= node ? p.tp : node, COLL_ALL_REDUCE, act, 1, 0, COLL_AUTO, false, err, errn);
+  int64_t cp = p.cp > 1 ? p.cp : 1;
+  double tokens = (double)p.mbs * (double)p.seq / (double)cp; /* a chip's tokens of a micro-batch */
+  double act = tokens * (double)d->hidden * 2;                 /* b s h, 16-bit */
+  int64_t tpn = per_node(hw, p.tp, 1);
+  double ar = coll_time_s(hw, p.tp, tpn, COLL_ALL_REDUCE, act, 1, 0, COLL_AUTO, false, err, errn);
   if (ar < 0) return -1;
   if (p.sp) { /* a reduce-scatter and an all-gather in place of each all-reduce */
-    double rs = coll_time_s(hw, p.tp, p.tp <= node ? p.tp : node, COLL_REDUCE_SCATTER, act, 1, 0, COLL_AUTO, false, err, errn);
-    double ag = coll_time_s(hw, p.tp, p.tp <= node ? p.tp : node, COLL_ALL_GATHER, act, 1, 0, COLL_AUTO, false, err, errn);
+    double rs = coll_time_s(hw, p.tp, tpn, COLL_REDUCE_SCATTER, act, 1, 0, COLL_AUTO, false, err, errn);
+    double ag = coll_time_s(hw, p.tp, tpn, COLL_ALL_GATHER, act, 1, 0, COLL_AUTO, false, err, errn);
     if (rs < 0 || ag < 0) return -1;
     ar = rs + ag;
   }
-  r->tp_comm_fwd_s = 2 * ar; /* Megatron: after attention and after the MLP */
-  r->tp_comm_bwd_s = 2 * ar; /* full recompute's again: step_describe adds them */
-  if (p.ep > 1) { /* MoE: tokens to their experts' chips and back, each way twice */
-    double a2a = coll_time_s(hw, p.ep, p.ep <= node ? p.ep : node, COLL_ALL_TO_ALL,
-                             act * (double)(d->top_k > 0 ? d->top_k : 1), 1, 0, COLL_AUTO, false,
-                             err, errn);
-    if (a2a < 0) return -1;
-    r->tp_comm_fwd_s += 2 * a2a;
-    r->tp_comm_bwd_s += 2 * a2a;
+  double tp_c = 2 * ar; /* Megatron: after attention and after the MLP */
+  /* Context parallelism: each rank's keys and values visit every other
+  ** rank -- the bytes of an all-gather of them over the cp group (ring
+  ** attention's cp - 1 sends, Liu et al. 2023; Megatron-Core's p2p ring),
+  ** and their gradients come back the same way in the backward (K, V and
+  ** dK, dV). A ring overlaps with the attention core it feeds; the
+  ** all-gather variant (Llama 3) runs before it. */
+  if (cp > 1) {
+    double hd = (double)(d->head_dim ? d->head_dim : d->hidden / d->heads);
+    double kvh = (double)(d->kv_heads ? d->kv_heads : d->heads);
+    double kv_tp = kvh >= (double)p.tp ? kvh / (double)p.tp : 1; /* a tp rank's KV heads */
+    double kv_bytes = 2 * tokens * kv_tp * hd * 2;              /* K and V, 16-bit */
+    double ag = coll_time_s(hw, cp, per_node(hw, cp, p.tp), COLL_ALL_GATHER, kv_bytes * (double)cp, 1,
+                            0, COLL_AUTO, false, err, errn);
+    if (ag < 0) return -1;
+    r->cp_comm_fwd_s = ag;
+    r->cp_comm_bwd_s = 2 * ag;
   }
+  /* MoE: each routed token to its experts' chips and back (dispatch and
+  ** combine), forward and again backward; a chip's tokens, 1/tp of them
+  ** with sequence parallelism (Megatron-Core's alltoall dispatcher) */
+  if (p.ep > 1) {
+    double moe_act = act / (p.sp ? (double)p.tp : 1) * (double)(d->top_k > 0 ? d->top_k : 1);
+    double a2a = coll_time_s(hw, p.ep, per_node(hw, p.ep, p.tp * cp), COLL_ALL_TO_ALL, moe_act, 1, 0,
+                             COLL_AUTO, false, err, errn);
+    if (a2a < 0) return -1;
+    r->ep_a2a_fwd_s = 2 * a2a;
+  }
+  double sum_f = 0, sum_b = 0, sum_cf = 0, sum_cb = 0, sum_acc = 0, sum_attn = 0;
+  for (int k = 0; k < WL_LAYER_KINDS; k++) {
+    if (!r->kind_n[k]) continue;
+    double cf = tp_c, cb = tp_c;
+    /* tensor-parallel overlap (Transformer Engine userbuffers, XLA's
+    ** collective matmul): the collective is split into tp chunks pipelined
+    ** with the GEMM that consumes or produces it; the first chunk waits,
+    ** the rest hide while the layer's GEMMs last */
+    double gemm_f = r->kind_fwd_s[k] - r->kind_attn_fwd_s[k];
+    if (p.tp_overlap && p.tp > 1) {
+      double hid_f = tp_c - gemm_f > tp_c / (double)p.tp ? tp_c - gemm_f : tp_c / (double)p.tp;
+      double gemm_b = r->kind_bwd_s[k] - 2.5 * r->kind_attn_fwd_s[k];
+      double hid_b = tp_c - gemm_b > tp_c / (double)p.tp ? tp_c - gemm_b : tp_c / (double)p.tp;
+      cf = hid_f, cb = hid_b;
+    }
+    if (cp > 1) { /* the ring hides behind the attention core (its backward ~2.5x the forward:
+                  ** FlashAttention's backward recomputes the scores) */
+      double att = r->kind_attn_fwd_s[k];
+      bool ring = p.cp_comm == PLAN_CP_RING;
+      double ef = ring ? (r->cp_comm_fwd_s > att ? r->cp_comm_fwd_s - att : 0) : r->cp_comm_fwd_s;
+      double eb = ring ? (r->cp_comm_bwd_s > 2.5 * att ? r->cp_comm_bwd_s - 2.5 * att : 0)
+                       : r->cp_comm_bwd_s;
+      /* a ring pays each of its cp - 1 hops' latency even when hidden */
+      cf += ef, cb += eb;
+    }
+    if (k & WL_LAYER_MOE) cf += r->ep_a2a_fwd_s, cb += r->ep_a2a_fwd_s;
+    /* activation offload: the layer's saved activations go to the host as
+    ** its forward runs and come back ahead of its backward, over the host
+    ** link, hidden as far as the layer's compute lasts. What a layer saves
+    ** is Korthikanti et al. 2022's sbh (34 + 5as/h) with the scores kept on
+    ** chip (flash: the 5as/h term goes), 1/tp of it with sequence
+    ** parallelism; a fully recomputed layer keeps only its input (2 sbh) */
+    if (p.offload == PLAN_OFFLOAD_ACTIVATIONS && hw->chip.host_link_bw_bytes_per_s > 0) {
+      double sbh = tokens * (double)d->hidden;
+      double saved = p.recompute == PLAN_RECOMPUTE_FULL ? 2 * sbh
+                     : p.sp || p.tp == 1               ? 34 * sbh / (double)p.tp
+                                                       : sbh * (10 + 24 / (double)p.tp);
+      double t = saved / hw->chip.host_link_bw_bytes_per_s;
+      r->offload_layer_s = t;
+      cf += t > r->kind_fwd_s[k] ? t - r->kind_fwd_s[k] : 0;
+      cb += t > r->kind_bwd_s[k] ? t - r->kind_bwd_s[k] : 0;
+    }
+    r->kind_comm_fwd_s[k] = cf;
+    r->kind_comm_bwd_s[k] = cb;
+    double n = (double)r->kind_n[k];
+    sum_f += n * r->kind_fwd_s[k], sum_b += n * r->kind_bwd_s[k];
+    sum_cf += n * cf, sum_cb += n * cb;
+    sum_acc += n * r->kind_accum_s[k], sum_attn += n * r->kind_attn_fwd_s[k];
+  }
+  r->layer_fwd_s = sum_f / L;
+  r->layer_bwd_s = sum_b / L;
+  r->attn_core_fwd_s = sum_attn / L;
+  r->tp_comm_fwd_s = sum_cf / L;
+  r->tp_comm_bwd_s = sum_cb / L; /* full recompute's again: step_describe adds them */
+  r->grad_accum_layer_s = sum_acc / L;
   if (p.pp > 1) {
     /* each TP rank sends its 1/tp of the activations (Megatron's
     ** scatter-gather), to the next stage's chip: another node when a
     ** stage fills one */
     hw_model h = *hw;
+    int64_t node = hw->chips_per_node;
     int64_t stage_chips = p.tp, per = stage_chips < node ? stage_chips : node;
     h.chips_per_node = per;
     net *n = net_build(&h, 2 * stage_chips, 1, err, errn);
@@ -232,7 +426,7 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, step
       pairs[np][1] = stage_chips + i;
     }
     double t;
-    rc = coll_flows(n, (const int64_t(*)[2])pairs, np, act / (double)p.tp, &t);
+    int rc = coll_flows(n, (const int64_t(*)[2])pairs, np, act / (double)p.tp, &t);
     net_free(n);
     if (rc != 0) {
       snprintf(err, errn, "pipeline send failed");

@@ -73,6 +73,7 @@ typedef struct {
 typedef struct {
   int64_t layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, seq;
   int64_t experts, top_k;
+  int64_t moe_ffn; /* a routed expert's FFN size (0: ffn_hidden) */
   bool gated; /* swiglu/geglu: three FFN matrices */
   double dropout; /* attention and hidden dropout probability */
   bool tied, parallel_block, encoder;

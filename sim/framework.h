@@ -1,0 +1,42 @@
+/*
+** framework.h -- what a training framework does in a step, as named
+** features (never a multiplier): its attention kernel, when it syncs
+** gradients, whether it shards the optimizer, overlaps its parameter
+** gathers and its tensor-parallel collectives, and what its allocator
+** keeps. `--framework NAME` applies one to a plan; flags given on the
+** command line win over the profile's defaults.
+*/
+#ifndef TPUSIM_FRAMEWORK_H
+#define TPUSIM_FRAMEWORK_H
+
+#include <stdbool.h>
+
+#include "../hw_models/hw.h"
+#include "plan.h"
+
+typedef struct {
+  const char *name;
+  const char *what;          /* one line: the stack and version it stands for */
+  plan_attention attention;  /* the attention kernel */
+  plan_grad_sync grad_sync;  /* gradient reduction during or after backward */
+  int zero;                  /* the default sharding: 1 distributed optimizer, 3 FSDP */
+  bool param_gather_overlap; /* the sharded parameters' all-gather runs under the forward */
+  bool tp_overlap;           /* tensor-parallel collectives overlapped with the GEMMs */
+  const char *source;        /* where each feature was read */
+} framework;
+
+/* NULL-terminated; the first, "plain", is a zero-initialized plan's (the
+** planner's and the library's: no framework features). */
+extern const framework frameworks[];
+extern const char *const framework_names[];
+
+/* The index of a profile by name, or -1. */
+int framework_find(const char *name);
+/* The default profile of a chip kind: megatron-core on GPUs, maxtext on
+** TPUs, a plain data-parallel loop on CPUs. */
+int framework_default(hw_kind kind);
+/* Sets p's framework-owned fields from profile f (p->framework = f). The
+** caller then applies the flags the user gave. */
+void framework_apply(int f, plan *p);
+
+#endif

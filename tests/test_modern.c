@@ -1,0 +1,236 @@
+/*
+** test_modern.c -- the plan and step features of today's training stacks
+** (issue 16): Megatron-Core's sizes, uneven pipeline stages, context and
+** expert parallelism, low-precision GEMM recipes, framework profiles.
+** Each expected figure is derived by hand in its comment from the model's
+** published dimensions and the rules the code cites.
+*/
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "../hw_models/hw_catalog.h"
+#include "../sim/framework.h"
+#include "../sim/sched.h"
+#include "../sim/step.h"
+#include "helpers.h"
+
+static model *load(const char *src, int64_t seq) {
+  diag *d = diag_new();
+  model_opts o = {.seq_len = seq};
+  model *m = model_load(src, &o, d);
+  if (!m) diag_print(d, stderr);
+  cr_assert_not_null(m);
+  diag_free(d);
+  return m;
+}
+
+static plan base(int64_t chips, int64_t tp, int64_t pp, int64_t gbs, int64_t seq) {
+  return (plan){.chips = chips, .tp = tp, .pp = pp, .ep = 1, .cp = 1, .mbs = 1, .vp = 1,
+                .slices = 1, .gbs = gbs, .seq = seq, .schedule = PLAN_1F1B,
+                .precision = GDT_BF16};
+}
+
+/* Megatron-Core: chips = dp x tp x pp x cp, and ep divides dp x cp. */
+Test(modern, megatron_core_sizes) {
+  hw_catalog *c = th_catalog();
+  const hw_model *h = th_hw(c, "h100-sxm");
+  model *m = load("mixtral-8x7b", 4096);
+  char err[512];
+  plan p = base(64, 2, 1, 256, 4096);
+  p.cp = 2;
+  p.ep = 8;
+  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(p.dp, 16); /* 64 / (2 x 1 x 2) */
+  cr_assert_eq(plan_expert_dp(&p), 4); /* 16 x 2 / 8 */
+  cr_assert_eq(plan_microbatches(&p), 16); /* 256 / (16 x 1): cp ranks share sequences */
+  /* the older form, chips = dp x tp x pp x ep, is refused with the way to write it */
+  plan q = base(16, 1, 1, 256, 4096);
+  q.dp = 2;
+  q.ep = 8;
+  cr_assert_eq(plan_check(m, h, &q, err, sizeof err), -1);
+  cr_assert(strstr(err, "write --dp 16 --ep 8"), "%s", err);
+  /* cp must split the sequence in 2 cp chunks (causal load balance) */
+  plan r = base(8, 1, 1, 8, 4096 + 8);
+  r.cp = 8;
+  r.seq = 4104; /* 4104 / 16 is not whole */
+  cr_assert_eq(plan_check(m, h, &r, err, sizeof err), -1);
+  cr_assert(strstr(err, "not a multiple of 2 x cp = 16"), "%s", err);
+  model_free(m);
+  hw_catalog_free(c);
+}
+
+/* Llama 3.1 405B has 126 decoder layers (its config); on pp 16 they split
+** evenly only with the embedding and the loss counted as a layer each:
+** (126 + 2) / 16 = 8 a stage, so stage 0 holds 7 decoder layers and the
+** embedding, stage 15 holds 7 and the loss, the rest 8 (Megatron-Core's
+** account-for-embedding/loss-in-pipeline-split). With V = 8 (128 virtual
+** stages) the first and last hold no decoder layer. */
+Test(modern, uneven_pipeline_split) {
+  hw_catalog *c = th_catalog();
+  const hw_model *h = th_hw(c, "h100-sxm");
+  model *m = load("llama3-405b", 2048);
+  cr_assert_eq(m->info.tf.layers, 126);
+  char err[512];
+  plan p = base(128, 8, 16, 64, 2048);
+  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), -1);
+  cr_assert(strstr(err, "--pp-split-embedding --pp-split-loss"), "%s", err);
+  p = base(128, 8, 16, 64, 2048);
+  p.pp_split_embedding = p.pp_split_loss = true;
+  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(plan_stage_layers(&p, 126, 0), 7);
+  cr_assert_eq(plan_stage_layers(&p, 126, 1), 8);
+  cr_assert_eq(plan_stage_layers(&p, 126, 15), 7);
+  p.vp = 8;
+  p.schedule = PLAN_INTERLEAVED;
+  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(plan_stage_layers(&p, 126, 0), 0);
+  cr_assert_eq(plan_stage_layers(&p, 126, 64), 1);
+  cr_assert_eq(plan_stage_layers(&p, 126, 127), 0);
+  /* an explicit list must count pp x V stages and add up to the layers */
+  static const int32_t bad[4] = {30, 30, 30, 30};
+  plan q = base(32, 8, 4, 64, 2048);
+  q.pp_layers = bad, q.n_pp_layers = 4;
+  cr_assert_eq(plan_check(m, h, &q, err, sizeof err), -1);
+  cr_assert(strstr(err, "adds up to 120 layers; llama3-405b has 126"), "%s", err);
+  model_free(m);
+  hw_catalog_free(c);
+}
+
+/* An explicit split equal to the even one gives the same step, and an
+** uneven split with the same total work is never faster than the even one
+** (the slowest stage paces 1F1B); the fast path equals the event engine. */
+Test(modern, uneven_stages_schedule_as_given) {
+  hw_catalog *c = th_catalog();
+  const hw_model *h = th_hw(c, "h100-sxm");
+  model *m = load("llama3-8b", 2048);
+  char err[512];
+  plan p = base(32, 8, 4, 64, 2048);
+  p.op_costs = OPCOST_FORMULA;
+  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  step_result even, same, skew;
+  cr_assert_eq(step_simulate(m, h, &p, NULL, &even, NULL, err, sizeof err), 0, "%s", err);
+  static const int32_t eq[4] = {8, 8, 8, 8}, uneq[4] = {6, 10, 8, 8};
+  plan q = p;
+  q.pp_layers = eq, q.n_pp_layers = 4;
+  cr_assert_eq(step_simulate(m, h, &q, NULL, &same, NULL, err, sizeof err), 0, "%s", err);
+  cr_assert_float_eq(same.step_time_s, even.step_time_s, 1e-12 * even.step_time_s);
+  q.pp_layers = uneq;
+  cr_assert_eq(step_simulate(m, h, &q, NULL, &skew, NULL, err, sizeof err), 0, "%s", err);
+  cr_assert_gt(skew.step_time_s, even.step_time_s);
+  step_times t;
+  cr_assert_eq(step_fast(m, h, &q, &skew, NULL, &t, err, sizeof err), 0, "%s", err);
+  /* the fast path times collectives by their closed form; the pipeline's
+  ** own tasks are the same: equal to a part in 1e9 when nothing else differs */
+  cr_assert(fabs(t.step_time_s - skew.step_time_s) < 0.02 * skew.step_time_s, "%g vs %g",
+            t.step_time_s, skew.step_time_s);
+  model_free(m);
+  hw_catalog_free(c);
+}
+
+/* The quantization passes of a low-precision recipe (stepcost.c): each
+** operand read in 2 B and written rowwise and columnwise in the format;
+** current scaling reads it once more for its amax. So fp8-cs's layer
+** costs fp8's plus 2 B per quantized element over the sustained HBM
+** bandwidth. llama3-8b (hidden 4096, 32 heads of 128, 8 KV heads, FFN
+** 14336, SwiGLU) at mbs 1, seq 2048, tp 1: forward inputs
+** T (H + H + H + F) = 2048 x 26624 = 54,525,952 elements (QKV, proj, FC1,
+** FC2); backward output gradients T ((q + 2 kv) + H + 2F + H) = 2048 x
+** 43008 = 88,080,384. */
+Test(modern, fp8_current_scaling_pays_an_amax_pass) {
+  hw_catalog *c = th_catalog();
+  const hw_model *h = th_hw(c, "h100-sxm");
+  model *m = load("llama3-8b", 2048);
+  char err[512];
+  plan p = base(8, 1, 1, 8, 2048);
+  p.op_costs = OPCOST_FORMULA;
+  cr_assert_eq(plan_precision_parse("fp8", &p), 0);
+  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  step_result a, b, n;
+  cr_assert_eq(step_costs(m, h, &p, &a, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(plan_precision_parse("fp8-cs", &p), 0);
+  cr_assert_eq(step_costs(m, h, &p, &b, err, sizeof err), 0, "%s", err);
+  double bw = h->chip.hbm_bw_bytes_per_s * h->chip.hbm_efficiency;
+  cr_assert_float_eq(b.layer_fwd_s - a.layer_fwd_s, 54525952.0 * 2 / bw, 1e-12);
+  cr_assert_float_eq(b.layer_bwd_s - a.layer_bwd_s, 88080384.0 * 2 / bw, 1e-12);
+  /* and fp8 is faster than bf16, but by less than the 2x of its peak */
+  cr_assert_eq(plan_precision_parse("bf16", &p), 0);
+  cr_assert_eq(step_costs(m, h, &p, &n, err, sizeof err), 0, "%s", err);
+  cr_assert_lt(a.layer_fwd_s, n.layer_fwd_s);
+  cr_assert_gt(a.layer_fwd_s, n.layer_fwd_s / 2);
+  /* a recipe the chip has no unit for is refused, naming the nearest */
+  cr_assert_eq(plan_precision_parse("mxfp8", &p), 0);
+  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), -1);
+  cr_assert(strstr(err, "h100-sxm has no unit for mxfp8 GEMMs (nearest: --precision fp8)"), "%s", err);
+  model_free(m);
+  hw_catalog_free(c);
+}
+
+/* Tensor-parallel overlap hides the collectives behind the GEMMs except
+** the first of its tp chunks: exposed between comm / tp and comm. */
+Test(modern, tp_overlap_hides_all_but_one_chunk) {
+  hw_catalog *c = th_catalog();
+  const hw_model *h = th_hw(c, "h100-sxm");
+  model *m = load("llama3-8b", 4096);
+  char err[512];
+  plan p = base(8, 8, 1, 8, 4096);
+  p.sp = true;
+  p.op_costs = OPCOST_FORMULA;
+  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  step_result a, b;
+  cr_assert_eq(step_costs(m, h, &p, &a, err, sizeof err), 0, "%s", err);
+  p.tp_overlap = true;
+  cr_assert_eq(step_costs(m, h, &p, &b, err, sizeof err), 0, "%s", err);
+  cr_assert_lt(b.tp_comm_fwd_s, a.tp_comm_fwd_s);
+  cr_assert_geq(b.tp_comm_fwd_s, a.tp_comm_fwd_s / 8 * (1 - 1e-12));
+  model_free(m);
+  hw_catalog_free(c);
+}
+
+/* Context parallelism: the ring exposes no more of the K/V exchange than
+** the all-gather, which exposes all of it; the exchange moves a chip's K
+** and V (2 x T/cp x kv heads x 128 x 2 B) to every other rank. */
+Test(modern, cp_ring_hides_behind_attention) {
+  hw_catalog *c = th_catalog();
+  const hw_model *h = th_hw(c, "h100-sxm");
+  model *m = load("llama3-8b", 32768);
+  char err[512];
+  plan p = base(8, 1, 1, 8, 32768);
+  p.cp = 8;
+  p.op_costs = OPCOST_FORMULA;
+  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  step_result ring, ag;
+  cr_assert_eq(step_costs(m, h, &p, &ring, err, sizeof err), 0, "%s", err);
+  p.cp_comm = PLAN_CP_ALL_GATHER;
+  cr_assert_eq(step_costs(m, h, &p, &ag, err, sizeof err), 0, "%s", err);
+  cr_assert_gt(ring.cp_comm_fwd_s, 0);
+  cr_assert_float_eq(ring.cp_comm_fwd_s, ag.cp_comm_fwd_s, 1e-15);
+  cr_assert_float_eq(ag.tp_comm_fwd_s, ag.cp_comm_fwd_s, 1e-15); /* tp 1: only the exchange */
+  cr_assert_leq(ring.tp_comm_fwd_s, ag.tp_comm_fwd_s);
+  model_free(m);
+  hw_catalog_free(c);
+}
+
+/* The framework profiles: the default by chip kind, flags over the profile. */
+Test(modern, framework_defaults_and_flags) {
+  cr_assert_str_eq(frameworks[framework_default(HW_GPU)].name, "megatron-core");
+  cr_assert_str_eq(frameworks[framework_default(HW_TPU)].name, "maxtext");
+  cr_assert_str_eq(frameworks[0].name, "plain"); /* a zero-initialized plan's */
+  th_run r = th_cli("simulate", "llama3-8b", "--hw", "h100-sxm", "--chips", "8", "--json", NULL);
+  cr_assert(strstr(r.out, "\"framework\":\t\"megatron-core\""), "%s", r.out);
+  cr_assert(strstr(r.out, "\"zero\":\t1"), "%s", r.out);
+  th_run_free(&r);
+  r = th_cli("simulate", "llama3-8b", "--hw", "h100-sxm", "--chips", "8", "--zero", "0",
+             "--framework", "megatron-2021", "--json", NULL);
+  cr_assert(strstr(r.out, "\"framework\":\t\"megatron-2021\""), "%s", r.out);
+  cr_assert(strstr(r.out, "\"attention\":\t\"scores\""), "%s", r.out);
+  cr_assert(strstr(r.out, "\"zero\":\t0"), "%s", r.out);
+  th_run_free(&r);
+  r = th_cli("simulate", "llama3-8b", "--hw", "h100-sxm", "--chips", "8", "--framework", "megatron",
+             NULL);
+  cr_assert_eq(r.rc, 2);
+  cr_assert(strstr(r.err, "megatron-core"), "%s", r.err);
+  th_run_free(&r);
+}
