@@ -426,7 +426,7 @@ Test(hf, shard_ep_halves_expert_weights) {
     model *s = model_derive(m, &o, d);
     cr_assert_not_null(s, "row %zu", i);
     cr_assert_eq(s->info.tf.experts, rows[i].experts, "row %zu", i);
-    cr_assert_eq(s->info.tf.expert_ffn_hidden, rows[i].width, "row %zu", i);
+    cr_assert_eq(s->info.tf.moe_ffn, rows[i].width, "row %zu", i);
     cr_assert_eq(s->expert_params, rows[i].experts * expert * rows[i].width / 768, "row %zu", i);
     double f = layer_dot_flops(s, true);
     if (i == 0) flops1 = f;

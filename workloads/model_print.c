@@ -84,7 +84,7 @@ static void print_layers(const model *m, FILE *out) {
     units_si(a, sizeof a, (double)m->expert_params, "");
     fprintf(out, ": %lld dense, %lld MoE (%lld experts of %lld, top %lld%s; %s in routed experts)",
             (long long)(d->layers - moe), (long long)moe, (long long)d->experts,
-            (long long)d->expert_ffn_hidden, (long long)d->top_k,
+            (long long)(d->moe_ffn ? d->moe_ffn : d->ffn_hidden), (long long)d->top_k,
             d->shared_ffn_hidden ? ", with shared experts" : "", a);
   }
   if (d->window > 0)

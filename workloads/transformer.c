@@ -372,7 +372,7 @@ static wl_tf_dims dims_of(const tf_cfg *c) {
                       .dropout = c->dropout, .first_dense = moe ? c->first_dense : 0,
                       .moe_every = moe ? c->moe_every : 0, .window = c->window,
                       .global_every = c->window ? c->global_every : 0,
-                      .expert_ffn_hidden = moe ? c->moe_ffn : 0,
+                      .moe_ffn = moe ? c->moe_ffn : 0,
                       .shared_ffn_hidden = moe ? c->shared_ffn : 0,
                       .q_lora_rank = c->q_lora, .kv_lora_rank = c->kv_lora,
                       .qk_rope_head_dim = mla ? c->qk_rope : 0, .v_head_dim = mla ? c->v_dim : 0,

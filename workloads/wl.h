@@ -84,10 +84,10 @@ typedef struct {
   int64_t moe_every;    /* past those, every moe_every-th layer is MoE (0 or 1: all) */
   int64_t window;       /* sliding-window attention span in tokens (0: none) */
   int64_t global_every; /* with a window: every global_every-th layer attends globally (0: all local) */
-  /* Experts (0 when dense): the expert FFN width (moe_intermediate_size,
-  ** = ffn_hidden unless given) and the always-on shared experts' total
-  ** width; the weights inside routed experts in this graph (what ep shards) */
-  int64_t expert_ffn_hidden, shared_ffn_hidden, expert_params;
+  /* Experts (0 when dense; a routed expert's width is moe_ffn above): the
+  ** always-on shared experts' total width; the weights inside routed
+  ** experts in this graph (what ep shards) */
+  int64_t shared_ffn_hidden, expert_params;
   /* Multi-head latent attention (DeepSeek-V2/V3; 0 when not MLA): head_dim
   ** is then qk_nope + qk_rope, the query and key width per head */
   int64_t q_lora_rank, kv_lora_rank, qk_rope_head_dim, v_head_dim;
