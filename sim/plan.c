@@ -74,8 +74,8 @@ double plan_gemm_peak_flops(const hw_model *hw, const plan *p) {
 }
 
 int64_t plan_expert_dp(const plan *p) {
-  int64_t cp = p->cp > 0 ? p->cp : 1, ep = p->ep > 0 ? p->ep : 1;
-  return p->dp * cp / ep;
+  int64_t cp = p->cp > 0 ? p->cp : 1, ep = p->ep > 0 ? p->ep : 1, etp = p->etp > 0 ? p->etp : 1;
+  return p->tp * p->dp * cp / (ep * etp);
 }
 
 const char *plan_precision_name(graph_dtype dt) {
@@ -279,10 +279,13 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
     *fault = PLAN_FAULT_DIVIDES;
     return -1;
   }
-  if ((p->dp * cp) % p->ep != 0) {
-    if (errn) snprintf(err, errn, "ep %lld does not divide dp %lld x cp %lld = %lld (the expert "
-                       "layers split the data- and context-parallel ranks)", (long long)p->ep,
-                       (long long)p->dp, (long long)cp, (long long)(p->dp * cp));
+  /* the expert layers regroup the tp x dp x cp ranks as etp x ep x edp
+  ** (Megatron-Core's expert parallel groups): ep x etp must divide them */
+  if ((p->tp * p->dp * cp) % (p->ep * p->etp) != 0) {
+    if (errn) snprintf(err, errn, "ep %lld x etp %lld does not divide tp %lld x dp %lld x cp %lld = %lld "
+                       "(the expert layers regroup those ranks)", (long long)p->ep, (long long)p->etp,
+                       (long long)p->tp, (long long)p->dp, (long long)cp,
+                       (long long)(p->tp * p->dp * cp));
     *fault = PLAN_FAULT_DIVIDES;
     return -1;
   }

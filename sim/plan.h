@@ -2,10 +2,10 @@
 ** plan.h -- a parallel plan: how one training step is split over chips.
 **
 ** Megatron-Core's sizes, so a published configuration is copied as it
-** stands: chips = dp x tp x pp x cp. Expert parallelism lives inside the
-** data- and context-parallel ranks (ep divides dp x cp): the expert layers
-** of dp x cp ranks are split ep ways (and each expert etp ways), and their
-** gradients are reduced over the remaining dp x cp / ep. Context-parallel
+** stands: chips = dp x tp x pp x cp. The expert layers regroup a stage's
+** tp x dp x cp ranks as etp x ep x edp (Megatron-Core's expert groups;
+** etp 1 unless given, as its MoE recipes set it): experts split ep ways,
+** each expert's FFN etp ways, their gradients reduced over edp. Context-parallel
 ** ranks hold 1/cp of each sequence's tokens and share the same sequences,
 ** so a step is gbs / (dp x mbs) micro-batches per pipeline.
 */
@@ -133,7 +133,7 @@ struct hw_model;
 /* The peak rate of p's linear-layer GEMMs on hw (its recipe's unit; the
 ** compute dtype's without one); 0 when the chip has none. */
 double plan_gemm_peak_flops(const struct hw_model *hw, const plan *p);
-/* The data-parallel size of the expert layers: dp x cp / ep. */
+/* The data-parallel size of the expert layers: tp x dp x cp / (ep x etp). */
 int64_t plan_expert_dp(const plan *p);
 /* "none", "selective", "full" recompute as prose: "no", "selective", "full" */
 const char *plan_recompute_word(plan_recompute r);

@@ -143,7 +143,10 @@ const model *step_shard_kind_of(const model *m, const plan *p, int64_t layers, i
                   .global_batch = m->info.whole_step ? 0 : p->mbs, .shard_tp = p->tp,
                   .only_layers = layers, .precision = plan_precision_name(p->precision),
                   .one_kind = kind >= 0, .layer_kind = kind >= 0 ? kind : 0,
-                  .shard_cp = p->cp > 1 ? p->cp : 0, .shard_ep = p->ep > 1 ? p->ep : 0,
+                  .shard_cp = p->cp > 1 ? p->cp : 0,
+                  /* always given for a MoE model: the expert layers are
+                  ** split by ep and etp, not by tp (Megatron-Core) */
+                  .shard_ep = m->info.tf.experts > 0 ? (p->ep > 1 ? p->ep : 1) : 0,
                   .shard_etp = p->etp > 1 ? p->etp : 0};
   *owned = d ? model_derive(m, &o, d) : NULL;
   if (!*owned) snprintf(err, errn, "%s", d && diag_count(d) ? diag_message(d, 0) : "cannot rebuild the model");
@@ -349,7 +352,8 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, step
   ** with sequence parallelism (Megatron-Core's alltoall dispatcher) */
   if (p.ep > 1) {
     double moe_act = act / (p.sp ? (double)p.tp : 1) * (double)(d->top_k > 0 ? d->top_k : 1);
-    double a2a = coll_time_s(hw, p.ep, per_node(hw, p.ep, p.tp * cp), COLL_ALL_TO_ALL, moe_act, 1, 0,
+    /* the ep group: consecutive ranks after etp in the expert layers' order */
+    double a2a = coll_time_s(hw, p.ep, per_node(hw, p.ep, p.etp > 1 ? p.etp : 1), COLL_ALL_TO_ALL, moe_act, 1, 0,
                              COLL_AUTO, false, err, errn);
     if (a2a < 0) return -1;
     r->ep_a2a_fwd_s = 2 * a2a;

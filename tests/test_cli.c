@@ -326,7 +326,7 @@ Test(cli, simulate_names_what_ep_does_not_divide) {
   th_run_free(&r);
   r = th_cli("simulate", "mixtral-8x7b", "--hw", "h100-sxm", "--chips", "4", "--ep", "8", NULL);
   cr_assert_eq(r.rc, 1);
-  cr_assert(strstr(r.err, "ep 8 does not divide dp 4 x cp 1 = 4"), "%s",
+  cr_assert(strstr(r.err, "ep 8 x etp 1 does not divide tp 1 x dp 4 x cp 1 = 4"), "%s",
             r.err);
   th_run_free(&r);
 }

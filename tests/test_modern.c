@@ -33,7 +33,7 @@ static plan base(int64_t chips, int64_t tp, int64_t pp, int64_t gbs, int64_t seq
                 .precision = GDT_BF16};
 }
 
-/* Megatron-Core: chips = dp x tp x pp x cp, and ep divides dp x cp. */
+/* Megatron-Core: chips = dp x tp x pp x cp, and ep x etp divides tp x dp x cp. */
 Test(modern, megatron_core_sizes) {
   hw_catalog *c = th_catalog();
   const hw_model *h = th_hw(c, "h100-sxm");
@@ -44,7 +44,7 @@ Test(modern, megatron_core_sizes) {
   p.ep = 8;
   cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
   cr_assert_eq(p.dp, 16); /* 64 / (2 x 1 x 2) */
-  cr_assert_eq(plan_expert_dp(&p), 4); /* 16 x 2 / 8 */
+  cr_assert_eq(plan_expert_dp(&p), 8); /* tp 2 x dp 16 x cp 2 / (ep 8 x etp 1) */
   cr_assert_eq(plan_microbatches(&p), 16); /* 256 / (16 x 1): cp ranks share sequences */
   /* the older form, chips = dp x tp x pp x ep, is refused with the way to write it */
   plan q = base(16, 1, 1, 256, 4096);
