@@ -111,8 +111,8 @@ static char csv_cell(csv *t, char **pp, char *end, int *line, char **line_start,
     dst = p;
   }
   char sep = p < end && *p == ',' ? ',' : '\n';
-  if (p < end && *p == '\r') p++;
-  if (p < end) p++; /* past the ',' or the newline */
+  if (p < end && *p == '\r' && p + 1 < end && p[1] == '\n') p++; /* CRLF */
+  if (p < end) p++; /* past the ',' or the line's end */
   *dst = '\0';      /* text has a terminator at end, so dst <= end is writable */
   *pp = p;
   return sep;
@@ -136,6 +136,7 @@ static int csv_read(csv *t, const char *file, const char *what, diag *dg) {
   }
   char *p = t->text, *end = t->text + len, *line_start = p;
   int line = 1;
+  if (len >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0) p += 3, line_start = p; /* a UTF-8 BOM */
   while (p < end) {
     if (*p == '#' || *p == '\n' || *p == '\r') { /* a comment or a blank line */
       while (p < end && *p != '\n') p++;
@@ -525,19 +526,39 @@ static int rd_row(row_reader *rd, int rec, run_row *w) {
   return bad ? -1 : 0;
 }
 
-/* The header names each required column once: 0, or -1 after reporting. */
+/* The header has every required column: 0, or -1 after one message that
+** names the missing ones (and, for a misspelt one, the header cell that is
+** nearest, at its line:column). */
 static int rd_columns(row_reader *rd) {
-  int bad = 0;
+  char missing[512] = "";
+  int n_missing = 0, last = -1;
   for (int c = 0; c < C_NCOLS; c++) {
     rd->col[c] = csv_col(rd->t, COLS[c]);
-    if (rd->col[c] < 0 && c < C_REQUIRED) {
-      diag_error(rd->dg, rd->t->file, 1, 1, NULL,
-                 "no column '%s' in the header (a table of runs has the columns of "
-                 "shared/reference/public-runs.csv)", COLS[c]);
-      bad = 1;
-    }
+    if (rd->col[c] >= 0 || c >= C_REQUIRED) continue;
+    size_t k = strlen(missing);
+    snprintf(missing + k, sizeof missing - k, "%s'%s'", n_missing ? ", " : "", COLS[c]);
+    n_missing++;
+    last = c;
   }
-  return bad ? -1 : 0;
+  if (!n_missing) return 0;
+  /* the header's names that are none of validate's columns: a typo's candidates */
+  const char *heads[CSV_MAX_COLS];
+  const cell *cells[CSV_MAX_COLS];
+  int nh = 0;
+  for (int i = 0; i < rd->t->recs[0].n; i++) {
+    int c = 0;
+    while (c < C_NCOLS && rd->col[c] != i) c++;
+    if (c == C_NCOLS) cells[nh] = csv_at(rd->t, 0, i), heads[nh] = cells[nh]->s, nh++;
+  }
+  const char *near = n_missing == 1 ? str_suggest(COLS[last], heads, nh) : NULL;
+  const cell *at = NULL;
+  for (int i = 0; near && i < nh; i++)
+    if (heads[i] == near) at = cells[i];
+  diag_error(rd->dg, rd->t->file, 1, at ? at->col : 1, NULL,
+             "no column%s %s in the header: a table of runs has the columns of "
+             "shared/reference/public-runs.csv%s%s%s", n_missing > 1 ? "s" : "", missing,
+             near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
+  return -1;
 }
 
 /* ==== a row -> the command a user would type ==== */

@@ -378,7 +378,9 @@ run validate-only-typo 1 validate "$SHARED/reference/public-runs.csv" --only k22
 sed '4s/,128,gpt,/,12x8,gpt,/' "$SHARED/reference/public-runs.csv" >"$OUT/runs-bad.csv"
 run validate-badcell 1 validate "$OUT/runs-bad.csv" && has validate-badcell err "$OUT/runs-bad.csv:4:36: chips 12x8" && empty validate-badcell out
 cut -d, -f1-26 "$SHARED/reference/public-runs.csv" >"$OUT/runs-nocol.csv"
-run validate-nocol 1 validate "$OUT/runs-nocol.csv" && has validate-nocol err "runs-nocol.csv:1:1: no column 'derived_step_s'"
+run validate-nocol 1 validate "$OUT/runs-nocol.csv" && has validate-nocol err "runs-nocol.csv:1:1: no column 'derived_step_s' in the header"
+sed '1s/,chips,/,chps,/' "$SHARED/reference/public-runs.csv" >"$OUT/runs-typo.csv"   # "id,source,chip," is 15 characters
+run validate-typo 1 validate "$OUT/runs-typo.csv" && has validate-typo err "runs-typo.csv:1:16: no column 'chips' in the header" && has validate-typo err "(did you mean 'chps'?)"
 printf 'kind,key,value\nchp,A100-80,a100-80g\n' >"$OUT/map-bad.csv"
 run validate-badmap 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-bad.csv" && has validate-badmap err "map-bad.csv:2:1: kind: 'chp': expected chip," && has validate-badmap err "(did you mean 'chip'?)"
 run validate-jsonmd 2 validate "$SHARED/reference/public-runs.csv" --json --markdown
