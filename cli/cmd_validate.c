@@ -482,8 +482,10 @@ static int rd_zero(row_reader *rd, int rec, run_row *w) {
   if (strncmp(s, "fsdp", 4) == 0) {
     w->fsdp = true;
     if (s[4] == '\0') return 0;
-    if (num_parse_int("the FSDP degree", s + 4, 1, CLI_MAX_CHIPS, &w->fsdp_n, err, sizeof err) == 0)
+    if (num_parse_int("its FSDP degree", s + 4, 1, CLI_MAX_CHIPS, &w->fsdp_n, err, sizeof err) == 0)
       return 0;
+    diag_error(rd->dg, rd->t->file, x->line, x->col + 4, NULL, "zero_or_fsdp '%.40s': %s", x->s, err);
+    return -1;
   }
   diag_error(rd->dg, rd->t->file, x->line, x->col, NULL,
              "zero_or_fsdp '%.40s': expected 0, 1, 2, 3 (ZeRO stage; 1: distributed optimizer), "
@@ -755,7 +757,7 @@ static void pp_args(row_result *r, argl *a) {
     addf(r->exercises, sizeof r->exercises, " interleaved %lld", (long long)w->vp);
   }
   int64_t stages = w->pp * w->vp;
-  if (w->pp > 1 && w->layers % stages != 0 && (w->layers + 2) % stages == 0) {
+  if (w->pp > 1 && w->layers > 0 && w->layers % stages != 0 && (w->layers + 2) % stages == 0) {
     arg(a, "--pp-split-embedding");
     arg(a, "--pp-split-loss");
     addf(r->exercises, sizeof r->exercises, " (embedding and loss as layers)");
@@ -842,11 +844,6 @@ static void format_cmd(row_result *r, const argl *a) {
 ** as a command. */
 static int build_args(const vctx *x, row_result *r, argl *a) {
   const run_row *w = &r->w;
-  if (w->layers < 0) {
-    r->status = ROW_NOT_EXPRESSIBLE;
-    snprintf(r->msg, sizeof r->msg, "architecture not published in the row (layers '?')");
-    return -1;
-  }
   r->framework = map_framework(x->map, w->source);
   r->hw = map_get(x->map, MAP_CHIP, w->chip);
   if (!r->hw) r->hw = w->chip;
@@ -889,6 +886,11 @@ static int build_args(const vctx *x, row_result *r, argl *a) {
     return -1;
   }
   format_cmd(r, a);
+  if (w->layers < 0) { /* its features are listed, but there is no model to run */
+    r->cmd[0] = '\0';
+    snprintf(r->msg, sizeof r->msg, "architecture not published in the row (layers '?')");
+    return -1;
+  }
   if (missing[0]) { /* the command is whole, but its model file is not there */
     r->status = ROW_FAILS;
     snprintf(r->msg, sizeof r->msg, "%s", missing);
