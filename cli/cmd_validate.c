@@ -272,7 +272,8 @@ static int mapping_check_value(const map_entry *e, const char *file, diag *dg) {
                "'%.40s': expected mbs[@FRAMEWORK] (the column a default is taken for)", e->name);
     return -1;
   }
-  if (e->kind == MAP_DEFAULT && num_parse_int("mbs", e->value->s, 1, CLI_MAX_BATCH, &n, err, sizeof err)) {
+  if (e->kind == MAP_DEFAULT &&
+      num_parse_int("mbs", e->value->s, 1, CLI_MAX_BATCH, &n, err, sizeof err)) {
     diag_error(dg, file, e->value->line, e->value->col, NULL, "%s", err);
     return -1;
   }
@@ -311,7 +312,8 @@ static int mapping_read(mapping *m, const char *file, diag *dg) {
       const char *s = str_suggest(kind->s, MAP_KIND_NAMES, MAP_KINDS);
       diag_error(dg, file, kind->line, kind->col, "kind",
                  "'%.40s': expected chip, devices, framework, batch, model, precision, recompute "
-                 "or default%s%s%s", kind->s, s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : "");
+                 "or default%s%s%s",
+                 kind->s, s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : "");
       bad = 1;
       continue;
     }
@@ -484,7 +486,8 @@ static int rd_zero(row_reader *rd, int rec, run_row *w) {
     if (s[4] == '\0') return 0;
     if (num_parse_int("its FSDP degree", s + 4, 1, CLI_MAX_CHIPS, &w->fsdp_n, err, sizeof err) == 0)
       return 0;
-    diag_error(rd->dg, rd->t->file, x->line, x->col + 4, NULL, "zero_or_fsdp '%.40s': %s", x->s, err);
+    diag_error(rd->dg, rd->t->file, x->line, x->col + 4, NULL, "zero_or_fsdp '%.40s': %s", x->s,
+               err);
     return -1;
   }
   diag_error(rd->dg, rd->t->file, x->line, x->col, NULL,
@@ -651,7 +654,8 @@ static int expand_template(const vctx *x, const map_entry *e, int rec, char *out
         return str_errf(why, whyn, "%s:%d:%d: {%s}: the table has no column '%s'",
                         x->map->t.file, e->value->line, e->value->col, name, name);
       int w = snprintf(out + k, n - k, "%s", csv_at(x->t, rec, col)->s);
-      if (w < 0 || (size_t)w >= n - k) return str_errf(why, whyn, "the model's file name is too long");
+      if (w < 0 || (size_t)w >= n - k)
+        return str_errf(why, whyn, "the model's file name is too long");
       k += (size_t)w;
       s = close + 1;
     } else {
@@ -812,10 +816,12 @@ static void numeric_args(const vctx *x, row_result *r, argl *a) {
 /* The features of the model the row names, for the docs' table. */
 static void model_features(row_result *r) {
   const run_row *w = &r->w;
-  if (w->experts > 0) addf(r->exercises, sizeof r->exercises, ", MoE %lld experts", (long long)w->experts);
+  if (w->experts > 0)
+    addf(r->exercises, sizeof r->exercises, ", MoE %lld experts", (long long)w->experts);
   if (w->kv_heads > 0 && w->heads > 0 && w->kv_heads < w->heads)
     addf(r->exercises, sizeof r->exercises, ", GQA");
-  if (w->seq >= 32768) addf(r->exercises, sizeof r->exercises, ", %lldk context", (long long)(w->seq / 1024));
+  if (w->seq >= 32768)
+    addf(r->exercises, sizeof r->exercises, ", %lldk context", (long long)(w->seq / 1024));
 }
 
 /* A word as a POSIX shell reads it back: bare when it is plain, else in
@@ -984,8 +990,8 @@ static vsum summarize(const row_result *r, int n) {
 }
 
 static void summary_text(FILE *f, const vsum *s, const char *bold) {
-  fprintf(f, "%srows run %d of %d%s (%d do not run, %d not expressible", bold, s->run, s->rows, bold,
-          s->fails, s->not_expressible);
+  fprintf(f, "%srows run %d of %d%s (%d do not run, %d not expressible", bold, s->run, s->rows,
+          bold, s->fails, s->not_expressible);
   if (s->no_fit) fprintf(f, "; %d run but do not fit in tpusim's memory model", s->no_fit);
   if (!s->run) {
     fprintf(f, "); MAPE n/a: no row ran\n");
@@ -1065,7 +1071,8 @@ static void print_json(const vctx *x, const char *file, const row_result *r, int
     if (r[i].status == ROW_OK || r[i].status == ROW_NO_FIT) {
       cJSON_AddNumberToObject(j, "simulated_step_s", r[i].simulated_s);
       cJSON_AddNumberToObject(j, "error", r[i].error);
-      if (r[i].model_params_b > 0) cJSON_AddNumberToObject(j, "model_params_B", r[i].model_params_b);
+      if (r[i].model_params_b > 0)
+        cJSON_AddNumberToObject(j, "model_params_B", r[i].model_params_b);
     } else {
       cJSON_AddStringToObject(j, "message", r[i].msg);
     }
@@ -1146,7 +1153,8 @@ static void print_markdown(const vctx *x, const row_result *r, int n, const vsum
     md_cell(f, r[first].msg);
     fprintf(f, "\n");
   }
-  fprintf(f, "\n<details><summary>The command of each run (from the repository root)</summary>\n\n");
+  fprintf(f, "\n<details><summary>The command of each run (from the repository root)"
+             "</summary>\n\n");
   for (int i = 0; i < n; i++)
     if (r[i].cmd[0]) fprintf(f, "    # %s\n    %s\n", r[i].w.id, r[i].cmd);
   fprintf(f, "\n</details>\n");
@@ -1174,8 +1182,9 @@ static int read_rows(row_reader *rd, row_result **out, int *n) {
     for (int j = 0; j < i; j++)
       if (strcmp(r[j].w.id, r[i].w.id) == 0) {
         const cell *c = rd_cell(rd, i + 1, C_ID);
-        diag_error(rd->dg, rd->t->file, c->line, c->col, NULL, "id '%.80s' again (first at line %d)",
-                   r[i].w.id, rd_cell(rd, j + 1, C_ID)->line);
+        diag_error(rd->dg, rd->t->file, c->line, c->col, NULL,
+                   "id '%.80s' again (first at line %d)", r[i].w.id,
+                   rd_cell(rd, j + 1, C_ID)->line);
         bad = 1;
         break;
       }
