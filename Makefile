@@ -8,6 +8,7 @@
 #   make asan       the same tests, built with AddressSanitizer + UBSan
 #   make valgrind   the command-line tests under valgrind
 #   make bench      benchmarks (figures as rates and ratios)
+#   make validate   the public runs through `tpusim validate`; rewrites docs/validation.md's tables
 #   make fuzz       libFuzzer over every loader, FUZZ_SECONDS each (default 60; clang)
 
 BUILD       ?= build
@@ -49,7 +50,8 @@ LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/hw_catalog_data.o $(BUILD)/exampl
 TEST_SRC = $(filter-out $(EXCLUDE),$(wildcard tests/*.c))
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
 
-.PHONY: all deps run test check check-layers unit cli docs asan valgrind bench fuzz fuzz-run clean
+.PHONY: all deps run test check check-layers unit cli docs asan valgrind bench fuzz fuzz-run clean \
+        validate
 
 all: $(BIN)
 
@@ -127,6 +129,14 @@ cli: $(BIN)
 # (tests/docs.sh --update rewrites them from a fresh run).
 docs: $(BIN)
 	@TPUSIM=./$(BIN) bash tests/docs.sh
+
+# Every row of the public run sets through `tpusim validate` (one generic
+# mapping, tests/validation/mapping.csv), then docs/validation.md's tables
+# rewritten from the same command (make docs compares them).
+validate: $(BIN)
+	./$(BIN) validate $(TPUSIM_SHARED)/reference/public-runs.csv
+	./$(BIN) validate $(TPUSIM_SHARED)/reference/public-runs-modern.csv
+	@TPUSIM=./$(BIN) bash tests/docs.sh --update docs/validation.md
 
 # Layers run one way (docs/architecture.md): includes from the sources,
 # calls from the objects the library was built from.

@@ -17,10 +17,17 @@
 #     error example and must exit non-zero; every other command must exit 0,
 #     or 3 when its stdout says "DOES NOT FIT" (simulate's status for a plan
 #     that does not fit); a crash, status >= 128, always fails;
+#   - a path under ../shared/ (the reference data beside the repository) is
+#     read from TPUSIM_SHARED when that is set (as the Makefile does);
 #   - files a command writes (--trace, --screenshot, --out, -o) go under
 #     tests/out/docs/, and later commands that read them read them there; the
 #     block keeps the names as a user types them. Such a command shown with
 #     no output is only checked to exit 0 and write its files.
+# Markdown a command writes (docs/validation.md's tables) sits between
+#   <!-- generated: $ ./tpusim ARGS -->
+#   <!-- end generated -->
+# and is compared with the command's stdout, which must exit 0; --update
+# rewrites it. So a table in the docs is never typed either.
 # TPUSIM is the binary, ./tpusim unless set; it may carry a prefix
 # (valgrind ...).
 set -u
@@ -60,7 +67,9 @@ run_cmd() {
     local word=${words[w]}
     f=""
     case $prev in --trace | --screenshot | --out | -o) f=$word ;; esac
-    if [ -n "$f" ]; then
+    if [[ $word == ../shared/* ]] && [ -n "${TPUSIM_SHARED:-}" ]; then
+      words[w]=$TPUSIM_SHARED/${word#../shared/}
+    elif [ -n "$f" ]; then
       mapped=$OUT/files/${f#/}
       mkdir -p "$(dirname "$mapped")"
       outmap[$f]=$mapped
@@ -152,6 +161,31 @@ check_block() {
   blk_diffs=$diffs
 }
 
+# check_generated FILE LINE: the region's command is $gen_cmd, its lines
+# blk[]; sets blk_ok, blk_why, blk_diffs and new[] (the region's fresh lines).
+check_generated() {
+  local file=$1 lineno=$2 d
+  blk_ok=1 blk_why="" blk_diffs=""
+  run_cmd "$gen_cmd"
+  mapfile -t new <"$OUT/cur.out"
+  if [ "$rc" != 0 ]; then
+    blk_ok=0 blk_why="exited $rc"
+    blk_diffs=$(head -5 "$OUT/cur.err" | sed 's/^/    | /')$'\n'
+    new=("${blk[@]}")
+    return
+  fi
+  d=$(diff -U1 --label "$file:$lineno" --label "run" \
+        <(((${#blk[@]})) && printf '%s\n' "${blk[@]}" | mask) \
+        <(((${#new[@]})) && printf '%s\n' "${new[@]}" | mask))
+  if [ -n "$d" ]; then
+    blk_ok=0 blk_why="printed something else"
+    blk_diffs=$(printf '%s\n' "$d" | head -20 | sed 's/^/    /')$'\n'
+  fi
+}
+
+gen_re='^<!-- generated: (\$ \./tpusim .*) -->$'
+gen_end='<!-- end generated -->'
+
 if ! command -v "${TPUSIM%% *}" >/dev/null 2>&1 && [ ! -x "${TPUSIM%% *}" ]; then
   echo "docs: no binary '$TPUSIM' (make first, or set TPUSIM)"; exit 2
 fi
@@ -162,7 +196,35 @@ for file in "${files[@]}"; do
   n=${#L[@]} i=0 changed=0
   out=()
   while ((i < n)); do
-    if [[ ${L[i]} == '```'* ]]; then
+    if [[ ${L[i]} =~ $gen_re ]]; then
+      gen_cmd=${BASH_REMATCH[1]}
+      j=$((i + 1))
+      while ((j < n)) && [ "${L[j]}" != "$gen_end" ]; do j=$((j + 1)); done
+      out+=("${L[i]}")
+      label=${gen_cmd#\$ ./tpusim }
+      if ((j == n)); then
+        printf 'FAIL  %s:%d  %s: no "%s" after it\n' "$file" $((i + 1)) "$label" "$gen_end"
+        fail=$((fail + 1))
+        i=$((i + 1))
+        continue
+      fi
+      blk=("${L[@]:i+1:j-i-1}")
+      check_generated "$file" $((i + 2))
+      if ((blk_ok)); then
+        printf 'ok    %s:%d  %s\n' "$file" $((i + 1)) "$label"
+        pass=$((pass + 1))
+      elif ((update)) && [ "$blk_why" != "exited $rc" ]; then
+        printf 'updated %s:%d  %s\n' "$file" $((i + 1)) "$label"
+        changed=1 pass=$((pass + 1)) blk=("${new[@]}")
+      else
+        printf 'FAIL  %s:%d  %s: %s\n' "$file" $((i + 1)) "$label" "$blk_why"
+        printf '%s' "$blk_diffs"
+        fail=$((fail + 1))
+      fi
+      ((${#blk[@]})) && out+=("${blk[@]}")
+      out+=("${L[j]}")
+      i=$((j + 1))
+    elif [[ ${L[i]} == '```'* ]]; then
       j=$((i + 1))
       while ((j < n)) && [[ ${L[j]} != '```'* ]]; do j=$((j + 1)); done
       out+=("${L[i]}")
