@@ -251,6 +251,18 @@ static int run_simulate(cli_ctx *c) {
     hw_catalog_free(cat);
     return CLI_BAD_INPUT;
   }
+  /* layers that do not divide into the stages: as even as they go, said
+  ** on stderr (Megatron-Core needs the first and last stages' counts or a
+  ** layout; a published run rarely states them) */
+  int n_bal;
+  if (m && !p.pp_layers && m->info.tf.layers > 0 && p.pp > 1 &&
+      (n_bal = plan_balance_layers(&p, m->info.tf.layers, stages, 2048)) > 0) {
+    p.pp_layers = stages, p.n_pp_layers = n_bal;
+    fprintf(c->err, "tpusim simulate: note: %lld layers over pp %lld x V %lld stages: %d to %d a "
+                    "stage, the extra in the middle stages (--pp-layers sets them)\n",
+            (long long)m->info.tf.layers, (long long)p.pp, (long long)p.vp, stages[n_bal / 2] - 1 > 0 ? stages[n_bal / 2] - 1 : 0,
+            stages[n_bal / 2]);
+  }
   if (!m) {
     rc = CLI_BAD_INPUT;
   } else if (plan_check(m, hw, &p, err, sizeof err) != 0 ||

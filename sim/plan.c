@@ -57,6 +57,19 @@ int plan_pp_layers_parse(const char *s, int32_t *out, int max, int *n, char *err
   return 0;
 }
 
+int plan_balance_layers(const plan *p, int64_t layers, int32_t *out, int max) {
+  int64_t S = p->pp * (p->vp > 0 ? p->vp : 1), e = p->pp_split_embedding, l = p->pp_split_loss;
+  int64_t total = layers + e + l, base = total / S, rem = total % S;
+  if (S > max || base < 1 || rem == 0) return -1;
+  /* the extra layers in the middle stages: the first holds the embedding,
+  ** the last the head and loss */
+  int64_t lo = (S - rem) / 2;
+  for (int64_t vs = 0; vs < S; vs++) out[vs] = (int32_t)(base + (vs >= lo && vs < lo + rem));
+  out[0] -= (int32_t)e;
+  out[S - 1] -= (int32_t)l;
+  return out[0] < 0 || out[S - 1] < 0 ? -1 : (int)S;
+}
+
 int64_t plan_stage_layers(const plan *p, int64_t layers, int64_t vs) {
   int64_t S = p->pp * (p->vp > 0 ? p->vp : 1);
   if (p->pp_layers && p->n_pp_layers == S) return p->pp_layers[vs];

@@ -133,6 +133,12 @@ struct hw_model;
 /* The peak rate of p's linear-layer GEMMs on hw (its recipe's unit; the
 ** compute dtype's without one); 0 when the chip has none. */
 double plan_gemm_peak_flops(const struct hw_model *hw, const plan *p);
+/* A split of `layers` over p's pp x V virtual stages as even as it goes
+** when they do not divide (the embedding and loss counted as layers when
+** p says so), the extra layers in the middle stages, into out (room for
+** max). Returns the stages, or -1 when the layers divide evenly, are fewer
+** than the stages, or do not fit in max. */
+int plan_balance_layers(const plan *p, int64_t layers, int32_t *out, int max);
 /* The data-parallel size of the expert layers: tp x dp x cp / (ep x etp). */
 int64_t plan_expert_dp(const plan *p);
 /* "none", "selective", "full" recompute as prose: "no", "selective", "full" */
