@@ -23,8 +23,9 @@ int step_time_graph_ops(const hw_model *hw, const graph *g, bool flash, opcost *
                         phase_times *out, op_times *ops, char *err, size_t errn);
 
 /* The same, with a low-precision unit (gemm_hw, NULL: hw) for the
-** layers' linear GEMMs. */
-int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const graph *g, bool flash,
+** layers' linear GEMMs; flash: 0 for no FlashAttention, else the share of
+** the attention core's arithmetic it does (a causal mask's half). */
+int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const graph *g, double flash,
                          opcost *costs, phase_times *out, op_times *ops, char *err, size_t errn);
 
 /* The model as one chip of plan p holds it (stepcost.c): its

@@ -46,10 +46,10 @@ static int push_op(op_times *ops, step_op o, char *err, size_t errn) {
 ** With `ops`, also lists the kernels of layer 0 with their times. */
 int step_time_graph_ops(const hw_model *hw, const graph *g, bool flash, opcost *costs,
                         phase_times *out, op_times *ops, char *err, size_t errn) {
-  return step_time_graph_gemm(hw, NULL, g, flash, costs, out, ops, err, errn);
+  return step_time_graph_gemm(hw, NULL, g, flash ? 1 : 0, costs, out, ops, err, errn);
 }
 
-int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const graph *g, bool flash,
+int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const graph *g, double flash,
                          opcost *costs, phase_times *out, op_times *ops, char *err, size_t errn) {
   fuse_plan *fp = fuse_graph_dup(g);
   if (!fp) return str_errf(err, errn, "out of memory");
@@ -59,7 +59,16 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
     if (fp->size[k] == 0) continue;
     int root = fp->root[k];
     const graph_op *op = graph_get(g, root);
-    bool core = op->out.rank == 5 && op->layer >= 0;
+    /* the attention core: a kernel that touches the [B, kv, S, group, T]
+    ** scores -- its root (the batched dots, the elementwise softmax) or a
+    ** member (the softmax's max and sum reduce them to rank 4) */
+    bool core = false;
+    for (int i = fp->first[k]; i <= root && !core && op->layer >= 0; i++) {
+      const graph_op *mi = graph_get(g, i);
+      if (fp->group_of[i] != k) continue;
+      core = mi->out.rank == 5;
+      for (int a = 0; a < mi->n_in && !core; a++) core = graph_get(g, mi->in[a])->out.rank == 5;
+    }
     graph_cost kc;
     if ((rc = opcost_kernel(costs, g, fp, k, &kc, err, errn)) != 0) break;
     optime_result r;
@@ -68,7 +77,7 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
     const hw_model *kh = gemm_hw && op->layer >= 0 && !core ? gemm_hw : hw;
     if ((rc = optime_kernel(kh, g, fp, k, &kc, &r, err, errn)) != 0) break;
     double t = r.time_s;
-    if (flash && core) {
+    if (flash > 0 && core) {
       t = 0;
       for (int i = fp->first[k]; i <= root && rc == 0; i++) {
         if (fp->group_of[i] != k) continue;
@@ -76,7 +85,8 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
         optime_result mr;
         rc = optime_op(hw, g, i, &mr, err, errn);
         bool dot = m->kind == GOP_DOT;
-        t += mr.compute_s * (dot && m->phase == GRAPH_BACKWARD ? 1.25 : 1) + (dot ? mr.overhead_s : 0);
+        t += flash * mr.compute_s * (dot && m->phase == GRAPH_BACKWARD ? 1.25 : 1) +
+             (dot ? mr.overhead_s : 0);
       }
     }
     double n = (double)op->count;
@@ -196,7 +206,18 @@ static int time_kind(const model *m, const hw_model *hw, const hw_model *ghw, co
     return -1;
   }
   phase_times t1, t2;
-  bool flash = p->attention == PLAN_ATTN_FLASH;
+  /* FlashAttention skips the blocks a causal mask leaves out: of n x n
+  ** blocks of 128 keys it computes n (n + 1) / 2 (Dao 2023,
+  ** FlashAttention-2 sec. 3.1.1), over the keys a query sees (a local
+  ** layer's window) */
+  double flash = 0;
+  if (p->attention == PLAN_ATTN_FLASH) {
+    const wl_tf_dims *d = &m->info.tf;
+    double keys = (double)p->seq;
+    if (kind >= 0 && (kind & WL_LAYER_LOCAL) && d->window > 0 && (double)d->window < keys) keys = (double)d->window;
+    double nb = ceil(keys / 128);
+    flash = d->encoder || d->layers == 0 ? 1 : (nb + 1) / (2 * nb);
+  }
   int rc = step_time_graph_gemm(hw, ghw, one->g, flash, p->cost_cache, &t1, NULL, err, errn);
   if (rc == 0) rc = step_time_graph_gemm(hw, ghw, two->g, flash, p->cost_cache, &t2, NULL, err, errn);
   kc->layer_params = (double)(two->trainable_params - one->trainable_params);
