@@ -167,8 +167,10 @@ static int is_section(const char *path) {
   return 0;
 }
 
-static const char *const DTYPE_NAMES[HW_DTYPE_COUNT] = {"fp64", "fp32", "tf32", "bf16",
-                                                         "fp16", "fp8",  "int8", "mxfp8", "fp4"};
+/* In hw_dtype order; the JSON keys under chip.peak_flops_per_s (the PEAK rows
+** above) spell them the same way. */
+static const char *const DTYPE_NAMES[HW_DTYPE_COUNT] = {"fp64", "fp32", "tf32",  "bf16", "fp16",
+                                                         "fp8",  "int8", "mxfp8", "fp4"};
 
 const char *hw_dtype_name(hw_dtype dt) {
   return (dt >= 0 && dt < HW_DTYPE_COUNT) ? DTYPE_NAMES[dt] : "?";

@@ -25,8 +25,8 @@ typedef enum {
   HW_FP16,
   HW_FP8,
   HW_INT8,
-  HW_MXFP8, /* MX block-scaled fp8 (OCP MX): Blackwell tensor cores */
-  HW_FP4,   /* dense NVFP4 / MXFP4 */
+  HW_MXFP8, /* OCP MX block-scaled fp8 (e4m3/e5m2 + one e8m0 scale per 32): Blackwell */
+  HW_FP4,   /* dense NVFP4/MXFP4 on the matrix unit */
   HW_DTYPE_COUNT
 } hw_dtype;
 

@@ -101,7 +101,7 @@ void hw_print_show(const hw_model *m, FILE *out) {
       fprintf(out, "%s%.*s\n", *section ? "\n" : "", (int)sec_len, f->path);
       section = f->path;
     }
-    char v[160];
+    char v[320]; /* price.basis holds up to 255 characters */
     if (m->present[i]) format_value(m, i, v, sizeof v);
     else snprintf(v, sizeof v, "- (%s)", f->absent);
     const char *ids = (f->flags & HWF_FIGURE) && m->present[i] ? cite_ids(m, f->path) : NULL;

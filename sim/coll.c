@@ -502,6 +502,14 @@ static double rings_formula(sim *s, char *buf, size_t len) {
 
 /* ---- running ---- */
 
+/* The hierarchical GPU rings (R_INTRA, R_INTER) pair chip i of every node:
+** they need the group to fill whole nodes. A 72-GPU NVLink domain split by
+** tp x pp = 8 leaves 9 chips of a group per node, so a group of 16 would
+** end in a partial node; such a group runs the flat ring instead. */
+static bool whole_nodes(const net *n) {
+  return net_is_torus(n) || net_chips(n) % net_chips_per_node(n) == 0;
+}
+
 static coll_algo pick(const net *n, coll_op op) {
   const hw_model *hw = net_hw(n);
   if (op == COLL_ALL_TO_ALL || op == COLL_SEND_RECV) return COLL_DIRECT;
@@ -514,7 +522,7 @@ static coll_algo pick(const net *n, coll_op op) {
   ** (ml-engineering network/README.md, "NVLink SHARP") */
   if (one_node && op == COLL_ALL_REDUCE && hw->scale_up.in_switch_reduction && net_chips(n) > 4)
     return COLL_NVLS;
-  if (!one_node && op == COLL_ALL_REDUCE) return COLL_HIERARCHICAL;
+  if (!one_node && op == COLL_ALL_REDUCE && whole_nodes(n)) return COLL_HIERARCHICAL;
   return COLL_RING;
 }
 
@@ -536,6 +544,8 @@ static bool algo_fits(const net *n, coll_op op, coll_algo a, char *err, size_t e
   else if (a == COLL_HIERARCHICAL && (net_chips(n) <= net_chips_per_node(n) ||
                                       !(op == COLL_ALL_REDUCE || (reduce_like && net_is_torus(n)))))
     why = "hierarchical is an all-reduce across nodes, or a reduce-like op across slices";
+  else if (a == COLL_HIERARCHICAL && !whole_nodes(n))
+    why = "hierarchical needs whole nodes (the chip count a multiple of the chips per node)";
   else if (op == COLL_BROADCAST && a != COLL_RING)
     why = "broadcast runs as a pipelined chain (--algo ring)";
   else if (a == COLL_BIRING && !reduce_like)

@@ -184,6 +184,42 @@ Test(coll, hierarchical_matches_its_formula, .init = setup, .fini = teardown) {
   net_free(n);
 }
 
+/* GB200 NVL72: 72 GPUs in one NVLink domain, so a 72-GPU ring never leaves
+** NVLink: 2(n-1)/n S/B + 2(n-1) a with B the NVLink 5 bandwidth (9e11 B/s
+** each way x 0.756 measured, hw_models/gb200.json), not the 5e10 B/s NIC. */
+Test(coll, nvl72_ring_stays_on_nvlink, .init = setup, .fini = teardown) {
+  net *n = mk("gb200", 72, 1);
+  const hw_model *h = net_hw(n);
+  double S = 1 << 30, B = h->scale_up.bw_per_chip_bytes_per_s * h->scale_up.efficiency;
+  double want = 2.0 * 71 / 72 * S / B + 2.0 * 71 * h->scale_up.latency_s;
+  coll_result r = run(n, COLL_ALL_REDUCE, COLL_RING, S, -1);
+  cr_assert(rel(r.time_s, want) < 0.02, "sim %g, formula %g", r.time_s, want);
+  net_free(n);
+}
+
+/* A group that ends in a partial node (12 H100s = 8 + 4) cannot pair chip i
+** of every node, so the hierarchical all-reduce is refused and AUTO runs the
+** flat ring, bound by the NIC on the two hops between the nodes: at least
+** 2(n-1)/n S/B_nic, at most that plus 2(n-1) a_nic (the simulated ring
+** overlaps those hops' latency with the NVLink hops). Before, the
+** hierarchical rings stepped past the last chip and wrote outside their
+** arrays (`tpusim collective --hw h100-sxm --chips 12 --op all-reduce`). */
+Test(coll, partial_node_runs_the_flat_ring, .init = setup, .fini = teardown) {
+  net *n = mk("h100-sxm", 12, 1);
+  const hw_model *h = net_hw(n);
+  double S = 256.0 * (1 << 20), B = h->scale_out.bw_per_chip_bytes_per_s;
+  double bw_s = 2.0 * 11 / 12 * S / B, lat_s = 2.0 * 11 * h->scale_out.latency_s;
+  coll_result r = run(n, COLL_ALL_REDUCE, COLL_AUTO, S, -1);
+  cr_assert_eq(r.algo, COLL_RING);
+  cr_assert(r.time_s > bw_s * 0.999 && r.time_s < (bw_s + lat_s) * 1.02, "sim %g, bounds %g..%g",
+            r.time_s, bw_s, bw_s + lat_s);
+  coll_req q = {.op = COLL_ALL_REDUCE, .algo = COLL_HIERARCHICAL, .bytes = S, .axis = -1};
+  char err[512];
+  cr_assert_neq(coll_run(n, &q, &r, err, sizeof err), 0);
+  cr_assert(strstr(err, "hierarchical needs whole nodes"), "%s", err);
+  net_free(n);
+}
+
 Test(coll, reduction_server_matches_its_formula, .init = setup, .fini = teardown) {
   net *n = mk("a100-80g", 16, 1);
   coll_req q = {.op = COLL_ALL_REDUCE, .algo = COLL_REDUCTION_SERVER, .bytes = 1 << 30,

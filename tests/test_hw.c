@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 
 #include "../hw_models/hw_catalog.h"
@@ -19,11 +20,12 @@ static const hw_model *get(const hw_catalog *c, const char *name) { return th_hw
 
 /* The names are a contract (shared/design.md): scripts pass them to --hw. */
 Test(hw_catalog, holds_exactly_the_contract_names) {
-  static const char *const names[] = {"tpu-v4", "tpu-v5e",  "tpu-v5p",  "tpu-v6e",
-                                      "v100",   "a100-40g", "a100-80g", "h100-sxm",
-                                      "h200",   "b200",     "cpu-spr",  "cpu-genoa"};
+  static const char *const names[] = {"tpu-v4", "tpu-v5e",  "tpu-v5p",  "tpu-v6e",  "tpu-v7x",
+                                      "v100",   "a100-40g", "a100-80g", "h100-sxm", "h200",
+                                      "b200",   "b300",     "gb200",    "gb300",    "cpu-spr",
+                                      "cpu-genoa"};
   hw_catalog *c = builtin();
-  cr_assert_eq(hw_catalog_count(c), 12);
+  cr_assert_eq(hw_catalog_count(c), (int)(sizeof names / sizeof *names));
   for (size_t i = 0; i < sizeof names / sizeof *names; i++)
     get(c, names[i]);
   hw_catalog_free(c);
@@ -145,14 +147,177 @@ Test(hw_catalog, user_file_replaces_builtin_of_same_name) {
   const char *path = th_write_temp("h100-2x.json", t);
   hw_catalog *c = builtin();
   diag *d = diag_new();
+  int before = hw_catalog_count(c);
   const hw_model *m = hw_catalog_load_file(c, path, d);
   cr_assert_not_null(m);
-  cr_assert_eq(hw_catalog_count(c), 12);
+  cr_assert_eq(hw_catalog_count(c), before, "a same-named file replaces, it does not add");
   cr_assert_float_eq(get(c, "h100-sxm")->chip.hbm_bw_bytes_per_s, 6.7e12, 1e6);
   cr_assert_str_eq(get(c, "h100-sxm")->origin, path);
   diag_free(d);
   hw_catalog_free(c);
   free(t);
+}
+
+/* ---- today's training hardware (issue 16): each figure against its published source ---- */
+
+#define MIB (1024.0 * 1024.0)
+
+/* HGX B300 (Glenn Lockwood's B300 page, from NVIDIA's HGX table): dense bf16
+** 2250 and fp4 13125 TFLOP/s, fp64 cut to 1.25; 288 GB HBM3e at 8 TB/s
+** (NVIDIA Blackwell Ultra blog), of which AWS shows 275040 MiB per GPU
+** (skypilot-catalog aws p6-b300.48xlarge); one 800 Gb/s ConnectX-8 per GPU
+** (DGX B300, ml-engineering network table) = 1e11 B/s; AWS p6-b300 $142.416/h / 8. */
+Test(hw_today, b300_published_figures) {
+  hw_catalog *c = builtin();
+  const hw_model *m = get(c, "b300");
+  cr_assert_float_eq(hw_peak_flops(m, HW_BF16), 2.25e15, 1e9);
+  cr_assert_float_eq(hw_peak_flops(m, HW_FP4), 13.125e15, 1e9);
+  cr_assert_float_eq(hw_peak_flops(m, HW_FP64), 1.25e12, 1e6);
+  cr_assert_eq(m->chip.hbm_bytes, (int64_t)(275040 * MIB));
+  cr_assert_float_eq(m->chip.hbm_bw_bytes_per_s, 8e12, 1e6);
+  cr_assert_eq(m->chips_per_node, 8);
+  cr_assert_float_eq(m->scale_out.bw_per_chip_bytes_per_s, 800e9 / 8, 1);
+  cr_assert_float_eq(m->price.on_demand_usd_per_chip_hour, 142.416 / 8, 1e-9);
+  hw_catalog_free(c);
+}
+
+/* GB200 NVL72 (NVIDIA's NVL72 page via ml-engineering; Lockwood's 1,200 W
+** table): per GPU dense bf16 2500, fp8 5000, fp4 10000 TFLOP/s, 186 GB at
+** 8 TB/s (13.4 TB and 576 TB/s over 72 GPUs). 72 GPUs in one NVLink 5 domain
+** at 1.8 TB/s bidirectional = 9e11 B/s each way; NVLink-C2C 900 GB/s
+** bidirectional per Grace, shared by 2 GPUs = 2.25e11 each way per GPU; one
+** 400 Gb/s ConnectX-7 per GPU. NCCL all-reduce on NVL72: 680 of 900 GB/s
+** (NVIDIA GTC25 S72583 slide, via ml-engineering). */
+Test(hw_today, gb200_nvl72_published_figures) {
+  hw_catalog *c = builtin();
+  const hw_model *m = get(c, "gb200");
+  cr_assert_float_eq(hw_peak_flops(m, HW_BF16), 2.5e15, 1e9);
+  cr_assert_float_eq(hw_peak_flops(m, HW_FP8), 5e15, 1e9);
+  cr_assert_float_eq(hw_peak_flops(m, HW_FP4), 1440e15 / 2 / 72, 1e9);
+  cr_assert_eq(m->chip.hbm_bytes, (int64_t)(186 * GIB));
+  cr_assert_float_eq(m->chip.hbm_bw_bytes_per_s, 576e12 / 72, 1e6);
+  cr_assert_eq(m->chips_per_node, 72);
+  cr_assert_eq(m->scale_up.domain_chips, 72);
+  cr_assert_float_eq(m->scale_up.bw_per_chip_bytes_per_s, 1.8e12 / 2, 1);
+  cr_assert_str_eq(hw_enum_name(hw_field_find("chip.host_link.kind"), m->chip.host_link_kind),
+                   "nvlink-c2c");
+  cr_assert_float_eq(m->chip.host_link_bw_bytes_per_s, 900e9 / 2 / 2, 1);
+  cr_assert_float_eq(m->scale_out.bw_per_chip_bytes_per_s, 400e9 / 8, 1);
+  cr_assert_float_eq(m->scale_up.efficiency, 680.0 / 900.0, 1e-3);
+  cr_assert(m->scale_up.in_switch_reduction, "NVLink Switch trays reduce in the switch (SHARP)");
+  cr_assert_eq(m->price.chips_per_instance, 72, "NVL72 capacity is rented by the rack");
+  hw_catalog_free(c);
+}
+
+/* GB300 NVL72: 15 PFLOP/s dense NVFP4 per GPU (NVIDIA Blackwell Ultra blog;
+** 1.08 EF dense / 72), 1.5x GB200; fp8 5000 (360 PF / 72); one 800 Gb/s
+** ConnectX-8 per GPU (72 per rack); 1,400 W. */
+Test(hw_today, gb300_nvl72_published_figures) {
+  hw_catalog *c = builtin();
+  const hw_model *m = get(c, "gb300"), *g2 = get(c, "gb200");
+  cr_assert_float_eq(hw_peak_flops(m, HW_FP4), 1.08e18 / 72, 1e9);
+  cr_assert_float_eq(hw_peak_flops(m, HW_FP4) / hw_peak_flops(g2, HW_FP4), 1.5, 1e-9);
+  cr_assert_float_eq(hw_peak_flops(m, HW_FP8), 360e15 / 72, 1e9);
+  cr_assert_eq(m->scale_up.domain_chips, 72);
+  cr_assert_float_eq(m->scale_out.bw_per_chip_bytes_per_s, 800e9 / 8, 1);
+  cr_assert_float_eq(m->chip.tdp_w, 1400, 1e-9);
+  hw_catalog_free(c);
+}
+
+/* Cloud TPU7x (Ironwood) doc: 2307 bf16 and 4614 fp8 TFLOP/s per chip, 192
+** GiB HBM at 7380 GB/s, 2 TensorCores, 1200 GB/s bidirectional ICI per chip
+** (6 links of a 3D torus), 100 Gb/s DCN per chip, 9216-chip pods built from
+** 4x4x4 cubes, 4-chip VMs. */
+Test(hw_today, tpu_v7x_published_figures) {
+  hw_catalog *c = builtin();
+  const hw_model *m = get(c, "tpu-v7x");
+  cr_assert_float_eq(hw_peak_flops(m, HW_BF16), 2307e12, 1e9);
+  cr_assert_float_eq(hw_peak_flops(m, HW_FP8), 4614e12, 1e9);
+  cr_assert_eq(m->chip.hbm_bytes, (int64_t)(192 * GIB));
+  cr_assert_float_eq(m->chip.hbm_bw_bytes_per_s, 7380e9, 1e6);
+  cr_assert_eq(m->chip.mu_cores, 2, "2 TensorCores (2 JAX devices) per chip");
+  cr_assert_float_eq(2 * m->scale_up.bw_per_chip_bytes_per_s, 1200e9, 1);
+  cr_assert_eq(m->scale_up.links_per_chip, 6);
+  cr_assert_eq(m->scale_up.torus_dims, 3);
+  cr_assert_eq(m->scale_up.pod_chips, 9216);
+  cr_assert_eq(m->scale_up.ocs_block[0] * m->scale_up.ocs_block[1] * m->scale_up.ocs_block[2], 64);
+  cr_assert_float_eq(m->scale_out.bw_per_chip_bytes_per_s, 100e9 / 8, 1);
+  cr_assert_eq(m->chips_per_node, 4);
+  /* jax tpu_info: int8 and int4 Not Available on TPU7x; no fp4 or MX format in Google's docs */
+  cr_assert_eq(hw_peak_flops(m, HW_INT8), 0);
+  cr_assert_eq(hw_peak_flops(m, HW_FP4), 0);
+  cr_assert_eq(hw_peak_flops(m, HW_MXFP8), 0);
+  hw_catalog_free(c);
+}
+
+/* The new rate keys: MX fp8 runs at the fp8 rate on Blackwell tensor cores
+** (the block scale is applied inside the MMA instruction) and nowhere else;
+** Blackwell Ultra raised dense fp4 over Blackwell (B300 13.125 vs B200 9
+** PFLOP/s, GB300 15 vs GB200 10) and cut int8 (Hot Chips 2025: ~0.16 POPS
+** dense against 4.5 on B200). */
+Test(hw_today, low_precision_rates_follow_the_architecture) {
+  hw_catalog *c = builtin();
+  static const char *const blackwell[] = {"b200", "b300", "gb200", "gb300"};
+  for (int i = 0; i < 4; i++) {
+    const hw_model *m = get(c, blackwell[i]);
+    cr_assert_float_eq(hw_peak_flops(m, HW_MXFP8), hw_peak_flops(m, HW_FP8), 1, "%s",
+                       blackwell[i]);
+    cr_assert_gt(hw_peak_flops(m, HW_FP4), hw_peak_flops(m, HW_FP8), "%s", blackwell[i]);
+  }
+  static const char *const no_mx[] = {"h100-sxm", "h200", "a100-80g", "v100", "tpu-v5p",
+                                      "tpu-v6e",  "tpu-v7x", "cpu-spr"};
+  for (size_t i = 0; i < sizeof no_mx / sizeof *no_mx; i++) {
+    cr_assert_eq(hw_peak_flops(get(c, no_mx[i]), HW_MXFP8), 0, "%s has no MX unit", no_mx[i]);
+    cr_assert_eq(hw_peak_flops(get(c, no_mx[i]), HW_FP4), 0, "%s has no fp4 unit", no_mx[i]);
+  }
+  cr_assert_float_eq(hw_peak_flops(get(c, "b200"), HW_FP4), 9e15, 1e9);
+  cr_assert_gt(hw_peak_flops(get(c, "b300"), HW_FP4), hw_peak_flops(get(c, "b200"), HW_FP4));
+  cr_assert_gt(hw_peak_flops(get(c, "gb300"), HW_FP4), hw_peak_flops(get(c, "gb200"), HW_FP4));
+  cr_assert_lt(hw_peak_flops(get(c, "b300"), HW_INT8), hw_peak_flops(get(c, "b200"), HW_INT8) / 20);
+  cr_assert_lt(hw_peak_flops(get(c, "gb300"), HW_INT8), hw_peak_flops(get(c, "gb200"), HW_INT8) / 20);
+  hw_catalog_free(c);
+}
+
+/* Every dtype round-trips through its name, in the order of the enum. */
+Test(hw_today, dtype_names_parse_and_print) {
+  static const char *const want[HW_DTYPE_COUNT] = {"fp64", "fp32", "tf32",  "bf16", "fp16",
+                                                    "fp8",  "int8", "mxfp8", "fp4"};
+  for (int i = 0; i < HW_DTYPE_COUNT; i++) {
+    cr_assert_str_eq(hw_dtype_name((hw_dtype)i), want[i]);
+    cr_assert_eq(hw_dtype_parse(want[i]), i);
+    char path[64];
+    snprintf(path, sizeof path, "chip.peak_flops_per_s.%s", want[i]);
+    cr_assert_geq(hw_field_find(path), 0, "no schema row for %s", path);
+  }
+  cr_assert_eq(hw_dtype_parse("MXFP8"), -1, "names are case-sensitive");
+  cr_assert_eq(hw_dtype_parse("fp6"), -1);
+  cr_assert_str_eq(hw_dtype_name(HW_DTYPE_COUNT), "?");
+}
+
+/* `hw show` prints the new keys with their sources, and the sources list;
+** --json writes them back under chip.peak_flops_per_s. */
+Test(hw_today, show_prints_new_keys_and_sources) {
+  hw_catalog *c = builtin();
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  cr_assert_not_null(f);
+  hw_print_show(get(c, "gb200"), f);
+  fclose(f);
+  cr_assert(strstr(buf, "peak_flops_per_s.fp4                   1e+16 (10.0 PFLOP/s)"), "%s", buf);
+  cr_assert(strstr(buf, "peak_flops_per_s.mxfp8"), "%s", buf);
+  cr_assert(strstr(buf, "\nsources\n"), "%s", buf);
+  cr_assert(strstr(buf, "[nv-gb200-blog] NVIDIA Technical Blog"), "%s", buf);
+  cr_assert(strstr(buf, "billed per 72-GPU rack"), "price.basis cut short: %s", buf);
+  free(buf);
+  char *json = hw_to_json(get(c, "b200"));
+  cJSON *o = cJSON_Parse(json);
+  const cJSON *peak = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "chip"), "peak_flops_per_s");
+  cr_assert_float_eq(cJSON_GetObjectItem(peak, "fp4")->valuedouble, 9e15, 1);
+  cr_assert_float_eq(cJSON_GetObjectItem(peak, "mxfp8")->valuedouble, 4.5e15, 1);
+  cJSON_Delete(o);
+  free(json);
+  hw_catalog_free(c);
 }
 
 /* ---- bad input: each case names the file, the place and what was expected ---- */
@@ -231,6 +396,12 @@ static const bad_case BAD_CASES[] = {
      "invalid JSON syntax"},
     {"bad_date", "\"read_on\": \"2026-12-02\"", "\"read_on\": \"last week\"", "\"last week\"",
      "expected a date YYYY-MM-DD"},
+    /* fp6 has no schema key: refused, not silently dropped (the rates it could
+    ** mean are fp8's on Blackwell; docs/hardware.md lists the keys) */
+    {"unknown_dtype_key", "\"int8\": 9.18e14", "\"int8\": 9.18e14, \"fp6\": 9.18e14",
+     "\"fp6\"", "chip.peak_flops_per_s.fp6: unknown field"},
+    {"negative_new_rate", "\"int8\": 9.18e14", "\"int8\": 9.18e14, \"fp4\": -1", "-1",
+     "chip.peak_flops_per_s.fp4: expected a positive number up to 1e+18 FLOP/s, got -1"},
 };
 
 Test(hw_bad_input, each_case_names_file_place_and_expectation) {
@@ -280,13 +451,27 @@ Test(hw_docs, every_field_is_documented) {
   size_t n = fread(doc, 1, sizeof doc - 1, f);
   doc[n] = '\0';
   fclose(f);
+  /* the peaks share one row, `peak_flops_per_s.{fp64,...}`: each dtype must be in its braces */
+  const char *open = strstr(doc, "`peak_flops_per_s.{");
+  cr_assert_not_null(open, "docs/hardware.md has no peak_flops_per_s.{...} row");
+  const char *close = strstr(open, "}`");
+  cr_assert_not_null(close);
   for (int i = 0; i < hw_field_count(); i++) {
     const char *p = hw_field_get(i)->path;
     const char *leaf = strrchr(p, '.');
     leaf = leaf ? leaf + 1 : p;
     char want[96];
+    if (strncmp(p, "chip.peak_flops_per_s.", 22) == 0) {
+      int found = 0;
+      size_t l = strlen(leaf);
+      for (const char *q = open + 19; q + l <= close && !found; q++)
+        found = strncmp(q, leaf, l) == 0 && (q[-1] == '{' || q[-1] == ',') &&
+                (q[l] == ',' || q[l] == '}');
+      cr_assert(found, "docs/hardware.md: %s is not in the peak_flops_per_s.{...} row", leaf);
+      continue;
+    }
     /* written as `section.leaf` or `leaf` in the tables */
-    snprintf(want, sizeof want, "%s`", strncmp(p, "chip.peak", 9) == 0 ? "int8}" : leaf);
+    snprintf(want, sizeof want, "%s`", leaf);
     cr_assert(strstr(doc, want), "docs/hardware.md does not document %s", p);
   }
 }

@@ -209,8 +209,12 @@ Test(planner, gbdt_gets_a_cpu_and_says_why) {
                      h->price.on_demand_usd_per_chip_hour * r.best.sim.step_time_s * 500 / 3600, 1e-9);
   cr_assert(strstr(r.why, "A CPU is recommended"), "%s", r.why);
   cr_assert(strstr(r.why, "billed on 8 chips"), "%s", r.why);
+  /* a GPU is billed by the whole instance: 8 on AWS, a 72-GPU rack for NVL72 */
   for (int i = 0; i < r.n_per_hw; i++)
-    if (strncmp(r.per_hw[i].hw, "cpu", 3) != 0) cr_assert_eq(r.per_hw[i].billed_chips, 8, "%s", r.per_hw[i].hw);
+    if (strncmp(r.per_hw[i].hw, "cpu", 3) != 0)
+      cr_assert_eq(r.per_hw[i].billed_chips,
+                   hw_catalog_find(c, r.per_hw[i].hw)->price.chips_per_instance, "%s",
+                   r.per_hw[i].hw);
   model_free(m);
   hw_catalog_free(c);
 }
