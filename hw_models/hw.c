@@ -98,6 +98,12 @@ static const hw_field FIELDS[] = {
      "", "absent: timing assumes 1.0"},
     {"chip.hbm_efficiency", HWF_NUM, OFF(chip.hbm_efficiency), 0, FIG | HWF_POS, NULL, 0, 1, "",
      "absent: timing assumes 1.0"},
+    {"chip.fp8_matmul_efficiency", HWF_NUM, OFF(chip.fp8_matmul_efficiency), 0, FIG | HWF_POS,
+     NULL, 0, 1, "", "absent: timing assumes matmul_efficiency"},
+    {"chip.attention_fwd_efficiency", HWF_NUM, OFF(chip.attention_fwd_efficiency), 0, FIG | HWF_POS,
+     NULL, 0, 1, "", "absent: timing assumes matmul_efficiency"},
+    {"chip.attention_bwd_efficiency", HWF_NUM, OFF(chip.attention_bwd_efficiency), 0, FIG | HWF_POS,
+     NULL, 0, 1, "", "absent: timing assumes matmul_efficiency"},
     {"chip.transcendentals_per_s", HWF_NUM, OFF(chip.transcendentals_per_s), 0, FIG | HWF_POS, NULL,
      0, MAX_RATE, "op/s", "absent: timing assumes vector_flops_per_s"},
     {"chip.op_overhead_s", HWF_NUM, OFF(chip.op_overhead_s), 0, FIG | HWF_POS, NULL, 0, 1e-3, "s",
@@ -717,6 +723,12 @@ static void apply_defaults(hw_model *m) {
   hw_chip *c = &m->chip;
   if (!m->present[hw_field_find("chip.matmul_efficiency")]) c->matmul_efficiency = 1.0;
   if (!m->present[hw_field_find("chip.hbm_efficiency")]) c->hbm_efficiency = 1.0;
+  if (!m->present[hw_field_find("chip.fp8_matmul_efficiency")])
+    c->fp8_matmul_efficiency = c->matmul_efficiency;
+  if (!m->present[hw_field_find("chip.attention_fwd_efficiency")])
+    c->attention_fwd_efficiency = c->matmul_efficiency;
+  if (!m->present[hw_field_find("chip.attention_bwd_efficiency")])
+    c->attention_bwd_efficiency = c->matmul_efficiency;
   if (!m->present[hw_field_find("chip.transcendentals_per_s")])
     c->transcendentals_per_s = c->vector_flops_per_s;
   if (!m->present[hw_field_find("chip.op_overhead_s")]) c->op_overhead_s = 0;

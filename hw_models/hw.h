@@ -54,6 +54,13 @@ typedef struct {
   ** the efficiencies, vector_flops_per_s for transcendentals, 0 overhead;
   ** hw_model.present[] still tells given from assumed. */
   double matmul_efficiency;    /* fraction of the matrix peak on large matmuls */
+  /* the fused attention kernel of the chip's stack (FlashAttention,
+  ** cuDNN, splash): its sustained fraction of the 16-bit matrix peak on
+  ** the attention core, forward and backward (absent: matmul_efficiency) */
+  double attention_fwd_efficiency, attention_bwd_efficiency;
+  /* the same large-GEMM fraction measured with fp8 operands (absent:
+  ** matmul_efficiency): what a low-precision recipe's GEMMs reach */
+  double fp8_matmul_efficiency;
   double hbm_efficiency;       /* fraction of hbm_bw_bytes_per_s a copy sustains */
   double transcendentals_per_s; /* exp/log/rsqrt/tanh/... results per second */
   double op_overhead_s;        /* fixed cost of one op (kernel launch) */

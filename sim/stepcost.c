@@ -85,8 +85,13 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
         optime_result mr;
         rc = optime_op(hw, g, i, &mr, err, errn);
         bool dot = m->kind == GOP_DOT;
-        t += flash * mr.compute_s * (dot && m->phase == GRAPH_BACKWARD ? 1.25 : 1) +
-             (dot ? mr.overhead_s : 0);
+        /* the kernel's dots at its measured fraction of the peak, not a
+        ** plain GEMM's */
+        const hw_chip *c = &hw->chip;
+        bool back = m->phase == GRAPH_BACKWARD;
+        double eff = back ? c->attention_bwd_efficiency : c->attention_fwd_efficiency;
+        double scale = dot && eff > 0 && c->matmul_efficiency > 0 ? c->matmul_efficiency / eff : 1;
+        t += flash * mr.compute_s * scale * (dot && back ? 1.25 : 1) + (dot ? mr.overhead_s : 0);
       }
     }
     double n = (double)op->count;
@@ -297,6 +302,7 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, step
   if (p.gemm != PLAN_GEMM_NATIVE) {
     gh = *hw;
     gh.chip.peak_flops_per_s[HW_BF16] = gh.chip.peak_flops_per_s[HW_FP16] = plan_gemm_peak_flops(hw, &p);
+    if (hw->chip.fp8_matmul_efficiency > 0) gh.chip.matmul_efficiency = hw->chip.fp8_matmul_efficiency;
     ghw = &gh;
   }
   /* 1. one layer's time on one chip, for each kind of layer the model has */
