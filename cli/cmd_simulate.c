@@ -66,7 +66,7 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
   if (cli_opt(c, "--fsdp")) p->zero = 3;
   p->dist_opt = p->zero >= 1;
   p->op_costs = (opcost_source)costs;
-  p->recompute = (plan_recompute)rec;
+  if (cli_opt(c, "--recompute")) p->recompute = (plan_recompute)rec;
   p->cp_comm = (plan_cp_comm)cpc;
   p->offload = (plan_offload)off;
   plan_precision_parse(plan_precision_names[prec], p);

@@ -22,6 +22,7 @@ typedef struct {
   int zero;                  /* the default sharding: 1 distributed optimizer, 3 FSDP */
   bool param_gather_overlap; /* the sharded parameters' all-gather runs under the forward */
   bool tp_overlap;           /* tensor-parallel collectives overlapped with the GEMMs */
+  plan_recompute recompute;  /* activation recomputation unless the plan says */
   const char *source;        /* where each feature was read */
 } framework;
 

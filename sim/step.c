@@ -144,7 +144,7 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
   double dp_t = 0, ag_t = 0;
   bool z3 = p->zero >= 3;
   /* the data-parallel group: one chip per node (rails), or the slices */
-  int64_t per = p->tp * p->pp >= node ? 1 : node / (p->tp * p->pp);
+  int64_t per = p->tp * p->pp >= node ? 1 : step_group_per_node(dpcp, node / (p->tp * p->pp));
   if (hw->scale_up.kind == HW_UP_ICI_TORUS) per = 0;
   /* the sharded optimizer reduce-scatters gradients and all-gathers the
   ** updated parameters: with the gather under the next forward (or
@@ -165,7 +165,11 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
     if (expert_bytes > 0 && edp > 1) {
       plan q = *p;
       q.reduction_server = 0, q.dp_algo = 0;
-      double x = grad_sync_s(memo, hw, edp, per, grad_op, expert_bytes, &q, formula, err, errn);
+      /* the expert data-parallel group: stride etp x ep in the expert layers' order */
+      int64_t estride = (p->ep > 0 ? p->ep : 1) * (p->etp > 0 ? p->etp : 1);
+      int64_t eper = estride >= node ? 1 : step_group_per_node(edp, node / estride);
+      if (hw->scale_up.kind == HW_UP_ICI_TORUS) eper = 0;
+      double x = grad_sync_s(memo, hw, edp, eper, grad_op, expert_bytes, &q, formula, err, errn);
       if (x < 0) return -1;
       dp_t += x;
     }

@@ -61,4 +61,16 @@ typedef struct {
 } step_fix_rules;
 bool step_fix_runs(void *ctx, const plan *mp);
 
+/* The chips of a group of n that share a node when at most max_per fit:
+** the group spread evenly over the fewest nodes it needs (a scheduler's
+** placement: 64 ranks on 36-GPU halves of NVL72 racks are 2 x 32), the
+** largest divisor of n within max_per, so no node holds a part-group. */
+static inline int64_t step_group_per_node(int64_t n, int64_t max_per) {
+  if (max_per >= n) return n;
+  if (max_per < 1) return 1;
+  int64_t per = max_per;
+  while (per > 1 && n % per) per--;
+  return per;
+}
+
 #endif

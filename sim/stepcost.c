@@ -241,8 +241,8 @@ static int time_kind(const model *m, const hw_model *hw, const hw_model *ghw, co
 /* The chips of a group of `size` ranks at stride `stride` in Megatron's
 ** rank order (tp innermost, then cp, then dp/ep) that share a node. */
 static int64_t per_node(const hw_model *hw, int64_t size, int64_t stride) {
-  int64_t node = hw->chips_per_node, per = stride >= node ? 1 : node / stride;
-  return per < size ? per : size;
+  int64_t node = hw->chips_per_node;
+  return stride >= node ? 1 : step_group_per_node(size, node / stride);
 }
 
 /* Quantizing the operands of a layer's linear GEMMs for a low-precision
