@@ -545,3 +545,27 @@ Test(hf, model_json_fields_and_misuse) {
     cr_assert(strstr(msg, rows[i].says), "%s: got %s", rows[i].extra, msg);
   }
 }
+
+/* Gemma 4 26B A4B (tests/validation/models/gemma4-26b.json, its published
+** text_config): 30 layers, hidden 2816, 16 heads of 256 (8 KV heads), a
+** dense GeGLU MLP of 2112 beside 128 routed experts of 704 (top 8), vocab
+** 262,144 tied. The routed experts by hand: 30 x 128 x 3 x 2816 x 704 =
+** 22,837,985,280; the card's "26B" counts the global layers' wider heads
+** (head_dim 512), which are not built: within 5 % of it. Five local
+** layers of window 1024 to one global. */
+Test(hf, gemma4_moe_block) {
+  diag *d = diag_new();
+  model_opts o = {.seq_len = 4096};
+  model *m = model_load("tests/validation/models/gemma4-26b.json", &o, d);
+  if (!m) diag_print(d, stderr);
+  cr_assert_not_null(m);
+  diag_free(d);
+  cr_assert_eq(m->expert_params, 22837985280LL);
+  cr_assert(fabs((double)m->params / 26e9 - 1) < 0.05, "%lld", (long long)m->params);
+  cr_assert_eq(m->info.tf.experts, 128);
+  cr_assert_eq(m->info.tf.top_k, 8);
+  cr_assert_eq(m->info.tf.window, 1024);
+  cr_assert_eq(wl_tf_layer_kind(&m->info.tf, 5), WL_LAYER_MOE);
+  cr_assert_eq(wl_tf_layer_kind(&m->info.tf, 0), WL_LAYER_MOE | WL_LAYER_LOCAL);
+  model_free(m);
+}

@@ -284,11 +284,11 @@ static int load_model_json(model *m, jin *j, const model_opts *o) {
 static const char *const HF_TYPES[] = {
     "llama",  "mistral", "mixtral",     "qwen2",  "qwen3",       "qwen3_moe", "deepseek_v3",
     "kimi_k2", "gpt_oss", "gemma2",     "gemma3_text", "gemma3", "llama4_text", "llama4",
-    "nemotron", "gpt2",   "gpt_neox",   "bert",   NULL};
+    "nemotron", "gpt2",   "gpt_neox",   "bert",   "gemma4_text", "gemma4", NULL};
 enum {
   HF_LLAMA, HF_MISTRAL, HF_MIXTRAL, HF_QWEN2, HF_QWEN3, HF_QWEN3_MOE, HF_DEEPSEEK_V3,
   HF_KIMI_K2, HF_GPT_OSS, HF_GEMMA2, HF_GEMMA3_TEXT, HF_GEMMA3, HF_LLAMA4_TEXT, HF_LLAMA4,
-  HF_NEMOTRON, HF_GPT2, HF_NEOX, HF_BERT, HF_NTYPES
+  HF_NEMOTRON, HF_GPT2, HF_NEOX, HF_BERT, HF_GEMMA4_TEXT, HF_GEMMA4, HF_NTYPES
 };
 
 static void put_int(cJSON *o, const char *k, int64_t v) { cJSON_AddNumberToObject(o, k, (double)v); }
@@ -523,7 +523,7 @@ static bool hf_gpt_oss(jin *j, const cJSON *hf, cJSON *s) {
 ** transformers' (Gemma2Config, Gemma3TextConfig), which Gemma 3's published
 ** text_config relies on for its vocabulary and pattern. */
 static bool hf_gemma(jin *j, const cJSON *hf, cJSON *s, int type) {
-  bool three = type == HF_GEMMA3_TEXT;
+  bool three = type == HF_GEMMA3_TEXT || type == HF_GEMMA4_TEXT;
   bool ok = hf_int(j, hf, s, "num_key_value_heads", "kv_heads", false);
   ok &= hf_int_or(j, hf, s, "head_dim", "head_dim", 256);
   ok &= hf_ffn(j, hf, s, "hidden_activation", "gelu_pytorch_tanh", true);
@@ -536,6 +536,19 @@ static bool hf_gemma(jin *j, const cJSON *hf, cJSON *s, int type) {
   if (three) ok &= hf_get(j, hf, "sliding_window_pattern", false, &every) >= 0;
   ok &= hf_pattern(j, hf, "layer_types", &every);
   put_int(s, "sliding_window_pattern", every);
+  /* Gemma 4's MoE block (enable_moe_block): routed experts beside the
+  ** layer's dense MLP, which acts as an always-on shared expert. Its
+  ** global layers' wider heads (global_head_dim, num_global_key_value_heads)
+  ** are not built: every layer takes head_dim and the KV heads given */
+  bool moe_block = false;
+  if (type == HF_GEMMA4_TEXT) ok &= jin_get_bool(j, hf, "enable_moe_block", false, &moe_block) >= 0;
+  if (moe_block) {
+    cJSON *moe = cJSON_AddObjectToObject(s, "moe");
+    ok &= hf_int(j, hf, moe, "num_experts", "experts", true);
+    ok &= hf_int(j, hf, moe, "top_k_experts", "top_k", true);
+    ok &= hf_int(j, hf, moe, "moe_intermediate_size", "moe_intermediate_size", true);
+    ok &= hf_int(j, hf, moe, "intermediate_size", "shared_expert_intermediate_size", true);
+  }
   return ok;
 }
 
@@ -602,7 +615,8 @@ static cJSON *hf_to_spec(jin *j, const cJSON *hf, int type, bool tied_default, i
   case HF_KIMI_K2: ok &= hf_deepseek(j, hf, s); break;
   case HF_GPT_OSS: ok &= hf_gpt_oss(j, hf, s); break;
   case HF_GEMMA2:
-  case HF_GEMMA3_TEXT: ok &= hf_gemma(j, hf, s, type); break;
+  case HF_GEMMA3_TEXT:
+  case HF_GEMMA4_TEXT: ok &= hf_gemma(j, hf, s, type); break;
   case HF_LLAMA4_TEXT: ok &= hf_llama4(j, hf, s); break;
   case HF_NEMOTRON: /* Nemotron-4: squared ReLU, not gated; LayerNorm1P (scale and bias) */
     ok &= hf_int(j, hf, s, "num_key_value_heads", "kv_heads", false);
@@ -646,8 +660,8 @@ static cJSON *hf_to_spec(jin *j, const cJSON *hf, int type, bool tied_default, i
 ** ("text_config") for the caller to pop when *pushed. */
 static const cJSON *hf_text_config(jin *j, int *type, bool *pushed) {
   *pushed = false;
-  if (*type != HF_LLAMA4 && *type != HF_GEMMA3) return j->root;
-  int text = *type == HF_LLAMA4 ? HF_LLAMA4_TEXT : HF_GEMMA3_TEXT;
+  if (*type != HF_LLAMA4 && *type != HF_GEMMA3 && *type != HF_GEMMA4) return j->root;
+  int text = *type == HF_LLAMA4 ? HF_LLAMA4_TEXT : *type == HF_GEMMA3 ? HF_GEMMA3_TEXT : HF_GEMMA4_TEXT;
   const cJSON *tc = jin_get_object(j, j->root, "text_config", true);
   if (!tc) return NULL;
   jin_push_key(j, "text_config", 0);
@@ -672,11 +686,12 @@ static int load_hf(model *m, jin *j, const model_opts *o, diag *dg) {
   str_copy(m->format, sizeof m->format, "hf-config");
   if (!read_train(j, j->root, &m->train)) return -1;
   int64_t seq = 0;
-  bool pushed, wrapped = type == HF_LLAMA4 || type == HF_GEMMA3;
+  bool pushed, wrapped = type == HF_LLAMA4 || type == HF_GEMMA3 || type == HF_GEMMA4;
   const cJSON *hf = hf_text_config(j, &type, &pushed);
   /* tied by default: GPT-2, BERT and Gemma (their configs' defaults); a
   ** wrapper's own tie_word_embeddings counts when its text_config has none */
-  bool tied = type == HF_GPT2 || type == HF_BERT || type == HF_GEMMA2 || type == HF_GEMMA3_TEXT;
+  bool tied = type == HF_GPT2 || type == HF_BERT || type == HF_GEMMA2 || type == HF_GEMMA3_TEXT ||
+              type == HF_GEMMA4_TEXT;
   if (hf && wrapped && jin_get_bool(j, j->root, "tie_word_embeddings", false, &tied) < 0) hf = NULL;
   cJSON *spec = hf ? hf_to_spec(j, hf, type, tied, &seq) : NULL;
   if (pushed) jin_pop(j);
