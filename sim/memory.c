@@ -3,7 +3,8 @@
 **
 ** Notation (Korthikanti et al. 2022, arXiv:2205.05198, §4): s sequence,
 ** b micro-batch, h hidden, a heads, t tensor-parallel size, p pipeline
-** stages, v virtual stages, m micro-batches per step, L layers.
+** stages, v virtual stages, m micro-batches per step, L layers; with
+** context parallelism a chip holds s / cp tokens of each sequence.
 */
 #include "memory.h"
 
@@ -27,8 +28,8 @@ mem_opts mem_opts_from_train(const wl_train *t, double trainable_fraction, doubl
   return o;
 }
 
-/* Bytes of a weight or a saved activation element. 8-bit compute (fp8)
-** keeps 16-bit weights and activations here: conservative (docs). */
+/* Bytes of a weight or a saved activation element in the compute dtype
+** (16 or 32 bits; a GEMM recipe's 8- and 4-bit copies are counted apart). */
 static double elem_bytes(graph_dtype dt) {
   int bits = graph_dtype_bits(dt);
   return bits >= 32 ? bits / 8.0 : 2.0;
@@ -61,21 +62,92 @@ void mem_model_state(double params, int64_t dp, int zero, graph_dtype precision,
   out->optimizer = params * frac * opt / (zero >= 1 ? n : 1);
 }
 
+/* ---- low-precision GEMM recipes (plan.gemm) ----
+** Transformer Engine keeps the 16-bit weight and quantizes it before each
+** GEMM; Megatron caches the quantized weight across micro-batches (TE's
+** is_first_microbatch workspace). A Linear layer needs each weight rowwise
+** (forward) and columnwise (dgrad), and saves its input quantized for the
+** wgrad GEMM: "2 MB (weight) + 1 MB (weight in FP8) + 1 MB (input in FP8
+** saved for backward)" (TE docs, Low precision training, Performance
+** considerations, Memory usage). Hopper reads fp8 only rowwise, so the
+** columnwise copy is a transpose; Blackwell reads both layouts from one
+** copy (same page, Architecture differences). */
+
+/* TE DelayedScaling: amax_history_len = 1024 by default (TE docs, Common
+** API); 5 scaled tensors per GEMM, input, weight and output forward and
+** grad_output and grad_input backward (TE pytorch/module/base.py,
+** set_meta_tensor), each with an fp32 amax history, scale and scale_inv. */
+#define TE_AMAX_HISTORY 1024.0
+#define TE_TENSORS_PER_GEMM 5.0
+/* MXFP8: e4m3 data with one e8m0 (1-byte) scale per 32 elements (TE docs,
+** MXFP8); NVFP4: e2m1 (half a byte) with one e4m3 scale per 16 elements
+** and one fp32 scale per tensor (TE docs, NVFP4). */
+#define MXFP8_BLOCK 32.0
+#define NVFP4_BLOCK 16.0
+
+/* Bytes per element of one quantized copy (data + block scales). */
+static double quant_bytes(plan_gemm g) {
+  switch (g) {
+  case PLAN_GEMM_FP8:
+  case PLAN_GEMM_FP8_CS: return 1;
+  case PLAN_GEMM_MXFP8: return 1 + 1 / MXFP8_BLOCK;
+  case PLAN_GEMM_NVFP4: return 0.5 + 1 / NVFP4_BLOCK;
+  default: return 0;
+  }
+}
+
+/* Bytes a linear layer saves per input element for its backward: the
+** quantized input under a Transformer Engine recipe, else the activation.
+** INT8 (AQT on TPUs) quantizes inside the compiled step and saves the
+** 16-bit input: counted as the compute dtype. */
+static double saved_linear_bytes(plan_gemm g, double e) {
+  double q = quant_bytes(g);
+  return q > 0 ? q : e;
+}
+
+/* Persistent quantized weight bytes per linear-layer weight: rowwise and
+** columnwise copies, one when the GEMM reads both layouts from one copy
+** (fp8 on Blackwell); MXFP8 and NVFP4 scale along different axes for the
+** two usages, so they keep two (TE docs, MXFP8 and NVFP4, Handling
+** transposes). INT8: none kept (AQT quantizes in the step). */
+static double weight_copy_bytes(plan_gemm g, bool any_layout) {
+  double q = quant_bytes(g);
+  bool tensor_scaled = g == PLAN_GEMM_FP8 || g == PLAN_GEMM_FP8_CS;
+  return q * (tensor_scaled && any_layout ? 1 : 2);
+}
+
+/* Scaling state per GEMM: delayed scaling's amax histories; the other
+** recipes derive scales from the tensor itself (NVFP4's per-tensor fp32
+** scales are 8 bytes a weight, left out). */
+static double gemm_meta_bytes(plan_gemm g) {
+  return g == PLAN_GEMM_FP8 ? TE_TENSORS_PER_GEMM * (TE_AMAX_HISTORY + 2) * 4 : 0;
+}
+
+/* ---- one chip's shard ---- */
+
 /* The resolved shape of one chip's shard. */
 typedef struct {
-  double h, s, b, t, r;     /* r: share of the sequence on a chip (1/t with SP) */
+  double h, s, b, t, r;     /* s: this chip's tokens of a sequence (seq / cp); r: 1/t with SP */
+  double s_all;             /* the whole sequence: the keys each query attends */
   double qc, kvc, fc, ac;   /* per-chip query width, K/V width, FFN width, heads */
-  double experts, topk;     /* experts 0 for a dense model */
+  double experts, topk, cf; /* experts 0 for a dense model; cf: capacity factor */
+  double efc;               /* a routed expert's FFN width on this chip: moe_ffn / etp */
+  double routed;            /* expert token-copies this chip computes per token of its tp group */
+  double local_experts;     /* experts / ep */
+  double expert_layer;      /* one MoE layer's routed-expert parameters on this chip */
   double e, mask;           /* activation and weight bytes; dropout mask bytes */
+  double lin;               /* bytes of a linear layer's saved input (the GEMM recipe's) */
   double vc;                /* vocabulary rows per chip */
   double norms;             /* layer norms per layer (1 with a parallel block) */
+  double window;            /* sliding-window span of local layers (0: none) */
 } shard;
 
 /* Parameters of one layer's attention and norms on one chip (the MLP is
 ** mlp_params). Linear layers carry biases (GPT convention: 12h^2 + 13h for
-** a GPT layer; bias-free models differ by < 0.01 %); norms gain + bias. Column-parallel matrices and their biases
-** split over t, row-parallel biases and norms replicated (Shoeybi et al.
-** 2019). K/V heads fewer than t are replicated. */
+** a GPT layer; bias-free models differ by < 0.01 %); norms gain + bias.
+** Column-parallel matrices and their biases split over t, row-parallel
+** biases and norms replicated (Shoeybi et al. 2019). K/V heads fewer than t
+** are replicated. */
 static double attn_params(const shard *c) {
   double h = c->h;
   return 2 * h * c->qc + 2 * h * c->kvc + c->qc + 2 * c->kvc + h + c->norms * 2 * h;
@@ -86,41 +158,390 @@ static double mlp_params(const shard *c, bool gated) {
   return gated ? 3 * h * c->fc + 2 * c->fc + h : 2 * h * c->fc + c->fc + h;
 }
 
-/* Saved activation bytes per token of one layer (docs/memory.md, "One
-** layer"): replicated tensors (x r), tensor-parallel shards, the s x s
-** attention tensors. For GPT (q = kv = h, f = 4h, e = 2) this is
-** 10h + 24h/t + 5as/t bytes, Korthikanti eq. (2). */
+/* What one layer of a kind (WL_LAYER_* bits) holds on one chip. */
 typedef struct {
-  double rep, sharded, scores;
+  double dense, expert;   /* parameters: attention, norms, dense MLP or router; routed experts */
+  double linw;            /* of them, linear-layer weights (what a GEMM recipe copies) */
+  double gemms;           /* linear GEMMs (the recipe's scaling state) */
+  double act;             /* saved bytes of one micro-batch under the plan's recompute */
+  double act_none;        /* the same without recompute (what full recompute rematerializes) */
+  double scores;          /* its attention-score tensors (what selective rematerializes) */
+  double big;             /* its largest single tensor of one micro-batch */
+} layer_mem;
+
+/* Saved activation bytes per token of one layer (docs/memory.md, "One
+** layer"): replicated tensors (x r), tensor-parallel shards, routed-expert
+** tensors, the s x s attention tensors. For GPT (q = kv = h, f = 4h, e = 2)
+** this is 10h + 24h/t + 5as/t bytes, Korthikanti eq. (2). */
+typedef struct {
+  double rep, sharded, routed, scores;
 } tok_bytes;
 
-static tok_bytes layer_tokens(const shard *c, const wl_tf_dims *d, bool flash) {
+/* Keys a query attends: the sequence, or a local layer's window. */
+static double attn_keys(const shard *c, int kind) {
+  return (kind & WL_LAYER_LOCAL) && c->window > 0 && c->window < c->s_all ? c->window : c->s_all;
+}
+
+static tok_bytes layer_tokens(const shard *c, const wl_tf_dims *d, bool flash, int kind) {
   tok_bytes k;
-  double h = c->h, e = c->e;
-  /* norm inputs, QKV input, FFN input: the parallel block shares one norm */
-  double rep_elems = d->parallel_block ? 2 * h : 4 * h;
-  k.rep = e * rep_elems + c->mask * 2 * h;
-  if (c->experts > 0) k.rep += 4 * c->experts; /* fp32 router probabilities */
-  double mlp = (d->gated ? 3 : 2) * c->fc * (c->experts > 0 ? c->topk : 1);
-  k.sharded = e * (2 * c->qc + 2 * c->kvc + mlp);
+  double h = c->h, e = c->e, lin = c->lin;
+  bool moe = (kind & WL_LAYER_MOE) && c->experts > 0;
+  /* norm inputs (e); the QKV input and the FFN input (norm outputs, saved
+  ** quantized by a linear layer; a MoE layer's router reads it in e); a
+  ** parallel block shares one norm and one input */
+  double ffn_in = moe ? e : lin;
+  k.rep = d->parallel_block ? e * h + lin * h : 2 * e * h + lin * h + ffn_in * h;
+  k.rep += c->mask * 2 * h; /* dropout masks after attention and the MLP */
+  if (moe) k.rep += 4 * c->experts; /* fp32 router probabilities */
+  /* Q, K, V in e; the output projection's input as a linear input */
+  k.sharded = e * (c->qc + 2 * c->kvc) + lin * c->qc;
+  /* MLP: its activation's input(s) in e, FC2's input as a linear input */
+  if (!moe) k.sharded += (d->gated ? 2 : 1) * e * c->fc + lin * c->fc;
+  /* routed experts: each token-copy's dispatched hidden (FC1's input), the
+  ** activation's input(s) and FC2's input, at the expert's width here */
+  k.routed = moe ? c->routed * (lin * h + (d->gated ? 2 : 1) * e * c->efc + lin * c->efc) : 0;
+  double keys = attn_keys(c, kind);
   if (flash)
     k.scores = 4 * c->ac; /* fp32 log-sum-exp per head and row */
   else
-    k.scores = c->ac * c->s * (e + c->mask + (c->mask > 0 ? e : 0));
+    k.scores = c->ac * keys * (e + c->mask + (c->mask > 0 ? e : 0));
   return k;
 }
 
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static layer_mem layer_of(const shard *c, const wl_tf_dims *d, const plan *p, bool flash,
+                          int kind) {
+  layer_mem l;
+  bool moe = (kind & WL_LAYER_MOE) && c->experts > 0;
+  double h = c->h, sb = c->s * c->b;
+  l.dense = attn_params(c) + (moe ? h * c->experts : mlp_params(c, d->gated));
+  l.expert = moe ? c->expert_layer : 0;
+  l.linw = 2 * h * c->qc + 2 * h * c->kvc +
+           (moe ? l.expert : (d->gated ? 3 : 2) * h * c->fc);
+  l.gemms = 4 + (moe ? 2 * c->local_experts - 2 : 0);
+  tok_bytes k = layer_tokens(c, d, flash, kind);
+  double kept = c->r * k.rep + k.sharded + k.routed;
+  l.act_none = sb * (kept + k.scores);
+  l.scores = sb * k.scores;
+  if (p->recompute == PLAN_RECOMPUTE_FULL)
+    l.act = sb * c->r * c->e * h; /* the layer input */
+  else
+    l.act = p->recompute == PLAN_RECOMPUTE_SELECTIVE ? sb * kept : l.act_none;
+  /* the largest tensor: the layer output, the MLP's (or an expert's)
+  ** intermediate, the a/t x s x keys softmax without FlashAttention */
+  l.big = sb * c->e * h;
+  double mid = moe ? sb * c->routed * c->e * c->efc : sb * c->e * c->fc;
+  if (mid > l.big) l.big = mid;
+  double softmax = sb * c->ac * attn_keys(c, kind) * c->e;
+  if (!flash && softmax > l.big) l.big = softmax;
+  return l;
+}
 
-static int check(const wl_tf_dims *d, const plan *p, const mem_opts *o, char *err, size_t errn) {
-  if (!d || !p || !o) return str_errf(err, errn, "memory: missing model, plan or options");
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t pos(int64_t x) { return x > 0 ? x : 1; }
+
+/* ---- pipeline stages ---- */
+
+/* Decoder layers [*a, *a + n) of virtual stage vs: plan_stage_layers for a
+** plan that splits (an explicit --pp-layers, or L plus the counted
+** embedding/loss a multiple of pp x v); otherwise (a fix's candidate, before
+** plan_check) ceil((L + e + l) / S) a stage from the front. */
+static int64_t stage_range(const plan *p, int64_t v, int64_t L, int64_t vs, int64_t *a) {
+  int64_t S = p->pp * v;
+  if (p->pp_layers && p->n_pp_layers == S) {
+    int64_t start = 0;
+    for (int64_t j = 0; j < vs; j++) start += p->pp_layers[j];
+    *a = start;
+    return p->pp_layers[vs];
+  }
+  int64_t e = p->pp_split_embedding, l = p->pp_split_loss;
+  int64_t per = (L + e + l) % S == 0 ? (L + e + l) / S : ceil_div(L + e + l, S);
+  int64_t start = vs * per - (vs > 0 ? e : 0);
+  bool even = (L + e + l) % S == 0 && pos(p->vp) == v;
+  int64_t n = even ? plan_stage_layers(p, L, vs) : per - (vs == 0 ? e : 0) - (vs == S - 1 ? l : 0);
+  if (start > L) start = L;
+  if (n > L - start) n = L - start;
+  *a = start;
+  return n > 0 ? n : 0;
+}
+
+/* Sums over a range of layers. */
+typedef struct {
+  double layers, dense, expert, linw, gemms, act;
+  double act_max, none_max, scores_max, big_max, weights_max; /* of one layer */
+} span;
+
+/* What the memory of one plan reads, resolved once per call. */
+typedef struct {
+  const wl_tf_dims *d;
+  const plan *p;
+  const mem_opts *o;
+  shard c;
+  layer_mem kind[WL_LAYER_KINDS];
+  int uniform;              /* the kind of every layer, or -1 when they differ */
+  int64_t v, m;             /* virtual stages per chip, micro-batches per step */
+} memctx;
+
+static void span_add(span *s, const layer_mem *l, double n) {
+  if (n <= 0) return;
+  s->layers += n;
+  s->dense += n * l->dense;
+  s->expert += n * l->expert;
+  s->linw += n * l->linw;
+  s->gemms += n * l->gemms;
+  s->act += n * l->act;
+  if (l->act > s->act_max) s->act_max = l->act;
+  if (l->act_none > s->none_max) s->none_max = l->act_none;
+  if (l->scores > s->scores_max) s->scores_max = l->scores;
+  if (l->big > s->big_max) s->big_max = l->big;
+  if (l->dense + l->expert > s->weights_max) s->weights_max = l->dense + l->expert;
+}
+
+/* MoE layers among the first n (wl_tf_layer_kind's rule, counted in closed
+** form: past first_dense, every moe_every-th). */
+static int64_t moe_below(const wl_tf_dims *d, int64_t n) {
+  if (d->experts <= 0 || n <= d->first_dense) return 0;
+  return d->moe_every <= 1 ? n - d->first_dense : (n - d->first_dense) / d->moe_every;
+}
+
+/* Global-attention layers among the first n of a windowed model. */
+static int64_t global_below(const wl_tf_dims *d, int64_t n) {
+  return d->global_every > 0 ? n / d->global_every : 0;
+}
+
+/* Layers [a, a + n): by kind, in closed form when one pattern varies,
+** counted one by one when both do. */
+static void span_of(const memctx *x, int64_t a, int64_t n, span *s) {
+  const wl_tf_dims *d = x->d;
+  memset(s, 0, sizeof *s);
+  if (x->uniform >= 0) {
+    span_add(s, &x->kind[x->uniform], (double)n);
+    return;
+  }
+  double cnt[WL_LAYER_KINDS] = {0};
+  if (d->window <= 0) {
+    cnt[WL_LAYER_MOE] = (double)(moe_below(d, a + n) - moe_below(d, a));
+    cnt[0] = (double)n - cnt[WL_LAYER_MOE];
+  } else if (d->experts <= 0) {
+    cnt[0] = (double)(global_below(d, a + n) - global_below(d, a));
+    cnt[WL_LAYER_LOCAL] = (double)n - cnt[0];
+  } else {
+    for (int64_t i = a; i < a + n; i++) cnt[wl_tf_layer_kind(d, i)] += 1;
+  }
+  for (int k = 0; k < WL_LAYER_KINDS; k++) span_add(s, &x->kind[k], cnt[k]);
+}
+
+static void span_merge(span *s, const span *t) {
+  s->layers += t->layers;
+  s->dense += t->dense;
+  s->expert += t->expert;
+  s->linw += t->linw;
+  s->gemms += t->gemms;
+  s->act += t->act;
+  if (t->act_max > s->act_max) s->act_max = t->act_max;
+  if (t->none_max > s->none_max) s->none_max = t->none_max;
+  if (t->scores_max > s->scores_max) s->scores_max = t->scores_max;
+  if (t->big_max > s->big_max) s->big_max = t->big_max;
+  if (t->weights_max > s->weights_max) s->weights_max = t->weights_max;
+}
+
+/* Chunk k of physical stage i is virtual stage k x pp + i (Megatron-Core). */
+static void chunk_span(const memctx *x, int64_t i, int64_t k, span *s) {
+  int64_t a, n = stage_range(x->p, x->v, x->d->layers, k * x->p->pp + i, &a);
+  span_of(x, a, n, s);
+}
+
+/* Activations in flight on stage i at the first backward, in bytes, and
+** the micro-batches of its first and last chunk among them (Narayanan et
+** al. 2021 §2.2; Megatron-Core schedules.py warm-up counts): GPipe all m;
+** 1F1B min(m, p - i); interleaved the first 2(p - 1 - i) + (v - 1)p + 1
+** forward passes (at most m v), issued p at a time to chunks 0, 1, ..,
+** v - 1 in turn. */
+static double in_flight(const memctx *x, int64_t i, double *first_mbs, double *sets) {
+  int64_t pp = x->p->pp, m = x->m, v = x->v;
+  span s;
+  if (v == 1) {
+    double mbs = x->p->schedule == PLAN_GPIPE ? (double)m : (double)(pp - i < m ? pp - i : m);
+    chunk_span(x, i, 0, &s);
+    *first_mbs = mbs;
+    *sets = mbs * s.layers;
+    return mbs * s.act;
+  }
+  int64_t w = 2 * (pp - 1 - i) + (v - 1) * pp + 1;
+  if (w > m * v) w = m * v;
+  double act = 0;
+  *first_mbs = 0;
+  *sets = 0;
+  for (int64_t g = 0; g * pp < w; g++) {
+    double passes = (double)(w - g * pp < pp ? w - g * pp : pp);
+    chunk_span(x, i, g % v, &s);
+    act += passes * s.act;
+    *sets += passes * s.layers;
+    if (g % v == 0) *first_mbs += passes;
+  }
+  return act;
+}
+
+/* ---- one stage ---- */
+
+/* The data-parallel shard groups: dense state over dp x cp (or the HSDP
+** group), routed-expert state over the expert data-parallel group
+** dp x cp x tp / (ep x etp) (Megatron-Core; Megatron-Bridge's memory
+** estimator, _expert_optimizer_shard_size), which is plan_expert_dp() when
+** etp = tp. */
+static void shard_groups(const plan *p, int64_t *dense, int64_t *expert) {
+  int64_t cp = pos(p->cp), ep = pos(p->ep), etp = pos(p->etp);
+  int64_t g = p->zero >= 3 && p->hsdp > 0 ? p->hsdp : p->dp * cp;
+  *dense = g;
+  *expert = pos(g * p->tp / (ep * etp));
+}
+
+/* Weights, gradients, optimizer and the recipe's weight copies of what
+** stage i holds (t: the chunks' sums, embedding and head included). */
+static void stage_state(const memctx *x, const span *t, double embed, mem_bytes *out) {
+  const plan *p = x->p;
+  int64_t gd, ge;
+  shard_groups(p, &gd, &ge);
+  mem_bytes st;
+  mem_model_state(t->dense + embed, gd, p->zero, p->precision, x->o, out);
+  mem_model_state(t->expert, ge, p->zero, p->precision, x->o, &st);
+  out->weights += st.weights;
+  out->gradients += st.gradients;
+  out->optimizer += st.optimizer;
+  out->params = t->dense + embed + t->expert;
+  out->expert_params = t->expert;
+  /* quantized copies persist only for whole weights: under ZeRO-3 they are
+  ** made per gather (counted with the gathered layers) */
+  double copies = p->zero >= 3 ? 0 : t->linw * weight_copy_bytes(p->gemm, x->o->gemm_any_layout);
+  out->weight_copies = copies + t->gemms * gemm_meta_bytes(p->gemm);
+  out->weights += out->weight_copies;
+  if (p->offload == PLAN_OFFLOAD_OPTIMIZER) { /* fp32 master + Adam states on the host */
+    out->host += out->optimizer;
+    out->optimizer = 0;
+  }
+}
+
+/* Buffers of one layer's step: its largest tensor's gradient, what
+** recompute rematerializes, collective buffers (docs/memory.md). */
+static double stage_temporary(const memctx *x, const span *t, bool last) {
+  const plan *p = x->p;
+  const shard *c = &x->c;
+  double sb = c->s * c->b;
+  double big = t->big_max;
+  if (!x->o->layers_only && last && 4 * sb * c->vc > big) big = 4 * sb * c->vc;
+  double remat = p->recompute == PLAN_RECOMPUTE_FULL        ? t->none_max
+                 : p->recompute == PLAN_RECOMPUTE_SELECTIVE ? t->scores_max
+                                                            : 0;
+  double coll = 0;
+  if (p->sp && p->tp > 1) coll += sb * c->e * c->h; /* all-gathered input */
+  if (p->pp > 1) coll += 2 * sb * c->r * c->e * c->h; /* p2p send + receive */
+  /* context parallelism: K and V of the other ranks' tokens for the layer
+  ** computing -- two blocks in a ring (the one used, the one arriving:
+  ** Liu et al. 2023, ring attention), all of them when all-gathered */
+  if (pos(p->cp) > 1) {
+    double kv = 2 * c->kvc * c->b * c->e;
+    coll += p->cp_comm == PLAN_CP_ALL_GATHER ? kv * c->s_all : 2 * kv * c->s;
+  }
+  /* MoE: the all-to-all's buffer of dispatched token-copies */
+  if (t->expert > 0) coll += sb * c->routed * c->e * c->h;
+  /* ZeRO-3 gathers one layer's weights, two with prefetch (FSDP's default
+  ** of one unit in flight, Zhao et al. 2023 §3.3), with the recipe's
+  ** copies; ZeRO-2 and 3 reduce-scatter one layer's unsharded gradients */
+  double lw = t->weights_max;
+  bool dp_shards = p->dp * pos(p->cp) > 1;
+  if (dp_shards && p->zero >= 3) {
+    double per = elem_bytes(p->precision) + weight_copy_bytes(p->gemm, x->o->gemm_any_layout);
+    coll += (p->param_gather_overlap ? 2 : 1) * lw * per;
+  }
+  if (dp_shards && p->zero >= 2) coll += lw * grad_bytes(p->precision, x->o);
+  return big + remat + coll;
+}
+
+/* Stage i's memory, without the runtime's (the same on every stage). */
+static void stage_mem(const memctx *x, int64_t i, mem_bytes *out) {
+  const plan *p = x->p;
+  const shard *c = &x->c;
+  bool first = i == 0, last = i == p->pp - 1;
+  memset(out, 0, sizeof *out);
+  span t = {0}, k;
+  for (int64_t j = 0; j < x->v; j++) {
+    chunk_span(x, i, j, &k);
+    span_merge(&t, &k);
+  }
+  /* the embedding on the first stage; the final norm and the LM head on
+  ** the last (its own copy of a tied head when pp > 1, as Megatron-LM) */
+  double embed = 0;
+  if (!x->o->layers_only) {
+    double emb = c->vc * c->h;
+    if (first) embed += emb;
+    if (last) embed += 2 * c->h + (p->pp > 1 || !x->d->tied ? emb : 0);
+  }
+  stage_state(x, &t, embed, out);
+
+  double first_mbs, sets;
+  double act = in_flight(x, i, &first_mbs, &sets);
+  out->act_layer = t.act_max;
+  out->layer_mbs = sets;
+  double ends = 0, sb = c->s * c->b;
+  if (!x->o->layers_only) {
+    /* Korthikanti §4.3: the embedding's dropout mask per micro-batch in
+    ** flight on the first stage; the final norm and LM head inputs and the
+    ** fp32 logits of the loss on the last */
+    if (first) ends += first_mbs * sb * c->r * c->mask * c->h;
+    double out_mbs = p->schedule == PLAN_GPIPE ? (double)x->m : 1;
+    if (last) ends += out_mbs * sb * (2 * c->r * c->e * c->h + 4 * c->vc);
+  }
+  /* activation offload: the host keeps them all but the layer computing
+  ** and one in transfer */
+  if (p->offload == PLAN_OFFLOAD_ACTIVATIONS && act > 2 * t.act_max) {
+    out->host += act - 2 * t.act_max;
+    act = 2 * t.act_max;
+  }
+  out->activations = act + ends;
+  out->temporary = stage_temporary(x, &t, last);
+  double f = x->o->fragmentation;
+  out->fragmentation = f / (1 - f) * (out->activations + out->temporary);
+  out->stage = (int)i;
+}
+
+/* ---- checks ---- */
+
+/* Parallel sizes up to 2^24 each (16.7 M chips), so products of four stay
+** far inside int64 and double's exact integers. */
+#define MEM_MAX_SIZE (1LL << 24)
+
+static int check_sizes(const plan *p, char *err, size_t errn) {
+  const struct {
+    const char *name;
+    int64_t v;
+  } s[] = {{"dp", p->dp}, {"tp", p->tp}, {"pp", p->pp}, {"cp", p->cp}, {"ep", p->ep},
+           {"etp", p->etp}, {"hsdp", p->hsdp}, {"mbs", p->mbs}, {"vp", p->vp}};
+  for (size_t i = 0; i < sizeof s / sizeof s[0]; i++)
+    if (s[i].v > MEM_MAX_SIZE || s[i].v < 0)
+      return str_errf(err, errn, "memory: %s %lld is outside 0..%lld", s[i].name, (long long)s[i].v,
+                      (long long)MEM_MAX_SIZE);
+  if (p->offload > PLAN_OFFLOAD_OPTIMIZER || p->gemm >= PLAN_GEMM_COUNT)
+    return str_errf(err, errn, "memory: unknown offload (%d) or GEMM recipe (%d)", (int)p->offload,
+                    (int)p->gemm);
+  if (p->pp_layers && p->n_pp_layers == p->pp * pos(p->vp))
+    for (int i = 0; i < p->n_pp_layers; i++)
+      if (p->pp_layers[i] < 0)
+        return str_errf(err, errn, "memory: pp_layers[%d] = %d is negative", i, p->pp_layers[i]);
+  return 0;
+}
+
+/* a x b, refused past int64 (the sizes are checked one by one first) */
+static bool mul64(int64_t a, int64_t b, int64_t *r) { return !__builtin_mul_overflow(a, b, r); }
+
+static int check_dims(const wl_tf_dims *d, char *err, size_t errn) {
   if (d->layers <= 0 || d->hidden <= 0 || d->heads <= 0 || d->ffn_hidden <= 0)
     return str_errf(err, errn,
                 "memory: transformer dimensions must be positive (layers %lld, hidden %lld, "
                 "heads %lld, ffn_hidden %lld)",
                 (long long)d->layers, (long long)d->hidden, (long long)d->heads,
                 (long long)d->ffn_hidden);
-  if (d->kv_heads < 0 || d->head_dim < 0 || d->vocab < 0 || d->experts < 0 || d->top_k < 0)
+  if (d->kv_heads < 0 || d->head_dim < 0 || d->vocab < 0 || d->experts < 0 || d->top_k < 0 ||
+      d->moe_ffn < 0 || d->window < 0 || d->first_dense < 0 || d->moe_every < 0 ||
+      d->global_every < 0)
     return str_errf(err, errn, "memory: negative transformer dimension");
   if (d->head_dim == 0 && d->hidden % d->heads != 0)
     return str_errf(err, errn, "memory: hidden %lld is not a multiple of heads %lld (give head_dim)",
@@ -129,24 +550,50 @@ static int check(const wl_tf_dims *d, const plan *p, const mem_opts *o, char *er
   if (d->heads % kvh != 0)
     return str_errf(err, errn, "memory: heads %lld not a multiple of kv_heads %lld",
                 (long long)d->heads, (long long)kvh);
+  return 0;
+}
+
+static int check_options(const mem_opts *o, char *err, size_t errn) {
+  if (o->optimizer_states < 0 || o->trainable_fraction < 0 || o->trainable_fraction > 1 ||
+      o->capacity_bytes < 0)
+    return str_errf(err, errn, "memory: bad options (optimizer_states %d, trainable_fraction %g, "
+                "capacity %g)", o->optimizer_states, o->trainable_fraction, o->capacity_bytes);
+  if (!(o->fragmentation >= 0 && o->fragmentation < 1) || !(o->runtime_bytes >= 0) ||
+      !(o->comm_group_bytes >= 0) || !(o->comm_pair_bytes >= 0) || !(o->expert_params >= 0) ||
+      !(o->capacity_factor >= 0))
+    return str_errf(err, errn, "memory: bad runtime options (fragmentation %g of 0..1, runtime %g, "
+                "communicators %g and %g, expert parameters %g, capacity factor %g: none negative)",
+                o->fragmentation, o->runtime_bytes, o->comm_group_bytes, o->comm_pair_bytes,
+                o->expert_params, o->capacity_factor);
+  return 0;
+}
+
+static int check(const wl_tf_dims *d, const plan *p, const mem_opts *o, char *err, size_t errn) {
+  if (!d || !p || !o) return str_errf(err, errn, "memory: missing model, plan or options");
+  if (check_dims(d, err, errn) != 0 || check_options(o, err, errn) != 0) return -1;
+  int64_t kvh = d->kv_heads ? d->kv_heads : d->heads;
   int64_t seq = p->seq > 0 ? p->seq : d->seq;
   if (seq <= 0) return str_errf(err, errn, "memory: sequence length must be positive");
   if (p->dp < 1 || p->tp < 1 || p->pp < 1 || p->mbs < 1)
     return str_errf(err, errn, "memory: dp, tp, pp and mbs must be >= 1 (dp %lld, tp %lld, pp %lld, "
                 "mbs %lld)", (long long)p->dp, (long long)p->tp, (long long)p->pp,
                 (long long)p->mbs);
-  int64_t ep = p->ep > 0 ? p->ep : 1;
-  int64_t cp = p->cp > 0 ? p->cp : 1;
-  if (p->chips > 0 && p->chips != p->dp * p->tp * p->pp * cp)
+  if (check_sizes(p, err, errn) != 0) return -1;
+  int64_t ep = pos(p->ep), cp = pos(p->cp), dpcp, chips, dpmbs;
+  if (!mul64(p->dp, cp, &dpcp) || !mul64(dpcp, p->tp, &chips) || !mul64(chips, p->pp, &chips) ||
+      !mul64(p->dp, p->mbs, &dpmbs))
+    return str_errf(err, errn, "memory: dp x tp x pp x cp or dp x mbs exceeds 64 bits");
+  if (p->chips > 0 && p->chips != chips)
     return str_errf(err, errn, "memory: dp x tp x pp x cp = %lld x %lld x %lld x %lld = %lld, not the %lld chips",
                 (long long)p->dp, (long long)p->tp, (long long)p->pp, (long long)cp,
-                (long long)(p->dp * p->tp * p->pp * cp), (long long)p->chips);
-  if ((p->dp * cp) % ep != 0)
+                (long long)chips, (long long)p->chips);
+  if (dpcp % ep != 0)
     return str_errf(err, errn, "memory: ep %lld does not divide dp x cp %lld (experts shard over dp x cp)",
-                (long long)ep, (long long)(p->dp * cp));
-  if (ep > 1 && (d->experts <= 1 || d->experts % ep != 0))
-    return str_errf(err, errn, "memory: ep %lld does not divide the %lld experts", (long long)ep,
-                (long long)d->experts);
+                (long long)ep, (long long)dpcp);
+  if ((ep > 1 || pos(p->etp) > 1) && (d->experts <= 1 || d->experts % ep != 0))
+    return str_errf(err, errn,
+                    "memory: ep %lld x etp %lld: the model's %lld experts are not split %lld ways",
+                    (long long)ep, (long long)pos(p->etp), (long long)d->experts, (long long)ep);
   if (d->heads % p->tp != 0)
     return str_errf(err, errn, "memory: tp %lld does not divide the %lld heads", (long long)p->tp,
                 (long long)d->heads);
@@ -159,12 +606,16 @@ static int check(const wl_tf_dims *d, const plan *p, const mem_opts *o, char *er
   if (p->sp && seq % p->tp != 0)
     return str_errf(err, errn, "memory: sequence parallelism: tp %lld does not divide seq %lld",
                 (long long)p->tp, (long long)seq);
-  if (p->pp > d->layers)
+  if (seq % cp != 0)
+    return str_errf(err, errn, "memory: cp %lld does not divide seq %lld", (long long)cp,
+                (long long)seq);
+  int64_t ends = p->pp_split_embedding + p->pp_split_loss;
+  if (p->pp > d->layers + ends)
     return str_errf(err, errn, "memory: pp %lld is more than the %lld layers", (long long)p->pp,
                 (long long)d->layers);
   if (p->zero < 0 || p->zero > 3)
     return str_errf(err, errn, "memory: ZeRO stage %d (0..3)", p->zero);
-  if (p->gbs < p->dp * p->mbs || p->gbs % (p->dp * p->mbs) != 0)
+  if (p->gbs < dpmbs || p->gbs % dpmbs != 0)
     return str_errf(err, errn, "memory: dp x mbs = %lld x %lld does not divide the global batch %lld",
                 (long long)p->dp, (long long)p->mbs, (long long)p->gbs);
   if (p->schedule == PLAN_INTERLEAVED && p->vp < 1)
@@ -172,137 +623,95 @@ static int check(const wl_tf_dims *d, const plan *p, const mem_opts *o, char *er
   if (!graph_dtype_is_float(p->precision))
     return str_errf(err, errn, "memory: precision %s is not a floating-point type",
                 graph_dtype_name(p->precision));
-  if (o->optimizer_states < 0 || o->trainable_fraction < 0 || o->trainable_fraction > 1 ||
-      o->capacity_bytes < 0)
-    return str_errf(err, errn, "memory: bad options (optimizer_states %d, trainable_fraction %g, "
-                "capacity %g)", o->optimizer_states, o->trainable_fraction, o->capacity_bytes);
   return 0;
 }
 
-/* One stage's parts: first (0) or last (pp - 1). */
-static void stage_mem(const wl_tf_dims *d, const plan *p, const mem_opts *o, const shard *c,
-                      int stage, mem_bytes *out) {
-  int64_t pp = p->pp, m = p->gbs / (p->dp * p->mbs);
-  int64_t ep = p->ep > 0 ? p->ep : 1;
-  bool inter = p->schedule == PLAN_INTERLEAVED && pp > 1;
-  int64_t v = inter ? p->vp : 1;
-  bool first = stage == 0, last = stage == pp - 1;
+/* ---- the memory of one chip ---- */
 
-  /* layers held: v chunks of ceil(L / (p v)) (uneven splits: the larger) */
-  int64_t chunk = ceil_div(d->layers, pp * v);
-  double layers = (double)(chunk * v);
+/* Routed-expert parameters of one MoE layer of the whole model: the
+** model's count over its MoE layers, or, when the builder left it 0,
+** experts x (3 gated, else 2) x h x moe_ffn (the expert matrices; their
+** biases, under 0.1 %, left out). */
+static double expert_layer_params(const wl_tf_dims *d, const mem_opts *o) {
+  if (d->experts <= 1) return 0;
+  int64_t moe_layers = moe_below(d, d->layers);
+  if (o->expert_params > 0 && moe_layers > 0) return o->expert_params / (double)moe_layers;
+  double effn = (double)(d->moe_ffn > 0 ? d->moe_ffn : d->ffn_hidden);
+  return (double)d->experts * (d->gated ? 3 : 2) * (double)d->hidden * effn;
+}
 
-  /* micro-batch layer sets in flight (Narayanan et al. 2021 §2.2; Megatron
-  ** schedules.py warm-up counts): GPipe all m; 1F1B p - stage; interleaved
-  ** 2(p - 1 - stage) + (v - 1)p + 1 chunks. */
-  double lmb, mbs_in_flight;
-  if (p->schedule == PLAN_GPIPE) {
-    mbs_in_flight = (double)m;
-    lmb = layers * (double)m;
-  } else if (inter) {
-    int64_t chunks = 2 * (pp - 1 - stage) + (v - 1) * pp + 1;
-    if (chunks > m * v) chunks = m * v;
-    lmb = (double)(chunk * chunks);
-    mbs_in_flight = (double)(pp - stage < m ? pp - stage : m);
-  } else {
-    mbs_in_flight = (double)(pp - stage < m ? pp - stage : m);
-    lmb = layers * mbs_in_flight;
-  }
+static void shard_of(const wl_tf_dims *d, const plan *p, const mem_opts *o, shard *c) {
+  int64_t t = p->tp, cp = pos(p->cp), ep = pos(p->ep), etp = pos(p->etp);
+  int64_t hd = d->head_dim ? d->head_dim : d->hidden / d->heads;
+  int64_t kvh = d->kv_heads ? d->kv_heads : d->heads;
+  double seq = (double)(p->seq > 0 ? p->seq : d->seq);
+  c->h = (double)d->hidden;
+  c->s_all = seq;
+  c->s = seq / (double)cp;
+  c->b = (double)p->mbs;
+  c->t = (double)t;
+  c->r = p->sp && t > 1 ? 1.0 / (double)t : 1.0;
+  c->qc = (double)(d->heads / t * hd);
+  c->kvc = (double)((kvh >= t ? kvh / t : 1) * hd);
+  c->fc = (double)(d->ffn_hidden / t);
+  c->ac = (double)(d->heads / t);
+  c->experts = d->experts > 1 ? (double)d->experts : 0;
+  c->topk = d->top_k > 0 ? (double)d->top_k : 1;
+  c->cf = o->capacity_factor > 0 ? o->capacity_factor : 1;
+  c->efc = (double)(d->moe_ffn > 0 ? d->moe_ffn : d->ffn_hidden) / (double)etp;
+  /* tokens are dealt to experts evenly: the tp group's tokens, top_k copies
+  ** each, computed by etp chips each at 1/etp of the width */
+  c->routed = c->topk * c->cf * (double)etp / (double)t;
+  c->local_experts = c->experts / (double)ep;
+  c->expert_layer = expert_layer_params(d, o) / (double)(ep * etp);
+  c->e = elem_bytes(p->precision);
+  c->lin = saved_linear_bytes(p->gemm, c->e);
+  c->mask = o->no_dropout ? 0 : 1;
+  c->vc = (double)ceil_div(d->vocab, t);
+  c->norms = d->parallel_block ? 1 : 2;
+  c->window = (double)d->window;
+}
 
-  /* ---- model state ---- */
-  double layer_dense = attn_params(c), layer_expert = 0;
-  double mlp = mlp_params(c, d->gated);
-  if (c->experts > 0) {
-    layer_dense += c->h * c->experts; /* router, replicated */
-    layer_expert = c->experts / (double)ep * mlp;
-  } else {
-    layer_dense += mlp;
-  }
-  double dense = layer_dense * layers, expert = layer_expert * layers;
-  if (!o->layers_only) {
-    double emb = c->vc * c->h;
-    if (first) dense += emb;
-    if (last) dense += 2 * c->h + (pp > 1 || !d->tied ? emb : 0);
-  }
-  mem_bytes st;
-  mem_model_state(dense, p->dp, p->zero, p->precision, o, out);
-  mem_model_state(expert, p->dp / ep, p->zero, p->precision, o, &st);
-  out->weights += st.weights;
-  out->gradients += st.gradients;
-  out->optimizer += st.optimizer;
-  out->params = dense + expert;
+/* Communicators: one per parallel group of more than one chip (tp, pp,
+** the data-parallel dp x cp, cp's attention, ep's all-to-all). */
+static double comm_bytes(const plan *p, const mem_opts *o) {
+  int64_t g[] = {p->tp, p->pp, p->dp * pos(p->cp), pos(p->cp), pos(p->ep)};
+  double sum = 0;
+  for (size_t i = 0; i < sizeof g / sizeof g[0]; i++)
+    if (g[i] > 1) sum += g[i] == 2 ? o->comm_pair_bytes : o->comm_group_bytes;
+  return sum;
+}
 
-  /* ---- activations ---- */
-  tok_bytes k = layer_tokens(c, d, o->flash_attention);
-  double sb = c->s * c->b;
-  double none = sb * (c->r * k.rep + k.sharded + k.scores);
-  double act;
-  switch (p->recompute) {
-  case PLAN_RECOMPUTE_SELECTIVE: act = sb * (c->r * k.rep + k.sharded); break;
-  case PLAN_RECOMPUTE_FULL: act = sb * c->r * c->e * c->h; break; /* the layer input */
-  default: act = none; break;
-  }
-  out->act_layer = act;
-  out->layer_mbs = lmb;
-  out->activations = act * lmb;
-  if (!o->layers_only) {
-    /* Korthikanti §4.3: embedding dropout mask sbh/t-with-SP per micro-batch
-    ** on the first stage; final norm and LM head inputs (2 + 2) sbh r and the
-    ** fp32 logits 4 s b V/t for the loss on the last. */
-    if (first) out->activations += mbs_in_flight * sb * c->r * c->mask * c->h;
-    double out_mbs = p->schedule == PLAN_GPIPE ? (double)m : 1;
-    if (last) out->activations += out_mbs * sb * (2 * c->r * c->e * c->h + 4 * c->vc);
-  }
-
-  /* ---- temporary and collective buffers ---- */
-  double big = sb * c->e * c->h; /* a full layer input or output */
-  double mlp_mid = sb * c->e * c->fc * (c->experts > 0 ? c->topk : 1);
-  if (mlp_mid > big) big = mlp_mid;
-  if (!o->flash_attention && c->ac * c->s * sb * c->e > big) big = c->ac * c->s * sb * c->e;
-  if (!o->layers_only && last && 4 * sb * c->vc > big) big = 4 * sb * c->vc;
-  double remat = 0;
-  if (p->recompute == PLAN_RECOMPUTE_FULL) remat = none;
-  if (p->recompute == PLAN_RECOMPUTE_SELECTIVE) remat = sb * k.scores;
-  double coll = 0;
-  if (p->sp && p->tp > 1) coll += sb * c->e * c->h;          /* all-gathered input */
-  if (pp > 1) coll += 2 * sb * c->r * c->e * c->h;           /* p2p send + receive */
-  double layer_w = layer_dense + layer_expert; /* ZeRO-3 gathers, ZeRO-2 reduces, per layer */
-  if (p->dp > 1 && p->zero >= 3) coll += 2 * layer_w * elem_bytes(p->precision);
-  if (p->dp > 1 && p->zero >= 2) coll += layer_w * grad_bytes(p->precision, o);
-  out->temporary = big + remat + coll;
-  out->peak = out->weights + out->gradients + out->optimizer + out->activations + out->temporary;
-  out->stage = stage;
+static double peak_of(const mem_bytes *a) {
+  return a->weights + a->gradients + a->optimizer + a->activations + a->temporary + a->runtime +
+         a->comm + a->fragmentation;
 }
 
 int mem_transformer(const wl_tf_dims *d, const plan *p, const mem_opts *o, mem_bytes *out,
                     char *err, size_t errn) {
   if (check(d, p, o, err, errn) != 0) return -1;
   if (!out) return str_errf(err, errn, "memory: no output");
-  shard c;
-  int64_t t = p->tp;
-  int64_t hd = d->head_dim ? d->head_dim : d->hidden / d->heads;
-  int64_t kvh = d->kv_heads ? d->kv_heads : d->heads;
-  c.h = (double)d->hidden;
-  c.s = (double)(p->seq > 0 ? p->seq : d->seq);
-  c.b = (double)p->mbs;
-  c.t = (double)t;
-  c.r = p->sp && t > 1 ? 1.0 / (double)t : 1.0;
-  c.qc = (double)(d->heads / t * hd);
-  c.kvc = (double)((kvh >= t ? kvh / t : 1) * hd);
-  c.fc = (double)(d->ffn_hidden / t);
-  c.ac = (double)(d->heads / t);
-  c.experts = d->experts > 1 ? (double)d->experts : 0;
-  c.topk = d->top_k > 0 ? (double)d->top_k : 1;
-  c.e = elem_bytes(p->precision);
-  c.mask = o->no_dropout ? 0 : 1;
-  c.vc = (double)ceil_div(d->vocab, t);
-  c.norms = d->parallel_block ? 1 : 2;
-
+  memctx x = {.d = d, .p = p, .o = o};
+  shard_of(d, p, o, &x.c);
+  x.v = p->schedule == PLAN_INTERLEAVED && p->pp > 1 ? p->vp : 1;
+  x.m = p->gbs / (p->dp * p->mbs);
+  for (int k = 0; k < WL_LAYER_KINDS; k++) x.kind[k] = layer_of(&x.c, d, p, o->flash_attention, k);
+  /* one kind for all layers unless the model mixes them */
+  bool mixed = d->window > 0 || (x.c.experts > 0 && (d->first_dense > 0 || d->moe_every > 1));
+  x.uniform = mixed ? -1 : wl_tf_layer_kind(d, 0);
+  /* stages differ in layers and kinds only when the split or the model
+  ** makes them: then every stage is computed, else the first and the last
+  ** (a middle stage holds the first's layers with fewer in flight) */
+  bool uneven = p->pp_layers || p->pp_split_embedding || p->pp_split_loss ||
+                d->layers % (p->pp * x.v) != 0;
+  int64_t step = mixed || uneven ? 1 : (p->pp > 1 ? p->pp - 1 : 1);
   mem_bytes a, z;
-  stage_mem(d, p, o, &c, 0, &a);
-  if (p->pp > 1) {
-    stage_mem(d, p, o, &c, (int)(p->pp - 1), &z);
-    if (z.peak > a.peak) a = z;
+  for (int64_t i = 0; i < p->pp; i += step) {
+    stage_mem(&x, i, &z);
+    z.runtime = o->runtime_bytes;
+    z.comm = comm_bytes(p, o);
+    z.peak = peak_of(&z);
+    if (i == 0 || z.peak > a.peak) a = z;
   }
   a.capacity = o->capacity_bytes;
   a.fits = o->capacity_bytes <= 0 || a.peak <= o->capacity_bytes;
@@ -451,11 +860,66 @@ int mem_fixes(const wl_tf_dims *d, const plan *p, const mem_opts *o, mem_plan_ok
   return f.n;
 }
 
+/* ---- what the software stack holds, by chip kind ---- */
+
+#define MIB 1048576.0
+/* GPU: the CUDA context with its loaded kernels, measured at the first CUDA
+** call of a PyTorch process: 723 MiB (discuss.pytorch.org, "What is the
+** reason for pytorch's GPU memory floor?", t/73021; ~700-800 MB in t/81330).
+** CUDA 11.7+ lazy module loading can lower it: an upper figure. */
+#define GPU_CONTEXT_BYTES (723 * MIB)
+/* cuBLAS workspaces: Transformer Engine keeps one per stream, 4 streams, of
+** 32 MiB on Hopper and later, 4 MiB before (TE pytorch/module/base.py,
+** get_cublas_workspace_size_bytes, get_num_cublas_streams). */
+#define GPU_CUBLAS_STREAMS 4
+#define GPU_CUBLAS_WS_HOPPER (32 * MIB)
+#define GPU_CUBLAS_WS_OLDER (4 * MIB)
+/* NCCL: one communicator's buffers, measured on 4 A100s over NVLink after a
+** 4 MB all-reduce in each group: 688 MB for a group of more than 2 GPUs,
+** 544 MB for 2 (NVIDIA/nccl issue #964, 2023; MiB as nvidia-smi prints). */
+#define GPU_NCCL_GROUP_BYTES (688 * MIB)
+#define GPU_NCCL_PAIR_BYTES (544 * MIB)
+/* PyTorch's caching allocator: on eight LLM fine-tuning and training setups
+** on A100-80GB (recompute, ZeRO, offload, LoRA) GMLake removes 15 % of
+** fragmentation on average (up to 33 %), i.e. the caching allocator left
+** that share of its reserved memory unusable (Guo et al., ASPLOS 2024,
+** arXiv:2401.08156, abstract and §6). Applied to what a step allocates and
+** frees (activations, temporaries); the states live in buffers allocated
+** once (Megatron-Core's contiguous param_and_grad_buffer). */
+#define GPU_FRAGMENTATION 0.15
+/* TPU: the runtime keeps HBM outside XLA's allocator: memory_stats()
+** bytes_limit was 34,088,157,184 B of a 32 GiB chip (259 MiB held back;
+** pytorch/xla PR #7086, 2024; 1.25 GiB on a v4 with the 2023 runtime,
+** jax issue #1491). XLA assigns every buffer when it compiles the step
+** (buffer assignment), so no caching allocator fragments at run time. */
+#define TPU_RUNTIME_BYTES (259 * MIB)
+
+static void runtime_for(const hw_model *hw, mem_opts *o) {
+  if (hw->kind == HW_GPU) {
+    /* Hopper and later: the chips with fp8 units (TE keys its workspace on
+    ** compute capability >= 9.0, the generation that added fp8) */
+    bool hopper = hw_peak_flops(hw, HW_FP8) > 0;
+    o->runtime_bytes = GPU_CONTEXT_BYTES +
+                       GPU_CUBLAS_STREAMS * (hopper ? GPU_CUBLAS_WS_HOPPER : GPU_CUBLAS_WS_OLDER);
+    o->comm_group_bytes = GPU_NCCL_GROUP_BYTES;
+    o->comm_pair_bytes = GPU_NCCL_PAIR_BYTES;
+    o->fragmentation = GPU_FRAGMENTATION;
+    /* Blackwell reads fp8 operands in either layout (TE's
+    ** is_gemm_with_all_layouts_supported: compute capability >= 10.0, the
+    ** generation that added the MX formats) */
+    o->gemm_any_layout = hw_peak_flops(hw, HW_MXFP8) > 0;
+  } else if (hw->kind == HW_TPU) {
+    o->runtime_bytes = TPU_RUNTIME_BYTES;
+  }
+}
+
 void mem_setup(const model *m, const hw_model *hw, const plan *p, mem_opts *o, plan *mp) {
   *o = mem_opts_from_train(&m->train, (double)m->trainable_params / (double)m->params,
                            (double)hw->chip.hbm_bytes);
   o->no_dropout = m->info.tf.dropout <= 0;
   o->flash_attention = p->attention == PLAN_ATTN_FLASH;
+  o->expert_params = (double)m->expert_params;
+  runtime_for(hw, o);
   *mp = *p;
 }
 

@@ -20,7 +20,8 @@
 
 /* How the framework holds state; the plan holds the rest. A zeroed struct
 ** is plain 16-bit training with SGD, Korthikanti's activation accounting
-** (dropout masks, stored softmax) and the embedding/LM head counted. */
+** (dropout masks, stored softmax), the embedding/LM head counted, and no
+** runtime reserve or fragmentation (mem_setup fills those per chip kind). */
 typedef struct {
   bool master_fp32;        /* 16-bit weights + an fp32 master copy in the optimizer */
   bool fp32_grads;         /* gradients kept in fp32 (Megatron's main_grad) */
@@ -33,19 +34,40 @@ typedef struct {
   bool flash_attention;    /* the attention kernel keeps no s x s tensor */
   bool no_dropout;         /* no dropout masks */
   double capacity_bytes;   /* HBM per chip; 0: unlimited (fits is always true) */
+  /* routed-expert parameters of the whole model (model.expert_params); 0 on
+  ** a MoE model: estimated from the dimensions (docs/memory.md) */
+  double expert_params;
+  double capacity_factor;  /* MoE: tokens an expert takes over its even share; 0: 1 (dropless) */
+  /* what the software stack holds outside the tensors (mem_setup, by chip
+  ** kind, each figure with its measurement in memory.c) */
+  double runtime_bytes;    /* context, kernels and library workspaces per chip */
+  double comm_group_bytes; /* one collective communicator of more than 2 chips */
+  double comm_pair_bytes;  /* one communicator of 2 chips */
+  double fragmentation;    /* the allocator's lost share of reserved memory, 0 <= f < 1,
+                           ** on what is allocated and freed within a step */
+  bool gemm_any_layout;    /* low-precision GEMMs read either operand layout, so one
+                           ** quantized copy serves forward and backward (Blackwell) */
 } mem_opts;
 
-/* Per chip, bytes, on the worst pipeline stage (the one with the larger
-** peak of the first and the last). peak = weights + gradients + optimizer +
-** activations + temporary: all held at once at the start of the backward of
-** the last warm-up micro-batch (docs/memory.md, "The peak"). */
+/* Per chip, bytes, on the worst pipeline stage (every stage is computed
+** when their layers differ; else the larger of the first and the last).
+** peak = weights + gradients + optimizer + activations + temporary +
+** runtime + comm + fragmentation: all held at once at the start of the
+** backward of the last warm-up micro-batch (docs/memory.md, "The peak"). */
 typedef struct {
   double weights, gradients, optimizer, activations, temporary, peak, capacity;
   bool fits;               /* peak <= capacity (or capacity 0) */
-  int stage;               /* the worst stage: 0 or pp - 1 */
+  int stage;               /* the worst stage, 0 .. pp - 1 */
   double params;           /* parameters held by this chip before ZeRO sharding */
-  double act_layer;        /* one layer, one micro-batch, under the plan's recompute */
+  double expert_params;    /* of which routed-expert parameters */
+  double act_layer;        /* the largest layer, one micro-batch, under the plan's recompute */
   double layer_mbs;        /* layer x micro-batch activation sets resident */
+  double weight_copies;    /* low-precision GEMM copies of the weights and their
+                           ** scaling state (part of weights) */
+  double runtime;          /* context, kernels, library workspaces */
+  double comm;             /* collective communicators' buffers */
+  double fragmentation;    /* reserved by the caching allocator but unusable */
+  double host;             /* kept in host memory by offloading (not in peak) */
 } mem_bytes;
 
 /* Options from a model's training settings: Adam/AdamW 2 states, momentum 1,
@@ -63,8 +85,9 @@ void mem_model_state(double params, int64_t dp, int zero, graph_dtype precision,
 
 /* What the memory model reads for plan p of transformer m on hw, the one
 ** setup simulate and the planner share: the options (the model's training
-** settings, dropout, the attention kernel, hw's HBM) and the plan as the
-** memory model counts it (expert parallelism inside dp). */
+** settings and expert parameters, dropout, the attention kernel, hw's HBM,
+** the runtime's reserve and the allocator by chip kind) and the plan as the
+** memory model counts it (Megatron-Core's sizes, as plan.h: copied). */
 void mem_setup(const model *m, const hw_model *hw, const plan *p, mem_opts *o, plan *mp);
 
 /* A checkpoint of m's trainable state: 16-bit weights, the fp32 master
@@ -95,7 +118,7 @@ enum { MEM_MAX_FIXES = 8 };
 ** strongest one. Returns the count (0 when the plan fits), or -1 with err. */
 /* ok (may be NULL): the plan rules a candidate must also keep, asked of
 ** each before it is priced (simulate passes plan_check's, so a fix is a
-** plan that can run); mp is in this module's terms (dp counts ep). */
+** plan that can run); mp is the plan as mem_setup gives it. */
 typedef bool (*mem_plan_ok)(void *ctx, const plan *mp);
 int mem_fixes(const wl_tf_dims *d, const plan *p, const mem_opts *o, mem_plan_ok ok, void *ctx,
               mem_fix out[MEM_MAX_FIXES], char *err, size_t errn);

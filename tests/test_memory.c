@@ -1,7 +1,10 @@
 /*
 ** test_memory.c -- per-chip memory: Korthikanti et al. 2022 Fig. 1 (model
 ** state and activations for 22B/175B/530B/1T), the ZeRO paper's example,
-** the derivation of the per-layer count, schedules, fixes, bad input.
+** the derivation of the per-layer count, schedules, fixes, bad input; and
+** today's stacks: context and expert parallelism, uneven pipelines, HSDP,
+** offload, low-precision GEMM recipes, the runtime's reserve, and the 22B
+** on 64 A100s checked line by line (docs/memory.md, "Validation").
 ** Published values: shared/reference/measurements-and-formulas.md A.2, C.2, C.3.
 */
 #include <math.h>
@@ -9,7 +12,9 @@
 
 #include <criterion/criterion.h>
 
+#include "../hw_models/hw_catalog.h"
 #include "../sim/memory.h"
+#include "helpers.h"
 
 #define GIB 1073741824.0
 
@@ -450,4 +455,493 @@ Test(memory, bad_input_errors) {
   mem_fix f[MEM_MAX_FIXES];
   char err[128];
   cr_assert_eq(mem_fixes(&z, &ok, &o, NULL, NULL, f, err, sizeof err), -1);
+}
+
+/* ---- today's stacks (issue 16): each figure derived by hand here ---- */
+
+#define MIB 1048576.0
+
+static mem_bytes run(const wl_tf_dims *d, const plan *p, const mem_opts *o) {
+  mem_bytes m;
+  char err[256] = "";
+  cr_assert_eq(mem_transformer(d, p, o, &m, err, sizeof err), 0, "%s", err);
+  return m;
+}
+
+/* A small GPT: L layers, h 1024, 8 heads, f 4h, seq 4096, bf16 with fp32
+** master weights and grads, Adam; transformer layers only, FlashAttention,
+** no dropout (what today's stacks run). */
+static wl_tf_dims small_gpt(int64_t layers) {
+  wl_tf_dims d = {.layers = layers, .hidden = 1024, .heads = 8, .ffn_hidden = 4096,
+                  .vocab = 51200, .seq = 4096, .tied = true};
+  return d;
+}
+
+static mem_opts modern_opts(void) {
+  mem_opts o = kc_opts();
+  o.flash_attention = true;
+  o.no_dropout = true;
+  return o;
+}
+
+static plan small_plan(int64_t dp, int64_t tp, int64_t pp, int64_t cp) {
+  plan p = {.dp = dp, .tp = tp, .pp = pp, .cp = cp, .chips = dp * tp * pp * cp, .mbs = 1,
+            .gbs = dp, .seq = 4096, .precision = GDT_BF16, .schedule = PLAN_1F1B};
+  return p;
+}
+
+/* Saved bytes per token of a GPT layer (q = kv = h, f = 4h) with no
+** dropout and FlashAttention, 16-bit: norm inputs 2 x 2h, QKV and FC1
+** inputs 2 x 2h, Q, K, V 3 x 2h, out-projection input 2h, GeLU input 2f,
+** FC2 input 2f, the fp32 log-sum-exp 4a. */
+static double gpt_token_bytes(double h, double f, double a) {
+  return 4 * h + 4 * h + 6 * h + 2 * h + 2 * f + 2 * f + 4 * a;
+}
+
+Test(memory_cp, context_parallel_halves_activations) {
+  wl_tf_dims d = small_gpt(8);
+  mem_opts o = modern_opts();
+  plan a = small_plan(2, 1, 1, 1), b = small_plan(1, 1, 1, 2);
+  a.zero = b.zero = 1;
+  mem_bytes ma = run(&d, &a, &o), mb = run(&d, &b, &o);
+  double h = 1024, f = 4096, s = 4096, tok = gpt_token_bytes(h, f, 8);
+  /* cp 1: 4096 tokens a layer; cp 2: 2048 */
+  cr_assert_float_eq(ma.activations, 8 * s * tok, 1e-6);
+  cr_assert_float_eq(mb.activations, 8 * (s / 2) * tok, 1e-6);
+  cr_assert_float_eq(mb.activations, ma.activations / 2, 1e-6);
+  /* temporaries: the largest tensor (the GeLU input, 2f a token) of the
+  ** chip's tokens, plus with cp the ring's two K/V blocks: 2 x (K + V) of
+  ** 2048 tokens x h x 2 B */
+  cr_assert_float_eq(ma.temporary, s * 2 * f, 1e-6);
+  cr_assert_float_eq(mb.temporary, (s / 2) * 2 * f + 2 * (2 * h * 2) * (s / 2), 1e-6);
+  /* all-gathered K/V instead: the whole sequence's K and V, one layer */
+  b.cp_comm = PLAN_CP_ALL_GATHER;
+  mem_bytes mg = run(&d, &b, &o);
+  cr_assert_float_eq(mg.temporary, (s / 2) * 2 * f + (2 * h * 2) * s, 1e-6);
+  /* the distributed optimizer shards over dp x cp (Megatron-Bridge's memory
+  ** estimator: "shard_size is data_parallel_size * context_parallel_size"):
+  ** dp 2 x cp 1 and dp 1 x cp 2 hold the same 12 B / 2 a parameter */
+  cr_assert_float_eq(mb.optimizer, ma.optimizer, 1e-6);
+  cr_assert_float_eq(ma.optimizer, 12 * ma.params / 2, 1e-3);
+}
+
+/* Megatron-Bridge's activation formula (theoretical_memory_utils.py, from
+** Korthikanti Table 2): with SP and selective recompute a layer keeps
+** s b h (18 + 4 f/h) / (t cp) bytes = 34 s b h / (t cp) for f = 4h. */
+Test(memory_cp, megatron_bridge_selective_formula_with_cp) {
+  wl_tf_dims d = GPT(8, 2048, 16, 8192);
+  d.seq = 8192;
+  mem_opts o = kc_opts();
+  plan p = {.dp = 1, .tp = 4, .pp = 1, .cp = 4, .chips = 16, .mbs = 2, .gbs = 2, .seq = 8192,
+            .sp = true, .recompute = PLAN_RECOMPUTE_SELECTIVE, .precision = GDT_BF16,
+            .schedule = PLAN_1F1B};
+  mem_bytes m = run(&d, &p, &o);
+  double s = 8192, b = 2, h = 2048;
+  cr_assert_float_eq(m.act_layer, s * b * h * (18 + 4 * 4.0) / (4 * 4), 1e-6);
+}
+
+/* A MoE model: 4 layers, h 1024, 8 experts of a 2048-wide SwiGLU FFN, top 2. */
+static wl_tf_dims small_moe(void) {
+  wl_tf_dims d = {.layers = 4, .hidden = 1024, .heads = 8, .ffn_hidden = 4096, .vocab = 1000,
+                  .seq = 1024, .experts = 8, .top_k = 2, .moe_ffn = 2048, .gated = true};
+  return d;
+}
+
+/* one layer's routed-expert parameters, estimated from the dimensions as
+** mem_transformer does when model.expert_params is 0: 8 x 3 x h x 2048 */
+#define MOE_LAYER_EXPERTS (8.0 * 3 * 1024 * 2048)
+
+Test(memory_ep, expert_parallelism_divides_expert_state) {
+  wl_tf_dims d = small_moe();
+  mem_opts o = modern_opts();
+  plan p = small_plan(8, 1, 1, 1);
+  p.zero = 1;
+  mem_bytes one = run(&d, &p, &o);
+  p.ep = 8;
+  mem_bytes eight = run(&d, &p, &o);
+  cr_assert_float_eq(one.expert_params, 4 * MOE_LAYER_EXPERTS, 1);
+  cr_assert_float_eq(eight.expert_params, 4 * MOE_LAYER_EXPERTS / 8, 1);
+  /* dense part: attention 4h^2 + 8h (q = kv = h, biases, two norms) and
+  ** the router h x 8, per layer, replicated by ep */
+  double h = 1024, dense = 4 * (4 * h * h + 8 * h + 8 * h);
+  cr_assert_float_eq(eight.params - eight.expert_params, dense, 1);
+  /* the distributed optimizer: dense states over dp 8, expert states over
+  ** the expert data-parallel group dp x cp x tp / (ep x etp) = 1 */
+  cr_assert_float_eq(eight.optimizer, 12 * (dense / 8 + eight.expert_params), 1);
+  cr_assert_float_eq(one.optimizer, 12 * (dense + one.expert_params) / 8, 1);
+  /* the model's own count wins over the estimate */
+  o.expert_params = 4 * MOE_LAYER_EXPERTS * 1.25;
+  mem_bytes given = run(&d, &p, &o);
+  cr_assert_float_eq(given.expert_params, 1.25 * eight.expert_params, 1);
+}
+
+Test(memory_ep, expert_tensor_parallelism_and_routed_activations) {
+  wl_tf_dims d = small_moe();
+  mem_opts o = modern_opts();
+  /* tp 2: experts split by tp only through etp */
+  plan p = small_plan(8, 2, 1, 1);
+  p.ep = 8;
+  p.etp = 1;
+  mem_bytes e1 = run(&d, &p, &o);
+  p.etp = 2;
+  mem_bytes e2 = run(&d, &p, &o);
+  cr_assert_float_eq(e1.expert_params, 4 * MOE_LAYER_EXPERTS / 8, 1);
+  cr_assert_float_eq(e2.expert_params, 4 * MOE_LAYER_EXPERTS / 16, 1);
+  /* activations per token of a MoE layer at tp 1, ep 8: norm inputs 2 x 2h,
+  ** the QKV input 2h, the router's input 2h, fp32 router probabilities
+  ** 4 x 8, Q/K/V 6h, out-projection input 2h, the fp32 LSE 4a, and per
+  ** routed copy (top 2, capacity 1, etp/tp = 1): the dispatched hidden 2h,
+  ** gate and up 2 x 2 x 2048, FC2's input 2 x 2048 */
+  plan q = small_plan(8, 1, 1, 1);
+  q.ep = 8;
+  mem_bytes m = run(&d, &q, &o);
+  double h = 1024, w = 2048;
+  double tok = 8 * h + 4 * 8 + 8 * h + 4 * 8 + 2 * (2 * h + 4 * w + 2 * w);
+  cr_assert_float_eq(m.activations, 4 * 4096 * tok, 1e-6); /* 4 layers, seq 4096 */
+  /* a capacity factor of 1.5 pads each expert's share: the routed part x 1.5 */
+  o.capacity_factor = 1.5;
+  mem_bytes c = run(&d, &q, &o);
+  cr_assert_float_eq(c.activations - m.activations, 4 * 4096 * 0.5 * 2 * (2 * h + 6 * w), 1e-6);
+}
+
+Test(memory_zero, hsdp_shards_within_its_group) {
+  wl_tf_dims d = small_gpt(8);
+  mem_opts o = modern_opts();
+  plan p = small_plan(8, 1, 1, 1);
+  p.zero = 3;
+  mem_bytes full = run(&d, &p, &o);
+  p.hsdp = 4;
+  mem_bytes hs = run(&d, &p, &o);
+  double P = full.params;
+  cr_assert_float_eq(full.weights, 2 * P / 8, 1e-3);
+  cr_assert_float_eq(hs.weights, 2 * P / 4, 1e-3);
+  cr_assert_float_eq(hs.gradients, 4 * P / 4, 1e-3);
+  cr_assert_float_eq(hs.optimizer, 12 * P / 4, 1e-3);
+  /* FSDP gathers one layer's 16-bit weights, two when the next is
+  ** prefetched (param_gather_overlap); one layer: 12h^2 + 13h */
+  double h = 1024, layer = 12 * h * h + 13 * h;
+  p.param_gather_overlap = true;
+  mem_bytes pre = run(&d, &p, &o);
+  cr_assert_float_eq(pre.temporary - hs.temporary, 2 * layer, 1e-3);
+}
+
+Test(memory_offload, activations_and_optimizer_on_the_host) {
+  wl_tf_dims d = small_gpt(8);
+  mem_opts o = modern_opts();
+  plan p = small_plan(1, 1, 1, 1);
+  mem_bytes base = run(&d, &p, &o);
+  p.offload = PLAN_OFFLOAD_ACTIVATIONS;
+  mem_bytes act = run(&d, &p, &o);
+  /* the layer computing and one in transfer stay; 6 of 8 go to the host */
+  cr_assert_float_eq(act.activations, 2 * base.act_layer, 1e-6);
+  cr_assert_float_eq(act.host, 6 * base.act_layer, 1e-6);
+  cr_assert_float_eq(act.weights + act.optimizer, base.weights + base.optimizer, 1e-6);
+  p.offload = PLAN_OFFLOAD_OPTIMIZER;
+  mem_bytes opt = run(&d, &p, &o);
+  cr_assert_float_eq(opt.optimizer, 0, 0);
+  cr_assert_float_eq(opt.host, base.optimizer, 1e-6); /* 12 B a parameter */
+  cr_assert_float_eq(opt.host, 12 * base.params, 1e-3);
+  cr_assert_float_eq(opt.activations, base.activations, 1e-6);
+}
+
+/* Transformer Engine's recipes (docs/memory.md): per linear weight, fp8 on
+** Hopper a rowwise copy and its transpose, 2 B; on Blackwell one, 1 B;
+** MXFP8 two copies with an e8m0 scale per 32, 2 (1 + 1/32) B; NVFP4 two
+** of 4 bits with an e4m3 scale per 16, 2 (1/2 + 1/16) B; delayed scaling
+** adds per GEMM 5 fp32 amax histories of 1024 with scale and scale_inv. */
+Test(memory_gemm, low_precision_weight_copies_by_the_te_formula) {
+  wl_tf_dims d = small_gpt(8);
+  mem_opts o = modern_opts();
+  plan p = small_plan(1, 1, 1, 1);
+  mem_bytes native = run(&d, &p, &o);
+  cr_assert_float_eq(native.weight_copies, 0, 0);
+  double h = 1024, lin = 8 * 12 * h * h; /* QKV, out-proj, FC1, FC2 matrices */
+  double meta = 8 * 4 * 5 * (1024 + 2) * 4.0;
+  struct {
+    plan_gemm g;
+    bool any;
+    double per, meta;
+  } want[] = {{PLAN_GEMM_FP8, false, 2, meta},
+              {PLAN_GEMM_FP8, true, 1, meta},
+              {PLAN_GEMM_FP8_CS, false, 2, 0},
+              {PLAN_GEMM_MXFP8, false, 2 * (1 + 1 / 32.0), 0},
+              {PLAN_GEMM_NVFP4, false, 2 * (0.5 + 1 / 16.0), 0},
+              {PLAN_GEMM_INT8, false, 0, 0}};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    p.gemm = want[i].g;
+    o.gemm_any_layout = want[i].any;
+    mem_bytes m = run(&d, &p, &o);
+    cr_assert_float_eq(m.weight_copies, lin * want[i].per + want[i].meta, 1e-3, "recipe %d",
+                       (int)i);
+    cr_assert_float_eq(m.weights - native.weights, m.weight_copies, 1e-3);
+  }
+  /* saved inputs of the linear layers quantized: per token the QKV and FC1
+  ** inputs (h each), the out-projection's (h) and FC2's (f) at 1 B, not 2 */
+  o.gemm_any_layout = false;
+  p.gemm = PLAN_GEMM_FP8;
+  mem_bytes f8 = run(&d, &p, &o);
+  cr_assert_float_eq(native.activations - f8.activations, 8 * 4096 * (3 * h + 4 * h), 1e-3);
+  p.gemm = PLAN_GEMM_MXFP8;
+  mem_bytes mx = run(&d, &p, &o);
+  cr_assert_float_eq(native.activations - mx.activations,
+                     8 * 4096 * (3 * h + 4 * h) * (2 - (1 + 1 / 32.0)), 1e-3);
+}
+
+/* Uneven stages: the peak is the stage with the most layer x micro-batch
+** sets; the embedding and the loss counted as layers shift the split. */
+Test(memory_pp, uneven_stages_peak_where_most_is_in_flight) {
+  wl_tf_dims d = small_gpt(8);
+  mem_opts o = modern_opts();
+  plan p = small_plan(1, 1, 2, 1);
+  p.gbs = 4; /* 4 micro-batches */
+  int32_t split[2] = {2, 6};
+  p.pp_layers = split;
+  p.n_pp_layers = 2;
+  mem_bytes m = run(&d, &p, &o);
+  /* stage 0: 2 layers x 2 in flight = 4 sets; stage 1: 6 x 1 = 6 */
+  cr_assert_eq(m.stage, 1);
+  cr_assert_float_eq(m.layer_mbs, 6, 0);
+  cr_assert_float_eq(m.activations, 6 * m.act_layer, 1e-6);
+  double h = 1024;
+  cr_assert_float_eq(m.params, 6 * (12 * h * h + 13 * h), 1e-3);
+  /* 6 layers + embedding + loss over 4 stages: 1, 2, 2, 1 layers; 1F1B
+  ** holds 4 x 1, 3 x 2, 2 x 2, 1 x 1 sets: stage 1 (a tiny vocabulary, so
+  ** the embedding's own memory does not decide it) */
+  wl_tf_dims e = small_gpt(6);
+  e.vocab = 8;
+  plan q = small_plan(1, 1, 4, 1);
+  q.gbs = 8;
+  q.pp_split_embedding = q.pp_split_loss = true;
+  o.layers_only = false;
+  mem_bytes n = run(&e, &q, &o);
+  cr_assert_eq(n.stage, 1);
+  cr_assert_float_eq(n.layer_mbs, 6, 0);
+}
+
+/* Layers of several kinds (DeepSeek's first dense layers, MoE every other
+** layer; Gemma's local/global attention), counted by kind. */
+Test(memory_kinds, mixed_layers_counted_by_kind) {
+  wl_tf_dims d = small_moe();
+  d.layers = 5;
+  d.first_dense = 1;
+  d.moe_every = 2; /* MoE layers: 2 and 4 */
+  mem_opts o = modern_opts();
+  plan p = small_plan(1, 1, 1, 1);
+  mem_bytes m = run(&d, &p, &o);
+  double h = 1024, attn = 4 * h * h + 8 * h, mlp = 3 * h * 4096 + 2 * 4096 + h;
+  cr_assert_float_eq(m.expert_params, 2 * MOE_LAYER_EXPERTS, 1);
+  cr_assert_float_eq(m.params, 5 * attn + 3 * mlp + 2 * 8 * h + 2 * MOE_LAYER_EXPERTS, 1);
+  /* sliding windows: without FlashAttention a local layer keeps a/t x s x
+  ** window scores (2 B each, no dropout), a global one a/t x s x s */
+  wl_tf_dims g = small_gpt(4);
+  g.seq = 2048;
+  g.window = 512;
+  g.global_every = 2; /* layers 1 and 3 global, 0 and 2 local */
+  mem_opts so = kc_opts();
+  so.no_dropout = true;
+  plan q = small_plan(1, 1, 1, 1);
+  q.seq = 2048;
+  mem_bytes w = run(&g, &q, &so);
+  g.window = 0;
+  mem_bytes full = run(&g, &q, &so);
+  cr_assert_float_eq(full.activations - w.activations, 2 * 2048 * 8 * (2048 - 512) * 2.0, 1e-3);
+}
+
+Test(memory_runtime, peak_adds_runtime_communicators_and_fragmentation) {
+  wl_tf_dims d = small_gpt(8);
+  mem_opts o = modern_opts();
+  o.runtime_bytes = 700 * MIB;
+  o.comm_group_bytes = 600 * MIB;
+  o.comm_pair_bytes = 500 * MIB;
+  o.fragmentation = 0.2;
+  plan p = small_plan(8, 8, 2, 1);
+  p.gbs = 16;
+  mem_bytes m = run(&d, &p, &o);
+  /* communicators: tp 8 and dp 8 (groups), pp 2 (a pair) */
+  cr_assert_float_eq(m.comm, 2 * 600 * MIB + 500 * MIB, 1);
+  cr_assert_float_eq(m.runtime, 700 * MIB, 0);
+  /* f / (1 - f) of what a step allocates and frees: 0.25 x */
+  cr_assert_float_eq(m.fragmentation, 0.25 * (m.activations + m.temporary), 1e-3);
+  cr_assert_float_eq(m.peak, m.weights + m.gradients + m.optimizer + m.activations + m.temporary +
+                                 m.runtime + m.comm + m.fragmentation, 1e-3);
+}
+
+/* The figures mem_setup takes by chip kind (memory.c cites each). */
+Test(memory_runtime, setup_by_chip_kind) {
+  hw_catalog *c = th_catalog();
+  diag *dg = diag_new();
+  model_opts mo = {0};
+  model *gm = model_load("gpt3-175b", &mo, dg);
+  cr_assert_not_null(gm);
+  plan p = {0};
+  mem_opts o;
+  plan mp;
+  mem_setup(gm, th_hw(c, "a100-80g"), &p, &o, &mp);
+  cr_assert_float_eq(o.runtime_bytes, (723 + 4 * 4) * MIB, 0); /* context + 4 x 4 MiB cuBLAS */
+  cr_assert_float_eq(o.comm_group_bytes, 688 * MIB, 0);
+  cr_assert_float_eq(o.comm_pair_bytes, 544 * MIB, 0);
+  cr_assert_float_eq(o.fragmentation, 0.15, 0);
+  cr_assert_not(o.gemm_any_layout);
+  mem_setup(gm, th_hw(c, "h100-sxm"), &p, &o, &mp);
+  cr_assert_float_eq(o.runtime_bytes, (723 + 4 * 32) * MIB, 0); /* Hopper: 32 MiB each */
+  /* one fp8 copy serves both layouts on the chips with MX block-scaled
+  ** units (Blackwell: TE's is_gemm_with_all_layouts_supported, cc >= 10) */
+  const hw_model *bw = th_hw(c, "b200");
+  mem_setup(gm, bw, &p, &o, &mp);
+  cr_assert_eq(o.gemm_any_layout, hw_peak_flops(bw, HW_MXFP8) > 0);
+  mem_setup(gm, th_hw(c, "tpu-v5p"), &p, &o, &mp);
+  cr_assert_float_eq(o.runtime_bytes, 259 * MIB, 0);
+  cr_assert_float_eq(o.fragmentation + o.comm_group_bytes + o.comm_pair_bytes, 0, 0);
+  model_free(gm);
+  diag_free(dg);
+  hw_catalog_free(c);
+}
+
+/* Invariants over many plans: a chip never holds less than its shard of
+** the weights, gradients and optimizer states; more micro-batch never
+** lowers the peak; the peak is the sum of its parts. */
+Test(memory_invariants, never_below_the_state_and_monotone_in_mbs) {
+  wl_tf_dims dense = small_gpt(8), moe = small_moe();
+  mem_opts o = modern_opts();
+  o.runtime_bytes = 700 * MIB;
+  o.fragmentation = 0.15;
+  const wl_tf_dims *models[] = {&dense, &moe};
+  int checked = 0;
+  for (int mi = 0; mi < 2; mi++)
+    for (int z = 0; z <= 3; z++)
+      for (int rc = 0; rc < 3; rc++)
+        for (int64_t cp = 1; cp <= 2; cp++)
+          for (int64_t pp = 1; pp <= 2; pp++) {
+            plan p = small_plan(8, 2, pp, cp);
+            p.zero = z;
+            p.recompute = (plan_recompute)rc;
+            p.ep = mi == 1 ? 8 : 0;
+            p.sp = true;
+            p.gbs = 64;
+            double prev = 0;
+            for (int64_t b = 1; b <= 8; b *= 2) {
+              p.mbs = b;
+              mem_bytes m = run(models[mi], &p, &o);
+              cr_assert_geq(m.peak, m.weights + m.gradients + m.optimizer);
+              cr_assert_geq(m.weights, 2 * m.params / (8 * (double)cp) - 1);
+              cr_assert_geq(m.peak, prev, "mbs %lld lowered the peak", (long long)b);
+              prev = m.peak;
+              checked++;
+            }
+          }
+  cr_assert_eq(checked, 2 * 4 * 3 * 2 * 2 * 4);
+}
+
+/* ---- the 22B on 64 A100s (docs/memory.md, "Validation"), by hand ----
+** Korthikanti et al. 2022's 22B (48 layers, h 6144, 64 heads, s 2048,
+** V 51200, tied) on 64 A100 80GB: tp 8, pp 1, dp 8, micro-batch 4, fp16,
+** Megatron-LM as in the paper (fp32 main gradients: 18 B a parameter, no
+** distributed optimizer, scores in HBM, dropout 0.1), with the runtime
+** figures mem_setup takes for an A100. */
+static double k22_state_params(void) {
+  double h = 6144;
+  /* 48 layers of (12h^2 + 7h)/8 + 6h on a chip, the V x h / 8 embedding
+  ** (tied: also the head) and the final norm's 2h */
+  return 48 * ((12 * h * h + 7 * h) / 8 + 6 * h) + 51200 * h / 8 + 2 * h;
+}
+
+static mem_opts k22_opts(void) {
+  mem_opts o = kc_opts();
+  o.layers_only = false;
+  o.runtime_bytes = (723 + 4 * 4) * MIB;
+  o.comm_group_bytes = 688 * MIB;
+  o.comm_pair_bytes = 544 * MIB;
+  o.fragmentation = 0.15;
+  return o;
+}
+
+Test(memory_validation, k22b_on_64_a100_tp_only_does_not_fit) {
+  plan p = kc_plan(&KC[0], false);
+  p.dp = 8;
+  p.chips = 64;
+  p.gbs = 32;
+  mem_opts o = k22_opts();
+  o.capacity_bytes = 80 * GIB;
+  mem_bytes m = run(&KC[0].d, &p, &o);
+  double P = k22_state_params(), s = 2048, b = 4, h = 6144, a = 64, V = 51200, t = 8;
+  cr_assert_float_eq(m.weights, 2 * P, 1);
+  cr_assert_float_eq(m.gradients, 4 * P, 1);
+  cr_assert_float_eq(m.optimizer, 12 * P, 1);
+  /* Korthikanti eq. (2) x 48 (Fig. 1: 59.25 GiB) + §4.3: the embedding's
+  ** dropout mask sbh, the final norm and head inputs 4sbh, fp32 logits
+  ** 4 s b V / t */
+  double act = 48 * s * b * h * (10 + 24 / t + 5 * a * s / (h * t)) + s * b * h +
+               s * b * (4 * h + 4 * V / t);
+  cr_assert_float_eq(m.activations, act, 1);
+  /* the a/t x s x s softmax of one micro-batch in 16 bits */
+  double temp = 8 * s * s * b * 2;
+  cr_assert_float_eq(m.temporary, temp, 1);
+  cr_assert_float_eq(m.comm, 2 * 688 * MIB, 1); /* tp 8 and dp 8 */
+  double peak = 18 * P + act + temp + (739 + 1376) * MIB + 0.15 / 0.85 * (act + temp);
+  cr_assert_float_eq(m.peak, peak, 1);
+  near(m.peak / GIB, 118.83, 0.0005, "22B TP only"); /* the figure docs/memory.md prints */
+  /* Fig. 1's own parts already exceed the 80 GB: 45.56 + 59.25 GiB */
+  cr_assert_not(m.fits);
+}
+
+Test(memory_validation, k22b_on_64_a100_seq_selective_fits) {
+  plan p = kc_plan(&KC[0], true);
+  p.dp = 8;
+  p.chips = 64;
+  p.gbs = 32;
+  mem_opts o = k22_opts();
+  o.capacity_bytes = 80 * GIB;
+  mem_bytes m = run(&KC[0].d, &p, &o);
+  double P = k22_state_params(), s = 2048, b = 4, h = 6144, V = 51200, t = 8;
+  cr_assert_float_eq(m.weights + m.gradients + m.optimizer, 18 * P, 1);
+  /* 34 sbh / t a layer (Fig. 1: 9.5625 GiB for 48) + §4.3 with SP: the
+  ** mask sbh/t, norm and head inputs 4sbh/t, logits 4 s b V / t */
+  double act = 48 * 34 * s * b * h / t + s * b * h / t + s * b * (4 * h / t + 4 * V / t);
+  cr_assert_float_eq(m.activations, act, 1);
+  /* the largest tensor (the a/t x s x s softmax in 16 bits, larger than
+  ** the fp32 logits 4 s b V / t), the recomputed scores of one layer
+  ** (5 a s^2 b / t), SP's all-gathered input (2 sbh) */
+  double temp = 2 * 64 / t * s * s * b + 5 * 64 * s * s * b / t + 2 * s * b * h;
+  cr_assert_float_eq(m.temporary, temp, 1);
+  double peak = 18 * P + act + temp + (739 + 1376) * MIB + 0.15 / 0.85 * (act + temp);
+  cr_assert_float_eq(m.peak, peak, 1);
+  near(m.peak / GIB, 60.98, 0.0005, "22B seq + selective"); /* docs/memory.md */
+  cr_assert(m.fits);
+}
+
+/* The new plan fields and options refused with what was expected. */
+Test(memory, bad_modern_fields_are_refused) {
+  wl_tf_dims d = GPT(24, 2048, 16, 8192);
+  plan ok = {.chips = 8, .dp = 2, .tp = 4, .pp = 1, .mbs = 1, .gbs = 8, .seq = 2048,
+             .precision = GDT_BF16, .schedule = PLAN_1F1B};
+  plan p = ok;
+  p.cp = -1;
+  bad(&d, &p, "cp -1 is outside 0..16777216");
+  p = ok;
+  p.dp = 1LL << 40;
+  p.chips = 0;
+  bad(&d, &p, "dp 1099511627776 is outside");
+  p = ok;
+  p.cp = 3;
+  p.chips = 24;
+  bad(&d, &p, "cp 3 does not divide seq 2048");
+  p = ok;
+  p.etp = 2;
+  bad(&d, &p, "experts are not split");
+  p = ok;
+  p.gemm = PLAN_GEMM_COUNT;
+  bad(&d, &p, "GEMM recipe");
+  int32_t split[2] = {-4, 28};
+  p = ok;
+  p.pp = 2;
+  p.chips = 16;
+  p.pp_layers = split;
+  p.n_pp_layers = 2;
+  bad(&d, &p, "pp_layers[0] = -4 is negative");
+  mem_opts o = kc_opts();
+  o.fragmentation = 1;
+  mem_bytes m;
+  char err[256] = "";
+  cr_assert_eq(mem_transformer(&d, &ok, &o, &m, err, sizeof err), -1);
+  cr_assert(strstr(err, "fragmentation 1 of 0..1"), "%s", err);
 }
