@@ -660,7 +660,10 @@ static void shard_of(const wl_tf_dims *d, const plan *p, const mem_opts *o, shar
   c->cf = o->capacity_factor > 0 ? o->capacity_factor : 1;
   c->efc = (double)(d->moe_ffn > 0 ? d->moe_ffn : d->ffn_hidden) / (double)etp;
   /* tokens are dealt to experts evenly: the tp group's tokens, top_k copies
-  ** each, computed by etp chips each at 1/etp of the width */
+  ** each, computed by etp chips each at 1/etp of the width; the tp / etp
+  ** groups take a share each (Megatron-LM asserts "When using MoE and tensor
+  ** parallelism, sequence parallelism must be used", so a tp rank routes
+  ** only its own tokens) */
   c->routed = c->topk * c->cf * (double)etp / (double)t;
   c->local_experts = c->experts / (double)ep;
   c->expert_layer = expert_layer_params(d, o) / (double)(ep * etp);
