@@ -130,6 +130,11 @@ typedef struct {
   double h, s, b, t, r;     /* s: this chip's tokens of a sequence (seq / cp); r: 1/t with SP */
   double s_all;             /* the whole sequence: the keys each query attends */
   double qc, kvc, fc, ac;   /* per-chip query width, K/V width, FFN width, heads */
+  double kvw;               /* K and V elements per token of one layer on a chip */
+  double sfc;               /* a MoE layer's shared experts' width on this chip */
+  /* multi-head latent attention (0 when not MLA): the replicated latents'
+  ** ranks, the rotary key part, a head's query/key and value widths */
+  double q_lora, kv_lora, rope, qk_head, v_head;
   double experts, topk, cf; /* experts 0 for a dense model; cf: capacity factor */
   double efc;               /* a routed expert's FFN width on this chip: moe_ffn / etp */
   double routed;            /* expert token-copies this chip computes per token of its tp group */
@@ -151,6 +156,22 @@ typedef struct {
 static double attn_params(const shard *c) {
   double h = c->h;
   return 2 * h * c->qc + 2 * h * c->kvc + c->qc + 2 * c->kvc + h + c->norms * 2 * h;
+}
+
+/* Multi-head latent attention (DeepSeek-V2 §2.1, as the transformer builder
+** writes DeepSeek-V3's): the down projections q_a (h x q_lora) and kv_a
+** (h x (kv_lora + rope)) with their RMSNorms replicated over t; q_b (or q),
+** kv_b and o split by heads (Megatron-Core's MLA). Its matrices, and its
+** parameters with the layer's two norms (no biases). */
+static double mla_matrices(const shard *c) {
+  double h = c->h, heads_q = c->ac * c->qk_head;
+  double q = c->q_lora > 0 ? h * c->q_lora + c->q_lora * heads_q : h * heads_q;
+  return q + h * (c->kv_lora + c->rope) + c->kv_lora * c->ac * (c->qk_head - c->rope + c->v_head) +
+         c->ac * c->v_head * h;
+}
+
+static double mla_params(const shard *c) {
+  return mla_matrices(c) + c->q_lora + c->kv_lora + c->norms * 2 * c->h;
 }
 
 static double mlp_params(const shard *c, bool gated) {
@@ -194,9 +215,19 @@ static tok_bytes layer_tokens(const shard *c, const wl_tf_dims *d, bool flash, i
   k.rep += c->mask * 2 * h; /* dropout masks after attention and the MLP */
   if (moe) k.rep += 4 * c->experts; /* fp32 router probabilities */
   /* Q, K, V in e; the output projection's input as a linear input */
-  k.sharded = e * (c->qc + 2 * c->kvc) + lin * c->qc;
+  if (c->kv_lora > 0) {
+    /* MLA: the latents' norm inputs (e) and the up projections' inputs
+    ** (linear inputs), replicated; Q and K of qk_head and V of v_head a
+    ** head; o's input */
+    k.sharded = e * (c->q_lora + c->kv_lora + c->rope) + lin * (c->q_lora + c->kv_lora) +
+                e * c->ac * (2 * c->qk_head + c->v_head) + lin * c->ac * c->v_head;
+  } else {
+    k.sharded = e * (c->qc + 2 * c->kvc) + lin * c->qc;
+  }
   /* MLP: its activation's input(s) in e, FC2's input as a linear input */
   if (!moe) k.sharded += (d->gated ? 2 : 1) * e * c->fc + lin * c->fc;
+  /* a MoE layer's shared experts: a dense MLP of their width beside it */
+  if (moe) k.sharded += (d->gated ? 2 : 1) * e * c->sfc + lin * c->sfc;
   /* routed experts: each token-copy's dispatched hidden (FC1's input), the
   ** activation's input(s) and FC2's input, at the expert's width here */
   k.routed = moe ? c->routed * (lin * h + (d->gated ? 2 : 1) * e * c->efc + lin * c->efc) : 0;
@@ -213,11 +244,15 @@ static layer_mem layer_of(const shard *c, const wl_tf_dims *d, const plan *p, bo
   layer_mem l;
   bool moe = (kind & WL_LAYER_MOE) && c->experts > 0;
   double h = c->h, sb = c->s * c->b;
-  l.dense = attn_params(c) + (moe ? h * c->experts : mlp_params(c, d->gated));
+  double mats = d->gated ? 3 : 2;
+  double shared = moe && c->sfc > 0 ? mats * h * c->sfc + (mats - 1) * c->sfc + h : 0;
+  l.dense = (c->kv_lora > 0 ? mla_params(c) : attn_params(c)) +
+            (moe ? h * c->experts + shared : mlp_params(c, d->gated));
   l.expert = moe ? c->expert_layer : 0;
-  l.linw = 2 * h * c->qc + 2 * h * c->kvc +
-           (moe ? l.expert : (d->gated ? 3 : 2) * h * c->fc);
-  l.gemms = 4 + (moe ? 2 * c->local_experts - 2 : 0);
+  l.linw = (c->kv_lora > 0 ? mla_matrices(c) : 2 * h * c->qc + 2 * h * c->kvc) +
+           (moe ? l.expert + mats * h * c->sfc : mats * h * c->fc);
+  l.gemms = (c->kv_lora > 0 ? 3 + (c->q_lora > 0) : 2) +
+            (moe ? 2 * c->local_experts + (c->sfc > 0 ? 2 : 0) : 2);
   tok_bytes k = layer_tokens(c, d, flash, kind);
   double kept = c->r * k.rep + k.sharded + k.routed;
   l.act_none = sb * (kept + k.scores);
@@ -438,7 +473,7 @@ static double stage_temporary(const memctx *x, const span *t, bool last) {
   ** computing -- two blocks in a ring (the one used, the one arriving:
   ** Liu et al. 2023, ring attention), all of them when all-gathered */
   if (pos(p->cp) > 1) {
-    double kv = 2 * c->kvc * c->b * c->e;
+    double kv = c->kvw * c->b * c->e;
     coll += p->cp_comm == PLAN_CP_ALL_GATHER ? kv * c->s_all : 2 * kv * c->s;
   }
   /* MoE: the all-to-all's buffer of dispatched token-copies */
@@ -456,6 +491,26 @@ static double stage_temporary(const memctx *x, const span *t, bool last) {
   return big + remat + coll;
 }
 
+/* DeepSeek-V3's multi-token prediction modules (§2.2; Megatron-Core's MTP),
+** on the last stage: each an eh_proj (2h -> h, column-parallel), two
+** RMSNorms and one transformer block of the last layer's kind, sharing the
+** embedding and head; one micro-batch in flight there (1F1B's last stage)
+** keeps the block's activations, eh_proj's input and its own logits. */
+static void mtp_add(const memctx *x, span *t, double *act) {
+  const shard *c = &x->c;
+  double n = (double)x->d->mtp_layers;
+  if (n <= 0) return;
+  const layer_mem *l = &x->kind[wl_tf_layer_kind(x->d, x->d->layers - 1)];
+  span m = {0};
+  span_add(&m, l, n);
+  m.dense += n * (2 * c->h * c->h / c->t + 2 * c->h);
+  m.linw += n * 2 * c->h * c->h / c->t;
+  m.gemms += n;
+  span_merge(t, &m);
+  double sb = c->s * c->b;
+  *act = n * (l->act + sb * (2 * c->r * c->e * c->h + 2 * c->r * c->e * c->h + 4 * c->vc));
+}
+
 /* Stage i's memory, without the runtime's (the same on every stage). */
 static void stage_mem(const memctx *x, int64_t i, mem_bytes *out) {
   const plan *p = x->p;
@@ -469,11 +524,12 @@ static void stage_mem(const memctx *x, int64_t i, mem_bytes *out) {
   }
   /* the embedding on the first stage; the final norm and the LM head on
   ** the last (its own copy of a tied head when pp > 1, as Megatron-LM) */
-  double embed = 0;
+  double embed = 0, mtp_act = 0;
   if (!x->o->layers_only) {
     double emb = c->vc * c->h;
     if (first) embed += emb;
     if (last) embed += 2 * c->h + (p->pp > 1 || !x->d->tied ? emb : 0);
+    if (last) mtp_add(x, &t, &mtp_act);
   }
   stage_state(x, &t, embed, out);
 
@@ -496,7 +552,7 @@ static void stage_mem(const memctx *x, int64_t i, mem_bytes *out) {
     out->host += act - 2 * t.act_max;
     act = 2 * t.act_max;
   }
-  out->activations = act + ends;
+  out->activations = act + ends + mtp_act;
   out->temporary = stage_temporary(x, &t, last);
   /* fragmentation where its measurement names the cause: recompute and
   ** offload make the allocation pattern irregular (GMLake §2; a plain
@@ -634,13 +690,14 @@ static int check(const wl_tf_dims *d, const plan *p, const mem_opts *o, char *er
 /* ---- the memory of one chip ---- */
 
 /* Routed-expert parameters of one MoE layer of the whole model: the
-** model's count over its MoE layers, or, when the builder left it 0,
-** experts x (3 gated, else 2) x h x moe_ffn (the expert matrices; their
-** biases, under 0.1 %, left out). */
+** model's count (mem_opts, or the dimensions' own) over its MoE layers, or,
+** when the builder left both 0, experts x (3 gated, else 2) x h x moe_ffn
+** (the expert matrices; their biases, under 0.1 %, left out). */
 static double expert_layer_params(const wl_tf_dims *d, const mem_opts *o) {
   if (d->experts <= 1) return 0;
   int64_t moe_layers = moe_below(d, d->layers);
-  if (o->expert_params > 0 && moe_layers > 0) return o->expert_params / (double)moe_layers;
+  double given = o->expert_params > 0 ? o->expert_params : (double)d->expert_params;
+  if (given > 0 && moe_layers > 0) return given / (double)moe_layers;
   double effn = (double)(d->moe_ffn > 0 ? d->moe_ffn : d->ffn_hidden);
   return (double)d->experts * (d->gated ? 3 : 2) * (double)d->hidden * effn;
 }
@@ -658,6 +715,17 @@ static void shard_of(const wl_tf_dims *d, const plan *p, const mem_opts *o, shar
   c->r = p->sp && t > 1 ? 1.0 / (double)t : 1.0;
   c->qc = (double)(d->heads / t * hd);
   c->kvc = (double)((kvh >= t ? kvh / t : 1) * hd);
+  c->kvw = 2 * c->kvc;
+  c->sfc = (double)d->shared_ffn_hidden / (double)t;
+  c->q_lora = c->kv_lora = c->rope = c->qk_head = c->v_head = 0;
+  if (d->kv_lora_rank > 0) { /* MLA: head_dim is the query/key width */
+    c->q_lora = (double)d->q_lora_rank;
+    c->kv_lora = (double)d->kv_lora_rank;
+    c->rope = (double)d->qk_rope_head_dim;
+    c->qk_head = (double)hd;
+    c->v_head = (double)(d->v_head_dim > 0 ? d->v_head_dim : hd);
+    c->kvw = (double)(d->heads / t) * (c->qk_head + c->v_head);
+  }
   c->fc = (double)(d->ffn_hidden / t);
   c->ac = (double)(d->heads / t);
   c->experts = d->experts > 1 ? (double)d->experts : 0;

@@ -1001,3 +1001,51 @@ Test(memory_validation, torchtitan_cp_rows_flat_per_chip) {
   diag_free(dg);
   hw_catalog_free(c);
 }
+
+/* DeepSeek's attention and experts, by hand (docs/memory.md). */
+Test(memory_kinds, latent_attention_shared_experts_and_mtp) {
+  /* MLA: h 1024, 8 heads of query/key 64 (48 + rotary 16) and value 32,
+  ** q_lora 256, kv_lora 128; a 4096 GeLU MLP; tp 1 */
+  wl_tf_dims d = small_gpt(2);
+  d.head_dim = 64;
+  d.q_lora_rank = 256;
+  d.kv_lora_rank = 128;
+  d.qk_rope_head_dim = 16;
+  d.v_head_dim = 32;
+  mem_opts o = modern_opts();
+  plan p = small_plan(1, 1, 1, 1);
+  mem_bytes m = run(&d, &p, &o);
+  double h = 1024;
+  /* q_a, q_b, kv_a, kv_b, o; the latents' norms; the layer's two norms */
+  double mla = h * 256 + 256 * 8 * 64 + h * (128 + 16) + 128 * 8 * (48 + 32) + 8 * 32 * h +
+               (256 + 128) + 2 * 2 * h;
+  double mlp = 2 * h * 4096 + 4096 + h;
+  cr_assert_float_eq(m.params, 2 * (mla + mlp), 1e-3);
+  /* per token: norm inputs and the two linear inputs 8h; the latents' norm
+  ** inputs 2 (256 + 128 + 16) and up-projection inputs 2 (256 + 128); Q, K,
+  ** V 2 x 8 (2 x 64 + 32); o's input 2 x 8 x 32; the MLP 4f; the LSE 4a */
+  double tok = 8 * h + 2 * (256 + 128 + 16) + 2 * (256 + 128) + 2 * 8 * (2 * 64 + 32) +
+               2 * 8 * 32 + 4 * 4096 + 4 * 8;
+  cr_assert_float_eq(m.activations, 2 * 4096 * tok, 1e-3);
+
+  /* shared experts beside the routed ones: a dense SwiGLU of their width */
+  wl_tf_dims e = small_moe();
+  mem_bytes plain = run(&e, &p, &o);
+  e.shared_ffn_hidden = 2048;
+  mem_bytes sh = run(&e, &p, &o);
+  cr_assert_float_eq(sh.params - plain.params, 4 * (3 * h * 2048 + 2 * 2048 + h), 1e-3);
+  cr_assert_float_eq(sh.activations - plain.activations, 4 * 4096 * (2 * 2 * 2048 + 2 * 2048),
+                     1e-3);
+
+  /* one MTP module on the last stage: a layer, eh_proj 2h x h, two norms;
+  ** its activations: the layer's, eh_proj's 2h input, the norm and head
+  ** inputs 2 x 2h, its fp32 logits 4V, a token */
+  wl_tf_dims g = small_gpt(2);
+  o.layers_only = false;
+  mem_bytes base = run(&g, &p, &o);
+  g.mtp_layers = 1;
+  mem_bytes mt = run(&g, &p, &o);
+  cr_assert_float_eq(mt.params - base.params, 12 * h * h + 13 * h + 2 * h * h + 2 * h, 1e-3);
+  cr_assert_float_eq(mt.activations - base.activations,
+                     base.act_layer + 4096 * (4 * h + 4 * h + 4 * 51200.0), 1e-3);
+}
