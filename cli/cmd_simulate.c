@@ -150,9 +150,18 @@ void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p
   units_bytes(op, sizeof op, r->memory.optimizer);
   units_bytes(ac, sizeof ac, r->memory.activations);
   units_bytes(tm, sizeof tm, r->memory.temporary);
-  fprintf(out, "  memory per chip  peak %s of %s: %s (weights %s, gradients %s, optimizer %s, "
-                  "activations %s, temporary %s)\n",
-          pk, cap, r->fits ? "fits" : "DOES NOT FIT", w, g, op, ac, tm);
+  char rt[32], cm[32], fr[32], wc[32], ho[32], wcs[64] = "";
+  units_bytes(rt, sizeof rt, r->memory.runtime);
+  units_bytes(cm, sizeof cm, r->memory.comm);
+  units_bytes(fr, sizeof fr, r->memory.fragmentation);
+  units_bytes(wc, sizeof wc, r->memory.weight_copies);
+  units_bytes(ho, sizeof ho, r->memory.host);
+  if (r->memory.weight_copies > 0) snprintf(wcs, sizeof wcs, " (%s low-precision copies)", wc);
+  fprintf(out, "  memory per chip  peak %s of %s: %s (weights %s%s, gradients %s, optimizer %s, "
+                  "activations %s, temporary %s, runtime %s, communicators %s",
+          pk, cap, r->fits ? "fits" : "DOES NOT FIT", w, wcs, g, op, ac, tm, rt, cm);
+  if (r->memory.fragmentation > 0) fprintf(out, ", fragmentation %s", fr);
+  fprintf(out, ")%s%s\n", r->memory.host > 0 ? "; on the host " : "", r->memory.host > 0 ? ho : "");
   for (int i = 0; i < r->n_fixes; i++) {
     units_bytes(pk, sizeof pk, r->fixes[i].peak);
     char st[64] = "";

@@ -560,6 +560,11 @@ cJSON *step_json(const model *m, const hw_model *hw, const plan *p, const step_r
   cJSON_AddNumberToObject(mem, "optimizer", r->memory.optimizer);
   cJSON_AddNumberToObject(mem, "activations", r->memory.activations);
   cJSON_AddNumberToObject(mem, "temporary", r->memory.temporary);
+  cJSON_AddNumberToObject(mem, "weight_copies", r->memory.weight_copies);
+  cJSON_AddNumberToObject(mem, "runtime", r->memory.runtime);
+  cJSON_AddNumberToObject(mem, "comm", r->memory.comm);
+  cJSON_AddNumberToObject(mem, "fragmentation", r->memory.fragmentation);
+  cJSON_AddNumberToObject(mem, "host", r->memory.host);
   cJSON_AddNumberToObject(mem, "peak", r->memory.peak);
   cJSON_AddNumberToObject(mem, "capacity", r->memory.capacity);
   cJSON_AddBoolToObject(o, "fits", r->fits);
