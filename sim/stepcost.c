@@ -44,6 +44,12 @@ static int push_op(op_times *ops, step_op o, char *err, size_t errn) {
 ** batched GEMMs where the unfused backward has 4 (Dao et al. 2022,
 ** arXiv:2205.14135).
 ** With `ops`, also lists the kernels of layer 0 with their times. */
+/* Whether the chip's file gives a measured fused-attention rate. */
+static bool measured_attention(const hw_model *hw) {
+  int field = hw_field_find("chip.attention_fwd_efficiency");
+  return field >= 0 && hw->present[field];
+}
+
 int step_time_graph_ops(const hw_model *hw, const graph *g, bool flash, opcost *costs,
                         phase_times *out, op_times *ops, char *err, size_t errn) {
   return step_time_graph_gemm(hw, NULL, g, flash ? 1 : 0, costs, out, ops, err, errn);
@@ -53,6 +59,7 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
                          opcost *costs, phase_times *out, op_times *ops, char *err, size_t errn) {
   fuse_plan *fp = fuse_graph_dup(g);
   if (!fp) return str_errf(err, errn, "out of memory");
+  bool measured = measured_attention(hw);
   memset(out, 0, sizeof *out);
   int rc = 0;
   for (int k = 0; k < fp->n_groups && rc == 0; k++) {
@@ -91,6 +98,9 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
         bool back = m->phase == GRAPH_BACKWARD;
         double eff = back ? c->attention_bwd_efficiency : c->attention_fwd_efficiency;
         double scale = dot && eff > 0 && c->matmul_efficiency > 0 ? c->matmul_efficiency / eff : 1;
+        /* a measured kernel rate already holds its softmax: only the dots
+        ** count; without one, the softmax's arithmetic is added to them */
+        if (!dot && measured) continue;
         t += flash * mr.compute_s * scale * (dot && back ? 1.25 : 1) + (dot ? mr.overhead_s : 0);
       }
     }

@@ -320,6 +320,130 @@ Test(hw_today, show_prints_new_keys_and_sources) {
   hw_catalog_free(c);
 }
 
+/* ---- measured kernel efficiencies (issue 16 item 3): published rate / peak ---- */
+
+/* The files hold three decimals; a figure matches its source to that rounding. */
+#define EFF_TOL 5e-4
+
+static bool given(const hw_model *m, const char *path) {
+  int i = hw_field_find(path);
+  cr_assert_geq(i, 0, "no schema row for %s", path);
+  return m->present[i];
+}
+
+/* MAMF FP8 (float8_e4m3fn) rows, stas00/ml-engineering compute/accelerator/
+** README.md @ 744d01e1: achieved TFLOP/s of the best large GEMM over the fp8
+** dense peak. GB300 has no row and takes GB200's, as its matmul_efficiency does. */
+Test(hw_eff, fp8_matmul_is_the_mamf_fp8_row) {
+  hw_catalog *c = builtin();
+  static const struct {
+    const char *name;
+    double tflops, peak_tflops;
+  } rows[] = {{"h100-sxm", 1402.6, 1979}, {"h200", 1453.4, 1979}, {"b200", 3432.5, 4500},
+              {"b300", 3353.3, 4500},     {"gb200", 3615.6, 5000}, {"gb300", 3615.6, 5000}};
+  for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+    const hw_model *m = get(c, rows[i].name);
+    cr_assert(given(m, "chip.fp8_matmul_efficiency"), "%s", rows[i].name);
+    cr_assert_float_eq(hw_peak_flops(m, HW_FP8), rows[i].peak_tflops * 1e12, 1e9, "%s",
+                       rows[i].name);
+    cr_assert_float_eq(m->chip.fp8_matmul_efficiency, rows[i].tflops / rows[i].peak_tflops,
+                       EFF_TOL, "%s", rows[i].name);
+  }
+  hw_catalog_free(c);
+}
+
+/* The stack's fused attention kernel, causal, head dim 128, TFLOP/s as the
+** papers count them (causal FLOPs halved, backward 2.5 x forward):
+**  - H100 SXM5, FlashAttention-3 (arXiv:2407.08608) at 16k tokens: forward
+**    616 (Fig. 5(d)), backward 561 (Fig. 6(b), published without the mask
+**    only), of 989; H200 takes H100's (same die and clock, no H200 run);
+**  - A100 80GB SXM4, FlashAttention-2 (arXiv:2307.08691) Fig. 4(d), forward
+**    + backward 189 of 312 at 16k: both passes get it, so their sum is the
+**    measured time; the 40 GB part (same SMs and clock) takes it too;
+**  - B200, FlashAttention-4 (flash-attention PR #2280, seqlen 8192, batch 4,
+**    16 heads): forward 1418.1, backward 2-CTA 1208.6, of 2250; GB200, B300
+**    and GB300 have no measurement and take B200's fractions. */
+Test(hw_eff, attention_is_the_published_kernel_rate) {
+  hw_catalog *c = builtin();
+  static const struct {
+    const char *name;
+    double fwd_tflops, bwd_tflops, peak_tflops;
+  } rows[] = {{"h100-sxm", 616, 561, 989},     {"h200", 616, 561, 989},
+              {"a100-80g", 189, 189, 312},     {"a100-40g", 189, 189, 312},
+              {"b200", 1418.1, 1208.6, 2250},  {"gb200", 1418.1, 1208.6, 2250},
+              {"b300", 1418.1, 1208.6, 2250},  {"gb300", 1418.1, 1208.6, 2250}};
+  for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+    const hw_model *m = get(c, rows[i].name);
+    cr_assert(given(m, "chip.attention_fwd_efficiency"), "%s", rows[i].name);
+    cr_assert(given(m, "chip.attention_bwd_efficiency"), "%s", rows[i].name);
+    cr_assert_float_eq(m->chip.attention_fwd_efficiency, rows[i].fwd_tflops / rows[i].peak_tflops,
+                       EFF_TOL, "%s", rows[i].name);
+    cr_assert_float_eq(m->chip.attention_bwd_efficiency, rows[i].bwd_tflops / rows[i].peak_tflops,
+                       EFF_TOL, "%s", rows[i].name);
+  }
+  /* the peaks the fractions were taken against are the files' 16-bit peaks */
+  cr_assert_float_eq(hw_peak_16bit(get(c, "h100-sxm")), 989e12, 1e9);
+  cr_assert_float_eq(hw_peak_16bit(get(c, "a100-80g")), 312e12, 1e9);
+  cr_assert_float_eq(hw_peak_16bit(get(c, "b200")), 2250e12, 1e9);
+  hw_catalog_free(c);
+}
+
+/* TPU v6e: bf16 GEMM 8192^3 in 1510.94 us of device time (JAX profiler,
+** gpu-tpu-pedia results_trace_test.csv @ 6744feed) = 2 x 8192^3 / 1510.94e-6
+** = 727.7 TFLOP/s of 918. v5p and v4 have no published measurement and take
+** the nearest generation's, v5e's 181.8 of 197 (JAX Pallas matmul doc). */
+Test(hw_eff, tpu_matmul_is_measured_or_the_nearest_generation) {
+  hw_catalog *c = builtin();
+  double v6e = 2.0 * 8192.0 * 8192.0 * 8192.0 / 1510.94e-6;
+  cr_assert_float_eq(v6e, 727.7e12, 0.1e12);
+  cr_assert_float_eq(get(c, "tpu-v6e")->chip.matmul_efficiency, v6e / 918e12, EFF_TOL);
+  static const char *const nearest[] = {"tpu-v5e", "tpu-v5p", "tpu-v4"};
+  for (int i = 0; i < 3; i++) {
+    const hw_model *m = get(c, nearest[i]);
+    cr_assert(given(m, "chip.matmul_efficiency"), "%s", nearest[i]);
+    cr_assert_float_eq(m->chip.matmul_efficiency, 181.8 / 197, EFF_TOL, "%s", nearest[i]);
+  }
+  hw_catalog_free(c);
+}
+
+/* Where nothing was published the figure is absent (not guessed) and the
+** timing falls back to the chip's own large-GEMM fraction: no splash-attention
+** measurement on any TPU, no FlashAttention on Volta, no fp8 GEMM measured on
+** a TPU. */
+Test(hw_eff, unmeasured_kernels_fall_back_to_matmul) {
+  hw_catalog *c = builtin();
+  static const char *const none[] = {"tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-v7x", "v100"};
+  for (size_t i = 0; i < sizeof none / sizeof *none; i++) {
+    const hw_model *m = get(c, none[i]);
+    cr_assert(!given(m, "chip.attention_fwd_efficiency"), "%s", none[i]);
+    cr_assert(!given(m, "chip.attention_bwd_efficiency"), "%s", none[i]);
+    cr_assert(!given(m, "chip.fp8_matmul_efficiency"), "%s", none[i]);
+    cr_assert_eq(m->chip.attention_fwd_efficiency, m->chip.matmul_efficiency, "%s", none[i]);
+    cr_assert_eq(m->chip.attention_bwd_efficiency, m->chip.matmul_efficiency, "%s", none[i]);
+    cr_assert_eq(m->chip.fp8_matmul_efficiency, m->chip.matmul_efficiency, "%s", none[i]);
+  }
+  hw_catalog_free(c);
+}
+
+/* Invariants of any measured figure: a fused attention kernel is GEMMs plus
+** softmax work, so it never beats the same chip's large-GEMM fraction, and its
+** backward (5 matmuls and more softmax traffic) never beats its forward; an
+** fp8 GEMM never runs slower in TFLOP/s than the bf16 one on a chip whose fp8
+** peak is higher. */
+Test(hw_eff, measured_fractions_are_physically_ordered) {
+  hw_catalog *c = builtin();
+  for (int i = 0; i < hw_catalog_count(c); i++) {
+    const hw_model *m = hw_catalog_at(c, i);
+    const hw_chip *ch = &m->chip;
+    cr_assert_leq(ch->attention_fwd_efficiency, ch->matmul_efficiency, "%s", m->name);
+    cr_assert_leq(ch->attention_bwd_efficiency, ch->attention_fwd_efficiency, "%s", m->name);
+    double fp8 = hw_peak_flops(m, HW_FP8), bf16 = hw_peak_flops(m, HW_BF16);
+    if (fp8 > bf16 && bf16 > 0)
+      cr_assert_geq(ch->fp8_matmul_efficiency * fp8, ch->matmul_efficiency * bf16, "%s", m->name);
+  }
+  hw_catalog_free(c);
+}
+
 /* ---- bad input: each case names the file, the place and what was expected ---- */
 
 /* Loads the v5p text with `from` replaced by `to`; the (only) error must
