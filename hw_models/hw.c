@@ -100,6 +100,8 @@ static const hw_field FIELDS[] = {
      "absent: timing assumes 1.0"},
     {"chip.fp8_matmul_efficiency", HWF_NUM, OFF(chip.fp8_matmul_efficiency), 0, FIG | HWF_POS,
      NULL, 0, 1, "", "absent: timing assumes matmul_efficiency"},
+    {"chip.attention_fa2_efficiency", HWF_NUM, OFF(chip.attention_fa2_efficiency), 0, FIG | HWF_POS,
+     NULL, 0, 1, "", "absent: timing assumes the attention_*_efficiency figures"},
     {"chip.attention_fwd_efficiency", HWF_NUM, OFF(chip.attention_fwd_efficiency), 0, FIG | HWF_POS,
      NULL, 0, 1, "", "absent: timing assumes matmul_efficiency"},
     {"chip.attention_bwd_efficiency", HWF_NUM, OFF(chip.attention_bwd_efficiency), 0, FIG | HWF_POS,

@@ -58,6 +58,10 @@ typedef struct {
   ** cuDNN, splash): its sustained fraction of the 16-bit matrix peak on
   ** the attention core, forward and backward (absent: matmul_efficiency) */
   double attention_fwd_efficiency, attention_bwd_efficiency;
+  /* the same for FlashAttention-2, where the stack's best kernel is newer
+  ** (Hopper: FA3/cuDNN): what a framework calling FA2 reaches (absent: the
+  ** best kernel's) */
+  double attention_fa2_efficiency;
   /* the same large-GEMM fraction measured with fp8 operands (absent:
   ** matmul_efficiency): what a low-precision recipe's GEMMs reach */
   double fp8_matmul_efficiency;

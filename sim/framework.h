@@ -23,6 +23,14 @@ typedef struct {
   bool param_gather_overlap; /* the sharded parameters' all-gather runs under the forward */
   bool tp_overlap;           /* tensor-parallel collectives overlapped with the GEMMs */
   plan_recompute recompute;  /* activation recomputation unless the plan says */
+  /* what "selective" recomputes: 0, the attention core (Megatron,
+  ** Korthikanti et al. 2022); else this share of the layer's matmuls and
+  ** the ops between them, the attention kept (torchtitan's op-level
+  ** policy saves every op's output but every second matmul's) */
+  double selective_mm_share;
+  /* it calls FlashAttention-2 (PyTorch SDPA's flash backend in 2024,
+  ** flash-attn 2), not the chip's newest fused kernel */
+  bool attention_fa2;
   const char *source;        /* where each feature was read */
 } framework;
 

@@ -98,6 +98,13 @@ static double grad_sync_s(coll_memo *memo, const hw_model *hw, int64_t n, int64_
   return rs < ar / 2 ? rs : ar / 2;
 }
 
+/* A layer's selective recomputation, forward time: the attention core, or
+** the framework's share of its matmuls (averaged over the layers). */
+static double selective_share(const plan *p, const step_result *r) {
+  double share = frameworks[p->framework].selective_mm_share;
+  return share > 0 ? share * (r->layer_fwd_s - r->attn_core_fwd_s) : r->attn_core_fwd_s;
+}
+
 /* One layer of kind k, forward and backward, on one chip per micro-batch,
 ** with its collectives and (backward) its recomputation and gradient
 ** accumulation. A result without per-kind figures uses the averages. */
@@ -114,7 +121,9 @@ static void layer_times(const step_result *r, const plan *p, int k, double accum
   /* full recompute runs each layer's forward again in the backward, its
   ** collectives with it (step_costs times them without recompute, so one
   ** set of per-chip costs serves every recompute mode) */
-  double rec = full ? fw : p->recompute == PLAN_RECOMPUTE_SELECTIVE ? at : 0;
+  double share = frameworks[p->framework].selective_mm_share;
+  double sel = share > 0 ? share * (fw - at) : at;
+  double rec = full ? fw : p->recompute == PLAN_RECOMPUTE_SELECTIVE ? sel : 0;
   *f = fw + cf;
   *b = bw + rec + cb + (full ? cf : 0) + accum * ac;
 }
@@ -386,7 +395,7 @@ static int rates(const model *m, const plan *p, step_result *r, char *err, size_
   double layer_f = graph_cost_flops(&f) / (double)d->layers; /* close enough for HFU */
   double rec = p->recompute == PLAN_RECOMPUTE_FULL ? graph_cost_flops(&f)
                : p->recompute == PLAN_RECOMPUTE_SELECTIVE
-                   ? layer_f * d->layers * (r->attn_core_fwd_s / (r->layer_fwd_s > 0 ? r->layer_fwd_s : 1))
+                   ? layer_f * d->layers * (selective_share(p, r) / (r->layer_fwd_s > 0 ? r->layer_fwd_s : 1))
                    : 0;
   r->hardware_flops_per_step = r->model_flops_per_step + rec;
   model_free(full);

@@ -17,6 +17,7 @@
 #include "coll.h"
 #include "fuse.h"
 #include "net.h"
+#include "framework.h"
 #include "optime.h"
 #include "step_int.h"
 
@@ -306,6 +307,15 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, step
   plan p = *pl;
   const wl_tf_dims *d = &m->info.tf;
   if (d->layers == 0) return costs_generic(m, hw, &p, r, err, errn);
+  /* a framework calling FlashAttention-2 where the chip's newest kernel
+  ** is faster (Hopper): that kernel's measured rate */
+  hw_model ah;
+  int fa2 = hw_field_find("chip.attention_fa2_efficiency");
+  if (frameworks[p.framework].attention_fa2 && fa2 >= 0 && hw->present[fa2]) {
+    ah = *hw;
+    ah.chip.attention_fwd_efficiency = ah.chip.attention_bwd_efficiency = hw->chip.attention_fa2_efficiency;
+    hw = &ah;
+  }
   /* the low-precision unit for the layers' GEMMs */
   hw_model gh;
   const hw_model *ghw = NULL;
