@@ -234,3 +234,79 @@ Test(modern, framework_defaults_and_flags) {
   cr_assert(strstr(r.err, "megatron-core"), "%s", r.err);
   th_run_free(&r);
 }
+
+/* DeepSeek V3's 61 layers on pp 8 x V 4 = 32 virtual stages: 61 = 32 x 1
+** + 29, so 29 stages take a second layer, the middle ones from (32 - 29) / 2
+** = 1 on: stage 0 and stages 30, 31 hold one. */
+Test(modern, uneven_layers_balance_in_the_middle) {
+  plan p = base(256, 1, 8, 256, 4096);
+  p.vp = 4;
+  int32_t out[64];
+  cr_assert_eq(plan_balance_layers(&p, 61, out, 64), 32);
+  int64_t sum = 0;
+  for (int i = 0; i < 32; i++) sum += out[i];
+  cr_assert_eq(sum, 61);
+  cr_assert_eq(out[0], 1);
+  cr_assert_eq(out[1], 2);
+  cr_assert_eq(out[29], 2);
+  cr_assert_eq(out[30], 1);
+  cr_assert_eq(out[31], 1);
+  cr_assert_eq(plan_balance_layers(&p, 64, out, 64), -1); /* even: nothing to balance */
+}
+
+/* A framework that calls FlashAttention-2 on an H100 runs the attention
+** core at FA2's measured rate (0.332 of the peak, h100-sxm.json) instead of
+** FlashAttention-3's (0.623 forward): the core's forward dots take
+** 0.623 / 0.332 = 1.877 times as long (the kernels' fixed overheads aside). */
+Test(modern, fa2_frameworks_use_fa2_rates) {
+  hw_catalog *c = th_catalog();
+  const hw_model *h = th_hw(c, "h100-sxm");
+  model *m = load("llama3-8b", 16384);
+  char err[512];
+  plan p = base(8, 1, 1, 8, 16384);
+  p.op_costs = OPCOST_FORMULA;
+  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  step_result a, b;
+  framework_apply(framework_find("megatron-core"), &p);
+  cr_assert_eq(step_costs(m, h, &p, &a, err, sizeof err), 0, "%s", err);
+  framework_apply(framework_find("torchtitan"), &p);
+  cr_assert_eq(step_costs(m, h, &p, &b, err, sizeof err), 0, "%s", err);
+  double ratio = b.attn_core_fwd_s / a.attn_core_fwd_s;
+  cr_assert(fabs(ratio / (0.623 / 0.332) - 1) < 0.02, "ratio %g", ratio);
+  model_free(m);
+  hw_catalog_free(c);
+}
+
+/* torchtitan's selective recomputation (its op-level policy saves every
+** op's output but every second matmul's) recomputes half of the layer's
+** work outside the attention core; Megatron's recomputes the core. */
+Test(modern, selective_means_what_the_framework_does) {
+  hw_catalog *c = th_catalog();
+  const hw_model *h = th_hw(c, "h100-sxm");
+  model *m = load("llama3-8b", 4096);
+  char err[512];
+  plan p = base(8, 1, 1, 8, 4096);
+  p.op_costs = OPCOST_FORMULA;
+  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  step_result r;
+  framework_apply(framework_find("torchtitan"), &p);
+  cr_assert_eq(step_costs(m, h, &p, &r, err, sizeof err), 0, "%s", err);
+  step_desc none, sel;
+  p.recompute = PLAN_RECOMPUTE_NONE;
+  cr_assert_eq(step_describe(m, h, &p, &r, NULL, &none, err, sizeof err), 0, "%s", err);
+  p.recompute = PLAN_RECOMPUTE_SELECTIVE;
+  cr_assert_eq(step_describe(m, h, &p, &r, NULL, &sel, err, sizeof err), 0, "%s", err);
+  double want = 32 * 0.5 * (r.layer_fwd_s - r.attn_core_fwd_s);
+  cr_assert_float_eq(sel.sched.b_chunk - none.sched.b_chunk, want, 1e-12);
+  framework_apply(framework_find("megatron-core"), &p);
+  p.recompute = PLAN_RECOMPUTE_SELECTIVE;
+  step_result q;
+  cr_assert_eq(step_costs(m, h, &p, &q, err, sizeof err), 0, "%s", err);
+  p.recompute = PLAN_RECOMPUTE_NONE;
+  cr_assert_eq(step_describe(m, h, &p, &q, NULL, &none, err, sizeof err), 0, "%s", err);
+  p.recompute = PLAN_RECOMPUTE_SELECTIVE;
+  cr_assert_eq(step_describe(m, h, &p, &q, NULL, &sel, err, sizeof err), 0, "%s", err);
+  cr_assert_float_eq(sel.sched.b_chunk - none.sched.b_chunk, 32 * q.attn_core_fwd_s, 1e-12);
+  model_free(m);
+  hw_catalog_free(c);
+}
