@@ -413,5 +413,16 @@ for c in "mpt-1b 2048 1315950592" "mpt-1b 8192 1328533504" "mpt-13b 4096 1286444
   has "validate-params-$1-$2" out "\"params\":	$3,"
 done
 
+# --- simulate --trace past the viewer's 512 MiB (issue 15): refused before a byte is written ---
+# gpt3-175b on 768 A100s at tp 8, pp 96 is dp 1, so --gbs 20480 --mbs 1 is
+# 20480 micro-batches per stage: ~860 MB of trace (344 MB at 8192). Skipped
+# under valgrind, where simulating 2 million pipeline tasks takes minutes.
+if [[ $TPUSIM != *valgrind* ]]; then
+  run sim-trace-limit 1 simulate gpt3-175b --hw a100-80g --chips 768 --tp 8 --pp 96 --gbs 20480 --mbs 1 --trace "$OUT/trace-big.json"
+  has sim-trace-limit err "more than the 512 MiB limit for a trace" && has sim-trace-limit err "for 96 stages x 20480 micro-batches)"
+  has sim-trace-limit err "a smaller --gbs" && has sim-trace-limit err "nothing was written"
+  [ ! -s "$OUT/trace-big.json" ] && ok || bad "sim-trace-limit: a refused trace was written"
+fi
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
