@@ -424,5 +424,13 @@ if [[ $TPUSIM != *valgrind* ]]; then
   [ ! -s "$OUT/trace-big.json" ] && ok || bad "sim-trace-limit: a refused trace was written"
 fi
 
+# --- collective --algo torus over several slices names hierarchical (issue 15) ---
+# 16384 v5p chips are 4 slices of 16x16x16 (the largest slice is 6144)
+run coll-torus-slices 1 collective --hw tpu-v5p --chips 16384 --op all-reduce --bytes 1G --algo torus
+has coll-torus-slices err "these 16384 chips are 4 slices of 4096 joined by DCN: --algo hierarchical"
+run coll-torus-axis 0 collective --hw tpu-v5p --chips 16384 --op all-reduce --bytes 1G --algo torus --axis x
+run coll-hier-slices 0 collective --hw tpu-v5p --chips 16384 --op all-reduce --bytes 1G --algo hierarchical
+has coll-hier-slices out "algorithm hierarchical"
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
