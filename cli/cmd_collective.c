@@ -26,6 +26,13 @@ static const num_range SIZES = {NUM_BYTES, 1, 1125899906842624.0, false};
 /* above 1 so that a sweep advances; 1024 is one size unit per point */
 static const num_range FACTOR = {NUM_REAL, 1, 1024, true};
 
+/* The events one command simulates in all: a sweep of sizes (or --algo
+** all) runs a simulation per row, each within COLL_SIM_MAX_EVENTS (~2 s),
+** so 51 sizes of a 16,384-chip all-reduce took minutes. Twice one
+** simulation's budget, ~4 s at the engine's 7-8 million events a second
+** (make bench); the rows past it are closed forms and say so. */
+#define SWEEP_MAX_EVENTS (2.0 * (double)COLL_SIM_MAX_EVENTS)
+
 /* --bytes SIZE or MIN:MAX into *lo, *hi: CLI_OK or CLI_USAGE after the
 ** message. */
 static int parse_sizes(cli_ctx *c, const char *sizes, double *lo, double *hi) {
@@ -114,11 +121,14 @@ static int run_collective(cli_ctx *c) {
     fprintf(c->out, "%s on %lld x %s: %s\n", opname, (long long)chips, hw->name, desc);
   }
   int ran = 0;
+  double spent = 0; /* events simulated so far */
   for (int ai = 0; ai < n_algos && rc == CLI_OK; ai++) {
     bool header = false;
     for (double b = lo; b <= hi * (1 + 1e-12); b *= factor) {
+      /* what the command's budget has left; at least one event, as 0 means none set */
+      double left = SWEEP_MAX_EVENTS - spent > 1 ? SWEEP_MAX_EVENTS - spent : 1;
       coll_req req = {.op = (coll_op)op, .algo = algos[ai], .bytes = b, .axis = axis,
-                      .reducers = reducers, .reducer_bw = rbw};
+                      .reducers = reducers, .reducer_bw = rbw, .max_events = left};
       coll_result res;
       if (coll_run(n, &req, &res, err, sizeof err) != 0) {
         /* "all" skips what does not apply; a named algorithm must run */
@@ -128,6 +138,7 @@ static int run_collective(cli_ctx *c) {
         break;
       }
       ran++;
+      spent += (double)res.events;
       if (c->json) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "algo", coll_algo_name(res.algo));

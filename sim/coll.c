@@ -649,11 +649,17 @@ static bool over_budget(const net *n, const coll_req *r, coll_algo a, int64_t gr
     snprintf(out->note, sizeof out->note, "closed form: %lld chips exceed the simulation's limit of %d",
              (long long)chips, COLL_SIM_MAX_CHIPS);
   else {
-    double ev = sim_events(n, r, a, group, reducers);
-    if (ev <= (double)COLL_SIM_MAX_EVENTS) return false;
-    snprintf(out->note, sizeof out->note,
-             "closed form: %.0f events exceed the simulation's limit of %lld", ev,
-             (long long)COLL_SIM_MAX_EVENTS);
+    double ev = sim_events(n, r, a, group, reducers), lim = (double)COLL_SIM_MAX_EVENTS;
+    bool caller = r->max_events > 0 && r->max_events < lim;
+    if (ev <= (caller ? r->max_events : lim)) return false;
+    if (caller)
+      snprintf(out->note, sizeof out->note,
+               "closed form: %.0f events exceed the %.0f left of this command's budget", ev,
+               r->max_events);
+    else
+      snprintf(out->note, sizeof out->note,
+               "closed form: %.0f events exceed the simulation's limit of %lld", ev,
+               (long long)COLL_SIM_MAX_EVENTS);
   }
   snprintf(out->formula, sizeof out->formula, "%s\n", out->note);
   return true;

@@ -586,3 +586,24 @@ Test(net, a_group_that_does_not_build_names_the_nearest_that_do, .init = setup, 
     net_free(g);
   }
 }
+
+/* A command's own budget (a sweep's rows share one, cmd_collective.c):
+** a flat ring all-reduce over 64 chips is 2 (n - 1) n = 8,064 events, so
+** it simulates with 8,064 left and is a closed form, saying so, with
+** 8,000 left. */
+Test(coll, a_run_keeps_to_the_events_its_command_has_left, .init = setup, .fini = teardown) {
+  net *n = mk("tpu-v5p", 64, 1);
+  coll_req q = {.op = COLL_ALL_REDUCE, .algo = COLL_RING, .bytes = 1 << 20, .axis = -1,
+                .max_events = 8064};
+  coll_result r;
+  char err[512];
+  cr_assert_eq(coll_run(n, &q, &r, err, sizeof err), 0, "%s", err);
+  cr_expect_eq(r.events, 8064);
+  cr_expect_str_eq(r.note, "");
+  q.max_events = 8000;
+  cr_assert_eq(coll_run(n, &q, &r, err, sizeof err), 0, "%s", err);
+  cr_expect_eq(r.events, 0);
+  cr_expect_str_eq(r.note, "closed form: 8064 events exceed the 8000 left of this command's budget");
+  cr_expect(r.time_s > 0 && r.time_s == r.formula_s);
+  net_free(n);
+}
