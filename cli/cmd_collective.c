@@ -5,6 +5,7 @@
 */
 #include "cli_int.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +33,32 @@ static const num_range FACTOR = {NUM_REAL, 1, 1024, true};
 ** simulation's budget, ~4 s at the engine's 7-8 million events a second
 ** (make bench); the rows past it are closed forms and say so. */
 #define SWEEP_MAX_EVENTS (2.0 * (double)COLL_SIM_MAX_EVENTS)
+
+/* Sizes one sweep prints per algorithm: 1 B to 1 PiB at nccl-tests'
+** factor 2 is 51; --factor 1.000001 over that range was 35 million rows
+** (2 GB of text, minutes). */
+#define SWEEP_MAX_SIZES 1024
+
+/* The sizes MIN, MIN x F, ... up to MAX (the loop's own tolerance). */
+static double sweep_sizes(double lo, double hi, double factor) {
+  return floor(log(hi / lo) / log(factor) + 1e-9) + 1;
+}
+
+/* More sizes than SWEEP_MAX_SIZES: CLI_USAGE after a message with the
+** nearest factor that covers the range in that many. */
+static int check_sweep(cli_ctx *c, const char *sizes, double lo, double hi, double factor) {
+  double n = sweep_sizes(lo, hi, factor);
+  if (n <= SWEEP_MAX_SIZES) return CLI_OK;
+  /* the range's factor at SWEEP_MAX_SIZES rows, rounded up to 4 decimals */
+  double f = ceil(pow(hi / lo, 1.0 / (SWEEP_MAX_SIZES - 1)) * 1e4) / 1e4;
+  while (sweep_sizes(lo, hi, f) > SWEEP_MAX_SIZES) f += 1e-4;
+  char msg[320];
+  const char *given = cli_opt(c, "--factor");
+  snprintf(msg, sizeof msg, "--bytes %s with --factor %s is %.0f sizes, more than the %d one sweep "
+           "prints: the nearest allowed is --factor %.4f", sizes, given ? given : "2", n,
+           SWEEP_MAX_SIZES, f);
+  return cli_usage_error(c, "%s", msg);
+}
 
 /* --bytes SIZE or MIN:MAX into *lo, *hi: CLI_OK or CLI_USAGE after the
 ** message. */
@@ -63,7 +90,7 @@ static int run_collective(cli_ctx *c) {
                           "broadcast, send-recv)", opname);
   double lo, hi, factor = 2, rbw = 0;
   if (parse_sizes(c, sizes, &lo, &hi) || cli_opt_num(c, "--factor", FACTOR, &factor) ||
-      cli_opt_num(c, "--reducer-bw", SIZES, &rbw))
+      cli_opt_num(c, "--reducer-bw", SIZES, &rbw) || check_sweep(c, sizes, lo, hi, factor))
     return CLI_USAGE;
   int axis = -1;
   if (cli_opt(c, "--axis")) {

@@ -441,5 +441,14 @@ if [[ $TPUSIM != *valgrind* ]]; then
   [ "$(grep -c '(closed form: 8384512 events exceed the 16384 left of this command' "$OUT/coll-sweep-budget.out")" -eq 2 ] && ok || bad "coll-sweep-budget: want rows 5 and 6 in closed form"
 fi
 
+# --- a sweep prints at most 1024 sizes (issue 15) ---
+# 1 B to 1 PiB = 2^50: ln(2^50)/ln(1.000001) = 34657376.9, so 34657377 sizes
+# (35 million rows, minutes); 1024 sizes need a factor of 2^(50/1023) =
+# 1.03446..., 1.0345 to 4 decimals, which gives floor(34.657/0.033918) + 1 = 1022.
+run coll-sweep-sizes 2 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 1:1P --factor 1.000001
+has coll-sweep-sizes err "--bytes 1:1P with --factor 1.000001 is 34657377 sizes, more than the 1024 one sweep prints: the nearest allowed is --factor 1.0345"
+run coll-sweep-nearest 0 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 1:1P --factor 1.0345 --json
+[ "$(grep -c '"bytes"' "$OUT/coll-sweep-nearest.out")" -eq 1022 ] && ok || bad "coll-sweep-nearest: want 1022 sizes"
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
