@@ -5,6 +5,7 @@
 */
 #include "cli_int.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,39 @@ static const char *const COLL_VALUED[] = {"--hw",       "--chips",    "--op",   
 static const num_range SIZES = {NUM_BYTES, 1, 1125899906842624.0, false};
 /* above 1 so that a sweep advances; 1024 is one size unit per point */
 static const num_range FACTOR = {NUM_REAL, 1, 1024, true};
+
+/* The events one command simulates in all: a sweep of sizes (or --algo
+** all) runs a simulation per row, each within COLL_SIM_MAX_EVENTS (~2 s),
+** so 51 sizes of a 16,384-chip all-reduce took minutes. Twice one
+** simulation's budget, ~4 s at the engine's 7-8 million events a second
+** (make bench); the rows past it are closed forms and say so. */
+#define SWEEP_MAX_EVENTS (2.0 * (double)COLL_SIM_MAX_EVENTS)
+
+/* Sizes one sweep prints per algorithm: 1 B to 1 PiB at nccl-tests'
+** factor 2 is 51; --factor 1.000001 over that range was 35 million rows
+** (2 GB of text, minutes). */
+#define SWEEP_MAX_SIZES 1024
+
+/* The sizes MIN, MIN x F, ... up to MAX (the loop's own tolerance). */
+static double sweep_sizes(double lo, double hi, double factor) {
+  return floor(log(hi / lo) / log(factor) + 1e-9) + 1;
+}
+
+/* More sizes than SWEEP_MAX_SIZES: CLI_USAGE after a message with the
+** nearest factor that covers the range in that many. */
+static int check_sweep(cli_ctx *c, const char *sizes, double lo, double hi, double factor) {
+  double n = sweep_sizes(lo, hi, factor);
+  if (n <= SWEEP_MAX_SIZES) return CLI_OK;
+  /* the range's factor at SWEEP_MAX_SIZES rows, rounded up to 4 decimals */
+  double f = ceil(pow(hi / lo, 1.0 / (SWEEP_MAX_SIZES - 1)) * 1e4) / 1e4;
+  while (sweep_sizes(lo, hi, f) > SWEEP_MAX_SIZES) f += 1e-4;
+  char msg[320];
+  const char *given = cli_opt(c, "--factor");
+  snprintf(msg, sizeof msg, "--bytes %s with --factor %s is %.0f sizes, more than the %d one sweep "
+           "prints: the nearest allowed is --factor %.4f", sizes, given ? given : "2", n,
+           SWEEP_MAX_SIZES, f);
+  return cli_usage_error(c, "%s", msg);
+}
 
 /* --bytes SIZE or MIN:MAX into *lo, *hi: CLI_OK or CLI_USAGE after the
 ** message. */
@@ -56,7 +90,7 @@ static int run_collective(cli_ctx *c) {
                           "broadcast, send-recv)", opname);
   double lo, hi, factor = 2, rbw = 0;
   if (parse_sizes(c, sizes, &lo, &hi) || cli_opt_num(c, "--factor", FACTOR, &factor) ||
-      cli_opt_num(c, "--reducer-bw", SIZES, &rbw))
+      cli_opt_num(c, "--reducer-bw", SIZES, &rbw) || check_sweep(c, sizes, lo, hi, factor))
     return CLI_USAGE;
   int axis = -1;
   if (cli_opt(c, "--axis")) {
@@ -114,11 +148,14 @@ static int run_collective(cli_ctx *c) {
     fprintf(c->out, "%s on %lld x %s: %s\n", opname, (long long)chips, hw->name, desc);
   }
   int ran = 0;
+  double spent = 0; /* events simulated so far */
   for (int ai = 0; ai < n_algos && rc == CLI_OK; ai++) {
     bool header = false;
     for (double b = lo; b <= hi * (1 + 1e-12); b *= factor) {
+      /* what the command's budget has left; at least one event, as 0 means none set */
+      double left = SWEEP_MAX_EVENTS - spent > 1 ? SWEEP_MAX_EVENTS - spent : 1;
       coll_req req = {.op = (coll_op)op, .algo = algos[ai], .bytes = b, .axis = axis,
-                      .reducers = reducers, .reducer_bw = rbw};
+                      .reducers = reducers, .reducer_bw = rbw, .max_events = left};
       coll_result res;
       if (coll_run(n, &req, &res, err, sizeof err) != 0) {
         /* "all" skips what does not apply; a named algorithm must run */
@@ -128,6 +165,7 @@ static int run_collective(cli_ctx *c) {
         break;
       }
       ran++;
+      spent += (double)res.events;
       if (c->json) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "algo", coll_algo_name(res.algo));

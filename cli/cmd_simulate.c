@@ -217,9 +217,8 @@ void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p
 /* The trace of a simulated step, written from its timeline (then freed). */
 static int trace_out(FILE *f, step_timeline *tl, const step_result *r, const plan *p,
                      const model *m, const hw_model *hw, char *err, size_t errn) {
-  int rc = trace_write(f, tl, r, p, m->name, hw->name);
+  int rc = trace_write_limit(f, tl, r, p, m->name, hw->name, TRACE_MAX_BYTES, err, errn);
   step_timeline_free(tl);
-  if (rc != 0) snprintf(err, errn, "cannot write the trace");
   return rc;
 }
 

@@ -526,6 +526,24 @@ static coll_algo pick(const net *n, coll_op op) {
   return COLL_RING;
 }
 
+/* The torus algorithm's rings run along the axes of one slice (ring_next
+** stays in the chip's slice), so over several slices without --axis it
+** would reduce each slice alone and leave out the DCN between them: the
+** honest schedule is hierarchical, which is those same torus phases in
+** each slice with the DCN stage in the middle. Said so, with the sizes. */
+static bool torus_fits_slices(const net *n, coll_op op, coll_algo a, int axis, char *err,
+                              size_t errn) {
+  if (a != COLL_TORUS || axis >= 0 || !net_is_torus(n) || net_slices(n) < 2) return true;
+  snprintf(err, errn,
+           "%s with --algo torus on %s: torus runs inside one slice, and these %lld chips are "
+           "%lld slices of %lld joined by DCN: --algo hierarchical is torus inside each slice "
+           "plus the DCN stage between them (or --axis x|y|z for the rings along one axis of "
+           "every slice)",
+           OP_NAMES[op], net_hw(n)->name, (long long)net_chips(n), (long long)net_slices(n),
+           (long long)net_chips_per_node(n));
+  return false;
+}
+
 static bool algo_fits(const net *n, coll_op op, coll_algo a, char *err, size_t errn) {
   const hw_model *hw = net_hw(n);
   bool reduce_like = op == COLL_ALL_REDUCE || op == COLL_REDUCE_SCATTER || op == COLL_ALL_GATHER;
@@ -631,11 +649,17 @@ static bool over_budget(const net *n, const coll_req *r, coll_algo a, int64_t gr
     snprintf(out->note, sizeof out->note, "closed form: %lld chips exceed the simulation's limit of %d",
              (long long)chips, COLL_SIM_MAX_CHIPS);
   else {
-    double ev = sim_events(n, r, a, group, reducers);
-    if (ev <= (double)COLL_SIM_MAX_EVENTS) return false;
-    snprintf(out->note, sizeof out->note,
-             "closed form: %.0f events exceed the simulation's limit of %lld", ev,
-             (long long)COLL_SIM_MAX_EVENTS);
+    double ev = sim_events(n, r, a, group, reducers), lim = (double)COLL_SIM_MAX_EVENTS;
+    bool caller = r->max_events > 0 && r->max_events < lim;
+    if (ev <= (caller ? r->max_events : lim)) return false;
+    if (caller)
+      snprintf(out->note, sizeof out->note,
+               "closed form: %.0f events exceed the %.0f left of this command's budget", ev,
+               r->max_events);
+    else
+      snprintf(out->note, sizeof out->note,
+               "closed form: %.0f events exceed the simulation's limit of %lld", ev,
+               (long long)COLL_SIM_MAX_EVENTS);
   }
   snprintf(out->formula, sizeof out->formula, "%s\n", out->note);
   return true;
@@ -653,7 +677,8 @@ int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_
     return -1;
   }
   coll_algo a = r->algo == COLL_AUTO ? pick(n, r->op) : r->algo;
-  if (!algo_fits(n, r->op, a, err, errn)) return -1;
+  if (!algo_fits(n, r->op, a, err, errn) || !torus_fits_slices(n, r->op, a, r->axis, err, errn))
+    return -1;
   int64_t group = chips;
   if (r->axis >= 0) {
     int64_t shape[3];

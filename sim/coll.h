@@ -49,6 +49,9 @@ typedef struct {
   int64_t reducers;       /* Reduction Server: reducer hosts (0: as many as chips) */
   double reducer_bw;      /* their NIC, B/s one direction (0: the chips' scale-out NIC) */
   bool formula_only;      /* time_s is the closed form (formula_s): no events run */
+  double max_events;      /* the most events this run may simulate, when the command's own
+                             budget (a sweep's rows share one) has less left than
+                             COLL_SIM_MAX_EVENTS (0: that) */
 } coll_req;
 
 typedef struct {

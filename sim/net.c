@@ -87,19 +87,16 @@ static bool choose_shape_opt(const hw_model *hw, int64_t n, int64_t out[3], bool
   return found;
 }
 
-static bool choose_shape(const hw_model *hw, int64_t n, int64_t out[3]) {
-  return choose_shape_opt(hw, n, out, false);
-}
-
-/* The nearest single-slice counts below and above n (0: none). Scans at
-** most the largest slice's count of candidates, whatever n is. */
-static void nearby_counts(const hw_model *hw, int64_t n, int64_t *lo, int64_t *hi) {
+/* The nearest single-slice counts below and above n (0: none): slice
+** shapes, or for a group (any_shape) any shape that fits in the pod. Scans
+** at most the largest slice's count of candidates, whatever n is. */
+static void nearby_counts(const hw_model *hw, int64_t n, bool any_shape, int64_t *lo, int64_t *hi) {
   int64_t s[3], max = hw->scale_up.max_slice_chips;
   *lo = *hi = 0;
   for (int64_t k = (n - 1 < max ? n - 1 : max); k >= 1 && !*lo; k--)
-    if (choose_shape(hw, k, s)) *lo = k;
+    if (choose_shape_opt(hw, k, s, any_shape)) *lo = k;
   for (int64_t k = n + 1; k <= max && !*hi; k++)
-    if (choose_shape(hw, k, s)) *hi = k;
+    if (choose_shape_opt(hw, k, s, any_shape)) *hi = k;
 }
 
 /* The smallest slice joined over DCN: one whole wraparound unit, a 4x4x4
@@ -113,25 +110,28 @@ static int64_t min_dcn_slice(const hw_model *hw) {
   return m < hw->scale_up.max_slice_chips ? m : hw->scale_up.max_slice_chips;
 }
 
-/* The fewest equal slices of an allowed shape, each at least
-** min_dcn_slice, that hold exactly `chips`; 0 if none. At most
-** max_slice_chips candidates: O(1) in chips. */
-static int64_t fewest_slices(const hw_model *hw, int64_t chips) {
+/* The fewest equal slices of an allowed shape (for a group, any_shape:
+** equal parts that each fit in a slice), each at least min_dcn_slice, that
+** hold exactly `chips`; 0 if none. At most max_slice_chips candidates:
+** O(1) in chips. */
+static int64_t fewest_slices(const hw_model *hw, int64_t chips, bool any_shape) {
   int64_t s[3], max = hw->scale_up.max_slice_chips;
   for (int64_t per = chips < max ? chips : max; per >= min_dcn_slice(hw); per--)
-    if (chips % per == 0 && choose_shape(hw, per, s)) return chips / per;
+    if (chips % per == 0 && choose_shape_opt(hw, per, s, any_shape)) return chips / per;
   return 0;
 }
 
 /* The nearest chip counts below and above n that fewest_slices splits
-** (0: none below). Multiples of min_dcn_slice always split, so each scan
-** stops within that many steps. */
-static void nearby_split_counts(const hw_model *hw, int64_t n, int64_t *lo, int64_t *hi) {
+** (0: none below). Multiples of min_dcn_slice always split (a whole
+** wraparound unit is a slice shape), so each scan stops within that many
+** steps. */
+static void nearby_split_counts(const hw_model *hw, int64_t n, bool any_shape, int64_t *lo,
+                                int64_t *hi) {
   *lo = *hi = 0;
   for (int64_t k = n - 1; k >= 1 && !*lo; k--)
-    if (fewest_slices(hw, k)) *lo = k;
+    if (fewest_slices(hw, k, any_shape)) *lo = k;
   for (int64_t k = n + 1; !*hi; k++)
-    if (fewest_slices(hw, k)) *hi = k;
+    if (fewest_slices(hw, k, any_shape)) *hi = k;
 }
 
 /* "nearest allowed: 64 or 128", "nearest allowed: 6144" */
@@ -142,33 +142,43 @@ static void name_nearest(char *buf, size_t len, int64_t lo, int64_t hi) {
     snprintf(buf, len, "nearest allowed: %lld", (long long)(lo ? lo : hi));
 }
 
-/* The error for a slice of `per` chips the platform does not have: the
-** nearest slice sizes, and what --slices would make of all the chips. */
-static void no_slice_error(const hw_model *hw, int64_t chips, int64_t per, char *err, size_t errn) {
+/* The error for a slice of `per` chips the platform does not have (for a
+** group, any_shape: no shape of `per` chips fits in the pod): the nearest
+** sizes, and what --slices would make of all the chips. */
+static void no_slice_error(const hw_model *hw, int64_t chips, int64_t per, bool any_shape,
+                           char *err, size_t errn) {
   int64_t lo, hi;
   char near[96], split[160] = "use --slices to join slices over DCN";
-  nearby_counts(hw, per, &lo, &hi);
+  nearby_counts(hw, per, any_shape, &lo, &hi);
   name_nearest(near, sizeof near, lo, hi);
-  int64_t k = chips > hw->scale_up.max_slice_chips ? fewest_slices(hw, chips) : 0;
+  int64_t k = chips > hw->scale_up.max_slice_chips ? fewest_slices(hw, chips, false) : 0;
   if (k)
     snprintf(split, sizeof split, "%lld chips make %lld slices of %lld over DCN (--slices %lld)",
              (long long)chips, (long long)k, (long long)(chips / k), (long long)k);
-  snprintf(err, errn, "%s has no slice of %lld chips (largest %lld; %s); %s", hw->name,
-           (long long)per, (long long)hw->scale_up.max_slice_chips, near, split);
+  if (any_shape)
+    snprintf(err, errn, "%s: no group of %lld chips fits in a slice (largest %lld, %lldx%lldx%lld; "
+             "%s)", hw->name, (long long)per, (long long)hw->scale_up.max_slice_chips,
+             (long long)hw->scale_up.max_slice_shape[0], (long long)hw->scale_up.max_slice_shape[1],
+             (long long)hw->scale_up.max_slice_shape[2], near);
+  else
+    snprintf(err, errn, "%s has no slice of %lld chips (largest %lld; %s); %s", hw->name,
+             (long long)per, (long long)hw->scale_up.max_slice_chips, near, split);
 }
 
 /* More chips than the largest slice and no split into slices: the nearest
 ** counts that split. */
-static void no_split_error(const hw_model *hw, int64_t chips, char *err, size_t errn) {
+static void no_split_error(const hw_model *hw, int64_t chips, bool any_shape, char *err,
+                           size_t errn) {
   int64_t lo, hi;
   char near[96];
-  nearby_split_counts(hw, chips, &lo, &hi);
+  nearby_split_counts(hw, chips, any_shape, &lo, &hi);
   name_nearest(near, sizeof near, lo, hi);
   snprintf(err, errn,
-           "%s: %lld chips do not split into equal slices of an allowed shape of at least %lld "
-           "chips (largest slice %lld; %s)",
-           hw->name, (long long)chips, (long long)min_dcn_slice(hw),
-           (long long)hw->scale_up.max_slice_chips, near);
+           "%s: %lld chips do not split into equal %s of at least %lld chips (largest slice %lld; "
+           "%s)",
+           hw->name, (long long)chips, any_shape ? "parts that each fit in a slice"
+                                                  : "slices of an allowed shape",
+           (long long)min_dcn_slice(hw), (long long)hw->scale_up.max_slice_chips, near);
 }
 
 static net *build(const hw_model *hw, int64_t chips, int64_t slices, bool group, char *err,
@@ -201,11 +211,12 @@ static net *build(const hw_model *hw, int64_t chips, int64_t slices, bool group,
   n->shape[0] = n->shape[1] = n->shape[2] = 1;
   if (n->torus) {
     /* more chips than a slice holds and no --slices: as many slices as it
-    ** takes (the fewest equal ones), so a pod-scale count answers */
-    if (!group && slices == 1 && chips > hw->scale_up.max_slice_chips) {
-      int64_t k = fewest_slices(hw, chips);
+    ** takes (the fewest equal ones), so a pod-scale count answers; a group
+    ** that large spans slices the same way, its collectives over DCN */
+    if (slices == 1 && chips > hw->scale_up.max_slice_chips) {
+      int64_t k = fewest_slices(hw, chips, group);
       if (!k) {
-        no_split_error(hw, chips, err, errn);
+        no_split_error(hw, chips, group, err, errn);
         free(n);
         return NULL;
       }
@@ -213,7 +224,7 @@ static net *build(const hw_model *hw, int64_t chips, int64_t slices, bool group,
     }
     int64_t per = chips / slices;
     if (per > hw->scale_up.max_slice_chips || !choose_shape_opt(hw, per, n->shape, group)) {
-      no_slice_error(hw, chips, per, err, errn);
+      no_slice_error(hw, chips, per, group, err, errn);
       free(n);
       return NULL;
     }

@@ -39,9 +39,13 @@ typedef struct net net;
 ** Returns NULL with a message in err that names the nearest allowed
 ** counts. O(largest slice) whatever the chip count. */
 net *net_build(const hw_model *hw, int64_t chips, int64_t slices, char *err, size_t errn);
-/* A group of chips inside a larger slice (a tensor- or data-parallel
+/* A group of chips inside a larger machine (a tensor- or data-parallel
 ** group): any shape that fits in the pod, not only the platform's slice
-** shapes. On GPUs and CPUs the same as net_build with one slice. */
+** shapes. A group larger than the largest slice spans slices, as
+** net_build does: the fewest equal parts, each at least one wraparound unit
+** and each fitting in a slice, joined by DCN (net_slices says how many).
+** Returns NULL with a message naming the nearest sizes that build. On GPUs
+** and CPUs the same as net_build with one slice. */
 net *net_build_group(const hw_model *hw, int64_t chips, char *err, size_t errn);
 void net_free(net *n);
 

@@ -413,5 +413,42 @@ for c in "mpt-1b 2048 1315950592" "mpt-1b 8192 1328533504" "mpt-13b 4096 1286444
   has "validate-params-$1-$2" out "\"params\":	$3,"
 done
 
+# --- simulate --trace past the viewer's 512 MiB (issue 15): refused before a byte is written ---
+# gpt3-175b on 768 A100s at tp 8, pp 96 is dp 1, so --gbs 20480 --mbs 1 is
+# 20480 micro-batches per stage: ~860 MB of trace (344 MB at 8192). Skipped
+# under valgrind, where simulating 2 million pipeline tasks takes minutes.
+if [[ $TPUSIM != *valgrind* ]]; then
+  run sim-trace-limit 1 simulate gpt3-175b --hw a100-80g --chips 768 --tp 8 --pp 96 --gbs 20480 --mbs 1 --trace "$OUT/trace-big.json"
+  has sim-trace-limit err "more than the 512 MiB limit for a trace" && has sim-trace-limit err "for 96 stages x 20480 micro-batches)"
+  has sim-trace-limit err "a smaller --gbs" && has sim-trace-limit err "nothing was written"
+  [ ! -s "$OUT/trace-big.json" ] && ok || bad "sim-trace-limit: a refused trace was written"
+fi
+
+# --- collective --algo torus over several slices names hierarchical (issue 15) ---
+# 16384 v5p chips are 4 slices of 16x16x16 (the largest slice is 6144)
+run coll-torus-slices 1 collective --hw tpu-v5p --chips 16384 --op all-reduce --bytes 1G --algo torus
+has coll-torus-slices err "these 16384 chips are 4 slices of 4096 joined by DCN: --algo hierarchical"
+run coll-torus-axis 0 collective --hw tpu-v5p --chips 16384 --op all-reduce --bytes 1G --algo torus --axis x
+run coll-hier-slices 0 collective --hw tpu-v5p --chips 16384 --op all-reduce --bytes 1G --algo hierarchical
+has coll-hier-slices out "algorithm hierarchical"
+
+# --- a sweep's simulations share one budget of 2^25 events (issue 15) ---
+# A flat ring all-reduce over 2048 chips is 2 (n - 1) n = 8,384,512 events:
+# four rows fit in 2^25 = 33,554,432, leaving 16,384; rows 5 and 6 are
+# closed forms. (51 sizes at 16,384 chips simulated each row: minutes.)
+if [[ $TPUSIM != *valgrind* ]]; then
+  run coll-sweep-budget 0 collective --hw h100-sxm --chips 2048 --op all-reduce --bytes 1K:32K --algo ring
+  [ "$(grep -c '(closed form: 8384512 events exceed the 16384 left of this command' "$OUT/coll-sweep-budget.out")" -eq 2 ] && ok || bad "coll-sweep-budget: want rows 5 and 6 in closed form"
+fi
+
+# --- a sweep prints at most 1024 sizes (issue 15) ---
+# 1 B to 1 PiB = 2^50: ln(2^50)/ln(1.000001) = 34657376.9, so 34657377 sizes
+# (35 million rows, minutes); 1024 sizes need a factor of 2^(50/1023) =
+# 1.03446..., 1.0345 to 4 decimals, which gives floor(34.657/0.033918) + 1 = 1022.
+run coll-sweep-sizes 2 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 1:1P --factor 1.000001
+has coll-sweep-sizes err "--bytes 1:1P with --factor 1.000001 is 34657377 sizes, more than the 1024 one sweep prints: the nearest allowed is --factor 1.0345"
+run coll-sweep-nearest 0 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 1:1P --factor 1.0345 --json
+[ "$(grep -c '"bytes"' "$OUT/coll-sweep-nearest.out")" -eq 1022 ] && ok || bad "coll-sweep-nearest: want 1022 sizes"
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -498,3 +498,112 @@ Test(net, pod_scale_counts_split_into_slices, .init = setup, .fini = teardown) {
     net_free(m);
   }
 }
+
+/* ---- torus across slices, groups across slices (issue 15) ---- */
+
+/* The torus algorithm's rings stay inside a slice: over several slices it
+** would leave out the DCN, so it is refused, naming hierarchical (16,384
+** v5p chips are 4 slices of 16x16x16 = 4096). Along one axis (--axis) its
+** rings are the same in every slice: 2 slices of 4x4x4 time as one. */
+Test(coll, torus_across_slices_names_hierarchical, .init = setup, .fini = teardown) {
+  net *n = mk("tpu-v5p", 16384, 1);
+  static const coll_op OPS[] = {COLL_ALL_REDUCE, COLL_REDUCE_SCATTER, COLL_ALL_GATHER};
+  for (int i = 0; i < 3; i++) {
+    coll_req q = {.op = OPS[i], .algo = COLL_TORUS, .bytes = 1 << 30, .axis = -1};
+    coll_result r;
+    char err[512];
+    cr_assert_eq(coll_run(n, &q, &r, err, sizeof err), -1, "%s: not refused", coll_op_name(OPS[i]));
+    cr_expect(strstr(err, "these 16384 chips are 4 slices of 4096 joined by DCN") &&
+                  strstr(err, "--algo hierarchical is torus inside each slice plus the DCN stage"),
+              "%s", err);
+  }
+  net_free(n);
+  net *two = mk("tpu-v5p", 128, 2), *one = mk("tpu-v5p", 64, 1);
+  coll_result a = run(two, COLL_ALL_REDUCE, COLL_TORUS, 1 << 26, 0);
+  coll_result b = run(one, COLL_ALL_REDUCE, COLL_TORUS, 1 << 26, 0);
+  cr_expect(rel(a.time_s, b.time_s) < 1e-12, "axis x: 2 slices %g s, one %g s", a.time_s, b.time_s);
+  net_free(two), net_free(one);
+}
+
+/* What hierarchical adds to the torus of one slice is the DCN stage, by
+** hand: two slices of 4x4x4 v5p, an all-reduce of S. Inside a slice each
+** of the 6 schedules (3 axes x 2 directions) carries S/6 and reduce-
+** scatters it over three 4-long axes, leaving S/(6 x 64) per chip; across
+** the 2 slices that is all-reduced, 2 (m - 1) = 2 steps of half of it, the
+** six schedules sharing the chip's DCN NIC (6.25e9 B/s, 10 us: the v5p
+** file's scale_out): 2 x (S/(6 x 64 x 2) / (6.25e9 / 6) + 1e-5 s)
+** = 2 x (S / (128 x 6.25e9) + 1e-5 s). */
+Test(coll, hierarchical_is_the_slice_torus_plus_the_dcn_stage, .init = setup, .fini = teardown) {
+  double S = 1 << 30;
+  coll_result h = run_on("tpu-v5p", 128, 2, COLL_ALL_REDUCE, COLL_HIERARCHICAL, S, true);
+  coll_result t = run_on("tpu-v5p", 64, 1, COLL_ALL_REDUCE, COLL_TORUS, S, true);
+  double dcn = 2 * (S / (128 * 6.25e9) + 1e-5);
+  cr_expect(rel(h.formula_s - t.formula_s, dcn) < 1e-9, "hierarchical %g s - torus %g s = %g s, "
+            "want the DCN stage %g s", h.formula_s, t.formula_s, h.formula_s - t.formula_s, dcn);
+}
+
+/* A group larger than the largest slice (6,144 v5p chips, 16x16x24) spans
+** slices as a machine does: 16,384 is 4 parts of 4096 and times as the
+** same chips built as 4 slices; 12,288 is 2 of 6144. Before, any group
+** over 6,144 chips was an error. */
+Test(net, groups_larger_than_a_slice_span_slices, .init = setup, .fini = teardown) {
+  const hw_model *v5p = hw_catalog_find(cat, "tpu-v5p");
+  char err[512];
+  static const struct { int64_t chips, slices; } G[] = {{16384, 4}, {12288, 2}, {6144, 1}};
+  for (size_t i = 0; i < sizeof G / sizeof *G; i++) {
+    net *g = net_build_group(v5p, G[i].chips, err, sizeof err);
+    cr_assert_not_null(g, "%lld: %s", (long long)G[i].chips, err);
+    cr_expect_eq(net_slices(g), G[i].slices, "%lld chips: %lld slices", (long long)G[i].chips,
+                 (long long)net_slices(g));
+    net_free(g);
+  }
+  double grp = coll_time_s(v5p, 16384, 0, COLL_ALL_REDUCE, 1 << 30, 1, 0, COLL_AUTO, true, err, sizeof err);
+  double sl = coll_time_s(v5p, 16384, 0, COLL_ALL_REDUCE, 1 << 30, 4, 0, COLL_AUTO, true, err, sizeof err);
+  cr_expect(grp > 0 && grp == sl, "group %g s, 4 slices %g s (%s)", grp, sl, err);
+}
+
+/* A group that no shape or split holds names the nearest sizes that do,
+** for a group (any shape that fits in the pod), not a slice's shapes:
+** 29 is prime and longer than any side (24), so 28 (1x2x14) or 30 (2x3x5);
+** 6,151 is a prime past a slice: 6,150 = 2 x 3 x 5^2 x 41 splits into 41
+** parts of 150 (5x5x6); 6,152 = 2^3 x 769, 6,153 = 3 x 7 x 293,
+** 6,154 = 2 x 17 x 181 and 6,155 = 5 x 1231 have no part of 64 to 6,144
+** chips without a prime factor over 24; 6,156 = 2^2 x 3^4 x 19 is 3 parts
+** of 2,052 (9x12x19). Each size named builds. */
+Test(net, a_group_that_does_not_build_names_the_nearest_that_do, .init = setup, .fini = teardown) {
+  const hw_model *v5p = hw_catalog_find(cat, "tpu-v5p");
+  char err[512];
+  cr_assert_null(net_build_group(v5p, 29, err, sizeof err));
+  cr_expect(strstr(err, "no group of 29 chips fits in a slice (largest 6144, 16x16x24; nearest "
+                        "allowed: 28 or 30)"), "%s", err);
+  cr_assert_null(net_build_group(v5p, 6151, err, sizeof err));
+  cr_expect(strstr(err, "6151 chips do not split into equal parts that each fit in a slice") &&
+                strstr(err, "nearest allowed: 6150 or 6156"), "%s", err);
+  static const int64_t OK[] = {28, 30, 6150, 6156};
+  for (size_t i = 0; i < sizeof OK / sizeof *OK; i++) {
+    net *g = net_build_group(v5p, OK[i], err, sizeof err);
+    cr_assert_not_null(g, "%lld: %s", (long long)OK[i], err);
+    net_free(g);
+  }
+}
+
+/* A command's own budget (a sweep's rows share one, cmd_collective.c):
+** a flat ring all-reduce over 64 chips is 2 (n - 1) n = 8,064 events, so
+** it simulates with 8,064 left and is a closed form, saying so, with
+** 8,000 left. */
+Test(coll, a_run_keeps_to_the_events_its_command_has_left, .init = setup, .fini = teardown) {
+  net *n = mk("tpu-v5p", 64, 1);
+  coll_req q = {.op = COLL_ALL_REDUCE, .algo = COLL_RING, .bytes = 1 << 20, .axis = -1,
+                .max_events = 8064};
+  coll_result r;
+  char err[512];
+  cr_assert_eq(coll_run(n, &q, &r, err, sizeof err), 0, "%s", err);
+  cr_expect_eq(r.events, 8064);
+  cr_expect_str_eq(r.note, "");
+  q.max_events = 8000;
+  cr_assert_eq(coll_run(n, &q, &r, err, sizeof err), 0, "%s", err);
+  cr_expect_eq(r.events, 0);
+  cr_expect_str_eq(r.note, "closed form: 8064 events exceed the 8000 left of this command's budget");
+  cr_expect(r.time_s > 0 && r.time_s == r.formula_s);
+  net_free(n);
+}

@@ -9,12 +9,28 @@
 #ifndef TPUSIM_TRACE_H
 #define TPUSIM_TRACE_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "../sim/step.h"
+#include "view.h"
 
-/* Writes the trace of step r (simulated under p with timeline tl) to f.
-** Returns 0, or -1 when writing failed. */
+/* The largest trace simulate writes: the largest tpusim view reads
+** (VIEW_TRACE_MAX_BYTES, 512 MiB; docs/limits.md), so that every trace
+** written can be opened. */
+#define TRACE_MAX_BYTES ((uint64_t)VIEW_TRACE_MAX_BYTES)
+
+/* Writes the trace of step r (simulated under p with timeline tl) to f,
+** event by event (memory does not grow with the trace). Before a byte is
+** written its size is counted from the same events, and a trace larger
+** than max_bytes, or with one event larger than the viewer parses
+** (VIEW_TRACE_MAX_PART), is refused: err (may be NULL) says its size, the
+** limit and what to change. Returns 0, or -1 with err (refused, out of
+** memory, or the write failed). */
+int trace_write_limit(FILE *f, const step_timeline *tl, const step_result *r, const plan *p,
+                      const char *model_name, const char *hw_name, uint64_t max_bytes, char *err,
+                      size_t errn);
+/* trace_write_limit at TRACE_MAX_BYTES without the message. */
 int trace_write(FILE *f, const step_timeline *tl, const step_result *r, const plan *p,
                 const char *model_name, const char *hw_name);
 
