@@ -468,7 +468,10 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, step
     int64_t node = hw->chips_per_node;
     int64_t stage_chips = p.tp, per = stage_chips < node ? stage_chips : node;
     h.chips_per_node = per;
-    net *n = net_build(&h, 2 * stage_chips, 1, err, errn);
+    /* a TPU's two stages are a group of the torus its slice shapes allow
+    ** (net_build_group: 2 chips is no slice of its own) */
+    net *n = hw->scale_up.kind == HW_UP_ICI_TORUS ? net_build_group(&h, 2 * stage_chips, err, errn)
+                                                  : net_build(&h, 2 * stage_chips, 1, err, errn);
     if (!n) return -1;
     int64_t pairs[64][2];
     int np = 0;

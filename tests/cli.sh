@@ -224,6 +224,9 @@ run num-plot 2 plot memory llama3-8b --seq 0 -o "$OUT/x.png" && has num-plot err
 run num-view 2 view x.json --width 1e9 && has num-view err "--width 1e9: expected an integer from 320 to 8192"
 run sim-ep-dense 1 simulate llama3-8b --hw h100-sxm --chips 8 --ep 1000 && has sim-ep-dense err "ep 1000 needs a MoE model; llama3-8b has no experts"
 run sim-ep-experts 1 simulate mixtral-8x7b --hw h100-sxm --chips 8 --ep 1000 && has sim-ep-experts err "ep 1000 does not divide the 8 experts"
+# a TPU pipeline of tp 1: its stages' send is a group of 2 chips in the torus
+# (no slice of its own), timed, not refused
+run sim-tpu-pp 0 simulate llama3-8b --hw tpu-v5p --chips 64 --pp 2 && has sim-tpu-pp out "dp 32, tp 1, pp 2"
 run sim-replica 1 simulate mixtral-8x7b --hw h100-sxm --chips 12 --tp 2 --ep 8 && has sim-replica err "ep 8 x etp 1 does not divide tp 2 x dp 6 x cp 1 = 12"
 run plan-hw-unknown 1 plan llama3-8b --hw h100,tpu-v5p --chips 8 && has plan-hw-unknown err "--hw h100,tpu-v5p: unknown hardware 'h100'; did you mean 'h100-sxm'?" && empty plan-hw-unknown out
 run plan-hw-empty 2 plan llama3-8b --hw tpu-v5p, && has plan-hw-empty err "expected hardware names separated by commas"
