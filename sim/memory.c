@@ -771,10 +771,12 @@ int mem_transformer(const wl_tf_dims *d, const plan *p, const mem_opts *o, mem_b
   shard_of(d, p, o, &x.c);
   x.v = p->schedule == PLAN_INTERLEAVED && p->pp > 1 ? p->vp : 1;
   x.m = p->gbs / (p->dp * p->mbs);
-  for (int k = 0; k < WL_LAYER_KINDS; k++) x.kind[k] = layer_of(&x.c, d, p, o->flash_attention, k);
-  /* one kind for all layers unless the model mixes them */
+  /* one kind for all layers unless the model mixes them: only its layer
+  ** is worked out (the planner asks this a million times a second) */
   bool mixed = d->window > 0 || (x.c.experts > 0 && (d->first_dense > 0 || d->moe_every > 1));
   x.uniform = mixed ? -1 : wl_tf_layer_kind(d, 0);
+  for (int k = 0; k < WL_LAYER_KINDS; k++)
+    if (mixed || k == x.uniform) x.kind[k] = layer_of(&x.c, d, p, o->flash_attention, k);
   /* stages differ in layers and kinds only when the split or the model
   ** makes them: then every stage is computed, else the first and the last
   ** (a middle stage holds the first's layers with fewer in flight) */

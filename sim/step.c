@@ -85,17 +85,13 @@ static double coll_of(coll_memo *memo, const hw_model *hw, int64_t chips, int64_
 }
 
 /* The gradients' reduction over n chips: an all-reduce, or a
-** reduce-scatter -- the first half of the all-reduce's algorithm (a
-** hierarchical one across nodes), so never more than half of it. */
+** reduce-scatter -- the first half of the all-reduce's algorithm (ring,
+** tree or hierarchical across nodes alike), so half of it. */
 static double grad_sync_s(coll_memo *memo, const hw_model *hw, int64_t n, int64_t per, coll_op op,
                           double bytes, const plan *p, bool formula, char *err, size_t errn) {
   double ar = coll_of(memo, hw, n, per, COLL_ALL_REDUCE, bytes, p->slices, p->reduction_server,
                       (coll_algo)p->dp_algo, formula, err, errn);
-  if (ar < 0 || op == COLL_ALL_REDUCE) return ar;
-  double rs = coll_of(memo, hw, n, per, COLL_REDUCE_SCATTER, bytes, p->slices, 0,
-                      (coll_algo)p->dp_algo, formula, err, errn);
-  if (rs < 0) return rs;
-  return rs < ar / 2 ? rs : ar / 2;
+  return ar < 0 || op == COLL_ALL_REDUCE ? ar : ar / 2;
 }
 
 /* A layer's selective recomputation, forward time: the attention core, or
@@ -164,6 +160,8 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
   if (dpcp > 1) {
     dp_t = grad_sync_s(memo, hw, shard, per, grad_op, grad_bytes, p, formula, err, errn);
     if (dp_t < 0) return -1;
+    /* half the shard group's all-reduce (ZeRO-3's gathers, below) */
+    double sd_rs_half = grad_op == COLL_ALL_REDUCE ? dp_t / 2 : dp_t;
     if (shard < dpcp) { /* HSDP: the shards' all-reduce across the replicas */
       double x = coll_of(memo, hw, dpcp / shard, 1, COLL_ALL_REDUCE, grad_bytes / (double)shard,
                          p->slices, 0, COLL_AUTO, formula, err, errn);
@@ -188,10 +186,12 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
     ** all-reduce (hierarchical across nodes: NVLink inside, the rails
     ** between), so half its time */
     if (z3) {
-      ag_t = coll_of(memo, hw, shard, per, COLL_ALL_REDUCE, grad_bytes, p->slices, 0, COLL_AUTO,
-                     formula, err, errn);
+      /* the gradients' reduce-scatter is the other half: the same all-reduce
+      ** (a Reduction Server reduces, but the gather is the chips' own) */
+      ag_t = p->reduction_server ? coll_of(memo, hw, shard, per, COLL_ALL_REDUCE, grad_bytes,
+                                           p->slices, 0, COLL_AUTO, formula, err, errn) / 2
+                                 : sd_rs_half;
       if (ag_t < 0) return -1;
-      ag_t /= 2;
     }
   }
   /* --full: contention between every group's all-reduce, simulated */
