@@ -227,6 +227,15 @@ run sim-ep-experts 1 simulate mixtral-8x7b --hw h100-sxm --chips 8 --ep 1000 && 
 # a TPU pipeline of tp 1: its stages' send is a group of 2 chips in the torus
 # (no slice of its own), timed, not refused
 run sim-tpu-pp 0 simulate llama3-8b --hw tpu-v5p --chips 64 --pp 2 && has sim-tpu-pp out "dp 32, tp 1, pp 2"
+# today's plan flags, refused with what was expected
+run sim-pplayers-bad 2 simulate llama3-8b --hw h100-sxm --chips 8 --pp 2 --pp-layers 16,-16 && has sim-pplayers-bad err "non-negative integers A,B,... (at '-16')"
+run sim-pplayers-sum 1 simulate llama3-8b --hw h100-sxm --chips 8 --pp 2 --pp-layers 16,15 && has sim-pplayers-sum err "adds up to 31 layers; llama3-8b has 32"
+run sim-hsdp-nofsdp 1 simulate llama3-8b --hw h100-sxm --chips 8 --hsdp 4 && has sim-hsdp-nofsdp err "it needs --fsdp"
+run sim-nvfp4-h100 1 simulate llama3-8b --hw h100-sxm --chips 8 --precision nvfp4 && has sim-nvfp4-h100 err "h100-sxm has no unit for nvfp4 GEMMs (nearest: --precision fp8)"
+run sim-etp-dense 1 simulate llama3-8b --hw h100-sxm --chips 8 --etp 2 && has sim-etp-dense err "etp 2 needs a MoE model"
+run sim-cp-seq 1 simulate llama3-8b --hw h100-sxm --chips 8 --cp 8 --seq 4100 && has sim-cp-seq err "not a multiple of 2 x cp = 16"
+run sim-oldform 1 simulate mixtral-8x7b --hw h100-sxm --chips 16 --dp 2 --ep 8 && has sim-oldform err "write --dp 16 --ep 8"
+run sim-uneven-note 0 simulate tests/data/hf/deepseek-v3.json --hw h100-sxm --chips 1024 --tp 2 --pp 8 --pp-schedule interleaved:4 --ep 64 --sp --gbs 8192 --seq 4096 --op-costs formula --precision fp8-cs && has sim-uneven-note err "61 layers over pp 8 x V 4 stages"
 run sim-replica 1 simulate mixtral-8x7b --hw h100-sxm --chips 12 --tp 2 --ep 8 && has sim-replica err "ep 8 x etp 1 does not divide tp 2 x dp 6 x cp 1 = 12"
 run plan-hw-unknown 1 plan llama3-8b --hw h100,tpu-v5p --chips 8 && has plan-hw-unknown err "--hw h100,tpu-v5p: unknown hardware 'h100'; did you mean 'h100-sxm'?" && empty plan-hw-unknown out
 run plan-hw-empty 2 plan llama3-8b --hw tpu-v5p, && has plan-hw-empty err "expected hardware names separated by commas"
