@@ -323,8 +323,14 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
   }
   if (check_stages(m, p, fault, err, errn) != 0) return -1;
   if (p->gbs % (p->dp * p->mbs) != 0) {
-    if (errn) snprintf(err, errn, "mbs %lld x dp %lld does not divide the global batch %lld",
-             (long long)p->mbs, (long long)p->dp, (long long)p->gbs);
+    /* the nearest batches that do, for a plan typed by hand */
+    int64_t unit = p->dp * p->mbs, lo = p->gbs / unit * unit, hi = lo + unit;
+    if (errn && lo > 0)
+      snprintf(err, errn, "mbs %lld x dp %lld does not divide the global batch %lld (nearest: --gbs %lld or %lld)",
+               (long long)p->mbs, (long long)p->dp, (long long)p->gbs, (long long)lo, (long long)hi);
+    else if (errn)
+      snprintf(err, errn, "mbs %lld x dp %lld does not divide the global batch %lld (nearest: --gbs %lld)",
+               (long long)p->mbs, (long long)p->dp, (long long)p->gbs, (long long)hi);
     *fault = PLAN_FAULT_DIVIDES;
     return -1;
   }

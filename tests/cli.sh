@@ -150,7 +150,7 @@ if diff <(grep -v "^evaluated" "$OUT/plan-ir.out") <(grep -v "^evaluated" "$OUT/
 run sim-badtp 1 simulate llama3-8b --hw h100-sxm --chips 8 --tp 3 && has sim-badtp err "tp 3 does not divide the 32 attention heads"
 run sim-badchips 1 simulate llama3-8b --hw h100-sxm --chips 8 --dp 3 --tp 2 && has sim-badchips err "but --chips is 8"
 run sim-badpp 1 simulate llama3-8b --hw h100-sxm --chips 64 --pp 64 && has sim-badpp err "more than the 32 layers"
-run sim-badmbs 1 simulate llama3-8b --hw h100-sxm --chips 4 --mbs 3 --gbs 16 && has sim-badmbs err "does not divide the global batch"
+run sim-badmbs 1 simulate llama3-8b --hw h100-sxm --chips 4 --mbs 3 --gbs 16 && has sim-badmbs err "does not divide the global batch 16 (nearest: --gbs 12 or 24)"
 run sim-badsched 2 simulate llama3-8b --hw h100-sxm --chips 4 --pp-schedule zigzag && has sim-badsched err "expected gpipe, 1f1b or interleaved:V"
 # sim-gsync: a plan that does not fit (exit 3), checked for something else;
 # its report is printed all the same. sim-starved, sim-fed: they fit with
