@@ -64,7 +64,6 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
   if (cli_opt(c, "--grad-sync")) p->grad_sync = (plan_grad_sync)gsync;
   if (cli_opt(c, "--zero")) p->zero = zero;
   if (cli_opt(c, "--fsdp")) p->zero = 3;
-  p->dist_opt = p->zero >= 1;
   p->op_costs = (opcost_source)costs;
   if (cli_opt(c, "--recompute")) p->recompute = (plan_recompute)rec;
   p->cp_comm = (plan_cp_comm)cpc;

@@ -241,7 +241,6 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
                 for (int zi = 0; zi < 3; zi++) {
                   p.recompute = (plan_recompute)rec;
                   p.zero = ZERO[zi];
-                  p.dist_opt = p.zero >= 1;
                   if (p.zero > 0 && p.dp == 1) continue; /* nothing to shard over */
                   out->evaluated++;
                   mem_opts mo;

@@ -66,7 +66,6 @@ void framework_apply(int f, plan *p) {
   p->attention = w->attention;
   p->grad_sync = w->grad_sync;
   p->zero = w->zero;
-  p->dist_opt = w->zero >= 1;
   p->param_gather_overlap = w->param_gather_overlap;
   p->tp_overlap = w->tp_overlap;
   p->recompute = w->recompute;

@@ -80,8 +80,8 @@ typedef struct {
   int framework;   /* an index into plan_frameworks (sim/framework.h) */
   /* the framework's features (plan_apply_framework sets them) */
   bool tp_overlap;  /* tensor-parallel collectives overlapped with GEMMs (userbuffers, collective matmul) */
-  bool dist_opt;    /* the distributed optimizer: gradients reduce-scattered, parameters all-gathered */
-  bool param_gather_overlap; /* its parameter all-gather overlapped with the next forward */
+  bool param_gather_overlap; /* a sharded optimizer's (zero >= 1) parameter all-gather
+                             ** overlapped with the next forward */
   int zero;        /* 0..3 (ZeRO stage); FSDP = zero 3 */
   bool sp;         /* sequence parallelism with tp (Korthikanti et al. 2022) */
   int64_t mbs, gbs, seq;
