@@ -66,9 +66,10 @@ static void plan_row(FILE *f, int rank, const planner_cand *c) {
   char t[32], u[32];
   units_seconds(t, sizeof t, c->train_s);
   usd_str(u, sizeof u, c->train_usd);
-  fprintf(f, "  %4d  %-9s %6lld %4lld %3lld %3lld %2lld %2lld %4lld %-9s %4d %9.3f %9.3f %9s %12s\n",
+  fprintf(f, "  %4d  %-9s %6lld %4lld %3lld %3lld %2lld %2lld %2lld %4lld %-9s %4d %9.3f %9.3f %9s %12s\n",
           rank, c->hw, (long long)c->p.chips, (long long)c->p.dp, (long long)c->p.tp,
-          (long long)c->p.pp, (long long)c->p.vp, (long long)c->p.ep, (long long)c->p.mbs,
+          (long long)c->p.pp, (long long)(c->p.cp > 0 ? c->p.cp : 1), (long long)c->p.vp,
+          (long long)c->p.ep, (long long)c->p.mbs,
           REC[c->p.recompute], c->p.zero, c->sim.step_time_s, c->analytic_step_s, t, u);
 }
 
@@ -247,7 +248,9 @@ static int run_plan(cli_ctx *c) {
             m->params > 0 ? mp : "no weight parameters", r->objective);
     char vps[48] = "", eps[48] = "";
     if (b->p.vp > 1) snprintf(vps, sizeof vps, " (interleaved x%lld)", (long long)b->p.vp);
-    if (b->p.ep > 1) snprintf(eps, sizeof eps, ", ep %lld", (long long)b->p.ep);
+    size_t k = 0;
+    if (b->p.cp > 1) k += (size_t)snprintf(eps, sizeof eps, ", cp %lld", (long long)b->p.cp);
+    if (b->p.ep > 1 && k < sizeof eps) snprintf(eps + k, sizeof eps - k, ", ep %lld", (long long)b->p.ep);
     fprintf(c->out, "\nbest: %lld x %s   dp %lld, tp %lld%s, pp %lld%s%s, mbs %lld, %s recompute, zero %d\n",
             (long long)b->p.chips, b->hw, (long long)b->p.dp, (long long)b->p.tp,
             b->p.sp ? " (sp)" : "", (long long)b->p.pp, vps, eps, (long long)b->p.mbs,
@@ -275,7 +278,7 @@ static int run_plan(cli_ctx *c) {
     fprintf(c->out, "\nwhy: %s\n", r->why);
     if (r->advice[0]) fprintf(c->out, "\nadvice: %s\n", r->advice);
     fprintf(c->out, "\ncandidates (event-simulated, best first):\n"
-                    "  rank  hw         chips   dp  tp  pp  V ep  mbs recompute zero  step(s)  analytic      time         cost\n");
+                    "  rank  hw         chips   dp  tp  pp cp  V ep  mbs recompute zero  step(s)  analytic      time         cost\n");
     for (int i = 0; i < r->n_ranked; i++) plan_row(c->out, i + 1, &r->ranked[i]);
     fprintf(c->out, "\nother hardware (its best plan, analytic):\n");
     for (int i = 0; i < r->n_per_hw; i++) {

@@ -190,8 +190,8 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   int fitted = 0;
   planner_cand hw_best = {0};
   double hw_best_key = INFINITY;
-  /* per-chip costs depend on (tp, mbs, ep) only */
-  cost_entry cache[5][3][4] = {{{{0}}}};
+  /* per-chip costs depend on (tp, mbs, ep, cp) only */
+  cost_entry cache[5][3][4][4] = {{{{{0}}}}};
   step_memo *memo = step_memo_new(hw);
   if (!memo) {
     planner_add_reject(out, hw->name, PLANNER_CAUSE_SLICE, "out of memory");
@@ -201,8 +201,14 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   static const int64_t VPS[] = {1, 2, 4};
   static const int ZERO[] = {0, 1, 3};
   int n_ep = d->experts > 1 ? 4 : 1;
+  /* context parallelism where a sequence is long enough to want it (32k
+  ** tokens and more: below that, a rank's share of attention is small
+  ** against its linear layers), unless the request fixes it */
+  static const int64_t CPS[] = {1, 2, 4, 8};
+  int n_cp = req->cp > 0 || seq < 32768 ? 1 : 4;
   /* The space: tp within a node (a TPU: up to 16), micro-batches 1/2/4, ep
-  ** up to 8 for MoE, pp up to 64, interleaving 1/2/4, each recompute mode,
+  ** up to 8 for MoE, cp up to 8 for long sequences, pp up to 64,
+  ** interleaving 1/2/4, each recompute mode,
   ** ZeRO 0/1/3; dp what is left of the chips. Which of these are valid
   ** plans is plan_check's to say (sim/plan.c), the one validator. */
   for (int ti = 0; ti < 5; ti++) {
@@ -211,9 +217,10 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
     if (tp > tp_limit) continue;
     for (int mi = 0; mi < 3; mi++)
       for (int ei = 0; ei < n_ep; ei++)
+        for (int xi = 0; xi < n_cp; xi++)
         for (int ci = 0; ci < nc; ci++) {
           int64_t chips = counts[ci], ep = EPS[ei];
-          int64_t cp = req->cp > 0 ? req->cp : 1;
+          int64_t cp = req->cp > 0 ? req->cp : CPS[xi];
           for (int64_t pp = 1; pp <= 64 && pp * tp * cp <= chips; pp++) {
             /* dp is what is left, a whole number; ep splits dp x cp */
             if (chips % (tp * pp * cp) || (chips / (tp * pp)) % ep) continue;
@@ -262,7 +269,7 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
                     continue;
                   }
                   fitted++;
-                  cost_entry *ce = &cache[ti][mi][ei];
+                  cost_entry *ce = &cache[ti][mi][ei][xi];
                   char cerr[256] = "";
                   if (!ce->done) {
                     double tc = units_now_s();

@@ -236,6 +236,10 @@ run sim-etp-dense 1 simulate llama3-8b --hw h100-sxm --chips 8 --etp 2 && has si
 run sim-cp-seq 1 simulate llama3-8b --hw h100-sxm --chips 8 --cp 8 --seq 4100 && has sim-cp-seq err "not a multiple of 2 x cp = 16"
 run sim-oldform 1 simulate mixtral-8x7b --hw h100-sxm --chips 16 --dp 2 --ep 8 && has sim-oldform err "write --dp 16 --ep 8"
 run sim-uneven-note 0 simulate tests/data/hf/deepseek-v3.json --hw h100-sxm --chips 1024 --tp 2 --pp 8 --pp-schedule interleaved:4 --ep 64 --sp --gbs 8192 --seq 4096 --op-costs formula --precision fp8-cs && has sim-uneven-note err "61 layers over pp 8 x V 4 stages"
+# a 128k-token sequence: the planner splits it over context-parallel ranks
+# (the same plan without cp does not fit: sim-nocp exits 3)
+run plan-cp 0 plan llama3-8b --hw h100-sxm --chips 64 --seq 131072 --op-costs formula && has plan-cp out "pp 2, cp 8"
+run sim-nocp 3 simulate llama3-8b --hw h100-sxm --chips 64 --seq 131072 --pp 2 --fsdp --framework plain --op-costs formula
 run sim-replica 1 simulate mixtral-8x7b --hw h100-sxm --chips 12 --tp 2 --ep 8 && has sim-replica err "ep 8 x etp 1 does not divide tp 2 x dp 6 x cp 1 = 12"
 run plan-hw-unknown 1 plan llama3-8b --hw h100,tpu-v5p --chips 8 && has plan-hw-unknown err "--hw h100,tpu-v5p: unknown hardware 'h100'; did you mean 'h100-sxm'?" && empty plan-hw-unknown out
 run plan-hw-empty 2 plan llama3-8b --hw tpu-v5p, && has plan-hw-empty err "expected hardware names separated by commas"
