@@ -680,7 +680,7 @@ static int run_runs(cli_ctx *c) {
   hw_catalog *cat = NULL;
   const char *hw = NULL;
   char path[4096], err[512];
-  int rc = dg ? CLI_BAD_INPUT : CLI_BAD_INPUT;
+  int rc = CLI_BAD_INPUT;
   f.x = &x;
   if (!dg) {
     fprintf(c->err, "tpusim calibrate: out of memory\n");
