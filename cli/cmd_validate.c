@@ -6,981 +6,37 @@
 ** simulate's own entry point (cli_main) and compared with the row's measured
 ** step time: per-row signed error, MAPE, mean signed error, worst row.
 ** docs/validation.md is this command's --markdown output (tests/docs.sh
-** regenerates and compares it).
-**
-** Nothing here knows a row: the same rules turn every row into flags, and
-** a row that simulate refuses is reported with simulate's own message.
+** regenerates and compares it). Reading the table and running its rows is
+** runs.c's, shared with `tpusim calibrate --runs`.
 */
 #include "cli_int.h"
+#include "runs.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
 #include "../base/diag.h"
-#include "../base/jin.h"
 #include "../base/strutil.h"
-
-/* A table of runs is a few hundred rows; each row is one simulation, so a
-** file past these limits is a mistake, refused before anything runs. */
-#define CSV_MAX_BYTES (16u << 20)
-#define CSV_MAX_ROWS 10000
-#define CSV_MAX_COLS 64
-#define VAL_PATH_MAX 1024
-#define VAL_CMD_MAX 2048
-
-static const char DEFAULT_MAPPING[] = "tests/validation/mapping.csv";
-static const char DEFAULT_MODELS[] = "tests/validation/models:tests/data/hf";
-
-/* ==== CSV: cells with the line:column they start at ==== */
-
-typedef struct {
-  const char *s; /* NUL-terminated, unquoted, inside the csv's text */
-  int line, col;
-} cell;
-
-typedef struct {
-  int first, n; /* cells[first .. first+n) */
-} csv_rec;
-
-typedef struct {
-  const char *file;
-  char *text; /* the file, cut into cells in place */
-  cell *cells;
-  int n_cells, cap_cells;
-  csv_rec *recs; /* recs[0] is the header */
-  int n_recs, cap_recs;
-} csv;
-
-static void csv_free(csv *t) {
-  free(t->text);
-  free(t->cells);
-  free(t->recs);
-  memset(t, 0, sizeof *t);
-}
-
-static int grow(void **p, int *cap, int need, size_t size) {
-  if (need <= *cap) return 0;
-  int n = *cap ? *cap * 2 : 64;
-  while (n < need) n *= 2;
-  void *q = realloc(*p, (size_t)n * size);
-  if (!q) return -1;
-  *p = q;
-  *cap = n;
-  return 0;
-}
-
-/* One cell from p (quoted per RFC 4180: "" is a quote, newlines allowed);
-** its text is moved in place and terminated. Returns the separator that
-** ended it (',' or '\n' for the end of the record), or 0 after an error. */
-static char csv_cell(csv *t, char **pp, char *end, int *line, char **line_start, cell *c,
-                     diag *dg) {
-  char *p = *pp, *dst = p;
-  c->line = *line;
-  c->col = (int)(p - *line_start) + 1;
-  c->s = p;
-  if (p < end && *p == '"') {
-    c->s = dst = ++p;
-    for (;;) {
-      if (p >= end) {
-        diag_error(dg, t->file, c->line, c->col, NULL, "a quoted cell with no closing quote");
-        return 0;
-      }
-      if (*p == '"' && p + 1 < end && p[1] == '"') {
-        *dst++ = '"';
-        p += 2;
-      } else if (*p == '"') {
-        p++;
-        break;
-      } else {
-        if (*p == '\n') (*line)++, *line_start = p + 1;
-        *dst++ = *p++;
-      }
-    }
-    if (p < end && *p != ',' && *p != '\n' && *p != '\r') {
-      diag_error(dg, t->file, *line, (int)(p - *line_start) + 1, NULL,
-                 "expected ',' or the end of the line after a quoted cell, found '%c'", *p);
-      return 0;
-    }
-  } else {
-    while (p < end && *p != ',' && *p != '\n' && *p != '\r') p++;
-    dst = p;
-  }
-  char sep = p < end && *p == ',' ? ',' : '\n';
-  if (p < end && *p == '\r' && p + 1 < end && p[1] == '\n') p++; /* CRLF */
-  if (p < end) p++; /* past the ',' or the line's end */
-  *dst = '\0';      /* text has a terminator at end, so dst <= end is writable */
-  *pp = p;
-  return sep;
-}
-
-/* Reads and cuts a CSV file: the header and every record; '#' lines and
-** blank lines are skipped (the mapping is commented). 0, or -1 after
-** reporting to dg. */
-static int csv_read(csv *t, const char *file, const char *what, diag *dg) {
-  size_t len;
-  memset(t, 0, sizeof *t);
-  t->file = file;
-  t->text = jin_read_regular(file, CSV_MAX_BYTES, what, "each row is a simulation", &len, dg);
-  if (!t->text) return -1;
-  char *nul = memchr(t->text, '\0', len);
-  if (nul) {
-    int line = 1;
-    for (char *q = t->text; q < nul; q++) line += *q == '\n';
-    diag_error(dg, file, line, 1, NULL, "a NUL byte: expected text (%s)", what);
-    return -1;
-  }
-  char *p = t->text, *end = t->text + len, *line_start = p;
-  int line = 1;
-  if (len >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0) p += 3, line_start = p; /* a UTF-8 BOM */
-  while (p < end) {
-    if (*p == '#' || *p == '\n' || *p == '\r') { /* a comment or a blank line */
-      while (p < end && *p != '\n') p++;
-      if (p < end) p++;
-      line++;
-      line_start = p;
-      continue;
-    }
-    if (t->n_recs == CSV_MAX_ROWS + 1) {
-      diag_error(dg, file, line, 1, NULL, "more than %d rows, the limit (each row is a simulation)",
-                 CSV_MAX_ROWS);
-      return -1;
-    }
-    if (grow((void **)&t->recs, &t->cap_recs, t->n_recs + 1, sizeof *t->recs)) goto oom;
-    csv_rec *r = &t->recs[t->n_recs++];
-    r->first = t->n_cells;
-    r->n = 0;
-    char sep;
-    do {
-      if (r->n == CSV_MAX_COLS) {
-        diag_error(dg, file, line, (int)(p - line_start) + 1, NULL,
-                   "more than %d cells in a row, the limit", CSV_MAX_COLS);
-        return -1;
-      }
-      if (grow((void **)&t->cells, &t->cap_cells, t->n_cells + 1, sizeof *t->cells)) goto oom;
-      cell *c = &t->cells[t->n_cells++];
-      sep = csv_cell(t, &p, end, &line, &line_start, c, dg);
-      if (!sep) return -1;
-      r->n++;
-    } while (sep == ',');
-    line++;
-    line_start = p;
-  }
-  if (t->n_recs == 0) {
-    diag_error(dg, file, 0, 0, NULL, "empty: expected a header line and rows (%s)", what);
-    return -1;
-  }
-  return 0;
-oom:
-  diag_error(dg, file, line, 1, NULL, "out of memory");
-  return -1;
-}
-
-static const cell *csv_at(const csv *t, int rec, int col) {
-  return col >= 0 && col < t->recs[rec].n ? &t->cells[t->recs[rec].first + col] : NULL;
-}
-
-/* The header's column named name, or -1. */
-static int csv_col(const csv *t, const char *name) {
-  for (int i = 0; i < t->recs[0].n; i++)
-    if (strcmp(csv_at(t, 0, i)->s, name) == 0) return i;
-  return -1;
-}
-
-/* Each record has the header's cell count: 0, or -1 after reporting each
-** record that does not. */
-static int csv_check_widths(const csv *t, diag *dg) {
-  int bad = 0, want = t->recs[0].n;
-  for (int r = 1; r < t->n_recs; r++) {
-    if (t->recs[r].n == want) continue;
-    const cell *last = csv_at(t, r, t->recs[r].n - 1);
-    diag_error(dg, t->file, last->line, last->col + (int)strlen(last->s), NULL,
-               "%d cells; the header has %d (a ',' inside a cell needs quotes)", t->recs[r].n,
-               want);
-    bad = 1;
-  }
-  return bad ? -1 : 0;
-}
-
-/* ==== the mapping (tests/validation/mapping.csv) ==== */
-
-typedef enum { MAP_CHIP, MAP_DEVICES, MAP_FRAMEWORK, MAP_BATCH, MAP_MODEL, MAP_PRECISION,
-               MAP_RECOMPUTE, MAP_DEFAULT, MAP_KINDS } map_kind;
-static const char *const MAP_KIND_NAMES[] = {"chip",      "devices",   "framework", "batch",
-                                             "model",     "precision", "recompute", "default",
-                                             NULL};
-
-typedef struct {
-  map_kind kind;
-  const cell *key, *value;
-  /* a model or default key, split: MODEL[/PARAMS_B][@FRAMEWORK] */
-  char name[64], framework[64];
-  double params_b; /* 0: any */
-} map_entry;
-
-typedef struct {
-  csv t;
-  map_entry *e;
-  int n;
-} mapping;
-
-static void mapping_free(mapping *m) {
-  csv_free(&m->t);
-  free(m->e);
-}
-
-/* Splits "gpt/175@maxtext" into its name, parameters and framework. */
-static int split_key(map_entry *e, const char *file, diag *dg) {
-  const char *k = e->key->s, *at = strchr(k, '@'), *sl = strchr(k, '/');
-  size_t n = strcspn(k, "/@");
-  if (n == 0 || n >= sizeof e->name || (at && strlen(at + 1) >= sizeof e->framework) ||
-      (sl && at && sl > at)) {
-    diag_error(dg, file, e->key->line, e->key->col, "key",
-               "'%.80s': expected NAME[/PARAMS_B][@FRAMEWORK]", k);
-    return -1;
-  }
-  memcpy(e->name, k, n);
-  e->name[n] = '\0';
-  if (at) strcpy(e->framework, at + 1);
-  if (sl) {
-    char *stop;
-    e->params_b = strtod(sl + 1, &stop);
-    if (stop == sl + 1 || (*stop && *stop != '@') || !(e->params_b > 0)) {
-      diag_error(dg, file, e->key->line, e->key->col + (int)(sl + 1 - k), "key",
-                 "'%.80s': expected a parameter count in billions after '/'", k);
-      return -1;
-    }
-  }
-  return 0;
-}
-
-/* The values that are not names: a device count, a batch convention. */
-static int mapping_check_value(const map_entry *e, const char *file, diag *dg) {
-  char err[320];
-  int64_t n;
-  if (e->kind == MAP_DEVICES && num_parse_int("devices", e->value->s, 1, 64, &n, err, sizeof err)) {
-    diag_error(dg, file, e->value->line, e->value->col, NULL, "%s", err);
-    return -1;
-  }
-  /* the one '?' cell a framework's default fills: the micro-batch */
-  if (e->kind == MAP_DEFAULT && strcmp(e->name, "mbs") != 0) {
-    diag_error(dg, file, e->key->line, e->key->col, "key",
-               "'%.40s': expected mbs[@FRAMEWORK] (the column a default is taken for)", e->name);
-    return -1;
-  }
-  if (e->kind == MAP_DEFAULT &&
-      num_parse_int("mbs", e->value->s, 1, CLI_MAX_BATCH, &n, err, sizeof err)) {
-    diag_error(dg, file, e->value->line, e->value->col, NULL, "%s", err);
-    return -1;
-  }
-  if (e->kind == MAP_BATCH && strcmp(e->value->s, "per-device") != 0) {
-    diag_error(dg, file, e->value->line, e->value->col, "value",
-               "'%.40s': expected per-device (a framework whose mbs counts one device's batch)",
-               e->value->s);
-    return -1;
-  }
-  return 0;
-}
-
-static int mapping_read(mapping *m, const char *file, diag *dg) {
-  memset(m, 0, sizeof *m);
-  if (csv_read(&m->t, file, "a validation mapping (CSV)", dg) || csv_check_widths(&m->t, dg))
-    return -1;
-  int ck = csv_col(&m->t, "kind"), cy = csv_col(&m->t, "key"), cv = csv_col(&m->t, "value");
-  if (ck < 0 || cy < 0 || cv < 0) {
-    diag_error(dg, file, 1, 1, NULL, "expected the header kind,key,value[,why]");
-    return -1;
-  }
-  m->e = calloc((size_t)m->t.n_recs, sizeof *m->e);
-  if (!m->e) {
-    diag_error(dg, file, 0, 0, NULL, "out of memory");
-    return -1;
-  }
-  int bad = 0;
-  for (int r = 1; r < m->t.n_recs; r++) {
-    map_entry *e = &m->e[m->n];
-    const cell *kind = csv_at(&m->t, r, ck);
-    e->key = csv_at(&m->t, r, cy);
-    e->value = csv_at(&m->t, r, cv);
-    int k = 0;
-    while (MAP_KIND_NAMES[k] && strcmp(MAP_KIND_NAMES[k], kind->s) != 0) k++;
-    if (!MAP_KIND_NAMES[k]) {
-      const char *s = str_suggest(kind->s, MAP_KIND_NAMES, MAP_KINDS);
-      diag_error(dg, file, kind->line, kind->col, "kind",
-                 "'%.40s': expected chip, devices, framework, batch, model, precision, recompute "
-                 "or default%s%s%s",
-                 kind->s, s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : "");
-      bad = 1;
-      continue;
-    }
-    e->kind = (map_kind)k;
-    if ((e->kind == MAP_MODEL || e->kind == MAP_DEFAULT) && split_key(e, file, dg)) {
-      bad = 1;
-      continue;
-    }
-    if (mapping_check_value(e, file, dg)) {
-      bad = 1;
-      continue;
-    }
-    m->n++;
-  }
-  return bad ? -1 : 0;
-}
-
-/* The value of an exact-key entry of kind k, or NULL. */
-static const char *map_get(const mapping *m, map_kind k, const char *key) {
-  for (int i = 0; i < m->n; i++)
-    if (m->e[i].kind == k && strcmp(m->e[i].key->s, key) == 0) return m->e[i].value->s;
-  return NULL;
-}
-
-/* The framework of a source: the entry whose key is the longest prefix of
-** the source ending at a word's end ("NeMo" fits "NeMo perf summary 24.07"). */
-static const char *map_framework(const mapping *m, const char *source) {
-  const char *best = NULL;
-  size_t best_n = 0;
-  for (int i = 0; i < m->n; i++) {
-    size_t n = strlen(m->e[i].key->s);
-    if (m->e[i].kind == MAP_FRAMEWORK && n > best_n && strncmp(source, m->e[i].key->s, n) == 0 &&
-        (source[n] == '\0' || source[n] == ' ')) {
-      best = m->e[i].value->s;
-      best_n = n;
-    }
-  }
-  return best;
-}
-
-/* The model or default entry for name, the row's parameters and framework:
-** a key's parameters match within 5 % (sources round a count differently:
-** 70.6 and 70 B are one model; the nearest two models of a family in the
-** mapping are 16 % apart); the most specific key wins, then the nearest. */
-static const map_entry *map_keyed(const mapping *m, map_kind k, const char *name, double params_b,
-                                  const char *framework) {
-  const map_entry *best = NULL;
-  int best_rank = -1;
-  double best_d = 0;
-  for (int i = 0; i < m->n; i++) {
-    const map_entry *e = &m->e[i];
-    if (e->kind != k || strcmp(e->name, name) != 0) continue;
-    if (e->framework[0] && (!framework || strcmp(e->framework, framework) != 0)) continue;
-    double d = e->params_b > 0 ? fabs(params_b - e->params_b) / e->params_b : 0;
-    if (e->params_b > 0 && !(d <= 0.05)) continue;
-    int rank = (e->params_b > 0) * 2 + (e->framework[0] != 0);
-    if (rank > best_rank || (rank == best_rank && d < best_d)) {
-      best = e;
-      best_rank = rank;
-      best_d = d;
-    }
-  }
-  return best;
-}
-
-/* ==== a row of a table of runs ==== */
-
-/* The columns validate reads; the first C_REQUIRED must be there (the
-** columns of shared/reference/public-runs.csv), the rest may be. dp is not
-** read: Megatron's chips = dp x tp x pp x cp gives it, and MaxText tables
-** count only the replicated axis in it (public-runs-modern.md). */
-enum { C_ID, C_SOURCE, C_CHIP, C_CHIPS, C_MODEL, C_PARAMS, C_LAYERS, C_HEADS, C_KV_HEADS, C_SEQ,
-       C_GBS, C_MBS, C_TP, C_PP, C_CP, C_VP, C_SP, C_ZERO, C_RECOMPUTE, C_PRECISION, C_MEASURED,
-       C_REQUIRED, C_EP = C_REQUIRED, C_EXPERTS, C_NCOLS };
-static const char *const COLS[C_NCOLS] = {
-    "id",  "source", "chip",         "chips",     "model",     "params_B",       "layers",
-    "heads", "kv_heads", "seq",      "gbs_seq",   "mbs",       "tp",             "pp",
-    "cp",  "vp",     "sp",           "zero_or_fsdp", "recompute", "precision",   "derived_step_s",
-    "ep",  "experts"};
-
-/* One row, its cells checked: -1 where the row says '?'. */
-typedef struct {
-  int rec; /* its record in the table */
-  const char *id, *source, *chip, *model, *recompute, *precision;
-  int64_t chips, layers, heads, kv_heads, seq, gbs, tp, pp, cp, vp, ep, experts;
-  double mbs, params_b, measured_s;
-  int sp;             /* 0, 1, 2 for "1?" (the recipe's: with tp > 1), -1 */
-  int zero;           /* ZeRO stage 0-3, -1 not stated */
-  bool fsdp;          /* FSDP (zero_or_fsdp "fsdp" or "fsdpN") */
-  int64_t fsdp_n;     /* its shard degree as the row counts it (devices), 0: all */
-} run_row;
-
-typedef struct {
-  const csv *t;
-  int col[C_NCOLS];
-  diag *dg;
-} row_reader;
-
-static const cell *rd_cell(const row_reader *rd, int rec, int c) {
-  return rd->col[c] < 0 ? NULL : csv_at(rd->t, rec, rd->col[c]);
-}
-
-/* "?" and "" (not stated) */
-static bool unknown(const char *s) { return s[0] == '\0' || strcmp(s, "?") == 0; }
-
-/* The text without a trailing '?' (a recipe default the source's table
-** does not show, public-runs-modern.md), into buf. */
-static const char *strip_q(const char *s, char *buf, size_t n) {
-  snprintf(buf, n, "%s", s);
-  size_t k = strlen(buf);
-  if (k > 1 && buf[k - 1] == '?') buf[k - 1] = '\0';
-  return buf;
-}
-
-/* A count cell: lo..hi, or -1 where the row says '?' and that is allowed. */
-static int rd_int(row_reader *rd, int rec, int c, int64_t lo, int64_t hi, bool may_be_unknown,
-                  int64_t dflt, int64_t *out) {
-  const cell *x = rd_cell(rd, rec, c);
-  char err[320];
-  if (!x) return *out = dflt, 0;
-  if (may_be_unknown && unknown(x->s)) return *out = -1, 0;
-  if (num_parse_int(COLS[c], x->s, lo, hi, out, err, sizeof err) == 0) return 0;
-  diag_error(rd->dg, rd->t->file, x->line, x->col, NULL, "%s%s", err,
-             may_be_unknown ? " (or '?')" : "");
-  return -1;
-}
-
-/* A real cell above 0 (a time, a parameter count, a per-device batch). */
-static int rd_real(row_reader *rd, int rec, int c, bool may_be_unknown, double *out) {
-  const cell *x = rd_cell(rd, rec, c);
-  char err[320];
-  if (may_be_unknown && unknown(x->s)) return *out = -1, 0;
-  num_range r = {NUM_REAL, 0, 1e15, true};
-  if (num_parse(COLS[c], x->s, r, out, err, sizeof err) == 0) return 0;
-  diag_error(rd->dg, rd->t->file, x->line, x->col, NULL, "%s%s", err,
-             may_be_unknown ? " (or '?')" : "");
-  return -1;
-}
-
-/* sp: 0, 1, "1?" or '?' */
-static int rd_sp(row_reader *rd, int rec, run_row *w) {
-  const cell *x = rd_cell(rd, rec, C_SP);
-  if (unknown(x->s)) w->sp = -1;
-  else if (strcmp(x->s, "0") == 0) w->sp = 0;
-  else if (strcmp(x->s, "1") == 0) w->sp = 1;
-  else if (strcmp(x->s, "1?") == 0) w->sp = 2;
-  else {
-    diag_error(rd->dg, rd->t->file, x->line, x->col, NULL,
-               "sp '%.40s': expected 0, 1, 1? (the recipe's default) or ?", x->s);
-    return -1;
-  }
-  return 0;
-}
-
-/* zero_or_fsdp: a ZeRO stage 0-3 (Megatron's distributed optimizer is 1),
-** "fsdp" (all data-parallel chips) or "fsdpN" (a shard group of N), each
-** with an optional '?', or '?'. */
-static int rd_zero(row_reader *rd, int rec, run_row *w) {
-  const cell *x = rd_cell(rd, rec, C_ZERO);
-  char buf[32], err[320];
-  const char *s = strip_q(x->s, buf, sizeof buf);
-  w->zero = -1;
-  if (unknown(x->s)) return 0;
-  if (strlen(s) == 1 && s[0] >= '0' && s[0] <= '3') {
-    w->zero = s[0] - '0';
-    return 0;
-  }
-  if (strncmp(s, "fsdp", 4) == 0) {
-    w->fsdp = true;
-    if (s[4] == '\0') return 0;
-    if (num_parse_int("its FSDP degree", s + 4, 1, CLI_MAX_CHIPS, &w->fsdp_n, err, sizeof err) == 0)
-      return 0;
-    diag_error(rd->dg, rd->t->file, x->line, x->col + 4, NULL, "zero_or_fsdp '%.40s': %s", x->s,
-               err);
-    return -1;
-  }
-  diag_error(rd->dg, rd->t->file, x->line, x->col, NULL,
-             "zero_or_fsdp '%.40s': expected 0, 1, 2, 3 (ZeRO stage; 1: distributed optimizer), "
-             "fsdp or fsdpN (N: the shard group), with an optional '?', or ?", x->s);
-  return -1;
-}
-
-/* Checks every cell validate reads of record rec into w: 0, or -1 after
-** reporting each bad cell with its line:column. */
-static int rd_row(row_reader *rd, int rec, run_row *w) {
-  memset(w, 0, sizeof *w);
-  w->rec = rec;
-  w->id = rd_cell(rd, rec, C_ID)->s;
-  w->source = rd_cell(rd, rec, C_SOURCE)->s;
-  w->chip = rd_cell(rd, rec, C_CHIP)->s;
-  w->model = rd_cell(rd, rec, C_MODEL)->s;
-  w->recompute = rd_cell(rd, rec, C_RECOMPUTE)->s;
-  w->precision = rd_cell(rd, rec, C_PRECISION)->s;
-  int bad = 0;
-  bad |= rd_int(rd, rec, C_CHIPS, 1, CLI_MAX_CHIPS, false, 0, &w->chips);
-  bad |= rd_int(rd, rec, C_LAYERS, 1, 1 << 20, true, 0, &w->layers);
-  bad |= rd_int(rd, rec, C_HEADS, 1, 1 << 20, true, 0, &w->heads);
-  bad |= rd_int(rd, rec, C_KV_HEADS, 1, 1 << 20, true, 0, &w->kv_heads);
-  bad |= rd_int(rd, rec, C_SEQ, 1, CLI_MAX_SEQ, false, 0, &w->seq);
-  bad |= rd_int(rd, rec, C_GBS, 1, CLI_MAX_BATCH, false, 0, &w->gbs);
-  bad |= rd_int(rd, rec, C_TP, 1, CLI_MAX_CHIPS, false, 0, &w->tp);
-  bad |= rd_int(rd, rec, C_PP, 1, CLI_MAX_CHIPS, false, 0, &w->pp);
-  bad |= rd_int(rd, rec, C_CP, 1, CLI_MAX_CHIPS, true, 1, &w->cp);
-  bad |= rd_int(rd, rec, C_VP, 1, 1 << 20, true, 1, &w->vp);
-  bad |= rd_int(rd, rec, C_EP, 1, CLI_MAX_CHIPS, true, 1, &w->ep);
-  bad |= rd_int(rd, rec, C_EXPERTS, 1, 1 << 20, true, -1, &w->experts);
-  bad |= rd_real(rd, rec, C_MBS, true, &w->mbs);
-  bad |= rd_real(rd, rec, C_PARAMS, true, &w->params_b);
-  bad |= rd_real(rd, rec, C_MEASURED, false, &w->measured_s);
-  bad |= rd_sp(rd, rec, w);
-  bad |= rd_zero(rd, rec, w);
-  if (w->cp < 0) w->cp = 1; /* not stated: none */
-  if (w->vp < 0) w->vp = 1;
-  if (w->ep < 0) w->ep = 1;
-  return bad ? -1 : 0;
-}
-
-/* The header has every required column: 0, or -1 after one message that
-** names the missing ones (and, for a misspelt one, the header cell that is
-** nearest, at its line:column). */
-static int rd_columns(row_reader *rd) {
-  char missing[512] = "";
-  int n_missing = 0, last = -1;
-  for (int c = 0; c < C_NCOLS; c++) {
-    rd->col[c] = csv_col(rd->t, COLS[c]);
-    if (rd->col[c] >= 0 || c >= C_REQUIRED) continue;
-    size_t k = strlen(missing);
-    snprintf(missing + k, sizeof missing - k, "%s'%s'", n_missing ? ", " : "", COLS[c]);
-    n_missing++;
-    last = c;
-  }
-  if (!n_missing) return 0;
-  /* the header's names that are none of validate's columns: a typo's candidates */
-  const char *heads[CSV_MAX_COLS];
-  const cell *cells[CSV_MAX_COLS];
-  int nh = 0;
-  for (int i = 0; i < rd->t->recs[0].n; i++) {
-    int c = 0;
-    while (c < C_NCOLS && rd->col[c] != i) c++;
-    if (c == C_NCOLS) cells[nh] = csv_at(rd->t, 0, i), heads[nh] = cells[nh]->s, nh++;
-  }
-  const char *near = n_missing == 1 ? str_suggest(COLS[last], heads, nh) : NULL;
-  const cell *at = NULL;
-  for (int i = 0; near && i < nh; i++)
-    if (heads[i] == near) at = cells[i];
-  diag_error(rd->dg, rd->t->file, 1, at ? at->col : 1, NULL,
-             "no column%s %s in the header: a table of runs has the columns of "
-             "shared/reference/public-runs.csv%s%s%s", n_missing > 1 ? "s" : "", missing,
-             near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
-  return -1;
-}
-
-/* ==== a row -> the command a user would type ==== */
-
-/* An argument list with its strings in one buffer. */
-typedef struct {
-  char buf[VAL_CMD_MAX];
-  size_t used;
-  char *v[64];
-  int n;
-  bool full; /* something did not fit: the row is refused, never cut */
-} argl;
-
-static void arg(argl *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void arg(argl *a, const char *fmt, ...) {
-  if (a->full || a->n == (int)(sizeof a->v / sizeof a->v[0]) - 2) { /* room for --json, NULL */
-    a->full = true;
-    return;
-  }
-  va_list ap;
-  va_start(ap, fmt);
-  int k = vsnprintf(a->buf + a->used, sizeof a->buf - a->used, fmt, ap);
-  va_end(ap);
-  if (k < 0 || (size_t)k >= sizeof a->buf - a->used) {
-    a->full = true;
-    return;
-  }
-  a->v[a->n++] = a->buf + a->used;
-  a->v[a->n] = NULL;
-  a->used += (size_t)k + 1;
-}
-
-typedef enum { ROW_OK, ROW_NO_FIT, ROW_FAILS, ROW_NOT_EXPRESSIBLE } row_status;
-static const char *const STATUS_NAMES[] = {"ok", "does_not_fit", "does_not_run",
-                                           "not_expressible"};
-
-/* What validate says of one row. */
-typedef struct {
-  run_row w;
-  row_status status;
-  const char *hw, *framework; /* borrowed from the mapping or the row */
-  char model_path[VAL_PATH_MAX];
-  double simulated_s, error; /* error: (simulated - measured) / measured */
-  double model_params_b;     /* the loaded model's parameters (0: not loaded) */
-  char msg[400];             /* why it does not run, or is not expressible */
-  char cmd[VAL_CMD_MAX + 512]; /* the command, quoted for a shell */
-  char exercises[256];         /* the features the row exercises, for the docs */
-} row_result;
-
-typedef struct {
-  cli_ctx *c;
-  const csv *t;
-  const mapping *map;
-  const char *models; /* the --models search path, DIR:DIR:... */
-  const int *col;     /* the table's column of each of COLS, or -1 */
-} vctx;
-
-static const char *rd_cell_text(const vctx *x, int rec, int c) {
-  return x->col[c] < 0 ? "" : csv_at(x->t, rec, x->col[c])->s;
-}
-
-static void addf(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void addf(char *buf, size_t n, const char *fmt, ...) {
-  size_t k = strlen(buf);
-  if (k >= n - 1) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf + k, n - k, fmt, ap);
-  va_end(ap);
-}
-
-/* The mapping's file name with each {column} replaced by the row's cell. */
-static int expand_template(const vctx *x, const map_entry *e, int rec, char *out, size_t n,
-                           char *why, size_t whyn) {
-  const char *s = e->value->s;
-  size_t k = 0;
-  while (*s) {
-    if (*s == '{') {
-      const char *close = strchr(s, '}');
-      char name[64];
-      if (!close || (size_t)(close - s - 1) >= sizeof name)
-        return str_errf(why, whyn, "%s:%d:%d: an unclosed '{' in the model's file name",
-                        x->map->t.file, e->value->line, e->value->col);
-      memcpy(name, s + 1, (size_t)(close - s - 1));
-      name[close - s - 1] = '\0';
-      int col = csv_col(x->t, name);
-      if (col < 0)
-        return str_errf(why, whyn, "%s:%d:%d: {%s}: the table has no column '%s'",
-                        x->map->t.file, e->value->line, e->value->col, name, name);
-      int w = snprintf(out + k, n - k, "%s", csv_at(x->t, rec, col)->s);
-      if (w < 0 || (size_t)w >= n - k)
-        return str_errf(why, whyn, "the model's file name is too long");
-      k += (size_t)w;
-      s = close + 1;
-    } else {
-      if (k + 1 >= n) return str_errf(why, whyn, "the model's file name is too long");
-      out[k++] = *s++;
-    }
-  }
-  out[k] = '\0';
-  return 0;
-}
-
-/* The first DIR/name of the --models search path that is a file. */
-static int find_model(const char *path, const char *name, char *out, size_t n) {
-  const char *p = path;
-  while (*p) {
-    size_t len = strcspn(p, ":");
-    struct stat st;
-    if (len > 0 && snprintf(out, n, "%.*s/%s", (int)len, p, name) < (int)n &&
-        stat(out, &st) == 0 && S_ISREG(st.st_mode))
-      return 0;
-    p += len + (p[len] == ':');
-  }
-  return -1;
-}
-
-/* The MODEL argument: the mapping's config file found on --models, or the
-** row's model cell as it is (an example name, a path). -1 with r->msg when
-** the mapping names a file that is not there. */
-static int model_arg(const vctx *x, row_result *r) {
-  const run_row *w = &r->w;
-  const map_entry *e = map_keyed(x->map, MAP_MODEL, w->model, w->params_b, r->framework);
-  if (!e) return snprintf(r->model_path, sizeof r->model_path, "%s", w->model), 0;
-  char name[VAL_PATH_MAX];
-  if (expand_template(x, e, w->rec, name, sizeof name, r->msg, sizeof r->msg)) return -1;
-  if (find_model(x->models, name, r->model_path, sizeof r->model_path) == 0) return 0;
-  snprintf(r->model_path, sizeof r->model_path, "%s", name);
-  snprintf(r->msg, sizeof r->msg, "no model file '%.120s' on --models %.160s (%.80s:%d)", name,
-           x->models, x->map->t.file, e->key->line);
-  return -1;
-}
-
-/* FSDP's shard group in chips: the row's degree counts JAX devices (two per
-** Ironwood chip), a group of all data-parallel chips (dp x cp, as
-** torchtitan and Megatron-Core shard) is plain --fsdp, a smaller one is
-** HSDP. 0, or -1 with r->msg when the degree is not whole chips. */
-static int fsdp_args(row_result *r, argl *a, int64_t devices) {
-  const run_row *w = &r->w;
-  arg(a, "--fsdp");
-  if (w->fsdp_n == 0) return addf(r->exercises, sizeof r->exercises, ", FSDP"), 0;
-  if (w->fsdp_n % devices != 0) {
-    snprintf(r->msg, sizeof r->msg,
-             "FSDP degree %lld counts devices, %lld per %s chip: not a whole number of chips",
-             (long long)w->fsdp_n, (long long)devices, w->chip);
-    return -1;
-  }
-  int64_t shard = w->fsdp_n / devices, all = w->chips / (w->tp * w->pp);
-  if (shard == all) return addf(r->exercises, sizeof r->exercises, ", FSDP"), 0;
-  arg(a, "--hsdp");
-  arg(a, "%lld", (long long)shard);
-  addf(r->exercises, sizeof r->exercises, ", HSDP %lld", (long long)shard);
-  return 0;
-}
-
-/* --mbs: a data-parallel replica's micro-batch. Where the framework's
-** batch is per device (MaxText's per_device_batch_size, no accumulation),
-** a replica of tp x cp chips with D devices each holds mbs x D x tp x cp
-** sequences. Not stated: the mapping's default for the framework, or
-** simulate's (the global batch over dp, no accumulation). */
-static int mbs_arg(const vctx *x, row_result *r, argl *a, int64_t devices) {
-  const run_row *w = &r->w;
-  const char *batch = r->framework ? map_get(x->map, MAP_BATCH, r->framework) : NULL;
-  double mbs = w->mbs;
-  if (mbs < 0) {
-    const map_entry *d = map_keyed(x->map, MAP_DEFAULT, "mbs", 0, r->framework);
-    if (!d) return 0;
-    mbs = atof(d->value->s);
-  } else if (batch) {
-    mbs *= (double)(devices * w->tp * w->cp);
-  }
-  if (!(mbs >= 1) || fabs(mbs - round(mbs)) > 1e-9) {
-    snprintf(r->msg, sizeof r->msg, "micro-batch %g (mbs %s%s) is not a whole number of sequences",
-             mbs, rd_cell_text(x, w->rec, C_MBS), batch ? ", per device" : "");
-    return -1;
-  }
-  arg(a, "--mbs");
-  arg(a, "%.0f", mbs);
-  return 0;
-}
-
-/* --pp, its schedule and split. Layers that do not split into pp x vp
-** stages but do once the embedding and the loss count as a layer each go
-** with --pp-split-embedding --pp-split-loss: Megatron-Core's
-** account-for-embedding/loss-in-pipeline-split, how its recipes run Llama
-** 3.1 405B's 126 layers on pp 8 x vp 8 (128 = 126 + 2). */
-static void pp_args(row_result *r, argl *a) {
-  const run_row *w = &r->w;
-  arg(a, "--pp");
-  arg(a, "%lld", (long long)w->pp);
-  if (w->pp > 1) addf(r->exercises, sizeof r->exercises, ", PP %lld", (long long)w->pp);
-  if (w->vp > 1) {
-    arg(a, "--pp-schedule");
-    arg(a, "interleaved:%lld", (long long)w->vp);
-    addf(r->exercises, sizeof r->exercises, " interleaved %lld", (long long)w->vp);
-  }
-  int64_t stages = w->pp * w->vp;
-  if (w->pp > 1 && w->layers > 0 && w->layers % stages != 0 && (w->layers + 2) % stages == 0) {
-    arg(a, "--pp-split-embedding");
-    arg(a, "--pp-split-loss");
-    addf(r->exercises, sizeof r->exercises, " (embedding and loss as layers)");
-  }
-}
-
-/* The parallel sizes: tp, pp, cp, ep and sequence parallelism. */
-static void parallel_args(row_result *r, argl *a) {
-  const run_row *w = &r->w;
-  arg(a, "--tp");
-  arg(a, "%lld", (long long)w->tp);
-  if (w->tp > 1) addf(r->exercises, sizeof r->exercises, ", TP %lld", (long long)w->tp);
-  pp_args(r, a);
-  if (w->cp > 1) {
-    arg(a, "--cp");
-    arg(a, "%lld", (long long)w->cp);
-    addf(r->exercises, sizeof r->exercises, ", CP %lld", (long long)w->cp);
-  }
-  if (w->ep > 1) {
-    arg(a, "--ep");
-    arg(a, "%lld", (long long)w->ep);
-    addf(r->exercises, sizeof r->exercises, ", EP %lld", (long long)w->ep);
-  }
-  /* "1?": sequence parallelism is the recipe's default whenever tp > 1 */
-  if (w->sp == 1 || (w->sp == 2 && w->tp > 1)) {
-    arg(a, "--sp");
-    addf(r->exercises, sizeof r->exercises, ", SP");
-  }
-}
-
-/* --precision and --recompute through the mapping; a value it does not
-** list goes as it is, so simulate names what it expected. */
-static void numeric_args(const vctx *x, row_result *r, argl *a) {
-  char buf[64];
-  const char *p = strip_q(r->w.precision, buf, sizeof buf), *mp;
-  if (!unknown(r->w.precision)) {
-    mp = map_get(x->map, MAP_PRECISION, p);
-    arg(a, "--precision");
-    arg(a, "%s", mp ? mp : p);
-    addf(r->exercises, sizeof r->exercises, ", %s", mp ? mp : p);
-  }
-  const char *rc = strip_q(r->w.recompute, buf, sizeof buf), *mr;
-  if (unknown(r->w.recompute)) return;
-  mr = map_get(x->map, MAP_RECOMPUTE, rc);
-  if (mr && !*mr) return; /* the framework's own policy: no flag */
-  arg(a, "--recompute");
-  arg(a, "%s", mr ? mr : rc);
-  if (strcmp(mr ? mr : rc, "none") != 0)
-    addf(r->exercises, sizeof r->exercises, ", %s recompute", mr ? mr : rc);
-}
-
-/* The features of the model the row names, for the docs' table. */
-static void model_features(row_result *r) {
-  const run_row *w = &r->w;
-  if (w->experts > 0)
-    addf(r->exercises, sizeof r->exercises, ", MoE %lld experts", (long long)w->experts);
-  if (w->kv_heads > 0 && w->heads > 0 && w->kv_heads < w->heads)
-    addf(r->exercises, sizeof r->exercises, ", GQA");
-  if (w->seq >= 32768)
-    addf(r->exercises, sizeof r->exercises, ", %lldk context", (long long)(w->seq / 1024));
-}
-
-/* A word as a POSIX shell reads it back: bare when it is plain, else in
-** single quotes. */
-static void shell_word(char *out, size_t n, const char *s) {
-  if (*s && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=,+-@%") ==
-                strlen(s)) {
-    addf(out, n, "%s", s);
-    return;
-  }
-  addf(out, n, "'");
-  for (; *s; s++) addf(out, n, *s == '\'' ? "'\\''" : "%c", *s);
-  addf(out, n, "'");
-}
-
-static void format_cmd(row_result *r, const argl *a) {
-  r->cmd[0] = '\0';
-  for (int i = 0; i < a->n; i++) {
-    if (i) addf(r->cmd, sizeof r->cmd, " ");
-    shell_word(r->cmd, sizeof r->cmd, a->v[i]);
-  }
-}
-
-/* The command of row r into a (argv for cli_main) and r->cmd (for a
-** shell). 0, or -1 with r->status and r->msg when the row cannot be put
-** as a command. */
-static int build_args(const vctx *x, row_result *r, argl *a) {
-  const run_row *w = &r->w;
-  r->framework = map_framework(x->map, w->source);
-  r->hw = map_get(x->map, MAP_CHIP, w->chip);
-  if (!r->hw) r->hw = w->chip;
-  const char *dv = map_get(x->map, MAP_DEVICES, w->chip);
-  int64_t devices = dv ? atoll(dv) : 1;
-  char missing[sizeof r->msg] = "";
-  if (model_arg(x, r)) snprintf(missing, sizeof missing, "%s", r->msg);
-  r->status = ROW_NOT_EXPRESSIBLE;
-  arg(a, "tpusim");
-  arg(a, "simulate");
-  arg(a, "%s", r->model_path);
-  arg(a, "--hw");
-  arg(a, "%s", r->hw);
-  arg(a, "--chips");
-  arg(a, "%lld", (long long)w->chips);
-  for (int i = 0; i < x->c->n_hw_files; i++) { /* validate's --hw-file goes to every row */
-    arg(a, "--hw-file");
-    arg(a, "%s", x->c->hw_files[i]);
-  }
-  if (r->framework) {
-    arg(a, "--framework");
-    arg(a, "%s", r->framework);
-  }
-  parallel_args(r, a);
-  if (w->fsdp && fsdp_args(r, a, devices)) return -1;
-  if (!w->fsdp && w->zero > 0) {
-    arg(a, "--zero");
-    arg(a, "%d", w->zero);
-    addf(r->exercises, sizeof r->exercises, ", ZeRO-%d", w->zero);
-  }
-  if (mbs_arg(x, r, a, devices)) return -1;
-  arg(a, "--gbs");
-  arg(a, "%lld", (long long)w->gbs);
-  arg(a, "--seq");
-  arg(a, "%lld", (long long)w->seq);
-  numeric_args(x, r, a);
-  model_features(r);
-  if (a->full) {
-    snprintf(r->msg, sizeof r->msg, "the command is longer than %d bytes", VAL_CMD_MAX);
-    return -1;
-  }
-  format_cmd(r, a);
-  if (w->layers < 0) { /* its features are listed, but there is no model to run */
-    r->cmd[0] = '\0';
-    snprintf(r->msg, sizeof r->msg, "architecture not published in the row (layers '?')");
-    return -1;
-  }
-  if (missing[0]) { /* the command is whole, but its model file is not there */
-    r->status = ROW_FAILS;
-    snprintf(r->msg, sizeof r->msg, "%s", missing);
-    return -1;
-  }
-  r->status = ROW_OK;
-  return 0;
-}
-
-
-/* ==== running a row through simulate ==== */
-
-static void first_line(char *out, size_t n, const char *text) {
-  size_t k = strcspn(text, "\n");
-  snprintf(out, n, "%.*s", (int)(k < n ? k : n - 1), text);
-}
-
-/* The loaded model's parameters in billions (0 when it does not load;
-** simulate has said why): the check that the mapping picked the row's
-** model, against the row's params_B. */
-static double model_params_b(const row_result *r) {
-  diag *dg = diag_new();
-  model_opts o = {.seq_len = r->w.seq, .global_batch = 1, .forward_only = true};
-  model *m = dg ? model_load(r->model_path, &o, dg) : NULL;
-  double b = m ? (double)m->params / 1e9 : 0;
-  model_free(m);
-  diag_free(dg);
-  return b;
-}
-
-/* Runs the command through simulate's own entry point, as the shell would,
-** with --json on, and reads its step time. */
-static void simulate_row(row_result *r, argl *a) {
-  static char json_flag[] = "--json";
-  char *ob = NULL, *eb = NULL;
-  size_t on = 0, en = 0;
-  FILE *out = open_memstream(&ob, &on), *err = open_memstream(&eb, &en);
-  int rc = -1;
-  if (out && err) {
-    a->v[a->n] = json_flag; /* arg() keeps room for it */
-    a->v[a->n + 1] = NULL;
-    rc = cli_main(a->n + 1, a->v, out, err);
-  }
-  if (out) fclose(out);
-  if (err) fclose(err);
-  r->status = ROW_FAILS;
-  if (rc == CLI_OK || rc == CLI_DOES_NOT_FIT) {
-    cJSON *o = cJSON_Parse(ob ? ob : "");
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "step_time_s");
-    if (cJSON_IsNumber(t) && t->valuedouble > 0) {
-      r->simulated_s = t->valuedouble;
-      r->error = (r->simulated_s - r->w.measured_s) / r->w.measured_s;
-      r->status = rc == CLI_OK ? ROW_OK : ROW_NO_FIT;
-    } else {
-      snprintf(r->msg, sizeof r->msg, "simulate's --json has no step_time_s");
-    }
-    cJSON_Delete(o);
-  } else if (eb && *eb) {
-    first_line(r->msg, sizeof r->msg, eb);
-  } else {
-    snprintf(r->msg, sizeof r->msg, rc < 0 ? "out of memory" : "simulate exited %d with no message",
-             rc);
-  }
-  free(ob);
-  free(eb);
-  if (r->status != ROW_FAILS) r->model_params_b = model_params_b(r);
-}
 
 /* ==== the report ==== */
 
 typedef struct {
   int rows, run, fails, not_expressible, no_fit;
   double mape, mean_error;
-  const row_result *worst;
+  const runs_result *worst;
 } vsum;
 
-static vsum summarize(const row_result *r, int n) {
+static vsum summarize(const runs_result *r, int n) {
   vsum s = {.rows = n};
   for (int i = 0; i < n; i++) {
-    if (r[i].status == ROW_FAILS) s.fails++;
-    if (r[i].status == ROW_NOT_EXPRESSIBLE) s.not_expressible++;
-    if (r[i].status != ROW_OK && r[i].status != ROW_NO_FIT) continue;
+    if (r[i].status == RUNS_FAILS) s.fails++;
+    if (r[i].status == RUNS_NOT_EXPRESSIBLE) s.not_expressible++;
+    if (r[i].status != RUNS_OK && r[i].status != RUNS_NO_FIT) continue;
     s.run++;
-    s.no_fit += r[i].status == ROW_NO_FIT;
+    s.no_fit += r[i].status == RUNS_NO_FIT;
     s.mape += fabs(r[i].error);
     s.mean_error += r[i].error;
     if (!s.worst || fabs(r[i].error) > fabs(s.worst->error)) s.worst = &r[i];
@@ -1002,28 +58,28 @@ static void summary_text(FILE *f, const vsum *s, const char *bold) {
 }
 
 /* "gpt 1.7B": the model column and the row's parameter count */
-static void model_label(char *out, size_t n, const row_result *r, const vctx *x) {
-  const char *p = rd_cell_text(x, r->w.rec, C_PARAMS);
-  snprintf(out, n, unknown(p) ? "%s" : "%s %sB", r->w.model, p);
+static void model_label(char *out, size_t n, const runs_result *r, const runs_table *x) {
+  const char *p = runs_cell_text(x, r->w.rec, RUNS_C_PARAMS);
+  snprintf(out, n, runs_unknown(p) ? "%s" : "%s %sB", r->w.model, p);
 }
 
 /* Notes after a row's figures: tpusim's memory verdict, a model whose
 ** parameters are not the row's. */
-static void row_notes(char *out, size_t n, const row_result *r) {
+static void row_notes(char *out, size_t n, const runs_result *r) {
   out[0] = '\0';
-  if (r->status == ROW_NO_FIT) addf(out, n, " (does not fit in tpusim's memory model)");
+  if (r->status == RUNS_NO_FIT) runs_addf(out, n, " (does not fit in tpusim's memory model)");
   if (r->model_params_b > 0 && r->w.params_b > 0 &&
       fabs(r->model_params_b / r->w.params_b - 1) > 0.05)
-    addf(out, n, " (the model has %.3g B parameters, the row %.4g B)", r->model_params_b,
+    runs_addf(out, n, " (the model has %.3g B parameters, the row %.4g B)", r->model_params_b,
          r->w.params_b);
 }
 
 /* The features, without the list's leading ", " */
-static const char *exercises(const row_result *r) {
+static const char *exercises(const runs_result *r) {
   return r->exercises + (r->exercises[0] == ',' ? 2 : 0);
 }
 
-static void print_text(const vctx *x, const row_result *r, int n, const vsum *s) {
+static void print_text(const runs_table *x, const runs_result *r, int n, const vsum *s) {
   int wi = 2, wc = 4, wm = 5;
   char label[160], notes[256];
   for (int i = 0; i < n; i++) {
@@ -1040,20 +96,20 @@ static void print_text(const vctx *x, const row_result *r, int n, const vsum *s)
     row_notes(notes, sizeof notes, &r[i]);
     fprintf(f, "%-*s  %-*s  %6lld  %-*s  %8.2f s  ", wi, r[i].w.id, wc, r[i].w.chip,
             (long long)r[i].w.chips, wm, label, r[i].w.measured_s);
-    if (r[i].status == ROW_OK || r[i].status == ROW_NO_FIT)
+    if (r[i].status == RUNS_OK || r[i].status == RUNS_NO_FIT)
       fprintf(f, "%8.2f s  %+6.1f%%%s", r[i].simulated_s, 100 * r[i].error, notes);
     else
-      fprintf(f, "%s: %s", r[i].status == ROW_FAILS ? "does not run" : "not expressible", r[i].msg);
+      fprintf(f, "%s: %s", r[i].status == RUNS_FAILS ? "does not run" : "not expressible", r[i].msg);
     fprintf(f, "%s%s\n", r[i].cmd[0] ? "  $ " : "", r[i].cmd);
   }
   summary_text(f, s, "");
 }
 
-static void print_json(const vctx *x, const char *file, const row_result *r, int n,
+static void print_json(const runs_table *x, const char *file, const runs_result *r, int n,
                        const vsum *s) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "file", file);
-  cJSON_AddStringToObject(o, "mapping", x->map->t.file);
+  cJSON_AddStringToObject(o, "mapping", runs_mapping_file(x));
   cJSON_AddStringToObject(o, "models", x->models);
   cJSON *rows = cJSON_AddArrayToObject(o, "rows");
   for (int i = 0; i < n; i++) {
@@ -1067,8 +123,8 @@ static void print_json(const vctx *x, const char *file, const row_result *r, int
     if (r[i].framework) cJSON_AddStringToObject(j, "framework", r[i].framework);
     if (r[i].w.params_b > 0) cJSON_AddNumberToObject(j, "params_B", r[i].w.params_b);
     cJSON_AddNumberToObject(j, "measured_step_s", r[i].w.measured_s);
-    cJSON_AddStringToObject(j, "status", STATUS_NAMES[r[i].status]);
-    if (r[i].status == ROW_OK || r[i].status == ROW_NO_FIT) {
+    cJSON_AddStringToObject(j, "status", RUNS_STATUS_NAMES[r[i].status]);
+    if (r[i].status == RUNS_OK || r[i].status == RUNS_NO_FIT) {
       cJSON_AddNumberToObject(j, "simulated_step_s", r[i].simulated_s);
       cJSON_AddNumberToObject(j, "error", r[i].error);
       if (r[i].model_params_b > 0)
@@ -1104,11 +160,11 @@ static void md_cell(FILE *f, const char *s) {
 /* The distinct reasons rows do not run, numbered from 1 in order of first
 ** appearance: why[i] is row i's number (0 for a row that ran); returns
 ** how many. */
-static int number_reasons(const row_result *r, int n, int *why) {
+static int number_reasons(const runs_result *r, int n, int *why) {
   int k = 0;
   for (int i = 0; i < n; i++) {
     why[i] = 0;
-    if (r[i].status != ROW_FAILS && r[i].status != ROW_NOT_EXPRESSIBLE) continue;
+    if (r[i].status != RUNS_FAILS && r[i].status != RUNS_NOT_EXPRESSIBLE) continue;
     for (int j = 0; j < i && !why[i]; j++)
       if (why[j] && r[j].status == r[i].status && strcmp(r[j].msg, r[i].msg) == 0) why[i] = why[j];
     if (!why[i]) why[i] = ++k;
@@ -1118,7 +174,7 @@ static int number_reasons(const row_result *r, int n, int *why) {
 
 /* docs/validation.md's tables: one row per run, the summary, the reasons
 ** rows do not run, and the commands. */
-static void print_markdown(const vctx *x, const row_result *r, int n, const vsum *s) {
+static void print_markdown(const runs_table *x, const runs_result *r, int n, const vsum *s) {
   FILE *f = x->c->out;
   int *why = calloc((size_t)n + 1, sizeof *why);
   if (!why) return;
@@ -1131,7 +187,7 @@ static void print_markdown(const vctx *x, const row_result *r, int n, const vsum
     fprintf(f, "| %s | %s | %lld | %s | %.2f | ", r[i].w.id, r[i].w.chip, (long long)r[i].w.chips,
             label, r[i].w.measured_s);
     if (why[i]) {
-      fprintf(f, "%s [%d] | |", r[i].status == ROW_FAILS ? "does not run" : "not expressible",
+      fprintf(f, "%s [%d] | |", r[i].status == RUNS_FAILS ? "does not run" : "not expressible",
               why[i]);
     } else {
       row_notes(notes, sizeof notes, &r[i]);
@@ -1148,7 +204,7 @@ static void print_markdown(const vctx *x, const row_result *r, int n, const vsum
     for (int i = 0; i < n; i++)
       if (why[i] == q) count++, first = first < 0 ? i : first;
     fprintf(f, "%s- [%d] %s (%d row%s): ", q == 1 ? "\n" : "", q,
-            r[first].status == ROW_FAILS ? "does not run" : "not expressible", count,
+            r[first].status == RUNS_FAILS ? "does not run" : "not expressible", count,
             count == 1 ? "" : "s");
     md_cell(f, r[first].msg);
     fprintf(f, "\n");
@@ -1163,38 +219,9 @@ static void print_markdown(const vctx *x, const row_result *r, int n, const vsum
 
 /* ==== the command ==== */
 
-/* The table's rows, each checked (bad cells reported with line:column),
-** and no id twice. 0, or -1 after reporting. */
-static int read_rows(row_reader *rd, row_result **out, int *n) {
-  *n = rd->t->n_recs - 1;
-  if (*n == 0) {
-    diag_error(rd->dg, rd->t->file, 0, 0, NULL, "a header and no rows: nothing to validate");
-    return -1;
-  }
-  row_result *r = *out = calloc((size_t)*n, sizeof *r);
-  if (!r) {
-    diag_error(rd->dg, rd->t->file, 0, 0, NULL, "out of memory for %d rows", *n);
-    return -1;
-  }
-  int bad = 0;
-  for (int i = 0; i < *n; i++) {
-    bad |= rd_row(rd, i + 1, &r[i].w);
-    for (int j = 0; j < i; j++)
-      if (strcmp(r[j].w.id, r[i].w.id) == 0) {
-        const cell *c = rd_cell(rd, i + 1, C_ID);
-        diag_error(rd->dg, rd->t->file, c->line, c->col, NULL,
-                   "id '%.80s' again (first at line %d)", r[i].w.id,
-                   rd_cell(rd, j + 1, C_ID)->line);
-        bad = 1;
-        break;
-      }
-  }
-  return bad ? -1 : 0;
-}
-
 /* --only ID: that row alone (moved to the front); -1 after a message
 ** naming the nearest id when there is none. */
-static int pick_only(cli_ctx *c, const char *file, row_result *r, int *n) {
+static int pick_only(cli_ctx *c, const char *file, runs_result *r, int *n) {
   const char *id = cli_opt(c, "--only");
   if (!id) return 0;
   for (int i = 0; i < *n; i++)
@@ -1215,51 +242,34 @@ static int pick_only(cli_ctx *c, const char *file, row_result *r, int *n) {
   return -1;
 }
 
-static void validate_rows(const vctx *x, row_result *r, int n) {
-  for (int i = 0; i < n; i++) {
-    argl a = {.n = 0};
-    if (build_args(x, &r[i], &a) == 0) simulate_row(&r[i], &a);
-  }
-}
 
 static int run_validate(cli_ctx *c) {
   if (c->n_pos != 1) return cli_usage_error(c, "%s", "expected one FILE.csv (a table of runs)");
   if (c->json && cli_opt(c, "--markdown"))
     return cli_usage_error(c, "%s", "--json and --markdown: pick one");
   const char *file = c->pos[0];
-  const char *mfile = cli_opt(c, "--mapping") ? cli_opt(c, "--mapping") : DEFAULT_MAPPING;
-  vctx x = {.c = c, .models = cli_opt(c, "--models") ? cli_opt(c, "--models") : DEFAULT_MODELS};
-  if (!*x.models) return cli_usage_error(c, "%s", "--models needs a folder (DIR or DIR:DIR:...)");
+  const char *mfile = cli_opt(c, "--mapping") ? cli_opt(c, "--mapping") : RUNS_DEFAULT_MAPPING;
+  const char *models = cli_opt(c, "--models") ? cli_opt(c, "--models") : RUNS_DEFAULT_MODELS;
+  if (!*models) return cli_usage_error(c, "%s", "--models needs a folder (DIR or DIR:DIR:...)");
   diag *dg = diag_new();
-  csv t;
-  mapping map;
-  row_reader rd = {.t = &t, .dg = dg};
-  row_result *r = NULL;
-  int n = 0, rc = CLI_BAD_INPUT;
-  memset(&map, 0, sizeof map);
   if (!dg) {
     fprintf(c->err, "tpusim validate: out of memory\n");
     return CLI_BAD_INPUT;
   }
-  if (csv_read(&t, file, "a table of runs (CSV)", dg) == 0 && csv_check_widths(&t, dg) == 0 &&
-      rd_columns(&rd) == 0 && read_rows(&rd, &r, &n) == 0 && mapping_read(&map, mfile, dg) == 0) {
-    x.t = &t;
-    x.map = &map;
-    x.col = rd.col;
-    if (pick_only(c, file, r, &n) == 0) {
-      validate_rows(&x, r, n);
-      vsum s = summarize(r, n);
-      if (c->json) print_json(&x, file, r, n, &s);
-      else if (cli_opt(c, "--markdown")) print_markdown(&x, r, n, &s);
-      else print_text(&x, r, n, &s);
-      rc = CLI_OK;
-    }
+  runs_table x;
+  int rc = CLI_BAD_INPUT;
+  if (runs_open(&x, c, file, mfile, models, "nothing to validate", dg) == 0 &&
+      pick_only(c, file, x.r, &x.n) == 0) {
+    runs_simulate_all(&x);
+    vsum s = summarize(x.r, x.n);
+    if (c->json) print_json(&x, file, x.r, x.n, &s);
+    else if (cli_opt(c, "--markdown")) print_markdown(&x, x.r, x.n, &s);
+    else print_text(&x, x.r, x.n, &s);
+    rc = CLI_OK;
   }
   diag_print(dg, c->err);
   diag_free(dg);
-  free(r);
-  mapping_free(&map);
-  csv_free(&t);
+  runs_close(&x);
   return rc;
 }
 

@@ -1,0 +1,139 @@
+/*
+** runs.h -- a table of training runs (the columns of
+** shared/reference/public-runs*.csv) read with the line:column of every
+** cell, each row turned into the `tpusim simulate` command a user would
+** type through one mapping (tests/validation/mapping.csv: data, not code)
+** and run in-process through cli_main.
+**
+** One reader for the format, shared by `tpusim validate` (compare each
+** row with its measured step time) and `tpusim calibrate --runs` (fit a
+** hardware entry's efficiencies to the rows). Private to cli/.
+*/
+#ifndef TPUSIM_CLI_RUNS_H
+#define TPUSIM_CLI_RUNS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cli_int.h"
+#include "../base/diag.h"
+
+#define RUNS_PATH_MAX 1024
+#define RUNS_CMD_MAX 2048
+
+extern const char RUNS_DEFAULT_MAPPING[], RUNS_DEFAULT_MODELS[];
+
+/* ---- CSV: cells with the line:column they start at ---- */
+
+typedef struct {
+  const char *s; /* NUL-terminated, unquoted, inside the csv's text */
+  int line, col;
+} runs_cell;
+
+typedef struct {
+  int first, n; /* cells[first .. first+n) */
+} runs_rec;
+
+typedef struct {
+  const char *file;
+  char *text; /* the file, cut into cells in place */
+  runs_cell *cells;
+  int n_cells, cap_cells;
+  runs_rec *recs; /* recs[0] is the header */
+  int n_recs, cap_recs;
+} runs_csv;
+
+/* the mapping, read from its CSV (runs.c) */
+typedef struct runs_mapping runs_mapping;
+
+/* ---- a row of a table of runs ---- */
+
+/* The columns read; the first RUNS_C_REQUIRED must be there (the columns
+** of shared/reference/public-runs.csv), the rest may be. dp is not read:
+** Megatron's chips = dp x tp x pp x cp gives it, and MaxText tables count
+** only the replicated axis in it (public-runs-modern.md). */
+enum { RUNS_C_ID, RUNS_C_SOURCE, RUNS_C_CHIP, RUNS_C_CHIPS, RUNS_C_MODEL, RUNS_C_PARAMS,
+       RUNS_C_LAYERS, RUNS_C_HEADS, RUNS_C_KV_HEADS, RUNS_C_SEQ, RUNS_C_GBS, RUNS_C_MBS, RUNS_C_TP,
+       RUNS_C_PP, RUNS_C_CP, RUNS_C_VP, RUNS_C_SP, RUNS_C_ZERO, RUNS_C_RECOMPUTE, RUNS_C_PRECISION,
+       RUNS_C_MEASURED, RUNS_C_REQUIRED, RUNS_C_EP = RUNS_C_REQUIRED, RUNS_C_EXPERTS, RUNS_C_NCOLS };
+
+/* One row, its cells checked: -1 where the row says '?'. */
+typedef struct {
+  int rec; /* its record in the table */
+  const char *id, *source, *chip, *model, *recompute, *precision;
+  int64_t chips, layers, heads, kv_heads, seq, gbs, tp, pp, cp, vp, ep, experts;
+  double mbs, params_b, measured_s;
+  int sp;             /* 0, 1, 2 for "1?" (the recipe's: with tp > 1), -1 */
+  int zero;           /* ZeRO stage 0-3, -1 not stated */
+  bool fsdp;          /* FSDP (zero_or_fsdp "fsdp" or "fsdpN") */
+  int64_t fsdp_n;     /* its shard degree as the row counts it (devices), 0: all */
+} runs_row;
+
+/* An argument list with its strings in one buffer. */
+typedef struct {
+  char buf[RUNS_CMD_MAX];
+  size_t used;
+  char *v[64];
+  int n;
+  bool full; /* something did not fit: the row is refused, never cut */
+} runs_argv;
+
+typedef enum { RUNS_OK, RUNS_NO_FIT, RUNS_FAILS, RUNS_NOT_EXPRESSIBLE } runs_status;
+/* "ok", "does_not_fit", "does_not_run", "not_expressible" */
+extern const char *const RUNS_STATUS_NAMES[];
+
+/* What a row gives when run. */
+typedef struct {
+  runs_row w;
+  runs_status status;
+  const char *hw, *framework; /* borrowed from the mapping or the row */
+  char model_path[RUNS_PATH_MAX];
+  double simulated_s, error; /* error: (simulated - measured) / measured */
+  double model_params_b;     /* the loaded model's parameters (0: not loaded) */
+  char msg[400];             /* why it does not run, or is not expressible */
+  char cmd[RUNS_CMD_MAX + 512]; /* the command, quoted for a shell */
+  char exercises[256];          /* the features the row exercises, for the docs */
+} runs_result;
+
+/* A table of runs with its mapping, read and checked. */
+typedef struct {
+  cli_ctx *c;
+  runs_csv *t;
+  runs_mapping *map;
+  const char *models; /* the --models search path, DIR:DIR:... */
+  int col[RUNS_C_NCOLS]; /* the table's column of each of the columns, or -1 */
+  runs_result *r;
+  int n;
+} runs_table;
+
+/* Reads file (a table of runs) and mfile (the mapping) into x: every bad
+** cell reported to dg with its line:column; `purpose` ends the message for
+** a header with no rows ("nothing to validate"). 0, or -1 after
+** reporting. x is to be closed either way. */
+int runs_open(runs_table *x, cli_ctx *c, const char *file, const char *mfile, const char *models,
+              const char *purpose, diag *dg);
+void runs_close(runs_table *x);
+/* The file the mapping was read from. */
+const char *runs_mapping_file(const runs_table *x);
+
+/* The command of row r into a (argv for cli_main) and r->cmd (for a
+** shell); the --hw-file files of x->c go to every row. 0, or -1 with
+** r->status and r->msg when the row cannot be put as a command. */
+int runs_build_args(const runs_table *x, runs_result *r, runs_argv *a);
+/* One more argument (printf-style); a->full when it does not fit. */
+void runs_arg(runs_argv *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Runs a's command through simulate's entry point with --json and reads
+** its step time into r (status, simulated_s, error, or msg). check_model:
+** also load the model for its parameter count (r->model_params_b). */
+void runs_simulate(runs_result *r, runs_argv *a, bool check_model);
+/* Builds and simulates every row. */
+void runs_simulate_all(const runs_table *x);
+
+/* The text of row rec's column c ("" when the table has no such column). */
+const char *runs_cell_text(const runs_table *x, int rec, int c);
+/* "?" and "" (not stated) */
+bool runs_unknown(const char *s);
+/* printf appended to buf (n bytes), cut at its end. */
+void runs_addf(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#endif
