@@ -466,5 +466,15 @@ has coll-sweep-sizes err "--bytes 1:1P with --factor 1.000001 is 34657377 sizes,
 run coll-sweep-nearest 0 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 1:1P --factor 1.0345 --json
 [ "$(grep -c '"bytes"' "$OUT/coll-sweep-nearest.out")" -eq 1022 ] && ok || bad "coll-sweep-nearest: want 1022 sizes"
 
+# --- the rows added from papers and the Megatron-LM README (issue 16 item 5) ---
+# tests/validation/extra-runs.csv holds 17 rows, each with its architecture, so
+# every one is read and none is "not expressible"; the summary line closes the
+# output. No row may carry the "the model has N B parameters, the row M B"
+# note: the generated mcore-gpt models must give the README's sizes (1.7B ...
+# 462B = 12 l h^2 + 2 V h, untied) within validate's 5 %.
+run validate-extra 0 validate tests/validation/extra-runs.csv
+tail -1 "$OUT/validate-extra.out" | grep -q '^rows run [0-9]* of 17 ([0-9]* do not run, 0 not expressible' && ok || bad "validate-extra: want the summary line over 17 rows"
+grep -q 'parameters, the row' "$OUT/validate-extra.out" && bad "validate-extra: a model's size differs from its row's" || ok
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
