@@ -648,9 +648,11 @@ static int check(const wl_tf_dims *d, const plan *p, const mem_opts *o, char *er
     return str_errf(err, errn, "memory: dp x tp x pp x cp = %lld x %lld x %lld x %lld = %lld, not the %lld chips",
                 (long long)p->dp, (long long)p->tp, (long long)p->pp, (long long)cp,
                 (long long)chips, (long long)p->chips);
-  if (dpcp % ep != 0)
-    return str_errf(err, errn, "memory: ep %lld does not divide dp x cp %lld (experts shard over dp x cp)",
-                (long long)ep, (long long)dpcp);
+  /* the expert layers regroup tp x dp x cp ranks as etp x ep x edp (plan.h) */
+  int64_t etp = pos(p->etp) > 1 ? pos(p->etp) : 1;
+  if ((p->tp * dpcp) % (ep * etp) != 0)
+    return str_errf(err, errn, "memory: ep %lld x etp %lld does not divide tp x dp x cp %lld",
+                (long long)ep, (long long)etp, (long long)(p->tp * dpcp));
   if ((ep > 1 || pos(p->etp) > 1) && (d->experts <= 1 || d->experts % ep != 0))
     return str_errf(err, errn,
                     "memory: ep %lld x etp %lld: the model's %lld experts are not split %lld ways",
@@ -839,7 +841,7 @@ static void grow_dim(fixer *f, const plan *p, bool tp) {
   for (int64_t k = 2; k <= 4096; k *= 2) {
     plan q = *p;
     if (tp) q.tp = p->tp * k; else q.pp = p->pp * k;
-    if (p->dp % k == 0 && (p->dp / k) % (p->ep > 0 ? p->ep : 1) == 0) q.dp = p->dp / k;
+    if (p->dp % k == 0) q.dp = p->dp / k; /* plan_check (the fixes' rule) keeps ep x etp whole */
     q.chips = q.dp * q.tp * q.pp * (q.cp > 0 ? q.cp : 1);
     if (tp && q.tp > 1 && (q.seq > 0 ? q.seq : f->d->seq) % q.tp != 0) q.sp = false;
     mem_bytes r;
