@@ -48,7 +48,10 @@ static int chip_counts(const hw_model *hw, const planner_req *req, int64_t *out,
     out[n++] = req->chips;
     return n;
   }
-  int64_t start = hw->kind == HW_TPU ? 4 : hw->chips_per_node;
+  /* a TPU slice from 4 chips; a GPU node whole, but an NVL72 rack's
+  ** jobs come in 4-GPU trays (published runs use 8 to 256 of its GPUs):
+  ** counts from 8 there */
+  int64_t start = hw->kind == HW_TPU ? 4 : hw->chips_per_node > 8 ? 8 : hw->chips_per_node;
   int64_t limit = req->max_chips;
   if (hw->kind == HW_TPU && limit > hw->scale_up.max_slice_chips) limit = hw->scale_up.max_slice_chips;
   for (int64_t c = start; c <= limit && n < max; c *= 2) out[n++] = c;
