@@ -190,7 +190,7 @@ void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p
     const framework *fw = &frameworks[p->framework];
     fprintf(out, "  framework %s: %s\n    attention %s, gradient sync %s, %s%s, TP overlap %s\n"
                  "    source: %s\n",
-            fw->name, fw->what, plan_attention_names[p->attention], plan_grad_sync_names[p->grad_sync],
+            framework_names[p->framework], fw->what, plan_attention_names[p->attention], plan_grad_sync_names[p->grad_sync],
             p->zero >= 3 ? "parameters sharded (ZeRO-3/FSDP)"
             : p->zero >= 1 ? "distributed optimizer (ZeRO-1)" : "optimizer replicated",
             p->zero >= 1 && p->param_gather_overlap ? ", parameter gathers overlapped" : "",

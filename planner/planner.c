@@ -208,6 +208,7 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   ** tokens and more: below that, a rank's share of attention is small
   ** against its linear layers), unless the request fixes it */
   static const int64_t CPS[] = {1, 2, 4, 8};
+  int fw = req->has_framework ? req->framework : framework_default(hw->kind);
   int n_cp = req->cp > 0 || seq < 32768 ? 1 : 4;
   /* The space: tp within a node (a TPU: up to 16), micro-batches 1/2/4, ep
   ** up to 8 for MoE, cp up to 8 for long sequences, pp up to 64,
@@ -234,7 +235,7 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
                         .mbs = MBS[mi], .gbs = gbs, .seq = seq, .vp = vp, .slices = 1,
                         .schedule = vp > 1 ? PLAN_INTERLEAVED : PLAN_1F1B, .precision = prec,
                         .sp = tp > 1, .op_costs = req->op_costs, .cost_cache = req->cost_cache};
-              framework_apply(req->has_framework ? req->framework : framework_default(hw->kind), &p);
+              framework_apply(fw, &p);
               p.gemm = req->gemm;
               p.offload = req->offload;
               plan_fault fault;

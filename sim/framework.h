@@ -15,7 +15,6 @@
 #include "plan.h"
 
 typedef struct {
-  const char *name;
   const char *what;          /* one line: the stack and version it stands for */
   plan_attention attention;  /* the attention kernel */
   plan_grad_sync grad_sync;  /* gradient reduction during or after backward */
@@ -34,8 +33,10 @@ typedef struct {
   const char *source;        /* where each feature was read */
 } framework;
 
-/* NULL-terminated; the first, "plain", is a zero-initialized plan's (the
-** planner's and the library's: no framework features). */
+/* The profiles, indexed as framework_names (NULL-terminated: the one list
+** of names, which --framework and messages read); the first, "plain", is a
+** zero-initialized plan's (the planner's and the library's: no framework
+** features). */
 extern const framework frameworks[];
 extern const char *const framework_names[];
 

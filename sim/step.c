@@ -94,18 +94,19 @@ static double grad_sync_s(coll_memo *memo, const hw_model *hw, int64_t n, int64_
   return ar < 0 || op == COLL_ALL_REDUCE ? ar : ar / 2;
 }
 
-/* A layer's selective recomputation, forward time: the attention core, or
-** the framework's share of its matmuls (averaged over the layers). */
-static double selective_share(const plan *p, const step_result *r) {
+/* A layer's selective recomputation, forward time, from its forward fw and
+** attention core at: the core (Megatron), or the framework's share of the
+** rest (torchtitan's matmuls and the ops between). */
+static double selective_s(const plan *p, double fw, double at) {
   double share = frameworks[p->framework].selective_mm_share;
-  return share > 0 ? share * (r->layer_fwd_s - r->attn_core_fwd_s) : r->attn_core_fwd_s;
+  return share > 0 ? share * (fw - at) : at;
 }
 
 /* One layer of kind k, forward and backward, on one chip per micro-batch,
 ** with its collectives and (backward) its recomputation and gradient
 ** accumulation. A result without per-kind figures uses the averages. */
 static void layer_times(const step_result *r, const plan *p, int k, double accum, double *f,
-                        double *b) {
+                        double *b, double *comm) {
   bool kinds = r->kind_n[k] > 0;
   double fw = kinds ? r->kind_fwd_s[k] : r->layer_fwd_s;
   double bw = kinds ? r->kind_bwd_s[k] : r->layer_bwd_s;
@@ -117,11 +118,10 @@ static void layer_times(const step_result *r, const plan *p, int k, double accum
   /* full recompute runs each layer's forward again in the backward, its
   ** collectives with it (step_costs times them without recompute, so one
   ** set of per-chip costs serves every recompute mode) */
-  double share = frameworks[p->framework].selective_mm_share;
-  double sel = share > 0 ? share * (fw - at) : at;
-  double rec = full ? fw : p->recompute == PLAN_RECOMPUTE_SELECTIVE ? sel : 0;
+  double rec = full ? fw : p->recompute == PLAN_RECOMPUTE_SELECTIVE ? selective_s(p, fw, at) : 0;
   *f = fw + cf;
   *b = bw + rec + cb + (full ? cf : 0) + accum * ac;
+  *comm = cf + cb + (full ? cf : 0); /* of which collectives */
 }
 
 /* A chip's parameters under p: the dense ones (split by tp and pp) and the
@@ -231,10 +231,7 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
   /* the layers of each virtual stage, in order, and their kinds */
   double lf[WL_LAYER_KINDS], lb[WL_LAYER_KINDS], lc[WL_LAYER_KINDS];
   for (int k = 0; k < WL_LAYER_KINDS; k++) {
-    layer_times(r, p, k, accum, &lf[k], &lb[k]);
-    bool kinds = r->kind_n[k] > 0;
-    lc[k] = kinds ? r->kind_comm_fwd_s[k] + r->kind_comm_bwd_s[k] : r->tp_comm_fwd_s + r->tp_comm_bwd_s;
-    if (p->recompute == PLAN_RECOMPUTE_FULL) lc[k] += kinds ? r->kind_comm_fwd_s[k] : r->tp_comm_fwd_s;
+    layer_times(r, p, k, accum, &lf[k], &lb[k], &lc[k]);
   }
   bool even = true;
   int64_t first = 0, n0 = plan_stage_layers(p, d->layers, 0), most = 0;
@@ -395,7 +392,8 @@ static int rates(const model *m, const plan *p, step_result *r, char *err, size_
   double layer_f = graph_cost_flops(&f) / (double)d->layers; /* close enough for HFU */
   double rec = p->recompute == PLAN_RECOMPUTE_FULL ? graph_cost_flops(&f)
                : p->recompute == PLAN_RECOMPUTE_SELECTIVE
-                   ? layer_f * d->layers * (selective_share(p, r) / (r->layer_fwd_s > 0 ? r->layer_fwd_s : 1))
+                   ? layer_f * d->layers * (selective_s(p, r->layer_fwd_s, r->attn_core_fwd_s) /
+                                          (r->layer_fwd_s > 0 ? r->layer_fwd_s : 1))
                    : 0;
   r->hardware_flops_per_step = r->model_flops_per_step + rec;
   model_free(full);
@@ -537,7 +535,7 @@ cJSON *step_json(const model *m, const hw_model *hw, const plan *p, const step_r
   cJSON_AddBoolToObject(pj, "sp", p->sp);
   cJSON_AddStringToObject(pj, "grad_sync", plan_grad_sync_names[p->grad_sync]);
   cJSON_AddStringToObject(pj, "attention", plan_attention_names[p->attention]);
-  cJSON_AddStringToObject(pj, "framework", frameworks[p->framework].name);
+  cJSON_AddStringToObject(pj, "framework", framework_names[p->framework]);
   if (p->cp > 1) cJSON_AddStringToObject(pj, "cp_comm", p->cp_comm == PLAN_CP_RING ? "ring" : "all-gather");
   if (p->pp_layers) {
     cJSON *a = cJSON_AddArrayToObject(pj, "pp_layers");

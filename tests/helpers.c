@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <criterion/criterion.h>
+#include "../workloads/model.h"
 
 #include "../hw_models/hw_catalog.h"
 #include "../cli/cli.h"
@@ -141,4 +142,14 @@ const char *th_shared(const char *fmt, ...) {
                    path, strerror(errno), from_env ? env : TPUSIM_SHARED_DEFAULT,
                    from_env ? "from the environment" : "the default: beside the repository");
   return path;
+}
+
+model *th_model(const char *src, int64_t seq) {
+  diag *d = diag_new();
+  model_opts o = {.seq_len = seq};
+  model *m = model_load(src, &o, d);
+  if (!m) diag_print(d, stderr);
+  cr_assert_not_null(m, "%s does not load", src);
+  diag_free(d);
+  return m;
 }

@@ -6,6 +6,9 @@
 #define TPUSIM_TEST_HELPERS_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "../workloads/model.h"
 
 typedef struct {
   int rc;
@@ -48,5 +51,9 @@ const char *th_write_temp(const char *name, const char *text);
 ** set it, when the data is not there. Static storage: the next call
 ** overwrites it. */
 const char *th_shared(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A model loaded by name or path at sequence length seq (0: the file's),
+** asserting that it loads (its messages on stderr when not). */
+model *th_model(const char *src, int64_t seq);
 
 #endif

@@ -17,15 +17,7 @@
 #include "../sim/step.h"
 #include "helpers.h"
 
-static model *load(const char *src, int64_t seq) {
-  diag *d = diag_new();
-  model_opts o = {.seq_len = seq};
-  model *m = model_load(src, &o, d);
-  if (!m) diag_print(d, stderr);
-  cr_assert_not_null(m);
-  diag_free(d);
-  return m;
-}
+static model *load(const char *src, int64_t seq) { return th_model(src, seq); }
 
 static plan base(int64_t chips, int64_t tp, int64_t pp, int64_t gbs, int64_t seq) {
   return (plan){.chips = chips, .tp = tp, .pp = pp, .ep = 1, .cp = 1, .mbs = 1, .vp = 1,
@@ -215,9 +207,9 @@ Test(modern, cp_ring_hides_behind_attention) {
 
 /* The framework profiles: the default by chip kind, flags over the profile. */
 Test(modern, framework_defaults_and_flags) {
-  cr_assert_str_eq(frameworks[framework_default(HW_GPU)].name, "megatron-core");
-  cr_assert_str_eq(frameworks[framework_default(HW_TPU)].name, "maxtext");
-  cr_assert_str_eq(frameworks[0].name, "plain"); /* a zero-initialized plan's */
+  cr_assert_str_eq(framework_names[framework_default(HW_GPU)], "megatron-core");
+  cr_assert_str_eq(framework_names[framework_default(HW_TPU)], "maxtext");
+  cr_assert_str_eq(framework_names[0], "plain"); /* a zero-initialized plan's */
   th_run r = th_cli("simulate", "llama3-8b", "--hw", "h100-sxm", "--chips", "8", "--json", NULL);
   cr_assert(strstr(r.out, "\"framework\":\t\"megatron-core\""), "%s", r.out);
   cr_assert(strstr(r.out, "\"zero\":\t1"), "%s", r.out);

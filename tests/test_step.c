@@ -20,15 +20,7 @@
 #include "../viz/trace.h"
 #include "helpers.h"
 
-static model *load_model(const char *src, int64_t seq) {
-  diag *d = diag_new();
-  model_opts o = {.seq_len = seq};
-  model *m = model_load(src, &o, d);
-  if (!m) diag_print(d, stderr);
-  cr_assert_not_null(m);
-  diag_free(d);
-  return m;
-}
+static model *load_model(const char *src, int64_t seq) { return th_model(src, seq); }
 
 static int simulate(const char *src, const char *hw, plan p, step_result *r, char *err,
                     size_t errn) {
