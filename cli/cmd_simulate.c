@@ -243,8 +243,12 @@ static int run_simulate(cli_ctx *c) {
     return rc;
   }
   diag *dg = diag_new();
-  model_opts mo = {.seq_len = p.seq, .precision = plan_precision_name(p.precision)};
+  /* without --precision the model trains in its own (its train block's;
+  ** bf16 falls back to fp16 on a chip without bf16, as plan does) */
+  bool own_prec = !cli_opt(c, "--precision");
+  model_opts mo = {.seq_len = p.seq, .precision = own_prec ? NULL : plan_precision_name(p.precision)};
   model *m = model_load(c->pos[0], &mo, dg);
+  if (m && own_prec) p.precision = plan_precision_on(hw, m->train.compute);
   diag_print(dg, c->err);
   diag_free(dg);
   char err[1024];

@@ -139,15 +139,9 @@ void planner_rank(planner_result *out, const planner_req *req) {
 }
 
 bool planner_hw_allowed(const model *m, const hw_model *hw, planner_result *out, graph_dtype *prec) {
-  if ((m->info.requires & WL_REQ_FP64) && hw_peak_flops(hw, HW_FP64) <= 0) {
-    planner_add_reject(out, hw->name, PLANNER_CAUSE_REQUIRES, "the model requires fp64; %s has no fp64 unit",
-               hw->name);
-    return false;
-  }
-  if ((m->info.requires & WL_REQ_CUDA) && strcmp(hw->vendor, "NVIDIA") != 0) {
-    planner_add_reject(out, hw->name, PLANNER_CAUSE_REQUIRES,
-               "the model requires custom CUDA kernels; %s is a %s %s", hw->name, hw->vendor,
-               hw_kind_name(hw->kind));
+  char why[256];
+  if (plan_hw_supports(m, hw, why, sizeof why) != 0) {
+    planner_add_reject(out, hw->name, PLANNER_CAUSE_REQUIRES, "%s", why);
     return false;
   }
   *prec = plan_precision_on(hw, m->train.compute);

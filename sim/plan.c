@@ -215,11 +215,36 @@ static int check_stages(const model *m, plan *p, plan_fault *fault, char *err, s
   return 0;
 }
 
+int plan_hw_supports(const model *m, const hw_model *hw, char *err, size_t errn) {
+  unsigned req = m->info.requires;
+  if ((req & WL_REQ_FP64) && hw_peak_flops(hw, HW_FP64) <= 0)
+    return str_errf(err, errn, "the model requires fp64; %s has no fp64 unit (TPUs have none; "
+                    "NVIDIA data-centre GPUs and CPUs do)", hw->name);
+  bool nvidia = hw->kind == HW_GPU && strcmp(hw->vendor, "NVIDIA") == 0;
+  if ((req & WL_REQ_CUDA) && !nvidia)
+    return str_errf(err, errn, "the model requires custom CUDA kernels; %s is a %s %s (it needs an "
+                    "NVIDIA GPU)", hw->name, hw->vendor, hw_kind_name(hw->kind));
+  /* XGBoost (tree_method hist on CPU, device=cuda on NVIDIA GPUs), LightGBM
+  ** (CPU; device_type cuda) and CatBoost (task_type CPU or GPU, CUDA)
+  ** ship CPU and CUDA back ends only; none has an XLA or TPU back end, and
+  ** TensorFlow Decision Forests trains on CPU only (its docs: "TF-DF does
+  ** not support hardware accelerators") */
+  if ((req & WL_REQ_TREE_LIBS) && !(hw->kind == HW_CPU || nvidia))
+    return str_errf(err, errn, "the model is trained by tree-boosting libraries (XGBoost, "
+                    "LightGBM, CatBoost), which run on CPUs and NVIDIA GPUs, not on a %s %s",
+                    hw->vendor, hw_kind_name(hw->kind));
+  return 0;
+}
+
 int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fault, char *err,
                      size_t errn) {
   plan_fault dummy;
   if (!fault) fault = &dummy;
   *fault = PLAN_FAULT_NONE;
+  if (plan_hw_supports(m, hw, err, errn) != 0) {
+    *fault = PLAN_FAULT_REQUIRES;
+    return -1;
+  }
   const wl_tf_dims *d = &m->info.tf;
   if (d->layers == 0) {
     int rc = check_generic(m, p, err, errn);

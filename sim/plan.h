@@ -157,6 +157,13 @@ struct hw_model;
 ** back to fp16 (with loss scaling) on a chip without bf16, as on a V100. */
 graph_dtype plan_precision_on(const struct hw_model *hw, graph_dtype want);
 
+/* Whether hw can run model m at all, by what the model requires
+** (wl_requirement_names): fp64 needs an fp64 unit; custom CUDA kernels an
+** NVIDIA GPU; tree-boosting libraries a CPU or an NVIDIA GPU. Returns 0, or
+** -1 with err saying what is needed, why, and which chips of the kind
+** qualify. plan_check applies it first; the planner asks it per hardware. */
+int plan_hw_supports(const model *m, const struct hw_model *hw, char *err, size_t errn);
+
 /* The one validator of a plan against a model and a machine, used by
 ** simulate, plan (the search and its fixes): every rule a plan must keep
 ** (tp divides the attention heads, and the KV heads divide tp or tp them;
@@ -177,7 +184,8 @@ typedef enum {
   PLAN_FAULT_RANGE,   /* a size below 1, ZeRO out of 0..3, interleaving without V >= 2 */
   PLAN_FAULT_DIVIDES, /* a parallel size that does not divide what it splits */
   PLAN_FAULT_DTYPE,   /* the chip has no unit for the precision */
-  PLAN_FAULT_FAMILY   /* what the model family or an HLO module does not allow */
+  PLAN_FAULT_FAMILY,  /* what the model family or an HLO module does not allow */
+  PLAN_FAULT_REQUIRES /* the chip cannot run the model at all (plan_hw_supports) */
 } plan_fault;
 /* plan_check, saying which kind of rule failed in *fault (may be NULL). */
 int plan_check_fault(const model *m, const struct hw_model *hw, plan *p, plan_fault *fault,

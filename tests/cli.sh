@@ -183,6 +183,13 @@ for k in '"status":	"ok"' '"model":' '"objective":' '"best":' '"why":' '"candida
   has plan-json out "$k"
 done
 run plan-fp64 0 plan tests/data/models/needs-fp64.json --max-chips 32 && has plan-fp64 out "tpu-v4: the model requires fp64"
+# which chip may run a model at all (#18): simulate applies the model's
+# requirements as plan does, and trains in the model's own precision
+run sim-fp64-tpu 1 simulate tests/data/models/needs-fp64.json --hw tpu-v5e --chips 1 && has sim-fp64-tpu err "the model requires fp64; tpu-v5e has no fp64 unit"
+run sim-gbdt-tpu 1 simulate gbdt --hw tpu-v5p --chips 1 && has sim-gbdt-tpu err "tree-boosting libraries (XGBoost, LightGBM, CatBoost), which run on CPUs and NVIDIA GPUs"
+run sim-gbdt-gpu 0 simulate gbdt --hw h100-sxm --chips 1 && has sim-gbdt-gpu out "gbdt on 1 x h100-sxm"
+run plan-gbdt-notpu 0 plan gbdt && has plan-gbdt-notpu out "tpu-v5e: the model is trained by tree-boosting libraries"
+run sim-own-prec 0 simulate mlp --hw a100-80g --chips 1 --json && has sim-own-prec out '"precision":	"fp32"'
 run plan-none 1 plan llama3-405b --hw tpu-v5e --max-chips 8 && has plan-none err "no hardware can train llama3-405b"
 run plan-obj 2 plan llama3-8b --objective fastest && has plan-obj err "--objective 'fastest': expected time, cost or cost-under-deadline"
 run plan-deadline 2 plan llama3-8b --deadline soon && has plan-deadline err "--deadline soon: expected a duration above 0 and at most 36500d"

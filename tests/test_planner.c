@@ -184,7 +184,10 @@ Test(planner, data_parallel_families_are_planned) {
   char err[512];
   planner_req q = {.max_chips = 16, .top = 3, .steps = 100, .objective = PLANNER_COST};
   cr_assert_eq(run("dlrm", q, &r, err, sizeof err), 0, "%s", err);
-  cr_assert(strncmp(r.best.hw, "cpu", 3) == 0, "dlrm best on %s", r.best.hw);
+  /* 24 G fp32 parameters: ~180 GiB with SGD, past an 80 GB H100 but not a
+  ** 768 GiB CPU host or a 192 GiB TPU7x (whose f32 matmuls run as six bf16
+  ** passes); either may be cheapest, never a chip it does not fit */
+  cr_assert(r.best.sim.fits);
   cr_assert(strstr(reason_for(&r, "h100-sxm"), "no plan fits"), "%s", reason_for(&r, "h100-sxm"));
   cr_assert_eq(run("resnet50", q, &r, err, sizeof err), 0, "%s", err);
   cr_assert(r.best.sim.fits);

@@ -137,6 +137,9 @@ int wl_gbdt(graph *g, jin *j, const cJSON *spec, const wl_train *t, wl_info *inf
   ** LightGBM accumulate CPU histograms in double: ask for fp64 to model them). */
   m.dt = t->compute == GDT_F64 ? GDT_F64 : GDT_F32;
   if (m.dt == GDT_F64) info->requires |= WL_REQ_FP64;
+  /* the libraries that train these models run on CPUs and NVIDIA GPUs only
+  ** (which chips qualify: plan_hw_supports, sim/plan.c) */
+  info->requires |= WL_REQ_TREE_LIBS;
   /* bin indices: one byte up to 256 bins (XGBoost and LightGBM both use
   ** uint8 there); the IR has no 16-bit integer, so more bins take s32 */
   graph_dtype bin_dt = m.bins <= 256 ? GDT_U8 : GDT_S32;

@@ -147,7 +147,6 @@ static bool read_train(jin *j, const cJSON *root, wl_train *t) {
 }
 
 static bool read_requires(jin *j, const cJSON *root, unsigned *req) {
-  static const char *const REQ[] = {"fp64", "custom_cuda_kernels", NULL};
   const cJSON *r = jin_get_array(j, root, "requires", false);
   if (!r) return j->errors == 0;
   bool ok = true;
@@ -156,15 +155,15 @@ static bool read_requires(jin *j, const cJSON *root, unsigned *req) {
   for (const cJSON *e = r->child; e; e = e->next, i++) {
     int k = -1;
     if (cJSON_IsString(e))
-      for (int c = 0; REQ[c]; c++)
-        if (strcmp(REQ[c], e->valuestring) == 0) k = c;
+      for (int c = 0; wl_requirement_names[c]; c++)
+        if (strcmp(wl_requirement_names[c], e->valuestring) == 0) k = c;
     if (k < 0) {
       jin_push_index(j, i);
-      jin_error(j, 0, "expected \"fp64\" or \"custom_cuda_kernels\"");
+      jin_error(j, 0, "expected \"fp64\", \"custom_cuda_kernels\" or \"tree_libraries\"");
       jin_pop(j);
       ok = false;
     } else {
-      *req |= k == 0 ? WL_REQ_FP64 : WL_REQ_CUDA;
+      *req |= 1u << k;
     }
   }
   jin_pop(j);

@@ -151,10 +151,12 @@ void model_print_summary(const model *m, FILE *out) {
   for (int i = 0; i < n; i++)
     fprintf(out, "%s %s %d", i ? "," : "", graph_op_name(order[i]), t.by_kind[order[i]]);
   fprintf(out, "\n");
-  if (m->info.requires)
-    fprintf(out, "  requires         %s%s%s\n", m->info.requires & WL_REQ_FP64 ? "fp64" : "",
-            (m->info.requires & WL_REQ_FP64) && (m->info.requires & WL_REQ_CUDA) ? ", " : "",
-            m->info.requires & WL_REQ_CUDA ? "custom_cuda_kernels" : "");
+  if (m->info.requires) {
+    fprintf(out, "  requires        ");
+    for (int i = 0, n = 0; wl_requirement_names[i]; i++)
+      if (m->info.requires & (1u << i)) fprintf(out, "%s %s", n++ ? "," : "", wl_requirement_names[i]);
+    fprintf(out, "\n");
+  }
 }
 
 char *model_summary_json(const model *m) {
@@ -194,9 +196,9 @@ char *model_summary_json(const model *m) {
   int n = kind_order(&t, order);
   for (int i = 0; i < n; i++) cJSON_AddNumberToObject(k, graph_op_name(order[i]), t.by_kind[order[i]]);
   cJSON *r = cJSON_AddArrayToObject(o, "requires");
-  if (m->info.requires & WL_REQ_FP64) cJSON_AddItemToArray(r, cJSON_CreateString("fp64"));
-  if (m->info.requires & WL_REQ_CUDA)
-    cJSON_AddItemToArray(r, cJSON_CreateString("custom_cuda_kernels"));
+  for (int i = 0; wl_requirement_names[i]; i++)
+    if (m->info.requires & (1u << i))
+      cJSON_AddItemToArray(r, cJSON_CreateString(wl_requirement_names[i]));
   char *s = cJSON_Print(o);
   cJSON_Delete(o);
   return s;

@@ -443,13 +443,15 @@ static void mark_needed(graph *g, bool *need, int n) {
   }
 }
 
-/* Optimizer state: an fp32 array shaped like weight w. */
+/* Optimizer state: an fp32 array shaped like weight w (fp64 for an fp64
+** weight: a model trained in double keeps its moments in double, as
+** PyTorch's Adam keeps them in the parameter's dtype). */
 static int state(graph *g, int w, const char *what) {
   const graph_op *op = graph_get(g, w);
   char name[300];
   snprintf(name, sizeof name, "%s.%s", op->name, what);
   graph_shape s = op->out;
-  s.dtype = GDT_F32;
+  s.dtype = s.dtype == GDT_F64 ? GDT_F64 : GDT_F32;
   int id = graph_parameter(g, name, s, GRAPH_OPT_STATE);
   graph_set_param_of(g, id, w);
   return id;

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+const char *const wl_requirement_names[] = {"fp64", "custom_cuda_kernels", "tree_libraries", NULL};
+
 const char *const wl_common_keys[] = {"name", "family", "description", "requires", "train",
                                       "source", NULL};
 

@@ -32,7 +32,13 @@ typedef enum { WL_SGD, WL_MOMENTUM, WL_ADAM, WL_ADAMW } wl_optimizer;
 typedef enum { WL_FULL, WL_LORA, WL_QLORA } wl_method;
 
 /* Requirements a model puts on hardware ("requires" in model.json). */
-enum { WL_REQ_FP64 = 1u << 0, WL_REQ_CUDA = 1u << 1 };
+/* What a model needs of its hardware (model.json "requires", or set by its
+** family): bit i is wl_requirement_names[i]. fp64 arithmetic; custom CUDA
+** kernels; tree-boosting libraries (XGBoost, LightGBM, CatBoost), which run
+** on CPUs and NVIDIA GPUs only. Which chips meet each is sim's rule
+** (plan_hw_supports, sim/plan.h). */
+enum { WL_REQ_FP64 = 1u << 0, WL_REQ_CUDA = 1u << 1, WL_REQ_TREE_LIBS = 1u << 2 };
+extern const char *const wl_requirement_names[]; /* "fp64", "custom_cuda_kernels", "tree_libraries" */
 
 #define WL_MAX_TARGETS 16
 /* The longest sequence tpusim accepts (seq_len, --seq): 1.6x the longest
