@@ -59,6 +59,17 @@ void units_seconds(char *buf, size_t n, double s) {
     sig3(buf, n, s / 86400, "d");
 }
 
+void units_usd(char *buf, size_t n, double usd) {
+  double a = fabs(usd);
+  int digits = 2;
+  if (a > 0 && a < 1) {
+    /* three significant figures: 0.0123 -> 4 decimals */
+    digits = 2 - (int)floor(log10(a));
+    if (digits > 15) digits = 15;
+  }
+  snprintf(buf, n, "%s$%.*f", usd < 0 ? "-" : "", digits, a);
+}
+
 int units_parse_bytes(const char *s, double *out) {
   char *end;
   double v = strtod(s, &end);

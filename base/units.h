@@ -17,6 +17,9 @@ void units_si(char *buf, size_t n, double value, const char *unit);
 void units_bytes(char *buf, size_t n, double bytes);
 /* Durations: "1.2 us", "3.4 ms", "5.6 s", "2.0 h", "3.1 d". */
 void units_seconds(char *buf, size_t n, double s);
+/* Money: "$691.20", "$8.26", "$0.0000141": cents above a dollar, else
+** three significant figures, so a small amount never prints as $0.00. */
+void units_usd(char *buf, size_t n, double usd);
 /* Seconds on the monotonic clock, for timing code (never for output that
 ** must be deterministic). */
 double units_now_s(void);

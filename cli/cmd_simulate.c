@@ -163,10 +163,13 @@ void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p
   fprintf(out, ")%s%s\n", r->memory.host > 0 ? "; on the host " : "", r->memory.host > 0 ? ho : "");
   for (int i = 0; i < r->n_fixes; i++) {
     units_bytes(pk, sizeof pk, r->fixes[i].peak);
-    char st[64] = "";
+    char st[96] = "", usd[32];
+    /* its bill a step: the hourly price scales with its chips */
+    units_usd(usd, sizeof usd, r->fixes[i].step_time_s * r->usd_per_hour *
+                                   (double)r->fixes[i].p.chips / (double)p->chips / 3600);
     if (r->fixes[i].step_time_s > 0)
-      snprintf(st, sizeof st, ", step %.3f s (%+.1f%%)", r->fixes[i].step_time_s,
-               100 * (r->fixes[i].step_time_s / r->step_time_s - 1));
+      snprintf(st, sizeof st, ", step %.3f s (%+.1f%%), %s a step", r->fixes[i].step_time_s,
+               100 * (r->fixes[i].step_time_s / r->step_time_s - 1), usd);
     fprintf(out, "    fix %d: %s -> peak %s%s%s\n", i + 1, r->fixes[i].what, pk,
             r->fixes[i].fits ? " (fits)" : "", st);
   }

@@ -21,10 +21,23 @@ bool step_fix_runs(void *ctx, const plan *mp) {
   return step_fix_plan(mp, fr->ep, &q) && plan_check(fr->m, fr->hw, &q, NULL, 0) == 0;
 }
 
-/* Fixes that fit first, cheapest first: chip-seconds a step (a fix that
-** adds chips pays for them); then the rest by peak. */
-static bool fix_before(const mem_fix *a, const mem_fix *b) {
+/* How far a fix moves from the plan: 0 on the same chips and layout (a
+** smaller micro-batch with accumulation, recompute, a ZeRO stage, sequence
+** parallelism, precision), 1 the same chips re-partitioned (more tp or pp,
+** less dp), 2 more chips. A user tries them in that order: the first costs
+** nothing but some step time, the last a bigger bill. */
+static int fix_reach(const mem_fix *f, const plan *p) {
+  if (f->p.chips != p->chips) return 2;
+  return f->p.tp != p->tp || f->p.pp != p->pp || f->p.cp != p->cp ? 1 : 0;
+}
+
+/* Fixes that fit first; then the nearest (fix_reach); then the fastest
+** (chip-seconds a step, so a fix that adds chips pays for them); the rest
+** by peak. */
+static bool fix_before(const mem_fix *a, const mem_fix *b, const plan *p) {
   if (a->fits != b->fits) return a->fits;
+  int ra = fix_reach(a, p), rb = fix_reach(b, p);
+  if (ra != rb) return ra < rb;
   if (a->fits && a->step_time_s > 0 && b->step_time_s > 0)
     return a->step_time_s * (double)a->p.chips < b->step_time_s * (double)b->p.chips;
   return a->peak < b->peak;
@@ -49,7 +62,7 @@ int step_price_fixes(const model *m, const hw_model *hw, const plan *p, step_res
     f->step_time_s = s.step_time_s;
   }
   for (int i = 1; i < r->n_fixes; i++) /* insertion sort: stable, deterministic */
-    for (int j = i; j > 0 && fix_before(&r->fixes[j], &r->fixes[j - 1]); j--) {
+    for (int j = i; j > 0 && fix_before(&r->fixes[j], &r->fixes[j - 1], p); j--) {
       mem_fix t = r->fixes[j];
       r->fixes[j] = r->fixes[j - 1];
       r->fixes[j - 1] = t;

@@ -190,6 +190,11 @@ run sim-gbdt-tpu 1 simulate gbdt --hw tpu-v5p --chips 1 && has sim-gbdt-tpu err 
 run sim-gbdt-gpu 0 simulate gbdt --hw h100-sxm --chips 1 && has sim-gbdt-gpu out "gbdt on 1 x h100-sxm"
 run plan-gbdt-notpu 0 plan gbdt && has plan-gbdt-notpu out "tpu-v5e: the model is trained by tree-boosting libraries"
 run sim-own-prec 0 simulate mlp --hw a100-80g --chips 1 --json && has sim-own-prec out '"precision":	"fp32"'
+# the fixes of a plan that does not fit: those on the same chips before
+# those that re-partition them, before those that add chips (#18), each
+# with its bill a step
+run sim-fix-order 3 simulate llama3-8b --hw a100-40g --chips 8 --mbs 4 --gbs 256 && has sim-fix-order out "a step"
+if awk '/fix [0-9]+:/ { r = /more chips/ ? 2 : /(tp|pp) [0-9]+ -> / ? 1 : 0; if (r < last) bad = 1; last = r } END { exit bad }' "$OUT/sim-fix-order.out"; then ok; else bad "sim-fix-order: a fix on the same chips after one that moves them"; fi
 run plan-none 1 plan llama3-405b --hw tpu-v5e --max-chips 8 && has plan-none err "no hardware can train llama3-405b"
 run plan-obj 2 plan llama3-8b --objective fastest && has plan-obj err "--objective 'fastest': expected time, cost or cost-under-deadline"
 run plan-deadline 2 plan llama3-8b --deadline soon && has plan-deadline err "--deadline soon: expected a duration above 0 and at most 36500d"

@@ -41,6 +41,22 @@ Test(units, seconds) {
   cr_assert_str_eq(b, "44.0 d");
 }
 
+/* Money never rounds to $0.00: cents from a dollar up, else three
+** significant figures (a 42 us step at $1.20 an hour costs $0.0000141). */
+Test(units, usd) {
+  char b[64];
+  units_usd(b, sizeof b, 691.2);
+  cr_assert_str_eq(b, "$691.20");
+  units_usd(b, sizeof b, 8.2567);
+  cr_assert_str_eq(b, "$8.26");
+  units_usd(b, sizeof b, 42.2e-6 * 1.2 / 3600);
+  cr_assert_str_eq(b, "$0.0000000141");
+  units_usd(b, sizeof b, 0.0123);
+  cr_assert_str_eq(b, "$0.0123");
+  units_usd(b, sizeof b, 0);
+  cr_assert_str_eq(b, "$0.00");
+}
+
 Test(strutil, distance) {
   cr_assert_eq(str_distance("kitten", "sitting", 5), 3);
   cr_assert_eq(str_distance("hbm_byte", "hbm_bytes", 3), 1);
