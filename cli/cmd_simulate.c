@@ -89,16 +89,20 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
 /* The host input pipeline from --input, --storage, --prefetch, --input-host:
 ** by default pre-tokenized sequences in record shards, two batches
 ** prefetched, a local host (docs/input.md). */
-static int input_from_opts(cli_ctx *c, const hw_model *hw, int64_t seq, input_cfg *in, char *err,
-                           size_t errn) {
+static int input_from_opts(cli_ctx *c, const hw_model *hw, const model *m, int64_t seq,
+                           input_cfg *in, char *err, size_t errn) {
   static const char *const KIND[] = {"tokens", "images", NULL};
   static const char *const STORAGE[] = {"shards", "files", NULL};
   static const char *const HOST[] = {"local", "remote", NULL};
-  int kind, storage, host;
-  if (cli_enum_opt(c, "--input", KIND, 0, &kind) || cli_enum_opt(c, "--storage", STORAGE, 0, &storage) ||
+  /* a CNN reads images (ImageNet-style JPEGs), the rest token records */
+  int kind, storage, host, deflt = strcmp(m->family, "cnn") == 0 ? INPUT_IMAGES : INPUT_TOKENS;
+  if (cli_enum_opt(c, "--input", KIND, deflt, &kind) || cli_enum_opt(c, "--storage", STORAGE, 0, &storage) ||
       cli_enum_opt(c, "--input-host", HOST, 0, &host))
     return CLI_USAGE;
   input_defaults(in, (input_kind)kind);
+  /* the host's own cores decode, less one for each chip's training process
+  ** (PyTorch, JAX: one process a chip feeds it and launches its kernels) */
+  if (hw->host_cores > hw->chips_per_node) in->decode_cores = (int)(hw->host_cores - hw->chips_per_node);
   if (kind == INPUT_TOKENS && seq > 0) {
     in->bytes_per_sample = (double)seq * 4;
     in->xfer_bytes_per_sample = (double)seq * 4;
@@ -114,6 +118,41 @@ static int input_from_opts(cli_ctx *c, const hw_model *hw, int64_t seq, input_cf
   if (hw->chip.host_link_bw_bytes_per_s <= 0) return CLI_OK;
   if (input_hop_from_hw(in, hw, host == 1, err, errn) != 0) return CLI_BAD_INPUT;
   return CLI_OK;
+}
+
+/* When the chips wait for data: what bounds the input pipeline (its closed
+** form, sim/input.h), the fix for that bound, and what the wait costs. */
+static void print_input_fix(FILE *out, const hw_model *hw, const plan *p, const input_cfg *in,
+                            const step_result *r) {
+  double stall = r->breakdown_s.input_stall;
+  if (!(stall > 0.01 * r->step_time_s)) return;
+  input_cfg c = *in;
+  int64_t hosts = p->chips / hw->chips_per_node > 0 ? p->chips / hw->chips_per_node : 1;
+  c.samples_per_step = p->gbs / hosts > 0 ? p->gbs / hosts : 1;
+  input_closed ic;
+  char err[256];
+  if (input_closed_form(&c, r->step_time_s - stall, &ic, err, sizeof err) != 0) return;
+  static const struct {
+    const char *bound, *fix;
+  } FIX[] = {
+      {INPUT_BOUND_STORAGE_LATENCY, "one GET per small file: pack the samples into record shards "
+                                    "(--storage shards: TFRecord, WebDataset) or read more in flight"},
+      {INPUT_BOUND_STORAGE_BW, "storage bandwidth: cache the dataset on local NVMe or in host RAM, "
+                               "or read from a faster tier"},
+      {INPUT_BOUND_DECODE, "host CPUs decoding: more host cores, decode on the accelerator (NVIDIA "
+                           "DALI), or store pre-decoded / smaller samples"},
+      {INPUT_BOUND_HOST_LINK, "the host-to-chip copy: smaller samples (uint8, not float), or a "
+                              "local host (a TPU VM rather than a TPU Node)"},
+      {INPUT_BOUND_PREFETCH, "a batch's latency is not hidden: prefetch deeper (--prefetch N)"},
+  };
+  const char *fix = "";
+  for (size_t i = 0; i < sizeof FIX / sizeof *FIX; i++)
+    if (strcmp(FIX[i].bound, ic.bound) == 0) fix = FIX[i].fix;
+  char usd[32];
+  units_usd(usd, sizeof usd, stall * r->usd_per_hour / 3600);
+  fprintf(out, "  input            the chips wait %.3f s a step (%.0f%%, %s a step) for data, "
+               "bound by %s\n    fix: %s\n",
+          stall, 100 * stall / r->step_time_s, usd, ic.bound, fix);
 }
 
 /* simulate's report: the step, its breakdown, memory with the fixes when it
@@ -280,7 +319,7 @@ static int run_simulate(cli_ctx *c) {
   if (!m) {
     rc = CLI_BAD_INPUT;
   } else if (plan_check(m, hw, &p, err, sizeof err) != 0 ||
-             (rc = input_from_opts(c, hw, p.seq, &in, err, sizeof err)) != CLI_OK ||
+             (rc = input_from_opts(c, hw, m, p.seq, &in, err, sizeof err)) != CLI_OK ||
              step_simulate(m, hw, &p, hw->chip.host_link_bw_bytes_per_s > 0 ? &in : NULL, &r,
                            trace ? &tl : NULL, err, sizeof err) != 0 ||
              (trace && trace_out(trace, &tl, &r, &p, m, hw, err, sizeof err) != 0) ||
@@ -298,6 +337,7 @@ static int run_simulate(cli_ctx *c) {
     cli_print_json(c, o);
   } else {
     cli_print_step(c->out, m, hw, &p, &r, cli_opt(c, "--explain") != NULL);
+    if (hw->chip.host_link_bw_bytes_per_s > 0) print_input_fix(c->out, hw, &p, &in, &r);
   }
   /* the step ran and its report is out, but the plan would not run */
   if (rc == CLI_OK && !r.fits) rc = CLI_DOES_NOT_FIT;

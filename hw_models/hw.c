@@ -112,6 +112,8 @@ static const hw_field FIELDS[] = {
      "absent: timing assumes 0"},
 
     {"system.chips_per_node", HWF_INT, OFF(chips_per_node), 0, REQP, NULL, 1, MAX_COUNT, "", NULL},
+    {"system.host_cores", HWF_INT, OFF(host_cores), 0, FIG | HWF_POS, NULL, 1, 65536, "cores",
+     "absent: the input pipeline assumes 16 decode cores a host"},
     {"system.scale_up.kind", HWF_ENUM, OFF(scale_up.kind), 0, REQ, UP_CHOICES, 0, 0, "", NULL},
     {"system.scale_up.domain_chips", HWF_INT, OFF(scale_up.domain_chips), 0, REQP, NULL, 1,
      MAX_COUNT, "", NULL},

@@ -111,6 +111,7 @@ typedef struct hw_model {
   char description[256];
   hw_chip chip;
   int64_t chips_per_node;
+  int64_t host_cores;   /* physical CPU cores of one node's host(s); 0: not given */
   hw_scale_up scale_up;
   hw_scale_out scale_out;
   hw_price price;

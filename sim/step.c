@@ -354,6 +354,22 @@ void step_timeline_free(step_timeline *t) {
   memset(t, 0, sizeof *t);
 }
 
+/* The input pipeline of each host (sim/input.c) fed by this step's compute
+** time: its stall is added to the step and shown in the breakdown. Every
+** family reads its batches through it: a CNN's JPEGs starve a chip as
+** readily as a transformer's tokens. */
+static int input_stall(const hw_model *hw, const plan *p, const input_cfg *in, step_result *r,
+                       char *err, size_t errn) {
+  input_cfg c = *in;
+  int64_t hosts = p->chips / hw->chips_per_node > 0 ? p->chips / hw->chips_per_node : 1;
+  c.samples_per_step = p->gbs / hosts > 0 ? p->gbs / hosts : 1;
+  input_result ir;
+  if (input_simulate(&c, r->step_time_s, 40, &ir, err, errn) != 0) return -1;
+  r->breakdown_s.input_stall = ir.stall_s_per_step;
+  r->step_time_s += ir.stall_s_per_step;
+  return 0;
+}
+
 static int simulate_cached(const model *m, const hw_model *hw, const plan *pl,
                            const input_cfg *in, step_result *r, step_timeline *tl, char *err,
                            size_t errn);
@@ -406,8 +422,19 @@ static int simulate_cached(const model *m, const hw_model *hw, const plan *pl,
   plan p = *pl;
   const wl_tf_dims *d = &m->info.tf;
   if (step_costs(m, hw, &p, r, err, errn) != 0) return -1;
-  if (strcmp(m->format, "hlo") == 0 || d->layers == 0)
-    return step_simulate_whole(m, hw, &p, r, tl, err, errn);
+  if (strcmp(m->format, "hlo") == 0 || d->layers == 0) {
+    if (step_simulate_whole(m, hw, &p, r, tl, err, errn) != 0) return -1;
+    double compute_s = r->step_time_s;
+    /* a family that writes its whole step (gbdt) reads its table once, not
+    ** a batch a step; an HLO module's inputs are its own */
+    if (!in || compute_s <= 0 || m->info.whole_step || strcmp(m->format, "hlo") == 0) return 0;
+    if (input_stall(hw, &p, in, r, err, errn) != 0) return -1;
+    /* the rates per second fall with the stall */
+    double k = compute_s / r->step_time_s;
+    r->mfu *= k, r->hfu *= k, r->tokens_per_s *= k;
+    r->usd_per_step = r->usd_per_hour * r->step_time_s / 3600;
+    return 0;
+  }
   step_desc sd;
   if (step_describe(m, hw, &p, r, NULL, &sd, err, errn) != 0) return -1;
   r->layers_per_stage = sd.layers_per_stage;
@@ -444,17 +471,9 @@ static int simulate_cached(const model *m, const hw_model *hw, const plan *pl,
   r->breakdown_s = st.breakdown_s;
   r->exposed_dp_s = st.exposed_dp_s;
   /* 5. the input pipeline of each host feeds this step time of compute */
-  if (in) {
-    input_cfg c = *in;
-    int64_t hosts = p.chips / hw->chips_per_node > 0 ? p.chips / hw->chips_per_node : 1;
-    c.samples_per_step = p.gbs / hosts > 0 ? p.gbs / hosts : 1;
-    input_result ir;
-    if (input_simulate(&c, r->step_time_s, 40, &ir, err, errn) != 0) {
-      rc = -1;
-      goto done;
-    }
-    r->breakdown_s.input_stall = ir.stall_s_per_step;
-    r->step_time_s += ir.stall_s_per_step;
+  if (in && input_stall(hw, &p, in, r, err, errn) != 0) {
+    rc = -1;
+    goto done;
   }
   /* 6. memory per chip (Korthikanti et al. 2022 activations, ZeRO) */
   {

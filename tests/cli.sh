@@ -195,6 +195,10 @@ run sim-own-prec 0 simulate mlp --hw a100-80g --chips 1 --json && has sim-own-pr
 # with its bill a step
 run sim-fix-order 3 simulate llama3-8b --hw a100-40g --chips 8 --mbs 4 --gbs 256 && has sim-fix-order out "a step"
 if awk '/fix [0-9]+:/ { r = /more chips/ ? 2 : /(tp|pp) [0-9]+ -> / ? 1 : 0; if (r < last) bad = 1; last = r } END { exit bad }' "$OUT/sim-fix-order.out"; then ok; else bad "sim-fix-order: a fix on the same chips after one that moves them"; fi
+# a CNN reads JPEGs through the input pipeline (#18): one file per image
+# starves the chips, and the report names the bound and the fix
+run sim-cnn-files 0 simulate resnet50 --hw tpu-v5p --chips 8 --storage files && has sim-cnn-files out "bound by storage-latency" && has sim-cnn-files out "fix: one GET per small file"
+run sim-cnn-shards 0 simulate resnet50 --hw tpu-v5e --chips 8 --mbs 32 && has sim-cnn-shards out "input stall 0.000 s"
 run plan-none 1 plan llama3-405b --hw tpu-v5e --max-chips 8 && has plan-none err "no hardware can train llama3-405b"
 run plan-obj 2 plan llama3-8b --objective fastest && has plan-obj err "--objective 'fastest': expected time, cost or cost-under-deadline"
 run plan-deadline 2 plan llama3-8b --deadline soon && has plan-deadline err "--deadline soon: expected a duration above 0 and at most 36500d"

@@ -12,6 +12,9 @@
 #include "../hw_models/hw.h"
 #include "../hw_models/hw_catalog.h"
 #include "../sim/input.h"
+#include "../sim/plan.h"
+#include "../sim/step.h"
+#include "../workloads/model.h"
 #include "helpers.h"
 
 #define REL(a, b, tol, ...) cr_assert(fabs((a) - (b)) <= (tol) * fabs(b), __VA_ARGS__)
@@ -253,4 +256,35 @@ Test(input, one_step_and_zero_compute) {
   REL(r.total_s, 0.485340112, 1e-9, "one step: the batch, then no compute");
   REL(r.step_s, 0.485340112, 1e-9, "step");
   cr_assert_eq(r.steps, 1);
+}
+
+/* Every family reads through the pipeline (#18: a CNN's stall was always
+** 0): ResNet-50 on one 8-chip TPU v5e host, one JPEG a file, so each step's
+** 1024 images wait for 1024 GETs of 110 kB, 16 in flight:
+** 1024 x (0.03 s + 110e3 B / 1.25e9 B/s) / 16 = 1.9256 s a step even with
+** prefetch 2 (storage is the throughput bound), far over the chips' ~0.1 s
+** of compute; in record shards with prefetch 2, decoded on the host's 104
+** free cores (1024 / (104 x 500 img/s) = 20 ms), nothing waits. */
+Test(input, a_cnn_starves_on_small_files) {
+  hw_catalog *cat = th_catalog();
+  const hw_model *hw = th_hw(cat, "tpu-v5e");
+  model *m = th_model("resnet50", 0);
+  plan p = {.chips = 8, .dp = 8, .tp = 1, .pp = 1, .ep = 1, .mbs = 128, .gbs = 1024,
+            .precision = GDT_BF16};
+  char err[256];
+  cr_assert_eq(plan_check(m, hw, &p, err, sizeof err), 0, "%s", err);
+  input_cfg files = small_files(2);
+  cr_assert_eq(input_hop_from_hw(&files, hw, false, err, sizeof err), 0, "%s", err);
+  step_result r;
+  cr_assert_eq(step_simulate(m, hw, &p, &files, &r, NULL, err, sizeof err), 0, "%s", err);
+  double want = 1024 * (0.03 + 110e3 / 1.25e9) / 16;
+  cr_assert_gt(r.breakdown_s.input_stall, 0.9 * want, "stall %g", r.breakdown_s.input_stall);
+  REL(r.step_time_s, want, 0.01, "step %g, want %g", r.step_time_s, want);
+  input_cfg sh = shards(2);
+  sh.decode_cores = 112 - 8; /* the host's 112 cores less one a chip, as simulate sets them */
+  cr_assert_eq(input_hop_from_hw(&sh, hw, false, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(step_simulate(m, hw, &p, &sh, &r, NULL, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(r.breakdown_s.input_stall, 0, "stall %g", r.breakdown_s.input_stall);
+  model_free(m);
+  hw_catalog_free(cat);
 }

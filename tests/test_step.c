@@ -409,9 +409,18 @@ Test(step, zero3_gathers_every_microbatch) {
   cr_assert_gt(b.step_time_s, a.step_time_s);
 }
 
+/* How far a fix moves the plan: 0 same chips and layout, 1 the same chips
+** re-partitioned (tp, pp, cp), 2 more chips (sim/fixes.c's order). */
+static int reach(const plan *f, const plan *p) {
+  if (f->chips != p->chips) return 2;
+  return f->tp != p->tp || f->pp != p->pp || f->cp != p->cp;
+}
+
 /* A plan that does not fit gets its fixes priced: each fix's plan is
-** simulated, the ones that fit alone come first, cheapest (chips x step
-** time) first, and each fix's step time is that plan's own simulation.
+** simulated, the ones that fit alone come first, those on the same chips
+** and layout before re-partitionings before more chips, cheapest (chips x
+** step time) first within each, and each fix's step time is that plan's
+** own simulation.
 ** gpt3-175b on 64 A100s (tp 8, pp 8) without recompute or sequence
 ** parallelism, its attention scores in HBM, misses by under a GiB. */
 Test(step, fixes_are_priced_and_ordered_by_cost) {
@@ -430,6 +439,8 @@ Test(step, fixes_are_priced_and_ordered_by_cost) {
   for (int i = 0; i < r.n_fixes; i++) {
     const mem_fix *f = &r.fixes[i];
     if (i > 0 && f->fits && r.fixes[i - 1].fits)
+      cr_assert_leq(reach(&r.fixes[i - 1].p, &p), reach(&f->p, &p), "fix %d moves less than %d", i, i - 1);
+    if (i > 0 && f->fits && r.fixes[i - 1].fits && reach(&r.fixes[i - 1].p, &p) == reach(&f->p, &p))
       cr_assert_leq(r.fixes[i - 1].step_time_s * (double)r.fixes[i - 1].p.chips,
                     f->step_time_s * (double)f->p.chips, "fix %d out of order", i);
     if (i > 0) cr_assert(!f->fits || r.fixes[i - 1].fits, "a fix that fits after one that does not");
