@@ -186,10 +186,10 @@ static int csv_check_widths(const runs_csv *t, diag *dg) {
 /* ==== the mapping (tests/validation/mapping.csv) ==== */
 
 typedef enum { MAP_CHIP, MAP_DEVICES, MAP_FRAMEWORK, MAP_BATCH, MAP_MODEL, MAP_PRECISION,
-               MAP_RECOMPUTE, MAP_DEFAULT, MAP_KINDS } map_kind;
+               MAP_RECOMPUTE, MAP_DEFAULT, MAP_OFFLOAD, MAP_SP, MAP_KINDS } map_kind;
 static const char *const MAP_KIND_NAMES[] = {"chip",      "devices",   "framework", "batch",
                                              "model",     "precision", "recompute", "default",
-                                             NULL};
+                                             "offload",   "sp",        NULL};
 
 typedef struct {
   map_kind kind;
@@ -254,6 +254,26 @@ static int mapping_check_value(const map_entry *e, const char *file, diag *dg) {
     diag_error(dg, file, e->value->line, e->value->col, NULL, "%s", err);
     return -1;
   }
+  if (e->kind == MAP_OFFLOAD && (!strchr(e->key->s, ':') || strchr(e->key->s, ':') == e->key->s ||
+                                 !strchr(e->key->s, ':')[1])) {
+    diag_error(dg, file, e->key->line, e->key->col, "key",
+               "'%.60s': expected RECOMPUTE:PHRASE (the row's recompute cell, a phrase of its "
+               "extra cell)", e->key->s);
+    return -1;
+  }
+  if (e->kind == MAP_OFFLOAD && strcmp(e->value->s, "activations") != 0 &&
+      strcmp(e->value->s, "optimizer") != 0) {
+    const char *s = strcmp(e->value->s, "activation") == 0 ? " (did you mean 'activations'?)" : "";
+    diag_error(dg, file, e->value->line, e->value->col, "value",
+               "'%.40s': expected activations or optimizer (simulate's --offload)%s", e->value->s, s);
+    return -1;
+  }
+  if (e->kind == MAP_SP && strcmp(e->value->s, "with-tp") != 0) {
+    diag_error(dg, file, e->value->line, e->value->col, "value",
+               "'%.40s': expected with-tp (the framework shards the layers' activations over "
+               "the tensor-parallel chips whenever tp > 1)", e->value->s);
+    return -1;
+  }
   if (e->kind == MAP_BATCH && strcmp(e->value->s, "per-device") != 0) {
     diag_error(dg, file, e->value->line, e->value->col, "value",
                "'%.40s': expected per-device (a framework whose mbs counts one device's batch)",
@@ -288,8 +308,8 @@ static int mapping_read(runs_mapping *m, const char *file, diag *dg) {
     if (!MAP_KIND_NAMES[k]) {
       const char *s = str_suggest(kind->s, MAP_KIND_NAMES, MAP_KINDS);
       diag_error(dg, file, kind->line, kind->col, "kind",
-                 "'%.40s': expected chip, devices, framework, batch, model, precision, recompute "
-                 "or default%s%s%s",
+                 "'%.40s': expected chip, devices, framework, batch, model, precision, recompute, "
+                 "default, offload or sp%s%s%s",
                  kind->s, s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : "");
       bad = 1;
       continue;
@@ -362,7 +382,7 @@ static const char *const COLS[RUNS_C_NCOLS] = {
     "id",  "source", "chip",         "chips",     "model",     "params_B",       "layers",
     "heads", "kv_heads", "seq",      "gbs_seq",   "mbs",       "tp",             "pp",
     "cp",  "vp",     "sp",           "zero_or_fsdp", "recompute", "precision",   "derived_step_s",
-    "ep",  "experts"};
+    "ep",  "experts", "extra"};
 
 typedef struct {
   const runs_csv *t;
@@ -465,6 +485,8 @@ static int rd_row(row_reader *rd, int rec, runs_row *w) {
   w->model = rd_cell(rd, rec, RUNS_C_MODEL)->s;
   w->recompute = rd_cell(rd, rec, RUNS_C_RECOMPUTE)->s;
   w->precision = rd_cell(rd, rec, RUNS_C_PRECISION)->s;
+  const runs_cell *ex = rd_cell(rd, rec, RUNS_C_EXTRA);
+  w->extra = ex ? ex->s : "";
   int bad = 0;
   bad |= rd_int(rd, rec, RUNS_C_CHIPS, 1, CLI_MAX_CHIPS, false, 0, &w->chips);
   bad |= rd_int(rd, rec, RUNS_C_LAYERS, 1, 1 << 20, true, 0, &w->layers);
@@ -695,8 +717,10 @@ static void pp_args(runs_result *r, runs_argv *a) {
 }
 
 /* The parallel sizes: tp, pp, cp, ep and sequence parallelism. */
-static void parallel_args(runs_result *r, runs_argv *a) {
+static void parallel_args(const runs_table *x, runs_result *r, runs_argv *a) {
   const runs_row *w = &r->w;
+  /* a framework that always shards the activations over tp (the mapping's sp) */
+  bool fw_sp = r->framework && map_get(x->map, MAP_SP, r->framework) && w->tp > 1;
   runs_arg(a, "--tp");
   runs_arg(a, "%lld", (long long)w->tp);
   if (w->tp > 1) runs_addf(r->exercises, sizeof r->exercises, ", TP %lld", (long long)w->tp);
@@ -712,7 +736,7 @@ static void parallel_args(runs_result *r, runs_argv *a) {
     runs_addf(r->exercises, sizeof r->exercises, ", EP %lld", (long long)w->ep);
   }
   /* "1?": sequence parallelism is the recipe's default whenever tp > 1 */
-  if (w->sp == 1 || (w->sp == 2 && w->tp > 1)) {
+  if (w->sp == 1 || (w->sp == 2 && w->tp > 1) || fw_sp) {
     runs_arg(a, "--sp");
     runs_addf(r->exercises, sizeof r->exercises, ", SP");
   }
@@ -737,6 +761,27 @@ static void numeric_args(const runs_table *x, runs_result *r, runs_argv *a) {
   runs_arg(a, "%s", mr ? mr : rc);
   if (strcmp(mr ? mr : rc, "none") != 0)
     runs_addf(r->exercises, sizeof r->exercises, ", %s recompute", mr ? mr : rc);
+}
+
+/* --offload through the mapping: the first entry RECOMPUTE:PHRASE whose
+** recompute is the row's cell and whose phrase its extra cell contains
+** (MaxText reads its per-tensor offload names only under remat_policy
+** custom: src/MaxText/layers/decoders.py get_remat_policy). */
+static void offload_arg(const runs_table *x, runs_result *r, runs_argv *a) {
+  char buf[64];
+  const char *rc = strip_q(r->w.recompute, buf, sizeof buf);
+  size_t n = strlen(rc);
+  for (int i = 0; i < x->map->n; i++) {
+    const map_entry *e = &x->map->e[i];
+    const char *k = e->key->s;
+    if (e->kind != MAP_OFFLOAD || strncmp(k, rc, n) != 0 || k[n] != ':' ||
+        !strstr(r->w.extra, k + n + 1))
+      continue;
+    runs_arg(a, "--offload");
+    runs_arg(a, "%s", e->value->s);
+    runs_addf(r->exercises, sizeof r->exercises, ", %s offload", e->value->s);
+    return;
+  }
 }
 
 /* The features of the model the row names, for the docs' table. */
@@ -799,7 +844,7 @@ int runs_build_args(const runs_table *x, runs_result *r, runs_argv *a) {
     runs_arg(a, "--framework");
     runs_arg(a, "%s", r->framework);
   }
-  parallel_args(r, a);
+  parallel_args(x, r, a);
   if (w->fsdp && fsdp_args(r, a, devices)) return -1;
   if (!w->fsdp && w->zero > 0) {
     runs_arg(a, "--zero");
@@ -812,6 +857,7 @@ int runs_build_args(const runs_table *x, runs_result *r, runs_argv *a) {
   runs_arg(a, "--seq");
   runs_arg(a, "%lld", (long long)w->seq);
   numeric_args(x, r, a);
+  offload_arg(x, r, a);
   model_features(r);
   if (a->full) {
     snprintf(r->msg, sizeof r->msg, "the command is longer than %d bytes", RUNS_CMD_MAX);

@@ -47,6 +47,12 @@ typedef struct {
                            ** on what is allocated and freed within a step */
   bool gemm_any_layout;    /* low-precision GEMMs read either operand layout, so one
                            ** quantized copy serves forward and backward (Blackwell) */
+  bool op_selective;       /* "selective" recompute is torchtitan's op-level policy
+                           ** (every second matmul's output, attention's kept), not
+                           ** Korthikanti's (the attention core recomputed) */
+  double logit_bytes;      /* a stored logit (and its gradient); 0: 4 (fp32 loss) */
+  double logit_grad_bytes; /* what the loss's backward holds beside the stored logits,
+                           ** per logit; 0: logit_bytes (one gradient) */
 } mem_opts;
 
 /* Per chip, bytes, on the worst pipeline stage (every stage is computed
