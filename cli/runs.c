@@ -335,6 +335,20 @@ static const char *map_get(const runs_mapping *m, map_kind k, const char *key) {
   return NULL;
 }
 
+/* The hardware of a row: a chip entry CHIP:PHRASE whose phrase the row's
+** extra cell contains (a variant the notes name: "H100:96GB") wins over
+** the plain CHIP entry. */
+static const char *map_chip(const runs_mapping *m, const runs_row *w) {
+  size_t n = strlen(w->chip);
+  for (int i = 0; i < m->n; i++) {
+    const char *k = m->e[i].key->s;
+    if (m->e[i].kind == MAP_CHIP && strncmp(k, w->chip, n) == 0 && k[n] == ':' && k[n + 1] &&
+        strstr(w->extra, k + n + 1))
+      return m->e[i].value->s;
+  }
+  return map_get(m, MAP_CHIP, w->chip);
+}
+
 /* The framework of a source: the entry whose key is the longest prefix of
 ** the source ending at a word's end ("NeMo" fits "NeMo perf summary 24.07"). */
 static const char *map_framework(const runs_mapping *m, const char *source) {
@@ -822,7 +836,7 @@ static void format_cmd(runs_result *r, const runs_argv *a) {
 int runs_build_args(const runs_table *x, runs_result *r, runs_argv *a) {
   const runs_row *w = &r->w;
   r->framework = map_framework(x->map, w->source);
-  r->hw = map_get(x->map, MAP_CHIP, w->chip);
+  r->hw = map_chip(x->map, w);
   if (!r->hw) r->hw = w->chip;
   const char *dv = map_get(x->map, MAP_DEVICES, w->chip);
   int64_t devices = dv ? atoll(dv) : 1;
