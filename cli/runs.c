@@ -186,10 +186,11 @@ static int csv_check_widths(const runs_csv *t, diag *dg) {
 /* ==== the mapping (tests/validation/mapping.csv) ==== */
 
 typedef enum { MAP_CHIP, MAP_DEVICES, MAP_FRAMEWORK, MAP_BATCH, MAP_MODEL, MAP_PRECISION,
-               MAP_RECOMPUTE, MAP_DEFAULT, MAP_OFFLOAD, MAP_SP, MAP_KINDS } map_kind;
+               MAP_RECOMPUTE, MAP_DEFAULT, MAP_OFFLOAD, MAP_SP, MAP_ETP, MAP_KINDS } map_kind;
 static const char *const MAP_KIND_NAMES[] = {"chip",      "devices",   "framework", "batch",
                                              "model",     "precision", "recompute", "default",
-                                             "offload",   "sp",        NULL};
+                                             "offload",   "sp",        "etp",
+                                             NULL};
 
 typedef struct {
   map_kind kind;
@@ -274,6 +275,12 @@ static int mapping_check_value(const map_entry *e, const char *file, diag *dg) {
                "the tensor-parallel chips whenever tp > 1)", e->value->s);
     return -1;
   }
+  if (e->kind == MAP_ETP && strcmp(e->value->s, "tp") != 0) {
+    diag_error(dg, file, e->value->line, e->value->col, "value",
+               "'%.40s': expected tp (the framework splits each expert's FFN over the "
+               "tensor-parallel chips)", e->value->s);
+    return -1;
+  }
   if (e->kind == MAP_BATCH && strcmp(e->value->s, "per-device") != 0) {
     diag_error(dg, file, e->value->line, e->value->col, "value",
                "'%.40s': expected per-device (a framework whose mbs counts one device's batch)",
@@ -309,7 +316,7 @@ static int mapping_read(runs_mapping *m, const char *file, diag *dg) {
       const char *s = str_suggest(kind->s, MAP_KIND_NAMES, MAP_KINDS);
       diag_error(dg, file, kind->line, kind->col, "kind",
                  "'%.40s': expected chip, devices, framework, batch, model, precision, recompute, "
-                 "default, offload or sp%s%s%s",
+                 "default, offload, sp or etp%s%s%s",
                  kind->s, s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : "");
       bad = 1;
       continue;
@@ -748,6 +755,12 @@ static void parallel_args(const runs_table *x, runs_result *r, runs_argv *a) {
     runs_arg(a, "--ep");
     runs_arg(a, "%lld", (long long)w->ep);
     runs_addf(r->exercises, sizeof r->exercises, ", EP %lld", (long long)w->ep);
+  }
+  /* a framework that splits each expert's FFN over tp (the mapping's etp) */
+  if (r->framework && map_get(x->map, MAP_ETP, r->framework) && w->tp > 1 && w->experts > 1) {
+    runs_arg(a, "--etp");
+    runs_arg(a, "%lld", (long long)w->tp);
+    runs_addf(r->exercises, sizeof r->exercises, ", ETP %lld", (long long)w->tp);
   }
   /* "1?": sequence parallelism is the recipe's default whenever tp > 1 */
   if (w->sp == 1 || (w->sp == 2 && w->tp > 1) || fw_sp) {

@@ -52,7 +52,10 @@ void mem_model_state(double params, int64_t dp, int zero, graph_dtype precision,
   bool master = o->master_fp32 && w < 4;
   double g = grad_bytes(precision, o);
   double state = master ? 4 : w;
-  double opt = (master ? 4 : 0) + o->optimizer_states * state;
+  /* one fp32 copy: it is the weights, and the optimizer holds no master */
+  bool one_copy = master && o->fp32_weights_only;
+  double opt = (master && !one_copy ? 4 : 0) + o->optimizer_states * state;
+  if (one_copy) w = 4;
   double frac = o->trainable_fraction > 0 ? o->trainable_fraction : 1;
   double n = dp > 1 ? (double)dp : 1;
   memset(out, 0, sizeof *out);
@@ -1050,6 +1053,11 @@ void mem_setup(const model *m, const hw_model *hw, const plan *p, mem_opts *o, p
   /* torchtitan's "selective" is its op-level policy (framework.c) */
   int f = p->framework, nf = 0;
   while (framework_names[nf]) nf++;
+  /* MaxText keeps its parameters in weight_dtype float32 and casts them to
+  ** dtype bfloat16 where a layer uses them; Adam's mu inherits weight_dtype
+  ** (configs/base.yml: weight_dtype, dtype, mu_dtype; grad_dtype float32):
+  ** 4 + 4 + 8 B a parameter, no separate 16-bit copy */
+  o->fp32_weights_only = f >= 0 && f < nf && strcmp(framework_names[f], "maxtext") == 0;
   o->op_selective = f >= 0 && f < nf && frameworks[f].selective_mm_share > 0;
   /* torchtitan's loss is F.cross_entropy(pred.flatten(0, 1).float(), ..),
   ** eager and unfused (torchtitan@9dec370 train.py:131-138): log_softmax

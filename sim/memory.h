@@ -24,6 +24,8 @@
 ** runtime reserve or fragmentation (mem_setup fills those per chip kind). */
 typedef struct {
   bool master_fp32;        /* 16-bit weights + an fp32 master copy in the optimizer */
+  bool fp32_weights_only;  /* with master_fp32: the fp32 weights are the only copy, cast
+                           ** to 16 bits per use inside the step (MaxText's weight_dtype) */
   bool fp32_grads;         /* gradients kept in fp32 (Megatron's main_grad) */
   int optimizer_states;    /* per parameter: 2 Adam(W), 1 momentum, 0 SGD */
   double trainable_fraction; /* trainable / all parameters (LoRA); 0 means 1 */
