@@ -1171,3 +1171,36 @@ Test(memory_framework, xla_logits_in_the_compute_dtype) {
   diag_free(dg);
   hw_catalog_free(c);
 }
+
+/* MaxText's state (configs/base.yml: weight_dtype float32, grad_dtype
+** float32, mu_dtype inheriting weight_dtype): fp32 weights that are the
+** only copy, fp32 gradients, Adam's two fp32 moments -- 4 + 4 + 8 = 16 B a
+** parameter, against Megatron's 2 + 4 + (4 master + 8) = 18 B. ZeRO-3 over
+** 256: each divided by 256. */
+Test(memory_framework, maxtext_keeps_one_fp32_copy) {
+  mem_opts o = {.master_fp32 = true, .fp32_grads = true, .optimizer_states = 2};
+  mem_bytes meg, mt;
+  double P = 70.6e9;
+  mem_model_state(P, 256, 3, GDT_BF16, &o, &meg);
+  cr_assert_float_eq(meg.weights + meg.gradients + meg.optimizer, 18 * P / 256, 1);
+  o.fp32_weights_only = true;
+  mem_model_state(P, 256, 3, GDT_BF16, &o, &mt);
+  cr_assert_float_eq(mt.weights, 4 * P / 256, 1);
+  cr_assert_float_eq(mt.gradients, 4 * P / 256, 1);
+  cr_assert_float_eq(mt.optimizer, 8 * P / 256, 1);
+  /* mem_setup sets it for the maxtext profile only */
+  hw_catalog *c = th_catalog();
+  diag *dg = diag_new();
+  model_opts mo = {0};
+  model *m = model_load("llama3-8b", &mo, dg);
+  cr_assert_not_null(m);
+  plan p = {.framework = framework_find("maxtext")}, mp;
+  mem_setup(m, th_hw(c, "tpu-v6e"), &p, &o, &mp);
+  cr_assert(o.fp32_weights_only);
+  p.framework = framework_find("megatron-core");
+  mem_setup(m, th_hw(c, "h100-sxm"), &p, &o, &mp);
+  cr_assert_not(o.fp32_weights_only);
+  model_free(m);
+  diag_free(dg);
+  hw_catalog_free(c);
+}
