@@ -52,7 +52,7 @@ run hw-badopt 2 hw list --frobnicate && has hw-badopt err "unknown option '--fro
 # --- the catalog ---
 run list 0 hw list
 rows=$(grep -cE '^(tpu-|v100|a100|h100|h200|b200|b300|gb200|gb300|cpu-)' "$OUT/list.out")
-[ "$rows" -eq 16 ] && ok || bad "hw list shows $rows rows, expected 16"
+[ "$rows" -eq 17 ] && ok || bad "hw list shows $rows rows, expected 17"
 run show-gb200 0 hw show gb200 && has show-gb200 out "nvlink-c2c" && has show-gb200 out "[nv-gb200-blog] NVIDIA Technical Blog"
 run show 0 hw show tpu-v5p && has show out "459 TFLOP/s" && has show out "95.0 GiB"
 run show-json 0 hw show tpu-v5p --json && has show-json out '"bf16":	459000000000000'
