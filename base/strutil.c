@@ -32,16 +32,25 @@ int str_distance(const char *a, const char *b, int cap) {
 }
 
 const char *str_suggest(const char *word, const char *const *candidates, int n) {
-  /* A unique completion ("h100" for "h100-sxm") beats a near miss ("h200"). */
+  /* A completion ("h100" for "h100-sxm") beats a near miss ("h200"); of
+  ** several, the one shortest by a margin, the least specific ("h100-sxm"
+  ** before the variant "h100-96gb"); a tie is no suggestion of its own. */
   const char *completion = NULL;
-  int completions = 0;
+  size_t shortest = 0;
+  int ties = 0;
   if (strlen(word) >= 3)
     for (int i = 0; i < n; i++)
       if (strncmp(candidates[i], word, strlen(word)) == 0 && strcmp(candidates[i], word) != 0) {
-        completion = candidates[i];
-        completions++;
+        size_t l = strlen(candidates[i]);
+        if (!completion || l < shortest) {
+          completion = candidates[i];
+          shortest = l;
+          ties = 0;
+        } else if (l == shortest) {
+          ties++;
+        }
       }
-  if (completions == 1) return completion;
+  if (completion && ties == 0) return completion;
   int cap = (int)strlen(word) / 3;
   if (cap < 1) cap = 1;
   const char *best = NULL;

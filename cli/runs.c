@@ -186,9 +186,10 @@ static int csv_check_widths(const runs_csv *t, diag *dg) {
 /* ==== the mapping (tests/validation/mapping.csv) ==== */
 
 typedef enum { MAP_CHIP, MAP_DEVICES, MAP_FRAMEWORK, MAP_BATCH, MAP_MODEL, MAP_PRECISION,
-               MAP_RECOMPUTE, MAP_DEFAULT, MAP_KINDS } map_kind;
+               MAP_RECOMPUTE, MAP_DEFAULT, MAP_OFFLOAD, MAP_SP, MAP_ETP, MAP_KINDS } map_kind;
 static const char *const MAP_KIND_NAMES[] = {"chip",      "devices",   "framework", "batch",
                                              "model",     "precision", "recompute", "default",
+                                             "offload",   "sp",        "etp",
                                              NULL};
 
 typedef struct {
@@ -254,6 +255,32 @@ static int mapping_check_value(const map_entry *e, const char *file, diag *dg) {
     diag_error(dg, file, e->value->line, e->value->col, NULL, "%s", err);
     return -1;
   }
+  if (e->kind == MAP_OFFLOAD && (!strchr(e->key->s, ':') || strchr(e->key->s, ':') == e->key->s ||
+                                 !strchr(e->key->s, ':')[1])) {
+    diag_error(dg, file, e->key->line, e->key->col, "key",
+               "'%.60s': expected RECOMPUTE:PHRASE (the row's recompute cell, a phrase of its "
+               "extra cell)", e->key->s);
+    return -1;
+  }
+  if (e->kind == MAP_OFFLOAD && strcmp(e->value->s, "activations") != 0 &&
+      strcmp(e->value->s, "optimizer") != 0) {
+    const char *s = strcmp(e->value->s, "activation") == 0 ? " (did you mean 'activations'?)" : "";
+    diag_error(dg, file, e->value->line, e->value->col, "value",
+               "'%.40s': expected activations or optimizer (simulate's --offload)%s", e->value->s, s);
+    return -1;
+  }
+  if (e->kind == MAP_SP && strcmp(e->value->s, "with-tp") != 0) {
+    diag_error(dg, file, e->value->line, e->value->col, "value",
+               "'%.40s': expected with-tp (the framework shards the layers' activations over "
+               "the tensor-parallel chips whenever tp > 1)", e->value->s);
+    return -1;
+  }
+  if (e->kind == MAP_ETP && strcmp(e->value->s, "tp") != 0) {
+    diag_error(dg, file, e->value->line, e->value->col, "value",
+               "'%.40s': expected tp (the framework splits each expert's FFN over the "
+               "tensor-parallel chips)", e->value->s);
+    return -1;
+  }
   if (e->kind == MAP_BATCH && strcmp(e->value->s, "per-device") != 0) {
     diag_error(dg, file, e->value->line, e->value->col, "value",
                "'%.40s': expected per-device (a framework whose mbs counts one device's batch)",
@@ -288,8 +315,8 @@ static int mapping_read(runs_mapping *m, const char *file, diag *dg) {
     if (!MAP_KIND_NAMES[k]) {
       const char *s = str_suggest(kind->s, MAP_KIND_NAMES, MAP_KINDS);
       diag_error(dg, file, kind->line, kind->col, "kind",
-                 "'%.40s': expected chip, devices, framework, batch, model, precision, recompute "
-                 "or default%s%s%s",
+                 "'%.40s': expected chip, devices, framework, batch, model, precision, recompute, "
+                 "default, offload, sp or etp%s%s%s",
                  kind->s, s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : "");
       bad = 1;
       continue;
@@ -313,6 +340,20 @@ static const char *map_get(const runs_mapping *m, map_kind k, const char *key) {
   for (int i = 0; i < m->n; i++)
     if (m->e[i].kind == k && strcmp(m->e[i].key->s, key) == 0) return m->e[i].value->s;
   return NULL;
+}
+
+/* The hardware of a row: a chip entry CHIP:PHRASE whose phrase the row's
+** extra cell contains (a variant the notes name: "H100:96GB") wins over
+** the plain CHIP entry. */
+static const char *map_chip(const runs_mapping *m, const runs_row *w) {
+  size_t n = strlen(w->chip);
+  for (int i = 0; i < m->n; i++) {
+    const char *k = m->e[i].key->s;
+    if (m->e[i].kind == MAP_CHIP && strncmp(k, w->chip, n) == 0 && k[n] == ':' && k[n + 1] &&
+        strstr(w->extra, k + n + 1))
+      return m->e[i].value->s;
+  }
+  return map_get(m, MAP_CHIP, w->chip);
 }
 
 /* The framework of a source: the entry whose key is the longest prefix of
@@ -362,7 +403,7 @@ static const char *const COLS[RUNS_C_NCOLS] = {
     "id",  "source", "chip",         "chips",     "model",     "params_B",       "layers",
     "heads", "kv_heads", "seq",      "gbs_seq",   "mbs",       "tp",             "pp",
     "cp",  "vp",     "sp",           "zero_or_fsdp", "recompute", "precision",   "derived_step_s",
-    "ep",  "experts"};
+    "ep",  "experts", "extra"};
 
 typedef struct {
   const runs_csv *t;
@@ -465,6 +506,8 @@ static int rd_row(row_reader *rd, int rec, runs_row *w) {
   w->model = rd_cell(rd, rec, RUNS_C_MODEL)->s;
   w->recompute = rd_cell(rd, rec, RUNS_C_RECOMPUTE)->s;
   w->precision = rd_cell(rd, rec, RUNS_C_PRECISION)->s;
+  const runs_cell *ex = rd_cell(rd, rec, RUNS_C_EXTRA);
+  w->extra = ex ? ex->s : "";
   int bad = 0;
   bad |= rd_int(rd, rec, RUNS_C_CHIPS, 1, CLI_MAX_CHIPS, false, 0, &w->chips);
   bad |= rd_int(rd, rec, RUNS_C_LAYERS, 1, 1 << 20, true, 0, &w->layers);
@@ -695,8 +738,10 @@ static void pp_args(runs_result *r, runs_argv *a) {
 }
 
 /* The parallel sizes: tp, pp, cp, ep and sequence parallelism. */
-static void parallel_args(runs_result *r, runs_argv *a) {
+static void parallel_args(const runs_table *x, runs_result *r, runs_argv *a) {
   const runs_row *w = &r->w;
+  /* a framework that always shards the activations over tp (the mapping's sp) */
+  bool fw_sp = r->framework && map_get(x->map, MAP_SP, r->framework) && w->tp > 1;
   runs_arg(a, "--tp");
   runs_arg(a, "%lld", (long long)w->tp);
   if (w->tp > 1) runs_addf(r->exercises, sizeof r->exercises, ", TP %lld", (long long)w->tp);
@@ -711,8 +756,14 @@ static void parallel_args(runs_result *r, runs_argv *a) {
     runs_arg(a, "%lld", (long long)w->ep);
     runs_addf(r->exercises, sizeof r->exercises, ", EP %lld", (long long)w->ep);
   }
+  /* a framework that splits each expert's FFN over tp (the mapping's etp) */
+  if (r->framework && map_get(x->map, MAP_ETP, r->framework) && w->tp > 1 && w->experts > 1) {
+    runs_arg(a, "--etp");
+    runs_arg(a, "%lld", (long long)w->tp);
+    runs_addf(r->exercises, sizeof r->exercises, ", ETP %lld", (long long)w->tp);
+  }
   /* "1?": sequence parallelism is the recipe's default whenever tp > 1 */
-  if (w->sp == 1 || (w->sp == 2 && w->tp > 1)) {
+  if (w->sp == 1 || (w->sp == 2 && w->tp > 1) || fw_sp) {
     runs_arg(a, "--sp");
     runs_addf(r->exercises, sizeof r->exercises, ", SP");
   }
@@ -737,6 +788,27 @@ static void numeric_args(const runs_table *x, runs_result *r, runs_argv *a) {
   runs_arg(a, "%s", mr ? mr : rc);
   if (strcmp(mr ? mr : rc, "none") != 0)
     runs_addf(r->exercises, sizeof r->exercises, ", %s recompute", mr ? mr : rc);
+}
+
+/* --offload through the mapping: the first entry RECOMPUTE:PHRASE whose
+** recompute is the row's cell and whose phrase its extra cell contains
+** (MaxText reads its per-tensor offload names only under remat_policy
+** custom: src/MaxText/layers/decoders.py get_remat_policy). */
+static void offload_arg(const runs_table *x, runs_result *r, runs_argv *a) {
+  char buf[64];
+  const char *rc = strip_q(r->w.recompute, buf, sizeof buf);
+  size_t n = strlen(rc);
+  for (int i = 0; i < x->map->n; i++) {
+    const map_entry *e = &x->map->e[i];
+    const char *k = e->key->s;
+    if (e->kind != MAP_OFFLOAD || strncmp(k, rc, n) != 0 || k[n] != ':' ||
+        !strstr(r->w.extra, k + n + 1))
+      continue;
+    runs_arg(a, "--offload");
+    runs_arg(a, "%s", e->value->s);
+    runs_addf(r->exercises, sizeof r->exercises, ", %s offload", e->value->s);
+    return;
+  }
 }
 
 /* The features of the model the row names, for the docs' table. */
@@ -777,7 +849,7 @@ static void format_cmd(runs_result *r, const runs_argv *a) {
 int runs_build_args(const runs_table *x, runs_result *r, runs_argv *a) {
   const runs_row *w = &r->w;
   r->framework = map_framework(x->map, w->source);
-  r->hw = map_get(x->map, MAP_CHIP, w->chip);
+  r->hw = map_chip(x->map, w);
   if (!r->hw) r->hw = w->chip;
   const char *dv = map_get(x->map, MAP_DEVICES, w->chip);
   int64_t devices = dv ? atoll(dv) : 1;
@@ -799,7 +871,7 @@ int runs_build_args(const runs_table *x, runs_result *r, runs_argv *a) {
     runs_arg(a, "--framework");
     runs_arg(a, "%s", r->framework);
   }
-  parallel_args(r, a);
+  parallel_args(x, r, a);
   if (w->fsdp && fsdp_args(r, a, devices)) return -1;
   if (!w->fsdp && w->zero > 0) {
     runs_arg(a, "--zero");
@@ -812,6 +884,7 @@ int runs_build_args(const runs_table *x, runs_result *r, runs_argv *a) {
   runs_arg(a, "--seq");
   runs_arg(a, "%lld", (long long)w->seq);
   numeric_args(x, r, a);
+  offload_arg(x, r, a);
   model_features(r);
   if (a->full) {
     snprintf(r->msg, sizeof r->msg, "the command is longer than %d bytes", RUNS_CMD_MAX);

@@ -55,12 +55,14 @@ typedef struct runs_mapping runs_mapping;
 enum { RUNS_C_ID, RUNS_C_SOURCE, RUNS_C_CHIP, RUNS_C_CHIPS, RUNS_C_MODEL, RUNS_C_PARAMS,
        RUNS_C_LAYERS, RUNS_C_HEADS, RUNS_C_KV_HEADS, RUNS_C_SEQ, RUNS_C_GBS, RUNS_C_MBS, RUNS_C_TP,
        RUNS_C_PP, RUNS_C_CP, RUNS_C_VP, RUNS_C_SP, RUNS_C_ZERO, RUNS_C_RECOMPUTE, RUNS_C_PRECISION,
-       RUNS_C_MEASURED, RUNS_C_REQUIRED, RUNS_C_EP = RUNS_C_REQUIRED, RUNS_C_EXPERTS, RUNS_C_NCOLS };
+       RUNS_C_MEASURED, RUNS_C_REQUIRED, RUNS_C_EP = RUNS_C_REQUIRED, RUNS_C_EXPERTS,
+       RUNS_C_EXTRA, RUNS_C_NCOLS };
 
 /* One row, its cells checked: -1 where the row says '?'. */
 typedef struct {
   int rec; /* its record in the table */
   const char *id, *source, *chip, *model, *recompute, *precision;
+  const char *extra;  /* the row's notes ("" when the table has none): the mapping's offload */
   int64_t chips, layers, heads, kv_heads, seq, gbs, tp, pp, cp, vp, ep, experts;
   double mbs, params_b, measured_s;
   int sp;             /* 0, 1, 2 for "1?" (the recipe's: with tp > 1), -1 */

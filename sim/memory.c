@@ -9,6 +9,7 @@
 #include "memory.h"
 
 #include "../base/strutil.h"
+#include "framework.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -51,7 +52,10 @@ void mem_model_state(double params, int64_t dp, int zero, graph_dtype precision,
   bool master = o->master_fp32 && w < 4;
   double g = grad_bytes(precision, o);
   double state = master ? 4 : w;
-  double opt = (master ? 4 : 0) + o->optimizer_states * state;
+  /* one fp32 copy: it is the weights, and the optimizer holds no master */
+  bool one_copy = master && o->fp32_weights_only;
+  double opt = (master && !one_copy ? 4 : 0) + o->optimizer_states * state;
+  if (one_copy) w = 4;
   double frac = o->trainable_fraction > 0 ? o->trainable_fraction : 1;
   double n = dp > 1 ? (double)dp : 1;
   memset(out, 0, sizeof *out);
@@ -239,8 +243,31 @@ static tok_bytes layer_tokens(const shard *c, const wl_tf_dims *d, bool flash, i
   return k;
 }
 
-static layer_mem layer_of(const shard *c, const wl_tf_dims *d, const plan *p, bool flash,
+/* torchtitan's op-level policy, on the layers it is written for: dense
+** ones with multi-head (or grouped-query) attention; a MoE or MLA layer
+** keeps Korthikanti's selective count (its matmuls are not the list below). */
+static bool op_selective(const mem_opts *o, const shard *c, int kind) {
+  return o->op_selective && !((kind & WL_LAYER_MOE) && c->experts > 0) && c->kv_lora <= 0;
+}
+
+/* Saved bytes per token of one dense layer under torchtitan's op-level
+** selective checkpointing (torchtitan@9dec370 parallelize_llama.py:214-262,
+** _save_list and _custom_policy): the block's input (the checkpoint's),
+** the outputs of the odd-numbered aten.mm calls in forward order -- wq, wk,
+** wv, wo, then w1, w3, w2 (models/llama/model.py:189, :253), so q, v, w1's
+** and w2's -- and SDPA's output with its fp32 log-sum-exp; every other op
+** is recomputed from them. A 2-matrix MLP (fc1, fc2) saves q, v and fc1. */
+static double op_selective_tokens(const shard *c, const wl_tf_dims *d) {
+  double mm[7] = {c->qc, c->kvc, c->kvc, c->h, c->fc, d->gated ? c->fc : c->h, c->h};
+  int n = d->gated ? 7 : 6;
+  double saved = c->r * c->h + c->qc; /* the layer input; SDPA's output */
+  for (int i = 0; i < n; i += 2) saved += mm[i];
+  return c->e * saved + 4 * c->ac;
+}
+
+static layer_mem layer_of(const shard *c, const wl_tf_dims *d, const plan *p, const mem_opts *o,
                           int kind) {
+  bool flash = o->flash_attention;
   layer_mem l;
   bool moe = (kind & WL_LAYER_MOE) && c->experts > 0;
   double h = c->h, sb = c->s * c->b;
@@ -259,6 +286,8 @@ static layer_mem layer_of(const shard *c, const wl_tf_dims *d, const plan *p, bo
   l.scores = sb * k.scores;
   if (p->recompute == PLAN_RECOMPUTE_FULL)
     l.act = sb * c->r * c->e * h; /* the layer input */
+  else if (p->recompute == PLAN_RECOMPUTE_SELECTIVE && op_selective(o, c, kind))
+    l.act = sb * op_selective_tokens(c, d);
   else
     l.act = p->recompute == PLAN_RECOMPUTE_SELECTIVE ? sb * kept : l.act_none;
   /* the largest tensor: the layer output, the MLP's (or an expert's)
@@ -455,17 +484,35 @@ static void stage_state(const memctx *x, const span *t, double embed, mem_bytes 
   }
 }
 
+/* Bytes of a stored logit and of its gradient: fp32 where the loss runs in
+** fp32 on materialized logits (Megatron-LM's vocab_parallel_cross_entropy,
+** torchtitan's cross_entropy(pred.float())), or mem_setup's figure. */
+static double logit_bytes(const mem_opts *o) { return o->logit_bytes > 0 ? o->logit_bytes : 4; }
+
 /* Buffers of one layer's step: its largest tensor's gradient, what
-** recompute rematerializes, collective buffers (docs/memory.md). */
+** recompute rematerializes, collective buffers (docs/memory.md).
+** On the last stage the backward starts with the loss: the logits'
+** gradient lives beside the saved logits (counted in the activations);
+** both are freed once the LM head's backward has used them, before the
+** first layer's backward rematerializes anything. So the two phases do
+** not add: the temporary is the larger of the logits' gradient and the
+** layer's buffers less the logits freed by then. */
 static double stage_temporary(const memctx *x, const span *t, bool last) {
   const plan *p = x->p;
   const shard *c = &x->c;
   double sb = c->s * c->b;
-  double big = t->big_max;
-  if (!x->o->layers_only && last && 4 * sb * c->vc > big) big = 4 * sb * c->vc;
-  double remat = p->recompute == PLAN_RECOMPUTE_FULL        ? t->none_max
-                 : p->recompute == PLAN_RECOMPUTE_SELECTIVE ? t->scores_max
-                                                            : 0;
+  /* what recompute rematerializes for the layer in backward: all of it
+  ** (full), what the op-level policy did not save, or the attention core */
+  double remat = p->recompute == PLAN_RECOMPUTE_FULL ? t->none_max
+                 : p->recompute != PLAN_RECOMPUTE_SELECTIVE ? 0
+                 : x->o->op_selective ? t->none_max - t->act_max
+                                      : t->scores_max;
+  double layer = t->big_max + remat, big = layer;
+  if (!x->o->layers_only && last) {
+    double saved = logit_bytes(x->o) * sb * c->vc; /* one micro-batch's logits */
+    double grad = x->o->logit_grad_bytes > 0 ? x->o->logit_grad_bytes * sb * c->vc : saved;
+    big = layer - saved > grad ? layer - saved : grad;
+  }
   double coll = 0;
   if (p->sp && p->tp > 1) coll += sb * c->e * c->h; /* all-gathered input */
   if (p->pp > 1) coll += 2 * sb * c->r * c->e * c->h; /* p2p send + receive */
@@ -488,7 +535,7 @@ static double stage_temporary(const memctx *x, const span *t, bool last) {
     coll += (p->param_gather_overlap ? 2 : 1) * lw * per;
   }
   if (dp_shards && p->zero >= 2) coll += lw * grad_bytes(p->precision, x->o);
-  return big + remat + coll;
+  return big + coll;
 }
 
 /* DeepSeek-V3's multi-token prediction modules (§2.2; Megatron-Core's MTP),
@@ -508,7 +555,8 @@ static void mtp_add(const memctx *x, span *t, double *act) {
   m.gemms += n;
   span_merge(t, &m);
   double sb = c->s * c->b;
-  *act = n * (l->act + sb * (2 * c->r * c->e * c->h + 2 * c->r * c->e * c->h + 4 * c->vc));
+  *act = n * (l->act + sb * (2 * c->r * c->e * c->h + 2 * c->r * c->e * c->h +
+                             logit_bytes(x->o) * c->vc));
 }
 
 /* Stage i's memory, without the runtime's (the same on every stage). */
@@ -544,7 +592,7 @@ static void stage_mem(const memctx *x, int64_t i, mem_bytes *out) {
     ** fp32 logits of the loss on the last */
     if (first) ends += first_mbs * sb * c->r * c->mask * c->h;
     double out_mbs = p->schedule == PLAN_GPIPE ? (double)x->m : 1;
-    if (last) ends += out_mbs * sb * (2 * c->r * c->e * c->h + 4 * c->vc);
+    if (last) ends += out_mbs * sb * (2 * c->r * c->e * c->h + logit_bytes(x->o) * c->vc);
   }
   /* activation offload: the host keeps them all but the layer computing
   ** and one in transfer */
@@ -621,11 +669,12 @@ static int check_options(const mem_opts *o, char *err, size_t errn) {
                 "capacity %g)", o->optimizer_states, o->trainable_fraction, o->capacity_bytes);
   if (!(o->fragmentation >= 0 && o->fragmentation < 1) || !(o->runtime_bytes >= 0) ||
       !(o->comm_group_bytes >= 0) || !(o->comm_pair_bytes >= 0) || !(o->expert_params >= 0) ||
-      !(o->capacity_factor >= 0))
+      !(o->capacity_factor >= 0) || !(o->logit_bytes >= 0) || !(o->logit_grad_bytes >= 0))
     return str_errf(err, errn, "memory: bad runtime options (fragmentation %g of 0..1, runtime %g, "
-                "communicators %g and %g, expert parameters %g, capacity factor %g: none negative)",
+                "communicators %g and %g, expert parameters %g, capacity factor %g, logit bytes "
+                "%g: none negative)",
                 o->fragmentation, o->runtime_bytes, o->comm_group_bytes, o->comm_pair_bytes,
-                o->expert_params, o->capacity_factor);
+                o->expert_params, o->capacity_factor, o->logit_bytes);
   return 0;
 }
 
@@ -778,7 +827,7 @@ int mem_transformer(const wl_tf_dims *d, const plan *p, const mem_opts *o, mem_b
   bool mixed = d->window > 0 || (x.c.experts > 0 && (d->first_dense > 0 || d->moe_every > 1));
   x.uniform = mixed ? -1 : wl_tf_layer_kind(d, 0);
   for (int k = 0; k < WL_LAYER_KINDS; k++)
-    if (mixed || k == x.uniform) x.kind[k] = layer_of(&x.c, d, p, o->flash_attention, k);
+    if (mixed || k == x.uniform) x.kind[k] = layer_of(&x.c, d, p, o, k);
   /* stages differ in layers and kinds only when the split or the model
   ** makes them: then every stage is computed, else the first and the last
   ** (a middle stage holds the first's layers with fewer in flight) */
@@ -1001,6 +1050,28 @@ void mem_setup(const model *m, const hw_model *hw, const plan *p, mem_opts *o, p
   o->flash_attention = p->attention == PLAN_ATTN_FLASH;
   o->expert_params = (double)m->expert_params;
   runtime_for(hw, o);
+  /* torchtitan's "selective" is its op-level policy (framework.c) */
+  int f = p->framework, nf = 0;
+  while (framework_names[nf]) nf++;
+  /* MaxText keeps its parameters in weight_dtype float32 and casts them to
+  ** dtype bfloat16 where a layer uses them; Adam's mu inherits weight_dtype
+  ** (configs/base.yml: weight_dtype, dtype, mu_dtype; grad_dtype float32):
+  ** 4 + 4 + 8 B a parameter, no separate 16-bit copy */
+  o->fp32_weights_only = f >= 0 && f < nf && strcmp(framework_names[f], "maxtext") == 0;
+  o->op_selective = f >= 0 && f < nf && frameworks[f].selective_mm_share > 0;
+  /* torchtitan's loss is F.cross_entropy(pred.flatten(0, 1).float(), ..),
+  ** eager and unfused (torchtitan@9dec370 train.py:131-138): log_softmax
+  ** saves its fp32 output (the stored logits, 4 B) and its backward holds
+  ** the fp32 gradient it is given and the fp32 one it returns, 8 B a logit
+  ** beside them, before .float()'s backward casts to bf16 */
+  if (f >= 0 && f < nf && strcmp(framework_names[f], "torchtitan") == 0) o->logit_grad_bytes = 8;
+  /* XLA (every TPU stack) keeps the logits in the dot's dtype: MaxText
+  ** computes them in bf16 (base.yml logits_dot_in_fp32: False) and its
+  ** fp32 cast (cast_logits_to_fp32: True) is elementwise, fused by XLA
+  ** into the loss's reductions rather than stored; the cast's transpose
+  ** in JAX's autodiff turns the fp32 cotangent back to bf16 before the
+  ** two backward dots, so the logits' gradient is stored in bf16 too */
+  if (hw->kind == HW_TPU) o->logit_bytes = elem_bytes(p->precision);
   *mp = *p;
 }
 

@@ -24,6 +24,8 @@
 ** runtime reserve or fragmentation (mem_setup fills those per chip kind). */
 typedef struct {
   bool master_fp32;        /* 16-bit weights + an fp32 master copy in the optimizer */
+  bool fp32_weights_only;  /* with master_fp32: the fp32 weights are the only copy, cast
+                           ** to 16 bits per use inside the step (MaxText's weight_dtype) */
   bool fp32_grads;         /* gradients kept in fp32 (Megatron's main_grad) */
   int optimizer_states;    /* per parameter: 2 Adam(W), 1 momentum, 0 SGD */
   double trainable_fraction; /* trainable / all parameters (LoRA); 0 means 1 */
@@ -47,6 +49,12 @@ typedef struct {
                            ** on what is allocated and freed within a step */
   bool gemm_any_layout;    /* low-precision GEMMs read either operand layout, so one
                            ** quantized copy serves forward and backward (Blackwell) */
+  bool op_selective;       /* "selective" recompute is torchtitan's op-level policy
+                           ** (every second matmul's output, attention's kept), not
+                           ** Korthikanti's (the attention core recomputed) */
+  double logit_bytes;      /* a stored logit (and its gradient); 0: 4 (fp32 loss) */
+  double logit_grad_bytes; /* what the loss's backward holds beside the stored logits,
+                           ** per logit; 0: logit_bytes (one gradient) */
 } mem_opts;
 
 /* Per chip, bytes, on the worst pipeline stage (every stage is computed

@@ -52,7 +52,7 @@ run hw-badopt 2 hw list --frobnicate && has hw-badopt err "unknown option '--fro
 # --- the catalog ---
 run list 0 hw list
 rows=$(grep -cE '^(tpu-|v100|a100|h100|h200|b200|b300|gb200|gb300|cpu-)' "$OUT/list.out")
-[ "$rows" -eq 16 ] && ok || bad "hw list shows $rows rows, expected 16"
+[ "$rows" -eq 17 ] && ok || bad "hw list shows $rows rows, expected 17"
 run show-gb200 0 hw show gb200 && has show-gb200 out "nvlink-c2c" && has show-gb200 out "[nv-gb200-blog] NVIDIA Technical Blog"
 run show 0 hw show tpu-v5p && has show out "459 TFLOP/s" && has show out "95.0 GiB"
 run show-json 0 hw show tpu-v5p --json && has show-json out '"bf16":	459000000000000'
@@ -402,7 +402,17 @@ has validate-public-runs-modern out "4 not expressible"
 #    chips is all of dp: plain FSDP
 #  mb-26.06-llama31_405b-h100: 126 layers on pp 8 x vp 8 = 64 stages only with embedding and loss
 grep -q '^iw-v7x256-gemma4_26b-bf16-s4096 .*\$ tpusim simulate tests/validation/models/gemma4-26b.json --hw tpu-v7x --chips 256 --framework maxtext --tp 1 --pp 1 --fsdp --hsdp 128 --mbs 32 --gbs 8192 --seq 4096 --precision bf16$' "$OUT/validate-public-runs-modern.out" && ok || bad "validate: v7x devices not converted to chips"
-grep -q -- '^tr-v5p128-llama4_maverick .* --hw tpu-v5p --chips 128 --framework maxtext --tp 4 --pp 1 --fsdp --mbs 16 --gbs 512 ' "$OUT/validate-public-runs-modern.out" && ok || bad "validate: MaxText's per-device batch not converted"
+#    MaxText shards activations and the experts' FFN over tensor (mapping: sp, etp), and its
+#    remat_policy custom with dli/out/q/k/v offload keeps the layer input on the host
+grep -q -- '^tr-v5p128-llama4_maverick .* --hw tpu-v5p --chips 128 --framework maxtext --tp 4 --pp 1 --etp 4 --sp --fsdp --mbs 16 --gbs 512 .* --offload activations$' "$OUT/validate-public-runs-modern.out" && ok || bad "validate: MaxText's per-device batch not converted"
+# Memory mapping (docs/memory.md): decoder_layer_input offloaded only under remat custom (the
+# gemma4 v7x64 row says remat=full and dli offload: MaxText ignores the names), torchtitan's
+# Grand Teton H100 is the 96 GB part
+grep -q -- '^tr-v6e256-llama31_70b-pdbs5 .* --precision bf16 --offload activations$' "$OUT/validate-public-runs-modern.out" && ok || bad "validate: MaxText's decoder_layer_input offload"
+grep -q -- '^iw-v7x64-gemma4_26b-bf16-s4096 .* --recompute full$' "$OUT/validate-public-runs-modern.out" && ok || bad "validate: offload names under remat full"
+[ "$(grep -c '^tt2412-h100-.* --hw h100-96gb ' "$OUT/validate-public-runs-modern.out")" -eq 8 ] && ok || bad "validate: torchtitan's 96 GB H100"
+printf 'kind,key,value\noffload,custom,activations\noffload,custom:dli,activation\n' >"$OUT/map-badoff.csv"
+run validate-badoff 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-badoff.csv" && has validate-badoff err "map-badoff.csv:2:9: key: 'custom': expected RECOMPUTE:PHRASE" && has validate-badoff err "map-badoff.csv:3:20: value: 'activation': expected activations or optimizer" && has validate-badoff err "(did you mean 'activations'?)"
 grep -q -- '^mb-26.06-llama31_405b-h100-fp8-1024g-gbs1536 .* --tp 8 --pp 8 --pp-schedule interleaved:8 --pp-split-embedding --pp-split-loss --cp 2 --sp --zero 1 ' "$OUT/validate-public-runs-modern.out" && ok || bad "validate: 405B's pipeline split"
 run validate-only 0 validate "$SHARED/reference/public-runs.csv" --only k22-1t-ss
 has validate-only out "rows run " && has validate-only out " of 1 ("

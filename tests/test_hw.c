@@ -21,7 +21,8 @@ static const hw_model *get(const hw_catalog *c, const char *name) { return th_hw
 /* The names are a contract (shared/design.md): scripts pass them to --hw. */
 Test(hw_catalog, holds_exactly_the_contract_names) {
   static const char *const names[] = {"tpu-v4", "tpu-v5e",  "tpu-v5p",  "tpu-v6e",  "tpu-v7x",
-                                      "v100",   "a100-40g", "a100-80g", "h100-sxm", "h200",
+                                      "v100",   "a100-40g", "a100-80g", "h100-sxm", "h100-96gb",
+                                      "h200",
                                       "b200",   "b300",     "gb200",    "gb300",    "cpu-spr",
                                       "cpu-genoa"};
   hw_catalog *c = builtin();

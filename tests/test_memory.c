@@ -13,6 +13,7 @@
 #include <criterion/criterion.h>
 
 #include "../hw_models/hw_catalog.h"
+#include "../sim/framework.h"
 #include "../sim/memory.h"
 #include "helpers.h"
 
@@ -880,14 +881,19 @@ Test(memory_validation, k22b_on_64_a100_tp_only_does_not_fit) {
   double act = 48 * s * b * h * (10 + 24 / t + 5 * a * s / (h * t)) + s * b * h +
                s * b * (4 * h + 4 * V / t);
   cr_assert_float_eq(m.activations, act, 1);
-  /* the a/t x s x s softmax of one micro-batch in 16 bits */
-  double temp = 8 * s * s * b * 2;
+  /* the larger of the two phases of the backward's start, less the saved
+  ** logits freed between them: the loss's (the fp32 logits' gradient,
+  ** 4 s b V / t = 210 MB) and the last layer's (the a/t x s x s softmax's
+  ** gradient in 16 bits, 268 MB, less the 210 MB of logits freed) */
+  double logits = 4 * s * b * V / t, softmax = 8 * s * s * b * 2;
+  cr_assert_gt(logits, softmax - logits);
+  double temp = logits;
   cr_assert_float_eq(m.temporary, temp, 1);
   cr_assert_float_eq(m.comm, 2 * 688 * MIB, 1); /* tp 8 and dp 8 */
   /* no recompute: a regular step, no fragmentation counted */
   double peak = 18 * P + act + temp + (739 + 1376) * MIB;
   cr_assert_float_eq(m.peak, peak, 1);
-  near(m.peak / GIB, 108.25, 0.0005, "22B TP only"); /* the figure docs/memory.md prints */
+  near(m.peak / GIB, 108.20, 0.0005, "22B TP only"); /* the figure docs/memory.md prints */
   /* Fig. 1's own parts already exceed the 80 GB: 45.56 + 59.25 GiB */
   cr_assert_not(m.fits);
 }
@@ -906,14 +912,17 @@ Test(memory_validation, k22b_on_64_a100_seq_selective_fits) {
   ** mask sbh/t, norm and head inputs 4sbh/t, logits 4 s b V / t */
   double act = 48 * 34 * s * b * h / t + s * b * h / t + s * b * (4 * h / t + 4 * V / t);
   cr_assert_float_eq(m.activations, act, 1);
-  /* the largest tensor (the a/t x s x s softmax in 16 bits, larger than
-  ** the fp32 logits 4 s b V / t), the recomputed scores of one layer
-  ** (5 a s^2 b / t), SP's all-gathered input (2 sbh) */
-  double temp = 2 * 64 / t * s * s * b + 5 * 64 * s * s * b / t + 2 * s * b * h;
+  /* the last layer's phase: its largest tensor (the a/t x s x s softmax in
+  ** 16 bits) and its recomputed scores (5 a s^2 b / t), less the fp32
+  ** logits (4 s b V / t) freed before it -- larger than the loss's phase,
+  ** the logits' gradient 4 s b V / t; and SP's all-gathered input (2 sbh) */
+  double layer = 2 * 64 / t * s * s * b + 5 * 64 * s * s * b / t, logits = 4 * s * b * V / t;
+  cr_assert_gt(layer - logits, logits);
+  double temp = layer - logits + 2 * s * b * h;
   cr_assert_float_eq(m.temporary, temp, 1);
   double peak = 18 * P + act + temp + (739 + 1376) * MIB + 0.15 / 0.85 * (act + temp);
   cr_assert_float_eq(m.peak, peak, 1);
-  near(m.peak / GIB, 60.98, 0.0005, "22B seq + selective"); /* docs/memory.md */
+  near(m.peak / GIB, 60.75, 0.0005, "22B seq + selective"); /* docs/memory.md */
   cr_assert(m.fits);
 }
 
@@ -976,22 +985,22 @@ Test(memory_validation, torchtitan_cp_rows_flat_per_chip) {
     plan p = {.dp = 8 / cp, .tp = 1, .pp = 1, .cp = cp, .chips = 8, .mbs = 1, .gbs = 8 / cp,
               .seq = 32768 * cp, .zero = 3, .param_gather_overlap = true,
               .recompute = PLAN_RECOMPUTE_FULL, .precision = GDT_BF16, .gemm = PLAN_GEMM_FP8_CS,
-              .schedule = PLAN_1F1B, .attention = PLAN_ATTN_FLASH};
+              .schedule = PLAN_1F1B, .attention = PLAN_ATTN_FLASH,
+              .framework = framework_find("torchtitan")};
     mem_opts o;
     plan mp;
     mem_setup(m, th_hw(c, "h100-sxm"), &p, &o, &mp);
     mem_bytes r = run(&m->info.tf, &mp, &o);
     /* what the caching allocator holds: the peak less the context and NCCL */
     got[i] = (r.peak - r.runtime - r.comm) / GIB;
-    cr_assert_lt(got[i], measured[i], "cp %lld: %.2f GiB", (long long)cp, got[i]);
-    /* the two known differences, each from the run's code (torchtitan @
-    ** 9dec370): its loss is F.cross_entropy(pred.float()), unfused, whose
-    ** backward holds the saved fp32 log-probabilities, their gradient and
-    ** the logits' gradient, 12 B a logit against the 8 counted here (+4 B x
-    ** 32768 x 128256); FSDP2 keeps fp32 parameters (4 B, no separate
-    ** master), Adam's 8 B and fp32 gradients: 16 B a parameter over 8
-    ** ranks against the 18 counted here (-2 B x P / 8) */
-    double recon = got[i] + 4.0 * 32768 * 128256 / GIB - 2 * r.params / 8 / GIB;
+    /* torchtitan's unfused fp32 loss is counted (mem_setup: 12 B a logit
+    ** at the loss's backward, torchtitan@9dec370 train.py:131); the one
+    ** known difference left, from the run's code: FSDP2 keeps fp32
+    ** parameters (4 B, no separate master), Adam's 8 B and fp32
+    ** gradients: 16 B a parameter over 8 ranks against the 18 counted
+    ** here (-2 B x P / 8 = -1.87 GiB) */
+    near(got[i], measured[i], 0.03, "torchtitan Table 2");
+    double recon = got[i] - 2 * r.params / 8 / GIB;
     near(recon, measured[i], 0.02, "torchtitan Table 2, reconciled");
     if (got[i] < lo) lo = got[i];
     if (got[i] > hi) hi = got[i];
@@ -1048,4 +1057,150 @@ Test(memory_kinds, latent_attention_shared_experts_and_mtp) {
   cr_assert_float_eq(mt.params - base.params, 12 * h * h + 13 * h + 2 * h * h + 2 * h, 1e-3);
   cr_assert_float_eq(mt.activations - base.activations,
                      base.act_layer + 4096 * (4 * h + 4 * h + 4 * 51200.0), 1e-3);
+}
+
+/* ---- what a framework saves and stores (mem_setup by framework and chip) ---- */
+
+/* The Table 1 / Table 3 plan of torchtitan's H100 benchmark: Llama 3.1 8B,
+** FSDP over n GPUs, local batch 2, sequence 8192, selective (op) AC, bf16. */
+static mem_bytes tt_llama8b(const model *m, const hw_model *hw, int64_t n, mem_opts *o) {
+  plan p = {.dp = n, .tp = 1, .pp = 1, .chips = n, .mbs = 2, .gbs = 2 * n, .seq = 8192,
+            .zero = 3, .param_gather_overlap = true, .recompute = PLAN_RECOMPUTE_SELECTIVE,
+            .precision = GDT_BF16, .schedule = PLAN_1F1B, .attention = PLAN_ATTN_FLASH,
+            .framework = framework_find("torchtitan")};
+  plan mp;
+  mem_setup(m, hw, &p, o, &mp);
+  return run(&m->info.tf, &mp, o);
+}
+
+/* torchtitan's op-level policy (torchtitan@9dec370 parallelize_llama.py
+** :214-262): a Llama layer keeps its input, the outputs of the 1st, 3rd,
+** 5th and 7th aten.mm -- wq (h), wv (kv = 8 heads x 128), w1 (f) and w2
+** (h) -- and SDPA's output (h) with its fp32 log-sum-exp (4 B x 32 heads):
+** 2 x (4096 + 4096 + 1024 + 14336 + 4096 + 4096) + 4 x 32 = 63616 B a
+** token, 46 % of the 139264 B Korthikanti's selective keeps (2 x 4h of
+** norms and inputs, 2 x (q + 2kv) + 2q of attention, 3 x 2f of the MLP) */
+Test(memory_framework, torchtitan_op_selective_keeps_every_second_matmul) {
+  hw_catalog *c = th_catalog();
+  diag *dg = diag_new();
+  model_opts mo = {0};
+  model *m = model_load("llama3-8b", &mo, dg);
+  cr_assert_not_null(m);
+  mem_opts o;
+  mem_bytes r = tt_llama8b(m, th_hw(c, "h100-sxm"), 8, &o);
+  cr_assert(o.op_selective);
+  double tokens = 2 * 8192;
+  cr_assert_float_eq(r.act_layer, tokens * 63616, 1);
+  /* Megatron-Core's "selective" on the same plan: the attention core (and its
+  ** log-sum-exp) recomputed, everything else kept */
+  plan p = {.dp = 8, .tp = 1, .pp = 1, .chips = 8, .mbs = 2, .gbs = 16, .seq = 8192, .zero = 1,
+            .recompute = PLAN_RECOMPUTE_SELECTIVE, .precision = GDT_BF16,
+            .schedule = PLAN_1F1B, .attention = PLAN_ATTN_FLASH,
+            .framework = framework_find("megatron-core")};
+  plan mp;
+  mem_setup(m, th_hw(c, "h100-sxm"), &p, &o, &mp);
+  cr_assert_not(o.op_selective);
+  mem_bytes k = run(&m->info.tf, &mp, &o);
+  cr_assert_float_eq(k.act_layer, tokens * 139264, 1, "%.1f", k.act_layer / tokens);
+  model_free(m);
+  diag_free(dg);
+  hw_catalog_free(c);
+}
+
+/* Published: torchtitan benchmarks/llama3_h100_202412_torchtitan.md
+** (Grand Teton H100, 96 GB), Table 1 (8 GPUs) and Table 3 (128 GPUs),
+** "FSDP" rows (eager): 82.4 and 67.0 GiB, the caching allocator's
+** reserved peak (torchtitan@9dec370 metrics.py:62, reserved_bytes.all.peak:
+** no CUDA context, no NCCL), so peak - runtime - comm here. With
+** torch.compile the same runs read 77.0 and 62.0 GiB: compiled blocks
+** fuse the recomputed ops' temporaries, which this model does not
+** count apart (5 GiB, the same at 8 and 128 GPUs). */
+Test(memory_validation, torchtitan_llama8b_fsdp_tables_1_and_3) {
+  hw_catalog *c = th_catalog();
+  diag *dg = diag_new();
+  model_opts mo = {0};
+  model *m = model_load("llama3-8b", &mo, dg);
+  cr_assert_not_null(m);
+  const int64_t gpus[2] = {8, 128};
+  const double eager_gib[2] = {82.4, 67.0};
+  double got[2];
+  for (int i = 0; i < 2; i++) {
+    mem_opts o;
+    mem_bytes r = tt_llama8b(m, th_hw(c, "h100-sxm"), gpus[i], &o);
+    got[i] = (r.peak - r.runtime - r.comm) / GIB;
+    near(got[i], eager_gib[i], 0.03, "torchtitan FSDP (eager), reserved GiB");
+  }
+  /* the difference is the sharded state alone: 18 B x P x (1/8 - 1/128)
+  ** here; measured 15.4 GiB (FSDP2's 16 B would give 14.0) */
+  near(got[0] - got[1], 82.4 - 67.0, 0.06, "8 vs 128 GPUs");
+  model_free(m);
+  diag_free(dg);
+  hw_catalog_free(c);
+}
+
+/* On a TPU the logits and their gradient are stored in the compute dtype
+** (mem_setup: MaxText base.yml logits_dot_in_fp32 False, the fp32 cast
+** fused by XLA): for a last stage without recompute the loss adds
+** sb (2 e h + e V) saved (the final norm's and the head's inputs, the
+** logits) and e s b V of gradient, e = 2, against 4 + 4 B a logit on a GPU. */
+Test(memory_framework, xla_logits_in_the_compute_dtype) {
+  hw_catalog *c = th_catalog();
+  diag *dg = diag_new();
+  model_opts mo = {0};
+  model *m = model_load("llama3-8b", &mo, dg);
+  cr_assert_not_null(m);
+  plan p = {.dp = 8, .tp = 1, .pp = 1, .chips = 8, .mbs = 1, .gbs = 8, .seq = 8192, .zero = 3,
+            .recompute = PLAN_RECOMPUTE_FULL, .precision = GDT_BF16, .schedule = PLAN_1F1B,
+            .attention = PLAN_ATTN_FLASH, .framework = framework_find("maxtext")};
+  mem_opts o, g;
+  plan mp, gp;
+  mem_setup(m, th_hw(c, "tpu-v5p"), &p, &o, &mp);
+  cr_assert_float_eq(o.logit_bytes, 2, 0);
+  mem_setup(m, th_hw(c, "h100-sxm"), &p, &g, &gp);
+  cr_assert_float_eq(g.logit_bytes, 0, 0); /* 4: the default */
+  g = o;
+  g.logit_bytes = 0;
+  mem_bytes t = run(&m->info.tf, &mp, &o), u = run(&m->info.tf, &mp, &g);
+  double sV = 8192.0 * 128256;
+  /* the saved logits: 2 B against 4 B */
+  cr_assert_float_eq(u.activations - t.activations, 2 * sV, 1);
+  /* the loss's phase is the larger here: the gradient, 2 B against 4 B
+  ** (a fully recomputed layer of 8192 tokens is 1.1 GB, the logits 2.1 GB) */
+  cr_assert_float_eq(u.temporary - t.temporary, 2 * sV, 1);
+  model_free(m);
+  diag_free(dg);
+  hw_catalog_free(c);
+}
+
+/* MaxText's state (configs/base.yml: weight_dtype float32, grad_dtype
+** float32, mu_dtype inheriting weight_dtype): fp32 weights that are the
+** only copy, fp32 gradients, Adam's two fp32 moments -- 4 + 4 + 8 = 16 B a
+** parameter, against Megatron's 2 + 4 + (4 master + 8) = 18 B. ZeRO-3 over
+** 256: each divided by 256. */
+Test(memory_framework, maxtext_keeps_one_fp32_copy) {
+  mem_opts o = {.master_fp32 = true, .fp32_grads = true, .optimizer_states = 2};
+  mem_bytes meg, mt;
+  double P = 70.6e9;
+  mem_model_state(P, 256, 3, GDT_BF16, &o, &meg);
+  cr_assert_float_eq(meg.weights + meg.gradients + meg.optimizer, 18 * P / 256, 1);
+  o.fp32_weights_only = true;
+  mem_model_state(P, 256, 3, GDT_BF16, &o, &mt);
+  cr_assert_float_eq(mt.weights, 4 * P / 256, 1);
+  cr_assert_float_eq(mt.gradients, 4 * P / 256, 1);
+  cr_assert_float_eq(mt.optimizer, 8 * P / 256, 1);
+  /* mem_setup sets it for the maxtext profile only */
+  hw_catalog *c = th_catalog();
+  diag *dg = diag_new();
+  model_opts mo = {0};
+  model *m = model_load("llama3-8b", &mo, dg);
+  cr_assert_not_null(m);
+  plan p = {.framework = framework_find("maxtext")}, mp;
+  mem_setup(m, th_hw(c, "tpu-v6e"), &p, &o, &mp);
+  cr_assert(o.fp32_weights_only);
+  p.framework = framework_find("megatron-core");
+  mem_setup(m, th_hw(c, "h100-sxm"), &p, &o, &mp);
+  cr_assert_not(o.fp32_weights_only);
+  model_free(m);
+  diag_free(dg);
+  hw_catalog_free(c);
 }

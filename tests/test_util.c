@@ -69,6 +69,10 @@ Test(strutil, suggest) {
   cr_assert_str_eq(str_suggest("tpu-v5q", names, 4), "tpu-v5p");
   cr_assert_str_eq(str_suggest("h100", names, 4), "h100-sxm");
   cr_assert_null(str_suggest("mi300x", names, 4));
+  /* of several completions the shortest, the least specific; a tie none */
+  const char *variants[] = {"h100-96gb", "h100-sxm", "v100", "a100-40g", "a100-80g"};
+  cr_assert_str_eq(str_suggest("h100", variants, 5), "h100-sxm");
+  cr_assert_str_eq(str_suggest("a100", variants, 5), "v100"); /* no completion wins: the near miss */
 }
 
 Test(strutil, copy_truncates_and_says_so) {
