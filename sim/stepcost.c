@@ -53,11 +53,28 @@ static bool measured_attention(const hw_model *hw) {
 
 int step_time_graph_ops(const hw_model *hw, const graph *g, bool flash, opcost *costs,
                         phase_times *out, op_times *ops, char *err, size_t errn) {
-  return step_time_graph_gemm(hw, NULL, g, flash ? 1 : 0, costs, out, ops, err, errn);
+  return step_time_graph_gemm(hw, NULL, g, flash ? 1 : 0, false, costs, out, ops, err, errn);
+}
+
+/* The tokens per expert of kernel k when it holds a grouped expert GEMM,
+** else 0. The MoE builder's expert dots and their two gradients (autodiff's
+** transpose rule) all take [E, C, *] as their left operand, batched over
+** the E experts: C is the tokens a group. Nothing else in a transformer
+** layer is a rank-3 dot with one batch dimension (the attention's are rank
+** 4 and 5, the linear layers' unbatched). */
+static double grouped_tokens(const graph *g, const fuse_plan *fp, int k) {
+  for (int i = fp->first[k]; i <= fp->root[k]; i++) {
+    const graph_op *op = graph_get(g, i);
+    if (fp->group_of[i] != k || op->kind != GOP_DOT || op->layer < 0) continue;
+    const graph_shape *l = &graph_get(g, op->in[0])->out;
+    if (l->rank == 3 && op->lhs_batch.n == 1 && op->lhs_batch.d[0] == 0) return (double)l->dim[1];
+  }
+  return 0;
 }
 
 int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const graph *g, double flash,
-                         opcost *costs, phase_times *out, op_times *ops, char *err, size_t errn) {
+                         bool moe, opcost *costs, phase_times *out, op_times *ops, char *err,
+                         size_t errn) {
   fuse_plan *fp = fuse_graph_dup(g);
   if (!fp) return str_errf(err, errn, "out of memory");
   bool measured = measured_attention(hw);
@@ -85,6 +102,11 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
     const hw_model *kh = gemm_hw && op->layer >= 0 && !core ? gemm_hw : hw;
     if ((rc = optime_kernel(kh, g, fp, k, &kc, &r, err, errn)) != 0) break;
     double t = r.time_s;
+    /* a grouped expert GEMM at few tokens per expert streams each expert's
+    ** weights for little arithmetic: its matrix time at the chip's measured
+    ** grouped rate (hw_grouped_gemm_factor), the roofline kept */
+    double m_grp = moe && !core ? grouped_tokens(g, fp, k) : 0;
+    if (m_grp > 0) t = fmax(r.compute_s / hw_grouped_gemm_factor(kh, m_grp), r.memory_s) + r.overhead_s;
     if (flash > 0 && core) {
       t = 0;
       for (int i = fp->first[k]; i <= root && rc == 0; i++) {
@@ -234,8 +256,14 @@ static int time_kind(const model *m, const hw_model *hw, const hw_model *ghw, co
     double nb = ceil(keys / 128);
     flash = d->encoder || d->layers == 0 ? 1 : (nb + 1) / (2 * nb);
   }
-  int rc = step_time_graph_gemm(hw, ghw, one->g, flash, p->cost_cache, &t1, NULL, err, errn);
-  if (rc == 0) rc = step_time_graph_gemm(hw, ghw, two->g, flash, p->cost_cache, &t2, NULL, err, errn);
+  /* the layers timed are MoE layers: of that kind, or the model's own when
+  ** every layer is MoE (a single kind) */
+  const wl_tf_dims *dm = &m->info.tf;
+  bool moe = dm->experts > 0 && (kind >= 0 ? (kind & WL_LAYER_MOE) != 0
+                                           : (wl_tf_layer_kind(dm, 0) & WL_LAYER_MOE) != 0);
+  int rc = step_time_graph_gemm(hw, ghw, one->g, flash, moe, p->cost_cache, &t1, NULL, err, errn);
+  if (rc == 0)
+    rc = step_time_graph_gemm(hw, ghw, two->g, flash, moe, p->cost_cache, &t2, NULL, err, errn);
   kc->layer_params = (double)(two->trainable_params - one->trainable_params);
   kc->head_params = (double)one->trainable_params - kc->layer_params;
   model_free(one);
