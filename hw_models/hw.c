@@ -100,6 +100,14 @@ static const hw_field FIELDS[] = {
      "absent: timing assumes 1.0"},
     {"chip.fp8_matmul_efficiency", HWF_NUM, OFF(chip.fp8_matmul_efficiency), 0, FIG | HWF_POS,
      NULL, 0, 1, "", "absent: timing assumes matmul_efficiency"},
+    {"chip.grouped_gemm.m256", HWF_NUM, OFF(chip.grouped_gemm_eff[0]), 0, FIG | HWF_POS, NULL, 0, 1,
+     "", "absent: grouped GEMMs at the large-GEMM rate"},
+    {"chip.grouped_gemm.m512", HWF_NUM, OFF(chip.grouped_gemm_eff[1]), 0, FIG | HWF_POS, NULL, 0, 1,
+     "", "absent: grouped GEMMs at the large-GEMM rate"},
+    {"chip.grouped_gemm.m1024", HWF_NUM, OFF(chip.grouped_gemm_eff[2]), 0, FIG | HWF_POS, NULL, 0,
+     1, "", "absent: grouped GEMMs at the large-GEMM rate"},
+    {"chip.grouped_gemm.m4096", HWF_NUM, OFF(chip.grouped_gemm_eff[3]), 0, FIG | HWF_POS, NULL, 0,
+     1, "", "absent: grouped GEMMs at the large-GEMM rate"},
     {"chip.attention_fa2_efficiency", HWF_NUM, OFF(chip.attention_fa2_efficiency), 0, FIG | HWF_POS,
      NULL, 0, 1, "", "absent: timing assumes the attention_*_efficiency figures"},
     {"chip.attention_fwd_efficiency", HWF_NUM, OFF(chip.attention_fwd_efficiency), 0, FIG | HWF_POS,
@@ -205,6 +213,24 @@ const char *hw_enum_name(int field_index, int value) {
   for (int i = 0; f->choices[i]; i++)
     if (i == value) return f->choices[i];
   return "?";
+}
+
+const int64_t HW_GROUPED_M[HW_GROUPED_POINTS] = {256, 512, 1024, 4096};
+
+double hw_grouped_gemm_factor(const hw_model *m, double tokens) {
+  /* the measured points, then 1 at 8,192 tokens a group (the reference) */
+  double x[HW_GROUPED_POINTS + 1], y[HW_GROUPED_POINTS + 1];
+  int n = 0;
+  for (int i = 0; i < HW_GROUPED_POINTS; i++)
+    if (m->chip.grouped_gemm_eff[i] > 0)
+      x[n] = log2((double)HW_GROUPED_M[i]), y[n++] = m->chip.grouped_gemm_eff[i];
+  if (n == 0 || !(tokens > 0)) return 1;
+  x[n] = log2(8192.0), y[n++] = 1;
+  double t = log2(tokens);
+  if (t <= x[0]) return y[0];
+  for (int i = 1; i < n; i++)
+    if (t <= x[i]) return y[i - 1] + (y[i] - y[i - 1]) * (t - x[i - 1]) / (x[i] - x[i - 1]);
+  return 1;
 }
 
 double hw_peak_flops(const hw_model *m, hw_dtype dt) {

@@ -65,6 +65,10 @@ typedef struct {
   /* the same large-GEMM fraction measured with fp8 operands (absent:
   ** matmul_efficiency): what a low-precision recipe's GEMMs reach */
   double fp8_matmul_efficiency;
+  /* a grouped GEMM (MoE experts) at HW_GROUPED_M[i] tokens per group: its
+  ** measured rate over the same kernel's at 8,192 tokens a group, where it
+  ** matches a large GEMM (absent, 0: no loss) */
+  double grouped_gemm_eff[4];
   double hbm_efficiency;       /* fraction of hbm_bw_bytes_per_s a copy sustains */
   double transcendentals_per_s; /* exp/log/rsqrt/tanh/... results per second */
   double op_overhead_s;        /* fixed cost of one op (kernel launch) */
@@ -101,7 +105,7 @@ typedef struct {
   char *value; /* "title <url>", "id1, id2", or the note */
 } hw_kv;
 
-#define HW_MAX_FIELDS 64
+#define HW_MAX_FIELDS 80
 
 typedef struct hw_model {
   char schema[16];
@@ -170,6 +174,16 @@ const char *hw_enum_name(int field_index, int value);
 /* 0 when the chip has no unit for dt: callers must treat that as an error,
 ** never as "infinitely slow" or "free". */
 double hw_peak_flops(const hw_model *m, hw_dtype dt);
+
+/* The tokens per group of chip.grouped_gemm.m256 ... m4096. */
+#define HW_GROUPED_POINTS 4
+extern const int64_t HW_GROUPED_M[HW_GROUPED_POINTS];
+
+/* A grouped GEMM's rate at m tokens per group as a fraction of a large
+** GEMM's (1 at 8,192 and more): the chip's measured points, interpolated
+** linearly in log2(m) between them and up to 1 at 8,192; below the first
+** point, the first point's value. 1 when the chip gives none. */
+double hw_grouped_gemm_factor(const hw_model *m, double tokens_per_group);
 /* The highest 16-bit matrix rate (bf16, else fp16): how chips are ranked. */
 double hw_peak_16bit(const hw_model *m);
 

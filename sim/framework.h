@@ -30,6 +30,11 @@ typedef struct {
   /* it calls FlashAttention-2 (PyTorch SDPA's flash backend in 2024,
   ** flash-attn 2), not the chip's newest fused kernel */
   bool attention_fa2;
+  /* its MoE dispatch sends a token over the scale-out network once per
+  ** destination node and forwards it inside the node over NVLink (DeepEP /
+  ** HybridEP through Megatron-Core's flex dispatcher), rather than once per
+  ** chosen expert (NCCL all-to-all) */
+  bool moe_node_dedup;
   const char *source;        /* where each feature was read */
 } framework;
 

@@ -134,6 +134,19 @@ int step_price_fixes(const model *m, const hw_model *hw, const plan *p, step_res
 ** plan, step_time_s, ..., memory_bytes, fits, cost; fixes when it does not fit. */
 cJSON *step_json(const model *m, const hw_model *hw, const plan *p, const step_result *r);
 
+/* Mixture of experts. The expected number of distinct nodes, of `nodes`
+** holding E/nodes experts each, that one token's top_k experts fall on
+** under balanced routing, with the model's group-limited routing
+** (route_groups, route_topk_groups) when it has one: what a
+** node-deduplicating dispatch sends over the scale-out network per token. */
+double step_moe_nodes_hit(const wl_tf_dims *d, int64_t nodes);
+
+/* The HBM bytes (read + write) of expert parallelism's two token reorders
+** (sort after the dispatch, unsort before the combine) in one MoE layer's
+** forward for one micro-batch on one chip; the backward moves as many.
+** 0 without ep or with one expert a chip. */
+double step_moe_reorder_bytes(const wl_tf_dims *d, const plan *p);
+
 /* The per-chip pieces of a step under plan p (the layer_*, tp_comm_* and
 ** p2p_s fields of r): what does not depend on pp, dp, the schedule or the
 ** recompute mode, so a search can compute it once per (hardware, tp, ep,

@@ -24,9 +24,12 @@ int step_time_graph_ops(const hw_model *hw, const graph *g, bool flash, opcost *
 
 /* The same, with a low-precision unit (gemm_hw, NULL: hw) for the
 ** layers' linear GEMMs; flash: 0 for no FlashAttention, else the share of
-** the attention core's arithmetic it does (a causal mask's half). */
+** the attention core's arithmetic it does (a causal mask's half); moe: the
+** layers' batched rank-3 dots are grouped expert GEMMs, timed at the
+** chip's grouped-GEMM rate for their tokens per expert. */
 int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const graph *g, double flash,
-                         opcost *costs, phase_times *out, op_times *ops, char *err, size_t errn);
+                         bool moe, opcost *costs, phase_times *out, op_times *ops, char *err,
+                         size_t errn);
 
 /* The model as one chip of plan p holds it (stepcost.c): its
 ** tensor-parallel shard at one micro-batch with `layers` layers (0: all);

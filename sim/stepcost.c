@@ -53,11 +53,28 @@ static bool measured_attention(const hw_model *hw) {
 
 int step_time_graph_ops(const hw_model *hw, const graph *g, bool flash, opcost *costs,
                         phase_times *out, op_times *ops, char *err, size_t errn) {
-  return step_time_graph_gemm(hw, NULL, g, flash ? 1 : 0, costs, out, ops, err, errn);
+  return step_time_graph_gemm(hw, NULL, g, flash ? 1 : 0, false, costs, out, ops, err, errn);
+}
+
+/* The tokens per expert of kernel k when it holds a grouped expert GEMM,
+** else 0. The MoE builder's expert dots and their two gradients (autodiff's
+** transpose rule) all take [E, C, *] as their left operand, batched over
+** the E experts: C is the tokens a group. Nothing else in a transformer
+** layer is a rank-3 dot with one batch dimension (the attention's are rank
+** 4 and 5, the linear layers' unbatched). */
+static double grouped_tokens(const graph *g, const fuse_plan *fp, int k) {
+  for (int i = fp->first[k]; i <= fp->root[k]; i++) {
+    const graph_op *op = graph_get(g, i);
+    if (fp->group_of[i] != k || op->kind != GOP_DOT || op->layer < 0) continue;
+    const graph_shape *l = &graph_get(g, op->in[0])->out;
+    if (l->rank == 3 && op->lhs_batch.n == 1 && op->lhs_batch.d[0] == 0) return (double)l->dim[1];
+  }
+  return 0;
 }
 
 int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const graph *g, double flash,
-                         opcost *costs, phase_times *out, op_times *ops, char *err, size_t errn) {
+                         bool moe, opcost *costs, phase_times *out, op_times *ops, char *err,
+                         size_t errn) {
   fuse_plan *fp = fuse_graph_dup(g);
   if (!fp) return str_errf(err, errn, "out of memory");
   bool measured = measured_attention(hw);
@@ -85,6 +102,11 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
     const hw_model *kh = gemm_hw && op->layer >= 0 && !core ? gemm_hw : hw;
     if ((rc = optime_kernel(kh, g, fp, k, &kc, &r, err, errn)) != 0) break;
     double t = r.time_s;
+    /* a grouped expert GEMM at few tokens per expert streams each expert's
+    ** weights for little arithmetic: its matrix time at the chip's measured
+    ** grouped rate (hw_grouped_gemm_factor), the roofline kept */
+    double m_grp = moe && !core ? grouped_tokens(g, fp, k) : 0;
+    if (m_grp > 0) t = fmax(r.compute_s / hw_grouped_gemm_factor(kh, m_grp), r.memory_s) + r.overhead_s;
     if (flash > 0 && core) {
       t = 0;
       for (int i = fp->first[k]; i <= root && rc == 0; i++) {
@@ -234,8 +256,14 @@ static int time_kind(const model *m, const hw_model *hw, const hw_model *ghw, co
     double nb = ceil(keys / 128);
     flash = d->encoder || d->layers == 0 ? 1 : (nb + 1) / (2 * nb);
   }
-  int rc = step_time_graph_gemm(hw, ghw, one->g, flash, p->cost_cache, &t1, NULL, err, errn);
-  if (rc == 0) rc = step_time_graph_gemm(hw, ghw, two->g, flash, p->cost_cache, &t2, NULL, err, errn);
+  /* the layers timed are MoE layers: of that kind, or the model's own when
+  ** every layer is MoE (a single kind) */
+  const wl_tf_dims *dm = &m->info.tf;
+  bool moe = dm->experts > 0 && (kind >= 0 ? (kind & WL_LAYER_MOE) != 0
+                                           : (wl_tf_layer_kind(dm, 0) & WL_LAYER_MOE) != 0);
+  int rc = step_time_graph_gemm(hw, ghw, one->g, flash, moe, p->cost_cache, &t1, NULL, err, errn);
+  if (rc == 0)
+    rc = step_time_graph_gemm(hw, ghw, two->g, flash, moe, p->cost_cache, &t2, NULL, err, errn);
   kc->layer_params = (double)(two->trainable_params - one->trainable_params);
   kc->head_params = (double)one->trainable_params - kc->layer_params;
   model_free(one);
@@ -301,6 +329,93 @@ static void cast_elems(const wl_tf_dims *d, const plan *p, int kind, double *fwd
   *kernels = 4;
 }
 
+/* ---- mixture of experts: dispatch traffic and token reordering ---- */
+
+/* C(a, k) / C(b, k) for a <= b: the chance that k distinct picks out of b
+** all miss b - a given items. 0 when a < k. */
+static double choose_ratio(int64_t a, int64_t b, int64_t k) {
+  if (a < k) return 0;
+  double q = 1;
+  for (int64_t i = 0; i < k; i++) q *= (double)(a - i) / (double)(b - i);
+  return q;
+}
+
+/* Hypergeometric: of G groups, h marked; M drawn; P(j marked drawn). */
+static double hypergeom(int64_t G, int64_t h, int64_t M, int64_t j) {
+  if (j > h || j > M || M - j > G - h) return 0;
+  /* C(h, j) C(G - h, M - j) / C(G, M), as a product to stay in range */
+  double lg = lgamma((double)h + 1) - lgamma((double)j + 1) - lgamma((double)(h - j) + 1) +
+              lgamma((double)(G - h) + 1) - lgamma((double)(M - j) + 1) -
+              lgamma((double)(G - h - M + j) + 1) - lgamma((double)G + 1) +
+              lgamma((double)M + 1) + lgamma((double)(G - M) + 1);
+  return exp(lg);
+}
+
+double step_moe_nodes_hit(const wl_tf_dims *d, int64_t nodes) {
+  int64_t E = d->experts, k = d->top_k > 0 ? d->top_k : 1, N = nodes;
+  if (E <= 0 || N <= 1) return 1;
+  if (k > E) k = E;
+  int64_t G = d->route_groups, M = d->route_topk_groups;
+  int64_t per_node_experts = E / N;
+  bool limited = G > 1 && M > 0 && M < G && E % G == 0;
+  /* uniform balanced routing: a node is missed when all k picks avoid its
+  ** E/N experts */
+  if (!limited || (G % N != 0 && N % G != 0))
+    return (double)N * (1 - choose_ratio(E - per_node_experts, E, k));
+  int64_t sel = M * (E / G); /* the experts of the token's M groups */
+  if (N % G == 0) /* a group spans N/G nodes: hit only if its group was chosen */
+    return (double)N * ((double)M / (double)G) * (1 - choose_ratio(sel - per_node_experts, sel, k));
+  /* a node holds h = G/N whole groups; j of them chosen */
+  int64_t h = G / N;
+  double hit = 0;
+  for (int64_t j = 1; j <= h && j <= M; j++)
+    hit += hypergeom(G, h, M, j) * (1 - choose_ratio(sel - j * (E / G), sel, k));
+  return (double)N * hit;
+}
+
+/* One MoE dispatch (the combine moves the same bytes back) of a chip's
+** `tokens` over the expert-parallel group: top_k copies of each token's
+** hidden vector (16-bit) to the chips of its experts. The ep group is
+** consecutive ranks after etp in the expert layers' order.
+** A framework with a node-deduplicating dispatcher (DeepEP's normal
+** kernels, HybridEP) sends a token over the scale-out network once per
+** destination node and forwards it to that node's expert chips over
+** NVLink, the two pipelined (DeepEP docs/legacy.md: EP 64 on H800 with
+** CX7 400 Gb/s reaches 51 GB/s RDMA "bottleneck bandwidth" at DeepSeek-V3's
+** top-4 groups, top-8 experts): the slower of the deduplicated scale-out
+** exchange and the intra-node scatter sets the time. */
+static double moe_a2a_s(const hw_model *hw, const wl_tf_dims *d, const plan *p, double tokens,
+                        char *err, size_t errn) {
+  double row_bytes = (double)d->hidden * 2, k = (double)(d->top_k > 0 ? d->top_k : 1);
+  int64_t g = per_node(hw, p->ep, p->etp > 1 ? p->etp : 1);
+  double flat = coll_time_s(hw, p->ep, g, COLL_ALL_TO_ALL, tokens * k * row_bytes, 1, 0, COLL_AUTO,
+                            false, err, errn);
+  if (flat < 0 || !frameworks[p->framework].moe_node_dedup || hw->kind != HW_GPU || g >= p->ep ||
+      p->ep % g)
+    return flat;
+  int64_t nodes = p->ep / g;
+  /* one chip a node, each with its own NIC (rail-optimized): the exchange
+  ** of a token's copy to each distinct node among its experts' */
+  double rdma = coll_time_s(hw, nodes, 1, COLL_ALL_TO_ALL,
+                            tokens * step_moe_nodes_hit(d, nodes) * row_bytes, 1, 0, COLL_AUTO,
+                            false, err, errn);
+  double nvl = coll_time_s(hw, g, g, COLL_ALL_TO_ALL, tokens * k * row_bytes, 1, 0, COLL_AUTO,
+                           false, err, errn);
+  if (rdma < 0 || nvl < 0) return -1;
+  return fmin(flat, fmax(rdma, nvl));
+}
+
+double step_moe_reorder_bytes(const wl_tf_dims *d, const plan *p) {
+  int64_t ep = p->ep > 1 ? p->ep : 1;
+  if (d->experts <= 0 || ep == 1 || d->experts / ep <= 1) return 0;
+  double cp = (double)(p->cp > 1 ? p->cp : 1), tp = (double)(p->tp > 1 ? p->tp : 1);
+  double tokens = (double)p->mbs * (double)p->seq / cp / (p->sp ? tp : 1);
+  double k = (double)(d->top_k > 0 ? d->top_k : 1);
+  /* two passes (after the dispatch, before the combine), each reading and
+  ** writing every received copy: k x tokens rows of hidden 16-bit values */
+  return 2 * 2 * tokens * k * (double)d->hidden * 2;
+}
+
 static int costs_cached(const model *m, const hw_model *hw, const plan *pl, step_result *r,
                         char *err, size_t errn) {
   memset(r, 0, sizeof *r);
@@ -356,6 +471,24 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, step
       r->kind_fwd_s[k] += fe * per + nk * hw->chip.op_overhead_s;
       r->kind_bwd_s[k] += be * per + nk * hw->chip.op_overhead_s;
     }
+    /* Expert parallelism's token reordering over an all-to-all: tokens are
+    ** permuted by destination before the dispatch and arrive grouped by
+    ** source chip, the grouped GEMM wants them by expert, so a pass sorts
+    ** them after the dispatch and one unsorts before the combine
+    ** (Megatron-Core MoEAlltoAllTokenDispatcher: sort_chunks_by_idxs when
+    ** num_local_experts > 1; MaxText's ragged all-to-all path sorts its
+    ** local tokens the same way); the backward moves the gradients through
+    ** both again. The graph's gather and scatter are the first permute and
+    ** the last unpermute; these two are the rest. A node-deduplicating
+    ** dispatcher (DeepEP, HybridEP) reads the tokens where they are and
+    ** permutes once after the dispatch: the graph's two passes are all.
+    ** Memory-bound: HBM time */
+    if ((k & WL_LAYER_MOE) && !frameworks[p.framework].moe_node_dedup) {
+      double rb = step_moe_reorder_bytes(d, &p) / bw;
+      int nk = rb > 0 ? 2 : 0;
+      r->kind_fwd_s[k] += rb + nk * hw->chip.op_overhead_s;
+      r->kind_bwd_s[k] += rb + nk * hw->chip.op_overhead_s;
+    }
   }
   r->head_fwd_s = head.head.t[GRAPH_FORWARD];
   r->head_bwd_s = head.head.t[GRAPH_BACKWARD];
@@ -398,10 +531,7 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, step
   ** combine), forward and again backward; a chip's tokens, 1/tp of them
   ** with sequence parallelism (Megatron-Core's alltoall dispatcher) */
   if (p.ep > 1) {
-    double moe_act = act / (p.sp ? (double)p.tp : 1) * (double)(d->top_k > 0 ? d->top_k : 1);
-    /* the ep group: consecutive ranks after etp in the expert layers' order */
-    double a2a = coll_time_s(hw, p.ep, per_node(hw, p.ep, p.etp > 1 ? p.etp : 1), COLL_ALL_TO_ALL, moe_act, 1, 0,
-                             COLL_AUTO, false, err, errn);
+    double a2a = moe_a2a_s(hw, d, &p, tokens / (p.sp ? (double)p.tp : 1), err, errn);
     if (a2a < 0) return -1;
     r->ep_a2a_fwd_s = 2 * a2a;
   }

@@ -491,6 +491,9 @@ static bool hf_deepseek(jin *j, const cJSON *hf, cJSON *s) {
   ok &= hf_int(j, hf, moe, "moe_intermediate_size", "moe_intermediate_size", true);
   ok &= hf_int(j, hf, moe, "n_shared_experts", "n_shared_experts", false);
   ok &= hf_int(j, hf, moe, "first_k_dense_replace", "first_k_dense_replace", false);
+  /* group-limited routing (DeepSeek-V3: 8 groups, 4 per token) */
+  ok &= hf_int(j, hf, moe, "n_group", "n_group", false);
+  ok &= hf_int(j, hf, moe, "topk_group", "topk_group", false);
   return ok;
 }
 

@@ -25,7 +25,8 @@ static const char *const KEYS[] = {
     "attention_sinks", "qk_norm", "sandwich_norm", NULL};
 static const char *const MOE_KEYS[] = {
     "experts", "top_k", "capacity_factor", "moe_intermediate_size", "n_shared_experts",
-    "shared_expert_intermediate_size", "first_k_dense_replace", "moe_layer_freq", NULL};
+    "shared_expert_intermediate_size", "first_k_dense_replace", "moe_layer_freq", "n_group",
+    "topk_group", NULL};
 static const char *const KIND[] = {"decoder", "encoder", NULL};
 static const char *const FFN[] = {"gelu", "relu", "swiglu", "geglu", "relu2", NULL};
 static const char *const NORM[] = {"layernorm", "rmsnorm", NULL};
@@ -48,6 +49,7 @@ typedef struct {
   int64_t router_experts, capacity_mult;
   int64_t moe_ffn, shared_ffn; /* expert FFN width; shared experts' total width (0: none) */
   int64_t first_dense, moe_every;
+  int64_t groups, topk_groups; /* group-limited routing (DeepSeek-V3's n_group, topk_group; 0: none) */
   /* multi-head latent attention (kv_lora > 0; q_lora 0: a plain q projection) */
   int64_t q_lora, kv_lora, qk_nope, qk_rope, v_dim;
   int64_t window, global_every; /* sliding-window attention (0: none) */
@@ -121,6 +123,27 @@ static bool refuse(jin *j, const cJSON *s, const char *key, const char *why) {
 
 static const int64_t BIG = 1LL << 24; /* 16M: any real width or count */
 
+/* Group-limited routing (DeepSeek-V3 sec. 2.1.2; DeepseekV3Config n_group,
+** topk_group): experts in n_group equal groups, each token's top_k chosen
+** inside its best topk_group groups. What the dispatch's traffic depends on
+** (sim/stepcost.c); the graph's FLOPs do not change. */
+static bool read_groups(jin *j, const cJSON *moe, tf_cfg *c) {
+  bool ok = jin_get_int(j, moe, "n_group", 0, c->experts, false, &c->groups) >= 0;
+  ok &= jin_get_int(j, moe, "topk_group", 0, c->experts, false, &c->topk_groups) >= 0;
+  if (!ok) return false;
+  if (c->groups > 0 && c->experts % c->groups) {
+    jin_error(j, 1, "n_group %lld does not divide experts %lld (each group holds experts / n_group)",
+              (long long)c->groups, (long long)c->experts);
+    return false;
+  }
+  if (c->topk_groups > 0 && (c->groups == 0 || c->topk_groups > c->groups)) {
+    jin_error(j, 1, "topk_group %lld needs n_group of at least that many groups (n_group %lld)",
+              (long long)c->topk_groups, (long long)c->groups);
+    return false;
+  }
+  return true;
+}
+
 /* The "moe" object: experts, routing, expert widths, which layers. */
 static bool read_moe(jin *j, const cJSON *moe, tf_cfg *c) {
   jin_push_key(j, "moe", 0);
@@ -138,6 +161,7 @@ static bool read_moe(jin *j, const cJSON *moe, tf_cfg *c) {
   ok &= jin_get_int(j, moe, "moe_layer_freq", 1, c->layers, false, &c->moe_every) >= 0;
   if (ok && c->top_k > c->experts) jin_error(j, 1, "top_k %lld exceeds experts %lld",
                                              (long long)c->top_k, (long long)c->experts), ok = false;
+  ok &= read_groups(j, moe, c);
   jin_pop(j);
   if (c->moe_ffn == 0) c->moe_ffn = c->ffn_hidden;
   /* DeepSeek's shared experts are one MLP n_shared x the expert width wide
@@ -367,6 +391,8 @@ static wl_tf_dims dims_of(const tf_cfg *c) {
                       .kv_heads = c->kv_heads, .head_dim = c->head_dim,
                       .ffn_hidden = c->ffn_hidden, .vocab = c->vocab, .seq = c->seq,
                       .experts = c->experts, .top_k = c->top_k,
+                      .route_groups = moe ? c->groups : 0,
+                      .route_topk_groups = moe ? c->topk_groups : 0,
                       .gated = c->ffn == FFN_SWIGLU || c->ffn == FFN_GEGLU, .tied = c->tied,
                       .parallel_block = c->parallel, .encoder = c->kind == 1,
                       .dropout = c->dropout, .first_dense = moe ? c->first_dense : 0,

@@ -79,6 +79,9 @@ typedef struct {
 typedef struct {
   int64_t layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, seq;
   int64_t experts, top_k;
+  /* group-limited routing: experts in route_groups groups, a token's top_k
+  ** inside route_topk_groups of them (0: no limit) */
+  int64_t route_groups, route_topk_groups;
   int64_t moe_ffn; /* a routed expert's FFN size (0: ffn_hidden) */
   bool gated; /* swiglu/geglu: three FFN matrices */
   double dropout; /* attention and hidden dropout probability */

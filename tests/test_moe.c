@@ -1,0 +1,241 @@
+/*
+** test_moe.c -- the mixture-of-experts mechanisms of the step model
+** (issue 16): how many nodes a token's experts fall on (what a
+** node-deduplicating dispatch sends over the scale-out network), the
+** dispatch's time with and without that deduplication, and the token
+** reordering passes of an all-to-all dispatch. Each expected figure is
+** derived in its comment, or checked against exhaustive enumeration.
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "../base/diag.h"
+#include "../hw_models/hw_catalog.h"
+#include "../sim/framework.h"
+#include "../sim/step.h"
+#include "helpers.h"
+
+/* The expected number of distinct nodes hit, by enumerating every choice:
+** all C(G, M) group choices, then all C(M E/G, k) expert choices inside
+** them, each equally likely (balanced routing); experts numbered so that
+** node n holds experts [n E/N, (n + 1) E/N) and group g [g E/G, ...). */
+static double enumerate_nodes(int E, int k, int N, int G, int M) {
+  if (G < 2 || M >= G) G = 1, M = 1;
+  double total = 0, count = 0;
+  int pe = E / G;
+  for (unsigned gm = 0; gm < 1u << G; gm++) {
+    if (__builtin_popcount(gm) != M) continue;
+    int sel[64], ns = 0;
+    for (int g = 0; g < G; g++)
+      if (gm >> g & 1)
+        for (int e = 0; e < pe; e++) sel[ns++] = g * pe + e;
+    for (unsigned long em = 0; em < 1ul << ns; em++) {
+      if (__builtin_popcountl(em) != k) continue;
+      unsigned hit = 0;
+      for (int i = 0; i < ns; i++)
+        if (em >> i & 1) hit |= 1u << (sel[i] / (E / N));
+      total += __builtin_popcount(hit);
+      count++;
+    }
+  }
+  return total / count;
+}
+
+static wl_tf_dims routed(int64_t E, int64_t k, int64_t G, int64_t M) {
+  return (wl_tf_dims){.experts = E, .top_k = k, .route_groups = G, .route_topk_groups = M};
+}
+
+/* The closed form (uniform, a node holding whole groups, a group spanning
+** nodes) against enumeration on configurations small enough to list. */
+Test(moe, nodes_hit_matches_enumeration) {
+  static const int cases[][5] = {
+      /* E, k, N, G, M */
+      {8, 2, 4, 0, 0},   /* uniform: 4 (1 - C(6,2)/C(8,2)) = 4 (1 - 15/28) = 1.857 */
+      {16, 4, 4, 0, 0},  /* uniform */
+      {16, 4, 4, 4, 2},  /* a group a node (DeepSeek-V3's shape, scaled down) */
+      {16, 4, 2, 4, 2},  /* two groups a node: the hypergeometric sum */
+      {16, 3, 8, 4, 2},  /* a group over two nodes */
+      {12, 3, 4, 6, 2},  /* 6 groups on 4 nodes: neither divides, the uniform bound */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    const int *c = cases[i];
+    wl_tf_dims d = routed(c[0], c[1], c[3], c[4]);
+    double got = step_moe_nodes_hit(&d, c[2]);
+    if (c[3] && c[3] % c[2] && c[2] % c[3]) { /* the uniform figure bounds the limited one */
+      cr_assert_geq(got, enumerate_nodes(c[0], c[1], c[2], c[3], c[4]) - 1e-12, "case %zu", i);
+      continue;
+    }
+    cr_assert_float_eq(got, enumerate_nodes(c[0], c[1], c[2], c[3], c[4]), 1e-12, "case %zu", i);
+  }
+  wl_tf_dims d = routed(8, 2, 0, 0);
+  cr_assert_float_eq(step_moe_nodes_hit(&d, 4), 4 * (1 - 15.0 / 28), 1e-12);
+  cr_assert_float_eq(step_moe_nodes_hit(&d, 1), 1, 0); /* one node: always that one */
+  d.top_k = 1;
+  cr_assert_float_eq(step_moe_nodes_hit(&d, 4), 1, 1e-12); /* one expert, one node */
+}
+
+/* DeepSeek-V3's HF config: 256 experts in n_group 8 groups, topk_group 4,
+** top-8. On 8 nodes (EP 64, 4 experts a GPU, 8 GPUs a node) a node is one
+** group: it is hit when its group is one of the token's 4 (1/2), and then
+** unless all 8 picks among the 128 experts of those groups avoid its 32:
+** 8 x 1/2 x (1 - C(96,8)/C(128,8)) = 4 x (1 - 0.0927473) = 3.62901.
+** Without the group limit, 8 x (1 - C(224,8)/C(256,8)) = 8 x (1 - 0.338168)
+** = 5.29465: the limit is what DeepSeek-V3 sec. 2.1.2 introduced it for. */
+Test(moe, nodes_hit_deepseek_v3) {
+  model *m = th_model("tests/data/hf/deepseek-v3.json", 4096);
+  const wl_tf_dims *d = &m->info.tf;
+  cr_assert_eq(d->route_groups, 8);
+  cr_assert_eq(d->route_topk_groups, 4);
+  cr_assert_float_eq(step_moe_nodes_hit(d, 8), 3.6290109, 1e-6);
+  wl_tf_dims u = *d;
+  u.route_groups = u.route_topk_groups = 0;
+  cr_assert_float_eq(step_moe_nodes_hit(&u, 8), 5.2946520, 1e-6);
+  model_free(m);
+}
+
+/* n_group must divide the experts, and topk_group needs n_group. */
+Test(moe, bad_groups_are_refused) {
+  static const struct {
+    const char *moe, *says;
+  } rows[] = {
+      {"{\"experts\": 8, \"top_k\": 2, \"n_group\": 3}", "n_group 3 does not divide experts 8"},
+      {"{\"experts\": 8, \"top_k\": 2, \"topk_group\": 2}",
+       "topk_group 2 needs n_group of at least that many groups (n_group 0)"},
+  };
+  const char *base = "{\"name\": \"m\", \"family\": \"transformer\", \"layers\": 2, \"hidden\": 64,"
+                     " \"heads\": 4, \"ffn_hidden\": 128, \"vocab\": 100, \"seq_len\": 16,"
+                     " \"moe\": MOE}";
+  for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+    char *t = th_replace(base, "MOE", rows[i].moe);
+    diag *dg = diag_new();
+    model *m = model_load(th_write_temp("bad-groups.json", t), NULL, dg);
+    cr_assert_null(m);
+    cr_assert_geq(diag_count(dg), 1);
+    cr_assert(strstr(diag_message(dg, 0), rows[i].says), "%s", diag_message(dg, 0));
+    cr_assert(strstr(diag_message(dg, 0), "bad-groups.json:1:"), "%s", diag_message(dg, 0));
+    diag_free(dg);
+    free(t);
+  }
+}
+
+/* The two reorder passes of one MoE layer's forward: Qwen3 235B (hidden
+** 4096, top-8, 128 experts) at mbs 1, seq 4096, ep 8 (16 experts a chip):
+** 2 passes x (read + write) x 4096 tokens x 8 copies x 4096 x 2 B
+** = 1,073,741,824 B. None without ep, none with one expert a chip. */
+Test(moe, reorder_bytes_one_layer) {
+  model *m = th_model("tests/data/hf/qwen3-235b-a22b.json", 4096);
+  plan p = {.chips = 8, .tp = 1, .pp = 1, .ep = 8, .cp = 1, .mbs = 1, .seq = 4096};
+  cr_assert_float_eq(step_moe_reorder_bytes(&m->info.tf, &p), 1073741824.0, 0.5);
+  p.ep = 1;
+  cr_assert_float_eq(step_moe_reorder_bytes(&m->info.tf, &p), 0, 0);
+  p.ep = 128;
+  cr_assert_float_eq(step_moe_reorder_bytes(&m->info.tf, &p), 0, 0);
+  model_free(m);
+}
+
+/* The dispatch of DeepSeek-V3 on 128 H100s (tp 2 with sp, ep 64: 8 nodes
+** of 8): an NCCL all-to-all sends each of a chip's 2,048 tokens 8 times,
+** 7/8 of them off the node over its 50 GB/s NIC; a deduplicating dispatcher
+** sends it once per remote node among the token's 3.629 expected ones
+** (nodes_hit_deepseek_v3), so the scale-out part shrinks to 3.629 / 8 =
+** 0.454 of it, while the NVLink forwarding (8 copies at 900 GB/s) stays far
+** shorter. The ratio of the two dispatch times is then at most 0.454: the
+** flat exchange's 63 peers a chip reach a lower rate on the simulated
+** network than the deduplicated one's 7 (about 44 against 50 GB/s), which
+** takes it to about 0.40. */
+Test(moe, dedup_dispatch_deepseek_v3) {
+  hw_catalog *c = th_catalog();
+  const hw_model *h = th_hw(c, "h100-sxm");
+  model *m = th_model("tests/data/hf/deepseek-v3.json", 4096);
+  char err[512];
+  plan p = {.chips = 128, .tp = 2, .pp = 1, .ep = 64, .cp = 1, .mbs = 1, .vp = 1, .slices = 1,
+            .gbs = 64, .seq = 4096, .sp = true, .schedule = PLAN_1F1B,
+            .precision = GDT_BF16, .op_costs = OPCOST_FORMULA};
+  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  step_result flat, dedup;
+  p.framework = framework_find("plain");
+  cr_assert_eq(step_costs(m, h, &p, &flat, err, sizeof err), 0, "%s", err);
+  p.framework = framework_find("megatron-core");
+  cr_assert_eq(step_costs(m, h, &p, &dedup, err, sizeof err), 0, "%s", err);
+  double ratio = dedup.ep_a2a_fwd_s / flat.ep_a2a_fwd_s;
+  cr_assert(ratio > 0.35 && ratio <= 0.455, "dedup / flat = %.3f", ratio);
+  /* inside one node there is nothing to deduplicate: the same time */
+  p.chips = 16, p.dp = 0, p.ep = 8, p.gbs = 64;
+  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  p.framework = framework_find("plain");
+  cr_assert_eq(step_costs(m, h, &p, &flat, err, sizeof err), 0, "%s", err);
+  p.framework = framework_find("megatron-core");
+  cr_assert_eq(step_costs(m, h, &p, &dedup, err, sizeof err), 0, "%s", err);
+  cr_assert_float_eq(dedup.ep_a2a_fwd_s, flat.ep_a2a_fwd_s, 1e-15);
+  model_free(m);
+  hw_catalog_free(c);
+}
+
+/* H100's grouped-GEMM points (DeepGEMM on H800, hw_models/h100-sxm.json
+** notes): 0.730 at 256 tokens an expert, 0.818 at 512, 0.896 at 1024,
+** 0.994 at 4096, 1 from 8192; linear in log2 between them. At 362 tokens
+** (sqrt(256 x 512)) halfway: (0.730 + 0.818) / 2 = 0.774; at 2048 (halfway
+** from 1024 to 4096 in log2) (0.896 + 0.994) / 2 = 0.945; at 5793 (halfway
+** from 4096 to 8192) (0.994 + 1) / 2 = 0.997. Below 256 the 256 figure;
+** a chip without the data (B200) loses nothing. */
+Test(moe, grouped_gemm_factor_interpolates_the_measured_points) {
+  hw_catalog *c = th_catalog();
+  const hw_model *h = th_hw(c, "h100-sxm");
+  cr_assert_float_eq(hw_grouped_gemm_factor(h, 256), 0.730, 1e-12);
+  cr_assert_float_eq(hw_grouped_gemm_factor(h, sqrt(256.0 * 512)), 0.774, 1e-12);
+  cr_assert_float_eq(hw_grouped_gemm_factor(h, 2048), 0.945, 1e-12);
+  cr_assert_float_eq(hw_grouped_gemm_factor(h, sqrt(4096.0 * 8192)), 0.997, 1e-12);
+  cr_assert_float_eq(hw_grouped_gemm_factor(h, 64), 0.730, 1e-12);
+  cr_assert_float_eq(hw_grouped_gemm_factor(h, 8192), 1, 1e-12);
+  cr_assert_float_eq(hw_grouped_gemm_factor(h, 1e6), 1, 1e-12);
+  cr_assert_float_eq(hw_grouped_gemm_factor(th_hw(c, "b200"), 128), 1, 0);
+  hw_catalog_free(c);
+}
+
+/* The grouped rate slows only the expert GEMMs, and only where they are
+** bound by arithmetic. Mixtral 8x7B (8 experts of 4096 x 14336, top-2) on
+** H100 at 2048 tokens: 2048 x 2 / 8 = 512 tokens an expert, the 0.818
+** point; an up-projection's 2 x 8 x 512 x 4096 x 14336 = 481 GFLOP take
+** 0.61 ms at 989 TFLOP/s x 0.803, against 0.28 ms to stream its 940 MB of
+** weights at 3.35 TB/s: compute-bound, so the MoE layer is slower than on
+** the same chip without the data, by less than 1 / 0.818 (attention and
+** the rest are untouched). At 512 tokens (128 an expert, the 0.730 point)
+** the same GEMM's 120 GFLOP take 0.15 ms, / 0.730 = 0.21 ms, still under
+** the 0.28 ms of its weights: streaming-bound either way, nothing changes.
+** A dense model's layer is timed exactly as before (no dot of it is a
+** grouped one). */
+Test(moe, grouped_gemm_slows_only_experts) {
+  hw_catalog *c = th_catalog();
+  const hw_model *h = th_hw(c, "h100-sxm");
+  hw_model flat = *h;
+  memset(flat.chip.grouped_gemm_eff, 0, sizeof flat.chip.grouped_gemm_eff);
+  char err[512];
+  plan p = {.chips = 1, .tp = 1, .pp = 1, .ep = 1, .cp = 1, .mbs = 1, .vp = 1, .slices = 1,
+            .gbs = 1, .seq = 2048, .schedule = PLAN_1F1B, .precision = GDT_BF16,
+            .op_costs = OPCOST_FORMULA};
+  model *m = th_model("mixtral-8x7b", 2048);
+  step_result a, b;
+  cr_assert_eq(step_costs(m, h, &p, &a, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(step_costs(m, &flat, &p, &b, err, sizeof err), 0, "%s", err);
+  cr_assert_gt(a.layer_fwd_s, b.layer_fwd_s);
+  cr_assert_gt(a.layer_bwd_s, b.layer_bwd_s);
+  cr_assert_lt(a.layer_fwd_s, b.layer_fwd_s / 0.818);
+  cr_assert_float_eq(a.head_fwd_s, b.head_fwd_s, 1e-15);
+  p.seq = 512;
+  cr_assert_eq(step_costs(m, h, &p, &a, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(step_costs(m, &flat, &p, &b, err, sizeof err), 0, "%s", err);
+  cr_assert_float_eq(a.layer_fwd_s, b.layer_fwd_s, 1e-12);
+  model_free(m);
+  m = th_model("llama3-8b", 2048);
+  p.seq = 2048;
+  cr_assert_eq(step_costs(m, h, &p, &a, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(step_costs(m, &flat, &p, &b, err, sizeof err), 0, "%s", err);
+  cr_assert_float_eq(a.layer_fwd_s, b.layer_fwd_s, 0);
+  cr_assert_float_eq(a.layer_bwd_s, b.layer_bwd_s, 0);
+  model_free(m);
+  hw_catalog_free(c);
+}
