@@ -443,6 +443,25 @@ static void on_chunk(eng *e, void *ctx, int64_t arg) {
 
 /* ---- closed forms ---- */
 
+/* The GPUs of a Reduction Server host that reduce among themselves over
+** NVLink first (the NCCL Reduction Server plugin keeps NCCL's intra-node
+** stage; Vertex AI docs, "Reduction Server"): a GPU node's size when the
+** group fills whole nodes, else 1 (every GPU its own worker). */
+static int64_t rs_host_gpus(const hw_model *hw, int64_t chips) {
+  int64_t g = hw->chips_per_node;
+  if (hw->scale_up.kind == HW_UP_ICI_TORUS || g < 2 || chips % g != 0) return 1;
+  return g;
+}
+
+/* One of the host's two NVLink stages (reduce-scatter or all-gather): a
+** ring of g on an idle NVSwitch, (g-1) x (S/g / B + a), which the
+** simulation reproduces to 2 % (tests/test_coll.c). */
+static double rs_intra_s(const hw_model *hw, int64_t g, double bytes) {
+  if (g < 2) return 0;
+  double B = hw->scale_up.bw_per_chip_bytes_per_s * hw->scale_up.efficiency;
+  return (double)(g - 1) * (bytes / (double)g / B + hw->scale_up.latency_s);
+}
+
 /* One ring step of b bytes: the slowest of the n transfers (bottleneck
 ** bandwidth plus path latency). `sharers` schedules run this ring kind at
 ** once; when their transfers leave a chip on the same link (a switch
@@ -824,7 +843,7 @@ int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_
   }
 
   int64_t reducers = a == COLL_REDUCTION_SERVER ? (r->reducers > 0 ? r->reducers : chips) : 0;
-  double rbw = r->reducer_bw > 0 ? r->reducer_bw : net_hw(n)->scale_out.bw_per_chip_bytes_per_s;
+  double rbw = r->reducer_bw > 0 ? r->reducer_bw : COLL_RS_REDUCER_BW;
   /* the closed form alone: no transfers posted, nothing per chip allocated
   ** (a million-chip ring would post trillions) */
   bool quick = r->formula_only || over_budget(n, r, a, group, reducers, out);
@@ -848,6 +867,7 @@ int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_
   }
 
   double S = r->bytes, nn_ = (double)chips;
+  double extra_s = 0; /* a stage timed by its closed form, added to the simulation's */
   char *f = out->formula;
   size_t flen = sizeof out->formula;
   const hw_model *hw = net_hw(n);
@@ -915,15 +935,22 @@ int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_
     break;
   }
   case COLL_REDUCTION_SERVER: {
-    s.chunk_bytes = S / (double)reducers / CHUNKS;
+    int64_t g = rs_host_gpus(hw, chips);
+    double intra = rs_intra_s(hw, g, S);
+    s.chunk_bytes = S / (double)g / (double)reducers / CHUNKS;
     if (!quick) start_rs_server(&s);
+    extra_s = 2 * intra;
     double B = hw->scale_out.bw_per_chip_bytes_per_s, lat = hw->scale_out.latency_s;
     out->formula_s = coll_reduction_server_s(hw, chips, S, reducers, rbw);
-    explain(f, flen, "Reduction Server: each worker sends S and receives S; k reducers each "
-                     "take n S/k:\n  max(S/B_w, n S/(k B_r)) x (1 + 1/C) + 4a = max(%.4g/%.4g, "
-                     "%lld x %.4g/(%lld x %.4g)) x %.3g + 4 x %.3g = %.4g s\n",
-            S, B, (long long)chips, S, (long long)reducers, rbw, 1 + 1.0 / CHUNKS, lat,
-            out->formula_s);
+    explain(f, flen, "Reduction Server (Vertex AI): inside each host of g = %lld GPUs a reduce-"
+                     "scatter and an all-gather over NVLink, 2 x (g-1) x (S/g / B_nvl + a) = "
+                     "%.4g s; between them each GPU sends its S/g to the k = %lld reducers and "
+                     "gets it back reduced (a host's NIC moves S each way, a ring 2(H-1)/H S); "
+                     "each reducer takes n S/(g k):\n  + max(S/g / B_w, n S/(g k B_r)) x (1 + "
+                     "1/C) + 4a = max(%.4g/%.4g, %lld x %.4g/(%lld x %.4g)) x %.3g + 4 x %.3g = "
+                     "%.4g s\n",
+            (long long)g, 2 * intra, (long long)reducers, S / (double)g, B, (long long)chips,
+            S / (double)g, (long long)reducers, rbw, 1 + 1.0 / CHUNKS, lat, out->formula_s);
     break;
   }
   case COLL_DIRECT:
@@ -970,7 +997,7 @@ int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_
     rc = -1;
     goto done;
   }
-  out->time_s = s.finish;
+  out->time_s = s.finish + extra_s;
   out->algo = a;
   out->events = eng_events(s.e);
   out->algbw = S / out->time_s;
@@ -1006,9 +1033,10 @@ int coll_flows(const net *n, const int64_t (*pairs)[2], int n_pairs, double byte
 double coll_reduction_server_s(const hw_model *hw, int64_t chips, double bytes, int64_t reducers,
                                double reducer_bw) {
   double B = hw->scale_out.bw_per_chip_bytes_per_s, lat = hw->scale_out.latency_s;
-  double rbw = reducer_bw > 0 ? reducer_bw : B;
-  double worker = bytes / B, server = (double)chips * bytes / ((double)(reducers > 0 ? reducers : chips) * rbw);
+  double rbw = reducer_bw > 0 ? reducer_bw : COLL_RS_REDUCER_BW;
+  double g = (double)rs_host_gpus(hw, chips), shard = bytes / g;
+  double worker = shard / B, server = (double)chips * shard / ((double)(reducers > 0 ? reducers : chips) * rbw);
   double bottleneck = worker > server ? worker : server;
-  return bottleneck * (1 + 1.0 / CHUNKS) + 4 * lat;
+  return 2 * rs_intra_s(hw, (int64_t)g, bytes) + bottleneck * (1 + 1.0 / CHUNKS) + 4 * lat;
 }
 
