@@ -1040,3 +1040,8 @@ double coll_reduction_server_s(const hw_model *hw, int64_t chips, double bytes, 
   return 2 * rs_intra_s(hw, (int64_t)g, bytes) + bottleneck * (1 + 1.0 / CHUNKS) + 4 * lat;
 }
 
+
+int64_t coll_rs_reducers_for(const hw_model *hw, int64_t chips) {
+  double need = (double)chips * hw->scale_out.bw_per_chip_bytes_per_s / COLL_RS_REDUCER_BW;
+  return need < 1 ? 1 : (int64_t)ceil(need - 1e-9);
+}

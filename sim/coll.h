@@ -116,6 +116,12 @@ int coll_algo_parse(const char *s);        /* -1 if unknown */
 double coll_reduction_server_s(const hw_model *hw, int64_t chips, double bytes, int64_t reducers,
                                double reducer_bw);
 
+/* The reducers (n1-highcpu-16, COLL_RS_REDUCER_BW each) whose NICs
+** together match the workers' (chips x their scale-out NIC): fewer and the
+** reducers bind, more and they idle -- ceil(chips x B_w / B_r). 4
+** a2-highgpu-8g hosts (32 x 1.5625e9 B/s) need 13. */
+int64_t coll_rs_reducers_for(const hw_model *hw, int64_t chips);
+
 /* The time of one collective over a group of `chips` of hw's network:
 ** `per_node` of them a node (0: the hardware's node), `slices` TPU slices
 ** joined by DCN (1: one), a Reduction Server of `reducers` hosts (0: none;

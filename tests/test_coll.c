@@ -705,6 +705,8 @@ Test(coll, reduction_server_wins_when_the_host_nic_binds, .init = setup, .fini =
   cr_expect(rs.time_s < 0.80 * h.time_s, "RS %g s, hierarchical %g s", rs.time_s, h.time_s);
   cr_expect(rel(rs.time_s, rs.formula_s) < 0.05, "RS sim %g, formula %g", rs.time_s, rs.formula_s);
   cr_expect_float_eq(16 * COLL_RS_REDUCER_USD_PER_H, 9.0688, 1e-9);
+  /* 32 x 1.5625e9 B/s of worker NICs over 4e9 B/s reducers: 12.5, so 13 */
+  cr_expect_eq(coll_rs_reducers_for(net_hw(n), 32), 13);
   net_free(n);
   /* ... and loses where every GPU has its own 200 Gb/s InfiniBand NIC
   ** (DGX A100): 8 x 25 GB/s per host against 16 x 4 GB/s of reducers */
