@@ -102,7 +102,8 @@ int coll_algo_parse(const char *s);        /* -1 if unknown */
 ** = 32 Gbit/s = 4e9 B/s. Its price: 16 vCPU x $0.031611 + 14.4 GB x
 ** $0.004237 = $0.5668 an hour on demand in us-central1
 ** (cloud.google.com/compute/vm-instance-pricing, N1 predefined vCPU and
-** memory rates). */
+** memory rates; UNVERIFIED: the rates as published, not re-read from a
+** stored copy of the page -- check before relying on the cost). */
 #define COLL_RS_REDUCER_BW 4e9
 #define COLL_RS_REDUCER_USD_PER_H 0.5668
 
