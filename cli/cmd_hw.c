@@ -10,7 +10,7 @@
 #include <cjson/cJSON.h>
 
 static void hw_list_text(const hw_catalog *cat, FILE *f) {
-  fprintf(f, "%-10s %-4s %12s %8s %8s  %-42s %s\n", "name", "kind", "bf16 TFLOP/s",
+  fprintf(f, "%-12s %-4s %12s %8s %8s  %-42s %s\n", "name", "kind", "bf16 TFLOP/s",
           "HBM GiB", "HBM TB/s", "interconnect (per chip, one direction)",
           "$/chip-h (spot)");
   int no_bf16 = 0;
@@ -27,7 +27,7 @@ static void hw_list_text(const hw_catalog *cat, FILE *f) {
     hw_interconnect_summary(m, ic, sizeof ic);
     snprintf(price, sizeof price, "%.2f (%.2f)", m->price.on_demand_usd_per_chip_hour,
              m->price.spot_usd_per_chip_hour);
-    fprintf(f, "%-10s %-4s %12s %8.1f %8.2f  %-42s %s\n", m->name, hw_kind_name(m->kind), bf16,
+    fprintf(f, "%-12s %-4s %12s %8.1f %8.2f  %-42s %s\n", m->name, hw_kind_name(m->kind), bf16,
             (double)m->chip.hbm_bytes / (1024.0 * 1024 * 1024), m->chip.hbm_bw_bytes_per_s / 1e12,
             ic, price);
   }

@@ -84,6 +84,8 @@ typedef struct {
   int n_parts;
   uint8_t *cur;    /* [part][chip]: the phase the chip is in */
   int32_t *early;  /* [part][chip][phase]: arrivals before the chip got there */
+  uint8_t *done;   /* [chip][phase]: the parts that finished that phase on the chip */
+  uint8_t with_ph[MAX_PHASES]; /* the parts that have each phase */
   int32_t *count;  /* per-algorithm counters (tree children, NVLS/RS arrivals) */
   double finish;
   bool failed;
@@ -155,6 +157,23 @@ static int64_t ring_size(const net *n, ring_kind r) {
   return 1;
 }
 
+/* The ring along an axis without wraparound, folded onto the line: out
+** over the even positions (0, 2, 4, ...), back over the odd ones (..., 3,
+** 1), so every hop is at most 2 links and every link carries one transfer
+** per step in each direction -- the same load as a ring whose return hop
+** runs the whole line back, but no transfer queues at L - 1 links in turn
+** (with whole-message reservations such a hop waited behind a different
+** ring's transfer at every link, a simulation artefact: links interleave
+** packets). The standard embedding of a ring in a mesh (e.g. Kumar et al.,
+** "Optimal all-reduce on meshes"; the line's bound (L-1)/L V / W is
+** scaling-book's one-way all-gather). */
+static int64_t folded_next(int64_t L, int64_t x, int dir) {
+  int64_t evens = (L + 1) / 2, odds = L / 2, top_odd = 2 * odds - 1;
+  int64_t idx = x % 2 == 0 ? x / 2 : evens + (top_odd - x) / 2;
+  idx = ((idx + dir) % L + L) % L;
+  return idx < evens ? 2 * idx : top_odd - 2 * (idx - evens);
+}
+
 static int64_t ring_next(const net *n, ring_kind r, int dir, int64_t c) {
   int64_t chips = net_chips(n), per = net_chips_per_node(n);
   switch (r) {
@@ -165,7 +184,8 @@ static int64_t ring_next(const net *n, ring_kind r, int dir, int64_t c) {
     bool wrap[3];
     net_shape(n, shape, wrap);
     net_coord(n, c, co);
-    co[d] = ((co[d] + dir) % shape[d] + shape[d]) % shape[d];
+    co[d] = wrap[d] ? ((co[d] + dir) % shape[d] + shape[d]) % shape[d]
+                    : folded_next(shape[d], co[d], dir);
     return net_chip_at(n, net_node_of(n, c), co);
   }
   case R_INTRA: {
@@ -196,22 +216,35 @@ static void send_step(sim *s, int p, int ph, int64_t step, int64_t from, double 
 
 static void got_step(sim *s, int p, int ph, int64_t step, int64_t chip, double t);
 
-static void complete_phase(sim *s, int p, int ph, int64_t chip, double t) {
-  if (t > s->finish) s->finish = t;
-  s->cur[p * s->chips + chip] = (uint8_t)(ph + 1);
-  if (ph + 1 >= s->parts[p].n_ph) return;
-  send_step(s, p, ph + 1, 0, chip, t);
-  int32_t *early = &s->early[(p * s->chips + chip) * MAX_PHASES + ph + 1];
+/* Part p enters phase ph on chip: its first send, then the arrivals that
+** came before it got there. */
+static void enter_phase(sim *s, int p, int ph, int64_t chip, double t) {
+  s->cur[p * s->chips + chip] = (uint8_t)ph;
+  send_step(s, p, ph, 0, chip, t);
+  int32_t *early = &s->early[(p * s->chips + chip) * MAX_PHASES + ph];
   int32_t k = *early;
   *early = 0;
-  for (int32_t i = 0; i < k; i++) got_step(s, p, ph + 1, i, chip, t);
+  for (int32_t i = 0; i < k; i++) got_step(s, p, ph, i, chip, t);
+}
+
+/* A chip moves all its parts to the next phase together, when the last of
+** them has finished this one: the phases of a multi-axis collective are
+** the program's steps (XLA issues one collective per axis), and in a
+** torus schedule the parts of one phase run on different axes, so they
+** never meet on a link; a part that ran ahead would share the next axis's
+** links with the part still on it. */
+static void complete_phase(sim *s, int ph, int64_t chip, double t) {
+  if (t > s->finish) s->finish = t;
+  if (++s->done[chip * MAX_PHASES + ph] < s->with_ph[ph]) return;
+  for (int q = 0; q < s->n_parts; q++)
+    if (ph + 1 < s->parts[q].n_ph) enter_phase(s, q, ph + 1, chip, t);
 }
 
 static void got_step(sim *s, int p, int ph, int64_t step, int64_t chip, double t) {
   if (step + 1 < s->parts[p].ph[ph].steps)
     send_step(s, p, ph, step + 1, chip, t);
   else
-    complete_phase(s, p, ph, chip, t);
+    complete_phase(s, ph, chip, t);
 }
 
 static void on_arrive(eng *e, void *ctx, int64_t arg) {
@@ -244,6 +277,8 @@ static double add_phase(sim *s, int p, ring_kind r, int dir, char kind, double d
 }
 
 static void start_rings(sim *s) {
+  for (int p = 0; p < s->n_parts; p++)
+    for (int i = 0; i < s->parts[p].n_ph; i++) s->with_ph[i]++;
   for (int p = 0; p < s->n_parts; p++)
     for (int64_t c = 0; c < s->chips; c++) {
       if (s->parts[p].n_ph == 0) continue;
@@ -408,6 +443,25 @@ static void on_chunk(eng *e, void *ctx, int64_t arg) {
 
 /* ---- closed forms ---- */
 
+/* The GPUs of a Reduction Server host that reduce among themselves over
+** NVLink first (the NCCL Reduction Server plugin keeps NCCL's intra-node
+** stage; Vertex AI docs, "Reduction Server"): a GPU node's size when the
+** group fills whole nodes, else 1 (every GPU its own worker). */
+static int64_t rs_host_gpus(const hw_model *hw, int64_t chips) {
+  int64_t g = hw->chips_per_node;
+  if (hw->scale_up.kind == HW_UP_ICI_TORUS || g < 2 || chips % g != 0) return 1;
+  return g;
+}
+
+/* One of the host's two NVLink stages (reduce-scatter or all-gather): a
+** ring of g on an idle NVSwitch, (g-1) x (S/g / B + a), which the
+** simulation reproduces to 2 % (tests/test_coll.c). */
+static double rs_intra_s(const hw_model *hw, int64_t g, double bytes) {
+  if (g < 2) return 0;
+  double B = hw->scale_up.bw_per_chip_bytes_per_s * hw->scale_up.efficiency;
+  return (double)(g - 1) * (bytes / (double)g / B + hw->scale_up.latency_s);
+}
+
 /* One ring step of b bytes: the slowest of the n transfers (bottleneck
 ** bandwidth plus path latency). `sharers` schedules run this ring kind at
 ** once; when their transfers leave a chip on the same link (a switch
@@ -443,7 +497,9 @@ static double ring_step(const net *n, ring_kind r, double b, int sharers, double
       if (l < bw) bw = l;
       lat += net_link_latency(n, path[i]);
     }
-    if (sharers > 1) {
+    if (torus_axis) {
+      bw /= sharers; /* sharers_of counted the rings on these links */
+    } else if (sharers > 1) {
       int kb = net_path(n, c, ring_next(n, r, -1, c), back, MAX_HOPS);
       bool shared = false;
       /* the return hop of a ring without wraparound runs over the other
@@ -474,30 +530,114 @@ static int explain(char *buf, size_t len, const char *fmt, ...) {
   return w;
 }
 
-/* The schedule's own closed form: the sum over a part's phases of steps x
-** (step bytes / bandwidth + latency), the largest part. */
+/* The schedules that run ring f->ring at phase i, sharing its links: on a
+** torus axis with wraparound the rings of the same direction (the other
+** direction has its own links), on an axis without it every ring along
+** the axis (the folded ring uses both directions' links); elsewhere every
+** ring of that kind (ring_step finds which links they share). */
+static int sharers_of(const sim *s, int i, const phase *f) {
+  int64_t shape[3];
+  bool wrap[3];
+  net_shape(s->n, shape, wrap);
+  bool axis = net_is_torus(s->n) && f->ring >= R_DIM0 && f->ring <= R_DIM2;
+  int n = 0;
+  for (int q = 0; q < s->n_parts; q++) {
+    const part *pq = &s->parts[q];
+    if (i < pq->n_ph && pq->ph[i].ring == f->ring &&
+        (!axis || !wrap[f->ring - R_DIM0] || pq->ph[i].dir == f->dir))
+      n++;
+  }
+  return n;
+}
+
+/* The schedule's own closed form, phase-synchronous as the simulation
+** runs it (complete_phase): the sum over phases of the slowest part's
+** steps x (step bytes / bandwidth + latency). */
 static double rings_formula(sim *s, char *buf, size_t len) {
-  double worst = 0;
-  for (int p = 0; p < s->n_parts; p++) {
-    double t = 0;
-    for (int i = 0; i < s->parts[p].n_ph; i++) {
+  double total = 0;
+  for (int i = 0; i < MAX_PHASES; i++) {
+    double worst = 0, wbw = 0, wlat = 0, wbytes = 0;
+    int wsteps = 0;
+    for (int p = 0; p < s->n_parts; p++) {
+      if (i >= s->parts[p].n_ph) continue;
       const phase *f = &s->parts[p].ph[i];
       double bw = 0, lat = 0;
-      int sharers = 0;
-      /* the schedules that run this ring at the same time: the same phase
-      ** of each part (the torus rotates its axes' order by part, so at a
-      ** given phase only the two directions of one rotation share a ring) */
-      for (int q = 0; q < s->n_parts; q++)
-        if (i < s->parts[q].n_ph && s->parts[q].ph[i].ring == f->ring) sharers++;
-      double step = ring_step(s->n, f->ring, f->step_bytes, sharers, &bw, &lat);
-      t += f->steps * step;
-      if (p == 0)
-        explain(buf, len, "%s  phase %d: %d steps x (%.4g B / %.4g B/s + %.3g s) = %.4g s\n",
-                i ? "" : "", i + 1, f->steps, f->step_bytes, bw, lat, f->steps * step);
+      double t = f->steps * ring_step(s->n, f->ring, f->step_bytes, sharers_of(s, i, f), &bw, &lat);
+      if (t > worst) worst = t, wbw = bw, wlat = lat, wbytes = f->step_bytes, wsteps = f->steps;
     }
-    if (t > worst) worst = t;
+    if (worst == 0) break;
+    explain(buf, len, "  phase %d: %d steps x (%.4g B / %.4g B/s + %.3g s) = %.4g s\n", i + 1,
+            wsteps, wbytes, wbw, wlat, worst);
+    total += worst;
   }
-  return worst;
+  return total;
+}
+
+/* The double binary tree's closed form: the busiest link's bytes over
+** its bandwidth, every edge of both trees routed as the simulation routes
+** it, plus the pipeline's fill and the latency of 2 x depth hops. */
+typedef struct {
+  double time_s, load_bytes, bw, edge_bw, lat; /* edge_bw: the slowest link an edge takes */
+  int64_t link;
+  int depth;
+} tree_bound;
+
+/* Adds `bytes` on each link of the path a -> b; the slowest link and the
+** path's latency into *bw, *lat. */
+static void tree_edge(const net *n, int64_t a, int64_t b, double bytes, double *load, double *bw,
+                      double *lat) {
+  int64_t path[MAX_HOPS];
+  int k = net_path(n, a, b, path, MAX_HOPS);
+  double l = 0;
+  for (int i = 0; i < k; i++) {
+    load[path[i]] += bytes;
+    if (net_link_bw(n, path[i]) < *bw) *bw = net_link_bw(n, path[i]);
+    l += net_link_latency(n, path[i]);
+  }
+  if (l > *lat) *lat = l;
+}
+
+/* O(chips x hops) time, one double per link. Above the simulation's chip
+** limit the loads are not enumerated: each chip is internal in at most
+** one tree, so it sends at most 2S (S/2 up and 2 x S/2 down in that one,
+** S/2 up in the other) over its slowest link -- the per-chip bound. */
+static int tree_formula(const net *n, double S, tree_bound *tb) {
+  int64_t chips = net_chips(n);
+  double half = S / 2, chunk = half / CHUNKS;
+  memset(tb, 0, sizeof *tb);
+  tb->depth = (int)ceil(log2((double)chips + 1)) - 1;
+  tb->edge_bw = INFINITY;
+  tb->link = -1;
+  if (chips > COLL_SIM_MAX_CHIPS) {
+    for (int64_t l = 0; l < NET_SLOTS; l++) /* chip 0's links stand for all */
+      if (net_link_bw(n, l) < tb->edge_bw) tb->edge_bw = net_link_bw(n, l);
+    tb->bw = tb->edge_bw;
+    tb->load_bytes = 2 * S;
+    tb->lat = net_hw(n)->scale_out.latency_s;
+  } else {
+    double *load = calloc((size_t)net_links(n), sizeof *load);
+    if (!load) return -1;
+    for (int t = 0; t < 2; t++)
+      for (int64_t r = 1; r < chips; r++) {
+        int64_t c = tree_rank(chips, t, r), p = tree_rank(chips, t, (r - 1) / 2);
+        tree_edge(n, c, p, half, load, &tb->edge_bw, &tb->lat); /* reduce up */
+        tree_edge(n, p, c, half, load, &tb->edge_bw, &tb->lat); /* broadcast down */
+      }
+    double worst = 0;
+    for (int64_t l = 0; l < net_links(n); l++)
+      if (load[l] > 0 && load[l] / net_link_bw(n, l) > worst) {
+        worst = load[l] / net_link_bw(n, l);
+        tb->link = l;
+      }
+    tb->load_bytes = load[tb->link];
+    tb->bw = net_link_bw(n, tb->link);
+    free(load);
+  }
+  /* the pipeline's fill: the first chunk climbs and comes down 2 x depth - 1
+  ** edges before the last link's work starts to overlap (CHUNKS chunks) */
+  tb->time_s = tb->load_bytes / tb->bw + (2.0 * tb->depth - 1) * chunk / tb->edge_bw +
+               2.0 * tb->depth * tb->lat;
+  return 0;
 }
 
 /* ---- running ---- */
@@ -603,15 +743,25 @@ static void plan_rings(sim *s, coll_op op, coll_algo a, double bytes, int axis, 
       for (int dir = 0; dir < 2; dir++) {
         int p = 2 * k + dir, sign = dir ? -1 : 1;
         double d = data / (double)s->n_parts;
+        /* an axis without wraparound has no second direction to give: its
+        ** folded ring already uses both directions' links, so both parts
+        ** run it the same way round and share it in step (ring_next) */
+#define AXIS_DIR(ax) (wrap[ax] ? sign : 1)
         if (kind != 'g')
-          for (int i = 0; i < nd; i++) d = add_phase(s, p, R_DIM0 + dims[(k + i) % nd], sign, 'r', d);
+          for (int i = 0; i < nd; i++) {
+            int ax = dims[(k + i) % nd];
+            d = add_phase(s, p, R_DIM0 + ax, AXIS_DIR(ax), 'r', d);
+          }
         /* across slices: all-reduce the in-slice shard, or scatter it
         ** further (reduce-scatter), or gather the slices' shards first
         ** (all-gather), each chip with its peers of the same position */
         if (a == COLL_HIERARCHICAL) d = add_phase(s, p, R_INTER, sign, kind, d);
         if (kind != 'r')
-          for (int i = nd - 1; i >= 0; i--)
-            d = add_phase(s, p, R_DIM0 + dims[(k + i) % nd], sign, 'g', d);
+          for (int i = nd - 1; i >= 0; i--) {
+            int ax = dims[(k + i) % nd];
+            d = add_phase(s, p, R_DIM0 + ax, AXIS_DIR(ax), 'g', d);
+          }
+#undef AXIS_DIR
       }
   }
 }
@@ -693,7 +843,7 @@ int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_
   }
 
   int64_t reducers = a == COLL_REDUCTION_SERVER ? (r->reducers > 0 ? r->reducers : chips) : 0;
-  double rbw = r->reducer_bw > 0 ? r->reducer_bw : net_hw(n)->scale_out.bw_per_chip_bytes_per_s;
+  double rbw = r->reducer_bw > 0 ? r->reducer_bw : COLL_RS_REDUCER_BW;
   /* the closed form alone: no transfers posted, nothing per chip allocated
   ** (a million-chip ring would post trillions) */
   bool quick = r->formula_only || over_budget(n, r, a, group, reducers, out);
@@ -707,15 +857,17 @@ int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_
     s.count = calloc(cnt, sizeof *s.count);
     s.cur = calloc((size_t)(MAX_PARTS * chips), 1);
     s.early = calloc((size_t)(MAX_PARTS * chips * MAX_PHASES), sizeof *s.early);
+    s.done = calloc((size_t)(chips * MAX_PHASES), 1);
   }
   int rc = 0;
-  if (!s.e || (!quick && (!s.free_at || !s.count || !s.cur || !s.early))) {
+  if (!s.e || (!quick && (!s.free_at || !s.count || !s.cur || !s.early || !s.done))) {
     snprintf(err, errn, "out of memory for %lld chips", (long long)chips);
     rc = -1;
     goto done;
   }
 
   double S = r->bytes, nn_ = (double)chips;
+  double extra_s = 0; /* a stage timed by its closed form, added to the simulation's */
   char *f = out->formula;
   size_t flen = sizeof out->formula;
   const hw_model *hw = net_hw(n);
@@ -753,15 +905,21 @@ int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_
   case COLL_TREE: {
     s.chunk_bytes = S / 2 / CHUNKS;
     if (!quick) start_tree(&s);
-    double bw = 0, lat = 0, step = ring_step(n, R_ALL, s.chunk_bytes, 1, &bw, &lat);
-    int depth = (int)ceil(log2(nn_ + 1)) - 1;
-    out->formula_s = 2 * depth * lat + S / bw;
-    explain(f, flen, "double binary tree: 2 log2(n) x a + S/B = 2 x %d x %.3g + %.4g / %.4g = %.4g s "
-                     "(Thakur et al. 2005; NCCL)\n  (the formula takes every edge at the "
-                     "bottleneck bandwidth, unshared; the two trees share each chip's links and "
-                     "their edges cross node boundaries, so the simulation is slower)\n",
-            depth, lat, S, bw, out->formula_s);
-    (void)step;
+    tree_bound tb;
+    if (tree_formula(n, S, &tb) != 0) {
+      snprintf(err, errn, "out of memory for the tree's link loads (%lld chips)", (long long)chips);
+      rc = -1;
+      goto done;
+    }
+    out->formula_s = tb.time_s;
+    explain(f, flen, "double binary tree (NCCL): two trees of S/2, each edge S/2 up and S/2 "
+                     "down, routed over the links net_path takes; a chip internal in one tree "
+                     "and a leaf in the other sends about 2S in all (NVIDIA, \"Massively scale "
+                     "your deep learning training with NCCL 2.4\", 2019: ring-like bus bandwidth)."
+                     "\n  busiest link %lld carries %.4g B at %.4g B/s = %.4g s; fill (2 x %d "
+                     "levels - 1) x chunk %.4g B / %.4g B/s; + 2 x %d x %.3g s latency = %.4g s\n",
+            (long long)tb.link, tb.load_bytes, tb.bw, tb.load_bytes / tb.bw, tb.depth,
+            s.chunk_bytes, tb.edge_bw, tb.depth, tb.lat, out->formula_s);
     break;
   }
   case COLL_NVLS: {
@@ -777,15 +935,22 @@ int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_
     break;
   }
   case COLL_REDUCTION_SERVER: {
-    s.chunk_bytes = S / (double)reducers / CHUNKS;
+    int64_t g = rs_host_gpus(hw, chips);
+    double intra = rs_intra_s(hw, g, S);
+    s.chunk_bytes = S / (double)g / (double)reducers / CHUNKS;
     if (!quick) start_rs_server(&s);
+    extra_s = 2 * intra;
     double B = hw->scale_out.bw_per_chip_bytes_per_s, lat = hw->scale_out.latency_s;
     out->formula_s = coll_reduction_server_s(hw, chips, S, reducers, rbw);
-    explain(f, flen, "Reduction Server: each worker sends S and receives S; k reducers each "
-                     "take n S/k:\n  max(S/B_w, n S/(k B_r)) x (1 + 1/C) + 4a = max(%.4g/%.4g, "
-                     "%lld x %.4g/(%lld x %.4g)) x %.3g + 4 x %.3g = %.4g s\n",
-            S, B, (long long)chips, S, (long long)reducers, rbw, 1 + 1.0 / CHUNKS, lat,
-            out->formula_s);
+    explain(f, flen, "Reduction Server (Vertex AI): inside each host of g = %lld GPUs a reduce-"
+                     "scatter and an all-gather over NVLink, 2 x (g-1) x (S/g / B_nvl + a) = "
+                     "%.4g s; between them each GPU sends its S/g to the k = %lld reducers and "
+                     "gets it back reduced (a host's NIC moves S each way, a ring 2(H-1)/H S); "
+                     "each reducer takes n S/(g k):\n  + max(S/g / B_w, n S/(g k B_r)) x (1 + "
+                     "1/C) + 4a = max(%.4g/%.4g, %lld x %.4g/(%lld x %.4g)) x %.3g + 4 x %.3g = "
+                     "%.4g s\n",
+            (long long)g, 2 * intra, (long long)reducers, S / (double)g, B, (long long)chips,
+            S / (double)g, (long long)reducers, rbw, 1 + 1.0 / CHUNKS, lat, out->formula_s);
     break;
   }
   case COLL_DIRECT:
@@ -832,7 +997,7 @@ int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_
     rc = -1;
     goto done;
   }
-  out->time_s = s.finish;
+  out->time_s = s.finish + extra_s;
   out->algo = a;
   out->events = eng_events(s.e);
   out->algbw = S / out->time_s;
@@ -843,6 +1008,7 @@ done:
   free(s.count);
   free(s.cur);
   free(s.early);
+  free(s.done);
   return rc;
 }
 
@@ -867,9 +1033,15 @@ int coll_flows(const net *n, const int64_t (*pairs)[2], int n_pairs, double byte
 double coll_reduction_server_s(const hw_model *hw, int64_t chips, double bytes, int64_t reducers,
                                double reducer_bw) {
   double B = hw->scale_out.bw_per_chip_bytes_per_s, lat = hw->scale_out.latency_s;
-  double rbw = reducer_bw > 0 ? reducer_bw : B;
-  double worker = bytes / B, server = (double)chips * bytes / ((double)(reducers > 0 ? reducers : chips) * rbw);
+  double rbw = reducer_bw > 0 ? reducer_bw : COLL_RS_REDUCER_BW;
+  double g = (double)rs_host_gpus(hw, chips), shard = bytes / g;
+  double worker = shard / B, server = (double)chips * shard / ((double)(reducers > 0 ? reducers : chips) * rbw);
   double bottleneck = worker > server ? worker : server;
-  return bottleneck * (1 + 1.0 / CHUNKS) + 4 * lat;
+  return 2 * rs_intra_s(hw, (int64_t)g, bytes) + bottleneck * (1 + 1.0 / CHUNKS) + 4 * lat;
 }
 
+
+int64_t coll_rs_reducers_for(const hw_model *hw, int64_t chips) {
+  double need = (double)chips * hw->scale_out.bw_per_chip_bytes_per_s / COLL_RS_REDUCER_BW;
+  return need < 1 ? 1 : (int64_t)ceil(need - 1e-9);
+}

@@ -24,7 +24,7 @@ Test(hw_catalog, holds_exactly_the_contract_names) {
                                       "v100",   "a100-40g", "a100-80g", "h100-sxm", "h100-96gb",
                                       "h200",
                                       "b200",   "b300",     "gb200",    "gb300",    "cpu-spr",
-                                      "cpu-genoa"};
+                                      "cpu-genoa", "a100-40g-gcp", "a100-40g-aws"};
   hw_catalog *c = builtin();
   cr_assert_eq(hw_catalog_count(c), (int)(sizeof names / sizeof *names));
   for (size_t i = 0; i < sizeof names / sizeof *names; i++)
