@@ -7,6 +7,7 @@
 
 #include "../sim/framework.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,7 +18,7 @@
 #include "../base/units.h"
 #include "../planner/planner.h"
 
-static const char *const PLAN_FLAGS[] = {"--spot", NULL};
+static const char *const PLAN_FLAGS[] = {"--spot", "--exhaustive", NULL};
 static const char *const PLAN_VALUED[] = {"--hw",     "--chips",     "--max-chips", "--tokens",
                                           "--steps",  "--deadline",  "--budget",    "--objective",
                                           "--top",    "--preemption-rate", "--explain", "--op-costs",
@@ -35,30 +36,44 @@ static const num_range PREEMPTION = {NUM_REAL, 0, 1, true};
 #define MAX_STEPS 1000000000000000LL /* 1e15: steps x gbs x seq stays a double's exact range */
 #define MAX_TOP 16                   /* the candidates table's rows (planner_result's size) */
 
+/* Dollars for people: cents below $100, whole dollars above. */
+static void usd_str(char *buf, size_t n, double usd) {
+  snprintf(buf, n, usd < 100 ? "$%.2f" : "$%.0f", usd);
+}
+
 /* The search's progress on stderr: only on a terminal, and only once the
-** search has run a second (a quick plan prints nothing extra). */
+** search has run a second (a quick plan prints nothing extra): the phase,
+** its entries done, plans scored, the best so far and the time left. */
 typedef struct {
   FILE *err;
   double t0_s;
   bool shown;
+  bool time_objective; /* the best key is seconds of training, else dollars */
 } plan_progress;
 
-static void plan_progress_cb(void *ctx, const char *what, int done, int total) {
-  plan_progress *pg = ctx;
-  double t = units_now_s() - pg->t0_s;
-  if (t < 1.0 && !pg->shown) return;
-  int width = 30, fill = total > 0 ? width * done / total : width;
-  char bar[64];
+static void plan_progress_cb(void *ctx, const planner_progress *pg) {
+  plan_progress *pp = ctx;
+  double t = units_now_s() - pp->t0_s;
+  if (t < 1.0 && !pp->shown) return;
+  int width = 20, fill = pg->total > 0 ? width * pg->done / pg->total : width;
+  char bar[64], best[128] = "none yet", eta[32] = "?", n[32];
   for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
   bar[width] = 0;
-  fprintf(pg->err, "\r  %-10s [%s] %d/%d  %.1f s ", what, bar, done, total, t);
-  fflush(pg->err);
-  pg->shown = true;
-}
-
-/* Dollars for people: cents below $100, whole dollars above. */
-static void usd_str(char *buf, size_t n, double usd) {
-  snprintf(buf, n, usd < 100 ? "$%.2f" : "$%.0f", usd);
+  if (isfinite(pg->best_key) && pp->time_objective) {
+    char d[32];
+    units_seconds(d, sizeof d, pg->best_key);
+    snprintf(best, sizeof best, "%s on %s", d, pg->best_hw);
+  } else if (isfinite(pg->best_key)) {
+    char u[32];
+    usd_str(u, sizeof u, pg->best_key);
+    snprintf(best, sizeof best, "%s on %s", u, pg->best_hw);
+  }
+  if (pg->eta_s >= 0) snprintf(eta, sizeof eta, "%.0f s", pg->eta_s);
+  units_si(n, sizeof n, (double)pg->evaluated, "");
+  fprintf(pp->err, "\r  %-10s [%s] %d/%d, %s plans, best %s, ETA %s   ", pg->what, bar,
+          pg->done, pg->total, n, best, eta);
+  fflush(pp->err);
+  pp->shown = true;
 }
 
 static void plan_row(FILE *f, int rank, const planner_cand *c) {
@@ -144,6 +159,8 @@ static int run_plan(cli_ctx *c) {
   req.has_framework = cli_opt(c, "--framework") != NULL;
   req.framework = fw;
   req.offload = (plan_offload)off;
+  req.has_offload = cli_opt(c, "--offload") != NULL;
+  req.exhaustive = cli_opt(c, "--exhaustive") != NULL;
   req.spot = cli_opt(c, "--spot") != NULL;
   if (explain > req.top)
     return cli_usage_error(c, "%s", "--explain N takes a rank of the candidates table (at most --top)");
@@ -179,8 +196,9 @@ static int run_plan(cli_ctx *c) {
   if (!cli_opt(c, "--objective") && !cli_opt(c, "--deadline")) req.objective = planner_default_objective(m);
   planner_result *r = calloc(1, sizeof *r);
   char err[1024];
-  plan_progress pg = {.err = c->err, .t0_s = units_now_s()};
-  if (isatty(fileno(c->err))) {
+  plan_progress pg = {.err = c->err, .t0_s = units_now_s(),
+                      .time_objective = req.objective == PLANNER_TIME};
+  if (isatty(fileno(c->err)) && !c->json) {
     req.progress = plan_progress_cb;
     req.progress_ctx = &pg;
   }
