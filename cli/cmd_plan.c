@@ -76,16 +76,26 @@ static void plan_progress_cb(void *ctx, const planner_progress *pg) {
   pp->shown = true;
 }
 
+/* ZeRO as a plan states it: the stage, FSDP for ZeRO-3 over the whole
+** data-parallel group, HSDP with its shard group. */
+static void zero_str(char *buf, size_t n, const plan *p) {
+  if (p->zero >= 3 && p->hsdp > 0) snprintf(buf, n, "hsdp%lld", (long long)p->hsdp);
+  else if (p->zero >= 3) snprintf(buf, n, "fsdp");
+  else snprintf(buf, n, "%d", p->zero);
+}
+
 static void plan_row(FILE *f, int rank, const planner_cand *c) {
   static const char *const REC[] = {"none", "selective", "full"};
-  char t[32], u[32];
+  static const char *const OFF[] = {"-", "act", "opt"};
+  char t[32], u[32], z[32];
   units_seconds(t, sizeof t, c->train_s);
   usd_str(u, sizeof u, c->train_usd);
-  fprintf(f, "  %4d  %-9s %6lld %4lld %3lld %3lld %2lld %2lld %2lld %4lld %-9s %4d %9.3f %9.3f %9s %12s\n",
+  zero_str(z, sizeof z, &c->p);
+  fprintf(f, "  %4d  %-9s %6lld %4lld %3lld %3lld %2lld %2lld %2lld %3lld %4lld %-9s %-7s %3s %9.3f %9.3f %9s %12s\n",
           rank, c->hw, (long long)c->p.chips, (long long)c->p.dp, (long long)c->p.tp,
           (long long)c->p.pp, (long long)(c->p.cp > 0 ? c->p.cp : 1), (long long)c->p.vp,
-          (long long)c->p.ep, (long long)c->p.mbs,
-          REC[c->p.recompute], c->p.zero, c->sim.step_time_s, c->analytic_step_s, t, u);
+          (long long)c->p.ep, (long long)(c->p.etp > 0 ? c->p.etp : 1), (long long)c->p.mbs,
+          REC[c->p.recompute], z, OFF[c->p.offload], c->sim.step_time_s, c->analytic_step_s, t, u);
 }
 
 /* The plans the search turned down, by the limit that bound: one line. */
@@ -256,6 +266,7 @@ static int run_plan(cli_ctx *c) {
     for (int k = 0; k < PLANNER_CAUSE_COUNT; k++)
       cJSON_AddNumberToObject(by, planner_cause_name((planner_cause)k), (double)r->rejected_by[k]);
     cJSON_AddNumberToObject(o, "evaluated", (double)r->evaluated);
+    cJSON_AddNumberToObject(o, "pruned", (double)r->pruned);
     cJSON_AddNumberToObject(o, "search_s", r->search_s);
     cli_print_json(c, o);
   } else {
@@ -264,17 +275,31 @@ static int run_plan(cli_ctx *c) {
     units_si(mp, sizeof mp, (double)m->params, " parameters");
     fprintf(c->out, "plan for %s (%s), objective: %s\n", m->name,
             m->params > 0 ? mp : "no weight parameters", r->objective);
-    char vps[48] = "", eps[48] = "";
+    char vps[48] = "", eps[96] = "", z[32], more[96] = "";
     if (b->p.vp > 1) snprintf(vps, sizeof vps, " (interleaved x%lld)", (long long)b->p.vp);
     size_t k = 0;
     if (b->p.cp > 1) k += (size_t)snprintf(eps, sizeof eps, ", cp %lld", (long long)b->p.cp);
-    if (b->p.ep > 1 && k < sizeof eps) snprintf(eps + k, sizeof eps - k, ", ep %lld", (long long)b->p.ep);
-    fprintf(c->out, "\nbest: %lld x %s   dp %lld, tp %lld%s, pp %lld%s%s, mbs %lld, %s recompute, zero %d\n",
+    if (b->p.ep > 1 && k < sizeof eps) k += (size_t)snprintf(eps + k, sizeof eps - k, ", ep %lld", (long long)b->p.ep);
+    if (b->p.etp > 1 && k < sizeof eps) snprintf(eps + k, sizeof eps - k, ", etp %lld", (long long)b->p.etp);
+    zero_str(z, sizeof z, &b->p);
+    k = 0;
+    if (b->p.pp_layers) {
+      int32_t lo = b->p.pp_layers[0], hi = lo;
+      for (int i = 1; i < b->p.n_pp_layers; i++) {
+        if (b->p.pp_layers[i] < lo) lo = b->p.pp_layers[i];
+        if (b->p.pp_layers[i] > hi) hi = b->p.pp_layers[i];
+      }
+      k += (size_t)snprintf(more, sizeof more, ", %d to %d layers a stage", (int)lo, (int)hi);
+    }
+    if (b->p.offload != PLAN_OFFLOAD_NONE && k < sizeof more)
+      snprintf(more + k, sizeof more - k, ", %s offloaded",
+               b->p.offload == PLAN_OFFLOAD_ACTIVATIONS ? "activations" : "optimizer");
+    fprintf(c->out, "\nbest: %lld x %s   dp %lld, tp %lld%s, pp %lld%s%s, mbs %lld, %s recompute, zero %s%s\n",
             (long long)b->p.chips, b->hw, (long long)b->p.dp, (long long)b->p.tp,
             b->p.sp ? " (sp)" : "", (long long)b->p.pp, vps, eps, (long long)b->p.mbs,
             b->p.recompute == PLAN_RECOMPUTE_FULL ? "full"
             : b->p.recompute == PLAN_RECOMPUTE_SELECTIVE ? "selective" : "no",
-            b->p.zero);
+            z, more);
     fprintf(c->out, "  step %.3f s simulated (%.3f s analytic), MFU %.1f%%, %.0f %s/s\n",
             b->sim.step_time_s, b->analytic_step_s, 100 * b->sim.mfu, b->sim.tokens_per_s,
             m->info.unit ? m->info.unit : "tokens");
@@ -296,7 +321,7 @@ static int run_plan(cli_ctx *c) {
     fprintf(c->out, "\nwhy: %s\n", r->why);
     if (r->advice[0]) fprintf(c->out, "\nadvice: %s\n", r->advice);
     fprintf(c->out, "\ncandidates (event-simulated, best first):\n"
-                    "  rank  hw         chips   dp  tp  pp cp  V ep  mbs recompute zero  step(s)  analytic      time         cost\n");
+                    "  rank  hw         chips   dp  tp  pp cp  V ep etp  mbs recompute zero    off   step(s)  analytic      time         cost\n");
     for (int i = 0; i < r->n_ranked; i++) plan_row(c->out, i + 1, &r->ranked[i]);
     fprintf(c->out, "\nother hardware (its best plan, analytic):\n");
     for (int i = 0; i < r->n_per_hw; i++) {
@@ -323,7 +348,12 @@ static int run_plan(cli_ctx *c) {
     for (int i = 0; i < r->n_rejected; i++)
       fprintf(c->out, "  %s: %s [%s]\n", r->rejected[i].hw, r->rejected[i].reason,
               planner_cause_name(r->rejected[i].cause));
-    fprintf(c->out, "\nevaluated %lld plans in %.2f s\n", (long long)r->evaluated, r->search_s);
+    if (r->pruned)
+      fprintf(c->out, "\nevaluated %lld plans in %.2f s (%lld more bounded out: they could not be among "
+                      "the best; --exhaustive scores them)\n",
+              (long long)r->evaluated, r->search_s, (long long)r->pruned);
+    else
+      fprintf(c->out, "\nevaluated %lld plans in %.2f s\n", (long long)r->evaluated, r->search_s);
     print_causes(c->out, r);
   }
   planner_result_free(r);
@@ -339,9 +369,12 @@ const cli_cmd cli_cmd_plan = {"plan",
     "                  [--spot [--preemption-rate F]] [--top K] [--explain N] [--json]\n"
     "                  [--op-costs ir|formula] [--seq S] [--cp C]\n"
     "                  [--precision fp8|fp8-cs|mxfp8|nvfp4|int8] [--framework NAME]\n"
-    "                  [--offload none|activations|optimizer]\n"
+    "                  [--offload none|activations|optimizer] [--exhaustive]\n"
     "  --objective: default time; cost for the classical families (gbdt, mlp)\n"
     "  --cp, --precision, --framework, --offload, --seq: kept fixed in the search\n"
+    "               (offload is searched where the chip has a host link unless given)\n"
+    "  --exhaustive: score every plan of the space; by default plans a proven\n"
+    "               bound shows cannot be among the best are skipped (same best plan)\n"
     "               (as simulate reads them); the framework defaults by chip kind\n"
     "  --preemption-rate: share of spot instances reclaimed a month (default 0.2)\n"
     "  --explain N: the full breakdown of candidate N of the table (1: the best)",

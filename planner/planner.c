@@ -263,7 +263,8 @@ static int variants_of(int64_t group, const plan_offload *offs, int n_off, varia
 
 /* step_costs reads tp, mbs, ep, etp, cp, whether there is a pipeline (its
 ** send), and with activation offload whether the layer is fully
-** recomputed (what goes to the host); the rest of a plan it does not. */
+** recomputed (what goes to the host); the rest of a plan it does not
+** (sim/stepcost.c). */
 typedef struct {
   int64_t tp, mbs, ep, etp, cp;
   int piped, offmode;
@@ -381,30 +382,50 @@ typedef struct {
   step_desc *desc;  /* the bound's step description (large: on the heap) */
 } hw_state;
 
-/* The per-chip costs of plan p (computed on first use), or NULL when they
-** cannot be (a group the network cannot form), with the reason in err. */
-static const step_result *costs_of(hw_state *st, const plan *p, char *err, size_t errn) {
-  cost_key k = {p->tp, p->mbs, p->ep, p->etp, p->cp, p->pp > 1,
-                p->offload != PLAN_OFFLOAD_ACTIVATIONS ? 0 : p->recompute == PLAN_RECOMPUTE_FULL ? 2 : 1};
-  cost_entry *ce = cost_get(&st->costs, &k);
+/* The entry of key k, computed on first use from plan p; NULL when out of
+** memory. */
+static cost_entry *cost_entry_of(hw_state *st, const cost_key *k, const plan *p, char *err,
+                                 size_t errn) {
+  cost_entry *ce = cost_get(&st->costs, k);
   if (!ce) {
     snprintf(err, errn, "out of memory");
     return NULL;
   }
   if (!ce->done) {
+    plan q = *p;
+    if (k->piped && q.pp < 2) q.pp = 2; /* the send timed too; nothing else differs */
     double tc = units_now_s();
-    ce->ok = step_costs(st->sc->m, st->hw, p, &ce->c, err, errn) == 0;
+    ce->ok = step_costs(st->sc->m, st->hw, &q, &ce->c, err, errn) == 0;
     st->hs->out.costs_s += units_now_s() - tc;
+    st->hs->out.cost_builds++;
     ce->done = true;
   } else if (!ce->ok && errn) {
     err[0] = 0;
   }
-  return ce->ok ? &ce->c : NULL;
+  return ce;
+}
+
+/* The per-chip costs of plan p (computed on first use), or NULL when they
+** cannot be (a group the network cannot form), with the reason in err.
+** step_costs reads pp only to time the pipeline's send (sim/stepcost.c),
+** which a plan without a pipeline never uses (one stage: sched_eval's
+** closed form), so such a plan shares the costs of its sizes with a
+** pipeline: built once, unless the send's group is one the network cannot
+** form (a TPU's 2 x tp chips), where it gets its own. */
+static const step_result *costs_of(hw_state *st, const plan *p, char *err, size_t errn) {
+  cost_key k = {p->tp, p->mbs, p->ep, p->etp, p->cp, 1,
+                p->offload != PLAN_OFFLOAD_ACTIVATIONS ? 0 : p->recompute == PLAN_RECOMPUTE_FULL ? 2 : 1};
+  cost_entry *ce = cost_entry_of(st, &k, p, err, errn);
+  if (ce && !ce->ok && p->pp < 2) {
+    k.piped = 0;
+    ce = cost_entry_of(st, &k, p, err, errn);
+  }
+  return ce && ce->ok ? &ce->c : NULL;
 }
 
 /* Whether plan p's per-chip costs are computed (or known not to be). */
 static bool costs_known(hw_state *st, const plan *p) {
-  cost_key k = {p->tp, p->mbs, p->ep, p->etp, p->cp, p->pp > 1, 0};
+  cost_key k = {p->tp, p->mbs, p->ep, p->etp, p->cp, 1, 0};
   if (!st->costs.cap) return false;
   const cost_slot *s = cost_find(&st->costs, &k);
   return s->e && s->e->done;
@@ -436,6 +457,13 @@ static double desc_floor_s(hw_state *st, const plan *p, const step_result *c) {
     busy += (double)d->M * (sched_task_s(d, k * pp + pp - 1, false) + sched_task_s(d, k * pp + pp - 1, true));
   for (int64_t vs = 0; vs + 1 < pp; vs++) chain += sched_task_s(d, vs, false) + sched_task_s(d, vs, true);
   return (busy + chain + sd->optimizer_s) * (1 - 1e-6);
+}
+
+/* For the tests: both floors of a scored plan against its step time,
+** counted in the result when either is above it. */
+static void check_floors(hw_state *st, const plan *p, const step_result *c, double step_s) {
+  if (step_floor_s(&st->sc->m->info.tf, p, c) > step_s || desc_floor_s(st, p, c) > step_s)
+    st->hs->out.bound_violations++;
 }
 
 /* The kept list is full and a plan no faster than `floor_s` could not
@@ -484,12 +512,13 @@ static int mem_fits(hw_state *st, const plan *p) {
 /* Scores plan p (valid under plan_check; its memory checked first unless
 ** `fits` says it fits): the fast path, then the price, kept when among
 ** the best. Returns 1 when it does not fit, else 0. */
-static int score_plan(hw_state *st, const plan *p, bool fits) {
+static int score_plan(hw_state *st, const plan *p, bool fits, double *step_s) {
   const model *m = st->sc->m;
   const hw_model *hw = st->hw;
   const planner_req *req = st->sc->req;
   planner_result *out = &st->hs->out;
   rejections *rj = &st->rj;
+  *step_s = -1;
   if (!fits) {
     int f = mem_fits(st, p);
     if (f <= 0) return f == 0;
@@ -508,7 +537,7 @@ static int score_plan(hw_state *st, const plan *p, bool fits) {
   /* price first; build a whole candidate only for one that is kept, the
   ** hardware's best, or the closest yet (most are none) */
   hw_search *hs = st->hs;
-  double a = fr.step_time_s;
+  double a = *step_s = fr.step_time_s;
   run_price pr = planner_price_of(m, hw, req, p->chips, a, st->sc->steps);
   bool closer = !out->any_fit || pr.train_usd < out->cheapest.train_usd ||
                 pr.train_s < out->fastest.train_s;
@@ -613,7 +642,9 @@ static void search_sizes(hw_state *st, plan p, const variant *vs, int n_vs) {
           st->hs->out.pruned++;
           continue;
         }
-        if (score_plan(st, &p, i == known) == 1 && !exhaustive) dead[i] = true, n_dead++;
+        double step_s;
+        if (score_plan(st, &p, i == known, &step_s) == 1 && !exhaustive) dead[i] = true, n_dead++;
+        if (st->sc->req->check_bounds && c && step_s >= 0) check_floors(st, &p, c, step_s);
       }
     }
     search_report(st);
@@ -922,6 +953,8 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
     const planner_result *o = &hs[h].out;
     out->evaluated += o->evaluated;
     out->pruned += o->pruned;
+    out->cost_builds += o->cost_builds;
+    out->bound_violations += o->bound_violations;
     if (o->any_fit) {
       planner_note_closest(out, &o->cheapest);
       planner_note_closest(out, &o->fastest);
@@ -1026,7 +1059,7 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
            b->train_usd, req->spot ? "spot" : "on-demand",
            100 * r->breakdown_s.compute / r->step_time_s, 100 * r->mfu, bound, mem);
   out->search_s = units_now_s() - t0;
-  if (getenv("S17DBG")) fprintf(stderr, "DBG eval %lld pruned %lld costs %.3f scoring %.3f sim %.3f\n", (long long)out->evaluated, (long long)out->pruned, out->costs_s, out->scoring_s, out->simulate_s);
+  if (getenv("S17DBG")) fprintf(stderr, "DBG builds %lld eval %lld pruned %lld costs %.3f scoring %.3f sim %.3f\n", (long long)out->cost_builds, (long long)out->evaluated, (long long)out->pruned, out->costs_s, out->scoring_s, out->simulate_s);
   return 0;
 }
 

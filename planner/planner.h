@@ -67,6 +67,9 @@ typedef struct {
   /* every plan of the space scored: no bound prunes (the best plan is the
   ** same either way; the bounds only save time) */
   bool exhaustive;
+  /* tests: every scored plan's step time checked against the bounds the
+  ** pruned search uses (planner_result.bound_violations) */
+  bool check_bounds;
 } planner_req;
 
 typedef struct {
@@ -126,6 +129,8 @@ typedef struct {
   /* plans the search proved could not enter the kept candidates (a step
   ** time bound) and so never scored; 0 with exhaustive */
   int64_t pruned;
+  int64_t cost_builds; /* per-chip cost sets computed (step_costs) */
+  int64_t bound_violations; /* check_bounds: plans faster than a bound said (0, or a bug) */
   double search_s;
   /* thread seconds (summed over threads): per-chip cost builds, analytic
   ** scoring (memory model included), event simulations */
