@@ -73,6 +73,13 @@ double planner_analytic_step(const model *m, const hw_model *hw, const plan *p, 
 }
 
 
+/* The candidates a run confirms by simulation: req->top, 5 by default,
+** at most the MAX_KEEP kept. */
+static int planner_top(const planner_req *req) {
+  int top = req->top > 0 ? req->top : 5;
+  return top < MAX_KEEP ? top : MAX_KEEP;
+}
+
 /* Keeps the best `MAX_KEEP` by objective (smaller first), sorted. */
 static void keep(planner_cand *kept, int *n, const planner_cand *c, double key, double *keys) {
   int at = *n < MAX_KEEP ? (*n)++ : MAX_KEEP;
@@ -466,14 +473,20 @@ static void check_floors(hw_state *st, const plan *p, const step_result *c, doub
     st->hs->out.bound_violations++;
 }
 
-/* The kept list is full and a plan no faster than `floor_s` could not
-** enter it (nor beat the hardware's best, which is in it). */
+/* Whether a plan no faster than `floor_s` can be left out: the
+** hardware's kept list already holds `top` plans (those the run confirms
+** by simulation: planner_run merges every hardware's kept list in catalog
+** order and simulates the first `top`) whose keys are all at or below the
+** floor's, so the plan could enter neither them nor the hardware's best
+** (their first). */
 static bool bound_prunes(const hw_state *st, const plan *p, double floor_s) {
   const hw_search *hs = st->hs;
-  if (st->sc->req->exhaustive || hs->n_kept < MAX_KEEP) return false;
-  run_price pr = planner_price_of(st->sc->m, st->hw, st->sc->req, p->chips, floor_s, st->sc->steps);
-  double key = st->sc->req->objective == PLANNER_TIME ? pr.train_s : pr.train_usd;
-  return key >= hs->keys[MAX_KEEP - 1];
+  const planner_req *req = st->sc->req;
+  int top = planner_top(req);
+  if (req->exhaustive || hs->n_kept < top) return false;
+  run_price pr = planner_price_of(st->sc->m, st->hw, req, p->chips, floor_s, st->sc->steps);
+  double key = req->objective == PLANNER_TIME ? pr.train_s : pr.train_usd;
+  return key >= hs->keys[top - 1];
 }
 
 /* Scores plan p (valid under plan_check): memory, then the fast path,
@@ -586,12 +599,14 @@ static void search_report(hw_state *st) {
 ** ep, etp, V and the stage split in p): micro-batches smallest first,
 ** so a variant that stops fitting is dropped for the larger ones, and
 ** per recompute mode the bound skips what cannot enter the kept list. */
-static void search_sizes(hw_state *st, plan p, const variant *vs, int n_vs) {
+static void search_sizes(hw_state *st, plan p, const variant *vs, int n_vs, const bool *state_dead) {
   const model *m = st->sc->m;
   bool exhaustive = st->sc->req->exhaustive;
   rejections *rj = &st->rj;
   bool dead[MAX_VARIANTS] = {false};
   int n_dead = 0;
+  for (int i = 0; state_dead && i < n_vs; i++)
+    if (state_dead[i]) dead[i] = true, n_dead++, st->hs->out.pruned++;
   int64_t mbs[256];
   int n_mbs = divisors(p.gbs / p.dp, p.gbs / p.dp, mbs, 256);
   for (int mi = 0; mi < n_mbs && n_dead < n_vs; mi++) {
@@ -662,6 +677,39 @@ typedef struct {
   variant *var; /* room for MAX_VARIANTS, filled per dp x cp */
 } hw_fixed;
 
+/* Which variants' model state alone -- weights, gradients, optimizer,
+** the runtime's reserve and the communicators: what sim/memory's peak
+** holds whatever the micro-batch -- is over the chip's memory for these
+** sizes, into dead (n_vs). It is the same under any interleaving of an
+** even split when every layer is of one kind (each chip then holds the
+** same layers' state, the embedding with the first, the head with the
+** last), so those plans need no memory check of their own. Returns false
+** when it does not apply (mixed layers, --exhaustive, a plan the memory
+** model refuses). */
+static bool state_over(hw_state *st, const hw_fixed *fx, int64_t chips, int64_t tp, int64_t cp,
+                       int64_t pp, int64_t ep, int64_t etp, int n_vs, bool *dead) {
+  const model *m = st->sc->m;
+  const wl_tf_dims *d = &m->info.tf;
+  bool mixed = d->window > 0 || (d->experts > 1 && (d->first_dense > 0 || d->moe_every > 1));
+  if (mixed || st->sc->req->exhaustive || pp < 2) return false;
+  plan p = {.chips = chips, .dp = chips / (tp * pp * cp), .tp = tp, .pp = pp, .ep = ep, .etp = etp,
+            .cp = cp, .gbs = st->sc->gbs, .seq = st->sc->seq, .vp = 1, .mbs = 1, .slices = 1,
+            .schedule = PLAN_1F1B, .precision = fx->prec, .sp = tp > 1};
+  framework_apply(fx->fw, &p);
+  p.gemm = st->sc->req->gemm;
+  for (int i = 0; i < n_vs; i++) {
+    set_variant(&p, &fx->var[i]);
+    mem_opts mo;
+    plan mp;
+    mem_setup(m, st->hw, &p, &mo, &mp);
+    mem_bytes mb;
+    if (mem_transformer(d, &mp, &mo, &mb, NULL, 0) != 0) return false;
+    double state = mb.weights + mb.gradients + mb.optimizer + mb.runtime + mb.comm;
+    dead[i] = mo.capacity_bytes > 0 && state > mo.capacity_bytes;
+  }
+  return true;
+}
+
 /* The space on `chips` chips (chips = dp x tp x pp x cp; sim/plan.c's
 ** plan_check is the one judge of which plans are valid): every tp
 ** dividing the heads within the tensor-parallel domain, cp for long
@@ -687,6 +735,8 @@ static void search_chips(hw_state *st, const hw_fixed *fx, int64_t chips) {
         for (int ei = 0; ei < n_ep; ei++)
           for (int ki = 0; ki < n_etp; ki++) {
             if (ranks % (eps[ei] * etps[ki])) continue;
+            bool state_dead[MAX_VARIANTS];
+            bool state_known = state_over(st, fx, chips, tp, cp, pp, eps[ei], etps[ki], n_vs, state_dead);
             for (int64_t vp = 1; pp * vp <= d->layers && pp * vp <= SCHED_MAX_VS && (vp == 1 || pp > 1); vp++) {
               bool uneven = d->layers % (pp * vp) != 0;
               if (st->seeding && (uneven || (vp != 1 && vp != 2 && vp != 4))) continue;
@@ -701,7 +751,9 @@ static void search_chips(hw_state *st, const hw_fixed *fx, int64_t chips) {
                 p.pp_layers = sc->splits + sc->split_at[pp * vp];
                 p.n_pp_layers = (int)(pp * vp);
               }
-              search_sizes(st, p, fx->var, n_vs);
+              /* interleaving an even split leaves each chip's state as it is */
+              bool even_v = vp > 1 && !uneven && state_known;
+              search_sizes(st, p, fx->var, n_vs, even_v ? state_dead : NULL);
             }
           }
       }
@@ -980,7 +1032,7 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
     return -1;
   }
   /* confirm the best few with the event simulation, then rank by it */
-  int top = req->top > 0 ? req->top : 5; /* at most the MAX_KEEP kept */
+  int top = planner_top(req);
   if (top > n_kept) top = n_kept;
   int ok[MAX_KEEP] = {0};
   double sim_s[MAX_KEEP] = {0};
@@ -1059,7 +1111,6 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
            b->train_usd, req->spot ? "spot" : "on-demand",
            100 * r->breakdown_s.compute / r->step_time_s, 100 * r->mfu, bound, mem);
   out->search_s = units_now_s() - t0;
-  if (getenv("S17DBG")) fprintf(stderr, "DBG builds %lld eval %lld pruned %lld costs %.3f scoring %.3f sim %.3f\n", (long long)out->cost_builds, (long long)out->evaluated, (long long)out->pruned, out->costs_s, out->scoring_s, out->simulate_s);
   return 0;
 }
 
