@@ -56,7 +56,7 @@ static void plan_progress_cb(void *ctx, const planner_progress *pg) {
   double t = units_now_s() - pp->t0_s;
   if (t < 1.0 && !pp->shown) return;
   int width = 20, fill = pg->total > 0 ? width * pg->done / pg->total : width;
-  char bar[64], best[128] = "none yet", eta[32] = "?", n[32];
+  char bar[64], best[128] = "none yet", eta[32] = "?", n[48];
   for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
   bar[width] = 0;
   if (isfinite(pg->best_key) && pp->time_objective) {
@@ -69,9 +69,14 @@ static void plan_progress_cb(void *ctx, const planner_progress *pg) {
     snprintf(best, sizeof best, "%s on %s", u, pg->best_hw);
   }
   if (pg->eta_s >= 0) snprintf(eta, sizeof eta, "%.0f s", pg->eta_s);
-  units_si(n, sizeof n, (double)pg->evaluated, "");
-  fprintf(pp->err, "\r  %-10s [%s] %d/%d, %s plans, best %s, ETA %s   ", pg->what, bar,
-          pg->done, pg->total, n, best, eta);
+  if (strcmp(pg->what, "simulating") == 0) { /* the event simulation of the best few */
+    fprintf(pp->err, "\r  %-10s [%s] %d/%d candidates, ETA %s%40s", pg->what, bar, pg->done,
+            pg->total, eta, "");
+  } else {
+    units_si(n, sizeof n, (double)pg->evaluated, " plans");
+    fprintf(pp->err, "\r  %-10s [%s] %d/%d hardware, %s, best %s, ETA %s   ", pg->what, bar,
+            pg->done, pg->total, n, best, eta);
+  }
   fflush(pp->err);
   pp->shown = true;
 }

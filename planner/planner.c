@@ -595,18 +595,52 @@ static void search_report(hw_state *st) {
   st->reported = st->hs->out.evaluated;
 }
 
+/* Marks in dead the variants whose model state alone is over the chip's
+** memory for plan p's sizes; returns how many. The state -- weights,
+** gradients, optimizer, the runtime's reserve, the communicators -- is
+** what sim/memory's peak holds whatever the micro-batch and the
+** recompute mode: it depends on the sizes, the ZeRO stage with its shard
+** group and whether the optimizer is offloaded, so one memory check of
+** each such state (its stage's state is a floor on every variant's peak
+** that shares it) stands for all the variants and micro-batches that
+** share it. */
+static int state_dead(hw_state *st, plan *p, const variant *vs, int n_vs, bool *dead) {
+  const model *m = st->sc->m;
+  int n = 0;
+  bool known[MAX_VARIANTS] = {false}, over[MAX_VARIANTS];
+  for (int i = 0; i < n_vs; i++) {
+    int j = 0; /* an earlier variant with the same state */
+    while (j < i && !(known[j] && vs[j].zero == vs[i].zero && vs[j].hsdp == vs[i].hsdp &&
+                      (vs[j].offload == PLAN_OFFLOAD_OPTIMIZER) == (vs[i].offload == PLAN_OFFLOAD_OPTIMIZER)))
+      j++;
+    if (j < i) {
+      over[i] = over[j];
+    } else {
+      set_variant(p, &vs[i]);
+      mem_opts mo;
+      plan mp;
+      mem_setup(m, st->hw, p, &mo, &mp);
+      mem_bytes mb;
+      if (mem_transformer(&m->info.tf, &mp, &mo, &mb, NULL, 0) != 0) continue;
+      known[i] = true;
+      double state = mb.weights + mb.gradients + mb.optimizer + mb.runtime + mb.comm;
+      over[i] = mo.capacity_bytes > 0 && state > mo.capacity_bytes;
+    }
+    if (over[i] && !dead[i]) dead[i] = true, n++, st->hs->out.pruned++;
+  }
+  return n;
+}
+
 /* Every micro-batch and variant of one set of sizes (chips, tp, cp, pp,
 ** ep, etp, V and the stage split in p): micro-batches smallest first,
 ** so a variant that stops fitting is dropped for the larger ones, and
 ** per recompute mode the bound skips what cannot enter the kept list. */
-static void search_sizes(hw_state *st, plan p, const variant *vs, int n_vs, const bool *state_dead) {
+static void search_sizes(hw_state *st, plan p, const variant *vs, int n_vs) {
   const model *m = st->sc->m;
   bool exhaustive = st->sc->req->exhaustive;
   rejections *rj = &st->rj;
-  bool dead[MAX_VARIANTS] = {false};
+  bool dead[MAX_VARIANTS] = {false}, state_checked = false;
   int n_dead = 0;
-  for (int i = 0; state_dead && i < n_vs; i++)
-    if (state_dead[i]) dead[i] = true, n_dead++, st->hs->out.pruned++;
   int64_t mbs[256];
   int n_mbs = divisors(p.gbs / p.dp, p.gbs / p.dp, mbs, 256);
   for (int mi = 0; mi < n_mbs && n_dead < n_vs; mi++) {
@@ -623,6 +657,10 @@ static void search_sizes(hw_state *st, plan p, const variant *vs, int n_vs, cons
       reject(rj, fault == PLAN_FAULT_DTYPE ? PLANNER_CAUSE_DTYPE : PLANNER_CAUSE_DIVISIBILITY,
              n ? perr : NULL);
       continue;
+    }
+    if (!exhaustive && !state_checked) {
+      state_checked = true;
+      n_dead += state_dead(st, &p, vs, n_vs, dead);
     }
     /* per-chip costs not built yet for these sizes: first is anything
     ** left that fits (a build costs milliseconds, a memory check one) */
@@ -677,39 +715,6 @@ typedef struct {
   variant *var; /* room for MAX_VARIANTS, filled per dp x cp */
 } hw_fixed;
 
-/* Which variants' model state alone -- weights, gradients, optimizer,
-** the runtime's reserve and the communicators: what sim/memory's peak
-** holds whatever the micro-batch -- is over the chip's memory for these
-** sizes, into dead (n_vs). It is the same under any interleaving of an
-** even split when every layer is of one kind (each chip then holds the
-** same layers' state, the embedding with the first, the head with the
-** last), so those plans need no memory check of their own. Returns false
-** when it does not apply (mixed layers, --exhaustive, a plan the memory
-** model refuses). */
-static bool state_over(hw_state *st, const hw_fixed *fx, int64_t chips, int64_t tp, int64_t cp,
-                       int64_t pp, int64_t ep, int64_t etp, int n_vs, bool *dead) {
-  const model *m = st->sc->m;
-  const wl_tf_dims *d = &m->info.tf;
-  bool mixed = d->window > 0 || (d->experts > 1 && (d->first_dense > 0 || d->moe_every > 1));
-  if (mixed || st->sc->req->exhaustive || pp < 2) return false;
-  plan p = {.chips = chips, .dp = chips / (tp * pp * cp), .tp = tp, .pp = pp, .ep = ep, .etp = etp,
-            .cp = cp, .gbs = st->sc->gbs, .seq = st->sc->seq, .vp = 1, .mbs = 1, .slices = 1,
-            .schedule = PLAN_1F1B, .precision = fx->prec, .sp = tp > 1};
-  framework_apply(fx->fw, &p);
-  p.gemm = st->sc->req->gemm;
-  for (int i = 0; i < n_vs; i++) {
-    set_variant(&p, &fx->var[i]);
-    mem_opts mo;
-    plan mp;
-    mem_setup(m, st->hw, &p, &mo, &mp);
-    mem_bytes mb;
-    if (mem_transformer(d, &mp, &mo, &mb, NULL, 0) != 0) return false;
-    double state = mb.weights + mb.gradients + mb.optimizer + mb.runtime + mb.comm;
-    dead[i] = mo.capacity_bytes > 0 && state > mo.capacity_bytes;
-  }
-  return true;
-}
-
 /* The space on `chips` chips (chips = dp x tp x pp x cp; sim/plan.c's
 ** plan_check is the one judge of which plans are valid): every tp
 ** dividing the heads within the tensor-parallel domain, cp for long
@@ -735,8 +740,6 @@ static void search_chips(hw_state *st, const hw_fixed *fx, int64_t chips) {
         for (int ei = 0; ei < n_ep; ei++)
           for (int ki = 0; ki < n_etp; ki++) {
             if (ranks % (eps[ei] * etps[ki])) continue;
-            bool state_dead[MAX_VARIANTS];
-            bool state_known = state_over(st, fx, chips, tp, cp, pp, eps[ei], etps[ki], n_vs, state_dead);
             for (int64_t vp = 1; pp * vp <= d->layers && pp * vp <= SCHED_MAX_VS && (vp == 1 || pp > 1); vp++) {
               bool uneven = d->layers % (pp * vp) != 0;
               if (st->seeding && (uneven || (vp != 1 && vp != 2 && vp != 4))) continue;
@@ -751,9 +754,7 @@ static void search_chips(hw_state *st, const hw_fixed *fx, int64_t chips) {
                 p.pp_layers = sc->splits + sc->split_at[pp * vp];
                 p.n_pp_layers = (int)(pp * vp);
               }
-              /* interleaving an even split leaves each chip's state as it is */
-              bool even_v = vp > 1 && !uneven && state_known;
-              search_sizes(st, p, fx->var, n_vs, even_v ? state_dead : NULL);
+              search_sizes(st, p, fx->var, n_vs);
             }
           }
       }

@@ -470,6 +470,22 @@ Test(planner, pruned_search_finds_the_brute_force_best, .timeout = 900) {
                    a.per_hw[k].hw);
     }
   }
+  /* the cost objective orders the chip counts the other way (smallest
+  ** first) and bounds dollars: the same agreement */
+  static const char *const COST_MODELS[] = {"llama3-8b", "bert-large"};
+  for (size_t i = 0; i < sizeof COST_MODELS / sizeof *COST_MODELS; i++) {
+    char ea[1024] = "", eb[1024] = "";
+    planner_req q = {.hw_list = "h100-sxm,tpu-v5e", .max_chips = 16, .top = 3, .steps = 10,
+                     .op_costs = OPCOST_FORMULA, .objective = PLANNER_COST};
+    cr_assert_eq(run(COST_MODELS[i], q, &a, ea, sizeof ea), 0, "%s", ea);
+    q.exhaustive = q.check_bounds = true;
+    cr_assert_eq(run(COST_MODELS[i], q, &b, eb, sizeof eb), 0, "%s", eb);
+    cr_assert_eq(b.bound_violations, 0);
+    cr_assert_str_eq(a.best.hw, b.best.hw, "%s", COST_MODELS[i]);
+    cr_assert(same_plan(&a.best.p, &b.best.p), "%s: the pruned search's cheapest differs", COST_MODELS[i]);
+    cr_assert_eq(a.best.train_usd, b.best.train_usd);
+    pruned += a.pruned;
+  }
   /* and the bounds did bite: otherwise this compares a search with itself */
   cr_assert_gt(pruned, 0);
   planner_result_free(&a);
