@@ -658,7 +658,10 @@ static void search_sizes(hw_state *st, plan p, const variant *vs, int n_vs) {
              n ? perr : NULL);
       continue;
     }
-    if (!exhaustive && !state_checked) {
+    /* only once the hardware has a plan: until then a plan that does not
+    ** fit may be the one its rejection names (the smallest peak), which
+    ** must be the same as brute force's */
+    if (!exhaustive && !state_checked && st->hs->n_kept > 0) {
       state_checked = true;
       n_dead += state_dead(st, &p, vs, n_vs, dead);
     }
