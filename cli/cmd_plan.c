@@ -7,6 +7,7 @@
 
 #include "../sim/framework.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,7 +18,7 @@
 #include "../base/units.h"
 #include "../planner/planner.h"
 
-static const char *const PLAN_FLAGS[] = {"--spot", NULL};
+static const char *const PLAN_FLAGS[] = {"--spot", "--exhaustive", NULL};
 static const char *const PLAN_VALUED[] = {"--hw",     "--chips",     "--max-chips", "--tokens",
                                           "--steps",  "--deadline",  "--budget",    "--objective",
                                           "--top",    "--preemption-rate", "--explain", "--op-costs",
@@ -35,42 +36,71 @@ static const num_range PREEMPTION = {NUM_REAL, 0, 1, true};
 #define MAX_STEPS 1000000000000000LL /* 1e15: steps x gbs x seq stays a double's exact range */
 #define MAX_TOP 16                   /* the candidates table's rows (planner_result's size) */
 
-/* The search's progress on stderr: only on a terminal, and only once the
-** search has run a second (a quick plan prints nothing extra). */
-typedef struct {
-  FILE *err;
-  double t0_s;
-  bool shown;
-} plan_progress;
-
-static void plan_progress_cb(void *ctx, const char *what, int done, int total) {
-  plan_progress *pg = ctx;
-  double t = units_now_s() - pg->t0_s;
-  if (t < 1.0 && !pg->shown) return;
-  int width = 30, fill = total > 0 ? width * done / total : width;
-  char bar[64];
-  for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
-  bar[width] = 0;
-  fprintf(pg->err, "\r  %-10s [%s] %d/%d  %.1f s ", what, bar, done, total, t);
-  fflush(pg->err);
-  pg->shown = true;
-}
-
 /* Dollars for people: cents below $100, whole dollars above. */
 static void usd_str(char *buf, size_t n, double usd) {
   snprintf(buf, n, usd < 100 ? "$%.2f" : "$%.0f", usd);
 }
 
+/* The search's progress on stderr: only on a terminal, and only once the
+** search has run a second (a quick plan prints nothing extra): the phase,
+** its entries done, plans scored, the best so far and the time left. */
+typedef struct {
+  FILE *err;
+  double t0_s;
+  bool shown;
+  bool time_objective; /* the best key is seconds of training, else dollars */
+} plan_progress;
+
+static void plan_progress_cb(void *ctx, const planner_progress *pg) {
+  plan_progress *pp = ctx;
+  double t = units_now_s() - pp->t0_s;
+  if (t < 1.0 && !pp->shown) return;
+  int width = 20, fill = pg->total > 0 ? width * pg->done / pg->total : width;
+  char bar[64], best[128] = "none yet", eta[32] = "?", n[48];
+  for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
+  bar[width] = 0;
+  if (isfinite(pg->best_key) && pp->time_objective) {
+    char d[32];
+    units_seconds(d, sizeof d, pg->best_key);
+    snprintf(best, sizeof best, "%s on %s", d, pg->best_hw);
+  } else if (isfinite(pg->best_key)) {
+    char u[32];
+    usd_str(u, sizeof u, pg->best_key);
+    snprintf(best, sizeof best, "%s on %s", u, pg->best_hw);
+  }
+  if (pg->eta_s >= 0) snprintf(eta, sizeof eta, "%.0f s", pg->eta_s);
+  if (strcmp(pg->what, "simulating") == 0) { /* the event simulation of the best few */
+    fprintf(pp->err, "\r  %-10s [%s] %d/%d candidates, ETA %s%40s", pg->what, bar, pg->done,
+            pg->total, eta, "");
+  } else {
+    units_si(n, sizeof n, (double)pg->evaluated, " plans");
+    fprintf(pp->err, "\r  %-10s [%s] %d/%d hardware, %s, best %s, ETA %s   ", pg->what, bar,
+            pg->done, pg->total, n, best, eta);
+  }
+  fflush(pp->err);
+  pp->shown = true;
+}
+
+/* ZeRO as a plan states it: the stage, FSDP for ZeRO-3 over the whole
+** data-parallel group, HSDP with its shard group. */
+static void zero_str(char *buf, size_t n, const plan *p) {
+  if (p->zero >= 3 && p->hsdp > 0) snprintf(buf, n, "hsdp%lld", (long long)p->hsdp);
+  else if (p->zero >= 3) snprintf(buf, n, "fsdp");
+  else snprintf(buf, n, "%d", p->zero);
+}
+
 static void plan_row(FILE *f, int rank, const planner_cand *c) {
   static const char *const REC[] = {"none", "selective", "full"};
-  char t[32], u[32];
+  static const char *const OFF[] = {"-", "act", "opt"};
+  char t[32], u[32], z[32];
   units_seconds(t, sizeof t, c->train_s);
   usd_str(u, sizeof u, c->train_usd);
-  fprintf(f, "  %4d  %-9s %6lld %4lld %3lld %3lld %2lld %2lld %2lld %4lld %-9s %4d %9.3f %9.3f %9s %12s\n",
+  zero_str(z, sizeof z, &c->p);
+  fprintf(f, "  %4d  %-9s %6lld %4lld %3lld %3lld %2lld %2lld %2lld %3lld %4lld %-9s %-7s %3s %9.3f %9.3f %9s %12s\n",
           rank, c->hw, (long long)c->p.chips, (long long)c->p.dp, (long long)c->p.tp,
           (long long)c->p.pp, (long long)(c->p.cp > 0 ? c->p.cp : 1), (long long)c->p.vp,
-          (long long)c->p.ep, (long long)c->p.mbs,
-          REC[c->p.recompute], c->p.zero, c->sim.step_time_s, c->analytic_step_s, t, u);
+          (long long)c->p.ep, (long long)(c->p.etp > 0 ? c->p.etp : 1), (long long)c->p.mbs,
+          REC[c->p.recompute], z, OFF[c->p.offload], c->sim.step_time_s, c->analytic_step_s, t, u);
 }
 
 /* The plans the search turned down, by the limit that bound: one line. */
@@ -144,6 +174,8 @@ static int run_plan(cli_ctx *c) {
   req.has_framework = cli_opt(c, "--framework") != NULL;
   req.framework = fw;
   req.offload = (plan_offload)off;
+  req.has_offload = cli_opt(c, "--offload") != NULL;
+  req.exhaustive = cli_opt(c, "--exhaustive") != NULL;
   req.spot = cli_opt(c, "--spot") != NULL;
   if (explain > req.top)
     return cli_usage_error(c, "%s", "--explain N takes a rank of the candidates table (at most --top)");
@@ -179,8 +211,9 @@ static int run_plan(cli_ctx *c) {
   if (!cli_opt(c, "--objective") && !cli_opt(c, "--deadline")) req.objective = planner_default_objective(m);
   planner_result *r = calloc(1, sizeof *r);
   char err[1024];
-  plan_progress pg = {.err = c->err, .t0_s = units_now_s()};
-  if (isatty(fileno(c->err))) {
+  plan_progress pg = {.err = c->err, .t0_s = units_now_s(),
+                      .time_objective = req.objective == PLANNER_TIME};
+  if (isatty(fileno(c->err)) && !c->json) {
     req.progress = plan_progress_cb;
     req.progress_ctx = &pg;
   }
@@ -238,6 +271,7 @@ static int run_plan(cli_ctx *c) {
     for (int k = 0; k < PLANNER_CAUSE_COUNT; k++)
       cJSON_AddNumberToObject(by, planner_cause_name((planner_cause)k), (double)r->rejected_by[k]);
     cJSON_AddNumberToObject(o, "evaluated", (double)r->evaluated);
+    cJSON_AddNumberToObject(o, "pruned", (double)r->pruned);
     cJSON_AddNumberToObject(o, "search_s", r->search_s);
     cli_print_json(c, o);
   } else {
@@ -246,17 +280,31 @@ static int run_plan(cli_ctx *c) {
     units_si(mp, sizeof mp, (double)m->params, " parameters");
     fprintf(c->out, "plan for %s (%s), objective: %s\n", m->name,
             m->params > 0 ? mp : "no weight parameters", r->objective);
-    char vps[48] = "", eps[48] = "";
+    char vps[48] = "", eps[96] = "", z[32], more[96] = "";
     if (b->p.vp > 1) snprintf(vps, sizeof vps, " (interleaved x%lld)", (long long)b->p.vp);
     size_t k = 0;
     if (b->p.cp > 1) k += (size_t)snprintf(eps, sizeof eps, ", cp %lld", (long long)b->p.cp);
-    if (b->p.ep > 1 && k < sizeof eps) snprintf(eps + k, sizeof eps - k, ", ep %lld", (long long)b->p.ep);
-    fprintf(c->out, "\nbest: %lld x %s   dp %lld, tp %lld%s, pp %lld%s%s, mbs %lld, %s recompute, zero %d\n",
+    if (b->p.ep > 1 && k < sizeof eps) k += (size_t)snprintf(eps + k, sizeof eps - k, ", ep %lld", (long long)b->p.ep);
+    if (b->p.etp > 1 && k < sizeof eps) snprintf(eps + k, sizeof eps - k, ", etp %lld", (long long)b->p.etp);
+    zero_str(z, sizeof z, &b->p);
+    k = 0;
+    if (b->p.pp_layers) {
+      int32_t lo = b->p.pp_layers[0], hi = lo;
+      for (int i = 1; i < b->p.n_pp_layers; i++) {
+        if (b->p.pp_layers[i] < lo) lo = b->p.pp_layers[i];
+        if (b->p.pp_layers[i] > hi) hi = b->p.pp_layers[i];
+      }
+      k += (size_t)snprintf(more, sizeof more, ", %d to %d layers a stage", (int)lo, (int)hi);
+    }
+    if (b->p.offload != PLAN_OFFLOAD_NONE && k < sizeof more)
+      snprintf(more + k, sizeof more - k, ", %s offloaded",
+               b->p.offload == PLAN_OFFLOAD_ACTIVATIONS ? "activations" : "optimizer");
+    fprintf(c->out, "\nbest: %lld x %s   dp %lld, tp %lld%s, pp %lld%s%s, mbs %lld, %s recompute, zero %s%s\n",
             (long long)b->p.chips, b->hw, (long long)b->p.dp, (long long)b->p.tp,
             b->p.sp ? " (sp)" : "", (long long)b->p.pp, vps, eps, (long long)b->p.mbs,
             b->p.recompute == PLAN_RECOMPUTE_FULL ? "full"
             : b->p.recompute == PLAN_RECOMPUTE_SELECTIVE ? "selective" : "no",
-            b->p.zero);
+            z, more);
     fprintf(c->out, "  step %.3f s simulated (%.3f s analytic), MFU %.1f%%, %.0f %s/s\n",
             b->sim.step_time_s, b->analytic_step_s, 100 * b->sim.mfu, b->sim.tokens_per_s,
             m->info.unit ? m->info.unit : "tokens");
@@ -278,7 +326,7 @@ static int run_plan(cli_ctx *c) {
     fprintf(c->out, "\nwhy: %s\n", r->why);
     if (r->advice[0]) fprintf(c->out, "\nadvice: %s\n", r->advice);
     fprintf(c->out, "\ncandidates (event-simulated, best first):\n"
-                    "  rank  hw         chips   dp  tp  pp cp  V ep  mbs recompute zero  step(s)  analytic      time         cost\n");
+                    "  rank  hw         chips   dp  tp  pp cp  V ep etp  mbs recompute zero    off   step(s)  analytic      time         cost\n");
     for (int i = 0; i < r->n_ranked; i++) plan_row(c->out, i + 1, &r->ranked[i]);
     fprintf(c->out, "\nother hardware (its best plan, analytic):\n");
     for (int i = 0; i < r->n_per_hw; i++) {
@@ -305,7 +353,12 @@ static int run_plan(cli_ctx *c) {
     for (int i = 0; i < r->n_rejected; i++)
       fprintf(c->out, "  %s: %s [%s]\n", r->rejected[i].hw, r->rejected[i].reason,
               planner_cause_name(r->rejected[i].cause));
-    fprintf(c->out, "\nevaluated %lld plans in %.2f s\n", (long long)r->evaluated, r->search_s);
+    if (r->pruned)
+      fprintf(c->out, "\nevaluated %lld plans in %.2f s (%lld more bounded out: they could not be among "
+                      "the best; --exhaustive scores them)\n",
+              (long long)r->evaluated, r->search_s, (long long)r->pruned);
+    else
+      fprintf(c->out, "\nevaluated %lld plans in %.2f s\n", (long long)r->evaluated, r->search_s);
     print_causes(c->out, r);
   }
   planner_result_free(r);
@@ -321,9 +374,12 @@ const cli_cmd cli_cmd_plan = {"plan",
     "                  [--spot [--preemption-rate F]] [--top K] [--explain N] [--json]\n"
     "                  [--op-costs ir|formula] [--seq S] [--cp C]\n"
     "                  [--precision fp8|fp8-cs|mxfp8|nvfp4|int8] [--framework NAME]\n"
-    "                  [--offload none|activations|optimizer]\n"
+    "                  [--offload none|activations|optimizer] [--exhaustive]\n"
     "  --objective: default time; cost for the classical families (gbdt, mlp)\n"
     "  --cp, --precision, --framework, --offload, --seq: kept fixed in the search\n"
+    "               (offload is searched where the chip has a host link unless given)\n"
+    "  --exhaustive: score every plan of the space; by default plans a proven\n"
+    "               bound shows cannot be among the best are skipped (same best plan)\n"
     "               (as simulate reads them); the framework defaults by chip kind\n"
     "  --preemption-rate: share of spot instances reclaimed a month (default 0.2)\n"
     "  --explain N: the full breakdown of candidate N of the table (1: the best)",

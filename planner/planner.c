@@ -73,6 +73,13 @@ double planner_analytic_step(const model *m, const hw_model *hw, const plan *p, 
 }
 
 
+/* The candidates a run confirms by simulation: req->top, 5 by default,
+** at most the MAX_KEEP kept. */
+static int planner_top(const planner_req *req) {
+  int top = req->top > 0 ? req->top : 5;
+  return top < MAX_KEEP ? top : MAX_KEEP;
+}
+
 /* Keeps the best `MAX_KEEP` by objective (smaller first), sorted. */
 static void keep(planner_cand *kept, int *n, const planner_cand *c, double key, double *keys) {
   int at = *n < MAX_KEEP ? (*n)++ : MAX_KEEP;
@@ -94,12 +101,34 @@ static void keep(planner_cand *kept, int *n, const planner_cand *c, double key, 
 ** and `kept`, which belong to this hardware alone, so hardware entries
 ** search in parallel and merge in catalog order (the output stays the same
 ** whatever the thread count). */
+/* What the hardware searches share while they run, for the progress
+** line: plans evaluated so far, the best key and its hardware. */
+typedef struct {
+  atomic_llong evaluated;
+  pthread_mutex_t lock;
+  double best_key;
+  char best_hw[32];
+} search_shared;
+
 typedef struct {
   const model *m;
   const hw_catalog *cat;
   const planner_req *req;
   int64_t gbs, seq, steps;
+  /* the uneven stage splits: split_at[S] indexes splits for S stages */
+  const int32_t *splits;
+  const int64_t *split_at;
+  search_shared *shared;
 } search_ctx;
+
+static void search_note_best(const search_ctx *sc, double key, const char *hw) {
+  pthread_mutex_lock(&sc->shared->lock);
+  if (key < sc->shared->best_key) {
+    sc->shared->best_key = key;
+    snprintf(sc->shared->best_hw, sizeof sc->shared->best_hw, "%s", hw);
+  }
+  pthread_mutex_unlock(&sc->shared->lock);
+}
 
 typedef struct {
   planner_result out; /* evaluated, costs_s, per_hw, rejected of one hardware */
@@ -108,8 +137,6 @@ typedef struct {
   int n_kept;
   double busy_s; /* thread time spent on this hardware */
 } hw_search;
-
-static const int64_t TPS[] = {1, 2, 4, 8, 16}, MBS[] = {1, 2, 4};
 
 /* What one hardware's search turned down, by cause, and the nearest miss of
 ** each cause that has one. */
@@ -174,158 +201,620 @@ static void reject_hw(planner_result *out, const hw_model *hw, const planner_req
   if (r) memcpy(r->plans_by, rj->by, sizeof r->plans_by);
 }
 
+/* ---- the space of one hardware ---- */
+
+/* Divisors of n from 1 up to lim, increasing, into out (room for max):
+** pairs up to sqrt(n), so a global batch of millions costs a few thousand
+** steps. Returns the count. */
+static int divisors(int64_t n, int64_t lim, int64_t *out, int max) {
+  int lo = 0, hi = 0;
+  int64_t high[256];
+  for (int64_t i = 1; i * i <= n; i++) {
+    if (n % i) continue;
+    if (i <= lim && lo < max) out[lo++] = i;
+    if (n / i != i && n / i <= lim && hi < 256) high[hi++] = n / i;
+  }
+  for (int k = hi - 1; k >= 0 && lo < max; k--) out[lo++] = high[k];
+  return lo;
+}
+
+/* The chips one tensor-parallel group may span: the scale-up domain (a
+** GPU node's NVLink, an NVL72 rack, a CPU node's sockets), a TPU's whole
+** slice (its ICI torus joins every chip of it). */
+static int64_t tp_domain(const hw_model *hw, int64_t chips) {
+  int64_t dom = hw->kind == HW_TPU ? chips
+                : hw->scale_up.domain_chips > 0 ? hw->scale_up.domain_chips
+                                                : hw->chips_per_node;
+  if (dom < 1) dom = 1;
+  return dom < chips ? dom : chips;
+}
+
+/* The choices that do not change a plan's per-chip costs, a plan's
+** "variant": recompute x ZeRO (with the FSDP/HSDP shard group) x offload.
+** For fixed sizes a variant's memory grows with the micro-batch (every
+** term of sim/memory's peak is the same or grows: activations in flight
+** are mbs x min(warm-up, micro-batches) layer sets, and mbs x
+** micro-batches is gbs / dp; the temporaries and fragmentation scale with
+** them; state, runtime and communicators do not depend on it), so a
+** variant that does not fit at one micro-batch does not fit at a larger
+** one: the search drops it for the rest of the micro-batches. */
+enum { MAX_HSDP = 12, MAX_VARIANTS = 3 * 4 * (MAX_HSDP + 1) * 3 };
+typedef struct {
+  plan_recompute rec;
+  int zero;
+  int64_t hsdp;
+  plan_offload offload;
+} variant;
+
+/* The variants of a plan with dp x cp = group ranks, ordered recompute
+** first (the bound below is per recompute mode), then offload, then ZeRO
+** (consecutive ZeRO stages often share a schedule, which step_fast's memo
+** then evaluates once): ZeRO 1 and 2 and 3 only
+** with something to shard over, HSDP groups (the proper divisors of the
+** group, up to MAX_HSDP) under ZeRO-3, offload where it is searched. */
+static int variants_of(int64_t group, const plan_offload *offs, int n_off, variant *out) {
+  int64_t hs[MAX_HSDP + 1] = {0}, div[64];
+  int n_hs = 1, nd = divisors(group, group - 1, div, 64);
+  for (int i = 0; i < nd && n_hs <= MAX_HSDP; i++)
+    if (div[i] > 1) hs[n_hs++] = div[i];
+  int n = 0;
+  for (int rec = 0; rec < 3; rec++)
+    for (int o = 0; o < n_off; o++)
+      for (int z = 0; z <= (group > 1 ? 3 : 0); z++)
+        for (int h = 0; h < (z == 3 ? n_hs : 1); h++)
+          out[n++] = (variant){(plan_recompute)rec, z, hs[h], offs[o]};
+  return n;
+}
+
+/* ---- per-chip costs, cached by what they depend on ---- */
+
+/* step_costs reads tp, mbs, ep, etp, cp, whether there is a pipeline (its
+** send), and with activation offload whether the layer is fully
+** recomputed (what goes to the host); the rest of a plan it does not
+** (sim/stepcost.c). */
+typedef struct {
+  int64_t tp, mbs, ep, etp, cp;
+  int piped, offmode;
+} cost_key;
+
+typedef struct {
+  cost_key k;
+  cost_entry *e; /* NULL: an empty slot */
+} cost_slot;
+
+typedef struct {
+  cost_slot *slots;
+  size_t cap, n;
+} cost_map;
+
+static uint64_t cost_hash(const cost_key *k) {
+  uint64_t h = 1469598103934665603ULL;
+  const int64_t v[] = {k->tp, k->mbs, k->ep, k->etp, k->cp, k->piped, k->offmode};
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) h = (h ^ (uint64_t)v[i]) * 1099511628211ULL;
+  return h;
+}
+
+static bool cost_key_eq(const cost_key *a, const cost_key *b) {
+  return a->tp == b->tp && a->mbs == b->mbs && a->ep == b->ep && a->etp == b->etp &&
+         a->cp == b->cp && a->piped == b->piped && a->offmode == b->offmode;
+}
+
+static cost_slot *cost_find(cost_map *cm, const cost_key *k) {
+  size_t i = cost_hash(k) & (cm->cap - 1);
+  while (cm->slots[i].e && !cost_key_eq(&cm->slots[i].k, k)) i = (i + 1) & (cm->cap - 1);
+  return &cm->slots[i];
+}
+
+/* The entry of key k, made (not yet computed) when new; NULL when out of
+** memory. Grows the table at half full. */
+static cost_entry *cost_get(cost_map *cm, const cost_key *k) {
+  if (2 * (cm->n + 1) > cm->cap) {
+    size_t cap = cm->cap ? 2 * cm->cap : 256;
+    cost_slot *old = cm->slots, *s = calloc(cap, sizeof *s);
+    if (!s) return NULL;
+    size_t ocap = cm->cap;
+    cm->slots = s, cm->cap = cap;
+    for (size_t i = 0; i < ocap; i++)
+      if (old[i].e) *cost_find(cm, &old[i].k) = old[i];
+    free(old);
+  }
+  cost_slot *s = cost_find(cm, k);
+  if (!s->e) {
+    if (!(s->e = calloc(1, sizeof *s->e))) return NULL;
+    s->k = *k;
+    cm->n++;
+  }
+  return s->e;
+}
+
+static void cost_map_free(cost_map *cm) {
+  for (size_t i = 0; i < cm->cap; i++) free(cm->slots[i].e);
+  free(cm->slots);
+}
+
+/* ---- the bound ---- */
+
+/* A lower bound on step_fast's step time for plan p, from costs c of its
+** (tp, mbs, ep, etp, cp): the last pipeline chip runs V x M forward and
+** backward chunks, one at a time, none before the first micro-batch's
+** forward has crossed the pp - 1 stages ahead of it, and the step ends no
+** sooner than the last micro-batch's backward has crossed them back to the
+** first chip (Narayanan et al. 2021 §2.2: the bubble's pp - 1 chunks).
+** Each chunk holds at least floor(layers / (pp V)) layers (even and
+** balanced splits alike), each at least the fastest kind's forward and
+** backward as step_describe times them (sim/step.c layer_times: the
+** collectives that show, the recomputation, the gradient accumulation).
+** ZeRO-3's gathers, the head, the sends, the gradient reduction and the
+** optimizer only add to the time (step_describe, sched_eval, sched_tail),
+** so they are left out; a millionth is taken off against rounding in the
+** schedule's extrapolation. tests/test_planner.c checks the bound against
+** every plan of a brute-force search. */
+static double step_floor_s(const wl_tf_dims *d, const plan *p, const step_result *c) {
+  int64_t V = p->vp > 0 ? p->vp : 1, n = d->layers / (p->pp * V), M = plan_microbatches(p);
+  double accum = (double)(M - 1) / (double)M, share = frameworks[p->framework].selective_mm_share;
+  bool full = p->recompute == PLAN_RECOMPUTE_FULL, sel = p->recompute == PLAN_RECOMPUTE_SELECTIVE;
+  double f = INFINITY, b = INFINITY;
+  for (int k = 0; k < WL_LAYER_KINDS; k++) {
+    bool kinds = c->kind_n[k] > 0;
+    if (!kinds && k > 0) continue;
+    double fw = kinds ? c->kind_fwd_s[k] : c->layer_fwd_s, bw = kinds ? c->kind_bwd_s[k] : c->layer_bwd_s;
+    double at = kinds ? c->kind_attn_fwd_s[k] : c->attn_core_fwd_s;
+    double cf = kinds ? c->kind_comm_fwd_s[k] : c->tp_comm_fwd_s;
+    double cb = kinds ? c->kind_comm_bwd_s[k] : c->tp_comm_bwd_s;
+    double ac = kinds ? c->kind_accum_s[k] : c->grad_accum_layer_s;
+    double rec = full ? fw : sel ? (share > 0 ? share * (fw - at) : at) : 0;
+    double fk = fw + cf, bk = bw + rec + cb + (full ? cf : 0) + accum * ac;
+    if (fk < f) f = fk;
+    if (bk < b) b = bk;
+  }
+  return (double)(M * V + p->pp - 1) * (double)n * (f + b) * (1 - 1e-6);
+}
+
+/* ---- one hardware's search ---- */
+
+/* What one hardware's search carries from plan to plan. */
+typedef struct {
+  const search_ctx *sc;
+  const hw_model *hw;
+  hw_search *hs;
+  rejections rj;
+  int fitted;
+  planner_cand best;
+  double best_key;
+  step_memo *memo;
+  cost_map costs;
+  int64_t reported; /* plans already added to the run's shared count */
+  bool seeding;     /* the first pass: only seed_plan's plans */
+  coll_memo *coll;  /* the bound's collectives (step_memo keeps its own) */
+  step_desc *desc;  /* the bound's step description (large: on the heap) */
+} hw_state;
+
+/* The entry of key k, computed on first use from plan p; NULL when out of
+** memory. */
+static cost_entry *cost_entry_of(hw_state *st, const cost_key *k, const plan *p, char *err,
+                                 size_t errn) {
+  cost_entry *ce = cost_get(&st->costs, k);
+  if (!ce) {
+    snprintf(err, errn, "out of memory");
+    return NULL;
+  }
+  if (!ce->done) {
+    plan q = *p;
+    if (k->piped && q.pp < 2) q.pp = 2; /* the send timed too; nothing else differs */
+    double tc = units_now_s();
+    ce->ok = step_costs(st->sc->m, st->hw, &q, &ce->c, err, errn) == 0;
+    st->hs->out.costs_s += units_now_s() - tc;
+    st->hs->out.cost_builds++;
+    ce->done = true;
+  } else if (!ce->ok && errn) {
+    err[0] = 0;
+  }
+  return ce;
+}
+
+/* The per-chip costs of plan p (computed on first use), or NULL when they
+** cannot be (a group the network cannot form), with the reason in err.
+** step_costs reads pp only to time the pipeline's send (sim/stepcost.c),
+** which a plan without a pipeline never uses (one stage: sched_eval's
+** closed form), so such a plan shares the costs of its sizes with a
+** pipeline: built once, unless the send's group is one the network cannot
+** form (a TPU's 2 x tp chips), where it gets its own. */
+static const step_result *costs_of(hw_state *st, const plan *p, char *err, size_t errn) {
+  cost_key k = {p->tp, p->mbs, p->ep, p->etp, p->cp, 1,
+                p->offload != PLAN_OFFLOAD_ACTIVATIONS ? 0 : p->recompute == PLAN_RECOMPUTE_FULL ? 2 : 1};
+  cost_entry *ce = cost_entry_of(st, &k, p, err, errn);
+  if (ce && !ce->ok && p->pp < 2) {
+    k.piped = 0;
+    ce = cost_entry_of(st, &k, p, err, errn);
+  }
+  return ce && ce->ok ? &ce->c : NULL;
+}
+
+/* Whether plan p's per-chip costs are computed (or known not to be). */
+static bool costs_known(hw_state *st, const plan *p) {
+  cost_key k = {p->tp, p->mbs, p->ep, p->etp, p->cp, 1, 0};
+  if (!st->costs.cap) return false;
+  const cost_slot *s = cost_find(&st->costs, &k);
+  return s->e && s->e->done;
+}
+
+static void set_variant(plan *p, const variant *v) {
+  p->recompute = v->rec, p->zero = v->zero, p->hsdp = v->hsdp, p->offload = v->offload;
+}
+
+/* The bound of step_floor_s made tighter for one plan from its step's
+** description (step_describe, as step_fast makes it): the last pipeline
+** chip's chunks, M of each forward and backward, after micro-batch 0's
+** forward through the pp - 1 chunks ahead of it (its first task) and
+** before the last micro-batch's backward back through them (its last
+** task is chunk 0's backward when M is a multiple of pp, as interleaving
+** needs), then the optimizer, which every chip runs after its last
+** backward (sched_tail). The gradient reduction, the sends and the bubble
+** beyond these only add. 0 (no bound) when the description fails. */
+static double desc_floor_s(hw_state *st, const plan *p, const step_result *c) {
+  plan q = *p;
+  q.coll_costs = PLAN_COLL_FORMULA; /* as step_fast times the collectives */
+  step_desc *sd = st->desc;
+  char e[8];
+  if (step_describe(st->sc->m, st->hw, &q, c, st->coll, sd, e, 0) != 0) return 0;
+  const sched_desc *d = &sd->sched;
+  int64_t pp = d->pp, V = d->vp;
+  double busy = 0, chain = 0;
+  for (int64_t k = 0; k < V; k++)
+    busy += (double)d->M * (sched_task_s(d, k * pp + pp - 1, false) + sched_task_s(d, k * pp + pp - 1, true));
+  for (int64_t vs = 0; vs + 1 < pp; vs++) chain += sched_task_s(d, vs, false) + sched_task_s(d, vs, true);
+  return (busy + chain + sd->optimizer_s) * (1 - 1e-6);
+}
+
+/* For the tests: both floors of a scored plan against its step time,
+** counted in the result when either is above it. */
+static void check_floors(hw_state *st, const plan *p, const step_result *c, double step_s) {
+  if (step_floor_s(&st->sc->m->info.tf, p, c) > step_s || desc_floor_s(st, p, c) > step_s)
+    st->hs->out.bound_violations++;
+}
+
+/* Whether a plan no faster than `floor_s` can be left out: the
+** hardware's kept list already holds `top` plans (those the run confirms
+** by simulation: planner_run merges every hardware's kept list in catalog
+** order and simulates the first `top`) whose keys are all at or below the
+** floor's, so the plan could enter neither them nor the hardware's best
+** (their first). */
+static bool bound_prunes(const hw_state *st, const plan *p, double floor_s) {
+  const hw_search *hs = st->hs;
+  const planner_req *req = st->sc->req;
+  int top = planner_top(req);
+  if (req->exhaustive || hs->n_kept < top) return false;
+  run_price pr = planner_price_of(st->sc->m, st->hw, req, p->chips, floor_s, st->sc->steps);
+  double key = req->objective == PLANNER_TIME ? pr.train_s : pr.train_usd;
+  return key >= hs->keys[top - 1];
+}
+
+/* Scores plan p (valid under plan_check): memory, then the fast path,
+** then the price, kept when among the best. Returns 1 when it does not
+** fit, else 0. */
+/* Plan p's memory (a plan evaluated): 1 when it fits, 0 when not (a
+** memory rejection, the closest yet remembered), -1 when the memory model
+** refuses it. */
+static int mem_fits(hw_state *st, const plan *p) {
+  const model *m = st->sc->m;
+  const hw_model *hw = st->hw;
+  rejections *rj = &st->rj;
+  st->hs->out.evaluated++;
+  mem_opts mo;
+  plan mp;
+  mem_setup(m, hw, p, &mo, &mp);
+  mem_bytes mb;
+  char merr[256];
+  if (mem_transformer(&m->info.tf, &mp, &mo, &mb, merr, sizeof merr) != 0) {
+    reject(rj, PLANNER_CAUSE_DIVISIBILITY, merr);
+    return -1;
+  }
+  if (!mb.fits) {
+    reject(rj, PLANNER_CAUSE_MEMORY, NULL);
+    if (mb.peak < rj->best_peak) {
+      rj->best_peak = mb.peak;
+      rj->peak_plan = (planner_cand){.p = *p};
+      snprintf(rj->peak_plan.hw, sizeof rj->peak_plan.hw, "%s", hw->name);
+    }
+    return 0;
+  }
+  st->fitted++;
+  return 1;
+}
+
+/* Scores plan p (valid under plan_check; its memory checked first unless
+** `fits` says it fits): the fast path, then the price, kept when among
+** the best. Returns 1 when it does not fit, else 0. */
+static int score_plan(hw_state *st, const plan *p, bool fits, double *step_s) {
+  const model *m = st->sc->m;
+  const hw_model *hw = st->hw;
+  const planner_req *req = st->sc->req;
+  planner_result *out = &st->hs->out;
+  rejections *rj = &st->rj;
+  *step_s = -1;
+  if (!fits) {
+    int f = mem_fits(st, p);
+    if (f <= 0) return f == 0;
+  }
+  char cerr[256] = "";
+  const step_result *c = costs_of(st, p, cerr, sizeof cerr);
+  if (!c) { /* a group the network cannot form: a TPU slice of 2 */
+    reject(rj, PLANNER_CAUSE_SLICE, cerr[0] ? cerr : NULL);
+    return 0;
+  }
+  step_times fr;
+  if (step_fast(m, hw, p, c, st->memo, &fr, cerr, sizeof cerr) != 0) {
+    reject(rj, PLANNER_CAUSE_SLICE, cerr);
+    return 0;
+  }
+  /* price first; build a whole candidate only for one that is kept, the
+  ** hardware's best, or the closest yet (most are none) */
+  hw_search *hs = st->hs;
+  double a = *step_s = fr.step_time_s;
+  run_price pr = planner_price_of(m, hw, req, p->chips, a, st->sc->steps);
+  bool closer = !out->any_fit || pr.train_usd < out->cheapest.train_usd ||
+                pr.train_s < out->fastest.train_s;
+  bool over_budget = req->budget_usd > 0 && pr.train_usd > req->budget_usd;
+  bool over_deadline = req->objective == PLANNER_COST_UNDER_DEADLINE && pr.train_s > req->deadline_s;
+  bool passes = !over_budget && !over_deadline;
+  double key = req->objective == PLANNER_TIME ? pr.train_s : pr.train_usd;
+  bool kept_now = passes && (hs->n_kept < MAX_KEEP || key < hs->keys[MAX_KEEP - 1]);
+  bool nearer = (over_budget && (!rj->over_budget || pr.train_usd < rj->cheapest.train_usd)) ||
+                (over_deadline && !over_budget && (!rj->over_deadline || pr.train_s < rj->fastest.train_s));
+  if (!passes) reject(rj, over_budget ? PLANNER_CAUSE_BUDGET : PLANNER_CAUSE_DEADLINE, NULL);
+  if (!closer && !kept_now && !nearer && !(passes && key < st->best_key)) return 0;
+  planner_cand cand = {.p = *p, .analytic_step_s = a};
+  snprintf(cand.hw, sizeof cand.hw, "%s", hw->name);
+  planner_set_price(&cand, &pr);
+  if (closer) planner_note_closest(out, &cand);
+  if (nearer && over_budget) rj->over_budget = true, rj->cheapest = cand;
+  else if (nearer) rj->over_deadline = true, rj->fastest = cand;
+  if (!passes) return 0;
+  if (kept_now) keep(hs->kept, &hs->n_kept, &cand, key, hs->keys);
+  if (key < st->best_key) {
+    st->best_key = key, st->best = cand;
+    search_note_best(st->sc, key, hw->name);
+  }
+  return 0;
+}
+
+/* The plans a search scores first: the sizes most published runs use
+** (interleaving 1, 2 or 4 over an even split, micro-batches of 1, 2 or
+** 4), so the kept list fills with good plans and the bound bites early in
+** the rest of the space, which the second pass covers (without them). */
+static bool seed_plan(const plan *p) {
+  return (p->vp == 1 || p->vp == 2 || p->vp == 4) && !p->pp_layers &&
+         (p->mbs == 1 || p->mbs == 2 || p->mbs == 4);
+}
+
+/* Adds the plans scored since the last report to the run's count (the
+** progress line's). */
+static void search_report(hw_state *st) {
+  int64_t n = st->hs->out.evaluated - st->reported;
+  if (n > 0) atomic_fetch_add(&st->sc->shared->evaluated, n);
+  st->reported = st->hs->out.evaluated;
+}
+
+/* Marks in dead the variants whose model state alone is over the chip's
+** memory for plan p's sizes; returns how many. The state -- weights,
+** gradients, optimizer, the runtime's reserve, the communicators -- is
+** what sim/memory's peak holds whatever the micro-batch and the
+** recompute mode: it depends on the sizes, the ZeRO stage with its shard
+** group and whether the optimizer is offloaded, so one memory check of
+** each such state (its stage's state is a floor on every variant's peak
+** that shares it) stands for all the variants and micro-batches that
+** share it. */
+static int state_dead(hw_state *st, plan *p, const variant *vs, int n_vs, bool *dead) {
+  const model *m = st->sc->m;
+  int n = 0;
+  bool known[MAX_VARIANTS] = {false}, over[MAX_VARIANTS];
+  for (int i = 0; i < n_vs; i++) {
+    int j = 0; /* an earlier variant with the same state */
+    while (j < i && !(known[j] && vs[j].zero == vs[i].zero && vs[j].hsdp == vs[i].hsdp &&
+                      (vs[j].offload == PLAN_OFFLOAD_OPTIMIZER) == (vs[i].offload == PLAN_OFFLOAD_OPTIMIZER)))
+      j++;
+    if (j < i) {
+      over[i] = over[j];
+    } else {
+      set_variant(p, &vs[i]);
+      mem_opts mo;
+      plan mp;
+      mem_setup(m, st->hw, p, &mo, &mp);
+      mem_bytes mb;
+      if (mem_transformer(&m->info.tf, &mp, &mo, &mb, NULL, 0) != 0) continue;
+      known[i] = true;
+      double state = mb.weights + mb.gradients + mb.optimizer + mb.runtime + mb.comm;
+      over[i] = mo.capacity_bytes > 0 && state > mo.capacity_bytes;
+    }
+    if (over[i] && !dead[i]) dead[i] = true, n++, st->hs->out.pruned++;
+  }
+  return n;
+}
+
+/* Every micro-batch and variant of one set of sizes (chips, tp, cp, pp,
+** ep, etp, V and the stage split in p): micro-batches smallest first,
+** so a variant that stops fitting is dropped for the larger ones, and
+** per recompute mode the bound skips what cannot enter the kept list. */
+static void search_sizes(hw_state *st, plan p, const variant *vs, int n_vs) {
+  const model *m = st->sc->m;
+  bool exhaustive = st->sc->req->exhaustive;
+  rejections *rj = &st->rj;
+  bool dead[MAX_VARIANTS] = {false}, state_checked = false;
+  int n_dead = 0;
+  int64_t mbs[256];
+  int n_mbs = divisors(p.gbs / p.dp, p.gbs / p.dp, mbs, 256);
+  for (int mi = 0; mi < n_mbs && n_dead < n_vs; mi++) {
+    p.mbs = mbs[mi];
+    if (st->seeding && p.mbs > 4) break;
+    if (seed_plan(&p) != st->seeding) continue;
+    p.recompute = PLAN_RECOMPUTE_NONE, p.zero = 0, p.hsdp = 0, p.offload = PLAN_OFFLOAD_NONE;
+    plan_fault fault;
+    char perr[200];
+    /* the message only for the first plan a rule turns down: the search
+    ** asks millions */
+    size_t n = rj->first[PLANNER_CAUSE_DIVISIBILITY][0] ? 0 : sizeof perr;
+    if (plan_check_fault(m, st->hw, &p, &fault, perr, n) != 0) {
+      reject(rj, fault == PLAN_FAULT_DTYPE ? PLANNER_CAUSE_DTYPE : PLANNER_CAUSE_DIVISIBILITY,
+             n ? perr : NULL);
+      continue;
+    }
+    /* only once the hardware has a plan: until then a plan that does not
+    ** fit may be the one its rejection names (the smallest peak), which
+    ** must be the same as brute force's */
+    if (!exhaustive && !state_checked && st->hs->n_kept > 0) {
+      state_checked = true;
+      n_dead += state_dead(st, &p, vs, n_vs, dead);
+    }
+    /* per-chip costs not built yet for these sizes: first is anything
+    ** left that fits (a build costs milliseconds, a memory check one) */
+    int known = -1;
+    if (!exhaustive && !costs_known(st, &p)) {
+      for (int i = 0; i < n_vs && known < 0; i++) {
+        if (dead[i]) continue;
+        set_variant(&p, &vs[i]);
+        int f = mem_fits(st, &p);
+        if (f == 1) known = i;
+        else if (f == 0) dead[i] = true, n_dead++;
+      }
+      if (known < 0) continue;
+    }
+    p.recompute = PLAN_RECOMPUTE_NONE, p.zero = 0, p.hsdp = 0, p.offload = PLAN_OFFLOAD_NONE;
+    char cerr[256];
+    const step_result *c = costs_of(st, &p, cerr, sizeof cerr);
+    for (int i = 0; i < n_vs;) {
+      /* the variants of one recompute mode: one bound for all of them */
+      int j = i;
+      while (j < n_vs && vs[j].rec == vs[i].rec) j++;
+      p.recompute = vs[i].rec;
+      if (c && bound_prunes(st, &p, step_floor_s(&m->info.tf, &p, c))) {
+        st->hs->out.pruned += j - i;
+        i = j;
+        continue;
+      }
+      for (; i < j; i++) {
+        if (dead[i]) continue;
+        set_variant(&p, &vs[i]);
+        if (c && i != known && bound_prunes(st, &p, desc_floor_s(st, &p, c))) {
+          st->hs->out.pruned++;
+          continue;
+        }
+        double step_s;
+        if (score_plan(st, &p, i == known, &step_s) == 1 && !exhaustive) dead[i] = true, n_dead++;
+        if (st->sc->req->check_bounds && c && step_s >= 0) check_floors(st, &p, c, step_s);
+      }
+    }
+    search_report(st);
+  }
+}
+
+/* What a hardware's search fixes for all its plans. */
+typedef struct {
+  int64_t cps[6];
+  int n_cp;
+  plan_offload offs[3];
+  int n_off;
+  int fw;
+  graph_dtype prec;
+  variant *var; /* room for MAX_VARIANTS, filled per dp x cp */
+} hw_fixed;
+
+/* The space on `chips` chips (chips = dp x tp x pp x cp; sim/plan.c's
+** plan_check is the one judge of which plans are valid): every tp
+** dividing the heads within the tensor-parallel domain, cp for long
+** sequences, every pp up to the layers, ep over the experts' divisors and
+** etp over tp's, every interleaving V the layers allow (an uneven split,
+** as even as it goes, where they do not divide), then search_sizes. */
+static void search_chips(hw_state *st, const hw_fixed *fx, int64_t chips) {
+  const search_ctx *sc = st->sc;
+  const planner_req *req = sc->req;
+  const wl_tf_dims *d = &sc->m->info.tf;
+  int64_t tps[64];
+  int n_tp = divisors(d->heads, tp_domain(st->hw, chips), tps, 64);
+  for (int ti = 0; ti < n_tp; ti++)
+    for (int xi = 0; xi < fx->n_cp; xi++) {
+      int64_t tp = tps[ti], cp = fx->cps[xi];
+      for (int64_t pp = 1; pp <= d->layers && tp * pp * cp <= chips; pp++) {
+        if (chips % (tp * pp * cp)) continue;
+        int64_t dp = chips / (tp * pp * cp), ranks = tp * dp * cp;
+        int n_vs = variants_of(dp * cp, fx->offs, fx->n_off, fx->var);
+        int64_t eps[64] = {1}, etps[64] = {1};
+        int n_ep = d->experts > 1 ? divisors(d->experts, ranks, eps, 64) : 1;
+        int n_etp = d->experts > 1 ? divisors(tp, tp, etps, 64) : 1;
+        for (int ei = 0; ei < n_ep; ei++)
+          for (int ki = 0; ki < n_etp; ki++) {
+            if (ranks % (eps[ei] * etps[ki])) continue;
+            for (int64_t vp = 1; pp * vp <= d->layers && pp * vp <= SCHED_MAX_VS && (vp == 1 || pp > 1); vp++) {
+              bool uneven = d->layers % (pp * vp) != 0;
+              if (st->seeding && (uneven || (vp != 1 && vp != 2 && vp != 4))) continue;
+              plan p = {.chips = chips, .dp = dp, .tp = tp, .pp = pp, .ep = eps[ei],
+                        .etp = etps[ki], .cp = cp, .gbs = sc->gbs, .seq = sc->seq, .vp = vp,
+                        .slices = 1, .schedule = vp > 1 ? PLAN_INTERLEAVED : PLAN_1F1B,
+                        .precision = fx->prec, .sp = tp > 1, .op_costs = req->op_costs,
+                        .cost_cache = req->cost_cache};
+              framework_apply(fx->fw, &p);
+              p.gemm = req->gemm;
+              if (uneven) { /* as even as it goes (plan_balance_layers) */
+                p.pp_layers = sc->splits + sc->split_at[pp * vp];
+                p.n_pp_layers = (int)(pp * vp);
+              }
+              search_sizes(st, p, fx->var, n_vs);
+            }
+          }
+      }
+    }
+}
+
 static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   const model *m = sc->m;
   const planner_req *req = sc->req;
-  const wl_tf_dims *d = &m->info.tf;
-  int64_t gbs = sc->gbs, seq = sc->seq, steps = sc->steps;
-  planner_result *out = &hs->out;
-  planner_cand *kept = hs->kept;
-  double *keys = hs->keys;
-  int n_kept = 0;
   double t_start = units_now_s();
-  const hw_model *hw = hw_catalog_at(sc->cat, h);
-  graph_dtype prec;
-  if (!planner_hw_allowed(m, hw, out, &prec)) return;
+  hw_state st = {.sc = sc, .hs = hs, .rj = {.best_peak = INFINITY}, .best_key = INFINITY};
+  planner_result *out = &hs->out;
+  const hw_model *hw = st.hw = hw_catalog_at(sc->cat, h);
+  hw_fixed fx = {.cps = {1}, .n_cp = 1, .offs = {req->offload}, .n_off = 1};
+  if (!planner_hw_allowed(m, hw, out, &fx.prec)) return;
   int64_t counts[32];
   int nc = chip_counts(hw, req, counts, 32);
-  rejections rj = {.best_peak = INFINITY};
-  int fitted = 0;
-  planner_cand hw_best = {0};
-  double hw_best_key = INFINITY;
-  /* per-chip costs depend on (tp, mbs, ep, cp) only */
-  cost_entry cache[5][3][4][4] = {{{{{0}}}}};
-  step_memo *memo = step_memo_new(hw);
-  if (!memo) {
+  st.memo = step_memo_new(hw);
+  st.coll = coll_memo_new(hw);
+  st.desc = malloc(sizeof *st.desc);
+  fx.var = malloc(MAX_VARIANTS * sizeof *fx.var);
+  if (!st.memo || !st.coll || !st.desc || !fx.var) {
+    step_memo_free(st.memo);
+    coll_memo_free(st.coll);
+    free(st.desc);
+    free(fx.var);
     planner_add_reject(out, hw->name, PLANNER_CAUSE_SLICE, "out of memory");
     return;
   }
-  static const int64_t EPS[] = {1, 2, 4, 8};
-  static const int64_t VPS[] = {1, 2, 4};
-  static const int ZERO[] = {0, 1, 3};
-  int n_ep = d->experts > 1 ? 4 : 1;
+  fx.fw = req->has_framework ? req->framework : framework_default(hw->kind);
   /* context parallelism where a sequence is long enough to want it (32k
   ** tokens and more: below that, a rank's share of attention is small
   ** against its linear layers), unless the request fixes it */
-  static const int64_t CPS[] = {1, 2, 4, 8};
-  int fw = req->has_framework ? req->framework : framework_default(hw->kind);
-  int n_cp = req->cp > 0 || seq < 32768 ? 1 : 4;
-  /* The space: tp within a node (a TPU: up to 16), micro-batches 1/2/4, ep
-  ** up to 8 for MoE, cp up to 8 for long sequences, pp up to 64,
-  ** interleaving 1/2/4, each recompute mode,
-  ** ZeRO 0/1/3; dp what is left of the chips. Which of these are valid
-  ** plans is plan_check's to say (sim/plan.c), the one validator. */
-  for (int ti = 0; ti < 5; ti++) {
-    int64_t tp = TPS[ti];
-    int64_t tp_limit = hw->kind == HW_TPU ? 16 : hw->chips_per_node;
-    if (tp > tp_limit) continue;
-    for (int mi = 0; mi < 3; mi++)
-      for (int ei = 0; ei < n_ep; ei++)
-        for (int xi = 0; xi < n_cp; xi++)
-        for (int ci = 0; ci < nc; ci++) {
-          int64_t chips = counts[ci], ep = EPS[ei];
-          int64_t cp = req->cp > 0 ? req->cp : CPS[xi];
-          for (int64_t pp = 1; pp <= 64 && pp * tp * cp <= chips; pp++) {
-            /* dp is what is left, a whole number; ep splits dp x cp */
-            if (chips % (tp * pp * cp) || (chips / (tp * pp)) % ep) continue;
-            for (int vi = 0; vi < 3; vi++) {
-              int64_t vp = VPS[vi];
-              if (vp > 1 && pp == 1) continue; /* interleaving needs a pipeline */
-              plan p = {.chips = chips, .dp = chips / (tp * pp * cp), .tp = tp, .pp = pp, .ep = ep, .cp = cp,
-                        .mbs = MBS[mi], .gbs = gbs, .seq = seq, .vp = vp, .slices = 1,
-                        .schedule = vp > 1 ? PLAN_INTERLEAVED : PLAN_1F1B, .precision = prec,
-                        .sp = tp > 1, .op_costs = req->op_costs, .cost_cache = req->cost_cache};
-              framework_apply(fw, &p);
-              p.gemm = req->gemm;
-              p.offload = req->offload;
-              plan_fault fault;
-              char perr[200];
-              /* the message only for the first plan a rule turns down: the
-              ** search asks thousands */
-              size_t n = rj.first[PLANNER_CAUSE_DIVISIBILITY][0] ? 0 : sizeof perr;
-              if (plan_check_fault(m, hw, &p, &fault, perr, n) != 0) {
-                reject(&rj, fault == PLAN_FAULT_DTYPE ? PLANNER_CAUSE_DTYPE : PLANNER_CAUSE_DIVISIBILITY,
-                       n ? perr : NULL);
-                continue;
-              }
-              for (int rec = 0; rec < 3; rec++)
-                for (int zi = 0; zi < 3; zi++) {
-                  p.recompute = (plan_recompute)rec;
-                  p.zero = ZERO[zi];
-                  if (p.zero > 0 && p.dp == 1) continue; /* nothing to shard over */
-                  out->evaluated++;
-                  mem_opts mo;
-                  plan mp;
-                  mem_setup(m, hw, &p, &mo, &mp);
-                  mem_bytes mb;
-                  char merr[256];
-                  if (mem_transformer(d, &mp, &mo, &mb, merr, sizeof merr) != 0) {
-                    reject(&rj, PLANNER_CAUSE_DIVISIBILITY, merr);
-                    continue;
-                  }
-                  if (!mb.fits) {
-                    reject(&rj, PLANNER_CAUSE_MEMORY, NULL);
-                    if (mb.peak < rj.best_peak) {
-                      rj.best_peak = mb.peak;
-                      rj.peak_plan = (planner_cand){.p = p};
-                      snprintf(rj.peak_plan.hw, sizeof rj.peak_plan.hw, "%s", hw->name);
-                    }
-                    continue;
-                  }
-                  fitted++;
-                  cost_entry *ce = &cache[ti][mi][ei][xi];
-                  char cerr[256] = "";
-                  if (!ce->done) {
-                    double tc = units_now_s();
-                    ce->ok = step_costs(m, hw, &p, &ce->c, cerr, sizeof cerr) == 0;
-                    out->costs_s += units_now_s() - tc;
-                    ce->done = true;
-                  }
-                  if (!ce->ok) { /* a group the network cannot form: a TPU slice of 2 */
-                    reject(&rj, PLANNER_CAUSE_SLICE, cerr[0] ? cerr : NULL);
-                    continue;
-                  }
-                  step_times fr;
-                  if (step_fast(m, hw, &p, &ce->c, memo, &fr, cerr, sizeof cerr) != 0) {
-                    reject(&rj, PLANNER_CAUSE_SLICE, cerr);
-                    continue;
-                  }
-                  /* price first; build a whole candidate only for one that is
-                  ** kept, the hardware's best, or the closest yet (most are none) */
-                  double a = fr.step_time_s;
-                  run_price pr = planner_price_of(m, hw, req, p.chips, a, steps);
-                  bool closer = !out->any_fit || pr.train_usd < out->cheapest.train_usd ||
-                                pr.train_s < out->fastest.train_s;
-                  bool over_budget = req->budget_usd > 0 && pr.train_usd > req->budget_usd;
-                  bool over_deadline = req->objective == PLANNER_COST_UNDER_DEADLINE &&
-                                       pr.train_s > req->deadline_s;
-                  bool passes = !over_budget && !over_deadline;
-                  double key = req->objective == PLANNER_TIME ? pr.train_s : pr.train_usd;
-                  bool kept_now = passes && (n_kept < MAX_KEEP || key < keys[MAX_KEEP - 1]);
-                  bool nearer = (over_budget && (!rj.over_budget || pr.train_usd < rj.cheapest.train_usd)) ||
-                                (over_deadline && !over_budget &&
-                                 (!rj.over_deadline || pr.train_s < rj.fastest.train_s));
-                  if (!passes) reject(&rj, over_budget ? PLANNER_CAUSE_BUDGET : PLANNER_CAUSE_DEADLINE, NULL);
-                  if (!closer && !kept_now && !nearer && !(passes && key < hw_best_key)) continue;
-                  planner_cand c = {.p = p, .analytic_step_s = a};
-                  snprintf(c.hw, sizeof c.hw, "%s", hw->name);
-                  planner_set_price(&c, &pr);
-                  if (closer) planner_note_closest(out, &c);
-                  if (nearer && over_budget) rj.over_budget = true, rj.cheapest = c;
-                  else if (nearer) rj.over_deadline = true, rj.fastest = c;
-                  if (!passes) continue;
-                  if (kept_now) keep(kept, &n_kept, &c, key, keys);
-                  if (key < hw_best_key) hw_best_key = key, hw_best = c;
-                }
-            }
-          }
-        }
+  if (req->cp > 0) fx.cps[0] = req->cp;
+  else if (sc->seq >= 32768)
+    for (int64_t cp = 2; cp <= 32; cp *= 2) fx.cps[fx.n_cp++] = cp;
+  /* offload where the chip has a host link to offload over (without one
+  ** the step model would charge nothing for it), unless fixed */
+  if (!req->has_offload && hw->chip.host_link_bw_bytes_per_s > 0)
+    fx.offs[fx.n_off++] = PLAN_OFFLOAD_ACTIVATIONS, fx.offs[fx.n_off++] = PLAN_OFFLOAD_OPTIMIZER;
+  /* two passes, the seeds then the rest; chip counts largest first for
+  ** time (most often the fastest, so the bound bites early), smallest
+  ** first for cost */
+  bool down = req->objective == PLANNER_TIME;
+  for (int pass = 0; pass < 2; pass++) {
+    st.seeding = pass == 0;
+    for (int ci = 0; ci < nc; ci++) search_chips(&st, &fx, counts[down ? nc - 1 - ci : ci]);
   }
-  step_memo_free(memo);
-  for (int c = 0; c < PLANNER_CAUSE_COUNT; c++) out->rejected_by[c] += rj.by[c];
-  if (isfinite(hw_best_key)) planner_push_cand(&out->per_hw, &out->n_per_hw, &hw_best);
-  else reject_hw(out, hw, req, &rj, fitted);
-  hs->n_kept = n_kept;
+  free(fx.var);
+  free(st.desc);
+  coll_memo_free(st.coll);
+  step_memo_free(st.memo);
+  cost_map_free(&st.costs);
+  search_report(&st);
+  for (int c = 0; c < PLANNER_CAUSE_COUNT; c++) out->rejected_by[c] += st.rj.by[c];
+  if (isfinite(st.best_key)) planner_push_cand(&out->per_hw, &out->n_per_hw, &st.best);
+  else reject_hw(out, hw, req, &st.rj, st.fitted);
   hs->busy_s = units_now_s() - t_start;
 }
 
@@ -347,9 +836,10 @@ static void *search_worker(void *arg) {
 }
 
 /* Runs fn over the pool on up to `threads` threads (the calling one
-** included), calling progress every 100 ms until all are done. */
+** included), calling progress every 100 ms until all are done, with the
+** search's shared figures when sh is not NULL. */
 static void run_pool(void *(*fn)(void *), void *arg, int threads, atomic_int *done, int total,
-                     const planner_req *req, const char *what) {
+                     const planner_req *req, const char *what, search_shared *sh) {
   pthread_t tid[64];
   int started = 0;
   for (int i = 1; i < threads && i < 64; i++)
@@ -360,12 +850,27 @@ static void run_pool(void *(*fn)(void *), void *arg, int threads, atomic_int *do
     /* the calling thread reports; the workers do the work (and it joins
     ** in when no thread could be started) */
     if (started == 0) fn(arg);
-    while (atomic_load(done) < total) {
-      req->progress(req->progress_ctx, what, atomic_load(done), total);
-      struct timespec ts = {0, 100 * 1000 * 1000};
-      nanosleep(&ts, NULL);
+    double t0 = units_now_s();
+    for (bool last = false; !last;) {
+      last = atomic_load(done) >= total;
+      planner_progress pg = {.what = what, .done = atomic_load(done), .total = total,
+                             .best_key = INFINITY, .elapsed_s = units_now_s() - t0, .eta_s = -1};
+      if (sh) {
+        pg.evaluated = atomic_load(&sh->evaluated);
+        pthread_mutex_lock(&sh->lock);
+        pg.best_key = sh->best_key;
+        snprintf(pg.best_hw, sizeof pg.best_hw, "%s", sh->best_hw);
+        pthread_mutex_unlock(&sh->lock);
+      }
+      /* the entries left at the pace of those done (they differ in size:
+      ** a rough figure) */
+      if (pg.done > 0) pg.eta_s = pg.elapsed_s * (double)(total - pg.done) / (double)pg.done;
+      req->progress(req->progress_ctx, &pg);
+      if (!last) {
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+      }
     }
-    req->progress(req->progress_ctx, what, total, total);
   }
   for (int i = 0; i < started; i++) pthread_join(tid[i], NULL);
 }
@@ -445,6 +950,25 @@ int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, p
   return rc;
 }
 
+/* The uneven stage splits a search may use, into out (which owns them:
+** the plans of the result point into them): for S = 1 .. min(layers,
+** SCHED_MAX_VS) stages, plan_balance_layers' split as even as it goes (S
+** numbers at split_at[S]; unused where the layers divide). */
+static int stage_splits(int64_t layers, planner_result *out) {
+  int64_t top = layers < SCHED_MAX_VS ? layers : SCHED_MAX_VS;
+  out->stage_split_at = calloc((size_t)top + 1, sizeof *out->stage_split_at);
+  out->stage_splits = calloc((size_t)(top * (top + 1) / 2 + 1), sizeof *out->stage_splits);
+  if (!out->stage_split_at || !out->stage_splits) return -1;
+  int64_t at = 0;
+  for (int64_t S = 1; S <= top; S++) {
+    plan q = {.pp = S, .vp = 1};
+    out->stage_split_at[S] = at;
+    plan_balance_layers(&q, layers, out->stage_splits + at, (int)S);
+    at += S;
+  }
+  return 0;
+}
+
 static int run_cached(const model *m, const hw_catalog *cat, const planner_req *req,
                       planner_result *out, char *err, size_t errn) {
   memset(out, 0, sizeof *out);
@@ -466,16 +990,27 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
     snprintf(err, errn, "out of memory");
     return -1;
   }
-  search_ctx sc = {m, cat, req, gbs, seq, steps};
+  if (stage_splits(d->layers, out) != 0) {
+    free(kept), free(keys), free(hs);
+    return str_errf(err, errn, "out of memory");
+  }
+  search_shared sh = {.best_key = INFINITY};
+  atomic_init(&sh.evaluated, 0);
+  pthread_mutex_init(&sh.lock, NULL);
+  search_ctx sc = {m, cat, req, gbs, seq, steps, out->stage_splits, out->stage_split_at, &sh};
   search_pool sp = {.sc = &sc, .hs = hs, .n = nh};
   atomic_init(&sp.next, 0);
   atomic_init(&sp.done, 0);
-  run_pool(search_worker, &sp, planner_threads(req), &sp.done, nh, req, "searching");
+  run_pool(search_worker, &sp, planner_threads(req), &sp.done, nh, req, "searching", &sh);
+  pthread_mutex_destroy(&sh.lock);
   /* merge in catalog order: the result does not depend on the threads */
   int n_kept = 0;
   for (int h = 0; h < nh; h++) {
     const planner_result *o = &hs[h].out;
     out->evaluated += o->evaluated;
+    out->pruned += o->pruned;
+    out->cost_builds += o->cost_builds;
+    out->bound_violations += o->bound_violations;
     if (o->any_fit) {
       planner_note_closest(out, &o->cheapest);
       planner_note_closest(out, &o->fastest);
@@ -501,7 +1036,7 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
     return -1;
   }
   /* confirm the best few with the event simulation, then rank by it */
-  int top = req->top > 0 ? req->top : 5; /* at most the MAX_KEEP kept */
+  int top = planner_top(req);
   if (top > n_kept) top = n_kept;
   int ok[MAX_KEEP] = {0};
   double sim_s[MAX_KEEP] = {0};
@@ -514,7 +1049,7 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
                  .sim_s = sim_s};
   atomic_init(&pp.next, 0);
   atomic_init(&pp.done, 0);
-  run_pool(sim_worker, &pp, planner_threads(req), &pp.done, top, req, "simulating");
+  run_pool(sim_worker, &pp, planner_threads(req), &pp.done, top, req, "simulating", NULL);
   for (int i = 0; i < top; i++) {
     out->simulate_s += sim_s[i];
     if (ok[i]) out->ranked[out->n_ranked++] = kept[i];

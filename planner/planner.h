@@ -20,6 +20,18 @@
 
 typedef enum { PLANNER_TIME, PLANNER_COST, PLANNER_COST_UNDER_DEADLINE } planner_objective;
 
+/* How far a run has come, for a progress line (planner_req.progress). */
+typedef struct {
+  const char *what;   /* "searching" (hardware entries) or "simulating" (candidates) */
+  int done, total;    /* entries finished, of all */
+  int64_t evaluated;  /* plans scored so far (searching) */
+  double best_key;    /* the best plan so far by the objective: training time (s) for
+                      ** time, dollars otherwise; INFINITY: none yet */
+  char best_hw[32];   /* its hardware */
+  double elapsed_s;
+  double eta_s;       /* the time left at the pace so far (rough: entries differ); < 0 unknown */
+} planner_progress;
+
 typedef struct {
   const char *hw_list;  /* comma list of names; NULL or "all": the catalog */
   int64_t chips;        /* exactly this many (0: search up to max_chips) */
@@ -38,8 +50,8 @@ typedef struct {
   ** each kernel signature is lowered once (NULL: planner_run makes one) */
   opcost *cost_cache;
   /* called from the calling thread about every 100 ms while the search
-  ** runs (NULL: none): what ("searching", "simulating"), done of total */
-  void (*progress)(void *ctx, const char *what, int done, int total);
+  ** runs, and once when a phase ends (NULL: none) */
+  void (*progress)(void *ctx, const planner_progress *pg);
   void *progress_ctx;
   /* what the user fixed instead of the search (0: searched, or the
   ** default): context parallelism, the GEMM recipe, the framework (else
@@ -50,7 +62,14 @@ typedef struct {
   bool has_framework;
   int framework;
   plan_offload offload;
+  bool has_offload; /* offload fixed to `offload`; else searched where the chip has a host link */
   int64_t seq;
+  /* every plan of the space scored: no bound prunes (the best plan is the
+  ** same either way; the bounds only save time) */
+  bool exhaustive;
+  /* tests: every scored plan's step time checked against the bounds the
+  ** pruned search uses (planner_result.bound_violations) */
+  bool check_bounds;
 } planner_req;
 
 typedef struct {
@@ -107,6 +126,11 @@ typedef struct {
   int n_per_hw;
   int64_t rejected_by[PLANNER_CAUSE_COUNT]; /* plans turned down, by cause, over all hardware */
   int64_t evaluated;
+  /* plans the search proved could not enter the kept candidates (a step
+  ** time bound) and so never scored; 0 with exhaustive */
+  int64_t pruned;
+  int64_t cost_builds; /* per-chip cost sets computed (step_costs) */
+  int64_t bound_violations; /* check_bounds: plans faster than a bound said (0, or a bug) */
   double search_s;
   /* thread seconds (summed over threads): per-chip cost builds, analytic
   ** scoring (memory model included), event simulations */
@@ -120,6 +144,10 @@ typedef struct {
   int64_t advice_reducers;
   double advice_step_s; /* the step with them (closed form), 0 without advice */
   char objective[32];
+  /* the uneven pipeline splits the result's plans point into (their
+  ** pp_layers): a plan copied out of the result is valid while it is */
+  int32_t *stage_splits;
+  int64_t *stage_split_at;
 } planner_result;
 
 /* The objective a model is planned for when the user names none: cost for

@@ -117,6 +117,10 @@ void planner_result_free(planner_result *r) {
   free(r->ranked);
   free(r->rejected);
   free(r->per_hw);
+  free(r->stage_splits);
+  free(r->stage_split_at);
+  r->stage_splits = NULL;
+  r->stage_split_at = NULL;
   r->ranked = r->per_hw = NULL;
   r->rejected = NULL;
   r->n_ranked = r->n_rejected = r->n_per_hw = 0;
