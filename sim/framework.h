@@ -36,6 +36,16 @@ typedef struct {
   ** chosen expert (NCCL all-to-all) */
   bool moe_node_dedup;
   const char *source;        /* where each feature was read */
+  /* memory: gradient buffers in the 16-bit training dtype rather than fp32
+  ** (Megatron-Bridge's performance recipes set grad_reduce_in_fp32=False,
+  ** perf_recipes/_common.py _perf_precision) */
+  bool grads_16bit;
+  /* memory: parameters kept in fp32 only, cast to the compute dtype where a
+  ** layer uses them, no separate 16-bit copy (MaxText weight_dtype float32) */
+  bool weights_fp32_only;
+  /* memory: bytes a logit the loss's backward holds beside the stored
+  ** logits (0: none beyond them) */
+  double logit_grad_bytes;
 } framework;
 
 /* The profiles, indexed as framework_names (NULL-terminated: the one list

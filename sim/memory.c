@@ -1050,21 +1050,26 @@ void mem_setup(const model *m, const hw_model *hw, const plan *p, mem_opts *o, p
   o->flash_attention = p->attention == PLAN_ATTN_FLASH;
   o->expert_params = (double)m->expert_params;
   runtime_for(hw, o);
-  /* torchtitan's "selective" is its op-level policy (framework.c) */
+  /* the framework's memory features (framework.c, each with its source):
+  ** torchtitan's "selective" is its op-level policy; MaxText keeps its
+  ** parameters in weight_dtype float32 and casts them to dtype bfloat16
+  ** where a layer uses them, Adam's mu inheriting weight_dtype
+  ** (configs/base.yml: weight_dtype, dtype, mu_dtype; grad_dtype float32):
+  ** 4 + 4 + 8 B a parameter; torchtitan's loss is
+  ** F.cross_entropy(pred.flatten(0, 1).float(), ..), eager and unfused
+  ** (torchtitan@9dec370 train.py:131-138): log_softmax saves its fp32
+  ** output (the stored logits, 4 B) and its backward holds the fp32
+  ** gradient it is given and the fp32 one it returns, 8 B a logit beside
+  ** them; Megatron-Bridge keeps its gradient buffers in bf16 */
   int f = p->framework, nf = 0;
   while (framework_names[nf]) nf++;
-  /* MaxText keeps its parameters in weight_dtype float32 and casts them to
-  ** dtype bfloat16 where a layer uses them; Adam's mu inherits weight_dtype
-  ** (configs/base.yml: weight_dtype, dtype, mu_dtype; grad_dtype float32):
-  ** 4 + 4 + 8 B a parameter, no separate 16-bit copy */
-  o->fp32_weights_only = f >= 0 && f < nf && strcmp(framework_names[f], "maxtext") == 0;
-  o->op_selective = f >= 0 && f < nf && frameworks[f].selective_mm_share > 0;
-  /* torchtitan's loss is F.cross_entropy(pred.flatten(0, 1).float(), ..),
-  ** eager and unfused (torchtitan@9dec370 train.py:131-138): log_softmax
-  ** saves its fp32 output (the stored logits, 4 B) and its backward holds
-  ** the fp32 gradient it is given and the fp32 one it returns, 8 B a logit
-  ** beside them, before .float()'s backward casts to bf16 */
-  if (f >= 0 && f < nf && strcmp(framework_names[f], "torchtitan") == 0) o->logit_grad_bytes = 8;
+  if (f >= 0 && f < nf) {
+    const framework *fw = &frameworks[f];
+    o->fp32_weights_only = fw->weights_fp32_only;
+    o->op_selective = fw->selective_mm_share > 0;
+    if (fw->logit_grad_bytes > 0) o->logit_grad_bytes = fw->logit_grad_bytes;
+    if (fw->grads_16bit) o->fp32_grads = false;
+  }
   /* XLA (every TPU stack) keeps the logits in the dot's dtype: MaxText
   ** computes them in bf16 (base.yml logits_dot_in_fp32: False) and its
   ** fp32 cast (cast_logits_to_fp32: True) is elementwise, fused by XLA

@@ -1204,3 +1204,34 @@ Test(memory_framework, maxtext_keeps_one_fp32_copy) {
   diag_free(dg);
   hw_catalog_free(c);
 }
+
+/* A framework's memory features are data in its profile (framework.c):
+** Megatron-Bridge's performance recipes keep gradient buffers in bf16
+** (grad_reduce_in_fp32=False), so Llama 3 8B (8.03e9 parameters) on 8
+** H100s, tp 1, pp 1, ZeRO-1, holds 2 B of gradient a parameter under
+** megatron-core and 4 B (fp32 main grads) under a plain loop: exactly half. */
+Test(memory, megatron_core_gradients_in_bf16) {
+  hw_catalog *c = th_catalog();
+  const hw_model *hw = th_hw(c, "h100-sxm");
+  model *m = th_model("llama3-8b", 0);
+  double g[2];
+  const char *fws[2] = {"plain", "megatron-core"};
+  for (int i = 0; i < 2; i++) {
+    plan p = {.chips = 8, .dp = 8, .tp = 1, .pp = 1, .ep = 1, .cp = 1, .etp = 1, .mbs = 1,
+              .vp = 1, .slices = 1, .precision = GDT_BF16};
+    framework_apply(framework_find(fws[i]), &p);
+    p.zero = 1;
+    char err[256];
+    cr_assert_eq(plan_check(m, hw, &p, err, sizeof err), 0, "%s", err);
+    mem_opts mo;
+    plan mp;
+    mem_setup(m, hw, &p, &mo, &mp);
+    mem_bytes mb;
+    cr_assert_eq(mem_transformer(&m->info.tf, &mp, &mo, &mb, err, sizeof err), 0, "%s", err);
+    g[i] = mb.gradients;
+  }
+  cr_assert_float_eq(g[1], g[0] / 2, g[0] * 1e-12, "megatron-core %g vs plain %g", g[1], g[0]);
+  cr_assert_float_eq(g[1], 2.0 * (double)m->params, 0.02 * 2.0 * (double)m->params);
+  model_free(m);
+  hw_catalog_free(c);
+}
