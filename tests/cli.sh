@@ -156,7 +156,7 @@ run sim-badsched 2 simulate llama3-8b --hw h100-sxm --chips 4 --pp-schedule zigz
 # its report is printed all the same. sim-starved, sim-fed: they fit with
 # megatron-core's distributed optimizer (the GPU default); sim-full keeps
 # plain DDP (a replicated optimizer: does not fit) for the rings it counts
-run sim-gsync 3 simulate llama3-8b --hw h100-sxm --chips 64 --gbs 256 --grad-sync after-backward --json && has sim-gsync out '"grad_sync":	"after-backward"'
+run sim-gsync 0 simulate llama3-8b --hw h100-sxm --chips 64 --gbs 256 --grad-sync after-backward --json && has sim-gsync out '"grad_sync":	"after-backward"'
 run sim-badgsync 2 simulate llama3-8b --hw h100-sxm --chips 64 --grad-sync late && has sim-badgsync err "overlap"
 run sim-starved 0 simulate llama3-8b --hw h100-sxm --chips 8 --gbs 64 --seq 2048 --storage files --prefetch 0 --json
 if grep -q '"input_stall":	0,' "$OUT/sim-starved.out"; then bad "a starved input pipeline shows no stall"; else ok; fi
@@ -221,8 +221,8 @@ run sim-attn 0 simulate llama3-8b --hw h100-sxm --chips 8 --tp 8 --gbs 8 --atten
 run sim-attn-default 0 simulate llama3-8b --hw h100-sxm --chips 8 --tp 8 --gbs 8 --json && has sim-attn-default out '"attention":	"flash"'
 run sim-attn-bad 2 simulate llama3-8b --hw h100-sxm --chips 8 --attention naive && has sim-attn-bad err "--attention 'naive': expected flash or scores"
 run sim-full 3 simulate llama3-8b --hw tpu-v5e --chips 16 --tp 2 --gbs 32 --seq 1024 --full --framework plain && has sim-full out "the 2 data-parallel rings at once run 2.00x one ring alone"
-run sim-fixes 3 simulate gpt3-175b --hw a100-80g --chips 64 --tp 8 --pp 8 --gbs 64 --mbs 1 --attention scores && has sim-fixes out "fix 1: sequence parallelism -> peak" && has sim-fixes out "(fits), step "
-run sim-fixes-json 3 simulate gpt3-175b --hw a100-80g --chips 64 --tp 8 --pp 8 --gbs 64 --mbs 1 --attention scores --json && has sim-fixes-json out '"step_time_s":' && has sim-fixes-json out '"change":	"sequence parallelism"'
+run sim-fixes 3 simulate gpt3-175b --hw a100-80g --chips 64 --tp 8 --pp 8 --gbs 64 --mbs 1 --attention scores --framework megatron-2022 && has sim-fixes out "fix 1: sequence parallelism -> peak" && has sim-fixes out "(fits), step "
+run sim-fixes-json 3 simulate gpt3-175b --hw a100-80g --chips 64 --tp 8 --pp 8 --gbs 64 --mbs 1 --attention scores --framework megatron-2022 --json && has sim-fixes-json out '"step_time_s":' && has sim-fixes-json out '"change":	"sequence parallelism"'
 
 # --- hostile numbers (issue 15): one message naming the flag, the value, the range ---
 run num-seq-big 2 simulate llama3-8b --hw h100-sxm --chips 8 --seq 10000000 && has num-seq-big err "--seq 10000000: expected an integer from 1 to 1048576; the nearest allowed is 1048576"
@@ -264,7 +264,7 @@ run sim-replica 1 simulate mixtral-8x7b --hw h100-sxm --chips 12 --tp 2 --ep 8 &
 # selective recompute, ZeRO-1, sp -- simulated by this build is the bar; the
 # planner's choice, simulated by the same build, must take no longer. Both
 # step times are read off the outputs (no figure pinned here).
-run plan-175b-ref 3 simulate gpt3-175b --hw h100-sxm --chips 1024 --tp 2 --pp 16 --dp 32 --mbs 1 --gbs 1536 --pp-schedule interleaved:6 --recompute selective --zero 1 --sp
+run plan-175b-ref 0 simulate gpt3-175b --hw h100-sxm --chips 1024 --tp 2 --pp 16 --dp 32 --mbs 1 --gbs 1536 --pp-schedule interleaved:6 --recompute selective --zero 1 --sp
 run plan-175b 0 plan gpt3-175b --hw h100-sxm --chips 1024
 ref_s=$(sed -n 's/^  step time *\([0-9.]*\) s.*/\1/p' "$OUT/plan-175b-ref.out")
 got_s=$(sed -n 's/^  step \([0-9.]*\) s simulated.*/\1/p' "$OUT/plan-175b.out")
