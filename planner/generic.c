@@ -27,7 +27,7 @@ int planner_generic(const model *m, const hw_catalog *cat, const planner_req *re
     const hw_model *hw = hw_catalog_at(cat, h);
     if (!planner_listed(req->hw_list, hw->name)) continue;
     graph_dtype prec;
-    if (!planner_hw_allowed(m, hw, out, &prec)) continue;
+    if (!planner_hw_allowed(m, hw, out, &prec) || !planner_energy_allowed(req, hw, out)) continue;
     planner_cand best = {0};
     double best_key = INFINITY;
     double smallest_peak = INFINITY;
@@ -77,11 +77,11 @@ int planner_generic(const model *m, const hw_catalog *cat, const planner_req *re
         out->rejected_by[PLANNER_CAUSE_BUDGET]++;
         continue;
       }
-      if (req->objective == PLANNER_COST_UNDER_DEADLINE && c.train_s > req->deadline_s) {
+      if (req->deadline_s > 0 && c.train_s > req->deadline_s) {
         out->rejected_by[PLANNER_CAUSE_DEADLINE]++;
         continue;
       }
-      double key = req->objective == PLANNER_TIME ? c.train_s : c.train_usd;
+      double key = planner_objective_key(req, &c);
       if (key < best_key) best_key = key, best = c;
     }
     if (isfinite(best_key)) {

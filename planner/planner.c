@@ -162,6 +162,8 @@ static void reject_hw(planner_result *out, const hw_model *hw, const planner_req
       r->peak_bytes = rj->best_peak;
       r->capacity_bytes = (double)hw->chip.hbm_bytes;
     }
+  } else if ((r = planner_fix_reject_hw(req, hw, out, rj->by[PLANNER_CAUSE_FIXED]))) {
+    /* --fix turned down the plans that could run (fix.c says so) */
   } else if (rj->by[PLANNER_CAUSE_SLICE]) {
     r = planner_add_reject(out, hw->name, PLANNER_CAUSE_SLICE, "no plan the network can form: %s",
                    rj->first[PLANNER_CAUSE_SLICE]);
@@ -186,7 +188,7 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   double t_start = units_now_s();
   const hw_model *hw = hw_catalog_at(sc->cat, h);
   graph_dtype prec;
-  if (!planner_hw_allowed(m, hw, out, &prec)) return;
+  if (!planner_hw_allowed(m, hw, out, &prec) || !planner_energy_allowed(req, hw, out)) return;
   int64_t counts[32];
   int nc = chip_counts(hw, req, counts, 32);
   rejections rj = {.best_peak = INFINITY};
@@ -238,6 +240,10 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
               framework_apply(fw, &p);
               p.gemm = req->gemm;
               p.offload = req->offload;
+              if (!planner_fix_match(&req->fix, &p, false)) { /* --fix: fix.c */
+                reject(&rj, PLANNER_CAUSE_FIXED, NULL);
+                continue;
+              }
               plan_fault fault;
               char perr[200];
               /* the message only for the first plan a rule turns down: the
@@ -253,6 +259,10 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
                   p.recompute = (plan_recompute)rec;
                   p.zero = ZERO[zi];
                   if (p.zero > 0 && p.dp == 1) continue; /* nothing to shard over */
+                  if (!planner_fix_match(&req->fix, &p, true)) {
+                    reject(&rj, PLANNER_CAUSE_FIXED, NULL);
+                    continue;
+                  }
                   out->evaluated++;
                   mem_opts mo;
                   plan mp;
@@ -297,16 +307,19 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
                   bool closer = !out->any_fit || pr.train_usd < out->cheapest.train_usd ||
                                 pr.train_s < out->fastest.train_s;
                   bool over_budget = req->budget_usd > 0 && pr.train_usd > req->budget_usd;
-                  bool over_deadline = req->objective == PLANNER_COST_UNDER_DEADLINE &&
-                                       pr.train_s > req->deadline_s;
+                  /* a deadline bounds every objective (--deadline with energy too) */
+                  bool over_deadline = req->deadline_s > 0 && pr.train_s > req->deadline_s;
                   bool passes = !over_budget && !over_deadline;
-                  double key = req->objective == PLANNER_TIME ? pr.train_s : pr.train_usd;
+                  double key = planner_price_key(req, &pr);
+                  /* --pareto: a plan that joins the time-versus-cost frontier (pareto.c) */
+                  bool front = passes && req->pareto &&
+                               planner_front_improves(out->pareto, out->n_pareto, pr.train_s, pr.train_usd);
                   bool kept_now = passes && (n_kept < MAX_KEEP || key < keys[MAX_KEEP - 1]);
                   bool nearer = (over_budget && (!rj.over_budget || pr.train_usd < rj.cheapest.train_usd)) ||
                                 (over_deadline && !over_budget &&
                                  (!rj.over_deadline || pr.train_s < rj.fastest.train_s));
                   if (!passes) reject(&rj, over_budget ? PLANNER_CAUSE_BUDGET : PLANNER_CAUSE_DEADLINE, NULL);
-                  if (!closer && !kept_now && !nearer && !(passes && key < hw_best_key)) continue;
+                  if (!closer && !kept_now && !nearer && !front && !(passes && key < hw_best_key)) continue;
                   planner_cand c = {.p = p, .analytic_step_s = a};
                   snprintf(c.hw, sizeof c.hw, "%s", hw->name);
                   planner_set_price(&c, &pr);
@@ -314,6 +327,7 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
                   if (nearer && over_budget) rj.over_budget = true, rj.cheapest = c;
                   else if (nearer) rj.over_deadline = true, rj.fastest = c;
                   if (!passes) continue;
+                  if (front) planner_front_add(&out->pareto, &out->n_pareto, &c);
                   if (kept_now) keep(kept, &n_kept, &c, key, keys);
                   if (key < hw_best_key) hw_best_key = key, hw_best = c;
                 }
@@ -439,6 +453,7 @@ int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, p
   drop_cache(&out->fastest, req->cost_cache, &st);
   for (int i = 0; i < out->n_ranked; i++) drop_cache(&out->ranked[i], req->cost_cache, &st);
   for (int i = 0; i < out->n_per_hw; i++) drop_cache(&out->per_hw[i], req->cost_cache, &st);
+  for (int i = 0; i < out->n_pareto; i++) drop_cache(&out->pareto[i], req->cost_cache, &st);
   for (int i = 0; i < out->n_rejected; i++)
     if (out->rejected[i].has_closest) drop_cache(&out->rejected[i].closest, req->cost_cache, &st);
   opcost_free(own);
@@ -450,7 +465,7 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
   memset(out, 0, sizeof *out);
   double t0 = units_now_s();
   const wl_tf_dims *d = &m->info.tf;
-  static const char *const OBJ[] = {"time", "cost", "cost-under-deadline"};
+  static const char *const OBJ[] = {"time", "cost", "cost-under-deadline", "energy"};
   snprintf(out->objective, sizeof out->objective, "%s", OBJ[req->objective]);
   if (d->layers == 0) return planner_generic(m, cat, req, out, err, errn, t0);
   int64_t gbs = m->train.global_batch, seq = req->seq > 0 ? req->seq : m->train.seq_len;
@@ -483,6 +498,7 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
     out->costs_s += o->costs_s;
     out->scoring_s += hs[h].busy_s - o->costs_s;
     for (int i = 0; i < o->n_per_hw; i++) planner_push_cand(&out->per_hw, &out->n_per_hw, &o->per_hw[i]);
+    for (int i = 0; i < o->n_pareto; i++) planner_front_add(&out->pareto, &out->n_pareto, &o->pareto[i]);
     for (int i = 0; i < o->n_rejected; i++) {
       planner_reject *v = planner_grow(out->rejected, out->n_rejected, sizeof *v);
       if (v) out->rejected = v, v[out->n_rejected++] = o->rejected[i];
@@ -496,7 +512,7 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
     char near[512];
     planner_closest_text(out, req, near, sizeof near);
     snprintf(err, errn, "no hardware can train %s within the limits%s (closest: %s)", m->name,
-             req->objective == PLANNER_COST_UNDER_DEADLINE ? " and the deadline" : "", near);
+             req->deadline_s > 0 ? " and the deadline" : "", near);
     free(kept), free(keys);
     return -1;
   }
