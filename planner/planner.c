@@ -587,7 +587,9 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
              "recompute%s is the %s split.",
              r->memory.peak / (1 << 30), r->memory.capacity / (1 << 30), (long long)b->p.tp,
              (long long)b->p.pp, rec, b->p.zero ? " and ZeRO" : "",
-             req->objective == PLANNER_TIME ? "fastest" : "cheapest");
+             req->objective == PLANNER_TIME     ? "fastest"
+             : req->objective == PLANNER_ENERGY ? "least energy"
+                                                : "cheapest");
   snprintf(out->why, sizeof out->why,
            "%s on %lld chip%s trains %.3g tokens in %s for $%.0f (%s prices). Compute is "
            "%.0f%% of the step (MFU %.0f%%); after it, %s. %s",

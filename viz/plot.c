@@ -713,7 +713,9 @@ static int plot_pareto(pctx *c, FILE *dat, FILE *gp) {
               "     DAT index %d using 1:2:3 with labels rotate by 30 offset 0.6,0.6 left font ',8' notitle\n",
           c->front ? ""
                    : "DAT index 0 using 1:2 with points pt 7 ps 1.3 lc rgb '#1f77b4' title "
-                     "'best plan per hardware', \\\n     ",
+                     "'best plan per hardware', \\\n"
+                     "     DAT index 0 using 1:2:3 with labels offset 0.8,-0.8 left font ',8' "
+                     "tc rgb '#1f77b4' notitle, \\\n     ",
           fi, fi);
   return PLOT_OK;
 }
