@@ -185,7 +185,8 @@ static void print_pareto(FILE *f, const planner_result *r) {
     fprintf(f, "  %-9s %6lld %4lld %3lld %3lld %2lld %2lld %2lld %4lld %-9s %4d %8.3f %11s %12s %11s\n",
             x->hw, (long long)x->p.chips, (long long)x->p.dp, (long long)x->p.tp, (long long)x->p.pp,
             (long long)(x->p.cp > 0 ? x->p.cp : 1), (long long)x->p.vp, (long long)x->p.ep,
-            (long long)x->p.mbs, plan_recompute_names[x->p.recompute], x->p.zero, x->analytic_step_s, t,
+            (long long)x->p.mbs, plan_recompute_names[x->p.recompute], x->p.zero,
+            x->analytic_step_s > 0 ? x->analytic_step_s : x->sim.step_time_s, t,
             u, en);
   }
 }
@@ -205,7 +206,8 @@ static cJSON *pareto_json(const planner_result *r) {
     for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) cJSON_AddNumberToObject(o, nums[k].k, nums[k].v);
     cJSON_AddStringToObject(o, "recompute", plan_recompute_names[x->p.recompute]);
     cJSON_AddNumberToObject(o, "gbs", (double)x->p.gbs);
-    cJSON_AddNumberToObject(o, "step_s", x->analytic_step_s);
+    /* the fast path's step; the data-parallel families are simulated outright */
+    cJSON_AddNumberToObject(o, "step_s", x->analytic_step_s > 0 ? x->analytic_step_s : x->sim.step_time_s);
     cJSON_AddNumberToObject(o, "train_s", x->train_s);
     cJSON_AddNumberToObject(o, "train_usd", x->train_usd);
     if (x->energy_j > 0) cJSON_AddNumberToObject(o, "energy_j", x->energy_j);
@@ -404,8 +406,8 @@ static int run_plan(cli_ctx *c) {
     if (req.objective == PLANNER_ENERGY) {
       char en[32];
       energy_str(en, sizeof en, b->energy_j);
-      fprintf(c->out, "  energy: %s (%lld chips at %.0f W TDP for the run; hosts and cooling not counted)\n",
-              en, (long long)b->p.chips, hw_catalog_find(cat, b->hw)->chip.tdp_w);
+      fprintf(c->out, "  energy: %s (%lld chip%s at %.0f W TDP for the run; hosts and cooling not counted)\n",
+              en, (long long)b->p.chips, b->p.chips == 1 ? "" : "s", hw_catalog_find(cat, b->hw)->chip.tdp_w);
     }
     if (req.spot && b->ckpt_interval_s > 0) {
       char w[32], iv[32];

@@ -18,9 +18,10 @@
 static const char *const FIX_KEYS[PLANNER_FIX_COUNT + 1] = {
     "tp", "pp", "dp", "cp", "ep", "etp", "vp", "mbs", "zero", "recompute", "chips", NULL};
 
-/* The largest size a key takes: the chips any plan may use (cli_int.h's
-** CLI_MAX_CHIPS is the command line's; 2^24 is over any machine built) */
-#define FIX_MAX_SIZE (1LL << 24)
+/* The largest size a key takes: the chips any plan may use, as the
+** command line's --chips (cli_int.h's CLI_MAX_CHIPS: 10x the largest
+** machines built) */
+#define FIX_MAX_SIZE (1LL << 20)
 
 const char *planner_fix_name(planner_fix_key k) {
   return k >= 0 && k < PLANNER_FIX_COUNT ? FIX_KEYS[k] : "?";

@@ -47,6 +47,10 @@ int planner_generic(const model *m, const hw_catalog *cat, const planner_req *re
         if (!why[0]) str_copy(why, sizeof why, e2);
         continue;
       }
+      if (!planner_fix_match(&req->fix, &p, true)) { /* --fix: fix.c */
+        out->rejected_by[PLANNER_CAUSE_FIXED]++;
+        continue;
+      }
       planner_cand c = {.p = p};
       snprintf(c.hw, sizeof c.hw, "%s", hw->name);
       if (step_simulate(m, hw, &p, NULL, &c.sim, NULL, e2, sizeof e2) != 0) {
@@ -81,6 +85,7 @@ int planner_generic(const model *m, const hw_catalog *cat, const planner_req *re
         out->rejected_by[PLANNER_CAUSE_DEADLINE]++;
         continue;
       }
+      if (req->pareto) planner_front_add(&out->pareto, &out->n_pareto, &c); /* pareto.c */
       double key = planner_objective_key(req, &c);
       if (key < best_key) best_key = key, best = c;
     }

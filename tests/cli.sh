@@ -247,7 +247,7 @@ run plan-hw-empty 2 plan llama3-8b --hw tpu-v5p, && has plan-hw-empty err "expec
 # --- plan: --fix, --gbs ranges, --objective energy, --pareto (issue 17) ---
 run fix-key 2 plan llama3-8b --fix tpp=2 && has fix-key err "--fix: unknown key 'tpp' (column 1)" && has fix-key err "nearest: tp" && empty fix-key out
 run fix-far 2 plan llama3-8b --fix tp=2,qqq=1 && has fix-far err "'qqq' (column 6)" && has fix-far err "nearest: "
-run fix-val 2 plan llama3-8b --fix tp=0 && has fix-val err "--fix tp=0 (column 1): expected an integer from 1 to 16777216; the nearest allowed is 1"
+run fix-val 2 plan llama3-8b --fix tp=0 && has fix-val err "--fix tp=0 (column 1): expected an integer from 1 to 1048576; the nearest allowed is 1"
 run fix-zero 2 plan llama3-8b --fix zero=4 && has fix-zero err "--fix zero=4 (column 1): expected an integer from 0 to 3"
 run fix-rec 2 plan llama3-8b --fix recompute=sel && has fix-rec err "expected none, selective or full; nearest: selective"
 run fix-twice 2 plan llama3-8b --fix tp=2,tp=4 && has fix-twice err "tp is given twice"
