@@ -184,7 +184,7 @@ for k in '"status":	"ok"' '"model":' '"objective":' '"best":' '"why":' '"candida
 done
 run plan-fp64 0 plan tests/data/models/needs-fp64.json --max-chips 32 && has plan-fp64 out "tpu-v4: the model requires fp64"
 run plan-none 1 plan llama3-405b --hw tpu-v5e --max-chips 8 && has plan-none err "no hardware can train llama3-405b"
-run plan-obj 2 plan llama3-8b --objective fastest && has plan-obj err "--objective 'fastest': expected time, cost or cost-under-deadline"
+run plan-obj 2 plan llama3-8b --objective fastest && has plan-obj err "--objective 'fastest': expected time, cost, cost-under-deadline or energy"
 run plan-deadline 2 plan llama3-8b --deadline soon && has plan-deadline err "--deadline soon: expected a duration above 0 and at most 36500d"
 run plan-cnn 0 plan resnet50 --max-chips 16 && has plan-cnn out "a cnn model trains data-parallel"
 run plan-dlrm 0 plan dlrm --objective cost --max-chips 16 && has plan-dlrm out "best:"
