@@ -119,7 +119,13 @@ elif cmd == "calculon-best":     # Calculon's optimal-execution output -> simula
 P
 
 row() { # label, then cells
-  if [ $MARKDOWN = 1 ]; then local IFS='|'; echo "| $* |"; else printf '  %-34s %s\n' "$1" "${*:2}"; fi
+  if [ $MARKDOWN = 1 ]; then
+    local line="|" x
+    for x in "$@"; do line="$line $x |"; done
+    echo "$line"
+  else
+    printf '  %-44s %s\n' "$1" "${*:2}"
+  fi
 }
 
 for c in "${CASES[@]}"; do
@@ -134,13 +140,15 @@ for c in "${CASES[@]}"; do
   T_STEP=$($PY "$WORK/j.py" field "$WORK/plan.json" best.step_time_s)
   T_FLAGS=$($PY "$WORK/j.py" tpusim-best "$WORK/plan.json")
   T_PLAN=$(echo "$T_FLAGS" | sed 's/--//g')
-  [ $MARKDOWN = 1 ] && { echo "| | tpusim | Calculon |"; echo "|---|---|---|"; }
+  if [ $MARKDOWN = 1 ] && [ -n "${CALCULON:-}" ]; then echo "| | tpusim | Calculon |"; echo "|---|---|---|"
+  elif [ $MARKDOWN = 1 ]; then echo "| | tpusim |"; echo "|---|---|"; fi
   if [ -z "${CALCULON:-}" ]; then
     row "plans evaluated" "$T_EVAL"
     row "wall time (s)" "$(printf '%.2f' "$T_WALL")"
     row "plans per second" "$(printf '%.0f' "$(echo "$T_EVAL / $T_WALL" | bc -l)")"
     row "tpusim's best plan" "$T_PLAN"
     row "  its step, tpusim (s)" "$(printf '%.3f' "$T_STEP")"
+    [ $MARKDOWN = 1 ] && { echo; echo "Command: \`$TCMD\`."; }
     continue
   fi
   # --- Calculon's search (run from its checkout: it reads models/ and systems/)
@@ -186,9 +194,10 @@ if [ -z "${CALCULON:-}" ]; then
   echo "Calculon's side: set CALCULON to a checkout of https://github.com/calculon-ai/calculon"
   echo "(git clone it; Python 3 with numpy, pandas and psutil runs it) and run this again."
 fi
-if [ $MARKDOWN = 1 ] && [ -n "${CALCULON:-}" ]; then
+if [ $MARKDOWN = 1 ]; then
+  CAL=""
+  [ -n "${CALCULON:-}" ] && CAL=" and Calculon $(git -C "$CALCULON" rev-parse --short HEAD 2>/dev/null || cat "$CALCULON/.commit" 2>/dev/null || echo '?') ($CPUS worker processes)"
   echo
-  echo "Run on $(date -u +%Y-%m-%d) with tpusim $(git rev-parse --short HEAD 2>/dev/null || echo '?') and Calculon" \
-       "$(git -C "$CALCULON" rev-parse --short HEAD 2>/dev/null || cat "$CALCULON/.commit" 2>/dev/null || echo '?'),"\
-       "$CPUS Calculon worker processes, on $(nproc) cores."
+  echo "Run on $(date -u +%Y-%m-%d) with tpusim $(git rev-parse --short HEAD 2>/dev/null || echo '?')$CAL," \
+       "on $(nproc) cores, load average $(cut -d' ' -f1 /proc/loadavg) at the end."
 fi
