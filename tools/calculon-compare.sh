@@ -134,6 +134,8 @@ for c in "${CASES[@]}"; do
   else echo "== $c: $(basename "$MODEL" .json) on $CHIPS $HW, global batch $GBS"; fi
   # --- tpusim's search
   TCMD="$TPUSIM plan $MODEL --hw $HW --chips $CHIPS --gbs $GBS --json --top 1"
+  # as shown: the 22B's model file is the one this script writes
+  TSHOW="tpusim plan $(basename "$MODEL") --hw $HW --chips $CHIPS --gbs $GBS --json --top 1"
   t0=$(now); $TCMD > "$WORK/plan.json"; t1=$(now)
   T_WALL=$(echo "$t1 - $t0" | bc -l)
   T_EVAL=$($PY "$WORK/j.py" field "$WORK/plan.json" evaluated)
@@ -150,7 +152,7 @@ for c in "${CASES[@]}"; do
     row "plans per second" "$(printf '%.0f' "$(echo "$T_EVAL / $T_WALL" | bc -l)")"
     row "tpusim's best plan" "$T_PLAN"
     row "  its step, tpusim (s)" "$(printf '%.3f' "$T_STEP")"
-    [ $MARKDOWN = 1 ] && { echo; echo "Command: \`$TCMD\`."; }
+    [ $MARKDOWN = 1 ] && { echo; echo "Command: \`$TSHOW\`."; }
     continue
   fi
   # --- Calculon's search (run from its checkout: it reads models/ and systems/)
@@ -189,7 +191,7 @@ for c in "${CASES[@]}"; do
   row "tpusim's best at least as fast (by tpusim)" "$VERDICT" ""
   if [ $MARKDOWN = 1 ]; then
     echo
-    echo "Commands: \`$TCMD\`; in the Calculon checkout \`$CCMD\` (PYTHONPATH=.)."
+    echo "Commands: \`$TSHOW\`; in the Calculon checkout \`$CCMD\` (PYTHONPATH=.)."
   fi
 done
 if [ -z "${CALCULON:-}" ]; then
