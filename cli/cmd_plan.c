@@ -18,12 +18,12 @@
 #include "../base/units.h"
 #include "../planner/planner.h"
 
-static const char *const PLAN_FLAGS[] = {"--spot", "--exhaustive", NULL};
+static const char *const PLAN_FLAGS[] = {"--spot", "--exhaustive", "--pareto", NULL};
 static const char *const PLAN_VALUED[] = {"--hw",     "--chips",     "--max-chips", "--tokens",
                                           "--steps",  "--deadline",  "--budget",    "--objective",
                                           "--top",    "--preemption-rate", "--explain", "--op-costs",
                                           "--cp",     "--seq",       "--precision", "--framework",
-                                          "--offload", NULL};
+                                          "--offload", "--fix",      "--gbs",       NULL};
 
 /* The ranges of plan's numbers. Tokens stop at 1e18 so that the steps
 ** the planner derives (tokens / (gbs x seq), an int64) cannot overflow;
@@ -140,6 +140,112 @@ static int check_hw_list(cli_ctx *c, const hw_catalog *cat, const char *list) {
   }
 }
 
+/* --gbs N or --gbs MIN-MAX: *lo = *hi for a fixed batch. */
+static int parse_gbs(cli_ctx *c, int64_t *lo, int64_t *hi) {
+  *lo = *hi = 0;
+  const char *v = cli_opt(c, "--gbs");
+  if (!v) return CLI_OK;
+  const char *dash = strchr(v + (v[0] == '-' ? 1 : 0), '-');
+  char a[64], e[256];
+  size_t k = dash ? (size_t)(dash - v) : strlen(v);
+  if (k >= sizeof a) return cli_usage_error(c, "--gbs '%s': expected N or MIN-MAX (global batches)", v);
+  memcpy(a, v, k);
+  a[k] = 0;
+  if (num_parse_int("--gbs", a, 1, CLI_MAX_BATCH, lo, e, sizeof e) != 0 ||
+      (dash && num_parse_int("--gbs", dash + 1, 1, CLI_MAX_BATCH, hi, e, sizeof e) != 0))
+    return cli_usage_error(c, "%s (give N or MIN-MAX)", e);
+  if (!dash) *hi = *lo;
+  if (*hi < *lo) {
+    snprintf(e, sizeof e, "--gbs %s: MIN is over MAX; nearest: --gbs %lld-%lld", v, (long long)*hi,
+             (long long)*lo);
+    return cli_usage_error(c, "%s", e);
+  }
+  return CLI_OK;
+}
+
+/* --fix, against the flags that say the same thing: each key's value must
+** agree with them; chips and cp also become the search's (so a count that
+** is not a power of two is tried). */
+static int parse_fix(cli_ctx *c, planner_req *req) {
+  const char *v = cli_opt(c, "--fix");
+  if (!v) return CLI_OK;
+  char e[512];
+  if (planner_fix_parse(v, &req->fix, e, sizeof e) != 0) return cli_usage_error(c, "%s", e);
+  const planner_fix *f = &req->fix;
+  struct { planner_fix_key k; const char *flag; int64_t *field; } same[] = {
+      {PLANNER_FIX_CHIPS, "--chips", &req->chips}, {PLANNER_FIX_CP, "--cp", &req->cp}};
+  for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+    if (!(f->set & (1u << same[i].k))) continue;
+    int64_t want = f->value[same[i].k];
+    if (cli_opt(c, same[i].flag) && *same[i].field != want) {
+      snprintf(e, sizeof e, "--fix %s=%lld and %s %lld disagree; give one", planner_fix_name(same[i].k),
+               (long long)want, same[i].flag, (long long)*same[i].field);
+      return cli_usage_error(c, "%s", e);
+    }
+    *same[i].field = want;
+  }
+  if ((f->set & (1u << PLANNER_FIX_CHIPS)) && cli_opt(c, "--max-chips") &&
+      f->value[PLANNER_FIX_CHIPS] > req->max_chips) {
+    snprintf(e, sizeof e, "--fix chips=%lld is over --max-chips %lld", (long long)f->value[PLANNER_FIX_CHIPS],
+             (long long)req->max_chips);
+    return cli_usage_error(c, "%s", e);
+  }
+  return CLI_OK;
+}
+
+/* Energy for people: kWh below a megawatt-hour, MWh above. */
+static void energy_str(char *buf, size_t n, double j) {
+  if (j <= 0) snprintf(buf, n, "unknown");
+  else if (j < 3.6e9) snprintf(buf, n, "%.3g kWh", j / 3.6e6);
+  else snprintf(buf, n, "%.3g MWh", j / 3.6e9);
+}
+
+/* The frontier as a table: each row a plan no other beats on time and price. */
+static void print_pareto(FILE *f, const planner_result *r) {
+  fprintf(f, "\npareto frontier (time versus cost, analytic; %d plan%s that no other beats on both):\n"
+             "  hw         chips   dp  tp  pp cp  V ep  mbs recompute zero  step(s)        time         cost      energy\n",
+          r->n_pareto, r->n_pareto == 1 ? "" : "s");
+  for (int i = 0; i < r->n_pareto; i++) {
+    const planner_cand *x = &r->pareto[i];
+    char t[32], u[32], en[32];
+    units_seconds(t, sizeof t, x->train_s);
+    usd_str(u, sizeof u, x->train_usd);
+    energy_str(en, sizeof en, x->energy_j);
+    fprintf(f, "  %-9s %6lld %4lld %3lld %3lld %2lld %2lld %2lld %4lld %-9s %4d %8.3f %11s %12s %11s\n",
+            x->hw, (long long)x->p.chips, (long long)x->p.dp, (long long)x->p.tp, (long long)x->p.pp,
+            (long long)(x->p.cp > 0 ? x->p.cp : 1), (long long)x->p.vp, (long long)x->p.ep,
+            (long long)x->p.mbs, plan_recompute_names[x->p.recompute], x->p.zero,
+            x->analytic_step_s > 0 ? x->analytic_step_s : x->sim.step_time_s, t,
+            u, en);
+  }
+}
+
+/* The frontier for --json: the fields `tpusim plot pareto` reads back. */
+static cJSON *pareto_json(const planner_result *r) {
+  cJSON *a = cJSON_CreateArray();
+  for (int i = 0; a && i < r->n_pareto; i++) {
+    const planner_cand *x = &r->pareto[i];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "hw", x->hw);
+    const struct { const char *k; double v; } nums[] = {
+        {"chips", (double)x->p.chips}, {"tp", (double)x->p.tp}, {"pp", (double)x->p.pp},
+        {"dp", (double)x->p.dp}, {"cp", (double)(x->p.cp > 0 ? x->p.cp : 1)},
+        {"ep", (double)(x->p.ep > 0 ? x->p.ep : 1)}, {"mbs", (double)x->p.mbs},
+        {"vp", (double)(x->p.vp > 0 ? x->p.vp : 1)}, {"zero", x->p.zero}};
+    for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) cJSON_AddNumberToObject(o, nums[k].k, nums[k].v);
+    cJSON_AddStringToObject(o, "recompute", plan_recompute_names[x->p.recompute]);
+    cJSON_AddNumberToObject(o, "gbs", (double)x->p.gbs);
+    /* the fast path's step; the data-parallel families are simulated outright */
+    cJSON_AddNumberToObject(o, "step_s", x->analytic_step_s > 0 ? x->analytic_step_s : x->sim.step_time_s);
+    cJSON_AddNumberToObject(o, "train_s", x->train_s);
+    cJSON_AddNumberToObject(o, "train_usd", x->train_usd);
+    if (x->energy_j > 0) cJSON_AddNumberToObject(o, "energy_j", x->energy_j);
+    else cJSON_AddNullToObject(o, "energy_j");
+    cJSON_AddItemToArray(a, o);
+  }
+  return a;
+}
+
 static int run_plan(cli_ctx *c) {
   if (c->n_pos != 1) return cli_usage_error(c, "%s", "expected one MODEL");
   planner_req req = {.hw_list = cli_opt(c, "--hw"), .max_chips = 1024, .top = 5};
@@ -153,6 +259,12 @@ static int run_plan(cli_ctx *c) {
       cli_opt_num(c, "--preemption-rate", PREEMPTION, &req.preemptions_per_month))
     return CLI_USAGE;
   req.top = (int)top;
+  int64_t gbs_lo, gbs_hi;
+  if (parse_gbs(c, &gbs_lo, &gbs_hi) || parse_fix(c, &req)) return CLI_USAGE;
+  req.pareto = cli_opt(c, "--pareto") != NULL;
+  if (gbs_hi > gbs_lo && cli_opt(c, "--steps"))
+    return cli_usage_error(c, "%s", "--gbs MIN-MAX with --steps: a step count is a different number of "
+                                    "tokens at each batch; give --tokens instead");
   /* what the search keeps fixed: the flags of simulate that name a
   ** stack rather than a split (sizes are what plan chooses) */
   static const char *const OFFLOAD[] = {"none", "activations", "optimizer", NULL};
@@ -181,7 +293,7 @@ static int run_plan(cli_ctx *c) {
     return cli_usage_error(c, "%s", "--explain N takes a rank of the candidates table (at most --top)");
   if (cli_opt(c, "--preemption-rate") && !req.spot)
     return cli_usage_error(c, "%s", "--preemption-rate applies to --spot plans");
-  static const char *const OBJ[] = {"time", "cost", "cost-under-deadline", NULL};
+  static const char *const OBJ[] = {"time", "cost", "cost-under-deadline", "energy", NULL};
   int obj, costs;
   if (cli_enum_opt(c, "--objective", OBJ, 0, &obj) || cli_enum_opt(c, "--op-costs", CLI_OP_COSTS, 0, &costs))
     return CLI_USAGE;
@@ -201,7 +313,9 @@ static int run_plan(cli_ctx *c) {
     return rc;
   }
   diag *dg = diag_new();
-  model *m = model_load(c->pos[0], NULL, dg);
+  /* a fixed --gbs is the model's batch, as simulate reads it */
+  model_opts mo = {.global_batch = gbs_lo == gbs_hi ? gbs_lo : 0};
+  model *m = model_load(c->pos[0], &mo, dg);
   diag_print(dg, c->err);
   diag_free(dg);
   if (!m) {
@@ -217,7 +331,18 @@ static int run_plan(cli_ctx *c) {
     req.progress = plan_progress_cb;
     req.progress_ctx = &pg;
   }
-  int prc = r ? planner_run(m, cat, &req, r, err, sizeof err) : -1;
+  int64_t gbs_chosen = 0;
+  int prc = !r ? -1
+            : gbs_hi > gbs_lo ? planner_run_gbs(m, cat, &req, gbs_lo, gbs_hi, r, &gbs_chosen, err, sizeof err)
+                              : planner_run(m, cat, &req, r, err, sizeof err);
+  if (prc == 0 && gbs_chosen > 0) {
+    /* print the plan against the model at the batch chosen */
+    model_opts o = {.global_batch = gbs_chosen};
+    diag *dg2 = diag_new();
+    model *mb = dg2 ? model_derive(m, &o, dg2) : NULL;
+    diag_free(dg2);
+    if (mb) model_free(m), m = mb;
+  }
   if (pg.shown) fprintf(c->err, "\n");
   if (prc != 0) {
     fprintf(c->err, "tpusim plan: %s\n", r ? err : "out of memory");
@@ -238,6 +363,7 @@ static int run_plan(cli_ctx *c) {
     cJSON_AddNumberToObject(best, "train_days", r->best.train_s / 86400);
     cJSON_AddNumberToObject(best, "train_usd", r->best.train_usd);
     cJSON_AddNumberToObject(best, "billed_chips", (double)r->best.billed_chips);
+    if (r->best.energy_j > 0) cJSON_AddNumberToObject(best, "energy_j", r->best.energy_j);
     if (req.spot) {
       cJSON *sp = cJSON_AddObjectToObject(best, "spot");
       cJSON_AddNumberToObject(sp, "checkpoint_write_s", r->best.ckpt_write_s);
@@ -270,6 +396,7 @@ static int run_plan(cli_ctx *c) {
     cJSON *by = cJSON_AddObjectToObject(o, "rejected_plans");
     for (int k = 0; k < PLANNER_CAUSE_COUNT; k++)
       cJSON_AddNumberToObject(by, planner_cause_name((planner_cause)k), (double)r->rejected_by[k]);
+    if (req.pareto) cJSON_AddItemToObject(o, "pareto", pareto_json(r));
     cJSON_AddNumberToObject(o, "evaluated", (double)r->evaluated);
     cJSON_AddNumberToObject(o, "pruned", (double)r->pruned);
     cJSON_AddNumberToObject(o, "search_s", r->search_s);
@@ -315,6 +442,20 @@ static int run_plan(cli_ctx *c) {
     usd_str(tu, sizeof tu, b->train_usd);
     fprintf(c->out, "  to train: %s, %s (%s, billed on %lld chip%s)\n", tt, tu,
             req.spot ? "spot" : "on demand", (long long)b->billed_chips, b->billed_chips == 1 ? "" : "s");
+    if (gbs_chosen > 0) {
+      double tokens = req.tokens > 0 ? req.tokens : 20.0 * (double)m->params;
+      double crit = planner_critical_batch_tokens((double)m->params, tokens);
+      fprintf(c->out, "  global batch %lld, chosen from %lld-%lld (batches over the critical batch, "
+                      "%.3g tokens = %lld sequences, not tried)\n",
+              (long long)gbs_chosen, (long long)gbs_lo, (long long)gbs_hi, crit,
+              (long long)floor(crit / (double)(req.seq > 0 ? req.seq : m->train.seq_len)));
+    }
+    if (req.objective == PLANNER_ENERGY) {
+      char en[32];
+      energy_str(en, sizeof en, b->energy_j);
+      fprintf(c->out, "  energy: %s (%lld chip%s at %.0f W TDP for the run; hosts and cooling not counted)\n",
+              en, (long long)b->p.chips, b->p.chips == 1 ? "" : "s", hw_catalog_find(cat, b->hw)->chip.tdp_w);
+    }
     if (req.spot && b->ckpt_interval_s > 0) {
       char w[32], iv[32];
       units_seconds(w, sizeof w, b->ckpt_write_s);
@@ -332,13 +473,13 @@ static int run_plan(cli_ctx *c) {
     for (int i = 0; i < r->n_per_hw; i++) {
       const planner_cand *o = &r->per_hw[i];
       if (strcmp(o->hw, b->hw) == 0) continue;
-      double ratio = req.objective == PLANNER_TIME ? o->train_s / b->train_s : o->train_usd / b->train_usd;
+      double ratio = planner_objective_key(&req, o) / planner_objective_key(&req, b);
       char ot[32], ou[32];
       units_seconds(ot, sizeof ot, o->train_s);
       usd_str(ou, sizeof ou, o->train_usd);
       fprintf(c->out, "  %-9s %lld chips, tp %lld, pp %lld: %s, %s  (%.2fx the best's %s)\n",
               o->hw, (long long)o->p.chips, (long long)o->p.tp, (long long)o->p.pp, ot, ou, ratio,
-              req.objective == PLANNER_TIME ? "time" : "cost");
+              req.objective == PLANNER_TIME ? "time" : req.objective == PLANNER_ENERGY ? "energy" : "cost");
     }
     if (explain > 0 && explain <= r->n_ranked) {
       const planner_cand *x = &r->ranked[explain - 1];
@@ -349,6 +490,7 @@ static int run_plan(cli_ctx *c) {
       fprintf(c->out, "\n--explain %lld: the table has %d candidates\n", (long long)explain,
               r->n_ranked);
     }
+    if (req.pareto) print_pareto(c->out, r);
     if (r->n_rejected) fprintf(c->out, "\nrejected:\n");
     for (int i = 0; i < r->n_rejected; i++)
       fprintf(c->out, "  %s: %s [%s]\n", r->rejected[i].hw, r->rejected[i].reason,
@@ -370,7 +512,9 @@ static int run_plan(cli_ctx *c) {
 
 const cli_cmd cli_cmd_plan = {"plan",
     "tpusim plan MODEL [--hw LIST|all] [--chips N|--max-chips N] [--tokens N|--steps N]\n"
-    "                  [--deadline DUR] [--budget USD] [--objective time|cost|cost-under-deadline]\n"
+    "                  [--deadline DUR] [--budget USD]\n"
+    "                  [--objective time|cost|cost-under-deadline|energy]\n"
+    "                  [--fix KEY=V,...] [--gbs N|MIN-MAX] [--pareto]\n"
     "                  [--spot [--preemption-rate F]] [--top K] [--explain N] [--json]\n"
     "                  [--op-costs ir|formula] [--seq S] [--cp C]\n"
     "                  [--precision fp8|fp8-cs|mxfp8|nvfp4|int8] [--framework NAME]\n"
@@ -382,6 +526,14 @@ const cli_cmd cli_cmd_plan = {"plan",
     "               bound shows cannot be among the best are skipped (same best plan)\n"
     "               (as simulate reads them); the framework defaults by chip kind\n"
     "  --preemption-rate: share of spot instances reclaimed a month (default 0.2)\n"
-    "  --explain N: the full breakdown of candidate N of the table (1: the best)",
+    "  --explain N: the full breakdown of candidate N of the table (1: the best)\n"
+    "  --deadline: turns down slower plans whatever the objective (alone: cost-under-deadline)\n"
+    "  --objective energy: joules per run, chips x chip.tdp_w x time (hosts, cooling not counted)\n"
+    "  --fix: keep only plans with these values; keys tp, pp, dp, cp, ep, etp, vp, mbs,\n"
+    "         zero (0-3), recompute (none|selective|full), chips; e.g. --fix tp=8,pp=4\n"
+    "  --gbs MIN-MAX: the planner chooses the global batch among MIN, MAX and the powers\n"
+    "         of two between, none over the critical batch 0.292 x (6 x params x tokens)^0.3271\n"
+    "         tokens (DeepSeek LLM, arXiv:2401.02954); the tokens to train stay as given\n"
+    "  --pareto: also the plans no other beats on both time and cost, across hardware",
     "choose hardware, chip count and parallel plan; price it and say why", run_plan, NULL,
     PLAN_FLAGS, PLAN_VALUED, NULL};

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "../base/diag.h"
+#include "../base/jin.h"
 #include "../viz/plot.h"
 
 static const char USAGE[] =
@@ -24,7 +25,12 @@ static const char USAGE[] =
     "  scaling    MODEL --hw NAME --max-chips N   data-parallel throughput and efficiency vs chips,\n"
     "                                             hierarchical, flat ring, Reduction Server, FSDP\n"
     "  memory     MODEL --hw NAME --chips N       per-chip memory of a few plans, with the capacity\n"
-    "  pareto     MODEL [--max-chips N] [--hw A,B] cost vs time to train, best plan per hardware\n"
+    "  pareto     MODEL [--max-chips N] [--hw A,B] [--chips N]\n"
+    "                                             the plans no other beats on both cost and time\n"
+    "                                             to train (the planner's frontier), over each\n"
+    "                                             hardware's best plan\n"
+    "  pareto     --from PLAN.json                the frontier of a saved\n"
+    "                                             `tpusim plan MODEL --pareto --json`\n"
     "  breakdown  MODEL --hw NAME --chips N       step-time components of a few plans\n"
     "  collective --hw NAME --chips N --op OP     bus bandwidth vs message size per algorithm\n"
     "\n"
@@ -40,7 +46,7 @@ static const char USAGE[] =
 enum { PLOT_MAX_HW_FILES = 8 }; /* into c->hw_files */
 
 typedef struct {
-  const char *model, *output, *hw, *op;
+  const char *model, *output, *hw, *op, *from;
   int64_t chips, max_chips, seq, gbs, batch_per_chip;
 } plot_args;
 
@@ -68,6 +74,7 @@ static int parse_args(cli_ctx *c, plot_args *a, int argc, char **argv) {
     if (strcmp(o, "-o") == 0 || strcmp(o, "--output") == 0) a->output = v;
     else if (strcmp(o, "--hw") == 0) a->hw = v;
     else if (strcmp(o, "--op") == 0) a->op = v;
+    else if (strcmp(o, "--from") == 0) a->from = v;
     else if (strcmp(o, "--hw-file") == 0) {
       if (c->n_hw_files == PLOT_MAX_HW_FILES) return cli_usage_error(c, "%s", "too many --hw-file");
       c->hw_files[c->n_hw_files++] = v;
@@ -112,6 +119,73 @@ static int load_model(cli_ctx *c, const plot_args *a, model **m) {
   return *m ? CLI_OK : CLI_BAD_INPUT;
 }
 
+/* A saved plan's frontier must stay small: a search's is a few hundred
+** plans (one per chip count and split at most); 64 MiB is far over that. */
+#define PLOT_MAX_PLAN_JSON_BYTES (64u << 20)
+
+/* One frontier plan of a saved `plan --pareto --json`, at j's current path. */
+static int front_entry(jin *j, const cJSON *o, planner_cand *k) {
+  const char *hw = NULL, *rec = NULL;
+  int64_t v[8] = {0};
+  static const char *const KEYS[8] = {"chips", "tp", "pp", "dp", "mbs", "vp", "zero", "gbs"};
+  int bad = jin_get_str(j, o, "hw", true, &hw) < 0;
+  for (int i = 0; i < 8; i++)
+    bad |= jin_get_int(j, o, KEYS[i], i == 6 ? 0 : 1, CLI_MAX_BATCH, i < 3, &v[i]) < 0;
+  bad |= jin_get_num(j, o, "train_s", 0, 1e18, true, &k->train_s) < 0;
+  bad |= jin_get_num(j, o, "train_usd", 0, 1e18, true, &k->train_usd) < 0;
+  bad |= jin_get_str(j, o, "recompute", false, &rec) < 0;
+  if (bad) return -1;
+  snprintf(k->hw, sizeof k->hw, "%s", hw);
+  k->p = (plan){.chips = v[0], .tp = v[1], .pp = v[2], .dp = v[3], .mbs = v[4], .vp = v[5],
+                .zero = (int)v[6], .gbs = v[7]};
+  return 0;
+}
+
+/* The frontier of a saved `plan --pareto --json` (planner_cand's malloc'd
+** array in *front) and its model's name. CLI_OK, or CLI_BAD_INPUT after a
+** message with the file, line:column and what was expected. */
+static int load_front(cli_ctx *c, const char *path, planner_cand **front, int *n, char *name,
+                      size_t namen) {
+  diag *dg = diag_new();
+  size_t len = 0;
+  char *text = dg ? jin_read_regular(path, PLOT_MAX_PLAN_JSON_BYTES, "a saved plan", NULL, &len, dg) : NULL;
+  jin j;
+  bool opened = text && jin_open(&j, path, text, len, dg) == 0, missing = false;
+  *front = NULL;
+  *n = 0;
+  if (opened) {
+    const char *mn = NULL;
+    const cJSON *arr = cJSON_IsObject(j.root) ? jin_get_array(&j, j.root, "pareto", false) : NULL;
+    if (!cJSON_IsObject(j.root)) jin_error(&j, 0, "expected the object `tpusim plan --json` prints");
+    else if (!arr) missing = j.errors == 0;
+    else if (jin_get_str(&j, j.root, "model", true, &mn) > 0) snprintf(name, namen, "%s", mn);
+    int count = arr ? cJSON_GetArraySize(arr) : 0;
+    *front = count > 0 ? calloc((size_t)count, sizeof **front) : NULL;
+    for (int i = 0; *front && i < count; i++) {
+      jin_push_key(&j, "pareto", 0);
+      jin_push_index(&j, i);
+      if (front_entry(&j, cJSON_GetArrayItem(arr, i), &(*front)[*n]) == 0) (*n)++;
+      jin_pop(&j);
+      jin_pop(&j);
+    }
+    if (arr && count == 0) jin_error_at(&j, "pareto", 0, "an empty frontier: nothing to draw");
+    if (j.errors) *n = 0;
+    jin_close(&j);
+  }
+  diag_print(dg, c->err);
+  diag_free(dg);
+  free(text);
+  if (missing)
+    fprintf(c->err, "tpusim plot pareto: %s has no \"pareto\" list; save one with "
+                    "`tpusim plan MODEL --pareto --json > %s`\n", path, path);
+  if (*n == 0) {
+    free(*front);
+    *front = NULL;
+    return CLI_BAD_INPUT;
+  }
+  return CLI_OK;
+}
+
 /* argv[0] = "plot", argv[1] = KIND, then MODEL and options. */
 static int plot_cmd(int argc, char **argv, FILE *out, FILE *err) {
   cli_ctx ctx = {.out = out, .err = err, .cmd = "plot"}, *c = &ctx;
@@ -133,6 +207,10 @@ static int plot_cmd(int argc, char **argv, FILE *out, FILE *err) {
   int rc = parse_args(c, &a, argc, argv);
   if (rc != CLI_OK) return rc;
   unsigned needs = plot_kind_needs((plot_kind)k);
+  if (a.from && k != PLOT_PARETO) return cli_usage_error(c, "--from applies to pareto, not %s", kind);
+  if (a.from && a.model)
+    return cli_usage_error(c, "pareto: give a MODEL or --from '%s', not both", a.from);
+  if (a.from) needs &= ~(unsigned)PLOT_NEEDS_MODEL;
   if ((needs & PLOT_NEEDS_MODEL) && !a.model) return cli_usage_error(c, "%s: expected a MODEL", kind);
   if (!(needs & PLOT_NEEDS_MODEL) && a.model)
     return cli_usage_error(c, "unexpected argument '%s'", a.model);
@@ -153,11 +231,17 @@ static int plot_cmd(int argc, char **argv, FILE *out, FILE *err) {
   if (!(needs & PLOT_NEEDS_HW)) req.hw_list = a.hw; /* pareto: a list for the planner */
   hw_catalog *cat = NULL;
   model *m = NULL;
+  planner_cand *front = NULL;
+  char front_model[64] = "a saved plan";
   rc = load_hw(c, &a, kind, needs & PLOT_NEEDS_HW, &cat, &req.hw);
   if (rc == CLI_OK && (needs & PLOT_NEEDS_MODEL)) rc = load_model(c, &a, &m);
+  if (rc == CLI_OK && a.from) rc = load_front(c, a.from, &front, &req.n_front, front_model, sizeof front_model);
+  req.front = front;
+  req.front_model = front_model;
   req.cat = cat;
   req.m = m;
   if (rc == CLI_OK) rc = plot_draw(&req, &o, out, err);
+  free(front);
   model_free(m);
   hw_catalog_free(cat);
   if (rc == CLI_OK)

@@ -27,7 +27,7 @@ int planner_generic(const model *m, const hw_catalog *cat, const planner_req *re
     const hw_model *hw = hw_catalog_at(cat, h);
     if (!planner_listed(req->hw_list, hw->name)) continue;
     graph_dtype prec;
-    if (!planner_hw_allowed(m, hw, out, &prec)) continue;
+    if (!planner_hw_allowed(m, hw, out, &prec) || !planner_energy_allowed(req, hw, out)) continue;
     planner_cand best = {0};
     double best_key = INFINITY;
     double smallest_peak = INFINITY;
@@ -45,6 +45,10 @@ int planner_generic(const model *m, const hw_catalog *cat, const planner_req *re
       if (plan_check_fault(m, hw, &p, &fault, e2, sizeof e2) != 0) {
         out->rejected_by[fault == PLAN_FAULT_DTYPE ? PLANNER_CAUSE_DTYPE : PLANNER_CAUSE_DIVISIBILITY]++;
         if (!why[0]) str_copy(why, sizeof why, e2);
+        continue;
+      }
+      if (!planner_fix_match(&req->fix, &p, true)) { /* --fix: fix.c */
+        out->rejected_by[PLANNER_CAUSE_FIXED]++;
         continue;
       }
       planner_cand c = {.p = p};
@@ -77,11 +81,12 @@ int planner_generic(const model *m, const hw_catalog *cat, const planner_req *re
         out->rejected_by[PLANNER_CAUSE_BUDGET]++;
         continue;
       }
-      if (req->objective == PLANNER_COST_UNDER_DEADLINE && c.train_s > req->deadline_s) {
+      if (req->deadline_s > 0 && c.train_s > req->deadline_s) {
         out->rejected_by[PLANNER_CAUSE_DEADLINE]++;
         continue;
       }
-      double key = req->objective == PLANNER_TIME ? c.train_s : c.train_usd;
+      if (req->pareto) planner_front_add(&out->pareto, &out->n_pareto, &c); /* pareto.c */
+      double key = planner_objective_key(req, &c);
       if (key < best_key) best_key = key, best = c;
     }
     if (isfinite(best_key)) {

@@ -189,6 +189,8 @@ static void reject_hw(planner_result *out, const hw_model *hw, const planner_req
       r->peak_bytes = rj->best_peak;
       r->capacity_bytes = (double)hw->chip.hbm_bytes;
     }
+  } else if ((r = planner_fix_reject_hw(req, hw, out, rj->by[PLANNER_CAUSE_FIXED]))) {
+    /* --fix turned down the plans that could run (fix.c says so) */
   } else if (rj->by[PLANNER_CAUSE_SLICE]) {
     r = planner_add_reject(out, hw->name, PLANNER_CAUSE_SLICE, "no plan the network can form: %s",
                    rj->first[PLANNER_CAUSE_SLICE]);
@@ -483,10 +485,10 @@ static bool bound_prunes(const hw_state *st, const plan *p, double floor_s) {
   const hw_search *hs = st->hs;
   const planner_req *req = st->sc->req;
   int top = planner_top(req);
-  if (req->exhaustive || hs->n_kept < top) return false;
+  /* --pareto wants the slow-but-cheap plans too: no time bound */
+  if (req->exhaustive || req->pareto || hs->n_kept < top) return false;
   run_price pr = planner_price_of(st->sc->m, st->hw, req, p->chips, floor_s, st->sc->steps);
-  double key = req->objective == PLANNER_TIME ? pr.train_s : pr.train_usd;
-  return key >= hs->keys[top - 1];
+  return planner_price_key(req, &pr) >= hs->keys[top - 1];
 }
 
 /* Scores plan p (valid under plan_check): memory, then the fast path,
@@ -555,14 +557,18 @@ static int score_plan(hw_state *st, const plan *p, bool fits, double *step_s) {
   bool closer = !out->any_fit || pr.train_usd < out->cheapest.train_usd ||
                 pr.train_s < out->fastest.train_s;
   bool over_budget = req->budget_usd > 0 && pr.train_usd > req->budget_usd;
-  bool over_deadline = req->objective == PLANNER_COST_UNDER_DEADLINE && pr.train_s > req->deadline_s;
+  /* a deadline bounds every objective (--deadline with energy too) */
+  bool over_deadline = req->deadline_s > 0 && pr.train_s > req->deadline_s;
   bool passes = !over_budget && !over_deadline;
-  double key = req->objective == PLANNER_TIME ? pr.train_s : pr.train_usd;
+  double key = planner_price_key(req, &pr);
+  /* --pareto: a plan that joins the time-versus-cost frontier (pareto.c) */
+  bool front = passes && req->pareto &&
+               planner_front_improves(out->pareto, out->n_pareto, pr.train_s, pr.train_usd);
   bool kept_now = passes && (hs->n_kept < MAX_KEEP || key < hs->keys[MAX_KEEP - 1]);
   bool nearer = (over_budget && (!rj->over_budget || pr.train_usd < rj->cheapest.train_usd)) ||
                 (over_deadline && !over_budget && (!rj->over_deadline || pr.train_s < rj->fastest.train_s));
   if (!passes) reject(rj, over_budget ? PLANNER_CAUSE_BUDGET : PLANNER_CAUSE_DEADLINE, NULL);
-  if (!closer && !kept_now && !nearer && !(passes && key < st->best_key)) return 0;
+  if (!closer && !kept_now && !nearer && !front && !(passes && key < st->best_key)) return 0;
   planner_cand cand = {.p = *p, .analytic_step_s = a};
   snprintf(cand.hw, sizeof cand.hw, "%s", hw->name);
   planner_set_price(&cand, &pr);
@@ -570,6 +576,7 @@ static int score_plan(hw_state *st, const plan *p, bool fits, double *step_s) {
   if (nearer && over_budget) rj->over_budget = true, rj->cheapest = cand;
   else if (nearer) rj->over_deadline = true, rj->fastest = cand;
   if (!passes) return 0;
+  if (front) planner_front_add(&out->pareto, &out->n_pareto, &cand);
   if (kept_now) keep(hs->kept, &hs->n_kept, &cand, key, hs->keys);
   if (key < st->best_key) {
     st->best_key = key, st->best = cand;
@@ -658,6 +665,10 @@ static void search_sizes(hw_state *st, plan p, const variant *vs, int n_vs) {
              n ? perr : NULL);
       continue;
     }
+    if (!planner_fix_match(&st->sc->req->fix, &p, false)) { /* --fix: fix.c */
+      reject(rj, PLANNER_CAUSE_FIXED, NULL);
+      continue;
+    }
     /* only once the hardware has a plan: until then a plan that does not
     ** fit may be the one its rejection names (the smallest peak), which
     ** must be the same as brute force's */
@@ -694,6 +705,10 @@ static void search_sizes(hw_state *st, plan p, const variant *vs, int n_vs) {
       for (; i < j; i++) {
         if (dead[i]) continue;
         set_variant(&p, &vs[i]);
+        if (!planner_fix_match(&st->sc->req->fix, &p, true)) {
+          reject(rj, PLANNER_CAUSE_FIXED, NULL);
+          continue;
+        }
         if (c && i != known && bound_prunes(st, &p, desc_floor_s(st, &p, c))) {
           st->hs->out.pruned++;
           continue;
@@ -772,7 +787,7 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   planner_result *out = &hs->out;
   const hw_model *hw = st.hw = hw_catalog_at(sc->cat, h);
   hw_fixed fx = {.cps = {1}, .n_cp = 1, .offs = {req->offload}, .n_off = 1};
-  if (!planner_hw_allowed(m, hw, out, &fx.prec)) return;
+  if (!planner_hw_allowed(m, hw, out, &fx.prec) || !planner_energy_allowed(req, hw, out)) return;
   int64_t counts[32];
   int nc = chip_counts(hw, req, counts, 32);
   st.memo = step_memo_new(hw);
@@ -944,6 +959,7 @@ int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, p
   drop_cache(&out->fastest, req->cost_cache, &st);
   for (int i = 0; i < out->n_ranked; i++) drop_cache(&out->ranked[i], req->cost_cache, &st);
   for (int i = 0; i < out->n_per_hw; i++) drop_cache(&out->per_hw[i], req->cost_cache, &st);
+  for (int i = 0; i < out->n_pareto; i++) drop_cache(&out->pareto[i], req->cost_cache, &st);
   for (int i = 0; i < out->n_rejected; i++)
     if (out->rejected[i].has_closest) drop_cache(&out->rejected[i].closest, req->cost_cache, &st);
   opcost_free(own);
@@ -974,7 +990,7 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
   memset(out, 0, sizeof *out);
   double t0 = units_now_s();
   const wl_tf_dims *d = &m->info.tf;
-  static const char *const OBJ[] = {"time", "cost", "cost-under-deadline"};
+  static const char *const OBJ[] = {"time", "cost", "cost-under-deadline", "energy"};
   snprintf(out->objective, sizeof out->objective, "%s", OBJ[req->objective]);
   if (d->layers == 0) return planner_generic(m, cat, req, out, err, errn, t0);
   int64_t gbs = m->train.global_batch, seq = req->seq > 0 ? req->seq : m->train.seq_len;
@@ -1018,6 +1034,7 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
     out->costs_s += o->costs_s;
     out->scoring_s += hs[h].busy_s - o->costs_s;
     for (int i = 0; i < o->n_per_hw; i++) planner_push_cand(&out->per_hw, &out->n_per_hw, &o->per_hw[i]);
+    for (int i = 0; i < o->n_pareto; i++) planner_front_add(&out->pareto, &out->n_pareto, &o->pareto[i]);
     for (int i = 0; i < o->n_rejected; i++) {
       planner_reject *v = planner_grow(out->rejected, out->n_rejected, sizeof *v);
       if (v) out->rejected = v, v[out->n_rejected++] = o->rejected[i];
@@ -1031,7 +1048,7 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
     char near[512];
     planner_closest_text(out, req, near, sizeof near);
     snprintf(err, errn, "no hardware can train %s within the limits%s (closest: %s)", m->name,
-             req->objective == PLANNER_COST_UNDER_DEADLINE ? " and the deadline" : "", near);
+             req->deadline_s > 0 ? " and the deadline" : "", near);
     free(kept), free(keys);
     return -1;
   }
@@ -1106,7 +1123,9 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
              "recompute%s is the %s split.",
              r->memory.peak / (1 << 30), r->memory.capacity / (1 << 30), (long long)b->p.tp,
              (long long)b->p.pp, rec, b->p.zero ? " and ZeRO" : "",
-             req->objective == PLANNER_TIME ? "fastest" : "cheapest");
+             req->objective == PLANNER_TIME     ? "fastest"
+             : req->objective == PLANNER_ENERGY ? "least energy"
+                                                : "cheapest");
   snprintf(out->why, sizeof out->why,
            "%s on %lld chip%s trains %.3g tokens in %s for $%.0f (%s prices). Compute is "
            "%.0f%% of the step (MFU %.0f%%); after it, %s. %s",

@@ -18,7 +18,21 @@
 #include "../sim/step.h"
 #include "../workloads/model.h"
 
-typedef enum { PLANNER_TIME, PLANNER_COST, PLANNER_COST_UNDER_DEADLINE } planner_objective;
+/* energy: joules per run, the chips' TDP x chips x time (price.c) */
+typedef enum { PLANNER_TIME, PLANNER_COST, PLANNER_COST_UNDER_DEADLINE, PLANNER_ENERGY } planner_objective;
+
+/* Parts of the plan the user pins with --fix key=value,... (fix.c): the
+** search keeps only the plans that match every key given. */
+typedef enum {
+  PLANNER_FIX_TP, PLANNER_FIX_PP, PLANNER_FIX_DP, PLANNER_FIX_CP, PLANNER_FIX_EP, PLANNER_FIX_ETP,
+  PLANNER_FIX_VP, PLANNER_FIX_MBS, PLANNER_FIX_ZERO, PLANNER_FIX_RECOMPUTE, PLANNER_FIX_CHIPS,
+  PLANNER_FIX_COUNT
+} planner_fix_key;
+
+typedef struct {
+  unsigned set;                   /* bit k: key k was given */
+  int64_t value[PLANNER_FIX_COUNT]; /* recompute: a plan_recompute */
+} planner_fix;
 
 /* How far a run has come, for a progress line (planner_req.progress). */
 typedef struct {
@@ -39,7 +53,7 @@ typedef struct {
   double tokens;        /* to train; 0: use steps */
   int64_t steps;
   planner_objective objective;
-  double deadline_s;    /* for cost-under-deadline */
+  double deadline_s;    /* 0: none; else plans that take longer are turned down, whatever the objective */
   double budget_usd;    /* 0: none */
   bool spot;
   double preemptions_per_month; /* --spot: share of instances reclaimed a month (0: 0.2) */
@@ -70,6 +84,8 @@ typedef struct {
   /* tests: every scored plan's step time checked against the bounds the
   ** pruned search uses (planner_result.bound_violations) */
   bool check_bounds;
+  planner_fix fix; /* --fix: only plans that match (set 0: none) */
+  bool pareto;     /* collect the time-versus-cost frontier (planner_result.pareto) */
 } planner_req;
 
 typedef struct {
@@ -83,6 +99,7 @@ typedef struct {
   /* --spot: checkpoint write time, the Young/Daly interval, the expected
   ** preemptions over the run, and the time they and the checkpoints add */
   double ckpt_write_s, ckpt_interval_s, preemptions, spot_overhead;
+  double energy_j; /* the run's chip energy at TDP (0: the hardware gives no chip.tdp_w) */
 } planner_cand;
 
 /* What bound when a plan or a hardware was turned down. */
@@ -94,10 +111,11 @@ typedef enum {
   PLANNER_CAUSE_MEMORY,       /* the peak per chip over its HBM */
   PLANNER_CAUSE_BUDGET,       /* over --budget */
   PLANNER_CAUSE_DEADLINE,     /* over --deadline */
+  PLANNER_CAUSE_FIXED,        /* not what --fix pins */
   PLANNER_CAUSE_COUNT
 } planner_cause;
 
-/* "requires", "dtype", "divisibility", "slice", "memory", "budget", "deadline" */
+/* "requires", "dtype", "divisibility", "slice", "memory", "budget", "deadline", "fixed" */
 const char *planner_cause_name(planner_cause c);
 
 /* A hardware with no plan left, and why: the limit that bound its last
@@ -148,6 +166,10 @@ typedef struct {
   ** pp_layers): a plan copied out of the result is valid while it is */
   int32_t *stage_splits;
   int64_t *stage_split_at;
+  /* with req.pareto: the plans no other beats on both run time and price
+  ** (analytic, across hardware), fastest first */
+  planner_cand *pareto;
+  int n_pareto;
 } planner_result;
 
 /* The objective a model is planned for when the user names none: cost for
@@ -167,5 +189,46 @@ double planner_analytic_step(const model *m, const hw_model *hw, const plan *p, 
 int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, planner_result *out,
                 char *err, size_t errn);
 void planner_result_free(planner_result *r);
+
+/* ---- constraints (fix.c) ---- */
+
+/* Parses --fix text ("tp=8,pp=4,recompute=selective") into out. Returns 0,
+** or -1 with err naming the key (and the nearest valid one) or the value
+** and what was expected. */
+int planner_fix_parse(const char *text, planner_fix *out, char *err, size_t errn);
+/* The key's name ("tp") and the fix as text ("tp=8, pp=4") for messages. */
+const char *planner_fix_name(planner_fix_key k);
+void planner_fix_text(const planner_fix *f, char *buf, size_t n);
+/* Does the plan match every key of f? whole: zero and recompute too (the
+** search sets them last, so it asks about the split first). */
+bool planner_fix_match(const planner_fix *f, const plan *p, bool whole);
+
+/* A --gbs MIN-MAX range: the planner chooses the global batch. The
+** candidates are MIN, MAX and the powers of two between; a batch whose
+** tokens exceed the critical batch size (planner_critical_batch_tokens)
+** is not tried; the tokens to train stay req->tokens (or 20 per
+** parameter). Runs planner_run per batch and keeps the best by the
+** objective (its frontier is the union's). *gbs_out: the batch chosen.
+** Returns 0, or -1 with err (req->steps must be 0). */
+int planner_run_gbs(const model *m, const hw_catalog *cat, const planner_req *req, int64_t gbs_min,
+                    int64_t gbs_max, planner_result *out, int64_t *gbs_out, char *err, size_t errn);
+/* The critical batch size in tokens for training `params` parameters on
+** `tokens` tokens: B = 0.2920 C^0.3271, C = 6 params tokens FLOPs
+** (DeepSeek LLM, Bi et al. 2024, arXiv:2401.02954, sec. 3.1). */
+double planner_critical_batch_tokens(double params, double tokens);
+
+/* ---- objectives and the frontier (price.c, pareto.c) ---- */
+
+/* The objective's figure of a candidate: seconds, dollars or joules. */
+double planner_objective_key(const planner_req *req, const planner_cand *c);
+/* The run's energy in joules: chips x chip.tdp_w x train_s (0 when the
+** hardware file has no tdp_w). */
+double planner_energy_j(const hw_model *hw, int64_t chips, double train_s);
+/* Would a plan of (train_s, train_usd) join the frontier v[0..n) (sorted
+** fastest first, each cheaper than the one before)? Equal points do not. */
+bool planner_front_improves(const planner_cand *v, int n, double train_s, double train_usd);
+/* Adds c to the frontier, dropping what it dominates. Returns 0, -1 out of
+** memory (the frontier is unchanged). */
+int planner_front_add(planner_cand **v, int *n, const planner_cand *c);
 
 #endif

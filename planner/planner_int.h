@@ -15,6 +15,7 @@
 typedef struct {
   int64_t billed_chips;
   double train_s, train_usd, ckpt_write_s, ckpt_interval_s, preemptions, spot_overhead;
+  double energy_j; /* planner_energy_j of the run */
 } run_price;
 
 /* price.c */
@@ -34,6 +35,15 @@ planner_reject *planner_add_reject(planner_result *out, const char *hw, planner_
 int planner_push_cand(planner_cand **v, int *n, const planner_cand *c);
 void planner_rank(planner_result *out, const planner_req *req);
 bool planner_hw_allowed(const model *m, const hw_model *hw, planner_result *out, graph_dtype *prec);
+
+/* price.c: the objective's figure of a priced run (what the search ranks by) */
+double planner_price_key(const planner_req *req, const run_price *r);
+/* fix.c: a hardware's rejection when --fix turned down the plans it could
+** run and none of the rest fitted (NULL when --fix turned none down); false
+** with a rejection when --objective energy has no TDP for the hardware */
+planner_reject *planner_fix_reject_hw(const planner_req *req, const hw_model *hw,
+                                      planner_result *out, int64_t fixed_plans);
+bool planner_energy_allowed(const planner_req *req, const hw_model *hw, planner_result *out);
 
 /* generic.c */
 int planner_generic(const model *m, const hw_catalog *cat, const planner_req *req,

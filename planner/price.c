@@ -53,7 +53,33 @@ run_price planner_price_of(const model *m, const hw_model *hw, const planner_req
   double price = req->spot ? hw->price.spot_usd_per_chip_hour : hw->price.on_demand_usd_per_chip_hour;
   c.train_s = t;
   c.train_usd = price * (double)c.billed_chips * t / 3600;
+  c.energy_j = planner_energy_j(hw, chips, t);
   return c;
+}
+
+/* The chips' energy: each chip at its TDP (chip.tdp_w, cited in its
+** hardware file) for the whole run -- the accounting of Patterson et al.
+** 2021, "Carbon Emissions and Large Neural Network Training"
+** (arXiv:2104.10350): hours x processors x average power per processor,
+** with TDP standing for the average (an upper bound on the chips' own
+** draw). The hardware files give no host, network or cooling power, so
+** those and a datacenter's PUE are not counted. The chips that run, not
+** the whole instances billed: an idle chip draws far below its TDP. */
+double planner_energy_j(const hw_model *hw, int64_t chips, double train_s) {
+  return hw->chip.tdp_w > 0 ? hw->chip.tdp_w * (double)chips * train_s : 0;
+}
+
+double planner_price_key(const planner_req *req, const run_price *r) {
+  switch (req->objective) {
+  case PLANNER_TIME: return r->train_s;
+  case PLANNER_ENERGY: return r->energy_j;
+  default: return r->train_usd;
+  }
+}
+
+double planner_objective_key(const planner_req *req, const planner_cand *c) {
+  run_price r = {.train_s = c->train_s, .train_usd = c->train_usd, .energy_j = c->energy_j};
+  return planner_price_key(req, &r);
 }
 
 void planner_set_price(planner_cand *c, const run_price *r) {
@@ -64,6 +90,7 @@ void planner_set_price(planner_cand *c, const run_price *r) {
   c->ckpt_interval_s = r->ckpt_interval_s;
   c->preemptions = r->preemptions;
   c->spot_overhead = r->spot_overhead;
+  c->energy_j = r->energy_j;
 }
 
 void planner_price_cand(const model *m, const hw_model *hw, const planner_req *req, planner_cand *c,

@@ -82,7 +82,7 @@ void *planner_grow(void *v, int n, size_t size) {
 }
 
 static const char *const CAUSES[PLANNER_CAUSE_COUNT] = {
-    "requires", "dtype", "divisibility", "slice", "memory", "budget", "deadline"};
+    "requires", "dtype", "divisibility", "slice", "memory", "budget", "deadline", "fixed"};
 
 const char *planner_cause_name(planner_cause c) {
   return c >= 0 && c < PLANNER_CAUSE_COUNT ? CAUSES[c] : "unknown";
@@ -121,7 +121,9 @@ void planner_result_free(planner_result *r) {
   free(r->stage_split_at);
   r->stage_splits = NULL;
   r->stage_split_at = NULL;
-  r->ranked = r->per_hw = NULL;
+  free(r->pareto);
+  r->ranked = r->per_hw = r->pareto = NULL;
+  r->n_pareto = 0;
   r->rejected = NULL;
   r->n_ranked = r->n_rejected = r->n_per_hw = 0;
 }
@@ -133,8 +135,7 @@ void planner_rank(planner_result *out, const planner_req *req) {
   for (int i = 1; i < out->n_ranked; i++)
     for (int j = i; j > 0; j--) {
       planner_cand *a = &out->ranked[j - 1], *b = &out->ranked[j];
-      double ka = req->objective == PLANNER_TIME ? a->train_s : a->train_usd;
-      double kb = req->objective == PLANNER_TIME ? b->train_s : b->train_usd;
+      double ka = planner_objective_key(req, a), kb = planner_objective_key(req, b);
       if (ka <= kb) break;
       planner_cand t = *a;
       *a = *b;

@@ -200,7 +200,7 @@ if awk '/fix [0-9]+:/ { r = /more chips/ ? 2 : /(tp|pp) [0-9]+ -> / ? 1 : 0; if 
 run sim-cnn-files 0 simulate resnet50 --hw tpu-v5p --chips 8 --storage files && has sim-cnn-files out "bound by storage-latency" && has sim-cnn-files out "fix: one GET per small file"
 run sim-cnn-shards 0 simulate resnet50 --hw tpu-v5e --chips 8 --mbs 32 && has sim-cnn-shards out "input stall 0.000 s"
 run plan-none 1 plan llama3-405b --hw tpu-v5e --max-chips 8 && has plan-none err "no hardware can train llama3-405b"
-run plan-obj 2 plan llama3-8b --objective fastest && has plan-obj err "--objective 'fastest': expected time, cost or cost-under-deadline"
+run plan-obj 2 plan llama3-8b --objective fastest && has plan-obj err "--objective 'fastest': expected time, cost, cost-under-deadline or energy"
 run plan-deadline 2 plan llama3-8b --deadline soon && has plan-deadline err "--deadline soon: expected a duration above 0 and at most 36500d"
 run plan-cnn 0 plan resnet50 --max-chips 16 && has plan-cnn out "a cnn model trains data-parallel"
 run plan-dlrm 0 plan dlrm --objective cost --max-chips 16 && has plan-dlrm out "best:"
@@ -274,6 +274,46 @@ run plan-exhaustive 0 plan llama3-8b --hw h100-sxm --chips 8 --exhaustive --op-c
 if grep -q "bounded out" "$OUT/plan-exhaustive.out"; then bad "plan --exhaustive still bounded plans out"; else ok; fi
 run plan-hw-unknown 1 plan llama3-8b --hw h100,tpu-v5p --chips 8 && has plan-hw-unknown err "--hw h100,tpu-v5p: unknown hardware 'h100'; did you mean 'h100-sxm'?" && empty plan-hw-unknown out
 run plan-hw-empty 2 plan llama3-8b --hw tpu-v5p, && has plan-hw-empty err "expected hardware names separated by commas"
+
+# --- plan: --fix, --gbs ranges, --objective energy, --pareto (issue 17) ---
+run fix-key 2 plan llama3-8b --fix tpp=2 && has fix-key err "--fix: unknown key 'tpp' (column 1)" && has fix-key err "nearest: tp" && empty fix-key out
+run fix-far 2 plan llama3-8b --fix tp=2,qqq=1 && has fix-far err "'qqq' (column 6)" && has fix-far err "nearest: "
+run fix-val 2 plan llama3-8b --fix tp=0 && has fix-val err "--fix tp=0 (column 1): expected an integer from 1 to 1048576; the nearest allowed is 1"
+run fix-zero 2 plan llama3-8b --fix zero=4 && has fix-zero err "--fix zero=4 (column 1): expected an integer from 0 to 3"
+run fix-rec 2 plan llama3-8b --fix recompute=sel && has fix-rec err "expected none, selective or full; nearest: selective"
+run fix-twice 2 plan llama3-8b --fix tp=2,tp=4 && has fix-twice err "tp is given twice"
+run fix-noeq 2 plan llama3-8b --fix tp && has fix-noeq err "expected key=value"
+run fix-chips 2 plan llama3-8b --fix chips=8 --chips 16 && has fix-chips err "--fix chips=8 and --chips 16 disagree"
+run fix-maxchips 2 plan llama3-8b --fix chips=128 --max-chips 64 && has fix-maxchips err "--fix chips=128 is over --max-chips 64"
+run fix-none 1 plan llama3-8b --hw h100-sxm --chips 8 --fix tp=3 --op-costs formula && has fix-none err "h100-sxm: no plan it can run matches --fix tp=3" && has fix-none err "by fixed"
+run fix-ok 0 plan llama3-8b --hw h100-sxm --chips 16 --fix tp=2,pp=2,recompute=full --op-costs formula
+has fix-ok out "dp 4, tp 2 (sp), pp 2" && has fix-ok out "full recompute"
+# 12 chips: not a power of two, so only --fix chips=12 (or --chips) puts it in the search
+run fix-12 0 plan llama3-8b --hw h100-sxm --fix chips=12 --gbs 480 --op-costs formula && has fix-12 out "best: 12 x h100-sxm"
+# llama3-8b's 20 tokens per parameter give a critical batch of 0.292 x (6 x 8.03e9 x 1.606e11)^0.3271
+# = 4.22e6 tokens, 514 whole sequences of 8192 (DeepSeek LLM's fit): 128, 256 and 512 are tried, 1024 up not
+run gbs-range 0 plan llama3-8b --hw h100-sxm --chips 16 --gbs 128-4096 --op-costs formula && has gbs-range out "chosen from 128-4096" && has gbs-range out "514 sequences"
+run gbs-crit 1 plan llama3-8b --hw h100-sxm --chips 16 --gbs 1024-4096 --op-costs formula && has gbs-crit err "every batch is over the critical batch size" && has gbs-crit err "(514 sequences of 8192)" && has gbs-crit err "nearest: --gbs 514"
+run gbs-order 2 plan llama3-8b --gbs 512-128 && has gbs-order err "MIN is over MAX; nearest: --gbs 128-512"
+run gbs-text 2 plan llama3-8b --gbs 12x && has gbs-text err "--gbs 12x: expected an integer"
+run gbs-steps 2 plan llama3-8b --gbs 128-512 --steps 10 && has gbs-steps err "give --tokens instead"
+run gbs-fixed 0 plan llama3-8b --hw h100-sxm --chips 16 --gbs 64 --op-costs formula --json && has gbs-fixed out '"gbs":	64'
+run energy 0 plan llama3-8b --hw h100-sxm,tpu-v5p --max-chips 16 --objective energy --op-costs formula
+has energy out "objective: energy" && has energy out "at 700 W TDP" && has energy out "tpu-v5p: --objective energy needs the chip's power (chip.tdp_w)"
+run energy-json 0 plan llama3-8b --hw h100-sxm --chips 8 --objective energy --op-costs formula --json && has energy-json out '"energy_j":'
+run energy-late 1 plan llama3-8b --hw h100-sxm --max-chips 16 --objective energy --deadline 1h --op-costs formula && has energy-late err "deadline"
+run obj-bad 2 plan llama3-8b --objective joules && has obj-bad err "expected time, cost, cost-under-deadline or energy"
+run pareto 0 plan llama3-8b --hw h100-sxm,tpu-v5e --max-chips 16 --pareto --op-costs formula && has pareto out "pareto frontier (time versus cost"
+run pareto-json 0 plan llama3-8b --hw h100-sxm,tpu-v5e --max-chips 16 --pareto --json --op-costs formula
+has pareto-json out '"pareto":' && has pareto-json out '"train_usd":' && has pareto-json out '"energy_j":'
+run plot-pareto-from 0 plot pareto --from "$OUT/pareto-json.out" -o "$OUT/pareto-from.png" && has plot-pareto-from out "wrote"
+grep -q "Pareto frontier" "$OUT/pareto-from.gp" && ok || bad "plot pareto --from: no frontier in the script"
+run plot-pareto-nolist 1 plot pareto --from "$OUT/fix-ok.out" -o "$OUT/x.png"
+run plot-pareto-nolist2 1 plot pareto --from "$OUT/gbs-fixed.out" -o "$OUT/x.png" && has plot-pareto-nolist2 err 'has no "pareto" list; save one with `tpusim plan MODEL --pareto --json'
+printf '{"model": "x", "pareto": [{"hw": "h100-sxm", "chips": 0}]}' >"$OUT/front-bad.json"
+run plot-pareto-bad 1 plot pareto --from "$OUT/front-bad.json" -o "$OUT/x.png" && has plot-pareto-bad err "front-bad.json:1:" && has plot-pareto-bad err "pareto[0].chips"
+run plot-pareto-both 2 plot pareto llama3-8b --from "$OUT/front-bad.json" -o "$OUT/x.png" && has plot-pareto-both err "not both"
+run plot-from-kind 2 plot roofline --from "$OUT/front-bad.json" -o "$OUT/x.png" && has plot-from-kind err "--from applies to pareto"
 
 # --- plot (issue 8) ---
 run plot-coll 0 plot collective --hw h100-sxm --chips 8 --op all-reduce -o "$OUT/coll.svg"

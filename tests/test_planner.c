@@ -12,6 +12,7 @@
 #include <criterion/criterion.h>
 
 #include "../planner/planner.h"
+#include "../planner/planner_int.h" /* planner_price_cand: the energy arithmetic */
 #include "../sim/framework.h"
 #include "helpers.h"
 
@@ -490,4 +491,208 @@ Test(planner, pruned_search_finds_the_brute_force_best, .timeout = 900) {
   cr_assert_gt(pruned, 0);
   planner_result_free(&a);
   planner_result_free(&b);
+}
+
+/* ---- constraints, energy and the Pareto frontier (planner/fix.c,
+** price.c, pareto.c) ---- */
+
+Test(planner_fix, parses_keys_values_and_recompute_names) {
+  planner_fix f;
+  char e[512];
+  cr_assert_eq(planner_fix_parse("tp=8,pp=4,recompute=selective,zero=0,chips=1024", &f, e, sizeof e), 0, "%s", e);
+  cr_assert_eq(f.value[PLANNER_FIX_TP], 8);
+  cr_assert_eq(f.value[PLANNER_FIX_PP], 4);
+  cr_assert_eq(f.value[PLANNER_FIX_RECOMPUTE], PLAN_RECOMPUTE_SELECTIVE);
+  cr_assert_eq(f.value[PLANNER_FIX_ZERO], 0);
+  cr_assert(f.set & (1u << PLANNER_FIX_ZERO), "zero=0 is a value given, not absent");
+  cr_assert_not(f.set & (1u << PLANNER_FIX_DP));
+  char t[128];
+  planner_fix_text(&f, t, sizeof t);
+  cr_assert_str_eq(t, "tp=8,pp=4,zero=0,recompute=selective,chips=1024");
+}
+
+Test(planner_fix, refuses_bad_keys_and_values_naming_the_nearest) {
+  planner_fix f;
+  char e[512];
+  /* a typo: the key and the nearest valid one named */
+  cr_assert_eq(planner_fix_parse("tpp=8", &f, e, sizeof e), -1);
+  cr_assert(strstr(e, "unknown key 'tpp'") && strstr(e, "nearest: tp"), "%s", e);
+  /* far from any key: still a nearest */
+  cr_assert_eq(planner_fix_parse("tp=2,xyzzy=3", &f, e, sizeof e), -1);
+  cr_assert(strstr(e, "'xyzzy' (column 6)") && strstr(e, "nearest: "), "%s", e);
+  cr_assert_eq(f.set, 0u, "a failed parse leaves nothing fixed");
+  cr_assert_eq(planner_fix_parse("tp=0", &f, e, sizeof e), -1);
+  cr_assert(strstr(e, "tp=0") && strstr(e, "nearest allowed is 1"), "%s", e);
+  cr_assert_eq(planner_fix_parse("zero=4", &f, e, sizeof e), -1); /* ZeRO stages are 0..3 */
+  cr_assert(strstr(e, "from 0 to 3"), "%s", e);
+  cr_assert_eq(planner_fix_parse("mbs=two", &f, e, sizeof e), -1);
+  cr_assert_eq(planner_fix_parse("recompute=sel", &f, e, sizeof e), -1);
+  cr_assert(strstr(e, "nearest: selective"), "%s", e);
+  cr_assert_eq(planner_fix_parse("tp=2,tp=4", &f, e, sizeof e), -1);
+  cr_assert(strstr(e, "twice"), "%s", e);
+  cr_assert_eq(planner_fix_parse("tp", &f, e, sizeof e), -1);
+  cr_assert(strstr(e, "key=value"), "%s", e);
+  cr_assert_eq(planner_fix_parse("tp=2,", &f, e, sizeof e), -1);
+  cr_assert_eq(planner_fix_parse("", &f, e, sizeof e), -1);
+}
+
+Test(planner_fix, matches_the_split_then_the_whole_plan) {
+  planner_fix f;
+  char e[256];
+  cr_assert_eq(planner_fix_parse("tp=8,pp=4,zero=1,cp=1", &f, e, sizeof e), 0);
+  plan p = {.chips = 64, .tp = 8, .pp = 4, .dp = 2, .zero = 0}; /* cp 0 means none, i.e. 1 */
+  cr_assert(planner_fix_match(&f, &p, false), "the split matches; zero is not asked yet");
+  cr_assert_not(planner_fix_match(&f, &p, true), "zero 0 is not zero=1");
+  p.zero = 1;
+  cr_assert(planner_fix_match(&f, &p, true));
+  p.tp = 4;
+  cr_assert_not(planner_fix_match(&f, &p, false));
+  planner_fix none = {0};
+  cr_assert(planner_fix_match(&none, &p, true), "no --fix: every plan");
+}
+
+Test(planner_fix, search_keeps_only_matching_plans, .timeout = 120) {
+  static planner_result r;
+  char e[1024], fe[256];
+  planner_req req = {.hw_list = "h100-sxm", .chips = 16, .top = 3, .threads = 1};
+  cr_assert_eq(planner_fix_parse("tp=2,pp=2,recompute=full", &req.fix, fe, sizeof fe), 0);
+  cr_assert_eq(run("llama3-8b", req, &r, e, sizeof e), 0, "%s", e);
+  for (int i = 0; i < r.n_ranked; i++) {
+    cr_assert_eq(r.ranked[i].p.tp, 2);
+    cr_assert_eq(r.ranked[i].p.pp, 2);
+    cr_assert_eq(r.ranked[i].p.recompute, PLAN_RECOMPUTE_FULL);
+    cr_assert_eq(r.ranked[i].p.dp, 4); /* 16 / (2 x 2) */
+  }
+  cr_assert_gt(r.rejected_by[PLANNER_CAUSE_FIXED], 0);
+  cr_assert_str_eq(planner_cause_name(PLANNER_CAUSE_FIXED), "fixed");
+  /* a value the search cannot meet: a rejection that names the fix */
+  cr_assert_eq(planner_fix_parse("tp=3", &req.fix, fe, sizeof fe), 0);
+  cr_assert_eq(run("llama3-8b", req, &r, e, sizeof e), -1);
+  const char *why = reason_for(&r, "h100-sxm");
+  cr_assert(why && strstr(why, "matches --fix tp=3"), "%s", why ? why : e);
+  planner_result_free(&r);
+}
+
+/* A run's energy: TDP x chips x time. h100-sxm's chip.tdp_w is 700 W
+** (NVIDIA H100 datasheet, cited in hw_models/h100-sxm.json): 1024 of them
+** for a day are 700 x 1024 x 86400 = 61,931,520,000 J (17.2 MWh). */
+Test(planner_energy, is_tdp_times_chips_times_time) {
+  hw_catalog *c = th_catalog();
+  const hw_model *h100 = hw_catalog_find(c, "h100-sxm");
+  cr_assert_float_eq(planner_energy_j(h100, 1024, 86400), 61931520000.0, 1);
+  /* priced runs carry it, on the chips that run (not the instances billed):
+  ** 12 chips bill as 16 (8-GPU instances) but draw as 12: 700 x 12 x 3600 */
+  model *m = load("llama3-8b");
+  planner_req req = {.objective = PLANNER_ENERGY};
+  planner_cand cand = {.p = {.chips = 12}};
+  planner_price_cand(m, h100, &req, &cand, 1.0, 3600);
+  cr_assert_eq(cand.billed_chips, 16);
+  cr_assert_float_eq(cand.energy_j, 700.0 * 12 * 3600, 1e-3);
+  cr_assert_float_eq(planner_objective_key(&req, &cand), cand.energy_j, 1e-9);
+  req.objective = PLANNER_TIME;
+  cr_assert_float_eq(planner_objective_key(&req, &cand), 3600.0, 1e-9);
+  /* no chip.tdp_w in the file: unknown (0), never a made-up figure */
+  const hw_model *v5p = hw_catalog_find(c, "tpu-v5p");
+  cr_assert_eq(v5p->chip.tdp_w, 0);
+  cr_assert_eq(planner_energy_j(v5p, 64, 3600), 0);
+  model_free(m);
+  hw_catalog_free(c);
+}
+
+Test(planner_energy, objective_turns_down_hardware_without_tdp, .timeout = 120) {
+  static planner_result r;
+  char e[1024];
+  planner_req req = {.hw_list = "h100-sxm,tpu-v5p", .max_chips = 16, .top = 2, .threads = 1,
+                     .objective = PLANNER_ENERGY};
+  cr_assert_eq(run("llama3-8b", req, &r, e, sizeof e), 0, "%s", e);
+  cr_assert_str_eq(r.best.hw, "h100-sxm");
+  cr_assert_str_eq(r.objective, "energy");
+  const char *why = reason_for(&r, "tpu-v5p");
+  cr_assert(why && strstr(why, "chip.tdp_w"), "%s", why ? why : "(none)");
+  /* ranked by joules: each no more than the next */
+  for (int i = 1; i < r.n_ranked; i++) cr_assert_leq(r.ranked[i - 1].energy_j, r.ranked[i].energy_j);
+  cr_assert_float_eq(r.best.energy_j, 700.0 * (double)r.best.p.chips * r.best.train_s, 1);
+  planner_result_free(&r);
+}
+
+static planner_cand pt(double t_s, double usd) {
+  planner_cand c = {.train_s = t_s, .train_usd = usd};
+  return c;
+}
+
+/* Hand-made points (time, price): B (2, 5) dominates C (3, 6) and D (2, 7);
+** A' (1, 10) equals A; the non-dominated set is G, A, B, E, fastest first. */
+Test(planner_pareto, keeps_the_non_dominated_points_in_any_order) {
+  const planner_cand pts[] = {pt(1, 10), pt(2, 5), pt(3, 6), pt(2, 7), pt(4, 1), pt(1, 10), pt(0.5, 20)};
+  const double want_t[] = {0.5, 1, 2, 4}, want_usd[] = {20, 10, 5, 1};
+  const int n_pts = (int)(sizeof pts / sizeof pts[0]);
+  /* forwards, backwards, and a shuffle: the frontier is a set */
+  const int orders[3][7] = {{0, 1, 2, 3, 4, 5, 6}, {6, 5, 4, 3, 2, 1, 0}, {2, 3, 0, 6, 5, 1, 4}};
+  for (int o = 0; o < 3; o++) {
+    planner_cand *v = NULL;
+    int n = 0;
+    for (int i = 0; i < n_pts; i++) cr_assert_eq(planner_front_add(&v, &n, &pts[orders[o][i]]), 0);
+    cr_assert_eq(n, 4, "order %d: %d points", o, n);
+    for (int i = 0; i < n; i++) {
+      cr_assert_float_eq(v[i].train_s, want_t[i], 1e-12, "order %d point %d", o, i);
+      cr_assert_float_eq(v[i].train_usd, want_usd[i], 1e-12, "order %d point %d", o, i);
+    }
+    cr_assert_not(planner_front_improves(v, n, 3, 6), "dominated by (2, 5)");
+    cr_assert_not(planner_front_improves(v, n, 2, 5), "equal to a point");
+    cr_assert(planner_front_improves(v, n, 3, 4), "between (2, 5) and (4, 1)");
+    cr_assert(planner_front_improves(v, n, 0.1, 100), "the fastest yet");
+    free(v);
+  }
+}
+
+Test(planner_pareto, search_frontier_is_sorted_and_non_dominated, .timeout = 180) {
+  static planner_result r;
+  char e[1024];
+  planner_req req = {.hw_list = "h100-sxm,a100-80g,tpu-v5e", .max_chips = 32, .top = 2,
+                     .threads = 1, .pareto = true};
+  cr_assert_eq(run("llama3-8b", req, &r, e, sizeof e), 0, "%s", e);
+  cr_assert_gt(r.n_pareto, 0);
+  for (int i = 0; i < r.n_pareto; i++)
+    for (int j = 0; j < r.n_pareto; j++)
+      if (i != j)
+        cr_assert_not(r.pareto[i].train_s <= r.pareto[j].train_s &&
+                      r.pareto[i].train_usd <= r.pareto[j].train_usd,
+                      "point %d dominates point %d", i, j);
+  for (int i = 1; i < r.n_pareto; i++) cr_assert_lt(r.pareto[i - 1].train_s, r.pareto[i].train_s);
+  /* no hardware's best plan lies beyond it: each is matched or beaten */
+  for (int h = 0; h < r.n_per_hw; h++) {
+    bool covered = false;
+    for (int i = 0; i < r.n_pareto; i++)
+      covered |= r.pareto[i].train_s <= r.per_hw[h].train_s && r.pareto[i].train_usd <= r.per_hw[h].train_usd;
+    cr_assert(covered, "%s's best is not covered", r.per_hw[h].hw);
+  }
+  planner_result_free(&r);
+}
+
+/* The critical batch of DeepSeek LLM's fit (arXiv:2401.02954, sec. 3.1),
+** B = 0.2920 C^0.3271 tokens: for 8e9 parameters on 1.6e11 tokens (20 per
+** parameter), C = 6 x 8e9 x 1.6e11 = 7.68e21 FLOPs, and by hand
+** log10 C = 21.8854, x 0.3271 = 7.15872, 10^7.15872 = 1.4411e7, x 0.292 =
+** 4.208e6 tokens: 513 sequences of 8192. */
+Test(planner_gbs, critical_batch_and_range, .timeout = 300) {
+  cr_assert_float_eq(planner_critical_batch_tokens(8e9, 1.6e11), 4.208e6, 0.002e6);
+  hw_catalog *c = th_catalog();
+  model *m = load("llama3-8b");
+  planner_req req = {.hw_list = "h100-sxm", .chips = 16, .top = 1, .threads = 1};
+  static planner_result r;
+  char e[1024];
+  int64_t gbs = 0;
+  /* every batch over the critical one: refused, the largest allowed named */
+  cr_assert_eq(planner_run_gbs(m, c, &req, 1024, 4096, &r, &gbs, e, sizeof e), -1);
+  cr_assert(strstr(e, "critical batch") && strstr(e, "nearest: --gbs"), "%s", e);
+  /* a range: the batch chosen is one of its candidates under the bound */
+  cr_assert_eq(planner_run_gbs(m, c, &req, 128, 1024, &r, &gbs, e, sizeof e), 0, "%s", e);
+  cr_assert(gbs == 128 || gbs == 256 || gbs == 512, "gbs %lld", (long long)gbs);
+  cr_assert_eq(r.best.p.gbs, gbs);
+  planner_result_free(&r);
+  req.steps = 10; /* steps x a varying batch would change the tokens */
+  cr_assert_eq(planner_run_gbs(m, c, &req, 128, 1024, &r, &gbs, e, sizeof e), -1);
+  cr_assert(strstr(e, "--tokens"), "%s", e);
+  model_free(m);
+  hw_catalog_free(c);
 }

@@ -43,6 +43,9 @@ typedef struct {
   const hw_catalog *cat;
   const hw_model *hwm;
   const model *m;
+  const planner_cand *front; /* pareto from a saved --json (NULL: search) */
+  int n_front;
+  const char *front_model;
 } pctx;
 
 static int usage(pctx *c, const char *fmt, const char *arg) {
@@ -641,59 +644,79 @@ static int plot_scaling(pctx *c, FILE *dat, FILE *gp) {
 
 /* ------------------------------------------------------------ pareto */
 
-static int plot_pareto(pctx *c, FILE *dat, FILE *gp) {
-  planner_req req = {.hw_list = c->hw_list, .max_chips = c->max_chips ? c->max_chips : 64,
-                     .top = 1, .chips = c->chips};
-  planner_result *r = calloc(1, sizeof *r);
-  char err[1024];
-  if (!r || planner_run(c->m, c->cat, &req, r, err, sizeof err) != 0) {
-    fprintf(c->err, "tpusim plot pareto: %s\n", r ? err : "out of memory");
-    planner_result_free(r);
-    free(r);
-    return PLOT_BAD;
-  }
-  fprintf(dat, "# tpusim plot pareto: %s, best analytic plan per hardware, up to %lld chips\n",
-          c->m->name, (long long)req.max_chips);
-  fprintf(dat, "# train_days train_usd hw chips tp pp\n");
-  int n = r->n_per_hw;
+/* The plans of one data block: time in days, price, and a label. */
+static void pareto_rows(FILE *dat, const planner_cand *v, int n, bool label_plan) {
   for (int i = 0; i < n; i++) {
-    const planner_cand *k = &r->per_hw[i];
+    const planner_cand *k = &v[i];
     fprintf(dat, "%.6e %.6e ", k->train_s / 86400, k->train_usd);
-    dat_str(dat, k->hw);
+    if (label_plan) {
+      char l[96];
+      snprintf(l, sizeof l, "%s x%lld tp%lld pp%lld", k->hw, (long long)k->p.chips, (long long)k->p.tp,
+               (long long)k->p.pp);
+      dat_str(dat, l);
+    } else {
+      dat_str(dat, k->hw);
+    }
     fprintf(dat, " %lld %lld %lld\n", (long long)k->p.chips, (long long)k->p.tp, (long long)k->p.pp);
   }
-  /* the front: no other hardware is both faster and cheaper */
-  fprintf(dat, "\n\n# Pareto front (by time)\n# train_days train_usd hw\n");
-  bool used[32] = {false};
-  double best_cost = 0;
-  for (int step = 0; step < n; step++) {
-    int pick = -1;
-    for (int i = 0; i < n; i++)
-      if (!used[i] && (pick < 0 || r->per_hw[i].train_s < r->per_hw[pick].train_s)) pick = i;
-    used[pick] = true;
-    const planner_cand *k = &r->per_hw[pick];
-    if (step == 0 || k->train_usd < best_cost) {
-      best_cost = k->train_usd;
-      fprintf(dat, "%.6e %.6e ", k->train_s / 86400, k->train_usd);
-      dat_str(dat, k->hw);
-      fputc('\n', dat);
-    }
+}
+
+/* The time-versus-cost frontier (planner/pareto.c: every plan the search
+** scored, across hardware and chip counts, that no other beats on both)
+** over each hardware's best plan by the objective. From a search here, or
+** from a saved `plan --pareto --json` (r->front). */
+static int plot_pareto(pctx *c, FILE *dat, FILE *gp) {
+  planner_req req = {.hw_list = c->hw_list, .max_chips = c->max_chips ? c->max_chips : 64,
+                     .top = 1, .chips = c->chips, .pareto = true};
+  planner_result *r = calloc(1, sizeof *r);
+  char err[1024];
+  const char *name = c->m ? c->m->name : c->front_model;
+  if (!r) {
+    fprintf(c->err, "tpusim plot pareto: out of memory\n");
+    return PLOT_BAD;
   }
+  if (c->front) {
+    fprintf(dat, "# tpusim plot pareto: %s, the frontier of a saved plan --pareto --json\n", name);
+  } else {
+    if (planner_run(c->m, c->cat, &req, r, err, sizeof err) != 0) {
+      fprintf(c->err, "tpusim plot pareto: %s\n", err);
+      planner_result_free(r);
+      free(r);
+      return PLOT_BAD;
+    }
+    fprintf(dat, "# tpusim plot pareto: %s, best analytic plan per hardware, up to %lld chips\n",
+            name, (long long)req.max_chips);
+    fprintf(dat, "# train_days train_usd hw chips tp pp\n");
+    pareto_rows(dat, r->per_hw, r->n_per_hw, false);
+    fprintf(dat, "\n\n");
+  }
+  fprintf(dat, "# Pareto frontier: no plan is both faster and cheaper (fastest first)\n"
+               "# train_days train_usd plan chips tp pp\n");
+  const planner_cand *front = c->front ? c->front : r->pareto;
+  int n = c->front ? c->n_front : r->n_pareto;
+  pareto_rows(dat, front, n, true);
   planner_result_free(r);
   free(r);
   if (!n) {
-    fprintf(c->err, "tpusim plot pareto: no hardware has a plan\n");
+    fprintf(c->err, "tpusim plot pareto: no plan on the frontier (no hardware has a plan)\n");
     return PLOT_BAD;
   }
   gp_header(c, gp);
-  gp_title(gp, "Cost vs time to train %s%s", c->m->name, " (best plan per hardware)");
+  gp_title(gp, "Cost vs time to train %s%s", name, " (Pareto frontier of plans)");
   fprintf(gp, "set format x '%%g'\nset format y '%%g'\n");
   fprintf(gp, "set logscale xy\nset xlabel 'days to train'\nset ylabel 'US dollars'\n"
-              "set offsets graph 0.05, graph 0.15, graph 0.1, graph 0.1\n");
-  fprintf(gp, "plot DAT index 0 using 1:2 with points pt 7 ps 1.3 lc rgb '#1f77b4' title 'hardware', \\\n"
-              "     DAT index 0 using 1:2:3 with labels offset 0.8,0.6 left font ',9' notitle, \\\n"
-              "     DAT index 1 using 1:2 with linespoints lw 2 pt 6 ps 2 lc rgb '#d62728' "
-              "title 'Pareto front'\n");
+              "set offsets graph 0.05, graph 0.3, graph 0.1, graph 0.1\n");
+  /* the frontier is the data's first block when read back, its second after a search */
+  int fi = c->front ? 0 : 1;
+  fprintf(gp, "plot %sDAT index %d using 1:2 with linespoints lw 2 pt 6 ps 1.5 lc rgb '#d62728' "
+              "title 'Pareto frontier', \\\n"
+              "     DAT index %d using 1:2:3 with labels rotate by 30 offset 0.6,0.6 left font ',8' notitle\n",
+          c->front ? ""
+                   : "DAT index 0 using 1:2 with points pt 7 ps 1.3 lc rgb '#1f77b4' title "
+                     "'best plan per hardware', \\\n"
+                     "     DAT index 0 using 1:2:3 with labels offset 0.8,-0.8 left font ',8' "
+                     "tc rgb '#1f77b4' notitle, \\\n     ",
+          fi, fi);
   return PLOT_OK;
 }
 
@@ -730,7 +753,8 @@ int plot_draw(const plot_req *r, const plot_output *o, FILE *out, FILE *err) {
   pctx ctx = {.kind = KINDS[r->kind].name, .op = r->op, .hw_list = r->hw_list,
               .chips = r->chips, .max_chips = r->max_chips, .seq = r->seq, .gbs = r->gbs,
               .batch_per_chip = r->batch_per_chip, .out = out, .err = err, .o = o,
-              .argc = r->argc, .argv = r->argv, .cat = r->cat, .hwm = r->hw, .m = r->m};
+              .argc = r->argc, .argv = r->argv, .cat = r->cat, .hwm = r->hw, .m = r->m,
+              .front = r->front, .n_front = r->n_front, .front_model = r->front_model};
   pctx *c = &ctx;
   int rc = PLOT_OK;
   FILE *dat = fopen(o->dat_path, "w");

@@ -2,7 +2,8 @@
 ** plot.h -- charts of the simulator's results through gnuplot (a runtime
 ** tool, found on PATH); `tpusim plot` (cli/cmd_plot.c) is its front end.
 **
-** Kinds: roofline, scaling, memory, pareto, breakdown, collective. Each
+** Kinds: roofline, scaling, memory, pareto (the planner's time-versus-cost
+** frontier), breakdown, collective. Each
 ** writes FILE.png or FILE.svg (by the extension of the output) and keeps
 ** FILE.dat (the data, fixed formats) and FILE.gp (the gnuplot script)
 ** beside it; the script names its files relative to its own folder, so
@@ -25,6 +26,7 @@
 #include <stdio.h>
 
 #include "../hw_models/hw_catalog.h"
+#include "../planner/planner.h"
 #include "../workloads/model.h"
 
 typedef enum {
@@ -80,6 +82,12 @@ typedef struct {
   ** top of the script */
   int argc;
   char **argv;
+  /* pareto from a saved `plan --pareto --json` instead of a search: its
+  ** frontier (hw, plan sizes, train_s, train_usd read back) and the model's
+  ** name; m may then be NULL */
+  const planner_cand *front;
+  int n_front;
+  const char *front_model;
 } plot_req;
 
 /* Writes o's data and script for r, then runs gnuplot on them (its
