@@ -347,7 +347,17 @@ typedef struct {
   int uniform;              /* the kind of every layer, or -1 when they differ */
   int64_t v, m;             /* virtual stages per chip, micro-batches per step */
   const int64_t *starts;    /* an explicit split's first layer per virtual stage, or NULL */
+  /* one kind for all layers: the spans of the few chunk lengths a split
+  ** has (as even as it goes: two), worked out once per call */
+  struct span_memo *memo;
 } memctx;
+
+#define SPAN_MEMO 4
+struct span_memo {
+  int n;
+  int64_t layers[SPAN_MEMO];
+  span s[SPAN_MEMO];
+};
 
 static void span_add(span *s, const layer_mem *l, double n) {
   if (n <= 0) return;
@@ -415,7 +425,14 @@ static void span_merge(span *s, const span *t) {
 /* Chunk k of physical stage i is virtual stage k x pp + i (Megatron-Core). */
 static void chunk_span(const memctx *x, int64_t i, int64_t k, span *s) {
   int64_t a, n = stage_range(x->p, x->v, x->d->layers, k * x->p->pp + i, x->starts, &a);
+  struct span_memo *m = x->uniform >= 0 ? x->memo : NULL;
+  for (int j = 0; m && j < m->n; j++)
+    if (m->layers[j] == n) {
+      *s = m->s[j];
+      return;
+    }
   span_of(x, a, n, s);
+  if (m && m->n < SPAN_MEMO) m->layers[m->n] = n, m->s[m->n++] = *s;
 }
 
 /* Activations in flight on stage i at the first backward, in bytes, and
@@ -838,7 +855,8 @@ int mem_transformer(const wl_tf_dims *d, const plan *p, const mem_opts *o, mem_b
                     char *err, size_t errn) {
   if (check(d, p, o, err, errn) != 0) return -1;
   if (!out) return str_errf(err, errn, "memory: no output");
-  memctx x = {.d = d, .p = p, .o = o};
+  struct span_memo memo = {0};
+  memctx x = {.d = d, .p = p, .o = o, .memo = &memo};
   shard_of(d, p, o, &x.c);
   x.v = p->schedule == PLAN_INTERLEAVED && p->pp > 1 ? p->vp : 1;
   x.m = p->gbs / (p->dp * p->mbs);
