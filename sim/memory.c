@@ -457,17 +457,16 @@ static double in_flight(const memctx *x, int64_t i, const span *chunks, double *
   }
   int64_t w = 2 * (pp - 1 - i) + (v - 1) * pp + 1;
   if (w > m * v) w = m * v;
-  double act = 0;
-  *first_mbs = 0;
-  *sets = 0;
-  for (int64_t g = 0; g * pp < w; g++) {
+  double act = 0, first = 0, n_sets = 0; /* summed in registers, not through the pointers */
+  for (int64_t g = 0, k = 0; g * pp < w; g++, k = k + 1 < v ? k + 1 : 0) { /* k = g mod v */
     double passes = (double)(w - g * pp < pp ? w - g * pp : pp);
-    if (chunks) s = chunks[g % v];
-    else chunk_span(x, i, g % v, &s);
-    act += passes * s.act;
-    *sets += passes * s.layers;
-    if (g % v == 0) *first_mbs += passes;
+    const span *c = chunks ? &chunks[k] : (chunk_span(x, i, k, &s), &s);
+    act += passes * c->act;
+    n_sets += passes * c->layers;
+    if (k == 0) first += passes;
   }
+  *first_mbs = first;
+  *sets = n_sets;
   return act;
 }
 
