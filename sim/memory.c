@@ -309,11 +309,14 @@ static int64_t pos(int64_t x) { return x > 0 ? x : 1; }
 ** plan that splits (an explicit --pp-layers, or L plus the counted
 ** embedding/loss a multiple of pp x v); otherwise (a fix's candidate, before
 ** plan_check) ceil((L + e + l) / S) a stage from the front. */
-static int64_t stage_range(const plan *p, int64_t v, int64_t L, int64_t vs, int64_t *a) {
+static int64_t stage_range(const plan *p, int64_t v, int64_t L, int64_t vs, const int64_t *starts,
+                           int64_t *a) {
   int64_t S = p->pp * v;
   if (p->pp_layers && p->n_pp_layers == S) {
     int64_t start = 0;
-    for (int64_t j = 0; j < vs; j++) start += p->pp_layers[j];
+    if (starts) start = starts[vs]; /* summed once per call (mem_transformer) */
+    else
+      for (int64_t j = 0; j < vs; j++) start += p->pp_layers[j];
     *a = start;
     return p->pp_layers[vs];
   }
@@ -343,7 +346,18 @@ typedef struct {
   layer_mem kind[WL_LAYER_KINDS];
   int uniform;              /* the kind of every layer, or -1 when they differ */
   int64_t v, m;             /* virtual stages per chip, micro-batches per step */
+  const int64_t *starts;    /* an explicit split's first layer per virtual stage, or NULL */
+  /* one kind for all layers: the spans of the few chunk lengths a split
+  ** has (as even as it goes: two), worked out once per call */
+  struct span_memo *memo;
 } memctx;
+
+#define SPAN_MEMO 4
+struct span_memo {
+  int n;
+  int64_t layers[SPAN_MEMO];
+  span s[SPAN_MEMO];
+};
 
 static void span_add(span *s, const layer_mem *l, double n) {
   if (n <= 0) return;
@@ -410,8 +424,15 @@ static void span_merge(span *s, const span *t) {
 
 /* Chunk k of physical stage i is virtual stage k x pp + i (Megatron-Core). */
 static void chunk_span(const memctx *x, int64_t i, int64_t k, span *s) {
-  int64_t a, n = stage_range(x->p, x->v, x->d->layers, k * x->p->pp + i, &a);
+  int64_t a, n = stage_range(x->p, x->v, x->d->layers, k * x->p->pp + i, x->starts, &a);
+  struct span_memo *m = x->uniform >= 0 ? x->memo : NULL;
+  for (int j = 0; m && j < m->n; j++)
+    if (m->layers[j] == n) {
+      *s = m->s[j];
+      return;
+    }
   span_of(x, a, n, s);
+  if (m && m->n < SPAN_MEMO) m->layers[m->n] = n, m->s[m->n++] = *s;
 }
 
 /* Activations in flight on stage i at the first backward, in bytes, and
@@ -420,28 +441,32 @@ static void chunk_span(const memctx *x, int64_t i, int64_t k, span *s) {
 ** 1F1B min(m, p - i); interleaved the first 2(p - 1 - i) + (v - 1)p + 1
 ** forward passes (at most m v), issued p at a time to chunks 0, 1, ..,
 ** v - 1 in turn. */
-static double in_flight(const memctx *x, int64_t i, double *first_mbs, double *sets) {
+/* chunks: stage i's v chunk spans when stage_mem has them (NULL: worked
+** out again). */
+static double in_flight(const memctx *x, int64_t i, const span *chunks, double *first_mbs,
+                        double *sets) {
   int64_t pp = x->p->pp, m = x->m, v = x->v;
   span s;
   if (v == 1) {
     double mbs = x->p->schedule == PLAN_GPIPE ? (double)m : (double)(pp - i < m ? pp - i : m);
-    chunk_span(x, i, 0, &s);
+    if (chunks) s = chunks[0];
+    else chunk_span(x, i, 0, &s);
     *first_mbs = mbs;
     *sets = mbs * s.layers;
     return mbs * s.act;
   }
   int64_t w = 2 * (pp - 1 - i) + (v - 1) * pp + 1;
   if (w > m * v) w = m * v;
-  double act = 0;
-  *first_mbs = 0;
-  *sets = 0;
-  for (int64_t g = 0; g * pp < w; g++) {
+  double act = 0, first = 0, n_sets = 0; /* summed in registers, not through the pointers */
+  for (int64_t g = 0, k = 0; g * pp < w; g++, k = k + 1 < v ? k + 1 : 0) { /* k = g mod v */
     double passes = (double)(w - g * pp < pp ? w - g * pp : pp);
-    chunk_span(x, i, g % v, &s);
-    act += passes * s.act;
-    *sets += passes * s.layers;
-    if (g % v == 0) *first_mbs += passes;
+    const span *c = chunks ? &chunks[k] : (chunk_span(x, i, k, &s), &s);
+    act += passes * c->act;
+    n_sets += passes * c->layers;
+    if (k == 0) first += passes;
   }
+  *first_mbs = first;
+  *sets = n_sets;
   return act;
 }
 
@@ -559,16 +584,23 @@ static void mtp_add(const memctx *x, span *t, double *act) {
                              logit_bytes(x->o) * c->vc));
 }
 
+/* The most chunks a stage keeps the spans of (88 bytes each). */
+#define MEM_KEPT_CHUNKS 64
+
 /* Stage i's memory, without the runtime's (the same on every stage). */
 static void stage_mem(const memctx *x, int64_t i, mem_bytes *out) {
   const plan *p = x->p;
   const shard *c = &x->c;
   bool first = i == 0, last = i == p->pp - 1;
   memset(out, 0, sizeof *out);
-  span t = {0}, k;
+  /* the chunks' spans, kept for in_flight (which reads each again) when
+  ** they are few enough to keep on the stack */
+  span t = {0}, k, kept[MEM_KEPT_CHUNKS];
+  bool keep = x->v <= MEM_KEPT_CHUNKS;
   for (int64_t j = 0; j < x->v; j++) {
     chunk_span(x, i, j, &k);
     span_merge(&t, &k);
+    if (keep) kept[j] = k;
   }
   /* the embedding on the first stage; the final norm and the LM head on
   ** the last (its own copy of a tied head when pp > 1, as Megatron-LM) */
@@ -582,7 +614,7 @@ static void stage_mem(const memctx *x, int64_t i, mem_bytes *out) {
   stage_state(x, &t, embed, out);
 
   double first_mbs, sets;
-  double act = in_flight(x, i, &first_mbs, &sets);
+  double act = in_flight(x, i, keep ? kept : NULL, &first_mbs, &sets);
   out->act_layer = t.act_max;
   out->layer_mbs = sets;
   double ends = 0, sb = c->s * c->b;
@@ -814,14 +846,27 @@ static double peak_of(const mem_bytes *a) {
          a->comm + a->fragmentation;
 }
 
+/* The longest explicit split whose starts are summed up front (longer
+** ones are summed per chunk). */
+#define MEM_MAX_STARTS 1024
+
 int mem_transformer(const wl_tf_dims *d, const plan *p, const mem_opts *o, mem_bytes *out,
                     char *err, size_t errn) {
   if (check(d, p, o, err, errn) != 0) return -1;
   if (!out) return str_errf(err, errn, "memory: no output");
-  memctx x = {.d = d, .p = p, .o = o};
+  struct span_memo memo = {0};
+  memctx x = {.d = d, .p = p, .o = o, .memo = &memo};
   shard_of(d, p, o, &x.c);
   x.v = p->schedule == PLAN_INTERLEAVED && p->pp > 1 ? p->vp : 1;
   x.m = p->gbs / (p->dp * p->mbs);
+  /* an explicit split's stage starts, summed once: every chunk of every
+  ** stage reads one (the planner asks this for splits of hundreds) */
+  int64_t starts[MEM_MAX_STARTS];
+  if (p->pp_layers && p->n_pp_layers == p->pp * x.v && p->n_pp_layers <= MEM_MAX_STARTS) {
+    starts[0] = 0;
+    for (int j = 1; j < p->n_pp_layers; j++) starts[j] = starts[j - 1] + p->pp_layers[j - 1];
+    x.starts = starts;
+  }
   /* one kind for all layers unless the model mixes them: only its layer
   ** is worked out (the planner asks this a million times a second) */
   bool mixed = d->window > 0 || (x.c.experts > 0 && (d->first_dense > 0 || d->moe_every > 1));
