@@ -127,8 +127,7 @@ static void print_input_fix(FILE *out, const hw_model *hw, const plan *p, const 
   double stall = r->breakdown_s.input_stall;
   if (!(stall > 0.01 * r->step_time_s)) return;
   input_cfg c = *in;
-  int64_t hosts = p->chips / hw->chips_per_node > 0 ? p->chips / hw->chips_per_node : 1;
-  c.samples_per_step = p->gbs / hosts > 0 ? p->gbs / hosts : 1;
+  input_per_host(&c, p->chips, hw->chips_per_node, p->gbs);
   input_closed ic;
   char err[256];
   if (input_closed_form(&c, r->step_time_s - stall, &ic, err, sizeof err) != 0) return;

@@ -56,6 +56,11 @@ void input_defaults(input_cfg *c, input_kind kind) {
   c->prefetch_steps = 2;
 }
 
+void input_per_host(input_cfg *c, int64_t chips, int64_t chips_per_node, int64_t global_batch) {
+  int64_t hosts = chips_per_node > 0 && chips / chips_per_node > 0 ? chips / chips_per_node : 1;
+  c->samples_per_step = global_batch / hosts > 0 ? global_batch / hosts : 1;
+}
+
 int input_hop_from_hw(input_cfg *c, const struct hw_model *m, bool remote, char *err,
                       size_t errn) {
   if (!c || !m) return str_errf(err, errn, "input: no configuration or hardware model");

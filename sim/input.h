@@ -56,6 +56,11 @@ void input_defaults(input_cfg *c, input_kind kind);
 int input_hop_from_hw(input_cfg *c, const struct hw_model *m, bool remote, char *err,
                       size_t errn);
 
+/* One host's share of a step: every host feeds its own chips, so the
+** global batch splits over chips / chips_per_node hosts (at least one, and
+** at least a sample each). */
+void input_per_host(input_cfg *c, int64_t chips, int64_t chips_per_node, int64_t global_batch);
+
 /* Which part sets the steady-state step time. */
 #define INPUT_BOUND_COMPUTE "compute"
 #define INPUT_BOUND_STORAGE_LATENCY "storage-latency"

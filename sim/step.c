@@ -361,8 +361,7 @@ void step_timeline_free(step_timeline *t) {
 static int input_stall(const hw_model *hw, const plan *p, const input_cfg *in, step_result *r,
                        char *err, size_t errn) {
   input_cfg c = *in;
-  int64_t hosts = p->chips / hw->chips_per_node > 0 ? p->chips / hw->chips_per_node : 1;
-  c.samples_per_step = p->gbs / hosts > 0 ? p->gbs / hosts : 1;
+  input_per_host(&c, p->chips, hw->chips_per_node, p->gbs);
   input_result ir;
   if (input_simulate(&c, r->step_time_s, 40, &ir, err, errn) != 0) return -1;
   r->breakdown_s.input_stall = ir.stall_s_per_step;
