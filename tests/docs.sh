@@ -36,7 +36,7 @@ OUT=tests/out/docs
 
 update=0
 if [ "${1:-}" = --update ]; then update=1; shift; fi
-if [ $# -gt 0 ]; then files=("$@"); else files=(README.md docs/*.md); fi
+if [ $# -gt 0 ]; then files=("$@"); else files=(README.md docs/*.md docs/labs/*.md docs/labs/answers/*.md); fi
 
 # Wall-clock figures, as sed -E substitutions applied to both sides.
 MASKS=(
