@@ -1,4 +1,4 @@
-# tpusim plot pareto llama3-8b --hw h100-sxm,tpu-v5p,cpu-spr --max-chips 8 -o docs/labs/img/01-pareto.png
+# tpusim plot pareto llama3-8b --hw h100-sxm,tpu-v5p,cpu-spr --chips 8 -o docs/labs/img/01-pareto.png
 # Edit and re-draw: cd docs/labs/img && gnuplot 01-pareto.gp
 # The data: 01-pareto.dat (columns named in its header).
 if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {
