@@ -17,9 +17,13 @@ void units_si(char *buf, size_t n, double value, const char *unit);
 void units_bytes(char *buf, size_t n, double bytes);
 /* Durations: "1.2 us", "3.4 ms", "5.6 s", "2.0 h", "3.1 d". */
 void units_seconds(char *buf, size_t n, double s);
-/* Money: "$691.20", "$8.26", "$0.0000141": cents above a dollar, else
-** three significant figures, so a small amount never prints as $0.00. */
+/* Money, three significant figures (docs/cli.md, "Numbers"): "$691",
+** "$8.26", "$0.0000141", "$1,230", "$12,300,000". Never "$0.00": a small
+** amount keeps its three figures; zero is "$0". */
 void units_usd(char *buf, size_t n, double usd);
+/* A plain number to three significant figures: "0.00123", "8.26", "691",
+** "1230" (no grouping: for tables and formulas). */
+void units_sig3(char *buf, size_t n, double v);
 /* Seconds on the monotonic clock, for timing code (never for output that
 ** must be deterministic). */
 double units_now_s(void);

@@ -36,10 +36,8 @@ static const num_range PREEMPTION = {NUM_REAL, 0, 1, true};
 #define MAX_STEPS 1000000000000000LL /* 1e15: steps x gbs x seq stays a double's exact range */
 #define MAX_TOP 16                   /* the candidates table's rows (planner_result's size) */
 
-/* Dollars for people: cents below $100, whole dollars above. */
-static void usd_str(char *buf, size_t n, double usd) {
-  snprintf(buf, n, usd < 100 ? "$%.2f" : "$%.0f", usd);
-}
+/* Dollars for people: three significant figures (base/units.h). */
+static void usd_str(char *buf, size_t n, double usd) { units_usd(buf, n, usd); }
 
 /* The search's progress on stderr: only on a terminal, and only once the
 ** search has run a second (a quick plan prints nothing extra): the phase,

@@ -5,6 +5,7 @@
 */
 #include "cli_int.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,7 @@
 
 #include "../base/diag.h"
 #include "../base/units.h"
+#include "../sim/explain.h"
 #include "../sim/framework.h"
 #include "../sim/input.h"
 #include "../viz/trace.h"
@@ -154,6 +156,38 @@ static void print_input_fix(FILE *out, const hw_model *hw, const plan *p, const 
           stall, 100 * stall / r->step_time_s, usd, ic.bound, fix);
 }
 
+/* One side of the explanation: each term's value (rounded so that the
+** printed parts add up to the printed total), name, formula and numbers. */
+static void print_terms(FILE *out, const char *title, const explain_term *t, int n, double total,
+                        explain_unit u, const char *total_name) {
+  double v[EXPLAIN_MAX_TERMS] = {0};
+  int64_t q[EXPLAIN_MAX_TERMS] = {0}, tq = 0;
+  for (int i = 0; i < n; i++) v[i] = t[i].value;
+  if (explain_round(v, n, total, u, q, &tq) != 0) {
+    /* never print parts that do not add up: say so instead */
+    fprintf(out, "  %s: the terms do not add up to the total (a bug; please report it)\n", title);
+    return;
+  }
+  double unit_q = pow(10, -u.decimals);
+  fprintf(out, "  %s (%s; the parts add up to the total):\n", title, u.name);
+  for (int i = 0; i < n; i++)
+    fprintf(out, "    %-22s %12.*f %-3s = %s\n%31s= %s\n", t[i].name, u.decimals,
+            (double)q[i] * unit_q, u.name, t[i].formula, "", t[i].values);
+  fprintf(out, "    %-22s %12.*f %s\n", total_name, u.decimals, (double)tq * unit_q, u.name);
+}
+
+/* --explain: the step time and the memory peak term by term (sim/explain.h). */
+static void print_explain(FILE *out, const model *m, const hw_model *hw, const plan *p,
+                          const step_result *r) {
+  step_explain e;
+  step_explain_fill(m, hw, p, r, &e);
+  fprintf(out, "\n");
+  print_terms(out, "step time, term by term on chip 0", e.time, e.n_time, e.step_time_s,
+              explain_time_unit(e.step_time_s), "= step time");
+  print_terms(out, "memory per chip, term by term", e.mem, e.n_mem, e.peak_bytes,
+              explain_mem_unit(e.peak_bytes), "= peak");
+}
+
 /* simulate's report: the step, its breakdown, memory with the fixes when it
 ** does not fit, cost; with `explain`, the per-chip pieces behind it. Also
 ** what `plan --explain N` prints for a candidate. */
@@ -211,9 +245,12 @@ void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p
     fprintf(out, "    fix %d: %s -> peak %s%s%s\n", i + 1, r->fixes[i].what, pk,
             r->fixes[i].fits ? " (fits)" : "", st);
   }
-  fprintf(out, "  cost             $%.2f per hour, $%.4f per step\n", r->usd_per_hour,
-          r->usd_per_step);
+  char hour[32], step[32];
+  units_usd(hour, sizeof hour, r->usd_per_hour);
+  units_usd(step, sizeof step, r->usd_per_step);
+  fprintf(out, "  cost             %s per hour, %s per step\n", hour, step);
   if (explain) {
+    print_explain(out, m, hw, p, r);
     fprintf(out, "\n  per chip, per micro-batch: one layer forward %.3f ms + TP comm %.3f ms; "
                     "backward %.3f ms + TP comm %.3f ms; attention core forward %.3f ms\n"
                     "  embedding+head forward %.3f ms, backward %.3f ms; pipeline send %.3f ms; "
@@ -333,6 +370,11 @@ static int run_simulate(cli_ctx *c) {
   } else if (c->json) {
     cJSON *o = step_json(m, hw, &p, &r);
     cJSON_AddStringToObject(o, "status", r.fits ? "ok" : "does_not_fit");
+    if (cli_opt(c, "--explain")) {
+      step_explain e;
+      step_explain_fill(m, hw, &p, &r, &e);
+      cJSON_AddItemToObject(o, "explain", step_explain_json(&e));
+    }
     cli_print_json(c, o);
   } else {
     cli_print_step(c->out, m, hw, &p, &r, cli_opt(c, "--explain") != NULL);
