@@ -98,11 +98,6 @@ void units_usd(char *buf, size_t n, double usd) {
   snprintf(buf, n, "%s$%s", sign, grouped);
 }
 
-void units_sig3(char *buf, size_t n, double v) {
-  double r = round_sig3(v), a = fabs(r);
-  snprintf(buf, n, "%.*f", a > 0 && a < 1000 ? sig3_decimals(a) : 0, r);
-}
-
 int units_parse_bytes(const char *s, double *out) {
   char *end;
   double v = strtod(s, &end);

@@ -21,9 +21,6 @@ void units_seconds(char *buf, size_t n, double s);
 ** "$8.26", "$0.0000141", "$1,230", "$12,300,000". Never "$0.00": a small
 ** amount keeps its three figures; zero is "$0". */
 void units_usd(char *buf, size_t n, double usd);
-/* A plain number to three significant figures: "0.00123", "8.26", "691",
-** "1230" (no grouping: for tables and formulas). */
-void units_sig3(char *buf, size_t n, double v);
 /* Seconds on the monotonic clock, for timing code (never for output that
 ** must be deterministic). */
 double units_now_s(void);
