@@ -45,7 +45,9 @@ void units_bytes(char *buf, size_t n, double bytes) {
 
 void units_seconds(char *buf, size_t n, double s) {
   double a = fabs(s);
-  if (a < 1e-6)
+  if (a == 0)
+    snprintf(buf, n, "0 s");
+  else if (a < 1e-6)
     sig3(buf, n, s * 1e9, "ns");
   else if (a < 1e-3)
     sig3(buf, n, s * 1e6, "us");

@@ -44,8 +44,7 @@ typedef struct {
 } fmtbuf;
 static const char *sec(fmtbuf *b, double s) {
   char *o = b->s[b->i++ % 6];
-  if (s == 0) snprintf(o, 32, "0 s");
-  else units_seconds(o, 32, s);
+  units_seconds(o, 32, s);
   return o;
 }
 static const char *byt(fmtbuf *b, double x) {
