@@ -175,3 +175,27 @@ Test(explain, usd_significant_figures) {
     cr_assert_str_eq(buf, rows[i].want, "%g", rows[i].v);
   }
 }
+
+/* plan --json --explain N: candidate N (1 the best, else candidates[N-2])
+** carries the terms, which sum to its step time and peak; a spot search's
+** too (its step is the same model's). */
+Test(explain, plan_json_carries_candidate_terms, .timeout = 300) {
+  static const char *const spot[] = {NULL, "--spot"};
+  for (int s = 0; s < 2; s++) {
+    th_run r = th_cli("plan", "llama3-8b", "--hw", "h100-sxm", "--max-chips", "64", "--json",
+                      "--explain", "2", spot[s], NULL);
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cJSON *o = cJSON_Parse(r.out);
+    cr_assert(o);
+    cr_assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "best"), "explain"));
+    const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "candidates"), 0);
+    const cJSON *e = cJSON_GetObjectItem(c, "explain");
+    cr_assert(e, "candidate 2 has no explain object");
+    double step = cJSON_GetObjectItem(c, "step_time_s")->valuedouble;
+    double peak = cJSON_GetObjectItem(cJSON_GetObjectItem(c, "memory_bytes"), "peak")->valuedouble;
+    cr_assert(fabs(sum_terms(cJSON_GetObjectItem(e, "time"), "value_s") - step) <= 1e-9 * step);
+    cr_assert(fabs(sum_terms(cJSON_GetObjectItem(e, "memory"), "value_bytes") - peak) <= 1e-9 * peak);
+    cJSON_Delete(o);
+    th_run_free(&r);
+  }
+}
