@@ -159,7 +159,6 @@ static void explain_time(const model *m, const hw_model *hw, const plan *p, cons
   explain_term *t = e->time;
   int *n = &e->n_time;
   bool hlo = strcmp(m->format, "hlo") == 0, whole = hlo || m->info.tf.layers == 0;
-  double M = (double)r->microbatches;
   if (hlo) {
     explain_term *x = add(t, n, "compute", bd->compute, "the program's forward + backward kernels");
     values(x, "%s + %s", sec(&b, r->layer_fwd_s), sec(&b, r->layer_bwd_s));
@@ -200,7 +199,6 @@ static void explain_time(const model *m, const hw_model *hw, const plan *p, cons
                         "the host input pipeline's wait (sim/input, simulated over 40 steps)");
   values(x, bd->input_stall > 0 ? "%s a step" : "none: the data is there in time (%s)",
          sec(&b, bd->input_stall));
-  (void)M;
   e->step_time_s = r->step_time_s;
 }
 
