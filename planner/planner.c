@@ -162,10 +162,13 @@ static void reject_hw(planner_result *out, const hw_model *hw, const planner_req
   planner_reject *r = NULL;
   char t[32];
   if (fitted && rj->over_budget) {
+    char u[32], bu[32];
     units_seconds(t, sizeof t, rj->cheapest.train_s);
+    units_usd(u, sizeof u, rj->cheapest.train_usd);
+    units_usd(bu, sizeof bu, req->budget_usd);
     r = planner_add_reject(out, hw->name, PLANNER_CAUSE_BUDGET,
-                   "its cheapest plan (%lld chips) costs $%.2f, over the $%.2f budget, and takes %s",
-                   (long long)rj->cheapest.p.chips, rj->cheapest.train_usd, req->budget_usd, t);
+                   "its cheapest plan (%lld chips) costs %s, over the %s budget, and takes %s",
+                   (long long)rj->cheapest.p.chips, u, bu, t);
     if (r) r->has_closest = true, r->closest = rj->cheapest;
   } else if (fitted && rj->over_deadline) {
     units_seconds(t, sizeof t, rj->fastest.train_s);
@@ -1108,8 +1111,9 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
                       : r->breakdown_s.pipeline_bubble > r->breakdown_s.exposed_comm
                           ? "the pipeline bubble costs most"
                           : "communication costs most";
-  char dur[32], mem[400];
+  char dur[32], mem[400], usd[32];
   units_seconds(dur, sizeof dur, b->train_s);
+  units_usd(usd, sizeof usd, b->train_usd);
   const char *rec = plan_recompute_word(b->p.recompute);
   if (r->memory.peak > 0.8 * r->memory.capacity)
     snprintf(mem, sizeof mem,
@@ -1127,11 +1131,11 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
              : req->objective == PLANNER_ENERGY ? "least energy"
                                                 : "cheapest");
   snprintf(out->why, sizeof out->why,
-           "%s on %lld chip%s trains %.3g tokens in %s for $%.0f (%s prices). Compute is "
+           "%s on %lld chip%s trains %.3g tokens in %s for %s (%s prices). Compute is "
            "%.0f%% of the step (MFU %.0f%%); after it, %s. %s",
            b->hw, (long long)b->p.chips, b->p.chips == 1 ? "" : "s",
            (double)steps * (double)gbs * (double)seq, dur,
-           b->train_usd, req->spot ? "spot" : "on-demand",
+           usd, req->spot ? "spot" : "on-demand",
            100 * r->breakdown_s.compute / r->step_time_s, 100 * r->mfu, bound, mem);
   out->search_s = units_now_s() - t0;
   return 0;

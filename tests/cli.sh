@@ -198,7 +198,7 @@ if awk '/fix [0-9]+:/ { r = /more chips/ ? 2 : /(tp|pp) [0-9]+ -> / ? 1 : 0; if 
 # a CNN reads JPEGs through the input pipeline (#18): one file per image
 # starves the chips, and the report names the bound and the fix
 run sim-cnn-files 0 simulate resnet50 --hw tpu-v5p --chips 8 --storage files && has sim-cnn-files out "bound by storage-latency" && has sim-cnn-files out "fix: one GET per small file"
-run sim-cnn-shards 0 simulate resnet50 --hw tpu-v5e --chips 8 --mbs 32 && has sim-cnn-shards out "input stall 0.000 s"
+run sim-cnn-shards 0 simulate resnet50 --hw tpu-v5e --chips 8 --mbs 32 && has sim-cnn-shards out "input stall 0 s"
 run plan-none 1 plan llama3-405b --hw tpu-v5e --max-chips 8 && has plan-none err "no hardware can train llama3-405b"
 run plan-obj 2 plan llama3-8b --objective fastest && has plan-obj err "--objective 'fastest': expected time, cost, cost-under-deadline or energy"
 run plan-deadline 2 plan llama3-8b --deadline soon && has plan-deadline err "--deadline soon: expected a duration above 0 and at most 36500d"
@@ -211,7 +211,7 @@ run plan-rate-nospot 2 plan llama3-8b --preemption-rate 0.1 && has plan-rate-nos
 run plan-rate-bad 2 plan llama3-8b --spot --preemption-rate lots && has plan-rate-bad err "--preemption-rate lots: expected a number above 0 and at most 1; found no number"
 run plan-explain 0 plan llama3-8b --max-chips 64 --explain 2 && has plan-explain out "candidate 2 in full" && has plan-explain out "per chip, per micro-batch: one layer forward"
 run plan-explain-bad 2 plan llama3-8b --explain 9 && has plan-explain-bad err "--explain N takes a rank"
-run plan-budget 1 plan gbdt --budget 0.01 && has plan-budget err "closest: the cheapest plan, 1 x cpu-genoa, costs \$0.09 (over the \$0.01 budget)"
+run plan-budget 1 plan gbdt --budget 0.01 && has plan-budget err "closest: the cheapest plan, 1 x cpu-genoa, costs \$0.0917 (over the \$0.0100 budget)"
 run plan-advice 0 plan bert-large --hw v100 --chips 1024 --steps 100 --framework plain && has plan-advice out "advice: the gradient all-reduce shows" && has plan-advice out "  V ep "
 run sim-trace-cnn 0 simulate resnet50 --hw h100-sxm --chips 8 --trace "$OUT/trace-cnn.json"
 grep -q '"name":"gradient all-reduce"' "$OUT/trace-cnn.json" && grep -q '"name":"backward mb 0"' "$OUT/trace-cnn.json" && ok || bad "simulate resnet50 --trace: no step in the trace"
@@ -617,6 +617,45 @@ run calib-hw-norun 2 calibrate --hw a100-80g && has calib-hw-norun err "--hw nee
 run validate-extra 0 validate tests/validation/extra-runs.csv
 tail -1 "$OUT/validate-extra.out" | grep -q '^rows run [0-9]* of 17 ([0-9]* do not run, 0 not expressible' && ok || bad "validate-extra: want the summary line over 17 rows"
 grep -q 'parameters, the row' "$OUT/validate-extra.out" && bad "validate-extra: a model's size differs from its row's" || ok
+
+# --- --explain: the printed terms add up to the printed totals (issue 20 item 2) ---
+# Each "term by term" section (the step time on chip 0, the memory per chip)
+# lists its terms' values in columns 28-39 and closes with "= step time" or
+# "= peak"; the values, read as integers in their last printed digit, must
+# sum to the total exactly. One section pair per output.
+explain_adds_up() { # FILE
+  awk '
+    function q(line,  v, a) { v = substr(line, 28); sub(/^ +/, "", v); split(v, a, " ");
+                              gsub(/\./, "", a[1]); return a[1] + 0 }
+    /term by term/ { on = 1; sum = 0; n = 0; next }
+    on && /^    = / { if (sum != q($0) || n < 4) wrong++; sections++; on = 0; next }
+    on && /^    [^ ]/ { sum += q($0); n++ }
+    END { exit !(sections == 2 && !wrong) }' "$1"
+}
+explain_sums() { # NAME
+  explain_adds_up "$OUT/$1.out" && ok || bad "$1: --explain's terms do not add up to the printed totals"
+}
+explain_sums sim
+run explain-nofit 3 simulate llama3-8b --hw h100-sxm --chips 8 --explain && explain_sums explain-nofit
+run explain-stall 0 simulate resnet50 --hw a100-80g --chips 64 --storage files --input-host remote --explain
+explain_sums explain-stall && has explain-stall out "    input stall "
+run explain-hlo 0 simulate workloads/examples/mlp_train_step.hlo --hw h100-sxm --chips 1 --explain
+explain_sums explain-hlo
+# plan --explain N: a plain plan, a spot plan, a pipeline (a bubble), MoE
+# (expert all-to-alls in the layer collectives), a data-parallel CNN
+run plan-explain-plain 0 plan llama3-8b --hw h100-sxm --max-chips 64 --explain 1 && explain_sums plan-explain-plain
+run plan-explain-spot 0 plan llama3-8b --hw h100-sxm --max-chips 64 --spot --explain 2 && explain_sums plan-explain-spot
+run plan-explain-pp 0 plan llama3-70b --hw h100-sxm --chips 64 --fix pp=4 --explain 1 && explain_sums plan-explain-pp
+awk '/^    pipeline bubble/ { v = $3 } END { exit !(v > 0) }' "$OUT/plan-explain-pp.out" && ok ||
+  bad "plan-explain-pp: a pp 4 plan with no bubble"
+run plan-explain-moe 0 plan mixtral-8x7b --hw h100-sxm --chips 64 --explain 1 && explain_sums plan-explain-moe
+run plan-explain-cnn 0 plan resnet50 --hw tpu-v5p --chips 8 --explain 1 && explain_sums plan-explain-cnn
+# the check itself fails on a hand-changed term
+awk '!done && /^    compute / { d = substr($0, 39, 1); $0 = substr($0, 1, 38) ((d + 1) % 10) substr($0, 40); done = 1 }
+     { print }' "$OUT/plan-explain-plain.out" >"$OUT/explain-changed.out"
+if cmp -s "$OUT/plan-explain-plain.out" "$OUT/explain-changed.out"; then bad "explain-changed: the edit did not apply"
+elif explain_adds_up "$OUT/explain-changed.out"; then bad "explain-changed: a changed term still adds up"
+else ok; fi
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

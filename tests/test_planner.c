@@ -176,7 +176,7 @@ Test(planner, impossible_requests_say_what_was_closest) {
   planner_req bu = {.hw_list = "h100-sxm", .max_chips = 64, .top = 2, .tokens = 1e11,
                     .objective = PLANNER_COST, .budget_usd = 10};
   cr_assert_eq(run("llama3-8b", bu, &r, err, sizeof err), -1);
-  cr_assert(strstr(err, "the cheapest plan, ") && strstr(err, "(over the $10.00 budget)"), "%s", err);
+  cr_assert(strstr(err, "the cheapest plan, ") && strstr(err, "(over the $10.0 budget)"), "%s", err);
   cr_assert_gt(r.cheapest.train_usd, 10);
   cr_assert_leq(r.cheapest.train_usd, r.fastest.train_usd);
   cr_assert_eq(r.rejected[0].cause, PLANNER_CAUSE_BUDGET);
@@ -186,7 +186,7 @@ Test(planner, impossible_requests_say_what_was_closest) {
   ** them as evenly as they go, issue 17) */
   cr_assert_gt(r.rejected_by[PLANNER_CAUSE_BUDGET], 0);
   cr_assert_leq(r.rejected_by[PLANNER_CAUSE_BUDGET] + r.rejected_by[PLANNER_CAUSE_MEMORY], r.evaluated);
-  cr_assert(strstr(r.rejected[0].reason, "over the $10.00 budget"), "%s", r.rejected[0].reason);
+  cr_assert(strstr(r.rejected[0].reason, "over the $10.0 budget"), "%s", r.rejected[0].reason);
   planner_result_free(&r);
 }
 
