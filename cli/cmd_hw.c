@@ -25,8 +25,11 @@ static void hw_list_text(const hw_catalog *cat, FILE *f) {
       no_bf16 = 1;
     }
     hw_interconnect_summary(m, ic, sizeof ic);
-    snprintf(price, sizeof price, "%.2f (%.2f)", m->price.on_demand_usd_per_chip_hour,
-             m->price.spot_usd_per_chip_hour);
+    if (m->price.on_demand_usd_per_chip_hour > 0)
+      snprintf(price, sizeof price, "%.2f (%.2f)", m->price.on_demand_usd_per_chip_hour,
+               m->price.spot_usd_per_chip_hour);
+    else /* an edge part leaves its price out: bought, not rented */
+      snprintf(price, sizeof price, "not rented");
     fprintf(f, "%-12s %-4s %12s %8.1f %8.2f  %-42s %s\n", m->name, hw_kind_name(m->kind), bf16,
             (double)m->chip.hbm_bytes / (1024.0 * 1024 * 1024), m->chip.hbm_bw_bytes_per_s / 1e12,
             ic, price);
@@ -51,8 +54,13 @@ static char *hw_list_json(const hw_catalog *cat) {
     cJSON_AddNumberToObject(o, "hbm_bytes", (double)m->chip.hbm_bytes);
     cJSON_AddNumberToObject(o, "hbm_bw_bytes_per_s", m->chip.hbm_bw_bytes_per_s);
     cJSON_AddStringToObject(o, "interconnect", ic);
-    cJSON_AddNumberToObject(o, "on_demand_usd_per_chip_hour", m->price.on_demand_usd_per_chip_hour);
-    cJSON_AddNumberToObject(o, "spot_usd_per_chip_hour", m->price.spot_usd_per_chip_hour);
+    if (m->price.on_demand_usd_per_chip_hour > 0) {
+      cJSON_AddNumberToObject(o, "on_demand_usd_per_chip_hour", m->price.on_demand_usd_per_chip_hour);
+      cJSON_AddNumberToObject(o, "spot_usd_per_chip_hour", m->price.spot_usd_per_chip_hour);
+    } else { /* not rented: null, never a price of 0 */
+      cJSON_AddNullToObject(o, "on_demand_usd_per_chip_hour");
+      cJSON_AddNullToObject(o, "spot_usd_per_chip_hour");
+    }
     cJSON_AddStringToObject(o, "origin", m->origin);
     cJSON_AddItemToArray(arr, o);
   }
