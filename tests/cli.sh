@@ -51,8 +51,16 @@ run hw-badopt 2 hw list --frobnicate && has hw-badopt err "unknown option '--fro
 
 # --- the catalog ---
 run list 0 hw list
-rows=$(grep -cE '^(tpu-|v100|a100|h100|h200|b200|b300|gb200|gb300|cpu-)' "$OUT/list.out")
-[ "$rows" -eq 19 ] && ok || bad "hw list shows $rows rows, expected 19"
+rows=$(grep -cE '^(tpu-|v100|a100|h100|h200|b200|b300|gb200|gb300|cpu-|t4 |l4 |a10g|edge-)' "$OUT/list.out")
+[ "$rows" -eq 23 ] && ok || bad "hw list shows $rows rows, expected 23"
+# serving hardware (issue 19): the edge part is listed unpriced, shows its int8 peak, and training
+# on it is refused with the reason (Coral FAQ: the Edge TPU is for inference); the T4 trains in fp16
+has list out "not rented"
+run show-edge 0 hw show edge-tpu && has show-edge out "peak_flops_per_s.int8" && has show-edge out "absent: not rented"
+run show-t4-json 0 hw show t4 --json && has show-t4-json out '"int4":	260000000000000'
+run sim-edge 1 simulate mlp --hw edge-tpu --chips 1 && has sim-edge err "edge-tpu is an edge inference part: it has no training support"
+run sim-t4 0 simulate mlp --hw t4 --chips 1 && has sim-t4 out "mlp on 1 x t4"
+run plan-edge 0 plan mlp --hw edge-tpu,t4 && has plan-edge out "edge inference part"
 run show-gb200 0 hw show gb200 && has show-gb200 out "nvlink-c2c" && has show-gb200 out "[nv-gb200-blog] NVIDIA Technical Blog"
 run show 0 hw show tpu-v5p && has show out "459 TFLOP/s" && has show out "95.0 GiB"
 run show-json 0 hw show tpu-v5p --json && has show-json out '"bf16":	459000000000000'
@@ -105,7 +113,7 @@ badfile binary "$OUT/binary.json" "NUL byte"
 
 # --- graph (issue 3): every example the docs name loads and says what it is ---
 for m in gpt3-175b llama3-8b llama3-70b llama3-405b mixtral-8x7b bert-large llama3-8b-hf-config \
-         resnet50 mobilenet_v2 dlrm gbdt mlp graph; do
+         llama2-7b llama2-13b llama2-70b resnet50 mobilenet_v2 dlrm gbdt mlp graph; do
   run "graph-$m" 0 graph "$m" --gbs 1 --seq 256 && has "graph-$m" out "FLOPs per step"
 done
 run graph-hlo 0 graph mlp_train_step && has graph-hlo out "(hlo, hlo: workloads/examples/mlp_train_step.hlo)"
