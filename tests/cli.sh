@@ -94,7 +94,7 @@ badfile syntax tests/data/bad-syntax.json "tests/data/bad-syntax.json:4:"
 badfile truncated tests/data/bad-truncated.json "unexpected end of input (truncated?)"
 badfile notobj tests/data/bad-not-object.json "bad-not-object.json:1:1: expected a JSON object"
 badfile emptyf tests/data/bad-empty.json "bad-empty.json:1:1: empty file"
-badfile kind tests/data/bad-kind.json 'bad-kind.json:1:51: kind: expected one of tpu, gpu, cpu; got "fpga"'
+badfile kind tests/data/bad-kind.json 'bad-kind.json:1:51: kind: expected one of tpu, gpu, cpu, edge; got "fpga"'
 badfile missing tests/data/no-such-file.json "no-such-file.json: cannot open"
 badfile directory tests/data "tests/data: a directory, not a regular file; expected a hardware file"
 
@@ -214,14 +214,16 @@ run plan-obj 2 plan llama3-8b --objective fastest && has plan-obj err "--objecti
 run plan-deadline 2 plan llama3-8b --deadline soon && has plan-deadline err "--deadline soon: expected a duration above 0 and at most 36500d"
 run plan-cnn 0 plan resnet50 --max-chips 16 && has plan-cnn out "a cnn model trains data-parallel"
 run plan-dlrm 0 plan dlrm --objective cost --max-chips 16 && has plan-dlrm out "best:"
-run plan-gbdt 0 plan gbdt && has plan-gbdt out "objective: cost" && has plan-gbdt out "best: 1 x cpu-" && has plan-gbdt out "A CPU is recommended" && has plan-gbdt out "billed on 8 chips"
+# gbdt is planned for cost: a one-GPU VM (t4, $0.526/h on a g4dn.xlarge) undercuts a CPU socket
+# ($5.56/h), which undercuts an 8-GPU instance billed whole (b200: "billed on 8 chips")
+run plan-gbdt 0 plan gbdt && has plan-gbdt out "objective: cost" && has plan-gbdt out "best: 1 x t4" && has plan-gbdt out "billed on 1 chip)" && has plan-gbdt out "billed on 8 chips" && has plan-gbdt out "cpu-genoa 1 chips, tp 1, pp 1: 59.3 s, \$0.09"
 run plan-spot 0 plan llama3-8b --hw h100-sxm --chips 64 --spot --preemption-rate 0.05 && has plan-spot out "(Young/Daly)" && has plan-spot out "(spot, billed on 64 chips)"
 run plan-spot-json 0 plan llama3-8b --hw h100-sxm --chips 64 --spot --json && has plan-spot-json out '"checkpoint_interval_s":'
 run plan-rate-nospot 2 plan llama3-8b --preemption-rate 0.1 && has plan-rate-nospot err "--preemption-rate applies to --spot plans"
 run plan-rate-bad 2 plan llama3-8b --spot --preemption-rate lots && has plan-rate-bad err "--preemption-rate lots: expected a number above 0 and at most 1; found no number"
 run plan-explain 0 plan llama3-8b --max-chips 64 --explain 2 && has plan-explain out "candidate 2 in full" && has plan-explain out "per chip, per micro-batch: one layer forward"
 run plan-explain-bad 2 plan llama3-8b --explain 9 && has plan-explain-bad err "--explain N takes a rank"
-run plan-budget 1 plan gbdt --budget 0.01 && has plan-budget err "closest: the cheapest plan, 1 x cpu-genoa, costs \$0.09 (over the \$0.01 budget)"
+run plan-budget 1 plan gbdt --budget 0.01 && has plan-budget err "closest: the cheapest plan, 1 x t4, costs \$0.01 (over the \$0.01 budget) and takes 85.5 s"
 run plan-advice 0 plan bert-large --hw v100 --chips 1024 --steps 100 --framework plain && has plan-advice out "advice: the gradient all-reduce shows" && has plan-advice out "  V ep "
 run sim-trace-cnn 0 simulate resnet50 --hw h100-sxm --chips 8 --trace "$OUT/trace-cnn.json"
 grep -q '"name":"gradient all-reduce"' "$OUT/trace-cnn.json" && grep -q '"name":"backward mb 0"' "$OUT/trace-cnn.json" && ok || bad "simulate resnet50 --trace: no step in the trace"
