@@ -61,6 +61,7 @@ run show-t4-json 0 hw show t4 --json && has show-t4-json out '"int4":	2600000000
 run sim-edge 1 simulate mlp --hw edge-tpu --chips 1 && has sim-edge err "edge-tpu is an edge inference part: it has no training support"
 run sim-t4 0 simulate mlp --hw t4 --chips 1 && has sim-t4 out "mlp on 1 x t4"
 run plan-edge 0 plan mlp --hw edge-tpu,t4 && has plan-edge out "edge inference part"
+run list-json-edge 0 hw list --json && has list-json-edge out '"on_demand_usd_per_chip_hour":	null'
 run rates 0 hw list --rates && has rates out "edge-tpu     edge      -      -      -      -      -      -   4.00"
 run rates-show 2 hw show t4 --rates && has rates-show err "--rates belongs to 'list'"
 run show-gb200 0 hw show gb200 && has show-gb200 out "nvlink-c2c" && has show-gb200 out "[nv-gb200-blog] NVIDIA Technical Blog"
