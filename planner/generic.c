@@ -150,13 +150,17 @@ int planner_generic(const model *m, const hw_catalog *cat, const planner_req *re
              alt->hw, b->train_s / alt->train_s, au, bu,
              (long long)alt->billed_chips, alt->billed_chips == 1 ? "" : "s",
              m->info.whole_step ? "runs on one" : "cannot keep them busy");
+  int on_cpu = strncmp(b->hw, "cpu", 3) == 0;
+  /* After "A CPU is recommended:" the tail goes on the sentence; otherwise it
+     starts one. */
+  if (!on_cpu && tail[0] == ' ' && tail[1] >= 'a' && tail[1] <= 'z')
+    tail[1] = (char)(tail[1] - 'a' + 'A');
   snprintf(out->why, sizeof out->why,
            "a %s model trains data-parallel; %s on %lld chip%s is the %s (%.3g s per step, "
            "%s for the run).%s%s%s",
            m->family, b->hw, (long long)b->p.chips, b->p.chips > 1 ? "s" : "",
            req->objective == PLANNER_TIME ? "fastest" : "cheapest", b->sim.step_time_s,
-           bu, strncmp(b->hw, "cpu", 3) == 0 ? " A CPU is recommended" : "",
-           strncmp(b->hw, "cpu", 3) == 0 ? (*tail ? ":" : ".") : "", tail);
+           bu, on_cpu ? " A CPU is recommended" : "", on_cpu ? (*tail ? ":" : ".") : "", tail);
   out->search_s = units_now_s() - t0;
   return 0;
 }
