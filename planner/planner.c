@@ -389,6 +389,12 @@ typedef struct {
   bool seeding;     /* the first pass: only seed_plan's plans */
   coll_memo *coll;  /* the bound's collectives (step_memo keeps its own) */
   step_desc *desc;  /* the bound's step description (large: on the heap) */
+  /* the memory of the plans of one set of sizes, micro-batch and
+  ** recompute mode, which differ only in model state: worked out once
+  ** (mem_prep) for generation prep_gen, which search_sizes moves on */
+  mem_prep *prep;
+  int64_t gen, prep_gen;
+  plan_recompute prep_rec;
 } hw_state;
 
 /* The entry of key k, computed on first use from plan p; NULL when out of
@@ -497,17 +503,27 @@ static bool bound_prunes(const hw_state *st, const plan *p, double floor_s) {
 /* Plan p's memory (a plan evaluated): 1 when it fits, 0 when not (a
 ** memory rejection, the closest yet remembered), -1 when the memory model
 ** refuses it. */
+/* Plan p's memory (mem_transformer's figures), from the preparation of
+** its sizes, micro-batch and recompute mode, made first when it is not. */
+static int mem_of(hw_state *st, const plan *p, mem_bytes *mb, char *err, size_t errn) {
+  if (st->prep_gen != st->gen || st->prep_rec != p->recompute) {
+    mem_opts mo;
+    plan mp;
+    mem_setup(st->sc->m, st->hw, p, &mo, &mp);
+    mem_prep_set(st->prep, &st->sc->m->info.tf, &mp, &mo);
+    st->prep_gen = st->gen, st->prep_rec = p->recompute;
+  }
+  mem_state s = {p->zero, p->hsdp, p->offload};
+  return mem_prep_state(st->prep, &s, mb, err, errn);
+}
+
 static int mem_fits(hw_state *st, const plan *p) {
-  const model *m = st->sc->m;
   const hw_model *hw = st->hw;
   rejections *rj = &st->rj;
   st->hs->out.evaluated++;
-  mem_opts mo;
-  plan mp;
-  mem_setup(m, hw, p, &mo, &mp);
   mem_bytes mb;
   char merr[256];
-  if (mem_transformer(&m->info.tf, &mp, &mo, &mb, merr, sizeof merr) != 0) {
+  if (mem_of(st, p, &mb, merr, sizeof merr) != 0) {
     reject(rj, PLANNER_CAUSE_DIVISIBILITY, merr);
     return -1;
   }
@@ -612,9 +628,9 @@ static void search_report(hw_state *st) {
 ** that shares it) stands for all the variants and micro-batches that
 ** share it. */
 static int state_dead(hw_state *st, plan *p, const variant *vs, int n_vs, bool *dead) {
-  const model *m = st->sc->m;
   int n = 0;
   bool known[MAX_VARIANTS] = {false}, over[MAX_VARIANTS];
+  double capacity = (double)st->hw->chip.hbm_bytes; /* mem_setup's capacity */
   for (int i = 0; i < n_vs; i++) {
     int j = 0; /* an earlier variant with the same state */
     while (j < i && !(known[j] && vs[j].zero == vs[i].zero && vs[j].hsdp == vs[i].hsdp &&
@@ -624,14 +640,11 @@ static int state_dead(hw_state *st, plan *p, const variant *vs, int n_vs, bool *
       over[i] = over[j];
     } else {
       set_variant(p, &vs[i]);
-      mem_opts mo;
-      plan mp;
-      mem_setup(m, st->hw, p, &mo, &mp);
       mem_bytes mb;
-      if (mem_transformer(&m->info.tf, &mp, &mo, &mb, NULL, 0) != 0) continue;
+      if (mem_of(st, p, &mb, NULL, 0) != 0) continue;
       known[i] = true;
       double state = mb.weights + mb.gradients + mb.optimizer + mb.runtime + mb.comm;
-      over[i] = mo.capacity_bytes > 0 && state > mo.capacity_bytes;
+      over[i] = capacity > 0 && state > capacity;
     }
     if (over[i] && !dead[i]) dead[i] = true, n++, st->hs->out.pruned++;
   }
@@ -652,6 +665,7 @@ static void search_sizes(hw_state *st, plan p, const variant *vs, int n_vs) {
   int n_mbs = divisors(p.gbs / p.dp, p.gbs / p.dp, mbs, 256);
   for (int mi = 0; mi < n_mbs && n_dead < n_vs; mi++) {
     p.mbs = mbs[mi];
+    st->gen++; /* new sizes or micro-batch: the memory's preparation is stale */
     if (st->seeding && p.mbs > 4) break;
     if (seed_plan(&p) != st->seeding) continue;
     p.recompute = PLAN_RECOMPUTE_NONE, p.zero = 0, p.hsdp = 0, p.offload = PLAN_OFFLOAD_NONE;
@@ -793,8 +807,11 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   st.memo = step_memo_new(hw);
   st.coll = coll_memo_new(hw);
   st.desc = malloc(sizeof *st.desc);
+  st.prep = mem_prep_new();
+  st.prep_gen = -1;
   fx.var = malloc(MAX_VARIANTS * sizeof *fx.var);
-  if (!st.memo || !st.coll || !st.desc || !fx.var) {
+  if (!st.memo || !st.coll || !st.desc || !fx.var || !st.prep) {
+    mem_prep_free(st.prep);
     step_memo_free(st.memo);
     coll_memo_free(st.coll);
     free(st.desc);
@@ -823,6 +840,7 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   }
   free(fx.var);
   free(st.desc);
+  mem_prep_free(st.prep);
   coll_memo_free(st.coll);
   step_memo_free(st.memo);
   cost_map_free(&st.costs);
