@@ -35,6 +35,15 @@
 
 #define MAX_KEEP 64
 
+/* This thread's CPU seconds: what the result's per-thread figures
+** (costs_s, scoring_s, simulate_s) count, so a rate "per core" does not
+** depend on how many other processes share the cores. */
+static double thread_cpu_s(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return units_now_s();
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 typedef struct {
   bool done, ok;
   step_result c;
@@ -135,7 +144,7 @@ typedef struct {
   planner_cand kept[MAX_KEEP + 1];
   double keys[MAX_KEEP + 1];
   int n_kept;
-  double busy_s; /* thread time spent on this hardware */
+  double busy_s; /* thread CPU time spent on this hardware */
 } hw_search;
 
 /* What one hardware's search turned down, by cause, and the nearest miss of
@@ -409,9 +418,9 @@ static cost_entry *cost_entry_of(hw_state *st, const cost_key *k, const plan *p,
   if (!ce->done) {
     plan q = *p;
     if (k->piped && q.pp < 2) q.pp = 2; /* the send timed too; nothing else differs */
-    double tc = units_now_s();
+    double tc = thread_cpu_s();
     ce->ok = step_costs(st->sc->m, st->hw, &q, &ce->c, err, errn) == 0;
-    st->hs->out.costs_s += units_now_s() - tc;
+    st->hs->out.costs_s += thread_cpu_s() - tc;
     st->hs->out.cost_builds++;
     ce->done = true;
   } else if (!ce->ok && errn) {
@@ -561,6 +570,7 @@ static int score_plan(hw_state *st, const plan *p, bool fits, double *step_s) {
     return 0;
   }
   step_times fr;
+  out->timed++;
   if (step_fast(m, hw, p, c, st->memo, &fr, cerr, sizeof cerr) != 0) {
     reject(rj, PLANNER_CAUSE_SLICE, cerr);
     return 0;
@@ -796,7 +806,7 @@ static void search_chips(hw_state *st, const hw_fixed *fx, int64_t chips) {
 static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   const model *m = sc->m;
   const planner_req *req = sc->req;
-  double t_start = units_now_s();
+  double t_start = thread_cpu_s();
   hw_state st = {.sc = sc, .hs = hs, .rj = {.best_peak = INFINITY}, .best_key = INFINITY};
   planner_result *out = &hs->out;
   const hw_model *hw = st.hw = hw_catalog_at(sc->cat, h);
@@ -848,7 +858,7 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   for (int c = 0; c < PLANNER_CAUSE_COUNT; c++) out->rejected_by[c] += st.rj.by[c];
   if (isfinite(st.best_key)) planner_push_cand(&out->per_hw, &out->n_per_hw, &st.best);
   else reject_hw(out, hw, req, &st.rj, st.fitted);
-  hs->busy_s = units_now_s() - t_start;
+  hs->busy_s = thread_cpu_s() - t_start;
 }
 
 typedef struct {
@@ -932,9 +942,9 @@ static void *sim_worker(void *arg) {
     planner_cand *c = &sp->c[i];
     const hw_model *hw = hw_catalog_find(sp->cat, c->hw);
     char e[256];
-    double ts = units_now_s();
+    double ts = thread_cpu_s();
     sp->ok[i] = step_simulate(sp->m, hw, &c->p, NULL, &c->sim, NULL, e, sizeof e) == 0;
-    sp->sim_s[i] = units_now_s() - ts;
+    sp->sim_s[i] = thread_cpu_s() - ts;
     if (sp->ok[i]) {
       c->simulated = true;
       planner_price_cand(sp->m, hw, sp->req, c, c->sim.step_time_s, sp->steps);
@@ -1042,6 +1052,7 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
   for (int h = 0; h < nh; h++) {
     const planner_result *o = &hs[h].out;
     out->evaluated += o->evaluated;
+    out->timed += o->timed;
     out->pruned += o->pruned;
     out->cost_builds += o->cost_builds;
     out->bound_violations += o->bound_violations;
