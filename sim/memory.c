@@ -1043,13 +1043,18 @@ static void state_k_of(const memctx *x, state_k *k) {
 static double stage_peak(const memctx *x, const state_k *k, const stage_pre *s) {
   const plan *p = x->p;
   int z = k->zero;
+  /* x / 1 is x and x + 0 is x (x >= 0) in IEEE arithmetic: the divisions
+  ** by an unsharded group and a dense model's expert terms are skipped */
   double P = s->t.dense + s->embed, E = s->t.expert;
-  double weights = P * k->wf / (z >= 3 ? k->n_dense : 1);
-  double gradients = P * k->frac * k->g / (z >= 2 ? k->n_dense : 1);
-  double optimizer = P * k->frac * k->opt / (z >= 1 ? k->n_dense : 1);
-  weights += E * k->wf / (z >= 3 ? k->n_expert : 1);
-  gradients += E * k->frac * k->g / (z >= 2 ? k->n_expert : 1);
-  optimizer += E * k->frac * k->opt / (z >= 1 ? k->n_expert : 1);
+  double weights = P * k->wf, gradients = P * k->frac * k->g, optimizer = P * k->frac * k->opt;
+  if (z >= 3) weights /= k->n_dense;
+  if (z >= 2) gradients /= k->n_dense;
+  if (z >= 1) optimizer /= k->n_dense;
+  if (E != 0) {
+    weights += E * k->wf / (z >= 3 ? k->n_expert : 1);
+    gradients += E * k->frac * k->g / (z >= 2 ? k->n_expert : 1);
+    optimizer += E * k->frac * k->opt / (z >= 1 ? k->n_expert : 1);
+  }
   double copies = z >= 3 ? 0 : s->t.linw * k->copy_bytes;
   weights += copies + s->t.gemms * k->meta_bytes;
   if (k->offload_opt) optimizer = 0;
