@@ -398,12 +398,11 @@ typedef struct {
   bool seeding;     /* the first pass: only seed_plan's plans */
   coll_memo *coll;  /* the bound's collectives (step_memo keeps its own) */
   step_desc *desc;  /* the bound's step description (large: on the heap) */
-  /* the memory of the plans of one set of sizes, micro-batch and
-  ** recompute mode, which differ only in model state: worked out once
-  ** (mem_prep) for generation prep_gen, which search_sizes moves on */
-  mem_prep *prep;
-  int64_t gen, prep_gen;
-  plan_recompute prep_rec;
+  /* the memory of the plans of one set of sizes and micro-batch, per
+  ** recompute mode (their model states differ): worked out once each
+  ** (mem_prep) for generation gen, which search_sizes moves on */
+  mem_prep *prep[3];
+  int64_t gen, prep_gen[3];
 } hw_state;
 
 /* The entry of key k, computed on first use from plan p; NULL when out of
@@ -514,23 +513,34 @@ static bool bound_prunes(const hw_state *st, const plan *p, double floor_s) {
 ** refuses it. */
 /* Plan p's memory (mem_transformer's figures), from the preparation of
 ** its sizes, micro-batch and recompute mode, made first when it is not. */
-static int mem_of(hw_state *st, const plan *p, mem_bytes *mb, char *err, size_t errn) {
-  if (st->prep_gen != st->gen || st->prep_rec != p->recompute) {
+static int mem_of(hw_state *st, const plan *p, mem_peak *mb, char *err, size_t errn) {
+  int r = (int)p->recompute;
+  if (r < 0 || r > 2) { /* not a mode the search makes: worked out whole */
     mem_opts mo;
     plan mp;
     mem_setup(st->sc->m, st->hw, p, &mo, &mp);
-    mem_prep_set(st->prep, &st->sc->m->info.tf, &mp, &mo);
-    st->prep_gen = st->gen, st->prep_rec = p->recompute;
+    mem_bytes a;
+    if (mem_transformer(&st->sc->m->info.tf, &mp, &mo, &a, err, errn) != 0) return -1;
+    *mb = (mem_peak){a.peak, a.weights, a.gradients, a.optimizer, a.runtime, a.comm, a.capacity,
+                     a.fits};
+    return 0;
+  }
+  if (st->prep_gen[r] != st->gen) {
+    mem_opts mo;
+    plan mp;
+    mem_setup(st->sc->m, st->hw, p, &mo, &mp);
+    mem_prep_set(st->prep[r], &st->sc->m->info.tf, &mp, &mo);
+    st->prep_gen[r] = st->gen;
   }
   mem_state s = {p->zero, p->hsdp, p->offload};
-  return mem_prep_state(st->prep, &s, mb, err, errn);
+  return mem_prep_peak(st->prep[r], &s, mb, err, errn);
 }
 
 static int mem_fits(hw_state *st, const plan *p) {
   const hw_model *hw = st->hw;
   rejections *rj = &st->rj;
   st->hs->out.evaluated++;
-  mem_bytes mb;
+  mem_peak mb;
   char merr[256];
   if (mem_of(st, p, &mb, merr, sizeof merr) != 0) {
     reject(rj, PLANNER_CAUSE_DIVISIBILITY, merr);
@@ -650,7 +660,7 @@ static int state_dead(hw_state *st, plan *p, const variant *vs, int n_vs, bool *
       over[i] = over[j];
     } else {
       set_variant(p, &vs[i]);
-      mem_bytes mb;
+      mem_peak mb;
       if (mem_of(st, p, &mb, NULL, 0) != 0) continue;
       known[i] = true;
       double state = mb.weights + mb.gradients + mb.optimizer + mb.runtime + mb.comm;
@@ -817,11 +827,15 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   st.memo = step_memo_new(hw);
   st.coll = coll_memo_new(hw);
   st.desc = malloc(sizeof *st.desc);
-  st.prep = mem_prep_new();
-  st.prep_gen = -1;
+  bool preps = true;
+  for (int r = 0; r < 3; r++) {
+    st.prep[r] = mem_prep_new();
+    st.prep_gen[r] = -1;
+    preps = preps && st.prep[r];
+  }
   fx.var = malloc(MAX_VARIANTS * sizeof *fx.var);
-  if (!st.memo || !st.coll || !st.desc || !fx.var || !st.prep) {
-    mem_prep_free(st.prep);
+  if (!st.memo || !st.coll || !st.desc || !fx.var || !preps) {
+    for (int r = 0; r < 3; r++) mem_prep_free(st.prep[r]);
     step_memo_free(st.memo);
     coll_memo_free(st.coll);
     free(st.desc);
@@ -850,7 +864,7 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   }
   free(fx.var);
   free(st.desc);
-  mem_prep_free(st.prep);
+  for (int r = 0; r < 3; r++) mem_prep_free(st.prep[r]);
   coll_memo_free(st.coll);
   step_memo_free(st.memo);
   cost_map_free(&st.costs);

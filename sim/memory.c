@@ -955,41 +955,6 @@ int mem_transformer(const wl_tf_dims *d, const plan *p, const mem_opts *o, mem_b
 
 /* ---- one plan's model states ---- */
 
-/* The most stages a preparation keeps; a plan with more is worked out
-** whole for each state (mem_transformer). */
-#define MEM_PREP_STAGES 512
-
-struct mem_prep {
-  const wl_tf_dims *d;
-  plan q;    /* the plan; its model state set per call */
-  mem_opts o;
-  bool ready; /* the stages below are q's (else each state goes through mem_transformer) */
-  memrun r;   /* its memctx points into this struct: a mem_prep does not move */
-  int n;      /* stages kept: 0, r.step, 2 r.step, .. below q.pp */
-  stage_pre s[MEM_PREP_STAGES];
-};
-
-mem_prep *mem_prep_new(void) { return calloc(1, sizeof(mem_prep)); }
-
-void mem_prep_free(mem_prep *mp) { free(mp); }
-
-void mem_prep_set(mem_prep *mp, const wl_tf_dims *d, const plan *p, const mem_opts *o) {
-  mp->d = d;
-  mp->q = *p;
-  mp->o = *o;
-  /* a plan refused whatever its state, or too long to keep: each state
-  ** goes through mem_transformer (which says why) */
-  mp->ready = check(d, &mp->q, &mp->o, NULL, 0) == 0;
-  if (!mp->ready) return;
-  memrun_init(&mp->r, d, &mp->q, &mp->o);
-  if ((p->pp - 1) / mp->r.step >= MEM_PREP_STAGES) {
-    mp->ready = false;
-    return;
-  }
-  mp->n = 0;
-  for (int64_t i = 0; i < p->pp; i += mp->r.step) stage_pre_of(&mp->r.x, i, &mp->s[mp->n++]);
-}
-
 /* What one model state makes of every stage alike, worked out once per
 ** state: each figure the same expression stage_state, stage_temporary and
 ** stage_finish evaluate, so a stage's peak below is theirs to the bit. */
@@ -1003,6 +968,34 @@ typedef struct {
   double frag;                               /* f / (1 - f) */
   double runtime, comm;
 } state_k;
+
+/* The most stages a preparation keeps; a plan with more is worked out
+** whole for each state (mem_transformer). */
+#define MEM_PREP_STAGES 512
+
+struct mem_prep {
+  const wl_tf_dims *d;
+  plan q;    /* the plan; its model state set per call */
+  mem_opts o;
+  bool ready; /* the stages below are q's (else each state goes through mem_transformer) */
+  memrun r;   /* its memctx points into this struct: a mem_prep does not move */
+  int n;      /* stages kept: 0, r.step, 2 r.step, .. below q.pp */
+  stage_pre s[MEM_PREP_STAGES];
+  /* per stage, the peak's terms that no model state changes, as the
+  ** stage's figures compute them (mem_prep_set: stage_terms) */
+  bool experts; /* any stage holds routed experts */
+  state_k k0;   /* the factors of the state it was set with (state_k_now updates them) */
+  double pw[MEM_PREP_STAGES], pg[MEM_PREP_STAGES], po[MEM_PREP_STAGES]; /* dense + embedding */
+  double ew[MEM_PREP_STAGES], eg[MEM_PREP_STAGES], eo[MEM_PREP_STAGES]; /* routed experts */
+  double cw[MEM_PREP_STAGES], cw3[MEM_PREP_STAGES]; /* recipe copies: ZeRO < 3, ZeRO-3 */
+  double act[MEM_PREP_STAGES], act_off[MEM_PREP_STAGES]; /* activations: kept, offloaded */
+  double tmp[MEM_PREP_STAGES], tmp2[MEM_PREP_STAGES], tmp3[MEM_PREP_STAGES]; /* by ZeRO stage */
+};
+
+mem_prep *mem_prep_new(void) { return calloc(1, sizeof(mem_prep)); }
+
+void mem_prep_free(mem_prep *mp) { free(mp); }
+
 
 static void state_k_of(const memctx *x, state_k *k) {
   const plan *p = x->p;
@@ -1038,38 +1031,87 @@ static void state_k_of(const memctx *x, state_k *k) {
   k->comm = comm_bytes(p, o);
 }
 
-/* Stage s's peak under state k: peak_of(stage_worst's z), the same
-** operations in the same order, without building the stage's figures. */
-static double stage_peak(const memctx *x, const state_k *k, const stage_pre *s) {
+/* k0's factors with those of the model state x->p has now: the shard
+** groups, the stage, the offload and the fragmentation it brings (the
+** same expressions as state_k_of). */
+static void state_k_now(const memctx *x, const state_k *k0, state_k *k) {
   const plan *p = x->p;
-  int z = k->zero;
-  /* x / 1 is x and x + 0 is x (x >= 0) in IEEE arithmetic: the divisions
-  ** by an unsharded group and a dense model's expert terms are skipped */
+  *k = *k0;
+  int64_t gd, ge;
+  shard_groups(p, &gd, &ge);
+  k->n_dense = gd > 1 ? (double)gd : 1;
+  k->n_expert = ge > 1 ? (double)ge : 1;
+  k->zero = p->zero;
+  k->offload_opt = p->offload == PLAN_OFFLOAD_OPTIMIZER;
+  k->offload_act = p->offload == PLAN_OFFLOAD_ACTIVATIONS;
+  bool irregular = p->recompute != PLAN_RECOMPUTE_NONE || p->offload != PLAN_OFFLOAD_NONE;
+  double f = irregular ? x->o->fragmentation : 0;
+  k->frag = f / (1 - f);
+}
+
+/* Stage i's terms of the peak that no model state changes (k: any state
+** of the prepared plan, for the factors that do not depend on it), each
+** computed as stage_state, stage_finish and stage_temporary compute it:
+** (P f) g rather than P (f g), and so on. */
+static void stage_terms(mem_prep *mp, const state_k *k, int i) {
+  const stage_pre *s = &mp->s[i];
   double P = s->t.dense + s->embed, E = s->t.expert;
-  double weights = P * k->wf, gradients = P * k->frac * k->g, optimizer = P * k->frac * k->opt;
+  mp->pw[i] = P * k->wf, mp->pg[i] = P * k->frac * k->g, mp->po[i] = P * k->frac * k->opt;
+  mp->ew[i] = E * k->wf, mp->eg[i] = E * k->frac * k->g, mp->eo[i] = E * k->frac * k->opt;
+  mp->experts = mp->experts || E != 0;
+  mp->cw[i] = s->t.linw * k->copy_bytes + s->t.gemms * k->meta_bytes;
+  mp->cw3[i] = 0 + s->t.gemms * k->meta_bytes;
+  mp->act[i] = s->act + s->ends + s->mtp_act;
+  double off = s->act > 2 * s->t.act_max ? 2 * s->t.act_max : s->act;
+  mp->act_off[i] = off + s->ends + s->mtp_act;
+  double lw = s->t.weights_max, per = elem_bytes(mp->q.precision) + k->copy_bytes;
+  mp->tmp[i] = s->big + s->coll;
+  mp->tmp2[i] = s->big + (s->coll + lw * k->z2_per);
+  mp->tmp3[i] = s->big + (s->coll + k->z3_per * lw * per + lw * k->z2_per);
+}
+
+/* Stage i's peak under state k: peak_of(stage_whole's figures), the same
+** operations in the same order. x / 1 is x and x + 0 is x (x >= 0) in
+** IEEE arithmetic: the divisions by an unsharded group and a dense
+** model's expert terms are skipped. */
+static double prep_peak(const mem_prep *mp, const state_k *k, int i, double *wgo) {
+  int z = k->zero;
+  double weights = mp->pw[i], gradients = mp->pg[i], optimizer = mp->po[i];
   if (z >= 3) weights /= k->n_dense;
   if (z >= 2) gradients /= k->n_dense;
   if (z >= 1) optimizer /= k->n_dense;
-  if (E != 0) {
-    weights += E * k->wf / (z >= 3 ? k->n_expert : 1);
-    gradients += E * k->frac * k->g / (z >= 2 ? k->n_expert : 1);
-    optimizer += E * k->frac * k->opt / (z >= 1 ? k->n_expert : 1);
+  if (mp->experts) {
+    weights += mp->ew[i] / (z >= 3 ? k->n_expert : 1);
+    gradients += mp->eg[i] / (z >= 2 ? k->n_expert : 1);
+    optimizer += mp->eo[i] / (z >= 1 ? k->n_expert : 1);
   }
-  double copies = z >= 3 ? 0 : s->t.linw * k->copy_bytes;
-  weights += copies + s->t.gemms * k->meta_bytes;
+  weights += z >= 3 ? mp->cw3[i] : mp->cw[i];
   if (k->offload_opt) optimizer = 0;
-  double act = s->act;
-  if (k->offload_act && act > 2 * s->t.act_max) act = 2 * s->t.act_max;
-  double activations = act + s->ends + s->mtp_act;
-  double coll = s->coll, lw = s->t.weights_max;
-  if (k->dp_shards && z >= 3) {
-    double per = elem_bytes(p->precision) + k->copy_bytes;
-    coll += k->z3_per * lw * per;
-  }
-  if (k->dp_shards && z >= 2) coll += lw * k->z2_per;
-  double temporary = s->big + coll;
+  double activations = k->offload_act ? mp->act_off[i] : mp->act[i];
+  double temporary = !k->dp_shards || z < 2 ? mp->tmp[i] : z < 3 ? mp->tmp2[i] : mp->tmp3[i];
   double frag = k->frag * (activations + temporary);
+  if (wgo) wgo[0] = weights, wgo[1] = gradients, wgo[2] = optimizer;
   return weights + gradients + optimizer + activations + temporary + k->runtime + k->comm + frag;
+}
+
+void mem_prep_set(mem_prep *mp, const wl_tf_dims *d, const plan *p, const mem_opts *o) {
+  mp->d = d;
+  mp->q = *p;
+  mp->o = *o;
+  /* a plan refused whatever its state, or too long to keep: each state
+  ** goes through mem_transformer (which says why) */
+  mp->ready = check(d, &mp->q, &mp->o, NULL, 0) == 0;
+  if (!mp->ready) return;
+  memrun_init(&mp->r, d, &mp->q, &mp->o);
+  if ((p->pp - 1) / mp->r.step >= MEM_PREP_STAGES) {
+    mp->ready = false;
+    return;
+  }
+  mp->n = 0;
+  for (int64_t i = 0; i < p->pp; i += mp->r.step) stage_pre_of(&mp->r.x, i, &mp->s[mp->n++]);
+  state_k_of(&mp->r.x, &mp->k0);
+  mp->experts = false;
+  for (int i = 0; i < mp->n; i++) stage_terms(mp, &mp->k0, i);
 }
 
 /* The state's fields as check() takes them (the rest of the plan passed
@@ -1079,26 +1121,52 @@ static bool state_valid(const mem_state *st) {
          st->offload <= PLAN_OFFLOAD_OPTIMIZER;
 }
 
-int mem_prep_state(mem_prep *mp, const mem_state *st, mem_bytes *out, char *err, size_t errn) {
+/* The worst stage of the prepared plan under state st (the first of the
+** largest peaks, as mem_transformer keeps it), into *worst with its peak,
+** weights, gradients and optimizer; 0, or -1 with err (check's message)
+** when the state is refused. Not ready: -2 (mem_transformer's turn). */
+static int prep_worst(mem_prep *mp, const mem_state *st, int *worst, double *top, double *wgo,
+                      char *err, size_t errn) {
   plan *q = &mp->q;
   q->zero = st->zero, q->hsdp = st->hsdp, q->offload = st->offload;
-  if (!mp->ready) return mem_transformer(mp->d, q, &mp->o, out, err, errn);
+  if (!mp->ready) return -2;
   if (!state_valid(st) && check(mp->d, q, &mp->o, err, errn) != 0) return -1;
-  if (!out) return str_errf(err, errn, "memory: no output");
-  /* the worst stage by its peak alone (the first of the largest, as
-  ** mem_transformer keeps it), then that stage's figures */
   state_k k;
-  state_k_of(&mp->r.x, &k);
-  int worst = 0;
-  double top = 0;
+  state_k_now(&mp->r.x, &mp->k0, &k);
+  *worst = 0;
   for (int i = 0; i < mp->n; i++) {
-    double pk = stage_peak(&mp->r.x, &k, &mp->s[i]);
-    if (i == 0 || pk > top) top = pk, worst = i;
+    double pk = prep_peak(mp, &k, i, NULL);
+    if (i == 0 || pk > *top) *top = pk, *worst = i;
   }
-  mem_bytes a;
-  stage_whole(&mp->r.x, &mp->s[worst], (int64_t)worst * mp->r.step, &a);
-  mem_done(&mp->o, &a);
-  *out = a;
+  prep_peak(mp, &k, *worst, wgo);
+  return 0;
+}
+
+int mem_prep_state(mem_prep *mp, const mem_state *st, mem_bytes *out, char *err, size_t errn) {
+  int worst;
+  double top = 0, wgo[3];
+  int rc = out ? prep_worst(mp, st, &worst, &top, wgo, err, errn) : -2;
+  if (rc == -2) return mem_transformer(mp->d, &mp->q, &mp->o, out, err, errn);
+  if (rc != 0) return -1;
+  stage_whole(&mp->r.x, &mp->s[worst], (int64_t)worst * mp->r.step, out);
+  mem_done(&mp->o, out);
+  return 0;
+}
+
+int mem_prep_peak(mem_prep *mp, const mem_state *st, mem_peak *out, char *err, size_t errn) {
+  int worst;
+  double top = 0, wgo[3];
+  int rc = prep_worst(mp, st, &worst, &top, wgo, err, errn);
+  if (rc == -1) return -1;
+  if (rc == -2) {
+    mem_bytes a;
+    if (mem_transformer(mp->d, &mp->q, &mp->o, &a, err, errn) != 0) return -1;
+    *out = (mem_peak){a.peak, a.weights, a.gradients, a.optimizer, a.runtime, a.comm, a.capacity,
+                      a.fits};
+    return 0;
+  }
+  *out = (mem_peak){top, wgo[0], wgo[1], wgo[2], mp->k0.runtime, mp->k0.comm,
+                    mp->o.capacity_bytes, mp->o.capacity_bytes <= 0 || top <= mp->o.capacity_bytes};
   return 0;
 }
 

@@ -128,6 +128,15 @@ void mem_prep_free(mem_prep *mp);
 void mem_prep_set(mem_prep *mp, const wl_tf_dims *d, const plan *p, const mem_opts *o);
 /* mem_transformer of the set plan with model state st: 0, or -1 with err */
 int mem_prep_state(mem_prep *mp, const mem_state *st, mem_bytes *out, char *err, size_t errn);
+/* The same, only the figures a search reads, of the worst stage: its
+** peak, weights, gradients, optimizer, runtime and communicators (as
+** mem_bytes has them) and whether it fits; the stage's other figures are
+** not built. */
+typedef struct {
+  double peak, weights, gradients, optimizer, runtime, comm, capacity;
+  bool fits;
+} mem_peak;
+int mem_prep_peak(mem_prep *mp, const mem_state *st, mem_peak *out, char *err, size_t errn);
 
 typedef struct {
   char what[96];        /* "micro-batch 4 -> 1 (accumulation 1 -> 4)" */

@@ -91,6 +91,15 @@ static int grid(const char *name, const char *hw_name, int64_t chips, int64_t ep
                            (long long)pp, (long long)vp, (long long)p.mbs, rec, z, (long long)hs,
                            off);
                   same(&want, &got, what);
+                  /* the search's figures: the same, to the bit */
+                  mem_peak pk;
+                  cr_assert_eq(mem_prep_peak(mp, &s, &pk, e2, sizeof e2), 0, "%s", what);
+                  cr_assert(pk.peak == want.peak && pk.weights == want.weights &&
+                                pk.gradients == want.gradients &&
+                                pk.optimizer == want.optimizer && pk.runtime == want.runtime &&
+                                pk.comm == want.comm && pk.capacity == want.capacity &&
+                                pk.fits == want.fits,
+                            "%s: mem_prep_peak %.17g vs %.17g", what, pk.peak, want.peak);
                   compared++;
                 }
           }
@@ -130,6 +139,10 @@ Test(memprep, a_bad_state_is_refused_as_mem_transformer_refuses_it) {
   char e1[256], e2[256];
   cr_assert_eq(mem_transformer(&m->info.tf, &q, &o, &a, e1, sizeof e1), -1);
   cr_assert_eq(mem_prep_state(mp, &s, &b, e2, sizeof e2), -1);
+  cr_assert_str_eq(e1, e2);
+  mem_peak pk;
+  e2[0] = 0;
+  cr_assert_eq(mem_prep_peak(mp, &s, &pk, e2, sizeof e2), -1);
   cr_assert_str_eq(e1, e2);
   cr_assert(strstr(e2, "ZeRO stage 5") != NULL, "%s", e2);
   mem_prep_free(mp);
