@@ -25,7 +25,7 @@ const char *const CLI_SIM_VALUED[] = {
     "--recompute", "--precision", "--pp-schedule", "--reduction-server", "--slices",
     "--trace", "--input", "--storage", "--prefetch", "--input-host", "--grad-sync", "--attention",
     "--op-costs", "--cp", "--cp-comm", "--etp", "--pp-layers", "--hsdp", "--offload",
-    "--framework", NULL};
+    "--framework", "--embeddings", NULL};
 static const char *const CP_COMM[] = {"ring", "all-gather", NULL};
 static const char *const OFFLOAD[] = {"none", "activations", "optimizer", NULL};
 
@@ -50,7 +50,7 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
   for (int i = 0; i < 13; i++)
     if (cli_opt_int(c, names[i], 1, hi[i], counts[i])) return CLI_USAGE;
   static const char *const ZERO[] = {"0", "1", "2", "3", NULL};
-  int rec, prec, zero, gsync, attn, costs, cpc, off;
+  int rec, prec, zero, gsync, attn, costs, cpc, off, emb;
   if (cli_enum_opt(c, "--recompute", plan_recompute_names, 0, &rec) ||
       cli_enum_opt(c, "--precision", plan_precision_names, 0, &prec) ||
       cli_enum_opt(c, "--zero", ZERO, 0, &zero) ||
@@ -58,8 +58,10 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
       cli_enum_opt(c, "--attention", plan_attention_names, 0, &attn) ||
       cli_enum_opt(c, "--op-costs", CLI_OP_COSTS, 0, &costs) ||
       cli_enum_opt(c, "--cp-comm", CP_COMM, 0, &cpc) ||
-      cli_enum_opt(c, "--offload", OFFLOAD, 0, &off))
+      cli_enum_opt(c, "--offload", OFFLOAD, 0, &off) ||
+      cli_enum_opt(c, "--embeddings", plan_embeddings_names, 0, &emb))
     return CLI_USAGE;
+  p->embeddings = (plan_embeddings)emb;
   if (cli_opt(c, "--attention")) p->attention = (plan_attention)attn;
   if (cli_opt(c, "--grad-sync")) p->grad_sync = (plan_grad_sync)gsync;
   if (cli_opt(c, "--zero")) p->zero = zero;
@@ -290,6 +292,12 @@ static int run_simulate(cli_ctx *c) {
   model_opts mo = {.seq_len = p.seq, .precision = own_prec ? NULL : plan_precision_name(p.precision)};
   model *m = model_load(c->pos[0], &mo, dg);
   if (m && own_prec) p.precision = plan_precision_on(hw, m->train.compute);
+  /* the frameworks' default sharding (Megatron-Core's distributed
+  ** optimizer, MaxText's fsdp) is an LLM stack's: a family that trains
+  ** data-parallel (cnn, dlrm, ...) runs under plain DDP unless told */
+  if (m && m->info.tf.layers == 0 && !cli_opt(c, "--framework") && !cli_opt(c, "--zero") &&
+      !cli_opt(c, "--fsdp"))
+    p.zero = 0;
   diag_print(dg, c->err);
   diag_free(dg);
   char err[1024];
@@ -359,6 +367,7 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "                  [--pp-schedule gpipe|1f1b|interleaved:V] [--pp-layers A,B,...]\n"
     "                  [--pp-split-embedding] [--pp-split-loss] [--cp-comm ring|all-gather]\n"
     "                  [--offload none|activations|optimizer] [--reduction-server N]\n"
+    "                  [--embeddings replicated|sharded|ps]\n"
     "                  [--slices K] [--sp] [--full] [--grad-sync overlap|after-backward]\n"
     "                  [--attention flash|scores] [--op-costs ir|formula]\n"
     "                  [--explain] [--json] [--trace FILE]\n"

@@ -91,6 +91,8 @@ static const hw_field FIELDS[] = {
     {"chip.host_link.bw_bytes_per_s", HWF_NUM, OFF(chip.host_link_bw_bytes_per_s), 0, REQ, NULL, 0,
      MAX_BW, "B/s", NULL},
     {"chip.tdp_w", HWF_NUM, OFF(chip.tdp_w), 0, FIG | HWF_POS, NULL, 0, 1e5, "W", NULL},
+    {"chip.sparse_cores", HWF_INT, OFF(chip.sparse_cores), 0, FIG, NULL, 0, 64, "",
+     "absent: none (embedding lookups run on the matrix/vector cores)"},
     /* Measured sustained figures: optional, each with its own source. What
     ** the timing model assumes without one is set by apply_defaults and
     ** shown by `hw show` from the last column. */

@@ -49,6 +49,10 @@ typedef struct {
   int host_link_kind;
   double host_link_bw_bytes_per_s;
   double tdp_w;
+  /* SparseCores: a TPU's dataflow processors for embedding lookups
+  ** (gathers, the pooled exchange, the sparse update), beside the
+  ** TensorCores; 0 when the chip has none */
+  int64_t sparse_cores;
   /* Measured sustained figures (optional). hw_load fills in what the timing
   ** model assumes when a file leaves one out (see hw_field.absent): 1.0 for
   ** the efficiencies, vector_flops_per_s for transcendentals, 0 overhead;

@@ -15,6 +15,29 @@ const char *const plan_schedule_names[] = {"gpipe", "1f1b", "interleaved", NULL}
 const char *const plan_recompute_names[] = {"none", "selective", "full", NULL};
 const char *const plan_grad_sync_names[] = {"overlap", "after-backward", NULL};
 const char *const plan_attention_names[] = {"flash", "scores", NULL};
+const char *const plan_embeddings_names[] = {"replicated", "sharded", "ps", NULL};
+
+void plan_embedding_tables(const graph *g, plan_emb_tables *t) {
+  *t = (plan_emb_tables){0};
+  int n = g ? graph_count(g) : 0;
+  for (int i = 0; i < n; i++) {
+    const graph_op *op = graph_get(g, i);
+    if (op->kind != GOP_GATHER || op->n_in < 2) continue;
+    const graph_op *w = graph_get(g, op->in[0]);
+    if (w->kind != GOP_PARAMETER || !(w->flags & GRAPH_WEIGHT)) continue;
+    double tb = graph_bytes(&w->out), ob = graph_bytes(&op->out);
+    const graph_shape *o = &op->out;
+    t->tables++;
+    /* [B, D] or [B, L, D]: the L lookups of a sample pool into one vector */
+    double L = 1;
+    for (int k = 1; k + 1 < o->rank; k++) L *= (double)o->dim[k];
+    t->bytes += tb;
+    if (tb > t->largest) t->largest = tb;
+    t->rows_bytes += ob;
+    t->pooled_bytes += L > 0 ? ob / L : ob;
+    t->index_bytes += graph_bytes(&graph_get(g, op->in[1])->out);
+  }
+}
 
 /* --precision: the compute dtypes (workloads' table, in its order), then
 ** the GEMM recipes, which compute in bf16 (plan.h) */
@@ -236,6 +259,38 @@ int plan_hw_supports(const model *m, const hw_model *hw, char *err, size_t errn)
   return 0;
 }
 
+/* --embeddings sharded|ps: a model with embedding tables read by gathers
+** (a recommender's; a transformer's token embedding is split by tp and
+** ZeRO instead); a parameter server on CPU hosts beside GPUs or CPUs, not
+** TPUs, whose embeddings are TPUEmbedding's, sharded over the slice's HBM
+** (TensorFlow's ParameterServerStrategy runs CPU and GPU workers; TPU
+** training goes through TPUStrategy). */
+static int check_embeddings(const model *m, const hw_model *hw, const plan *p, plan_fault *fault,
+                            char *err, size_t errn) {
+  if (p->embeddings == PLAN_EMB_REPLICATED) return 0;
+  const char *want = plan_embeddings_names[p->embeddings];
+  if ((unsigned)p->embeddings > PLAN_EMB_PS) {
+    *fault = PLAN_FAULT_RANGE;
+    return str_errf(err, errn, "--embeddings takes replicated, sharded or ps");
+  }
+  plan_emb_tables t;
+  plan_embedding_tables(m->info.tf.layers == 0 ? m->g : NULL, &t);
+  if (t.tables == 0) {
+    *fault = PLAN_FAULT_FAMILY;
+    return str_errf(err, errn, "--embeddings %s places embedding tables; %s has none a gather "
+                    "reads (a recommender such as dlrm has; nearest: --embeddings replicated, "
+                    "or --zero 3 to shard a transformer's weights)", want, m->name);
+  }
+  if (p->embeddings == PLAN_EMB_PS && hw->kind == HW_TPU) {
+    *fault = PLAN_FAULT_FAMILY;
+    return str_errf(err, errn, "--embeddings ps: a parameter server feeds CPU or GPU workers; on "
+                    "%s the tables are TPUEmbedding's, sharded over the slice's HBM%s (nearest: "
+                    "--embeddings sharded)", hw->name,
+                    hw->chip.sparse_cores > 0 ? " and looked up by its SparseCores" : "");
+  }
+  return 0;
+}
+
 int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fault, char *err,
                      size_t errn) {
   plan_fault dummy;
@@ -245,6 +300,7 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
     *fault = PLAN_FAULT_REQUIRES;
     return -1;
   }
+  if (check_embeddings(m, hw, p, fault, err, errn) != 0) return -1;
   const wl_tf_dims *d = &m->info.tf;
   if (d->layers == 0) {
     int rc = check_generic(m, p, err, errn);

@@ -58,6 +58,15 @@ typedef enum {
   PLAN_GEMM_INT8,
   PLAN_GEMM_COUNT
 } plan_gemm;
+/* Where a model's embedding tables live (a recommender's: tables of
+** millions of rows looked up by index, far larger than its dense layers):
+** replicated on every chip with their gradients all-reduced densely (plain
+** DDP), sharded row-wise over the chips' memory with the looked-up vectors
+** exchanged by all-to-all (TorchRec's model-parallel embeddings, TPUEmbedding
+** on a TPU slice's HBM, on SparseCores where the chip has them), or on CPU
+** parameter-server hosts' DRAM, the accelerators running the dense layers
+** (TensorFlow's ParameterServerStrategy). docs/hardware-choice.md. */
+typedef enum { PLAN_EMB_REPLICATED, PLAN_EMB_SHARDED, PLAN_EMB_PS } plan_embeddings;
 /* What is kept in host memory instead of HBM (priced in host-link time). */
 typedef enum { PLAN_OFFLOAD_NONE, PLAN_OFFLOAD_ACTIVATIONS, PLAN_OFFLOAD_OPTIMIZER } plan_offload;
 
@@ -76,6 +85,7 @@ typedef struct {
   bool pp_split_embedding, pp_split_loss;
   int64_t hsdp;    /* FSDP/ZeRO-3 shard group size (0: the whole dp x cp group) */
   plan_offload offload;
+  plan_embeddings embeddings; /* where embedding tables live (models that have them) */
   plan_gemm gemm;  /* the linear layers' GEMM recipe */
   int framework;   /* an index into plan_frameworks (sim/framework.h) */
   /* the framework's features (plan_apply_framework sets them) */
@@ -113,6 +123,18 @@ extern const char *const plan_schedule_names[];  /* gpipe, 1f1b, interleaved */
 extern const char *const plan_recompute_names[]; /* none, selective, full */
 extern const char *const plan_grad_sync_names[]; /* overlap, after-backward */
 extern const char *const plan_attention_names[]; /* flash, scores */
+extern const char *const plan_embeddings_names[]; /* replicated, sharded, ps */
+
+/* A model's embedding tables, read off its graph: every weight a gather
+** reads rows of. bytes: the tables; largest: the biggest one; rows_bytes:
+** the rows a step's graph looks up (the gathers' outputs, before pooling);
+** pooled_bytes: one vector per sample and table (what TorchRec's pooled
+** all-to-all moves); index_bytes: the indices. Zero when there are none. */
+typedef struct {
+  int tables;
+  double bytes, largest, rows_bytes, pooled_bytes, index_bytes;
+} plan_emb_tables;
+void plan_embedding_tables(const graph *g, plan_emb_tables *t);
 /* "bf16", ... (workloads' precision table); "bf16" for a dtype that is none */
 const char *plan_precision_name(graph_dtype dt);
 /* --precision's values: the compute dtypes, then the GEMM recipes (fp8,

@@ -542,6 +542,7 @@ cJSON *step_json(const model *m, const hw_model *hw, const plan *p, const step_r
   cJSON_AddNumberToObject(pj, "ep", (double)p->ep);
   cJSON_AddNumberToObject(pj, "etp", (double)(p->etp > 0 ? p->etp : 1));
   cJSON_AddNumberToObject(pj, "zero", p->zero);
+  cJSON_AddStringToObject(pj, "embeddings", plan_embeddings_names[p->embeddings]);
   if (p->hsdp > 0) cJSON_AddNumberToObject(pj, "hsdp", (double)p->hsdp);
   cJSON_AddNumberToObject(pj, "mbs", (double)p->mbs);
   cJSON_AddNumberToObject(pj, "gbs", (double)p->gbs);
