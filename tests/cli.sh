@@ -189,6 +189,17 @@ run sim-fp64-tpu 1 simulate tests/data/models/needs-fp64.json --hw tpu-v5e --chi
 run sim-gbdt-tpu 1 simulate gbdt --hw tpu-v5p --chips 1 && has sim-gbdt-tpu err "tree-boosting libraries (XGBoost, LightGBM, CatBoost), which run on CPUs and NVIDIA GPUs"
 run sim-gbdt-gpu 0 simulate gbdt --hw h100-sxm --chips 1 && has sim-gbdt-gpu out "gbdt on 1 x h100-sxm"
 run plan-gbdt-notpu 0 plan gbdt && has plan-gbdt-notpu out "tpu-v5e: the model is trained by tree-boosting libraries"
+# embedding tables (#18): a 24 G-parameter fp32 DLRM replicated does not fit
+# an H100; the first fix shards the tables, the planner picks a placement
+# that fits and says so; a parameter server on a TPU is refused
+run sim-dlrm-repl 3 simulate dlrm --hw h100-sxm --chips 8 && has sim-dlrm-repl out "fix 1: embeddings replicated -> sharded over the 8 chips (TorchRec row-wise)"
+run sim-dlrm-shard 0 simulate dlrm --hw h100-sxm --chips 8 --embeddings sharded && has sim-dlrm-shard out "fits"
+run sim-dlrm-ps-tpu 1 simulate dlrm --hw tpu-v5p --chips 8 --embeddings ps && has sim-dlrm-ps-tpu err "nearest: --embeddings sharded"
+run sim-emb-cnn 1 simulate resnet50 --hw a100-80g --chips 8 --embeddings sharded && has sim-emb-cnn err "has none a gather reads"
+run sim-emb-bad 2 simulate dlrm --hw a100-80g --chips 8 --embeddings shard
+run plan-dlrm-h100 0 plan dlrm --hw h100-sxm --chips 8 && has plan-dlrm-h100 out "embedding tables sharded over the chips' memory (TorchRec row-wise"
+run plan-dlrm-v5p 0 plan dlrm --hw tpu-v5p --chips 8 && has plan-dlrm-v5p out "on the SparseCores, overlapped with the dense layers"
+run plan-dlrm-1gpu 0 plan dlrm --hw h100-sxm --chips 1 && has plan-dlrm-1gpu out "CPU parameter-server hosts"
 run sim-own-prec 0 simulate mlp --hw a100-80g --chips 1 --json && has sim-own-prec out '"precision":	"fp32"'
 # the fixes of a plan that does not fit: those on the same chips before
 # those that re-partition them, before those that add chips (#18), each

@@ -91,3 +91,119 @@ Test(requires, tpu_f32_matmul_is_six_bf16_passes) {
   cr_assert_float_eq(optime_peak_flops(hw, GDT_F32), 1.97e14 / 6, 1e11);
   hw_catalog_free(c);
 }
+
+/* ---- embedding tables: where they live (#18; sim/embed.h) ---- */
+
+#include "../sim/embed.h"
+#include "../sim/step.h"
+
+/* The MLPerf DLRM (workloads/examples/dlrm.json): 26 tables of 187,767,399
+** rows in all (the sum of its table_rows) x 128 = 24,034,227,072 fp32
+** parameters, 96,136,908,288 bytes. */
+#define DLRM_TABLE_PARAMS 24034227072.0
+
+static int dlrm_step(const char *hw_name, int64_t chips, plan_embeddings e, step_result *r,
+                     char *err, size_t n) {
+  hw_catalog *c = th_catalog();
+  model *m = th_model("workloads/examples/dlrm.json", 0);
+  plan p = {.chips = chips, .tp = 1, .pp = 1, .ep = 1, .vp = 1, .slices = 1,
+            .schedule = PLAN_1F1B, .precision = GDT_F32, .embeddings = e};
+  const hw_model *hw = th_hw(c, hw_name);
+  int rc = plan_check(m, hw, &p, err, n);
+  if (rc == 0) rc = step_simulate(m, hw, &p, NULL, r, NULL, err, n);
+  model_free(m);
+  hw_catalog_free(c);
+  return rc;
+}
+
+/* The tables are read off the graph: every weight a gather reads. At the
+** global batch of 65,536 one lookup per table: 65,536 x 26 x 128 x 4 B of
+** rows and 65,536 x 26 int32 indices. */
+Test(embeddings, tables_read_off_the_graph) {
+  model *m = th_model("workloads/examples/dlrm.json", 0);
+  plan_emb_tables t;
+  plan_embedding_tables(m->g, &t);
+  cr_assert_eq(t.tables, 26);
+  cr_assert_float_eq(t.bytes, DLRM_TABLE_PARAMS * 4, 1);
+  cr_assert_float_eq(t.largest, 39979771.0 * 128 * 4, 1, "the 39,979,771-row table");
+  cr_assert_float_eq(t.rows_bytes, 65536.0 * 26 * 128 * 4, 1);
+  cr_assert_float_eq(t.pooled_bytes, t.rows_bytes, 1, "one lookup a table: nothing to pool");
+  cr_assert_float_eq(t.index_bytes, 65536.0 * 26 * 4, 1);
+  model_free(m);
+}
+
+/* Replicated, every H100 holds the 96 GB of tables and as much again of
+** dense gradient: no fit in 80 GiB, and the fixes offer the placements.
+** Sharded row-wise over 8 chips, a chip holds 1/8 of the tables
+** (12,017,113,536 B) plus the dense layers, and only its looked-up rows'
+** gradients (8,192 samples x 26 x 128 x 4 B). */
+Test(embeddings, sharding_fits_a_24g_dlrm_where_replicas_do_not) {
+  char err[512];
+  step_result r;
+  cr_assert_eq(dlrm_step("h100-sxm", 8, PLAN_EMB_REPLICATED, &r, err, sizeof err), 0, "%s", err);
+  cr_assert(!r.fits);
+  cr_assert_geq(r.memory.weights, DLRM_TABLE_PARAMS * 4);
+  bool offered = false;
+  for (int i = 0; i < r.n_fixes; i++)
+    offered |= r.fixes[i].p.embeddings == PLAN_EMB_SHARDED && r.fixes[i].fits;
+  cr_assert(offered, "a fix shards the tables");
+  double dense_params = 0;
+  {
+    model *m = th_model("workloads/examples/dlrm.json", 0);
+    dense_params = (double)m->params - DLRM_TABLE_PARAMS;
+    model_free(m);
+  }
+  cr_assert_eq(dlrm_step("h100-sxm", 8, PLAN_EMB_SHARDED, &r, err, sizeof err), 0, "%s", err);
+  cr_assert(r.fits);
+  cr_assert_float_eq(r.memory.weights, (dense_params + DLRM_TABLE_PARAMS / 8) * 4, 1e3);
+  cr_assert_float_eq(r.memory.gradients, dense_params * 4 + 8192.0 * 26 * 128 * 4, 1e3);
+  cr_assert_gt(r.emb_exchange_s, 0, "the pooled all-to-all is priced");
+}
+
+/* TPUEmbedding on SparseCores (v5p: four a chip, Cloud TPU architecture
+** docs) runs the exchange beside the TensorCores: none of it is exposed
+** while it is shorter than the dense compute. v5e has no SparseCores
+** (Cloud TPU v6e docs, v5e column): the same exchange is in series. */
+Test(embeddings, sparsecores_hide_the_exchange) {
+  char err[512];
+  step_result a, b;
+  cr_assert_eq(dlrm_step("tpu-v5p", 8, PLAN_EMB_SHARDED, &a, err, sizeof err), 0, "%s", err);
+  cr_assert_gt(a.emb_exchange_s, 0);
+  cr_assert_lt(a.emb_exchange_s, a.breakdown_s.compute);
+  cr_assert_float_eq(a.breakdown_s.exposed_comm - a.exposed_dp_s, 0, 1e-12);
+  cr_assert_eq(dlrm_step("tpu-v5e", 8, PLAN_EMB_SHARDED, &b, err, sizeof err), 0, "%s", err);
+  cr_assert_float_eq(b.breakdown_s.exposed_comm - b.exposed_dp_s, b.emb_exchange_s, 1e-12);
+}
+
+/* Parameter-server hosts (n2-highmem-32: 256 GB, 4e9 B/s): enough DRAM
+** for the tables, and enough NIC to match the workers'. 96 GB of tables fit
+** one host's DRAM, but one H100's 5e10 B/s needs ceil(5e10 / 4e9) = 13
+** hosts' NICs; 600 GB on one slow worker needs ceil(600/256) = 3. */
+Test(embeddings, parameter_server_hosts) {
+  cr_assert_eq(emb_ps_hosts(96e9, 1, 5e10), 13);
+  cr_assert_eq(emb_ps_hosts(600e9, 1, 1e9), 3);
+  char err[512];
+  step_result r;
+  cr_assert_eq(dlrm_step("h100-sxm", 1, PLAN_EMB_PS, &r, err, sizeof err), 0, "%s", err);
+  cr_assert(r.fits, "one H100 keeps only the dense layers");
+  cr_assert_eq(r.ps_hosts, 13);
+  cr_assert_float_eq(r.host_usd_per_hour, 13 * EMB_PS_HOST_USD_PER_H, 1e-9);
+}
+
+/* The validator: a parameter server feeds CPU or GPU workers, not a TPU
+** (nearest: sharded); a model without tables has nothing to place. */
+Test(embeddings, plan_check_rules) {
+  char err[512];
+  step_result r;
+  cr_assert_eq(dlrm_step("tpu-v5p", 8, PLAN_EMB_PS, &r, err, sizeof err), -1);
+  cr_assert(strstr(err, "nearest: --embeddings sharded") && strstr(err, "SparseCores"), "%s", err);
+  hw_catalog *c = th_catalog();
+  model *m = th_model("workloads/examples/resnet50.json", 0);
+  plan p = {.chips = 8, .tp = 1, .pp = 1, .ep = 1, .embeddings = PLAN_EMB_SHARDED};
+  plan_fault f;
+  cr_assert_eq(plan_check_fault(m, th_hw(c, "a100-80g"), &p, &f, err, sizeof err), -1);
+  cr_assert_eq(f, PLAN_FAULT_FAMILY);
+  cr_assert(strstr(err, "has none a gather reads"), "%s", err);
+  model_free(m);
+  hw_catalog_free(c);
+}
