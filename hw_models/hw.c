@@ -156,6 +156,10 @@ static const hw_field FIELDS[] = {
      NULL},
     {"system.scale_out.topology", HWF_ENUM, OFF(scale_out.topology), 0, REQ, TOPO_CHOICES, 0, 0, "",
      NULL},
+    {"system.scale_out.reducer_bw_bytes_per_s", HWF_NUM, OFF(scale_out.reducer_bw_bytes_per_s), 0,
+     FIG | HWF_POS, NULL, 0, MAX_BW, "B/s", "absent: no Reduction Server reducers"},
+    {"system.scale_out.reducer_usd_per_hour", HWF_NUM, OFF(scale_out.reducer_usd_per_hour), 0,
+     FIG | HWF_POS, NULL, 0, 1e4, "USD", "absent: no Reduction Server reducers"},
 
     {"price.on_demand_usd_per_chip_hour", HWF_NUM, OFF(price.on_demand_usd_per_chip_hour), 0, REQP,
      NULL, 0, 1e4, "USD", NULL},

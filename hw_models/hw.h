@@ -93,6 +93,9 @@ typedef struct {
   int kind;
   double bw_per_chip_bytes_per_s, latency_s;
   int topology;
+  /* a Reduction Server's reducer: the CPU VM Vertex AI runs beside the GPU
+  ** hosts, its NIC (one direction) and its price an hour; 0: none */
+  double reducer_bw_bytes_per_s, reducer_usd_per_hour;
 } hw_scale_out;
 
 typedef struct {

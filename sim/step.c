@@ -519,7 +519,9 @@ static int simulate_cached(const model *m, const hw_model *hw, const plan *pl,
   r->mfu = r->model_flops_per_step / (r->step_time_s * peak);
   r->hfu = r->hardware_flops_per_step / (r->step_time_s * peak);
   r->tokens_per_s = (double)p.gbs * (double)p.seq / r->step_time_s;
-  r->usd_per_hour = hw->price.on_demand_usd_per_chip_hour * (double)p.chips;
+  /* a Reduction Server's reducer VMs are billed beside the chips */
+  r->host_usd_per_hour = (double)p.reduction_server * coll_rs_reducer_usd_per_h(hw);
+  r->usd_per_hour = hw->price.on_demand_usd_per_chip_hour * (double)p.chips + r->host_usd_per_hour;
   r->usd_per_step = r->usd_per_hour * r->step_time_s / 3600;
 done:
   free(bk0);

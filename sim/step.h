@@ -85,8 +85,9 @@ typedef struct {
   double exposed_dp_s; /* of the step: the gradient all-reduce not hidden behind backward */
   /* embedding tables placed off the replicas (--embeddings sharded|ps):
   ** the step's looked-up vectors exchanged (all-to-all, or to and from the
-  ** parameter-server hosts), those hosts, and what they cost an hour on
-  ** top of the chips (usd_per_hour includes it) */
+  ** parameter-server hosts), those hosts; and what CPU hosts beside the
+  ** chips cost an hour -- parameter servers, Reduction Server reducers
+  ** (usd_per_hour includes it) */
   double emb_exchange_s;
   int64_t ps_hosts;
   double host_usd_per_hour;

@@ -182,7 +182,7 @@ static int simulate_generic(const model *m, const hw_model *hw, const plan *p, s
   double peak = optime_peak_flops(hw, p->precision) * (double)p->chips;
   r->mfu = r->hfu = peak > 0 ? r->model_flops_per_step / (r->step_time_s * peak) : 0;
   r->tokens_per_s = one->info.per_step * M * (double)p->dp / r->step_time_s;
-  r->host_usd_per_hour = ec.ps_usd_per_hour;
+  r->host_usd_per_hour = ec.ps_usd_per_hour + (double)p->reduction_server * coll_rs_reducer_usd_per_h(hw);
   r->usd_per_hour = hw->price.on_demand_usd_per_chip_hour * (double)p->chips + r->host_usd_per_hour;
   r->usd_per_step = r->usd_per_hour * r->step_time_s / 3600;
   if (!r->fits) generic_fixes(m, hw, p, &em, r);

@@ -200,6 +200,13 @@ run sim-emb-bad 2 simulate dlrm --hw a100-80g --chips 8 --embeddings shard
 run plan-dlrm-h100 0 plan dlrm --hw h100-sxm --chips 8 && has plan-dlrm-h100 out "embedding tables sharded over the chips' memory (TorchRec row-wise"
 run plan-dlrm-v5p 0 plan dlrm --hw tpu-v5p --chips 8 && has plan-dlrm-v5p out "on the SparseCores, overlapped with the dense layers"
 run plan-dlrm-1gpu 0 plan dlrm --hw h100-sxm --chips 1 && has plan-dlrm-1gpu out "CPU parameter-server hosts"
+# the Reduction Server (#18): the planner sizes the reducers to the hosts'
+# NICs (32 x 1.5625e9 / 4e9 -> 13) and bills them (13 x $0.5668 = $7.37 an
+# hour); on GCP's 100 Gbit/s a2 VMs it wins. simulate bills them too:
+# 32 x $3.6734 + 13 x $0.5668 = $124.92 an hour
+run plan-rs-gcp 0 plan bert-large --hw a100-40g-gcp --chips 64 && has plan-rs-gcp out "A Reduction Server with 13 reducer VMs" && has plan-rs-gcp out "for \$7.37 an hour more" && has plan-rs-gcp out "It wins: the hosts' NICs bind"
+run sim-rs-price 0 simulate bert-large --hw a100-40g-gcp --chips 32 --mbs 8 --reduction-server 13 && has sim-rs-price out "\$124.92 per hour"
+run coll-rs-tpu 1 collective --hw tpu-v5p --chips 64 --op all-reduce --bytes 1G --algo reduction-server && has coll-rs-tpu err "gives none (system.scale_out.reducer_bw_bytes_per_s"
 run sim-own-prec 0 simulate mlp --hw a100-80g --chips 1 --json && has sim-own-prec out '"precision":	"fp32"'
 # the fixes of a plan that does not fit: those on the same chips before
 # those that re-partition them, before those that add chips (#18), each
