@@ -149,6 +149,12 @@ static void print_input_fix(FILE *out, const hw_model *hw, const plan *p, const 
   const char *fix = "";
   for (size_t i = 0; i < sizeof FIX / sizeof *FIX; i++)
     if (strcmp(FIX[i].bound, ic.bound) == 0) fix = FIX[i].fix;
+  /* one remote VM decoding and sending for the whole slice (TPU Node):
+  ** the TPU hosts' own cores and PCIe do it on a TPU VM */
+  if (in->one_host && (strcmp(ic.bound, INPUT_BOUND_DECODE) == 0 ||
+                       strcmp(ic.bound, INPUT_BOUND_HOST_LINK) == 0))
+    fix = "one remote VM feeds every chip: run the pipeline on the TPU hosts (a TPU VM, "
+          "--input-host local), or give the VM more cores and network";
   char usd[32];
   units_usd(usd, sizeof usd, stall * r->usd_per_hour / 3600);
   fprintf(out, "  input            the chips wait %.3f s a step (%.0f%%, %s a step) for data, "

@@ -207,6 +207,12 @@ run plan-dlrm-1gpu 0 plan dlrm --hw h100-sxm --chips 1 && has plan-dlrm-1gpu out
 run plan-rs-gcp 0 plan bert-large --hw a100-40g-gcp --chips 64 && has plan-rs-gcp out "A Reduction Server with 13 reducer VMs" && has plan-rs-gcp out "for \$7.37 an hour more" && has plan-rs-gcp out "It wins: the hosts' NICs bind"
 run sim-rs-price 0 simulate bert-large --hw a100-40g-gcp --chips 32 --mbs 8 --reduction-server 13 && has sim-rs-price out "\$124.92 per hour"
 run coll-rs-tpu 1 collective --hw tpu-v5p --chips 64 --op all-reduce --bytes 1G --algo reduction-server && has coll-rs-tpu err "gives none (system.scale_out.reducer_bw_bytes_per_s"
+# --input-host remote (#18, TPU Node): one 8-core VM decodes the slice's 1,024
+# images a step (1024 / (8 x 500) = 0.256 s against ~0.07 s of compute): a
+# stall remote, none local, and an "input stall" slice on the trace's lane
+run sim-remote-local 0 simulate resnet50 --hw tpu-v4 --chips 8 && has sim-remote-local out "input stall 0.000 s"
+run sim-remote-img 0 simulate resnet50 --hw tpu-v4 --chips 8 --input-host remote --trace "$OUT/remote.json" && has sim-remote-img out "input stall 0.18"
+grep -q '"name":"input stall (waiting for the host'"'"'s batch)","cat":"input"' "$OUT/remote.json" && ok || bad "sim-remote-img: the trace has no input stall slice"
 run sim-own-prec 0 simulate mlp --hw a100-80g --chips 1 --json && has sim-own-prec out '"precision":	"fp32"'
 # the fixes of a plan that does not fit: those on the same chips before
 # those that re-partition them, before those that add chips (#18), each
