@@ -298,6 +298,11 @@ static int run_simulate(cli_ctx *c) {
   model_opts mo = {.seq_len = p.seq, .precision = own_prec ? NULL : plan_precision_name(p.precision)};
   model *m = model_load(c->pos[0], &mo, dg);
   if (m && own_prec) p.precision = plan_precision_on(hw, m->train.compute);
+  /* an fp32 CNN under PyTorch's defaults: cuDNN convolutions in TF32 */
+  if (m && own_prec && plan_default_tf32(m, hw, &p))
+    fprintf(c->err, "tpusim simulate: note: fp32 convolutions on %s's TF32 tensor cores, as "
+                    "PyTorch's cuDNN default (torch.backends.cudnn.allow_tf32); --precision "
+                    "fp32 for strict fp32\n", hw->name);
   /* the frameworks' default sharding (Megatron-Core's distributed
   ** optimizer, MaxText's fsdp) is an LLM stack's: a family that trains
   ** data-parallel (cnn, dlrm, ...) runs under plain DDP unless told */
@@ -367,7 +372,7 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "tpusim simulate MODEL --hw NAME --chips N [--dp D --tp T --pp P --cp C]\n"
     "                  [--ep E] [--etp T] [--zero 0|1|2|3] [--fsdp] [--hsdp N]\n"
     "                  [--mbs M] [--gbs G] [--seq S] [--recompute none|selective|full]\n"
-    "                  [--precision bf16|fp16|fp32|fp64|fp8|fp8-cs|mxfp8|nvfp4|int8]\n"
+    "                  [--precision bf16|fp16|fp32|fp64|fp8|fp8-cs|mxfp8|nvfp4|int8|tf32]\n"
     "                  [--framework plain|megatron-core|maxtext|megatron-2021|megatron-2022|\n"
     "                               torchtitan|llm-foundry]\n"
     "                  [--pp-schedule gpipe|1f1b|interleaved:V] [--pp-layers A,B,...]\n"
@@ -385,6 +390,9 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "               sharding, overlaps); default megatron-core on GPUs, maxtext on TPUs\n"
     "  --precision fp8 (delayed/tensorwise scaling), fp8-cs (current scaling), mxfp8,\n"
     "              nvfp4, int8: the layers' GEMMs in that format, the rest in bf16\n"
+    "  --precision tf32: an fp32 model's matmuls and convolutions on TF32 tensor\n"
+    "              cores (A100 and later); an fp32 CNN gets it by default, as\n"
+    "              PyTorch's cuDNN convolutions do\n"
     "  --sp: sequence parallelism with tensor parallelism (Korthikanti et al. 2022)\n"
     "  --grad-sync: all-reduce gradient buckets while backward runs (default), or\n"
     "               after it (Megatron-LM's local DDP, as in its 2021-22 papers)\n"

@@ -42,16 +42,17 @@ void plan_embedding_tables(const graph *g, plan_emb_tables *t) {
 /* --precision: the compute dtypes (workloads' table, in its order), then
 ** the GEMM recipes, which compute in bf16 (plan.h) */
 const char *const plan_precision_names[] = {"bf16", "fp16", "fp32", "fp64", "fp8", "fp8-cs",
-                                            "mxfp8", "nvfp4", "int8", NULL};
+                                            "mxfp8", "nvfp4", "int8", "tf32", NULL};
 static const plan_gemm PRECISION_GEMM[] = {PLAN_GEMM_NATIVE, PLAN_GEMM_NATIVE, PLAN_GEMM_NATIVE,
                                            PLAN_GEMM_NATIVE, PLAN_GEMM_FP8,    PLAN_GEMM_FP8_CS,
-                                           PLAN_GEMM_MXFP8,  PLAN_GEMM_NVFP4,  PLAN_GEMM_INT8};
+                                           PLAN_GEMM_MXFP8,  PLAN_GEMM_NVFP4,  PLAN_GEMM_INT8,
+                                           PLAN_GEMM_TF32};
 
 int plan_precision_parse(const char *s, plan *p) {
   int i = plan_name_index(plan_precision_names, s);
   if (i < 0) return -1;
   p->gemm = PRECISION_GEMM[i];
-  p->precision = GDT_BF16;
+  p->precision = p->gemm == PLAN_GEMM_TF32 ? GDT_F32 : GDT_BF16;
   if (p->gemm == PLAN_GEMM_NATIVE) wl_precision_parse(s, &p->precision);
   return 0;
 }
@@ -104,7 +105,7 @@ int64_t plan_stage_layers(const plan *p, int64_t layers, int64_t vs) {
 double plan_gemm_peak_flops(const hw_model *hw, const plan *p) {
   static const hw_dtype UNIT[PLAN_GEMM_COUNT] = {
       [PLAN_GEMM_FP8] = HW_FP8, [PLAN_GEMM_FP8_CS] = HW_FP8, [PLAN_GEMM_MXFP8] = HW_MXFP8,
-      [PLAN_GEMM_NVFP4] = HW_FP4, [PLAN_GEMM_INT8] = HW_INT8};
+      [PLAN_GEMM_NVFP4] = HW_FP4, [PLAN_GEMM_INT8] = HW_INT8, [PLAN_GEMM_TF32] = HW_TF32};
   if (p->gemm == PLAN_GEMM_NATIVE || p->gemm >= PLAN_GEMM_COUNT) return optime_peak_flops(hw, p->precision);
   return hw_peak_flops(hw, UNIT[p->gemm]);
 }
@@ -291,6 +292,18 @@ static int check_embeddings(const model *m, const hw_model *hw, const plan *p, p
   return 0;
 }
 
+bool plan_default_tf32(const model *m, const hw_model *hw, plan *p) {
+  if (p->precision != GDT_F32 || p->gemm != PLAN_GEMM_NATIVE || hw_peak_flops(hw, HW_TF32) <= 0 ||
+      !m->g)
+    return false;
+  for (int i = 0; i < graph_count(m->g); i++)
+    if (graph_get(m->g, i)->kind == GOP_CONV) {
+      p->gemm = PLAN_GEMM_TF32;
+      return true;
+    }
+  return false;
+}
+
 int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fault, char *err,
                      size_t errn) {
   plan_fault dummy;
@@ -305,6 +318,11 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
   if (d->layers == 0) {
     int rc = check_generic(m, p, err, errn);
     if (rc != 0) *fault = PLAN_FAULT_FAMILY;
+    else if (p->gemm == PLAN_GEMM_TF32 && !(plan_gemm_peak_flops(hw, p) > 0)) {
+      *fault = PLAN_FAULT_DTYPE;
+      return str_errf(err, errn, "%s has no TF32 tensor cores (nearest: --precision fp32)",
+                      hw->name);
+    }
     return rc;
   }
   if (p->mbs == 0) p->mbs = 1;
@@ -445,8 +463,9 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
     return -1;
   }
   if (p->gemm != PLAN_GEMM_NATIVE && !(plan_gemm_peak_flops(hw, p) > 0)) {
-    /* the nearest recipe the chip runs: fp8 on Hopper for MX/NV formats */
-    const char *near = hw_peak_flops(hw, HW_FP8) > 0 ? "fp8" : "bf16";
+    /* the nearest recipe the chip runs: fp8 on Hopper for MX/NV formats;
+    ** strict fp32 where there are no TF32 tensor cores (V100, TPUs, CPUs) */
+    const char *near = p->gemm == PLAN_GEMM_TF32 ? "fp32" : hw_peak_flops(hw, HW_FP8) > 0 ? "fp8" : "bf16";
     if (errn) snprintf(err, errn, "%s has no unit for %s GEMMs (nearest: --precision %s)", hw->name,
                        plan_precision_label(p), near);
     *fault = PLAN_FAULT_DTYPE;

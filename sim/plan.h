@@ -56,6 +56,11 @@ typedef enum {
   PLAN_GEMM_MXFP8,
   PLAN_GEMM_NVFP4,
   PLAN_GEMM_INT8,
+  /* TF32 tensor cores for an fp32 model's matmuls and convolutions (A100
+  ** and later): fp32 operands rounded to a 10-bit mantissa inside the
+  ** tensor core, fp32 accumulate, nothing stored differently (NVIDIA, "TF32
+  ** Tensor Cores", A100 whitepaper); the rest stays fp32 */
+  PLAN_GEMM_TF32,
   PLAN_GEMM_COUNT
 } plan_gemm;
 /* Where a model's embedding tables live (a recommender's: tables of
@@ -138,8 +143,9 @@ void plan_embedding_tables(const graph *g, plan_emb_tables *t);
 /* "bf16", ... (workloads' precision table); "bf16" for a dtype that is none */
 const char *plan_precision_name(graph_dtype dt);
 /* --precision's values: the compute dtypes, then the GEMM recipes (fp8,
-** fp8-cs, mxfp8, nvfp4, int8); plan_precision_parse sets p->precision and
-** p->gemm from one. plan_precision_label names what a plan trains in. */
+** fp8-cs, mxfp8, nvfp4, int8, tf32); plan_precision_parse sets
+** p->precision and p->gemm from one (tf32 computes in fp32, the others in
+** bf16). plan_precision_label names what a plan trains in. */
 extern const char *const plan_precision_names[];
 int plan_precision_parse(const char *s, plan *p);
 const char *plan_precision_label(const plan *p);
@@ -185,6 +191,15 @@ graph_dtype plan_precision_on(const struct hw_model *hw, graph_dtype want);
 ** -1 with err saying what is needed, why, and which chips of the kind
 ** qualify. plan_check applies it first; the planner asks it per hardware. */
 int plan_hw_supports(const model *m, const struct hw_model *hw, char *err, size_t errn);
+
+/* The frameworks' TF32 defaults for an fp32 model on a chip with TF32
+** tensor cores: PyTorch runs cuDNN convolutions in TF32
+** (torch.backends.cudnn.allow_tf32 = True since 1.7) and matmuls in strict
+** fp32 (torch.backends.cuda.matmul.allow_tf32 = False since 1.12), so a
+** model whose graph has convolutions gets p->gemm = PLAN_GEMM_TF32 and
+** one without keeps fp32 (docs/hardware-choice.md). Returns whether it
+** changed p. */
+bool plan_default_tf32(const model *m, const struct hw_model *hw, plan *p);
 
 /* The one validator of a plan against a model and a machine, used by
 ** simulate, plan (the search and its fixes): every rule a plan must keep

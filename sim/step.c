@@ -515,7 +515,9 @@ static int simulate_cached(const model *m, const hw_model *hw, const plan *pl,
     so.spans = NULL; /* the timeline's now */
     bk0 = bk1 = opt_t0 = NULL;
   }
-  double peak = optime_peak_flops(hw, p.precision) * (double)p.chips;
+  /* TF32: against the tensor cores' rate the GEMMs ran at, not fp32's */
+  double peak = (p.gemm == PLAN_GEMM_TF32 ? plan_gemm_peak_flops(hw, &p)
+                                          : optime_peak_flops(hw, p.precision)) * (double)p.chips;
   r->mfu = r->model_flops_per_step / (r->step_time_s * peak);
   r->hfu = r->hardware_flops_per_step / (r->step_time_s * peak);
   r->tokens_per_s = (double)p.gbs * (double)p.seq / r->step_time_s;

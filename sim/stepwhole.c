@@ -179,7 +179,9 @@ static int simulate_generic(const model *m, const hw_model *hw, const plan *p, s
   r->fits = r->memory.fits;
   r->model_flops_per_step = flops * M * (double)p->dp;
   r->hardware_flops_per_step = r->model_flops_per_step;
-  double peak = optime_peak_flops(hw, p->precision) * (double)p->chips;
+  /* TF32: against the unit the matmuls ran on, as for any recipe */
+  double peak = (p->gemm == PLAN_GEMM_TF32 ? plan_gemm_peak_flops(hw, p)
+                                           : optime_peak_flops(hw, p->precision)) * (double)p->chips;
   r->mfu = r->hfu = peak > 0 ? r->model_flops_per_step / (r->step_time_s * peak) : 0;
   r->tokens_per_s = one->info.per_step * M * (double)p->dp / r->step_time_s;
   r->host_usd_per_hour = ec.ps_usd_per_hour + (double)p->reduction_server * coll_rs_reducer_usd_per_h(hw);

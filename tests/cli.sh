@@ -213,6 +213,13 @@ run coll-rs-tpu 1 collective --hw tpu-v5p --chips 64 --op all-reduce --bytes 1G 
 run sim-remote-local 0 simulate resnet50 --hw tpu-v4 --chips 8 && has sim-remote-local out "input stall 0.000 s"
 run sim-remote-img 0 simulate resnet50 --hw tpu-v4 --chips 8 --input-host remote --trace "$OUT/remote.json" && has sim-remote-img out "input stall 0.18"
 grep -q '"name":"input stall (waiting for the host'"'"'s batch)","cat":"input"' "$OUT/remote.json" && ok || bad "sim-remote-img: the trace has no input stall slice"
+# TF32 (#18): an fp32 CNN gets PyTorch's TF32 convolutions on an A100 (said
+# on stderr), strict fp32 when asked; an fp32 MLP keeps fp32 matmuls; no TF32
+# on a V100
+run sim-tf32-cnn 0 simulate tests/data/models/resnet50-fp32.json --hw a100-80g --chips 8 && has sim-tf32-cnn out ", tf32, mbs 128" && has sim-tf32-cnn err "torch.backends.cudnn.allow_tf32"
+run sim-tf32-strict 0 simulate tests/data/models/resnet50-fp32.json --hw a100-80g --chips 8 --precision fp32 && empty sim-tf32-strict err
+run sim-tf32-mlp 0 simulate mlp --hw a100-80g --chips 1 && empty sim-tf32-mlp err
+run sim-tf32-v100 1 simulate mlp --hw v100 --chips 1 --precision tf32 && has sim-tf32-v100 err "v100 has no TF32 tensor cores (nearest: --precision fp32)"
 run sim-own-prec 0 simulate mlp --hw a100-80g --chips 1 --json && has sim-own-prec out '"precision":	"fp32"'
 # the fixes of a plan that does not fit: those on the same chips before
 # those that re-partition them, before those that add chips (#18), each

@@ -5,6 +5,7 @@
 ** rate of a TPU.
 */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../hw_models/hw_catalog.h"
@@ -205,5 +206,80 @@ Test(embeddings, plan_check_rules) {
   cr_assert_eq(f, PLAN_FAULT_FAMILY);
   cr_assert(strstr(err, "has none a gather reads"), "%s", err);
   model_free(m);
+  hw_catalog_free(c);
+}
+
+/* ---- TF32 (#18) ---- */
+
+/* --precision tf32 computes in fp32 with the GEMMs on the TF32 unit. */
+Test(tf32, parses_as_an_fp32_recipe) {
+  plan p = {0};
+  cr_assert_eq(plan_precision_parse("tf32", &p), 0);
+  cr_assert_eq(p.precision, GDT_F32);
+  cr_assert_eq(p.gemm, PLAN_GEMM_TF32);
+  cr_assert_str_eq(plan_precision_label(&p), "tf32");
+}
+
+static double mlp_step(const char *hw_name, const char *prec, char *err, size_t n) {
+  /* 8192-wide layers at 8192 samples: matmul-bound */
+  const char *src = th_write_temp("mlp-wide.json",
+      "{\"name\": \"mlp-wide\", \"family\": \"mlp\", \"inputs\": 8192, \"hidden\": [8192, 8192],"
+      " \"outputs\": 8192, \"activation\": \"relu\", \"loss\": \"mse\","
+      " \"train\": {\"global_batch\": 8192, \"precision\": \"fp32\", \"optimizer\": \"sgd\"}}");
+  hw_catalog *c = th_catalog();
+  model *m = th_model(src, 0);
+  plan p = {.chips = 1, .tp = 1, .pp = 1, .ep = 1, .vp = 1, .slices = 1, .schedule = PLAN_1F1B};
+  plan_precision_parse(prec, &p);
+  step_result r;
+  double t = -1;
+  const hw_model *hw = th_hw(c, hw_name);
+  if (plan_check(m, hw, &p, err, n) == 0 && step_simulate(m, hw, &p, NULL, &r, NULL, err, n) == 0)
+    t = r.breakdown_s.compute;
+  model_free(m);
+  hw_catalog_free(c);
+  return t;
+}
+
+/* A100: 19.5 TFLOP/s fp32 against 156 TFLOP/s TF32 dense (A100
+** datasheet; the a100-80g entry): an fp32 MLP of 8192-wide layers, whose
+** step is its matmuls, runs close to 8x faster on TF32 -- more than 4x,
+** at most 8x (the elementwise ops do not speed up). */
+Test(tf32, matmuls_run_at_the_tf32_rate) {
+  char err[512];
+  double f32 = mlp_step("a100-80g", "fp32", err, sizeof err);
+  cr_assert_gt(f32, 0, "%s", err);
+  double tf = mlp_step("a100-80g", "tf32", err, sizeof err);
+  cr_assert_gt(tf, 0, "%s", err);
+  cr_assert_gt(f32 / tf, 4, "fp32 %g s, tf32 %g s", f32, tf);
+  cr_assert_leq(f32 / tf, 156.0 / 19.5 * 1.0001, "fp32 %g s, tf32 %g s", f32, tf);
+  /* V100 has no TF32 unit (Volta): refused, nearest strict fp32 */
+  cr_assert_lt(mlp_step("v100", "tf32", err, sizeof err), 0);
+  cr_assert(strstr(err, "nearest: --precision fp32"), "%s", err);
+}
+
+/* PyTorch's defaults: cuDNN convolutions in TF32
+** (torch.backends.cudnn.allow_tf32 = True), matmuls in strict fp32
+** (torch.backends.cuda.matmul.allow_tf32 = False since 1.12). An fp32 CNN
+** on an A100 gets TF32; an fp32 MLP does not; a chip without TF32 (V100, a
+** TPU) keeps fp32. */
+Test(tf32, pytorch_defaults) {
+  hw_catalog *c = th_catalog();
+  size_t len;
+  char *orig = th_slurp("workloads/examples/resnet50.json", &len);
+  char *cnn_text = th_replace(orig, "\"bf16\"", "\"fp32\"");
+  free(orig);
+  model *cnn = th_model(th_write_temp("resnet50-fp32.json", cnn_text), 0);
+  model *mlp = th_model("mlp", 0);
+  plan p = {.precision = GDT_F32};
+  cr_assert(plan_default_tf32(cnn, th_hw(c, "a100-80g"), &p));
+  cr_assert_eq(p.gemm, PLAN_GEMM_TF32);
+  p = (plan){.precision = GDT_F32};
+  cr_assert(!plan_default_tf32(mlp, th_hw(c, "a100-80g"), &p));
+  cr_assert(!plan_default_tf32(cnn, th_hw(c, "v100"), &p));
+  cr_assert(!plan_default_tf32(cnn, th_hw(c, "tpu-v5p"), &p));
+  cr_assert_eq(p.gemm, PLAN_GEMM_NATIVE);
+  model_free(cnn);
+  model_free(mlp);
+  free(cnn_text);
   hw_catalog_free(c);
 }
