@@ -314,6 +314,12 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
     return -1;
   }
   if (check_embeddings(m, hw, p, fault, err, errn) != 0) return -1;
+  if (p->gemm == PLAN_GEMM_TF32 && p->precision != GDT_F32) {
+    *fault = PLAN_FAULT_DTYPE;
+    return str_errf(err, errn, "tf32 runs an fp32 model's matmuls on TF32 tensor cores; %s trains "
+                    "in %s (nearest: --precision fp32 with tf32, or its own precision)",
+                    m->name, plan_precision_name(p->precision));
+  }
   const wl_tf_dims *d = &m->info.tf;
   if (d->layers == 0) {
     int rc = check_generic(m, p, err, errn);
