@@ -279,7 +279,7 @@ static int run_plan(cli_ctx *c) {
     plan_precision_parse(plan_precision_names[prec], &pp);
     if (pp.gemm == PLAN_GEMM_NATIVE)
       return cli_usage_error(c, "%s", "plan --precision takes a GEMM recipe (fp8, fp8-cs, mxfp8, "
-                                      "nvfp4, int8); the compute dtype is the model file's");
+                                      "nvfp4, int8, tf32); the compute dtype is the model file's");
     req.gemm = pp.gemm;
   }
   req.has_framework = cli_opt(c, "--framework") != NULL;
@@ -528,7 +528,7 @@ const cli_cmd cli_cmd_plan = {"plan",
     "                  [--fix KEY=V,...] [--gbs N|MIN-MAX] [--pareto]\n"
     "                  [--spot [--preemption-rate F]] [--top K] [--explain N] [--json]\n"
     "                  [--op-costs ir|formula] [--seq S] [--cp C]\n"
-    "                  [--precision fp8|fp8-cs|mxfp8|nvfp4|int8] [--framework NAME]\n"
+    "                  [--precision fp8|fp8-cs|mxfp8|nvfp4|int8|tf32] [--framework NAME]\n"
     "                  [--offload none|activations|optimizer] [--exhaustive]\n"
     "  --objective: default time; cost for the classical families (gbdt, mlp)\n"
     "  --cp, --precision, --framework, --offload, --seq: kept fixed in the search\n"

@@ -27,7 +27,7 @@ const char *const CLI_SIM_VALUED[] = {
     "--recompute", "--precision", "--pp-schedule", "--reduction-server", "--slices",
     "--trace", "--input", "--storage", "--prefetch", "--input-host", "--grad-sync", "--attention",
     "--op-costs", "--cp", "--cp-comm", "--etp", "--pp-layers", "--hsdp", "--offload",
-    "--framework", NULL};
+    "--framework", "--embeddings", NULL};
 static const char *const CP_COMM[] = {"ring", "all-gather", NULL};
 static const char *const OFFLOAD[] = {"none", "activations", "optimizer", NULL};
 
@@ -52,7 +52,7 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
   for (int i = 0; i < 13; i++)
     if (cli_opt_int(c, names[i], 1, hi[i], counts[i])) return CLI_USAGE;
   static const char *const ZERO[] = {"0", "1", "2", "3", NULL};
-  int rec, prec, zero, gsync, attn, costs, cpc, off;
+  int rec, prec, zero, gsync, attn, costs, cpc, off, emb;
   if (cli_enum_opt(c, "--recompute", plan_recompute_names, 0, &rec) ||
       cli_enum_opt(c, "--precision", plan_precision_names, 0, &prec) ||
       cli_enum_opt(c, "--zero", ZERO, 0, &zero) ||
@@ -60,8 +60,10 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
       cli_enum_opt(c, "--attention", plan_attention_names, 0, &attn) ||
       cli_enum_opt(c, "--op-costs", CLI_OP_COSTS, 0, &costs) ||
       cli_enum_opt(c, "--cp-comm", CP_COMM, 0, &cpc) ||
-      cli_enum_opt(c, "--offload", OFFLOAD, 0, &off))
+      cli_enum_opt(c, "--offload", OFFLOAD, 0, &off) ||
+      cli_enum_opt(c, "--embeddings", plan_embeddings_names, 0, &emb))
     return CLI_USAGE;
+  p->embeddings = (plan_embeddings)emb;
   if (cli_opt(c, "--attention")) p->attention = (plan_attention)attn;
   if (cli_opt(c, "--grad-sync")) p->grad_sync = (plan_grad_sync)gsync;
   if (cli_opt(c, "--zero")) p->zero = zero;
@@ -149,6 +151,12 @@ static void print_input_fix(FILE *out, const hw_model *hw, const plan *p, const 
   const char *fix = "";
   for (size_t i = 0; i < sizeof FIX / sizeof *FIX; i++)
     if (strcmp(FIX[i].bound, ic.bound) == 0) fix = FIX[i].fix;
+  /* one remote VM decoding and sending for the whole slice (TPU Node):
+  ** the TPU hosts' own cores and PCIe do it on a TPU VM */
+  if (in->one_host && (strcmp(ic.bound, INPUT_BOUND_DECODE) == 0 ||
+                       strcmp(ic.bound, INPUT_BOUND_HOST_LINK) == 0))
+    fix = "one remote VM feeds every chip: run the pipeline on the TPU hosts (a TPU VM, "
+          "--input-host local), or give the VM more cores and network";
   char usd[32], wait[32];
   units_usd(usd, sizeof usd, stall * r->usd_per_hour / 3600);
   units_seconds(wait, sizeof wait, stall);
@@ -339,6 +347,17 @@ static int run_simulate(cli_ctx *c) {
   model_opts mo = {.seq_len = p.seq, .precision = own_prec ? NULL : plan_precision_name(p.precision)};
   model *m = model_load(c->pos[0], &mo, dg);
   if (m && own_prec) p.precision = plan_precision_on(hw, m->train.compute);
+  /* an fp32 CNN under PyTorch's defaults: cuDNN convolutions in TF32 */
+  if (m && own_prec && plan_default_tf32(m, hw, &p))
+    fprintf(c->err, "tpusim simulate: note: fp32 convolutions on %s's TF32 tensor cores, as "
+                    "PyTorch's cuDNN default (torch.backends.cudnn.allow_tf32); --precision "
+                    "fp32 for strict fp32\n", hw->name);
+  /* the frameworks' default sharding (Megatron-Core's distributed
+  ** optimizer, MaxText's fsdp) is an LLM stack's: a family that trains
+  ** data-parallel (cnn, dlrm, ...) runs under plain DDP unless told */
+  if (m && m->info.tf.layers == 0 && !cli_opt(c, "--framework") && !cli_opt(c, "--zero") &&
+      !cli_opt(c, "--fsdp"))
+    p.zero = 0;
   diag_print(dg, c->err);
   diag_free(dg);
   char err[1024];
@@ -407,12 +426,13 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "tpusim simulate MODEL --hw NAME --chips N [--dp D --tp T --pp P --cp C]\n"
     "                  [--ep E] [--etp T] [--zero 0|1|2|3] [--fsdp] [--hsdp N]\n"
     "                  [--mbs M] [--gbs G] [--seq S] [--recompute none|selective|full]\n"
-    "                  [--precision bf16|fp16|fp32|fp64|fp8|fp8-cs|mxfp8|nvfp4|int8]\n"
+    "                  [--precision bf16|fp16|fp32|fp64|fp8|fp8-cs|mxfp8|nvfp4|int8|tf32]\n"
     "                  [--framework plain|megatron-core|maxtext|megatron-2021|megatron-2022|\n"
     "                               torchtitan|llm-foundry]\n"
     "                  [--pp-schedule gpipe|1f1b|interleaved:V] [--pp-layers A,B,...]\n"
     "                  [--pp-split-embedding] [--pp-split-loss] [--cp-comm ring|all-gather]\n"
     "                  [--offload none|activations|optimizer] [--reduction-server N]\n"
+    "                  [--embeddings replicated|sharded|ps]\n"
     "                  [--slices K] [--sp] [--full] [--grad-sync overlap|after-backward]\n"
     "                  [--attention flash|scores] [--op-costs ir|formula]\n"
     "                  [--explain] [--json] [--trace FILE]\n"
@@ -424,6 +444,9 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "               sharding, overlaps); default megatron-core on GPUs, maxtext on TPUs\n"
     "  --precision fp8 (delayed/tensorwise scaling), fp8-cs (current scaling), mxfp8,\n"
     "              nvfp4, int8: the layers' GEMMs in that format, the rest in bf16\n"
+    "  --precision tf32: an fp32 model's matmuls and convolutions on TF32 tensor\n"
+    "              cores (A100 and later); an fp32 CNN gets it by default, as\n"
+    "              PyTorch's cuDNN convolutions do\n"
     "  --sp: sequence parallelism with tensor parallelism (Korthikanti et al. 2022)\n"
     "  --grad-sync: all-reduce gradient buckets while backward runs (default), or\n"
     "               after it (Megatron-LM's local DDP, as in its 2021-22 papers)\n"

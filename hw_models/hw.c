@@ -93,6 +93,8 @@ static const hw_field FIELDS[] = {
     {"chip.host_link.bw_bytes_per_s", HWF_NUM, OFF(chip.host_link_bw_bytes_per_s), 0, REQ, NULL, 0,
      MAX_BW, "B/s", NULL},
     {"chip.tdp_w", HWF_NUM, OFF(chip.tdp_w), 0, FIG | HWF_POS, NULL, 0, 1e5, "W", NULL},
+    {"chip.sparse_cores", HWF_INT, OFF(chip.sparse_cores), 0, FIG, NULL, 0, 64, "",
+     "absent: none (embedding lookups run on the matrix/vector cores)"},
     /* Measured sustained figures: optional, each with its own source. What
     ** the timing model assumes without one is set by apply_defaults and
     ** shown by `hw show` from the last column. */
@@ -156,6 +158,10 @@ static const hw_field FIELDS[] = {
      NULL},
     {"system.scale_out.topology", HWF_ENUM, OFF(scale_out.topology), 0, REQ, TOPO_CHOICES, 0, 0, "",
      NULL},
+    {"system.scale_out.reducer_bw_bytes_per_s", HWF_NUM, OFF(scale_out.reducer_bw_bytes_per_s), 0,
+     FIG | HWF_POS, NULL, 0, MAX_BW, "B/s", "absent: no Reduction Server reducers"},
+    {"system.scale_out.reducer_usd_per_hour", HWF_NUM, OFF(scale_out.reducer_usd_per_hour), 0,
+     FIG | HWF_POS, NULL, 0, 1e4, "USD", "absent: no Reduction Server reducers"},
 
     {"price.on_demand_usd_per_chip_hour", HWF_NUM, OFF(price.on_demand_usd_per_chip_hour), 0, RENT,
      NULL, 0, 1e4, "USD", "absent: not rented (an edge part)"},

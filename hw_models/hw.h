@@ -53,6 +53,10 @@ typedef struct {
   int host_link_kind;
   double host_link_bw_bytes_per_s;
   double tdp_w;
+  /* SparseCores: a TPU's dataflow processors for embedding lookups
+  ** (gathers, the pooled exchange, the sparse update), beside the
+  ** TensorCores; 0 when the chip has none */
+  int64_t sparse_cores;
   /* Measured sustained figures (optional). hw_load fills in what the timing
   ** model assumes when a file leaves one out (see hw_field.absent): 1.0 for
   ** the efficiencies, vector_flops_per_s for transcendentals, 0 overhead;
@@ -93,6 +97,9 @@ typedef struct {
   int kind;
   double bw_per_chip_bytes_per_s, latency_s;
   int topology;
+  /* a Reduction Server's reducer: the CPU VM Vertex AI runs beside the GPU
+  ** hosts, its NIC (one direction) and its price an hour; 0: none */
+  double reducer_bw_bytes_per_s, reducer_usd_per_hour;
 } hw_scale_out;
 
 typedef struct {

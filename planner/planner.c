@@ -1015,6 +1015,53 @@ int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, p
 ** the plans of the result point into them): for S = 1 .. min(layers,
 ** SCHED_MAX_VS) stages, plan_balance_layers' split as even as it goes (S
 ** numbers at split_at[S]; unused where the layers divide). */
+/* The Reduction Server weighed against the plan's all-reduce, for the
+** advice: the step with `reducers` reducer VMs (step_with_reducers_s), the
+** run's time and bill with them billed beside the chips, and whether it
+** wins on the objective, with the reason -- the hosts' NICs binding (it
+** moves S over each host's NIC where a ring moves 2(H-1)/H S), or the
+** fabric being faster than the reducers together (docs/network.md). */
+static void rs_advice(const model *m, const hw_model *hw, const planner_req *req,
+                      const planner_cand *b, int64_t reducers, planner_result *out) {
+  const step_result *r = &b->sim;
+  double rs, step = step_with_reducers_s(m, hw, &b->p, r, reducers, &rs);
+  if (!(rs > 0) || !(step > 0)) return;
+  double usd_h = (double)reducers * coll_rs_reducer_usd_per_h(hw);
+  double train_s = b->train_s * step / r->step_time_s;
+  double usd = b->train_usd * step / r->step_time_s + usd_h * train_s / 3600;
+  bool faster = step < r->step_time_s, cheaper = usd < b->train_usd;
+  bool wins = req->objective == PLANNER_TIME ? faster : cheaper;
+  double hosts = (double)b->p.chips / (double)(hw->chips_per_node > 0 ? hw->chips_per_node : 1);
+  double host_bw = hw->scale_out.bw_per_chip_bytes_per_s * (double)hw->chips_per_node;
+  double red_bw = (double)reducers * coll_rs_reducer_bw(hw);
+  char why[256];
+  if (faster)
+    snprintf(why, sizeof why, "the hosts' NICs bind (%.3g GB/s each): the reducers' %.3g GB/s "
+             "together take half the traffic off them", host_bw / 1e9, red_bw / 1e9);
+  else
+    snprintf(why, sizeof why, "the %.0f hosts' network (%.3g GB/s each) is faster than the "
+             "reducers' %.3g GB/s together", hosts, host_bw / 1e9, red_bw / 1e9);
+  out->advice_reducers = reducers;
+  out->advice_step_s = step;
+  char usd_h_s[32], usd_s[32], base_s[32];
+  units_usd(usd_h_s, sizeof usd_h_s, usd_h);
+  units_usd(usd_s, sizeof usd_s, usd);
+  units_usd(base_s, sizeof base_s, b->train_usd);
+  snprintf(out->advice, sizeof out->advice,
+           "the gradient all-reduce shows for %.0f%% of the step (it takes %.3g s and the last "
+           "backward hides the rest): data-parallel scaling is flattening. A Reduction Server "
+           "with %lld reducer VMs (sized to the hosts' NICs) would take about %.3g s for it, "
+           "%.3g s a step (%+.1f%%), for %s an hour more: %s for the run against %s. "
+           "It %s: %s%s",
+           100 * r->exposed_dp_s / r->step_time_s, r->dp_allreduce_s, (long long)reducers, rs,
+           step, 100 * (step / r->step_time_s - 1), usd_h_s, usd_s, base_s,
+           wins ? "wins" : "loses", why, wins ? " (simulate --reduction-server " : "; the all-reduce stays hierarchical.");
+  if (wins) {
+    size_t l = strlen(out->advice);
+    snprintf(out->advice + l, sizeof out->advice - l, "%lld).", (long long)reducers);
+  }
+}
+
 static int stage_splits(int64_t layers, planner_result *out) {
   int64_t top = layers < SCHED_MAX_VS ? layers : SCHED_MAX_VS;
   out->stage_split_at = calloc((size_t)top + 1, sizeof *out->stage_split_at);
@@ -1126,28 +1173,16 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
   const step_result *r = &b->sim;
   /* Scaling that flattens: the gradient all-reduce shows. The all-reduce is
   ** already hierarchical where the network has nodes (coll's auto choice);
-  ** say what a Reduction Server (here one reducer host per worker node)
-  ** would give instead: its closed form in place of the all-reduce, the
-  ** part the backward hid staying hidden (simulating one at 16,384 chips
-  ** would cost more than the whole search). */
+  ** weigh a Reduction Server instead (Vertex AI, GPU hosts): its reducers
+  ** sized to the hosts' NICs (coll_rs_reducers_for) and billed at the
+  ** entry's reducer VM price, its closed form in place of the all-reduce,
+  ** the part the backward hid staying hidden (simulating one at 16,384
+  ** chips would cost more than the whole search). */
+  const hw_model *bhw = hw_catalog_find(cat, b->hw);
+  int64_t reducers = bhw && bhw->kind == HW_GPU ? coll_rs_reducers_for(bhw, b->p.dp * (b->p.cp > 0 ? b->p.cp : 1)) : 0;
   if (b->p.dp > 1 && r->dp_allreduce_s > 0 && r->exposed_dp_s > 0.10 * r->step_time_s &&
-      hw_catalog_find(cat, b->hw)->kind != HW_TPU) {
-    const hw_model *hw = hw_catalog_find(cat, b->hw);
-    int64_t nodes = b->p.chips / (hw->chips_per_node > 0 ? hw->chips_per_node : 1);
-    if (nodes < 1) nodes = 1;
-    double rs;
-    double step = step_with_reducers_s(m, hw, &b->p, r, nodes, &rs);
-    out->advice_reducers = nodes;
-    out->advice_step_s = step;
-    snprintf(out->advice, sizeof out->advice,
-             "the gradient all-reduce shows for %.0f%% of the step (it takes %.3g s and the "
-             "last backward hides the rest): data-parallel scaling is flattening. A "
-             "Reduction Server with %lld reducer hosts would take about %.3g s for it, %.3g s a "
-             "step (%+.1f%%); the all-reduce is already hierarchical (NVLink inside a node, the "
-             "rails between).",
-             100 * r->exposed_dp_s / r->step_time_s, r->dp_allreduce_s, (long long)nodes, rs,
-             step, 100 * (step / r->step_time_s - 1));
-  }
+      reducers > 0)
+    rs_advice(m, bhw, req, b, reducers, out);
   const char *bound = r->breakdown_s.pipeline_bubble + r->breakdown_s.exposed_comm <
                                   0.01 * r->step_time_s
                           ? "the optimizer and overheads cost most"

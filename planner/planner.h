@@ -159,7 +159,7 @@ typedef struct {
   ** --deadline drop any: what was closest when nothing is left */
   planner_cand cheapest, fastest;
   bool any_fit;
-  char advice[512]; /* when data parallelism's all-reduce shows: what a Reduction Server buys */
+  char advice[768]; /* when data parallelism's all-reduce shows: what a Reduction Server buys */
   int64_t advice_reducers;
   double advice_step_s; /* the step with them (closed form), 0 without advice */
   char objective[32];

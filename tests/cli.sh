@@ -200,6 +200,37 @@ run sim-fp64-tpu 1 simulate tests/data/models/needs-fp64.json --hw tpu-v5e --chi
 run sim-gbdt-tpu 1 simulate gbdt --hw tpu-v5p --chips 1 && has sim-gbdt-tpu err "tree-boosting libraries (XGBoost, LightGBM, CatBoost), which run on CPUs and NVIDIA GPUs"
 run sim-gbdt-gpu 0 simulate gbdt --hw h100-sxm --chips 1 && has sim-gbdt-gpu out "gbdt on 1 x h100-sxm"
 run plan-gbdt-notpu 0 plan gbdt && has plan-gbdt-notpu out "tpu-v5e: the model is trained by tree-boosting libraries"
+# embedding tables (#18): a 24 G-parameter fp32 DLRM replicated does not fit
+# an H100; the first fix shards the tables, the planner picks a placement
+# that fits and says so; a parameter server on a TPU is refused
+run sim-dlrm-repl 3 simulate dlrm --hw h100-sxm --chips 8 && has sim-dlrm-repl out "fix 1: embeddings replicated -> sharded over the 8 chips (TorchRec row-wise)"
+run sim-dlrm-shard 0 simulate dlrm --hw h100-sxm --chips 8 --embeddings sharded && has sim-dlrm-shard out "fits"
+run sim-dlrm-ps-tpu 1 simulate dlrm --hw tpu-v5p --chips 8 --embeddings ps && has sim-dlrm-ps-tpu err "nearest: --embeddings sharded"
+run sim-emb-cnn 1 simulate resnet50 --hw a100-80g --chips 8 --embeddings sharded && has sim-emb-cnn err "has none a gather reads"
+run sim-emb-bad 2 simulate dlrm --hw a100-80g --chips 8 --embeddings shard
+run plan-dlrm-h100 0 plan dlrm --hw h100-sxm --chips 8 && has plan-dlrm-h100 out "embedding tables sharded over the chips' memory (TorchRec row-wise"
+run plan-dlrm-v5p 0 plan dlrm --hw tpu-v5p --chips 8 && has plan-dlrm-v5p out "on the SparseCores, overlapped with the dense layers"
+run plan-dlrm-1gpu 0 plan dlrm --hw h100-sxm --chips 1 && has plan-dlrm-1gpu out "CPU parameter-server hosts"
+# the Reduction Server (#18): the planner sizes the reducers to the hosts'
+# NICs (32 x 1.5625e9 / 4e9 -> 13) and bills them (13 x $0.5668 = $7.37 an
+# hour); on GCP's 100 Gbit/s a2 VMs it wins. simulate bills them too:
+# 32 x $3.6734 + 13 x $0.5668 = $124.92 an hour
+run plan-rs-gcp 0 plan bert-large --hw a100-40g-gcp --chips 64 && has plan-rs-gcp out "A Reduction Server with 13 reducer VMs" && has plan-rs-gcp out "for \$7.37 an hour more" && has plan-rs-gcp out "It wins: the hosts' NICs bind"
+run sim-rs-price 0 simulate bert-large --hw a100-40g-gcp --chips 32 --mbs 8 --reduction-server 13 && has sim-rs-price out "\$124.92 per hour"
+run coll-rs-tpu 1 collective --hw tpu-v5p --chips 64 --op all-reduce --bytes 1G --algo reduction-server && has coll-rs-tpu err "gives none (system.scale_out.reducer_bw_bytes_per_s"
+# --input-host remote (#18, TPU Node): one 8-core VM decodes the slice's 1,024
+# images a step (1024 / (8 x 500) = 0.256 s against ~0.07 s of compute): a
+# stall remote, none local, and an "input stall" slice on the trace's lane
+run sim-remote-local 0 simulate resnet50 --hw tpu-v4 --chips 8 && has sim-remote-local out "input stall 0.000 s"
+run sim-remote-img 0 simulate resnet50 --hw tpu-v4 --chips 8 --input-host remote --trace "$OUT/remote.json" && has sim-remote-img out "input stall 0.18"
+grep -q '"name":"input stall (waiting for the host'"'"'s batch)","cat":"input"' "$OUT/remote.json" && ok || bad "sim-remote-img: the trace has no input stall slice"
+# TF32 (#18): an fp32 CNN gets PyTorch's TF32 convolutions on an A100 (said
+# on stderr), strict fp32 when asked; an fp32 MLP keeps fp32 matmuls; no TF32
+# on a V100
+run sim-tf32-cnn 0 simulate tests/data/models/resnet50-fp32.json --hw a100-80g --chips 8 && has sim-tf32-cnn out ", tf32, mbs 128" && has sim-tf32-cnn err "torch.backends.cudnn.allow_tf32"
+run sim-tf32-strict 0 simulate tests/data/models/resnet50-fp32.json --hw a100-80g --chips 8 --precision fp32 && empty sim-tf32-strict err
+run sim-tf32-mlp 0 simulate mlp --hw a100-80g --chips 1 && empty sim-tf32-mlp err
+run sim-tf32-v100 1 simulate mlp --hw v100 --chips 1 --precision tf32 && has sim-tf32-v100 err "v100 has no TF32 tensor cores (nearest: --precision fp32)"
 run sim-own-prec 0 simulate mlp --hw a100-80g --chips 1 --json && has sim-own-prec out '"precision":	"fp32"'
 # the fixes of a plan that does not fit: those on the same chips before
 # those that re-partition them, before those that add chips (#18), each
