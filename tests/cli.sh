@@ -358,6 +358,20 @@ run coll-badalgo 2 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 1G
 run coll-zero 2 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 0:0x && has coll-zero err "--bytes 0: expected a size from 1 to 1P bytes"
 run coll-zerob 2 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 0 && has coll-zerob err "--bytes 0: expected a size from 1 to 1P bytes (K, M, G, T, P: powers of 1024); the nearest allowed is 1"
 run coll-mismatch 1 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 1G --algo torus && has coll-mismatch err "torus needs a TPU slice"
+# the candidates table sizes its columns from its cells: with a long hardware
+# name (a100-40g-aws, 12 characters) and gbdt's 10000000-row micro-batch, every
+# row's cells start under their header (invariant: same column for "recompute"
+# and "step(s)" in the header and in each row)
+run plan-widths 0 plan gbdt --hw cpu-genoa,a100-40g-aws && \
+  awk '/^candidates/ {t = 1; next} t && /rank/ {r = index($0, "recompute"); s = index($0, "step(s)") + 6; next}
+       t && NF == 0 {t = 0} t && r {rows++; if (substr($0, r, 4) != "none" || substr($0, s, 1) !~ /[0-9]/) bad++}
+       END {exit !(rows >= 2 && !bad)}' "$OUT/plan-widths.out" && ok || bad "plan's candidates table is out of line: $(cat "$OUT/plan-widths.out")"
+# a named algorithm that fails after the network is built (torus does not
+# cross slices): the message on stderr and nothing on stdout (docs/cli.md)
+run coll-torus-slices 1 collective --algo torus --slices 2 --hw tpu-v5p --chips 128 --op all-reduce --bytes 1G && \
+  has coll-torus-slices err "torus" && empty coll-torus-slices out
+run coll-ring-torus 1 collective --algo ring,torus --slices 2 --hw tpu-v5p --chips 128 --op all-reduce --bytes 1G && \
+  empty coll-ring-torus out
 run coll-missing 2 collective --hw h100-sxm --op all-reduce --bytes 1G && has coll-missing err "are required"
 # --- the network (issue 18): formula and simulation agree; Reduction Server wins where the VM's NIC binds ---
 # a 4x8 v5e slice has no wraparound: simulated 10.8 ms against a 5.89 ms formula before; within 3 % now
