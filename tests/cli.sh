@@ -358,6 +358,11 @@ run coll-badalgo 2 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 1G
 run coll-zero 2 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 0:0x && has coll-zero err "--bytes 0: expected a size from 1 to 1P bytes"
 run coll-zerob 2 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 0 && has coll-zerob err "--bytes 0: expected a size from 1 to 1P bytes (K, M, G, T, P: powers of 1024); the nearest allowed is 1"
 run coll-mismatch 1 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 1G --algo torus && has coll-mismatch err "torus needs a TPU slice"
+# MFU cannot exceed the chip's measured large-GEMM fraction (the model's
+# FLOPs run on the matrix unit at best at it): cpu-spr's AMX at 33 % of peak
+# (oneDNN issue #1992, hw_models/cpu-spr.json)
+run spr-mfu 0 simulate llama3-8b --hw cpu-spr --chips 8 --gbs 64 --json && \
+  awk -F'[:,]' '/^\t"mfu":/ {v = $2 + 0; f = 1} END {exit !(f && v > 0 && v <= 0.33)}' "$OUT/spr-mfu.out" && ok || bad "cpu-spr MFU above its GEMM efficiency: $(grep -o '"mfu":[^,]*' "$OUT/spr-mfu.out")"
 # the candidates table sizes its columns from its cells: with a long hardware
 # name (a100-40g-aws, 12 characters) and gbdt's 10000000-row micro-batch, every
 # row's cells start under their header (invariant: same column for "recompute"
