@@ -3,9 +3,12 @@
 */
 #include "strutil.h"
 
+#include <ctype.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 int str_distance(const char *a, const char *b, int cap) {
   size_t la = strlen(a), lb = strlen(b);
@@ -84,4 +87,31 @@ int str_errf(char *err, size_t errn, const char *fmt, ...) {
     va_end(ap);
   }
   return -1;
+}
+
+/* Letters whose names begin with a vowel sound: "ay", "ee", "ef", "aitch",
+** "eye", "el", "em", "en", "oh", "ar", "es", "ex". */
+static bool letter_name_vowel(char c) { return c && strchr("AEFHILMNORSX", toupper((unsigned char)c)); }
+
+/* spelled as letters: all capitals (AMD, NVIDIA) or no vowel at all (mlp) */
+static bool read_as_letters(const char *w) {
+  bool caps = true, vowel = false;
+  for (const char *p = w; *p && *p != ' ' && *p != '-'; p++) {
+    if (islower((unsigned char)*p)) caps = false;
+    if (strchr("aeiouyAEIOUY", *p)) vowel = true;
+  }
+  return (caps && isupper((unsigned char)w[0])) || !vowel;
+}
+
+const char *str_article(const char *word) {
+  if (!word || !*word) return "a";
+  if (read_as_letters(word)) return letter_name_vowel(word[0]) ? "an" : "a";
+  /* vowel letters that sound as consonants ("a unit", "a one") and silent h */
+  static const char *const A[] = {"uni", "use", "usu", "ura", "ure", "uti", "eu", "one", "once"};
+  static const char *const AN[] = {"hour", "honest", "honor", "heir"};
+  for (size_t i = 0; i < sizeof A / sizeof *A; i++)
+    if (strncasecmp(word, A[i], strlen(A[i])) == 0) return "a";
+  for (size_t i = 0; i < sizeof AN / sizeof *AN; i++)
+    if (strncasecmp(word, AN[i], strlen(AN[i])) == 0) return "an";
+  return strchr("aeiouAEIOU", word[0]) ? "an" : "a";
 }

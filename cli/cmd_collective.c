@@ -144,9 +144,21 @@ static int run_collective(cli_ctx *c) {
     cJSON_AddStringToObject(root, "op", opname);
     cJSON_AddStringToObject(root, "network", desc);
     results = cJSON_AddArrayToObject(root, "results");
-  } else {
-    fprintf(c->out, "%s on %lld x %s: %s\n", opname, (long long)chips, hw->name, desc);
   }
+  /* the table goes to a buffer first, and to stdout only when every
+  ** algorithm ran: a named algorithm that does not apply (torus over
+  ** slices) fails after the header, and a failing command prints nothing
+  ** on stdout (docs/cli.md) */
+  char *text = NULL;
+  size_t text_len = 0;
+  FILE *out = c->json ? NULL : open_memstream(&text, &text_len);
+  if (!c->json && !out) {
+    fprintf(c->err, "tpusim collective: out of memory\n");
+    net_free(n);
+    hw_catalog_free(cat);
+    return CLI_BAD_INPUT;
+  }
+  if (out) fprintf(out, "%s on %lld x %s: %s\n", opname, (long long)chips, hw->name, desc);
   int ran = 0;
   double spent = 0; /* events simulated so far */
   for (int ai = 0; ai < n_algos && rc == CLI_OK; ai++) {
@@ -181,7 +193,7 @@ static int run_collective(cli_ctx *c) {
         continue;
       }
       if (!header) {
-        fprintf(c->out, "\nalgorithm %s\n%12s %12s %12s %12s %12s\n", coll_algo_name(res.algo),
+        fprintf(out, "\nalgorithm %s\n%12s %12s %12s %12s %12s\n", coll_algo_name(res.algo),
                 "size", "time", "algbw GB/s", "busbw GB/s", "formula");
         header = true;
       }
@@ -189,9 +201,9 @@ static int run_collective(cli_ctx *c) {
       units_bytes(sz, sizeof sz, b);
       units_seconds(t, sizeof t, res.time_s);
       units_seconds(ft, sizeof ft, res.formula_s);
-      fprintf(c->out, "%12s %12s %12.2f %12.2f %12s\n", sz, t, res.algbw / 1e9, res.busbw / 1e9, ft);
-      if (cli_opt(c, "--explain")) fprintf(c->out, "%s", res.formula);
-      else if (res.note[0]) fprintf(c->out, "  (%s)\n", res.note); /* not simulated: say so */
+      fprintf(out, "%12s %12s %12.2f %12.2f %12s\n", sz, t, res.algbw / 1e9, res.busbw / 1e9, ft);
+      if (cli_opt(c, "--explain")) fprintf(out, "%s", res.formula);
+      else if (res.note[0]) fprintf(out, "  (%s)\n", res.note); /* not simulated: say so */
     }
   }
   if (rc == CLI_OK && ran == 0) {
@@ -201,6 +213,11 @@ static int run_collective(cli_ctx *c) {
   if (root) {
     if (rc == CLI_OK) cli_print_json(c, root);
     else cJSON_Delete(root);
+  }
+  if (out) {
+    fclose(out);
+    if (rc == CLI_OK) fwrite(text, 1, text_len, c->out);
+    free(text);
   }
   net_free(n);
   hw_catalog_free(cat);

@@ -88,18 +88,65 @@ static void zero_str(char *buf, size_t n, const plan *p) {
   else snprintf(buf, n, "%d", p->zero);
 }
 
-static void plan_row(FILE *f, int rank, const planner_cand *c) {
+/* The candidates table. Each column is as wide as its widest cell (the
+** header's, or the default below when narrower), so that a long hardware
+** name (a100-40g-aws) or a huge micro-batch (gbdt's 10000000 rows) widens
+** its column instead of pushing the row's later cells out of line. */
+enum { PT_COLS = 18, PT_CELL = 32 };
+
+static void plan_cells(char cells[PT_COLS][PT_CELL], int rank, const planner_cand *c) {
   static const char *const REC[] = {"none", "selective", "full"};
   static const char *const OFF[] = {"-", "act", "opt"};
-  char t[32], u[32], z[32];
-  units_seconds(t, sizeof t, c->train_s);
-  usd_str(u, sizeof u, c->train_usd);
-  zero_str(z, sizeof z, &c->p);
-  fprintf(f, "  %4d  %-9s %6lld %4lld %3lld %3lld %2lld %2lld %2lld %3lld %4lld %-9s %-7s %3s %9.3f %9.3f %9s %12s\n",
-          rank, c->hw, (long long)c->p.chips, (long long)c->p.dp, (long long)c->p.tp,
-          (long long)c->p.pp, (long long)(c->p.cp > 0 ? c->p.cp : 1), (long long)c->p.vp,
-          (long long)c->p.ep, (long long)(c->p.etp > 0 ? c->p.etp : 1), (long long)c->p.mbs,
-          REC[c->p.recompute], z, OFF[c->p.offload], c->sim.step_time_s, c->analytic_step_s, t, u);
+  const plan *p = &c->p;
+  long long ints[] = {rank, 0, (long long)p->chips, (long long)p->dp, (long long)p->tp,
+                      (long long)p->pp, (long long)(p->cp > 0 ? p->cp : 1), (long long)p->vp,
+                      (long long)p->ep, (long long)(p->etp > 0 ? p->etp : 1), (long long)p->mbs};
+  for (int k = 0; k < 11; k++) snprintf(cells[k], PT_CELL, "%lld", ints[k]);
+  snprintf(cells[1], PT_CELL, "%s", c->hw);
+  snprintf(cells[11], PT_CELL, "%s", REC[p->recompute]);
+  zero_str(cells[12], PT_CELL, p);
+  snprintf(cells[13], PT_CELL, "%s", OFF[p->offload]);
+  snprintf(cells[14], PT_CELL, "%.3f", c->sim.step_time_s);
+  snprintf(cells[15], PT_CELL, "%.3f", c->analytic_step_s);
+  units_seconds(cells[16], PT_CELL, c->train_s);
+  usd_str(cells[17], PT_CELL, c->train_usd);
+}
+
+static void plan_table_line(FILE *f, char cells[PT_COLS][PT_CELL], const int *w) {
+  /* text columns (hw, recompute, zero) left-aligned, numbers right */
+  static const bool LEFT[PT_COLS] = {[1] = true, [11] = true, [12] = true};
+  fprintf(f, "  %*s ", w[0], cells[0]);
+  for (int k = 1; k < PT_COLS; k++)
+    fprintf(f, " %*s", LEFT[k] ? -w[k] : w[k], cells[k]);
+  fputc('\n', f);
+}
+
+static void print_candidates(FILE *f, const planner_result *r) {
+  static const char *const HEAD[PT_COLS] = {"rank", "hw", "chips", "dp", "tp", "pp", "cp", "V",
+                                            "ep", "etp", "mbs", "recompute", "zero", "off",
+                                            "step(s)", "analytic", "time", "cost"};
+  /* the widths the table had before it sized itself: unchanged for usual data */
+  static const int MIN_W[PT_COLS] = {4, 9, 6, 4, 3, 3, 2, 2, 2, 3, 4, 9, 7, 3, 9, 9, 9, 12};
+  int w[PT_COLS];
+  char cells[PT_COLS][PT_CELL];
+  for (int k = 0; k < PT_COLS; k++) {
+    int h = (int)strlen(HEAD[k]);
+    w[k] = h > MIN_W[k] ? h : MIN_W[k];
+  }
+  for (int i = 0; i < r->n_ranked; i++) {
+    plan_cells(cells, i + 1, &r->ranked[i]);
+    for (int k = 0; k < PT_COLS; k++) {
+      int l = (int)strlen(cells[k]);
+      if (l > w[k]) w[k] = l;
+    }
+  }
+  fprintf(f, "\ncandidates (event-simulated, best first):\n");
+  for (int k = 0; k < PT_COLS; k++) snprintf(cells[k], PT_CELL, "%s", HEAD[k]);
+  plan_table_line(f, cells, w);
+  for (int i = 0; i < r->n_ranked; i++) {
+    plan_cells(cells, i + 1, &r->ranked[i]);
+    plan_table_line(f, cells, w);
+  }
 }
 
 /* The plans the search turned down, by the limit that bound: one line. */
@@ -477,9 +524,7 @@ static int run_plan(cli_ctx *c) {
     }
     fprintf(c->out, "\nwhy: %s\n", r->why);
     if (r->advice[0]) fprintf(c->out, "\nadvice: %s\n", r->advice);
-    fprintf(c->out, "\ncandidates (event-simulated, best first):\n"
-                    "  rank  hw         chips   dp  tp  pp cp  V ep etp  mbs recompute zero    off   step(s)  analytic      time         cost\n");
-    for (int i = 0; i < r->n_ranked; i++) plan_row(c->out, i + 1, &r->ranked[i]);
+    print_candidates(c->out, r);
     fprintf(c->out, "\nother hardware (its best plan, analytic):\n");
     for (int i = 0; i < r->n_per_hw; i++) {
       const planner_cand *o = &r->per_hw[i];

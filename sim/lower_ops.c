@@ -12,6 +12,8 @@
 */
 #include "lower_int.h"
 
+#include "../base/strutil.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -698,9 +700,9 @@ int lower_fused(lower_module *m, const graph *g, const int *ops, int n_ops, char
     const graph_op *op = graph_get(g, ops[i]);
     if (!computable(op->kind)) {
       lower_set_err(err, n,
-                    "%s: a %s is computed only as a kernel's root (the last op), not inside "
+                    "%s: %s %s is computed only as a kernel's root (the last op), not inside "
                     "it",
-                    op->name, graph_op_name(op->kind));
+                    op->name, str_article(graph_op_name(op->kind)), graph_op_name(op->kind));
       return -1;
     }
     bool used = false; /* by a later member: else its value would be lost */

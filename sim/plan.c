@@ -183,7 +183,8 @@ static int check_generic(const model *m, plan *p, char *err, size_t errn) {
   }
   if (p->tp != 1 || p->pp != 1 || p->ep != 1 || p->cp > 1 || p->etp > 1)
     return str_errf(err, errn, "tensor, pipeline, context and expert parallelism split transformer "
-                               "layers; a %s model trains data-parallel (--dp)", m->family);
+                               "layers; %s %s model trains data-parallel (--dp)", str_article(m->family),
+                    m->family);
   if (p->chips < 1 || p->mbs < 0) return str_errf(err, errn, "--chips must be at least 1");
   if (p->dp == 0) p->dp = p->chips;
   if (p->dp != p->chips)
@@ -256,8 +257,9 @@ int plan_hw_supports(const model *m, const hw_model *hw, char *err, size_t errn)
                     "NVIDIA data-centre GPUs and CPUs do)", hw->name);
   bool nvidia = hw->kind == HW_GPU && strcmp(hw->vendor, "NVIDIA") == 0;
   if ((req & WL_REQ_CUDA) && !nvidia)
-    return str_errf(err, errn, "the model requires custom CUDA kernels; %s is a %s %s (it needs an "
-                    "NVIDIA GPU)", hw->name, hw->vendor, hw_kind_name(hw->kind));
+    return str_errf(err, errn, "the model requires custom CUDA kernels; %s is %s %s %s (it needs an "
+                    "NVIDIA GPU)", hw->name, str_article(hw->vendor), hw->vendor,
+                    hw_kind_name(hw->kind));
   /* XGBoost (tree_method hist on CPU, device=cuda on NVIDIA GPUs), LightGBM
   ** (CPU; device_type cuda) and CatBoost (task_type CPU or GPU, CUDA)
   ** ship CPU and CUDA back ends only; none has an XLA or TPU back end, and
@@ -265,8 +267,8 @@ int plan_hw_supports(const model *m, const hw_model *hw, char *err, size_t errn)
   ** not support hardware accelerators") */
   if ((req & WL_REQ_TREE_LIBS) && !(hw->kind == HW_CPU || nvidia))
     return str_errf(err, errn, "the model is trained by tree-boosting libraries (XGBoost, "
-                    "LightGBM, CatBoost), which run on CPUs and NVIDIA GPUs, not on a %s %s",
-                    hw->vendor, hw_kind_name(hw->kind));
+                    "LightGBM, CatBoost), which run on CPUs and NVIDIA GPUs, not on %s %s %s",
+                    str_article(hw->vendor), hw->vendor, hw_kind_name(hw->kind));
   return 0;
 }
 

@@ -63,13 +63,30 @@ static double full_contention(const hw_model *hw, const plan *p, double bytes, s
 }
 
 
-double step_grad_bytes(const model *m, const plan *p) {
-  return ((double)m->params - (double)m->expert_params) / (double)(p->tp * p->pp) * 2;
+/* The reduce moves the gradients in the dtype they are kept in, the memory
+** model's gradient buffers (mem_setup's fp32_grads, from the framework
+** profile's grads_16bit): PyTorch DDP all-reduces the .grad tensors in
+** their own dtype, fp32 under autocast (DDP docs, "gradient bucketing");
+** FSDP's MixedPrecision reduce_dtype defaults to the parameters' dtype
+** (torch.distributed.fsdp.MixedPrecision docs); Megatron-Core reduces its
+** main_grad buffer, fp32 unless grad_reduce_in_fp32=False (Megatron-Bridge's
+** performance recipes: bf16); MaxText's grad_dtype is float32 (base.yml). */
+static double grad_elem_bytes(const model *m, const hw_model *hw, const plan *p) {
+  mem_opts o;
+  plan mp;
+  mem_setup(m, hw, p, &o, &mp);
+  double w = graph_dtype_bits(p->precision) >= 32 ? 4 : 2; /* fp8 recipes keep 16-bit grads */
+  return o.fp32_grads && w < 4 ? 4 : w;
+}
+
+double step_grad_bytes(const model *m, const hw_model *hw, const plan *p) {
+  return ((double)m->params - (double)m->expert_params) / (double)(p->tp * p->pp) *
+         grad_elem_bytes(m, hw, p);
 }
 
 double step_with_reducers_s(const model *m, const hw_model *hw, const plan *p,
                             const step_result *r, int64_t reducers, double *allreduce_s) {
-  double rs = coll_reduction_server_s(hw, p->dp * (p->cp > 0 ? p->cp : 1), step_grad_bytes(m, p), reducers, 0);
+  double rs = coll_reduction_server_s(hw, p->dp * (p->cp > 0 ? p->cp : 1), step_grad_bytes(m, hw, p), reducers, 0);
   double hidden = r->dp_allreduce_s - r->exposed_dp_s;
   if (allreduce_s) *allreduce_s = rs;
   return r->step_time_s - r->exposed_dp_s + (rs > hidden ? rs - hidden : 0);
@@ -145,7 +162,7 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
   double dense, expert;
   chip_params(m, p, &dense, &expert);
   int64_t dpcp = p->dp * cp, edp = plan_expert_dp(p);
-  double grad_bytes = step_grad_bytes(m, p), expert_bytes = expert * 2;
+  double grad_bytes = step_grad_bytes(m, hw, p), expert_bytes = expert * grad_elem_bytes(m, hw, p);
   double dp_t = 0, ag_t = 0;
   bool z3 = p->zero >= 3;
   /* the data-parallel group: one chip per node (rails), or the slices */

@@ -198,8 +198,9 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
                   coll_memo *memo, step_desc *d, char *err, size_t errn);
 
 /* The bytes of one pipeline stage's gradients a data-parallel all-reduce
-** moves: its share of the parameters in 16-bit. */
-double step_grad_bytes(const model *m, const plan *p);
+** moves: its share of the parameters in the dtype the gradients are kept
+** in (fp32 or 16-bit, the memory model's rule for p's framework on hw). */
+double step_grad_bytes(const model *m, const hw_model *hw, const plan *p);
 
 /* Step r (simulated under p) with a Reduction Server of `reducers` hosts in
 ** place of the gradient all-reduce, by the server's closed form (simulating

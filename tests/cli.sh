@@ -402,6 +402,25 @@ run coll-badalgo 2 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 1G
 run coll-zero 2 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 0:0x && has coll-zero err "--bytes 0: expected a size from 1 to 1P bytes"
 run coll-zerob 2 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 0 && has coll-zerob err "--bytes 0: expected a size from 1 to 1P bytes (K, M, G, T, P: powers of 1024); the nearest allowed is 1"
 run coll-mismatch 1 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 1G --algo torus && has coll-mismatch err "torus needs a TPU slice"
+# MFU cannot exceed the chip's measured large-GEMM fraction (the model's
+# FLOPs run on the matrix unit at best at it): cpu-spr's AMX at 33 % of peak
+# (oneDNN issue #1992, hw_models/cpu-spr.json)
+run spr-mfu 0 simulate llama3-8b --hw cpu-spr --chips 8 --gbs 64 --json && \
+  awk -F'[:,]' '/^\t"mfu":/ {v = $2 + 0; f = 1} END {exit !(f && v > 0 && v <= 0.33)}' "$OUT/spr-mfu.out" && ok || bad "cpu-spr MFU above its GEMM efficiency: $(grep -o '"mfu":[^,]*' "$OUT/spr-mfu.out")"
+# the candidates table sizes its columns from its cells: with a long hardware
+# name (a100-40g-aws, 12 characters) and gbdt's 10000000-row micro-batch, every
+# row's cells start under their header (invariant: same column for "recompute"
+# and "step(s)" in the header and in each row)
+run plan-widths 0 plan gbdt --hw cpu-genoa,a100-40g-aws && \
+  awk '/^candidates/ {t = 1; next} t && /rank/ {r = index($0, "recompute"); s = index($0, "step(s)") + 6; next}
+       t && NF == 0 {t = 0} t && r {rows++; if (substr($0, r, 4) != "none" || substr($0, s, 1) !~ /[0-9]/) bad++}
+       END {exit !(rows >= 2 && !bad)}' "$OUT/plan-widths.out" && ok || bad "plan's candidates table is out of line: $(cat "$OUT/plan-widths.out")"
+# a named algorithm that fails after the network is built (torus does not
+# cross slices): the message on stderr and nothing on stdout (docs/cli.md)
+run coll-torus-slices 1 collective --algo torus --slices 2 --hw tpu-v5p --chips 128 --op all-reduce --bytes 1G && \
+  has coll-torus-slices err "torus" && empty coll-torus-slices out
+run coll-ring-torus 1 collective --algo ring,torus --slices 2 --hw tpu-v5p --chips 128 --op all-reduce --bytes 1G && \
+  empty coll-ring-torus out
 run coll-missing 2 collective --hw h100-sxm --op all-reduce --bytes 1G && has coll-missing err "are required"
 # --- the network (issue 18): formula and simulation agree; Reduction Server wins where the VM's NIC binds ---
 # a 4x8 v5e slice has no wraparound: simulated 10.8 ms against a 5.89 ms formula before; within 3 % now

@@ -396,6 +396,23 @@ Test(hw_eff, attention_is_the_published_kernel_rate) {
   hw_catalog_free(c);
 }
 
+/* Sapphire Rapids AMX: 1024 bf16 FLOP a cycle a core (Intel, via the AMX
+** article: "1024 BF16 operations per cycle"; Fixstars: 3,482 GFLOPS a core
+** at 3.4 GHz = 1024 x 3.4e9) x 56 cores x 2.0 GHz base = 114.688 TFLOP/s a
+** socket. Its large-GEMM fraction: the best a oneDNN user reported, 33 % of
+** peak (oneDNN issue #1992); on every core of two sockets the same GEMM ran
+** 42.9 TFLOP/s, 18.7 % of 2 x 114.688, under it. */
+Test(hw_eff, cpu_spr_amx_peak_and_measured_gemm) {
+  hw_catalog *c = builtin();
+  const hw_model *m = get(c, "cpu-spr");
+  cr_assert_float_eq(1024.0 * 3.4e9, 3482e9, 1e9);
+  cr_assert_float_eq(hw_peak_flops(m, HW_BF16), 1024.0 * 56 * 2.0e9, 1e6);
+  cr_assert(given(m, "chip.matmul_efficiency"));
+  cr_assert_float_eq(m->chip.matmul_efficiency, 0.33, 1e-9);
+  cr_assert_lt(42.9e12 / (2 * hw_peak_flops(m, HW_BF16)), m->chip.matmul_efficiency);
+  hw_catalog_free(c);
+}
+
 /* TPU v6e: bf16 GEMM 8192^3 in 1510.94 us of device time (JAX profiler,
 ** gpu-tpu-pedia results_trace_test.csv @ 6744feed) = 2 x 8192^3 / 1510.94e-6
 ** = 727.7 TFLOP/s of 918. v5p and v4 have no published measurement and take

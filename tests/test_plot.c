@@ -13,10 +13,13 @@
 #include <sys/stat.h>
 
 #include <criterion/criterion.h>
+#include <cjson/cJSON.h>
 
 #include "../hw_models/hw_catalog.h"
 #include "../viz/plot.h"
 #include "helpers.h"
+
+#define GIB (1024.0 * 1024 * 1024)
 
 static uint32_t be32(const unsigned char *p) {
   return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
@@ -131,6 +134,69 @@ Test(plot, memory, .timeout = 60) {
   char *gp = th_slurp("tests/out/plot-memory.gp", &n);
   cr_assert(strstr(gp, "CAP = 80."), "capacity line of an 80 GiB chip missing");
   free(gp);
+}
+
+/* The row of `label` in a memory chart's data: the 7 figures after it. */
+static int mem_row(const char *dat, const char *label, double v[7]) {
+  char key[64];
+  snprintf(key, sizeof key, "\n\"%s\" ", label);
+  const char *at = strstr(dat, key);
+  if (!at) return -1;
+  at += strlen(key);
+  return sscanf(at, "%lf %lf %lf %lf %lf %lf %lf", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                &v[6]) == 7 ? 0 : -1;
+}
+
+/* `simulate --json`'s memory_bytes of one plan, in GiB: the same order as
+** the chart's columns (other = runtime + comm + fragmentation). */
+static void sim_mem(const char *zero, const char *rec, double v[7]) {
+  th_run r = th_cli("simulate", "llama3-8b", "--hw", "a100-40g", "--chips", "8", "--zero", zero,
+                    "--recompute", rec, "--json", NULL);
+  cr_assert(r.rc == 0 || r.rc == 3, "simulate -> %d: %s", r.rc, r.err);
+  cJSON *o = cJSON_Parse(r.out), *mb = cJSON_GetObjectItem(o, "memory_bytes");
+  cr_assert_not_null(mb, "no memory_bytes: %s", r.out);
+  const char *keys[] = {"weights", "gradients", "optimizer", "activations", "temporary"};
+  for (int k = 0; k < 5; k++) v[k] = cJSON_GetObjectItem(mb, keys[k])->valuedouble / GIB;
+  v[5] = (cJSON_GetObjectItem(mb, "runtime")->valuedouble + cJSON_GetObjectItem(mb, "comm")->valuedouble +
+          cJSON_GetObjectItem(mb, "fragmentation")->valuedouble) / GIB;
+  v[6] = cJSON_GetObjectItem(mb, "peak")->valuedouble / GIB;
+  cJSON_Delete(o);
+  th_run_free(&r);
+}
+
+/* One truth per fact: every bar of the memory chart is the memory model's
+** figure for the plan `simulate` runs with the same flags (the chip's
+** default framework, megatron-core on a GPU), term by term, and its parts
+** add up to its peak. Gradients by hand: megatron-core keeps them in
+** bf16 (Megatron-Bridge's performance recipes, grad_reduce_in_fp32=False),
+** 2 B a parameter like the bf16 weights: gradients = weights, not twice
+** them (the chart's old fp32 count). */
+Test(plot, memory_bars_are_simulates_figures, .timeout = 60) {
+  mkdir("tests/out", 0755);
+  th_run r = th_cli("plot", "memory", "llama3-8b", "--hw", "a100-40g", "--chips", "8", "-o",
+                    "tests/out/plot-memory-sim.svg", NULL);
+  cr_assert_eq(r.rc, 0, "%s", r.err);
+  th_run_free(&r);
+  size_t n;
+  char *dat = th_slurp("tests/out/plot-memory-sim.dat", &n);
+  static const struct {
+    const char *label, *zero, *rec;
+  } PLANS[] = {{"dp8", "0", "none"}, {"dp8 full-rc", "0", "full"}, {"dp8 z3 full-rc", "3", "full"}};
+  for (size_t i = 0; i < sizeof PLANS / sizeof *PLANS; i++) {
+    double bar[7], sim[7];
+    cr_assert_eq(mem_row(dat, PLANS[i].label, bar), 0, "no row '%s' in:\n%s", PLANS[i].label, dat);
+    sim_mem(PLANS[i].zero, PLANS[i].rec, sim);
+    for (int k = 0; k < 7; k++)
+      cr_assert_float_eq(bar[k], sim[k], 1e-5, "%s column %d: chart %.6f, simulate %.6f",
+                         PLANS[i].label, k, bar[k], sim[k]);
+    double parts = bar[0] + bar[1] + bar[2] + bar[3] + bar[4] + bar[5];
+    cr_assert_float_eq(parts, bar[6], 1e-4, "%s: parts %.6f, peak %.6f", PLANS[i].label, parts, bar[6]);
+  }
+  double dp8[7];
+  mem_row(dat, "dp8", dp8);
+  cr_assert_float_eq(dp8[1], dp8[0], 1e-6, "gradients %.6f GiB, weights %.6f GiB", dp8[1], dp8[0]);
+  cr_assert_gt(dp8[0], 14.9); /* 8.03 G parameters x 2 B = 14.96 GiB */
+  free(dat);
 }
 
 Test(plot, scaling, .timeout = 60) {

@@ -14,6 +14,7 @@
 
 #include "../hw_models/hw_catalog.h"
 #include "../sim/coll.h"
+#include "../sim/framework.h"
 #include "../sim/step.h"
 
 #include <cjson/cJSON.h>
@@ -37,6 +38,33 @@ static int simulate(const char *src, const char *hw, plan p, step_result *r, cha
 static plan base(int64_t chips, int64_t tp, int64_t pp, int64_t gbs, int64_t seq) {
   return (plan){.chips = chips, .tp = tp, .pp = pp, .ep = 1, .mbs = 1, .vp = 1, .slices = 1,
                 .gbs = gbs, .seq = seq, .schedule = PLAN_1F1B, .precision = GDT_BF16};
+}
+
+/* The gradient reduce moves the gradients in the dtype the memory model
+** keeps them in, per framework: plain PyTorch DDP all-reduces .grad in its
+** own dtype, fp32 under autocast (4 B); Megatron-Bridge's recipes keep bf16
+** buffers (grad_reduce_in_fp32=False, 2 B); MaxText's grad_dtype float32
+** (4 B); fp32 training reduces fp32. By hand for llama3-8b's 8,030,261,248
+** parameters at tp 2 x pp 2: 8,030,261,248 / 4 x 4 B = 8,030,261,248 B
+** (plain) and half that (megatron-core). */
+Test(step, grad_reduce_bytes_follow_the_gradient_dtype) {
+  hw_catalog *c = th_catalog();
+  model *m = load_model("llama3-8b", 128);
+  const hw_model *gpu = th_hw(c, "a100-80g"), *tpu = th_hw(c, "tpu-v5p");
+  plan p = base(8, 2, 2, 8, 128);
+  framework_apply(framework_find("plain"), &p);
+  cr_assert_float_eq(step_grad_bytes(m, gpu, &p), (double)m->params, 1);
+  cr_assert_eq(m->params, 8030261248LL);
+  framework_apply(framework_find("megatron-core"), &p);
+  cr_assert_float_eq(step_grad_bytes(m, gpu, &p), (double)m->params / 2, 1);
+  framework_apply(framework_find("maxtext"), &p);
+  cr_assert_float_eq(step_grad_bytes(m, tpu, &p), (double)m->params, 1);
+  /* fp32 training: 4 B whatever the framework */
+  framework_apply(framework_find("megatron-core"), &p);
+  p.precision = GDT_F32;
+  cr_assert_float_eq(step_grad_bytes(m, gpu, &p), (double)m->params, 1);
+  model_free(m);
+  hw_catalog_free(c);
 }
 
 Test(step, bad_plans_say_what_does_not_divide) {
@@ -345,10 +373,12 @@ Test(step, gradient_sync_after_backward_is_exposed) {
   cr_assert_eq(simulate("llama3-8b", "h100-sxm", p, &b, err, sizeof err), 0, "%s", err);
   cr_assert_gt(a.dp_allreduce_s, 0);
   cr_assert_float_eq(b.dp_allreduce_s, a.dp_allreduce_s, 1e-12);
-  /* 16 GB of bf16 gradients, hierarchical: reduce-scatter and all-gather
-  ** inside each node (NVLink 450 GB/s x 0.803), then an all-reduce of an
-  ** eighth across the 8 nodes (50 GB/s per chip) */
-  double S = 8030261248.0 * 2;
+  /* 32 GB of fp32 gradients (the plain profile, PyTorch DDP under autocast,
+  ** keeps and reduces fp32 .grad; Megatron-LM's local DDP too for bf16:
+  ** accumulate_allreduce_grads_in_fp32), hierarchical: reduce-scatter and
+  ** all-gather inside each node (NVLink 450 GB/s x 0.803), then an
+  ** all-reduce of an eighth across the 8 nodes (50 GB/s per chip) */
+  double S = 8030261248.0 * 4;
   double want = 2 * 7.0 / 8 * S / (450e9 * 0.803) + 2 * 7.0 / 8 * (S / 8) / 50e9;
   cr_assert(fabs(b.dp_allreduce_s / want - 1) < 0.02, "%g vs %g", b.dp_allreduce_s, want);
   double exposed_a = a.breakdown_s.exposed_comm, exposed_b = b.breakdown_s.exposed_comm;

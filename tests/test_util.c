@@ -75,6 +75,24 @@ Test(strutil, suggest) {
   cr_assert_str_eq(str_suggest("a100", variants, 5), "v100"); /* no completion wins: the near miss */
 }
 
+/* English articles by sound (any style guide, e.g. Chicago Manual of Style
+** 7.33: "a" before a consonant sound, "an" before a vowel sound, acronyms
+** by how they are read): the vendors and families messages name */
+Test(strutil, article_by_sound) {
+  cr_assert_str_eq(str_article("AMD"), "an");    /* "ay-em-dee" */
+  cr_assert_str_eq(str_article("NVIDIA"), "an"); /* "en-" */
+  cr_assert_str_eq(str_article("Intel"), "an");
+  cr_assert_str_eq(str_article("Google"), "a");
+  cr_assert_str_eq(str_article("TPU"), "a");
+  cr_assert_str_eq(str_article("mlp"), "an"); /* no vowel: read "em-el-pee" */
+  cr_assert_str_eq(str_article("cnn"), "a");
+  cr_assert_str_eq(str_article("transformer"), "a");
+  cr_assert_str_eq(str_article("all-reduce"), "an");
+  cr_assert_str_eq(str_article("unit"), "a");
+  cr_assert_str_eq(str_article("hour"), "an");
+  cr_assert_str_eq(str_article(""), "a");
+}
+
 Test(strutil, copy_truncates_and_says_so) {
   char b[4];
   cr_assert_eq(str_copy(b, sizeof b, "abc"), 0);

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include <criterion/criterion.h>
@@ -22,6 +23,8 @@ static model *load(const char *name, int64_t gbs, int64_t seq) {
   diag_free(d);
   return m;
 }
+
+static void mkdir_p_out(void) { mkdir("tests/out", 0755); }
 
 static double rel(double got, double want) { return fabs(got - want) / want; }
 
@@ -102,6 +105,37 @@ Test(workloads, mixtral_active_parameters) {
 /* Narayanan et al. 2021 (Megatron, arXiv:2104.04473) without recomputation:
 ** F = 72 B s l h^2 (1 + s/(6h) + V/(12 l h)), as Korthikanti et al. 2022
 ** count model FLOPs. */
+/* A DLRM sample reads the dense MLPs and lookups_per_table rows of each
+** table, not the tables (Naumov et al. 2019, §2.1). MLPerf DLRM by hand
+** (the derivation of test_families.c's dlrm_mlperf_parameter_count):
+** bottom 171,392 + top 2,197,505 + 26 tables x 1 lookup x 128 = 2,372,225
+** of 24,036,595,969. A pooled toy, 3 lookups a table: bottom 4-16-8
+** 4*16+16 + 16*8+8 = 216, top (cat, 8+8+8 inputs) 24*1+1 = 25, tables
+** 2 x 3 x 8 = 48: 289 active of 216 + 25 + (100+50) x 8 = 1441. */
+Test(workloads, dlrm_active_parameters_per_sample) {
+  model *m = load("dlrm", 0, 0);
+  cr_assert_eq(m->params, 24036595969LL);
+  cr_assert_eq(model_active_per_item(m), 2372225LL);
+  model_free(m);
+  const char *toy = "{\"name\": \"toy-dlrm\", \"family\": \"dlrm\", \"dense_features\": 4,"
+                    " \"tables\": [{\"rows\": 100, \"dim\": 8}, {\"rows\": 50, \"dim\": 8}],"
+                    " \"bottom_mlp\": [16, 8], \"top_mlp\": [1], \"lookups_per_table\": 3,"
+                    " \"interaction\": \"cat\", \"train\": {\"global_batch\": 2}}";
+  mkdir_p_out();
+  FILE *f = fopen("tests/out/toy-dlrm.json", "w");
+  cr_assert_not_null(f);
+  fputs(toy, f);
+  fclose(f);
+  m = load("tests/out/toy-dlrm.json", 0, 0);
+  cr_assert_eq(m->params, 1441);
+  cr_assert_eq(model_active_per_item(m), 289);
+  model_free(m);
+  /* a dense model reads all its parameters: the figure is active_params */
+  m = load("llama3-8b", 8, 128);
+  cr_assert_eq(model_active_per_item(m), m->active_params);
+  model_free(m);
+}
+
 Test(workloads, gpt3_training_flops_match_megatron_formula) {
   double B = 4, s = 2048, l = 96, h = 12288, V = 51200;
   model *m = load("gpt3-175b", 4, 2048);

@@ -22,6 +22,7 @@
 #include "../hw_models/hw_catalog.h"
 #include "../planner/planner.h"
 #include "../sim/coll.h"
+#include "../sim/framework.h"
 #include "../workloads/graph.h"
 #include "../sim/input.h"
 #include "../sim/net.h"
@@ -237,11 +238,17 @@ static void gp_stacked(FILE *f, const char *ylabel) {
 
 /* ------------------------------------------------------------ inputs */
 
+/* The plan `simulate` starts from on c's chip: its kind's default framework
+** profile (megatron-core on GPUs, maxtext on TPUs, plain on CPUs), so that
+** a chart's bar and `simulate` count the same bytes for the same plan
+** (gradient dtype, attention kernel, overlaps); each chart then sets the
+** fields its variants vary. */
 static plan base_plan(const pctx *c, int64_t chips) {
   plan p = {.chips = chips, .tp = 1, .pp = 1, .ep = 1, .vp = 1, .slices = 1,
             .schedule = PLAN_1F1B,
             .precision = c->hwm ? plan_precision_on(c->hwm, GDT_BF16) : GDT_BF16, .seq = c->seq,
             .gbs = c->gbs};
+  if (c->hwm) framework_apply(framework_default(c->hwm->kind), &p);
   return p;
 }
 
@@ -503,11 +510,16 @@ static void breakdown_row(FILE *dat, const step_result *r) {
 
 #define GIB (1024.0 * 1024 * 1024)
 
+/* Every term of the memory model's peak (sim/memory.h mem_bytes), so that
+** a bar's parts add up to the peak `simulate` prints: "other" is the
+** runtime's reserve, the communicators' buffers and the allocator's
+** fragmentation (mem_bytes' peak_of). */
 static void memory_row(FILE *dat, const step_result *r) {
   const mem_bytes *mb = &r->memory;
-  fprintf(dat, " %.6f %.6f %.6f %.6f %.6f %.6f %d\n", mb->weights / GIB, mb->gradients / GIB,
-          mb->optimizer / GIB, mb->activations / GIB, mb->temporary / GIB, mb->peak / GIB,
-          r->fits ? 1 : 0);
+  double other = mb->runtime + mb->comm + mb->fragmentation;
+  fprintf(dat, " %.6f %.6f %.6f %.6f %.6f %.6f %.6f %d\n", mb->weights / GIB, mb->gradients / GIB,
+          mb->optimizer / GIB, mb->activations / GIB, mb->temporary / GIB, other / GIB,
+          mb->peak / GIB, r->fits ? 1 : 0);
 }
 
 static int plot_breakdown(pctx *c, FILE *dat, FILE *gp) {
@@ -541,7 +553,7 @@ static int plot_memory(pctx *c, FILE *dat, FILE *gp) {
   fprintf(dat, "# tpusim plot memory: %s on %lld x %s (GiB per chip, worst stage)\n", c->m->name,
           (long long)c->chips, c->hwm->name);
   fprintf(dat, "# capacity_gib %.6f\n", (double)c->hwm->chip.hbm_bytes / GIB);
-  fprintf(dat, "# plan weights gradients optimizer activations temporary peak fits\n");
+  fprintf(dat, "# plan weights gradients optimizer activations temporary other peak fits\n");
   if (variant_rows(c, dat, VARS, sizeof VARS / sizeof VARS[0], 0, "memory", memory_row) <= 0)
     return PLOT_BAD;
   gp_header(c, gp);
@@ -558,6 +570,7 @@ static int plot_memory(pctx *c, FILE *dat, FILE *gp) {
               "     '' using 4 title 'optimizer' lc rgb '#2ca02c', \\\n"
               "     '' using 5 title 'activations' lc rgb '#9467bd', \\\n"
               "     '' using 6 title 'temporary' lc rgb '#8c564b', \\\n"
+              "     '' using 7 title 'runtime, comms, fragmentation' lc rgb '#7f7f7f', \\\n"
               "     NaN with lines lw 2 lc rgb '#d62728' title 'capacity'\n");
   return PLOT_OK;
 }

@@ -75,6 +75,9 @@ void model_free(model *m);
 
 /* `tpusim graph` output (model_print.c): a readable summary, the JSON
 ** object of the contract (malloc'd), and Graphviz. */
+/* Parameters one item (token or sample) reads: active_params, less the
+** embedding rows a sample does not look up (DLRM's tables). */
+int64_t model_active_per_item(const model *m);
 void model_print_summary(const model *m, FILE *out);
 char *model_summary_json(const model *m);
 void model_print_dot(const model *m, FILE *out);

@@ -2,6 +2,7 @@
 ** model_print.c -- what `tpusim graph` prints: totals by phase, FLOPs per
 ** token next to the 6N rule of thumb, ops by kind; JSON; Graphviz.
 */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +18,34 @@ typedef struct {
   int ops[GRAPH_PHASE_COUNT];
   int by_kind[GOP_COUNT];
 } totals;
+
+/* The parameters one item reads: for a model processing samples (not
+** tokens), an embedding table counts only the rows its forward gathers
+** look up for one sample, not all its rows. DLRM looks up
+** lookups_per_table rows (the pooling factor) of every table per sample
+** (Naumov et al. 2019, arXiv:1906.00091, §2.1: "embedding lookups");
+** its 24 G parameters are almost all table rows, of which a sample reads
+** 26 x 128. Token models keep model.c's figure (the MoE active count,
+** which by convention counts the whole token embedding). */
+int64_t model_active_per_item(const model *m) {
+  if (strcmp(m->info.unit ? m->info.unit : "", "samples") != 0 || !(m->info.per_step >= 1) ||
+      m->active_params != m->params)
+    return m->active_params;
+  double active = (double)m->active_params;
+  for (int i = 0, n = graph_count(m->g); i < n; i++) {
+    const graph_op *op = graph_get(m->g, i);
+    if (op->kind != GOP_GATHER || op->phase != GRAPH_FORWARD || op->n_in < 2) continue;
+    const graph_op *table = graph_get(m->g, op->in[0]), *idx = graph_get(m->g, op->in[1]);
+    if (table->kind != GOP_PARAMETER || !(table->flags & GRAPH_WEIGHT) || table->out.rank < 1 ||
+        table->out.dim[0] < 1)
+      continue;
+    double elems = (double)graph_elements(&table->out);
+    double row = elems / (double)table->out.dim[0];
+    double rows_per_item = (double)graph_elements(&idx->out) / m->info.per_step;
+    active += rows_per_item * row - elems;
+  }
+  return active > 0 ? (int64_t)llround(active) : m->active_params;
+}
 
 static totals sum(const model *m) {
   totals t = {0};
@@ -105,7 +134,10 @@ void model_print_summary(const model *m, FILE *out) {
   fprintf(out, "%s  (%s, %s: %s)\n", m->name, m->family, m->format, m->path);
   units_si(a, sizeof a, (double)m->params, "");
   units_si(b, sizeof b, (double)m->trainable_params, "");
-  units_si(c, sizeof c, (double)m->active_params, "");
+  units_si(c, sizeof c, (double)model_active_per_item(m), "");
+  const char *item = strcmp(m->info.unit ? m->info.unit : "", "samples") == 0 ? "sample"
+                     : strcmp(m->info.unit ? m->info.unit : "", "rows") == 0  ? "row"
+                                                                              : "token";
   bool hlo = strcmp(m->format, "hlo") == 0;
   if (hlo) {
     /* the text does not tell weights from inputs and optimizer state */
@@ -113,7 +145,7 @@ void model_print_summary(const model *m, FILE *out) {
                  "  per step         the compiled step as written (loops counted by trip count)\n",
             a);
   } else {
-    fprintf(out, "  parameters       %s  (trainable %s, active per token %s)\n", a, b, c);
+    fprintf(out, "  parameters       %s  (trainable %s, active per %s %s)\n", a, b, item, c);
     print_layers(m, out);
   }
   units_si(a, sizeof a, m->info.per_step, "");
@@ -137,7 +169,7 @@ void model_print_summary(const model *m, FILE *out) {
             per);
     if (!m->info.whole_step && m->train.method == WL_FULL)
       fprintf(out, "  (6 x active params = %.3g; the rest is attention and other ops)",
-              6.0 * (double)m->active_params);
+              6.0 * (double)model_active_per_item(m));
     fprintf(out, "\n");
   }
   units_bytes(a, sizeof a, t.bytes_read);
@@ -167,7 +199,7 @@ char *model_summary_json(const model *m) {
   cJSON_AddStringToObject(o, "format", m->format);
   cJSON_AddNumberToObject(o, "params", (double)m->params);
   cJSON_AddNumberToObject(o, "trainable_params", (double)m->trainable_params);
-  cJSON_AddNumberToObject(o, "active_params", (double)m->active_params);
+  cJSON_AddNumberToObject(o, "active_params", (double)model_active_per_item(m));
   cJSON_AddNumberToObject(o, "expert_params", (double)m->expert_params);
   cJSON_AddNumberToObject(o, "tokens_per_step", m->info.per_step);
   cJSON_AddStringToObject(o, "unit", m->info.unit);

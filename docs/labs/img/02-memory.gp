@@ -27,4 +27,5 @@ plot DAT using 2:xtic(1) title 'weights' lc rgb '#1f77b4', \
      '' using 4 title 'optimizer' lc rgb '#2ca02c', \
      '' using 5 title 'activations' lc rgb '#9467bd', \
      '' using 6 title 'temporary' lc rgb '#8c564b', \
+     '' using 7 title 'runtime, comms, fragmentation' lc rgb '#7f7f7f', \
      NaN with lines lw 2 lc rgb '#d62728' title 'capacity'
