@@ -40,6 +40,12 @@ typedef struct {
   ** (Megatron-Bridge's performance recipes set grad_reduce_in_fp32=False,
   ** perf_recipes/_common.py _perf_precision) */
   bool grads_16bit;
+  /* memory: gradient buffers in fp16 when training in fp16 (Megatron-LM's
+  ** --accumulate-allreduce-grads-in-fp32 defaults to False and arguments.py
+  ** forces it on only for bf16: "bfloat16 requires gradient accumulation and
+  ** all-reduce to be done in fp32"; its local DDP sizes main_grad in the
+  ** parameters' dtype otherwise) */
+  bool fp16_grads_16bit;
   /* memory: parameters kept in fp32 only, cast to the compute dtype where a
   ** layer uses them, no separate 16-bit copy (MaxText weight_dtype float32) */
   bool weights_fp32_only;

@@ -1390,7 +1390,8 @@ void mem_setup(const model *m, const hw_model *hw, const plan *p, mem_opts *o, p
     o->fp32_weights_only = fw->weights_fp32_only;
     o->op_selective = fw->selective_mm_share > 0;
     if (fw->logit_grad_bytes > 0) o->logit_grad_bytes = fw->logit_grad_bytes;
-    if (fw->grads_16bit) o->fp32_grads = false;
+    if (fw->grads_16bit || (fw->fp16_grads_16bit && p->precision == GDT_F16))
+      o->fp32_grads = false;
   }
   /* XLA (every TPU stack) keeps the logits in the dot's dtype: MaxText
   ** computes them in bf16 (base.yml logits_dot_in_fp32: False) and its

@@ -15,6 +15,7 @@
 #include "../hw_models/hw_catalog.h"
 #include "../sim/framework.h"
 #include "../sim/memory.h"
+#include "../sim/step.h"
 #include "helpers.h"
 
 #define GIB 1073741824.0
@@ -1232,6 +1233,39 @@ Test(memory, megatron_core_gradients_in_bf16) {
   }
   cr_assert_float_eq(g[1], g[0] / 2, g[0] * 1e-12, "megatron-core %g vs plain %g", g[1], g[0]);
   cr_assert_float_eq(g[1], 2.0 * (double)m->params, 0.02 * 2.0 * (double)m->params);
+  model_free(m);
+  hw_catalog_free(c);
+}
+
+/* Megatron-LM (2021-22) keeps fp16 gradients in fp16 and bf16 gradients in
+** fp32: --accumulate-allreduce-grads-in-fp32 defaults to False and
+** arguments.py turns it on only for bf16 ("bfloat16 requires gradient
+** accumulation and all-reduce to be done in fp32"). So under the
+** megatron-2021 profile, Llama 3 8B on 8 A100s, tp 1, holds 2 B of gradient
+** a parameter in fp16 and 4 B in bf16: exactly half; the reduce moves the
+** same bytes (step_grad_bytes follows the buffers). */
+Test(memory, megatron_lm_fp16_gradients_in_fp16) {
+  hw_catalog *c = th_catalog();
+  const hw_model *hw = th_hw(c, "a100-80g");
+  model *m = th_model("llama3-8b", 0);
+  double g[2], red[2];
+  const graph_dtype prec[2] = {GDT_F16, GDT_BF16};
+  for (int i = 0; i < 2; i++) {
+    plan p = {.chips = 8, .dp = 8, .tp = 1, .pp = 1, .ep = 1, .cp = 1, .etp = 1, .mbs = 1,
+              .vp = 1, .slices = 1, .precision = prec[i]};
+    framework_apply(framework_find("megatron-2021"), &p);
+    char err[256];
+    cr_assert_eq(plan_check(m, hw, &p, err, sizeof err), 0, "%s", err);
+    mem_opts mo;
+    plan mp;
+    mem_setup(m, hw, &p, &mo, &mp);
+    mem_bytes mb;
+    cr_assert_eq(mem_transformer(&m->info.tf, &mp, &mo, &mb, err, sizeof err), 0, "%s", err);
+    g[i] = mb.gradients;
+    red[i] = step_grad_bytes(m, hw, &p);
+  }
+  cr_assert_float_eq(g[0], g[1] / 2, g[1] * 1e-12, "fp16 %g vs bf16 %g", g[0], g[1]);
+  cr_assert_float_eq(red[0], red[1] / 2, red[1] * 1e-12, "reduce fp16 %g vs bf16 %g", red[0], red[1]);
   model_free(m);
   hw_catalog_free(c);
 }
