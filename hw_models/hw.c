@@ -66,6 +66,7 @@ static const hw_field FIELDS[] = {
     PEAK("int8", HW_INT8),
     PEAK("mxfp8", HW_MXFP8),
     PEAK("fp4", HW_FP4),
+    PEAK("int4", HW_INT4),
     {"chip.vector_flops_per_s", HWF_NUM, OFF(chip.vector_flops_per_s), 0, REQP, NULL, 0, MAX_RATE,
      "FLOP/s", NULL},
     {"chip.clock_hz", HWF_NUM, OFF(chip.clock_hz), 0, REQP, NULL, 0, 1e10, "Hz", NULL},
@@ -188,7 +189,7 @@ static int is_section(const char *path) {
 /* In hw_dtype order; the JSON keys under chip.peak_flops_per_s (the PEAK rows
 ** above) spell them the same way. */
 static const char *const DTYPE_NAMES[HW_DTYPE_COUNT] = {"fp64", "fp32", "tf32",  "bf16", "fp16",
-                                                         "fp8",  "int8", "mxfp8", "fp4"};
+                                                         "fp8",  "int8", "mxfp8", "fp4", "int4"};
 
 const char *hw_dtype_name(hw_dtype dt) {
   return (dt >= 0 && dt < HW_DTYPE_COUNT) ? DTYPE_NAMES[dt] : "?";

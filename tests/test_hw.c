@@ -282,7 +282,7 @@ Test(hw_today, low_precision_rates_follow_the_architecture) {
 /* Every dtype round-trips through its name, in the order of the enum. */
 Test(hw_today, dtype_names_parse_and_print) {
   static const char *const want[HW_DTYPE_COUNT] = {"fp64", "fp32", "tf32",  "bf16", "fp16",
-                                                    "fp8",  "int8", "mxfp8", "fp4"};
+                                                    "fp8",  "int8", "mxfp8", "fp4", "int4"};
   for (int i = 0; i < HW_DTYPE_COUNT; i++) {
     cr_assert_str_eq(hw_dtype_name((hw_dtype)i), want[i]);
     cr_assert_eq(hw_dtype_parse(want[i]), i);
