@@ -17,16 +17,18 @@
 
 /* Names and what they mean; sources in docs/serving.md. */
 const serve_precision serve_precisions[] = {
-    {"bf16", GDT_BF16, HW_BF16, "bf16 weights and activations (the checkpoint as trained)"},
-    {"fp8", GDT_F8, HW_FP8,
+    {"bf16", "bf16", GDT_BF16, HW_BF16, "bf16 weights and activations (the checkpoint as trained)"},
+    {"fp16", "fp16", GDT_F16, HW_FP16,
+     "fp16 weights and activations (chips without bf16: V100, T4)"},
+    {"fp8", "bf16", GDT_F8, HW_FP8,
      "W8A8 fp8: e4m3 weights and activations, GEMMs on the fp8 unit (TensorRT-LLM, vLLM)"},
-    {"int8", GDT_S8, HW_INT8,
+    {"int8", "bf16", GDT_S8, HW_INT8,
      "W8A8 int8: int8 weights and activations, GEMMs on the int8 unit (SmoothQuant)"},
-    {"int8-wo", GDT_S8, HW_BF16,
+    {"int8-wo", "bf16", GDT_S8, HW_BF16,
      "weight-only int8: int8 weights dequantized to bf16 on load, bf16 GEMMs"},
-    {"int4", GDT_S4, HW_BF16,
+    {"int4", "bf16", GDT_S4, HW_BF16,
      "weight-only int4 (AWQ/GPTQ, groups of 128): dequantized to bf16 on load, bf16 GEMMs"},
-    {NULL, GDT_PRED, HW_BF16, NULL},
+    {NULL, NULL, GDT_PRED, HW_BF16, NULL},
 };
 
 const serve_precision *serve_precision_find(const char *name) {
@@ -117,11 +119,12 @@ static model *derive(const model *m, const serve_cfg *c, int64_t layers, int kin
                      int64_t kv_cache, int64_t batch, char *err, size_t errn) {
   diag *d = diag_new();
   bool tf = m->info.tf.layers > 0;
-  model_opts o = {.seq_len = tf ? seq : 0, .global_batch = batch, .precision = "bf16",
+  model_opts o = {.seq_len = tf ? seq : 0, .global_batch = batch, .precision = c->prec->compute,
                   .forward_only = true, .shard_tp = c->tp, .only_layers = layers,
                   .one_kind = kind >= 0, .layer_kind = kind >= 0 ? kind : 0,
                   .shard_ep = m->info.tf.experts > 0 ? 1 : 0, .kv_cache = tf ? kv_cache : 0,
-                  .weight_dtype = c->prec->weight_dt == GDT_BF16 ? GDT_PRED : c->prec->weight_dt};
+                  .weight_dtype = c->prec->weight_dt == GDT_BF16 || c->prec->weight_dt == GDT_F16
+                                      ? GDT_PRED : c->prec->weight_dt};
   model *r = d ? model_derive(m, &o, d) : NULL;
   if (!r) snprintf(err, errn, "%s", d && diag_count(d) ? diag_message(d, 0) : "cannot rebuild the model");
   diag_free(d);
@@ -262,12 +265,14 @@ static int serve_generative(const model *m, const hw_model *hw, const hw_model *
                             size_t errn) {
   fwd_cost pre, dec;
   /* TTFT: one request's prompt alone */
-  if (tf_forward(m, hw, ghw, c, c->input_tokens, 0, 1, cache, &pre, err, errn) != 0) return -1;
-  double pre_comm = tp_comm(m, hw, c, (double)c->input_tokens, err, errn);
-  double pre_p2p = pp_p2p(m, hw, c, (double)c->input_tokens, err, errn);
+  int64_t pb = c->prefill_batch > 0 ? c->prefill_batch : 1;
+  if (tf_forward(m, hw, ghw, c, c->input_tokens, 0, pb, cache, &pre, err, errn) != 0) return -1;
+  double pre_tokens = (double)(c->input_tokens * pb);
+  double pre_comm = tp_comm(m, hw, c, pre_tokens, err, errn);
+  double pre_p2p = pp_p2p(m, hw, c, pre_tokens, err, errn);
   if (pre_comm < 0 || pre_p2p < 0) return -1;
   r->ttft_s = pre.t + pre_comm + pre_p2p;
-  r->prefill_tokens_per_s = (double)c->input_tokens / r->ttft_s;
+  r->prefill_tokens_per_s = pre_tokens / r->ttft_s;
   /* decode: batch sequences, each one new token (k + 1 under speculative
   ** decoding: the target verifies the drafted tokens in one pass) at the
   ** mean context over the generation */
@@ -333,9 +338,19 @@ int serve_step(const model *m, const hw_model *hw, const serve_cfg *c, opcost *c
   if (c->pp > 1 && (d->layers == 0 || d->layers % c->pp != 0))
     return str_errf(err, errn, "pp %lld must divide the model's %lld layers", (long long)c->pp,
                     (long long)d->layers);
+  /* activations in fp16 where the chip has no bf16 unit (V100, T4, NPUs):
+  ** what their runtimes compute in */
+  serve_precision pc = *c->prec;
+  serve_cfg cc = *c;
+  if (strcmp(pc.compute, "bf16") == 0 && hw_peak_flops(hw, HW_BF16) <= 0 && hw_peak_flops(hw, HW_FP16) > 0) {
+    pc.compute = "fp16";
+    if (pc.gemm == HW_BF16) pc.gemm = HW_FP16;
+    cc.prec = &pc;
+    c = &cc;
+  }
   hw_model gh;
   if (gemm_chip(hw, c->prec, &gh, err, errn) != 0) return -1;
-  const hw_model *ghw = c->prec->gemm == HW_BF16 ? NULL : &gh;
+  const hw_model *ghw = c->prec->gemm == HW_BF16 || c->prec->gemm == HW_FP16 ? NULL : &gh;
   opcost *own = cache ? NULL : opcost_new(OPCOST_FORMULA);
   if (!cache && !own) return str_errf(err, errn, "out of memory");
   r->generative = d->layers > 0 && !d->encoder;

@@ -33,7 +33,8 @@
 
 /* A serving precision: how weights are stored and what the GEMMs run in. */
 typedef struct {
-  const char *name;      /* "bf16", "fp8", "int8", "int8-wo", "int4" */
+  const char *name;      /* "bf16", "fp16", "fp8", "int8", "int8-wo", "int4" */
+  const char *compute;   /* the activations' dtype (a training precision name) */
   graph_dtype weight_dt; /* storage of matrices and filters */
   hw_dtype gemm;         /* the matrix-unit rate the layers' GEMMs run at */
   const char *what;      /* one line for --explain and the docs */
@@ -53,6 +54,7 @@ typedef struct {
   int64_t batch;         /* sequences decoded together / samples a forward */
   int64_t input_tokens;  /* prompt length (transformers) */
   int64_t output_tokens; /* tokens generated per request (transformers) */
+  int64_t prefill_batch; /* prompts prefilled together for ttft_s (0: 1, one request alone) */
   /* speculative decoding (spec_k 0: none): k tokens drafted per target
   ** step, each accepted with probability spec_accept; the draft model's
   ** decode (NULL: drafting taken as free, e.g. n-gram lookup) */
@@ -63,7 +65,7 @@ typedef struct {
 
 typedef struct {
   bool generative;       /* a decoder transformer: prefill and decode */
-  /* time to first token of one request alone: its prefill */
+  /* time to first token: the prefill of prefill_batch prompts (one alone by default) */
   double ttft_s;
   /* time per output token at `batch`, mean context (input + output / 2),
   ** speculative decoding's expected tokens per step applied */
