@@ -17,18 +17,19 @@
 
 /* Names and what they mean; sources in docs/serving.md. */
 const serve_precision serve_precisions[] = {
-    {"bf16", "bf16", GDT_BF16, HW_BF16, "bf16 weights and activations (the checkpoint as trained)"},
-    {"fp16", "fp16", GDT_F16, HW_FP16,
+    {"bf16", "bf16", GDT_BF16, GDT_PRED, HW_BF16, "bf16 weights and activations (the checkpoint as trained)"},
+    {"fp16", "fp16", GDT_F16, GDT_PRED, HW_FP16,
      "fp16 weights and activations (chips without bf16: V100, T4)"},
-    {"fp8", "bf16", GDT_F8, HW_FP8,
-     "W8A8 fp8: e4m3 weights and activations, GEMMs on the fp8 unit (TensorRT-LLM, vLLM)"},
-    {"int8", "bf16", GDT_S8, HW_INT8,
-     "W8A8 int8: int8 weights and activations, GEMMs on the int8 unit (SmoothQuant)"},
-    {"int8-wo", "bf16", GDT_S8, HW_BF16,
+    {"fp8", "bf16", GDT_F8, GDT_F8, HW_FP8,
+     "W8A8 fp8: e4m3 weights, activations and KV cache, GEMMs on the fp8 unit (TensorRT-LLM "
+     "ModelOpt checkpoints)"},
+    {"int8", "bf16", GDT_S8, GDT_S8, HW_INT8,
+     "W8A8 int8: int8 weights, activations and KV cache, GEMMs on the int8 unit (SmoothQuant)"},
+    {"int8-wo", "bf16", GDT_S8, GDT_PRED, HW_BF16,
      "weight-only int8: int8 weights dequantized to bf16 on load, bf16 GEMMs"},
-    {"int4", "bf16", GDT_S4, HW_BF16,
+    {"int4", "bf16", GDT_S4, GDT_PRED, HW_BF16,
      "weight-only int4 (AWQ/GPTQ, groups of 128): dequantized to bf16 on load, bf16 GEMMs"},
-    {NULL, NULL, GDT_PRED, HW_BF16, NULL},
+    {NULL, NULL, GDT_PRED, GDT_PRED, HW_BF16, NULL},
 };
 
 const serve_precision *serve_precision_find(const char *name) {
@@ -51,7 +52,7 @@ double serve_spec_tokens(int64_t k, double a) {
   return (1 - pow(a, (double)(k + 1))) / (1 - a);
 }
 
-double serve_kv_bytes(const model *m, int64_t tp, int64_t pp, int64_t tokens) {
+double serve_kv_bytes(const model *m, int64_t tp, int64_t pp, int64_t tokens, double elem_bytes) {
   const wl_tf_dims *d = &m->info.tf;
   if (d->layers == 0 || d->encoder) return 0;
   tp = tp > 1 ? tp : 1, pp = pp > 1 ? pp : 1;
@@ -66,7 +67,7 @@ double serve_kv_bytes(const model *m, int64_t tp, int64_t pp, int64_t tokens) {
     /* a sliding-window layer keeps only its window */
     bool local = (wl_tf_layer_kind(d, i) & WL_LAYER_LOCAL) && d->window > 0;
     double t = local && (double)d->window < paged ? (double)d->window : paged;
-    bytes += per_layer * t * 2; /* bf16: vLLM's kv_cache_dtype "auto" keeps the model's dtype */
+    bytes += per_layer * t * elem_bytes;
   }
   return bytes / (double)pp;
 }
@@ -75,6 +76,7 @@ double serve_kv_bytes(const model *m, int64_t tp, int64_t pp, int64_t tokens) {
 
 typedef struct {
   double t;      /* forward time on one chip */
+  double attn;   /* of which the attention core */
   double bytes;  /* weights and their scales held (GRAPH_WEIGHT | GRAPH_AUX) */
   double act;    /* the largest forward value, x2 (its input alive beside it) */
   double hbm, flops; /* layer 0's kernels: traffic and arithmetic (for the bound) */
@@ -103,6 +105,7 @@ static int time_fwd(const hw_model *hw, const hw_model *ghw, const model *one, d
     return -1;
   }
   f->t = t.t[GRAPH_FORWARD];
+  f->attn = t.attn_fwd;
   double largest;
   f->bytes = weight_bytes(one->g, &largest);
   f->act = 2 * largest;
@@ -123,6 +126,7 @@ static model *derive(const model *m, const serve_cfg *c, int64_t layers, int kin
                   .forward_only = true, .shard_tp = c->tp, .only_layers = layers,
                   .one_kind = kind >= 0, .layer_kind = kind >= 0 ? kind : 0,
                   .shard_ep = m->info.tf.experts > 0 ? 1 : 0, .kv_cache = tf ? kv_cache : 0,
+                  .kv_dtype = c->prec->kv_dt,
                   .weight_dtype = c->prec->weight_dt == GDT_BF16 || c->prec->weight_dt == GDT_F16
                                       ? GDT_PRED : c->prec->weight_dt};
   model *r = d ? model_derive(m, &o, d) : NULL;
@@ -147,6 +151,44 @@ static void skinny_chip(const hw_model *in, int64_t m, hw_model *out) {
   if (t < out->chip.tile_m) out->chip.tile_m = t;
 }
 
+/* The bytes one decode kernel reads in a layer of kind `kind` on one chip:
+** the cached keys and values of `batch` sequences of `keys` tokens (a
+** sliding-window layer's window at most), in the cache's dtype. */
+static double decode_kv_bytes(const model *m, const serve_cfg *c, int kind, int64_t keys, int64_t batch) {
+  const wl_tf_dims *d = &m->info.tf;
+  int64_t tp = c->tp > 1 ? c->tp : 1;
+  double t = (double)keys;
+  if ((kind & WL_LAYER_LOCAL) && d->window > 0 && (double)d->window < t) t = (double)d->window;
+  double elem = c->prec->kv_dt == GDT_PRED ? 2 : graph_bytes(&(graph_shape){c->prec->kv_dt, 0, {0}});
+  double per_token = d->kv_lora_rank > 0 ? (double)(d->kv_lora_rank + d->qk_rope_head_dim)
+                                         : 2.0 * (double)(d->kv_heads >= tp ? d->kv_heads / tp : 1) *
+                                               (double)d->head_dim;
+  return (double)batch * t * per_token * elem;
+}
+
+/* One layer's fused decode attention on one chip: a roofline of its
+** useful arithmetic -- the two dots, 4 x batch x heads x queries x keys x
+** head_dim FLOPs, on the 16-bit matrix unit at its large-GEMM efficiency
+** -- against its reads of the cache, plus one launch. The step model's
+** GEMM padding is not applied: its query rows per KV head (the GQA group)
+** are far fewer than a GEMM tile, and the decode kernels pack the group's
+** heads or the split KV blocks into the tile instead (Flash-Decoding;
+** TensorRT-LLM's XQA kernel). */
+static double decode_attention_s(const model *m, const hw_model *hw, const serve_cfg *c, int kind,
+                                 int64_t queries, int64_t keys, int64_t batch) {
+  const wl_tf_dims *d = &m->info.tf;
+  int64_t tp = c->tp > 1 ? c->tp : 1;
+  double t = (double)keys;
+  if ((kind & WL_LAYER_LOCAL) && d->window > 0 && (double)d->window < t) t = (double)d->window;
+  double heads = (double)(d->heads / tp), dh = (double)(d->v_head_dim > 0 ? d->v_head_dim : d->head_dim);
+  double flops = 2.0 * (double)batch * heads * (double)queries * t * ((double)d->head_dim + dh);
+  double eff = hw->chip.matmul_efficiency > 0 ? hw->chip.matmul_efficiency : 1;
+  double compute_s = flops / (hw_peak_16bit(hw) * eff);
+  double bw = hw->chip.hbm_bw_bytes_per_s * (hw->chip.hbm_efficiency > 0 ? hw->chip.hbm_efficiency : 1);
+  double read_s = decode_kv_bytes(m, c, kind, keys, batch) / bw;
+  return fmax(compute_s, read_s) + (hw->chip.op_overhead_s > 0 ? hw->chip.op_overhead_s : 0);
+}
+
 /* One transformer forward on one chip of the replica, every layer: seq
 ** new tokens for each of batch sequences after kv_cache cached ones.
 ** Each kind of layer is timed as the training step times it (time_kind
@@ -161,10 +203,12 @@ static int tf_forward(const model *m, const hw_model *hw, const hw_model *ghw, c
   int kinds = 0;
   for (int k = 0; k < WL_LAYER_KINDS; k++) kinds += kind_n[k] > 0;
   /* FlashAttention over a prompt skips the blocks a causal mask leaves out
-  ** (as the training step, stepcost.c); a decode step's one query row
-  ** reads every cached key and value: timed unfused, so the cache's bytes
-  ** cross HBM (the scores in between are seq x T, small beside them) */
-  double flash = 0;
+  ** (as the training step, stepcost.c). A decode step's attention is one
+  ** fused kernel too (Flash-Decoding, Dao et al. 2023; vLLM's and
+  ** TensorRT-LLM's paged decode kernels): its scores stay on chip, its
+  ** arithmetic is the core's (flash 1), and it reads every cached key and
+  ** value once -- the memory side of its roofline, added below */
+  double flash = 1;
   if (kv_cache == 0) {
     double nb = ceil((double)seq / 128);
     flash = d->encoder ? 1 : (nb + 1) / (2 * nb);
@@ -187,7 +231,10 @@ static int tf_forward(const model *m, const hw_model *hw, const hw_model *ghw, c
     model_free(two);
     if (rc != 0) return -1;
     double n = (double)kind_n[k];
-    out->t += n * (f2.t - f1.t);
+    double layer = f2.t - f1.t;
+    if (kv_cache > 0) /* the graph's attention core, replaced by the fused decode kernel */
+      layer += decode_attention_s(m, hw, c, k, seq, seq + kv_cache, batch) - (f2.attn - f1.attn);
+    out->t += n * layer;
     out->bytes += n * (f2.bytes - f1.bytes);
     out->hbm += n * f1.hbm; /* layer 0's kernels: one layer of this kind */
     out->flops += n * f1.flops;
@@ -250,8 +297,15 @@ static void size_memory(const model *m, const hw_model *hw, const serve_cfg *c, 
   r->usable_bytes = r->capacity_bytes * SERVE_USABLE_FRACTION;
   double left = r->usable_bytes - r->weights_bytes - r->activation_bytes;
   if (r->generative) {
-    r->kv_bytes_per_seq = serve_kv_bytes(m, c->tp, c->pp, c->input_tokens + c->output_tokens);
-    r->max_batch = left > 0 && r->kv_bytes_per_seq > 0 ? (int64_t)floor(left / r->kv_bytes_per_seq) : 0;
+    /* the model's 16 bits (vLLM's kv_cache_dtype "auto"), or the 8 bits of a W8A8 precision */
+    double elem = c->prec->kv_dt == GDT_PRED ? 2 : graph_bytes(&(graph_shape){c->prec->kv_dt, 0, {0}});
+    r->kv_bytes_per_seq = serve_kv_bytes(m, c->tp, c->pp, c->input_tokens + c->output_tokens, elem);
+    /* pages are taken as a sequence grows (PagedAttention, Kwon et al. 2023,
+    ** sec. 4), and under continuous batching the sequences in flight are
+    ** spread over their generation: on average each holds its prompt and
+    ** half its output, which is what bounds the batch */
+    r->kv_mean_bytes_per_seq = serve_kv_bytes(m, c->tp, c->pp, c->input_tokens + c->output_tokens / 2, elem);
+    r->max_batch = left > 0 && r->kv_mean_bytes_per_seq > 0 ? (int64_t)floor(left / r->kv_mean_bytes_per_seq) : 0;
   } else {
     /* activations were sized at c->batch: samples scale them */
     double per = act / (double)(c->batch > 0 ? c->batch : 1);

@@ -36,6 +36,7 @@ typedef struct {
   const char *name;      /* "bf16", "fp16", "fp8", "int8", "int8-wo", "int4" */
   const char *compute;   /* the activations' dtype (a training precision name) */
   graph_dtype weight_dt; /* storage of matrices and filters */
+  graph_dtype kv_dt;     /* the KV cache (GDT_PRED: the compute dtype) */
   hw_dtype gemm;         /* the matrix-unit rate the layers' GEMMs run at */
   const char *what;      /* one line for --explain and the docs */
 } serve_precision;
@@ -81,7 +82,11 @@ typedef struct {
   double decode_bytes, decode_flops; /* one decode step on one chip */
   /* memory per chip (bytes) */
   double weights_bytes, kv_bytes_per_seq, activation_bytes, usable_bytes, capacity_bytes;
-  int64_t max_batch; /* sequences (or samples) that fit beside the weights */
+  double kv_mean_bytes_per_seq; /* at the mean context, input + output / 2 */
+  /* sequences that fit beside the weights, each at the mean context
+  ** (continuous batching with pages taken as sequences grow); samples for
+  ** other families */
+  int64_t max_batch;
   bool fits;         /* weights + activations + batch x KV fit */
 } serve_result;
 
@@ -90,7 +95,7 @@ typedef struct {
 ** head_dim x bytes, in pages of SERVE_PAGE_TOKENS tokens (PagedAttention,
 ** Kwon et al. 2023: at most one partly filled page a sequence). */
 #define SERVE_PAGE_TOKENS 16
-double serve_kv_bytes(const model *m, int64_t tp, int64_t pp, int64_t tokens);
+double serve_kv_bytes(const model *m, int64_t tp, int64_t pp, int64_t tokens, double elem_bytes);
 
 /* Times and sizes one replica under c. cache: a kernel-cost cache shared
 ** by the caller's calls (NULL: one of its own). 0, or -1 with err

@@ -43,6 +43,7 @@ typedef struct {
   ** dtype; GDT_S4, GDT_S8, GDT_F8 for weight-only quantization) */
   int64_t kv_cache;
   graph_dtype weight_dtype;
+  graph_dtype kv_dtype; /* the KV cache's storage (GDT_PRED, 0: the compute dtype; GDT_F8, GDT_S8) */
 } model_opts;
 
 /* What the file said, parsed (model.c): the JSON tree the family builder

@@ -487,12 +487,13 @@ static int norm(graph *g, const wl_train *t, const tf_cfg *c, int x, const char 
 ** transfer itself is the simulator's (sim/). Kept below rank 5, which is
 ** the attention core's. */
 static int kv_extend(graph *g, const wl_train *t, int kv, int64_t len) {
+  (void)t; /* the dtype is kv's own: a KV cache may be narrower than the compute dtype */
   graph_shape s = shape_of(g, kv);
   if (s.rank != 4) return -1;
   int64_t B = s.dim[0], n = s.dim[1], hd = s.dim[2] * s.dim[3], r = (len + n - 1) / n;
-  int flat = graph_reshape(g, kv, GRAPH_SHAPE(t->compute, B, n, hd));
-  int rep = graph_broadcast(g, flat, GRAPH_SHAPE(t->compute, B, r, n, hd), graph_dims_of(3, 0, 2, 3));
-  rep = graph_reshape(g, rep, GRAPH_SHAPE(t->compute, B, r * n, s.dim[2], s.dim[3]));
+  int flat = graph_reshape(g, kv, GRAPH_SHAPE(s.dtype, B, n, hd));
+  int rep = graph_broadcast(g, flat, GRAPH_SHAPE(s.dtype, B, r, n, hd), graph_dims_of(3, 0, 2, 3));
+  rep = graph_reshape(g, rep, GRAPH_SHAPE(s.dtype, B, r * n, s.dim[2], s.dim[3]));
   return fit_seq(g, rep, len);
 }
 
@@ -583,11 +584,15 @@ static int attention_core(graph *g, const wl_train *t, const tf_cfg *c, int q, i
 ** after this step's append, [B, kv_cache + S, n, d], read from HBM once
 ** by the attention (a parameter of no role: neither weight nor input), as
 ** a paged-attention kernel reads the cached blocks in place; x's own
-** write into the cache is its projection's output, already counted. */
+** write into the cache is its projection's output, already counted. The
+** cache is in t->kv_dtype when one is given. */
 static int with_cache(graph *g, const wl_train *t, const tf_cfg *c, int x, const char *name) {
   graph_shape s = shape_of(g, x);
   if (s.rank != 4) return -1;
-  return graph_parameter(g, name, GRAPH_SHAPE(t->compute, s.dim[0], c->kv_cache + s.dim[1], s.dim[2], s.dim[3]), 0);
+  /* an 8-bit cache (fp8, int8) is read by the attention's dots as they
+  ** read quantized weights: widened on load (graph_dot's mixed input) */
+  graph_dtype dt = t->kv_dtype != GDT_PRED ? t->kv_dtype : t->compute;
+  return graph_parameter(g, name, GRAPH_SHAPE(dt, s.dim[0], c->kv_cache + s.dim[1], s.dim[2], s.dim[3]), 0);
 }
 
 /* Self-attention on x [B, S, H]: q, k, v projections (with per-head RMSNorm

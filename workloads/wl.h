@@ -79,6 +79,7 @@ typedef struct {
   ** dtype), dequantized to the compute dtype where they are read */
   int64_t kv_cache;
   graph_dtype weight_dtype;
+  graph_dtype kv_dtype; /* the KV cache's dtype (GDT_PRED, 0: the compute dtype) */
 } wl_train;
 
 /* A transformer's dimensions, for the memory model and sharding rules
