@@ -185,13 +185,24 @@ static void print_table(FILE *o, const serve_plan *p, int top) {
   for (int i = 0; i < p->n; i++) rejected += !p->c[i].meets;
   if (rejected == 0) return;
   fprintf(o, "not chosen:\n");
-  for (int i = 0; i < p->n; i++)
-    if (!p->c[i].meets) fprintf(o, "  %-14s %s: %s\n", p->c[i].hw->name, p->c[i].prec ? p->c[i].prec->name : "-", p->c[i].why_not);
+  /* on the device, the server chips are one line: none of them is a device */
+  int servers = 0;
+  for (int i = 0; i < p->n; i++) {
+    const serve_cand *k = &p->c[i];
+    if (k->meets) continue;
+    if (p->mode == SERVE_EDGE && strncmp(k->why_not, "not an on-device part", 21) == 0) {
+      servers++;
+      continue;
+    }
+    fprintf(o, "  %-14s %s: %s\n", k->hw->name, k->prec ? k->prec->name : "-", k->why_not);
+  }
+  if (servers)
+    fprintf(o, "  %d server chips: not on-device parts (kind edge, or a TDP within --max-power)\n", servers);
 }
 
 static void print_explain(FILE *o, const model *m, const serve_req *q, const serve_cand *k) {
   const serve_result *r = &k->step;
-  char a[32], b[32], c[32];
+  char a[32], b[32], c[64];
   fprintf(o, "\nthe best, explained (%s on %s, %s: %s):\n", m->name, k->hw->name, k->prec->name,
           k->prec->what);
   units_bytes(a, sizeof a, r->weights_bytes);
@@ -208,10 +219,15 @@ static void print_explain(FILE *o, const model *m, const serve_req *q, const ser
     fprintf(o, "  prefill: %lld tokens in %s (%.0f tokens/s): time to first token alone\n",
             (long long)q->input_tokens, a, r->prefill_tokens_per_s);
     dur(a, sizeof a, r->decode_step_s);
-    dur(b, sizeof b, r->tp_comm_decode_s);
-    fprintf(o, "  decode: one step of %lld sequences at context %lld takes %s (%s-bound; "
-               "tensor-parallel all-reduces %s)\n", (long long)k->batch,
-            (long long)(q->input_tokens + q->output_tokens / 2), a, r->decode_bound, b);
+    if (k->tp > 1) {
+      dur(b, sizeof b, r->tp_comm_decode_s);
+      snprintf(c, sizeof c, "; all-reduces %s", b);
+    } else {
+      c[0] = 0;
+    }
+    fprintf(o, "  decode: one step of %lld sequences at context %lld takes %s (%s-bound%s)\n",
+            (long long)k->batch, (long long)(q->input_tokens + q->output_tokens / 2), a,
+            r->decode_bound, c);
     if (r->spec_tokens_per_step > 1)
       fprintf(o, "  speculative decoding: %.2f tokens a target step ((1 - a^(k+1)) / (1 - a), "
                  "Leviathan et al. 2023)\n", r->spec_tokens_per_step);
