@@ -66,9 +66,13 @@ static void format_reason(const serve_req *q, const hw_catalog *cat, int rule, c
     snprintf(buf, n, serve_rules[2].reason, q->entities, d);
     break;
   case 3:
-    if (q->latency_p99_s > 0) units_seconds(d, sizeof d, q->latency_p99_s);
-    else snprintf(d, sizeof d, "no stated time");
-    snprintf(buf, n, serve_rules[3].reason, q->qps, d);
+    if (q->latency_p99_s > 0) {
+      units_seconds(d, sizeof d, q->latency_p99_s);
+      snprintf(buf, n, serve_rules[3].reason, q->qps, d);
+    } else {
+      snprintf(buf, n, "requests arrive at %.3g/s (no --latency-p99 given): an online endpoint, the "
+                       "cheapest replicas that keep up", q->qps);
+    }
     break;
   default: snprintf(buf, n, "%s", serve_rules[rule].reason);
   }
@@ -193,10 +197,12 @@ static void set_fail(serve_cand *c, const char *why) {
 static void plan_online(const model *m, const hw_model *hw, const serve_req *q,
                         const serve_precision *pr, int64_t tp, opcost *cache, serve_cand *best) {
   char why[200] = "";
+  double first = INFINITY; /* the shortest answer alone, over the batches tried */
   for (int64_t b = 1; b <= 1024; b = next_batch(b)) {
     serve_cfg c = cfg_of(q, pr, tp, b);
     serve_result r;
     if (serve_step(m, hw, &c, cache, &r, why, sizeof why) != 0 || !r.fits) break;
+    first = fmin(first, r.generative ? r.ttft_s : r.forward_s);
     int64_t R = replicas_for(q, &r, b);
     if (R == 0) continue;
     serve_cand k = {.mode = SERVE_ONLINE, .hw = hw, .prec = pr, .tp = tp, .batch = b,
@@ -207,6 +213,11 @@ static void plan_online(const model *m, const hw_model *hw, const serve_req *q,
     if (!best->meets || k.usd_per_hour < best->usd_per_hour ||
         (k.usd_per_hour == best->usd_per_hour && k.p99_s < best->p99_s))
       *best = k;
+  }
+  if (!best->meets && !best->why_not[0] && q->latency_p99_s > 0 && first > q->latency_p99_s) {
+    snprintf(why, sizeof why, "%.3g s to the first answer alone, over the %.3g s p99 target", first,
+             q->latency_p99_s);
+    set_fail(best, why);
   }
   if (!best->meets && !best->why_not[0])
     set_fail(best, why[0] ? why : "no batch and replica count within 100000 replicas meets the p99 target");
