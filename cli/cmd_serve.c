@@ -16,13 +16,14 @@
 #include "../base/strutil.h"
 #include "../base/units.h"
 #include "../planner/serve.h"
+#include "../viz/trace.h"
 
 static const char *const SERVE_FLAGS[] = {"--offline", "--explain", NULL};
 static const char *const SERVE_VALUED[] = {
     "--hw",           "--qps",           "--latency-p99", "--entities",       "--batch-window",
     "--max-power",    "--precision",     "--input-tokens", "--output-tokens", "--tp",
     "--speculative",  "--spec-k",        "--spec-acceptance", "--top",        "--validate",
-    NULL};
+    "--trace",        NULL};
 
 /* The ranges of serve's numbers. */
 static const num_range QPS = {NUM_REAL, 0, 1e9, true};           /* above 0: a rate */
@@ -197,7 +198,8 @@ static void print_table(FILE *o, const serve_plan *p, int top) {
     fprintf(o, "  %-14s %s: %s\n", k->hw->name, k->prec ? k->prec->name : "-", k->why_not);
   }
   if (servers)
-    fprintf(o, "  %d server chips: not on-device parts (kind edge, or a TDP within --max-power)\n", servers);
+    fprintf(o, "  %d server chip%s: not %s (kind edge, or a TDP within --max-power)\n", servers,
+            servers == 1 ? "" : "s", servers == 1 ? "an on-device part" : "on-device parts");
 }
 
 static void print_explain(FILE *o, const model *m, const serve_req *q, const serve_cand *k) {
@@ -292,6 +294,32 @@ static cJSON *plan_json(const model *m, const serve_req *q, const serve_plan *p)
 
 int serve_validate(cli_ctx *c, const char *path); /* cmd_serve.c, below */
 
+/* --trace FILE: the best candidate's replicas over one request's life. */
+static int write_trace(cli_ctx *c, const model *m, const serve_req *q, const serve_cand *k) {
+  const char *path = cli_opt(c, "--trace");
+  if (!k->step.generative) {
+    fprintf(c->err, "tpusim serve: --trace %s: the timeline draws prefill and decode, a generative "
+                    "model's (%s is %s)\n", path, m->name, m->family);
+    return CLI_USAGE;
+  }
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(c->err, "tpusim serve: --trace %s: cannot write the file\n", path);
+    return CLI_BAD_INPUT;
+  }
+  trace_serving s = {.model_name = m->name, .hw_name = k->hw->name, .replicas = k->replicas,
+                     .batch = k->batch, .qps = k->mode == SERVE_ONLINE ? q->qps : 0,
+                     .ttft_s = k->step.ttft_s, .decode_step_s = k->step.decode_step_s,
+                     .span_s = k->step.ttft_s + (double)q->output_tokens * k->step.decode_step_s};
+  int rc = trace_write_serving(f, &s);
+  if (fclose(f) != 0) rc = -1;
+  if (rc != 0) {
+    fprintf(c->err, "tpusim serve: --trace %s: the trace could not be written\n", path);
+    return CLI_BAD_INPUT;
+  }
+  return CLI_OK;
+}
+
 static model *load(cli_ctx *c, const char *arg) {
   diag *dg = diag_new();
   model *m = model_load(arg, NULL, dg);
@@ -340,6 +368,7 @@ static int run_serve(cli_ctx *c) {
     if (cli_opt(c, "--explain") && p.n > 0 && p.c[0].meets) print_explain(c->out, m, &q, &p.c[0]);
   }
   rc = p.n > 0 && p.c[0].meets ? CLI_OK : CLI_DOES_NOT_FIT;
+  if (rc == CLI_OK && cli_opt(c, "--trace")) rc = write_trace(c, m, &q, &p.c[0]);
   serve_plan_free(&p);
 done:
   model_free(draft);
@@ -355,7 +384,7 @@ const cli_cmd cli_cmd_serve = {"serve",
     "                   [--precision bf16|fp8|int8|int8-wo|int4|any]\n"
     "                   [--input-tokens N] [--output-tokens N] [--tp N]\n"
     "                   [--speculative DRAFT --spec-acceptance A [--spec-k K]]\n"
-    "                   [--top K] [--explain] [--json]\n"
+    "                   [--top K] [--explain] [--json] [--trace FILE]\n"
     "       tpusim serve --validate FILE\n"
     "  the mode: on the device with --offline (or a --max-power below any server\n"
     "  chip), batch prediction with --entities, an online endpoint otherwise;\n"

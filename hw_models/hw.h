@@ -27,7 +27,7 @@ typedef enum {
   HW_INT8,
   HW_MXFP8, /* OCP MX block-scaled fp8 (e4m3/e5m2 + one e8m0 scale per 32): Blackwell */
   HW_FP4,   /* dense NVFP4/MXFP4 on the matrix unit */
-  HW_INT4,  /* int4 integer matrix arithmetic (Turing/Ampere tensor cores) */
+  HW_INT4,  /* int4 x int4 dense on the matrix unit (Turing, Ampere tensor cores) */
   HW_DTYPE_COUNT
 } hw_dtype;
 

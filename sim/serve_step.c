@@ -405,6 +405,10 @@ int serve_step(const model *m, const hw_model *hw, const serve_cfg *c, opcost *c
   hw_model gh;
   if (gemm_chip(hw, c->prec, &gh, err, errn) != 0) return -1;
   const hw_model *ghw = c->prec->gemm == HW_BF16 || c->prec->gemm == HW_FP16 ? NULL : &gh;
+  /* a part with no 16-bit unit at all (the Edge TPU: int8 only) runs the
+  ** whole model in the precision's unit, as full-integer quantization
+  ** compiles it (TensorFlow Lite: every op int8) */
+  if (ghw && hw_peak_16bit(hw) <= 0) hw = ghw;
   opcost *own = cache ? NULL : opcost_new(OPCOST_FORMULA);
   if (!cache && !own) return str_errf(err, errn, "out of memory");
   r->generative = d->layers > 0 && !d->encoder;
