@@ -16,13 +16,13 @@
 #include "../base/jin.h"
 #include "../base/strutil.h"
 
-static const char *const KIND_CHOICES[] = {"tpu", "gpu", "cpu", NULL};
+static const char *const KIND_CHOICES[] = {"tpu", "gpu", "cpu", "edge", NULL};
 static const char *const MU_CHOICES[] = {"mxu", "tensor_core", "amx", "simd", NULL};
-static const char *const ONCHIP_CHOICES[] = {"vmem", "cmem", "l2", "l3", NULL};
+static const char *const ONCHIP_CHOICES[] = {"vmem", "cmem", "l2", "l3", "sram", NULL};
 static const char *const HOSTLINK_CHOICES[] = {"pcie3", "pcie4", "pcie5", "pcie6",
-                                               "nvlink-c2c", "none", NULL};
+                                               "nvlink-c2c", "usb3", "none", NULL};
 static const char *const UP_CHOICES[] = {"nvswitch", "nvlink-mesh", "ici-torus",
-                                         "socket-link", NULL};
+                                         "socket-link", "pcie", "host", NULL};
 static const char *const OUT_CHOICES[] = {"ib-edr", "ib-hdr", "ib-ndr", "ib-xdr", "roce",
                                           "efa", "dcn", "ethernet", NULL};
 /* how `hw list` names them, in the same order */
@@ -45,6 +45,7 @@ static const char *const TOPO_CHOICES[] = {"fat-tree", "rail-optimized", "dcn", 
 #define REQ (HWF_REQ | HWF_FIGURE)
 #define REQP (HWF_REQ | HWF_FIGURE | HWF_POS)
 #define TPU (HWF_TPU | HWF_FIGURE | HWF_POS)
+#define RENT (HWF_RENT | HWF_FIGURE | HWF_POS)
 
 #define PEAK(dt, idx)                                                              \
   {"chip.peak_flops_per_s." dt, HWF_NUM, OFF(chip.peak_flops_per_s[idx]), 0,      \
@@ -156,14 +157,15 @@ static const hw_field FIELDS[] = {
     {"system.scale_out.topology", HWF_ENUM, OFF(scale_out.topology), 0, REQ, TOPO_CHOICES, 0, 0, "",
      NULL},
 
-    {"price.on_demand_usd_per_chip_hour", HWF_NUM, OFF(price.on_demand_usd_per_chip_hour), 0, REQP,
-     NULL, 0, 1e4, "USD", NULL},
-    {"price.spot_usd_per_chip_hour", HWF_NUM, OFF(price.spot_usd_per_chip_hour), 0, REQP, NULL, 0,
-     1e4, "USD", NULL},
+    {"price.on_demand_usd_per_chip_hour", HWF_NUM, OFF(price.on_demand_usd_per_chip_hour), 0, RENT,
+     NULL, 0, 1e4, "USD", "absent: not rented (an edge part)"},
+    {"price.spot_usd_per_chip_hour", HWF_NUM, OFF(price.spot_usd_per_chip_hour), 0, RENT, NULL, 0,
+     1e4, "USD", "absent: not rented (an edge part)"},
     {"price.chips_per_instance", HWF_INT, OFF(price.chips_per_instance), 0, FIG | HWF_POS, NULL, 1,
      MAX_COUNT, "chips", NULL},
-    {"price.read_on", HWF_STR, OFF(price.read_on), SZ(price.read_on), REQ, NULL, 0, 0, "", NULL},
-    {"price.basis", HWF_STR, OFF(price.basis), SZ(price.basis), REQ, NULL, 0, 0, "", NULL},
+    {"price.read_on", HWF_STR, OFF(price.read_on), SZ(price.read_on), HWF_RENT, NULL, 0, 0, "",
+     NULL},
+    {"price.basis", HWF_STR, OFF(price.basis), SZ(price.basis), HWF_RENT, NULL, 0, 0, "", NULL},
 };
 
 #define NFIELDS ((int)(sizeof FIELDS / sizeof FIELDS[0]))
@@ -580,11 +582,14 @@ static void check_rules(loader *L) {
   hw_model *m = L->m;
   jin *j = L->j;
   int is_tpu = m->present[hw_field_find("kind")] && m->kind == HW_TPU;
+  int is_edge = m->present[hw_field_find("kind")] && m->kind == HW_EDGE;
 
   for (int i = 0; i < NFIELDS; i++) {
     const hw_field *f = &FIELDS[i];
     if ((f->flags & HWF_REQ) && !L->given[i]) missing(L, f, NULL);
     if ((f->flags & HWF_TPU) && is_tpu && !L->given[i]) missing(L, f, "(required for a TPU)");
+    if ((f->flags & HWF_RENT) && !is_edge && !L->given[i])
+      missing(L, f, "(only an edge part may leave its rental price out)");
     if ((f->flags & HWF_TPU) && !is_tpu && m->present[i])
       jin_error_at(j, f->path, 1, "only a TPU torus has this field; this is a %s",
                    hw_kind_name(m->kind));
@@ -603,8 +608,15 @@ static void check_rules(loader *L) {
                    m->name);
       break;
     }
-  if (hw_peak_16bit(m) <= 0 && m->chip.peak_flops_per_s[HW_FP32] <= 0)
-    jin_error_at(j, "chip.peak_flops_per_s", 0, "expected at least a bf16, fp16 or fp32 peak");
+  /* a training-capable chip needs a float unit; an edge part may be
+  ** integer-only (the Edge TPU runs int8 alone) */
+  int any_peak = 0;
+  for (int d = 0; d < HW_DTYPE_COUNT; d++) any_peak |= m->chip.peak_flops_per_s[d] > 0;
+  if (is_edge ? !any_peak : hw_peak_16bit(m) <= 0 && m->chip.peak_flops_per_s[HW_FP32] <= 0)
+    jin_error_at(j, "chip.peak_flops_per_s", 0, "%s",
+                 is_edge ? "expected at least one peak (an edge part may be int8 only)"
+                         : "expected at least a bf16, fp16 or fp32 peak (an int8-only part is "
+                           "kind \"edge\")");
   if (is_tpu != (m->scale_up.kind == HW_UP_ICI_TORUS))
     jin_error_at(j, "system.scale_up.kind", 0, "%s",
                  is_tpu ? "a TPU's scale-up fabric is \"ici-torus\""
@@ -646,6 +658,7 @@ static void check_rules(loader *L) {
     jin_error_at(j, "price.spot_usd_per_chip_hour", 0,
                  "spot ($%.2f) above on-demand ($%.2f): swapped?", m->price.spot_usd_per_chip_hour,
                  m->price.on_demand_usd_per_chip_hour);
+  if (!m->present[hw_field_find("price.read_on")]) return; /* an edge part, not rented */
   const char *d = m->price.read_on;
   int date_ok = strlen(d) == 10 && d[4] == '-' && d[7] == '-';
   for (int i = 0; i < 10 && date_ok; i++)

@@ -31,11 +31,14 @@ typedef enum {
   HW_DTYPE_COUNT
 } hw_dtype;
 
-typedef enum { HW_TPU, HW_GPU, HW_CPU } hw_kind;
+/* HW_EDGE: a device part for on-device inference (Edge TPU, a phone's
+** NPU): listed for serving, never offered for training (plan_hw_supports) */
+typedef enum { HW_TPU, HW_GPU, HW_CPU, HW_EDGE } hw_kind;
 
 /* Enumerated string fields are stored as indices into these lists. */
 enum { HW_MU_MXU, HW_MU_TENSOR_CORE, HW_MU_AMX, HW_MU_SIMD };
-enum { HW_UP_NVSWITCH, HW_UP_NVLINK_MESH, HW_UP_ICI_TORUS, HW_UP_SOCKET_LINK };
+enum { HW_UP_NVSWITCH, HW_UP_NVLINK_MESH, HW_UP_ICI_TORUS, HW_UP_SOCKET_LINK, HW_UP_PCIE,
+       HW_UP_HOST /* no chip-to-chip fabric: an edge part reaches others only through its host */ };
 
 typedef struct {
   double peak_flops_per_s[HW_DTYPE_COUNT]; /* 0: no such unit on this chip */
@@ -136,6 +139,7 @@ enum {
   HWF_TPU = 1u << 1,      /* required for TPUs, not allowed otherwise */
   HWF_POS = 1u << 2,      /* must be > 0 (else >= min) */
   HWF_FIGURE = 1u << 3,   /* a figure: must carry a source */
+  HWF_RENT = 1u << 4,     /* required unless the part is an edge part, which is bought, not rented */
 };
 
 typedef struct {

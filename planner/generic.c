@@ -92,13 +92,14 @@ int planner_generic(const model *m, const hw_catalog *cat, const planner_req *re
     if (isfinite(best_key)) {
       planner_push_cand(&out->per_hw, &out->n_per_hw, &best);
     } else if (fit_any) {
-      char t[32];
+      char t[32], u[32];
       units_seconds(t, sizeof t, limited.train_s);
+      units_usd(u, sizeof u, limited.train_usd);
       bool budget = req->budget_usd > 0 && limited.train_usd > req->budget_usd;
       planner_reject *r = planner_add_reject(
           out, hw->name, budget ? PLANNER_CAUSE_BUDGET : PLANNER_CAUSE_DEADLINE,
-          "its cheapest plan (%lld chip%s) costs $%.2f and takes %s: outside the %s",
-          (long long)limited.p.chips, limited.p.chips == 1 ? "" : "s", limited.train_usd, t,
+          "its cheapest plan (%lld chip%s) costs %s and takes %s: outside the %s",
+          (long long)limited.p.chips, limited.p.chips == 1 ? "" : "s", u, t,
           budget ? "budget" : "deadline");
       if (r) r->has_closest = true, r->closest = limited;
     } else if (isfinite(smallest_peak)) {
@@ -136,24 +137,30 @@ int planner_generic(const model *m, const hw_catalog *cat, const planner_req *re
     if (req->objective == PLANNER_TIME ? o->train_usd < alt->train_usd : o->train_s < alt->train_s)
       alt = o;
   }
-  char tail[512] = "";
+  char tail[512] = "", au[32], bu[32];
+  units_usd(au, sizeof au, alt->train_usd);
+  units_usd(bu, sizeof bu, b->train_usd);
   if (alt != b && req->objective == PLANNER_TIME)
-    snprintf(tail, sizeof tail, " the cheapest is %s: %.3g s per step, $%.2f for the run against $%.2f.",
-             alt->hw, alt->sim.step_time_s, alt->train_usd, b->train_usd);
+    snprintf(tail, sizeof tail, " the cheapest is %s: %.3g s per step, %s for the run against %s.",
+             alt->hw, alt->sim.step_time_s, au, bu);
   else if (alt != b)
     snprintf(tail, sizeof tail,
-             " the fastest, %s, is %.1fx quicker but costs $%.2f against $%.2f: it is billed on "
+             " the fastest, %s, is %.1fx quicker but costs %s against %s: it is billed on "
              "%lld chip%s (whole instances) for a model that %s.",
-             alt->hw, b->train_s / alt->train_s, alt->train_usd, b->train_usd,
+             alt->hw, b->train_s / alt->train_s, au, bu,
              (long long)alt->billed_chips, alt->billed_chips == 1 ? "" : "s",
              m->info.whole_step ? "runs on one" : "cannot keep them busy");
+  int on_cpu = strncmp(b->hw, "cpu", 3) == 0;
+  /* After "A CPU is recommended:" the tail goes on the sentence; otherwise it
+     starts one. */
+  if (!on_cpu && tail[0] == ' ' && tail[1] >= 'a' && tail[1] <= 'z')
+    tail[1] = (char)(tail[1] - 'a' + 'A');
   snprintf(out->why, sizeof out->why,
            "a %s model trains data-parallel; %s on %lld chip%s is the %s (%.3g s per step, "
-           "$%.2f for the run).%s%s%s",
+           "%s for the run).%s%s%s",
            m->family, b->hw, (long long)b->p.chips, b->p.chips > 1 ? "s" : "",
            req->objective == PLANNER_TIME ? "fastest" : "cheapest", b->sim.step_time_s,
-           b->train_usd, strncmp(b->hw, "cpu", 3) == 0 ? " A CPU is recommended" : "",
-           strncmp(b->hw, "cpu", 3) == 0 ? (*tail ? ":" : ".") : "", tail);
+           bu, on_cpu ? " A CPU is recommended" : "", on_cpu ? (*tail ? ":" : ".") : "", tail);
   out->search_s = units_now_s() - t0;
   return 0;
 }

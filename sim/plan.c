@@ -217,6 +217,16 @@ static int check_stages(const model *m, plan *p, plan_fault *fault, char *err, s
 
 int plan_hw_supports(const model *m, const hw_model *hw, char *err, size_t errn) {
   unsigned req = m->info.requires;
+  /* An edge part runs trained, quantized models: the Edge TPU takes only
+  ** fully int8-quantized TensorFlow Lite models compiled for it and "is
+  ** primarily intended for model inferencing" (retraining at most the last
+  ** layer; coral.ai/docs/edgetpu/faq, /models-intro). No backward pass or
+  ** optimizer runs on it, so no training plan does either. */
+  if (hw->kind == HW_EDGE)
+    return str_errf(err, errn, "%s is an edge inference part: it has no training support "
+                    "(no float backward pass or optimizer; its toolchain compiles trained, "
+                    "quantized models for inference only); train on a GPU, TPU or CPU and serve "
+                    "on it", hw->name);
   if ((req & WL_REQ_FP64) && hw_peak_flops(hw, HW_FP64) <= 0)
     return str_errf(err, errn, "the model requires fp64; %s has no fp64 unit (TPUs have none; "
                     "NVIDIA data-centre GPUs and CPUs do)", hw->name);
