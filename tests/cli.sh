@@ -681,6 +681,32 @@ run validate-extra 0 validate tests/validation/extra-runs.csv
 tail -1 "$OUT/validate-extra.out" | grep -q '^rows run [0-9]* of 17 ([0-9]* do not run, 0 not expressible' && ok || bad "validate-extra: want the summary line over 17 rows"
 grep -q 'parameters, the row' "$OUT/validate-extra.out" && bad "validate-extra: a model's size differs from its row's" || ok
 
+# --- serve (issue 19): the three modes, bad input with the flag and the nearest choice ---
+run serve-online 0 serve llama3-8b --qps 50 --latency-p99 500ms --hw h100-sxm,a100-80g
+has serve-online out "online endpoint" && has serve-online out "h100-sxm"
+run serve-edge 0 serve mobilenet_v2 --offline --max-power 10 --hw-file tests/data/serving-phone-npu.json
+has serve-edge out "must work offline on the device" && has serve-edge out "test-phone-npu int8"
+run serve-batch 0 serve resnet50 --entities 1e6 --batch-window 24h --hw tpu-v5e
+has serve-batch out "precompute in batch and serve from a key-value lookup"
+run serve-edge-none 3 serve mobilenet_v2 --offline --hw h100-sxm && has serve-edge-none out "1 server chip: not an on-device part"
+run serve-hw 1 serve llama3-8b --qps 5 --hw h100-sx && has serve-hw err "unknown hardware 'h100-sx'" && empty serve-hw out
+run serve-dur 2 serve llama3-8b --qps 5 --latency-p99 500xs && has serve-dur err "--latency-p99 500xs" && empty serve-dur out
+run serve-ms 2 serve llama3-8b --qps 5 --latency-p99 0ms && has serve-ms err "--latency-p99 0" && has serve-ms err "in ms"
+run serve-qps0 2 serve llama3-8b --qps 0 && has serve-qps0 err "--qps 0: expected a number above 0"
+run serve-noqps 2 serve llama3-8b && has serve-noqps err "needs --qps"
+run serve-prec 2 serve llama3-8b --qps 5 --precision in4 && has serve-prec err "the nearest is int4"
+run serve-window 2 serve resnet50 --entities 1e6 && has serve-window err "--entities N needs --batch-window DUR"
+run serve-spec 2 serve llama3-8b --qps 5 --speculative llama3-8b && has serve-spec err "--spec-acceptance"
+run serve-fp8-a100 3 serve llama3-8b --qps 5 --hw a100-80g --precision fp8 && has serve-fp8-a100 out "no fp8 unit"
+run serve-model 1 serve llama9 --qps 5 && empty serve-model out
+run serve-trace 0 serve llama3-8b --qps 20 --latency-p99 1s --hw h100-sxm --trace "$OUT/serve.json"
+grep -q '"name":"thread_name".*"name":"prefill"' "$OUT/serve.json" && grep -q '"decode x' "$OUT/serve.json" && ok || bad "serve-trace: no prefill and decode tracks"
+run serve-trace-view 0 view "$OUT/serve.json" --screenshot "$OUT/serve.png"
+run serve-trace-cnn 2 serve resnet50 --qps 20 --hw h100-sxm --trace "$OUT/x.json" && has serve-trace-cnn err "a generative model's"
+run serve-val 0 serve --validate tests/data/serving-sample.csv && has serve-val out "mean absolute error"
+printf 'id,model\n' >"$OUT/serve-badhead.csv"
+run serve-val-head 1 serve --validate "$OUT/serve-badhead.csv" && has serve-val-head err "serve-badhead.csv:1:3: expected the header column 'hw'"
+
 # --- --explain: the printed terms add up to the printed totals (issue 20 item 2) ---
 # Each "term by term" section (the step time on chip 0, the memory per chip)
 # lists its terms' values in columns 28-39 and closes with "= step time" or

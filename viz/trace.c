@@ -487,3 +487,53 @@ int trace_write(FILE *f, const step_timeline *tl, const step_result *r, const pl
                 const char *model_name, const char *hw_name) {
   return trace_write_limit(f, tl, r, p, model_name, hw_name, TRACE_MAX_BYTES, NULL, 0);
 }
+
+/* ---- serving ---- */
+
+/* One replica's span: decode steps back to back on track 2, each new
+** request's prefill on track 1 at its arrival, the decode step it lands
+** in pushed back by it (prefill and decode share the chips). */
+static void serving_replica(tout *o, const trace_serving *s, int64_t pid) {
+  double gap = s->qps > 0 ? (double)s->replicas / s->qps : s->span_s;
+  double next = gap * (double)pid / (double)(s->replicas > 0 ? s->replicas : 1); /* staggered */
+  char name[48];
+  for (double t = 0; t < s->span_s;) {
+    if (next <= t) { /* a prefill runs before the next decode step */
+      trace_slice(o, "prefill", "forward", t, s->ttft_s, pid, 1);
+      t += s->ttft_s;
+      next += gap;
+      continue;
+    }
+    snprintf(name, sizeof name, "decode x%lld", (long long)s->batch);
+    trace_slice(o, name, "forward", t, s->decode_step_s, pid, 2);
+    t += s->decode_step_s;
+  }
+}
+
+int trace_write_serving(FILE *f, const trace_serving *s) {
+  if (!f || !s || !(s->decode_step_s > 0) || !(s->ttft_s > 0) || !(s->span_s > 0)) return -1;
+  /* a span of more than 10^6 steps a replica would make a trace the viewer cannot open */
+  if (s->span_s / s->decode_step_s > 1e6) return -1;
+  tout *o = calloc(1, sizeof *o);
+  if (!o) return -1;
+  o->mode = OUT_FILE, o->f = f;
+  trace_start(o);
+  static const char *const TRACKS[] = {"prefill", "decode"};
+  int64_t shown = s->replicas < 8 ? s->replicas : 8;
+  for (int64_t r = 0; r < shown; r++) {
+    char name[96];
+    snprintf(name, sizeof name, "replica %lld (%s)", (long long)r, s->hw_name);
+    trace_process(o, r, name, TRACKS, 2);
+    serving_replica(o, s, r);
+  }
+  raw(o, "],\"otherData\":{\"model\":");
+  str(o, s->model_name);
+  raw(o, ",\"hw\":");
+  str(o, s->hw_name);
+  raw(o, ",\"step_time_s\":");
+  num(o, s->decode_step_s);
+  raw(o, "},\"displayTimeUnit\":\"ms\"}\n");
+  bool bad = ferror(f) != 0;
+  free(o);
+  return bad ? -1 : 0;
+}

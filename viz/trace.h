@@ -34,4 +34,18 @@ int trace_write_limit(FILE *f, const step_timeline *tl, const step_result *r, co
 int trace_write(FILE *f, const step_timeline *tl, const step_result *r, const plan *p,
                 const char *model_name, const char *hw_name);
 
+/* A serving timeline (`tpusim serve --trace FILE`): a process per replica
+** (at most `replicas` of them, the first 8 drawn) with a prefill and a
+** decode track, over `span_s` seconds: requests arrive every
+** replicas / qps seconds at each replica and their prompts' prefills
+** (ttft_s each) interleave with back-to-back decode steps
+** (decode_step_s each), as the inference step times them. Same writer and
+** format as a training step's trace; `tpusim view` opens it. 0 or -1. */
+typedef struct {
+  const char *model_name, *hw_name;
+  int64_t replicas, batch;
+  double qps, ttft_s, decode_step_s, span_s;
+} trace_serving;
+int trace_write_serving(FILE *f, const trace_serving *s);
+
 #endif

@@ -114,6 +114,16 @@ static bool in_dims(const graph_dims *d, int x) {
   return false;
 }
 
+/* A mixed-input GEMM: 16- or 32-bit activations times weights stored
+** narrow (int4, int8, fp8), widened in registers as they are loaded, so
+** HBM streams the narrow bytes and the arithmetic runs in the
+** activations' dtype -- weight-only quantization's kernels (CUTLASS
+** mixed-input GEMMs; Marlin, Frantar et al. 2024; AWQ's GEMV). */
+static bool mixed_input(graph_dtype act, graph_dtype w) {
+  bool wide = act == GDT_BF16 || act == GDT_F16 || act == GDT_F32;
+  return wide && (w == GDT_S4 || w == GDT_S8 || w == GDT_U8 || w == GDT_F8);
+}
+
 int graph_dot(graph *g, int a, int b, graph_dims lb, graph_dims rb, graph_dims lc, graph_dims rc,
               graph_dtype out_dt) {
   int ins[2] = {a, b};
@@ -134,7 +144,7 @@ int graph_dot(graph *g, int a, int b, graph_dims lb, graph_dims rb, graph_dims l
       graph_mismatch(g, GOP_DOT, "contracting dimensions differ", sa, sb);
       return -1;
     }
-  if (sa->dtype != sb->dtype) {
+  if (sa->dtype != sb->dtype && !mixed_input(sa->dtype, sb->dtype)) {
     graph_mismatch(g, GOP_DOT, "operand dtypes differ", sa, sb);
     return -1;
   }

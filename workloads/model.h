@@ -37,6 +37,13 @@ typedef struct {
   ** experts, which receive ep times this chip's routed tokens (0 or 1:
   ** all experts); expert tensor parallelism splits each expert's FFN etp ways */
   int64_t shard_ep, shard_etp;
+  /* inference: tokens already in each sequence's KV cache (transformers:
+  ** attention reads them besides the seq_len new ones; 0: none), and the
+  ** storage dtype of weight matrices and filters (GDT_PRED, 0: the compute
+  ** dtype; GDT_S4, GDT_S8, GDT_F8 for weight-only quantization) */
+  int64_t kv_cache;
+  graph_dtype weight_dtype;
+  graph_dtype kv_dtype; /* the KV cache's storage (GDT_PRED, 0: the compute dtype; GDT_F8, GDT_S8) */
 } model_opts;
 
 /* What the file said, parsed (model.c): the JSON tree the family builder

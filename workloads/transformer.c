@@ -56,6 +56,7 @@ typedef struct {
   int64_t mtp;                  /* multi-token prediction modules */
   bool sinks, qk_norm, sandwich;
   int64_t seq_local; /* this chip's query tokens: seq / cp */
+  int64_t kv_cache;  /* inference: keys and values already cached per sequence */
 } tf_cfg;
 
 /* The largest transformer tpusim accepts: each bound a generous margin over
@@ -226,6 +227,7 @@ static bool read_fields(jin *j, const cJSON *s, const wl_train *t, tf_cfg *c) {
   ok &= jin_get_bool(j, s, "parallel_block", false, &c->parallel) >= 0;
   ok &= jin_get_int(j, s, "vocab", 1, BIG, true, &c->vocab) > 0;
   c->seq = t->seq_len;
+  c->kv_cache = t->kv_cache;
   ok &= jin_get_bool(j, s, "tied_embeddings", false, &c->tied) >= 0;
   ok &= jin_get_enum(j, s, "positions", POS, false, &c->pos) >= 0;
   ok &= jin_get_bool(j, s, "bias", false, &c->bias) >= 0;
@@ -349,8 +351,9 @@ static bool shard_cp(jin *j, const wl_train *t, tf_cfg *c) {
 ** it at batch 1 (4.4e15), and gets this message rather than the graph's. */
 static bool scores_fit(jin *j, const wl_train *t, const tf_cfg *c) {
   const double MAX_ELEMENTS = 1125899906842624.0; /* 2^50, graph.c's MAX_ELEMENTS */
-  bool all_local = c->window > 0 && c->window < c->seq && c->global_every == 0;
-  double keys = all_local ? (double)c->window : (double)c->seq;
+  double all_keys = (double)(c->seq + c->kv_cache);
+  bool all_local = c->window > 0 && c->window < all_keys && c->global_every == 0;
+  double keys = all_local ? (double)c->window : all_keys;
   double n = (double)t->global_batch * (double)c->heads * (double)c->seq_local * keys;
   if (n <= MAX_ELEMENTS) return true;
   jin_error(j, 1, "seq %lld: one layer's attention scores would hold %.2g elements (batch %lld x "
@@ -484,12 +487,13 @@ static int norm(graph *g, const wl_train *t, const tf_cfg *c, int x, const char 
 ** transfer itself is the simulator's (sim/). Kept below rank 5, which is
 ** the attention core's. */
 static int kv_extend(graph *g, const wl_train *t, int kv, int64_t len) {
+  (void)t; /* the dtype is kv's own: a KV cache may be narrower than the compute dtype */
   graph_shape s = shape_of(g, kv);
   if (s.rank != 4) return -1;
   int64_t B = s.dim[0], n = s.dim[1], hd = s.dim[2] * s.dim[3], r = (len + n - 1) / n;
-  int flat = graph_reshape(g, kv, GRAPH_SHAPE(t->compute, B, n, hd));
-  int rep = graph_broadcast(g, flat, GRAPH_SHAPE(t->compute, B, r, n, hd), graph_dims_of(3, 0, 2, 3));
-  rep = graph_reshape(g, rep, GRAPH_SHAPE(t->compute, B, r * n, s.dim[2], s.dim[3]));
+  int flat = graph_reshape(g, kv, GRAPH_SHAPE(s.dtype, B, n, hd));
+  int rep = graph_broadcast(g, flat, GRAPH_SHAPE(s.dtype, B, r, n, hd), graph_dims_of(3, 0, 2, 3));
+  rep = graph_reshape(g, rep, GRAPH_SHAPE(s.dtype, B, r * n, s.dim[2], s.dim[3]));
   return fit_seq(g, rep, len);
 }
 
@@ -524,12 +528,13 @@ static int attention_core(graph *g, const wl_train *t, const tf_cfg *c, int q, i
                           bool local, const char *p) {
   graph_shape sq = shape_of(g, q), sk = shape_of(g, k), sv = shape_of(g, v);
   if (sq.rank != 4 || sk.rank != 4 || sv.rank != 4) return -1;
+  int64_t keys = c->seq + c->kv_cache; /* the sequence's keys, cached ones included */
   int64_t B = sq.dim[0], Sq = sq.dim[1], nq = sq.dim[2], dqk = sq.dim[3], nk = sk.dim[2],
-          dv = sv.dim[3], grp = nq / nk, W = local && c->window < c->seq ? c->window : 0;
+          dv = sv.dim[3], grp = nq / nk, W = local && c->window < keys ? c->window : 0;
   int64_t Bb = B, rows = Sq, T, padded = Sq;
   if (W == 0 || W > Sq) { /* whole sequence, or a window wider than this chip's block */
-    T = W ? W : c->seq;
-    if (T != Sq) {
+    T = W ? W : keys;
+    if (T != sk.dim[1]) {
       k = kv_extend(g, t, k, T);
       v = kv_extend(g, t, v, T);
     }
@@ -574,6 +579,22 @@ static int attention_core(graph *g, const wl_train *t, const tf_cfg *c, int q, i
   return fit_seq(g, o, Sq);
 }
 
+/* Inference: the keys (or values) of x [B, S, n, d], this step's S
+** tokens, after the c->kv_cache ones the cache holds: the cache itself
+** after this step's append, [B, kv_cache + S, n, d], read from HBM once
+** by the attention (a parameter of no role: neither weight nor input), as
+** a paged-attention kernel reads the cached blocks in place; x's own
+** write into the cache is its projection's output, already counted. The
+** cache is in t->kv_dtype when one is given. */
+static int with_cache(graph *g, const wl_train *t, const tf_cfg *c, int x, const char *name) {
+  graph_shape s = shape_of(g, x);
+  if (s.rank != 4) return -1;
+  /* an 8-bit cache (fp8, int8) is read by the attention's dots as they
+  ** read quantized weights: widened on load (graph_dot's mixed input) */
+  graph_dtype dt = t->kv_dtype != GDT_PRED ? t->kv_dtype : t->compute;
+  return graph_parameter(g, name, GRAPH_SHAPE(dt, s.dim[0], c->kv_cache + s.dim[1], s.dim[2], s.dim[3]), 0);
+}
+
 /* Self-attention on x [B, S, H]: q, k, v projections (with per-head RMSNorm
 ** on q and k for Qwen3 and Gemma 3), RoPE, the core, the output projection. */
 static int attention(graph *g, const wl_train *t, const tf_cfg *c, int x, const char *p,
@@ -599,6 +620,12 @@ static int attention(graph *g, const wl_train *t, const tf_cfg *c, int x, const 
   if (c->pos == POS_ROTARY) {
     q = rotary(g, q);
     k = rotary(g, k);
+  }
+  if (c->kv_cache > 0) {
+    snprintf(n, sizeof n, "%s.k_cache", p);
+    k = with_cache(g, t, c, k, n);
+    snprintf(n, sizeof n, "%s.v_cache", p);
+    v = with_cache(g, t, c, v, n);
   }
   int o = attention_core(g, t, c, q, k, v, local, p);
   snprintf(n, sizeof n, "%s.o", p);

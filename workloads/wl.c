@@ -21,6 +21,28 @@ int wl_input(graph *g, const char *name, graph_shape s) {
   return graph_parameter(g, name, s, GRAPH_INPUT);
 }
 
+/* Inference with quantized weights: a linear layer's matrix or a
+** convolution's filter (role WL_W_LINEAR; embeddings, biases and norm
+** gains stay in the compute dtype, as AWQ, GPTQ and TFLite leave them)
+** stored in t->weight_dtype and read as it is by the layer's dot or
+** convolution, a mixed-input kernel that widens it in registers
+** (graph_dot): HBM holds and streams the narrow bytes. 4-bit weights
+** carry one 16-bit scale per group of 128 along the input dimension (the
+** group size of AWQ, Lin et al. 2024, and GPTQ's common setting); 8-bit
+** ones a per-channel scale, negligible beside the matrix and not counted. */
+static int quantized_weight(graph *g, const wl_train *t, const char *name, graph_shape s) {
+  graph_shape q = s;
+  q.dtype = t->weight_dtype;
+  int w = graph_parameter(g, name, q, GRAPH_WEIGHT);
+  if (t->weight_dtype == GDT_S4) {
+    char scale_name[256];
+    snprintf(scale_name, sizeof scale_name, "%s.scales", name);
+    int64_t groups = (graph_elements(&s) + 127) / 128;
+    graph_parameter(g, scale_name, GRAPH_SHAPE(GDT_F16, groups), GRAPH_AUX);
+  }
+  return w;
+}
+
 int wl_weight(graph *g, const wl_train *t, const char *name, graph_shape s, int role) {
   bool frozen = t->method != WL_FULL;
   if (t->method == WL_QLORA && role == WL_W_LINEAR) {
@@ -36,6 +58,9 @@ int wl_weight(graph *g, const wl_train *t, const char *name, graph_shape s, int 
     graph_parameter(g, scale_name, GRAPH_SHAPE(GDT_S8, blocks), GRAPH_AUX);
     return graph_convert(g, w, t->compute);
   }
+  if (t->weight_dtype != GDT_PRED && t->weight_dtype != t->compute && role == WL_W_LINEAR &&
+      t->method == WL_FULL)
+    return quantized_weight(g, t, name, s);
   s.dtype = t->compute;
   return graph_parameter(g, name, s, GRAPH_WEIGHT | (frozen ? 0 : GRAPH_TRAINABLE));
 }

@@ -72,6 +72,14 @@ typedef struct {
   ** with ep x the routed tokens, each expert's FFN split shard_etp ways
   ** (shard_ep 0: experts split by tp as before) */
   int64_t shard_cp, shard_ep, shard_etp;
+  /* Inference (sim/serve_step.c): tokens of each sequence already in the
+  ** KV cache, which every new token's attention also reads (0: none; a
+  ** decode step is seq_len 1 with kv_cache = the context so far); the
+  ** dtype matrices and filters are stored in (GDT_PRED, 0: the compute
+  ** dtype), dequantized to the compute dtype where they are read */
+  int64_t kv_cache;
+  graph_dtype weight_dtype;
+  graph_dtype kv_dtype; /* the KV cache's dtype (GDT_PRED, 0: the compute dtype) */
 } wl_train;
 
 /* A transformer's dimensions, for the memory model and sharding rules

@@ -1,0 +1,220 @@
+/*
+** test_serve.c -- the inference step (sim/serve_step.h) and the serving
+** planner (planner/serve.h): hand-derived bounds and byte counts, the
+** queueing formulas against textbook values, speculative decoding's
+** formula, the refusal of a precision a chip has no unit for, and one test
+** per serving rule (edge, batch, online), in-process and through the CLI.
+** Where each expected number comes from is said beside it.
+*/
+#include <math.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "../hw_models/hw_catalog.h"
+#include "../planner/serve.h"
+#include "../sim/serve_step.h"
+#include "helpers.h"
+
+#define PHONE "tests/data/serving-phone-npu.json"
+
+static serve_result step(const char *model_name, const char *hw_name, const char *prec, int64_t tp,
+                         int64_t batch, int64_t in, int64_t out) {
+  hw_catalog *c = th_catalog();
+  model *m = th_model(model_name, 0);
+  serve_cfg cfg = {.tp = tp, .pp = 1, .prec = serve_precision_find(prec), .batch = batch,
+                   .input_tokens = in, .output_tokens = out};
+  serve_result r;
+  char err[512];
+  cr_assert_eq(serve_step(m, th_hw(c, hw_name), &cfg, NULL, &r, err, sizeof err), 0, "%s", err);
+  model_free(m);
+  hw_catalog_free(c);
+  return r;
+}
+
+/* Decode at batch 1 streams every weight once a token: Llama 3 8B in bf16
+** holds 16.06 GB (8.03e9 parameters x 2 bytes), and an H100 SXM reads HBM at
+** 3.35 TB/s (NVIDIA H100 datasheet), so a token takes at least 4.79 ms; the
+** roofline must call it memory-bound. Kernel launches (3 us each,
+** hw_models/h100-sxm.json) keep it within 2x of the bound. */
+Test(serve, decode_batch1_is_memory_bound) {
+  serve_result r = step("llama3-8b", "h100-sxm", "bf16", 1, 1, 128, 128);
+  cr_assert(r.generative);
+  double bound = 8.03e9 * 2 / 3.35e12;
+  cr_assert_geq(r.weights_bytes, 16.0e9, "weights %.4g", r.weights_bytes);
+  cr_assert_leq(r.weights_bytes, 16.2e9, "weights %.4g", r.weights_bytes);
+  cr_assert_geq(r.tpot_s, bound, "tpot %.4g below the bandwidth bound %.4g", r.tpot_s, bound);
+  cr_assert_leq(r.tpot_s, 2 * bound, "tpot %.4g", r.tpot_s);
+  cr_assert_str_eq(r.decode_bound, "memory");
+  /* prefill of 128 tokens x 2 x 8.03e9 FLOPs at no more than the bf16 peak
+  ** (989 TFLOP/s dense, the datasheet) */
+  cr_assert_geq(r.ttft_s, 2 * 8.03e9 * 128 / 989e12);
+}
+
+/* Weight-only int4 (groups of 128 with a 16-bit scale: AWQ) stores the
+** linear layers' matrices in 4.125 bits a weight; the embedding (128256 x
+** 4096, never quantized) and the norms stay 16-bit. Llama 3 8B: 8,030,261,248
+** parameters (HF model card), of which 525,336,576 the embedding and
+** 266,240 the norms (65 x 4096): the rest x 4.125 / 8 + those x 2 bytes.
+** Decode at batch 1, memory-bound, gets faster by more than half. */
+Test(serve, int4_weight_only_shrinks_weights_and_decode) {
+  serve_result b = step("llama3-8b", "h100-sxm", "bf16", 1, 1, 128, 128);
+  serve_result q = step("llama3-8b", "h100-sxm", "int4", 1, 1, 128, 128);
+  double params = 8030261248.0, embed = 525336576.0, norms = 266240.0;
+  double want = (params - embed - norms) * 4.125 / 8 + (embed + norms) * 2;
+  cr_assert(fabs(q.weights_bytes - want) <= 0.01 * want, "int4 weights %.5g, want %.5g",
+            q.weights_bytes, want);
+  cr_assert_lt(q.tpot_s, 0.6 * b.tpot_s, "int4 %.4g vs bf16 %.4g", q.tpot_s, b.tpot_s);
+  /* int8 weight-only: one byte a weight, between the two */
+  serve_result w8 = step("llama3-8b", "h100-sxm", "int8-wo", 1, 1, 128, 128);
+  cr_assert_lt(w8.tpot_s, b.tpot_s);
+  cr_assert_gt(w8.tpot_s, q.tpot_s);
+}
+
+/* The KV cache of Llama 3 8B: 2 (K, V) x 32 layers x 8 KV heads x 128 x 2
+** bytes = 131,072 bytes a token (HF config: num_key_value_heads 8,
+** head_dim 128); 1000 tokens take 63 pages of 16 = 1008 tokens. Under
+** tp 2 each chip holds 4 of the 8 heads: half. */
+Test(serve, kv_cache_bytes_paged) {
+  model *m = th_model("llama3-8b", 0);
+  cr_assert_float_eq(serve_kv_bytes(m, 1, 1, 1000, 2), 131072.0 * 1008, 1);
+  cr_assert_float_eq(serve_kv_bytes(m, 2, 1, 1000, 2), 65536.0 * 1008, 1);
+  cr_assert_float_eq(serve_kv_bytes(m, 1, 1, 16, 2), 131072.0 * 16, 1, "a full page wastes nothing");
+  cr_assert_float_eq(serve_kv_bytes(m, 1, 1, 17, 1), 65536.0 * 32, 1, "fp8: one byte an element");
+  model_free(m);
+}
+
+/* Erlang C: with c = 2 servers and a = 1 erlang, C = (a^2/2! x 2/(2-1)) /
+** (1 + a + a^2/2! x 2/(2-1)) = 1/3; with one server it is the utilization
+** (M/M/1). The M/M/1 wait's tail P(W > t) = rho e^{-(mu - lambda) t}
+** (Kleinrock 1975, sec. 3.2): rho 0.7, mu 1/s gives the p99 at
+** ln(0.7/0.01)/0.3 = 14.162 s and a zero median (P(W > 0) = 0.7 > 0.5: no). */
+Test(serve, erlang_c_textbook) {
+  cr_assert_float_eq(serve_erlang_c(2, 1.0), 1.0 / 3, 1e-12);
+  cr_assert_float_eq(serve_erlang_c(1, 0.7), 0.7, 1e-12);
+  cr_assert_float_eq(serve_erlang_c(3, 3.0), 1.0, 0, "saturated");
+  cr_assert_float_eq(serve_wait_quantile(1, 0.7, 1.0, 0.99), log(70.0) / 0.3, 1e-9);
+  cr_assert_float_eq(serve_wait_quantile(1, 0.7, 1.0, 0.5), log(1.4) / 0.3, 1e-9);
+  cr_assert_float_eq(serve_wait_quantile(4, 0.5, 1.0, 0.99), 0, 0, "rarely waits");
+  cr_assert(isinf(serve_wait_quantile(2, 3, 1.0, 0.99)), "overloaded");
+}
+
+/* Leviathan et al. 2023, eq. 1: (1 - a^(k+1)) / (1 - a); k 4, a 0.8:
+** (1 - 0.32768) / 0.2 = 3.3616; every draft accepted: k + 1. */
+Test(serve, speculative_tokens_per_step) {
+  cr_assert_float_eq(serve_spec_tokens(4, 0.8), 3.3616, 1e-12);
+  cr_assert_float_eq(serve_spec_tokens(4, 1.0), 5, 0);
+  cr_assert_float_eq(serve_spec_tokens(0, 0.8), 1, 0);
+}
+
+/* A100 has no fp8 unit (no chip.peak_flops_per_s.fp8 in its file): W8A8 fp8
+** is refused with the reason; weight-only int4 runs there. */
+Test(serve, precision_without_a_unit_is_refused) {
+  hw_catalog *c = th_catalog();
+  model *m = th_model("llama3-8b", 0);
+  serve_cfg cfg = {.tp = 1, .pp = 1, .prec = serve_precision_find("fp8"), .batch = 1,
+                   .input_tokens = 128, .output_tokens = 128};
+  serve_result r;
+  char err[512] = "";
+  cr_assert_eq(serve_step(m, th_hw(c, "a100-80g"), &cfg, NULL, &r, err, sizeof err), -1);
+  cr_assert(strstr(err, "a100-80g has no fp8 unit"), "%s", err);
+  cfg.prec = serve_precision_find("int4");
+  cr_assert_eq(serve_step(m, th_hw(c, "a100-80g"), &cfg, NULL, &r, err, sizeof err), 0, "%s", err);
+  model_free(m);
+  hw_catalog_free(c);
+}
+
+/* Llama 3 70B in bf16 is 141 GB (70.55e9 x 2): not on one 80 GB H100, on
+** four (35 GB each). */
+Test(serve, tensor_parallel_fits_what_one_chip_cannot) {
+  serve_result one = step("llama3-70b", "h100-sxm", "bf16", 1, 1, 128, 128);
+  serve_result four = step("llama3-70b", "h100-sxm", "bf16", 4, 1, 128, 128);
+  cr_assert(!one.fits);
+  cr_assert(four.fits);
+  cr_assert(fabs(four.weights_bytes - one.weights_bytes / 4) < 0.05 * four.weights_bytes);
+}
+
+/* ---- the rules: one test each ---- */
+
+Test(serve, rule_order) {
+  hw_catalog *c = th_catalog();
+  serve_req q = {.qps = 10};
+  cr_assert_eq(serve_rules[serve_choose_rule(&q, c)].mode, SERVE_ONLINE);
+  q.entities = 1e6, q.batch_window_s = 86400;
+  cr_assert_eq(serve_rules[serve_choose_rule(&q, c)].mode, SERVE_BATCH);
+  /* 50 W is below every server chip's TDP in the catalog (the lowest, v100's
+  ** 300 W or tpu-v4's 192 W) */
+  q.max_power_w = 50;
+  cr_assert_eq(serve_choose_rule(&q, c), 1);
+  cr_assert_eq(serve_rules[1].mode, SERVE_EDGE);
+  q.offline = true;
+  cr_assert_eq(serve_choose_rule(&q, c), 0, "offline decides first");
+  hw_catalog_free(c);
+}
+
+/* Edge: MobileNetV2 offline on a phone-class NPU (a --hw-file fixture until
+** the catalog has edge parts): int8, batch 1, fits, chosen with the reason. */
+Test(serve, rule_offline_runs_on_the_device_in_int8) {
+  th_run r = th_cli("serve", "mobilenet_v2", "--offline", "--max-power", "10", "--hw-file", PHONE,
+                    "--json", NULL);
+  cr_assert_eq(r.rc, 0, "%s", r.err);
+  cr_assert(strstr(r.out, "\"mode\":\t\"edge\""), "%s", r.out);
+  cr_assert(strstr(r.out, "must work offline on the device"), "%s", r.out);
+  const char *first = strstr(r.out, "\"candidates\"");
+  cr_assert(first && strstr(first, "\"hw\":\t\"test-phone-npu\""), "%s", r.out);
+  cr_assert(strstr(first, "\"precision\":\t\"int8\""));
+  th_run_free(&r);
+}
+
+/* Batch: features known ahead; every candidate is priced for all entities. */
+Test(serve, rule_entities_precompute_in_batch) {
+  th_run r = th_cli("serve", "resnet50", "--entities", "1e6", "--batch-window", "24h", "--hw",
+                    "tpu-v5e,h100-sxm", "--json", NULL);
+  cr_assert_eq(r.rc, 0, "%s", r.err);
+  cr_assert(strstr(r.out, "\"mode\":\t\"batch\""), "%s", r.out);
+  cr_assert(strstr(r.out, "precompute in batch and serve from a key-value lookup"));
+  cr_assert(strstr(r.out, "\"usd_total\""));
+  th_run_free(&r);
+}
+
+/* Online: the cheapest replicas that keep p99 under the target, with the
+** generative figures; enough replica slots to carry the load. */
+Test(serve, rule_default_is_an_online_endpoint) {
+  hw_catalog *c = th_catalog();
+  model *m = th_model("llama3-8b", 0);
+  const hw_model *hws[] = {th_hw(c, "h100-sxm")};
+  serve_req q = {.qps = 50, .latency_p99_s = 0.5, .input_tokens = 1024, .output_tokens = 128};
+  serve_plan p;
+  char err[512];
+  cr_assert_eq(serve_plan_run(m, hws, 1, c, &q, &p, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(p.mode, SERVE_ONLINE);
+  cr_assert_eq(p.n, 1);
+  const serve_cand *k = &p.c[0];
+  cr_assert(k->meets, "%s", k->why_not);
+  cr_assert_leq(k->p99_s, 0.5);
+  cr_assert_geq(k->p99_s, k->step.ttft_s, "p99 includes the prefill");
+  /* Little's law: requests in service = qps x service time <= slots */
+  double service = k->step.ttft_s + 128 * k->step.tpot_s;
+  cr_assert_geq((double)(k->replicas * k->batch), 50 * service);
+  /* four times the load needs at least as many replicas */
+  q.qps = 200;
+  serve_plan p4;
+  cr_assert_eq(serve_plan_run(m, hws, 1, c, &q, &p4, err, sizeof err), 0, "%s", err);
+  cr_assert(p4.c[0].meets);
+  cr_assert_geq(p4.c[0].usd_per_hour, k->usd_per_hour);
+  serve_plan_free(&p);
+  serve_plan_free(&p4);
+  model_free(m);
+  hw_catalog_free(c);
+}
+
+Test(serve, cli_json_contract) {
+  th_run r = th_cli("serve", "llama3-8b", "--qps", "50", "--latency-p99", "500ms", "--hw",
+                    "h100-sxm", "--json", NULL);
+  cr_assert_eq(r.rc, 0, "%s", r.err);
+  static const char *const keys[] = {"\"mode\"", "\"hw\"", "\"replicas\"", "\"precision\"",
+                                     "\"ttft_s\"", "\"tpot_s\"", "\"p99_s\"", "\"usd_per_hour\""};
+  for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+    cr_assert(strstr(r.out, keys[i]), "--json lacks %s", keys[i]);
+  th_run_free(&r);
+}
