@@ -19,6 +19,11 @@
 static const char *const KIND_CHOICES[] = {"tpu", "gpu", "cpu", "edge", NULL};
 static const char *const MU_CHOICES[] = {"mxu", "tensor_core", "amx", "simd", NULL};
 static const char *const ONCHIP_CHOICES[] = {"vmem", "cmem", "l2", "l3", "sram", NULL};
+
+const char *hw_onchip_kind_name(int k) {
+  return k >= 0 && k < (int)(sizeof ONCHIP_CHOICES / sizeof *ONCHIP_CHOICES) - 1 ? ONCHIP_CHOICES[k]
+                                                                                 : "";
+}
 static const char *const HOSTLINK_CHOICES[] = {"pcie3", "pcie4", "pcie5", "pcie6",
                                                "nvlink-c2c", "usb3", "none", NULL};
 static const char *const UP_CHOICES[] = {"nvswitch", "nvlink-mesh", "ici-torus",

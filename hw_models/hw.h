@@ -178,6 +178,8 @@ const char *hw_dtype_name(hw_dtype dt);
 /* -1 when the name is not a dtype. */
 int hw_dtype_parse(const char *name);
 const char *hw_kind_name(hw_kind k);
+/* "vmem", "l2", "sram", ...: the on-chip memory kind as the file names it */
+const char *hw_onchip_kind_name(int k);
 /* "IB NDR", "DCN": the scale-out fabric as people write it. */
 const char *hw_scale_out_label(int kind);
 /* The string of an enumerated field as stored (e.g. "nvswitch"). */
