@@ -51,14 +51,15 @@ run hw-badopt 2 hw list --frobnicate && has hw-badopt err "unknown option '--fro
 
 # --- the catalog ---
 run list 0 hw list
-rows=$(grep -cE '^(tpu-|v100|a100|h100|h200|b200|b300|gb200|gb300|cpu-|t4 |l4 |a10g|edge-)' "$OUT/list.out")
-[ "$rows" -eq 23 ] && ok || bad "hw list shows $rows rows, expected 23"
+rows=$(grep -cE '^(tpu-|v100|a100|h100|h200|b200|b300|gb200|gb300|cpu-|t4 |l4 |a10g|edge-|phone-)' "$OUT/list.out")
+[ "$rows" -eq 25 ] && ok || bad "hw list shows $rows rows, expected 25"
 # serving hardware (issue 19): the edge part is listed unpriced, shows its int8 peak, and training
 # on it is refused with the reason (Coral FAQ: the Edge TPU is for inference); the T4 trains in fp16
 has list out "not rented"
 run show-edge 0 hw show edge-tpu && has show-edge out "peak_flops_per_s.int8" && has show-edge out "absent: not rented"
 run show-t4-json 0 hw show t4 --json && has show-t4-json out '"int4":	260000000000000'
 run sim-edge 1 simulate mlp --hw edge-tpu --chips 1 && has sim-edge err "edge-tpu is an edge inference part: it has no training support"
+run sim-phone 1 simulate mlp --hw phone-npu --chips 1 && has sim-phone err "phone-npu is an edge inference part"
 run sim-t4 0 simulate mlp --hw t4 --chips 1 && has sim-t4 out "mlp on 1 x t4"
 run plan-edge 0 plan mlp --hw edge-tpu,t4 && has plan-edge out "edge inference part"
 run list-json-edge 0 hw list --json && has list-json-edge out '"on_demand_usd_per_chip_hour":	null'
