@@ -120,7 +120,7 @@ static int parse_values(jin *j, const cJSON *obj, const char *key, bool whole, d
         char got[64];
         jin_describe(e, got, sizeof got);
         jin_push_index(j, i);
-        jin_error(j, 0, "expected %s from %.6g to %.6g, got %s", whole ? "a whole number" : "a number",
+        jin_error(j, 0, "expected %s from %.10g to %.10g, got %s", whole ? "a whole number" : "a number",
                   lo, hi, got);
         jin_pop(j);
         rc = -1;
@@ -192,10 +192,11 @@ static int parse_names(jin *j, const cJSON *obj, const char *key, char ***v, int
 static int check_override_key(jin *j, const char *key) {
   const char *s;
   if (hw_override_known(key, &s)) return 0;
-  jin_error(j, 1, "unknown hardware override '%s'%s%s%s: expected a scale (%s, %s, %s, %s, %s) or a "
-                  "numeric field path (\"chip.hbm_bytes\"; docs/hardware.md)",
-            key, s ? "; did you mean '" : "", s ? s : "", s ? "'?" : "", hw_override_scales[0],
-            hw_override_scales[1], hw_override_scales[2], hw_override_scales[3], hw_override_scales[4]);
+  jin_error(j, 1, "unknown hardware override '%s': expected a scale (%s, %s, %s, %s, %s) or a "
+                  "numeric field path (\"chip.hbm_bytes\"; docs/hardware.md)%s%s%s",
+            key, hw_override_scales[0], hw_override_scales[1], hw_override_scales[2],
+            hw_override_scales[3], hw_override_scales[4], s ? "; did you mean '" : "", s ? s : "",
+            s ? "'?" : "");
   return -1;
 }
 

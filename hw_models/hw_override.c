@@ -57,14 +57,18 @@ bool hw_override_known(const char *key, const char **suggest) {
 }
 
 /* Checks v against f's range (HWF_POS: 0 excluded); for an integer field,
-** also that v is whole. 0, or -1 with err. */
-static int check_value(const hw_field *f, const char *key, double v, char *err, size_t errn) {
+** also that v is whole. what: how v came ("hbm_bw_scale = 2 makes it").
+** 0, or -1 with err. */
+static int check_value(const hw_field *f, const char *what, double v, char *err, size_t errn) {
   bool pos = (f->flags & HWF_POS) != 0;
   bool whole = f->type != HWF_INT || (v == floor(v) && fabs(v) < 9.0e15);
   if (isfinite(v) && whole && v >= f->min && v <= f->max && !(pos && v <= 0)) return 0;
-  snprintf(err, errn, "%s: %s = %.6g is outside the schema's range: expected %s%s %.6g to %.6g %s",
-           key, f->path, v, f->type == HWF_INT ? "a whole number " : "a number ",
-           pos ? "over 0, up" : "from", pos && f->min <= 0 ? 0.0 : f->min, f->max, f->unit);
+  char lo[64];
+  if (pos && f->min <= 0) snprintf(lo, sizeof lo, "over 0");
+  else snprintf(lo, sizeof lo, "at least %.10g", f->min);
+  snprintf(err, errn, "%s %s = %.10g, outside the schema's range: expected %s %s and at most %.10g%s%s",
+           what, f->path, v, f->type == HWF_INT ? "a whole number" : "a number", lo, f->max,
+           *f->unit ? " " : "", f->unit);
   return -1;
 }
 
@@ -96,7 +100,9 @@ static int apply_scale(hw_model *m, int si, const char *key, double s, char *err
       double v = get_value(m, f);
       if (v == 0) continue;
       double nv = f->type == HWF_INT ? round(v * s) : v * s;
-      if (pass == 0 && check_value(f, key, nv, err, errn) != 0) return -1;
+      char what[64];
+      snprintf(what, sizeof what, "%s = %.6g makes", key, s);
+      if (pass == 0 && check_value(f, what, nv, err, errn) != 0) return -1;
       if (pass == 1) set_value(m, f, nv);
     }
   return 0;
@@ -109,12 +115,12 @@ int hw_override(hw_model *m, const char *key, double value, char *err, size_t er
   if (!f) {
     const char *s;
     hw_override_known(key, &s);
-    snprintf(err, errn, "unknown hardware override '%s'%s%s%s: expected a scale (%s, ...) or a "
-                        "numeric field path of the hardware schema (docs/hardware.md)",
-             key, s ? "; did you mean '" : "", s ? s : "", s ? "'?" : "", hw_override_scales[0]);
+    snprintf(err, errn, "unknown hardware override '%s': expected a scale (%s, ...) or a numeric "
+                        "field path of the hardware schema (docs/hardware.md)%s%s%s",
+             key, hw_override_scales[0], s ? "; did you mean '" : "", s ? s : "", s ? "'?" : "");
     return -1;
   }
-  if (check_value(f, key, value, err, errn) != 0) return -1;
+  if (check_value(f, "setting", value, err, errn) != 0) return -1;
   set_value(m, f, value);
   return 0;
 }
