@@ -62,6 +62,9 @@ extern const cli_cmd cli_cmd_plan, cli_cmd_simulate, cli_cmd_validate, cli_cmd_c
     cli_cmd_graph, cli_cmd_lower, cli_cmd_calibrate, cli_cmd_hw, cli_cmd_view, cli_cmd_plot,
     cli_cmd_sweep;
 
+/* `tpusim plot sweep ...` (cmd_plot_sweep.c), which `tpusim plot` hands on. */
+int cli_plot_sweep(int argc, char **argv, FILE *out, FILE *err);
+
 /* ---- options (cli.c) ---- */
 
 /* The value of the last `name` given ("" for a flag), or NULL. */
