@@ -13,8 +13,9 @@ static const char USAGE[] =
     "\n"
     "The results of `tpusim sweep STUDY.json --out PREFIX` (PREFIX.csv): the best time (or cost)\n"
     "to train against one swept parameter, a line per model (and hardware); or for two\n"
-    "parameters a heatmap per model of the speed-up over the first point. Without --x or\n"
-    "--heat: a heatmap of the first two parameters that vary, else lines over the one.\n"
+    "parameters a heatmap per model of the speed-up over the base point (each parameter\n"
+    "at 1, the hardware as it is, else at its first value). Without --x or --heat: a\n"
+    "heatmap of the first two parameters that vary, else lines over the one.\n"
     "Parameters: the study's override keys and chips. Other swept parameters are taken at\n"
     "their best. FILE.dat and FILE.gp are kept beside the picture. docs/sweep.md.\n";
 

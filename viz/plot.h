@@ -100,7 +100,7 @@ int plot_draw(const plot_req *r, const plot_output *o, FILE *out, FILE *err);
 /* `tpusim plot sweep RESULTS.csv`: the CSV `tpusim sweep` wrote. Lines of
 ** the best training time (or cost) against one swept parameter, a line per
 ** model (and hardware); or, for two parameters, a heatmap per model of the
-** speed-up over the study's first point. x / heat: the parameters ("chips",
+** speed-up over the base point (each parameter at 1, else its first value). x / heat: the parameters ("chips",
 ** an override key; heat "A,B"), NULL to choose: a heatmap of the first two
 ** that vary, else lines over the one that does. */
 typedef struct {

@@ -247,17 +247,26 @@ static int draw_lines(const results *r, int a, bool cost, FILE *dat, FILE *gp) {
   return 0;
 }
 
+/* The base of a heatmap axis: the value 1 (an override's "as the hardware
+** is") when the axis has it, else its first value. */
+static int base_index(const double *v, int n) {
+  for (int i = 0; i < n; i++)
+    if (v[i] == 1) return i;
+  return 0;
+}
+
 /* One heatmap a series: speed-up (or saving) over the series' point at the
-** first values of both parameters, on a grid of value indices. */
+** base of both axes, on a grid of value indices. */
 static int draw_heat(const results *r, int a, int b, bool cost, FILE *dat, FILE *gp) {
   double *va, *vb;
   int na = distinct(r, a, &va), nb = na < 0 ? -1 : distinct(r, b, &vb);
   if (na < 0 || nb < 0) return 1;
   int panels = r->n_series < MAX_PANELS ? r->n_series : MAX_PANELS;
+  int ia = base_index(va, na), ib = base_index(vb, nb);
   for (int s = 0; s < panels; s++) {
-    double base = best_at(r, s, a, va[0], b, vb[0]);
+    double base = best_at(r, s, a, va[ia], b, vb[ib]);
     fprintf(dat, "# %s: %s index, %s index, base/value (%s at %s=%.6g, %s=%.6g: %.6g)\n", r->series[s],
-            r->param[a], r->param[b], cost ? "USD" : "days", r->param[a], va[0], r->param[b], vb[0], base);
+            r->param[a], r->param[b], cost ? "USD" : "days", r->param[a], va[ia], r->param[b], vb[ib], base);
     for (int j = 0; j < nb; j++) {
       for (int i = 0; i < na; i++) {
         double y = best_at(r, s, a, va[i], b, vb[j]);
@@ -267,9 +276,9 @@ static int draw_heat(const results *r, int a, int b, bool cost, FILE *dat, FILE 
     }
     fprintf(dat, "\n");
   }
-  fprintf(gp, "set multiplot layout 1,%d title '%s of the best plan over the first point (%s=%.6g, %s=%.6g)'\n",
-          panels, cost ? "Cost saving (base / cost)" : "Speed-up (base time / time)", r->param[a], va[0],
-          r->param[b], vb[0]);
+  fprintf(gp, "set multiplot layout 1,%d title '%s of the best plan over %s=%.6g, %s=%.6g'\n",
+          panels, cost ? "Cost saving (base cost / cost)" : "Speed-up (base time / time)", r->param[a],
+          va[ia], r->param[b], vb[ib]);
   fprintf(gp, "unset grid\nunset key\nset palette defined (0 '#f7fbff', 1 '#6baed6', 2 '#08306b')\n");
   fprintf(gp, "set xrange [-0.5:%d.5]\nset yrange [-0.5:%d.5]\n", na - 1, nb - 1);
   fprintf(gp, "set xtics (");
