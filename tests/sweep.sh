@@ -69,7 +69,7 @@ if [ "${TPUSIM_MPI:-0}" = 1 ] && command -v mpirun >/dev/null; then
   fi
 else
   echo "sweep: MPI test skipped: $([ "${TPUSIM_MPI:-0}" = 1 ] && echo "mpirun not on PATH" ||
-    echo "tpusim built without MPI (no mpicc; make deps installs openmpi)")"
+    echo "tpusim built without MPI (TPUSIM_MPI=0: no mpicc when it was built, or make asan, which leaves MPI out; make deps installs OpenMPI)")"
   # a tpusim without MPI refuses to run as several ranks rather than each running everything
   OMPI_COMM_WORLD_SIZE=2 run mpi-refused 2 sweep $DATA/small.json --out $OUT/nompi &&
     has mpi-refused err "built without MPI"
