@@ -4,7 +4,12 @@
 #   make deps       install missing Debian packages (apt-get; does nothing when all are there)
 #   make run        deps + build + the main job
 #   make test       deps + build + layering check + unit tests (Criterion) + command-line tests
-#                   + the README and docs examples, run and compared (tests/docs.sh)
+#                   + make docs-check
+#   make docs-check the README, docs/ and docs/labs/ examples run and compared, the pictures'
+#                   data redrawn and compared (tests/docs.sh), and a stale copy shown to fail
+#                   (tests/docs_stale.sh)
+#   make docs       regenerate them: every example's output, the generated tables
+#                   (docs/validation.md) and the pictures of docs/img/
 #   make asan       the same tests, built with AddressSanitizer + UBSan
 #   make valgrind   the command-line tests under valgrind
 #   make bench      benchmarks (figures as rates and ratios)
@@ -64,7 +69,7 @@ LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/hw_catalog_data.o $(BUILD)/exampl
 TEST_SRC = $(filter-out $(EXCLUDE),$(wildcard tests/*.c))
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
 
-.PHONY: all deps run test check check-layers unit cli docs asan valgrind bench fuzz fuzz-run clean \
+.PHONY: all deps run test check check-layers unit cli docs docs-check asan valgrind bench fuzz fuzz-run clean \
         validate sweep
 
 all: $(BIN)
@@ -146,14 +151,22 @@ unit: $(BUILD)/tests/unit
 cli: $(BIN)
 	TPUSIM=./$(BIN) bash tests/cli.sh
 
-# README.md's and docs/*.md's `$ ./tpusim` examples, run and compared
-# (tests/docs.sh --update rewrites them from a fresh run).
-docs: $(BIN)
+# README.md's, docs/*.md's and docs/labs/*.md's `$ ./tpusim` examples and
+# generated tables, run and compared, and the data of docs/img's pictures
+# redrawn and compared; then a copy with a number changed must fail.
+docs-check: $(BIN)
 	@TPUSIM=./$(BIN) bash tests/docs.sh
+	@TPUSIM=./$(BIN) bash tests/docs_stale.sh
+
+# The same pages and pictures written from a fresh run: outputs, tables,
+# docs/img (review the diff: only what the change meant should move).
+docs: $(BIN)
+	@TPUSIM=./$(BIN) bash tests/docs.sh --update
+	@TPUSIM=./$(BIN) bash tests/docs.sh --images
 
 # Every row of the public run sets through `tpusim validate` (one generic
 # mapping, tests/validation/mapping.csv), then docs/validation.md's tables
-# rewritten from the same command (make docs compares them).
+# rewritten from the same command (make docs-check compares them).
 validate: $(BIN)
 	./$(BIN) validate $(TPUSIM_SHARED)/reference/public-runs.csv
 	./$(BIN) validate $(TPUSIM_SHARED)/reference/public-runs-modern.csv
@@ -169,7 +182,7 @@ check-layers: $(BUILD)/libtpusim.a $(BUILD)/cli/main.o
 sweep: $(BIN)
 	TPUSIM=./$(BIN) TPUSIM_MPI=$(MPI) bash tests/sweep.sh
 
-check: check-layers unit cli sweep docs
+check: check-layers unit cli sweep docs-check
 
 test: deps
 	@$(MAKE) --no-print-directory check

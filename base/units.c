@@ -45,7 +45,9 @@ void units_bytes(char *buf, size_t n, double bytes) {
 
 void units_seconds(char *buf, size_t n, double s) {
   double a = fabs(s);
-  if (a < 1e-6)
+  if (a == 0)
+    snprintf(buf, n, "0 s");
+  else if (a < 1e-6)
     sig3(buf, n, s * 1e9, "ns");
   else if (a < 1e-3)
     sig3(buf, n, s * 1e6, "us");
@@ -59,15 +61,43 @@ void units_seconds(char *buf, size_t n, double s) {
     sig3(buf, n, s / 86400, "d");
 }
 
+/* v rounded to three significant figures (0 stays 0). */
+static double round_sig3(double v) {
+  if (v == 0 || !isfinite(v)) return v;
+  double e = floor(log10(fabs(v))) - 2;
+  double q = pow(10, e), r = round(v / q) * q;
+  /* 999.5 rounds to 1000: one more digit of magnitude, same rule */
+  return e >= 0 ? round(r) : r;
+}
+
+/* The decimals that show three significant figures of a (a > 0, rounded). */
+static int sig3_decimals(double a) {
+  int d = 2 - (int)floor(log10(a));
+  return d < 0 ? 0 : d > 15 ? 15 : d;
+}
+
 void units_usd(char *buf, size_t n, double usd) {
-  double a = fabs(usd);
-  int digits = 2;
-  if (a > 0 && a < 1) {
-    /* three significant figures: 0.0123 -> 4 decimals */
-    digits = 2 - (int)floor(log10(a));
-    if (digits > 15) digits = 15;
+  double a = fabs(round_sig3(usd));
+  const char *sign = usd < 0 && a > 0 ? "-" : "";
+  if (!isfinite(a)) {
+    snprintf(buf, n, "%s$%f", sign, a);
+    return;
   }
-  snprintf(buf, n, "%s$%.*f", usd < 0 ? "-" : "", digits, a);
+  if (a < 1000) {
+    snprintf(buf, n, "%s$%.*f", sign, a > 0 ? sig3_decimals(a) : 0, a);
+    return;
+  }
+  /* whole dollars with thousands separators: $1,230, $12,300,000 */
+  char digits[64];
+  snprintf(digits, sizeof digits, "%.0f", a);
+  size_t len = strlen(digits), k = 0;
+  char grouped[96];
+  for (size_t i = 0; i < len && k + 2 < sizeof grouped; i++) {
+    if (i > 0 && (len - i) % 3 == 0) grouped[k++] = ',';
+    grouped[k++] = digits[i];
+  }
+  grouped[k] = 0;
+  snprintf(buf, n, "%s$%s", sign, grouped);
 }
 
 int units_parse_bytes(const char *s, double *out) {

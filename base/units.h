@@ -15,10 +15,12 @@
 void units_si(char *buf, size_t n, double value, const char *unit);
 /* Capacities: powers of 1024 ("95 GiB", "128 MiB"). */
 void units_bytes(char *buf, size_t n, double bytes);
-/* Durations: "1.2 us", "3.4 ms", "5.6 s", "2.0 h", "3.1 d". */
+/* Durations, three significant figures: "1.20 us", "3.40 ms", "5.60 s",
+** "2.00 h", "3.10 d"; zero is "0 s". */
 void units_seconds(char *buf, size_t n, double s);
-/* Money: "$691.20", "$8.26", "$0.0000141": cents above a dollar, else
-** three significant figures, so a small amount never prints as $0.00. */
+/* Money, three significant figures (docs/cli.md, "Numbers"): "$691",
+** "$8.26", "$0.0000141", "$1,230", "$12,300,000". Never "$0.00": a small
+** amount keeps its three figures; zero is "$0". */
 void units_usd(char *buf, size_t n, double usd);
 /* Seconds on the monotonic clock, for timing code (never for output that
 ** must be deterministic). */

@@ -25,13 +25,35 @@ static void hw_list_text(const hw_catalog *cat, FILE *f) {
       no_bf16 = 1;
     }
     hw_interconnect_summary(m, ic, sizeof ic);
-    snprintf(price, sizeof price, "%.2f (%.2f)", m->price.on_demand_usd_per_chip_hour,
-             m->price.spot_usd_per_chip_hour);
+    if (m->price.on_demand_usd_per_chip_hour > 0)
+      snprintf(price, sizeof price, "%.2f (%.2f)", m->price.on_demand_usd_per_chip_hour,
+               m->price.spot_usd_per_chip_hour);
+    else /* an edge part leaves its price out: bought, not rented */
+      snprintf(price, sizeof price, "not rented");
     fprintf(f, "%-12s %-4s %12s %8.1f %8.2f  %-42s %s\n", m->name, hw_kind_name(m->kind), bf16,
             (double)m->chip.hbm_bytes / (1024.0 * 1024 * 1024), m->chip.hbm_bw_bytes_per_s / 1e12,
             ic, price);
   }
   if (no_bf16) fprintf(f, "\n'-': no bf16 unit on that chip (see 'tpusim hw show NAME').\n");
+}
+
+/* `hw list --rates`: every chip's dense peak per dtype, in T(FL)OP/s;
+** '-' where the chip has no unit for it (absent key = no unit). */
+static void hw_list_rates(const hw_catalog *cat, FILE *f) {
+  fprintf(f, "%-12s %-4s", "name", "kind");
+  for (int d = 0; d < HW_DTYPE_COUNT; d++) fprintf(f, " %6s", hw_dtype_name((hw_dtype)d));
+  fprintf(f, "\n");
+  for (int i = 0; i < hw_catalog_count(cat); i++) {
+    const hw_model *m = hw_catalog_at(cat, i);
+    fprintf(f, "%-12s %-4s", m->name, hw_kind_name(m->kind));
+    for (int d = 0; d < HW_DTYPE_COUNT; d++) {
+      double p = hw_peak_flops(m, (hw_dtype)d) / 1e12;
+      if (p <= 0) fprintf(f, " %6s", "-");
+      else fprintf(f, p < 10 ? " %6.2f" : p < 100 ? " %6.1f" : " %6.0f", p);
+    }
+    fprintf(f, "\n");
+  }
+  fprintf(f, "\nDense peaks in TFLOP/s (int8, int4: TOP/s); '-': no unit for that dtype.\n");
 }
 
 static char *hw_list_json(const hw_catalog *cat) {
@@ -51,8 +73,13 @@ static char *hw_list_json(const hw_catalog *cat) {
     cJSON_AddNumberToObject(o, "hbm_bytes", (double)m->chip.hbm_bytes);
     cJSON_AddNumberToObject(o, "hbm_bw_bytes_per_s", m->chip.hbm_bw_bytes_per_s);
     cJSON_AddStringToObject(o, "interconnect", ic);
-    cJSON_AddNumberToObject(o, "on_demand_usd_per_chip_hour", m->price.on_demand_usd_per_chip_hour);
-    cJSON_AddNumberToObject(o, "spot_usd_per_chip_hour", m->price.spot_usd_per_chip_hour);
+    if (m->price.on_demand_usd_per_chip_hour > 0) {
+      cJSON_AddNumberToObject(o, "on_demand_usd_per_chip_hour", m->price.on_demand_usd_per_chip_hour);
+      cJSON_AddNumberToObject(o, "spot_usd_per_chip_hour", m->price.spot_usd_per_chip_hour);
+    } else { /* not rented: null, never a price of 0 */
+      cJSON_AddNullToObject(o, "on_demand_usd_per_chip_hour");
+      cJSON_AddNullToObject(o, "spot_usd_per_chip_hour");
+    }
     cJSON_AddStringToObject(o, "origin", m->origin);
     cJSON_AddItemToArray(arr, o);
   }
@@ -69,6 +96,8 @@ static int run_hw(cli_ctx *c) {
   if (!is_list && !is_show) return cli_usage_error(c, "unknown action '%s'; expected list or show", verb);
   if (is_list && c->n_pos > 1) return cli_usage_error(c, "'list' takes no argument, got '%s'", c->pos[1]);
   if (is_show && c->n_pos > 2) return cli_usage_error(c, "'show' takes one NAME, got also '%s'", c->pos[2]);
+  if (is_show && cli_opt(c, "--rates"))
+    return cli_usage_error(c, "%s", "--rates belongs to 'list' ('show NAME' prints every rate already)");
   if (is_show && c->n_pos == 1 && c->n_hw_files != 1)
     return cli_usage_error(c, "%s", "'show' needs a NAME (or exactly one --hw-file)");
 
@@ -82,6 +111,8 @@ static int run_hw(cli_ctx *c) {
       char *s = hw_list_json(cat);
       fprintf(c->out, "%s\n", s);
       free(s);
+    } else if (cli_opt(c, "--rates")) {
+      hw_list_rates(cat, c->out);
     } else {
       hw_list_text(cat, c->out);
     }
@@ -104,8 +135,12 @@ static int run_hw(cli_ctx *c) {
   return rc;
 }
 
+static const char *const HW_FLAGS[] = {"--rates", NULL};
+
 const cli_cmd cli_cmd_hw = {"hw",
     "tpusim hw list [--json]\n"
+    "tpusim hw list --rates                     # dense peak per dtype, every chip\n"
     "tpusim hw show NAME [--json]\n"
     "tpusim hw show --hw-file FILE [--json]    # validate and show your own file",
-    "the hardware catalog: list it, or show one entry with its sources", run_hw, NULL, NULL, NULL, NULL};
+    "the hardware catalog: list it, or show one entry with its sources", run_hw, NULL, HW_FLAGS, NULL,
+    NULL};

@@ -5,6 +5,7 @@
 */
 #include "cli_int.h"
 
+#include "../sim/explain.h"
 #include "../sim/framework.h"
 
 #include <math.h>
@@ -36,10 +37,8 @@ static const num_range PREEMPTION = {NUM_REAL, 0, 1, true};
 #define MAX_STEPS 1000000000000000LL /* 1e15: steps x gbs x seq stays a double's exact range */
 #define MAX_TOP 16                   /* the candidates table's rows (planner_result's size) */
 
-/* Dollars for people: cents below $100, whole dollars above. */
-static void usd_str(char *buf, size_t n, double usd) {
-  snprintf(buf, n, usd < 100 ? "$%.2f" : "$%.0f", usd);
-}
+/* Dollars for people: three significant figures (base/units.h). */
+static void usd_str(char *buf, size_t n, double usd) { units_usd(buf, n, usd); }
 
 /* The search's progress on stderr: only on a terminal, and only once the
 ** search has run a second (a quick plan prints nothing extra): the phase,
@@ -280,7 +279,7 @@ static int run_plan(cli_ctx *c) {
     plan_precision_parse(plan_precision_names[prec], &pp);
     if (pp.gemm == PLAN_GEMM_NATIVE)
       return cli_usage_error(c, "%s", "plan --precision takes a GEMM recipe (fp8, fp8-cs, mxfp8, "
-                                      "nvfp4, int8); the compute dtype is the model file's");
+                                      "nvfp4, int8, tf32); the compute dtype is the model file's");
     req.gemm = pp.gemm;
   }
   req.has_framework = cli_opt(c, "--framework") != NULL;
@@ -371,6 +370,13 @@ static int run_plan(cli_ctx *c) {
       cJSON_AddNumberToObject(sp, "expected_preemptions", r->best.preemptions);
       cJSON_AddNumberToObject(sp, "overhead", r->best.spot_overhead);
     }
+    /* --explain N: candidate N's terms (sim/explain.h) beside its figures */
+    const hw_model *bh = hw_catalog_find(cat, r->best.hw);
+    step_explain ex;
+    if (explain == 1 && bh) {
+      step_explain_fill(m, bh, &r->best.p, &r->best.sim, &ex);
+      cJSON_AddItemToObject(best, "explain", step_explain_json(&ex));
+    }
     cJSON_AddItemToObject(o, "best", best);
     cJSON *cands = cJSON_AddArrayToObject(o, "candidates");
     for (int i = 1; i < r->n_ranked; i++) {
@@ -378,6 +384,11 @@ static int run_plan(cli_ctx *c) {
       cJSON_AddNumberToObject(x, "analytic_step_time_s", r->ranked[i].analytic_step_s);
       cJSON_AddNumberToObject(x, "train_days", r->ranked[i].train_s / 86400);
       cJSON_AddNumberToObject(x, "train_usd", r->ranked[i].train_usd);
+      const hw_model *xh = hw_catalog_find(cat, r->ranked[i].hw);
+      if (explain == i + 1 && xh) {
+        step_explain_fill(m, xh, &r->ranked[i].p, &r->ranked[i].sim, &ex);
+        cJSON_AddItemToObject(x, "explain", step_explain_json(&ex));
+      }
       cJSON_AddItemToArray(cands, x);
     }
     cJSON *rej = cJSON_AddArrayToObject(o, "rejected");
@@ -517,7 +528,7 @@ const cli_cmd cli_cmd_plan = {"plan",
     "                  [--fix KEY=V,...] [--gbs N|MIN-MAX] [--pareto]\n"
     "                  [--spot [--preemption-rate F]] [--top K] [--explain N] [--json]\n"
     "                  [--op-costs ir|formula] [--seq S] [--cp C]\n"
-    "                  [--precision fp8|fp8-cs|mxfp8|nvfp4|int8] [--framework NAME]\n"
+    "                  [--precision fp8|fp8-cs|mxfp8|nvfp4|int8|tf32] [--framework NAME]\n"
     "                  [--offload none|activations|optimizer] [--exhaustive]\n"
     "  --objective: default time; cost for the classical families (gbdt, mlp)\n"
     "  --cp, --precision, --framework, --offload, --seq: kept fixed in the search\n"

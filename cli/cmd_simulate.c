@@ -5,6 +5,7 @@
 */
 #include "cli_int.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,7 @@
 
 #include "../base/diag.h"
 #include "../base/units.h"
+#include "../sim/explain.h"
 #include "../sim/framework.h"
 #include "../sim/input.h"
 #include "../viz/trace.h"
@@ -25,7 +27,7 @@ const char *const CLI_SIM_VALUED[] = {
     "--recompute", "--precision", "--pp-schedule", "--reduction-server", "--slices",
     "--trace", "--input", "--storage", "--prefetch", "--input-host", "--grad-sync", "--attention",
     "--op-costs", "--cp", "--cp-comm", "--etp", "--pp-layers", "--hsdp", "--offload",
-    "--framework", NULL};
+    "--framework", "--embeddings", NULL};
 static const char *const CP_COMM[] = {"ring", "all-gather", NULL};
 static const char *const OFFLOAD[] = {"none", "activations", "optimizer", NULL};
 
@@ -50,7 +52,7 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
   for (int i = 0; i < 13; i++)
     if (cli_opt_int(c, names[i], 1, hi[i], counts[i])) return CLI_USAGE;
   static const char *const ZERO[] = {"0", "1", "2", "3", NULL};
-  int rec, prec, zero, gsync, attn, costs, cpc, off;
+  int rec, prec, zero, gsync, attn, costs, cpc, off, emb;
   if (cli_enum_opt(c, "--recompute", plan_recompute_names, 0, &rec) ||
       cli_enum_opt(c, "--precision", plan_precision_names, 0, &prec) ||
       cli_enum_opt(c, "--zero", ZERO, 0, &zero) ||
@@ -58,8 +60,10 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
       cli_enum_opt(c, "--attention", plan_attention_names, 0, &attn) ||
       cli_enum_opt(c, "--op-costs", CLI_OP_COSTS, 0, &costs) ||
       cli_enum_opt(c, "--cp-comm", CP_COMM, 0, &cpc) ||
-      cli_enum_opt(c, "--offload", OFFLOAD, 0, &off))
+      cli_enum_opt(c, "--offload", OFFLOAD, 0, &off) ||
+      cli_enum_opt(c, "--embeddings", plan_embeddings_names, 0, &emb))
     return CLI_USAGE;
+  p->embeddings = (plan_embeddings)emb;
   if (cli_opt(c, "--attention")) p->attention = (plan_attention)attn;
   if (cli_opt(c, "--grad-sync")) p->grad_sync = (plan_grad_sync)gsync;
   if (cli_opt(c, "--zero")) p->zero = zero;
@@ -147,11 +151,50 @@ static void print_input_fix(FILE *out, const hw_model *hw, const plan *p, const 
   const char *fix = "";
   for (size_t i = 0; i < sizeof FIX / sizeof *FIX; i++)
     if (strcmp(FIX[i].bound, ic.bound) == 0) fix = FIX[i].fix;
-  char usd[32];
+  /* one remote VM decoding and sending for the whole slice (TPU Node):
+  ** the TPU hosts' own cores and PCIe do it on a TPU VM */
+  if (in->one_host && (strcmp(ic.bound, INPUT_BOUND_DECODE) == 0 ||
+                       strcmp(ic.bound, INPUT_BOUND_HOST_LINK) == 0))
+    fix = "one remote VM feeds every chip: run the pipeline on the TPU hosts (a TPU VM, "
+          "--input-host local), or give the VM more cores and network";
+  char usd[32], wait[32];
   units_usd(usd, sizeof usd, stall * r->usd_per_hour / 3600);
-  fprintf(out, "  input            the chips wait %.3f s a step (%.0f%%, %s a step) for data, "
+  units_seconds(wait, sizeof wait, stall);
+  fprintf(out, "  input            the chips wait %s a step (%.0f%%, %s a step) for data, "
                "bound by %s\n    fix: %s\n",
-          stall, 100 * stall / r->step_time_s, usd, ic.bound, fix);
+          wait, 100 * stall / r->step_time_s, usd, ic.bound, fix);
+}
+
+/* One side of the explanation: each term's value (rounded so that the
+** printed parts add up to the printed total), name, formula and numbers. */
+static void print_terms(FILE *out, const char *title, const explain_term *t, int n, double total,
+                        explain_unit u, const char *total_name) {
+  double v[EXPLAIN_MAX_TERMS] = {0};
+  int64_t q[EXPLAIN_MAX_TERMS] = {0}, tq = 0;
+  for (int i = 0; i < n; i++) v[i] = t[i].value;
+  if (explain_round(v, n, total, u, q, &tq) != 0) {
+    /* never print parts that do not add up: say so instead */
+    fprintf(out, "  %s: the terms do not add up to the total (a bug; please report it)\n", title);
+    return;
+  }
+  double unit_q = pow(10, -u.decimals);
+  fprintf(out, "  %s (%s; the parts add up to the total):\n", title, u.name);
+  for (int i = 0; i < n; i++)
+    fprintf(out, "    %-22s %12.*f %-3s = %s\n%31s= %s\n", t[i].name, u.decimals,
+            (double)q[i] * unit_q, u.name, t[i].formula, "", t[i].values);
+  fprintf(out, "    %-22s %12.*f %s\n", total_name, u.decimals, (double)tq * unit_q, u.name);
+}
+
+/* --explain: the step time and the memory peak term by term (sim/explain.h). */
+static void print_explain(FILE *out, const model *m, const hw_model *hw, const plan *p,
+                          const step_result *r) {
+  step_explain e;
+  step_explain_fill(m, hw, p, r, &e);
+  fprintf(out, "\n");
+  print_terms(out, "step time, term by term on chip 0", e.time, e.n_time, e.step_time_s,
+              explain_time_unit(e.step_time_s), "= step time");
+  print_terms(out, "memory per chip, term by term", e.mem, e.n_mem, e.peak_bytes,
+              explain_mem_unit(e.peak_bytes), "= peak");
 }
 
 /* simulate's report: the step, its breakdown, memory with the fixes when it
@@ -175,10 +218,16 @@ void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p
   fprintf(out, "  step time        %s   MFU %.1f%%   HFU %.1f%%   %.*f %s/s\n", t,
           100 * r->mfu, 100 * r->hfu, r->tokens_per_s < 100 ? 2 : 0, r->tokens_per_s,
           m->info.unit ? m->info.unit : "tokens");
-  fprintf(out, "  breakdown        compute %.3f s, exposed comm %.3f s, bubble %.3f s, "
-                  "input stall %.3f s, other %.3f s\n",
-          r->breakdown_s.compute, r->breakdown_s.exposed_comm, r->breakdown_s.pipeline_bubble,
-          r->breakdown_s.input_stall, r->breakdown_s.other);
+  char bd[5][32];
+  const double bds[5] = {r->breakdown_s.compute, r->breakdown_s.exposed_comm,
+                         r->breakdown_s.pipeline_bubble, r->breakdown_s.input_stall,
+                         r->breakdown_s.other};
+  /* a part under a billionth of the step is the rounding of a difference
+  ** (the bubble of pp 1: step - busy - ...): 0, not "0.00 ns" */
+  for (int i = 0; i < 5; i++)
+    units_seconds(bd[i], sizeof bd[i], fabs(bds[i]) < 1e-9 * r->step_time_s ? 0 : bds[i]);
+  fprintf(out, "  breakdown        compute %s, exposed comm %s, bubble %s, input stall %s, other %s\n",
+          bd[0], bd[1], bd[2], bd[3], bd[4]);
   char pk[32], cap[32], w[32], g[32], op[32], ac[32], tm[32];
   units_bytes(pk, sizeof pk, r->memory.peak);
   units_bytes(cap, sizeof cap, r->memory.capacity);
@@ -201,33 +250,41 @@ void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p
   fprintf(out, ")%s%s\n", r->memory.host > 0 ? "; on the host " : "", r->memory.host > 0 ? ho : "");
   for (int i = 0; i < r->n_fixes; i++) {
     units_bytes(pk, sizeof pk, r->fixes[i].peak);
-    char st[96] = "", usd[32];
+    char st[96] = "", usd[32], fst[32];
+    units_seconds(fst, sizeof fst, r->fixes[i].step_time_s);
     /* its bill a step: the hourly price scales with its chips */
     units_usd(usd, sizeof usd, r->fixes[i].step_time_s * r->usd_per_hour *
                                    (double)r->fixes[i].p.chips / (double)p->chips / 3600);
     if (r->fixes[i].step_time_s > 0)
-      snprintf(st, sizeof st, ", step %.3f s (%+.1f%%), %s a step", r->fixes[i].step_time_s,
+      snprintf(st, sizeof st, ", step %s (%+.1f%%), %s a step", fst,
                100 * (r->fixes[i].step_time_s / r->step_time_s - 1), usd);
     fprintf(out, "    fix %d: %s -> peak %s%s%s\n", i + 1, r->fixes[i].what, pk,
             r->fixes[i].fits ? " (fits)" : "", st);
   }
-  fprintf(out, "  cost             $%.2f per hour, $%.4f per step\n", r->usd_per_hour,
-          r->usd_per_step);
+  char hour[32], step[32];
+  units_usd(hour, sizeof hour, r->usd_per_hour);
+  units_usd(step, sizeof step, r->usd_per_step);
+  fprintf(out, "  cost             %s per hour, %s per step\n", hour, step);
   if (explain) {
-    fprintf(out, "\n  per chip, per micro-batch: one layer forward %.3f ms + TP comm %.3f ms; "
-                    "backward %.3f ms + TP comm %.3f ms; attention core forward %.3f ms\n"
-                    "  embedding+head forward %.3f ms, backward %.3f ms; pipeline send %.3f ms; "
-                    "gradient all-reduce %.3f ms; optimizer %.3f ms\n",
-            r->layer_fwd_s * 1e3, r->tp_comm_fwd_s * 1e3, r->layer_bwd_s * 1e3, r->tp_comm_bwd_s * 1e3,
-            r->attn_core_fwd_s * 1e3, r->head_fwd_s * 1e3, r->head_bwd_s * 1e3, r->p2p_s * 1e3,
-            r->dp_allreduce_s * 1e3, r->optimizer_s * 1e3);
+    print_explain(out, m, hw, p, r);
+    const double pcs[14] = {r->layer_fwd_s,   r->tp_comm_fwd_s, r->layer_bwd_s,    r->tp_comm_bwd_s,
+                            r->attn_core_fwd_s, r->head_fwd_s,  r->head_bwd_s,     r->p2p_s,
+                            r->dp_allreduce_s, r->optimizer_s,  r->cp_comm_fwd_s,  r->cp_comm_bwd_s,
+                            r->ep_a2a_fwd_s,   r->weight_cast_s};
+    char pc[14][32];
+    for (int i = 0; i < 14; i++) units_seconds(pc[i], sizeof pc[i], pcs[i]);
+    fprintf(out, "\n  per chip, per micro-batch: one layer forward %s + TP comm %s; "
+                    "backward %s + TP comm %s; attention core forward %s\n"
+                    "  embedding+head forward %s, backward %s; pipeline send %s; "
+                    "gradient all-reduce %s; optimizer %s\n",
+            pc[0], pc[1], pc[2], pc[3], pc[4], pc[5], pc[6], pc[7], pc[8], pc[9]);
     if (r->cp_comm_fwd_s > 0 || r->ep_a2a_fwd_s > 0 || r->weight_cast_s > 0)
-      fprintf(out, "  context-parallel K/V exchange %.3f ms forward, %.3f ms backward (%s); MoE "
-                   "all-to-alls %.3f ms a layer each way; low-precision weight copies %.3f ms a step\n",
-              r->cp_comm_fwd_s * 1e3, r->cp_comm_bwd_s * 1e3,
+      fprintf(out, "  context-parallel K/V exchange %s forward, %s backward (%s); MoE "
+                   "all-to-alls %s a layer each way; low-precision weight copies %s a step\n",
+              pc[10], pc[11],
               p->cp_comm == PLAN_CP_RING ? "a ring, hidden behind the attention as far as it lasts"
                                          : "all-gathered before the attention",
-              r->ep_a2a_fwd_s * 1e3, r->weight_cast_s * 1e3);
+              pc[12], pc[13]);
     const framework *fw = &frameworks[p->framework];
     fprintf(out, "  framework %s: %s\n    attention %s, gradient sync %s, %s%s, TP overlap %s\n"
                  "    source: %s\n",
@@ -290,6 +347,17 @@ static int run_simulate(cli_ctx *c) {
   model_opts mo = {.seq_len = p.seq, .precision = own_prec ? NULL : plan_precision_name(p.precision)};
   model *m = model_load(c->pos[0], &mo, dg);
   if (m && own_prec) p.precision = plan_precision_on(hw, m->train.compute);
+  /* an fp32 CNN under PyTorch's defaults: cuDNN convolutions in TF32 */
+  if (m && own_prec && plan_default_tf32(m, hw, &p))
+    fprintf(c->err, "tpusim simulate: note: fp32 convolutions on %s's TF32 tensor cores, as "
+                    "PyTorch's cuDNN default (torch.backends.cudnn.allow_tf32); --precision "
+                    "fp32 for strict fp32\n", hw->name);
+  /* the frameworks' default sharding (Megatron-Core's distributed
+  ** optimizer, MaxText's fsdp) is an LLM stack's: a family that trains
+  ** data-parallel (cnn, dlrm, ...) runs under plain DDP unless told */
+  if (m && m->info.tf.layers == 0 && !cli_opt(c, "--framework") && !cli_opt(c, "--zero") &&
+      !cli_opt(c, "--fsdp"))
+    p.zero = 0;
   diag_print(dg, c->err);
   diag_free(dg);
   char err[1024];
@@ -333,6 +401,11 @@ static int run_simulate(cli_ctx *c) {
   } else if (c->json) {
     cJSON *o = step_json(m, hw, &p, &r);
     cJSON_AddStringToObject(o, "status", r.fits ? "ok" : "does_not_fit");
+    if (cli_opt(c, "--explain")) {
+      step_explain e;
+      step_explain_fill(m, hw, &p, &r, &e);
+      cJSON_AddItemToObject(o, "explain", step_explain_json(&e));
+    }
     cli_print_json(c, o);
   } else {
     cli_print_step(c->out, m, hw, &p, &r, cli_opt(c, "--explain") != NULL);
@@ -353,12 +426,13 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "tpusim simulate MODEL --hw NAME --chips N [--dp D --tp T --pp P --cp C]\n"
     "                  [--ep E] [--etp T] [--zero 0|1|2|3] [--fsdp] [--hsdp N]\n"
     "                  [--mbs M] [--gbs G] [--seq S] [--recompute none|selective|full]\n"
-    "                  [--precision bf16|fp16|fp32|fp64|fp8|fp8-cs|mxfp8|nvfp4|int8]\n"
+    "                  [--precision bf16|fp16|fp32|fp64|fp8|fp8-cs|mxfp8|nvfp4|int8|tf32]\n"
     "                  [--framework plain|megatron-core|maxtext|megatron-2021|megatron-2022|\n"
     "                               torchtitan|llm-foundry]\n"
     "                  [--pp-schedule gpipe|1f1b|interleaved:V] [--pp-layers A,B,...]\n"
     "                  [--pp-split-embedding] [--pp-split-loss] [--cp-comm ring|all-gather]\n"
     "                  [--offload none|activations|optimizer] [--reduction-server N]\n"
+    "                  [--embeddings replicated|sharded|ps]\n"
     "                  [--slices K] [--sp] [--full] [--grad-sync overlap|after-backward]\n"
     "                  [--attention flash|scores] [--op-costs ir|formula]\n"
     "                  [--explain] [--json] [--trace FILE]\n"
@@ -370,6 +444,9 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "               sharding, overlaps); default megatron-core on GPUs, maxtext on TPUs\n"
     "  --precision fp8 (delayed/tensorwise scaling), fp8-cs (current scaling), mxfp8,\n"
     "              nvfp4, int8: the layers' GEMMs in that format, the rest in bf16\n"
+    "  --precision tf32: an fp32 model's matmuls and convolutions on TF32 tensor\n"
+    "              cores (A100 and later); an fp32 CNN gets it by default, as\n"
+    "              PyTorch's cuDNN convolutions do\n"
     "  --sp: sequence parallelism with tensor parallelism (Korthikanti et al. 2022)\n"
     "  --grad-sync: all-reduce gradient buckets while backward runs (default), or\n"
     "               after it (Megatron-LM's local DDP, as in its 2021-22 papers)\n"

@@ -16,13 +16,13 @@
 #include "../base/jin.h"
 #include "../base/strutil.h"
 
-static const char *const KIND_CHOICES[] = {"tpu", "gpu", "cpu", NULL};
+static const char *const KIND_CHOICES[] = {"tpu", "gpu", "cpu", "edge", NULL};
 static const char *const MU_CHOICES[] = {"mxu", "tensor_core", "amx", "simd", NULL};
-static const char *const ONCHIP_CHOICES[] = {"vmem", "cmem", "l2", "l3", NULL};
+static const char *const ONCHIP_CHOICES[] = {"vmem", "cmem", "l2", "l3", "sram", NULL};
 static const char *const HOSTLINK_CHOICES[] = {"pcie3", "pcie4", "pcie5", "pcie6",
-                                               "nvlink-c2c", "none", NULL};
+                                               "nvlink-c2c", "usb3", "none", NULL};
 static const char *const UP_CHOICES[] = {"nvswitch", "nvlink-mesh", "ici-torus",
-                                         "socket-link", NULL};
+                                         "socket-link", "pcie", "host", NULL};
 static const char *const OUT_CHOICES[] = {"ib-edr", "ib-hdr", "ib-ndr", "ib-xdr", "roce",
                                           "efa", "dcn", "ethernet", NULL};
 /* how `hw list` names them, in the same order */
@@ -45,6 +45,7 @@ static const char *const TOPO_CHOICES[] = {"fat-tree", "rail-optimized", "dcn", 
 #define REQ (HWF_REQ | HWF_FIGURE)
 #define REQP (HWF_REQ | HWF_FIGURE | HWF_POS)
 #define TPU (HWF_TPU | HWF_FIGURE | HWF_POS)
+#define RENT (HWF_RENT | HWF_FIGURE | HWF_POS)
 
 #define PEAK(dt, idx)                                                              \
   {"chip.peak_flops_per_s." dt, HWF_NUM, OFF(chip.peak_flops_per_s[idx]), 0,      \
@@ -66,6 +67,7 @@ static const hw_field FIELDS[] = {
     PEAK("int8", HW_INT8),
     PEAK("mxfp8", HW_MXFP8),
     PEAK("fp4", HW_FP4),
+    PEAK("int4", HW_INT4),
     {"chip.vector_flops_per_s", HWF_NUM, OFF(chip.vector_flops_per_s), 0, REQP, NULL, 0, MAX_RATE,
      "FLOP/s", NULL},
     {"chip.clock_hz", HWF_NUM, OFF(chip.clock_hz), 0, REQP, NULL, 0, 1e10, "Hz", NULL},
@@ -91,6 +93,8 @@ static const hw_field FIELDS[] = {
     {"chip.host_link.bw_bytes_per_s", HWF_NUM, OFF(chip.host_link_bw_bytes_per_s), 0, REQ, NULL, 0,
      MAX_BW, "B/s", NULL},
     {"chip.tdp_w", HWF_NUM, OFF(chip.tdp_w), 0, FIG | HWF_POS, NULL, 0, 1e5, "W", NULL},
+    {"chip.sparse_cores", HWF_INT, OFF(chip.sparse_cores), 0, FIG, NULL, 0, 64, "",
+     "absent: none (embedding lookups run on the matrix/vector cores)"},
     /* Measured sustained figures: optional, each with its own source. What
     ** the timing model assumes without one is set by apply_defaults and
     ** shown by `hw show` from the last column. */
@@ -154,15 +158,20 @@ static const hw_field FIELDS[] = {
      NULL},
     {"system.scale_out.topology", HWF_ENUM, OFF(scale_out.topology), 0, REQ, TOPO_CHOICES, 0, 0, "",
      NULL},
+    {"system.scale_out.reducer_bw_bytes_per_s", HWF_NUM, OFF(scale_out.reducer_bw_bytes_per_s), 0,
+     FIG | HWF_POS, NULL, 0, MAX_BW, "B/s", "absent: no Reduction Server reducers"},
+    {"system.scale_out.reducer_usd_per_hour", HWF_NUM, OFF(scale_out.reducer_usd_per_hour), 0,
+     FIG | HWF_POS, NULL, 0, 1e4, "USD", "absent: no Reduction Server reducers"},
 
-    {"price.on_demand_usd_per_chip_hour", HWF_NUM, OFF(price.on_demand_usd_per_chip_hour), 0, REQP,
-     NULL, 0, 1e4, "USD", NULL},
-    {"price.spot_usd_per_chip_hour", HWF_NUM, OFF(price.spot_usd_per_chip_hour), 0, REQP, NULL, 0,
-     1e4, "USD", NULL},
+    {"price.on_demand_usd_per_chip_hour", HWF_NUM, OFF(price.on_demand_usd_per_chip_hour), 0, RENT,
+     NULL, 0, 1e4, "USD", "absent: not rented (an edge part)"},
+    {"price.spot_usd_per_chip_hour", HWF_NUM, OFF(price.spot_usd_per_chip_hour), 0, RENT, NULL, 0,
+     1e4, "USD", "absent: not rented (an edge part)"},
     {"price.chips_per_instance", HWF_INT, OFF(price.chips_per_instance), 0, FIG | HWF_POS, NULL, 1,
      MAX_COUNT, "chips", NULL},
-    {"price.read_on", HWF_STR, OFF(price.read_on), SZ(price.read_on), REQ, NULL, 0, 0, "", NULL},
-    {"price.basis", HWF_STR, OFF(price.basis), SZ(price.basis), REQ, NULL, 0, 0, "", NULL},
+    {"price.read_on", HWF_STR, OFF(price.read_on), SZ(price.read_on), HWF_RENT, NULL, 0, 0, "",
+     NULL},
+    {"price.basis", HWF_STR, OFF(price.basis), SZ(price.basis), HWF_RENT, NULL, 0, 0, "", NULL},
 };
 
 #define NFIELDS ((int)(sizeof FIELDS / sizeof FIELDS[0]))
@@ -188,7 +197,7 @@ static int is_section(const char *path) {
 /* In hw_dtype order; the JSON keys under chip.peak_flops_per_s (the PEAK rows
 ** above) spell them the same way. */
 static const char *const DTYPE_NAMES[HW_DTYPE_COUNT] = {"fp64", "fp32", "tf32",  "bf16", "fp16",
-                                                         "fp8",  "int8", "mxfp8", "fp4"};
+                                                         "fp8",  "int8", "mxfp8", "fp4", "int4"};
 
 const char *hw_dtype_name(hw_dtype dt) {
   return (dt >= 0 && dt < HW_DTYPE_COUNT) ? DTYPE_NAMES[dt] : "?";
@@ -579,11 +588,14 @@ static void check_rules(loader *L) {
   hw_model *m = L->m;
   jin *j = L->j;
   int is_tpu = m->present[hw_field_find("kind")] && m->kind == HW_TPU;
+  int is_edge = m->present[hw_field_find("kind")] && m->kind == HW_EDGE;
 
   for (int i = 0; i < NFIELDS; i++) {
     const hw_field *f = &FIELDS[i];
     if ((f->flags & HWF_REQ) && !L->given[i]) missing(L, f, NULL);
     if ((f->flags & HWF_TPU) && is_tpu && !L->given[i]) missing(L, f, "(required for a TPU)");
+    if ((f->flags & HWF_RENT) && !is_edge && !L->given[i])
+      missing(L, f, "(only an edge part may leave its rental price out)");
     if ((f->flags & HWF_TPU) && !is_tpu && m->present[i])
       jin_error_at(j, f->path, 1, "only a TPU torus has this field; this is a %s",
                    hw_kind_name(m->kind));
@@ -602,8 +614,15 @@ static void check_rules(loader *L) {
                    m->name);
       break;
     }
-  if (hw_peak_16bit(m) <= 0 && m->chip.peak_flops_per_s[HW_FP32] <= 0)
-    jin_error_at(j, "chip.peak_flops_per_s", 0, "expected at least a bf16, fp16 or fp32 peak");
+  /* a training-capable chip needs a float unit; an edge part may be
+  ** integer-only (the Edge TPU runs int8 alone) */
+  int any_peak = 0;
+  for (int d = 0; d < HW_DTYPE_COUNT; d++) any_peak |= m->chip.peak_flops_per_s[d] > 0;
+  if (is_edge ? !any_peak : hw_peak_16bit(m) <= 0 && m->chip.peak_flops_per_s[HW_FP32] <= 0)
+    jin_error_at(j, "chip.peak_flops_per_s", 0, "%s",
+                 is_edge ? "expected at least one peak (an edge part may be int8 only)"
+                         : "expected at least a bf16, fp16 or fp32 peak (an int8-only part is "
+                           "kind \"edge\")");
   if (is_tpu != (m->scale_up.kind == HW_UP_ICI_TORUS))
     jin_error_at(j, "system.scale_up.kind", 0, "%s",
                  is_tpu ? "a TPU's scale-up fabric is \"ici-torus\""
@@ -645,6 +664,7 @@ static void check_rules(loader *L) {
     jin_error_at(j, "price.spot_usd_per_chip_hour", 0,
                  "spot ($%.2f) above on-demand ($%.2f): swapped?", m->price.spot_usd_per_chip_hour,
                  m->price.on_demand_usd_per_chip_hour);
+  if (!m->present[hw_field_find("price.read_on")]) return; /* an edge part, not rented */
   const char *d = m->price.read_on;
   int date_ok = strlen(d) == 10 && d[4] == '-' && d[7] == '-';
   for (int i = 0; i < 10 && date_ok; i++)

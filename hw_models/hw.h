@@ -27,14 +27,18 @@ typedef enum {
   HW_INT8,
   HW_MXFP8, /* OCP MX block-scaled fp8 (e4m3/e5m2 + one e8m0 scale per 32): Blackwell */
   HW_FP4,   /* dense NVFP4/MXFP4 on the matrix unit */
+  HW_INT4,  /* int4 x int4 dense on the matrix unit (Turing, Ampere tensor cores) */
   HW_DTYPE_COUNT
 } hw_dtype;
 
-typedef enum { HW_TPU, HW_GPU, HW_CPU } hw_kind;
+/* HW_EDGE: a device part for on-device inference (Edge TPU, a phone's
+** NPU): listed for serving, never offered for training (plan_hw_supports) */
+typedef enum { HW_TPU, HW_GPU, HW_CPU, HW_EDGE } hw_kind;
 
 /* Enumerated string fields are stored as indices into these lists. */
 enum { HW_MU_MXU, HW_MU_TENSOR_CORE, HW_MU_AMX, HW_MU_SIMD };
-enum { HW_UP_NVSWITCH, HW_UP_NVLINK_MESH, HW_UP_ICI_TORUS, HW_UP_SOCKET_LINK };
+enum { HW_UP_NVSWITCH, HW_UP_NVLINK_MESH, HW_UP_ICI_TORUS, HW_UP_SOCKET_LINK, HW_UP_PCIE,
+       HW_UP_HOST /* no chip-to-chip fabric: an edge part reaches others only through its host */ };
 
 typedef struct {
   double peak_flops_per_s[HW_DTYPE_COUNT]; /* 0: no such unit on this chip */
@@ -49,6 +53,10 @@ typedef struct {
   int host_link_kind;
   double host_link_bw_bytes_per_s;
   double tdp_w;
+  /* SparseCores: a TPU's dataflow processors for embedding lookups
+  ** (gathers, the pooled exchange, the sparse update), beside the
+  ** TensorCores; 0 when the chip has none */
+  int64_t sparse_cores;
   /* Measured sustained figures (optional). hw_load fills in what the timing
   ** model assumes when a file leaves one out (see hw_field.absent): 1.0 for
   ** the efficiencies, vector_flops_per_s for transcendentals, 0 overhead;
@@ -89,6 +97,9 @@ typedef struct {
   int kind;
   double bw_per_chip_bytes_per_s, latency_s;
   int topology;
+  /* a Reduction Server's reducer: the CPU VM Vertex AI runs beside the GPU
+  ** hosts, its NIC (one direction) and its price an hour; 0: none */
+  double reducer_bw_bytes_per_s, reducer_usd_per_hour;
 } hw_scale_out;
 
 typedef struct {
@@ -135,6 +146,7 @@ enum {
   HWF_TPU = 1u << 1,      /* required for TPUs, not allowed otherwise */
   HWF_POS = 1u << 2,      /* must be > 0 (else >= min) */
   HWF_FIGURE = 1u << 3,   /* a figure: must carry a source */
+  HWF_RENT = 1u << 4,     /* required unless the part is an edge part, which is bought, not rented */
 };
 
 typedef struct {

@@ -27,7 +27,7 @@ int hw_catalog_load_builtin(hw_catalog *c, diag *dg);
 const hw_model *hw_catalog_load_file(hw_catalog *c, const char *path, diag *dg);
 
 int hw_catalog_count(const hw_catalog *c);
-/* Ordered by kind (TPU, GPU, CPU), then 16-bit peak, then name; user files
+/* Ordered by kind (TPU, GPU, CPU, edge), then 16-bit peak, then name; user files
 ** that add a new name come last, in the order given. */
 const hw_model *hw_catalog_at(const hw_catalog *c, int i);
 const hw_model *hw_catalog_find(const hw_catalog *c, const char *name);

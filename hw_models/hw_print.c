@@ -74,7 +74,8 @@ static void format_value(const hw_model *m, int fi, char *buf, size_t n) {
 }
 
 void hw_interconnect_summary(const hw_model *m, char *buf, size_t n) {
-  static const char *const UP[] = {"NVSwitch", "NVLink mesh", "ICI", "socket link"};
+  static const char *const UP[] = {"NVSwitch", "NVLink mesh", "ICI", "socket link", "PCIe",
+                                   "host link"};
   char up[32], out[32];
   units_si(up, sizeof up, m->scale_up.bw_per_chip_bytes_per_s, "B/s");
   units_si(out, sizeof out, m->scale_out.bw_per_chip_bytes_per_s, "B/s");

@@ -205,7 +205,7 @@ int planner_run_gbs(const model *m, const hw_catalog *cat, const planner_req *re
     planner_result run;
     int rc = planner_run(mb, cat, &r, &run, last_err, sizeof last_err);
     model_free(mb);
-    int64_t evaluated = out->evaluated + run.evaluated;
+    int64_t evaluated = out->evaluated + run.evaluated, timed = out->timed + run.timed;
     double search_s = out->search_s + run.search_s;
     if (rc == 0 && planner_objective_key(req, &run.best) < best_key) {
       best_key = planner_objective_key(req, &run.best);
@@ -219,6 +219,7 @@ int planner_run_gbs(const model *m, const hw_catalog *cat, const planner_req *re
     }
     merge_front(out, &run);
     out->evaluated = evaluated;
+    out->timed = timed;
     out->search_s = search_s;
   }
   if (tried == 0) {

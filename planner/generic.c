@@ -17,12 +17,46 @@
 #include "../sim/step.h"
 #include "planner_int.h"
 
+/* Where the winner keeps its embedding tables, and why, for the reason
+** line: what replicating them would need against the chip's memory. */
+static void embeddings_reason(const planner_cand *b, const hw_model *hw, bool tables, char *out,
+                              size_t n) {
+  if (!tables || !hw) return;
+  bool tpu = hw->kind == HW_TPU;
+  switch (b->p.embeddings) {
+  case PLAN_EMB_SHARDED:
+    snprintf(out, n, ", its embedding tables sharded over the chips' memory (%s; the looked-up "
+             "vectors exchanged by all-to-all, %.3g s a step%s)",
+             tpu ? "TPUEmbedding" : "TorchRec row-wise", b->sim.emb_exchange_s,
+             hw->chip.sparse_cores > 0 ? ", on the SparseCores, overlapped with the dense layers"
+                                       : ", in series with the dense layers");
+    break;
+  case PLAN_EMB_PS:
+    {
+      char usd[32];
+      units_usd(usd, sizeof usd, b->sim.host_usd_per_hour);
+      snprintf(out, n, ", its embedding tables on %lld CPU parameter-server host%s (%s/h more; "
+               "rows pulled and gradients pushed over the network, %.3g s a step)",
+               (long long)b->sim.ps_hosts, b->sim.ps_hosts == 1 ? "" : "s", usd,
+               b->sim.emb_exchange_s);
+    }
+    break;
+  default:
+    snprintf(out, n, ", its embedding tables replicated on every chip");
+  }
+}
+
 /* Models other than transformers train data-parallel: each hardware at
 ** each chip count is simulated outright (their graphs are small), and the
 ** best per objective wins. A whole-step family (gbdt) runs on one chip. */
 int planner_generic(const model *m, const hw_catalog *cat, const planner_req *req,
                         planner_result *out, char *err, size_t errn, double t0) {
   double units = req->tokens > 0 ? req->tokens : 0;
+  /* a model with embedding tables: each placement of them is a plan
+  ** (replicated, sharded over the chips, on parameter-server hosts) */
+  plan_emb_tables et;
+  plan_embedding_tables(m->g, &et);
+  bool tables = et.tables > 0;
   for (int h = 0; h < hw_catalog_count(cat); h++) {
     const hw_model *hw = hw_catalog_at(cat, h);
     if (!planner_listed(req->hw_list, hw->name)) continue;
@@ -34,12 +68,19 @@ int planner_generic(const model *m, const hw_catalog *cat, const planner_req *re
     planner_cand limited = {0}; /* the best that fit but missed --budget or --deadline */
     bool fit_any = false, checked = false;
     char why[200] = ""; /* the first reason a plan was not valid */
-    for (int64_t chips = 1; chips <= (req->chips ? req->chips : req->max_chips); chips *= 2) {
+    for (int64_t chips = 1; chips <= (req->chips ? req->chips : req->max_chips); chips *= 2)
+    for (int emb = 0; emb <= (tables ? PLAN_EMB_PS : PLAN_EMB_REPLICATED); emb++) {
       if (req->chips && chips != req->chips) continue;
       if (m->info.whole_step && chips > 1) break;
+      /* tables sharded over one chip are the replicated ones */
+      if (emb == PLAN_EMB_SHARDED && chips == 1) continue;
       plan p = {.chips = chips, .tp = 1, .pp = 1, .ep = 1, .vp = 1, .slices = 1,
                 .schedule = PLAN_1F1B, .precision = prec, .op_costs = req->op_costs,
-                .cost_cache = req->cost_cache};
+                .embeddings = (plan_embeddings)emb, .cost_cache = req->cost_cache};
+      /* TF32 when asked (--precision tf32), else the framework's default
+      ** (PyTorch: an fp32 CNN's convolutions on TF32 tensor cores) */
+      if (req->gemm == PLAN_GEMM_TF32) p.gemm = PLAN_GEMM_TF32;
+      else plan_default_tf32(m, hw, &p);
       char e2[256];
       plan_fault fault;
       if (plan_check_fault(m, hw, &p, &fault, e2, sizeof e2) != 0) {
@@ -74,6 +115,8 @@ int planner_generic(const model *m, const hw_catalog *cat, const planner_req *re
                       : m->info.job_steps > 0        ? m->info.job_steps
                                                      : 1000;
       planner_price_cand(m, hw, req, &c, c.sim.step_time_s, steps);
+      /* parameter-server hosts (--embeddings ps) are billed beside the chips */
+      c.train_usd += c.sim.host_usd_per_hour * c.train_s / 3600;
       planner_note_closest(out, &c);
       if (!fit_any || c.train_usd < limited.train_usd) limited = c;
       fit_any = true;
@@ -92,13 +135,14 @@ int planner_generic(const model *m, const hw_catalog *cat, const planner_req *re
     if (isfinite(best_key)) {
       planner_push_cand(&out->per_hw, &out->n_per_hw, &best);
     } else if (fit_any) {
-      char t[32];
+      char t[32], u[32];
       units_seconds(t, sizeof t, limited.train_s);
+      units_usd(u, sizeof u, limited.train_usd);
       bool budget = req->budget_usd > 0 && limited.train_usd > req->budget_usd;
       planner_reject *r = planner_add_reject(
           out, hw->name, budget ? PLANNER_CAUSE_BUDGET : PLANNER_CAUSE_DEADLINE,
-          "its cheapest plan (%lld chip%s) costs $%.2f and takes %s: outside the %s",
-          (long long)limited.p.chips, limited.p.chips == 1 ? "" : "s", limited.train_usd, t,
+          "its cheapest plan (%lld chip%s) costs %s and takes %s: outside the %s",
+          (long long)limited.p.chips, limited.p.chips == 1 ? "" : "s", u, t,
           budget ? "budget" : "deadline");
       if (r) r->has_closest = true, r->closest = limited;
     } else if (isfinite(smallest_peak)) {
@@ -136,24 +180,32 @@ int planner_generic(const model *m, const hw_catalog *cat, const planner_req *re
     if (req->objective == PLANNER_TIME ? o->train_usd < alt->train_usd : o->train_s < alt->train_s)
       alt = o;
   }
-  char tail[512] = "";
+  char tail[512] = "", au[32], bu[32];
+  units_usd(au, sizeof au, alt->train_usd);
+  units_usd(bu, sizeof bu, b->train_usd);
   if (alt != b && req->objective == PLANNER_TIME)
-    snprintf(tail, sizeof tail, " the cheapest is %s: %.3g s per step, $%.2f for the run against $%.2f.",
-             alt->hw, alt->sim.step_time_s, alt->train_usd, b->train_usd);
+    snprintf(tail, sizeof tail, " the cheapest is %s: %.3g s per step, %s for the run against %s.",
+             alt->hw, alt->sim.step_time_s, au, bu);
   else if (alt != b)
     snprintf(tail, sizeof tail,
-             " the fastest, %s, is %.1fx quicker but costs $%.2f against $%.2f: it is billed on "
+             " the fastest, %s, is %.1fx quicker but costs %s against %s: it is billed on "
              "%lld chip%s (whole instances) for a model that %s.",
-             alt->hw, b->train_s / alt->train_s, alt->train_usd, b->train_usd,
+             alt->hw, b->train_s / alt->train_s, au, bu,
              (long long)alt->billed_chips, alt->billed_chips == 1 ? "" : "s",
              m->info.whole_step ? "runs on one" : "cannot keep them busy");
+  int on_cpu = strncmp(b->hw, "cpu", 3) == 0;
+  /* After "A CPU is recommended:" the tail goes on the sentence; otherwise it
+     starts one. */
+  if (!on_cpu && tail[0] == ' ' && tail[1] >= 'a' && tail[1] <= 'z')
+    tail[1] = (char)(tail[1] - 'a' + 'A');
+  char place[256] = "";
+  embeddings_reason(b, hw_catalog_find(cat, b->hw), tables, place, sizeof place);
   snprintf(out->why, sizeof out->why,
-           "a %s model trains data-parallel; %s on %lld chip%s is the %s (%.3g s per step, "
-           "$%.2f for the run).%s%s%s",
-           m->family, b->hw, (long long)b->p.chips, b->p.chips > 1 ? "s" : "",
+           "a %s model trains data-parallel%s; %s on %lld chip%s is the %s (%.3g s per step, "
+           "%s for the run).%s%s%s",
+           m->family, place, b->hw, (long long)b->p.chips, b->p.chips > 1 ? "s" : "",
            req->objective == PLANNER_TIME ? "fastest" : "cheapest", b->sim.step_time_s,
-           b->train_usd, strncmp(b->hw, "cpu", 3) == 0 ? " A CPU is recommended" : "",
-           strncmp(b->hw, "cpu", 3) == 0 ? (*tail ? ":" : ".") : "", tail);
+           bu, on_cpu ? " A CPU is recommended" : "", on_cpu ? (*tail ? ":" : ".") : "", tail);
   out->search_s = units_now_s() - t0;
   return 0;
 }

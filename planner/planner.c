@@ -35,6 +35,15 @@
 
 #define MAX_KEEP 64
 
+/* This thread's CPU seconds: what the result's per-thread figures
+** (costs_s, scoring_s, simulate_s) count, so a rate "per core" does not
+** depend on how many other processes share the cores. */
+static double thread_cpu_s(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return units_now_s();
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 typedef struct {
   bool done, ok;
   step_result c;
@@ -135,7 +144,7 @@ typedef struct {
   planner_cand kept[MAX_KEEP + 1];
   double keys[MAX_KEEP + 1];
   int n_kept;
-  double busy_s; /* thread time spent on this hardware */
+  double busy_s; /* thread CPU time spent on this hardware */
 } hw_search;
 
 /* What one hardware's search turned down, by cause, and the nearest miss of
@@ -162,10 +171,13 @@ static void reject_hw(planner_result *out, const hw_model *hw, const planner_req
   planner_reject *r = NULL;
   char t[32];
   if (fitted && rj->over_budget) {
+    char u[32], bu[32];
     units_seconds(t, sizeof t, rj->cheapest.train_s);
+    units_usd(u, sizeof u, rj->cheapest.train_usd);
+    units_usd(bu, sizeof bu, req->budget_usd);
     r = planner_add_reject(out, hw->name, PLANNER_CAUSE_BUDGET,
-                   "its cheapest plan (%lld chips) costs $%.2f, over the $%.2f budget, and takes %s",
-                   (long long)rj->cheapest.p.chips, rj->cheapest.train_usd, req->budget_usd, t);
+                   "its cheapest plan (%lld chips) costs %s, over the %s budget, and takes %s",
+                   (long long)rj->cheapest.p.chips, u, bu, t);
     if (r) r->has_closest = true, r->closest = rj->cheapest;
   } else if (fitted && rj->over_deadline) {
     units_seconds(t, sizeof t, rj->fastest.train_s);
@@ -389,6 +401,11 @@ typedef struct {
   bool seeding;     /* the first pass: only seed_plan's plans */
   coll_memo *coll;  /* the bound's collectives (step_memo keeps its own) */
   step_desc *desc;  /* the bound's step description (large: on the heap) */
+  /* the memory of the plans of one set of sizes and micro-batch, per
+  ** recompute mode (their model states differ): worked out once each
+  ** (mem_prep) for generation gen, which search_sizes moves on */
+  mem_prep *prep[3];
+  int64_t gen, prep_gen[3];
 } hw_state;
 
 /* The entry of key k, computed on first use from plan p; NULL when out of
@@ -403,9 +420,9 @@ static cost_entry *cost_entry_of(hw_state *st, const cost_key *k, const plan *p,
   if (!ce->done) {
     plan q = *p;
     if (k->piped && q.pp < 2) q.pp = 2; /* the send timed too; nothing else differs */
-    double tc = units_now_s();
+    double tc = thread_cpu_s();
     ce->ok = step_costs(st->sc->m, st->hw, &q, &ce->c, err, errn) == 0;
-    st->hs->out.costs_s += units_now_s() - tc;
+    st->hs->out.costs_s += thread_cpu_s() - tc;
     st->hs->out.cost_builds++;
     ce->done = true;
   } else if (!ce->ok && errn) {
@@ -497,17 +514,38 @@ static bool bound_prunes(const hw_state *st, const plan *p, double floor_s) {
 /* Plan p's memory (a plan evaluated): 1 when it fits, 0 when not (a
 ** memory rejection, the closest yet remembered), -1 when the memory model
 ** refuses it. */
+/* Plan p's memory (mem_transformer's figures), from the preparation of
+** its sizes, micro-batch and recompute mode, made first when it is not. */
+static int mem_of(hw_state *st, const plan *p, mem_peak *mb, char *err, size_t errn) {
+  int r = (int)p->recompute;
+  if (r < 0 || r > 2) { /* not a mode the search makes: worked out whole */
+    mem_opts mo;
+    plan mp;
+    mem_setup(st->sc->m, st->hw, p, &mo, &mp);
+    mem_bytes a;
+    if (mem_transformer(&st->sc->m->info.tf, &mp, &mo, &a, err, errn) != 0) return -1;
+    *mb = (mem_peak){a.peak, a.weights, a.gradients, a.optimizer, a.runtime, a.comm, a.capacity,
+                     a.fits};
+    return 0;
+  }
+  if (st->prep_gen[r] != st->gen) {
+    mem_opts mo;
+    plan mp;
+    mem_setup(st->sc->m, st->hw, p, &mo, &mp);
+    mem_prep_set(st->prep[r], &st->sc->m->info.tf, &mp, &mo);
+    st->prep_gen[r] = st->gen;
+  }
+  mem_state s = {p->zero, p->hsdp, p->offload};
+  return mem_prep_peak(st->prep[r], &s, mb, err, errn);
+}
+
 static int mem_fits(hw_state *st, const plan *p) {
-  const model *m = st->sc->m;
   const hw_model *hw = st->hw;
   rejections *rj = &st->rj;
   st->hs->out.evaluated++;
-  mem_opts mo;
-  plan mp;
-  mem_setup(m, hw, p, &mo, &mp);
-  mem_bytes mb;
+  mem_peak mb;
   char merr[256];
-  if (mem_transformer(&m->info.tf, &mp, &mo, &mb, merr, sizeof merr) != 0) {
+  if (mem_of(st, p, &mb, merr, sizeof merr) != 0) {
     reject(rj, PLANNER_CAUSE_DIVISIBILITY, merr);
     return -1;
   }
@@ -545,6 +583,7 @@ static int score_plan(hw_state *st, const plan *p, bool fits, double *step_s) {
     return 0;
   }
   step_times fr;
+  out->timed++;
   if (step_fast(m, hw, p, c, st->memo, &fr, cerr, sizeof cerr) != 0) {
     reject(rj, PLANNER_CAUSE_SLICE, cerr);
     return 0;
@@ -612,9 +651,9 @@ static void search_report(hw_state *st) {
 ** that shares it) stands for all the variants and micro-batches that
 ** share it. */
 static int state_dead(hw_state *st, plan *p, const variant *vs, int n_vs, bool *dead) {
-  const model *m = st->sc->m;
   int n = 0;
   bool known[MAX_VARIANTS] = {false}, over[MAX_VARIANTS];
+  double capacity = (double)st->hw->chip.hbm_bytes; /* mem_setup's capacity */
   for (int i = 0; i < n_vs; i++) {
     int j = 0; /* an earlier variant with the same state */
     while (j < i && !(known[j] && vs[j].zero == vs[i].zero && vs[j].hsdp == vs[i].hsdp &&
@@ -624,14 +663,11 @@ static int state_dead(hw_state *st, plan *p, const variant *vs, int n_vs, bool *
       over[i] = over[j];
     } else {
       set_variant(p, &vs[i]);
-      mem_opts mo;
-      plan mp;
-      mem_setup(m, st->hw, p, &mo, &mp);
-      mem_bytes mb;
-      if (mem_transformer(&m->info.tf, &mp, &mo, &mb, NULL, 0) != 0) continue;
+      mem_peak mb;
+      if (mem_of(st, p, &mb, NULL, 0) != 0) continue;
       known[i] = true;
       double state = mb.weights + mb.gradients + mb.optimizer + mb.runtime + mb.comm;
-      over[i] = mo.capacity_bytes > 0 && state > mo.capacity_bytes;
+      over[i] = capacity > 0 && state > capacity;
     }
     if (over[i] && !dead[i]) dead[i] = true, n++, st->hs->out.pruned++;
   }
@@ -652,6 +688,7 @@ static void search_sizes(hw_state *st, plan p, const variant *vs, int n_vs) {
   int n_mbs = divisors(p.gbs / p.dp, p.gbs / p.dp, mbs, 256);
   for (int mi = 0; mi < n_mbs && n_dead < n_vs; mi++) {
     p.mbs = mbs[mi];
+    st->gen++; /* new sizes or micro-batch: the memory's preparation is stale */
     if (st->seeding && p.mbs > 4) break;
     if (seed_plan(&p) != st->seeding) continue;
     p.recompute = PLAN_RECOMPUTE_NONE, p.zero = 0, p.hsdp = 0, p.offload = PLAN_OFFLOAD_NONE;
@@ -782,7 +819,7 @@ static void search_chips(hw_state *st, const hw_fixed *fx, int64_t chips) {
 static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   const model *m = sc->m;
   const planner_req *req = sc->req;
-  double t_start = units_now_s();
+  double t_start = thread_cpu_s();
   hw_state st = {.sc = sc, .hs = hs, .rj = {.best_peak = INFINITY}, .best_key = INFINITY};
   planner_result *out = &hs->out;
   const hw_model *hw = st.hw = hw_catalog_at(sc->cat, h);
@@ -793,8 +830,15 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   st.memo = step_memo_new(hw);
   st.coll = coll_memo_new(hw);
   st.desc = malloc(sizeof *st.desc);
+  bool preps = true;
+  for (int r = 0; r < 3; r++) {
+    st.prep[r] = mem_prep_new();
+    st.prep_gen[r] = -1;
+    preps = preps && st.prep[r];
+  }
   fx.var = malloc(MAX_VARIANTS * sizeof *fx.var);
-  if (!st.memo || !st.coll || !st.desc || !fx.var) {
+  if (!st.memo || !st.coll || !st.desc || !fx.var || !preps) {
+    for (int r = 0; r < 3; r++) mem_prep_free(st.prep[r]);
     step_memo_free(st.memo);
     coll_memo_free(st.coll);
     free(st.desc);
@@ -823,6 +867,7 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   }
   free(fx.var);
   free(st.desc);
+  for (int r = 0; r < 3; r++) mem_prep_free(st.prep[r]);
   coll_memo_free(st.coll);
   step_memo_free(st.memo);
   cost_map_free(&st.costs);
@@ -830,7 +875,7 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   for (int c = 0; c < PLANNER_CAUSE_COUNT; c++) out->rejected_by[c] += st.rj.by[c];
   if (isfinite(st.best_key)) planner_push_cand(&out->per_hw, &out->n_per_hw, &st.best);
   else reject_hw(out, hw, req, &st.rj, st.fitted);
-  hs->busy_s = units_now_s() - t_start;
+  hs->busy_s = thread_cpu_s() - t_start;
 }
 
 typedef struct {
@@ -914,9 +959,9 @@ static void *sim_worker(void *arg) {
     planner_cand *c = &sp->c[i];
     const hw_model *hw = hw_catalog_find(sp->cat, c->hw);
     char e[256];
-    double ts = units_now_s();
+    double ts = thread_cpu_s();
     sp->ok[i] = step_simulate(sp->m, hw, &c->p, NULL, &c->sim, NULL, e, sizeof e) == 0;
-    sp->sim_s[i] = units_now_s() - ts;
+    sp->sim_s[i] = thread_cpu_s() - ts;
     if (sp->ok[i]) {
       c->simulated = true;
       planner_price_cand(sp->m, hw, sp->req, c, c->sim.step_time_s, sp->steps);
@@ -970,6 +1015,53 @@ int planner_run(const model *m, const hw_catalog *cat, const planner_req *req, p
 ** the plans of the result point into them): for S = 1 .. min(layers,
 ** SCHED_MAX_VS) stages, plan_balance_layers' split as even as it goes (S
 ** numbers at split_at[S]; unused where the layers divide). */
+/* The Reduction Server weighed against the plan's all-reduce, for the
+** advice: the step with `reducers` reducer VMs (step_with_reducers_s), the
+** run's time and bill with them billed beside the chips, and whether it
+** wins on the objective, with the reason -- the hosts' NICs binding (it
+** moves S over each host's NIC where a ring moves 2(H-1)/H S), or the
+** fabric being faster than the reducers together (docs/network.md). */
+static void rs_advice(const model *m, const hw_model *hw, const planner_req *req,
+                      const planner_cand *b, int64_t reducers, planner_result *out) {
+  const step_result *r = &b->sim;
+  double rs, step = step_with_reducers_s(m, hw, &b->p, r, reducers, &rs);
+  if (!(rs > 0) || !(step > 0)) return;
+  double usd_h = (double)reducers * coll_rs_reducer_usd_per_h(hw);
+  double train_s = b->train_s * step / r->step_time_s;
+  double usd = b->train_usd * step / r->step_time_s + usd_h * train_s / 3600;
+  bool faster = step < r->step_time_s, cheaper = usd < b->train_usd;
+  bool wins = req->objective == PLANNER_TIME ? faster : cheaper;
+  double hosts = (double)b->p.chips / (double)(hw->chips_per_node > 0 ? hw->chips_per_node : 1);
+  double host_bw = hw->scale_out.bw_per_chip_bytes_per_s * (double)hw->chips_per_node;
+  double red_bw = (double)reducers * coll_rs_reducer_bw(hw);
+  char why[256];
+  if (faster)
+    snprintf(why, sizeof why, "the hosts' NICs bind (%.3g GB/s each): the reducers' %.3g GB/s "
+             "together take half the traffic off them", host_bw / 1e9, red_bw / 1e9);
+  else
+    snprintf(why, sizeof why, "the %.0f hosts' network (%.3g GB/s each) is faster than the "
+             "reducers' %.3g GB/s together", hosts, host_bw / 1e9, red_bw / 1e9);
+  out->advice_reducers = reducers;
+  out->advice_step_s = step;
+  char usd_h_s[32], usd_s[32], base_s[32];
+  units_usd(usd_h_s, sizeof usd_h_s, usd_h);
+  units_usd(usd_s, sizeof usd_s, usd);
+  units_usd(base_s, sizeof base_s, b->train_usd);
+  snprintf(out->advice, sizeof out->advice,
+           "the gradient all-reduce shows for %.0f%% of the step (it takes %.3g s and the last "
+           "backward hides the rest): data-parallel scaling is flattening. A Reduction Server "
+           "with %lld reducer VMs (sized to the hosts' NICs) would take about %.3g s for it, "
+           "%.3g s a step (%+.1f%%), for %s an hour more: %s for the run against %s. "
+           "It %s: %s%s",
+           100 * r->exposed_dp_s / r->step_time_s, r->dp_allreduce_s, (long long)reducers, rs,
+           step, 100 * (step / r->step_time_s - 1), usd_h_s, usd_s, base_s,
+           wins ? "wins" : "loses", why, wins ? " (simulate --reduction-server " : "; the all-reduce stays hierarchical.");
+  if (wins) {
+    size_t l = strlen(out->advice);
+    snprintf(out->advice + l, sizeof out->advice - l, "%lld).", (long long)reducers);
+  }
+}
+
 static int stage_splits(int64_t layers, planner_result *out) {
   int64_t top = layers < SCHED_MAX_VS ? layers : SCHED_MAX_VS;
   out->stage_split_at = calloc((size_t)top + 1, sizeof *out->stage_split_at);
@@ -1024,6 +1116,7 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
   for (int h = 0; h < nh; h++) {
     const planner_result *o = &hs[h].out;
     out->evaluated += o->evaluated;
+    out->timed += o->timed;
     out->pruned += o->pruned;
     out->cost_builds += o->cost_builds;
     out->bound_violations += o->bound_violations;
@@ -1080,36 +1173,25 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
   const step_result *r = &b->sim;
   /* Scaling that flattens: the gradient all-reduce shows. The all-reduce is
   ** already hierarchical where the network has nodes (coll's auto choice);
-  ** say what a Reduction Server (here one reducer host per worker node)
-  ** would give instead: its closed form in place of the all-reduce, the
-  ** part the backward hid staying hidden (simulating one at 16,384 chips
-  ** would cost more than the whole search). */
+  ** weigh a Reduction Server instead (Vertex AI, GPU hosts): its reducers
+  ** sized to the hosts' NICs (coll_rs_reducers_for) and billed at the
+  ** entry's reducer VM price, its closed form in place of the all-reduce,
+  ** the part the backward hid staying hidden (simulating one at 16,384
+  ** chips would cost more than the whole search). */
+  const hw_model *bhw = hw_catalog_find(cat, b->hw);
+  int64_t reducers = bhw && bhw->kind == HW_GPU ? coll_rs_reducers_for(bhw, b->p.dp * (b->p.cp > 0 ? b->p.cp : 1)) : 0;
   if (b->p.dp > 1 && r->dp_allreduce_s > 0 && r->exposed_dp_s > 0.10 * r->step_time_s &&
-      hw_catalog_find(cat, b->hw)->kind != HW_TPU) {
-    const hw_model *hw = hw_catalog_find(cat, b->hw);
-    int64_t nodes = b->p.chips / (hw->chips_per_node > 0 ? hw->chips_per_node : 1);
-    if (nodes < 1) nodes = 1;
-    double rs;
-    double step = step_with_reducers_s(m, hw, &b->p, r, nodes, &rs);
-    out->advice_reducers = nodes;
-    out->advice_step_s = step;
-    snprintf(out->advice, sizeof out->advice,
-             "the gradient all-reduce shows for %.0f%% of the step (it takes %.3g s and the "
-             "last backward hides the rest): data-parallel scaling is flattening. A "
-             "Reduction Server with %lld reducer hosts would take about %.3g s for it, %.3g s a "
-             "step (%+.1f%%); the all-reduce is already hierarchical (NVLink inside a node, the "
-             "rails between).",
-             100 * r->exposed_dp_s / r->step_time_s, r->dp_allreduce_s, (long long)nodes, rs,
-             step, 100 * (step / r->step_time_s - 1));
-  }
+      reducers > 0)
+    rs_advice(m, bhw, req, b, reducers, out);
   const char *bound = r->breakdown_s.pipeline_bubble + r->breakdown_s.exposed_comm <
                                   0.01 * r->step_time_s
                           ? "the optimizer and overheads cost most"
                       : r->breakdown_s.pipeline_bubble > r->breakdown_s.exposed_comm
                           ? "the pipeline bubble costs most"
                           : "communication costs most";
-  char dur[32], mem[400];
+  char dur[32], mem[400], usd[32];
   units_seconds(dur, sizeof dur, b->train_s);
+  units_usd(usd, sizeof usd, b->train_usd);
   const char *rec = plan_recompute_word(b->p.recompute);
   if (r->memory.peak > 0.8 * r->memory.capacity)
     snprintf(mem, sizeof mem,
@@ -1127,11 +1209,11 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
              : req->objective == PLANNER_ENERGY ? "least energy"
                                                 : "cheapest");
   snprintf(out->why, sizeof out->why,
-           "%s on %lld chip%s trains %.3g tokens in %s for $%.0f (%s prices). Compute is "
+           "%s on %lld chip%s trains %.3g tokens in %s for %s (%s prices). Compute is "
            "%.0f%% of the step (MFU %.0f%%); after it, %s. %s",
            b->hw, (long long)b->p.chips, b->p.chips == 1 ? "" : "s",
            (double)steps * (double)gbs * (double)seq, dur,
-           b->train_usd, req->spot ? "spot" : "on-demand",
+           usd, req->spot ? "spot" : "on-demand",
            100 * r->breakdown_s.compute / r->step_time_s, 100 * r->mfu, bound, mem);
   out->search_s = units_now_s() - t0;
   return 0;

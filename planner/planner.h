@@ -143,22 +143,23 @@ typedef struct {
   planner_cand *per_hw; /* the best analytic plan of every hardware that has one */
   int n_per_hw;
   int64_t rejected_by[PLANNER_CAUSE_COUNT]; /* plans turned down, by cause, over all hardware */
-  int64_t evaluated;
+  int64_t evaluated; /* plans the memory model checked (each distinct plan once) */
+  int64_t timed;     /* of them, those that fitted and the fast path timed (step_fast) */
   /* plans the search proved could not enter the kept candidates (a step
   ** time bound) and so never scored; 0 with exhaustive */
   int64_t pruned;
   int64_t cost_builds; /* per-chip cost sets computed (step_costs) */
   int64_t bound_violations; /* check_bounds: plans faster than a bound said (0, or a bug) */
   double search_s;
-  /* thread seconds (summed over threads): per-chip cost builds, analytic
-  ** scoring (memory model included), event simulations */
+  /* thread CPU seconds (summed over threads): per-chip cost builds,
+  ** analytic scoring (memory model included), event simulations */
   double costs_s, scoring_s, simulate_s;
   char why[1024]; /* what decided it, in sentences */
   /* the cheapest and the fastest plans that fit, before --budget and
   ** --deadline drop any: what was closest when nothing is left */
   planner_cand cheapest, fastest;
   bool any_fit;
-  char advice[512]; /* when data parallelism's all-reduce shows: what a Reduction Server buys */
+  char advice[768]; /* when data parallelism's all-reduce shows: what a Reduction Server buys */
   int64_t advice_reducers;
   double advice_step_s; /* the step with them (closed form), 0 without advice */
   char objective[32];

@@ -62,15 +62,19 @@ void planner_closest_text(const planner_result *out, const planner_req *req, cha
     return;
   }
   if (req->budget_usd > 0 && out->cheapest.train_usd > req->budget_usd) {
+    char u[32], bu[32];
     units_seconds(t, sizeof t, out->cheapest.train_s);
-    snprintf(buf, n, "the cheapest plan, %lld x %s, costs $%.2f (over the $%.2f budget) and takes %s",
-             (long long)out->cheapest.p.chips, out->cheapest.hw, out->cheapest.train_usd,
-             req->budget_usd, t);
+    units_usd(u, sizeof u, out->cheapest.train_usd);
+    units_usd(bu, sizeof bu, req->budget_usd);
+    snprintf(buf, n, "the cheapest plan, %lld x %s, costs %s (over the %s budget) and takes %s",
+             (long long)out->cheapest.p.chips, out->cheapest.hw, u, bu, t);
     return;
   }
+  char u[32];
   units_seconds(t, sizeof t, out->fastest.train_s);
-  snprintf(buf, n, "the fastest plan, %lld x %s, takes %s for $%.0f", (long long)out->fastest.p.chips,
-           out->fastest.hw, t, out->fastest.train_usd);
+  units_usd(u, sizeof u, out->fastest.train_usd);
+  snprintf(buf, n, "the fastest plan, %lld x %s, takes %s for %s", (long long)out->fastest.p.chips,
+           out->fastest.hw, t, u);
 }
 
 /* Room for one more in an array that grows by doubling (its capacity is

@@ -843,7 +843,13 @@ int coll_run(const net *n, const coll_req *r, coll_result *out, char *err, size_
   }
 
   int64_t reducers = a == COLL_REDUCTION_SERVER ? (r->reducers > 0 ? r->reducers : chips) : 0;
-  double rbw = r->reducer_bw > 0 ? r->reducer_bw : COLL_RS_REDUCER_BW;
+  double rbw = r->reducer_bw > 0 ? r->reducer_bw : coll_rs_reducer_bw(net_hw(n));
+  if (a == COLL_REDUCTION_SERVER && !(rbw > 0)) {
+    snprintf(err, errn, "a Reduction Server needs reducer VMs: %s gives none "
+                        "(system.scale_out.reducer_bw_bytes_per_s; Vertex AI's reducers serve GPU "
+                        "hosts)", net_hw(n)->name);
+    return -1;
+  }
   /* the closed form alone: no transfers posted, nothing per chip allocated
   ** (a million-chip ring would post trillions) */
   bool quick = r->formula_only || over_budget(n, r, a, group, reducers, out);
@@ -1030,10 +1036,15 @@ int coll_flows(const net *n, const int64_t (*pairs)[2], int n_pairs, double byte
   return s.failed ? -1 : 0;
 }
 
+double coll_rs_reducer_bw(const hw_model *hw) { return hw->scale_out.reducer_bw_bytes_per_s; }
+
+double coll_rs_reducer_usd_per_h(const hw_model *hw) { return hw->scale_out.reducer_usd_per_hour; }
+
 double coll_reduction_server_s(const hw_model *hw, int64_t chips, double bytes, int64_t reducers,
                                double reducer_bw) {
   double B = hw->scale_out.bw_per_chip_bytes_per_s, lat = hw->scale_out.latency_s;
-  double rbw = reducer_bw > 0 ? reducer_bw : COLL_RS_REDUCER_BW;
+  double rbw = reducer_bw > 0 ? reducer_bw : coll_rs_reducer_bw(hw);
+  if (!(rbw > 0)) return -1;
   double g = (double)rs_host_gpus(hw, chips), shard = bytes / g;
   double worker = shard / B, server = (double)chips * shard / ((double)(reducers > 0 ? reducers : chips) * rbw);
   double bottleneck = worker > server ? worker : server;
@@ -1042,6 +1053,8 @@ double coll_reduction_server_s(const hw_model *hw, int64_t chips, double bytes, 
 
 
 int64_t coll_rs_reducers_for(const hw_model *hw, int64_t chips) {
-  double need = (double)chips * hw->scale_out.bw_per_chip_bytes_per_s / COLL_RS_REDUCER_BW;
+  double rbw = coll_rs_reducer_bw(hw);
+  if (!(rbw > 0)) return 0;
+  double need = (double)chips * hw->scale_out.bw_per_chip_bytes_per_s / rbw;
   return need < 1 ? 1 : (int64_t)ceil(need - 1e-9);
 }

@@ -95,21 +95,17 @@ const char *coll_op_name(coll_op op);      /* "all-reduce" */
 int coll_op_parse(const char *s);          /* -1 if unknown */
 const char *coll_algo_name(coll_algo a);   /* "ring" */
 int coll_algo_parse(const char *s);        /* -1 if unknown */
-/* A Reduction Server's reducers are CPU VMs; Vertex AI's docs recommend
-** n1-highcpu-16 (cloud.google.com/vertex-ai/docs/training/distributed-
-** training#reduction-server). Its egress: N1 VMs get 2 Gbit/s per vCPU up
-** to 32 Gbit/s (cloud.google.com/compute/docs/network-bandwidth), 16 vCPUs
-** = 32 Gbit/s = 4e9 B/s. Its price: 16 vCPU x $0.031611 + 14.4 GB x
-** $0.004237 = $0.5668 an hour on demand in us-central1
-** (cloud.google.com/compute/vm-instance-pricing, N1 predefined vCPU and
-** memory rates; UNVERIFIED: the rates as published, not re-read from a
-** stored copy of the page -- check before relying on the cost). */
-#define COLL_RS_REDUCER_BW 4e9
-#define COLL_RS_REDUCER_USD_PER_H 0.5668
+/* A Reduction Server's reducers are CPU VMs (Vertex AI recommends
+** n1-highcpu-16): their NIC bandwidth and price an hour are the hardware
+** entry's data (system.scale_out.reducer_bw_bytes_per_s and
+** reducer_usd_per_hour, with their sources; 0 where the entry has none, and
+** then no Reduction Server runs on it). */
+double coll_rs_reducer_bw(const hw_model *hw);
+double coll_rs_reducer_usd_per_h(const hw_model *hw);
 
 /* The closed form of a Reduction Server all-reduce of `bytes` a worker over
 ** `chips` workers and `reducers` hosts with NICs of `reducer_bw` B/s (0:
-** COLL_RS_REDUCER_BW, an n1-highcpu-16): inside each GPU node (g GPUs) a
+** the entry's reducer VM; -1 when it has none): inside each GPU node (g GPUs) a
 ** reduce-scatter and an all-gather over NVLink, between them each GPU's
 ** S/g to the reducers and back: 2 x (g-1)(S/g / B_nvl + a_nvl) +
 ** max(S/g / B_w, n S/(g k B_r)) x (1 + 1/C) + 4a. The figure coll_run
@@ -117,7 +113,7 @@ int coll_algo_parse(const char *s);        /* -1 if unknown */
 double coll_reduction_server_s(const hw_model *hw, int64_t chips, double bytes, int64_t reducers,
                                double reducer_bw);
 
-/* The reducers (n1-highcpu-16, COLL_RS_REDUCER_BW each) whose NICs
+/* The reducers (the entry's reducer VM, coll_rs_reducer_bw each) whose NICs
 ** together match the workers' (chips x their scale-out NIC): fewer and the
 ** reducers bind, more and they idle -- ceil(chips x B_w / B_r). 4
 ** a2-highgpu-8g hosts (32 x 1.5625e9 B/s) need 13. */

@@ -58,6 +58,7 @@ void input_defaults(input_cfg *c, input_kind kind) {
 
 void input_per_host(input_cfg *c, int64_t chips, int64_t chips_per_node, int64_t global_batch) {
   int64_t hosts = chips_per_node > 0 && chips / chips_per_node > 0 ? chips / chips_per_node : 1;
+  if (c->one_host) hosts = 1;
   c->samples_per_step = global_batch / hosts > 0 ? global_batch / hosts : 1;
 }
 
@@ -66,12 +67,14 @@ int input_hop_from_hw(input_cfg *c, const struct hw_model *m, bool remote, char 
   if (!c || !m) return str_errf(err, errn, "input: no configuration or hardware model");
   double chips = (double)m->chips_per_node;
   if (chips < 1) return str_errf(err, errn, "%s: system.chips_per_node is %g", m->name, chips);
+  c->one_host = remote;
   if (remote) {
     double bw = m->scale_out.bw_per_chip_bytes_per_s * chips;
     if (!(bw > 0))
       return str_errf(err, errn, "%s: no scale-out bandwidth for a remote input host", m->name);
-    c->host_link_bw_bytes_per_s = bw;
+    c->host_link_bw_bytes_per_s = bw < INPUT_REMOTE_VM_BW ? bw : INPUT_REMOTE_VM_BW;
     c->host_link_latency_s = m->scale_out.latency_s;
+    c->decode_cores = INPUT_REMOTE_VM_CORES;
   } else {
     double bw = m->chip.host_link_bw_bytes_per_s * chips;
     if (!(bw > 0)) return str_errf(err, errn, "%s: chip.host_link_bw_bytes_per_s is 0", m->name);

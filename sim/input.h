@@ -43,7 +43,20 @@ typedef struct {
   int prefetch_steps;                 /* batches produced ahead: 0 = none (batch k+1
                                          starts when step k ends); d >= 1: batch k+d
                                          starts when step k starts */
+  bool one_host;                      /* one remote VM feeds every chip (TPU Node), not
+                                         one host per node (input_per_host) */
 } input_cfg;
+
+/* The remote input host of a TPU Node (--input-host remote): the user's
+** Compute Engine VM runs the input pipeline and sends the batches to the
+** TPU hosts over the network. Taken as an n1-standard-16 -- the machine
+** type is the user's choice, this one an assumption: 16 vCPUs = 8 physical
+** cores (2 vCPUs a core), egress 2 Gbit/s a vCPU up to 32 Gbit/s = 4e9 B/s
+** (cloud.google.com/compute/docs/network-bandwidth; the TPU Node
+** architecture, cloud.google.com/tpu/docs/system-architecture-tpu-vm, "TPU
+** Node": the user VM talks to the TPU host over gRPC). */
+#define INPUT_REMOTE_VM_CORES 8
+#define INPUT_REMOTE_VM_BW 4e9
 
 /* Documented defaults (docs/input.md): record shards of 128 MiB read in
 ** 16 MiB ranges, 16 reads in flight, prefetch 2, a TPU v5p host's PCIe. */
@@ -51,14 +64,16 @@ void input_defaults(input_cfg *c, input_kind kind);
 
 /* The host-to-chip hop from a hardware model: a local host (TPU VM, GPU
 ** server) copies over PCIe, chip.host_link_bw_bytes_per_s x chips_per_node;
-** a remote host sends over the scale-out network, bw_per_chip x
-** chips_per_node with its latency. Returns 0, or -1 with a message. */
+** a remote host (TPU Node) is one VM for the whole slice: it decodes every
+** sample on its INPUT_REMOTE_VM_CORES and sends them over its NIC, the
+** lesser of INPUT_REMOTE_VM_BW and a node's scale-out bandwidth, with the
+** scale-out latency. Returns 0, or -1 with a message. */
 int input_hop_from_hw(input_cfg *c, const struct hw_model *m, bool remote, char *err,
                       size_t errn);
 
 /* One host's share of a step: every host feeds its own chips, so the
 ** global batch splits over chips / chips_per_node hosts (at least one, and
-** at least a sample each). */
+** at least a sample each); a remote VM (one_host) feeds all of it. */
 void input_per_host(input_cfg *c, int64_t chips, int64_t chips_per_node, int64_t global_batch);
 
 /* Which part sets the steady-state step time. */

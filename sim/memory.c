@@ -14,6 +14,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 
@@ -522,7 +523,11 @@ static double logit_bytes(const mem_opts *o) { return o->logit_bytes > 0 ? o->lo
 ** first layer's backward rematerializes anything. So the two phases do
 ** not add: the temporary is the larger of the logits' gradient and the
 ** layer's buffers less the logits freed by then. */
-static double stage_temporary(const memctx *x, const span *t, bool last) {
+/* The temporary's part that does not depend on the model state: the
+** layer's buffers (*big) and the collective buffers before ZeRO's (*coll);
+** stage_temporary adds ZeRO's, in the same order as one sum. */
+static void stage_temporary_base(const memctx *x, const span *t, bool last, double *big_out,
+                                 double *coll_out) {
   const plan *p = x->p;
   const shard *c = &x->c;
   double sb = c->s * c->b;
@@ -550,6 +555,12 @@ static double stage_temporary(const memctx *x, const span *t, bool last) {
   }
   /* MoE: the all-to-all's buffer of dispatched token-copies */
   if (t->expert > 0) coll += sb * c->routed * c->e * c->h;
+  *big_out = big;
+  *coll_out = coll;
+}
+
+static double stage_temporary(const memctx *x, const span *t, double big, double coll) {
+  const plan *p = x->p;
   /* ZeRO-3 gathers one layer's weights, two with prefetch (FSDP's default
   ** of one unit in flight, Zhao et al. 2023 §3.3), with the recipe's
   ** copies; ZeRO-2 and 3 reduce-scatter one layer's unsharded gradients */
@@ -587,19 +598,26 @@ static void mtp_add(const memctx *x, span *t, double *act) {
 /* The most chunks a stage keeps the spans of (88 bytes each). */
 #define MEM_KEPT_CHUNKS 64
 
-/* Stage i's memory, without the runtime's (the same on every stage). */
-static void stage_mem(const memctx *x, int64_t i, mem_bytes *out) {
+/* What stage i holds whatever the model state (ZeRO stage, shard group,
+** offload): its layers' sums, the activations in flight and at the ends,
+** the temporary's state-free part. */
+typedef struct {
+  span t;
+  double embed, mtp_act, act, sets, ends, big, coll;
+} stage_pre;
+
+static void stage_pre_of(const memctx *x, int64_t i, stage_pre *s) {
   const plan *p = x->p;
   const shard *c = &x->c;
   bool first = i == 0, last = i == p->pp - 1;
-  memset(out, 0, sizeof *out);
   /* the chunks' spans, kept for in_flight (which reads each again) when
   ** they are few enough to keep on the stack */
-  span t = {0}, k, kept[MEM_KEPT_CHUNKS];
+  span k, kept[MEM_KEPT_CHUNKS];
+  memset(&s->t, 0, sizeof s->t);
   bool keep = x->v <= MEM_KEPT_CHUNKS;
   for (int64_t j = 0; j < x->v; j++) {
     chunk_span(x, i, j, &k);
-    span_merge(&t, &k);
+    span_merge(&s->t, &k);
     if (keep) kept[j] = k;
   }
   /* the embedding on the first stage; the final norm and the LM head on
@@ -609,14 +627,12 @@ static void stage_mem(const memctx *x, int64_t i, mem_bytes *out) {
     double emb = c->vc * c->h;
     if (first) embed += emb;
     if (last) embed += 2 * c->h + (p->pp > 1 || !x->d->tied ? emb : 0);
-    if (last) mtp_add(x, &t, &mtp_act);
+    if (last) mtp_add(x, &s->t, &mtp_act);
   }
-  stage_state(x, &t, embed, out);
-
-  double first_mbs, sets;
-  double act = in_flight(x, i, keep ? kept : NULL, &first_mbs, &sets);
-  out->act_layer = t.act_max;
-  out->layer_mbs = sets;
+  s->embed = embed;
+  s->mtp_act = mtp_act;
+  double first_mbs;
+  s->act = in_flight(x, i, keep ? kept : NULL, &first_mbs, &s->sets);
   double ends = 0, sb = c->s * c->b;
   if (!x->o->layers_only) {
     /* Korthikanti §4.3: the embedding's dropout mask per micro-batch in
@@ -626,14 +642,27 @@ static void stage_mem(const memctx *x, int64_t i, mem_bytes *out) {
     double out_mbs = p->schedule == PLAN_GPIPE ? (double)x->m : 1;
     if (last) ends += out_mbs * sb * (2 * c->r * c->e * c->h + logit_bytes(x->o) * c->vc);
   }
+  s->ends = ends;
+  stage_temporary_base(x, &s->t, last, &s->big, &s->coll);
+}
+
+/* Stage i's memory under the model state of x->p, from its state-free
+** part s, without the runtime's (the same on every stage). */
+static void stage_finish(const memctx *x, const stage_pre *s, int64_t i, mem_bytes *out) {
+  const plan *p = x->p;
+  memset(out, 0, sizeof *out);
+  stage_state(x, &s->t, s->embed, out);
+  double act = s->act;
+  out->act_layer = s->t.act_max;
+  out->layer_mbs = s->sets;
   /* activation offload: the host keeps them all but the layer computing
   ** and one in transfer */
-  if (p->offload == PLAN_OFFLOAD_ACTIVATIONS && act > 2 * t.act_max) {
-    out->host += act - 2 * t.act_max;
-    act = 2 * t.act_max;
+  if (p->offload == PLAN_OFFLOAD_ACTIVATIONS && act > 2 * s->t.act_max) {
+    out->host += act - 2 * s->t.act_max;
+    act = 2 * s->t.act_max;
   }
-  out->activations = act + ends + mtp_act;
-  out->temporary = stage_temporary(x, &t, last);
+  out->activations = act + s->ends + s->mtp_act;
+  out->temporary = stage_temporary(x, &s->t, s->big, s->coll);
   /* fragmentation where its measurement names the cause: recompute and
   ** offload make the allocation pattern irregular (GMLake §2; a plain
   ** step repeats the same sizes layer after layer, and llm-foundry's
@@ -850,46 +879,294 @@ static double peak_of(const mem_bytes *a) {
 ** ones are summed per chunk). */
 #define MEM_MAX_STARTS 1024
 
-int mem_transformer(const wl_tf_dims *d, const plan *p, const mem_opts *o, mem_bytes *out,
-                    char *err, size_t errn) {
-  if (check(d, p, o, err, errn) != 0) return -1;
-  if (!out) return str_errf(err, errn, "memory: no output");
-  struct span_memo memo = {0};
-  memctx x = {.d = d, .p = p, .o = o, .memo = &memo};
-  shard_of(d, p, o, &x.c);
-  x.v = p->schedule == PLAN_INTERLEAVED && p->pp > 1 ? p->vp : 1;
-  x.m = p->gbs / (p->dp * p->mbs);
+/* What every model state of plan p shares, resolved once (mem_transformer
+** and mem_transformer_states): the shard, the layers, the split. */
+typedef struct {
+  memctx x;
+  struct span_memo memo;
+  int64_t starts[MEM_MAX_STARTS];
+  int64_t step; /* stages computed: every step-th (and the last) */
+} memrun;
+
+static void memrun_init(memrun *r, const wl_tf_dims *d, const plan *p, const mem_opts *o) {
+  r->memo = (struct span_memo){0};
+  memctx *x = &r->x;
+  *x = (memctx){.d = d, .p = p, .o = o, .memo = &r->memo};
+  shard_of(d, p, o, &x->c);
+  x->v = p->schedule == PLAN_INTERLEAVED && p->pp > 1 ? p->vp : 1;
+  x->m = p->gbs / (p->dp * p->mbs);
   /* an explicit split's stage starts, summed once: every chunk of every
   ** stage reads one (the planner asks this for splits of hundreds) */
-  int64_t starts[MEM_MAX_STARTS];
-  if (p->pp_layers && p->n_pp_layers == p->pp * x.v && p->n_pp_layers <= MEM_MAX_STARTS) {
-    starts[0] = 0;
-    for (int j = 1; j < p->n_pp_layers; j++) starts[j] = starts[j - 1] + p->pp_layers[j - 1];
-    x.starts = starts;
+  if (p->pp_layers && p->n_pp_layers == p->pp * x->v && p->n_pp_layers <= MEM_MAX_STARTS) {
+    r->starts[0] = 0;
+    for (int j = 1; j < p->n_pp_layers; j++) r->starts[j] = r->starts[j - 1] + p->pp_layers[j - 1];
+    x->starts = r->starts;
   }
   /* one kind for all layers unless the model mixes them: only its layer
   ** is worked out (the planner asks this a million times a second) */
-  bool mixed = d->window > 0 || (x.c.experts > 0 && (d->first_dense > 0 || d->moe_every > 1));
-  x.uniform = mixed ? -1 : wl_tf_layer_kind(d, 0);
+  bool mixed = d->window > 0 || (x->c.experts > 0 && (d->first_dense > 0 || d->moe_every > 1));
+  x->uniform = mixed ? -1 : wl_tf_layer_kind(d, 0);
   for (int k = 0; k < WL_LAYER_KINDS; k++)
-    if (mixed || k == x.uniform) x.kind[k] = layer_of(&x.c, d, p, o, k);
+    if (mixed || k == x->uniform) x->kind[k] = layer_of(&x->c, d, p, o, k);
   /* stages differ in layers and kinds only when the split or the model
   ** makes them: then every stage is computed, else the first and the last
   ** (a middle stage holds the first's layers with fewer in flight) */
   bool uneven = p->pp_layers || p->pp_split_embedding || p->pp_split_loss ||
-                d->layers % (p->pp * x.v) != 0;
-  int64_t step = mixed || uneven ? 1 : (p->pp > 1 ? p->pp - 1 : 1);
-  mem_bytes a, z;
-  for (int64_t i = 0; i < p->pp; i += step) {
-    stage_mem(&x, i, &z);
-    z.runtime = o->runtime_bytes;
-    z.comm = comm_bytes(p, o);
-    z.peak = peak_of(&z);
-    if (i == 0 || z.peak > a.peak) a = z;
+                d->layers % (p->pp * x->v) != 0;
+  r->step = mixed || uneven ? 1 : (p->pp > 1 ? p->pp - 1 : 1);
+}
+
+/* Stage i's memory under x->p's model state into z, kept in *a when it is
+** the worst stage yet. */
+static void stage_whole(const memctx *x, const stage_pre *s, int64_t i, mem_bytes *z) {
+  stage_finish(x, s, i, z);
+  z->runtime = x->o->runtime_bytes;
+  z->comm = comm_bytes(x->p, x->o);
+  z->peak = peak_of(z);
+}
+
+static void stage_worst(const memctx *x, const stage_pre *s, int64_t i, mem_bytes *a) {
+  mem_bytes z;
+  stage_whole(x, s, i, &z);
+  if (i == 0 || z.peak > a->peak) *a = z;
+}
+
+static void mem_done(const mem_opts *o, mem_bytes *a) {
+  a->capacity = o->capacity_bytes;
+  a->fits = o->capacity_bytes <= 0 || a->peak <= o->capacity_bytes;
+}
+
+int mem_transformer(const wl_tf_dims *d, const plan *p, const mem_opts *o, mem_bytes *out,
+                    char *err, size_t errn) {
+  if (check(d, p, o, err, errn) != 0) return -1;
+  if (!out) return str_errf(err, errn, "memory: no output");
+  memrun r;
+  memrun_init(&r, d, p, o);
+  mem_bytes a;
+  stage_pre s;
+  for (int64_t i = 0; i < p->pp; i += r.step) {
+    stage_pre_of(&r.x, i, &s);
+    stage_worst(&r.x, &s, i, &a);
   }
-  a.capacity = o->capacity_bytes;
-  a.fits = o->capacity_bytes <= 0 || a.peak <= o->capacity_bytes;
+  mem_done(o, &a);
   *out = a;
+  return 0;
+}
+
+/* ---- one plan's model states ---- */
+
+/* What one model state makes of every stage alike, worked out once per
+** state: each figure the same expression stage_state, stage_temporary and
+** stage_finish evaluate, so a stage's peak below is theirs to the bit. */
+typedef struct {
+  int zero;
+  double wf, frac, g, opt, n_dense, n_expert; /* mem_model_state's, per shard group */
+  double copy_bytes, meta_bytes;             /* stage_state's recipe copies */
+  bool offload_opt, offload_act;
+  double z3_per, z2_per;                     /* stage_temporary's ZeRO buffers, per byte of a layer */
+  bool dp_shards;
+  double frag;                               /* f / (1 - f) */
+  double runtime, comm;
+} state_k;
+
+/* The most stages a preparation keeps; a plan with more is worked out
+** whole for each state (mem_transformer). */
+#define MEM_PREP_STAGES 512
+
+struct mem_prep {
+  const wl_tf_dims *d;
+  plan q;    /* the plan; its model state set per call */
+  mem_opts o;
+  bool ready; /* the stages below are q's (else each state goes through mem_transformer) */
+  memrun r;   /* its memctx points into this struct: a mem_prep does not move */
+  int n;      /* stages kept: 0, r.step, 2 r.step, .. below q.pp */
+  stage_pre s[MEM_PREP_STAGES];
+  /* per stage, the peak's terms that no model state changes, as the
+  ** stage's figures compute them (mem_prep_set: stage_terms) */
+  bool experts; /* any stage holds routed experts */
+  state_k k0;   /* the factors of the state it was set with (state_k_now updates them) */
+  double pw[MEM_PREP_STAGES], pg[MEM_PREP_STAGES], po[MEM_PREP_STAGES]; /* dense + embedding */
+  double ew[MEM_PREP_STAGES], eg[MEM_PREP_STAGES], eo[MEM_PREP_STAGES]; /* routed experts */
+  double cw[MEM_PREP_STAGES], cw3[MEM_PREP_STAGES]; /* recipe copies: ZeRO < 3, ZeRO-3 */
+  double act[MEM_PREP_STAGES], act_off[MEM_PREP_STAGES]; /* activations: kept, offloaded */
+  double tmp[MEM_PREP_STAGES], tmp2[MEM_PREP_STAGES], tmp3[MEM_PREP_STAGES]; /* by ZeRO stage */
+};
+
+mem_prep *mem_prep_new(void) { return calloc(1, sizeof(mem_prep)); }
+
+void mem_prep_free(mem_prep *mp) { free(mp); }
+
+
+static void state_k_of(const memctx *x, state_k *k) {
+  const plan *p = x->p;
+  const mem_opts *o = x->o;
+  /* mem_model_state's factors */
+  double w = elem_bytes(p->precision);
+  bool master = o->master_fp32 && w < 4;
+  double g = grad_bytes(p->precision, o);
+  double state = master ? 4 : w;
+  bool one_copy = master && o->fp32_weights_only;
+  k->opt = (master && !one_copy ? 4 : 0) + o->optimizer_states * state;
+  if (one_copy) w = 4;
+  k->frac = o->trainable_fraction > 0 ? o->trainable_fraction : 1;
+  double fw = o->frozen_weight_bytes > 0 ? o->frozen_weight_bytes : w;
+  k->wf = k->frac * w + (1 - k->frac) * fw;
+  k->g = g;
+  int64_t gd, ge;
+  shard_groups(p, &gd, &ge);
+  k->n_dense = gd > 1 ? (double)gd : 1;
+  k->n_expert = ge > 1 ? (double)ge : 1;
+  k->zero = p->zero;
+  k->copy_bytes = weight_copy_bytes(p->gemm, o->gemm_any_layout);
+  k->meta_bytes = gemm_meta_bytes(p->gemm);
+  k->offload_opt = p->offload == PLAN_OFFLOAD_OPTIMIZER;
+  k->offload_act = p->offload == PLAN_OFFLOAD_ACTIVATIONS;
+  k->dp_shards = p->dp * pos(p->cp) > 1;
+  k->z3_per = (p->param_gather_overlap ? 2 : 1);
+  k->z2_per = grad_bytes(p->precision, o);
+  bool irregular = p->recompute != PLAN_RECOMPUTE_NONE || p->offload != PLAN_OFFLOAD_NONE;
+  double f = irregular ? o->fragmentation : 0;
+  k->frag = f / (1 - f);
+  k->runtime = o->runtime_bytes;
+  k->comm = comm_bytes(p, o);
+}
+
+/* k0's factors with those of the model state x->p has now: the shard
+** groups, the stage, the offload and the fragmentation it brings (the
+** same expressions as state_k_of). */
+static void state_k_now(const memctx *x, const state_k *k0, state_k *k) {
+  const plan *p = x->p;
+  *k = *k0;
+  int64_t gd, ge;
+  shard_groups(p, &gd, &ge);
+  k->n_dense = gd > 1 ? (double)gd : 1;
+  k->n_expert = ge > 1 ? (double)ge : 1;
+  k->zero = p->zero;
+  k->offload_opt = p->offload == PLAN_OFFLOAD_OPTIMIZER;
+  k->offload_act = p->offload == PLAN_OFFLOAD_ACTIVATIONS;
+  bool irregular = p->recompute != PLAN_RECOMPUTE_NONE || p->offload != PLAN_OFFLOAD_NONE;
+  double f = irregular ? x->o->fragmentation : 0;
+  k->frag = f / (1 - f);
+}
+
+/* Stage i's terms of the peak that no model state changes (k: any state
+** of the prepared plan, for the factors that do not depend on it), each
+** computed as stage_state, stage_finish and stage_temporary compute it:
+** (P f) g rather than P (f g), and so on. */
+static void stage_terms(mem_prep *mp, const state_k *k, int i) {
+  const stage_pre *s = &mp->s[i];
+  double P = s->t.dense + s->embed, E = s->t.expert;
+  mp->pw[i] = P * k->wf, mp->pg[i] = P * k->frac * k->g, mp->po[i] = P * k->frac * k->opt;
+  mp->ew[i] = E * k->wf, mp->eg[i] = E * k->frac * k->g, mp->eo[i] = E * k->frac * k->opt;
+  mp->experts = mp->experts || E != 0;
+  mp->cw[i] = s->t.linw * k->copy_bytes + s->t.gemms * k->meta_bytes;
+  mp->cw3[i] = 0 + s->t.gemms * k->meta_bytes;
+  mp->act[i] = s->act + s->ends + s->mtp_act;
+  double off = s->act > 2 * s->t.act_max ? 2 * s->t.act_max : s->act;
+  mp->act_off[i] = off + s->ends + s->mtp_act;
+  double lw = s->t.weights_max, per = elem_bytes(mp->q.precision) + k->copy_bytes;
+  mp->tmp[i] = s->big + s->coll;
+  mp->tmp2[i] = s->big + (s->coll + lw * k->z2_per);
+  mp->tmp3[i] = s->big + (s->coll + k->z3_per * lw * per + lw * k->z2_per);
+}
+
+/* Stage i's peak under state k: peak_of(stage_whole's figures), the same
+** operations in the same order. x / 1 is x and x + 0 is x (x >= 0) in
+** IEEE arithmetic: the divisions by an unsharded group and a dense
+** model's expert terms are skipped. */
+static double prep_peak(const mem_prep *mp, const state_k *k, int i, double *wgo) {
+  int z = k->zero;
+  double weights = mp->pw[i], gradients = mp->pg[i], optimizer = mp->po[i];
+  if (z >= 3) weights /= k->n_dense;
+  if (z >= 2) gradients /= k->n_dense;
+  if (z >= 1) optimizer /= k->n_dense;
+  if (mp->experts) {
+    weights += mp->ew[i] / (z >= 3 ? k->n_expert : 1);
+    gradients += mp->eg[i] / (z >= 2 ? k->n_expert : 1);
+    optimizer += mp->eo[i] / (z >= 1 ? k->n_expert : 1);
+  }
+  weights += z >= 3 ? mp->cw3[i] : mp->cw[i];
+  if (k->offload_opt) optimizer = 0;
+  double activations = k->offload_act ? mp->act_off[i] : mp->act[i];
+  double temporary = !k->dp_shards || z < 2 ? mp->tmp[i] : z < 3 ? mp->tmp2[i] : mp->tmp3[i];
+  double frag = k->frag * (activations + temporary);
+  if (wgo) wgo[0] = weights, wgo[1] = gradients, wgo[2] = optimizer;
+  return weights + gradients + optimizer + activations + temporary + k->runtime + k->comm + frag;
+}
+
+void mem_prep_set(mem_prep *mp, const wl_tf_dims *d, const plan *p, const mem_opts *o) {
+  mp->d = d;
+  mp->q = *p;
+  mp->o = *o;
+  /* a plan refused whatever its state, or too long to keep: each state
+  ** goes through mem_transformer (which says why) */
+  mp->ready = check(d, &mp->q, &mp->o, NULL, 0) == 0;
+  if (!mp->ready) return;
+  memrun_init(&mp->r, d, &mp->q, &mp->o);
+  if ((p->pp - 1) / mp->r.step >= MEM_PREP_STAGES) {
+    mp->ready = false;
+    return;
+  }
+  mp->n = 0;
+  for (int64_t i = 0; i < p->pp; i += mp->r.step) stage_pre_of(&mp->r.x, i, &mp->s[mp->n++]);
+  state_k_of(&mp->r.x, &mp->k0);
+  mp->experts = false;
+  for (int i = 0; i < mp->n; i++) stage_terms(mp, &mp->k0, i);
+}
+
+/* The state's fields as check() takes them (the rest of the plan passed
+** check in mem_prep_set). */
+static bool state_valid(const mem_state *st) {
+  return st->zero >= 0 && st->zero <= 3 && st->hsdp >= 0 && st->hsdp <= MEM_MAX_SIZE &&
+         st->offload <= PLAN_OFFLOAD_OPTIMIZER;
+}
+
+/* The worst stage of the prepared plan under state st (the first of the
+** largest peaks, as mem_transformer keeps it), into *worst with its peak,
+** weights, gradients and optimizer; 0, or -1 with err (check's message)
+** when the state is refused. Not ready: -2 (mem_transformer's turn). */
+static int prep_worst(mem_prep *mp, const mem_state *st, int *worst, double *top, double *wgo,
+                      char *err, size_t errn) {
+  plan *q = &mp->q;
+  q->zero = st->zero, q->hsdp = st->hsdp, q->offload = st->offload;
+  if (!mp->ready) return -2;
+  if (!state_valid(st) && check(mp->d, q, &mp->o, err, errn) != 0) return -1;
+  state_k k;
+  state_k_now(&mp->r.x, &mp->k0, &k);
+  *worst = 0;
+  for (int i = 0; i < mp->n; i++) {
+    double pk = prep_peak(mp, &k, i, NULL);
+    if (i == 0 || pk > *top) *top = pk, *worst = i;
+  }
+  prep_peak(mp, &k, *worst, wgo);
+  return 0;
+}
+
+int mem_prep_state(mem_prep *mp, const mem_state *st, mem_bytes *out, char *err, size_t errn) {
+  int worst;
+  double top = 0, wgo[3];
+  int rc = out ? prep_worst(mp, st, &worst, &top, wgo, err, errn) : -2;
+  if (rc == -2) return mem_transformer(mp->d, &mp->q, &mp->o, out, err, errn);
+  if (rc != 0) return -1;
+  stage_whole(&mp->r.x, &mp->s[worst], (int64_t)worst * mp->r.step, out);
+  mem_done(&mp->o, out);
+  return 0;
+}
+
+int mem_prep_peak(mem_prep *mp, const mem_state *st, mem_peak *out, char *err, size_t errn) {
+  int worst;
+  double top = 0, wgo[3];
+  int rc = prep_worst(mp, st, &worst, &top, wgo, err, errn);
+  if (rc == -1) return -1;
+  if (rc == -2) {
+    mem_bytes a;
+    if (mem_transformer(mp->d, &mp->q, &mp->o, &a, err, errn) != 0) return -1;
+    *out = (mem_peak){a.peak, a.weights, a.gradients, a.optimizer, a.runtime, a.comm, a.capacity,
+                      a.fits};
+    return 0;
+  }
+  *out = (mem_peak){top, wgo[0], wgo[1], wgo[2], mp->k0.runtime, mp->k0.comm,
+                    mp->o.capacity_bytes, mp->o.capacity_bytes <= 0 || top <= mp->o.capacity_bytes};
   return 0;
 }
 

@@ -106,6 +106,38 @@ double mem_checkpoint_bytes(const model *m);
 int mem_transformer(const wl_tf_dims *d, const plan *p, const mem_opts *o, mem_bytes *out,
                     char *err, size_t errn);
 
+/* A model state: the ZeRO stage, its HSDP shard group and the offload --
+** the parts of a plan mem_transformer_states varies. */
+typedef struct {
+  int zero;
+  int64_t hsdp;
+  plan_offload offload;
+} mem_state;
+
+/* One plan under several model states: what the states share -- the
+** layers, the activations in flight, the split, the temporaries but
+** ZeRO's -- worked out once by mem_prep_set, then each state's memory by
+** mem_prep_state, exactly what mem_transformer gives for the plan with
+** that state (the same operations in the same order) at a fraction of
+** its work (the planner checks dozens of states per plan). A mem_prep
+** belongs to one thread; it reads d, and p's pp_layers, while in use. */
+typedef struct mem_prep mem_prep;
+mem_prep *mem_prep_new(void); /* NULL when out of memory */
+void mem_prep_free(mem_prep *mp);
+/* p's model state (zero, hsdp, offload) is not read */
+void mem_prep_set(mem_prep *mp, const wl_tf_dims *d, const plan *p, const mem_opts *o);
+/* mem_transformer of the set plan with model state st: 0, or -1 with err */
+int mem_prep_state(mem_prep *mp, const mem_state *st, mem_bytes *out, char *err, size_t errn);
+/* The same, only the figures a search reads, of the worst stage: its
+** peak, weights, gradients, optimizer, runtime and communicators (as
+** mem_bytes has them) and whether it fits; the stage's other figures are
+** not built. */
+typedef struct {
+  double peak, weights, gradients, optimizer, runtime, comm, capacity;
+  bool fits;
+} mem_peak;
+int mem_prep_peak(mem_prep *mp, const mem_state *st, mem_peak *out, char *err, size_t errn);
+
 typedef struct {
   char what[96];        /* "micro-batch 4 -> 1 (accumulation 1 -> 4)" */
   double saves_bytes;   /* old peak - new peak */

@@ -354,6 +354,8 @@ void net_describe(const net *n, char *buf, size_t len) {
              hw->kind == HW_CPU ? "sockets" : "GPUs",
              hw->scale_up.kind == HW_UP_NVSWITCH ? "NVSwitch"
              : hw->scale_up.kind == HW_UP_NVLINK_MESH ? "NVLink mesh"
+             : hw->scale_up.kind == HW_UP_PCIE        ? "PCIe"
+             : hw->scale_up.kind == HW_UP_HOST        ? "host link"
                                                       : "socket link",
              nodes > 1 ? " + " : "", nodes > 1 ? hw_scale_out_label(hw->scale_out.kind) : "");
   }

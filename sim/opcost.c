@@ -13,12 +13,14 @@
 
 typedef struct {
   uint64_t hash;
-  char *sig; /* NULL: an empty slot */
+  char *sig;   /* the key's bytes; NULL: an empty slot */
+  size_t len;  /* bytes in sig (a text signature's with its terminating 0) */
   graph_cost cost; /* opcost's cache: the signature's IR count */
   int idx;         /* opcost_list: the signature's entry */
 } entry;
 
-/* Signatures, open addressing, at most half full; owns its copies. */
+/* Signatures (text, or opcost's binary keys), open addressing, at most
+** half full; owns its copies. */
 typedef struct {
   entry *tab;
   size_t cap, n;
@@ -27,6 +29,9 @@ typedef struct {
 /* Kernel signatures are built in a buffer this big; one that does not fit
 ** is not keyed (lowered each time it is met). */
 #define SIG_CAP 65536
+/* The cache's binary keys (kernel_key), in 64-bit words: 32 KiB on the
+** stack; a kernel whose key does not fit is not keyed either. */
+#define KEY_CAP 4096
 
 /* A lower_module keeps every function lowered into it; a fresh one after
 ** this many keeps a long planner run's memory flat. */
@@ -191,6 +196,140 @@ bool opcost_kernel_signature(const graph *g, const int *ops, int n, char *buf, s
   return k < cap;
 }
 
+/* ---- the cache's key ----
+** The same fields as the text signature above, in the same order, as
+** 64-bit words instead of formatted text: formatting was most of what
+** costing a plan's kernels took once the kernels were cached (the planner
+** asks ~10^5 kernels a second). A word's field is known from the words
+** before it (kinds, counts and ranks come first), so two kernels have the
+** same key exactly when they have the same fields, as with the text. */
+
+typedef struct {
+  uint64_t *w;
+  size_t n, cap;
+} keybuf;
+
+static void kw(keybuf *k, uint64_t v) {
+  if (k->n < k->cap) k->w[k->n] = v;
+  k->n++; /* counted past cap: the key did not fit */
+}
+
+static void kw_shape(keybuf *k, const graph_shape *s) {
+  kw(k, (uint64_t)s->dtype << 32 | (uint32_t)s->rank);
+  for (int i = 0; i < s->rank; i++) kw(k, (uint64_t)s->dim[i]);
+}
+
+static void kw_dims(keybuf *k, const graph_dims *d) {
+  kw(k, (uint64_t)d->n);
+  for (int i = 0; i < d->n; i++) kw(k, (uint64_t)(int64_t)d->d[i]);
+}
+
+static void kw_ints(keybuf *k, const int64_t *v, int m) {
+  for (int i = 0; i < m; i++) kw(k, (uint64_t)v[i]);
+}
+
+static void kw_double(keybuf *k, double x) {
+  uint64_t u;
+  memcpy(&u, &x, sizeof u);
+  kw(k, u);
+}
+
+/* A string: its length, then its bytes eight to a word. */
+static void kw_str(keybuf *k, const char *s) {
+  size_t l = strlen(s);
+  kw(k, l);
+  for (size_t i = 0; i < l; i += 8) {
+    uint64_t u = 0;
+    memcpy(&u, s + i, l - i < 8 ? l - i : 8);
+    kw(k, u);
+  }
+}
+
+/* One op's fields: opcost_op_signature's. */
+static void kw_op(keybuf *k, const graph *g, const graph_op *op) {
+  kw(k, (uint64_t)op->kind << 32 | (uint32_t)op->n_in);
+  for (int i = 0; i < op->n_in; i++) kw_shape(k, &graph_get(g, op->in[i])->out);
+  kw_shape(k, &op->out);
+  switch (op->kind) {
+  case GOP_DOT:
+    kw_dims(k, &op->lhs_batch);
+    kw_dims(k, &op->lhs_contract);
+    kw_dims(k, &op->rhs_batch);
+    kw_dims(k, &op->rhs_contract);
+    break;
+  case GOP_REDUCE:
+    kw(k, (uint64_t)op->reduce);
+    kw_dims(k, &op->dims);
+    break;
+  case GOP_BROADCAST: case GOP_TRANSPOSE: case GOP_CONCAT:
+    kw_dims(k, &op->dims);
+    break;
+  case GOP_SLICE: case GOP_PAD:
+    kw_ints(k, op->lo, op->out.rank);
+    kw_ints(k, op->hi, op->out.rank);
+    kw_ints(k, op->step, op->out.rank);
+    break;
+  case GOP_CONV:
+  case GOP_CUSTOM: {
+    const graph_conv_attrs *a = &op->conv;
+    if (op->kind == GOP_CUSTOM) {
+      const char *slash = op->name ? strrchr(op->name, '/') : NULL;
+      kw_str(k, slash ? slash + 1 : op->name ? op->name : "");
+      kw_double(k, op->custom_flops);
+      kw_double(k, op->custom_transcendentals);
+      kw_double(k, op->custom_bytes);
+      kw_dims(k, &op->dims);
+    }
+    const int f[] = {a->spatial, a->in_batch, a->in_feature, a->k_in, a->k_out, a->out_batch,
+                     a->out_feature};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) kw(k, (uint64_t)(int64_t)f[i]);
+    kw(k, (uint64_t)a->feature_groups);
+    kw(k, (uint64_t)a->batch_groups);
+    int sp = a->spatial > 0 && a->spatial <= 3 ? a->spatial : 0;
+    for (int i = 0; i < sp; i++) {
+      kw(k, (uint64_t)(int64_t)a->in_spatial[i]);
+      kw(k, (uint64_t)(int64_t)a->k_spatial[i]);
+      kw(k, (uint64_t)(int64_t)a->out_spatial[i]);
+      const int64_t v[] = {a->stride[i], a->pad_lo[i], a->pad_hi[i], a->lhs_dilation[i],
+                           a->rhs_dilation[i]};
+      kw_ints(k, v, 5);
+    }
+    break;
+  }
+  default:
+    break;
+  }
+}
+
+/* The kernel's key into k (room for cap words): its op count, then each
+** op's fields and operands -- an op of the kernel by its place (@i), an
+** outside value by its order of first use ($j), as the text names them.
+** Its length in words, or 0 when it does not fit. */
+static size_t kernel_key(const graph *g, const int *ops, int n, uint64_t *w, size_t cap) {
+  keybuf k = {w, 0, cap};
+  int outside[256], n_out = 0;
+  kw(&k, (uint64_t)n);
+  for (int i = 0; i < n && k.n <= cap; i++) {
+    const graph_op *op = graph_get(g, ops[i]);
+    kw_op(&k, g, op);
+    for (int j = 0; j < op->n_in; j++) {
+      int v = op->in[j], m, o;
+      for (m = 0; m < i && ops[m] != v; m++) {}
+      if (m < i) {
+        kw(&k, (uint64_t)m);
+        continue;
+      }
+      for (o = 0; o < n_out && outside[o] != v; o++) {}
+      if (o == n_out) {
+        if (n_out == 256) return 0;
+        outside[n_out++] = v;
+      }
+      kw(&k, (uint64_t)1 << 63 | (uint64_t)o);
+    }
+  }
+  return k.n <= cap ? k.n : 0;
+}
+
 /* ---- the table ---- */
 
 static uint64_t fnv1a(const char *s) {
@@ -199,13 +338,25 @@ static uint64_t fnv1a(const char *s) {
   return h;
 }
 
-static entry *find(sigtab *t, uint64_t h, const char *sig) {
+/* FNV-1a over 64-bit words (a binary key's). */
+static uint64_t fnv1a_words(const uint64_t *w, size_t n) {
+  uint64_t h = 1469598103934665603ULL;
+  for (size_t i = 0; i < n; i++) h = (h ^ w[i]) * 1099511628211ULL;
+  return h ^ h >> 29;
+}
+
+/* The slot of key sig (len bytes), or the empty slot where it would go. */
+static entry *find_key(sigtab *t, uint64_t h, const void *sig, size_t len) {
   if (!t->cap) return NULL;
   for (size_t i = h & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
     entry *e = &t->tab[i];
     if (!e->sig) return e;
-    if (e->hash == h && strcmp(e->sig, sig) == 0) return e;
+    if (e->hash == h && e->len == len && memcmp(e->sig, sig, len) == 0) return e;
   }
+}
+
+static entry *find(sigtab *t, uint64_t h, const char *sig) {
+  return find_key(t, h, sig, strlen(sig) + 1);
 }
 
 static int grow(sigtab *t) {
@@ -225,17 +376,23 @@ static int grow(sigtab *t) {
   return 0;
 }
 
-/* Adds sig (not in t; copied) and returns its slot, or NULL when memory
-** runs out (a full table grows). */
-static entry *insert(sigtab *t, uint64_t h, const char *sig) {
+/* Adds key sig of len bytes (not in t; copied) and returns its slot, or
+** NULL when memory runs out (a full table grows). */
+static entry *insert_key(sigtab *t, uint64_t h, const void *sig, size_t len) {
   if (2 * (t->n + 1) > t->cap && grow(t) != 0) return NULL;
-  char *kept = strdup(sig);
+  char *kept = malloc(len);
   if (!kept) return NULL;
-  entry *e = find(t, h, sig); /* after a grow: the new table's slot */
+  memcpy(kept, sig, len);
+  entry *e = find_key(t, h, sig, len); /* after a grow: the new table's slot */
   e->sig = kept;
+  e->len = len;
   e->hash = h;
   t->n++;
   return e;
+}
+
+static entry *insert(sigtab *t, uint64_t h, const char *sig) {
+  return insert_key(t, h, sig, strlen(sig) + 1);
 }
 
 static void sigtab_free(sigtab *t) {
@@ -285,19 +442,18 @@ int opcost_kernel(opcost *c, const graph *g, const fuse_plan *p, int k, graph_co
     pthread_mutex_unlock(&c->mu);
     return 0;
   }
-  char *sig = malloc(SIG_CAP);
-  if (!sig) return snprintf(err, errn, "out of memory"), -1;
-  bool keyed = opcost_kernel_signature(g, ops_buf, n, sig, SIG_CAP);
-  uint64_t h = keyed ? fnv1a(sig) : 0;
+  uint64_t key[KEY_CAP];
+  size_t words = kernel_key(g, ops_buf, n, key, KEY_CAP), len = words * sizeof key[0];
+  bool keyed = words > 0;
+  uint64_t h = keyed ? fnv1a_words(key, words) : 0;
   /* 1. the cache; else a module from the pool (or a new one) */
   pthread_mutex_lock(&c->mu);
   c->st.asked++;
-  entry *e = keyed ? find(&c->tab, h, sig) : NULL;
+  entry *e = keyed ? find_key(&c->tab, h, key, len) : NULL;
   if (e && e->sig) {
     *out = e->cost;
     c->st.hits++;
     pthread_mutex_unlock(&c->mu);
-    free(sig);
     return 0;
   }
   lower_module *lm = NULL;
@@ -322,7 +478,7 @@ int opcost_kernel(opcost *c, const graph *g, const fuse_plan *p, int k, graph_co
     ** and let the count of differences show it */
     c->st.declared++;
     c->st.differ++;
-  } else if (keyed && (e = find(&c->tab, h, sig)) && e->sig) {
+  } else if (keyed && (e = find_key(&c->tab, h, key, len)) && e->sig) {
     /* another thread lowered it meanwhile: counted as the hit it would
     ** have been, so the counts do not depend on the threads' timing */
     *out = e->cost;
@@ -331,9 +487,9 @@ int opcost_kernel(opcost *c, const graph *g, const fuse_plan *p, int k, graph_co
     c->st.lowered++;
     if (!graph_cost_close(&got, &formula)) c->st.differ++;
     *out = got;
-    /* the 64 KiB buffer goes; the table keeps a copy (out of memory: the
-    ** kernel stays uncached, still counted) */
-    if (keyed && (e = insert(&c->tab, h, sig))) e->cost = got;
+    /* the table keeps a copy of the key (out of memory: the kernel stays
+    ** uncached, still counted) */
+    if (keyed && (e = insert_key(&c->tab, h, key, len))) e->cost = got;
   }
   /* a module keeps every function lowered into it: a fresh one after
   ** FNS_PER_MODULE keeps a long planner run's memory flat */
@@ -344,7 +500,6 @@ int opcost_kernel(opcost *c, const graph *g, const fuse_plan *p, int k, graph_co
   }
   pthread_mutex_unlock(&c->mu);
   lower_free(lm);
-  free(sig);
   return 0;
 }
 

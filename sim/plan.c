@@ -15,20 +15,44 @@ const char *const plan_schedule_names[] = {"gpipe", "1f1b", "interleaved", NULL}
 const char *const plan_recompute_names[] = {"none", "selective", "full", NULL};
 const char *const plan_grad_sync_names[] = {"overlap", "after-backward", NULL};
 const char *const plan_attention_names[] = {"flash", "scores", NULL};
+const char *const plan_embeddings_names[] = {"replicated", "sharded", "ps", NULL};
+
+void plan_embedding_tables(const graph *g, plan_emb_tables *t) {
+  *t = (plan_emb_tables){0};
+  int n = g ? graph_count(g) : 0;
+  for (int i = 0; i < n; i++) {
+    const graph_op *op = graph_get(g, i);
+    if (op->kind != GOP_GATHER || op->n_in < 2) continue;
+    const graph_op *w = graph_get(g, op->in[0]);
+    if (w->kind != GOP_PARAMETER || !(w->flags & GRAPH_WEIGHT)) continue;
+    double tb = graph_bytes(&w->out), ob = graph_bytes(&op->out);
+    const graph_shape *o = &op->out;
+    t->tables++;
+    /* [B, D] or [B, L, D]: the L lookups of a sample pool into one vector */
+    double L = 1;
+    for (int k = 1; k + 1 < o->rank; k++) L *= (double)o->dim[k];
+    t->bytes += tb;
+    if (tb > t->largest) t->largest = tb;
+    t->rows_bytes += ob;
+    t->pooled_bytes += L > 0 ? ob / L : ob;
+    t->index_bytes += graph_bytes(&graph_get(g, op->in[1])->out);
+  }
+}
 
 /* --precision: the compute dtypes (workloads' table, in its order), then
 ** the GEMM recipes, which compute in bf16 (plan.h) */
 const char *const plan_precision_names[] = {"bf16", "fp16", "fp32", "fp64", "fp8", "fp8-cs",
-                                            "mxfp8", "nvfp4", "int8", NULL};
+                                            "mxfp8", "nvfp4", "int8", "tf32", NULL};
 static const plan_gemm PRECISION_GEMM[] = {PLAN_GEMM_NATIVE, PLAN_GEMM_NATIVE, PLAN_GEMM_NATIVE,
                                            PLAN_GEMM_NATIVE, PLAN_GEMM_FP8,    PLAN_GEMM_FP8_CS,
-                                           PLAN_GEMM_MXFP8,  PLAN_GEMM_NVFP4,  PLAN_GEMM_INT8};
+                                           PLAN_GEMM_MXFP8,  PLAN_GEMM_NVFP4,  PLAN_GEMM_INT8,
+                                           PLAN_GEMM_TF32};
 
 int plan_precision_parse(const char *s, plan *p) {
   int i = plan_name_index(plan_precision_names, s);
   if (i < 0) return -1;
   p->gemm = PRECISION_GEMM[i];
-  p->precision = GDT_BF16;
+  p->precision = p->gemm == PLAN_GEMM_TF32 ? GDT_F32 : GDT_BF16;
   if (p->gemm == PLAN_GEMM_NATIVE) wl_precision_parse(s, &p->precision);
   return 0;
 }
@@ -81,7 +105,7 @@ int64_t plan_stage_layers(const plan *p, int64_t layers, int64_t vs) {
 double plan_gemm_peak_flops(const hw_model *hw, const plan *p) {
   static const hw_dtype UNIT[PLAN_GEMM_COUNT] = {
       [PLAN_GEMM_FP8] = HW_FP8, [PLAN_GEMM_FP8_CS] = HW_FP8, [PLAN_GEMM_MXFP8] = HW_MXFP8,
-      [PLAN_GEMM_NVFP4] = HW_FP4, [PLAN_GEMM_INT8] = HW_INT8};
+      [PLAN_GEMM_NVFP4] = HW_FP4, [PLAN_GEMM_INT8] = HW_INT8, [PLAN_GEMM_TF32] = HW_TF32};
   if (p->gemm == PLAN_GEMM_NATIVE || p->gemm >= PLAN_GEMM_COUNT) return optime_peak_flops(hw, p->precision);
   return hw_peak_flops(hw, UNIT[p->gemm]);
 }
@@ -217,6 +241,16 @@ static int check_stages(const model *m, plan *p, plan_fault *fault, char *err, s
 
 int plan_hw_supports(const model *m, const hw_model *hw, char *err, size_t errn) {
   unsigned req = m->info.requires;
+  /* An edge part runs trained, quantized models: the Edge TPU takes only
+  ** fully int8-quantized TensorFlow Lite models compiled for it and "is
+  ** primarily intended for model inferencing" (retraining at most the last
+  ** layer; coral.ai/docs/edgetpu/faq, /models-intro). No backward pass or
+  ** optimizer runs on it, so no training plan does either. */
+  if (hw->kind == HW_EDGE)
+    return str_errf(err, errn, "%s is an edge inference part: it has no training support "
+                    "(no float backward pass or optimizer; its toolchain compiles trained, "
+                    "quantized models for inference only); train on a GPU, TPU or CPU and serve "
+                    "on it", hw->name);
   if ((req & WL_REQ_FP64) && hw_peak_flops(hw, HW_FP64) <= 0)
     return str_errf(err, errn, "the model requires fp64; %s has no fp64 unit (TPUs have none; "
                     "NVIDIA data-centre GPUs and CPUs do)", hw->name);
@@ -236,6 +270,50 @@ int plan_hw_supports(const model *m, const hw_model *hw, char *err, size_t errn)
   return 0;
 }
 
+/* --embeddings sharded|ps: a model with embedding tables read by gathers
+** (a recommender's; a transformer's token embedding is split by tp and
+** ZeRO instead); a parameter server on CPU hosts beside GPUs or CPUs, not
+** TPUs, whose embeddings are TPUEmbedding's, sharded over the slice's HBM
+** (TensorFlow's ParameterServerStrategy runs CPU and GPU workers; TPU
+** training goes through TPUStrategy). */
+static int check_embeddings(const model *m, const hw_model *hw, const plan *p, plan_fault *fault,
+                            char *err, size_t errn) {
+  if (p->embeddings == PLAN_EMB_REPLICATED) return 0;
+  const char *want = plan_embeddings_names[p->embeddings];
+  if ((unsigned)p->embeddings > PLAN_EMB_PS) {
+    *fault = PLAN_FAULT_RANGE;
+    return str_errf(err, errn, "--embeddings takes replicated, sharded or ps");
+  }
+  plan_emb_tables t;
+  plan_embedding_tables(m->info.tf.layers == 0 ? m->g : NULL, &t);
+  if (t.tables == 0) {
+    *fault = PLAN_FAULT_FAMILY;
+    return str_errf(err, errn, "--embeddings %s places embedding tables; %s has none a gather "
+                    "reads (a recommender such as dlrm has; nearest: --embeddings replicated, "
+                    "or --zero 3 to shard a transformer's weights)", want, m->name);
+  }
+  if (p->embeddings == PLAN_EMB_PS && hw->kind == HW_TPU) {
+    *fault = PLAN_FAULT_FAMILY;
+    return str_errf(err, errn, "--embeddings ps: a parameter server feeds CPU or GPU workers; on "
+                    "%s the tables are TPUEmbedding's, sharded over the slice's HBM%s (nearest: "
+                    "--embeddings sharded)", hw->name,
+                    hw->chip.sparse_cores > 0 ? " and looked up by its SparseCores" : "");
+  }
+  return 0;
+}
+
+bool plan_default_tf32(const model *m, const hw_model *hw, plan *p) {
+  if (p->precision != GDT_F32 || p->gemm != PLAN_GEMM_NATIVE || hw_peak_flops(hw, HW_TF32) <= 0 ||
+      !m->g)
+    return false;
+  for (int i = 0; i < graph_count(m->g); i++)
+    if (graph_get(m->g, i)->kind == GOP_CONV) {
+      p->gemm = PLAN_GEMM_TF32;
+      return true;
+    }
+  return false;
+}
+
 int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fault, char *err,
                      size_t errn) {
   plan_fault dummy;
@@ -245,10 +323,22 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
     *fault = PLAN_FAULT_REQUIRES;
     return -1;
   }
+  if (check_embeddings(m, hw, p, fault, err, errn) != 0) return -1;
+  if (p->gemm == PLAN_GEMM_TF32 && p->precision != GDT_F32) {
+    *fault = PLAN_FAULT_DTYPE;
+    return str_errf(err, errn, "tf32 runs an fp32 model's matmuls on TF32 tensor cores; %s trains "
+                    "in %s (nearest: --precision fp32 with tf32, or its own precision)",
+                    m->name, plan_precision_name(p->precision));
+  }
   const wl_tf_dims *d = &m->info.tf;
   if (d->layers == 0) {
     int rc = check_generic(m, p, err, errn);
     if (rc != 0) *fault = PLAN_FAULT_FAMILY;
+    else if (p->gemm == PLAN_GEMM_TF32 && !(plan_gemm_peak_flops(hw, p) > 0)) {
+      *fault = PLAN_FAULT_DTYPE;
+      return str_errf(err, errn, "%s has no TF32 tensor cores (nearest: --precision fp32)",
+                      hw->name);
+    }
     return rc;
   }
   if (p->mbs == 0) p->mbs = 1;
@@ -389,8 +479,9 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
     return -1;
   }
   if (p->gemm != PLAN_GEMM_NATIVE && !(plan_gemm_peak_flops(hw, p) > 0)) {
-    /* the nearest recipe the chip runs: fp8 on Hopper for MX/NV formats */
-    const char *near = hw_peak_flops(hw, HW_FP8) > 0 ? "fp8" : "bf16";
+    /* the nearest recipe the chip runs: fp8 on Hopper for MX/NV formats;
+    ** strict fp32 where there are no TF32 tensor cores (V100, TPUs, CPUs) */
+    const char *near = p->gemm == PLAN_GEMM_TF32 ? "fp32" : hw_peak_flops(hw, HW_FP8) > 0 ? "fp8" : "bf16";
     if (errn) snprintf(err, errn, "%s has no unit for %s GEMMs (nearest: --precision %s)", hw->name,
                        plan_precision_label(p), near);
     *fault = PLAN_FAULT_DTYPE;

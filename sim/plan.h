@@ -56,8 +56,22 @@ typedef enum {
   PLAN_GEMM_MXFP8,
   PLAN_GEMM_NVFP4,
   PLAN_GEMM_INT8,
+  /* TF32 tensor cores for an fp32 model's matmuls and convolutions (A100
+  ** and later): fp32 operands rounded to a 10-bit mantissa inside the
+  ** tensor core, fp32 accumulate, nothing stored differently (NVIDIA, "TF32
+  ** Tensor Cores", A100 whitepaper); the rest stays fp32 */
+  PLAN_GEMM_TF32,
   PLAN_GEMM_COUNT
 } plan_gemm;
+/* Where a model's embedding tables live (a recommender's: tables of
+** millions of rows looked up by index, far larger than its dense layers):
+** replicated on every chip with their gradients all-reduced densely (plain
+** DDP), sharded row-wise over the chips' memory with the looked-up vectors
+** exchanged by all-to-all (TorchRec's model-parallel embeddings, TPUEmbedding
+** on a TPU slice's HBM, on SparseCores where the chip has them), or on CPU
+** parameter-server hosts' DRAM, the accelerators running the dense layers
+** (TensorFlow's ParameterServerStrategy). docs/hardware-choice.md. */
+typedef enum { PLAN_EMB_REPLICATED, PLAN_EMB_SHARDED, PLAN_EMB_PS } plan_embeddings;
 /* What is kept in host memory instead of HBM (priced in host-link time). */
 typedef enum { PLAN_OFFLOAD_NONE, PLAN_OFFLOAD_ACTIVATIONS, PLAN_OFFLOAD_OPTIMIZER } plan_offload;
 
@@ -76,6 +90,7 @@ typedef struct {
   bool pp_split_embedding, pp_split_loss;
   int64_t hsdp;    /* FSDP/ZeRO-3 shard group size (0: the whole dp x cp group) */
   plan_offload offload;
+  plan_embeddings embeddings; /* where embedding tables live (models that have them) */
   plan_gemm gemm;  /* the linear layers' GEMM recipe */
   int framework;   /* an index into plan_frameworks (sim/framework.h) */
   /* the framework's features (plan_apply_framework sets them) */
@@ -113,11 +128,24 @@ extern const char *const plan_schedule_names[];  /* gpipe, 1f1b, interleaved */
 extern const char *const plan_recompute_names[]; /* none, selective, full */
 extern const char *const plan_grad_sync_names[]; /* overlap, after-backward */
 extern const char *const plan_attention_names[]; /* flash, scores */
+extern const char *const plan_embeddings_names[]; /* replicated, sharded, ps */
+
+/* A model's embedding tables, read off its graph: every weight a gather
+** reads rows of. bytes: the tables; largest: the biggest one; rows_bytes:
+** the rows a step's graph looks up (the gathers' outputs, before pooling);
+** pooled_bytes: one vector per sample and table (what TorchRec's pooled
+** all-to-all moves); index_bytes: the indices. Zero when there are none. */
+typedef struct {
+  int tables;
+  double bytes, largest, rows_bytes, pooled_bytes, index_bytes;
+} plan_emb_tables;
+void plan_embedding_tables(const graph *g, plan_emb_tables *t);
 /* "bf16", ... (workloads' precision table); "bf16" for a dtype that is none */
 const char *plan_precision_name(graph_dtype dt);
 /* --precision's values: the compute dtypes, then the GEMM recipes (fp8,
-** fp8-cs, mxfp8, nvfp4, int8); plan_precision_parse sets p->precision and
-** p->gemm from one. plan_precision_label names what a plan trains in. */
+** fp8-cs, mxfp8, nvfp4, int8, tf32); plan_precision_parse sets
+** p->precision and p->gemm from one (tf32 computes in fp32, the others in
+** bf16). plan_precision_label names what a plan trains in. */
 extern const char *const plan_precision_names[];
 int plan_precision_parse(const char *s, plan *p);
 const char *plan_precision_label(const plan *p);
@@ -163,6 +191,15 @@ graph_dtype plan_precision_on(const struct hw_model *hw, graph_dtype want);
 ** -1 with err saying what is needed, why, and which chips of the kind
 ** qualify. plan_check applies it first; the planner asks it per hardware. */
 int plan_hw_supports(const model *m, const struct hw_model *hw, char *err, size_t errn);
+
+/* The frameworks' TF32 defaults for an fp32 model on a chip with TF32
+** tensor cores: PyTorch runs cuDNN convolutions in TF32
+** (torch.backends.cudnn.allow_tf32 = True since 1.7) and matmuls in strict
+** fp32 (torch.backends.cuda.matmul.allow_tf32 = False since 1.12), so a
+** model whose graph has convolutions gets p->gemm = PLAN_GEMM_TF32 and
+** one without keeps fp32 (docs/hardware-choice.md). Returns whether it
+** changed p. */
+bool plan_default_tf32(const model *m, const struct hw_model *hw, plan *p);
 
 /* The one validator of a plan against a model and a machine, used by
 ** simulate, plan (the search and its fixes): every rule a plan must keep

@@ -515,11 +515,15 @@ static int simulate_cached(const model *m, const hw_model *hw, const plan *pl,
     so.spans = NULL; /* the timeline's now */
     bk0 = bk1 = opt_t0 = NULL;
   }
-  double peak = optime_peak_flops(hw, p.precision) * (double)p.chips;
+  /* TF32: against the tensor cores' rate the GEMMs ran at, not fp32's */
+  double peak = (p.gemm == PLAN_GEMM_TF32 ? plan_gemm_peak_flops(hw, &p)
+                                          : optime_peak_flops(hw, p.precision)) * (double)p.chips;
   r->mfu = r->model_flops_per_step / (r->step_time_s * peak);
   r->hfu = r->hardware_flops_per_step / (r->step_time_s * peak);
   r->tokens_per_s = (double)p.gbs * (double)p.seq / r->step_time_s;
-  r->usd_per_hour = hw->price.on_demand_usd_per_chip_hour * (double)p.chips;
+  /* a Reduction Server's reducer VMs are billed beside the chips */
+  r->host_usd_per_hour = (double)p.reduction_server * coll_rs_reducer_usd_per_h(hw);
+  r->usd_per_hour = hw->price.on_demand_usd_per_chip_hour * (double)p.chips + r->host_usd_per_hour;
   r->usd_per_step = r->usd_per_hour * r->step_time_s / 3600;
 done:
   free(bk0);
@@ -542,6 +546,7 @@ cJSON *step_json(const model *m, const hw_model *hw, const plan *p, const step_r
   cJSON_AddNumberToObject(pj, "ep", (double)p->ep);
   cJSON_AddNumberToObject(pj, "etp", (double)(p->etp > 0 ? p->etp : 1));
   cJSON_AddNumberToObject(pj, "zero", p->zero);
+  cJSON_AddStringToObject(pj, "embeddings", plan_embeddings_names[p->embeddings]);
   if (p->hsdp > 0) cJSON_AddNumberToObject(pj, "hsdp", (double)p->hsdp);
   cJSON_AddNumberToObject(pj, "mbs", (double)p->mbs);
   cJSON_AddNumberToObject(pj, "gbs", (double)p->gbs);

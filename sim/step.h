@@ -83,6 +83,14 @@ typedef struct {
   /* ZeRO-3: gathering one stage's weights (per micro-batch, forward and backward) */
   double zero3_gather_s;
   double exposed_dp_s; /* of the step: the gradient all-reduce not hidden behind backward */
+  /* embedding tables placed off the replicas (--embeddings sharded|ps):
+  ** the step's looked-up vectors exchanged (all-to-all, or to and from the
+  ** parameter-server hosts), those hosts; and what CPU hosts beside the
+  ** chips cost an hour -- parameter servers, Reduction Server reducers
+  ** (usd_per_hour includes it) */
+  double emb_exchange_s;
+  int64_t ps_hosts;
+  double host_usd_per_hour;
   /* --full: the data-parallel rings of every (stage, tensor rank) at once
   ** against one alone, on the whole machine's network; chips simulated */
   double full_contention;

@@ -159,6 +159,15 @@ static int costs_generic(const model *m, const hw_model *hw, const plan *p, step
   const model *one = step_shard_of(m, p, 0, &own, err, errn);
   if (!one) return -1;
   phase_times t;
+  /* TF32: every fp32 matmul and convolution on the tensor cores (a CNN's
+  ** classifier matmul too, which PyTorch's default would keep in fp32: a
+  ** small part of its work) */
+  hw_model th;
+  if (p->gemm == PLAN_GEMM_TF32) {
+    th = *hw;
+    th.chip.peak_flops_per_s[HW_FP32] = plan_gemm_peak_flops(hw, p);
+    hw = &th;
+  }
   int rc = time_graph(hw, one->g, p->cost_cache, &t, err, errn);
   if (rc == 0) {
     r->layer_fwd_s = t.t[GRAPH_FORWARD];
@@ -434,7 +443,11 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, step
   /* the low-precision unit for the layers' GEMMs */
   hw_model gh;
   const hw_model *ghw = NULL;
-  if (p.gemm != PLAN_GEMM_NATIVE) {
+  if (p.gemm == PLAN_GEMM_TF32) { /* an fp32 model's GEMMs on the TF32 tensor cores */
+    gh = *hw;
+    gh.chip.peak_flops_per_s[HW_FP32] = plan_gemm_peak_flops(hw, &p);
+    ghw = &gh;
+  } else if (p.gemm != PLAN_GEMM_NATIVE) {
     gh = *hw;
     gh.chip.peak_flops_per_s[HW_BF16] = gh.chip.peak_flops_per_s[HW_FP16] = plan_gemm_peak_flops(hw, &p);
     if (hw->chip.fp8_matmul_efficiency > 0) gh.chip.matmul_efficiency = hw->chip.fp8_matmul_efficiency;

@@ -12,6 +12,7 @@
 
 #include "../base/strutil.h"
 #include "coll.h"
+#include "embed.h"
 #include "optime.h"
 #include "step_int.h"
 
@@ -22,6 +23,7 @@
 ** stacked buffer), and its FLOPs by phase. */
 typedef struct {
   double weights, gradients, optimizer, unflagged, saved;
+  double largest; /* the largest parameter: FSDP's unit gathered whole */
   double flops[GRAPH_PHASE_COUNT];
 } footprint;
 
@@ -43,6 +45,7 @@ static int footprint_of(const graph *g, footprint *f, char *err, size_t errn) {
       else if (op->flags & (GRAPH_WEIGHT | GRAPH_AUX)) f->weights += b;
       else f->unflagged += b;
       if (op->flags & GRAPH_TRAINABLE) f->gradients += b;
+      if (!(op->flags & GRAPH_OPT_STATE) && b > f->largest) f->largest = b;
     } else if (op->phase == GRAPH_FORWARD && used_back[i]) {
       f->saved += b;
     }
@@ -53,11 +56,67 @@ static int footprint_of(const graph *g, footprint *f, char *err, size_t errn) {
   return 0;
 }
 
+/* The fixes of a data-parallel plan that does not fit, same chips first
+** (fixes.c orders and prices them): ZeRO-3/FSDP, the embedding tables
+** sharded over the chips or on parameter-server hosts, then the fewest
+** chips (powers of two) on which sharded tables fit. */
+static void generic_fixes(const model *m, const hw_model *hw, const plan *p, const emb_model *em,
+                          step_result *r) {
+  plan q[4];
+  char what[4][96];
+  int n = 0;
+  bool tables = em->t.tables > 0 && p->embeddings == PLAN_EMB_REPLICATED;
+  if (p->dp > 1 && p->zero < 3) {
+    q[n] = *p, q[n].zero = 3;
+    snprintf(what[n++], 96, "ZeRO stage %d -> 3 (FSDP: weights sharded over dp %lld)", p->zero,
+             (long long)p->dp);
+  }
+  if (tables && p->dp > 1) {
+    q[n] = *p, q[n].embeddings = PLAN_EMB_SHARDED;
+    snprintf(what[n++], 96, "embeddings replicated -> sharded over the %lld chips (TorchRec%s)",
+             (long long)p->dp, hw->chip.sparse_cores > 0 ? ", SparseCores" : " row-wise");
+  }
+  if (tables && hw->kind != HW_TPU) {
+    q[n] = *p, q[n].embeddings = PLAN_EMB_PS;
+    snprintf(what[n++], 96, "embeddings replicated -> ps (tables on CPU parameter-server hosts)");
+  }
+  if (em->t.tables > 0) {
+    for (int64_t c = p->chips * 2; c <= (int64_t)1 << 16; c *= 2) {
+      plan t = *p;
+      t.chips = t.dp = c, t.embeddings = PLAN_EMB_SHARDED;
+      emb_state s;
+      emb_memory(em, hw, &t, &s);
+      if (s.weights + s.gradients + s.optimizer + s.activations + s.temporary >
+          (double)hw->chip.hbm_bytes)
+        continue;
+      if (plan_check(m, hw, &t, NULL, 0) != 0) continue;
+      q[n] = t;
+      snprintf(what[n++], 96, "chips %lld -> %lld, embeddings sharded over them", (long long)p->chips,
+               (long long)c);
+      break;
+    }
+  }
+  r->n_fixes = 0;
+  for (int i = 0; i < n && r->n_fixes < MEM_MAX_FIXES; i++) {
+    if (plan_check(m, hw, &q[i], NULL, 0) != 0) continue;
+    emb_state s;
+    emb_memory(em, hw, &q[i], &s);
+    mem_fix *f = &r->fixes[r->n_fixes++];
+    memset(f, 0, sizeof *f);
+    snprintf(f->what, sizeof f->what, "%s", what[i]);
+    f->peak = s.weights + s.gradients + s.optimizer + s.activations + s.temporary;
+    f->saves_bytes = r->memory.peak - f->peak;
+    f->fits = f->peak <= (double)hw->chip.hbm_bytes;
+    f->p = q[i];
+  }
+}
+
 /* Data parallelism over a model the chips replicate: M micro-batches of
 ** forward and backward, the gradient all-reduce of which the part not
 ** hidden behind the last backward shows, the update. Memory from the graph:
 ** parameters, gradients, optimizer state, and the forward results the
-** backward reads (kept for every micro-batch in flight: one). */
+** backward reads (kept for every micro-batch in flight: one), placed by
+** the ZeRO stage and the embedding placement (sim/embed.h). */
 static int simulate_generic(const model *m, const hw_model *hw, const plan *p, step_result *r,
                             char *err, size_t errn) {
   model *own;
@@ -68,39 +127,67 @@ static int simulate_generic(const model *m, const hw_model *hw, const plan *p, s
     model_free(own);
     return -1;
   }
-  double weights = fp.weights, grads = fp.gradients, opt = fp.optimizer, saved = fp.saved;
+  emb_model em = {.weights = fp.weights, .gradients = fp.gradients, .optimizer = fp.optimizer,
+                  .saved = fp.saved, .largest_param = fp.largest};
+  plan_embedding_tables(one->g, &em.t);
+  bool formula = p->coll_costs == PLAN_COLL_FORMULA;
+  emb_cost ec;
+  if (emb_costs(&em, hw, p, formula, &ec, err, errn) != 0) {
+    model_free(own);
+    return -1;
+  }
   double flops = fp.flops[GRAPH_FORWARD] + fp.flops[GRAPH_BACKWARD];
   double M = m->info.whole_step ? 1 : (double)plan_microbatches(p);
   double compute = M * (r->layer_fwd_s + r->layer_bwd_s) + (M - 1) * r->grad_accum_layer_s;
   double ar = 0;
-  if (p->dp > 1) {
-    ar = coll_time_s(hw, p->dp, 0, COLL_ALL_REDUCE, grads, p->slices, p->reduction_server,
-                     (coll_algo)p->dp_algo, p->coll_costs == PLAN_COLL_FORMULA, err, errn);
+  if (p->dp > 1 && ec.dense_grad_bytes > 0) {
+    ar = coll_time_s(hw, p->dp, 0, COLL_ALL_REDUCE, ec.dense_grad_bytes, p->slices,
+                     p->reduction_server, (coll_algo)p->dp_algo, formula, err, errn);
     if (ar < 0) {
       model_free(own);
       return -1;
     }
   }
-  double exposed = ar > r->layer_bwd_s ? ar - r->layer_bwd_s : 0;
+  /* ZeRO-3: every micro-batch gathers the weights for its forward and
+  ** again for its backward, each gather half of an all-reduce's traffic;
+  ** the gradients' reduce-scatter and the stage 1-2 parameter all-gather
+  ** add up to the all-reduce's */
+  double gather = p->zero >= 3 && p->dp > 1 ? M * ar : 0;
+  double exposed = (ar > r->layer_bwd_s ? ar - r->layer_bwd_s : 0) + gather;
+  /* the embedding exchange: in series with the layers that need it, or on
+  ** SparseCores beside them */
+  double emb = M * ec.exchange_s;
+  double emb_exposed = ec.exchange_overlapped ? (emb > compute ? emb - compute : 0) : emb;
+  double opt = r->optimizer_s * ec.update_fraction;
   r->dp_allreduce_s = ar;
+  r->zero3_gather_s = gather;
+  r->emb_exchange_s = emb;
+  r->ps_hosts = ec.ps_hosts;
   r->microbatches = (int64_t)M;
-  r->step_time_s = compute + exposed + r->optimizer_s;
+  r->optimizer_s = opt;
+  r->step_time_s = compute + exposed + emb_exposed + opt;
   r->breakdown_s.compute = compute;
-  r->breakdown_s.exposed_comm = exposed;
+  r->breakdown_s.exposed_comm = exposed + emb_exposed;
   r->exposed_dp_s = exposed;
-  r->breakdown_s.other = r->optimizer_s;
-  r->memory = (mem_bytes){.weights = weights, .gradients = grads, .optimizer = opt,
-                          .activations = saved, .capacity = (double)hw->chip.hbm_bytes};
-  r->memory.peak = weights + grads + opt + saved;
+  r->breakdown_s.other = opt;
+  const emb_state *s = &ec.mem;
+  r->memory = (mem_bytes){.weights = s->weights, .gradients = s->gradients, .optimizer = s->optimizer,
+                          .activations = s->activations, .temporary = s->temporary,
+                          .capacity = (double)hw->chip.hbm_bytes};
+  r->memory.peak = s->weights + s->gradients + s->optimizer + s->activations + s->temporary;
   r->memory.fits = r->memory.peak <= r->memory.capacity;
   r->fits = r->memory.fits;
   r->model_flops_per_step = flops * M * (double)p->dp;
   r->hardware_flops_per_step = r->model_flops_per_step;
-  double peak = optime_peak_flops(hw, p->precision) * (double)p->chips;
+  /* TF32: against the unit the matmuls ran on, as for any recipe */
+  double peak = (p->gemm == PLAN_GEMM_TF32 ? plan_gemm_peak_flops(hw, p)
+                                           : optime_peak_flops(hw, p->precision)) * (double)p->chips;
   r->mfu = r->hfu = peak > 0 ? r->model_flops_per_step / (r->step_time_s * peak) : 0;
   r->tokens_per_s = one->info.per_step * M * (double)p->dp / r->step_time_s;
-  r->usd_per_hour = hw->price.on_demand_usd_per_chip_hour * (double)p->chips;
+  r->host_usd_per_hour = ec.ps_usd_per_hour + (double)p->reduction_server * coll_rs_reducer_usd_per_h(hw);
+  r->usd_per_hour = hw->price.on_demand_usd_per_chip_hour * (double)p->chips + r->host_usd_per_hour;
   r->usd_per_step = r->usd_per_hour * r->step_time_s / 3600;
+  if (!r->fits) generic_fixes(m, hw, p, &em, r);
   model_free(own);
   return 0;
 }

@@ -51,8 +51,19 @@ run hw-badopt 2 hw list --frobnicate && has hw-badopt err "unknown option '--fro
 
 # --- the catalog ---
 run list 0 hw list
-rows=$(grep -cE '^(tpu-|v100|a100|h100|h200|b200|b300|gb200|gb300|cpu-)' "$OUT/list.out")
-[ "$rows" -eq 19 ] && ok || bad "hw list shows $rows rows, expected 19"
+rows=$(grep -cE '^(tpu-|v100|a100|h100|h200|b200|b300|gb200|gb300|cpu-|t4 |l4 |a10g|edge-)' "$OUT/list.out")
+[ "$rows" -eq 23 ] && ok || bad "hw list shows $rows rows, expected 23"
+# serving hardware (issue 19): the edge part is listed unpriced, shows its int8 peak, and training
+# on it is refused with the reason (Coral FAQ: the Edge TPU is for inference); the T4 trains in fp16
+has list out "not rented"
+run show-edge 0 hw show edge-tpu && has show-edge out "peak_flops_per_s.int8" && has show-edge out "absent: not rented"
+run show-t4-json 0 hw show t4 --json && has show-t4-json out '"int4":	260000000000000'
+run sim-edge 1 simulate mlp --hw edge-tpu --chips 1 && has sim-edge err "edge-tpu is an edge inference part: it has no training support"
+run sim-t4 0 simulate mlp --hw t4 --chips 1 && has sim-t4 out "mlp on 1 x t4"
+run plan-edge 0 plan mlp --hw edge-tpu,t4 && has plan-edge out "edge inference part"
+run list-json-edge 0 hw list --json && has list-json-edge out '"on_demand_usd_per_chip_hour":	null'
+run rates 0 hw list --rates && has rates out "edge-tpu     edge      -      -      -      -      -      -   4.00"
+run rates-show 2 hw show t4 --rates && has rates-show err "--rates belongs to 'list'"
 run show-gb200 0 hw show gb200 && has show-gb200 out "nvlink-c2c" && has show-gb200 out "[nv-gb200-blog] NVIDIA Technical Blog"
 run show 0 hw show tpu-v5p && has show out "459 TFLOP/s" && has show out "95.0 GiB"
 run show-json 0 hw show tpu-v5p --json && has show-json out '"bf16":	459000000000000'
@@ -84,7 +95,7 @@ badfile syntax tests/data/bad-syntax.json "tests/data/bad-syntax.json:4:"
 badfile truncated tests/data/bad-truncated.json "unexpected end of input (truncated?)"
 badfile notobj tests/data/bad-not-object.json "bad-not-object.json:1:1: expected a JSON object"
 badfile emptyf tests/data/bad-empty.json "bad-empty.json:1:1: empty file"
-badfile kind tests/data/bad-kind.json 'bad-kind.json:1:51: kind: expected one of tpu, gpu, cpu; got "fpga"'
+badfile kind tests/data/bad-kind.json 'bad-kind.json:1:51: kind: expected one of tpu, gpu, cpu, edge; got "fpga"'
 badfile missing tests/data/no-such-file.json "no-such-file.json: cannot open"
 badfile directory tests/data "tests/data: a directory, not a regular file; expected a hardware file"
 
@@ -105,7 +116,7 @@ badfile binary "$OUT/binary.json" "NUL byte"
 
 # --- graph (issue 3): every example the docs name loads and says what it is ---
 for m in gpt3-175b llama3-8b llama3-70b llama3-405b mixtral-8x7b bert-large llama3-8b-hf-config \
-         resnet50 mobilenet_v2 dlrm gbdt mlp graph; do
+         llama2-7b llama2-13b llama2-70b resnet50 mobilenet_v2 dlrm gbdt mlp graph; do
   run "graph-$m" 0 graph "$m" --gbs 1 --seq 256 && has "graph-$m" out "FLOPs per step"
 done
 run graph-hlo 0 graph mlp_train_step && has graph-hlo out "(hlo, hlo: workloads/examples/mlp_train_step.hlo)"
@@ -189,6 +200,37 @@ run sim-fp64-tpu 1 simulate tests/data/models/needs-fp64.json --hw tpu-v5e --chi
 run sim-gbdt-tpu 1 simulate gbdt --hw tpu-v5p --chips 1 && has sim-gbdt-tpu err "tree-boosting libraries (XGBoost, LightGBM, CatBoost), which run on CPUs and NVIDIA GPUs"
 run sim-gbdt-gpu 0 simulate gbdt --hw h100-sxm --chips 1 && has sim-gbdt-gpu out "gbdt on 1 x h100-sxm"
 run plan-gbdt-notpu 0 plan gbdt && has plan-gbdt-notpu out "tpu-v5e: the model is trained by tree-boosting libraries"
+# embedding tables (#18): a 24 G-parameter fp32 DLRM replicated does not fit
+# an H100; the first fix shards the tables, the planner picks a placement
+# that fits and says so; a parameter server on a TPU is refused
+run sim-dlrm-repl 3 simulate dlrm --hw h100-sxm --chips 8 && has sim-dlrm-repl out "fix 1: embeddings replicated -> sharded over the 8 chips (TorchRec row-wise)"
+run sim-dlrm-shard 0 simulate dlrm --hw h100-sxm --chips 8 --embeddings sharded && has sim-dlrm-shard out "fits"
+run sim-dlrm-ps-tpu 1 simulate dlrm --hw tpu-v5p --chips 8 --embeddings ps && has sim-dlrm-ps-tpu err "nearest: --embeddings sharded"
+run sim-emb-cnn 1 simulate resnet50 --hw a100-80g --chips 8 --embeddings sharded && has sim-emb-cnn err "has none a gather reads"
+run sim-emb-bad 2 simulate dlrm --hw a100-80g --chips 8 --embeddings shard
+run plan-dlrm-h100 0 plan dlrm --hw h100-sxm --chips 8 && has plan-dlrm-h100 out "embedding tables sharded over the chips' memory (TorchRec row-wise"
+run plan-dlrm-v5p 0 plan dlrm --hw tpu-v5p --chips 8 && has plan-dlrm-v5p out "on the SparseCores, overlapped with the dense layers"
+run plan-dlrm-1gpu 0 plan dlrm --hw h100-sxm --chips 1 && has plan-dlrm-1gpu out "CPU parameter-server hosts"
+# the Reduction Server (#18): the planner sizes the reducers to the hosts'
+# NICs (32 x 1.5625e9 / 4e9 -> 13) and bills them (13 x $0.5668 = $7.37 an
+# hour); on GCP's 100 Gbit/s a2 VMs it wins. simulate bills them too:
+# 32 x $3.6734 + 13 x $0.5668 = $124.92 an hour
+run plan-rs-gcp 0 plan bert-large --hw a100-40g-gcp --chips 64 && has plan-rs-gcp out "A Reduction Server with 13 reducer VMs" && has plan-rs-gcp out "for \$7.37 an hour more" && has plan-rs-gcp out "It wins: the hosts' NICs bind"
+run sim-rs-price 0 simulate bert-large --hw a100-40g-gcp --chips 32 --mbs 8 --reduction-server 13 && has sim-rs-price out "\$124.92 per hour"
+run coll-rs-tpu 1 collective --hw tpu-v5p --chips 64 --op all-reduce --bytes 1G --algo reduction-server && has coll-rs-tpu err "gives none (system.scale_out.reducer_bw_bytes_per_s"
+# --input-host remote (#18, TPU Node): one 8-core VM decodes the slice's 1,024
+# images a step (1024 / (8 x 500) = 0.256 s against ~0.07 s of compute): a
+# stall remote, none local, and an "input stall" slice on the trace's lane
+run sim-remote-local 0 simulate resnet50 --hw tpu-v4 --chips 8 && has sim-remote-local out "input stall 0.000 s"
+run sim-remote-img 0 simulate resnet50 --hw tpu-v4 --chips 8 --input-host remote --trace "$OUT/remote.json" && has sim-remote-img out "input stall 0.18"
+grep -q '"name":"input stall (waiting for the host'"'"'s batch)","cat":"input"' "$OUT/remote.json" && ok || bad "sim-remote-img: the trace has no input stall slice"
+# TF32 (#18): an fp32 CNN gets PyTorch's TF32 convolutions on an A100 (said
+# on stderr), strict fp32 when asked; an fp32 MLP keeps fp32 matmuls; no TF32
+# on a V100
+run sim-tf32-cnn 0 simulate tests/data/models/resnet50-fp32.json --hw a100-80g --chips 8 && has sim-tf32-cnn out ", tf32, mbs 128" && has sim-tf32-cnn err "torch.backends.cudnn.allow_tf32"
+run sim-tf32-strict 0 simulate tests/data/models/resnet50-fp32.json --hw a100-80g --chips 8 --precision fp32 && empty sim-tf32-strict err
+run sim-tf32-mlp 0 simulate mlp --hw a100-80g --chips 1 && empty sim-tf32-mlp err
+run sim-tf32-v100 1 simulate mlp --hw v100 --chips 1 --precision tf32 && has sim-tf32-v100 err "v100 has no TF32 tensor cores (nearest: --precision fp32)"
 run sim-own-prec 0 simulate mlp --hw a100-80g --chips 1 --json && has sim-own-prec out '"precision":	"fp32"'
 # the fixes of a plan that does not fit: those on the same chips before
 # those that re-partition them, before those that add chips (#18), each
@@ -198,20 +240,22 @@ if awk '/fix [0-9]+:/ { r = /more chips/ ? 2 : /(tp|pp) [0-9]+ -> / ? 1 : 0; if 
 # a CNN reads JPEGs through the input pipeline (#18): one file per image
 # starves the chips, and the report names the bound and the fix
 run sim-cnn-files 0 simulate resnet50 --hw tpu-v5p --chips 8 --storage files && has sim-cnn-files out "bound by storage-latency" && has sim-cnn-files out "fix: one GET per small file"
-run sim-cnn-shards 0 simulate resnet50 --hw tpu-v5e --chips 8 --mbs 32 && has sim-cnn-shards out "input stall 0.000 s"
+run sim-cnn-shards 0 simulate resnet50 --hw tpu-v5e --chips 8 --mbs 32 && has sim-cnn-shards out "input stall 0 s"
 run plan-none 1 plan llama3-405b --hw tpu-v5e --max-chips 8 && has plan-none err "no hardware can train llama3-405b"
 run plan-obj 2 plan llama3-8b --objective fastest && has plan-obj err "--objective 'fastest': expected time, cost, cost-under-deadline or energy"
 run plan-deadline 2 plan llama3-8b --deadline soon && has plan-deadline err "--deadline soon: expected a duration above 0 and at most 36500d"
 run plan-cnn 0 plan resnet50 --max-chips 16 && has plan-cnn out "a cnn model trains data-parallel"
 run plan-dlrm 0 plan dlrm --objective cost --max-chips 16 && has plan-dlrm out "best:"
-run plan-gbdt 0 plan gbdt && has plan-gbdt out "objective: cost" && has plan-gbdt out "best: 1 x cpu-" && has plan-gbdt out "A CPU is recommended" && has plan-gbdt out "billed on 8 chips"
+# gbdt is planned for cost: a one-GPU VM (t4, $0.526/h on a g4dn.xlarge) undercuts a CPU socket
+# ($5.56/h), which undercuts an 8-GPU instance billed whole (b200: "billed on 8 chips")
+run plan-gbdt 0 plan gbdt && has plan-gbdt out "objective: cost" && has plan-gbdt out "best: 1 x t4" && has plan-gbdt out "billed on 1 chip)" && has plan-gbdt out "billed on 8 chips" && has plan-gbdt out "cpu-genoa 1 chips, tp 1, pp 1: 59.3 s, \$0.09"
 run plan-spot 0 plan llama3-8b --hw h100-sxm --chips 64 --spot --preemption-rate 0.05 && has plan-spot out "(Young/Daly)" && has plan-spot out "(spot, billed on 64 chips)"
 run plan-spot-json 0 plan llama3-8b --hw h100-sxm --chips 64 --spot --json && has plan-spot-json out '"checkpoint_interval_s":'
 run plan-rate-nospot 2 plan llama3-8b --preemption-rate 0.1 && has plan-rate-nospot err "--preemption-rate applies to --spot plans"
 run plan-rate-bad 2 plan llama3-8b --spot --preemption-rate lots && has plan-rate-bad err "--preemption-rate lots: expected a number above 0 and at most 1; found no number"
 run plan-explain 0 plan llama3-8b --max-chips 64 --explain 2 && has plan-explain out "candidate 2 in full" && has plan-explain out "per chip, per micro-batch: one layer forward"
 run plan-explain-bad 2 plan llama3-8b --explain 9 && has plan-explain-bad err "--explain N takes a rank"
-run plan-budget 1 plan gbdt --budget 0.01 && has plan-budget err "closest: the cheapest plan, 1 x cpu-genoa, costs \$0.09 (over the \$0.01 budget)"
+run plan-budget 1 plan gbdt --budget 0.01 && has plan-budget err "closest: the cheapest plan, 1 x t4, costs \$0.0125 (over the \$0.0100 budget) and takes 85.5 s"
 run plan-advice 0 plan bert-large --hw v100 --chips 1024 --steps 100 --framework plain && has plan-advice out "advice: the gradient all-reduce shows" && has plan-advice out "  V ep "
 run sim-trace-cnn 0 simulate resnet50 --hw h100-sxm --chips 8 --trace "$OUT/trace-cnn.json"
 grep -q '"name":"gradient all-reduce"' "$OUT/trace-cnn.json" && grep -q '"name":"backward mb 0"' "$OUT/trace-cnn.json" && ok || bad "simulate resnet50 --trace: no step in the trace"
@@ -617,6 +661,45 @@ run calib-hw-norun 2 calibrate --hw a100-80g && has calib-hw-norun err "--hw nee
 run validate-extra 0 validate tests/validation/extra-runs.csv
 tail -1 "$OUT/validate-extra.out" | grep -q '^rows run [0-9]* of 17 ([0-9]* do not run, 0 not expressible' && ok || bad "validate-extra: want the summary line over 17 rows"
 grep -q 'parameters, the row' "$OUT/validate-extra.out" && bad "validate-extra: a model's size differs from its row's" || ok
+
+# --- --explain: the printed terms add up to the printed totals (issue 20 item 2) ---
+# Each "term by term" section (the step time on chip 0, the memory per chip)
+# lists its terms' values in columns 28-39 and closes with "= step time" or
+# "= peak"; the values, read as integers in their last printed digit, must
+# sum to the total exactly. One section pair per output.
+explain_adds_up() { # FILE
+  awk '
+    function q(line,  v, a) { v = substr(line, 28); sub(/^ +/, "", v); split(v, a, " ");
+                              gsub(/\./, "", a[1]); return a[1] + 0 }
+    /term by term/ { on = 1; sum = 0; n = 0; next }
+    on && /^    = / { if (sum != q($0) || n < 4) wrong++; sections++; on = 0; next }
+    on && /^    [^ ]/ { sum += q($0); n++ }
+    END { exit !(sections == 2 && !wrong) }' "$1"
+}
+explain_sums() { # NAME
+  explain_adds_up "$OUT/$1.out" && ok || bad "$1: --explain's terms do not add up to the printed totals"
+}
+explain_sums sim
+run explain-nofit 3 simulate llama3-8b --hw h100-sxm --chips 8 --explain && explain_sums explain-nofit
+run explain-stall 0 simulate resnet50 --hw a100-80g --chips 64 --storage files --input-host remote --explain
+explain_sums explain-stall && has explain-stall out "    input stall "
+run explain-hlo 0 simulate workloads/examples/mlp_train_step.hlo --hw h100-sxm --chips 1 --explain
+explain_sums explain-hlo
+# plan --explain N: a plain plan, a spot plan, a pipeline (a bubble), MoE
+# (expert all-to-alls in the layer collectives), a data-parallel CNN
+run plan-explain-plain 0 plan llama3-8b --hw h100-sxm --max-chips 64 --explain 1 && explain_sums plan-explain-plain
+run plan-explain-spot 0 plan llama3-8b --hw h100-sxm --max-chips 64 --spot --explain 2 && explain_sums plan-explain-spot
+run plan-explain-pp 0 plan llama3-70b --hw h100-sxm --chips 64 --fix pp=4 --explain 1 && explain_sums plan-explain-pp
+awk '/^    pipeline bubble/ { v = $3 } END { exit !(v > 0) }' "$OUT/plan-explain-pp.out" && ok ||
+  bad "plan-explain-pp: a pp 4 plan with no bubble"
+run plan-explain-moe 0 plan mixtral-8x7b --hw h100-sxm --chips 64 --explain 1 && explain_sums plan-explain-moe
+run plan-explain-cnn 0 plan resnet50 --hw tpu-v5p --chips 8 --explain 1 && explain_sums plan-explain-cnn
+# the check itself fails on a hand-changed term
+awk '!done && /^    compute / { d = substr($0, 39, 1); $0 = substr($0, 1, 38) ((d + 1) % 10) substr($0, 40); done = 1 }
+     { print }' "$OUT/plan-explain-plain.out" >"$OUT/explain-changed.out"
+if cmp -s "$OUT/plan-explain-plain.out" "$OUT/explain-changed.out"; then bad "explain-changed: the edit did not apply"
+elif explain_adds_up "$OUT/explain-changed.out"; then bad "explain-changed: a changed term still adds up"
+else ok; fi
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

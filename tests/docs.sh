@@ -3,8 +3,11 @@
 # and docs/*.md whose first line starts with `$ ./tpusim` is run from the
 # repository root and its output compared with the block's text.
 #
-#   bash tests/docs.sh [FILE.md ...]            check (default: README.md docs/*.md)
+#   bash tests/docs.sh [FILE.md ...]            check (default: README.md docs/*.md
+#                                               docs/labs/*.md, docs/labs/answers/*.md and the pictures)
 #   bash tests/docs.sh --update [FILE.md ...]   rewrite each block's output from a fresh run
+#   bash tests/docs.sh --images                 redraw docs/img/ (make docs)
+#   bash tests/docs.sh --pictures               check the pictures only
 #
 # A block: one or more commands, each a line `$ ./tpusim ...` (continued over
 # lines ending in a backslash) followed by the output it prints, stdout then
@@ -29,15 +32,31 @@
 #   <!-- end generated -->
 # and is compared with the command's stdout, which must exit 0; --update
 # rewrites it. So a table in the docs is never typed either.
+# Pictures (docs/img/) are drawn by commands, never by hand either: a
+# plot's command is the first line of its gnuplot script,
+#   # tpusim plot KIND ... -o docs/img/NAME.png
+# and the default check (no FILE given) runs it into tests/out/docs/img/
+# and compares the data it plots (NAME.dat, which the same command always
+# writes byte for byte) with docs/img/NAME.dat: a stale picture fails.
+# The PNG itself is not compared (gnuplot's rasterizer varies by version).
+# --images redraws them in place, with the screenshots whose
+# `tpusim view ... --screenshot docs/img/NAME.png` commands
+# docs/visualization.md shows. DOCS_IMG names another folder of scripts
+# and data to check (tests/docs_stale.sh's altered copy).
+# Numbers are compared exactly: no tolerance.
 # TPUSIM is the binary, ./tpusim unless set; it may carry a prefix
 # (valgrind ...).
 set -u
 TPUSIM=${TPUSIM:-./tpusim}
 OUT=tests/out/docs
 
-update=0
+update=0 images=0 pictures=0
 if [ "${1:-}" = --update ]; then update=1; shift; fi
-if [ $# -gt 0 ]; then files=("$@"); else files=(README.md docs/*.md); fi
+if [ "${1:-}" = --images ]; then images=1; shift; fi
+only_pictures=0
+if [ "${1:-}" = --pictures ]; then only_pictures=1; shift; fi
+IMG=${DOCS_IMG:-docs/img}
+if [ $# -gt 0 ]; then files=("$@"); else files=(README.md docs/*.md docs/labs/*.md docs/labs/answers/*.md) pictures=1; fi
 
 # Wall-clock figures, as sed -E substitutions applied to both sides.
 MASKS=(
@@ -193,6 +212,67 @@ if ! command -v "${TPUSIM%% *}" >/dev/null 2>&1 && [ ! -x "${TPUSIM%% *}" ]; the
   echo "docs: no binary '$TPUSIM' (make first, or set TPUSIM)"; exit 2
 fi
 
+# check_pictures: each plot's command (its .gp's first line) run into
+# $OUT/img, its data compared with docs/img's; with --images, run in place.
+check_pictures() {
+  local gp cmd dat d
+  mkdir -p "$OUT/img"
+  for gp in "$IMG"/*.gp; do
+    [ -f "$gp" ] || continue
+    cmd=$(head -1 "$gp")
+    cmd=${cmd#\# tpusim }
+    dat=$(basename "${gp%.gp}.dat")
+    ((images)) || cmd=${cmd//docs\/img\//$OUT\/img\/}
+    if ! bash -c "$TPUSIM $cmd" >"$OUT/cur.out" 2>"$OUT/cur.err"; then
+      printf 'FAIL  %s:1  plot: exited non-zero\n' "$gp"
+      sed 's/^/    | /' "$OUT/cur.err" | head -5
+      fail=$((fail + 1))
+    elif ((images)); then
+      printf 'drawn %s\n' "${gp%.gp}.png"
+      pass=$((pass + 1))
+    elif d=$(diff -U1 --label "$IMG/$dat" --label run "$IMG/$dat" "$OUT/img/$dat"); then
+      printf 'ok    %s:1  %s\n' "$gp" "${cmd%% -o *}"
+      pass=$((pass + 1))
+    else
+      printf 'FAIL  %s:1  %s: the data differs (make docs redraws it)\n' "$gp" "${cmd%% -o *}"
+      printf '%s\n' "$d" | head -12 | sed 's/^/    /'
+      fail=$((fail + 1))
+    fi
+  done
+}
+
+# draw_screenshots: the `tpusim view ... --screenshot docs/img/...` commands
+# of docs/visualization.md, run in place (--images only: a PNG is not compared).
+draw_screenshots() {
+  local line cmd
+  while IFS= read -r line; do
+    cmd=${line#tpusim }
+    if SDL_VIDEODRIVER=${SDL_VIDEODRIVER:-offscreen} bash -c "$TPUSIM $cmd" >/dev/null 2>"$OUT/cur.err"; then
+      printf 'drawn %s\n' "$(grep -o 'docs/img/[^ ]*' <<<"$cmd")"
+      pass=$((pass + 1))
+    else
+      printf 'FAIL  docs/visualization.md  %s\n' "$cmd"
+      sed 's/^/    | /' "$OUT/cur.err" | head -5
+      fail=$((fail + 1))
+    fi
+  done < <(sed -e ':a' -e '/\\$/N; s/\\\n */ /; ta' docs/visualization.md |
+           grep -E '^tpusim view [^.].*--screenshot docs/img/')
+}
+
+if ((images)); then
+  check_pictures
+  draw_screenshots
+  echo "docs: $pass drawn, $fail failed"
+  [ "$fail" -eq 0 ]
+  exit
+fi
+if ((only_pictures)); then
+  check_pictures
+  echo "docs: $pass passed, $fail failed"
+  [ "$fail" -eq 0 ]
+  exit
+fi
+
 for file in "${files[@]}"; do
   [ -f "$file" ] || continue
   mapfile -t L <"$file"
@@ -263,6 +343,8 @@ for file in "${files[@]}"; do
   done
   if ((update && changed)); then printf '%s\n' "${out[@]}" >"$file"; fi
 done
+
+((pictures && !update)) && check_pictures
 
 echo "docs: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

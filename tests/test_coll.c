@@ -687,6 +687,21 @@ Test(coll, tree_is_bound_by_its_busiest_link, .init = setup, .fini = teardown) {
   net_free(n);
 }
 
+/* Reducers are Vertex AI's CPU VMs beside GPU hosts: an entry without
+** reducer figures (a TPU slice, whose DCN joins slices) runs none, and
+** says which field is missing. */
+Test(coll, reduction_server_needs_the_entrys_reducer_vm, .init = setup, .fini = teardown) {
+  net *n = mk("tpu-v5p", 64, 1);
+  coll_req q = {.op = COLL_ALL_REDUCE, .algo = COLL_REDUCTION_SERVER, .bytes = 1 << 30, .axis = -1,
+                .reducers = 8};
+  coll_result rs;
+  char err[256];
+  cr_assert_eq(coll_run(n, &q, &rs, err, sizeof err), -1);
+  cr_assert(strstr(err, "system.scale_out.reducer_bw_bytes_per_s"), "%s", err);
+  cr_assert_eq(coll_rs_reducers_for(net_hw(n), 64), 0);
+  net_free(n);
+}
+
 /* Reduction Server (Vertex AI docs and the 2021 blog): it wins when the
 ** hosts' network binds. 4 GCP a2-highgpu-8g hosts (8 A100, 100 Gbit/s per
 ** VM = 1.25e10 B/s per host), 1 GiB of gradients, 16 n1-highcpu-16
@@ -694,7 +709,8 @@ Test(coll, tree_is_bound_by_its_busiest_link, .init = setup, .fini = teardown) {
 ** 2 x 3/4 S over each host's NIC = 1.5 S / 1.25e10 = 129 ms (+ NVLink);
 ** the reducers move S each way: max(S/1.25e10, 4 S/(16 x 4e9)) = 85.9 ms
 ** x (1 + 1/8) (+ the same NVLink stages): at least 20 % shorter, and the
-** 16 reducers cost 16 x $0.5668 = $9.07 an hour more (coll.h). */
+** 16 reducers cost 16 x $0.5668 = $9.07 an hour more (the entry's
+** system.scale_out.reducer_usd_per_hour). */
 Test(coll, reduction_server_wins_when_the_host_nic_binds, .init = setup, .fini = teardown) {
   net *n = mk("a100-40g-gcp", 32, 1);
   coll_req q = {.op = COLL_ALL_REDUCE, .algo = COLL_REDUCTION_SERVER, .bytes = 1 << 30, .axis = -1,
@@ -704,7 +720,9 @@ Test(coll, reduction_server_wins_when_the_host_nic_binds, .init = setup, .fini =
   cr_assert_eq(coll_run(n, &q, &rs, err, sizeof err), 0, "%s", err);
   cr_expect(rs.time_s < 0.80 * h.time_s, "RS %g s, hierarchical %g s", rs.time_s, h.time_s);
   cr_expect(rel(rs.time_s, rs.formula_s) < 0.05, "RS sim %g, formula %g", rs.time_s, rs.formula_s);
-  cr_expect_float_eq(16 * COLL_RS_REDUCER_USD_PER_H, 9.0688, 1e-9);
+  /* the reducer VM's figures are the entry's data (hw_models, cited) */
+  cr_expect_float_eq(coll_rs_reducer_bw(net_hw(n)), 4e9, 1);
+  cr_expect_float_eq(16 * coll_rs_reducer_usd_per_h(net_hw(n)), 9.0688, 1e-9);
   /* 32 x 1.5625e9 B/s of worker NICs over 4e9 B/s reducers: 12.5, so 13 */
   cr_expect_eq(coll_rs_reducers_for(net_hw(n), 32), 13);
   net_free(n);

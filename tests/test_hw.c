@@ -24,7 +24,9 @@ Test(hw_catalog, holds_exactly_the_contract_names) {
                                       "v100",   "a100-40g", "a100-80g", "h100-sxm", "h100-96gb",
                                       "h200",
                                       "b200",   "b300",     "gb200",    "gb300",    "cpu-spr",
-                                      "cpu-genoa", "a100-40g-gcp", "a100-40g-aws"};
+                                      "cpu-genoa", "a100-40g-gcp", "a100-40g-aws",
+                                      /* serving (issue 19) */
+                                      "t4",     "l4",       "a10g",     "edge-tpu"};
   hw_catalog *c = builtin();
   cr_assert_eq(hw_catalog_count(c), (int)(sizeof names / sizeof *names));
   for (size_t i = 0; i < sizeof names / sizeof *names; i++)
@@ -108,13 +110,18 @@ Test(hw_catalog, every_entry_is_physically_consistent) {
     const hw_scale_up *u = &m->scale_up;
     /* the fast domain is faster than the network between domains */
     cr_assert_gt(u->bw_per_chip_bytes_per_s, m->scale_out.bw_per_chip_bytes_per_s, "%s", m->name);
-    /* ... and HBM faster than either */
-    cr_assert_gt(m->chip.hbm_bw_bytes_per_s, u->bw_per_chip_bytes_per_s, "%s", m->name);
+    /* ... and HBM faster than either; an edge part has no chip-to-chip
+    ** fabric and streams its off-chip weights over that same host link */
+    if (m->kind == HW_EDGE)
+      cr_assert_geq(m->chip.hbm_bw_bytes_per_s, u->bw_per_chip_bytes_per_s, "%s", m->name);
+    else
+      cr_assert_gt(m->chip.hbm_bw_bytes_per_s, u->bw_per_chip_bytes_per_s, "%s", m->name);
     /* an 8-bit or 16-bit unit is never slower than fp32 */
     cr_assert_geq(fmax(hw_peak_16bit(m), hw_peak_flops(m, HW_FP32)), hw_peak_flops(m, HW_FP32));
     /* on-chip memory is smaller than device memory */
     cr_assert_lt(m->chip.onchip_bytes, m->chip.hbm_bytes, "%s", m->name);
-    cr_assert_gt(m->price.on_demand_usd_per_chip_hour, 0);
+    /* rented parts carry a price; an edge part is bought, not rented */
+    if (m->kind != HW_EDGE) cr_assert_gt(m->price.on_demand_usd_per_chip_hour, 0, "%s", m->name);
     cr_assert_leq(m->price.spot_usd_per_chip_hour, m->price.on_demand_usd_per_chip_hour);
     cr_assert_gt(m->n_sources, 0, "%s lists no sources", m->name);
     cr_assert_str_eq(m->origin, "built-in");
@@ -282,7 +289,7 @@ Test(hw_today, low_precision_rates_follow_the_architecture) {
 /* Every dtype round-trips through its name, in the order of the enum. */
 Test(hw_today, dtype_names_parse_and_print) {
   static const char *const want[HW_DTYPE_COUNT] = {"fp64", "fp32", "tf32",  "bf16", "fp16",
-                                                    "fp8",  "int8", "mxfp8", "fp4"};
+                                                    "fp8",  "int8", "mxfp8", "fp4", "int4"};
   for (int i = 0; i < HW_DTYPE_COUNT; i++) {
     cr_assert_str_eq(hw_dtype_name((hw_dtype)i), want[i]);
     cr_assert_eq(hw_dtype_parse(want[i]), i);
@@ -496,8 +503,8 @@ static const bad_case BAD_CASES[] = {
     {"duplicate_key_points_at_the_second", "\"clock_hz\": 1.75e9",
      "\"clock_hz\": 1.75e9, \"clock_hz\": 2e9", "\"clock_hz\": 2e9",
      "chip.clock_hz: duplicate key"},
-    {"unknown_enum_value", "\"kind\": \"vmem\"", "\"kind\": \"sram\"", "\"sram\"",
-     "chip.onchip.kind: expected one of vmem, cmem, l2, l3; got \"sram\""},
+    {"unknown_enum_value", "\"kind\": \"vmem\"", "\"kind\": \"dram\"", "\"dram\"",
+     "chip.onchip.kind: expected one of vmem, cmem, l2, l3, sram; got \"dram\""},
     {"missing_required_field", "\"vector_flops_per_s\": 1.43e13,", "", "\"chip\"",
      "chip: missing field 'vector_flops_per_s'"},
     {"tpu_without_its_torus", "\"torus_dims\": 3,", "", "\"scale_up\"",

@@ -186,8 +186,14 @@ Test(input, hop_from_hardware) {
   cr_assert_eq(input_hop_from_hw(&c, v5p, false, err, sizeof err), 0, "%s", err);
   cr_assert_float_eq(c.host_link_bw_bytes_per_s, 4 * 1.6e10, 1); /* 4 chips x PCIe */
   cr_assert_eq(input_hop_from_hw(&c, v5p, true, err, sizeof err), 0, "%s", err);
-  cr_assert_float_eq(c.host_link_bw_bytes_per_s, 4 * 6.25e9, 1); /* 4 chips x DCN */
+  /* a TPU Node's user VM (n1-standard-16): its 32 Gbit/s NIC, below the
+  ** host's 4 chips x 6.25e9 B/s of DCN, and its 8 cores decode */
+  cr_assert_float_eq(c.host_link_bw_bytes_per_s, 4e9, 1);
   cr_assert_float_eq(c.host_link_latency_s, 1e-5, 1e-12);
+  cr_assert_eq(c.decode_cores, 8);
+  cr_assert(c.one_host);
+  input_per_host(&c, 64, 4, 4096); /* one VM for all 16 hosts: the whole batch */
+  cr_assert_eq(c.samples_per_step, 4096);
   hw_catalog_free(cat);
 }
 
@@ -285,6 +291,45 @@ Test(input, a_cnn_starves_on_small_files) {
   cr_assert_eq(input_hop_from_hw(&sh, hw, false, err, sizeof err), 0, "%s", err);
   cr_assert_eq(step_simulate(m, hw, &p, &sh, &r, NULL, err, sizeof err), 0, "%s", err);
   cr_assert_eq(r.breakdown_s.input_stall, 0, "stall %g", r.breakdown_s.input_stall);
+  model_free(m);
+  hw_catalog_free(cat);
+}
+
+/* --input-host remote (TPU Node, #18): one user VM (n1-standard-16: 8
+** cores, 4e9 B/s) feeds the whole slice. ResNet-50 on 8 TPU v4 chips (2
+** hosts), 1,024 ImageNet images a step from record shards, prefetch 2:
+** locally each host decodes its 512 on 116 free cores (512 / (116 x 500)
+** = 8.8 ms, under the compute): no stall. Remotely the VM decodes all
+** 1,024 on 8 cores, 1024 / (8 x 500) = 0.256 s a step, and sends
+** 1024 x 150,528 B / 4e9 B/s = 38.5 ms: the decode binds and the step
+** becomes 0.256 s (the storage, 1024 x 110 kB / 1.25e9 = 90 ms, and the
+** link overlap it under prefetch). */
+Test(input, remote_host_starves_images) {
+  hw_catalog *cat = th_catalog();
+  const hw_model *hw = th_hw(cat, "tpu-v4");
+  model *m = th_model("resnet50", 0);
+  plan p = {.chips = 8, .dp = 8, .tp = 1, .pp = 1, .ep = 1, .mbs = 128, .gbs = 1024,
+            .precision = GDT_BF16};
+  char err[256];
+  cr_assert_eq(plan_check(m, hw, &p, err, sizeof err), 0, "%s", err);
+  input_cfg local = shards(2);
+  local.decode_cores = 120 - 4; /* the host's 120 cores less one a chip, as simulate sets them */
+  cr_assert_eq(input_hop_from_hw(&local, hw, false, err, sizeof err), 0, "%s", err);
+  step_result r;
+  cr_assert_eq(step_simulate(m, hw, &p, &local, &r, NULL, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(r.breakdown_s.input_stall, 0, "stall %g", r.breakdown_s.input_stall);
+  double compute = r.step_time_s;
+  cr_assert_lt(compute, 0.256);
+  input_cfg remote = local;
+  cr_assert_eq(input_hop_from_hw(&remote, hw, true, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(step_simulate(m, hw, &p, &remote, &r, NULL, err, sizeof err), 0, "%s", err);
+  REL(r.step_time_s, 1024.0 / (8 * 500), 0.02, "step %g, want the VM's decode", r.step_time_s);
+  REL(r.breakdown_s.input_stall, r.step_time_s - compute, 1e-9, "stall");
+  input_closed f;
+  input_per_host(&remote, p.chips, hw->chips_per_node, p.gbs);
+  cr_assert_eq(input_closed_form(&remote, compute, &f, err, sizeof err), 0, "%s", err);
+  cr_assert_str_eq(f.bound, INPUT_BOUND_DECODE);
+  REL(f.link_s, 1024.0 * 150528 / 4e9 + hw->scale_out.latency_s, 1e-9, "the VM's NIC");
   model_free(m);
   hw_catalog_free(cat);
 }

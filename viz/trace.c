@@ -246,13 +246,23 @@ static void trace_finish(tout *o, const step_result *r, const char *model_name,
   raw(o, ",\"displayTimeUnit\":\"ms\"}\n");
 }
 
+/* The input stall on its own lane: the chips idle at the end of the step,
+** waiting for the host's next batch (sim/input.c; the step time includes
+** it), so the next step's compute starts after it. */
+static void input_stall_slice(tout *o, const step_result *r, int64_t pid, int tid) {
+  double st = r->breakdown_s.input_stall;
+  if (st > 0)
+    trace_slice(o, "input stall (waiting for the host's batch)", "input", r->step_time_s - st, st,
+                pid, tid);
+}
+
 static void write_trace_whole(tout *o, const step_result *r, const char *model_name,
                               const char *hw_name, bool hlo) {
   trace_start(o);
-  static const char *const TRACKS[] = {"compute", "network"};
+  static const char *const TRACKS[] = {"compute", "network", "input"};
   char name[96];
   snprintf(name, sizeof name, "chip 0 (one of the data-parallel group, %s)", hw_name);
-  trace_process(o, 0, name, TRACKS, 2);
+  trace_process(o, 0, name, TRACKS, r->breakdown_s.input_stall > 0 ? 3 : 2);
   double t = 0, last_b = 0;
   if (hlo) {
     trace_slice(o, "compute (the module's ops)", "forward", 0, r->breakdown_s.compute, 0, 1);
@@ -275,6 +285,7 @@ static void write_trace_whole(tout *o, const step_result *r, const char *model_n
     t += r->exposed_dp_s;
   }
   if (r->optimizer_s > 0) trace_slice(o, "optimizer update", "optimizer", t, r->optimizer_s, 0, 1);
+  input_stall_slice(o, r, 0, 3);
   hbm_counter(o, 0, 0, r->memory.peak);
   trace_finish(o, r, model_name, hw_name);
 }
@@ -355,12 +366,12 @@ static void write_trace(tout *o, const step_timeline *q, const step_result *r, c
   trace_start(o);
   double fixed = r->memory.weights + r->memory.gradients + r->memory.optimizer + r->memory.temporary;
   double per_chunk = r->memory.act_layer * (double)(r->layers_per_stage / (p->vp > 0 ? p->vp : 1));
-  static const char *const TRACKS[] = {"compute", "network", "ops (micro-batch 0)"};
+  static const char *const TRACKS[] = {"compute", "network", "ops (micro-batch 0)", "input"};
   for (int64_t dev = 0; dev < p->pp; dev++) {
     char name[96];
     snprintf(name, sizeof name, "stage %lld (%lld x %s)", (long long)dev,
              (long long)(p->tp * p->dp), hw_name);
-    trace_process(o, dev, name, TRACKS, 3);
+    trace_process(o, dev, name, TRACKS, r->breakdown_s.input_stall > 0 ? 4 : 3);
   }
   for (int64_t i = 0; i < q->n_spans; i++) {
     const sched_span *s = &q->spans[i];
@@ -386,6 +397,7 @@ static void write_trace(tout *o, const step_timeline *q, const step_result *r, c
   for (int64_t dev = 0; td && dev < p->pp; dev++)
     if (r->optimizer_s > 0)
       trace_slice(o, "optimizer update", "optimizer", td->opt_t0[dev], r->optimizer_s, dev, 1);
+  for (int64_t dev = 0; dev < p->pp; dev++) input_stall_slice(o, r, dev, 4);
   trace_finish(o, r, model_name, hw_name);
 }
 

@@ -10,13 +10,14 @@ set output 'plot-pareto.png'
 DAT = 'plot-pareto.dat'
 set grid
 set key below
-set title 'Cost vs time to train llama3-8b (best plan per hardware)'
+set title 'Cost vs time to train llama3-8b (Pareto frontier of plans)'
 set format x '%g'
 set format y '%g'
 set logscale xy
 set xlabel 'days to train'
 set ylabel 'US dollars'
-set offsets graph 0.05, graph 0.15, graph 0.1, graph 0.1
-plot DAT index 0 using 1:2 with points pt 7 ps 1.3 lc rgb '#1f77b4' title 'hardware', \
-     DAT index 0 using 1:2:3 with labels offset 0.8,0.6 left font ',9' notitle, \
-     DAT index 1 using 1:2 with linespoints lw 2 pt 6 ps 2 lc rgb '#d62728' title 'Pareto front'
+set offsets graph 0.05, graph 0.3, graph 0.1, graph 0.1
+plot DAT index 0 using 1:2 with points pt 7 ps 1.3 lc rgb '#1f77b4' title 'best plan per hardware', \
+     DAT index 0 using 1:2:3 with labels offset 0.8,-0.8 left font ',8' tc rgb '#1f77b4' notitle, \
+     DAT index 1 using 1:2 with linespoints lw 2 pt 6 ps 1.5 lc rgb '#d62728' title 'Pareto frontier', \
+     DAT index 1 using 1:2:3 with labels rotate by 30 offset 0.6,0.6 left font ',8' notitle

@@ -1,0 +1,333 @@
+/*
+** explain.c -- see explain.h. Each term's value is read from the step
+** result; its text puts the step model's pieces into the term's formula.
+*/
+#include "explain.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../base/units.h"
+#include "framework.h"
+
+/* A reconstruction that gives the term to this relative precision is the
+** term's equation (the same operations as the model, in another order). */
+#define EXPLAIN_EXACT 1e-9
+
+static bool same(double a, double b) {
+  return fabs(a - b) <= EXPLAIN_EXACT * fmax(fabs(a), fabs(b)) + 1e-15;
+}
+
+static explain_term *add(explain_term *t, int *n, const char *name, double value,
+                         const char *formula) {
+  explain_term *x = &t[(*n)++];
+  x->name = name;
+  x->value = value;
+  snprintf(x->formula, sizeof x->formula, "%s", formula);
+  x->values[0] = 0;
+  return x;
+}
+
+static void values(explain_term *x, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(x->values, sizeof x->values, fmt, ap);
+  va_end(ap);
+}
+
+/* Short unit strings for the values: "1.23 ms", "95.0 GiB", "8.03 G params". */
+typedef struct {
+  char s[6][32];
+  int i;
+} fmtbuf;
+static const char *sec(fmtbuf *b, double s) {
+  char *o = b->s[b->i++ % 6];
+  units_seconds(o, 32, s);
+  return o;
+}
+static const char *byt(fmtbuf *b, double x) {
+  char *o = b->s[b->i++ % 6];
+  units_bytes(o, 32, x);
+  return o;
+}
+static const char *prm(fmtbuf *b, double x) {
+  char *o = b->s[b->i++ % 6];
+  units_si(o, 32, x, "");
+  size_t k = strlen(o);
+  while (k > 0 && o[k - 1] == ' ') o[--k] = 0; /* "8.03 G" */
+  return o;
+}
+
+/* ---- time ---- */
+
+/* The layers chip 0 holds: its virtual stages vs = 0, pp, 2 pp, ... */
+static int64_t chip0_layers(const model *m, const plan *p) {
+  int64_t n = 0;
+  for (int64_t vs = 0; vs < p->pp * p->vp; vs += p->pp) n += plan_stage_layers(p, m->info.tf.layers, vs);
+  return n;
+}
+
+/* A layer's recomputation in the backward (step.c's layer_times). */
+static double recompute_s(const plan *p, const step_result *r) {
+  if (p->recompute == PLAN_RECOMPUTE_FULL) return r->layer_fwd_s;
+  if (p->recompute != PLAN_RECOMPUTE_SELECTIVE) return 0;
+  double share = frameworks[p->framework].selective_mm_share;
+  return share > 0 ? share * (r->layer_fwd_s - r->attn_core_fwd_s) : r->attn_core_fwd_s;
+}
+
+static void time_compute(const model *m, const plan *p, const step_result *r, explain_term *x) {
+  fmtbuf b = {0};
+  double M = (double)r->microbatches, t_mb = r->breakdown_s.compute / M;
+  int64_t n0 = chip0_layers(m, p);
+  double a = (M - 1) / M, rec = recompute_s(p, r);
+  double head_share = p->pp == 1 ? 1 : 0.5; /* embedding on the first stage, head on the last */
+  double layer = r->layer_fwd_s + r->layer_bwd_s + rec + a * r->grad_accum_layer_s;
+  double head = head_share * (r->head_fwd_s + r->head_bwd_s + a * r->grad_accum_head_s);
+  double recon = (double)n0 * layer + head;
+  snprintf(x->formula, sizeof x->formula,
+           "m x t_mb; t_mb = L x (fwd + bwd + recompute + (m-1)/m x grad accum) + %s",
+           p->pp == 1 ? "embedding/head" : "half the embedding/head");
+  if (same(recon, t_mb))
+    values(x, "%lld micro-batches x %s; t_mb = %lld layers x (%s + %s + %s + %.3f x %s) + %s",
+           (long long)r->microbatches, sec(&b, t_mb), (long long)n0, sec(&b, r->layer_fwd_s),
+           sec(&b, r->layer_bwd_s), sec(&b, rec), a, sec(&b, r->grad_accum_layer_s), sec(&b, head));
+  else
+    values(x, "%lld micro-batches x %s (chip 0's chunks differ from the average layer: an "
+              "uneven split, layers of several kinds or ZeRO-3 gathers ahead of compute)",
+           (long long)r->microbatches, sec(&b, t_mb));
+}
+
+static void time_layer_comm(const model *m, const plan *p, const step_result *r, double v,
+                            explain_term *x) {
+  fmtbuf b = {0};
+  double M = (double)r->microbatches;
+  int64_t n0 = chip0_layers(m, p);
+  /* r->tp_comm_bwd_s holds full recompute's repeat of the forward's */
+  double recon = M * (double)n0 * (r->tp_comm_fwd_s + r->tp_comm_bwd_s);
+  if (v == 0)
+    values(x, "no tensor, context or expert parallelism (tp %lld, cp %lld, ep %lld)",
+           (long long)p->tp, (long long)(p->cp > 0 ? p->cp : 1), (long long)(p->ep > 0 ? p->ep : 1));
+  else if (same(recon, v))
+    values(x, "%lld micro-batches x %lld layers x (%s + %s)", (long long)r->microbatches,
+           (long long)n0, sec(&b, r->tp_comm_fwd_s), sec(&b, r->tp_comm_bwd_s));
+  else
+    values(x, "%lld micro-batches x %s (chip 0's layers differ from the average)",
+           (long long)r->microbatches, sec(&b, v / M));
+}
+
+static void time_bubble(const plan *p, const step_result *r, double busy, explain_term *x) {
+  fmtbuf b = {0};
+  double M = (double)r->microbatches;
+  if (p->pp <= 1) {
+    values(x, "pp 1: no pipeline");
+    return;
+  }
+  double ideal = (double)(p->pp - 1) / ((double)p->vp * M) * busy;
+  values(x, "%s's idle time on chip 0; ideal (%lld-1)/(%lld x %lld) x %s busy = %s",
+         plan_schedule_names[p->schedule], (long long)p->pp, (long long)p->vp,
+         (long long)r->microbatches, sec(&b, busy), sec(&b, ideal));
+}
+
+/* The optimizer's update over HBM (step.c's step_describe), or over the host link when offloaded. */
+static void time_optimizer(const hw_model *hw, const plan *p, const model *m, const step_result *r,
+                           explain_term *x) {
+  fmtbuf b = {0};
+  double e = (double)m->expert_params, pp = (double)p->pp;
+  double ep = (double)(p->ep > 0 ? p->ep : 1) * (double)(p->etp > 0 ? p->etp : 1);
+  double dense = ((double)m->params - e) / ((double)p->tp * pp), expert = e / (ep * pp);
+  double dpcp = (double)p->dp * (double)(p->cp > 0 ? p->cp : 1);
+  double local = p->zero >= 1 ? dense / dpcp + expert / (double)plan_expert_dp(p) : dense + expert;
+  bool off = p->offload == PLAN_OFFLOAD_OPTIMIZER && hw->chip.host_link_bw_bytes_per_s > 0;
+  double per = off ? 30 : 28;
+  double bw = off ? hw->chip.host_link_bw_bytes_per_s : hw->chip.hbm_bw_bytes_per_s * hw->chip.hbm_efficiency;
+  double cast = r->weight_cast_s / pp;
+  char rate[32];
+  units_si(rate, sizeof rate, bw, "B/s");
+  if (same(local * per / bw + cast, x->value))
+    values(x, "%s params x %.0f B / %s%s + %s weight cast", prm(&b, local), per, rate,
+           off ? " (host link)" : " (HBM x efficiency)", sec(&b, cast));
+  else
+    values(x, "the update's kernels, timed on the chip");
+}
+
+static void explain_time(const model *m, const hw_model *hw, const plan *p, const step_result *r,
+                         step_explain *e) {
+  fmtbuf b = {0};
+  const step_breakdown *bd = &r->breakdown_s;
+  explain_term *t = e->time;
+  int *n = &e->n_time;
+  bool hlo = strcmp(m->format, "hlo") == 0, whole = hlo || m->info.tf.layers == 0;
+  if (hlo) {
+    explain_term *x = add(t, n, "compute", bd->compute, "the program's forward + backward kernels");
+    values(x, "%s + %s", sec(&b, r->layer_fwd_s), sec(&b, r->layer_bwd_s));
+    x = add(t, n, "collectives", bd->exposed_comm, "the program's collectives, in series with compute");
+    values(x, "sum over its all-reduce, all-gather, reduce-scatter and all-to-all ops");
+    x = add(t, n, "optimizer", bd->other, "the program's update kernels");
+    values(x, "%s", sec(&b, bd->other));
+  } else if (whole) {
+    explain_term *x = add(t, n, "compute", bd->compute,
+                          "m x (fwd + bwd) + (m-1) x grad accum");
+    values(x, "%lld micro-batches x (%s + %s) + %lld x %s", (long long)r->microbatches,
+           sec(&b, r->layer_fwd_s), sec(&b, r->layer_bwd_s), (long long)(r->microbatches - 1),
+           sec(&b, r->grad_accum_layer_s));
+    x = add(t, n, "exposed gradient sync", bd->exposed_comm,
+            "max(0, all-reduce - the last backward it hides behind)");
+    values(x, p->dp > 1 ? "max(0, %s - %s)" : "dp 1: no all-reduce (%s, %s)",
+           sec(&b, r->dp_allreduce_s), sec(&b, r->layer_bwd_s));
+    x = add(t, n, "optimizer", bd->other, "the graph's update ops");
+    values(x, "%s", sec(&b, bd->other));
+  } else {
+    double layer_comm = bd->exposed_comm - r->exposed_dp_s;
+    explain_term *x = add(t, n, "compute", bd->compute, "");
+    time_compute(m, p, r, x);
+    x = add(t, n, "layer collectives", layer_comm,
+            "m x L x (forward + backward): TP/CP/EP, the part not overlapped");
+    time_layer_comm(m, p, r, layer_comm, x);
+    x = add(t, n, "pipeline bubble", bd->pipeline_bubble,
+            "step - input stall - busy - exposed gradient sync - optimizer");
+    time_bubble(p, r, bd->compute + layer_comm, x);
+    x = add(t, n, "exposed gradient sync", r->exposed_dp_s,
+            "the gradient reduction past chip 0's last backward");
+    values(x, "%s, of which the backward hides %s (%s)", sec(&b, r->dp_allreduce_s),
+           sec(&b, r->dp_allreduce_s - r->exposed_dp_s), plan_grad_sync_names[p->grad_sync]);
+    x = add(t, n, "optimizer", bd->other, "fused Adam: params x bytes moved / bandwidth");
+    time_optimizer(hw, p, m, r, x);
+  }
+  explain_term *x = add(t, n, "input stall", bd->input_stall,
+                        "the host input pipeline's wait (sim/input, simulated over 40 steps)");
+  values(x, bd->input_stall > 0 ? "%s a step" : "none: the data is there in time (%s)",
+         sec(&b, bd->input_stall));
+  e->step_time_s = r->step_time_s;
+}
+
+/* ---- memory ---- */
+
+/* A state term: P params x B bytes each / n shards (+ extra). B is the
+** bytes a parameter averages over the stage's dense and expert shards. */
+static void state_term(explain_term *x, double params, double shards, double extra,
+                       const char *extra_name) {
+  fmtbuf b = {0};
+  double per = params > 0 ? (x->value - extra) * shards / params : 0;
+  if (extra > 0)
+    values(x, "%s params x %.3g B / %.0f + %s %s", prm(&b, params), per, shards, byt(&b, extra),
+           extra_name);
+  else
+    values(x, "%s params x %.3g B / %.0f", prm(&b, params), per, shards);
+}
+
+static void explain_memory(const model *m, const plan *p, const step_result *r, step_explain *e) {
+  fmtbuf b = {0};
+  const mem_bytes *mb = &r->memory;
+  explain_term *t = e->mem;
+  int *n = &e->n_mem;
+  bool whole = strcmp(m->format, "hlo") == 0 || m->info.tf.layers == 0;
+  if (whole) {
+    explain_term *x = add(t, n, "weights", mb->weights, "the graph's parameters (and aux state)");
+    values(x, "%s", byt(&b, mb->weights));
+    x = add(t, n, "gradients", mb->gradients, "one per trainable parameter");
+    values(x, "%s", byt(&b, mb->gradients));
+    x = add(t, n, "optimizer", mb->optimizer, "the graph's optimizer-state parameters");
+    values(x, "%s", byt(&b, mb->optimizer));
+    x = add(t, n, "activations", mb->activations, "forward values the backward reads, once each");
+    values(x, "%s", byt(&b, mb->activations));
+    e->peak_bytes = mb->peak;
+    return;
+  }
+  double dpcp = (double)p->dp * (double)(p->cp > 0 ? p->cp : 1);
+  explain_term *x = add(t, n, "weights", mb->weights, "P x B_w / (dp x cp under ZeRO-3) + low-precision copies");
+  state_term(x, mb->params, p->zero >= 3 ? dpcp : 1, mb->weight_copies, "low-precision copies");
+  x = add(t, n, "gradients", mb->gradients, "P x B_g / (dp x cp under ZeRO-2+)");
+  state_term(x, mb->params, p->zero >= 2 ? dpcp : 1, 0, "");
+  x = add(t, n, "optimizer", mb->optimizer, "P x B_opt / (dp x cp under ZeRO-1+)");
+  if (p->offload == PLAN_OFFLOAD_OPTIMIZER)
+    values(x, "offloaded: %s on the host", byt(&b, mb->host));
+  else
+    state_term(x, mb->params, p->zero >= 1 ? dpcp : 1, 0, "");
+  x = add(t, n, "activations", mb->activations,
+          "layer x micro-batch sets in flight (Korthikanti et al. 2022) + embedding/logits");
+  values(x, "%.4g sets, the largest layer's %s (stage %d, recompute %s)", mb->layer_mbs,
+         byt(&b, mb->act_layer), mb->stage, plan_recompute_names[p->recompute]);
+  x = add(t, n, "temporary", mb->temporary, "the largest layer's backward buffers and collectives' (docs/memory.md)");
+  values(x, "%s", byt(&b, mb->temporary));
+  x = add(t, n, "runtime", mb->runtime, "context, kernels, library workspaces (by chip kind)");
+  values(x, "%s", byt(&b, mb->runtime));
+  x = add(t, n, "communicators", mb->comm, "collective communicators' buffers");
+  values(x, "%s", byt(&b, mb->comm));
+  x = add(t, n, "fragmentation", mb->fragmentation, "f / (1 - f) x (activations + temporary)");
+  double at = mb->activations + mb->temporary;
+  double f = mb->fragmentation + at > 0 ? mb->fragmentation / (mb->fragmentation + at) : 0;
+  values(x, "%.3g / (1 - %.3g) x %s", f, f, byt(&b, at));
+  e->peak_bytes = mb->peak;
+}
+
+void step_explain_fill(const model *m, const hw_model *hw, const plan *p, const step_result *r,
+                       step_explain *e) {
+  memset(e, 0, sizeof *e);
+  explain_time(m, hw, p, r, e);
+  explain_memory(m, p, r, e);
+}
+
+/* ---- printing ---- */
+
+explain_unit explain_time_unit(double total_s) {
+  if (total_s >= 1000) return (explain_unit){"s", 1, 3};
+  if (total_s >= 1e-2) return (explain_unit){"ms", 1e-3, 3};
+  return (explain_unit){"us", 1e-6, 3};
+}
+
+explain_unit explain_mem_unit(double total_bytes) {
+  if (total_bytes >= 1024.0 * 1024 * 1024) return (explain_unit){"GiB", 1024.0 * 1024 * 1024, 3};
+  return (explain_unit){"MiB", 1024.0 * 1024, 3};
+}
+
+int explain_round(const double *v, int n, double total, explain_unit u, int64_t *out,
+                  int64_t *total_q) {
+  double q = u.scale * pow(10, -u.decimals), sum = 0;
+  double rem[EXPLAIN_MAX_TERMS];
+  int64_t floor_sum = 0;
+  if (n > EXPLAIN_MAX_TERMS) return -1;
+  for (int i = 0; i < n; i++) {
+    double x = v[i] / q;
+    out[i] = (int64_t)floor(x);
+    rem[i] = x - (double)out[i];
+    floor_sum += out[i];
+    sum += v[i];
+  }
+  *total_q = (int64_t)llround(total / q);
+  if (fabs(sum - total) > 0.5 * q) return -1;
+  /* the quanta the floors lost go to the largest remainders */
+  int64_t short_q = *total_q - floor_sum;
+  if (short_q < 0 || short_q > n) return -1;
+  for (int64_t k = 0; k < short_q; k++) {
+    int best = -1;
+    for (int i = 0; i < n; i++)
+      if (rem[i] >= 0 && (best < 0 || rem[i] > rem[best])) best = i;
+    out[best]++;
+    rem[best] = -1;
+  }
+  return 0;
+}
+
+static cJSON *terms_json(const explain_term *t, int n, const char *key) {
+  cJSON *a = cJSON_CreateArray();
+  for (int i = 0; a && i < n; i++) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "term", t[i].name);
+    cJSON_AddStringToObject(o, "formula", t[i].formula);
+    cJSON_AddStringToObject(o, "values", t[i].values);
+    cJSON_AddNumberToObject(o, key, t[i].value);
+    cJSON_AddItemToArray(a, o);
+  }
+  return a;
+}
+
+cJSON *step_explain_json(const step_explain *e) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddItemToObject(o, "time", terms_json(e->time, e->n_time, "value_s"));
+  cJSON_AddNumberToObject(o, "step_time_s", e->step_time_s);
+  cJSON_AddItemToObject(o, "memory", terms_json(e->mem, e->n_mem, "value_bytes"));
+  cJSON_AddNumberToObject(o, "peak_bytes", e->peak_bytes);
+  return o;
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# A stale page fails the docs check (issue #20 item 3). Copies of a page and
+# of a picture's data, each with one number changed as a hand edit would,
+# are run through tests/docs.sh, which must fail on exactly that block or
+# picture; the unchanged copies must pass, so the failure is the number's.
+#
+#   bash tests/docs_stale.sh        (TPUSIM: the binary, as tests/docs.sh)
+set -u
+TPUSIM=${TPUSIM:-./tpusim}
+export TPUSIM
+DIR=tests/out/docs-stale
+rm -rf "$DIR"
+mkdir -p "$DIR/page" "$DIR/img"
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { echo "FAIL  docs-stale: $*"; fail=$((fail + 1)); }
+
+# bump FILE LINE: the line's first digit d becomes (d + 1) mod 10.
+bump() {
+  awk -v n="$2" 'NR == n { match($0, /[0-9]/); d = substr($0, RSTART, 1);
+                          $0 = substr($0, 1, RSTART - 1) ((d + 1) % 10) substr($0, RSTART + 1) }
+                 { print }' "$1" >"$1.new" && mv "$1.new" "$1"
+}
+
+# 1. A page: the block of docs/hardware-choice.md holding simulate's first
+# "step time" line, copied alone, then that line with a digit changed.
+src=docs/hardware-choice.md
+at=$(grep -n '^  step time  ' "$src" | head -1 | cut -d: -f1)
+[ -n "$at" ] || { bad "$src has no simulate output"; exit 1; }
+start=$(awk -v a="$at" 'NR < a && /^```/ { s = NR } END { print s }' "$src")
+end=$(awk -v a="$at" 'NR > a && /^```/ { print NR; exit }' "$src")
+sed -n "${start},${end}p" "$src" >"$DIR/page/fresh.md"
+cp "$DIR/page/fresh.md" "$DIR/page/stale.md"
+line=$(grep -n '^  step time  ' "$DIR/page/stale.md" | head -1 | cut -d: -f1)
+[ -n "$line" ] || { bad "no 'step time' line in $src's first simulate block"; exit 1; }
+bump "$DIR/page/stale.md" "$line"
+if bash tests/docs.sh "$DIR/page/fresh.md" >"$DIR/fresh.log" 2>&1; then ok; else
+  bad "the unchanged copy of $src:$start fails"; sed 's/^/  | /' "$DIR/fresh.log" | head -8; fi
+if bash tests/docs.sh "$DIR/page/stale.md" >"$DIR/stale.log" 2>&1; then
+  bad "a changed number in $src:$start passed the docs check"
+elif grep -q "^FAIL  $DIR/page/stale.md:2 .*printed something else" "$DIR/stale.log" &&
+     grep -q "docs: 0 passed, 1 failed" "$DIR/stale.log"; then ok
+else bad "the changed page failed for another reason"; sed 's/^/  | /' "$DIR/stale.log" | head -8; fi
+
+# 2. A picture: plot-memory's script and data, one number of the data changed.
+cp docs/img/plot-memory.gp docs/img/plot-memory.dat "$DIR/img/"
+line=$(grep -n '^[^#]' "$DIR/img/plot-memory.dat" | head -1 | cut -d: -f1)
+if DOCS_IMG=$DIR/img bash tests/docs.sh --pictures >"$DIR/img-fresh.log" 2>&1; then ok; else
+  bad "the unchanged copy of docs/img/plot-memory fails"; sed 's/^/  | /' "$DIR/img-fresh.log" | head -8; fi
+bump "$DIR/img/plot-memory.dat" "$line"
+if DOCS_IMG=$DIR/img bash tests/docs.sh --pictures >"$DIR/img-stale.log" 2>&1; then
+  bad "a changed number in docs/img/plot-memory.dat passed the docs check"
+elif grep -q "the data differs" "$DIR/img-stale.log"; then ok
+else bad "the changed picture failed for another reason"; sed 's/^/  | /' "$DIR/img-stale.log" | head -8; fi
+
+echo "docs-stale: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
