@@ -22,7 +22,21 @@ LLVM_CONFIG ?= llvm-config-19
 PKG_CONFIG  ?= pkg-config
 
 DEB_PKGS = llvm-19-dev libcjson-dev libsdl2-dev libsdl2-ttf-dev fonts-dejavu-core \
-           gnuplot-nox libcriterion-dev pkg-config clang libclang-rt-dev
+           gnuplot-nox libcriterion-dev pkg-config clang libclang-rt-dev \
+           libopenmpi-dev openmpi-bin
+
+# MPI for `mpirun -n N tpusim sweep` (docs/sweep.md): when OpenMPI's mpicc
+# is found, cli/sweep_mpi.c is compiled with its flags and tpusim links its
+# libraries (what `mpicc` adds, taken from `mpicc --showme`); without it the
+# build is the same program, whose sweep refuses to run under mpirun. MPI=0
+# leaves it out (make asan does: MPI's own allocations would read as leaks).
+MPICC ?= mpicc
+MPI_LINK := $(shell $(MPICC) --showme:link 2>/dev/null)
+MPI ?= $(if $(MPI_LINK),1,0)
+ifeq ($(MPI),1)
+MPI_CFLAGS := -DTPUSIM_MPI $(shell $(MPICC) --showme:compile 2>/dev/null)
+MPI_LIBS := $(MPI_LINK)
+endif
 
 # The reference data the tests read (reference/hlo/ ...): by default the
 # `shared` folder beside this repository, found from this Makefile's folder,
@@ -43,7 +57,7 @@ ALL_CFLAGS = -std=c17 $(WARN) $(CFLAGS) $(EXTRA_CFLAGS) -D_POSIX_C_SOURCE=200809
 LLVM_CFLAGS = $(shell $(LLVM_CONFIG) --cflags 2>/dev/null | sed 's/-std=[^ ]*//g')
 SDL_CFLAGS  = $(shell $(PKG_CONFIG) --cflags sdl2 SDL2_ttf 2>/dev/null)
 LIBS = $(shell $(LLVM_CONFIG) --ldflags --libs core 2>/dev/null) \
-       $(shell $(PKG_CONFIG) --libs libcjson sdl2 SDL2_ttf 2>/dev/null) -lm -pthread
+       $(shell $(PKG_CONFIG) --libs libcjson sdl2 SDL2_ttf 2>/dev/null) $(MPI_LIBS) -lm -pthread
 CRITERION_LIBS = $(shell $(PKG_CONFIG) --libs criterion 2>/dev/null || echo -lcriterion)
 
 LIB_SRC = $(wildcard base/*.c hw_models/*.c workloads/*.c sim/*.c planner/*.c viz/*.c cli/*.c)
@@ -56,7 +70,7 @@ TEST_SRC = $(filter-out $(EXCLUDE),$(wildcard tests/*.c))
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
 
 .PHONY: all deps run test check check-layers unit cli docs docs-check asan valgrind bench fuzz fuzz-run clean \
-        validate
+        validate sweep
 
 all: $(BIN)
 
@@ -67,6 +81,13 @@ $(BUILD)/%.o: %.c
 $(BUILD)/sim/lower.o $(BUILD)/sim/lower_emit.o $(BUILD)/sim/lower_ops.o $(BUILD)/sim/lower_custom.o: ALL_CFLAGS += $(LLVM_CFLAGS)
 $(BUILD)/viz/%.o: ALL_CFLAGS += $(SDL_CFLAGS)
 $(BUILD)/tests/helpers.o: ALL_CFLAGS += -DTPUSIM_SHARED_DEFAULT='"$(TPUSIM_SHARED)"'
+$(BUILD)/cli/sweep_mpi.o: ALL_CFLAGS += $(MPI_CFLAGS)
+$(BUILD)/cli/sweep_mpi.o: $(BUILD)/.mpi
+
+# Changes when MPI is turned on or off, so sweep_mpi.o is rebuilt.
+$(BUILD)/.mpi: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(MPI)' | cmp -s - $@ || echo '$(MPI)' > $@
 
 $(BUILD)/embed: base/embed.c
 	@mkdir -p $(BUILD)
@@ -156,13 +177,18 @@ validate: $(BIN)
 check-layers: $(BUILD)/libtpusim.a $(BUILD)/cli/main.o
 	@bash tests/layers.sh $(BUILD)
 
-check: check-layers unit cli docs-check
+# `tpusim sweep`: a small study, resumed after a kill, and under
+# `mpirun -n 2` compared byte for byte (skipped, with a message, without MPI).
+sweep: $(BIN)
+	TPUSIM=./$(BIN) TPUSIM_MPI=$(MPI) bash tests/sweep.sh
+
+check: check-layers unit cli sweep docs-check
 
 test: deps
 	@$(MAKE) --no-print-directory check
 
 asan: deps
-	@$(MAKE) --no-print-directory BUILD=build-asan BIN=build-asan/tpusim CFLAGS="-O1 -g" \
+	@$(MAKE) --no-print-directory BUILD=build-asan BIN=build-asan/tpusim CFLAGS="-O1 -g" MPI=0 \
 	  EXTRA_CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	  check
 
@@ -179,8 +205,9 @@ $(BUILD)/bench/%: tests/bench/%.c $(BUILD)/libtpusim.a
 	@mkdir -p $(BUILD)/bench
 	$(CC) $(ALL_CFLAGS) $(SDL_CFLAGS) -O2 -o $@ $< $(BUILD)/libtpusim.a $(LIBS)
 
-bench: $(BENCH_BIN)
+bench: $(BENCH_BIN) $(BIN)
 	@for b in $(BENCH_BIN); do echo "== $$b"; $$b || exit 1; done
+	@echo "== tests/bench/sweep.sh"; TPUSIM=./$(BIN) TPUSIM_MPI=$(MPI) bash tests/bench/sweep.sh
 
 # Fuzzing (tests/fuzz/): the library built by clang with libFuzzer's
 # coverage and ASan + UBSan into build-fuzz/, one harness a loader (the
@@ -191,7 +218,7 @@ FUZZ_NAMES = jin model hw hlo trace
 FUZZ_CC ?= clang
 
 fuzz: deps
-	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=$(FUZZ_CC) BIN=build-fuzz/tpusim CFLAGS="-O1 -g" \
+	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=$(FUZZ_CC) BIN=build-fuzz/tpusim CFLAGS="-O1 -g" MPI=0 \
 	  EXTRA_CFLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer" fuzz-run
 
 fuzz-run: $(FUZZ_NAMES:%=$(BUILD)/fuzz/fuzz_%)

@@ -24,7 +24,7 @@
 static const cli_cmd *const COMMANDS[] = {
     &cli_cmd_plan,  &cli_cmd_simulate,  &cli_cmd_validate, &cli_cmd_collective, &cli_cmd_graph,
     &cli_cmd_lower, &cli_cmd_calibrate, &cli_cmd_hw,       &cli_cmd_view,       &cli_cmd_plot,
-    &cli_cmd_serve,
+    &cli_cmd_serve, &cli_cmd_sweep,
 };
 #define NCOMMANDS ((int)(sizeof COMMANDS / sizeof COMMANDS[0]))
 

@@ -60,7 +60,10 @@ typedef struct cli_cmd {
 /* The rows, one per cmd_NAME.c; cli.c lists them in help's order. */
 extern const cli_cmd cli_cmd_plan, cli_cmd_simulate, cli_cmd_validate, cli_cmd_collective,
     cli_cmd_graph, cli_cmd_lower, cli_cmd_calibrate, cli_cmd_hw, cli_cmd_view, cli_cmd_plot,
-    cli_cmd_serve;
+    cli_cmd_serve, cli_cmd_sweep;
+
+/* `tpusim plot sweep ...` (cmd_plot_sweep.c), which `tpusim plot` hands on. */
+int cli_plot_sweep(int argc, char **argv, FILE *out, FILE *err);
 
 /* ---- options (cli.c) ---- */
 

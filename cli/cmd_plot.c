@@ -33,6 +33,7 @@ static const char USAGE[] =
     "                                             `tpusim plan MODEL --pareto --json`\n"
     "  breakdown  MODEL --hw NAME --chips N       step-time components of a few plans\n"
     "  collective --hw NAME --chips N --op OP     bus bandwidth vs message size per algorithm\n"
+    "  sweep      RESULTS.csv [--x P | --heat A,B] a study's results (`tpusim plot sweep --help`)\n"
     "\n"
     "Options:\n"
     "  -o FILE          the picture (.png or .svg); FILE.dat and FILE.gp are kept beside it\n"
@@ -193,10 +194,11 @@ static int plot_cmd(int argc, char **argv, FILE *out, FILE *err) {
     fputs(USAGE, argc < 2 ? err : out);
     return argc < 2 ? CLI_USAGE : CLI_OK;
   }
+  if (strcmp(argv[1], "sweep") == 0) return cli_plot_sweep(argc, argv, out, err);
   int k = plot_kind_parse(argv[1]);
   if (k < 0)
     return cli_usage_error(
-        c, "unknown kind '%s' (roofline, scaling, memory, pareto, breakdown, collective)", argv[1]);
+        c, "unknown kind '%s' (roofline, scaling, memory, pareto, breakdown, collective, sweep)", argv[1]);
   const char *kind = argv[1];
   for (int i = 2; i < argc; i++)
     if (is_help(argv[i])) {
@@ -250,5 +252,5 @@ static int plot_cmd(int argc, char **argv, FILE *out, FILE *err) {
 }
 
 const cli_cmd cli_cmd_plot = {"plot", "tpusim plot KIND ... -o FILE.png|svg   (tpusim plot --help for the kinds)",
-    "gnuplot charts: roofline, scaling, memory, pareto, breakdown, collective", NULL, NULL,
+    "gnuplot charts: roofline, scaling, memory, pareto, breakdown, collective, sweep", NULL, NULL,
     NULL, NULL, plot_cmd};

@@ -109,6 +109,12 @@ const hw_model *hw_catalog_find(const hw_catalog *c, const char *name) {
   return NULL;
 }
 
+hw_model *hw_catalog_find_mut(hw_catalog *c, const char *name) {
+  for (int i = 0; i < c->n; i++)
+    if (strcmp(c->m[i]->name, name) == 0) return c->m[i];
+  return NULL;
+}
+
 void hw_catalog_unknown(const hw_catalog *c, const char *name, char *buf, size_t n) {
   const char *names[256] = {0};
   int k = 0;

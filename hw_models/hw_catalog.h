@@ -31,6 +31,9 @@ int hw_catalog_count(const hw_catalog *c);
 ** that add a new name come last, in the order given. */
 const hw_model *hw_catalog_at(const hw_catalog *c, int i);
 const hw_model *hw_catalog_find(const hw_catalog *c, const char *name);
+/* The same entry, for a caller that changes it in place (a study's
+** hw_override on its own catalog); NULL when absent. */
+hw_model *hw_catalog_find_mut(hw_catalog *c, const char *name);
 /* "unknown hardware 'h100'; did you mean 'h100-sxm'? (known: ...)" */
 void hw_catalog_unknown(const hw_catalog *c, const char *name, char *buf, size_t n);
 

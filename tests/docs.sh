@@ -22,7 +22,8 @@
 #     that does not fit); a crash, status >= 128, always fails;
 #   - a path under ../shared/ (the reference data beside the repository) is
 #     read from TPUSIM_SHARED when that is set (as the Makefile does);
-#   - files a command writes (--trace, --screenshot, --out, -o) go under
+#   - files a command writes (--trace, --screenshot, --out, -o; sweep's
+#     --out PREFIX writes PREFIX.csv, which later commands read) go under
 #     tests/out/docs/, and later commands that read them read them there; the
 #     block keeps the names as a user types them. Such a command shown with
 #     no output is only checked to exit 0 and write its files.
@@ -96,6 +97,8 @@ run_cmd() {
       words[w]=$mapped
     elif [ -n "${outmap[$word]+x}" ]; then
       words[w]=${outmap[$word]}
+    elif [[ $word == *.csv ]] && [ -n "${outmap[${word%.csv}]+x}" ]; then
+      words[w]=${outmap[${word%.csv}]}.csv # sweep --out PREFIX wrote PREFIX.csv
     fi
     prev=$word
   done
@@ -157,7 +160,7 @@ check_block() {
     fi
     local f
     for f in "${written[@]}"; do
-      [ -s "${outmap[$f]}" ] || { why+="; '$label' wrote no $f"; blk_ok=0 blk_run_ok=0; }
+      [ -s "${outmap[$f]}" ] || [ -s "${outmap[$f]}.csv" ] || { why+="; '$label' wrote no $f"; blk_ok=0 blk_run_ok=0; }
     done
     # A command that writes files, shown without output: status and files only.
     if [ ${#written[@]} -gt 0 ] && [ ${#exp[@]} -eq 0 ] && [ "$cut" -lt 0 ]; then

@@ -95,4 +95,29 @@ typedef struct {
 ** that cannot be written) or 2 (an --op no collective has). */
 int plot_draw(const plot_req *r, const plot_output *o, FILE *out, FILE *err);
 
+/* ---- a study's results (plot_sweep.c) ---- */
+
+/* `tpusim plot sweep RESULTS.csv`: the CSV `tpusim sweep` wrote. Lines of
+** the best training time (or cost) against one swept parameter, a line per
+** model (and hardware); or, for two parameters, a heatmap per model of the
+** speed-up over the base point (each parameter at 1, else its first value). x / heat: the parameters ("chips",
+** an override key; heat "A,B"), NULL to choose: a heatmap of the first two
+** that vary, else lines over the one that does. */
+typedef struct {
+  const char *results;
+  const char *x, *heat;
+  bool cost; /* dollars instead of days */
+  int argc;
+  char **argv;
+} plot_sweep_req;
+
+/* 0, 1 (bad input, with file:line and what was expected; gnuplot failing)
+** or 2 (a parameter the results do not have). */
+int plot_sweep_draw(const plot_sweep_req *r, const plot_output *o, FILE *out, FILE *err);
+
+/* The script's first lines (terminal, output, DAT) and the gnuplot run,
+** shared by the kinds. */
+void plot_script_header(const plot_output *o, int argc, char **argv, FILE *gp);
+int plot_run_gnuplot(const plot_output *o, FILE *out, FILE *err);
+
 #endif
