@@ -79,7 +79,9 @@ static int existing_rows(const char *path, const char *header, int64_t max, int6
 /* Cuts path to len bytes and opens it to append. */
 static FILE *open_at(const char *path, long len, char *err, size_t errn) {
   FILE *f = fopen(path, "a");
-  if (f && ftruncate(fileno(f), len) != 0) {
+  /* the stream's position was read at open, before the cut: seek to the
+  ** new end so that ftell says 0 for an emptied file (its header is due) */
+  if (f && (ftruncate(fileno(f), len) != 0 || fseek(f, 0, SEEK_END) != 0)) {
     fclose(f);
     f = NULL;
   }

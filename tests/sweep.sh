@@ -97,6 +97,10 @@ same $OUT/ref.csv $OUT/kill.csv "resumed after kill -9"; same $OUT/ref.jsonl $OU
 # another study's files are not resumed over
 run other 1 sweep $DATA/points.json --out $OUT/ref && has other err "holds the output of another study"
 run restart 0 sweep $DATA/points.json --out $OUT/ref --restart
+# --restart over another study's files writes exactly what a fresh run does
+# (the header included: the cut file's end must be re-read)
+run fresh 0 sweep $DATA/points.json --out $OUT/fresh
+same $OUT/fresh.csv $OUT/ref.csv "--restart over another study"; same $OUT/fresh.jsonl $OUT/ref.jsonl "--restart over another study"
 
 # --- an explicit list; a point that fails is recorded and the sweep goes on ---
 run points 0 sweep $DATA/points.json --out $OUT/pts && has points out "3 points" && has points out "1 failed"
