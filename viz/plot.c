@@ -783,3 +783,15 @@ int plot_draw(const plot_req *r, const plot_output *o, FILE *out, FILE *err) {
   if (rc == PLOT_OK) rc = run_gnuplot(c);
   return rc;
 }
+
+/* ---------------------------------------------------------------- shared with plot_sweep.c */
+
+void plot_script_header(const plot_output *o, int argc, char **argv, FILE *gp) {
+  pctx c = {.o = o, .argc = argc, .argv = argv};
+  gp_header(&c, gp);
+}
+
+int plot_run_gnuplot(const plot_output *o, FILE *out, FILE *err) {
+  pctx c = {.o = o, .out = out, .err = err};
+  return run_gnuplot(&c);
+}
