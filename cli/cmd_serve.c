@@ -510,6 +510,9 @@ int cli_plot_serve(int argc, char **argv, FILE *out, FILE *err) {
   }
   int shown = 0; /* the meeting candidates come first */
   while (shown < p.n && shown < top && p.c[shown].meets) shown++;
+  for (int i = 0; shown == 0 && i < p.n; i++) /* why none is drawn, as serve says it */
+    fprintf(err, "tpusim plot serve: %s %s: %s\n", p.c[i].hw->name, p.c[i].prec ? p.c[i].prec->name : "-",
+            p.c[i].why_not);
   plot_serve_req r = {.m = m, .q = &q, .chosen = p.c, .n_chosen = shown, .argc = argc, .argv = argv};
   rc = plot_serve_draw(&r, &o, out, err) == 0 ? CLI_OK : shown == 0 ? CLI_DOES_NOT_FIT : CLI_BAD_INPUT;
   if (rc == CLI_OK) fprintf(out, "wrote %s (data %s, script %s)\n", o.img_path, o.dat_path, o.gp_path);
