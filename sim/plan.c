@@ -246,12 +246,17 @@ int plan_hw_supports(const model *m, const hw_model *hw, char *err, size_t errn)
   ** fully int8-quantized TensorFlow Lite models compiled for it and "is
   ** primarily intended for model inferencing" (retraining at most the last
   ** layer; coral.ai/docs/edgetpu/faq, /models-intro). No backward pass or
-  ** optimizer runs on it, so no training plan does either. */
+  ** optimizer runs on it, so no training plan does either. A phone's CPU
+  ** and NPU are the same kind of target: their runtimes (TensorFlow Lite,
+  ** Core ML) ship converted, trained models to run on the device, and a
+  ** phone is not a machine people train models on. */
   if (hw->kind == HW_EDGE)
     return str_errf(err, errn, "%s is an edge inference part: it has no training support "
-                    "(no float backward pass or optimizer; its toolchain compiles trained, "
-                    "quantized models for inference only); train on a GPU, TPU or CPU and serve "
-                    "on it", hw->name);
+                    "(its runtime runs trained models converted for the device; %s); train on "
+                    "a GPU, TPU or server CPU and serve on it", hw->name,
+                    hw_peak_16bit(hw) > 0 || hw_peak_flops(hw, HW_FP32) > 0
+                        ? "no training stack runs on it"
+                        : "no float unit for a backward pass or optimizer");
   if ((req & WL_REQ_FP64) && hw_peak_flops(hw, HW_FP64) <= 0)
     return str_errf(err, errn, "the model requires fp64; %s has no fp64 unit (TPUs have none; "
                     "NVIDIA data-centre GPUs and CPUs do)", hw->name);

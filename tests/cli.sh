@@ -51,14 +51,15 @@ run hw-badopt 2 hw list --frobnicate && has hw-badopt err "unknown option '--fro
 
 # --- the catalog ---
 run list 0 hw list
-rows=$(grep -cE '^(tpu-|v100|a100|h100|h200|b200|b300|gb200|gb300|cpu-|t4 |l4 |a10g|edge-)' "$OUT/list.out")
-[ "$rows" -eq 23 ] && ok || bad "hw list shows $rows rows, expected 23"
+rows=$(grep -cE '^(tpu-|v100|a100|h100|h200|b200|b300|gb200|gb300|cpu-|t4 |l4 |a10g|edge-|phone-)' "$OUT/list.out")
+[ "$rows" -eq 25 ] && ok || bad "hw list shows $rows rows, expected 25"
 # serving hardware (issue 19): the edge part is listed unpriced, shows its int8 peak, and training
 # on it is refused with the reason (Coral FAQ: the Edge TPU is for inference); the T4 trains in fp16
 has list out "not rented"
 run show-edge 0 hw show edge-tpu && has show-edge out "peak_flops_per_s.int8" && has show-edge out "absent: not rented"
 run show-t4-json 0 hw show t4 --json && has show-t4-json out '"int4":	260000000000000'
 run sim-edge 1 simulate mlp --hw edge-tpu --chips 1 && has sim-edge err "edge-tpu is an edge inference part: it has no training support"
+run sim-phone 1 simulate mlp --hw phone-npu --chips 1 && has sim-phone err "phone-npu is an edge inference part"
 run sim-t4 0 simulate mlp --hw t4 --chips 1 && has sim-t4 out "mlp on 1 x t4"
 run plan-edge 0 plan mlp --hw edge-tpu,t4 && has plan-edge out "edge inference part"
 run list-json-edge 0 hw list --json && has list-json-edge out '"on_demand_usd_per_chip_hour":	null'
@@ -216,13 +217,13 @@ run plan-dlrm-1gpu 0 plan dlrm --hw h100-sxm --chips 1 && has plan-dlrm-1gpu out
 # hour); on GCP's 100 Gbit/s a2 VMs it wins. simulate bills them too:
 # 32 x $3.6734 + 13 x $0.5668 = $124.92 an hour
 run plan-rs-gcp 0 plan bert-large --hw a100-40g-gcp --chips 64 && has plan-rs-gcp out "A Reduction Server with 13 reducer VMs" && has plan-rs-gcp out "for \$7.37 an hour more" && has plan-rs-gcp out "It wins: the hosts' NICs bind"
-run sim-rs-price 0 simulate bert-large --hw a100-40g-gcp --chips 32 --mbs 8 --reduction-server 13 && has sim-rs-price out "\$124.92 per hour"
+run sim-rs-price 0 simulate bert-large --hw a100-40g-gcp --chips 32 --mbs 8 --reduction-server 13 --json && has sim-rs-price out '"usd_per_hour":	124.9204'
 run coll-rs-tpu 1 collective --hw tpu-v5p --chips 64 --op all-reduce --bytes 1G --algo reduction-server && has coll-rs-tpu err "gives none (system.scale_out.reducer_bw_bytes_per_s"
 # --input-host remote (#18, TPU Node): one 8-core VM decodes the slice's 1,024
 # images a step (1024 / (8 x 500) = 0.256 s against ~0.07 s of compute): a
 # stall remote, none local, and an "input stall" slice on the trace's lane
-run sim-remote-local 0 simulate resnet50 --hw tpu-v4 --chips 8 && has sim-remote-local out "input stall 0.000 s"
-run sim-remote-img 0 simulate resnet50 --hw tpu-v4 --chips 8 --input-host remote --trace "$OUT/remote.json" && has sim-remote-img out "input stall 0.18"
+run sim-remote-local 0 simulate resnet50 --hw tpu-v4 --chips 8 && has sim-remote-local out "input stall 0 s"
+run sim-remote-img 0 simulate resnet50 --hw tpu-v4 --chips 8 --input-host remote --trace "$OUT/remote.json" && has sim-remote-img out "input stall 185 ms"
 grep -q '"name":"input stall (waiting for the host'"'"'s batch)","cat":"input"' "$OUT/remote.json" && ok || bad "sim-remote-img: the trace has no input stall slice"
 # TF32 (#18): an fp32 CNN gets PyTorch's TF32 convolutions on an A100 (said
 # on stderr), strict fp32 when asked; an fp32 MLP keeps fp32 matmuls; no TF32

@@ -26,7 +26,9 @@ Test(hw_catalog, holds_exactly_the_contract_names) {
                                       "b200",   "b300",     "gb200",    "gb300",    "cpu-spr",
                                       "cpu-genoa", "a100-40g-gcp", "a100-40g-aws",
                                       /* serving (issue 19) */
-                                      "t4",     "l4",       "a10g",     "edge-tpu"};
+                                      "t4",     "l4",       "a10g",     "edge-tpu",
+                                      /* on-device (issue 19) */
+                                      "phone-cpu", "phone-npu"};
   hw_catalog *c = builtin();
   cr_assert_eq(hw_catalog_count(c), (int)(sizeof names / sizeof *names));
   for (size_t i = 0; i < sizeof names / sizeof *names; i++)

@@ -96,6 +96,66 @@ Test(hw_serving, edge_tpu_published_figures) {
   hw_catalog_free(c);
 }
 
+/* phone-cpu: the Dimensity 9300's four Cortex-X4 cores, one at 3.25 GHz
+** and three at 2.85 GHz (MediaTek launch specs), 4 x 128-bit vector pipes
+** each (Arm Cortex-X4 optimization guide). Hand-derived peaks: fp32 FMA =
+** 4 pipes x 4 lanes x 2 = 32 FLOP/cycle/core, fp16 twice that, int8 SDOT
+** = 4 pipes x 16 MACs x 2 = 128 ops/cycle/core, times the summed core
+** clocks 3.25 + 3 x 2.85 = 11.8 GHz. LPDDR5T 9600 MT/s x 64 bit = 76.8
+** GB/s; the test device had 16 GB. Bought, not rented. */
+Test(hw_serving, phone_cpu_derived_figures) {
+  hw_catalog *c = th_catalog();
+  const hw_model *m = th_hw(c, "phone-cpu");
+  const double core_hz = 3.25e9 + 3 * 2.85e9;
+  cr_assert_eq(m->kind, HW_EDGE);
+  cr_assert_float_eq(hw_peak_flops(m, HW_FP32), 32 * core_hz, 1e6);
+  cr_assert_float_eq(hw_peak_flops(m, HW_FP16), 64 * core_hz, 1e6);
+  cr_assert_float_eq(hw_peak_flops(m, HW_INT8), 128 * core_hz, 1e6);
+  cr_assert_eq(hw_peak_flops(m, HW_FP8), 0);
+  cr_assert_eq(m->chip.mu_cores * m->chip.mu_units_per_core, 4 * 4); /* 4 cores x 4 pipes */
+  cr_assert_float_eq(m->chip.clock_hz * 4, core_hz, 1e3);            /* the mean clock */
+  cr_assert_float_eq(m->chip.hbm_bw_bytes_per_s, 9600e6 * 64 / 8, 1e3);
+  cr_assert_eq(m->chip.hbm_bytes, 16LL << 30);
+  cr_assert_not(m->present[hw_field_find("price.on_demand_usd_per_chip_hour")]);
+  hw_catalog_free(c);
+}
+
+/* phone-npu: Apple's A17 Pro Neural Engine, "35 trillion operations per
+** second" on 16 cores (Apple, Sept. 2023; the A16 had 17). Apple states no
+** precision: the entry takes int8 (coremltools: int8-int8 compute on the
+** Neural Engine from the iPhone 15 Pro) and enters no other dtype. It
+** shares the iPhone 15 Pro's 8 GB LPDDR5 (Xcode 15 RC); 6400 MT/s x 64 bit
+** = 51.2 GB/s is the A16's LPDDR5-6400 (die analysis), assumed kept. */
+Test(hw_serving, phone_npu_published_figures) {
+  hw_catalog *c = th_catalog();
+  const hw_model *m = th_hw(c, "phone-npu");
+  cr_assert_eq(m->kind, HW_EDGE);
+  cr_assert_float_eq(hw_peak_flops(m, HW_INT8), 35e12, 1e6);
+  for (int d = 0; d < HW_DTYPE_COUNT; d++)
+    if (d != HW_INT8) cr_assert_eq(hw_peak_flops(m, (hw_dtype)d), 0, "%s", hw_dtype_name((hw_dtype)d));
+  cr_assert_eq(m->chip.mu_cores, 16);
+  /* the assumed 16 x (32x32 MAC) array at the entry's clock gives the 35 TOPS */
+  cr_assert_float_eq(16.0 * m->chip.tile_m * m->chip.tile_n * 2 * m->chip.clock_hz, 35e12, 0.01e12);
+  cr_assert_eq(m->chip.hbm_bytes, 8LL << 30);
+  cr_assert_float_eq(m->chip.hbm_bw_bytes_per_s, 6400e6 * 64 / 8, 1e3);
+  /* a phone NPU streams weights from the phone's DRAM: decode is bandwidth
+  ** bound, far below the int8 peak (ridge 35e12 / 51.2e9 = 684 ops/B) */
+  cr_assert_gt(hw_peak_flops(m, HW_INT8) / m->chip.hbm_bw_bytes_per_s, 600);
+  cr_assert_not(m->present[hw_field_find("price.on_demand_usd_per_chip_hour")]);
+  hw_catalog_free(c);
+}
+
+/* The two phone entries describe one class of device: the NPU's int8
+** peak is an order of magnitude above the CPU cluster's (35 vs 1.5 TOPS),
+** and both have tens of GB/s of LPDDR, not HBM. */
+Test(hw_serving, phone_npu_outruns_phone_cpu) {
+  hw_catalog *c = th_catalog();
+  const hw_model *cpu = th_hw(c, "phone-cpu"), *npu = th_hw(c, "phone-npu");
+  cr_assert_gt(hw_peak_flops(npu, HW_INT8), 10 * hw_peak_flops(cpu, HW_INT8));
+  cr_assert(cpu->chip.hbm_bw_bytes_per_s < 100e9 && npu->chip.hbm_bw_bytes_per_s < 100e9);
+  hw_catalog_free(c);
+}
+
 Test(hw_serving, int4_is_a_dtype_key) {
   cr_assert_eq(hw_dtype_parse("int4"), HW_INT4);
   cr_assert_str_eq(hw_dtype_name(HW_INT4), "int4");
@@ -154,6 +214,12 @@ Test(hw_serving, training_refused_on_edge_parts) {
   char why[512];
   cr_assert_eq(plan_hw_supports(m, th_hw(c, "edge-tpu"), why, sizeof why), -1);
   cr_assert(strstr(why, "edge inference part") && strstr(why, "no training support"), "%s", why);
+  /* the phone entries are kind "edge" too: refused with the same reason */
+  static const char *const phones[] = {"phone-cpu", "phone-npu"};
+  for (int i = 0; i < 2; i++) {
+    cr_assert_eq(plan_hw_supports(m, th_hw(c, phones[i]), why, sizeof why), -1, "%s", phones[i]);
+    cr_assert(strstr(why, "edge inference part"), "%s", why);
+  }
   cr_assert_eq(plan_hw_supports(m, th_hw(c, "t4"), why, sizeof why), 0, "%s", why);
   model_free(m);
   hw_catalog_free(c);

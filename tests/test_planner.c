@@ -15,6 +15,7 @@
 #include "../planner/planner_int.h" /* planner_price_cand: the energy arithmetic */
 #include "../sim/coll.h"
 #include "../sim/framework.h"
+#include "../base/units.h"
 #include "helpers.h"
 
 static model *load(const char *src) {
@@ -341,7 +342,9 @@ Test(planner, flattening_scaling_gets_reduction_server_advice, .timeout = 60) {
   char want[160];
   snprintf(want, sizeof want, "Reduction Server with %lld reducer VMs", (long long)k);
   cr_assert(strstr(r.advice, want), "%s", r.advice);
-  snprintf(want, sizeof want, "for $%.2f an hour more", (double)k * v100->scale_out.reducer_usd_per_hour);
+  char usd[32];
+  units_usd(usd, sizeof usd, (double)k * v100->scale_out.reducer_usd_per_hour);
+  snprintf(want, sizeof want, "for %s an hour more", usd);
   cr_assert(strstr(r.advice, want), "want '%s': %s", want, r.advice);
   cr_assert_eq(r.advice_reducers, k);
   hw_catalog_free(vc);
