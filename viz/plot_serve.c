@@ -85,7 +85,7 @@ static void write_script(const plot_serve_req *r, const plot_output *o, FILE *gp
 int plot_serve_draw(const plot_serve_req *r, const plot_output *o, FILE *out, FILE *err) {
   if (r->n_chosen < 1) {
     fprintf(err, "tpusim plot serve: no candidate meets the request: nothing to draw "
-                 "(`tpusim serve` says why for each)\n");
+                 "(the reasons above)\n");
     return 1;
   }
   FILE *dat = fopen(o->dat_path, "w");
