@@ -22,6 +22,7 @@ static const char USAGE[] =
     "\n"
     "Kinds:\n"
     "  roofline   MODEL --hw NAME                 ops of a training step vs the chip's roofline\n"
+    "  serve      MODEL --qps N [serve's options] latency vs throughput of serve's candidates\n"
     "  scaling    MODEL --hw NAME --max-chips N   data-parallel throughput and efficiency vs chips,\n"
     "                                             hierarchical, flat ring, Reduction Server, FSDP\n"
     "  memory     MODEL --hw NAME --chips N       per-chip memory of a few plans, with the capacity\n"
@@ -188,7 +189,9 @@ static int load_front(cli_ctx *c, const char *path, planner_cand **front, int *n
 }
 
 /* argv[0] = "plot", argv[1] = KIND, then MODEL and options. */
+int cli_plot_serve(int argc, char **argv, FILE *out, FILE *err); /* cmd_serve.c */
 static int plot_cmd(int argc, char **argv, FILE *out, FILE *err) {
+  if (argc >= 2 && strcmp(argv[1], "serve") == 0) return cli_plot_serve(argc, argv, out, err);
   cli_ctx ctx = {.out = out, .err = err, .cmd = "plot"}, *c = &ctx;
   if (argc < 2 || is_help(argv[1])) {
     fputs(USAGE, argc < 2 ? err : out);

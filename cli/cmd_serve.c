@@ -16,6 +16,7 @@
 #include "../base/strutil.h"
 #include "../base/units.h"
 #include "../planner/serve.h"
+#include "../viz/plot_serve.h"
 #include "../viz/trace.h"
 
 static const char *const SERVE_FLAGS[] = {"--offline", "--explain", NULL};
@@ -23,7 +24,7 @@ static const char *const SERVE_VALUED[] = {
     "--hw",           "--qps",           "--latency-p99", "--entities",       "--batch-window",
     "--max-power",    "--precision",     "--input-tokens", "--output-tokens", "--tp",
     "--speculative",  "--spec-k",        "--spec-acceptance", "--top",        "--validate",
-    "--trace",        NULL};
+    "--trace",        "--tpot-max",      NULL};
 
 /* The ranges of serve's numbers. */
 static const num_range QPS = {NUM_REAL, 0, 1e9, true};           /* above 0: a rate */
@@ -122,6 +123,7 @@ static int parse_req(cli_ctx *c, serve_req *q, bool *any_prec) {
   q->input_tokens = DEFAULT_INPUT_TOKENS, q->output_tokens = DEFAULT_OUTPUT_TOKENS;
   q->spec_k = 0, q->spec_accept = 0;
   if (cli_opt_num(c, "--qps", QPS, &q->qps) || opt_latency(c, "--latency-p99", &q->latency_p99_s) ||
+      opt_latency(c, "--tpot-max", &q->tpot_max_s) ||
       cli_opt_num(c, "--entities", ENTITIES, &q->entities) ||
       cli_opt_num(c, "--batch-window", WINDOW, &q->batch_window_s) ||
       cli_opt_num(c, "--max-power", POWER, &q->max_power_w) ||
@@ -145,6 +147,9 @@ static int parse_req(cli_ctx *c, serve_req *q, bool *any_prec) {
                                       "Leviathan et al. 2023)");
     q->spec_k = k;
   }
+  if (cli_opt(c, "--tpot-max") && (q->offline || cli_opt(c, "--entities")))
+    return cli_usage_error(c, "%s", "--tpot-max is a target of an online endpoint (--qps): it does "
+                                    "not apply on the device or to batch prediction");
   if (q->offline && (cli_opt(c, "--qps") || cli_opt(c, "--entities")))
     return cli_usage_error(c, "%s", "--offline serves one user on the device: --qps and --entities do not apply");
   int rc = parse_precision(c, &q->prec, any_prec);
@@ -164,10 +169,21 @@ static void cand_cost(const serve_cand *k, char *buf, size_t n) {
   }
 }
 
+/* The latency column's name: batch prediction's time for its share of the
+** entities; otherwise the p99 of the time to the first answer, queueing
+** included, which is the time to first token of a generative model
+** ("p99 ttft") and the whole forward of another ("p99"). */
+static const char *latency_header(const serve_plan *p) {
+  if (p->mode == SERVE_BATCH) return "time";
+  for (int i = 0; i < p->n; i++)
+    if (p->c[i].meets) return p->c[i].step.generative ? "p99 ttft" : "p99";
+  return "p99";
+}
+
 static void print_table(FILE *o, const serve_plan *p, int top) {
   bool batch = p->mode == SERVE_BATCH;
   fprintf(o, "  %-4s %-14s %-8s %3s %6s %8s %10s %10s %10s %12s\n", "rank", "hw", "prec", "tp",
-          "batch", "replicas", "ttft", "tpot", batch ? "time" : "p99", batch ? "cost" : "cost");
+          "batch", "replicas", "ttft", "tpot", latency_header(p), "cost");
   int shown = 0;
   for (int i = 0; i < p->n && shown < top; i++) {
     const serve_cand *k = &p->c[i];
@@ -379,7 +395,8 @@ done:
 }
 
 const cli_cmd cli_cmd_serve = {"serve",
-    "tpusim serve MODEL [--qps N --latency-p99 DUR] [--entities N --batch-window DUR]\n"
+    "tpusim serve MODEL [--qps N --latency-p99 DUR [--tpot-max DUR]]\n"
+    "                   [--entities N --batch-window DUR]\n"
     "                   [--offline] [--max-power W] [--hw LIST|all]\n"
     "                   [--precision bf16|fp8|int8|int8-wo|int4|any]\n"
     "                   [--input-tokens N] [--output-tokens N] [--tp N]\n"
@@ -388,9 +405,125 @@ const cli_cmd cli_cmd_serve = {"serve",
     "       tpusim serve --validate FILE\n"
     "  the mode: on the device with --offline (or a --max-power below any server\n"
     "  chip), batch prediction with --entities, an online endpoint otherwise;\n"
+    "  --latency-p99 DUR: the p99 of the time to the first token, queueing\n"
+    "  included (the whole forward for a model that does not generate): the\n"
+    "  table's \"p99 ttft\" column; --tpot-max DUR: the time per output token\n"
+    "  under load (decode slowed by the prompts' prefills), a second target;\n"
+    "  `tpusim plot serve MODEL [these options] -o FILE.png` draws the\n"
+    "  candidates' latency against throughput as the batch grows;\n"
     "  exit 3 when no candidate meets the request",
     "plan how to serve a model: batch, online endpoint or on the device", run_serve, NULL,
     SERVE_FLAGS, SERVE_VALUED, NULL};
+
+/* ---- `tpusim plot serve`: the candidates' latency against throughput ---- */
+
+static const char PLOT_SERVE_USAGE[] =
+    "Usage: tpusim plot serve MODEL --qps N [--latency-p99 DUR] [--tpot-max DUR] -o FILE.png|svg\n"
+    "                         [--hw LIST|all] [--precision P|any] [--input-tokens N]\n"
+    "                         [--output-tokens N] [--tp N] [--top K] [--hw-file PATH]\n"
+    "                         [--speculative DRAFT --spec-acceptance A [--spec-k K]]\n"
+    "  the online endpoint `tpusim serve` plans with the same options; for each of its\n"
+    "  first K candidates (default 5) a curve as the batch doubles: time per output\n"
+    "  token, and p99 time to first token at --qps with the replicas serve would use,\n"
+    "  against output tokens/s per chip (samples/s and the forward for a model that\n"
+    "  does not generate); serve's choice is ringed. FILE.dat and FILE.gp are kept\n"
+    "  beside the picture.\n";
+
+/* The command line after "plot serve" into c (serve's options, -o, --hw-file). */
+static int plot_serve_args(cli_ctx *c, int argc, char **argv, const char **output) {
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i];
+    if (a[0] != '-' || a[1] == '\0') {
+      if (c->n_pos == CLI_MAX_POS) return cli_usage_error(c, "too many arguments at '%s'", a);
+      c->pos[c->n_pos++] = a;
+      continue;
+    }
+    bool flag = false, valued = strcmp(a, "-o") == 0 || strcmp(a, "--hw-file") == 0;
+    for (int k = 0; SERVE_FLAGS[k]; k++) flag |= strcmp(SERVE_FLAGS[k], a) == 0;
+    for (int k = 0; SERVE_VALUED[k]; k++) valued |= strcmp(SERVE_VALUED[k], a) == 0;
+    if (!flag && !valued) return cli_usage_error(c, "unknown option '%s'", a);
+    if (valued && i + 1 >= argc) return cli_usage_error(c, "%s needs a value", a);
+    const char *v = valued ? argv[++i] : "";
+    if (strcmp(a, "-o") == 0) {
+      *output = v;
+    } else if (strcmp(a, "--hw-file") == 0) {
+      if (c->n_hw_files == CLI_MAX_HW_FILES) return cli_usage_error(c, "%s", "at most 16 --hw-file");
+      c->hw_files[c->n_hw_files++] = v;
+    } else {
+      if (c->n_opts == CLI_MAX_OPTS) return cli_usage_error(c, "too many options at '%s'", a);
+      c->opt_name[c->n_opts] = a;
+      c->opt_value[c->n_opts++] = v;
+    }
+  }
+  return CLI_OK;
+}
+
+/* What serve plans but a curve cannot show, refused with the reason. */
+static int plot_serve_refuse(cli_ctx *c) {
+  static const char *const NOT[] = {"--offline", "--entities", "--batch-window", "--max-power",
+                                    "--validate", "--trace", "--explain", NULL};
+  for (int k = 0; NOT[k]; k++)
+    if (cli_opt(c, NOT[k]))
+      return cli_usage_error(c, "%s: the chart is an online endpoint's latency against its "
+                                "throughput as the batch grows (--qps N); `tpusim serve` plans "
+                                "the other modes", NOT[k]);
+  if (c->n_pos != 1) return cli_usage_error(c, "%s", "expected one MODEL");
+  if (!cli_opt(c, "--qps"))
+    return cli_usage_error(c, "%s", "--qps N is required: the p99 is the queue's at that rate");
+  return CLI_OK;
+}
+
+int cli_plot_serve(int argc, char **argv, FILE *out, FILE *err) {
+  cli_ctx ctx = {.out = out, .err = err, .cmd = "plot serve"}, *c = &ctx;
+  for (int i = 2; i < argc; i++)
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      fputs(PLOT_SERVE_USAGE, out);
+      return CLI_OK;
+    }
+  const char *output = NULL;
+  serve_req q;
+  bool any = false;
+  int64_t top = 5;
+  int rc = plot_serve_args(c, argc, argv, &output);
+  if (rc == CLI_OK) rc = plot_serve_refuse(c);
+  if (rc == CLI_OK && (parse_req(c, &q, &any) || cli_opt_int(c, "--top", 1, 10, &top))) rc = CLI_USAGE;
+  if (rc == CLI_OK && (!output || !*output))
+    rc = cli_usage_error(c, "%s", "-o FILE.png or -o FILE.svg is required");
+  if (rc != CLI_OK) return rc;
+  plot_output o;
+  if (plot_output_init(&o, output, err) != 0) return CLI_BAD_INPUT;
+  hw_catalog *cat;
+  if ((rc = cli_load_catalog_as(c, "tpusim plot serve", &cat, NULL)) != CLI_OK) return rc;
+  const hw_model **hws = NULL;
+  int n = 0;
+  model *m = NULL, *draft = NULL;
+  serve_plan p = {0};
+  char msg[512];
+  if ((rc = hw_list(c, cat, &hws, &n)) != CLI_OK) goto done;
+  rc = CLI_BAD_INPUT;
+  if (!(m = load(c, c->pos[0]))) goto done;
+  if (cli_opt(c, "--speculative") && !(q.draft = draft = load(c, cli_opt(c, "--speculative")))) goto done;
+  if (serve_plan_run(m, hws, n, cat, &q, &p, msg, sizeof msg) != 0) {
+    fprintf(err, "tpusim plot serve: %s\n", msg);
+    rc = CLI_USAGE;
+    goto done;
+  }
+  int shown = 0; /* the meeting candidates come first */
+  while (shown < p.n && shown < top && p.c[shown].meets) shown++;
+  for (int i = 0; shown == 0 && i < p.n; i++) /* why none is drawn, as serve says it */
+    fprintf(err, "tpusim plot serve: %s %s: %s\n", p.c[i].hw->name, p.c[i].prec ? p.c[i].prec->name : "-",
+            p.c[i].why_not);
+  plot_serve_req r = {.m = m, .q = &q, .chosen = p.c, .n_chosen = shown, .argc = argc, .argv = argv};
+  rc = plot_serve_draw(&r, &o, out, err) == 0 ? CLI_OK : shown == 0 ? CLI_DOES_NOT_FIT : CLI_BAD_INPUT;
+  if (rc == CLI_OK) fprintf(out, "wrote %s (data %s, script %s)\n", o.img_path, o.dat_path, o.gp_path);
+done:
+  serve_plan_free(&p);
+  model_free(draft);
+  model_free(m);
+  free(hws);
+  hw_catalog_free(cat);
+  return rc;
+}
 
 /* ---- --validate: published serving measurements ---- */
 
@@ -398,7 +531,8 @@ const cli_cmd cli_cmd_serve = {"serve",
 static const char *const COLS[] = {"id", "model", "hw", "chips", "tp", "weight_dtype",
                                    "act_dtype", "batch", "input_tokens", "output_tokens",
                                    "metric", "value", "framework", "source", "notes", NULL};
-enum { C_ID, C_MODEL, C_HW, C_CHIPS, C_TP, C_WDT, C_ADT, C_BATCH, C_IN, C_OUT, C_METRIC, C_VALUE, C_N = 15 };
+enum { C_ID, C_MODEL, C_HW, C_CHIPS, C_TP, C_WDT, C_ADT, C_BATCH, C_IN, C_OUT, C_METRIC, C_VALUE,
+       C_FRAMEWORK, C_N = 15 };
 /* TensorRT-LLM's largest runtime batch (trtllm-bench: CUDA-graph batches up
 ** to 8192; the rows' notes) */
 #define MAX_ENGINE_BATCH 8192
@@ -456,13 +590,43 @@ static double row_metric(int metric, const serve_cfg *cfg, const serve_result *r
   }
 }
 
+/* The error is also reported per framework release (the rows' framework
+** column as written): software of different years runs the same chip at
+** different speeds, which the step does not model (docs/serving.md). */
+#define VAL_MAX_GROUPS 16
+typedef struct {
+  char name[96];
+  double sum_err;
+  int rows;
+} val_group;
+
 typedef struct {
   cli_ctx *c;
   const char *path;
   hw_catalog *cat;
   double sum_err;
   int rows;
+  val_group group[VAL_MAX_GROUPS];
+  int n_groups;
 } val_state;
+
+/* Adds a row's absolute error to its framework's group (the last group
+** takes any beyond VAL_MAX_GROUPS, named so). */
+static void group_add(val_state *v, const char *framework, double abs_err) {
+  int g = 0;
+  while (g < v->n_groups && strcmp(v->group[g].name, framework) != 0) g++;
+  if (g == v->n_groups) {
+    if (g == VAL_MAX_GROUPS) {
+      g = VAL_MAX_GROUPS - 1;
+      snprintf(v->group[g].name, sizeof v->group[g].name, "(other frameworks)");
+    } else {
+      snprintf(v->group[g].name, sizeof v->group[g].name, "%s", framework[0] ? framework : "(none given)");
+      v->n_groups++;
+    }
+  }
+  v->group[g].sum_err += abs_err;
+  v->group[g].rows++;
+}
 
 /* One data row: simulated and printed; false after a message (file:line). */
 static bool validate_row(val_state *v, char **f, int line) {
@@ -518,6 +682,7 @@ static bool validate_row(val_state *v, char **f, int line) {
   double rel = (sim - value) / value;
   v->sum_err += fabs(rel);
   v->rows++;
+  group_add(v, f[C_FRAMEWORK], fabs(rel));
   fprintf(v->c->out, "| %s | %s | %s x%lld %s | %s b%lld %lld/%lld | %.4g | %.4g | %+.1f %% |\n",
           f[C_ID], f[C_MODEL], f[C_HW], (long long)chips, pr->name, f[C_METRIC], (long long)cfg.batch,
           (long long)in, (long long)out, value, sim, rel * 100);
@@ -572,5 +737,11 @@ int serve_validate(cli_ctx *c, const char *path) {
   }
   if (v.rows > 0)
     fprintf(c->out, "\nmean absolute error: %.1f %% over %d rows\n", 100 * v.sum_err / v.rows, v.rows);
+  if (v.n_groups > 1) {
+    fprintf(c->out, "\n| framework | rows | mean absolute error |\n|---|---|---|\n");
+    for (int g = 0; g < v.n_groups; g++)
+      fprintf(c->out, "| %s | %d | %.1f %% |\n", v.group[g].name, v.group[g].rows,
+              100 * v.group[g].sum_err / v.group[g].rows);
+  }
   return ok ? CLI_OK : CLI_BAD_INPUT;
 }

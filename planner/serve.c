@@ -126,7 +126,8 @@ static bool service_time(const serve_req *q, const serve_result *r, double lambd
 }
 
 /* The p50 and p99 of the time to the answer (generative: to the first
-** token) with R replicas of batch slots each; false when they cannot keep up. */
+** token, queueing included) with R replicas of batch slots each; false when
+** they cannot keep up. */
 static bool latency(const serve_req *q, const serve_result *r, int64_t batch, int64_t R,
                     double *p50, double *p99) {
   double s, first;
@@ -138,23 +139,37 @@ static bool latency(const serve_req *q, const serve_result *r, int64_t batch, in
   return true;
 }
 
+/* The time per output token under load with R replicas: the decode step
+** stretched by the prefills that interleave with it, 1 / (1 - rho) with
+** rho = lambda_r x TTFT (service_time's model). */
+static double loaded_tpot(const serve_req *q, const serve_result *r, int64_t R) {
+  double rho = q->qps / (double)R * r->ttft_s;
+  return rho >= 1 ? INFINITY : r->tpot_s / (1 - rho);
+}
+
+/* Whether R replicas of batch slots keep up and meet both targets: the p99
+** of the time to the first answer (--latency-p99) and, for a generative
+** model, the time per output token under load (--tpot-max). Both improve as
+** replicas are added, so replicas_for may bisect. */
+static bool meets_targets(const serve_req *q, const serve_result *r, int64_t batch, int64_t R) {
+  double p50, p99;
+  if (!latency(q, r, batch, R, &p50, &p99)) return false;
+  if (q->latency_p99_s > 0 && p99 > q->latency_p99_s) return false;
+  return !(q->tpot_max_s > 0 && r->generative && loaded_tpot(q, r, R) > q->tpot_max_s);
+}
+
 #define SERVE_MAX_REPLICAS 100000
 
-/* The fewest replicas that keep up and meet the p99 target: doubling to a
-** bound, then bisection (p99 falls as replicas are added). 0 when none
-** within SERVE_MAX_REPLICAS. */
+/* The fewest replicas that keep up and meet the targets: doubling to a
+** bound, then bisection. 0 when none within SERVE_MAX_REPLICAS. */
 static int64_t replicas_for(const serve_req *q, const serve_result *r, int64_t batch) {
-  double p50, p99;
   int64_t hi = 1;
-  while (hi <= SERVE_MAX_REPLICAS &&
-         !(latency(q, r, batch, hi, &p50, &p99) && (q->latency_p99_s <= 0 || p99 <= q->latency_p99_s)))
-    hi *= 2;
+  while (hi <= SERVE_MAX_REPLICAS && !meets_targets(q, r, batch, hi)) hi *= 2;
   if (hi > SERVE_MAX_REPLICAS) return 0;
   int64_t lo = hi / 2; /* fails (or 0) */
   while (hi - lo > 1) {
     int64_t mid = lo + (hi - lo) / 2;
-    bool ok = latency(q, r, batch, mid, &p50, &p99) && (q->latency_p99_s <= 0 || p99 <= q->latency_p99_s);
-    if (ok) hi = mid;
+    if (meets_targets(q, r, batch, mid)) hi = mid;
     else lo = mid;
   }
   return hi;
@@ -192,24 +207,44 @@ static void set_fail(serve_cand *c, const char *why) {
   snprintf(c->why_not, sizeof c->why_not, "%s", why);
 }
 
+/* One batch of the online endpoint on hw: the step, the fewest replicas
+** that meet the targets at q->qps, their latency and price. False when the
+** step fails or the batch does not fit (why says so); a batch no replica
+** count serves has k->meets false and replicas 0. The planner's table and
+** `tpusim plot serve` both take their figures from here. */
+static bool online_point(const model *m, const hw_model *hw, const serve_req *q,
+                         const serve_precision *pr, int64_t tp, int64_t b, opcost *cache,
+                         serve_cand *k, char *why, size_t whyn) {
+  serve_cfg c = cfg_of(q, pr, tp, b);
+  serve_result r;
+  if (serve_step(m, hw, &c, cache, &r, why, whyn) != 0 || !r.fits) return false;
+  *k = (serve_cand){.mode = SERVE_ONLINE, .hw = hw, .prec = pr, .tp = tp, .batch = b, .step = r,
+                    .p50_s = NAN, .p99_s = NAN};
+  k->replicas = replicas_for(q, &r, b);
+  if (k->replicas == 0) return true;
+  k->meets = true;
+  k->chips = k->replicas * tp;
+  latency(q, &r, b, k->replicas, &k->p50_s, &k->p99_s);
+  k->usd_per_hour = price_per_hour(hw, k->chips);
+  k->power_w = hw->chip.tdp_w * (double)k->chips;
+  return true;
+}
+
+/* The largest batch an online endpoint tries (powers of two from 1). */
+#define SERVE_MAX_ONLINE_BATCH 1024
+
 /* The online endpoint on hw in precision pr: for each batch, the fewest
-** replicas that meet the target; the cheapest kept. */
+** replicas that meet the targets; the cheapest kept. */
 static void plan_online(const model *m, const hw_model *hw, const serve_req *q,
                         const serve_precision *pr, int64_t tp, opcost *cache, serve_cand *best) {
   char why[200] = "";
-  double first = INFINITY; /* the shortest answer alone, over the batches tried */
-  for (int64_t b = 1; b <= 1024; b = next_batch(b)) {
-    serve_cfg c = cfg_of(q, pr, tp, b);
-    serve_result r;
-    if (serve_step(m, hw, &c, cache, &r, why, sizeof why) != 0 || !r.fits) break;
-    first = fmin(first, r.generative ? r.ttft_s : r.forward_s);
-    int64_t R = replicas_for(q, &r, b);
-    if (R == 0) continue;
-    serve_cand k = {.mode = SERVE_ONLINE, .hw = hw, .prec = pr, .tp = tp, .batch = b,
-                    .replicas = R, .chips = R * tp, .step = r, .meets = true};
-    latency(q, &r, b, R, &k.p50_s, &k.p99_s);
-    k.usd_per_hour = price_per_hour(hw, k.chips);
-    k.power_w = hw->chip.tdp_w * (double)k.chips;
+  double first = INFINITY, tpot = INFINITY; /* the shortest alone, over the batches tried */
+  for (int64_t b = 1; b <= SERVE_MAX_ONLINE_BATCH; b = next_batch(b)) {
+    serve_cand k;
+    if (!online_point(m, hw, q, pr, tp, b, cache, &k, why, sizeof why)) break;
+    first = fmin(first, k.step.generative ? k.step.ttft_s : k.step.forward_s);
+    if (k.step.generative) tpot = fmin(tpot, k.step.tpot_s);
+    if (!k.meets) continue;
     if (!best->meets || k.usd_per_hour < best->usd_per_hour ||
         (k.usd_per_hour == best->usd_per_hour && k.p99_s < best->p99_s))
       *best = k;
@@ -219,8 +254,30 @@ static void plan_online(const model *m, const hw_model *hw, const serve_req *q,
              q->latency_p99_s);
     set_fail(best, why);
   }
+  if (!best->meets && !best->why_not[0] && q->tpot_max_s > 0 && tpot > q->tpot_max_s &&
+      tpot < INFINITY) {
+    snprintf(why, sizeof why, "%.3g ms a token at the smallest batch, over the %.3g ms --tpot-max",
+             tpot * 1e3, q->tpot_max_s * 1e3);
+    set_fail(best, why);
+  }
   if (!best->meets && !best->why_not[0])
-    set_fail(best, why[0] ? why : "no batch and replica count within 100000 replicas meets the p99 target");
+    set_fail(best, why[0] ? why : "no batch and replica count within 100000 replicas meets the targets");
+}
+
+int serve_curve(const model *m, const hw_model *hw, const serve_req *q, const serve_precision *pr,
+                int64_t tp, serve_cand *pts, int max, char *err, size_t errn) {
+  if (!(q->qps > 0)) return str_errf(err, errn, "an online endpoint needs --qps (requests a second)");
+  opcost *cache = opcost_new(OPCOST_FORMULA);
+  if (!cache) return str_errf(err, errn, "out of memory");
+  int n = 0;
+  char why[200] = "";
+  for (int64_t b = 1; b <= SERVE_MAX_ONLINE_BATCH && n < max; b = next_batch(b)) {
+    if (!online_point(m, hw, q, pr, tp, b, cache, &pts[n], why, sizeof why)) break;
+    n++;
+  }
+  opcost_free(cache);
+  if (n == 0) return str_errf(err, errn, "%s", why[0] ? why : "batch 1 does not fit");
+  return n;
 }
 
 /* Batch prediction on hw: the largest batch that fits, one replica's time

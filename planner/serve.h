@@ -39,7 +39,13 @@ extern const serve_rule serve_rules[];
 
 typedef struct {
   double qps;            /* requests a second (online); 0: not given */
-  double latency_p99_s;  /* target (online: time to first token for a generative model) */
+  /* the p99 target of the time to the first answer, queueing included: a
+  ** generative model's time to first token (TTFT), another's whole
+  ** forward; 0: none */
+  double latency_p99_s;
+  /* a second target, generative models: the time per output token under
+  ** load (decode stretched by the interleaved prefills); 0: none */
+  double tpot_max_s;
   double entities;       /* batch: predictions per window; 0: not batch */
   double batch_window_s; /* batch: the schedule's period */
   bool offline;          /* must run on the device, without a network */
@@ -96,5 +102,14 @@ double serve_wait_quantile(int64_t c, double lambda, double s_s, double q);
 int serve_plan_run(const model *m, const hw_model *const *hws, int n, const hw_catalog *cat,
                    const serve_req *q, serve_plan *out, char *err, size_t errn);
 void serve_plan_free(serve_plan *p);
+
+/* The online endpoint's candidates on hw in precision pr with tp chips a
+** replica, one a batch (1, 2, 4, ... while it fits), each figured as the
+** planner figures the batch it keeps: the step, the fewest replicas that
+** meet q's targets at q->qps, p50/p99 (a batch no replica count serves:
+** meets false, replicas 0, p99 NaN). At most max into pts; the count, or
+** -1 with err (no --qps, or batch 1 does not fit). */
+int serve_curve(const model *m, const hw_model *hw, const serve_req *q, const serve_precision *pr,
+                int64_t tp, serve_cand *pts, int max, char *err, size_t errn);
 
 #endif

@@ -707,6 +707,17 @@ run serve-trace-cnn 2 serve resnet50 --qps 20 --hw h100-sxm --trace "$OUT/x.json
 run serve-val 0 serve --validate tests/data/serving-sample.csv && has serve-val out "mean absolute error"
 printf 'id,model\n' >"$OUT/serve-badhead.csv"
 run serve-val-head 1 serve --validate "$OUT/serve-badhead.csv" && has serve-val-head err "serve-badhead.csv:1:3: expected the header column 'hw'"
+# the p99 is the time to first token, named so; --tpot-max a second target (a
+# 10 ms bound rules out the A100-40G, whose batch-1 step takes 13.4 ms: the
+# table above); plot serve draws serve's candidates; the per-framework errors
+run serve-p99 0 serve llama3-8b --qps 50 --latency-p99 500ms --hw h100-sxm && has serve-p99 out "p99 ttft"
+run serve-tpot 0 serve llama3-8b --qps 50 --latency-p99 500ms --tpot-max 10ms --hw h100-sxm,a100-40g
+has serve-tpot out "over the 10 ms --tpot-max" && has serve-tpot out "h100-sxm"
+run serve-tpot-edge 2 serve mobilenet_v2 --offline --tpot-max 10ms && has serve-tpot-edge err "--tpot-max is a target of an online endpoint"
+run serve-plot 0 plot serve llama3-8b --qps 50 --latency-p99 500ms --hw h100-sxm -o "$OUT/serve-plot.png"
+grep -q '^# curve 1: h100-sxm bf16 tp1' "$OUT/serve-plot.dat" && ok || bad "serve-plot: no h100-sxm curve in the data"
+run serve-plot-batch 2 plot serve resnet50 --entities 1e6 --batch-window 24h -o "$OUT/x.png" && has serve-plot-batch err "--entities: the chart is an online endpoint's"
+run serve-val-fw 0 serve --validate tests/validation/serving-runs.csv && has serve-val-fw out "| TensorRT-LLM 1.0 (PyTorch backend) | 6 |"
 
 # --- --explain: the printed terms add up to the printed totals (issue 20 item 2) ---
 # Each "term by term" section (the step time on chip 0, the memory per chip)

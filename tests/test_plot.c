@@ -6,6 +6,7 @@
 ** The PNG check reads the file's bytes here: the 8-byte signature, then the
 ** first chunk, which must be IHDR with a non-zero width and height.
 */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include <cjson/cJSON.h>
 
 #include "../hw_models/hw_catalog.h"
+#include "../planner/serve.h"
 #include "../viz/plot.h"
 #include "helpers.h"
 
@@ -349,4 +351,114 @@ Test(plot, output_and_request, .timeout = 30) {
   cr_assert(strstr(e, "unknown --op 'all-sum'"), "%s", e);
   free(e);
   hw_catalog_free(cat);
+}
+
+/* One row of plot serve's data: batch, throughput a chip, TPOT (or the
+** forward) ms, TTFT ms, p99 ms (NaN for '-'), replicas, chosen. */
+typedef struct {
+  long long batch, replicas;
+  double per_chip, tpot_ms, ttft_ms, p99_ms;
+  int chosen;
+} serve_row;
+
+/* The rows of block `index` (blocks are separated by two blank lines). */
+static int serve_rows(const char *dat, int index, serve_row *rows, int max) {
+  int block = 0, n = 0, blank = 0;
+  for (const char *l = dat; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+    if (*l == '\n') {
+      if (++blank == 2 && n > 0 && block == index) return n;
+      if (blank == 2) block++;
+      continue;
+    }
+    blank = 0;
+    if (*l == '#' || block != index || n == max) continue;
+    serve_row *r = &rows[n];
+    char p99[32];
+    cr_assert_eq(sscanf(l, "%lld %lf %lf %lf %31s %lld %d", &r->batch, &r->per_chip, &r->tpot_ms,
+                        &r->ttft_ms, p99, &r->replicas, &r->chosen), 7, "row: %.80s", l);
+    r->p99_ms = strcmp(p99, "-") == 0 ? NAN : atof(p99);
+    n++;
+  }
+  return block == index ? n : 0;
+}
+
+static bool close6(double a, double b) { return fabs(a - b) <= 1e-5 * fabs(b); }
+
+/* plot serve draws serve's own numbers: for each candidate `tpusim serve`
+** ranks (in-process, the same request), the curve's ringed row is its
+** batch, replicas, TPOT, TTFT and p99 (to the data file's 6 digits); along
+** a curve the TPOT does not fall as the batch doubles, and the throughput a
+** chip is batch / TPOT / tp (its definition). */
+Test(plot, serve_is_serves_numbers, .timeout = 60) {
+  mkdir("tests/out", 0755);
+  th_run r = th_cli("plot", "serve", "llama3-8b", "--qps", "50", "--latency-p99", "500ms", "--hw",
+                    "h100-sxm,tpu-v5e", "-o", "tests/out/plot-serve.png", NULL);
+  cr_assert_eq(r.rc, 0, "%s", r.err);
+  th_run_free(&r);
+  check_png("tests/out/plot-serve.png");
+  check_sidecars("tests/out/plot-serve", 8);
+  size_t len;
+  char *dat = th_slurp("tests/out/plot-serve.dat", &len);
+  hw_catalog *c = th_catalog();
+  model *m = th_model("llama3-8b", 0);
+  const hw_model *hws[] = {th_hw(c, "h100-sxm"), th_hw(c, "tpu-v5e")};
+  serve_req q = {.qps = 50, .latency_p99_s = 0.5, .input_tokens = 1024, .output_tokens = 128};
+  serve_plan p;
+  char err[512];
+  cr_assert_eq(serve_plan_run(m, hws, 2, c, &q, &p, err, sizeof err), 0, "%s", err);
+  for (int i = 0; i < p.n; i++) {
+    const serve_cand *k = &p.c[i];
+    serve_row rows[16];
+    int n = serve_rows(dat, i, rows, 16), chosen = 0;
+    cr_assert_geq(n, 2, "block %d of\n%s", i, dat);
+    for (int j = 0; j < n; j++) {
+      const serve_row *w = &rows[j];
+      if (j > 0) cr_assert_geq(w->tpot_ms, rows[j - 1].tpot_ms, "%s b%lld", k->hw->name, w->batch);
+      cr_assert(close6(w->per_chip * w->tpot_ms / 1e3 * (double)k->tp, (double)w->batch));
+      if (!w->chosen) continue;
+      chosen++;
+      cr_assert_eq(w->batch, k->batch);
+      cr_assert_eq(w->replicas, k->replicas);
+      cr_assert(close6(w->tpot_ms, k->step.tpot_s * 1e3), "%g vs %g", w->tpot_ms, k->step.tpot_s * 1e3);
+      cr_assert(close6(w->ttft_ms, k->step.ttft_s * 1e3));
+      cr_assert(close6(w->p99_ms, k->p99_s * 1e3), "%g vs %g", w->p99_ms, k->p99_s * 1e3);
+    }
+    cr_assert_eq(chosen, 1, "%s: one ringed point", k->hw->name);
+  }
+  serve_plan_free(&p);
+  model_free(m);
+  hw_catalog_free(c);
+  free(dat);
+}
+
+/* A model that does not generate: samples/s against the forward, which
+** does not fall as the batch grows either. */
+Test(plot, serve_forward_model, .timeout = 60) {
+  const char *a[] = {"serve", "resnet50", "--qps", "500", "--latency-p99", "100ms", "--hw", "h100-sxm", NULL};
+  kind_both("tests/out/plot-serve-cnn", 4, a);
+  size_t len;
+  char *dat = th_slurp("tests/out/plot-serve-cnn.dat", &len);
+  cr_assert(strstr(dat, "forward_ms"), "%s", dat);
+  serve_row rows[16];
+  int n = serve_rows(dat, 0, rows, 16);
+  for (int j = 1; j < n; j++) cr_assert_geq(rows[j].tpot_ms, rows[j - 1].tpot_ms);
+  free(dat);
+}
+
+Test(plot, serve_bad_input, .timeout = 30) {
+  mkdir("tests/out", 0755);
+  refused(th_cli("plot", "serve", "llama3-8b", "--latency-p99", "500ms", "-o", "tests/out/plot-bad.png", NULL),
+          2, "--qps N is required");
+  refused(th_cli("plot", "serve", "llama3-8b", "--offline", "-o", "tests/out/plot-bad.png", NULL), 2,
+          "--offline: the chart is an online endpoint's");
+  refused(th_cli("plot", "serve", "llama3-8b", "--qps", "5", NULL), 2, "-o FILE.png");
+  refused(th_cli("plot", "serve", "llama3-8b", "--qps", "5", "--colour", "red", "-o", "tests/out/plot-bad.png",
+                 NULL), 2, "unknown option '--colour'");
+  refused(th_cli("plot", "serve", "llama3-8b", "--qps", "5", "--hw", "no-such-chip", "-o",
+                 "tests/out/plot-bad.png", NULL), 1, "no-such-chip");
+  refused(th_cli("plot", "serve", "llama3-8b", "--qps", "5", "--precision", "fp9", "-o",
+                 "tests/out/plot-bad.png", NULL), 2, "nearest is fp8");
+  /* no candidate meets 1 ms to the first token: exit 3, as serve */
+  refused(th_cli("plot", "serve", "llama3-8b", "--qps", "5", "--latency-p99", "1ms", "--hw", "h100-sxm", "-o",
+                 "tests/out/plot-bad.png", NULL), 3, "h100-sxm bf16: 0.0265 s to the first answer alone, over the 0.001 s p99 target");
 }

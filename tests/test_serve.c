@@ -235,3 +235,85 @@ Test(serve, edge_tpu_runs_mobilenet_v2_from_sram) {
   cr_assert(ttft > 2.6e-3 / 3 && ttft < 2.6e-3 * 3, "edge-tpu mobilenet_v2 %g s vs Coral 2.6 ms", ttft);
   th_run_free(&r);
 }
+
+/* serve_curve is the planner's own batch-by-batch figure: at the batch the
+** planner keeps, the curve's point is the candidate (same step, replicas,
+** p99, price), bit for bit; and at every batch the time per output token
+** does not fall as the batch grows (a decode step reads at least the same
+** weights and more KV cache). */
+Test(serve, curve_is_the_planners_figures) {
+  hw_catalog *c = th_catalog();
+  model *m = th_model("llama3-8b", 0);
+  const hw_model *hws[] = {th_hw(c, "h100-sxm"), th_hw(c, "tpu-v5e")};
+  serve_req q = {.qps = 50, .latency_p99_s = 0.5, .input_tokens = 1024, .output_tokens = 128};
+  serve_plan p;
+  char err[512];
+  cr_assert_eq(serve_plan_run(m, hws, 2, c, &q, &p, err, sizeof err), 0, "%s", err);
+  for (int i = 0; i < p.n; i++) {
+    const serve_cand *k = &p.c[i];
+    cr_assert(k->meets, "%s: %s", k->hw->name, k->why_not);
+    serve_cand pts[11];
+    int n = serve_curve(m, k->hw, &q, k->prec, k->tp, pts, 11, err, sizeof err);
+    cr_assert_gt(n, 0, "%s", err);
+    int hit = 0;
+    for (int j = 0; j < n; j++) {
+      cr_assert_eq(pts[j].batch, (int64_t)1 << j, "batches double from 1");
+      if (j > 0) cr_assert_geq(pts[j].step.tpot_s, pts[j - 1].step.tpot_s, "%s b%lld", k->hw->name,
+                               (long long)pts[j].batch);
+      if (pts[j].batch != k->batch) continue;
+      hit++;
+      cr_assert_eq(pts[j].replicas, k->replicas);
+      cr_assert_eq(pts[j].p99_s, k->p99_s);
+      cr_assert_eq(pts[j].step.tpot_s, k->step.tpot_s);
+      cr_assert_eq(pts[j].step.ttft_s, k->step.ttft_s);
+      cr_assert_eq(pts[j].usd_per_hour, k->usd_per_hour);
+    }
+    cr_assert_eq(hit, 1, "%s: the planner's batch %lld is on the curve", k->hw->name, (long long)k->batch);
+  }
+  q.qps = 0;
+  cr_assert_lt(serve_curve(m, hws[0], &q, p.c[0].prec, 1, NULL, 0, err, sizeof err), 0);
+  cr_assert(strstr(err, "--qps"), "%s", err);
+  serve_plan_free(&p);
+  model_free(m);
+  hw_catalog_free(c);
+}
+
+/* --tpot-max, the second target: the time per output token under load,
+** TPOT / (1 - rho) with rho = (qps / replicas) x TTFT (chunked prefills
+** interleaved, docs/serving.md). Llama 3 8B on an H100 at 50 requests/s:
+** with a 7 ms target the kept candidate meets it, and one replica fewer
+** would not (the fewest that do), unless that fewer misses the p99 alone;
+** a target below batch 1's TPOT (6.8 ms, the table's figure) is refused
+** with the reason. */
+Test(serve, tpot_max_is_a_second_target) {
+  hw_catalog *c = th_catalog();
+  model *m = th_model("llama3-8b", 0);
+  const hw_model *hws[] = {th_hw(c, "h100-sxm")};
+  serve_req q = {.qps = 50, .latency_p99_s = 0.5, .tpot_max_s = 0.007, .input_tokens = 1024,
+                 .output_tokens = 128};
+  serve_plan p;
+  char err[512];
+  cr_assert_eq(serve_plan_run(m, hws, 1, c, &q, &p, err, sizeof err), 0, "%s", err);
+  const serve_cand *k = &p.c[0];
+  cr_assert(k->meets, "%s", k->why_not);
+  double loaded = k->step.tpot_s / (1 - 50.0 / (double)k->replicas * k->step.ttft_s);
+  cr_assert_leq(loaded, 0.007);
+  double fewer = k->step.tpot_s / (1 - 50.0 / (double)(k->replicas - 1) * k->step.ttft_s);
+  cr_assert_gt(fewer, 0.007, "replicas %lld: one fewer also meets it", (long long)k->replicas);
+  /* without the target the same chip keeps a larger batch, cheaper */
+  serve_req q0 = q;
+  q0.tpot_max_s = 0;
+  serve_plan p0;
+  cr_assert_eq(serve_plan_run(m, hws, 1, c, &q0, &p0, err, sizeof err), 0, "%s", err);
+  cr_assert_lt(p0.c[0].usd_per_hour, k->usd_per_hour);
+  q.tpot_max_s = 0.001;
+  serve_plan p1;
+  cr_assert_eq(serve_plan_run(m, hws, 1, c, &q, &p1, err, sizeof err), 0, "%s", err);
+  cr_assert(!p1.c[0].meets);
+  cr_assert(strstr(p1.c[0].why_not, "--tpot-max"), "%s", p1.c[0].why_not);
+  serve_plan_free(&p);
+  serve_plan_free(&p0);
+  serve_plan_free(&p1);
+  model_free(m);
+  hw_catalog_free(c);
+}
