@@ -4,6 +4,7 @@
 ** serve's batch is the row serve prints (tests/test_plot.c holds it so).
 */
 #include "plot_serve.h"
+#include "plot.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -28,8 +28,4 @@ typedef struct {
 ** 0, or 1 after a message to err. */
 int plot_serve_draw(const plot_serve_req *r, const plot_output *o, FILE *out, FILE *err);
 
-/* Shared by the kinds (plot.c): the script's first lines and the run. */
-void plot_script_header(const plot_output *o, int argc, char **argv, FILE *gp);
-int plot_run_gnuplot(const plot_output *o, FILE *out, FILE *err);
-
 #endif
