@@ -9,32 +9,7 @@ OUT=tests/out/cli
 # the `shared` folder beside the repository, found from this script's place.
 SHARED=${TPUSIM_SHARED:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/shared}
 mkdir -p "$OUT"
-pass=0 fail=0
-
-ok()   { pass=$((pass + 1)); }
-bad()  { fail=$((fail + 1)); echo "FAIL: $*"; }
-
-# run NAME EXPECTED_RC ARGS... ; leaves stdout/stderr in $OUT/NAME.{out,err}
-run() {
-  local name=$1 want=$2; shift 2
-  $TPUSIM "$@" >"$OUT/$name.out" 2>"$OUT/$name.err"
-  local rc=$?
-  if [ "$rc" -ge 128 ] || [ "$rc" -eq 99 ]; then
-    bad "$name: crashed or sanitizer/valgrind error (rc=$rc)"; cat "$OUT/$name.err"; return 1
-  fi
-  if [ "$rc" -ne "$want" ]; then
-    bad "$name: exit $rc, expected $want"; cat "$OUT/$name.err"; return 1
-  fi
-  ok
-}
-
-# has NAME STREAM TEXT: the output contains TEXT (fixed string)
-has() {
-  if grep -qF -- "$3" "$OUT/$1.$2"; then ok; else bad "$1: $2 lacks '$3'"; sed 's/^/  | /' "$OUT/$1.$2" | head -5; fi
-}
-empty() {
-  if [ ! -s "$OUT/$1.$2" ]; then ok; else bad "$1: $2 should be empty"; head -3 "$OUT/$1.$2"; fi
-}
+. "$(dirname "${BASH_SOURCE[0]}")/harness.sh"
 
 # --- help, version, usage ---
 run help 0 --help && has help out "Usage: tpusim COMMAND"

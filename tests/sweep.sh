@@ -12,22 +12,7 @@ OUT=tests/out/sweep
 DATA=tests/data/sweep
 rm -rf "$OUT"
 mkdir -p "$OUT"
-pass=0 fail=0
-ok()  { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-
-# run NAME EXPECTED_RC ARGS... ; stdout/stderr in $OUT/NAME.{out,err}
-run() {
-  local name=$1 want=$2; shift 2
-  $TPUSIM "$@" >"$OUT/$name.out" 2>"$OUT/$name.err"
-  local rc=$?
-  if [ "$rc" -ge 128 ] || [ "$rc" -eq 99 ]; then
-    bad "$name: crashed or sanitizer/valgrind error (rc=$rc)"; cat "$OUT/$name.err"; return 1
-  fi
-  if [ "$rc" -ne "$want" ]; then bad "$name: exit $rc, expected $want"; cat "$OUT/$name.err"; return 1; fi
-  ok
-}
-has() { if grep -qF -- "$3" "$OUT/$1.$2"; then ok; else bad "$1: $2 lacks '$3'"; sed 's/^/  | /' "$OUT/$1.$2" | head -5; fi; }
+. "$(dirname "${BASH_SOURCE[0]}")/harness.sh"
 same() { # FILE_A FILE_B WHAT
   if cmp -s "$1" "$2"; then ok; else bad "$3: $1 and $2 differ"; diff "$1" "$2" | head -5; fi
 }
