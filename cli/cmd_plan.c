@@ -482,8 +482,17 @@ static int run_plan(cli_ctx *c) {
       k += (size_t)snprintf(more, sizeof more, ", %d to %d layers a stage", (int)lo, (int)hi);
     }
     if (b->p.offload != PLAN_OFFLOAD_NONE && k < sizeof more)
-      snprintf(more + k, sizeof more - k, ", %s offloaded",
-               b->p.offload == PLAN_OFFLOAD_ACTIVATIONS ? "activations" : "optimizer");
+      k += (size_t)snprintf(more + k, sizeof more - k, ", %s offloaded",
+                            b->p.offload == PLAN_OFFLOAD_ACTIVATIONS ? "activations" : "optimizer");
+    /* the slice shape the planner chose among those offered (planner.c) */
+    const int64_t *sh = b->p.slice_shape;
+    if (sh[0] > 0 && k < sizeof more) {
+      if (sh[2] == 1)
+        snprintf(more + k, sizeof more - k, ", slice %lldx%lld", (long long)sh[0], (long long)sh[1]);
+      else
+        snprintf(more + k, sizeof more - k, ", slice %lldx%lldx%lld", (long long)sh[0],
+                 (long long)sh[1], (long long)sh[2]);
+    }
     fprintf(c->out, "\nbest: %lld x %s   dp %lld, tp %lld%s, pp %lld%s%s, mbs %lld, %s recompute, zero %s%s\n",
             (long long)b->p.chips, b->hw, (long long)b->p.dp, (long long)b->p.tp,
             b->p.sp ? " (sp)" : "", (long long)b->p.pp, vps, eps, (long long)b->p.mbs,

@@ -16,6 +16,7 @@
 #include "../sim/explain.h"
 #include "../sim/framework.h"
 #include "../sim/input.h"
+#include "../sim/net.h"
 #include "../viz/trace.h"
 
 const char *const CLI_OP_COSTS[] = {"ir", "formula", NULL}; /* opcost_source order */
@@ -27,7 +28,7 @@ const char *const CLI_SIM_VALUED[] = {
     "--recompute", "--precision", "--pp-schedule", "--reduction-server", "--slices",
     "--trace", "--input", "--storage", "--prefetch", "--input-host", "--grad-sync", "--attention",
     "--op-costs", "--cp", "--cp-comm", "--etp", "--pp-layers", "--hsdp", "--offload",
-    "--framework", "--embeddings", NULL};
+    "--framework", "--embeddings", "--topology", NULL};
 static const char *const CP_COMM[] = {"ring", "all-gather", NULL};
 static const char *const OFFLOAD[] = {"none", "activations", "optimizer", NULL};
 
@@ -80,6 +81,9 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
   char serr[256];
   const char *sched = cli_opt(c, "--pp-schedule");
   if (sched && plan_schedule_parse(sched, p, serr, sizeof serr) != 0)
+    return cli_usage_error(c, "%s", serr);
+  const char *topo = cli_opt(c, "--topology"); /* plan_check says whether it is offered */
+  if (topo && net_shape_parse(topo, p->slice_shape, serr, sizeof serr) != 0)
     return cli_usage_error(c, "%s", serr);
   const char *layers = cli_opt(c, "--pp-layers");
   if (layers) {
@@ -200,6 +204,17 @@ static void print_explain(FILE *out, const model *m, const hw_model *hw, const p
 /* simulate's report: the step, its breakdown, memory with the fixes when it
 ** does not fit, cost; with `explain`, the per-chip pieces behind it. Also
 ** what `plan --explain N` prints for a candidate. */
+/* "4x4x8", or "16x16" for a 2-D slice, as --topology takes it */
+static const char *slice_str(const plan *p) {
+  static _Thread_local char buf[64];
+  const int64_t *s = p->slice_shape;
+  if (s[2] == 1)
+    snprintf(buf, sizeof buf, "%lldx%lld", (long long)s[0], (long long)s[1]);
+  else
+    snprintf(buf, sizeof buf, "%lldx%lldx%lld", (long long)s[0], (long long)s[1], (long long)s[2]);
+  return buf;
+}
+
 void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p,
                        const step_result *r, bool explain) {
   char t[32];
@@ -209,6 +224,8 @@ void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p
   if (p->cp > 1) k += (size_t)snprintf(extra + k, sizeof extra - k, ", cp %lld", (long long)p->cp);
   if (p->ep > 1) k += (size_t)snprintf(extra + k, sizeof extra - k, ", ep %lld", (long long)p->ep);
   if (p->etp > 1) k += (size_t)snprintf(extra + k, sizeof extra - k, ", etp %lld", (long long)p->etp);
+  if (p->slice_shape[0] > 0 && k < sizeof extra)
+    k += (size_t)snprintf(extra + k, sizeof extra - k, ", slice %s", slice_str(p));
   if (p->gemm != PLAN_GEMM_NATIVE && k < sizeof extra)
     snprintf(extra + k, sizeof extra - k, ", %s", plan_precision_label(p));
   fprintf(out, "%s on %lld x %s: dp %lld, tp %lld, pp %lld%s%s, mbs %lld, gbs %lld, %lld micro-batches\n",
@@ -433,8 +450,9 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "                  [--pp-split-embedding] [--pp-split-loss] [--cp-comm ring|all-gather]\n"
     "                  [--offload none|activations|optimizer] [--reduction-server N]\n"
     "                  [--embeddings replicated|sharded|ps]\n"
-    "                  [--slices K] [--sp] [--full] [--grad-sync overlap|after-backward]\n"
-    "                  [--attention flash|scores] [--op-costs ir|formula]\n"
+    "                  [--slices K] [--topology AxBxC] [--sp] [--full]\n"
+    "                  [--grad-sync overlap|after-backward] [--attention flash|scores]\n"
+    "                  [--op-costs ir|formula]\n"
     "                  [--explain] [--json] [--trace FILE]\n"
     "                  [--input tokens|images] [--storage shards|files] [--prefetch N]\n"
     "                  [--input-host local|remote]\n"
@@ -452,6 +470,8 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "               after it (Megatron-LM's local DDP, as in its 2021-22 papers)\n"
     "  --attention: flash (default: scores stay on chip, recomputed in backward) or\n"
     "               scores (written to HBM around a fused softmax: Megatron-LM before 2022)\n"
+    "  --topology: a TPU slice's shape (4x4x8, 16x16), one Cloud TPU offers, holding\n"
+    "              chips / slices (default: the most cubic; docs/network.md)\n"
     "  --full: every data-parallel group's all-reduce at once on the whole network\n"
     "          (default: one group stands for its symmetric peers)\n"
     "  --op-costs: each fused kernel's flops and bytes read off its lowered LLVM IR\n"

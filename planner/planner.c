@@ -953,6 +953,19 @@ typedef struct {
   atomic_int next, done;
 } sim_pool;
 
+/* The slice shape a TPU plan runs on: of the shapes Cloud TPU offers for
+** its chips a slice, the one whose all-reduce of the plan's gradients over
+** every chip is quickest by the closed form (coll_best_shape; the most
+** cubic on a tie), so the plan and its printout carry it. Off a torus, or
+** with more chips than a slice and no --slices, the plan keeps none. */
+static void choose_slice_shape(const model *m, const hw_model *hw, plan *p) {
+  if (hw->scale_up.kind != HW_UP_ICI_TORUS || p->slice_shape[0] > 0) return;
+  int64_t shape[3];
+  if (coll_best_shape(hw, p->chips, p->slices > 0 ? p->slices : 1, step_grad_bytes(m, hw, p),
+                      (coll_algo)p->dp_algo, shape, NULL) > 0)
+    memcpy(p->slice_shape, shape, sizeof shape);
+}
+
 static void *sim_worker(void *arg) {
   sim_pool *sp = arg;
   for (int i; (i = atomic_fetch_add(&sp->next, 1)) < sp->n;) {
@@ -960,6 +973,7 @@ static void *sim_worker(void *arg) {
     const hw_model *hw = hw_catalog_find(sp->cat, c->hw);
     char e[256];
     double ts = thread_cpu_s();
+    choose_slice_shape(sp->m, hw, &c->p);
     sp->ok[i] = step_simulate(sp->m, hw, &c->p, NULL, &c->sim, NULL, e, sizeof e) == 0;
     sp->sim_s[i] = thread_cpu_s() - ts;
     if (sp->ok[i]) {

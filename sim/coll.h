@@ -130,6 +130,20 @@ double coll_time_s(const hw_model *hw, int64_t chips, int64_t per_node, coll_op 
                    int64_t slices, int64_t reducers, coll_algo algo, bool formula, char *err,
                    size_t errn);
 
+/* coll_time_s over the whole machine of `slices` TPU slices of the given
+** shape (one Cloud TPU offers: net_build_shaped), all chips one group. */
+double coll_time_shaped_s(const hw_model *hw, int64_t chips, int64_t slices,
+                          const int64_t shape[3], coll_op op, double bytes, coll_algo algo,
+                          bool formula, char *err, size_t errn);
+/* The offered slice shape (net_offered_shapes) whose all-reduce of `bytes`
+** over all `chips` in `slices` slices takes least by the closed form
+** (coll_time_shaped_s; a tie goes to the most cubic) into shape and its
+** time into *time_s. Returns how many shapes were compared (0: none, off a
+** torus or with no offered shape; shape untouched). */
+#define COLL_MAX_SHAPES 64
+int coll_best_shape(const hw_model *hw, int64_t chips, int64_t slices, double bytes,
+                    coll_algo algo, int64_t shape[3], double *time_s);
+
 /* A memo of coll_time_s for one hardware (a plan search asks the same few
 ** collectives thousands of times). Not shared between threads. */
 typedef struct coll_memo coll_memo;

@@ -5,7 +5,9 @@
 ** is the collectives themselves, so the step's callers see one function;
 ** and all-to-all's busiest-link bound, a closed form of the network alone.
 */
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "coll.h"
 
@@ -23,6 +25,37 @@ double coll_time_s(const hw_model *hw, int64_t chips, int64_t per_node, coll_op 
   int rc = coll_run(n, &r, &out, err, errn);
   net_free(n);
   return rc == 0 ? out.time_s : -1;
+}
+
+double coll_time_shaped_s(const hw_model *hw, int64_t chips, int64_t slices,
+                          const int64_t shape[3], coll_op op, double bytes, coll_algo algo,
+                          bool formula, char *err, size_t errn) {
+  if (chips < 2 || bytes <= 0) return 0;
+  net *n = net_build_shaped(hw, chips, slices, shape, true, err, errn);
+  if (!n) return -1;
+  coll_req r = {.op = op, .bytes = bytes, .axis = -1, .algo = algo, .formula_only = formula};
+  coll_result out;
+  int rc = coll_run(n, &r, &out, err, errn);
+  net_free(n);
+  return rc == 0 ? out.time_s : -1;
+}
+
+int coll_best_shape(const hw_model *hw, int64_t chips, int64_t slices, double bytes,
+                    coll_algo algo, int64_t shape[3], double *time_s) {
+  int64_t per = slices > 0 && chips % slices == 0 ? chips / slices : 0;
+  int64_t offered[COLL_MAX_SHAPES][3];
+  int k = net_offered_shapes(hw, per, offered, COLL_MAX_SHAPES), best = -1;
+  double best_s = INFINITY;
+  for (int i = 0; i < k; i++) {
+    char e[256];
+    double t = coll_time_shaped_s(hw, chips, slices, offered[i], COLL_ALL_REDUCE, bytes, algo,
+                                  true, e, sizeof e);
+    if (t >= 0 && t < best_s) best_s = t, best = i; /* ties: the most cubic, listed first */
+  }
+  if (best < 0) return 0;
+  memcpy(shape, offered[best], sizeof offered[best]);
+  if (time_s) *time_s = best_s;
+  return k;
 }
 
 typedef struct {

@@ -87,6 +87,109 @@ static bool choose_shape_opt(const hw_model *hw, int64_t n, int64_t out[3], bool
   return found;
 }
 
+/* Every offered shape of n chips, sides ascending, the most cubic first
+** (choose_shape_opt's order: least spread, then the smaller first side);
+** at most max into out. O(n^(2/3)) candidates. */
+int net_offered_shapes(const hw_model *hw, int64_t n, int64_t (*out)[3], int max) {
+  if (hw->scale_up.kind != HW_UP_ICI_TORUS || n < 1 || n > hw->scale_up.max_slice_chips) return 0;
+  int k = 0;
+  for (int64_t x = 1; x * x * x <= n; x++) {
+    if (n % x) continue;
+    for (int64_t y = x; x * y * y <= n; y++) {
+      if ((n / x) % y) continue;
+      int64_t s[3] = {x, y, n / x / y};
+      if (hw->scale_up.torus_dims == 2) { /* 2-D: x <= y, z = 1 */
+        if (x != 1) continue;
+        s[0] = y, s[1] = n / x / y, s[2] = 1;
+      }
+      if (!shape_ok(hw, s) || k >= max) continue;
+      /* insertion by spread: out stays most cubic first */
+      int64_t spread = (s[2] > s[1] ? s[2] : s[1]) - s[0];
+      int at = k;
+      while (at > 0 && ((out[at - 1][2] > out[at - 1][1] ? out[at - 1][2] : out[at - 1][1]) -
+                        out[at - 1][0]) > spread) {
+        memcpy(out[at], out[at - 1], sizeof out[at]);
+        at--;
+      }
+      memcpy(out[at], s, sizeof s);
+      k++;
+    }
+  }
+  return k;
+}
+
+static void nearby_counts(const hw_model *hw, int64_t n, bool any_shape, int64_t *lo, int64_t *hi);
+
+static int64_t shape_chips(const int64_t s[3]) { return s[0] * s[1] * s[2]; }
+
+int net_shape_check(const hw_model *hw, const int64_t shape[3], char *err, size_t errn) {
+  int64_t s[3] = {shape[0], shape[1], shape[2]};
+  if (hw->scale_up.kind != HW_UP_ICI_TORUS) {
+    snprintf(err, errn, "--topology names a TPU slice's ICI torus; %s has none (its nodes "
+             "join over %s): leave --topology out", hw->name, hw_scale_out_label(hw->scale_out.kind));
+    return -1;
+  }
+  for (int d = 0; d < 3; d++)
+    if (s[d] < 1 || s[d] > 1000000) {
+      snprintf(err, errn, "--topology %lldx%lldx%lld: each side must be 1 to 1000000",
+               (long long)s[0], (long long)s[1], (long long)s[2]);
+      return -1;
+    }
+  int64_t n = shape_chips(s);
+  if (hw->scale_up.torus_dims == 2 && s[2] != 1) {
+    snprintf(err, errn, "%s slices are 2-D (AxB): %lldx%lldx%lld has a third side", hw->name,
+             (long long)s[0], (long long)s[1], (long long)s[2]);
+    return -1;
+  }
+  if (n <= hw->scale_up.max_slice_chips && shape_ok(hw, s)) return 0;
+  /* the nearest offered: the most cubic of the same chips, else of the
+  ** nearest count that has one */
+  int64_t lo, hi, best[3];
+  char near[64] = "";
+  if (n <= hw->scale_up.max_slice_chips && choose_shape_opt(hw, n, best, false))
+    lo = n, hi = 0;
+  else
+    nearby_counts(hw, n, false, &lo, &hi);
+  int64_t pick = lo && hi ? (n - lo <= hi - n ? lo : hi) : lo ? lo : hi;
+  if (pick && choose_shape_opt(hw, pick, best, false)) {
+    if (hw->scale_up.torus_dims == 2)
+      snprintf(near, sizeof near, "%lldx%lld", (long long)best[0], (long long)best[1]);
+    else
+      snprintf(near, sizeof near, "%lldx%lldx%lld", (long long)best[0], (long long)best[1],
+               (long long)best[2]);
+  }
+  snprintf(err, errn, "%s offers no %lldx%lldx%lld slice (%s; nearest offered: %s)", hw->name,
+           (long long)s[0], (long long)s[1], (long long)s[2],
+           hw->scale_up.torus_dims == 2
+               ? "2-D slices of power-of-two sides at most 2:1, up to the 16x16 pod"
+               : "2x2x1, 2x2x2, 2x2x4, 2x4x4, or whole 4x4x4 cubes",
+           near[0] ? near : "none");
+  return -1;
+}
+
+int net_shape_parse(const char *str, int64_t shape[3], char *err, size_t errn) {
+  int64_t v[3] = {1, 1, 1};
+  int k = 0;
+  const char *c = str;
+  while (k < 3) {
+    char *end;
+    if (*c < '0' || *c > '9') break;
+    long long x = strtoll(c, &end, 10);
+    if (x < 1 || x > 1000000) break;
+    v[k++] = x;
+    c = end;
+    if (*c != 'x') break;
+    c++;
+  }
+  if (k < 2 || *c != '\0') {
+    snprintf(err, errn, "--topology: expected AxB or AxBxC (sides 1 to 1000000, e.g. 4x4x8), "
+             "found '%s'", str);
+    return -1;
+  }
+  memcpy(shape, v, sizeof v);
+  return 0;
+}
+
 /* The nearest single-slice counts below and above n (0: none): slice
 ** shapes, or for a group (any_shape) any shape that fits in the pod. Scans
 ** at most the largest slice's count of candidates, whatever n is. */
@@ -181,19 +284,40 @@ static void no_split_error(const hw_model *hw, int64_t chips, bool any_shape, ch
            (long long)min_dcn_slice(hw), (long long)hw->scale_up.max_slice_chips, near);
 }
 
-static net *build(const hw_model *hw, int64_t chips, int64_t slices, bool group, char *err,
-                  size_t errn);
+static net *build(const hw_model *hw, int64_t chips, int64_t slices, bool group,
+                  const int64_t *shape, char *err, size_t errn);
 
 net *net_build(const hw_model *hw, int64_t chips, int64_t slices, char *err, size_t errn) {
-  return build(hw, chips, slices, false, err, errn);
+  return build(hw, chips, slices, false, NULL, err, errn);
 }
 
 net *net_build_group(const hw_model *hw, int64_t chips, char *err, size_t errn) {
-  return build(hw, chips, 1, true, err, errn);
+  return build(hw, chips, 1, true, NULL, err, errn);
 }
 
-static net *build(const hw_model *hw, int64_t chips, int64_t slices, bool group, char *err,
-                  size_t errn) {
+net *net_build_shaped(const hw_model *hw, int64_t chips, int64_t slices, const int64_t shape[3],
+                      bool offered_only, char *err, size_t errn) {
+  if (offered_only && net_shape_check(hw, shape, err, errn) != 0) return NULL;
+  if (hw->scale_up.kind != HW_UP_ICI_TORUS || !fits_pod(hw, shape)) {
+    snprintf(err, errn, "%s: a %lldx%lldx%lld slice does not fit in the pod (%lldx%lldx%lld)",
+             hw->name, (long long)shape[0], (long long)shape[1], (long long)shape[2],
+             (long long)hw->scale_up.max_slice_shape[0], (long long)hw->scale_up.max_slice_shape[1],
+             (long long)hw->scale_up.max_slice_shape[2]);
+    return NULL;
+  }
+  if (slices < 1 || chips != slices * shape_chips(shape)) {
+    snprintf(err, errn, "--topology %lldx%lldx%lld holds %lld chips a slice; %lld chips in %lld "
+             "slice%s need %lld",
+             (long long)shape[0], (long long)shape[1], (long long)shape[2],
+             (long long)shape_chips(shape), (long long)chips, (long long)slices,
+             slices == 1 ? "" : "s", (long long)(slices > 0 ? chips / slices : chips));
+    return NULL;
+  }
+  return build(hw, chips, slices, false, shape, err, errn);
+}
+
+static net *build(const hw_model *hw, int64_t chips, int64_t slices, bool group,
+                  const int64_t *shape, char *err, size_t errn) {
   if (chips < 1 || slices < 1 || chips % slices != 0) {
     snprintf(err, errn, "%lld chips do not split into %lld equal slices", (long long)chips,
              (long long)slices);
@@ -223,7 +347,9 @@ static net *build(const hw_model *hw, int64_t chips, int64_t slices, bool group,
       n->slices = slices = k;
     }
     int64_t per = chips / slices;
-    if (per > hw->scale_up.max_slice_chips || !choose_shape_opt(hw, per, n->shape, group)) {
+    if (shape) /* net_build_shaped checked it */
+      memcpy(n->shape, shape, sizeof n->shape);
+    else if (per > hw->scale_up.max_slice_chips || !choose_shape_opt(hw, per, n->shape, group)) {
       no_slice_error(hw, chips, per, group, err, errn);
       free(n);
       return NULL;

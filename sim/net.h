@@ -47,6 +47,25 @@ net *net_build(const hw_model *hw, int64_t chips, int64_t slices, char *err, siz
 ** Returns NULL with a message naming the nearest sizes that build. On GPUs
 ** and CPUs the same as net_build with one slice. */
 net *net_build_group(const hw_model *hw, int64_t chips, char *err, size_t errn);
+/* net_build with each slice of the given shape, in the axis order given (x
+** varies fastest, as net_coord lays chips out): chips = slices x its chips.
+** offered_only: the shape must be one Cloud TPU offers (net_shape_check);
+** else any shape that fits in the pod, for comparing a hypothetical one. */
+net *net_build_shaped(const hw_model *hw, int64_t chips, int64_t slices, const int64_t shape[3],
+                      bool offered_only, char *err, size_t errn);
+/* The slice shapes the platform offers for `chips` chips in one slice,
+** sides ascending (4x4x8 stands for its turns 4x8x4 and 8x4x4, which route
+** the same), the most cubic first; at most max into out. Returns how many
+** (0 off a torus, above the largest slice, or for a count with none).
+** v4/v5p (3-D, OCS): 2x2x1, 2x2x2, 2x2x4, 2x4x4 and whole 4x4x4 cubes;
+** v5e/v6e (2-D): power-of-two sides at most 2:1 up to 16x16 (Cloud TPU's
+** "supported topologies" tables; docs/network.md). */
+int net_offered_shapes(const hw_model *hw, int64_t chips, int64_t (*out)[3], int max);
+/* 0 when Cloud TPU offers a slice of this shape on hw (sides in any
+** order); else -1 with err naming the rule and the nearest offered shape. */
+int net_shape_check(const hw_model *hw, const int64_t shape[3], char *err, size_t errn);
+/* "4x4x8" or "16x16" (third side 1) into shape; -1 with err otherwise. */
+int net_shape_parse(const char *s, int64_t shape[3], char *err, size_t errn);
 void net_free(net *n);
 
 int64_t net_chips(const net *n);

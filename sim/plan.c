@@ -9,6 +9,7 @@
 
 #include "../base/strutil.h"
 #include "../hw_models/hw.h"
+#include "net.h"
 #include "optime.h"
 
 const char *const plan_schedule_names[] = {"gpipe", "1f1b", "interleaved", NULL};
@@ -321,6 +322,26 @@ bool plan_default_tf32(const model *m, const hw_model *hw, plan *p) {
   return false;
 }
 
+/* A slice shape, when given: one Cloud TPU offers (net_shape_check) whose
+** chips times the slices are the plan's chips. */
+static int check_slice_shape(const hw_model *hw, const plan *p, char *err, size_t errn) {
+  const int64_t *s = p->slice_shape;
+  if (!s[0] && !s[1] && !s[2]) return 0;
+  if (net_shape_check(hw, s, err, errn) != 0) return -1;
+  int64_t per = s[0] * s[1] * s[2], slices = p->slices > 1 ? p->slices : 1;
+  if (p->chips == per * slices) return 0;
+  if (p->chips % per == 0)
+    return str_errf(err, errn, "--topology %lldx%lldx%lld holds %lld chips; --chips %lld in %lld "
+                    "slice%s (nearest: --slices %lld, or --chips %lld)",
+                    (long long)s[0], (long long)s[1], (long long)s[2], (long long)per,
+                    (long long)p->chips, (long long)slices, slices == 1 ? "" : "s",
+                    (long long)(p->chips / per), (long long)(per * slices));
+  return str_errf(err, errn, "--topology %lldx%lldx%lld holds %lld chips, which do not divide "
+                  "--chips %lld (nearest: --chips %lld)",
+                  (long long)s[0], (long long)s[1], (long long)s[2], (long long)per,
+                  (long long)p->chips, (long long)(per * slices));
+}
+
 int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fault, char *err,
                      size_t errn) {
   plan_fault dummy;
@@ -331,6 +352,10 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
     return -1;
   }
   if (check_embeddings(m, hw, p, fault, err, errn) != 0) return -1;
+  if (check_slice_shape(hw, p, err, errn) != 0) {
+    *fault = PLAN_FAULT_RANGE;
+    return -1;
+  }
   if (p->gemm == PLAN_GEMM_TF32 && p->precision != GDT_F32) {
     *fault = PLAN_FAULT_DTYPE;
     return str_errf(err, errn, "tf32 runs an fp32 model's matmuls on TF32 tensor cores; %s trains "

@@ -105,6 +105,10 @@ typedef struct {
   plan_schedule schedule;
   int64_t vp;      /* virtual stages per chip (interleaved 1F1B) */
   int64_t slices;  /* TPU slices joined by DCN; dp spans them */
+  /* TPU: each slice's torus shape (--topology 4x4x8), one Cloud TPU offers
+  ** (net_shape_check) holding chips / slices; all 0: the most cubic one
+  ** (net_build). The planner picks it among the offered (planner.c). */
+  int64_t slice_shape[3];
   int64_t reduction_server; /* reducer hosts for the gradient all-reduce; 0 = none */
   plan_grad_sync grad_sync;
   plan_attention attention;

@@ -35,7 +35,9 @@
 static double full_contention(const hw_model *hw, const plan *p, double bytes, step_desc *r,
                               char *err, size_t errn) {
   int64_t n = p->dp * (p->cp > 0 ? p->cp : 1), groups = p->pp * p->tp, chips = p->chips;
-  net *nt = net_build(hw, chips, p->slices, err, errn);
+  bool shaped = p->slice_shape[0] > 0;
+  net *nt = shaped ? net_build_shaped(hw, chips, p->slices, p->slice_shape, true, err, errn)
+                   : net_build(hw, chips, p->slices, err, errn);
   if (!nt) return -1;
   int64_t (*pairs)[2] = malloc((size_t)(n * groups) * sizeof *pairs);
   if (!pairs) {
@@ -106,6 +108,13 @@ static double coll_of(coll_memo *memo, const hw_model *hw, int64_t chips, int64_
 ** tree or hierarchical across nodes alike), so half of it. */
 static double grad_sync_s(coll_memo *memo, const hw_model *hw, int64_t n, int64_t per, coll_op op,
                           double bytes, const plan *p, bool formula, char *err, size_t errn) {
+  /* a group that is the whole machine runs on the plan's slice shape when
+  ** it names one (the memo's key has no shape: it is not asked) */
+  if (p->slice_shape[0] > 0 && n == p->chips && !p->reduction_server) {
+    double ar = coll_time_shaped_s(hw, n, p->slices, p->slice_shape, COLL_ALL_REDUCE, bytes,
+                                   (coll_algo)p->dp_algo, formula, err, errn);
+    return ar < 0 || op == COLL_ALL_REDUCE ? ar : ar / 2;
+  }
   double ar = coll_of(memo, hw, n, per, COLL_ALL_REDUCE, bytes, p->slices, p->reduction_server,
                       (coll_algo)p->dp_algo, formula, err, errn);
   return ar < 0 || op == COLL_ALL_REDUCE ? ar : ar / 2;
@@ -565,6 +574,12 @@ cJSON *step_json(const model *m, const hw_model *hw, const plan *p, const step_r
   cJSON_AddNumberToObject(pj, "zero", p->zero);
   cJSON_AddStringToObject(pj, "embeddings", plan_embeddings_names[p->embeddings]);
   if (p->hsdp > 0) cJSON_AddNumberToObject(pj, "hsdp", (double)p->hsdp);
+  if (p->slice_shape[0] > 0) { /* "4x4x8", as --topology takes it */
+    char sh[64];
+    snprintf(sh, sizeof sh, "%lldx%lldx%lld", (long long)p->slice_shape[0],
+             (long long)p->slice_shape[1], (long long)p->slice_shape[2]);
+    cJSON_AddStringToObject(pj, "slice_shape", sh);
+  }
   cJSON_AddNumberToObject(pj, "mbs", (double)p->mbs);
   cJSON_AddNumberToObject(pj, "gbs", (double)p->gbs);
   cJSON_AddNumberToObject(pj, "seq", (double)p->seq);

@@ -733,5 +733,28 @@ if cmp -s "$OUT/plan-explain-plain.out" "$OUT/explain-changed.out"; then bad "ex
 elif explain_adds_up "$OUT/explain-changed.out"; then bad "explain-changed: a changed term still adds up"
 else ok; fi
 
+# --- slice shapes (issue 18): --topology takes what Cloud TPU offers ---
+# 128 v4 chips are 4x4x8 only (whole 4x4x4 cubes); a turned 8x4x4 is the
+# same slice; 2x8x8 is refused naming 4x4x8; 64 chips' cube on 128 chips
+# names --slices 2; a GPU has no torus; a malformed shape is a usage error
+run topo-ok 0 simulate llama2-7b --hw tpu-v4 --chips 128 --gbs 256 --topology 4x4x8 && \
+  has topo-ok out "slice 4x4x8"
+run topo-turned 0 simulate llama2-7b --hw tpu-v4 --chips 128 --gbs 256 --topology 8x4x4
+run topo-bad 1 simulate llama2-7b --hw tpu-v4 --chips 128 --gbs 256 --topology 2x8x8 && \
+  has topo-bad err "nearest offered: 4x4x8" && empty topo-bad out
+run topo-count 1 simulate llama2-7b --hw tpu-v4 --chips 128 --gbs 256 --topology 4x4x4 && \
+  has topo-count err "--slices 2"
+run topo-v5e 1 simulate llama2-7b --hw tpu-v5e --chips 128 --gbs 256 --topology 4x32 && \
+  has topo-v5e err "nearest offered: 8x16"
+run topo-gpu 1 simulate llama2-7b --hw h100-sxm --chips 8 --gbs 256 --topology 2x4 && \
+  has topo-gpu err "has none"
+run topo-parse 2 simulate llama2-7b --hw tpu-v4 --chips 128 --gbs 256 --topology 4x && \
+  has topo-parse err "expected AxB or AxBxC"
+# the planner keeps the cheapest offered shape: on 512 v4 chips 8x8x8, whose
+# all-reduce is 0.333 S/B against 4x8x16's 0.395 (docs/network.md)
+run topo-plan 0 plan llama2-7b --hw tpu-v4 --chips 512 --gbs 512 && has topo-plan out "slice 8x8x8"
+run topo-plan-json 0 plan llama2-7b --hw tpu-v4 --chips 512 --gbs 512 --json && \
+  has topo-plan-json out '"slice_shape":'
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

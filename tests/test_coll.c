@@ -740,3 +740,86 @@ Test(coll, reduction_server_wins_when_the_host_nic_binds, .init = setup, .fini =
   cr_expect(rs.time_s > h.time_s, "RS %g s, NVLink %g s", rs.time_s, h.time_s);
   net_free(n);
 }
+
+/* ---- slice shapes (issue 18) ---- */
+
+/* A shape built as given; offered_only false admits a hypothetical one. */
+static net *mk_shaped(const char *hw, int64_t a, int64_t b, int64_t c, bool offered_only) {
+  char err[512];
+  int64_t s[3] = {a, b, c};
+  net *n = net_build_shaped(hw_catalog_find(cat, hw), a * b * c, 1, s, offered_only, err, sizeof err);
+  cr_assert_not_null(n, "%s %lldx%lldx%lld: %s", hw, (long long)a, (long long)b, (long long)c, err);
+  return n;
+}
+
+/* By hand, 128 v4 chips. 4x4x8 (every axis a whole number of 4-chip
+** cubes, so every axis wraps): as v5p_4x4x8_all_reduce_by_hand, 2 x S/6 x
+** 7/8 x (1 + 1/4 + 1/16) = 0.3828 S/B. A hypothetical 2x8x8 (Cloud TPU
+** offers no slice with a 2-long side above 32 chips; a 2-long axis has no
+** wraparound): 6 parts of S/6, rotated axis orders (2,8,8), (8,8,2),
+** (8,2,8). The 2-axis's folded ring is shared by both directions' parts,
+** so each runs at B/2. Phase 1: the 2-first parts, 1 step of S/12 at B/2
+** = S/6 (the 8-first: 7 x S/48 = 0.146, in its shadow); phase 2: 7 x
+** S/96 = 7/96 (the others 7/384 and 1/48); phase 3: 7 x S/768; the
+** all-gather mirrors them: 2 x (1/6 + 7/96 + 7/768) = 191/384 = 0.4974
+** S/B, 1.30x the 4x4x8's -- why the OCS builds slices of whole cubes. */
+Test(net, v4_128_chips_4x4x8_beats_a_2x8x8_by_hand, .init = setup, .fini = teardown) {
+  net *good = mk_shaped("tpu-v4", 4, 4, 8, true), *flat = mk_shaped("tpu-v4", 2, 8, 8, false);
+  const hw_model *h = net_hw(good);
+  double S = 256.0 * (1 << 20), B = h->scale_up.link_bw_bytes_per_s * h->scale_up.efficiency;
+  coll_req q = {.op = COLL_ALL_REDUCE, .algo = COLL_TORUS, .bytes = S, .axis = -1, .formula_only = true};
+  coll_result a, b;
+  char err[512];
+  cr_assert_eq(coll_run(good, &q, &a, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(coll_run(flat, &q, &b, err, sizeof err), 0, "%s", err);
+  double good_s = 2.0 * S / 6 * 7 / 8 * (1 + 0.25 + 0.0625) / B, flat_s = 191.0 / 384 * S / B;
+  /* above the bandwidth terms: 42 and 30 hops of 1 us latency, < 5% */
+  cr_expect(a.time_s >= good_s && a.time_s < good_s * 1.05, "4x4x8 %g s, by hand %g s", a.time_s, good_s);
+  cr_expect(b.time_s >= flat_s && b.time_s < flat_s * 1.05, "2x8x8 %g s, by hand %g s", b.time_s, flat_s);
+  bool wrap[3];
+  int64_t sh[3];
+  net_shape(flat, sh, wrap);
+  cr_expect(!wrap[0] && wrap[1] && wrap[2], "only the 8-long axes wrap");
+  net_free(good);
+  net_free(flat);
+}
+
+/* The offered shapes by the rule (whole 4x4x4 cubes, sides at most 16 on
+** v4; 2-D power-of-two sides at most 2:1 on v5e): 512 v4 chips are 8x8x8
+** or 4x8x16 (4x4x32 is longer than the pod's 16), most cubic first; 128
+** v5e chips only 8x16 (4x32 is 8:1 and longer than 16); 2x8x8 is refused
+** naming the shape to use instead. */
+Test(net, offered_shapes_follow_the_cloud_tpu_rules, .init = setup, .fini = teardown) {
+  int64_t s[8][3];
+  const hw_model *v4 = hw_catalog_find(cat, "tpu-v4"), *v5e = hw_catalog_find(cat, "tpu-v5e");
+  cr_assert_eq(net_offered_shapes(v4, 512, s, 8), 2);
+  cr_expect(s[0][0] == 8 && s[0][1] == 8 && s[0][2] == 8);
+  cr_expect(s[1][0] == 4 && s[1][1] == 8 && s[1][2] == 16);
+  cr_assert_eq(net_offered_shapes(v5e, 128, s, 8), 1);
+  cr_expect(s[0][0] == 8 && s[0][1] == 16 && s[0][2] == 1);
+  char err[512];
+  int64_t bad[3] = {2, 8, 8}, turned[3] = {8, 4, 4};
+  cr_expect_eq(net_shape_check(v4, bad, err, sizeof err), -1);
+  cr_expect(strstr(err, "nearest offered: 4x4x8") != NULL, "%s", err);
+  cr_expect_eq(net_shape_check(v4, turned, err, sizeof err), 0, "a turned 4x4x8 is the same slice");
+  cr_expect_eq(net_offered_shapes(hw_catalog_find(cat, "h100-sxm"), 8, s, 8), 0);
+}
+
+/* The planner's choice (coll_best_shape) is the cheapest offered shape by
+** the same closed form, each compared here; on 512 v4 chips that is 8x8x8
+** (phase 1: 7/8 x S/6 against 4x8x16's 15/16 x S/6). */
+Test(coll, the_chosen_shape_is_the_cheapest_offered, .init = setup, .fini = teardown) {
+  const hw_model *v4 = hw_catalog_find(cat, "tpu-v4");
+  double S = 1e9, best_s = 0;
+  int64_t best[3] = {0, 0, 0}, s[8][3];
+  cr_assert_eq(coll_best_shape(v4, 512, 1, S, COLL_AUTO, best, &best_s), 2);
+  cr_expect(best[0] == 8 && best[1] == 8 && best[2] == 8);
+  int k = net_offered_shapes(v4, 512, s, 8);
+  for (int i = 0; i < k; i++) {
+    char err[256];
+    double t = coll_time_shaped_s(v4, 512, 1, s[i], COLL_ALL_REDUCE, S, COLL_AUTO, true, err, sizeof err);
+    cr_assert(t > 0, "%s", err);
+    cr_expect(best_s <= t, "chosen %g s, %lldx%lldx%lld %g s", best_s, (long long)s[i][0],
+              (long long)s[i][1], (long long)s[i][2], t);
+  }
+}
