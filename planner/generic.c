@@ -198,14 +198,22 @@ int planner_generic(const model *m, const hw_catalog *cat, const planner_req *re
      starts one. */
   if (!on_cpu && tail[0] == ' ' && tail[1] >= 'a' && tail[1] <= 'z')
     tail[1] = (char)(tail[1] - 'a' + 'A');
+  /* under the billing minimum every candidate pays a minute of its VM */
+  char minute[256] = "";
+  if (req->objective == PLANNER_COST && b->train_s < planner_min_billed_s())
+    snprintf(minute, sizeof minute,
+             " The run takes %.3g s, under the %.0f s the clouds bill a VM at least: every "
+             "candidate pays a minute of its hourly price, so the cheapest VM wins, not the "
+             "fastest chip.",
+             b->train_s, planner_min_billed_s());
   char place[256] = "";
   embeddings_reason(b, hw_catalog_find(cat, b->hw), tables, place, sizeof place);
   snprintf(out->why, sizeof out->why,
            "a %s model trains data-parallel%s; %s on %lld chip%s is the %s (%.3g s per step, "
-           "%s for the run).%s%s%s",
+           "%s for the run).%s%s%s%s",
            m->family, place, b->hw, (long long)b->p.chips, b->p.chips > 1 ? "s" : "",
            req->objective == PLANNER_TIME ? "fastest" : "cheapest", b->sim.step_time_s,
-           bu, on_cpu ? " A CPU is recommended" : "", on_cpu ? (*tail ? ":" : ".") : "", tail);
+           bu, on_cpu ? " A CPU is recommended" : "", on_cpu ? (*tail ? ":" : ".") : "", tail, minute);
   out->search_s = units_now_s() - t0;
   return 0;
 }
