@@ -206,14 +206,38 @@ int planner_generic(const model *m, const hw_catalog *cat, const planner_req *re
              "candidate pays a minute of its hourly price, so the cheapest VM wins, not the "
              "fastest chip.",
              b->train_s, planner_min_billed_s());
+  /* a tree model past the minute: its histogram passes are memory-bound
+  ** (workloads/gbdt.c), so a GPU wins on bandwidth per dollar; say the
+  ** figures against the cheapest CPU candidate */
+  char bound[320] = "";
+  const hw_model *bh = hw_catalog_find(cat, b->hw);
+  if (strcmp(m->family, "gbdt") == 0 && bh && bh->kind == HW_GPU && !*minute) {
+    const planner_cand *cpu = NULL;
+    for (int i = 0; i < out->n_per_hw; i++) {
+      const hw_model *h = hw_catalog_find(cat, out->per_hw[i].hw);
+      if (h && h->kind == HW_CPU && (!cpu || out->per_hw[i].train_usd < cpu->train_usd))
+        cpu = &out->per_hw[i];
+    }
+    const hw_model *ch = cpu ? hw_catalog_find(cat, cpu->hw) : NULL;
+    if (ch)
+      snprintf(bound, sizeof bound,
+               " Building the histograms is memory-bound, so bandwidth per dollar decides: %s "
+               "has %.3g GB/s for $%.3g an hour; the cheapest CPU run, on %s, has %.3g GB/s for "
+               "$%.3g an hour (%.2gx the time, %.2gx the cost).",
+               b->hw, bh->chip.hbm_bw_bytes_per_s / 1e9,
+               bh->price.on_demand_usd_per_chip_hour * (double)b->billed_chips, cpu->hw,
+               ch->chip.hbm_bw_bytes_per_s / 1e9,
+               ch->price.on_demand_usd_per_chip_hour * (double)cpu->billed_chips,
+               cpu->train_s / b->train_s, cpu->train_usd / b->train_usd);
+  }
   char place[256] = "";
   embeddings_reason(b, hw_catalog_find(cat, b->hw), tables, place, sizeof place);
   snprintf(out->why, sizeof out->why,
            "a %s model trains data-parallel%s; %s on %lld chip%s is the %s (%.3g s per step, "
-           "%s for the run).%s%s%s%s",
+           "%s for the run).%s%s%s%s%s",
            m->family, place, b->hw, (long long)b->p.chips, b->p.chips > 1 ? "s" : "",
            req->objective == PLANNER_TIME ? "fastest" : "cheapest", b->sim.step_time_s,
-           bu, on_cpu ? " A CPU is recommended" : "", on_cpu ? (*tail ? ":" : ".") : "", tail, minute);
+           bu, on_cpu ? " A CPU is recommended" : "", on_cpu ? (*tail ? ":" : ".") : "", tail, minute, bound);
   out->search_s = units_now_s() - t0;
   return 0;
 }

@@ -256,7 +256,7 @@ run plan-gbdt 0 plan gbdt && has plan-gbdt out "objective: cost" && has plan-gbd
 # for minutes, the memory-bound histogram pass goes to a GPU's bandwidth (t4);
 # neither lands on a TPU
 run trees-small 0 plan tests/data/models/gbdt-small.json && has trees-small out "best: 1 x cpu-m7i-2xl" && has trees-small out "\$0.00672 (on demand" && has trees-small out "A CPU is recommended" && has trees-small out "under the 60 s the clouds bill a VM at least" && has trees-small out "tpu-v5e: the model is trained by tree-boosting libraries"
-run trees-large 0 plan tests/data/models/gbdt-large.json && has trees-large out "best: 1 x t4" && has trees-large out "tpu-v5e: the model is trained by tree-boosting libraries"
+run trees-large 0 plan tests/data/models/gbdt-large.json && has trees-large out "best: 1 x t4" && has trees-large out "Building the histograms is memory-bound" && has trees-large out "tpu-v5e: the model is trained by tree-boosting libraries"
 run plan-spot 0 plan llama3-8b --hw h100-sxm --chips 64 --spot --preemption-rate 0.05 && has plan-spot out "(Young/Daly)" && has plan-spot out "(spot, billed on 64 chips)"
 run plan-spot-json 0 plan llama3-8b --hw h100-sxm --chips 64 --spot --json && has plan-spot-json out '"checkpoint_interval_s":'
 run plan-rate-nospot 2 plan llama3-8b --preemption-rate 0.1 && has plan-rate-nospot err "--preemption-rate applies to --spot plans"

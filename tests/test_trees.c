@@ -107,6 +107,8 @@ Test(trees, large_model_lands_on_an_nvidia_gpu) {
   double t_ratio = cand(&r, "cpu-m7i-2xl")->train_s / cand(&r, "t4")->train_s;
   cr_assert(t_ratio > 0.9 * bw_ratio && t_ratio < 1.1 * bw_ratio, "time ratio %g, bw %g", t_ratio,
             bw_ratio);
+  cr_assert(strstr(r.why, "Building the histograms is memory-bound"), "%s", r.why);
+  cr_assert(strstr(r.why, "t4 has 320 GB/s for $0.526 an hour"), "%s", r.why);
   no_tpu(&r, c);
   planner_result_free(&r);
   hw_catalog_free(c);
