@@ -52,7 +52,7 @@ run hw-badopt 2 hw list --frobnicate && has hw-badopt err "unknown option '--fro
 # --- the catalog ---
 run list 0 hw list
 rows=$(grep -cE '^(tpu-|v100|a100|h100|h200|b200|b300|gb200|gb300|cpu-|t4 |l4 |a10g|edge-)' "$OUT/list.out")
-[ "$rows" -eq 23 ] && ok || bad "hw list shows $rows rows, expected 23"
+[ "$rows" -eq 24 ] && ok || bad "hw list shows $rows rows, expected 24"
 # serving hardware (issue 19): the edge part is listed unpriced, shows its int8 peak, and training
 # on it is refused with the reason (Coral FAQ: the Edge TPU is for inference); the T4 trains in fp16
 has list out "not rented"
