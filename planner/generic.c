@@ -198,6 +198,38 @@ int planner_generic(const model *m, const hw_catalog *cat, const planner_req *re
      starts one. */
   if (!on_cpu && tail[0] == ' ' && tail[1] >= 'a' && tail[1] <= 'z')
     tail[1] = (char)(tail[1] - 'a' + 'A');
+  /* under the billing minimum every candidate pays a minute of its VM */
+  char minute[256] = "";
+  if (req->objective == PLANNER_COST && b->train_s < planner_min_billed_s())
+    snprintf(minute, sizeof minute,
+             " The run takes %.3g s, under the %.0f s the clouds bill a VM at least: every "
+             "candidate pays a minute of its hourly price, so the cheapest VM wins, not the "
+             "fastest chip.",
+             b->train_s, planner_min_billed_s());
+  /* a tree model past the minute: its histogram passes are memory-bound
+  ** (workloads/gbdt.c), so a GPU wins on bandwidth per dollar; say the
+  ** figures against the cheapest CPU candidate */
+  char bound[320] = "";
+  const hw_model *bh = hw_catalog_find(cat, b->hw);
+  if (strcmp(m->family, "gbdt") == 0 && bh && bh->kind == HW_GPU && !*minute) {
+    const planner_cand *cpu = NULL;
+    for (int i = 0; i < out->n_per_hw; i++) {
+      const hw_model *h = hw_catalog_find(cat, out->per_hw[i].hw);
+      if (h && h->kind == HW_CPU && (!cpu || out->per_hw[i].train_usd < cpu->train_usd))
+        cpu = &out->per_hw[i];
+    }
+    const hw_model *ch = cpu ? hw_catalog_find(cat, cpu->hw) : NULL;
+    if (ch)
+      snprintf(bound, sizeof bound,
+               " Building the histograms is memory-bound, so bandwidth per dollar decides: %s "
+               "has %.3g GB/s for $%.3g an hour; the cheapest CPU run, on %s, has %.3g GB/s for "
+               "$%.3g an hour (%.2gx the time, %.2gx the cost).",
+               b->hw, bh->chip.hbm_bw_bytes_per_s / 1e9,
+               bh->price.on_demand_usd_per_chip_hour * (double)b->billed_chips, cpu->hw,
+               ch->chip.hbm_bw_bytes_per_s / 1e9,
+               ch->price.on_demand_usd_per_chip_hour * (double)cpu->billed_chips,
+               cpu->train_s / b->train_s, cpu->train_usd / b->train_usd);
+  }
   char place[256] = "";
   embeddings_reason(b, hw_catalog_find(cat, b->hw), tables, place, sizeof place);
   snprintf(out->why, sizeof out->why,
@@ -206,6 +238,9 @@ int planner_generic(const model *m, const hw_catalog *cat, const planner_req *re
            m->family, place, b->hw, (long long)b->p.chips, b->p.chips > 1 ? "s" : "",
            req->objective == PLANNER_TIME ? "fastest" : "cheapest", b->sim.step_time_s,
            bu, on_cpu ? " A CPU is recommended" : "", on_cpu ? (*tail ? ":" : ".") : "", tail);
+  /* the billing and bandwidth sentences after it, as far as they fit */
+  size_t used = strlen(out->why);
+  snprintf(out->why + used, sizeof out->why - used, "%s%s", minute, bound);
   out->search_s = units_now_s() - t0;
   return 0;
 }

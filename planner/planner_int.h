@@ -19,6 +19,8 @@ typedef struct {
 } run_price;
 
 /* price.c */
+/* The shortest time a VM is billed for (price.c, the clouds' one-minute minimum). */
+double planner_min_billed_s(void);
 run_price planner_price_of(const model *m, const hw_model *hw, const planner_req *req,
                            int64_t chips, double step_s, int64_t steps);
 void planner_set_price(planner_cand *c, const run_price *r);

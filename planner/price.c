@@ -16,6 +16,20 @@
 #include "../sim/step.h"
 #include "planner_int.h"
 
+/* The seconds a run is billed: the clouds in the catalog bill VMs (and
+** Cloud TPU) per second with a one-minute minimum ("per-second billing ...
+** minimum of 60 seconds", AWS EC2 On-Demand pricing,
+** https://aws.amazon.com/ec2/pricing/on-demand/; Compute Engine "1-minute
+** minimum ... 1-second increments", https://cloud.google.com/compute/vm-instance-pricing).
+** So a job of seconds pays a minute of its VM: the cheapest hour, not the
+** fastest chip, wins it (a small tree model lands on a small CPU VM). */
+double planner_min_billed_s(void) { return 60; }
+
+static double billed_s(double run_s) {
+  double min_s = planner_min_billed_s();
+  return run_s > 0 && run_s < min_s ? min_s : run_s;
+}
+
 /* Time and price of a candidate's whole run of `steps` steps of step_s.
 ** The price is paid on whole instances (price.chips_per_instance). On spot
 ** capacity (docs/planner.md, "Spot"): preemptions arrive at
@@ -52,7 +66,7 @@ run_price planner_price_of(const model *m, const hw_model *hw, const planner_req
   }
   double price = req->spot ? hw->price.spot_usd_per_chip_hour : hw->price.on_demand_usd_per_chip_hour;
   c.train_s = t;
-  c.train_usd = price * (double)c.billed_chips * t / 3600;
+  c.train_usd = price * (double)c.billed_chips * billed_s(t) / 3600;
   c.energy_j = planner_energy_j(hw, chips, t);
   return c;
 }

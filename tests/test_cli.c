@@ -94,7 +94,7 @@ Test(cli, hw_list_json_has_every_entry) {
   cr_assert_eq(r.rc, 0);
   cJSON *o = cJSON_Parse(r.out);
   cr_assert_not_null(o);
-  cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(o, "hardware")), 25); /* one per hw_models JSON file */
+  cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(o, "hardware")), 26); /* one per hw_models JSON file */
   cJSON_Delete(o);
   th_run_free(&r);
 }
@@ -112,7 +112,7 @@ Test(cli, hw_list_text_has_a_row_per_entry) {
         strncmp(p + 1, "a10g", 4) == 0 || strncmp(p + 1, "edge-", 5) == 0 ||
         strncmp(p + 1, "phone-", 6) == 0)
       rows++;
-  cr_assert_eq(rows, 25, "%s", r.out); /* one per hw_models JSON file */
+  cr_assert_eq(rows, 26, "%s", r.out); /* one per hw_models JSON file */
   th_run_free(&r);
 }
 
