@@ -18,14 +18,8 @@
 #include "../base/units.h"
 #include "helpers.h"
 
-static model *load(const char *src) {
-  diag *d = diag_new();
-  model *m = model_load(src, NULL, d);
-  if (!m) diag_print(d, stderr);
-  cr_assert_not_null(m);
-  diag_free(d);
-  return m;
-}
+/* a model at its own sequence length (helpers.c) */
+static model *load(const char *src) { return th_model(src, 0); }
 
 /* r holds the last run's result (static or zeroed before the first). */
 static int run(const char *src, planner_req req, planner_result *r, char *err, size_t n) {

@@ -14,14 +14,8 @@
 #include "../planner/planner_int.h" /* planner_price_of, planner_min_billed_s */
 #include "helpers.h"
 
-static model *load(const char *src) {
-  diag *d = diag_new();
-  model *m = model_load(src, NULL, d);
-  if (!m) diag_print(d, stderr);
-  cr_assert_not_null(m);
-  diag_free(d);
-  return m;
-}
+/* a model at its own sequence length (helpers.c) */
+static model *load(const char *src) { return th_model(src, 0); }
 
 /* The default (cost) plan of a model file over the whole catalog. */
 static void plan_of(const char *src, const hw_catalog *c, planner_result *r) {
