@@ -52,6 +52,19 @@ typedef struct {
   /* memory: bytes a logit the loss's backward holds beside the stored
   ** logits (0: none beyond them) */
   double logit_grad_bytes;
+  /* Expert-parallel all-to-all overlap (Megatron-Core's
+  ** --overlap-moe-expert-parallel-comm with --delay-wgrad-compute, MCore
+  ** v0.14 "batch-level overlapping to hide EP-A2A communication"): the
+  ** forward of one micro-batch and the backward of the previous one run
+  ** merged layer by layer, each one's dispatch and combine under the other's
+  ** compute. The recipes that set it do so for MXFP8 on an NVL72 domain
+  ** only, so the profile applies it there (framework_moe_a2a_overlap). */
+  bool moe_a2a_overlap;
+  /* the streaming multiprocessors its MoE dispatcher's kernels occupy while
+  ** they run (DeepEP / HybridEP communicate from SMs, not copy engines;
+  ** Megatron-Bridge's perf recipes set moe_hybridep_num_sms = 32): the
+  ** compute an overlapped all-to-all hides behind runs on the rest */
+  int moe_a2a_sms;
 } framework;
 
 /* The profiles, indexed as framework_names (NULL-terminated: the one list
@@ -69,5 +82,8 @@ int framework_default(hw_kind kind);
 /* Sets p's framework-owned fields from profile f (p->framework = f). The
 ** caller then applies the flags the user gave. */
 void framework_apply(int f, plan *p);
+/* Whether profile f overlaps the MoE all-to-alls of plan p on hw: its
+** recipes' rule (MXFP8 GEMMs, a scale-up domain of at least 72 chips). */
+bool framework_moe_a2a_overlap(int f, const plan *p, const hw_model *hw);
 
 #endif

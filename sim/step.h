@@ -155,6 +155,18 @@ double step_moe_nodes_hit(const wl_tf_dims *d, int64_t nodes);
 ** 0 without ep or with one expert a chip. */
 double step_moe_reorder_bytes(const wl_tf_dims *d, const plan *p);
 
+/* The time one pass's MoE all-to-alls (a2a_s: dispatch and combine of one
+** layer) add when the framework overlaps them with another micro-batch's
+** opposite pass of the same layer, other_s long (Megatron-Core's merged
+** forward/backward of micro-batches i+1 and i): the part the other pass
+** cannot cover, max(0, a2a_s - other_s), and the compute slowed while it
+** covers the rest, min(a2a_s, other_s) x sm_share (the dispatcher's kernels
+** hold sm_share of the chip's SMs; 0 for copy-engine transfers). The steady
+** state: the 1F1B warm-up's lone forwards and the cool-down's lone
+** backwards (pp - 1 of m micro-batches a stage at most) are not counted,
+** as step_costs does not know m. */
+double step_moe_a2a_exposed_s(double a2a_s, double other_s, double sm_share);
+
 /* The per-chip pieces of a step under plan p (the layer_*, tp_comm_* and
 ** p2p_s fields of r): what does not depend on pp, dp, the schedule or the
 ** recompute mode, so a search can compute it once per (hardware, tp, ep,

@@ -425,6 +425,12 @@ double step_moe_reorder_bytes(const wl_tf_dims *d, const plan *p) {
   return 2 * 2 * tokens * k * (double)d->hidden * 2;
 }
 
+double step_moe_a2a_exposed_s(double a2a_s, double other_s, double sm_share) {
+  if (!(a2a_s > 0)) return 0;
+  double covered = a2a_s < other_s ? a2a_s : (other_s > 0 ? other_s : 0);
+  return a2a_s - covered + covered * sm_share;
+}
+
 static int costs_cached(const model *m, const hw_model *hw, const plan *pl, step_result *r,
                         char *err, size_t errn) {
   memset(r, 0, sizeof *r);
@@ -573,7 +579,20 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, step
       /* a ring pays each of its cp - 1 hops' latency even when hidden */
       cf += ef, cb += eb;
     }
-    if (k & WL_LAYER_MOE) cf += r->ep_a2a_fwd_s, cb += r->ep_a2a_fwd_s;
+    if (k & WL_LAYER_MOE) {
+      double a2a = r->ep_a2a_fwd_s, ef = a2a, eb = a2a;
+      /* EP overlap: the forward's dispatch and combine under the paired
+      ** micro-batch's backward of this layer, the backward's under its
+      ** forward */
+      if (framework_moe_a2a_overlap(p.framework, &p, hw)) {
+        double sms = (double)frameworks[p.framework].moe_a2a_sms;
+        double share = hw->chip.mu_cores > 0 && sms < (double)hw->chip.mu_cores
+                           ? sms / (double)hw->chip.mu_cores : 0;
+        ef = step_moe_a2a_exposed_s(a2a, r->kind_bwd_s[k], share);
+        eb = step_moe_a2a_exposed_s(a2a, r->kind_fwd_s[k], share);
+      }
+      cf += ef, cb += eb;
+    }
     /* activation offload: the layer's saved activations go to the host as
     ** its forward runs and come back ahead of its backward, over the host
     ** link, hidden as far as the layer's compute lasts. What a layer saves

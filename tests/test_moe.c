@@ -239,3 +239,84 @@ Test(moe, grouped_gemm_slows_only_experts) {
   model_free(m);
   hw_catalog_free(c);
 }
+
+/* EP all-to-all overlap (Megatron-Core --overlap-moe-expert-parallel-comm):
+** what a pass's dispatch and combine add is the part the paired
+** micro-batch's opposite pass cannot cover, plus the compute slowed while
+** it covers the rest by the dispatcher's share of the SMs.
+** - Qwen3-235B's figures on GB200 (simulate --explain, megatron-core):
+**   a2a 766 us, backward 3.35 ms: all covered; HybridEP on 32 of the 148
+**   SMs (perf_recipes/_common.py moe_hybridep_num_sms = 32; GB200's 148
+**   SMs, hw_models/gb200.json) slows the covered 766 us by 32/148:
+**   766e-6 x 32 / 148 = 165.62e-6 s.
+** - a2a 2 ms under a 1.5 ms pass, a quarter of the SMs: 0.5 ms shows, and
+**   1.5 ms x 0.25 = 0.375 ms of slowed compute: 0.875 ms.
+** - copy-engine transfers (share 0) under a longer pass: nothing; with no
+**   partner (other 0): the whole a2a. */
+Test(moe, a2a_overlap_exposed) {
+  cr_assert_float_eq(step_moe_a2a_exposed_s(766e-6, 3.35e-3, 32.0 / 148), 766e-6 * 32 / 148,
+                     1e-15);
+  cr_assert_float_eq(step_moe_a2a_exposed_s(766e-6, 3.35e-3, 32.0 / 148), 165.62e-6, 1e-8);
+  cr_assert_float_eq(step_moe_a2a_exposed_s(2e-3, 1.5e-3, 0.25), 0.875e-3, 1e-15);
+  cr_assert_float_eq(step_moe_a2a_exposed_s(2e-3, 5e-3, 0), 0, 0);
+  cr_assert_float_eq(step_moe_a2a_exposed_s(2e-3, 0, 0.25), 2e-3, 0);
+  cr_assert_float_eq(step_moe_a2a_exposed_s(0, 1e-3, 0.25), 0, 0);
+}
+
+/* The 26.08 recipes overlap only on their MXFP8 path on NVL72
+** (_enable_hybridep_full_iteration_mxfp8, called from the gb200/gb300
+** fp8mx configs): not in bf16, not on an 8-GPU B200 node, and never under
+** the plain megatron-core profile. */
+Test(moe, a2a_overlap_profile_rule) {
+  hw_catalog *c = th_catalog();
+  int f26 = framework_find("megatron-core-26.08"), mc = framework_find("megatron-core");
+  cr_assert_geq(f26, 0);
+  plan p = {0};
+  cr_assert_eq(plan_precision_parse("mxfp8", &p), 0);
+  cr_assert(framework_moe_a2a_overlap(f26, &p, th_hw(c, "gb200")));
+  cr_assert(framework_moe_a2a_overlap(f26, &p, th_hw(c, "gb300")));
+  cr_assert_not(framework_moe_a2a_overlap(f26, &p, th_hw(c, "b200")));
+  cr_assert_not(framework_moe_a2a_overlap(mc, &p, th_hw(c, "gb200")));
+  cr_assert_eq(plan_precision_parse("bf16", &p), 0);
+  cr_assert_not(framework_moe_a2a_overlap(f26, &p, th_hw(c, "gb200")));
+  hw_catalog_free(c);
+}
+
+/* In a step: Qwen3-30B-A3B on 8 GB200s, ep 8, MXFP8 (the 26.08 row's
+** plan). Every layer is MoE, tp 1 (no tensor-parallel collectives), so a
+** layer's exposed communication is its all-to-alls alone: the whole
+** ep_a2a_fwd_s each way under megatron-core, and under megatron-core-26.08
+** the forward's a2a over the layer's own backward (the paired
+** micro-batch's) and the backward's over its forward, with 32 of the 148
+** SMs lost while covered. The layers' compute is the same under both. */
+Test(moe, a2a_overlap_in_a_step) {
+  hw_catalog *c = th_catalog();
+  const hw_model *h = th_hw(c, "gb200");
+  model *m = th_model("tests/data/hf/qwen3-30b-a3b.json", 4096);
+  char err[512];
+  plan p = {.chips = 8, .tp = 1, .pp = 1, .ep = 8, .cp = 1, .mbs = 4, .vp = 1, .slices = 1,
+            .gbs = 512, .seq = 4096, .schedule = PLAN_1F1B, .op_costs = OPCOST_FORMULA};
+  cr_assert_eq(plan_precision_parse("mxfp8", &p), 0);
+  framework_apply(framework_find("megatron-core"), &p);
+  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  step_result a, b;
+  cr_assert_eq(step_costs(m, h, &p, &a, err, sizeof err), 0, "%s", err);
+  framework_apply(framework_find("megatron-core-26.08"), &p);
+  cr_assert_eq(step_costs(m, h, &p, &b, err, sizeof err), 0, "%s", err);
+  int k = 0;
+  while (k < WL_LAYER_KINDS && !a.kind_n[k]) k++;
+  cr_assert(k < WL_LAYER_KINDS && (k & WL_LAYER_MOE));
+  cr_assert_gt(a.ep_a2a_fwd_s, 0);
+  cr_assert_float_eq(b.ep_a2a_fwd_s, a.ep_a2a_fwd_s, 1e-15);
+  cr_assert_float_eq(b.kind_fwd_s[k], a.kind_fwd_s[k], 1e-15);
+  cr_assert_float_eq(a.kind_comm_fwd_s[k], a.ep_a2a_fwd_s, 1e-15);
+  cr_assert_float_eq(a.kind_comm_bwd_s[k], a.ep_a2a_fwd_s, 1e-15);
+  double share = 32.0 / 148;
+  double want_f = step_moe_a2a_exposed_s(a.ep_a2a_fwd_s, a.kind_bwd_s[k], share);
+  double want_b = step_moe_a2a_exposed_s(a.ep_a2a_fwd_s, a.kind_fwd_s[k], share);
+  cr_assert_float_eq(b.kind_comm_fwd_s[k], want_f, 1e-15);
+  cr_assert_float_eq(b.kind_comm_bwd_s[k], want_b, 1e-15);
+  cr_assert_lt(b.kind_comm_fwd_s[k], a.kind_comm_fwd_s[k]);
+  model_free(m);
+  hw_catalog_free(c);
+}
