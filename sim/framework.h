@@ -65,6 +65,11 @@ typedef struct {
   ** Megatron-Bridge's perf recipes set moe_hybridep_num_sms = 32): the
   ** compute an overlapped all-to-all hides behind runs on the rest */
   int moe_a2a_sms;
+  /* its grouped expert GEMM is Transformer Engine's GroupedLinear, which
+  ** issues one cuBLAS GEMM per local expert over 4 streams
+  ** (general_grouped_gemm -> nvte_multi_stream_cublas_gemm; gemm.h
+  ** num_streams = 4): each expert's GEMM a kernel launch of its own */
+  bool moe_gemm_per_expert;
 } framework;
 
 /* The profiles, indexed as framework_names (NULL-terminated: the one list
@@ -85,5 +90,8 @@ void framework_apply(int f, plan *p);
 /* Whether profile f overlaps the MoE all-to-alls of plan p on hw: its
 ** recipes' rule (MXFP8 GEMMs, a scale-up domain of at least 72 chips). */
 bool framework_moe_a2a_overlap(int f, const plan *p, const hw_model *hw);
+/* Whether profile f launches a kernel per local expert for plan p's grouped
+** GEMMs on hw (moe_gemm_per_expert, less the paths that fuse them). */
+bool framework_moe_gemm_per_expert(int f, const plan *p, const hw_model *hw);
 
 #endif

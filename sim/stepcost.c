@@ -242,7 +242,32 @@ int step_costs(const model *m, const hw_model *hw, const plan *pl, step_result *
 typedef struct {
   phase_times layer, head;
   double layer_params, head_params;
+  /* one layer's grouped expert GEMMs, summed over them: the experts a
+  ** kernel holds less one (what a per-expert loop launches beyond the one
+  ** kernel the graph counts), per phase */
+  double extra_launches[GRAPH_PHASE_COUNT];
 } kind_cost;
+
+/* For each phase, sum over g's grouped expert GEMM kernels (grouped_tokens)
+** of their experts (the batch dimension of [E, C, *]) less one. */
+static int grouped_extra(const graph *g, double out[GRAPH_PHASE_COUNT], char *err, size_t errn) {
+  fuse_plan *fp = fuse_graph_dup(g);
+  if (!fp) return str_errf(err, errn, "out of memory");
+  memset(out, 0, GRAPH_PHASE_COUNT * sizeof *out);
+  for (int k = 0; k < fp->n_groups; k++) {
+    if (fp->size[k] == 0 || grouped_tokens(g, fp, k) <= 0) continue;
+    const graph_op *root = graph_get(g, fp->root[k]);
+    double experts = 0;
+    for (int i = fp->first[k]; i <= fp->root[k] && experts == 0; i++) {
+      const graph_op *op = graph_get(g, i);
+      if (fp->group_of[i] == k && op->kind == GOP_DOT && op->layer >= 0)
+        experts = (double)graph_get(g, op->in[0])->out.dim[0];
+    }
+    if (experts > 1) out[root->phase] += (experts - 1) * (double)root->count;
+  }
+  fuse_free(fp);
+  return 0;
+}
 
 static int time_kind(const model *m, const hw_model *hw, const hw_model *ghw, const plan *p,
                      int kind, kind_cost *kc, char *err, size_t errn) {
@@ -273,6 +298,11 @@ static int time_kind(const model *m, const hw_model *hw, const hw_model *ghw, co
   int rc = step_time_graph_gemm(hw, ghw, one->g, flash, moe, p->cost_cache, &t1, NULL, err, errn);
   if (rc == 0)
     rc = step_time_graph_gemm(hw, ghw, two->g, flash, moe, p->cost_cache, &t2, NULL, err, errn);
+  double x1[GRAPH_PHASE_COUNT], x2[GRAPH_PHASE_COUNT];
+  if (rc == 0 && moe) rc = grouped_extra(one->g, x1, err, errn);
+  if (rc == 0 && moe) rc = grouped_extra(two->g, x2, err, errn);
+  for (int ph = 0; ph < GRAPH_PHASE_COUNT; ph++)
+    kc->extra_launches[ph] = rc == 0 && moe ? x2[ph] - x1[ph] : 0;
   kc->layer_params = (double)(two->trainable_params - one->trainable_params);
   kc->head_params = (double)one->trainable_params - kc->layer_params;
   model_free(one);
@@ -475,6 +505,13 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, step
     r->kind_fwd_s[k] = kc.layer.t[GRAPH_FORWARD];
     r->kind_bwd_s[k] = kc.layer.t[GRAPH_BACKWARD];
     r->kind_attn_fwd_s[k] = kc.layer.attn_fwd;
+    /* a per-expert GEMM loop launches each local expert's GEMM: the
+    ** launches beyond the graph's one kernel a grouped GEMM, each the
+    ** chip's per-kernel launch overhead (hw op_overhead_s) */
+    if (framework_moe_gemm_per_expert(p.framework, &p, hw)) {
+      r->kind_fwd_s[k] += kc.extra_launches[GRAPH_FORWARD] * hw->chip.op_overhead_s;
+      r->kind_bwd_s[k] += kc.extra_launches[GRAPH_BACKWARD] * hw->chip.op_overhead_s;
+    }
     /* Gradient accumulation: each micro-batch after the first adds its
     ** weight gradients into the step's buffer in a pass of its own --
     ** PyTorch's AccumulateGrad, Megatron-LM's main_grad.add_ hook --

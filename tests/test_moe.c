@@ -288,7 +288,7 @@ Test(moe, a2a_overlap_profile_rule) {
 ** ep_a2a_fwd_s each way under megatron-core, and under megatron-core-26.08
 ** the forward's a2a over the layer's own backward (the paired
 ** micro-batch's) and the backward's over its forward, with 32 of the 148
-** SMs lost while covered. The layers' compute is the same under both. */
+** SMs lost while covered. */
 Test(moe, a2a_overlap_in_a_step) {
   hw_catalog *c = th_catalog();
   const hw_model *h = th_hw(c, "gb200");
@@ -308,15 +308,60 @@ Test(moe, a2a_overlap_in_a_step) {
   cr_assert(k < WL_LAYER_KINDS && (k & WL_LAYER_MOE));
   cr_assert_gt(a.ep_a2a_fwd_s, 0);
   cr_assert_float_eq(b.ep_a2a_fwd_s, a.ep_a2a_fwd_s, 1e-15);
-  cr_assert_float_eq(b.kind_fwd_s[k], a.kind_fwd_s[k], 1e-15);
+  /* the layers' compute differs only by the per-expert GEMM launches the
+  ** 26.08 MXFP8 path fuses away (per_expert_gemm_launches below) */
+  cr_assert_float_eq(a.kind_fwd_s[k] - b.kind_fwd_s[k], 135e-6, 1e-12);
   cr_assert_float_eq(a.kind_comm_fwd_s[k], a.ep_a2a_fwd_s, 1e-15);
   cr_assert_float_eq(a.kind_comm_bwd_s[k], a.ep_a2a_fwd_s, 1e-15);
   double share = 32.0 / 148;
-  double want_f = step_moe_a2a_exposed_s(a.ep_a2a_fwd_s, a.kind_bwd_s[k], share);
-  double want_b = step_moe_a2a_exposed_s(a.ep_a2a_fwd_s, a.kind_fwd_s[k], share);
+  double want_f = step_moe_a2a_exposed_s(a.ep_a2a_fwd_s, b.kind_bwd_s[k], share);
+  double want_b = step_moe_a2a_exposed_s(a.ep_a2a_fwd_s, b.kind_fwd_s[k], share);
   cr_assert_float_eq(b.kind_comm_fwd_s[k], want_f, 1e-15);
   cr_assert_float_eq(b.kind_comm_bwd_s[k], want_b, 1e-15);
   cr_assert_lt(b.kind_comm_fwd_s[k], a.kind_comm_fwd_s[k]);
+  model_free(m);
+  hw_catalog_free(c);
+}
+
+/* Transformer Engine's GroupedLinear issues one cuBLAS GEMM per local
+** expert (nvte_multi_stream_cublas_gemm), so a grouped GEMM of E local
+** experts launches E kernels where the graph counts one: E - 1 more launches
+** at the chip's 3 us each (hw_models/gb200.json op_overhead_s, the NVIDIA
+** forum's null-kernel launch figure). Qwen3-30B-A3B (128 experts) on ep 8:
+** E = 16. Its expert FFN is SwiGLU: gate, up and down projections, 3
+** grouped GEMMs forward and 6 backward (each one's data and weight
+** gradients): 15 x 3 = 45 extra launches forward = 135 us, 15 x 6 = 90
+** backward = 270 us a layer and micro-batch. The 26.08 MXFP8 path on GB200
+** fuses the expert MLP (NVTE_CUTEDSL_FUSED_GROUPED_MLP=1): none there, the
+** rest of the layer timed alike, so the difference is exactly these. */
+Test(moe, per_expert_gemm_launches) {
+  hw_catalog *c = th_catalog();
+  const hw_model *h = th_hw(c, "gb200");
+  cr_assert_float_eq(h->chip.op_overhead_s, 3e-6, 1e-15);
+  model *m = th_model("tests/data/hf/qwen3-30b-a3b.json", 4096);
+  char err[512];
+  plan p = {.chips = 8, .tp = 1, .pp = 1, .ep = 8, .cp = 1, .mbs = 4, .vp = 1, .slices = 1,
+            .gbs = 512, .seq = 4096, .schedule = PLAN_1F1B, .op_costs = OPCOST_FORMULA};
+  cr_assert_eq(plan_precision_parse("mxfp8", &p), 0);
+  framework_apply(framework_find("megatron-core"), &p);
+  cr_assert(framework_moe_gemm_per_expert(p.framework, &p, h));
+  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  step_result a, b;
+  cr_assert_eq(step_costs(m, h, &p, &a, err, sizeof err), 0, "%s", err);
+  framework_apply(framework_find("megatron-core-26.08"), &p);
+  cr_assert_not(framework_moe_gemm_per_expert(p.framework, &p, h));
+  cr_assert_eq(step_costs(m, h, &p, &b, err, sizeof err), 0, "%s", err);
+  int k = 0;
+  while (k < WL_LAYER_KINDS && !a.kind_n[k]) k++;
+  cr_assert(k < WL_LAYER_KINDS);
+  cr_assert_float_eq(a.kind_fwd_s[k] - b.kind_fwd_s[k], 135e-6, 1e-12);
+  cr_assert_float_eq(a.kind_bwd_s[k] - b.kind_bwd_s[k], 270e-6, 1e-12);
+  /* the 26.08 profile's other paths keep GroupedLinear; torchtitan and
+  ** MaxText profiles do not loop over experts */
+  cr_assert(framework_moe_gemm_per_expert(framework_find("megatron-core-26.08"), &p,
+                                          th_hw(c, "b200")));
+  cr_assert_not(framework_moe_gemm_per_expert(framework_find("maxtext"), &p, h));
+  cr_assert_not(framework_moe_gemm_per_expert(framework_find("torchtitan"), &p, h));
   model_free(m);
   hw_catalog_free(c);
 }
