@@ -88,10 +88,13 @@ Test(mamba, nano_parameters_match_card_and_hand_count) {
 /* Nemotron 3 Super 120B-A12B: 40 Mamba-2, 40 latent MoE (512 experts of
 ** 2688 in a 1024-wide latent, top 22, a 5376-wide shared expert) and 8
 ** attention layers, hidden 4096. Published: "12B active 120B total"
-** (research.nvidia.com/labs/nemotron/Nemotron-3-Super). Hand count
-** 120,668,687,360 (the MTP module of the HF config, num_nextn_predict_layers
-** 1, is not built: see docs/workloads.md); active without the input
-** embedding's 0.54 B (a lookup, no compute): 12.23 B. */
+** (research.nvidia.com/labs/nemotron/Nemotron-3-Super), the main stack:
+** 120,668,687,360 by hand. The config's one MTP module
+** (num_nextn_predict_layers 1, mtp_hybrid_override_pattern "*E") adds an
+** attention and a MoE layer, eh_proj (2h x h) and three RMSNorms:
+** 2,942,324,736, which the card's 120B leaves out. Active without the
+** input embedding's 0.54 B (a lookup, no compute) and the MTP module:
+** 12.23 B. */
 Test(mamba, super_parameters_match_card_and_hand_count) {
   model *m = load_o(SUPER, (model_opts){.global_batch = 1, .seq_len = 8192, .forward_only = true});
   nh_dims d = {.h = 4096, .heads = 32, .kv = 2, .hd = 128, .m_heads = 128, .m_hd = 64,
@@ -99,13 +102,15 @@ Test(mamba, super_parameters_match_card_and_hand_count) {
                .shared = 5376, .latent = 1024};
   double hand = 40 * mamba_params(&d) + 40 * moe_params(&d) + 8 * attn_params(&d) +
                 2 * 131072.0 * 4096 + 4096;
-  cr_assert_eq((double)m->params, hand, "params %lld, by hand %.0f", (long long)m->params, hand);
   cr_assert_eq((int64_t)hand, 120668687360LL);
-  cr_assert(fabs((double)m->params / 120e9 - 1) < 0.01, "%.2f B, published 120 B",
-            (double)m->params / 1e9);
-  double active = hand - 40 * (d.experts - d.top_k) * expert_params(&d);
-  cr_assert(fabs((double)m->active_params - active) < 1e3);
-  double compute = (double)m->active_params - 131072.0 * 4096; /* less the input embedding */
+  double mtp = attn_params(&d) + moe_params(&d) + 2 * d.h * d.h + 3 * d.h;
+  cr_assert_eq((double)m->params, hand + mtp, "params %lld, by hand %.0f + MTP %.0f",
+               (long long)m->params, hand, mtp);
+  cr_assert(fabs(hand / 120e9 - 1) < 0.01, "%.2f B, published 120 B", hand / 1e9);
+  double unchosen = 41 * (d.experts - d.top_k) * expert_params(&d); /* the MTP's MoE too */
+  cr_assert(fabs((double)m->active_params - (hand + mtp - unchosen)) < 1e3);
+  double mtp_active = mtp - (d.experts - d.top_k) * expert_params(&d);
+  double compute = (double)m->active_params - mtp_active - 131072.0 * 4096; /* main stack, less the input embedding */
   cr_assert(compute > 12.0e9 && compute < 12.5e9, "active %.2f B, published 12 B", compute / 1e9);
   model_free(m);
 }

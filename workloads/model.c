@@ -617,6 +617,13 @@ static bool hf_nemotron_h(jin *j, const cJSON *hf, cJSON *s) {
   ok &= hf_int(j, hf, s, "conv_kernel", "conv_kernel", false);
   ok &= hf_int(j, hf, s, "chunk_size", "chunk_size", false);
   if (n[3] > 0) ok &= hf_int(j, hf, s, "intermediate_size", "ffn_hidden", true);
+  /* Super's multi-token prediction: one module of mtp_hybrid_override_pattern's layers */
+  int64_t mtp = 0;
+  ok &= hf_get(j, hf, "num_nextn_predict_layers", false, &mtp) >= 0;
+  const char *mp = NULL;
+  ok &= jin_get_str(j, hf, "mtp_hybrid_override_pattern", false, &mp) >= 0;
+  if (mtp > 0) put_int(s, "num_nextn_predict_layers", mtp);
+  if (mtp > 0 && mp) cJSON_AddStringToObject(s, "mtp_hybrid_override_pattern", mp);
   if (n[2] == 0) return ok;
   cJSON *moe = cJSON_AddObjectToObject(s, "moe");
   ok &= hf_int(j, hf, moe, "n_routed_experts", "experts", true);

@@ -25,7 +25,7 @@ static const char *const KEYS[] = {
     "attention_sinks", "qk_norm", "sandwich_norm",
     /* hybrid Mamba-2 models (Nemotron-H), under NemotronHConfig's names */
     "hybrid_override_pattern", "mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups",
-    "conv_kernel", "chunk_size", NULL};
+    "conv_kernel", "chunk_size", "mtp_hybrid_override_pattern", NULL};
 static const char *const MOE_KEYS[] = {
     "experts", "top_k", "capacity_factor", "moe_intermediate_size", "n_shared_experts",
     "shared_expert_intermediate_size", "first_k_dense_replace", "moe_layer_freq", "n_group",
@@ -61,7 +61,7 @@ typedef struct {
   /* hybrid models: the pattern (NULL: every layer attention + FFN) and the
   ** Mamba-2 mixer's sizes (heads and groups this chip's under tp); latent
   ** MoE's expert width (0: hidden) */
-  const char *hybrid;
+  const char *hybrid, *mtp_hybrid; /* the MTP module's layers (Nemotron 3 Super: "*E") */
   int64_t m_heads, m_hdim, m_state, m_groups, m_conv, m_chunk, latent;
   int64_t seq_local; /* this chip's query tokens: seq / cp */
   int64_t kv_cache;  /* inference: keys and values already cached per sequence */
@@ -251,11 +251,19 @@ static bool read_hybrid(jin *j, const cJSON *s, tf_cfg *c, const cJSON *moe) {
                     "model no experts; give \"moe\"", (long long)n[2]);
     ok = false;
   }
-  if (ok && c->mtp > 0) {
-    jin_error(j, 1, "multi-token prediction on a hybrid model is not modelled; leave "
-                    "num_nextn_predict_layers out");
+  /* Nemotron 3 Super's MTP module: its own pattern of hybrid layers
+  ** (NemotronHConfig mtp_hybrid_override_pattern; Megatron-Bridge
+  ** nemotron_h_bridge.py maps it to the MTP block's layers) */
+  const cJSON *mp = cJSON_GetObjectItemCaseSensitive(s, "mtp_hybrid_override_pattern");
+  int64_t mlen = cJSON_IsString(mp) ? (int64_t)strlen(mp->valuestring) : 0;
+  if (ok && c->mtp > 0 && mlen == 0) {
+    jin_error(j, 1, "num_nextn_predict_layers %lld on a hybrid model needs "
+                    "mtp_hybrid_override_pattern (the MTP module's layers, one of %s each)",
+              (long long)c->mtp, WL_HYBRID_CHARS);
     ok = false;
   }
+  if (ok && mp && wl_hybrid_check(j, s, "mtp_hybrid_override_pattern", mlen, NULL) < 0) ok = false;
+  if (ok && mlen > 0) c->mtp_hybrid = mp->valuestring;
   if (!need) c->m_heads = c->m_hdim = c->m_state = c->m_groups = c->m_conv = c->m_chunk = 0;
   return ok;
 }
@@ -1085,7 +1093,15 @@ static int mtp_modules(graph *g, const wl_train *t, const tf_cfg *c, const wl_tf
     int parts[2] = {wl_rmsnorm(g, t, graph_gather(g, io->table, io->tokens, NULL), n), hn};
     snprintf(n, sizeof n, "%s.eh_proj", p);
     h = wl_linear(g, t, graph_concat(g, parts, 2, 2), n, "eh_proj", c->hidden, false);
-    h = block(g, t, c, h, (int)(c->layers + k), p, wl_tf_layer_kind(d, c->model_layers + k));
+    if (c->mtp_hybrid) { /* a hybrid model's MTP module: its own pattern's layers */
+      for (const char *ch = c->mtp_hybrid; *ch; ch++) {
+        snprintf(n, sizeof n, "%s.%d", p, (int)(ch - c->mtp_hybrid));
+        h = block(g, t, c, h, (int)(c->layers + k), n, wl_hybrid_kind(*ch));
+      }
+      graph_set_scope(g, p);
+    } else {
+      h = block(g, t, c, h, (int)(c->layers + k), p, wl_tf_layer_kind(d, c->model_layers + k));
+    }
     snprintf(n, sizeof n, "%s.norm", p);
     int logits = lm_head(g, t, c, norm(g, t, c, h, n), io->table, io->head_w);
     loss = graph_binary(g, GOP_ADD, loss, wl_scale(g, wl_cross_entropy(g, logits, io->labels)));

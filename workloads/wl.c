@@ -245,8 +245,7 @@ int wl_precision_parse(const char *name, graph_dtype *out) {
   return -1;
 }
 
-/* A hybrid layer's kind from its pattern character (wl.h). */
-static int hybrid_kind(char ch) {
+int wl_hybrid_kind(char ch) {
   switch (ch) {
   case 'M': return WL_LAYER_MAMBA;
   case '*': return WL_LAYER_NO_FFN;
@@ -257,7 +256,7 @@ static int hybrid_kind(char ch) {
 }
 
 int wl_tf_layer_kind(const wl_tf_dims *d, int64_t i) {
-  if (d->hybrid) return hybrid_kind(i >= 0 && i < d->layers ? d->hybrid[i] : 0);
+  if (d->hybrid) return wl_hybrid_kind(i >= 0 && i < d->layers ? d->hybrid[i] : 0);
   int k = 0;
   if (d->experts > 0 && i >= d->first_dense &&
       (d->moe_every <= 1 || (i - d->first_dense) % d->moe_every == d->moe_every - 1))

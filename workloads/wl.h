@@ -142,6 +142,8 @@ typedef struct {
 ** character go to counts[4] (NULL: not wanted). Returns 1 when valid, 0
 ** when absent, -1 after reporting. */
 int wl_hybrid_check(jin *j, const cJSON *obj, const char *key, int64_t layers, int64_t counts[4]);
+/* The layer kind (WL_LAYER_*) a pattern character names; 0 for another. */
+int wl_hybrid_kind(char ch);
 /* The kind of decoder layer i (0-based) of a transformer with dims d. */
 int wl_tf_layer_kind(const wl_tf_dims *d, int64_t i);
 
