@@ -243,3 +243,36 @@ Test(mamba, pattern_length_must_equal_layers) {
   free(t);
   free(text);
 }
+
+/* Model FLOPs of one training step against NVIDIA's own figures for the
+** public runs (shared/reference/public-runs-modern.csv, Megatron-Bridge
+** perf tables): tflops_model_per_gpu x step time x GPUs / sequences is the
+** FLOPs of one 8192-token sequence by Megatron-Bridge's hybrid formula
+** (flop_utils.py num_floating_point_operations: in_proj, scan, out_proj,
+** attention, experts). Nano, B200: 726e12 x 16.0 s x 8 / 512 = 1.815e14;
+** Super, B200: 542e12 x 10.24 s x 64 / 512 = 6.94e13 x 10 = 6.94e14, its
+** recipe running the MTP module twice (mtp_num_layers 2) where the config
+** builds one depth, so ours is lower by about one depth (~3.5 %). */
+static double step_flops(const model *m) {
+  double f = 0;
+  for (int i = 0; i < graph_count(m->g); i++) {
+    const graph_op *op = graph_get(m->g, i);
+    if (op->phase != GRAPH_FORWARD && op->phase != GRAPH_BACKWARD) continue;
+    graph_cost c = graph_op_cost(m->g, i);
+    f += graph_cost_flops(&c) * (double)op->count;
+  }
+  return f;
+}
+
+Test(mamba, step_flops_match_nvidia_model_tflops) {
+  model *m = load_o(NANO, (model_opts){.global_batch = 1, .seq_len = 8192});
+  double nano = step_flops(m), nvidia = 726e12 * 16.0 * 8 / 512;
+  cr_assert(fabs(nano / nvidia - 1) < 0.02, "Nano %.4g FLOPs a sequence, NVIDIA's %.4g", nano, nvidia);
+  model_free(m);
+  m = load_o(SUPER, (model_opts){.global_batch = 1, .seq_len = 8192});
+  double super = step_flops(m);
+  nvidia = 542e12 * 10.24 * 64 / 512;
+  cr_assert(super < nvidia && super / nvidia > 0.94, "Super %.4g FLOPs a sequence, NVIDIA's %.4g "
+            "with a second MTP depth", super, nvidia);
+  model_free(m);
+}
