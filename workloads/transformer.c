@@ -248,7 +248,7 @@ static bool read_hybrid(jin *j, const cJSON *s, tf_cfg *c, const cJSON *moe) {
   }
   if (ok && n[2] > 0 && !moe) {
     jin_error(j, 1, "hybrid_override_pattern has %lld E (mixture-of-experts) layers and the "
-                    "model no experts; give \"moe\"", (long long)n[2]);
+                    "model has no experts; give \"moe\"", (long long)n[2]);
     ok = false;
   }
   /* Nemotron 3 Super's MTP module: its own pattern of hybrid layers
