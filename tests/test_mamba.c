@@ -276,3 +276,19 @@ Test(mamba, step_flops_match_nvidia_model_tflops) {
             "with a second MTP depth", super, nvidia);
   model_free(m);
 }
+
+/* The step model finds the attention core by its rank-5 scores
+** (sim/stepcost.c) and prices it as one FlashAttention kernel that skips
+** the masked half; the SSD scan is no such kernel, so none of a Mamba-2
+** layer's tensors, forward or backward, may be of rank 5. */
+Test(mamba, no_rank5_tensor_in_a_mamba_layer) {
+  model *m = load_o(NANO, (model_opts){.global_batch = 2, .seq_len = 512, .only_layers = 1,
+                                       .one_kind = true, .layer_kind = WL_LAYER_MAMBA});
+  int n5 = 0;
+  for (int i = 0; i < graph_count(m->g); i++) {
+    const graph_op *op = graph_get(m->g, i);
+    n5 += op->layer == 0 && op->out.rank == 5;
+  }
+  cr_assert_eq(n5, 0, "%d rank-5 ops in the Mamba-2 layer", n5);
+  model_free(m);
+}

@@ -907,56 +907,65 @@ static int chunk_cumsum(graph *g, int x) {
 
 /* The SSD scan of Mamba-2 in chunks of Q tokens (Dao & Gu 2024, "Transformers
 ** are SSMs", sec. 6 and Listing 1, ssd_minimal_discrete), on this chip's
-** heads: x [Bc, Q, G, hg, P] (Bc = batch x chunks, hg heads a group of
-** the G groups), Bm and Cm [Bc, Q, G, N], dA [Bc, nh, Q] (dt x A). The four
-** steps: 1. within each chunk, Y_diag = (L o C B^T) X with L the decay
-** mask exp(segsum(dA)) -- 2 Q^2 N a group and 2 Q^2 P a head, per chunk;
-** 2. each chunk's state B^T (decay o X) -- 2 Q N P a head; 3. the states
-** passed along the chunks -- a multiply-add per state element; 4. each
-** chunk's output from the state entering it, Y_off = C h (decay) -- 2 Q N P
-** a head. Returns Y_diag + Y_off [Bc, Q, G, hg, P]. */
+** heads: x [BG, Q, hg, P] (BG = batch x chunks x the G groups, hg heads a
+** group), Bm and Cm [BG, Q, N], dA [BG, hg, Q] (dt x A). The four steps:
+** 1. within each chunk, Y_diag = (L o C B^T) X with L the decay mask
+** exp(segsum(dA)) -- 2 Q^2 N a group and 2 Q^2 P a head, per chunk; 2. each
+** chunk's state B^T (decay o X) -- 2 Q N P a head; 3. the states passed
+** along the chunks -- a multiply-add per state element; 4. each chunk's
+** output from the state entering it, Y_off = C h (decay) -- 2 Q N P a
+** head. Returns Y_diag + Y_off [BG, Q, hg, P]. Every tensor is kept below
+** rank 5, the attention scores' rank, by which the step model finds the
+** attention core (sim/stepcost.c): this is no FlashAttention kernel. */
 static int ssd_scan(graph *g, graph_dtype dt_c, int x, int Bm, int Cm, int dA) {
   graph_shape sx = shape_of(g, x);
-  int64_t Bc = sx.dim[0], Q = sx.dim[1], G = sx.dim[2], hg = sx.dim[3], nh = G * hg;
-  int cs = chunk_cumsum(g, dA); /* [Bc, nh, Q] */
-  graph_shape sq = GRAPH_SHAPE(dt_c, Bc, nh, Q, Q);
+  int64_t BG = sx.dim[0], Q = sx.dim[1], hg = sx.dim[2];
+  int cs = chunk_cumsum(g, dA); /* [BG, hg, Q] */
+  graph_shape sq = GRAPH_SHAPE(dt_c, BG, hg, Q, Q);
   /* 1. L[l, s] = exp(cs[l] - cs[s]) for s <= l, 0 above the diagonal */
   int seg = graph_binary(g, GOP_SUB, graph_broadcast(g, cs, sq, graph_dims_of(3, 0, 1, 2)),
                          graph_broadcast(g, cs, sq, graph_dims_of(3, 0, 1, 3)));
-  graph_shape sm = GRAPH_SHAPE(GDT_PRED, Bc, nh, Q, Q);
+  graph_shape sm = GRAPH_SHAPE(GDT_PRED, BG, hg, Q, Q);
   int mask = graph_broadcast(g, graph_constant(g, GRAPH_SHAPE(GDT_PRED, Q, Q)), sm,
                              graph_dims_of(2, 2, 3));
   int zero = graph_broadcast(g, graph_constant(g, (graph_shape){dt_c, 0, {0}}), sq, graph_dims_of(0));
   int L = graph_select(g, mask, graph_unary(g, GOP_EXP, seg), zero);
-  L = graph_reshape(g, L, GRAPH_SHAPE(dt_c, Bc, G, hg, Q, Q));
-  int cb = graph_dot(g, Cm, Bm, graph_dims_of(2, 0, 2), graph_dims_of(2, 0, 2), graph_dims_of(1, 3),
-                     graph_dims_of(1, 3), dt_c); /* [Bc, G, Ql, Qs] */
-  int M = graph_binary(g, GOP_MUL, L, graph_broadcast(g, cb, shape_of(g, L), graph_dims_of(4, 0, 1, 3, 4)));
-  int yd = graph_dot(g, M, x, graph_dims_of(3, 0, 1, 2), graph_dims_of(3, 0, 2, 3),
-                     graph_dims_of(1, 4), graph_dims_of(1, 1), dt_c); /* [Bc, G, hg, Ql, P] */
-  yd = graph_transpose(g, yd, graph_dims_of(5, 0, 3, 1, 2, 4));
+  int cb = graph_dot(g, Cm, Bm, graph_dims_of(1, 0), graph_dims_of(1, 0), graph_dims_of(1, 2),
+                     graph_dims_of(1, 2), dt_c); /* [BG, Ql, Qs] */
+  int M = graph_binary(g, GOP_MUL, L, graph_broadcast(g, cb, sq, graph_dims_of(3, 0, 2, 3)));
+  int yd = graph_dot(g, M, x, graph_dims_of(2, 0, 1), graph_dims_of(2, 0, 2), graph_dims_of(1, 3),
+                     graph_dims_of(1, 1), dt_c); /* [BG, hg, Ql, P] */
+  yd = graph_transpose(g, yd, graph_dims_of(4, 0, 2, 1, 3));
   /* 2. chunk states: B^T (exp(cs_last - cs) o X) */
-  int64_t lo[3] = {0, 0, Q - 1}, hi[3] = {Bc, nh, Q};
-  int last = graph_reshape(g, graph_slice(g, cs, lo, hi, NULL), GRAPH_SHAPE(dt_c, Bc, nh));
-  graph_shape s3 = GRAPH_SHAPE(dt_c, Bc, nh, Q);
+  int64_t lo[3] = {0, 0, Q - 1}, hi[3] = {BG, hg, Q};
+  int last = graph_reshape(g, graph_slice(g, cs, lo, hi, NULL), GRAPH_SHAPE(dt_c, BG, hg));
+  graph_shape s3 = GRAPH_SHAPE(dt_c, BG, hg, Q);
   int ds = graph_unary(g, GOP_EXP, graph_binary(g, GOP_SUB, graph_broadcast(g, last, s3, graph_dims_of(2, 0, 1)), cs));
-  ds = graph_reshape(g, graph_transpose(g, ds, graph_dims_of(3, 0, 2, 1)), GRAPH_SHAPE(dt_c, Bc, Q, G, hg));
-  int xd = graph_binary(g, GOP_MUL, x, graph_broadcast(g, ds, sx, graph_dims_of(4, 0, 1, 2, 3)));
-  int st = graph_dot(g, Bm, xd, graph_dims_of(2, 0, 2), graph_dims_of(2, 0, 2), graph_dims_of(1, 1),
-                     graph_dims_of(1, 1), dt_c); /* [Bc, G, N, hg, P] */
+  ds = graph_transpose(g, ds, graph_dims_of(3, 0, 2, 1)); /* [BG, Q, hg] */
+  int xd = graph_binary(g, GOP_MUL, x, graph_broadcast(g, ds, sx, graph_dims_of(3, 0, 1, 2)));
+  int st = graph_dot(g, Bm, xd, graph_dims_of(1, 0), graph_dims_of(1, 0), graph_dims_of(1, 1),
+                     graph_dims_of(1, 1), dt_c); /* [BG, N, hg, P] */
   /* 3. state passing: each chunk's state decays by exp(cs_last) and adds
   ** the previous chunk's (the kernel's sequential scan over chunks) */
-  graph_shape ss = shape_of(g, st);
-  int dc = graph_reshape(g, graph_unary(g, GOP_EXP, last), GRAPH_SHAPE(dt_c, Bc, G, hg));
-  st = graph_binary(g, GOP_ADD, graph_binary(g, GOP_MUL, st, graph_broadcast(g, dc, ss, graph_dims_of(3, 0, 1, 3))), st);
+  int dc = graph_unary(g, GOP_EXP, last);
+  st = graph_binary(g, GOP_ADD, graph_binary(g, GOP_MUL, st, graph_broadcast(g, dc, shape_of(g, st), graph_dims_of(2, 0, 2))), st);
   /* 4. Y_off = (C h) o exp(cs) */
-  int yo = graph_dot(g, Cm, st, graph_dims_of(2, 0, 2), graph_dims_of(2, 0, 1), graph_dims_of(1, 3),
-                     graph_dims_of(1, 2), dt_c); /* [Bc, G, Q, hg, P] */
-  int dout = graph_reshape(g, graph_unary(g, GOP_EXP, cs), GRAPH_SHAPE(dt_c, Bc, G, hg, Q));
-  dout = graph_transpose(g, dout, graph_dims_of(4, 0, 1, 3, 2));
-  yo = graph_binary(g, GOP_MUL, yo, graph_broadcast(g, dout, shape_of(g, yo), graph_dims_of(4, 0, 1, 2, 3)));
-  yo = graph_transpose(g, yo, graph_dims_of(5, 0, 2, 1, 3, 4));
+  int yo = graph_dot(g, Cm, st, graph_dims_of(1, 0), graph_dims_of(1, 0), graph_dims_of(1, 2),
+                     graph_dims_of(1, 1), dt_c); /* [BG, Q, hg, P] */
+  int dout = graph_transpose(g, graph_unary(g, GOP_EXP, cs), graph_dims_of(3, 0, 2, 1));
+  yo = graph_binary(g, GOP_MUL, yo, graph_broadcast(g, dout, sx, graph_dims_of(3, 0, 1, 2)));
   return graph_binary(g, GOP_ADD, yd, yo);
+}
+
+/* x [B, Sp, G, w] (Sp = c Q tokens) regrouped by chunk and group for the
+** scan: [B c G, Q, w / inner, inner] (inner 0: [B c G, Q, w]). */
+static int to_chunks(graph *g, int x, int64_t Q, int64_t inner) {
+  graph_shape s = shape_of(g, x);
+  int64_t B = s.dim[0], c = s.dim[1] / Q, G = s.dim[2], w = s.dim[3];
+  x = graph_reshape(g, x, GRAPH_SHAPE(s.dtype, B * c, Q, G, w));
+  x = graph_transpose(g, x, graph_dims_of(4, 0, 2, 1, 3)); /* [Bc, G, Q, w] */
+  return inner > 0 ? graph_reshape(g, x, GRAPH_SHAPE(s.dtype, B * c * G, Q, w / inner, inner))
+                   : graph_reshape(g, x, GRAPH_SHAPE(s.dtype, B * c * G, Q, w));
 }
 
 /* A Mamba-2 mixer on x [B, S, H] as Megatron-Core's MambaMixer (and
@@ -968,7 +977,7 @@ static int mamba_mixer(graph *g, const wl_train *t, const tf_cfg *c, int x, cons
   graph_dtype dt_c = t->compute;
   int64_t B = shape_of(g, x).dim[0], S = c->seq_local, nh = c->m_heads, P = c->m_hdim,
           G = c->m_groups, N = c->m_state, hg = nh / G, din = nh * P, cd = din + 2 * G * N;
-  int64_t Q = c->m_chunk < S ? c->m_chunk : S, Sp = (S + Q - 1) / Q * Q, Bc = B * (Sp / Q);
+  int64_t Q = c->m_chunk < S ? c->m_chunk : S, Sp = (S + Q - 1) / Q * Q;
   char n[128];
   snprintf(n, sizeof n, "%s.in_proj", p);
   int zx = wl_linear(g, t, x, n, "in_proj", cd + din + nh, c->bias);
@@ -981,16 +990,21 @@ static int mamba_mixer(graph *g, const wl_train *t, const tf_cfg *c, int x, cons
   dt = graph_unary(g, GOP_LOG, graph_binary(g, GOP_ADD, graph_unary(g, GOP_EXP, dt), one)); /* softplus */
   int A = graph_unary(g, GOP_NEG, graph_unary(g, GOP_EXP, small_weight(g, t, p, "A_log", GRAPH_SHAPE(dt_c, nh))));
   int dA = graph_binary(g, GOP_MUL, dt, graph_broadcast(g, A, sdt, graph_dims_of(1, 2)));
-  /* into chunks of Q tokens (the sequence padded to a whole chunk) */
-  int xs = graph_reshape(g, fit_seq(g, slice_last(g, xbc, 0, din), Sp), GRAPH_SHAPE(dt_c, Bc, Q, G, hg, P));
-  int Bm = graph_reshape(g, fit_seq(g, slice_last(g, xbc, din, din + G * N), Sp), GRAPH_SHAPE(dt_c, Bc, Q, G, N));
-  int Cm = graph_reshape(g, fit_seq(g, slice_last(g, xbc, din + G * N, cd), Sp), GRAPH_SHAPE(dt_c, Bc, Q, G, N));
-  dA = graph_reshape(g, fit_seq(g, dA, Sp), GRAPH_SHAPE(dt_c, Bc, Q, nh));
-  dA = graph_transpose(g, dA, graph_dims_of(3, 0, 2, 1));
-  int y = ssd_scan(g, dt_c, xs, Bm, Cm, dA);
-  int D = graph_reshape(g, small_weight(g, t, p, "D", GRAPH_SHAPE(dt_c, nh)), GRAPH_SHAPE(dt_c, G, hg));
-  y = graph_binary(g, GOP_ADD, y, graph_binary(g, GOP_MUL, xs, graph_broadcast(g, D, shape_of(g, xs), graph_dims_of(2, 2, 3))));
+  /* x, B and C by chunk (the sequence padded to whole chunks) and group */
+  int xs = graph_reshape(g, slice_last(g, xbc, 0, din), GRAPH_SHAPE(dt_c, B, S, nh, P));
+  int skip = graph_binary(g, GOP_MUL, xs, graph_broadcast(g, small_weight(g, t, p, "D", GRAPH_SHAPE(dt_c, nh)),
+                                                          shape_of(g, xs), graph_dims_of(1, 2)));
+  xs = graph_reshape(g, fit_seq(g, slice_last(g, xbc, 0, din), Sp), GRAPH_SHAPE(dt_c, B, Sp, G, hg * P));
+  int Bm = graph_reshape(g, fit_seq(g, slice_last(g, xbc, din, din + G * N), Sp), GRAPH_SHAPE(dt_c, B, Sp, G, N));
+  int Cm = graph_reshape(g, fit_seq(g, slice_last(g, xbc, din + G * N, cd), Sp), GRAPH_SHAPE(dt_c, B, Sp, G, N));
+  dA = graph_reshape(g, fit_seq(g, dA, Sp), GRAPH_SHAPE(dt_c, B, Sp, G, hg));
+  dA = graph_transpose(g, to_chunks(g, dA, Q, 0), graph_dims_of(3, 0, 2, 1)); /* [BG, hg, Q] */
+  int y = ssd_scan(g, dt_c, to_chunks(g, xs, Q, P), to_chunks(g, Bm, Q, 0), to_chunks(g, Cm, Q, 0), dA);
+  /* back to [B, S, d_inner]: [BG, Q, hg, P] -> [Bc, G, Q, hg P] -> [Bc, Q, G, hg P] */
+  y = graph_reshape(g, y, GRAPH_SHAPE(dt_c, B * (Sp / Q), G, Q, hg * P));
+  y = graph_transpose(g, y, graph_dims_of(4, 0, 2, 1, 3));
   y = fit_seq(g, graph_reshape(g, y, GRAPH_SHAPE(dt_c, B, Sp, din)), S);
+  y = graph_binary(g, GOP_ADD, y, graph_reshape(g, skip, GRAPH_SHAPE(dt_c, B, S, din)));
   y = graph_binary(g, GOP_MUL, y, graph_unary(g, GOP_SILU, z));
   snprintf(n, sizeof n, "%s.mixer_norm", p);
   y = wl_rmsnorm(g, t, y, n);
