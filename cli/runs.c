@@ -666,6 +666,15 @@ static int model_arg(const runs_table *x, runs_result *r) {
   return -1;
 }
 
+/* Whether the mapping names a whole config file for the row's model and
+** params_B (a key MODEL/PARAMS_B whose file name takes no {column}): then
+** the architecture is the file's, and a row that leaves its sizes '?'
+** (layers, hidden, ...) still runs from it (docs/validation.md). */
+static bool model_from_file(const runs_table *x, const runs_result *r) {
+  const map_entry *e = map_keyed(x->map, MAP_MODEL, r->w.model, r->w.params_b, r->framework);
+  return e && e->params_b > 0 && !strchr(e->value->s, '{');
+}
+
 /* FSDP's shard group in chips: the row's degree counts JAX devices (two per
 ** Ironwood chip), a group of all data-parallel chips (dp x cp, as
 ** torchtitan and Megatron-Core shard) is plain --fsdp, a smaller one is
@@ -891,7 +900,7 @@ int runs_build_args(const runs_table *x, runs_result *r, runs_argv *a) {
     return -1;
   }
   format_cmd(r, a);
-  if (w->layers < 0) { /* its features are listed, but there is no model to run */
+  if (w->layers < 0 && !model_from_file(x, r)) { /* its features are listed, but no model to run */
     r->cmd[0] = '\0';
     snprintf(r->msg, sizeof r->msg, "architecture not published in the row (layers '?')");
     return -1;

@@ -148,6 +148,9 @@ typedef struct {
   double e, mask;           /* activation and weight bytes; dropout mask bytes */
   double lin;               /* bytes of a linear layer's saved input (the GEMM recipe's) */
   double vc;                /* vocabulary rows per chip */
+  /* hybrid models' Mamba-2 mixer on this chip (0 without): d_inner, the
+  ** groups' B and C width (2 G N), heads, the conv kernel; latent MoE's width */
+  double m_din, m_bc, m_nh, m_conv, latent;
   double norms;             /* layer norms per layer (1 with a parallel block) */
   double window;            /* sliding-window span of local layers (0: none) */
 } shard;
@@ -266,6 +269,55 @@ static double op_selective_tokens(const shard *c, const wl_tf_dims *d) {
   return c->e * saved + 4 * c->ac;
 }
 
+/* A hybrid layer's (wl.h: WL_LAYER_MAMBA, _NO_FFN, _NO_MIXER) parameters
+** and saved bytes per token: one norm and one sub-block -- a Mamba-2
+** mixer, attention, or an MLP / MoE -- counted as the sub-block's part of
+** a full layer above. A Mamba-2 mixer (Megatron-Core MambaMixer, its
+** in_proj and out_proj split over t like attention's) keeps in_proj's
+** input and its output (z, x, B, C, dt: what mamba_chunk_scan_combined
+** saves; the chunk states are recomputed in its backward), the conv's
+** output, the scan's output and out_proj's input. */
+static void hybrid_parts(const shard *c, const wl_tf_dims *d, bool flash, int kind, layer_mem *l,
+                         tok_bytes *k) {
+  double h = c->h, e = c->e, lin = c->lin, mats = d->gated ? 3 : 2;
+  bool moe = (kind & WL_LAYER_MOE) && c->experts > 0;
+  *k = (tok_bytes){.rep = e * h}; /* the norm's input */
+  l->expert = 0;
+  if (kind & WL_LAYER_MAMBA) {
+    double in = 2 * c->m_din + c->m_bc + c->m_nh, conv = c->m_din + c->m_bc;
+    l->linw = h * in + c->m_din * h;
+    l->dense = l->linw + conv * (c->m_conv + 1) + 3 * c->m_nh + c->m_din + h;
+    l->gemms = 2;
+    k->rep += lin * h;
+    k->sharded = e * in + e * conv + e * c->m_din + lin * c->m_din;
+  } else if (kind & WL_LAYER_NO_FFN) { /* attention, one norm */
+    l->linw = 2 * h * c->qc + 2 * h * c->kvc;
+    l->dense = attn_params(c) - (c->norms - 1) * 2 * h;
+    l->gemms = 2;
+    tok_bytes a = layer_tokens(c, d, flash, kind & WL_LAYER_LOCAL);
+    k->rep += lin * h;
+    k->sharded = e * (c->qc + 2 * c->kvc) + lin * c->qc;
+    k->scores = a.scores;
+  } else if (moe) { /* router, shared experts, latent projections, routed experts */
+    double shared = c->sfc > 0 ? mats * h * c->sfc + (mats - 1) * c->sfc : 0;
+    double lat = c->latent > 0 ? 2 * h * c->latent : 0;
+    l->expert = c->expert_layer;
+    l->dense = h * c->experts + shared + lat + h;
+    l->linw = l->expert + mats * h * c->sfc + lat;
+    l->gemms = 2 * c->local_experts + (c->sfc > 0 ? 2 : 0) + (lat > 0 ? 2 : 0);
+    double w = c->latent > 0 ? c->latent : h;
+    k->rep += e * h + 4 * c->experts + (c->latent > 0 ? lin * h : 0);
+    k->sharded = (mats - 1) * e * c->sfc + lin * c->sfc + (c->latent > 0 ? lin * c->latent : 0);
+    k->routed = c->routed * (lin * w + (mats - 1) * e * c->efc + lin * c->efc);
+  } else { /* a dense MLP */
+    l->dense = mlp_params(c, d->gated) + h;
+    l->linw = mats * h * c->fc;
+    l->gemms = 2;
+    k->rep += lin * h;
+    k->sharded = (mats - 1) * e * c->fc + lin * c->fc;
+  }
+}
+
 static layer_mem layer_of(const shard *c, const wl_tf_dims *d, const plan *p, const mem_opts *o,
                           int kind) {
   bool flash = o->flash_attention;
@@ -281,13 +333,18 @@ static layer_mem layer_of(const shard *c, const wl_tf_dims *d, const plan *p, co
            (moe ? l.expert + mats * h * c->sfc : mats * h * c->fc);
   l.gemms = (c->kv_lora > 0 ? 3 + (c->q_lora > 0) : 2) +
             (moe ? 2 * c->local_experts + (c->sfc > 0 ? 2 : 0) : 2);
-  tok_bytes k = layer_tokens(c, d, flash, kind);
+  tok_bytes k;
+  if (kind & (WL_LAYER_MAMBA | WL_LAYER_NO_FFN | WL_LAYER_NO_MIXER))
+    hybrid_parts(c, d, flash, kind, &l, &k);
+  else
+    k = layer_tokens(c, d, flash, kind);
   double kept = c->r * k.rep + k.sharded + k.routed;
   l.act_none = sb * (kept + k.scores);
   l.scores = sb * k.scores;
   if (p->recompute == PLAN_RECOMPUTE_FULL)
     l.act = sb * c->r * c->e * h; /* the layer input */
-  else if (p->recompute == PLAN_RECOMPUTE_SELECTIVE && op_selective(o, c, kind))
+  else if (p->recompute == PLAN_RECOMPUTE_SELECTIVE && op_selective(o, c, kind) &&
+           !(kind & (WL_LAYER_MAMBA | WL_LAYER_NO_FFN | WL_LAYER_NO_MIXER)))
     l.act = sb * op_selective_tokens(c, d);
   else
     l.act = p->recompute == PLAN_RECOMPUTE_SELECTIVE ? sb * kept : l.act_none;
@@ -378,6 +435,11 @@ static void span_add(span *s, const layer_mem *l, double n) {
 /* MoE layers among the first n (wl_tf_layer_kind's rule, counted in closed
 ** form: past first_dense, every moe_every-th). */
 static int64_t moe_below(const wl_tf_dims *d, int64_t n) {
+  if (d->hybrid && d->experts > 0) { /* the pattern's E layers */
+    int64_t k = 0;
+    for (int64_t i = 0; i < n && i < d->layers; i++) k += d->hybrid[i] == 'E';
+    return k;
+  }
   if (d->experts <= 0 || n <= d->first_dense) return 0;
   return d->moe_every <= 1 ? n - d->first_dense : (n - d->first_dense) / d->moe_every;
 }
@@ -397,7 +459,7 @@ static void span_of(const memctx *x, int64_t a, int64_t n, span *s) {
     return;
   }
   double cnt[WL_LAYER_KINDS] = {0};
-  if (d->window <= 0) {
+  if (d->window <= 0 && !d->hybrid) {
     cnt[WL_LAYER_MOE] = (double)(moe_below(d, a + n) - moe_below(d, a));
     cnt[0] = (double)n - cnt[WL_LAYER_MOE];
   } else if (d->experts <= 0) {
@@ -858,6 +920,11 @@ static void shard_of(const wl_tf_dims *d, const plan *p, const mem_opts *o, shar
   c->vc = (double)ceil_div(d->vocab, t);
   c->norms = d->parallel_block ? 1 : 2;
   c->window = (double)d->window;
+  c->m_din = (double)(d->mamba_heads / t * d->mamba_head_dim);
+  c->m_bc = (double)(2 * (d->ssm_groups / t) * d->ssm_state);
+  c->m_nh = (double)(d->mamba_heads / t);
+  c->m_conv = (double)d->conv_kernel;
+  c->latent = (double)d->moe_latent;
 }
 
 /* Communicators: one per parallel group of more than one chip (tp, pp,
@@ -904,10 +971,12 @@ static void memrun_init(memrun *r, const wl_tf_dims *d, const plan *p, const mem
   }
   /* one kind for all layers unless the model mixes them: only its layer
   ** is worked out (the planner asks this a million times a second) */
-  bool mixed = d->window > 0 || (x->c.experts > 0 && (d->first_dense > 0 || d->moe_every > 1));
+  bool mixed = d->window > 0 || d->hybrid ||
+               (x->c.experts > 0 && (d->first_dense > 0 || d->moe_every > 1));
   x->uniform = mixed ? -1 : wl_tf_layer_kind(d, 0);
   for (int k = 0; k < WL_LAYER_KINDS; k++)
-    if (mixed || k == x->uniform) x->kind[k] = layer_of(&x->c, d, p, o, k);
+    if ((mixed && (d->hybrid ? k >= 4 : k < 4)) || k == x->uniform) /* hybrid kinds: wl.h */
+      x->kind[k] = layer_of(&x->c, d, p, o, k);
   /* stages differ in layers and kinds only when the split or the model
   ** makes them: then every stage is computed, else the first and the last
   ** (a middle stage holds the first's layers with fewer in flight) */

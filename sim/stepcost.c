@@ -362,10 +362,19 @@ static void cast_elems(const wl_tf_dims *d, const plan *p, int kind, double *fwd
   double ftp = moe ? (double)(p->etp > 1 ? p->etp : 1) : tp; /* Megatron-Core: experts use etp */
   double up = d->gated ? 2 : 1;
   /* inputs: QKV (the full sequence after sp's gather), proj, FC1, FC2 */
-  *fwd = T * H + T * q / tp + k * T * H + k * T * F / ftp;
+  double af = T * H + T * q / tp, ff = k * T * H + k * T * F / ftp;
   /* output gradients: QKV, proj, FC1, FC2 */
-  *bwd = T * (q + 2 * kv) / tp + T * H + k * T * up * F / ftp + k * T * H;
-  *kernels = 4;
+  double ab = T * (q + 2 * kv) / tp + T * H, fb = k * T * up * F / ftp + k * T * H;
+  if (kind & WL_LAYER_MAMBA) { /* a hybrid Mamba-2 layer: in_proj and out_proj */
+    double din = (double)(d->mamba_heads * d->mamba_head_dim) / tp;
+    double in = 2 * din + (double)(2 * d->ssm_groups * d->ssm_state + d->mamba_heads) / tp;
+    af = T * H + T * din, ab = T * in + T * H, ff = fb = 0;
+  }
+  if (kind & WL_LAYER_NO_FFN) ff = fb = 0;    /* a hybrid attention layer */
+  if (kind & WL_LAYER_NO_MIXER) af = ab = 0;  /* a hybrid MLP or MoE layer */
+  *fwd = af + ff;
+  *bwd = ab + fb;
+  *kernels = (af > 0 ? 2 : 0) + (ff > 0 ? 2 : 0);
 }
 
 /* ---- mixture of experts: dispatch traffic and token reordering ---- */
@@ -425,7 +434,10 @@ double step_moe_nodes_hit(const wl_tf_dims *d, int64_t nodes) {
 ** exchange and the intra-node scatter sets the time. */
 static double moe_a2a_s(const hw_model *hw, const wl_tf_dims *d, const plan *p, double tokens,
                         char *err, size_t errn) {
-  double row_bytes = (double)d->hidden * 2, k = (double)(d->top_k > 0 ? d->top_k : 1);
+  /* latent MoE dispatches the latent rows (Megatron-Core MoELayer: fc1_latent_proj
+  ** runs before the dispatcher) */
+  double row_bytes = (double)(d->moe_latent > 0 ? d->moe_latent : d->hidden) * 2,
+         k = (double)(d->top_k > 0 ? d->top_k : 1);
   int64_t g = per_node(hw, p->ep, p->etp > 1 ? p->etp : 1);
   double flat = coll_time_s(hw, p->ep, g, COLL_ALL_TO_ALL, tokens * k * row_bytes, 1, 0, COLL_AUTO,
                             false, err, errn);
@@ -452,7 +464,7 @@ double step_moe_reorder_bytes(const wl_tf_dims *d, const plan *p) {
   double k = (double)(d->top_k > 0 ? d->top_k : 1);
   /* two passes (after the dispatch, before the combine), each reading and
   ** writing every received copy: k x tokens rows of hidden 16-bit values */
-  return 2 * 2 * tokens * k * (double)d->hidden * 2;
+  return 2 * 2 * tokens * k * (double)(d->moe_latent > 0 ? d->moe_latent : d->hidden) * 2;
 }
 
 double step_moe_a2a_exposed_s(double a2a_s, double other_s, double sm_share) {
@@ -594,19 +606,22 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, step
   double sum_f = 0, sum_b = 0, sum_cf = 0, sum_cb = 0, sum_acc = 0, sum_attn = 0;
   for (int k = 0; k < WL_LAYER_KINDS; k++) {
     if (!r->kind_n[k]) continue;
-    double cf = tp_c, cb = tp_c;
+    /* a hybrid layer (one sub-block) has one of the two collectives */
+    double tp_k = k & (WL_LAYER_MAMBA | WL_LAYER_NO_FFN | WL_LAYER_NO_MIXER) ? tp_c / 2 : tp_c;
+    double cf = tp_k, cb = tp_k;
     /* tensor-parallel overlap (Transformer Engine userbuffers, XLA's
     ** collective matmul): the collective is split into tp chunks pipelined
     ** with the GEMM that consumes or produces it; the first chunk waits,
     ** the rest hide while the layer's GEMMs last */
     double gemm_f = r->kind_fwd_s[k] - r->kind_attn_fwd_s[k];
     if (p.tp_overlap && p.tp > 1) {
-      double hid_f = tp_c - gemm_f > tp_c / (double)p.tp ? tp_c - gemm_f : tp_c / (double)p.tp;
+      double hid_f = tp_k - gemm_f > tp_k / (double)p.tp ? tp_k - gemm_f : tp_k / (double)p.tp;
       double gemm_b = r->kind_bwd_s[k] - 2.5 * r->kind_attn_fwd_s[k];
-      double hid_b = tp_c - gemm_b > tp_c / (double)p.tp ? tp_c - gemm_b : tp_c / (double)p.tp;
+      double hid_b = tp_k - gemm_b > tp_k / (double)p.tp ? tp_k - gemm_b : tp_k / (double)p.tp;
       cf = hid_f, cb = hid_b;
     }
-    if (cp > 1) { /* the ring hides behind the attention core (its backward ~2.5x the forward:
+    if (cp > 1 && !(k & (WL_LAYER_MAMBA | WL_LAYER_NO_MIXER))) { /* layers with attention:
+                  ** the ring hides behind the attention core (its backward ~2.5x the forward:
                   ** FlashAttention's backward recomputes the scores) */
       double att = r->kind_attn_fwd_s[k];
       bool ring = p.cp_comm == PLAN_CP_RING;

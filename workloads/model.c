@@ -286,11 +286,11 @@ static int load_model_json(model *m, jin *j, const model_opts *o) {
 static const char *const HF_TYPES[] = {
     "llama",  "mistral", "mixtral",     "qwen2",  "qwen3",       "qwen3_moe", "deepseek_v3",
     "kimi_k2", "gpt_oss", "gemma2",     "gemma3_text", "gemma3", "llama4_text", "llama4",
-    "nemotron", "gpt2",   "gpt_neox",   "bert",   "gemma4_text", "gemma4", NULL};
+    "nemotron", "gpt2",   "gpt_neox",   "bert",   "gemma4_text", "gemma4", "nemotron_h", NULL};
 enum {
   HF_LLAMA, HF_MISTRAL, HF_MIXTRAL, HF_QWEN2, HF_QWEN3, HF_QWEN3_MOE, HF_DEEPSEEK_V3,
   HF_KIMI_K2, HF_GPT_OSS, HF_GEMMA2, HF_GEMMA3_TEXT, HF_GEMMA3, HF_LLAMA4_TEXT, HF_LLAMA4,
-  HF_NEMOTRON, HF_GPT2, HF_NEOX, HF_BERT, HF_GEMMA4_TEXT, HF_GEMMA4, HF_NTYPES
+  HF_NEMOTRON, HF_GPT2, HF_NEOX, HF_BERT, HF_GEMMA4_TEXT, HF_GEMMA4, HF_NEMOTRON_H, HF_NTYPES
 };
 
 static void put_int(cJSON *o, const char *k, int64_t v) { cJSON_AddNumberToObject(o, k, (double)v); }
@@ -585,6 +585,56 @@ static bool hf_llama4(jin *j, const cJSON *hf, cJSON *s) {
   return ok;
 }
 
+/* Nemotron-H and Nemotron 3 (NemotronHConfig, model_type nemotron_h): a
+** hybrid of Mamba-2, attention, MoE and MLP layers, one sub-block a layer,
+** in the order hybrid_override_pattern gives (M, *, E, -); RMSNorm, no
+** position embedding in attention (Megatron-Bridge's NemotronHBridge sets
+** position_embedding_type "none"), squared-ReLU MLPs and experts
+** (mlp_hidden_act relu2), no biases, routed experts with one shared
+** expert, and Super's latent MoE (moe_latent_size). The pattern is
+** checked here, so its errors point into this file. */
+static bool hf_nemotron_h(jin *j, const cJSON *hf, cJSON *s) {
+  int64_t layers = 0, n[4] = {0, 0, 0, 0};
+  bool ok = hf_get(j, hf, "num_hidden_layers", true, &layers) > 0;
+  ok = ok && wl_hybrid_check(j, hf, "hybrid_override_pattern", layers, n) > 0;
+  if (!ok) {
+    if (j->errors == 0) jin_error(j, 1, "missing field 'hybrid_override_pattern' (one of %s a layer)",
+                                  WL_HYBRID_CHARS);
+    return false;
+  }
+  cJSON_AddStringToObject(s, "hybrid_override_pattern",
+                          cJSON_GetObjectItemCaseSensitive(hf, "hybrid_override_pattern")->valuestring);
+  ok &= hf_int(j, hf, s, "num_key_value_heads", "kv_heads", false);
+  ok &= hf_int(j, hf, s, "head_dim", "head_dim", false);
+  ok &= hf_ffn(j, hf, s, "mlp_hidden_act", "relu2", false);
+  cJSON_AddStringToObject(s, "norm", "rmsnorm");
+  cJSON_AddStringToObject(s, "positions", "none");
+  bool need_m = n[0] > 0;
+  ok &= hf_int(j, hf, s, "mamba_num_heads", "mamba_num_heads", need_m);
+  ok &= hf_int(j, hf, s, "mamba_head_dim", "mamba_head_dim", need_m);
+  ok &= hf_int(j, hf, s, "ssm_state_size", "ssm_state_size", need_m);
+  ok &= hf_int(j, hf, s, "n_groups", "n_groups", false);
+  ok &= hf_int(j, hf, s, "conv_kernel", "conv_kernel", false);
+  ok &= hf_int(j, hf, s, "chunk_size", "chunk_size", false);
+  if (n[3] > 0) ok &= hf_int(j, hf, s, "intermediate_size", "ffn_hidden", true);
+  /* Super's multi-token prediction: one module of mtp_hybrid_override_pattern's layers */
+  int64_t mtp = 0;
+  ok &= hf_get(j, hf, "num_nextn_predict_layers", false, &mtp) >= 0;
+  const char *mp = NULL;
+  ok &= jin_get_str(j, hf, "mtp_hybrid_override_pattern", false, &mp) >= 0;
+  if (mtp > 0) put_int(s, "num_nextn_predict_layers", mtp);
+  if (mtp > 0 && mp) cJSON_AddStringToObject(s, "mtp_hybrid_override_pattern", mp);
+  if (n[2] == 0) return ok;
+  cJSON *moe = cJSON_AddObjectToObject(s, "moe");
+  ok &= hf_int(j, hf, moe, "n_routed_experts", "experts", true);
+  ok &= hf_int(j, hf, moe, "num_experts_per_tok", "top_k", true);
+  ok &= hf_int(j, hf, moe, "moe_intermediate_size", "moe_intermediate_size", true);
+  ok &= hf_int(j, hf, moe, "moe_shared_expert_intermediate_size", "shared_expert_intermediate_size",
+               false);
+  ok &= hf_int(j, hf, moe, "moe_latent_size", "moe_latent_size", false);
+  return ok;
+}
+
 static cJSON *hf_to_spec(jin *j, const cJSON *hf, int type, bool tied_default, int64_t *default_seq) {
   cJSON *s = cJSON_CreateObject();
   cJSON_AddStringToObject(s, "family", "transformer");
@@ -606,7 +656,8 @@ static cJSON *hf_to_spec(jin *j, const cJSON *hf, int type, bool tied_default, i
   if (gpt2) {
     const cJSON *inner = cJSON_GetObjectItemCaseSensitive(hf, "n_inner");
     if (inner && !cJSON_IsNull(inner)) ok &= hf_int(j, hf, s, "n_inner", "ffn_hidden", true);
-  } else if (type != HF_LLAMA4_TEXT) { /* Llama 4's is the experts' */
+  } else if (type != HF_LLAMA4_TEXT && type != HF_NEMOTRON_H) { /* Llama 4's is the experts';
+                                                                 ** Nemotron-H's for its - layers */
     ok &= hf_int(j, hf, s, "intermediate_size", "ffn_hidden", true);
   }
   switch (type) {
@@ -623,6 +674,7 @@ static cJSON *hf_to_spec(jin *j, const cJSON *hf, int type, bool tied_default, i
   case HF_GEMMA3_TEXT:
   case HF_GEMMA4_TEXT: ok &= hf_gemma(j, hf, s, type); break;
   case HF_LLAMA4_TEXT: ok &= hf_llama4(j, hf, s); break;
+  case HF_NEMOTRON_H: ok &= hf_nemotron_h(j, hf, s); break;
   case HF_NEMOTRON: /* Nemotron-4: squared ReLU, not gated; LayerNorm1P (scale and bias) */
     ok &= hf_int(j, hf, s, "num_key_value_heads", "kv_heads", false);
     ok &= hf_int(j, hf, s, "head_dim", "head_dim", false);

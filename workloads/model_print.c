@@ -98,7 +98,7 @@ static const char *precision_text(const wl_train *t) {
 ** for a plain stack, whose summary stays as it was. */
 static void print_layers(const model *m, FILE *out) {
   const wl_tf_dims *d = &m->info.tf;
-  if (d->layers <= 0 || (d->experts == 0 && d->window == 0 && d->kv_lora_rank == 0 &&
+  if (d->layers <= 0 || (d->experts == 0 && d->window == 0 && d->kv_lora_rank == 0 && !d->hybrid &&
                          d->mtp_layers == 0))
     return;
   int64_t moe = 0, local = 0;
@@ -109,10 +109,23 @@ static void print_layers(const model *m, FILE *out) {
   }
   char a[32];
   fprintf(out, "  layers           %lld", (long long)d->layers);
+  if (d->hybrid) { /* one sub-block a layer (wl.h): count each kind */
+    int64_t n[4] = {0, 0, 0, 0};
+    for (int64_t i = 0; i < d->layers; i++) {
+      const char *at = strchr(WL_HYBRID_CHARS, d->hybrid[i]);
+      if (at && d->hybrid[i]) n[at - WL_HYBRID_CHARS]++;
+    }
+    fprintf(out, " hybrid: %lld Mamba-2 (%lld heads of %lld, state %lld), %lld attention, %lld MLP;",
+            (long long)n[0], (long long)d->mamba_heads, (long long)d->mamba_head_dim,
+            (long long)d->ssm_state, (long long)n[1], (long long)n[3]);
+    moe = n[2];
+    if (d->moe_latent > 0) fprintf(out, " latent MoE (width %lld);", (long long)d->moe_latent);
+  }
   if (d->experts > 0) {
     units_si(a, sizeof a, (double)m->expert_params, "");
-    fprintf(out, ": %lld dense, %lld MoE (%lld experts of %lld, top %lld%s; %s in routed experts)",
-            (long long)(d->layers - moe), (long long)moe, (long long)d->experts,
+    if (d->hybrid) fprintf(out, " %lld MoE", (long long)moe);
+    else fprintf(out, ": %lld dense, %lld MoE", (long long)(d->layers - moe), (long long)moe);
+    fprintf(out, " (%lld experts of %lld, top %lld%s; %s in routed experts)", (long long)d->experts,
             (long long)(d->moe_ffn ? d->moe_ffn : d->ffn_hidden), (long long)d->top_k,
             d->shared_ffn_hidden ? ", with shared experts" : "", a);
   }

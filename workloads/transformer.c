@@ -22,11 +22,14 @@ static const char *const KEYS[] = {
     /* newer models, under their HuggingFace names */
     "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
     "sliding_window", "sliding_window_pattern", "num_nextn_predict_layers",
-    "attention_sinks", "qk_norm", "sandwich_norm", NULL};
+    "attention_sinks", "qk_norm", "sandwich_norm",
+    /* hybrid Mamba-2 models (Nemotron-H), under NemotronHConfig's names */
+    "hybrid_override_pattern", "mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups",
+    "conv_kernel", "chunk_size", "mtp_hybrid_override_pattern", NULL};
 static const char *const MOE_KEYS[] = {
     "experts", "top_k", "capacity_factor", "moe_intermediate_size", "n_shared_experts",
     "shared_expert_intermediate_size", "first_k_dense_replace", "moe_layer_freq", "n_group",
-    "topk_group", NULL};
+    "topk_group", "moe_latent_size", NULL};
 static const char *const KIND[] = {"decoder", "encoder", NULL};
 static const char *const FFN[] = {"gelu", "relu", "swiglu", "geglu", "relu2", NULL};
 static const char *const NORM[] = {"layernorm", "rmsnorm", NULL};
@@ -55,6 +58,11 @@ typedef struct {
   int64_t window, global_every; /* sliding-window attention (0: none) */
   int64_t mtp;                  /* multi-token prediction modules */
   bool sinks, qk_norm, sandwich;
+  /* hybrid models: the pattern (NULL: every layer attention + FFN) and the
+  ** Mamba-2 mixer's sizes (heads and groups this chip's under tp); latent
+  ** MoE's expert width (0: hidden) */
+  const char *hybrid, *mtp_hybrid; /* the MTP module's layers (Nemotron 3 Super: "*E") */
+  int64_t m_heads, m_hdim, m_state, m_groups, m_conv, m_chunk, latent;
   int64_t seq_local; /* this chip's query tokens: seq / cp */
   int64_t kv_cache;  /* inference: keys and values already cached per sequence */
 } tf_cfg;
@@ -163,6 +171,7 @@ static bool read_moe(jin *j, const cJSON *moe, tf_cfg *c) {
   if (ok && c->top_k > c->experts) jin_error(j, 1, "top_k %lld exceeds experts %lld",
                                              (long long)c->top_k, (long long)c->experts), ok = false;
   ok &= read_groups(j, moe, c);
+  ok &= jin_get_int(j, moe, "moe_latent_size", 1, BIG, false, &c->latent) >= 0;
   jin_pop(j);
   if (c->moe_ffn == 0) c->moe_ffn = c->ffn_hidden;
   /* DeepSeek's shared experts are one MLP n_shared x the expert width wide
@@ -204,6 +213,58 @@ static bool read_window(jin *j, const cJSON *s, tf_cfg *c) {
   if (c->window == 0)
     return ok && refuse(j, s, "sliding_window_pattern", "a pattern of local layers needs sliding_window");
   ok &= jin_get_int(j, s, "sliding_window_pattern", 1, c->layers, false, &c->global_every) >= 0;
+  return ok;
+}
+
+/* A hybrid pattern (Nemotron-H's hybrid_override_pattern) and, when it has
+** Mamba-2 layers, the mixer's sizes (NemotronHConfig: mamba_num_heads,
+** mamba_head_dim, ssm_state_size, n_groups, conv_kernel, chunk_size; the
+** defaults are NemotronHConfig's). */
+static bool read_hybrid(jin *j, const cJSON *s, tf_cfg *c, const cJSON *moe) {
+  int64_t n[4];
+  int r = wl_hybrid_check(j, s, "hybrid_override_pattern", c->layers, n);
+  if (r <= 0) {
+    static const char *const MAMBA[] = {"mamba_num_heads", "mamba_head_dim", "ssm_state_size",
+                                        "n_groups", "conv_kernel", "chunk_size", NULL};
+    bool ok = r == 0;
+    for (int i = 0; MAMBA[i] && r == 0; i++)
+      ok &= refuse(j, s, MAMBA[i], "Mamba-2 sizes need a hybrid_override_pattern with M layers");
+    return ok;
+  }
+  c->hybrid = cJSON_GetObjectItemCaseSensitive(s, "hybrid_override_pattern")->valuestring;
+  bool need = n[0] > 0, ok = true; /* 'M' layers */
+  c->m_heads = 128, c->m_hdim = 64, c->m_state = 128, c->m_groups = 8, c->m_conv = 4, c->m_chunk = 128;
+  ok &= jin_get_int(j, s, "mamba_num_heads", 1, BIG, need, &c->m_heads) >= 0;
+  ok &= jin_get_int(j, s, "mamba_head_dim", 1, BIG, need, &c->m_hdim) >= 0;
+  ok &= jin_get_int(j, s, "ssm_state_size", 1, BIG, need, &c->m_state) >= 0;
+  ok &= jin_get_int(j, s, "n_groups", 1, BIG, false, &c->m_groups) >= 0;
+  ok &= jin_get_int(j, s, "conv_kernel", 1, 64, false, &c->m_conv) >= 0;
+  ok &= jin_get_int(j, s, "chunk_size", 1, BIG, false, &c->m_chunk) >= 0;
+  if (ok && c->m_heads % c->m_groups) {
+    jin_error(j, 1, "mamba_num_heads %lld is not a multiple of n_groups %lld (each group's B "
+                    "and C serve mamba_num_heads / n_groups heads)",
+              (long long)c->m_heads, (long long)c->m_groups);
+    ok = false;
+  }
+  if (ok && n[2] > 0 && !moe) {
+    jin_error(j, 1, "hybrid_override_pattern has %lld E (mixture-of-experts) layers and the "
+                    "model has no experts; give \"moe\"", (long long)n[2]);
+    ok = false;
+  }
+  /* Nemotron 3 Super's MTP module: its own pattern of hybrid layers
+  ** (NemotronHConfig mtp_hybrid_override_pattern; Megatron-Bridge
+  ** nemotron_h_bridge.py maps it to the MTP block's layers) */
+  const cJSON *mp = cJSON_GetObjectItemCaseSensitive(s, "mtp_hybrid_override_pattern");
+  int64_t mlen = cJSON_IsString(mp) ? (int64_t)strlen(mp->valuestring) : 0;
+  if (ok && c->mtp > 0 && mlen == 0) {
+    jin_error(j, 1, "num_nextn_predict_layers %lld on a hybrid model needs "
+                    "mtp_hybrid_override_pattern (the MTP module's layers, one of %s each)",
+              (long long)c->mtp, WL_HYBRID_CHARS);
+    ok = false;
+  }
+  if (ok && mp && wl_hybrid_check(j, s, "mtp_hybrid_override_pattern", mlen, NULL) < 0) ok = false;
+  if (ok && mlen > 0) c->mtp_hybrid = mp->valuestring;
+  if (!need) c->m_heads = c->m_hdim = c->m_state = c->m_groups = c->m_conv = c->m_chunk = 0;
   return ok;
 }
 
@@ -249,6 +310,7 @@ static bool read_fields(jin *j, const cJSON *s, const wl_train *t, tf_cfg *c) {
   ok &= read_window(j, s, c);
   const cJSON *moe = jin_get_object(j, s, "moe", false);
   if (moe) ok &= read_moe(j, moe, c);
+  ok &= read_hybrid(j, s, c, moe);
   return ok && within_limits(j, s, moe);
 }
 
@@ -310,6 +372,15 @@ static bool shard_tp(jin *j, const wl_train *t, tf_cfg *c) {
   c->ffn_hidden /= tp;
   c->shared_ffn /= tp;
   c->vocab = (c->vocab + tp - 1) / tp;
+  /* Mamba-2 under tp (Megatron-Core MambaMixer): in_proj column-parallel
+  ** by heads and groups, out_proj row-parallel, as attention */
+  if (c->m_heads > 0) {
+    if (!divides(j, "mamba_num_heads", c->m_heads, "tp", tp) ||
+        !divides(j, "n_groups", c->m_groups, "tp", tp))
+      return false;
+    c->m_heads /= tp;
+    c->m_groups /= tp;
+  }
   if (t->shard_ep > 0 || c->experts == 0) return true;
   if (!divides(j, "moe_intermediate_size", c->moe_ffn, "tp", tp)) return false;
   c->moe_ffn /= tp;
@@ -370,7 +441,13 @@ static bool read_cfg(jin *j, const cJSON *s, const wl_train *t, tf_cfg *c) {
   c->model_layers = c->layers;
   if (t->only_layers > 0 && t->only_layers < c->layers) c->layers = t->only_layers;
   if (t->one_kind && (t->layer_kind < 0 || t->layer_kind >= WL_LAYER_KINDS)) {
-    jin_error(j, 1, "layer kind %d: expected a sum of WL_LAYER_MOE (1) and WL_LAYER_LOCAL (2)",
+    jin_error(j, 1, "layer kind %d: expected a sum of WL_LAYER_* bits (wl.h), below %d",
+              t->layer_kind, WL_LAYER_KINDS);
+    return false;
+  }
+  if (t->one_kind && (t->layer_kind & (WL_LAYER_MAMBA | WL_LAYER_NO_FFN | WL_LAYER_NO_MIXER)) &&
+      !c->hybrid) {
+    jin_error(j, 1, "a hybrid layer (kind %d) was asked of a model without hybrid_override_pattern",
               t->layer_kind);
     return false;
   }
@@ -405,7 +482,10 @@ static wl_tf_dims dims_of(const tf_cfg *c) {
                       .shared_ffn_hidden = moe ? c->shared_ffn : 0,
                       .q_lora_rank = c->q_lora, .kv_lora_rank = c->kv_lora,
                       .qk_rope_head_dim = mla ? c->qk_rope : 0, .v_head_dim = mla ? c->v_dim : 0,
-                      .mtp_layers = c->mtp};
+                      .mtp_layers = c->mtp, .hybrid = c->hybrid, .mamba_heads = c->m_heads,
+                      .mamba_head_dim = c->m_hdim, .ssm_state = c->m_state,
+                      .ssm_groups = c->m_groups, .conv_kernel = c->m_conv,
+                      .ssm_chunk = c->m_chunk, .moe_latent = moe ? c->latent : 0};
 }
 
 /* ---- building ---- */
@@ -739,16 +819,26 @@ static int expert_linear(graph *g, const wl_train *t, const tf_cfg *c, int xe, c
 ** (times ep under expert parallelism: the tokens of its ep chips), gathered
 ** into [E, C, H] and run as batched matmuls with expert weights [E, H, F];
 ** results are weighted and scatter-added back to [T, H]. Shared experts
-** (DeepSeek, Llama 4) are a dense FFN every token passes through. */
+** (DeepSeek, Llama 4) are a dense FFN every token passes through. Latent
+** MoE (Nemotron 3 Super; Megatron-Core MoELayer with moe_latent_size):
+** the router and the shared experts read the hidden state, the routed
+** tokens go down to the latent width (fc1_latent_proj) before the
+** dispatch, the experts work in it, and the combined result comes back
+** up (fc2_latent_proj). */
 static int moe_ffn(graph *g, const wl_train *t, const tf_cfg *c, int x, const char *p) {
   graph_shape sx = shape_of(g, x);
-  int64_t T = sx.dim[0] * sx.dim[1], H = c->hidden, E = c->experts, R = c->router_experts;
+  int64_t T = sx.dim[0] * sx.dim[1], H = c->latent > 0 ? c->latent : c->hidden, E = c->experts,
+          R = c->router_experts;
   int64_t C = (int64_t)ceil((double)T * (double)c->top_k * c->capacity *
                             (double)c->capacity_mult / (double)R);
   char n[128];
-  int xt = graph_reshape(g, x, GRAPH_SHAPE(t->compute, T, H));
+  int xt = graph_reshape(g, x, GRAPH_SHAPE(t->compute, T, c->hidden));
   snprintf(n, sizeof n, "%s.router", p);
   int logits = wl_linear(g, t, xt, n, "router", R, c->bias);
+  if (c->latent > 0) {
+    snprintf(n, sizeof n, "%s.fc1_latent_proj", p);
+    xt = wl_linear(g, t, xt, n, "fc1_latent_proj", H, c->bias);
+  }
   int probs = wl_softmax(g, logits, GDT_F32);
   /* top-k selection: k passes of max over E per token */
   int sel = graph_custom(g, "top-k", GRAPH_SHAPE(GDT_S32, T, c->top_k), &probs, 1,
@@ -769,10 +859,157 @@ static int moe_ffn(graph *g, const wl_train *t, const tf_cfg *c, int x, const ch
                    graph_broadcast(g, gw, GRAPH_SHAPE(t->compute, E * C, H), graph_dims_of(1, 0)));
   int zero = graph_broadcast(g, graph_constant(g, (graph_shape){t->compute, 0, {0}}),
                              GRAPH_SHAPE(t->compute, T, H), graph_dims_of(0));
-  int out = graph_reshape(g, graph_scatter(g, zero, idx, y), sx);
+  int out = graph_scatter(g, zero, idx, y);
+  if (c->latent > 0) {
+    snprintf(n, sizeof n, "%s.fc2_latent_proj", p);
+    out = wl_linear(g, t, out, n, "fc2_latent_proj", c->hidden, c->bias);
+  }
+  out = graph_reshape(g, out, sx);
   if (c->shared_ffn == 0) return out;
   snprintf(n, sizeof n, "%s.shared", p);
   return graph_binary(g, GOP_ADD, out, dense_ffn(g, t, c, x, n, c->shared_ffn));
+}
+
+/* ---- Mamba-2 ---- */
+
+/* A weight of shape s in the compute dtype (not a linear layer's matrix). */
+static int small_weight(graph *g, const wl_train *t, const char *p, const char *what, graph_shape s) {
+  char n[128];
+  snprintf(n, sizeof n, "%s.%s", p, what);
+  return wl_weight(g, t, n, s, WL_W_OTHER);
+}
+
+/* The depthwise causal conv1d over the sequence (Mamba-2's conv1d on x, B
+** and C: kernel K per channel, K - 1 tokens of left padding) with its bias,
+** then SiLU. xbc [B, S, D] -> [B, S, D]. */
+static int mamba_conv(graph *g, const wl_train *t, const tf_cfg *c, int xbc, const char *p) {
+  int64_t D = shape_of(g, xbc).dim[2], K = c->m_conv;
+  int w = small_weight(g, t, p, "conv1d.w", GRAPH_SHAPE(t->compute, K, 1, D));
+  graph_conv_attrs a = {.spatial = 1, .in_batch = 0, .in_feature = 2, .in_spatial = {1},
+                        .k_in = 1, .k_out = 2, .k_spatial = {0},
+                        .out_batch = 0, .out_feature = 2, .out_spatial = {1},
+                        .stride = {1}, .pad_lo = {K - 1}, .pad_hi = {0}, .feature_groups = D};
+  int y = graph_conv(g, xbc, w, &a, t->compute);
+  y = wl_add_bias(g, y, small_weight(g, t, p, "conv1d.b", GRAPH_SHAPE(t->compute, D)));
+  return graph_unary(g, GOP_SILU, y);
+}
+
+/* x [..., Q] summed cumulatively over its last dimension, as a product
+** with the Q x Q lower-triangular ones (2 Q^2 flops a row; the scan
+** kernel's cumsum is Q adds -- negligible beside the SSD matmuls). */
+static int chunk_cumsum(graph *g, int x) {
+  graph_shape s = shape_of(g, x);
+  int64_t Q = s.dim[s.rank - 1];
+  int tril = graph_constant(g, GRAPH_SHAPE(s.dtype, Q, Q));
+  return graph_dot(g, x, tril, graph_dims_of(0), graph_dims_of(0), graph_dims_of(1, s.rank - 1),
+                   graph_dims_of(1, 1), s.dtype);
+}
+
+/* The SSD scan of Mamba-2 in chunks of Q tokens (Dao & Gu 2024, "Transformers
+** are SSMs", sec. 6 and Listing 1, ssd_minimal_discrete), on this chip's
+** heads: x [BG, Q, hg, P] (BG = batch x chunks x the G groups, hg heads a
+** group), Bm and Cm [BG, Q, N], dA [BG, hg, Q] (dt x A). The four steps:
+** 1. within each chunk, Y_diag = (L o C B^T) X with L the decay mask
+** exp(segsum(dA)) -- 2 Q^2 N a group and 2 Q^2 P a head, per chunk; 2. each
+** chunk's state B^T (decay o X) -- 2 Q N P a head; 3. the states passed
+** along the chunks -- a multiply-add per state element; 4. each chunk's
+** output from the state entering it, Y_off = C h (decay) -- 2 Q N P a
+** head. Returns Y_diag + Y_off [BG, Q, hg, P]. Every tensor is kept below
+** rank 5, the attention scores' rank, by which the step model finds the
+** attention core (sim/stepcost.c): this is no FlashAttention kernel. */
+static int ssd_scan(graph *g, graph_dtype dt_c, int x, int Bm, int Cm, int dA) {
+  graph_shape sx = shape_of(g, x);
+  int64_t BG = sx.dim[0], Q = sx.dim[1], hg = sx.dim[2];
+  int cs = chunk_cumsum(g, dA); /* [BG, hg, Q] */
+  graph_shape sq = GRAPH_SHAPE(dt_c, BG, hg, Q, Q);
+  /* 1. L[l, s] = exp(cs[l] - cs[s]) for s <= l, 0 above the diagonal */
+  int seg = graph_binary(g, GOP_SUB, graph_broadcast(g, cs, sq, graph_dims_of(3, 0, 1, 2)),
+                         graph_broadcast(g, cs, sq, graph_dims_of(3, 0, 1, 3)));
+  graph_shape sm = GRAPH_SHAPE(GDT_PRED, BG, hg, Q, Q);
+  int mask = graph_broadcast(g, graph_constant(g, GRAPH_SHAPE(GDT_PRED, Q, Q)), sm,
+                             graph_dims_of(2, 2, 3));
+  int zero = graph_broadcast(g, graph_constant(g, (graph_shape){dt_c, 0, {0}}), sq, graph_dims_of(0));
+  int L = graph_select(g, mask, graph_unary(g, GOP_EXP, seg), zero);
+  int cb = graph_dot(g, Cm, Bm, graph_dims_of(1, 0), graph_dims_of(1, 0), graph_dims_of(1, 2),
+                     graph_dims_of(1, 2), dt_c); /* [BG, Ql, Qs] */
+  int M = graph_binary(g, GOP_MUL, L, graph_broadcast(g, cb, sq, graph_dims_of(3, 0, 2, 3)));
+  int yd = graph_dot(g, M, x, graph_dims_of(2, 0, 1), graph_dims_of(2, 0, 2), graph_dims_of(1, 3),
+                     graph_dims_of(1, 1), dt_c); /* [BG, hg, Ql, P] */
+  yd = graph_transpose(g, yd, graph_dims_of(4, 0, 2, 1, 3));
+  /* 2. chunk states: B^T (exp(cs_last - cs) o X) */
+  int64_t lo[3] = {0, 0, Q - 1}, hi[3] = {BG, hg, Q};
+  int last = graph_reshape(g, graph_slice(g, cs, lo, hi, NULL), GRAPH_SHAPE(dt_c, BG, hg));
+  graph_shape s3 = GRAPH_SHAPE(dt_c, BG, hg, Q);
+  int ds = graph_unary(g, GOP_EXP, graph_binary(g, GOP_SUB, graph_broadcast(g, last, s3, graph_dims_of(2, 0, 1)), cs));
+  ds = graph_transpose(g, ds, graph_dims_of(3, 0, 2, 1)); /* [BG, Q, hg] */
+  int xd = graph_binary(g, GOP_MUL, x, graph_broadcast(g, ds, sx, graph_dims_of(3, 0, 1, 2)));
+  int st = graph_dot(g, Bm, xd, graph_dims_of(1, 0), graph_dims_of(1, 0), graph_dims_of(1, 1),
+                     graph_dims_of(1, 1), dt_c); /* [BG, N, hg, P] */
+  /* 3. state passing: each chunk's state decays by exp(cs_last) and adds
+  ** the previous chunk's (the kernel's sequential scan over chunks) */
+  int dc = graph_unary(g, GOP_EXP, last);
+  st = graph_binary(g, GOP_ADD, graph_binary(g, GOP_MUL, st, graph_broadcast(g, dc, shape_of(g, st), graph_dims_of(2, 0, 2))), st);
+  /* 4. Y_off = (C h) o exp(cs) */
+  int yo = graph_dot(g, Cm, st, graph_dims_of(1, 0), graph_dims_of(1, 0), graph_dims_of(1, 2),
+                     graph_dims_of(1, 1), dt_c); /* [BG, Q, hg, P] */
+  int dout = graph_transpose(g, graph_unary(g, GOP_EXP, cs), graph_dims_of(3, 0, 2, 1));
+  yo = graph_binary(g, GOP_MUL, yo, graph_broadcast(g, dout, sx, graph_dims_of(3, 0, 1, 2)));
+  return graph_binary(g, GOP_ADD, yd, yo);
+}
+
+/* x [B, Sp, G, w] (Sp = c Q tokens) regrouped by chunk and group for the
+** scan: [B c G, Q, w / inner, inner] (inner 0: [B c G, Q, w]). */
+static int to_chunks(graph *g, int x, int64_t Q, int64_t inner) {
+  graph_shape s = shape_of(g, x);
+  int64_t B = s.dim[0], c = s.dim[1] / Q, G = s.dim[2], w = s.dim[3];
+  x = graph_reshape(g, x, GRAPH_SHAPE(s.dtype, B * c, Q, G, w));
+  x = graph_transpose(g, x, graph_dims_of(4, 0, 2, 1, 3)); /* [Bc, G, Q, w] */
+  return inner > 0 ? graph_reshape(g, x, GRAPH_SHAPE(s.dtype, B * c * G, Q, w / inner, inner))
+                   : graph_reshape(g, x, GRAPH_SHAPE(s.dtype, B * c * G, Q, w));
+}
+
+/* A Mamba-2 mixer on x [B, S, H] as Megatron-Core's MambaMixer (and
+** NemotronHMamba2Mixer) computes it: in_proj to z, x, B, C and dt
+** (2 d_inner + 2 G N + heads wide), the causal conv1d + SiLU on x, B and C,
+** dt = softplus(dt + dt_bias), A = -exp(A_log), the SSD scan plus the D
+** skip, the gate y silu(z) and an RMSNorm over d_inner, out_proj. */
+static int mamba_mixer(graph *g, const wl_train *t, const tf_cfg *c, int x, const char *p) {
+  graph_dtype dt_c = t->compute;
+  int64_t B = shape_of(g, x).dim[0], S = c->seq_local, nh = c->m_heads, P = c->m_hdim,
+          G = c->m_groups, N = c->m_state, hg = nh / G, din = nh * P, cd = din + 2 * G * N;
+  int64_t Q = c->m_chunk < S ? c->m_chunk : S, Sp = (S + Q - 1) / Q * Q;
+  char n[128];
+  snprintf(n, sizeof n, "%s.in_proj", p);
+  int zx = wl_linear(g, t, x, n, "in_proj", cd + din + nh, c->bias);
+  int z = slice_last(g, zx, 0, din);
+  int xbc = mamba_conv(g, t, c, slice_last(g, zx, din, din + cd), p);
+  int dt = wl_add_bias(g, slice_last(g, zx, din + cd, din + cd + nh),
+                       small_weight(g, t, p, "dt_bias", GRAPH_SHAPE(dt_c, nh)));
+  graph_shape sdt = shape_of(g, dt);
+  int one = graph_broadcast(g, graph_constant(g, (graph_shape){dt_c, 0, {0}}), sdt, graph_dims_of(0));
+  dt = graph_unary(g, GOP_LOG, graph_binary(g, GOP_ADD, graph_unary(g, GOP_EXP, dt), one)); /* softplus */
+  int A = graph_unary(g, GOP_NEG, graph_unary(g, GOP_EXP, small_weight(g, t, p, "A_log", GRAPH_SHAPE(dt_c, nh))));
+  int dA = graph_binary(g, GOP_MUL, dt, graph_broadcast(g, A, sdt, graph_dims_of(1, 2)));
+  /* x, B and C by chunk (the sequence padded to whole chunks) and group */
+  int xs = graph_reshape(g, slice_last(g, xbc, 0, din), GRAPH_SHAPE(dt_c, B, S, nh, P));
+  int skip = graph_binary(g, GOP_MUL, xs, graph_broadcast(g, small_weight(g, t, p, "D", GRAPH_SHAPE(dt_c, nh)),
+                                                          shape_of(g, xs), graph_dims_of(1, 2)));
+  xs = graph_reshape(g, fit_seq(g, slice_last(g, xbc, 0, din), Sp), GRAPH_SHAPE(dt_c, B, Sp, G, hg * P));
+  int Bm = graph_reshape(g, fit_seq(g, slice_last(g, xbc, din, din + G * N), Sp), GRAPH_SHAPE(dt_c, B, Sp, G, N));
+  int Cm = graph_reshape(g, fit_seq(g, slice_last(g, xbc, din + G * N, cd), Sp), GRAPH_SHAPE(dt_c, B, Sp, G, N));
+  dA = graph_reshape(g, fit_seq(g, dA, Sp), GRAPH_SHAPE(dt_c, B, Sp, G, hg));
+  dA = graph_transpose(g, to_chunks(g, dA, Q, 0), graph_dims_of(3, 0, 2, 1)); /* [BG, hg, Q] */
+  int y = ssd_scan(g, dt_c, to_chunks(g, xs, Q, P), to_chunks(g, Bm, Q, 0), to_chunks(g, Cm, Q, 0), dA);
+  /* back to [B, S, d_inner]: [BG, Q, hg, P] -> [Bc, G, Q, hg P] -> [Bc, Q, G, hg P] */
+  y = graph_reshape(g, y, GRAPH_SHAPE(dt_c, B * (Sp / Q), G, Q, hg * P));
+  y = graph_transpose(g, y, graph_dims_of(4, 0, 2, 1, 3));
+  y = fit_seq(g, graph_reshape(g, y, GRAPH_SHAPE(dt_c, B, Sp, din)), S);
+  y = graph_binary(g, GOP_ADD, y, graph_reshape(g, skip, GRAPH_SHAPE(dt_c, B, S, din)));
+  y = graph_binary(g, GOP_MUL, y, graph_unary(g, GOP_SILU, z));
+  snprintf(n, sizeof n, "%s.mixer_norm", p);
+  y = wl_rmsnorm(g, t, y, n);
+  snprintf(n, sizeof n, "%s.out_proj", p);
+  return wl_linear(g, t, y, n, "out_proj", c->hidden, c->bias);
 }
 
 /* ---- layers ---- */
@@ -802,6 +1039,16 @@ static int block(graph *g, const wl_train *t, const tf_cfg *c, int x, int layer,
   graph_set_layer(g, layer);
   graph_set_scope(g, p);
   bool moe = kind & WL_LAYER_MOE, local = kind & WL_LAYER_LOCAL;
+  if (kind & (WL_LAYER_MAMBA | WL_LAYER_NO_FFN | WL_LAYER_NO_MIXER)) {
+    /* a hybrid layer (Nemotron-H's NemotronHBlock): norm, one mixer or
+    ** FFN, residual */
+    snprintf(n, sizeof n, "%s.norm", p);
+    int h = norm(g, t, c, x, n);
+    int f = kind & WL_LAYER_MAMBA    ? mamba_mixer(g, t, c, h, p)
+            : kind & WL_LAYER_NO_FFN ? attn_of(g, t, c, h, p, local)
+                                     : ffn_of(g, t, c, h, p, moe);
+    return graph_binary(g, GOP_ADD, x, f);
+  }
   if (c->kind == 1) { /* BERT: post-norm */
     snprintf(n, sizeof n, "%s.ln1", p);
     x = norm(g, t, c, graph_binary(g, GOP_ADD, x, attn_of(g, t, c, x, p, local)), n);
@@ -860,7 +1107,15 @@ static int mtp_modules(graph *g, const wl_train *t, const tf_cfg *c, const wl_tf
     int parts[2] = {wl_rmsnorm(g, t, graph_gather(g, io->table, io->tokens, NULL), n), hn};
     snprintf(n, sizeof n, "%s.eh_proj", p);
     h = wl_linear(g, t, graph_concat(g, parts, 2, 2), n, "eh_proj", c->hidden, false);
-    h = block(g, t, c, h, (int)(c->layers + k), p, wl_tf_layer_kind(d, c->model_layers + k));
+    if (c->mtp_hybrid) { /* a hybrid model's MTP module: its own pattern's layers */
+      for (const char *ch = c->mtp_hybrid; *ch; ch++) {
+        snprintf(n, sizeof n, "%s.%d", p, (int)(ch - c->mtp_hybrid));
+        h = block(g, t, c, h, (int)(c->layers + k), n, wl_hybrid_kind(*ch));
+      }
+      graph_set_scope(g, p);
+    } else {
+      h = block(g, t, c, h, (int)(c->layers + k), p, wl_tf_layer_kind(d, c->model_layers + k));
+    }
     snprintf(n, sizeof n, "%s.norm", p);
     int logits = lm_head(g, t, c, norm(g, t, c, h, n), io->table, io->head_w);
     loss = graph_binary(g, GOP_ADD, loss, wl_scale(g, wl_cross_entropy(g, logits, io->labels)));

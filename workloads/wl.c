@@ -245,7 +245,18 @@ int wl_precision_parse(const char *name, graph_dtype *out) {
   return -1;
 }
 
+int wl_hybrid_kind(char ch) {
+  switch (ch) {
+  case 'M': return WL_LAYER_MAMBA;
+  case '*': return WL_LAYER_NO_FFN;
+  case 'E': return WL_LAYER_NO_MIXER | WL_LAYER_MOE;
+  case '-': return WL_LAYER_NO_MIXER;
+  default: return 0; /* past the pattern (not built: checked on reading) */
+  }
+}
+
 int wl_tf_layer_kind(const wl_tf_dims *d, int64_t i) {
+  if (d->hybrid) return wl_hybrid_kind(i >= 0 && i < d->layers ? d->hybrid[i] : 0);
   int k = 0;
   if (d->experts > 0 && i >= d->first_dense &&
       (d->moe_every <= 1 || (i - d->first_dense) % d->moe_every == d->moe_every - 1))
@@ -253,4 +264,56 @@ int wl_tf_layer_kind(const wl_tf_dims *d, int64_t i) {
   if (d->window > 0 && !(d->global_every > 0 && i % d->global_every == d->global_every - 1))
     k |= WL_LAYER_LOCAL;
   return k;
+}
+
+/* Reports character i of the pattern string at obj[key] at its own column:
+** the value's position plus the opening quote and i (the pattern's
+** characters are ASCII, one byte each, on one line). */
+static void hybrid_char_error(jin *j, const char *key, size_t i, char ch, int64_t layer) {
+  jin_push_key(j, key, 0);
+  int n = j->depth - j->prefix;
+  size_t off = jin_locate(j->text, j->len, j->path + j->prefix, n > 0 ? n : 0, 0);
+  int line = 0, col = 0;
+  if (off != SIZE_MAX) jin_line_col(j->text, off + 1 + i, &line, &col);
+  if (j->line0 > 0 && line > 0) { /* a part of a larger file (jin_open_part) */
+    if (line == 1) col += j->col0 - 1;
+    line += j->line0 - 1;
+  }
+  char path[256];
+  jin_path(j, path, sizeof path);
+  diag_error(j->dg, j->file, line, col, path,
+             "layer %lld is '%c': expected one of %s (M Mamba-2, * attention, E mixture of "
+             "experts, - MLP)", (long long)layer, ch, WL_HYBRID_CHARS);
+  j->errors++;
+  jin_pop(j);
+}
+
+int wl_hybrid_check(jin *j, const cJSON *obj, const char *key, int64_t layers, int64_t counts[4]) {
+  const char *pat = NULL;
+  int r = jin_get_str(j, obj, key, false, &pat);
+  if (r <= 0) return r;
+  int64_t n[4] = {0, 0, 0, 0};
+  bool ok = true;
+  size_t len = strlen(pat);
+  for (size_t i = 0; i < len; i++) {
+    const char *at = strchr(WL_HYBRID_CHARS, pat[i]);
+    if (at && pat[i]) {
+      n[at - WL_HYBRID_CHARS]++;
+      continue;
+    }
+    /* Megatron-Core's '|' marks pipeline stages in its own patterns; HF
+    ** configs strip it (Megatron-Bridge nemotron_h_bridge.py) */
+    hybrid_char_error(j, key, i, pat[i], (int64_t)i);
+    ok = false;
+    if (j->errors >= 8) break; /* a wrong field, not many typos: a few are enough */
+  }
+  if (ok && (int64_t)len != layers) {
+    jin_push_key(j, key, 0);
+    jin_error(j, 0, "%zu characters for %lld layers: the pattern names every layer, one "
+                    "character each", len, (long long)layers);
+    jin_pop(j);
+    ok = false;
+  }
+  if (counts) memcpy(counts, n, sizeof n);
+  return ok ? 1 : -1;
 }

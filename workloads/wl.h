@@ -109,12 +109,41 @@ typedef struct {
   ** is then qk_nope + qk_rope, the query and key width per head */
   int64_t q_lora_rank, kv_lora_rank, qk_rope_head_dim, v_head_dim;
   int64_t mtp_layers; /* multi-token prediction modules (DeepSeek-V3: 1) */
+  /* Hybrid models (Nemotron-H: hybrid_override_pattern): layer i is
+  ** hybrid[i] of WL_HYBRID_CHARS, one sub-block each -- M a Mamba-2 mixer,
+  ** * attention, E a mixture of experts, - a dense MLP; NULL for a plain
+  ** transformer. It points into the model's parsed file (model_spec), so
+  ** it lives as long as the model loaded from it. */
+  const char *hybrid;
+  /* Mamba-2 (Dao & Gu 2024): heads of head_dim channels (d_inner = heads x
+  ** head_dim), B and C in groups of ssm_state wide, the causal conv's
+  ** kernel, the SSD scan's chunk (0 when the model has no Mamba layer) */
+  int64_t mamba_heads, mamba_head_dim, ssm_state, ssm_groups, conv_kernel, ssm_chunk;
+  int64_t moe_latent; /* latent MoE (Nemotron 3 Super): experts work in this width (0: hidden) */
 } wl_tf_dims;
 
 /* The kinds of decoder layer, as bits: what the step model times apart. */
 #define WL_LAYER_MOE 1   /* its FFN is a mixture of experts */
 #define WL_LAYER_LOCAL 2 /* sliding-window (local) attention */
-#define WL_LAYER_KINDS 4
+/* Hybrid layers (one sub-block each): a Mamba-2 mixer and nothing else; a
+** mixer (attention) with no FFN; an FFN (dense, or MoE with WL_LAYER_MOE)
+** with no mixer. */
+#define WL_LAYER_MAMBA 4
+#define WL_LAYER_NO_FFN 8
+#define WL_LAYER_NO_MIXER 16
+#define WL_LAYER_KINDS 32
+/* hybrid_override_pattern's characters, as Megatron-Core spells them
+** (megatron/core/ssm/mamba_hybrid_layer_allocation.py Symbols): Mamba,
+** attention, MoE, MLP */
+#define WL_HYBRID_CHARS "M*E-"
+/* Checks the hybrid pattern at obj[key] (a string of WL_HYBRID_CHARS, one a
+** layer): each other character reported at its own line:column with the
+** valid set, a length other than `layers` at the value. Counts of each
+** character go to counts[4] (NULL: not wanted). Returns 1 when valid, 0
+** when absent, -1 after reporting. */
+int wl_hybrid_check(jin *j, const cJSON *obj, const char *key, int64_t layers, int64_t counts[4]);
+/* The layer kind (WL_LAYER_*) a pattern character names; 0 for another. */
+int wl_hybrid_kind(char ch);
 /* The kind of decoder layer i (0-based) of a transformer with dims d. */
 int wl_tf_layer_kind(const wl_tf_dims *d, int64_t i);
 
