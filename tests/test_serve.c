@@ -390,3 +390,34 @@ Test(serve, validate_reads_samples_per_s) {
   th_run_free(&r);
   remove(path);
 }
+
+/* An encoder (BERT) serves one forward of `batch` samples of encoder_seq
+** tokens (0: the model's seq_len, 512 for bert-large). Its arithmetic is at
+** least the layers' GEMMs, 2 x 24 layers x 12 x 1024^2 weights (QKV, out,
+** 2 x FFN 4096) = 6.04e8 FLOPs a token, plus the attention core, 4 x seq x
+** 1024 a token and layer (QK^T and PV over all keys: no causal mask), on
+** the A100's 312 TFLOP/s bf16 peak (datasheet): a lower bound. A 384-token
+** sample costs more than a 128-token one, and less than a 512-token one. */
+Test(serve, encoder_forward_at_its_sequence_length) {
+  hw_catalog *c = th_catalog();
+  model *m = th_model("bert-large", 0);
+  const hw_model *a100 = th_hw(c, "a100-80g");
+  double t[3];
+  const int64_t seqs[3] = {128, 384, 0};
+  for (int i = 0; i < 3; i++) {
+    serve_cfg cfg = {.tp = 1, .pp = 1, .prec = serve_precision_find("bf16"), .batch = 8,
+                     .encoder_seq = seqs[i]};
+    serve_result r;
+    char err[512];
+    cr_assert_eq(serve_step(m, a100, &cfg, NULL, &r, err, sizeof err), 0, "%s", err);
+    cr_assert(!r.generative);
+    t[i] = r.forward_s;
+    double seq = seqs[i] ? (double)seqs[i] : 512, tokens = 8 * seq;
+    double flops = tokens * (2 * 24 * 12 * 1024.0 * 1024 + 24 * 4 * seq * 1024);
+    cr_assert_geq(r.forward_s, flops / 312e12, "seq %.0f: %.4g s", seq, r.forward_s);
+    cr_assert_float_eq(r.samples_per_s, 8 / r.forward_s, 1e-9);
+  }
+  cr_assert(t[0] < t[1] && t[1] < t[2], "%.4g %.4g %.4g", t[0], t[1], t[2]);
+  model_free(m);
+  hw_catalog_free(c);
+}
