@@ -421,3 +421,21 @@ Test(serve, encoder_forward_at_its_sequence_length) {
   model_free(m);
   hw_catalog_free(c);
 }
+
+/* A prefill's activation memory is its layers' largest value, twice (its
+** input alive beside it): for Llama 3 8B the MLP's gate/up output of
+** 20000 tokens x 14336 in bf16, 2 x 20000 x 14336 x 2 B = 1.147 GB. Not
+** the attention scores, [32 heads, 20000, 20000] x 2 B = 25.6 GB, which a
+** fused (Flash) attention keeps on chip a block at a time; nor the logits,
+** [20000, 128256] x 4 B = 10.3 GB, which a server computes for each
+** prompt's last token only. With 1.147 GB, a sequence's fp8 KV cache
+** (2 x 8 heads x 128 x 32 layers x 1 B = 64 KiB a token, 21000 tokens at
+** the mean context = 1.376 GB) leaves room for dozens of sequences on an
+** H100: (72 GiB usable - 7.97 GiB weights - 1.07 GiB) / 1.376 GB = 49. */
+Test(serve, prefill_activations_hold_no_scores_nor_logits) {
+  serve_result r = step("llama3-8b", "h100-sxm", "fp8", 1, 1, 20000, 2000);
+  double want = 2.0 * 20000 * 14336 * 2;
+  cr_assert_float_eq(r.activation_bytes, want, 0.01 * want, "activations %.4g", r.activation_bytes);
+  cr_assert_geq(r.max_batch, 45, "max batch %lld", (long long)r.max_batch);
+  cr_assert_leq(r.max_batch, 52, "max batch %lld", (long long)r.max_batch);
+}
