@@ -537,7 +537,11 @@ enum { C_ID, C_MODEL, C_HW, C_CHIPS, C_TP, C_WDT, C_ADT, C_BATCH, C_IN, C_OUT, C
 ** to 8192; the rows' notes) */
 #define MAX_ENGINE_BATCH 8192
 static const char *const METRICS[] = {"ttft_s", "tpot_s", "prefill_tokens_per_s",
-                                      "decode_tokens_per_s", "output_tokens_per_s", NULL};
+                                      "decode_tokens_per_s", "output_tokens_per_s", "samples_per_s",
+                                      NULL};
+/* METRICS' index of samples_per_s: the one metric of a model that does not
+** generate (a CNN, an encoder: MLPerf Inference's offline samples/s) */
+#define M_SAMPLES 5
 
 /* Splits one CSV line in place into at most C_N fields (double quotes
 ** around a field that holds commas, "" for a quote). Returns the count. */
@@ -584,6 +588,7 @@ static double row_metric(int metric, const serve_cfg *cfg, const serve_result *r
   case 1: return r->tpot_s;
   case 2: return r->prefill_tokens_per_s * replicas;
   case 3: return b / r->tpot_s * replicas;
+  case M_SAMPLES: return r->samples_per_s * replicas;
   default: /* a static batch end to end: its prefill, then output_tokens steps */
     return b * (double)cfg->output_tokens /
            (r->ttft_s + (double)cfg->output_tokens * r->tpot_s) * replicas;
@@ -606,6 +611,10 @@ typedef struct {
   hw_catalog *cat;
   double sum_err;
   int rows;
+  /* of which the samples_per_s rows (CNNs, encoders): reported apart from
+  ** the generative rows, whose prefill and decode the issue's target is */
+  double sum_err_samples;
+  int rows_samples;
   val_group group[VAL_MAX_GROUPS];
   int n_groups;
 } val_state;
@@ -635,8 +644,8 @@ static bool validate_row(val_state *v, char **f, int line) {
   if (num_parse_int("chips", f[C_CHIPS], 1, CLI_MAX_CHIPS, &chips, e, sizeof e) ||
       num_parse_int("tp", f[C_TP], 1, 64, &tp, e, sizeof e) ||
       num_parse_int("batch", f[C_BATCH], 0, 1 << 20, &batch, e, sizeof e) ||
-      num_parse_int("input_tokens", f[C_IN], 1, CLI_MAX_SEQ, &in, e, sizeof e) ||
-      num_parse_int("output_tokens", f[C_OUT], 1, CLI_MAX_SEQ, &out, e, sizeof e)) {
+      num_parse_int("input_tokens", f[C_IN], 0, CLI_MAX_SEQ, &in, e, sizeof e) ||
+      num_parse_int("output_tokens", f[C_OUT], 0, CLI_MAX_SEQ, &out, e, sizeof e)) {
     fprintf(v->c->err, "%s:%d: %s\n", v->path, line, e);
     return false;
   }
@@ -650,17 +659,21 @@ static bool validate_row(val_state *v, char **f, int line) {
     if (strcmp(METRICS[i], f[C_METRIC]) == 0) metric = i;
   const serve_precision *pr = row_precision(f[C_WDT], f[C_ADT]);
   const hw_model *hw = hw_catalog_find(v->cat, f[C_HW]);
-  if (metric < 0 || !pr || !hw || chips % tp) {
-    fprintf(v->c->err, "%s:%d: %s%s%s%s\n", v->path, line,
-            metric < 0 ? "metric: expected ttft_s, tpot_s, prefill_tokens_per_s, decode_tokens_per_s or output_tokens_per_s " : "",
+  /* tokens are a generative row's; a samples row leaves them 0 */
+  bool tokens_bad = metric >= 0 && metric != M_SAMPLES && (in < 1 || out < 1);
+  if (metric < 0 || !pr || !hw || chips % tp || tokens_bad) {
+    fprintf(v->c->err, "%s:%d: %s%s%s%s%s\n", v->path, line,
+            metric < 0 ? "metric: expected ttft_s, tpot_s, prefill_tokens_per_s, decode_tokens_per_s, output_tokens_per_s or samples_per_s " : "",
             !pr ? "weight_dtype/act_dtype: expected bf16/bf16, fp16/fp16, fp8/fp8, int8/int8, int8/bf16 or int4/bf16 " : "",
-            !hw ? "hw: not in the catalog " : "", chips % tp ? "chips: not a multiple of tp" : "");
+            !hw ? "hw: not in the catalog " : "", chips % tp ? "chips: not a multiple of tp " : "",
+            tokens_bad ? "input_tokens/output_tokens: expected at least 1 each for a token metric, found 0" : "");
     return false;
   }
   model *m = load(v->c, f[C_MODEL]);
   if (!m) return false;
+  /* a samples row's input_tokens, when given, is an encoder's sequence length */
   serve_cfg cfg = {.tp = tp, .pp = 1, .prec = pr, .batch = batch > 0 ? batch : 1, .input_tokens = in,
-                   .output_tokens = out};
+                   .output_tokens = out, .encoder_seq = metric == M_SAMPLES ? in : 0};
   serve_result r;
   char err[512];
   int rc = 0;
@@ -674,6 +687,12 @@ static bool validate_row(val_state *v, char **f, int line) {
   cfg.prefill_batch = metric == 0 ? 1 : cfg.batch;
   if (rc == 0) rc = serve_step(m, hw, &cfg, NULL, &r, err, sizeof err);
   model_free(m);
+  if (rc == 0 && r.generative == (metric == M_SAMPLES)) {
+    fprintf(v->c->err, "%s:%d: metric %s: %s\n", v->path, line, f[C_METRIC],
+            r.generative ? "a generative model is measured in tokens (ttft_s, tpot_s, ..._tokens_per_s), not samples_per_s"
+                         : "a model that does not generate is measured in samples_per_s");
+    return false;
+  }
   if (rc != 0) {
     fprintf(v->c->err, "%s:%d: %s\n", v->path, line, err);
     return false;
@@ -682,6 +701,7 @@ static bool validate_row(val_state *v, char **f, int line) {
   double rel = (sim - value) / value;
   v->sum_err += fabs(rel);
   v->rows++;
+  if (metric == M_SAMPLES) v->sum_err_samples += fabs(rel), v->rows_samples++;
   group_add(v, f[C_FRAMEWORK], fabs(rel));
   fprintf(v->c->out, "| %s | %s | %s x%lld %s | %s b%lld %lld/%lld | %.4g | %.4g | %+.1f %% |\n",
           f[C_ID], f[C_MODEL], f[C_HW], (long long)chips, pr->name, f[C_METRIC], (long long)cfg.batch,
@@ -737,6 +757,11 @@ int serve_validate(cli_ctx *c, const char *path) {
   }
   if (v.rows > 0)
     fprintf(c->out, "\nmean absolute error: %.1f %% over %d rows\n", 100 * v.sum_err / v.rows, v.rows);
+  int gen = v.rows - v.rows_samples;
+  if (gen > 0 && v.rows_samples > 0)
+    fprintf(c->out, "of which generative (prefill and decode): %.1f %% over %d rows; samples_per_s: %.1f %% over %d rows\n",
+            100 * (v.sum_err - v.sum_err_samples) / gen, gen, 100 * v.sum_err_samples / v.rows_samples,
+            v.rows_samples);
   if (v.n_groups > 1) {
     fprintf(c->out, "\n| framework | rows | mean absolute error |\n|---|---|---|\n");
     for (int g = 0; g < v.n_groups; g++)

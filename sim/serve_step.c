@@ -82,20 +82,34 @@ typedef struct {
   double hbm, flops; /* layer 0's kernels: traffic and arithmetic (for the bound) */
 } fwd_cost;
 
-static double weight_bytes(const graph *g, double *largest) {
+/* The head's ops (final norm, LM head, loss: scope "head", transformer.c). */
+static bool in_head(const graph_op *op) {
+  return op->name && strncmp(op->name, "head/", 5) == 0;
+}
+
+/* The weights held, and the largest forward value in *largest; without
+** the head's values when skip_head (a prefill computes the head on each
+** prompt's last token only: see tf_forward), and without the attention
+** scores under a fused attention kernel (flash > 0): FlashAttention keeps
+** them in on-chip memory a block at a time (Dao et al. 2022, sec. 3.1),
+** never a whole [B, kv, S, group, T] tensor in HBM -- the rank-5 values the
+** step's timing takes as the attention core (stepcost.c). */
+static double weight_bytes(const graph *g, bool skip_head, double flash, double *largest) {
   double w = 0;
   *largest = 0;
   for (int i = 0; i < graph_count(g); i++) {
     const graph_op *op = graph_get(g, i);
     double b = graph_bytes(&op->out);
     if (op->kind == GOP_PARAMETER && (op->flags & (GRAPH_WEIGHT | GRAPH_AUX))) w += b;
-    else if (op->kind != GOP_PARAMETER && op->kind != GOP_CONSTANT && b > *largest) *largest = b;
+    else if (op->kind != GOP_PARAMETER && op->kind != GOP_CONSTANT && b > *largest &&
+             !(skip_head && in_head(op)) && !(flash > 0 && op->out.rank == 5))
+      *largest = b;
   }
   return w;
 }
 
 static int time_fwd(const hw_model *hw, const hw_model *ghw, const model *one, double flash,
-                    opcost *cache, fwd_cost *f, char *err, size_t errn) {
+                    bool skip_head, opcost *cache, fwd_cost *f, char *err, size_t errn) {
   phase_times t;
   op_times ops = {0};
   bool moe = one->info.tf.experts > 0;
@@ -107,7 +121,7 @@ static int time_fwd(const hw_model *hw, const hw_model *ghw, const model *one, d
   f->t = t.t[GRAPH_FORWARD];
   f->attn = t.attn_fwd;
   double largest;
-  f->bytes = weight_bytes(one->g, &largest);
+  f->bytes = weight_bytes(one->g, skip_head, flash, &largest);
   f->act = 2 * largest;
   f->hbm = f->flops = 0;
   for (int i = 0; i < ops.n; i++) f->hbm += ops.v[i].bytes, f->flops += ops.v[i].flops;
@@ -189,6 +203,26 @@ static double decode_attention_s(const model *m, const hw_model *hw, const serve
   return fmax(compute_s, read_s) + (hw->chip.op_overhead_s > 0 ? hw->chip.op_overhead_s : 0);
 }
 
+/* The embedding and head of a forward of one token for each of batch
+** sequences, layers of kind `kind` (-1: the model's one kind): shards of
+** one and two layers at one token, less their difference. */
+static int head_one_token(const model *m, const hw_model *hw, const hw_model *ghw,
+                          const serve_cfg *c, int kind, int64_t batch, opcost *cache,
+                          double *head_s, char *err, size_t errn) {
+  hw_model sh, sg;
+  skinny_chip(hw, batch, &sh);
+  if (ghw) skinny_chip(ghw, batch, &sg);
+  model *one = derive(m, c, 1, kind, 1, 0, batch, err, errn);
+  model *two = one ? derive(m, c, 2, kind, 1, 0, batch, err, errn) : NULL;
+  fwd_cost f1, f2;
+  int rc = two ? time_fwd(&sh, ghw ? &sg : NULL, one, 1, true, cache, &f1, err, errn) : -1;
+  if (rc == 0) rc = time_fwd(&sh, ghw ? &sg : NULL, two, 1, true, cache, &f2, err, errn);
+  model_free(one);
+  model_free(two);
+  if (rc == 0) *head_s = f1.t - (f2.t - f1.t);
+  return rc;
+}
+
 /* One transformer forward on one chip of the replica, every layer: seq
 ** new tokens for each of batch sequences after kv_cache cached ones.
 ** Each kind of layer is timed as the training step times it (time_kind
@@ -214,19 +248,22 @@ static int tf_forward(const model *m, const hw_model *hw, const hw_model *ghw, c
     flash = d->encoder ? 1 : (nb + 1) / (2 * nb);
   }
   memset(out, 0, sizeof *out);
+  const hw_model *hw_in = hw, *ghw_in = ghw;
   hw_model sh, sg;
   skinny_chip(hw, seq * batch, &sh);
   if (ghw) skinny_chip(ghw, seq * batch, &sg);
   hw = &sh, ghw = ghw ? &sg : NULL;
   double head_t = 0, head_b = 0;
+  int last_kind = -1;
   for (int k = 0; k < WL_LAYER_KINDS; k++) {
     if (kind_n[k] == 0) continue;
     int kind = kinds == 1 ? -1 : k;
     model *one = derive(m, c, 1, kind, seq, kv_cache, batch, err, errn);
     model *two = one ? derive(m, c, 2, kind, seq, kv_cache, batch, err, errn) : NULL;
     fwd_cost f1, f2;
-    int rc = two ? time_fwd(hw, ghw, one, flash, cache, &f1, err, errn) : -1;
-    if (rc == 0) rc = time_fwd(hw, ghw, two, flash, cache, &f2, err, errn);
+    bool prefill = kv_cache == 0 && !d->encoder;
+    int rc = two ? time_fwd(hw, ghw, one, flash, prefill, cache, &f1, err, errn) : -1;
+    if (rc == 0) rc = time_fwd(hw, ghw, two, flash, prefill, cache, &f2, err, errn);
     model_free(one);
     model_free(two);
     if (rc != 0) return -1;
@@ -240,7 +277,20 @@ static int tf_forward(const model *m, const hw_model *hw, const hw_model *ghw, c
     out->flops += n * f1.flops;
     head_t = f1.t - (f2.t - f1.t), head_b = f1.bytes - (f2.bytes - f1.bytes);
     out->act = fmax(out->act, f2.act);
+    last_kind = kind;
   }
+  /* A prefill needs the logits of each prompt's last token only, to sample
+  ** the first output token: serving engines apply the final norm and LM
+  ** head to those rows alone (vLLM's LogitsProcessor takes the last
+  ** position of each prompt; TensorRT-LLM's gather_context_logits is off
+  ** by default). The graph builds the head over every token, as training
+  ** does; the prefill takes it at one token a prompt instead, and its
+  ** values (the [tokens, vocab] logits) are left out of the activation
+  ** memory above. The embedding, a gather of seq x hidden values, is then
+  ** also timed at one token: under 0.1 % of a prefill. */
+  if (kv_cache == 0 && !d->encoder && seq > 1 &&
+      head_one_token(m, hw_in, ghw_in, c, last_kind, batch, cache, &head_t, err, errn) != 0)
+    return -1;
   out->t += head_t, out->bytes += head_b; /* the layers' traffic and arithmetic only */
   return 0;
 }
@@ -397,16 +447,23 @@ static int serve_forward(const model *m, const hw_model *hw, const hw_model *ghw
     return str_errf(err, errn,
                     "%s: family %s builds its whole training round (no forward pass to serve); "
                     "serving it is not modelled yet", m->name, m->family);
-  model *one = derive(m, c, 0, -1, 0, 0, c->batch, err, errn);
+  int64_t seq = m->info.tf.encoder && c->encoder_seq > 0 ? c->encoder_seq : 0;
+  model *one = derive(m, c, 0, -1, seq, 0, c->batch, err, errn);
   if (!one) return -1;
+  /* an encoder's attention is served by a fused kernel, scores kept on
+  ** chip (TensorRT's fused multi-head attention plugin, which NVIDIA's
+  ** BERT engines and MLPerf Inference harness use; FlashAttention
+  ** elsewhere): its arithmetic is the whole core's, no mask to skip (flash
+  ** 1), and the scores never go to HBM */
+  double flash = m->info.tf.layers > 0 && m->info.tf.encoder ? 1 : 0;
   fwd_cost f;
-  int rc = time_fwd(hw, ghw, one, 0, cache, &f, err, errn);
+  int rc = time_fwd(hw, ghw, one, flash, false, cache, &f, err, errn);
   hw_model on_chip;
   const hw_model *sram = rc == 0 ? sram_resident(hw, &f, &on_chip) : NULL;
   if (sram) {
     if (ghw == hw) ghw = sram;
     hw = sram;
-    rc = time_fwd(hw, ghw, one, 0, cache, &f, err, errn);
+    rc = time_fwd(hw, ghw, one, flash, false, cache, &f, err, errn);
     if (rc == 0 && hw->chip.host_link_bw_bytes_per_s > 0)
       f.t += io_bytes(one->g) / hw->chip.host_link_bw_bytes_per_s;
   }

@@ -56,6 +56,7 @@ typedef struct {
   int64_t input_tokens;  /* prompt length (transformers) */
   int64_t output_tokens; /* tokens generated per request (transformers) */
   int64_t prefill_batch; /* prompts prefilled together for ttft_s (0: 1, one request alone) */
+  int64_t encoder_seq;   /* an encoder's tokens a sample (0: the model's seq_len) */
   /* speculative decoding (spec_k 0: none): k tokens drafted per target
   ** step, each accepted with probability spec_accept; the draft model's
   ** decode (NULL: drafting taken as free, e.g. n-gram lookup) */

@@ -710,7 +710,12 @@ run serve-tpot-edge 2 serve mobilenet_v2 --offline --tpot-max 10ms && has serve-
 run serve-plot 0 plot serve llama3-8b --qps 50 --latency-p99 500ms --hw h100-sxm -o "$OUT/serve-plot.png"
 grep -q '^# curve 1: h100-sxm bf16 tp1' "$OUT/serve-plot.dat" && ok || bad "serve-plot: no h100-sxm curve in the data"
 run serve-plot-batch 2 plot serve resnet50 --entities 1e6 --batch-window 24h -o "$OUT/x.png" && has serve-plot-batch err "--entities: the chart is an online endpoint's"
-run serve-val-fw 0 serve --validate tests/validation/serving-runs.csv && has serve-val-fw out "| TensorRT-LLM 1.0 (PyTorch backend) | 6 |"
+run serve-val-fw 0 serve --validate tests/validation/serving-runs.csv && has serve-val-fw out "| TensorRT-LLM 1.0 (PyTorch backend) | 40 |"
+has serve-val-fw out "of which generative (prefill and decode):"
+# samples_per_s (MLPerf's metric) is a non-generative model's; a token metric
+# on a CNN row with no tokens is refused with the file and line
+printf 'id,model,hw,chips,tp,weight_dtype,act_dtype,batch,input_tokens,output_tokens,metric,value,framework,source,notes\nrn50,resnet50,l4,1,1,int8,int8,32,0,0,output_tokens_per_s,1,x,y,z\n' >"$OUT/serve-tok.csv"
+run serve-val-tok 1 serve --validate "$OUT/serve-tok.csv" && has serve-val-tok err "serve-tok.csv:2: input_tokens/output_tokens: expected at least 1 each for a token metric, found 0"
 
 # --- --explain: the printed terms add up to the printed totals (issue 20 item 2) ---
 # Each "term by term" section (the step time on chip 0, the memory per chip)

@@ -255,7 +255,7 @@ static int csv_split(char *line, char **f, int max) {
   return -1;
 }
 
-/* Every row names a catalog chip and a model that loads, one of the five
+/* Every row names a catalog chip and a model that loads, one of the six
 ** metrics with a positive value, a source with an address; chips =
 ** tp x (data-parallel replicas). The issue asks for at least 12 rows from
 ** 3 independent sources on 3 chips: counted here by source address. */
@@ -265,7 +265,7 @@ Test(hw_serving, serving_runs_csv_is_well_formed, .timeout = 120) {
   cr_assert_not_null(text, "run the tests from the repository root");
   hw_catalog *c = th_catalog();
   static const char *const metrics[] = {"ttft_s", "tpot_s", "prefill_tokens_per_s",
-                                        "decode_tokens_per_s", "output_tokens_per_s"};
+                                        "decode_tokens_per_s", "output_tokens_per_s", "samples_per_s"};
   char hosts[16][64], chips_seen[16][32];
   int n_hosts = 0, n_chips = 0, rows = 0;
   char *save = NULL;
@@ -285,7 +285,7 @@ Test(hw_serving, serving_runs_csv_is_well_formed, .timeout = 120) {
     int chips = atoi(f[3]), tp = atoi(f[4]);
     cr_assert(chips >= 1 && tp >= 1 && chips % tp == 0, "%s: chips %d, tp %d", f[0], chips, tp);
     int known = 0;
-    for (int i = 0; i < 5; i++) known |= strcmp(f[10], metrics[i]) == 0;
+    for (int i = 0; i < 6; i++) known |= strcmp(f[10], metrics[i]) == 0;
     cr_assert(known, "%s: metric %s", f[0], f[10]);
     cr_assert_gt(atof(f[11]), 0, "%s", f[0]);
     cr_assert_geq(hw_dtype_parse(f[5]), 0, "%s: weight_dtype %s", f[0], f[5]);
