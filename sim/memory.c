@@ -646,6 +646,25 @@ static void stage_pre_of(const memctx *x, int64_t i, stage_pre *s) {
   stage_temporary_base(x, &s->t, last, &s->big, &s->coll);
 }
 
+/* Fragmentation where its measurement names the cause: recompute and
+** offload make the allocation pattern irregular (GMLake, Guo et al. 2024,
+** §2); a plain step repeats the same sizes layer after layer, and
+** llm-foundry's MPT-1B, FSDP without checkpointing, ran with 76 GiB
+** allocated of 80. Korthikanti's selective recompute under a fused
+** attention kernel rematerializes only that kernel's output (Megatron-Core
+** recompute_modules "core_attn" re-runs the flash forward; its saved
+** statistics are the 4 B a head and row counted as scores): the same
+** buffer every layer, as without recompute, so no fragmentation. Without
+** the fused kernel it rematerializes the s x s score tensors, and the
+** op-level policy (torchtitan) and full recompute a layer's set: those
+** count it. Without this a selective plan under flash attention peaked
+** above the same plan without recompute, whose activations it equals. */
+static bool irregular_alloc(const plan *p, const mem_opts *o) {
+  if (p->offload != PLAN_OFFLOAD_NONE || p->recompute == PLAN_RECOMPUTE_FULL) return true;
+  if (p->recompute != PLAN_RECOMPUTE_SELECTIVE) return false;
+  return o->op_selective || !o->flash_attention;
+}
+
 /* Stage i's memory under the model state of x->p, from its state-free
 ** part s, without the runtime's (the same on every stage). */
 static void stage_finish(const memctx *x, const stage_pre *s, int64_t i, mem_bytes *out) {
@@ -663,12 +682,7 @@ static void stage_finish(const memctx *x, const stage_pre *s, int64_t i, mem_byt
   }
   out->activations = act + s->ends + s->mtp_act;
   out->temporary = stage_temporary(x, &s->t, s->big, s->coll);
-  /* fragmentation where its measurement names the cause: recompute and
-  ** offload make the allocation pattern irregular (GMLake §2; a plain
-  ** step repeats the same sizes layer after layer, and llm-foundry's
-  ** MPT-1B, FSDP without checkpointing, ran with 76 GiB allocated of 80) */
-  bool irregular = p->recompute != PLAN_RECOMPUTE_NONE || p->offload != PLAN_OFFLOAD_NONE;
-  double f = irregular ? x->o->fragmentation : 0;
+  double f = irregular_alloc(p, x->o) ? x->o->fragmentation : 0;
   out->fragmentation = f / (1 - f) * (out->activations + out->temporary);
   out->stage = (int)i;
 }
@@ -1024,8 +1038,7 @@ static void state_k_of(const memctx *x, state_k *k) {
   k->dp_shards = p->dp * pos(p->cp) > 1;
   k->z3_per = (p->param_gather_overlap ? 2 : 1);
   k->z2_per = grad_bytes(p->precision, o);
-  bool irregular = p->recompute != PLAN_RECOMPUTE_NONE || p->offload != PLAN_OFFLOAD_NONE;
-  double f = irregular ? o->fragmentation : 0;
+  double f = irregular_alloc(p, o) ? o->fragmentation : 0;
   k->frag = f / (1 - f);
   k->runtime = o->runtime_bytes;
   k->comm = comm_bytes(p, o);
@@ -1044,8 +1057,7 @@ static void state_k_now(const memctx *x, const state_k *k0, state_k *k) {
   k->zero = p->zero;
   k->offload_opt = p->offload == PLAN_OFFLOAD_OPTIMIZER;
   k->offload_act = p->offload == PLAN_OFFLOAD_ACTIVATIONS;
-  bool irregular = p->recompute != PLAN_RECOMPUTE_NONE || p->offload != PLAN_OFFLOAD_NONE;
-  double f = irregular ? x->o->fragmentation : 0;
+  double f = irregular_alloc(p, x->o) ? x->o->fragmentation : 0;
   k->frag = f / (1 - f);
 }
 

@@ -760,7 +760,7 @@ Test(memory_runtime, peak_adds_runtime_communicators_and_fragmentation) {
   p.gbs = 16;
   mem_bytes plain = run(&d, &p, &o);
   cr_assert_float_eq(plain.fragmentation, 0, 0); /* a regular step: none */
-  p.recompute = PLAN_RECOMPUTE_SELECTIVE;
+  p.recompute = PLAN_RECOMPUTE_FULL;
   mem_bytes m = run(&d, &p, &o);
   /* communicators: tp 8 and dp 8 (groups), pp 2 (a pair) */
   cr_assert_float_eq(m.comm, 2 * 600 * MIB + 500 * MIB, 1);
@@ -773,6 +773,42 @@ Test(memory_runtime, peak_adds_runtime_communicators_and_fragmentation) {
   cr_assert_float_eq(off.fragmentation, 0.25 * (off.activations + off.temporary), 1e-3);
   cr_assert_float_eq(m.peak, m.weights + m.gradients + m.optimizer + m.activations + m.temporary +
                                  m.runtime + m.comm + m.fragmentation, 1e-3);
+}
+
+/* Korthikanti's selective recompute under FlashAttention rematerializes
+** only the attention kernel's output: the same buffer every layer, as a
+** step without recompute, so no fragmentation is counted (memory.c,
+** irregular_alloc). Hand-derived on the plan above (h 1024, a 8, t 8,
+** pp 2, m = 16 / 8 = 2, 4 layers a stage, layers only): stage 0 holds
+** min(m, p) = 2 micro-batches x 4 layers = 8 sets; selective drops each
+** set's fp32 log-sum-exp, s x 4 B x a/t = 4096 x 4 x 1 = 16384 B, and
+** rematerializes one layer's in the backward (+16384 B of temporary):
+** peak(none) - 8 x 16384 + 16384 = peak(none) - 114688 B. Before, the
+** 15 % fragmentation made the selective plan peak above the plain one
+** (plot memory showed it). Without the fused kernel the s x s scores are
+** rematerialized and the allocator's loss is counted. */
+Test(memory_runtime, selective_under_flash_is_a_regular_step) {
+  wl_tf_dims d = small_gpt(8);
+  mem_opts o = modern_opts();
+  o.fragmentation = 0.2;
+  plan p = small_plan(8, 8, 2, 1);
+  p.gbs = 16;
+  mem_bytes none = run(&d, &p, &o);
+  p.recompute = PLAN_RECOMPUTE_SELECTIVE;
+  mem_bytes sel = run(&d, &p, &o);
+  cr_assert_float_eq(sel.fragmentation, 0, 0);
+  cr_assert_float_eq(none.activations - sel.activations, 8 * 16384.0, 1e-6);
+  cr_assert_float_eq(sel.temporary - none.temporary, 16384.0, 1e-6);
+  cr_assert_float_eq(none.peak - sel.peak, 114688.0, 1e-6);
+  /* scores in HBM: selective rematerializes the s x s tensors, irregular */
+  o.flash_attention = false;
+  mem_bytes scores = run(&d, &p, &o);
+  cr_assert_float_eq(scores.fragmentation, 0.25 * (scores.activations + scores.temporary), 1e-3);
+  /* torchtitan's op-level policy rematerializes most of a layer: counted */
+  o.flash_attention = true;
+  o.op_selective = true;
+  mem_bytes op = run(&d, &p, &o);
+  cr_assert_float_eq(op.fragmentation, 0.25 * (op.activations + op.temporary), 1e-3);
 }
 
 /* The figures mem_setup takes by chip kind (memory.c cites each). */
