@@ -52,6 +52,10 @@ typedef struct {
   /* memory: bytes a logit the loss's backward holds beside the stored
   ** logits (0: none beyond them) */
   double logit_grad_bytes;
+  /* memory: the loss writes its gradient into the stored fp32 softmax in
+  ** place (Megatron's vocab-parallel cross entropy, sim/memory.c
+  ** loss_grad_bytes) */
+  bool loss_grad_in_place;
 } framework;
 
 /* The profiles, indexed as framework_names (NULL-terminated: the one list

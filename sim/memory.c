@@ -515,6 +515,19 @@ static void stage_state(const memctx *x, const span *t, double embed, mem_bytes 
 ** torchtitan's cross_entropy(pred.float())), or mem_setup's figure. */
 static double logit_bytes(const mem_opts *o) { return o->logit_bytes > 0 ? o->logit_bytes : 4; }
 
+/* What the loss's backward holds beside the stored logits, per logit: one
+** gradient of the logit's bytes, or the framework's figure; written in
+** place into the stored fp32 softmax by Megatron's vocab-parallel cross
+** entropy (megatron/core/tensor_parallel/cross_entropy.py @ d98e8a6:
+** backward sets grad_input = softmax, :88, and scales it with mul_, :114),
+** whose input is the logits cast by .float() (calculate_logits_max, :25):
+** that cast's backward returns the gradient in the logits' own dtype, a
+** new e-byte tensor beside the fp32 one, and nothing when they are fp32. */
+static double loss_grad_bytes(const mem_opts *o, double e) {
+  if (o->logit_grad_in_place) return logit_bytes(o) > e ? e : 0;
+  return o->logit_grad_bytes > 0 ? o->logit_grad_bytes : logit_bytes(o);
+}
+
 /* Buffers of one layer's step: its largest tensor's gradient, what
 ** recompute rematerializes, collective buffers (docs/memory.md).
 ** On the last stage the backward starts with the loss: the logits'
@@ -540,7 +553,7 @@ static void stage_temporary_base(const memctx *x, const span *t, bool last, doub
   double layer = t->big_max + remat, big = layer;
   if (!x->o->layers_only && last) {
     double saved = logit_bytes(x->o) * sb * c->vc; /* one micro-batch's logits */
-    double grad = x->o->logit_grad_bytes > 0 ? x->o->logit_grad_bytes * sb * c->vc : saved;
+    double grad = loss_grad_bytes(x->o, c->e) * sb * c->vc;
     big = layer - saved > grad ? layer - saved : grad;
   }
   double coll = 0;
@@ -1402,6 +1415,9 @@ void mem_setup(const model *m, const hw_model *hw, const plan *p, mem_opts *o, p
     o->fp32_weights_only = fw->weights_fp32_only;
     o->op_selective = fw->selective_mm_share > 0;
     if (fw->logit_grad_bytes > 0) o->logit_grad_bytes = fw->logit_grad_bytes;
+    /* Megatron's vocab-parallel cross entropy writes its gradient in place
+    ** (loss_grad_bytes) */
+    o->logit_grad_in_place = fw->loss_grad_in_place;
     if (fw->grads_16bit || (fw->fp16_grads_16bit && p->precision == GDT_F16))
       o->fp32_grads = false;
   }

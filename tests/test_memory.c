@@ -811,6 +811,58 @@ Test(memory_runtime, selective_under_flash_is_a_regular_step) {
   cr_assert_float_eq(op.fragmentation, 0.25 * (op.activations + op.temporary), 1e-3);
 }
 
+/* The loss's backward beside the stored logits (memory.c loss_grad_bytes):
+** Megatron's vocab-parallel cross entropy writes the gradient into the
+** saved fp32 softmax in place (megatron/core/tensor_parallel/
+** cross_entropy.py: grad_input = softmax; grad_input.mul_(..)), and the
+** .float() cast before it returns the gradient in the logits' dtype. One
+** chip, h 1024, f 4096, s 4096, V 51200, FlashAttention, no recompute:
+** the last layer's phase is its FC1 output gradient s x 2 x f = 33.6 MB,
+** less the 4 s V = 839 MB of logits freed by then (< 0), so the loss's
+** phase is the temporary: bf16, 2 s V = 419,430,400 B; fp32, nothing
+** beside the softmax; without the in-place rule, one fp32 gradient,
+** 4 s V = 838,860,800 B. */
+Test(memory_runtime, megatron_loss_gradient_in_place) {
+  wl_tf_dims d = small_gpt(2);
+  mem_opts o = modern_opts();
+  o.layers_only = false;
+  plan p = small_plan(1, 1, 1, 1);
+  mem_bytes one = run(&d, &p, &o);
+  cr_assert_float_eq(one.temporary, 4.0 * 4096 * 51200, 1e-3);
+  o.logit_grad_in_place = true;
+  mem_bytes in = run(&d, &p, &o);
+  cr_assert_float_eq(in.temporary, 2.0 * 4096 * 51200, 1e-3);
+  cr_assert_float_eq(one.activations, in.activations, 0); /* the saved softmax stays */
+  p.precision = GDT_F32;
+  mem_bytes f32 = run(&d, &p, &o);
+  cr_assert_float_eq(f32.temporary, 0, 0);
+  /* mem_setup: the Megatron profiles write in place, torchtitan's unfused
+  ** loss (8 B a logit) and MaxText do not */
+  hw_catalog *c = th_catalog();
+  diag *dg = diag_new();
+  model_opts mo = {0};
+  model *m = model_load("gpt3-175b", &mo, dg);
+  cr_assert_not_null(m);
+  const char *in_place[] = {"megatron-core", "megatron-2021", "megatron-2022"};
+  const char *not_in_place[] = {"torchtitan", "maxtext", "llm-foundry", "plain"};
+  plan q = {0};
+  plan mp;
+  mem_opts so;
+  for (int i = 0; i < 3; i++) {
+    q.framework = framework_find(in_place[i]);
+    mem_setup(m, th_hw(c, "h100-sxm"), &q, &so, &mp);
+    cr_assert(so.logit_grad_in_place, "%s", in_place[i]);
+  }
+  for (int i = 0; i < 4; i++) {
+    q.framework = framework_find(not_in_place[i]);
+    mem_setup(m, th_hw(c, "h100-sxm"), &q, &so, &mp);
+    cr_assert_not(so.logit_grad_in_place, "%s", not_in_place[i]);
+  }
+  model_free(m);
+  diag_free(dg);
+  hw_catalog_free(c);
+}
+
 /* The figures mem_setup takes by chip kind (memory.c cites each). */
 Test(memory_runtime, setup_by_chip_kind) {
   hw_catalog *c = th_catalog();
@@ -897,6 +949,7 @@ static mem_opts k22_opts(void) {
   o.comm_group_bytes = 688 * MIB;
   o.comm_pair_bytes = 544 * MIB;
   o.fragmentation = 0.15;
+  o.logit_grad_in_place = true; /* Megatron-LM's vocab-parallel cross entropy */
   return o;
 }
 
@@ -919,18 +972,20 @@ Test(memory_validation, k22b_on_64_a100_tp_only_does_not_fit) {
                s * b * (4 * h + 4 * V / t);
   cr_assert_float_eq(m.activations, act, 1);
   /* the larger of the two phases of the backward's start, less the saved
-  ** logits freed between them: the loss's (the fp32 logits' gradient,
-  ** 4 s b V / t = 210 MB) and the last layer's (the a/t x s x s softmax's
-  ** gradient in 16 bits, 268 MB, less the 210 MB of logits freed) */
-  double logits = 4 * s * b * V / t, softmax = 8 * s * s * b * 2;
-  cr_assert_gt(logits, softmax - logits);
-  double temp = logits;
+  ** logits freed between them: the loss's (its gradient is written into
+  ** the saved fp32 softmax in place; beside it, .float()'s backward casts
+  ** it to fp16: 2 s b V / t = 105 MB) and the last layer's (the a/t x s x s
+  ** softmax's gradient in 16 bits, 268 MB, less the 210 MB of logits
+  ** freed: 59 MB) */
+  double logits = 4 * s * b * V / t, softmax = 8 * s * s * b * 2, cast = 2 * s * b * V / t;
+  cr_assert_gt(cast, softmax - logits);
+  double temp = cast;
   cr_assert_float_eq(m.temporary, temp, 1);
   cr_assert_float_eq(m.comm, 2 * 688 * MIB, 1); /* tp 8 and dp 8 */
   /* no recompute: a regular step, no fragmentation counted */
   double peak = 18 * P + act + temp + (739 + 1376) * MIB;
   cr_assert_float_eq(m.peak, peak, 1);
-  near(m.peak / GIB, 108.20, 0.0005, "22B TP only"); /* the figure docs/memory.md prints */
+  near(m.peak / GIB, 108.10, 0.0005, "22B TP only"); /* the figure docs/memory.md prints */
   /* Fig. 1's own parts already exceed the 80 GB: 45.56 + 59.25 GiB */
   cr_assert_not(m.fits);
 }
