@@ -672,10 +672,13 @@ static void stage_pre_of(const memctx *x, int64_t i, stage_pre *s) {
 ** op-level policy (torchtitan) and full recompute a layer's set: those
 ** count it. Without this a selective plan under flash attention peaked
 ** above the same plan without recompute, whose activations it equals. */
+static bool selective_remats_tensors(const mem_opts *o) {
+  return o->op_selective || !o->flash_attention;
+}
+
 static bool irregular_alloc(const plan *p, const mem_opts *o) {
   if (p->offload != PLAN_OFFLOAD_NONE || p->recompute == PLAN_RECOMPUTE_FULL) return true;
-  if (p->recompute != PLAN_RECOMPUTE_SELECTIVE) return false;
-  return o->op_selective || !o->flash_attention;
+  return p->recompute == PLAN_RECOMPUTE_SELECTIVE && selective_remats_tensors(o);
 }
 
 /* Stage i's memory under the model state of x->p, from its state-free
@@ -1287,8 +1290,10 @@ int mem_fixes(const wl_tf_dims *d, const plan *p, const mem_opts *o, mem_plan_ok
              (long long)(p->gbs / (p->dp * best.mbs)));
     add_fix(&f, &best, o, &bestr, what);
   }
-  /* 2, 3. recompute */
-  if (p->recompute == PLAN_RECOMPUTE_NONE) {
+  /* 2, 3. recompute; selective only where it rematerializes more than a
+  ** fused attention kernel's output (irregular_alloc): else it saves the
+  ** kernel's 4 B a head and row, no fix worth a line */
+  if (p->recompute == PLAN_RECOMPUTE_NONE && selective_remats_tensors(o)) {
     plan q = *p;
     q.recompute = PLAN_RECOMPUTE_SELECTIVE;
     if (try_plan(&f, &q, o, &r)) add_fix(&f, &q, o, &r, "selective recompute (core attention)");

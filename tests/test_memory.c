@@ -800,6 +800,16 @@ Test(memory_runtime, selective_under_flash_is_a_regular_step) {
   cr_assert_float_eq(none.activations - sel.activations, 8 * 16384.0, 1e-6);
   cr_assert_float_eq(sel.temporary - none.temporary, 16384.0, 1e-6);
   cr_assert_float_eq(none.peak - sel.peak, 114688.0, 1e-6);
+  /* so it is no fix for a plan that does not fit: not listed */
+  plan q = p;
+  q.recompute = PLAN_RECOMPUTE_NONE;
+  mem_opts tight = o;
+  tight.capacity_bytes = none.peak / 2;
+  mem_fix fx[MEM_MAX_FIXES];
+  char err[256] = "";
+  int nf = mem_fixes(&d, &q, &tight, NULL, NULL, fx, err, sizeof err);
+  cr_assert_gt(nf, 0, "%s", err);
+  for (int i = 0; i < nf; i++) cr_assert_null(strstr(fx[i].what, "selective"), "%s", fx[i].what);
   /* scores in HBM: selective rematerializes the s x s tensors, irregular */
   o.flash_attention = false;
   mem_bytes scores = run(&d, &p, &o);
