@@ -70,6 +70,10 @@ typedef struct {
   ** (general_grouped_gemm -> nvte_multi_stream_cublas_gemm; gemm.h
   ** num_streams = 4): each expert's GEMM a kernel launch of its own */
   bool moe_gemm_per_expert;
+  /* memory: the loss writes its gradient into the stored fp32 softmax in
+  ** place (Megatron's vocab-parallel cross entropy, sim/memory.c
+  ** loss_grad_bytes) */
+  bool loss_grad_in_place;
 } framework;
 
 /* The profiles, indexed as framework_names (NULL-terminated: the one list

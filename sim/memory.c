@@ -577,6 +577,19 @@ static void stage_state(const memctx *x, const span *t, double embed, mem_bytes 
 ** torchtitan's cross_entropy(pred.float())), or mem_setup's figure. */
 static double logit_bytes(const mem_opts *o) { return o->logit_bytes > 0 ? o->logit_bytes : 4; }
 
+/* What the loss's backward holds beside the stored logits, per logit: one
+** gradient of the logit's bytes, or the framework's figure; written in
+** place into the stored fp32 softmax by Megatron's vocab-parallel cross
+** entropy (megatron/core/tensor_parallel/cross_entropy.py @ d98e8a6:
+** backward sets grad_input = softmax, :88, and scales it with mul_, :114),
+** whose input is the logits cast by .float() (calculate_logits_max, :25):
+** that cast's backward returns the gradient in the logits' own dtype, a
+** new e-byte tensor beside the fp32 one, and nothing when they are fp32. */
+static double loss_grad_bytes(const mem_opts *o, double e) {
+  if (o->logit_grad_in_place) return logit_bytes(o) > e ? e : 0;
+  return o->logit_grad_bytes > 0 ? o->logit_grad_bytes : logit_bytes(o);
+}
+
 /* Buffers of one layer's step: its largest tensor's gradient, what
 ** recompute rematerializes, collective buffers (docs/memory.md).
 ** On the last stage the backward starts with the loss: the logits'
@@ -602,7 +615,7 @@ static void stage_temporary_base(const memctx *x, const span *t, bool last, doub
   double layer = t->big_max + remat, big = layer;
   if (!x->o->layers_only && last) {
     double saved = logit_bytes(x->o) * sb * c->vc; /* one micro-batch's logits */
-    double grad = x->o->logit_grad_bytes > 0 ? x->o->logit_grad_bytes * sb * c->vc : saved;
+    double grad = loss_grad_bytes(x->o, c->e) * sb * c->vc;
     big = layer - saved > grad ? layer - saved : grad;
   }
   double coll = 0;
@@ -708,6 +721,28 @@ static void stage_pre_of(const memctx *x, int64_t i, stage_pre *s) {
   stage_temporary_base(x, &s->t, last, &s->big, &s->coll);
 }
 
+/* Fragmentation where its measurement names the cause: recompute and
+** offload make the allocation pattern irregular (GMLake, Guo et al. 2024,
+** §2); a plain step repeats the same sizes layer after layer, and
+** llm-foundry's MPT-1B, FSDP without checkpointing, ran with 76 GiB
+** allocated of 80. Korthikanti's selective recompute under a fused
+** attention kernel rematerializes only that kernel's output (Megatron-Core
+** recompute_modules "core_attn" re-runs the flash forward; its saved
+** statistics are the 4 B a head and row counted as scores): the same
+** buffer every layer, as without recompute, so no fragmentation. Without
+** the fused kernel it rematerializes the s x s score tensors, and the
+** op-level policy (torchtitan) and full recompute a layer's set: those
+** count it. Without this a selective plan under flash attention peaked
+** above the same plan without recompute, whose activations it equals. */
+static bool selective_remats_tensors(const mem_opts *o) {
+  return o->op_selective || !o->flash_attention;
+}
+
+static bool irregular_alloc(const plan *p, const mem_opts *o) {
+  if (p->offload != PLAN_OFFLOAD_NONE || p->recompute == PLAN_RECOMPUTE_FULL) return true;
+  return p->recompute == PLAN_RECOMPUTE_SELECTIVE && selective_remats_tensors(o);
+}
+
 /* Stage i's memory under the model state of x->p, from its state-free
 ** part s, without the runtime's (the same on every stage). */
 static void stage_finish(const memctx *x, const stage_pre *s, int64_t i, mem_bytes *out) {
@@ -725,12 +760,7 @@ static void stage_finish(const memctx *x, const stage_pre *s, int64_t i, mem_byt
   }
   out->activations = act + s->ends + s->mtp_act;
   out->temporary = stage_temporary(x, &s->t, s->big, s->coll);
-  /* fragmentation where its measurement names the cause: recompute and
-  ** offload make the allocation pattern irregular (GMLake §2; a plain
-  ** step repeats the same sizes layer after layer, and llm-foundry's
-  ** MPT-1B, FSDP without checkpointing, ran with 76 GiB allocated of 80) */
-  bool irregular = p->recompute != PLAN_RECOMPUTE_NONE || p->offload != PLAN_OFFLOAD_NONE;
-  double f = irregular ? x->o->fragmentation : 0;
+  double f = irregular_alloc(p, x->o) ? x->o->fragmentation : 0;
   out->fragmentation = f / (1 - f) * (out->activations + out->temporary);
   out->stage = (int)i;
 }
@@ -1093,8 +1123,7 @@ static void state_k_of(const memctx *x, state_k *k) {
   k->dp_shards = p->dp * pos(p->cp) > 1;
   k->z3_per = (p->param_gather_overlap ? 2 : 1);
   k->z2_per = grad_bytes(p->precision, o);
-  bool irregular = p->recompute != PLAN_RECOMPUTE_NONE || p->offload != PLAN_OFFLOAD_NONE;
-  double f = irregular ? o->fragmentation : 0;
+  double f = irregular_alloc(p, o) ? o->fragmentation : 0;
   k->frag = f / (1 - f);
   k->runtime = o->runtime_bytes;
   k->comm = comm_bytes(p, o);
@@ -1113,8 +1142,7 @@ static void state_k_now(const memctx *x, const state_k *k0, state_k *k) {
   k->zero = p->zero;
   k->offload_opt = p->offload == PLAN_OFFLOAD_OPTIMIZER;
   k->offload_act = p->offload == PLAN_OFFLOAD_ACTIVATIONS;
-  bool irregular = p->recompute != PLAN_RECOMPUTE_NONE || p->offload != PLAN_OFFLOAD_NONE;
-  double f = irregular ? x->o->fragmentation : 0;
+  double f = irregular_alloc(p, x->o) ? x->o->fragmentation : 0;
   k->frag = f / (1 - f);
 }
 
@@ -1331,8 +1359,10 @@ int mem_fixes(const wl_tf_dims *d, const plan *p, const mem_opts *o, mem_plan_ok
              (long long)(p->gbs / (p->dp * best.mbs)));
     add_fix(&f, &best, o, &bestr, what);
   }
-  /* 2, 3. recompute */
-  if (p->recompute == PLAN_RECOMPUTE_NONE) {
+  /* 2, 3. recompute; selective only where it rematerializes more than a
+  ** fused attention kernel's output (irregular_alloc): else it saves the
+  ** kernel's 4 B a head and row, no fix worth a line */
+  if (p->recompute == PLAN_RECOMPUTE_NONE && selective_remats_tensors(o)) {
     plan q = *p;
     q.recompute = PLAN_RECOMPUTE_SELECTIVE;
     if (try_plan(&f, &q, o, &r)) add_fix(&f, &q, o, &r, "selective recompute (core attention)");
@@ -1459,6 +1489,9 @@ void mem_setup(const model *m, const hw_model *hw, const plan *p, mem_opts *o, p
     o->fp32_weights_only = fw->weights_fp32_only;
     o->op_selective = fw->selective_mm_share > 0;
     if (fw->logit_grad_bytes > 0) o->logit_grad_bytes = fw->logit_grad_bytes;
+    /* Megatron's vocab-parallel cross entropy writes its gradient in place
+    ** (loss_grad_bytes) */
+    o->logit_grad_in_place = fw->loss_grad_in_place;
     if (fw->grads_16bit || (fw->fp16_grads_16bit && p->precision == GDT_F16))
       o->fp32_grads = false;
   }

@@ -55,6 +55,9 @@ typedef struct {
   double logit_bytes;      /* a stored logit (and its gradient); 0: 4 (fp32 loss) */
   double logit_grad_bytes; /* what the loss's backward holds beside the stored logits,
                            ** per logit; 0: logit_bytes (one gradient) */
+  bool logit_grad_in_place; /* the loss writes its gradient into the stored logits
+                           ** (Megatron's vocab-parallel cross entropy): beside them
+                           ** only its cast to the compute dtype, when narrower */
 } mem_opts;
 
 /* Per chip, bytes, on the worst pipeline stage (every stage is computed

@@ -396,7 +396,7 @@ Test(planner, threads_do_not_change_the_result, .timeout = 120) {
 ** 4.127 bits a parameter with double quantization; rank-16 adapters on
 ** q, k, v, o trained in bf16 with Adam): yes, on any 80 GB part. The
 ** weights are P x (f x 2 + (1 - f) x 4.127/8) bytes (P = 70.6e9) for the trainable
-** fraction f, and a 40 GB A100 is rejected with its smallest peak. */
+** fraction f; a 40 GB A100 only with every memory saving at once. */
 Test(planner, qlora_70b_fine_tunes_on_one_gpu, .timeout = 60) {
   static planner_result r;
   char err[512];
@@ -412,9 +412,20 @@ Test(planner, qlora_70b_fine_tunes_on_one_gpu, .timeout = 60) {
   cr_assert(fabs(P / (double)m->params - 1) < 0.01, "%g vs %lld", P, (long long)m->params);
   cr_assert_float_eq(r.best.sim.memory.weights, P * (f * 2 + (1 - f) * 4.127 / 8),
                      1e-6 * r.best.sim.memory.weights);
-  const char *why = reason_for(&r, "a100-40g");
-  cr_assert_not_null(why);
-  cr_assert(strstr(why, "no plan fits: the smallest peak is"), "%s", why);
+  /* a 40 GB A100 fits only with every memory saving at once: full
+  ** recompute and the activations on the host, above 95 % of its HBM (39.3
+  ** of 40 GiB: Megatron's loss gradient written in place, sim/memory.c
+  ** loss_grad_bytes, where one fp32 gradient beside the logits made it
+  ** 40.5 GiB and no plan fitted) */
+  planner_result_free(&r);
+  planner_req q40 = q;
+  q40.hw_list = "a100-40g";
+  cr_assert_eq(planner_run(m, c, &q40, &r, err, sizeof err), 0, "%s", err);
+  cr_assert(r.best.sim.fits);
+  cr_assert_eq(r.best.p.recompute, PLAN_RECOMPUTE_FULL);
+  cr_assert_eq(r.best.p.offload, PLAN_OFFLOAD_ACTIVATIONS);
+  cr_assert_gt(r.best.sim.memory.peak, 0.95 * r.best.sim.memory.capacity);
+  planner_result_free(&r);
   model_free(m);
   hw_catalog_free(c);
 }
