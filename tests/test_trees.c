@@ -8,6 +8,8 @@
 */
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include <criterion/criterion.h>
 
 #include "../planner/planner.h"
@@ -121,5 +123,90 @@ Test(trees, a_vm_is_billed_a_minute_at_least) {
   cr_assert_float_eq(shortp.train_usd, 0.4032 * 60 / 3600, 1e-12);
   cr_assert_float_eq(longp.train_usd, 0.4032 * 600 / 3600, 1e-12);
   model_free(m);
+  hw_catalog_free(c);
+}
+
+/* ---- the rate model against published XGBoost timings ----
+**
+** szilard/GBM-perf times XGBoost (`tree_method=hist`, on CPU; `device=cuda`
+** on GPU) on 10M rows of the airline data set, 100 trees of depth 10,
+** binary:logistic (GBM-perf README, 2024-06; its issues #57 and #59). The
+** data is one-hot encoded into ~670 sparse columns with 8 nonzeros a row
+** (Month, DayofMonth, DayOfWeek, DepTime, UniqueCarrier, Origin, Dest,
+** Distance): XGBoost's histograms visit the nonzeros only, so its dense
+** equivalent here is 8 features of 256 bins (the model's 2048 bins a node
+** against the data's ~1200 overstate only the small split search).
+**
+** The model is a roofline of the histogram method's memory traffic; the
+** published runs also pay what the model leaves out: quantizing the matrix
+** (inside xgb.train's timer), a kernel launch or two and a host round trip
+** per tree node on the GPU (dmlc/xgboost src/tree/updater_gpu_hist.cu:
+** BuildHist, SubtractionTrick and EvaluateSplits's cudaMemcpy per node), and
+** on the CPU a serial part (GBM-perf issue #56/#59: 16 cores of the same
+** 8488C take 22 s, 48 cores 19 s). So each published time is an upper bound
+** on the model's; it sits 1.4x (L4) to 8x (H100) below them today. The
+** other side, a tenth of each published time, is the stated tolerance that
+** catches a model grown an order of magnitude too fast. */
+static const char AIRLINE[] =
+    "{\"name\": \"airline-10m\", \"family\": \"gbdt\", \"rows\": 10000000, \"features\": 8,"
+    " \"trees\": 100, \"depth\": 10, \"bins\": 256, \"objective\": \"binary:logistic\","
+    " \"train\": {\"global_batch\": 10000000, \"precision\": \"fp32\", \"optimizer\": \"sgd\"}}";
+
+/* The model's time for the 100 rounds on one chip of hw. */
+static double airline_s(const char *hw) {
+  const char *path = th_write_temp("gbdt-airline-10m.json", AIRLINE);
+  th_run r = th_cli("simulate", path, "--hw", hw, "--chips", "1", "--json", NULL);
+  cr_assert_eq(r.rc, 0, "%s", r.err);
+  cJSON *j = cJSON_Parse(r.out);
+  cr_assert_not_null(j, "simulate --json: %s", r.out);
+  const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "step_time_s");
+  cr_assert(cJSON_IsNumber(st), "no step_time_s");
+  double s = st->valuedouble * 100; /* one step is one boosting round */
+  cJSON_Delete(j);
+  th_run_free(&r);
+  return s;
+}
+
+static void below_published(const char *hw, double published_s, const char *where) {
+  double s = airline_s(hw);
+  cr_assert(s <= published_s && s >= published_s / 10,
+            "%s: model %.3g s, published %.3g s (%s): the model must not be slower, "
+            "nor 10x faster",
+            hw, s, published_s, where);
+}
+
+/* GBM-perf issue #59 (2024-06-17): c7i.metal-48xl, one socket of the Xeon
+** Platinum 8488C, 48 cores: 19 s. cpu-spr is the 8480+ socket (56 cores)
+** with the same eight DDR5-4800 channels, which set a memory-bound time. */
+Test(trees, published_xgboost_hist_on_a_sapphire_rapids_socket) {
+  below_published("cpu-spr", 19, "GBM-perf #59, c7i.metal-48xl 48 cores");
+}
+
+/* GBM-perf README, p3.2xlarge (V100), software of 2024-06-06, CUDA 12.5: 5 s. */
+Test(trees, published_xgboost_gpu_on_v100) {
+  below_published("v100", 5, "GBM-perf README, p3.2xlarge");
+}
+
+/* GBM-perf issue #57 (2024-06-08): A10 5 s, L4 6 s, A100 3.7 s, H100 3.6 s. */
+Test(trees, published_xgboost_gpu_on_a10g_l4_a100_h100) {
+  below_published("a10g", 5, "GBM-perf #57, g5 A10G");
+  below_published("l4", 6, "GBM-perf #57, g6 L4");
+  below_published("a100-40g", 3.7, "GBM-perf #57, p4d A100");
+  below_published("h100-sxm", 3.6, "GBM-perf #57, p5 H100");
+}
+
+/* What the published set teaches that the model does not yet reproduce:
+** GPU time barely follows memory bandwidth (H100 3.35 TB/s against V100's
+** 0.9 TB/s: 3.6 s against 5 s, 1.4x), so per-node launches and syncs, not
+** bandwidth, dominate at this size. The model follows bandwidth; this test
+** bounds that gap: the model's V100/H100 ratio stays below the bandwidth
+** ratio x 1.1 and above the published ratio (a fix that models the per-node
+** costs will lower it toward 1.4 and keep passing). */
+Test(trees, gpu_speedup_between_published_and_bandwidth_ratio) {
+  hw_catalog *c = th_catalog();
+  double bw = th_hw(c, "h100-sxm")->chip.hbm_bw_bytes_per_s / th_hw(c, "v100")->chip.hbm_bw_bytes_per_s;
+  double model = airline_s("v100") / airline_s("h100-sxm");
+  cr_assert(model >= 5.0 / 3.6 && model <= 1.1 * bw, "model V100/H100 %.3g, published %.3g, bw %.3g",
+            model, 5.0 / 3.6, bw);
   hw_catalog_free(c);
 }
