@@ -184,6 +184,13 @@ run sim-dlrm-shard 0 simulate dlrm --hw h100-sxm --chips 8 --embeddings sharded 
 run sim-dlrm-ps-tpu 1 simulate dlrm --hw tpu-v5p --chips 8 --embeddings ps && has sim-dlrm-ps-tpu err "nearest: --embeddings sharded"
 run sim-emb-cnn 1 simulate resnet50 --hw a100-80g --chips 8 --embeddings sharded && has sim-emb-cnn err "has none a gather reads"
 run sim-emb-bad 2 simulate dlrm --hw a100-80g --chips 8 --embeddings shard
+# plan weighs the placements and says why (dlrm's 89.5 GiB of fp32 tables and
+# their dense gradient, 179 GiB, fit no T4 replicated); --embeddings pins one
+run plan-dlrm-emb 0 plan dlrm --hw t4 --max-chips 16 --objective cost && has plan-dlrm-emb out "its embedding tables sharded over the chips' memory" && has plan-dlrm-emb out "replicated on every chip, no plan fits (179." && has plan-dlrm-emb out "on parameter-server hosts, \$"
+run plan-dlrm-ps 0 plan dlrm --hw t4 --max-chips 16 --objective cost --embeddings ps && has plan-dlrm-ps out "CPU parameter-server host" && has plan-dlrm-ps out "fixed by --embeddings ps"
+run plan-emb-one 1 plan dlrm --hw h100-sxm --chips 1 --embeddings sharded && has plan-emb-one err "nearest: --embeddings replicated, or more chips"
+run plan-emb-none 1 plan gbdt --embeddings ps && has plan-emb-none err "gbdt has none a gather reads"
+run plan-emb-bad 2 plan dlrm --embeddings shard && has plan-emb-bad err "--embeddings 'shard': expected replicated, sharded or ps"
 run plan-dlrm-h100 0 plan dlrm --hw h100-sxm --chips 8 && has plan-dlrm-h100 out "embedding tables sharded over the chips' memory (TorchRec row-wise"
 run plan-dlrm-v5p 0 plan dlrm --hw tpu-v5p --chips 8 && has plan-dlrm-v5p out "on the SparseCores, overlapped with the dense layers"
 run plan-dlrm-1gpu 0 plan dlrm --hw h100-sxm --chips 1 && has plan-dlrm-1gpu out "CPU parameter-server hosts"

@@ -728,3 +728,67 @@ Test(planner_gbs, critical_batch_and_range, .timeout = 300) {
   model_free(m);
   hw_catalog_free(c);
 }
+
+/* ---- where a recommender's embedding tables live (plan --embeddings) ----
+**
+** dlrm (workloads/examples/dlrm.json): 26 tables of 187,767,399 rows in all
+** x 128 dims x 4 B (fp32) = 96,136,908,288 B = 89.5 GiB. Replicated, every
+** chip holds them and their dense table-sized gradient (SGD keeps no other
+** state): at least 2 x 89.5 = 179.1 GiB a chip, more than a T4's 16 GiB or
+** an H100's 80 GiB, so the planner must place them off the replicas and
+** say so, with replication's smallest peak against the chip's memory. */
+#define DLRM_TABLE_BYTES 96136908288.0
+
+Test(planner, dlrm_tables_placed_off_the_replicas_and_why) {
+  static planner_result r;
+  char err[512];
+  planner_req q = {.hw_list = "t4,h100-sxm", .max_chips = 16, .top = 3,
+                   .objective = PLANNER_COST};
+  cr_assert_eq(run("dlrm", q, &r, err, sizeof err), 0, "%s", err);
+  for (int i = 0; i < r.n_per_hw; i++)
+    cr_assert_neq(r.per_hw[i].p.embeddings, PLAN_EMB_REPLICATED, "%s", r.per_hw[i].hw);
+  const char *s = strstr(r.why, "replicated on every chip, no plan fits (");
+  cr_assert(s, "%s", r.why);
+  double gib = strtod(s + strlen("replicated on every chip, no plan fits ("), NULL);
+  double floor_gib = 2 * DLRM_TABLE_BYTES / (1 << 30);
+  /* the rest of the peak is one micro-batch's activations: under 1 GiB */
+  cr_assert(gib >= floor_gib - 0.05 && gib < floor_gib + 1, "%g GiB, tables x 2 = %g GiB", gib,
+            floor_gib);
+  cr_assert(strstr(r.why, "Against the other placements on"), "%s", r.why);
+  planner_result_free(&r);
+}
+
+/* --embeddings ps pins the placement: the winner keeps its tables on CPU
+** parameter-server hosts, says it was asked, and its price adds the hosts'
+** (sim/embed.h: GCP n2-highmem-32 at $2.0962/h each) over the run. */
+Test(planner, embeddings_pinned_to_parameter_servers) {
+  static planner_result r;
+  char err[512];
+  planner_req q = {.hw_list = "t4", .max_chips = 16, .top = 3, .objective = PLANNER_COST,
+                   .has_embeddings = true, .embeddings = PLAN_EMB_PS};
+  cr_assert_eq(run("dlrm", q, &r, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(r.best.p.embeddings, PLAN_EMB_PS);
+  for (int i = 0; i < r.n_per_hw; i++) cr_assert_eq(r.per_hw[i].p.embeddings, PLAN_EMB_PS);
+  cr_assert(strstr(r.why, "fixed by --embeddings ps"), "%s", r.why);
+  cr_assert_geq(r.best.sim.ps_hosts, 1);
+  cr_assert_float_eq(r.best.sim.host_usd_per_hour, (double)r.best.sim.ps_hosts * 2.0962, 1e-9);
+  /* the hosts' share of the price: their hourly rate over the run */
+  cr_assert_gt(r.best.train_s, 60, "past the minute minimum, the bill is time x price");
+  double chips_usd = 0.526 * (double)r.best.billed_chips * r.best.train_s / 3600; /* t4.json */
+  cr_assert_float_eq(r.best.train_usd, chips_usd + r.best.sim.host_usd_per_hour * r.best.train_s / 3600,
+                     1e-6 * r.best.train_usd);
+  planner_result_free(&r);
+}
+
+/* Sharded over one chip is replicated: pinned to sharded with --chips 1,
+** nothing is planned and the reason says what would be. */
+Test(planner, embeddings_sharded_on_one_chip_refused) {
+  static planner_result r;
+  char err[512];
+  planner_req q = {.hw_list = "h100-sxm", .chips = 1, .top = 1, .objective = PLANNER_COST,
+                   .has_embeddings = true, .embeddings = PLAN_EMB_SHARDED};
+  cr_assert_neq(run("dlrm", q, &r, err, sizeof err), 0);
+  cr_assert(strstr(err, "tables sharded over one chip are the replicated ones"), "%s", err);
+  cr_assert(strstr(err, "nearest: --embeddings replicated, or more chips"), "%s", err);
+  planner_result_free(&r);
+}
