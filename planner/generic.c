@@ -311,13 +311,15 @@ int planner_generic(const model *m, const hw_catalog *cat, const planner_req *re
   free(alts);
   snprintf(out->why, sizeof out->why,
            "a %s model trains data-parallel%s; %s on %lld chip%s is the %s (%.3g s per step, "
-           "%s for the run).%s%s%s%s",
+           "%s for the run).",
            m->family, place, b->hw, (long long)b->p.chips, b->p.chips > 1 ? "s" : "",
-           req->objective == PLANNER_TIME ? "fastest" : "cheapest", b->sim.step_time_s,
-           bu, others, on_cpu ? " A CPU is recommended" : "", on_cpu ? (*tail ? ":" : ".") : "",
-           tail);
-  /* the billing and bandwidth sentences after it, as far as they fit */
+           req->objective == PLANNER_TIME ? "fastest" : "cheapest", b->sim.step_time_s, bu);
+  /* the placements, the other objective's winner, the billing and
+  ** bandwidth sentences after it, as far as they fit */
   size_t used = strlen(out->why);
+  snprintf(out->why + used, sizeof out->why - used, "%s%s%s%s", others,
+           on_cpu ? " A CPU is recommended" : "", on_cpu ? (*tail ? ":" : ".") : "", tail);
+  used = strlen(out->why);
   snprintf(out->why + used, sizeof out->why - used, "%s%s", minute, bound);
   out->search_s = units_now_s() - t0;
   return 0;
