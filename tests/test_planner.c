@@ -14,6 +14,7 @@
 #include "../planner/planner.h"
 #include "../planner/planner_int.h" /* planner_price_cand: the energy arithmetic */
 #include "../sim/coll.h"
+#include "../sim/embed.h"
 #include "../sim/framework.h"
 #include "../base/units.h"
 #include "helpers.h"
@@ -791,4 +792,40 @@ Test(planner, embeddings_sharded_on_one_chip_refused) {
   cr_assert(strstr(err, "tables sharded over one chip are the replicated ones"), "%s", err);
   cr_assert(strstr(err, "nearest: --embeddings replicated, or more chips"), "%s", err);
   planner_result_free(&r);
+}
+
+/* The parameter-server hosts' own work, by hand (sim/embed.c): 8 T4
+** workers (25 Gbit/s = 3.125e9 B/s each, hw_models/t4.json) each pulling
+** 1e8 B of rows a micro-batch from 100 GB of SGD tables. Hosts: enough DRAM
+** (ceil(100e9 / 256e9) = 1) and enough NIC to match the workers'
+** (ceil(8 x 3.125e9 / 4e9) = 7): 7. Their DRAM work: the pull gathers all
+** 8e8 B once; the push reads the gradients and reads and writes each row
+** (SGD keeps no state): 3 x 8e8 B; over 7 hosts' 81.92 GB/s (EMB_PS_HOST_MEM_BW)
+** that is 4 x 8e8 / (7 x 8.192e10) = 5.58 ms, under the NIC's 1e8 / 3.125e9
+** = 32 ms a direction: the network binds, and the exchange is
+** 2 x 32 ms + 1e6 B of indices / 3.125e9 + 2 x 30 us = 64.38 ms. With
+** Adam's two state bytes per table byte the push rewrites 1 + 2 x 3 = 7
+** times the rows: 8 x 8e8 / (7 x 8.192e10) = 11.16 ms, still under. */
+Test(planner, parameter_server_hosts_dram_work_by_hand) {
+  hw_catalog *c = th_catalog();
+  const hw_model *t4 = th_hw(c, "t4");
+  cr_assert_float_eq(t4->scale_out.bw_per_chip_bytes_per_s, 3.125e9, 1);
+  double E = 100e9, dense = 1e6;
+  emb_model em = {.weights = E + dense, .gradients = E + dense, .optimizer = 0,
+                  .t = {.tables = 1, .bytes = E, .largest = E, .rows_bytes = 1e8,
+                        .pooled_bytes = 1e6, .index_bytes = 1e6}};
+  plan p = {.chips = 8, .dp = 8, .tp = 1, .pp = 1, .ep = 1, .vp = 1, .slices = 1, .mbs = 1,
+            .gbs = 8, .embeddings = PLAN_EMB_PS};
+  emb_cost ec;
+  char err[256];
+  cr_assert_eq(emb_costs(&em, t4, &p, true, &ec, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(ec.ps_hosts, 7);
+  cr_assert_float_eq(ec.ps_host_mem_s, 4 * 8e8 / (7 * 8.192e10), 1e-12);
+  cr_assert_float_eq(ec.exchange_s, 2 * 0.032 + 1e6 / 3.125e9 + 2 * 3e-5, 1e-12);
+  em.optimizer = 2 * em.weights; /* Adam: two state bytes per parameter byte */
+  cr_assert_eq(emb_costs(&em, t4, &p, true, &ec, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(ec.ps_hosts, 7, "DRAM needs ceil(300e9 / 256e9) = 2; the NICs 7");
+  cr_assert_float_eq(ec.ps_host_mem_s, 8 * 8e8 / (7 * 8.192e10), 1e-12);
+  cr_assert_float_eq(ec.exchange_s, 2 * 0.032 + 1e6 / 3.125e9 + 2 * 3e-5, 1e-12);
+  hw_catalog_free(c);
 }
