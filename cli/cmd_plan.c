@@ -24,7 +24,7 @@ static const char *const PLAN_VALUED[] = {"--hw",     "--chips",     "--max-chip
                                           "--steps",  "--deadline",  "--budget",    "--objective",
                                           "--top",    "--preemption-rate", "--explain", "--op-costs",
                                           "--cp",     "--seq",       "--precision", "--framework",
-                                          "--offload", "--fix",      "--gbs",       NULL};
+                                          "--offload", "--fix",      "--gbs",       "--embeddings", NULL};
 
 /* The ranges of plan's numbers. Tokens stop at 1e18 so that the steps
 ** the planner derives (tokens / (gbs x seq), an int64) cannot overflow;
@@ -314,13 +314,16 @@ static int run_plan(cli_ctx *c) {
   /* what the search keeps fixed: the flags of simulate that name a
   ** stack rather than a split (sizes are what plan chooses) */
   static const char *const OFFLOAD[] = {"none", "activations", "optimizer", NULL};
-  int prec, fw, off;
+  int prec, fw, off, emb;
   if (cli_opt_int(c, "--cp", 1, CLI_MAX_CHIPS, &req.cp) ||
       cli_opt_int(c, "--seq", 1, CLI_MAX_SEQ, &req.seq) ||
       cli_enum_opt(c, "--precision", plan_precision_names, 0, &prec) ||
       cli_enum_opt(c, "--framework", framework_names, 0, &fw) ||
-      cli_enum_opt(c, "--offload", OFFLOAD, 0, &off))
+      cli_enum_opt(c, "--offload", OFFLOAD, 0, &off) ||
+      cli_enum_opt(c, "--embeddings", plan_embeddings_names, 0, &emb))
     return CLI_USAGE;
+  req.has_embeddings = cli_opt(c, "--embeddings") != NULL;
+  req.embeddings = (plan_embeddings)emb;
   plan pp = {0};
   if (cli_opt(c, "--precision")) {
     plan_precision_parse(plan_precision_names[prec], &pp);
@@ -367,6 +370,21 @@ static int run_plan(cli_ctx *c) {
   if (!m) {
     hw_catalog_free(cat);
     return CLI_BAD_INPUT;
+  }
+  if (req.has_embeddings && req.embeddings != PLAN_EMB_REPLICATED) {
+    /* the tables sim/plan.c's check places: a data-parallel family's */
+    plan_emb_tables et;
+    plan_embedding_tables(m->info.tf.layers == 0 ? m->g : NULL, &et);
+    if (et.tables == 0) {
+      fprintf(c->err,
+              "tpusim plan: --embeddings %s places embedding tables; %s has none a gather reads "
+              "(a recommender such as dlrm has; nearest: --embeddings replicated, or drop the "
+              "flag)\n",
+              plan_embeddings_names[req.embeddings], m->name);
+      model_free(m);
+      hw_catalog_free(cat);
+      return CLI_BAD_INPUT;
+    }
   }
   if (!cli_opt(c, "--objective") && !cli_opt(c, "--deadline")) req.objective = planner_default_objective(m);
   planner_result *r = calloc(1, sizeof *r);
@@ -584,8 +602,11 @@ const cli_cmd cli_cmd_plan = {"plan",
     "                  [--op-costs ir|formula] [--seq S] [--cp C]\n"
     "                  [--precision fp8|fp8-cs|mxfp8|nvfp4|int8|tf32] [--framework NAME]\n"
     "                  [--offload none|activations|optimizer] [--exhaustive]\n"
+    "                  [--embeddings replicated|sharded|ps]\n"
     "  --objective: default time; cost for the classical families (gbdt, mlp)\n"
     "  --cp, --precision, --framework, --offload, --seq: kept fixed in the search\n"
+    "  --embeddings: where a recommender's tables live, fixed (default: each placement\n"
+    "               planned, the best kept, and why said)\n"
     "               (offload is searched where the chip has a host link unless given)\n"
     "  --exhaustive: score every plan of the space; by default plans a proven\n"
     "               bound shows cannot be among the best are skipped (same best plan)\n"

@@ -46,6 +46,68 @@ static void embeddings_reason(const planner_cand *b, const hw_model *hw, bool ta
   }
 }
 
+/* Each embedding placement's best on one hardware, for saying why the
+** winner's placement beat the others. */
+typedef struct {
+  bool fit;         /* some plan with it fit in memory */
+  double key;       /* the objective's value of its best (INFINITY: none fit) */
+  double train_s, train_usd;
+  int64_t chips;
+  double peak;      /* the smallest peak of its plans when none fit */
+  bool tried;       /* any plan with it was simulated */
+} emb_alt;
+
+static void emb_alt_note(emb_alt *a, const planner_req *req, const planner_cand *c) {
+  a->tried = true;
+  if (!c->sim.fits) {
+    if (!a->fit && (a->peak <= 0 || c->sim.memory.peak < a->peak)) a->peak = c->sim.memory.peak;
+    return;
+  }
+  double key = planner_objective_key(req, c);
+  if (!a->fit || key < a->key)
+    *a = (emb_alt){.fit = true, .key = key, .train_s = c->train_s, .train_usd = c->train_usd,
+                   .chips = c->p.chips, .tried = true};
+}
+
+/* The sentence that says why the winner's placement of its tables beat
+** the others on the same hardware: each other placement's best run (its
+** cost or time against the winner's) or why none fit (its smallest peak
+** against the chip's memory); or that --embeddings fixed it. */
+static void embeddings_why(const planner_cand *b, const hw_model *hw, const emb_alt alts[3],
+                           const planner_req *req, char *out, size_t n) {
+  static const char *const NAME[3] = {"replicated on every chip", "sharded over the chips",
+                                      "on parameter-server hosts"};
+  out[0] = 0;
+  if (req->has_embeddings) {
+    snprintf(out, n, " The tables' placement is fixed by --embeddings %s.",
+             plan_embeddings_names[req->embeddings]);
+    return;
+  }
+  size_t k = (size_t)snprintf(out, n, " Against the other placements on %s:", b->hw);
+  int said = 0;
+  bool time = req->objective == PLANNER_TIME;
+  for (int e = 0; e < 3 && k < n; e++) {
+    if (e == (int)b->p.embeddings || !alts[e].tried) continue;
+    const emb_alt *a = &alts[e];
+    char v[32];
+    if (a->fit) {
+      if (time) units_seconds(v, sizeof v, a->train_s);
+      else units_usd(v, sizeof v, a->train_usd);
+      double ratio = time ? a->train_s / b->train_s : a->train_usd / b->train_usd;
+      k += (size_t)snprintf(out + k, n - k, "%s %s, %s at best (%lld chip%s, %.2fx)",
+                            said ? ";" : "", NAME[e], v, (long long)a->chips,
+                            a->chips == 1 ? "" : "s", ratio);
+    } else {
+      k += (size_t)snprintf(out + k, n - k, "%s %s, no plan fits (%.1f GiB a chip at least, "
+                            "against %.1f GiB)", said ? ";" : "", NAME[e], a->peak / (1 << 30),
+                            (double)hw->chip.hbm_bytes / (1 << 30));
+    }
+    said++;
+  }
+  if (!said) out[0] = 0;
+  else if (k < n) snprintf(out + k, n - k, ".");
+}
+
 /* Models other than transformers train data-parallel: each hardware at
 ** each chip count is simulated outright (their graphs are small), and the
 ** best per objective wins. A whole-step family (gbdt) runs on one chip. */
@@ -57,6 +119,8 @@ int planner_generic(const model *m, const hw_catalog *cat, const planner_req *re
   plan_emb_tables et;
   plan_embedding_tables(m->g, &et);
   bool tables = et.tables > 0;
+  emb_alt (*alts)[3] = calloc((size_t)hw_catalog_count(cat) + 1, sizeof *alts);
+  if (!alts) return str_errf(err, errn, "out of memory");
   for (int h = 0; h < hw_catalog_count(cat); h++) {
     const hw_model *hw = hw_catalog_at(cat, h);
     if (!planner_listed(req->hw_list, hw->name)) continue;
@@ -72,8 +136,14 @@ int planner_generic(const model *m, const hw_catalog *cat, const planner_req *re
     for (int emb = 0; emb <= (tables ? PLAN_EMB_PS : PLAN_EMB_REPLICATED); emb++) {
       if (req->chips && chips != req->chips) continue;
       if (m->info.whole_step && chips > 1) break;
+      if (req->has_embeddings && emb != (int)req->embeddings) continue; /* --embeddings */
       /* tables sharded over one chip are the replicated ones */
-      if (emb == PLAN_EMB_SHARDED && chips == 1) continue;
+      if (emb == PLAN_EMB_SHARDED && chips == 1) {
+        if (req->has_embeddings && !why[0])
+          str_copy(why, sizeof why, "tables sharded over one chip are the replicated ones; "
+                   "nearest: --embeddings replicated, or more chips");
+        continue;
+      }
       plan p = {.chips = chips, .tp = 1, .pp = 1, .ep = 1, .vp = 1, .slices = 1,
                 .schedule = PLAN_1F1B, .precision = prec, .op_costs = req->op_costs,
                 .embeddings = (plan_embeddings)emb, .cost_cache = req->cost_cache};
@@ -101,6 +171,7 @@ int planner_generic(const model *m, const hw_catalog *cat, const planner_req *re
         continue;
       }
       out->evaluated++;
+      if (tables && !c.sim.fits) emb_alt_note(&alts[h][emb], req, &c);
       if (!c.sim.fits) {
         out->rejected_by[PLANNER_CAUSE_MEMORY]++;
         if (c.sim.memory.peak < smallest_peak) smallest_peak = c.sim.memory.peak;
@@ -117,6 +188,7 @@ int planner_generic(const model *m, const hw_catalog *cat, const planner_req *re
       planner_price_cand(m, hw, req, &c, c.sim.step_time_s, steps);
       /* parameter-server hosts (--embeddings ps) are billed beside the chips */
       c.train_usd += c.sim.host_usd_per_hour * c.train_s / 3600;
+      if (tables) emb_alt_note(&alts[h][emb], req, &c);
       planner_note_closest(out, &c);
       if (!fit_any || c.train_usd < limited.train_usd) limited = c;
       fit_any = true;
@@ -166,6 +238,7 @@ int planner_generic(const model *m, const hw_catalog *cat, const planner_req *re
   int top = req->top > 0 ? req->top : 5;
   if (out->n_ranked > top) out->n_ranked = top;
   if (out->n_ranked == 0) {
+    free(alts);
     char near[512];
     planner_closest_text(out, req, near, sizeof near);
     return str_errf(err, errn, "no hardware can train %s within the limits (closest: %s)", m->name,
@@ -230,16 +303,23 @@ int planner_generic(const model *m, const hw_catalog *cat, const planner_req *re
                ch->price.on_demand_usd_per_chip_hour * (double)cpu->billed_chips,
                cpu->train_s / b->train_s, cpu->train_usd / b->train_usd);
   }
-  char place[256] = "";
+  char place[256] = "", others[384] = "";
   embeddings_reason(b, hw_catalog_find(cat, b->hw), tables, place, sizeof place);
+  for (int h = 0; tables && h < hw_catalog_count(cat); h++)
+    if (strcmp(hw_catalog_at(cat, h)->name, b->hw) == 0)
+      embeddings_why(b, hw_catalog_at(cat, h), alts[h], req, others, sizeof others);
+  free(alts);
   snprintf(out->why, sizeof out->why,
            "a %s model trains data-parallel%s; %s on %lld chip%s is the %s (%.3g s per step, "
-           "%s for the run).%s%s%s",
+           "%s for the run).",
            m->family, place, b->hw, (long long)b->p.chips, b->p.chips > 1 ? "s" : "",
-           req->objective == PLANNER_TIME ? "fastest" : "cheapest", b->sim.step_time_s,
-           bu, on_cpu ? " A CPU is recommended" : "", on_cpu ? (*tail ? ":" : ".") : "", tail);
-  /* the billing and bandwidth sentences after it, as far as they fit */
+           req->objective == PLANNER_TIME ? "fastest" : "cheapest", b->sim.step_time_s, bu);
+  /* the placements, the other objective's winner, the billing and
+  ** bandwidth sentences after it, as far as they fit */
   size_t used = strlen(out->why);
+  snprintf(out->why + used, sizeof out->why - used, "%s%s%s%s", others,
+           on_cpu ? " A CPU is recommended" : "", on_cpu ? (*tail ? ":" : ".") : "", tail);
+  used = strlen(out->why);
   snprintf(out->why + used, sizeof out->why - used, "%s%s", minute, bound);
   out->search_s = units_now_s() - t0;
   return 0;

@@ -77,6 +77,10 @@ typedef struct {
   int framework;
   plan_offload offload;
   bool has_offload; /* offload fixed to `offload`; else searched where the chip has a host link */
+  /* where a recommender's embedding tables live, fixed (--embeddings);
+  ** else each placement is planned and the best kept */
+  bool has_embeddings;
+  plan_embeddings embeddings;
   int64_t seq;
   /* every plan of the space scored: no bound prunes (the best plan is the
   ** same either way; the bounds only save time) */

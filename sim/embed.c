@@ -25,7 +25,10 @@
 **               (TensorFlow's ParameterServerStrategy): each chip pulls its
 **               micro-batch's looked-up rows over its host's NIC in the
 **               forward and pushes their gradients back in the backward;
-**               the hosts apply the sparse update.
+**               the hosts apply the sparse update. Their DRAM work (the
+**               gathers, the gradients read, the rows and optimizer state
+**               rewritten) is a bound beside the NICs: a host's memory
+**               is ~20x its NIC, so the network binds.
 */
 #include "embed.h"
 
@@ -108,10 +111,18 @@ int emb_costs(const emb_model *em, const hw_model *hw, const plan *p, bool formu
                       "parameter-server hosts", hw->name);
     out->ps_hosts = emb_ps_hosts(E + table_opt(em), n, bw);
     out->ps_usd_per_hour = (double)out->ps_hosts * EMB_PS_HOST_USD_PER_H;
-    /* each direction bound by the worker's NIC or the hosts' together */
-    double k = (double)out->ps_hosts;
-    double one = fmax(em->t.rows_bytes / bw, em->t.rows_bytes * (double)n / (k * EMB_PS_HOST_BW));
-    out->exchange_s = 2 * one + em->t.index_bytes / bw + 2 * hw->scale_out.latency_s;
+    /* each direction bound by the worker's NIC, the hosts' NICs together,
+    ** or the hosts' own DRAM work: in the pull every worker's rows
+    ** gathered (read once); in the push the gradients read, and each row
+    ** with its optimizer state read and written back (the sparse update) */
+    double k = (double)out->ps_hosts, all = em->t.rows_bytes * (double)n;
+    double state = E > 0 ? table_opt(em) / E : 0; /* optimizer bytes per table byte */
+    double pull_mem = all / (k * EMB_PS_HOST_MEM_BW);
+    double push_mem = all * (1 + 2 * (1 + state)) / (k * EMB_PS_HOST_MEM_BW);
+    out->ps_host_mem_s = pull_mem + push_mem;
+    double nic = fmax(em->t.rows_bytes / bw, all / (k * EMB_PS_HOST_BW));
+    out->exchange_s = fmax(nic, pull_mem) + fmax(nic, push_mem) + em->t.index_bytes / bw +
+                      2 * hw->scale_out.latency_s;
   }
   return 0;
 }

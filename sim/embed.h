@@ -27,6 +27,15 @@
 #define EMB_PS_HOST_DRAM_BYTES 256e9
 #define EMB_PS_HOST_BW 4e9
 #define EMB_PS_HOST_USD_PER_H 2.0962
+/* The host's memory bandwidth for its own work on the tables (the rows
+** gathered for each pull, the pushed gradients scatter-added and the rows
+** and their optimizer state updated): its 16 cores' share of an Ice Lake
+** socket (GCP N2 runs 3rd-generation Xeon Scalable; Intel's Ice Lake-SP:
+** 8 channels of DDR4-3200 = 204.8 GB/s for up to 40 cores), 16/40 x 204.8
+** = 81.92 GB/s, the way hw_models/cpu-m7i-2xl.json derives a VM's share.
+** UNVERIFIED: the socket figures as Intel publishes them, not re-read from
+** a stored copy. 20x the host's NIC (EMB_PS_HOST_BW), so the network binds. */
+#define EMB_PS_HOST_MEM_BW 8.192e10
 
 /* One chip's share of a step's state, from the whole graph's. */
 typedef struct {
@@ -48,6 +57,7 @@ typedef struct {
   double exchange_s;         /* looked-up vectors moved, per micro-batch (a2a or PS) */
   bool exchange_overlapped;  /* on SparseCores beside the TensorCores' compute */
   int64_t ps_hosts;          /* parameter-server hosts priced (ps) */
+  double ps_host_mem_s;      /* the hosts' DRAM work a micro-batch (a bound beside the NICs) */
   double ps_usd_per_hour;
 } emb_cost;
 

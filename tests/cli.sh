@@ -184,6 +184,13 @@ run sim-dlrm-shard 0 simulate dlrm --hw h100-sxm --chips 8 --embeddings sharded 
 run sim-dlrm-ps-tpu 1 simulate dlrm --hw tpu-v5p --chips 8 --embeddings ps && has sim-dlrm-ps-tpu err "nearest: --embeddings sharded"
 run sim-emb-cnn 1 simulate resnet50 --hw a100-80g --chips 8 --embeddings sharded && has sim-emb-cnn err "has none a gather reads"
 run sim-emb-bad 2 simulate dlrm --hw a100-80g --chips 8 --embeddings shard
+# plan weighs the placements and says why (dlrm's 89.5 GiB of fp32 tables and
+# their dense gradient, 179 GiB, fit no T4 replicated); --embeddings pins one
+run plan-dlrm-emb 0 plan dlrm --hw t4 --max-chips 16 --objective cost && has plan-dlrm-emb out "its embedding tables sharded over the chips' memory" && has plan-dlrm-emb out "replicated on every chip, no plan fits (179." && has plan-dlrm-emb out "on parameter-server hosts, \$"
+run plan-dlrm-ps 0 plan dlrm --hw t4 --max-chips 16 --objective cost --embeddings ps && has plan-dlrm-ps out "CPU parameter-server host" && has plan-dlrm-ps out "fixed by --embeddings ps"
+run plan-emb-one 1 plan dlrm --hw h100-sxm --chips 1 --embeddings sharded && has plan-emb-one err "nearest: --embeddings replicated, or more chips"
+run plan-emb-none 1 plan gbdt --embeddings ps && has plan-emb-none err "gbdt has none a gather reads"
+run plan-emb-bad 2 plan dlrm --embeddings shard && has plan-emb-bad err "--embeddings 'shard': expected replicated, sharded or ps"
 run plan-dlrm-h100 0 plan dlrm --hw h100-sxm --chips 8 && has plan-dlrm-h100 out "embedding tables sharded over the chips' memory (TorchRec row-wise"
 run plan-dlrm-v5p 0 plan dlrm --hw tpu-v5p --chips 8 && has plan-dlrm-v5p out "on the SparseCores, overlapped with the dense layers"
 run plan-dlrm-1gpu 0 plan dlrm --hw h100-sxm --chips 1 && has plan-dlrm-1gpu out "CPU parameter-server hosts"
@@ -239,7 +246,7 @@ run plan-rate-nospot 2 plan llama3-8b --preemption-rate 0.1 && has plan-rate-nos
 run plan-rate-bad 2 plan llama3-8b --spot --preemption-rate lots && has plan-rate-bad err "--preemption-rate lots: expected a number above 0 and at most 1; found no number"
 run plan-explain 0 plan llama3-8b --max-chips 64 --explain 2 && has plan-explain out "candidate 2 in full" && has plan-explain out "per chip, per micro-batch: one layer forward"
 run plan-explain-bad 2 plan llama3-8b --explain 9 && has plan-explain-bad err "--explain N takes a rank"
-run plan-budget 1 plan gbdt --budget 0.01 && has plan-budget err "closest: the cheapest plan, 1 x t4, costs \$0.0125 (over the \$0.0100 budget) and takes 85.5 s"
+run plan-budget 1 plan gbdt --budget 0.01 && has plan-budget err "closest: the cheapest plan, 1 x t4, costs \$0.0125 (over the \$0.0100 budget) and takes 85.4 s"
 run plan-advice 0 plan bert-large --hw v100 --chips 1024 --steps 100 --framework plain && has plan-advice out "advice: the gradient all-reduce shows" && has plan-advice out "  V ep "
 run sim-trace-cnn 0 simulate resnet50 --hw h100-sxm --chips 8 --trace "$OUT/trace-cnn.json"
 grep -q '"name":"gradient all-reduce"' "$OUT/trace-cnn.json" && grep -q '"name":"backward mb 0"' "$OUT/trace-cnn.json" && ok || bad "simulate resnet50 --trace: no step in the trace"

@@ -318,6 +318,34 @@ Test(families, gbdt_histograms_hand_derived) {
   fam_free(&r);
 }
 
+/* One subtraction kernel per sibling, as XGBoost's gpu_hist launches them
+** (dmlc/xgboost updater_gpu_hist.cu, BuildHistLeftRight: SubtractionTrick
+** per node): at depth 4, level d >= 1 has 2^(d-1) siblings, so a tree
+** launches 1 + 2 + 4 = 7, each over one node's [1, 10, 16, 2] histogram
+** (320 subtractions); the histogram builds stay one scatter a level. */
+Test(families, gbdt_one_subtraction_kernel_per_node) {
+  wl_train t = train_with(1, GDT_F32);
+  fam_run r = run_text(wl_gbdt,
+                       "{\"rows\": 1000, \"features\": 10, \"trees\": 5, \"depth\": 4, \"bins\": 16}",
+                       &t);
+  assert_built(&r);
+  static const int64_t siblings[] = {0, 1, 2, 4};
+  int64_t subs = 0;
+  for (int d = 1; d < 4; d++) {
+    char name[64];
+    snprintf(name, sizeof name, "level%d/histogram/subtract", d);
+    int s = op_named(r.g, name);
+    cr_assert_geq(s, 0, "%s", name);
+    cr_assert_eq(graph_get(r.g, s)->count, siblings[d], "%s", name);
+    cr_assert_float_eq(graph_op_cost(r.g, s).flops[GDT_F32], 320.0, 0.5, "%s", name);
+    subs += graph_get(r.g, s)->count;
+    snprintf(name, sizeof name, "level%d/histogram/scatter", d);
+    cr_assert_eq(graph_get(r.g, op_named(r.g, name))->count, 1, "%s", name);
+  }
+  cr_assert_eq(subs, 7);
+  fam_free(&r);
+}
+
 Test(families, gbdt_fp64_requires_fp64) {
   wl_train t = train_with(1, GDT_F64);
   fam_run r = run_text(wl_gbdt, TINY_GBDT, &t);

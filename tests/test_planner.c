@@ -14,6 +14,7 @@
 #include "../planner/planner.h"
 #include "../planner/planner_int.h" /* planner_price_cand: the energy arithmetic */
 #include "../sim/coll.h"
+#include "../sim/embed.h"
 #include "../sim/framework.h"
 #include "../base/units.h"
 #include "helpers.h"
@@ -737,5 +738,105 @@ Test(planner_gbs, critical_batch_and_range, .timeout = 300) {
   cr_assert_eq(planner_run_gbs(m, c, &req, 128, 1024, &r, &gbs, e, sizeof e), -1);
   cr_assert(strstr(e, "--tokens"), "%s", e);
   model_free(m);
+  hw_catalog_free(c);
+}
+
+/* ---- where a recommender's embedding tables live (plan --embeddings) ----
+**
+** dlrm (workloads/examples/dlrm.json): 26 tables of 187,767,399 rows in all
+** x 128 dims x 4 B (fp32) = 96,136,908,288 B = 89.5 GiB. Replicated, every
+** chip holds them and their dense table-sized gradient (SGD keeps no other
+** state): at least 2 x 89.5 = 179.1 GiB a chip, more than a T4's 16 GiB or
+** an H100's 80 GiB, so the planner must place them off the replicas and
+** say so, with replication's smallest peak against the chip's memory. */
+#define DLRM_TABLE_BYTES 96136908288.0
+
+Test(planner, dlrm_tables_placed_off_the_replicas_and_why) {
+  static planner_result r;
+  char err[512];
+  planner_req q = {.hw_list = "t4,h100-sxm", .max_chips = 16, .top = 3,
+                   .objective = PLANNER_COST};
+  cr_assert_eq(run("dlrm", q, &r, err, sizeof err), 0, "%s", err);
+  for (int i = 0; i < r.n_per_hw; i++)
+    cr_assert_neq(r.per_hw[i].p.embeddings, PLAN_EMB_REPLICATED, "%s", r.per_hw[i].hw);
+  const char *s = strstr(r.why, "replicated on every chip, no plan fits (");
+  cr_assert(s, "%s", r.why);
+  double gib = strtod(s + strlen("replicated on every chip, no plan fits ("), NULL);
+  double floor_gib = 2 * DLRM_TABLE_BYTES / (1 << 30);
+  /* the rest of the peak is one micro-batch's activations: under 1 GiB */
+  cr_assert(gib >= floor_gib - 0.05 && gib < floor_gib + 1, "%g GiB, tables x 2 = %g GiB", gib,
+            floor_gib);
+  cr_assert(strstr(r.why, "Against the other placements on"), "%s", r.why);
+  planner_result_free(&r);
+}
+
+/* --embeddings ps pins the placement: the winner keeps its tables on CPU
+** parameter-server hosts, says it was asked, and its price adds the hosts'
+** (sim/embed.h: GCP n2-highmem-32 at $2.0962/h each) over the run. */
+Test(planner, embeddings_pinned_to_parameter_servers) {
+  static planner_result r;
+  char err[512];
+  planner_req q = {.hw_list = "t4", .max_chips = 16, .top = 3, .objective = PLANNER_COST,
+                   .has_embeddings = true, .embeddings = PLAN_EMB_PS};
+  cr_assert_eq(run("dlrm", q, &r, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(r.best.p.embeddings, PLAN_EMB_PS);
+  for (int i = 0; i < r.n_per_hw; i++) cr_assert_eq(r.per_hw[i].p.embeddings, PLAN_EMB_PS);
+  cr_assert(strstr(r.why, "fixed by --embeddings ps"), "%s", r.why);
+  cr_assert_geq(r.best.sim.ps_hosts, 1);
+  cr_assert_float_eq(r.best.sim.host_usd_per_hour, (double)r.best.sim.ps_hosts * 2.0962, 1e-9);
+  /* the hosts' share of the price: their hourly rate over the run */
+  cr_assert_gt(r.best.train_s, 60, "past the minute minimum, the bill is time x price");
+  double chips_usd = 0.526 * (double)r.best.billed_chips * r.best.train_s / 3600; /* t4.json */
+  cr_assert_float_eq(r.best.train_usd, chips_usd + r.best.sim.host_usd_per_hour * r.best.train_s / 3600,
+                     1e-6 * r.best.train_usd);
+  planner_result_free(&r);
+}
+
+/* Sharded over one chip is replicated: pinned to sharded with --chips 1,
+** nothing is planned and the reason says what would be. */
+Test(planner, embeddings_sharded_on_one_chip_refused) {
+  static planner_result r;
+  char err[512];
+  planner_req q = {.hw_list = "h100-sxm", .chips = 1, .top = 1, .objective = PLANNER_COST,
+                   .has_embeddings = true, .embeddings = PLAN_EMB_SHARDED};
+  cr_assert_neq(run("dlrm", q, &r, err, sizeof err), 0);
+  cr_assert(strstr(err, "tables sharded over one chip are the replicated ones"), "%s", err);
+  cr_assert(strstr(err, "nearest: --embeddings replicated, or more chips"), "%s", err);
+  planner_result_free(&r);
+}
+
+/* The parameter-server hosts' own work, by hand (sim/embed.c): 8 T4
+** workers (25 Gbit/s = 3.125e9 B/s each, hw_models/t4.json) each pulling
+** 1e8 B of rows a micro-batch from 100 GB of SGD tables. Hosts: enough DRAM
+** (ceil(100e9 / 256e9) = 1) and enough NIC to match the workers'
+** (ceil(8 x 3.125e9 / 4e9) = 7): 7. Their DRAM work: the pull gathers all
+** 8e8 B once; the push reads the gradients and reads and writes each row
+** (SGD keeps no state): 3 x 8e8 B; over 7 hosts' 81.92 GB/s (EMB_PS_HOST_MEM_BW)
+** that is 4 x 8e8 / (7 x 8.192e10) = 5.58 ms, under the NIC's 1e8 / 3.125e9
+** = 32 ms a direction: the network binds, and the exchange is
+** 2 x 32 ms + 1e6 B of indices / 3.125e9 + 2 x 30 us = 64.38 ms. With
+** Adam's two state bytes per table byte the push rewrites 1 + 2 x 3 = 7
+** times the rows: 8 x 8e8 / (7 x 8.192e10) = 11.16 ms, still under. */
+Test(planner, parameter_server_hosts_dram_work_by_hand) {
+  hw_catalog *c = th_catalog();
+  const hw_model *t4 = th_hw(c, "t4");
+  cr_assert_float_eq(t4->scale_out.bw_per_chip_bytes_per_s, 3.125e9, 1);
+  double E = 100e9, dense = 1e6;
+  emb_model em = {.weights = E + dense, .gradients = E + dense, .optimizer = 0,
+                  .t = {.tables = 1, .bytes = E, .largest = E, .rows_bytes = 1e8,
+                        .pooled_bytes = 1e6, .index_bytes = 1e6}};
+  plan p = {.chips = 8, .dp = 8, .tp = 1, .pp = 1, .ep = 1, .vp = 1, .slices = 1, .mbs = 1,
+            .gbs = 8, .embeddings = PLAN_EMB_PS};
+  emb_cost ec;
+  char err[256];
+  cr_assert_eq(emb_costs(&em, t4, &p, true, &ec, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(ec.ps_hosts, 7);
+  cr_assert_float_eq(ec.ps_host_mem_s, 4 * 8e8 / (7 * 8.192e10), 1e-12);
+  cr_assert_float_eq(ec.exchange_s, 2 * 0.032 + 1e6 / 3.125e9 + 2 * 3e-5, 1e-12);
+  em.optimizer = 2 * em.weights; /* Adam: two state bytes per parameter byte */
+  cr_assert_eq(emb_costs(&em, t4, &p, true, &ec, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(ec.ps_hosts, 7, "DRAM needs ceil(300e9 / 256e9) = 2; the NICs 7");
+  cr_assert_float_eq(ec.ps_host_mem_s, 8 * 8e8 / (7 * 8.192e10), 1e-12);
+  cr_assert_float_eq(ec.exchange_s, 2 * 0.032 + 1e6 / 3.125e9 + 2 * 3e-5, 1e-12);
   hw_catalog_free(c);
 }

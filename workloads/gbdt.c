@@ -17,7 +17,9 @@
 **                split is scanned (rows' = ceil(rows/2), the balanced case)
 **                by gathering its rows; the sibling is parent - child (the
 **                histogram subtraction trick of LightGBM, Ke et al. 2017,
-**                and XGBoost hist's SubtractionTrick, updater_fast_hist.cc)
+**                and XGBoost hist's SubtractionTrick, updater_fast_hist.cc),
+**                one kernel per sibling as gpu_hist launches it (op count
+**                2^(d-1): a chip's launch cost is paid per node)
 **     split      prefix sums over bins (a custom-call "prefix-sum" of exact
 **                cost: one add per element, input and output bytes, since
 **                the IR has no scan), then per (node, feature, bin) the
@@ -111,6 +113,39 @@ static const char *scope(char *buf, size_t n, int level, const char *part) {
   return buf;
 }
 
+/* One node's histogram, [1, F, B, 2], out of a level's [n, F, B, 2]: the
+** first's (the nodes are alike in a balanced tree). */
+static int first_node(graph *g, const gbdt *m, int h) {
+  graph_shape s = fam_shape(g, h);
+  if (s.rank != 4) return -1;
+  if (s.dim[0] == 1) return h;
+  int64_t start[4] = {0}, limit[4] = {1, m->features, m->bins, 2};
+  return graph_slice(g, h, start, limit, NULL);
+}
+
+/* A level's 2 x nb histograms [2 nb, F, B, 2] from the nb built ones and
+** the parents' (the previous level's, [nb, F, B, 2]): each sibling is
+** parent - child, one kernel per node as XGBoost launches it
+** (dmlc/xgboost src/tree/updater_gpu_hist.cu, BuildHistLeftRight:
+** SubtractionTrick(parent, built, sibling) for each node), so a chip with
+** a launch cost (chip.op_overhead_s) pays it per node. The histogram
+** builds stay one scatter a level: XGBoost launches those per node too,
+** but splitting the level's rows would count a copy of them that its
+** kernels (reading through the row list) do not make; so the model's
+** launch floor is the subtractions', about half of XGBoost's. */
+static int level_hists(graph *g, const gbdt *m, int parents, int built, int64_t nb) {
+  int64_t f = m->features, b = m->bins;
+  int parent = first_node(g, m, parents), child = first_node(g, m, built);
+  graph_set_count(g, nb);
+  int sibling = graph_binary(g, GOP_SUB, parent, child);
+  graph_set_count(g, 1);
+  /* the nb siblings lie beside the built ones in the level's buffer */
+  int one = graph_reshape(g, sibling, GRAPH_SHAPE(m->dt, f, b, 2));
+  int siblings = graph_broadcast(g, one, GRAPH_SHAPE(m->dt, nb, f, b, 2), graph_dims_of(3, 1, 2, 3));
+  int both[2] = {built, siblings};
+  return graph_concat(g, both, 2, 0);
+}
+
 int wl_gbdt(graph *g, jin *j, const cJSON *spec, const wl_train *t, wl_info *info) {
   int before = j->errors;
   jin_only(j, spec, GBDT_KEYS, wl_common_keys);
@@ -188,12 +223,7 @@ int wl_gbdt(graph *g, jin *j, const cJSON *spec, const wl_train *t, wl_info *inf
     int upd = graph_broadcast(g, gs, GRAPH_SHAPE(m.dt, rs, f, 2), graph_dims_of(2, 0, 2));
     int zero = graph_constant(g, GRAPH_SHAPE(m.dt, built_nodes, f, nb, 2));
     int built = graph_scatter(g, zero, idx, upd);
-    if (d == 0) {
-      hist = built;
-    } else {
-      int both[2] = {built, graph_binary(g, GOP_SUB, hist, built)}; /* sibling = parent - child */
-      hist = graph_concat(g, both, 2, 0);
-    }
+    hist = d == 0 ? built : level_hists(g, &m, hist, built, built_nodes);
 
     graph_set_scope(g, scope(sc, sizeof sc, d, "split"));
     int split = find_splits(g, &m, hist, n);
