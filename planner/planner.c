@@ -469,20 +469,46 @@ static void set_variant(plan *p, const variant *v) {
 ** task is chunk 0's backward when M is a multiple of pp, as interleaving
 ** needs), then the optimizer, which every chip runs after its last
 ** backward (sched_tail). The gradient reduction, the sends and the bubble
-** beyond these only add. 0 (no bound) when the description fails. */
-static double desc_floor_s(hw_state *st, const plan *p, const step_result *c) {
+** beyond these only add. Returns the chunks' part (busy + chain) and sets
+** *opt_s to the optimizer's; -1 when the description fails. */
+static double desc_chunks_s(hw_state *st, const plan *p, const step_result *c, double *opt_s) {
   plan q = *p;
   q.coll_costs = PLAN_COLL_FORMULA; /* as step_fast times the collectives */
   step_desc *sd = st->desc;
   char e[8];
-  if (step_describe(st->sc->m, st->hw, &q, c, st->coll, sd, e, 0) != 0) return 0;
+  if (step_describe(st->sc->m, st->hw, &q, c, st->coll, sd, e, 0) != 0) return -1;
   const sched_desc *d = &sd->sched;
   int64_t pp = d->pp, V = d->vp;
   double busy = 0, chain = 0;
   for (int64_t k = 0; k < V; k++)
     busy += (double)d->M * (sched_task_s(d, k * pp + pp - 1, false) + sched_task_s(d, k * pp + pp - 1, true));
   for (int64_t vs = 0; vs + 1 < pp; vs++) chain += sched_task_s(d, vs, false) + sched_task_s(d, vs, true);
-  return (busy + chain + sd->optimizer_s) * (1 - 1e-6);
+  *opt_s = sd->optimizer_s;
+  return busy + chain;
+}
+
+/* desc_chunks_s's floor: 0 (no bound) when the description fails. */
+static double desc_floor_s(hw_state *st, const plan *p, const step_result *c) {
+  double opt_s, chunks_s = desc_chunks_s(st, p, c, &opt_s);
+  return chunks_s < 0 ? 0 : (chunks_s + opt_s) * (1 - 1e-6);
+}
+
+/* A floor under desc_floor_s for every variant of one recompute mode (the
+** same sizes, micro-batch and costs c), from one description: the plan
+** without ZeRO (no gathers) and without the optimizer's time. ZeRO-3's
+** gathers only lengthen a chunk (step_describe: max(f, g) + g / n >= f),
+** the chunks are summed in the same order, and the optimizer's time is
+** not negative, so each variant's desc_floor_s is at least this one in
+** floating point too (rounding is monotone: a >= b gives fl(a + x) >=
+** fl(b + x)). The price is monotone in the step time (planner_price_of),
+** so where this floor prunes, desc_floor_s prunes too: the search skips
+** describing each variant, the same plans left out. 0 when the
+** description fails. */
+static double desc_group_floor_s(hw_state *st, const plan *p, const step_result *c) {
+  plan q = *p;
+  q.zero = 0, q.hsdp = 0, q.offload = PLAN_OFFLOAD_NONE;
+  double opt_s, chunks_s = desc_chunks_s(st, &q, c, &opt_s);
+  return chunks_s < 0 ? 0 : chunks_s * (1 - 1e-6);
 }
 
 /* For the tests: both floors of a scored plan against its step time,
@@ -739,6 +765,8 @@ static void search_sizes(hw_state *st, plan p, const variant *vs, int n_vs) {
         i = j;
         continue;
       }
+      /* desc_group_floor_s, worked out when a variant first needs it */
+      bool group_known = false, group_prunes = false;
       for (; i < j; i++) {
         if (dead[i]) continue;
         set_variant(&p, &vs[i]);
@@ -746,7 +774,12 @@ static void search_sizes(hw_state *st, plan p, const variant *vs, int n_vs) {
           reject(rj, PLANNER_CAUSE_FIXED, NULL);
           continue;
         }
-        if (c && i != known && bound_prunes(st, &p, desc_floor_s(st, &p, c))) {
+        if (c && i != known && !group_known && !exhaustive) {
+          group_known = true;
+          group_prunes = bound_prunes(st, &p, desc_group_floor_s(st, &p, c));
+        }
+        if (c && i != known &&
+            (group_prunes || bound_prunes(st, &p, desc_floor_s(st, &p, c)))) {
           st->hs->out.pruned++;
           continue;
         }
