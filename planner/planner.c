@@ -676,26 +676,37 @@ static void search_report(hw_state *st) {
 ** each such state (its stage's state is a floor on every variant's peak
 ** that shares it) stands for all the variants and micro-batches that
 ** share it. */
+/* A model state state_dead has checked: its ZeRO stage, shard group,
+** whether the optimizer is offloaded, and whether it is over the memory. */
+typedef struct {
+  int zero;
+  int64_t hsdp;
+  bool opt_off, over;
+} state_seen;
+
 static int state_dead(hw_state *st, plan *p, const variant *vs, int n_vs, bool *dead) {
-  int n = 0;
-  bool known[MAX_VARIANTS] = {false}, over[MAX_VARIANTS];
+  int n = 0, n_seen = 0;
+  /* the states checked so far, each once (a few dozen of the variants'
+  ** hundreds): a variant takes the verdict of the first of its state */
+  state_seen seen[MAX_VARIANTS];
   double capacity = (double)st->hw->chip.hbm_bytes; /* mem_setup's capacity */
   for (int i = 0; i < n_vs; i++) {
-    int j = 0; /* an earlier variant with the same state */
-    while (j < i && !(known[j] && vs[j].zero == vs[i].zero && vs[j].hsdp == vs[i].hsdp &&
-                      (vs[j].offload == PLAN_OFFLOAD_OPTIMIZER) == (vs[i].offload == PLAN_OFFLOAD_OPTIMIZER)))
+    bool opt_off = vs[i].offload == PLAN_OFFLOAD_OPTIMIZER, over;
+    int j = 0;
+    while (j < n_seen && !(seen[j].zero == vs[i].zero && seen[j].hsdp == vs[i].hsdp &&
+                           seen[j].opt_off == opt_off))
       j++;
-    if (j < i) {
-      over[i] = over[j];
+    if (j < n_seen) {
+      over = seen[j].over;
     } else {
       set_variant(p, &vs[i]);
       mem_peak mb;
-      if (mem_of(st, p, &mb, NULL, 0) != 0) continue;
-      known[i] = true;
+      if (mem_of(st, p, &mb, NULL, 0) != 0) continue; /* not seen: a later one tries again */
       double state = mb.weights + mb.gradients + mb.optimizer + mb.runtime + mb.comm;
-      over[i] = capacity > 0 && state > capacity;
+      over = capacity > 0 && state > capacity;
+      seen[n_seen++] = (state_seen){vs[i].zero, vs[i].hsdp, opt_off, over};
     }
-    if (over[i] && !dead[i]) dead[i] = true, n++, st->hs->out.pruned++;
+    if (over && !dead[i]) dead[i] = true, n++, st->hs->out.pruned++;
   }
   return n;
 }
