@@ -487,10 +487,39 @@ static double desc_chunks_s(hw_state *st, const plan *p, const step_result *c, d
   return busy + chain;
 }
 
-/* desc_chunks_s's floor: 0 (no bound) when the description fails. */
-static double desc_floor_s(hw_state *st, const plan *p, const step_result *c) {
+/* desc_chunks_s's floor: 0 (no bound) when the description fails, which
+** *failed (when not NULL) says. */
+static double desc_floor_checked_s(hw_state *st, const plan *p, const step_result *c, bool *failed) {
   double opt_s, chunks_s = desc_chunks_s(st, p, c, &opt_s);
+  if (failed) *failed = chunks_s < 0;
   return chunks_s < 0 ? 0 : (chunks_s + opt_s) * (1 - 1e-6);
+}
+
+static double desc_floor_s(hw_state *st, const plan *p, const step_result *c) {
+  return desc_floor_checked_s(st, p, c, NULL);
+}
+
+/* Whether the descriptions of one set of sizes' ZeRO-3 variants succeed,
+** by their collectives' signature (the HSDP shard group): step_describe
+** fails only where a collective's group cannot be formed, and those
+** groups (chips, chips a node, slices) depend on the sizes and the shard
+** group alone, not on the micro-batch or the recompute mode. */
+typedef struct {
+  int n;
+  int64_t hsdp[MAX_HSDP + 1];
+  signed char ok[MAX_HSDP + 1]; /* 1 succeeds, 0 fails */
+} desc_status;
+
+/* The status of shard group hsdp: 1, 0, or -1 when not known yet. */
+static int desc_status_of(const desc_status *ds, int64_t hsdp) {
+  for (int i = 0; i < ds->n; i++)
+    if (ds->hsdp[i] == hsdp) return ds->ok[i];
+  return -1;
+}
+
+static void desc_status_note(desc_status *ds, int64_t hsdp, bool failed) {
+  if (desc_status_of(ds, hsdp) >= 0 || ds->n > MAX_HSDP) return;
+  ds->hsdp[ds->n] = hsdp, ds->ok[ds->n++] = !failed;
 }
 
 /* A floor under desc_floor_s for every variant of one recompute mode (the
@@ -720,6 +749,7 @@ static void search_sizes(hw_state *st, plan p, const variant *vs, int n_vs) {
   bool exhaustive = st->sc->req->exhaustive;
   rejections *rj = &st->rj;
   bool dead[MAX_VARIANTS] = {false}, state_checked = false;
+  desc_status status = {0}; /* learnt from the variants' own descriptions */
   int n_dead = 0;
   int64_t mbs[256];
   int n_mbs = divisors(p.gbs / p.dp, p.gbs / p.dp, mbs, 256);
@@ -785,12 +815,27 @@ static void search_sizes(hw_state *st, plan p, const variant *vs, int n_vs) {
           reject(rj, PLANNER_CAUSE_FIXED, NULL);
           continue;
         }
-        if (c && i != known && !group_known && !exhaustive) {
+        /* the group's floor stands for a variant whose description fails
+        ** (no bound) where the group's does: one that makes the same
+        ** collectives (each an all-reduce over dp x cp chips, a
+        ** reduce-scatter timed as half of one), or a ZeRO-3 one whose own
+        ** collectives (HSDP's shard and replica groups, the gather beside a
+        ** Reduction Server) a description of these sizes has formed */
+        bool own = vs[i].zero >= 3 && (vs[i].hsdp > 0 || p.reduction_server);
+        bool stands = !own || desc_status_of(&status, vs[i].hsdp) == 1;
+        if (c && i != known && stands && !group_known && !exhaustive) {
           group_known = true;
           group_prunes = bound_prunes(st, &p, desc_group_floor_s(st, &p, c));
         }
-        if (c && i != known &&
-            (group_prunes || bound_prunes(st, &p, desc_floor_s(st, &p, c)))) {
+        bool prune = false;
+        if (c && i != known && stands && group_prunes) {
+          prune = true;
+        } else if (c && i != known) {
+          bool failed;
+          prune = bound_prunes(st, &p, desc_floor_checked_s(st, &p, c, &failed));
+          if (own) desc_status_note(&status, vs[i].hsdp, failed);
+        }
+        if (prune) {
           st->hs->out.pruned++;
           continue;
         }
