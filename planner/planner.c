@@ -540,10 +540,13 @@ static double desc_group_floor_s(hw_state *st, const plan *p, const step_result 
   return chunks_s < 0 ? 0 : chunks_s * (1 - 1e-6);
 }
 
-/* For the tests: both floors of a scored plan against its step time,
-** counted in the result when either is above it. */
+/* For the tests: both floors of a scored plan against its step time, and
+** its recompute mode's group floor against its own floor, counted in the
+** result when one is above the other. */
 static void check_floors(hw_state *st, const plan *p, const step_result *c, double step_s) {
-  if (step_floor_s(&st->sc->m->info.tf, p, c) > step_s || desc_floor_s(st, p, c) > step_s)
+  double desc_s = desc_floor_s(st, p, c);
+  if (step_floor_s(&st->sc->m->info.tf, p, c) > step_s || desc_s > step_s ||
+      desc_group_floor_s(st, p, c) > desc_s)
     st->hs->out.bound_violations++;
 }
 
