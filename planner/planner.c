@@ -469,26 +469,84 @@ static void set_variant(plan *p, const variant *v) {
 ** task is chunk 0's backward when M is a multiple of pp, as interleaving
 ** needs), then the optimizer, which every chip runs after its last
 ** backward (sched_tail). The gradient reduction, the sends and the bubble
-** beyond these only add. 0 (no bound) when the description fails. */
-static double desc_floor_s(hw_state *st, const plan *p, const step_result *c) {
+** beyond these only add. Returns the chunks' part (busy + chain) and sets
+** *opt_s to the optimizer's; -1 when the description fails. */
+static double desc_chunks_s(hw_state *st, const plan *p, const step_result *c, double *opt_s) {
   plan q = *p;
   q.coll_costs = PLAN_COLL_FORMULA; /* as step_fast times the collectives */
   step_desc *sd = st->desc;
   char e[8];
-  if (step_describe(st->sc->m, st->hw, &q, c, st->coll, sd, e, 0) != 0) return 0;
+  if (step_describe(st->sc->m, st->hw, &q, c, st->coll, sd, e, 0) != 0) return -1;
   const sched_desc *d = &sd->sched;
   int64_t pp = d->pp, V = d->vp;
   double busy = 0, chain = 0;
   for (int64_t k = 0; k < V; k++)
     busy += (double)d->M * (sched_task_s(d, k * pp + pp - 1, false) + sched_task_s(d, k * pp + pp - 1, true));
   for (int64_t vs = 0; vs + 1 < pp; vs++) chain += sched_task_s(d, vs, false) + sched_task_s(d, vs, true);
-  return (busy + chain + sd->optimizer_s) * (1 - 1e-6);
+  *opt_s = sd->optimizer_s;
+  return busy + chain;
 }
 
-/* For the tests: both floors of a scored plan against its step time,
-** counted in the result when either is above it. */
+/* desc_chunks_s's floor: 0 (no bound) when the description fails, which
+** *failed (when not NULL) says. */
+static double desc_floor_checked_s(hw_state *st, const plan *p, const step_result *c, bool *failed) {
+  double opt_s, chunks_s = desc_chunks_s(st, p, c, &opt_s);
+  if (failed) *failed = chunks_s < 0;
+  return chunks_s < 0 ? 0 : (chunks_s + opt_s) * (1 - 1e-6);
+}
+
+static double desc_floor_s(hw_state *st, const plan *p, const step_result *c) {
+  return desc_floor_checked_s(st, p, c, NULL);
+}
+
+/* Whether the descriptions of one set of sizes' ZeRO-3 variants succeed,
+** by their collectives' signature (the HSDP shard group): step_describe
+** fails only where a collective's group cannot be formed, and those
+** groups (chips, chips a node, slices) depend on the sizes and the shard
+** group alone, not on the micro-batch or the recompute mode. */
+typedef struct {
+  int n;
+  int64_t hsdp[MAX_HSDP + 1];
+  signed char ok[MAX_HSDP + 1]; /* 1 succeeds, 0 fails */
+} desc_status;
+
+/* The status of shard group hsdp: 1, 0, or -1 when not known yet. */
+static int desc_status_of(const desc_status *ds, int64_t hsdp) {
+  for (int i = 0; i < ds->n; i++)
+    if (ds->hsdp[i] == hsdp) return ds->ok[i];
+  return -1;
+}
+
+static void desc_status_note(desc_status *ds, int64_t hsdp, bool failed) {
+  if (desc_status_of(ds, hsdp) >= 0 || ds->n > MAX_HSDP) return;
+  ds->hsdp[ds->n] = hsdp, ds->ok[ds->n++] = !failed;
+}
+
+/* A floor under desc_floor_s for every variant of one recompute mode (the
+** same sizes, micro-batch and costs c), from one description: the plan
+** without ZeRO (no gathers) and without the optimizer's time. ZeRO-3's
+** gathers only lengthen a chunk (step_describe: max(f, g) + g / n >= f),
+** the chunks are summed in the same order, and the optimizer's time is
+** not negative, so each variant's desc_floor_s is at least this one in
+** floating point too (rounding is monotone: a >= b gives fl(a + x) >=
+** fl(b + x)). The price is monotone in the step time (planner_price_of),
+** so where this floor prunes, desc_floor_s prunes too: the search skips
+** describing each variant, the same plans left out. 0 when the
+** description fails. */
+static double desc_group_floor_s(hw_state *st, const plan *p, const step_result *c) {
+  plan q = *p;
+  q.zero = 0, q.hsdp = 0, q.offload = PLAN_OFFLOAD_NONE;
+  double opt_s, chunks_s = desc_chunks_s(st, &q, c, &opt_s);
+  return chunks_s < 0 ? 0 : chunks_s * (1 - 1e-6);
+}
+
+/* For the tests: both floors of a scored plan against its step time, and
+** its recompute mode's group floor against its own floor, counted in the
+** result when one is above the other. */
 static void check_floors(hw_state *st, const plan *p, const step_result *c, double step_s) {
-  if (step_floor_s(&st->sc->m->info.tf, p, c) > step_s || desc_floor_s(st, p, c) > step_s)
+  double desc_s = desc_floor_s(st, p, c);
+  if (step_floor_s(&st->sc->m->info.tf, p, c) > step_s || desc_s > step_s ||
+      desc_group_floor_s(st, p, c) > desc_s)
     st->hs->out.bound_violations++;
 }
 
@@ -650,26 +708,37 @@ static void search_report(hw_state *st) {
 ** each such state (its stage's state is a floor on every variant's peak
 ** that shares it) stands for all the variants and micro-batches that
 ** share it. */
+/* A model state state_dead has checked: its ZeRO stage, shard group,
+** whether the optimizer is offloaded, and whether it is over the memory. */
+typedef struct {
+  int zero;
+  int64_t hsdp;
+  bool opt_off, over;
+} state_seen;
+
 static int state_dead(hw_state *st, plan *p, const variant *vs, int n_vs, bool *dead) {
-  int n = 0;
-  bool known[MAX_VARIANTS] = {false}, over[MAX_VARIANTS];
+  int n = 0, n_seen = 0;
+  /* the states checked so far, each once (a few dozen of the variants'
+  ** hundreds): a variant takes the verdict of the first of its state */
+  state_seen seen[MAX_VARIANTS];
   double capacity = (double)st->hw->chip.hbm_bytes; /* mem_setup's capacity */
   for (int i = 0; i < n_vs; i++) {
-    int j = 0; /* an earlier variant with the same state */
-    while (j < i && !(known[j] && vs[j].zero == vs[i].zero && vs[j].hsdp == vs[i].hsdp &&
-                      (vs[j].offload == PLAN_OFFLOAD_OPTIMIZER) == (vs[i].offload == PLAN_OFFLOAD_OPTIMIZER)))
+    bool opt_off = vs[i].offload == PLAN_OFFLOAD_OPTIMIZER, over;
+    int j = 0;
+    while (j < n_seen && !(seen[j].zero == vs[i].zero && seen[j].hsdp == vs[i].hsdp &&
+                           seen[j].opt_off == opt_off))
       j++;
-    if (j < i) {
-      over[i] = over[j];
+    if (j < n_seen) {
+      over = seen[j].over;
     } else {
       set_variant(p, &vs[i]);
       mem_peak mb;
-      if (mem_of(st, p, &mb, NULL, 0) != 0) continue;
-      known[i] = true;
+      if (mem_of(st, p, &mb, NULL, 0) != 0) continue; /* not seen: a later one tries again */
       double state = mb.weights + mb.gradients + mb.optimizer + mb.runtime + mb.comm;
-      over[i] = capacity > 0 && state > capacity;
+      over = capacity > 0 && state > capacity;
+      seen[n_seen++] = (state_seen){vs[i].zero, vs[i].hsdp, opt_off, over};
     }
-    if (over[i] && !dead[i]) dead[i] = true, n++, st->hs->out.pruned++;
+    if (over && !dead[i]) dead[i] = true, n++, st->hs->out.pruned++;
   }
   return n;
 }
@@ -683,6 +752,7 @@ static void search_sizes(hw_state *st, plan p, const variant *vs, int n_vs) {
   bool exhaustive = st->sc->req->exhaustive;
   rejections *rj = &st->rj;
   bool dead[MAX_VARIANTS] = {false}, state_checked = false;
+  desc_status status = {0}; /* learnt from the variants' own descriptions */
   int n_dead = 0;
   int64_t mbs[256];
   int n_mbs = divisors(p.gbs / p.dp, p.gbs / p.dp, mbs, 256);
@@ -739,6 +809,8 @@ static void search_sizes(hw_state *st, plan p, const variant *vs, int n_vs) {
         i = j;
         continue;
       }
+      /* desc_group_floor_s, worked out when a variant first needs it */
+      bool group_known = false, group_prunes = false;
       for (; i < j; i++) {
         if (dead[i]) continue;
         set_variant(&p, &vs[i]);
@@ -746,7 +818,27 @@ static void search_sizes(hw_state *st, plan p, const variant *vs, int n_vs) {
           reject(rj, PLANNER_CAUSE_FIXED, NULL);
           continue;
         }
-        if (c && i != known && bound_prunes(st, &p, desc_floor_s(st, &p, c))) {
+        /* the group's floor stands for a variant whose description fails
+        ** (no bound) where the group's does: one that makes the same
+        ** collectives (each an all-reduce over dp x cp chips, a
+        ** reduce-scatter timed as half of one), or a ZeRO-3 one whose own
+        ** collectives (HSDP's shard and replica groups, the gather beside a
+        ** Reduction Server) a description of these sizes has formed */
+        bool own = vs[i].zero >= 3 && (vs[i].hsdp > 0 || p.reduction_server);
+        bool stands = !own || desc_status_of(&status, vs[i].hsdp) == 1;
+        if (c && i != known && stands && !group_known && !exhaustive) {
+          group_known = true;
+          group_prunes = bound_prunes(st, &p, desc_group_floor_s(st, &p, c));
+        }
+        bool prune = false;
+        if (c && i != known && stands && group_prunes) {
+          prune = true;
+        } else if (c && i != known) {
+          bool failed;
+          prune = bound_prunes(st, &p, desc_floor_checked_s(st, &p, c, &failed));
+          if (own) desc_status_note(&status, vs[i].hsdp, failed);
+        }
+        if (prune) {
           st->hs->out.pruned++;
           continue;
         }

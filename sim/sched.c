@@ -212,32 +212,78 @@ done:
 
 /* ---- evaluated directly ---- */
 
+/* One task of a chip's order, decoded for the sweep: its id (vs x M +
+** micro-batch), virtual stage and direction. */
+typedef struct {
+  int64_t id;
+  int32_t vs;
+  bool back;
+} sweep_task;
+
+/* Forward k of chip dev as seq_task numbers it, walked k = 0, 1, ..
+** without a division per task: r = k mod pp, chunk = (k / pp) mod V, g =
+** k / (pp V). */
+typedef struct {
+  int64_t r, chunk, g;
+} seq_walk;
+
+static sweep_task seq_next(const sched_desc *d, int64_t dev, seq_walk *w, bool back) {
+  int64_t pp = d->pp, vp = d->vp, chunk = back ? vp - 1 - w->chunk : w->chunk;
+  int64_t vs = chunk * pp + dev, mb = w->g * pp + w->r;
+  if (++w->r == pp) {
+    w->r = 0;
+    if (++w->chunk == vp) w->chunk = 0, w->g++;
+  }
+  return (sweep_task){vs * d->M + mb, (int32_t)vs, back};
+}
+
+/* Chip dev's 2 M V tasks in build_order's order, decoded. */
+static void sweep_order(const sched_desc *d, int64_t dev, sweep_task *o) {
+  int64_t pp = d->pp, vp = d->vp, total = d->M * vp, n = 0;
+  int64_t warm = d->schedule == PLAN_GPIPE         ? total
+                 : d->schedule == PLAN_INTERLEAVED ? (pp - dev - 1) * 2 + (vp - 1) * pp
+                                                   : pp - dev - 1;
+  if (warm > total) warm = total;
+  seq_walk fw = {0}, bw = {0};
+  for (int64_t k = 0; k < warm; k++) o[n++] = seq_next(d, dev, &fw, false);
+  for (int64_t i = 0; i < total - warm; i++) {
+    o[n++] = seq_next(d, dev, &fw, false);
+    o[n++] = seq_next(d, dev, &bw, true);
+  }
+  for (int64_t k = total - warm; k < total; k++) o[n++] = seq_next(d, dev, &bw, true);
+}
+
 /* The list schedule evaluated task by task: the chips are swept in turn,
 ** each running its tasks in order while their inputs are done (start =
-** max(chip free, inputs ready)). O(tasks). */
+** max(chip free, inputs ready)). O(tasks). Each task is recorded as ran()
+** records it, the same operations in the same order. */
 static int sweep(const sched_desc *d, sched_out *o, char *err, size_t errn) {
   if (alloc_out(d, o, err, errn) != 0) return -1;
   int64_t pp = d->pp, M = d->M, S = pp * d->vp, total = M * d->vp;
   size_t nt = (size_t)(S * M);
   double *fdone = malloc(nt * 2 * sizeof *fdone), *bdone = fdone ? fdone + nt : NULL;
   double *free_at = calloc((size_t)pp, sizeof *free_at);
-  int64_t *order = malloc(nt * 2 * sizeof *order), *pos = calloc((size_t)pp, sizeof *pos);
+  double *dur = malloc((size_t)S * 2 * sizeof *dur); /* [vs]: forward, then backward */
+  sweep_task *order = malloc(nt * 2 * sizeof *order);
+  int64_t *pos = calloc((size_t)pp, sizeof *pos);
   int rc = 0;
-  if (!fdone || !free_at || !order || !pos) {
+  if (!fdone || !free_at || !dur || !order || !pos) {
     rc = str_errf(err, errn, "out of memory");
     goto done;
   }
   for (size_t i = 0; i < nt; i++) fdone[i] = bdone[i] = -1;
-  for (int64_t dev = 0; dev < pp; dev++) build_order(d, dev, order + dev * 2 * total);
+  for (int64_t vs = 0; vs < S; vs++) dur[vs] = sched_task_s(d, vs, false), dur[S + vs] = sched_task_s(d, vs, true);
+  for (int64_t dev = 0; dev < pp; dev++) sweep_order(d, dev, order + dev * 2 * total);
   int64_t left = (int64_t)nt * 2;
   while (left > 0) {
     int64_t moved = 0;
     for (int64_t dev = 0; dev < pp; dev++) {
-      const int64_t *ord = order + dev * 2 * total;
-      while (pos[dev] < 2 * total) {
-        int64_t code = ord[pos[dev]];
-        bool back = code < 0;
-        int64_t id = (back ? -code : code) - 1, vs = id / M;
+      const sweep_task *ord = order + dev * 2 * total;
+      int64_t at = pos[dev];
+      double busy = free_at[dev];
+      while (at < 2 * total) {
+        int64_t id = ord[at].id, vs = ord[at].vs;
+        bool back = ord[at].back;
         double ready;
         if (!back) {
           if (vs > 0 && fdone[id - M] < 0) break;
@@ -247,13 +293,22 @@ static int sweep(const sched_desc *d, sched_out *o, char *err, size_t errn) {
           ready = fdone[id];
           if (vs + 1 < S && bdone[id + M] + d->p2p_s > ready) ready = bdone[id + M] + d->p2p_s;
         }
-        double t0 = free_at[dev] > ready ? free_at[dev] : ready, dur = sched_task_s(d, vs, back);
-        free_at[dev] = t0 + dur;
-        (back ? bdone : fdone)[id] = t0 + dur;
-        ran(d, o, dev, code, t0, dur);
-        pos[dev]++;
-        moved++;
+        double t0 = busy > ready ? busy : ready, dt = dur[back ? S + vs : vs];
+        busy = t0 + dt;
+        (back ? bdone : fdone)[id] = t0 + dt;
+        /* ran() */
+        o->busy_s[dev] += dt;
+        if (back) {
+          o->vs_b_start[vs] = t0;
+          o->vs_b_dur[vs] = dt;
+          o->last_b_end[dev] = t0 + dt;
+        }
+        if (t0 + dt > o->end_s) o->end_s = t0 + dt;
+        at++;
       }
+      moved += at - pos[dev];
+      pos[dev] = at;
+      free_at[dev] = busy;
     }
     left -= moved;
     if (moved == 0) {
@@ -264,6 +319,7 @@ static int sweep(const sched_desc *d, sched_out *o, char *err, size_t errn) {
 done:
   free(fdone);
   free(free_at);
+  free(dur);
   free(order);
   free(pos);
   if (rc != 0) sched_out_free(o);

@@ -170,6 +170,31 @@ static void chip_params(const model *m, const plan *p, double *dense, double *ex
   *expert = e / (ep * pp);
 }
 
+/* ZeRO-3's gather of a chunk of n layers (ag_t a stage's, V chunks a
+** stage), a layer ahead of compute: only the first layer's shows. */
+static void gathered(double ag_t, int64_t vp, int64_t n, double *f, double *b) {
+  if (!(ag_t > 0 && n > 0)) return;
+  double g = ag_t / (double)vp;
+  *f = (*f > g ? *f : g) + g / (double)n;
+  *b = (*b > g ? *b : g) + g / (double)n;
+}
+
+/* A chunk of n layers of one kind: its forward, backward (gather
+** included) and collectives, summed layer by layer as step_describe's
+** loop sums them. */
+typedef struct {
+  int64_t n;
+  double f, b, c;
+} chunk_memo;
+
+static void chunk_sums(double lf, double lb, double lc, int64_t n, double ag_t, int64_t vp,
+                       chunk_memo *out) {
+  double f = 0, b = 0, c = 0;
+  for (int64_t i = 0; i < n; i++) f += lf, b += lb, c += lc;
+  gathered(ag_t, vp, n, &f, &b);
+  *out = (chunk_memo){n, f, b, c};
+}
+
 int step_describe(const model *m, const hw_model *hw, const plan *p, const step_result *r,
                   coll_memo *memo, step_desc *sd, char *err, size_t errn) {
   const wl_tf_dims *d = &m->info.tf;
@@ -280,23 +305,39 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
   int kinds = 0;
   for (int k = 0; k < WL_LAYER_KINDS; k++) kinds += r->kind_n[k] > 0;
   bool uniform = kinds <= 1 && !p->pp_layers && !p->pp_split_embedding && !p->pp_split_loss;
-  for (int64_t vs = 0; vs < (uniform ? 1 : S); vs++) {
+  /* every layer of kind k0 (r counted them all so): a chunk's sums depend
+  ** on its length alone, and a split as even as it goes has two lengths,
+  ** so each length's sums are added up once (the same additions in the
+  ** same order, so the same values) and reused (the planner describes
+  ** hundreds of thousands of uneven splits a second) */
+  bool one_kind = kinds == 1 && r->kind_n[k0] == d->layers;
+  chunk_memo cm[2] = {{.n = -1}, {.n = -1}};
+  /* rank: vs mod pp, counted (a division per stage costs more than the rest) */
+  for (int64_t vs = 0, rank = 0; vs < (uniform ? 1 : S); vs++, rank = rank + 1 < p->pp ? rank + 1 : 0) {
     int64_t n = plan_stage_layers(p, d->layers, vs);
+    chunk_memo *hit = NULL;
+    if (one_kind && first + n <= d->layers) {
+      hit = cm[0].n == n ? &cm[0] : cm[1].n == n ? &cm[1] : NULL;
+      if (!hit) {
+        hit = cm[0].n < 0 ? &cm[0] : &cm[1];
+        chunk_sums(lf[k0], lb[k0], lc[k0], n, ag_t, p->vp, hit);
+      }
+    }
     double f = 0, b = 0, c = 0;
-    for (int64_t i = first; i < first + n; i++) {
-      int k = wl_tf_layer_kind(d, i);
-      even &= k == k0;
-      f += lf[k], b += lb[k], c += lc[k];
+    if (hit) {
+      f = hit->f, b = hit->b, c = hit->c;
+    } else {
+      for (int64_t i = first; i < first + n; i++) {
+        int k = wl_tf_layer_kind(d, i);
+        even &= k == k0;
+        f += lf[k], b += lb[k], c += lc[k];
+      }
+      gathered(ag_t, p->vp, n, &f, &b);
     }
     even &= n == n0;
     first += n;
-    if (ag_t > 0 && n > 0) { /* the chunk's gather, a layer ahead of compute: only the first layer's shows */
-      double g = ag_t / (double)p->vp;
-      f = (f > g ? f : g) + g / (double)n;
-      b = (b > g ? b : g) + g / (double)n;
-    }
     sd->vs_f[vs] = f, sd->vs_b[vs] = b;
-    if (vs % p->pp == 0) comm0 += c;
+    if (rank == 0) comm0 += c;
     if (n > most) most = n;
   }
   if (uniform) comm0 *= (double)p->vp;
