@@ -81,9 +81,20 @@ static double grad_elem_bytes(const model *m, const hw_model *hw, const plan *p)
   return o.fp32_grads && w < 4 ? 4 : w;
 }
 
+/* The share of the weights that get gradients: 1 under full training; under
+** LoRA/QLoRA only the adapters do (model.trainable_params), so the gradient
+** reduce moves the adapters' gradients alone (PEFT under DDP/FSDP registers
+** gradient hooks on requires_grad parameters only; frozen weights are not
+** reduced). */
+static double grad_share(const model *m) {
+  return m->params > 0 && m->trainable_params < m->params
+             ? (double)m->trainable_params / (double)m->params
+             : 1;
+}
+
 double step_grad_bytes(const model *m, const hw_model *hw, const plan *p) {
   return ((double)m->params - (double)m->expert_params) / (double)(p->tp * p->pp) *
-         grad_elem_bytes(m, hw, p);
+         grad_share(m) * grad_elem_bytes(m, hw, p);
 }
 
 double step_with_reducers_s(const model *m, const hw_model *hw, const plan *p,
@@ -171,7 +182,8 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
   double dense, expert;
   chip_params(m, p, &dense, &expert);
   int64_t dpcp = p->dp * cp, edp = plan_expert_dp(p);
-  double grad_bytes = step_grad_bytes(m, hw, p), expert_bytes = expert * grad_elem_bytes(m, hw, p);
+  double grad_bytes = step_grad_bytes(m, hw, p),
+         expert_bytes = expert * grad_share(m) * grad_elem_bytes(m, hw, p);
   double dp_t = 0, ag_t = 0;
   bool z3 = p->zero >= 3;
   /* the data-parallel group: one chip per node (rails), or the slices */
