@@ -32,7 +32,7 @@
 #   <!-- end generated -->
 # and is compared with the command's stdout, which must exit 0; --update
 # rewrites it. So a table in the docs is never typed either.
-# Pictures (docs/img/) are drawn by commands, never by hand either: a
+# Pictures (docs/img/, docs/labs/img/) are drawn by commands, never by hand either: a
 # plot's command is the first line of its gnuplot script,
 #   # tpusim plot KIND ... -o docs/img/NAME.png
 # and the default check (no FILE given) runs it into tests/out/docs/img/
@@ -55,7 +55,8 @@ if [ "${1:-}" = --update ]; then update=1; shift; fi
 if [ "${1:-}" = --images ]; then images=1; shift; fi
 only_pictures=0
 if [ "${1:-}" = --pictures ]; then only_pictures=1; shift; fi
-IMG=${DOCS_IMG:-docs/img}
+# the folders of pictures: docs/img and the labs' (DOCS_IMG: one other)
+IMGS=(${DOCS_IMG:-docs/img docs/labs/img})
 if [ $# -gt 0 ]; then files=("$@"); else files=(README.md docs/*.md docs/labs/*.md docs/labs/answers/*.md) pictures=1; fi
 
 # Wall-clock figures, as sed -E substitutions applied to both sides.
@@ -215,14 +216,23 @@ fi
 # check_pictures: each plot's command (its .gp's first line) run into
 # $OUT/img, its data compared with docs/img's; with --images, run in place.
 check_pictures() {
-  local gp cmd dat d
+  local IMG
+  for IMG in "${IMGS[@]}"; do check_pictures_in "$IMG"; done
+}
+
+check_pictures_in() {
+  local IMG=$1 gp cmd dat d
   mkdir -p "$OUT/img"
   for gp in "$IMG"/*.gp; do
     [ -f "$gp" ] || continue
     cmd=$(head -1 "$gp")
     cmd=${cmd#\# tpusim }
     dat=$(basename "${gp%.gp}.dat")
-    ((images)) || cmd=${cmd//docs\/img\//$OUT\/img\/}
+    if ((!images)); then # the picture goes to $OUT/img, whichever folder -o names
+      local png=${cmd##* -o }
+      png=${png%% *}
+      cmd=${cmd/ -o $png/ -o $OUT/img/${png##*/}}
+    fi
     if ! bash -c "$TPUSIM $cmd" >"$OUT/cur.out" 2>"$OUT/cur.err"; then
       printf 'FAIL  %s:1  plot: exited non-zero\n' "$gp"
       sed 's/^/    | /' "$OUT/cur.err" | head -5
