@@ -179,19 +179,26 @@ static void explain_time(const model *m, const hw_model *hw, const plan *p, cons
     x = add(t, n, "optimizer", bd->other, "the graph's update ops");
     values(x, "%s", sec(&b, bd->other));
   } else {
-    double layer_comm = bd->exposed_comm - r->exposed_dp_s;
+    double layer_comm = bd->exposed_comm - r->exposed_dp_s - r->param_gather_exposed_s;
     explain_term *x = add(t, n, "compute", bd->compute, "");
     time_compute(m, p, r, x);
     x = add(t, n, "layer collectives", layer_comm,
             "m x L x (forward + backward): TP/CP/EP, the part not overlapped");
     time_layer_comm(m, p, r, layer_comm, x);
     x = add(t, n, "pipeline bubble", bd->pipeline_bubble,
-            "step - input stall - busy - exposed gradient sync - optimizer");
+            "step - input stall - busy - exposed gradient sync - parameter gather - optimizer");
     time_bubble(p, r, bd->compute + layer_comm, x);
     x = add(t, n, "exposed gradient sync", r->exposed_dp_s,
             "the gradient reduction past chip 0's last backward");
     values(x, "%s, of which the backward hides %s (%s)", sec(&b, r->dp_allreduce_s),
            sec(&b, r->dp_allreduce_s - r->exposed_dp_s), plan_grad_sync_names[p->grad_sync]);
+    if (r->param_gather_exposed_s > 0) {
+      x = add(t, n, "parameter gather", r->param_gather_exposed_s,
+              p->vp > 1 ? "chip 0's first chunk waits: max(0, gather / V - its forward) + one bucket"
+                        : "pp x (max(0, gather - a stage's first forward) + one bucket)");
+      values(x, "the distributed optimizer's all-gather of the updated weights, dispatched "
+                "bucket by bucket from the next step's forward (Megatron-Core overlap_param_gather)");
+    }
     x = add(t, n, "optimizer", bd->other, "fused Adam: params x bytes moved / bandwidth");
     time_optimizer(hw, p, m, r, x);
   }

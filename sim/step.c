@@ -195,6 +195,35 @@ static void chunk_sums(double lf, double lb, double lc, int64_t n, double ag_t, 
   *out = (chunk_memo){n, f, b, c};
 }
 
+/* Bytes of a parameter the distributed optimizer all-gathers after its
+** update: the weights in the training dtype (16-bit, or fp32). */
+static double param_bytes(const plan *p) { return graph_dtype_bits(p->precision) >= 32 ? 4 : 2; }
+
+/* The distributed optimizer's parameter all-gather (ZeRO-1/2 with
+** --overlap-param-gather) taking `ag` seconds on a chip, the part of it the
+** next step's first forward does not hide. Megatron-Core dispatches it bucket
+** by bucket from forward pre-hooks: the first bucket's gather when the first
+** micro-batch reaches the chip, each next one when the previous finishes
+** (megatron/core/distributed/param_and_grad_buffer.py finish_param_sync;
+** distributed_data_parallel.py _make_forward_pre_hook, Megatron-LM d98e8a6),
+** so a chip's first forward waits for the first bucket and for whatever of
+** the gathers outlasts it: max(0, ag - F) + ag / buckets (a bucket a layer,
+** as the gradient buckets). Without interleaving each stage starts its own
+** gathers when micro-batch 0 arrives (align_param_gather is forced off,
+** megatron/training/arguments.py), so the stages' waits add along the
+** warm-up: pp times one stage's. Interleaved, every stage launches its first
+** chunks' gathers together at the step's start (align_param_gather,
+** schedules.py param_sync_func), so only chip 0's first chunk waits. */
+static double gather_exposed_s(const plan *p, const wl_tf_dims *d, const step_desc *sd,
+                               double ag) {
+  /* chip 0's first (virtual) stage, with its share of the chip's gathers */
+  double f = sd->vs_f[0] + sd->sched.f_first;
+  int64_t n = plan_stage_layers(p, d->layers, 0);
+  if (p->vp > 1) ag /= (double)p->vp;
+  double e = (ag > f ? ag - f : 0) + ag / (double)(n > 0 ? n : 1);
+  return p->vp > 1 ? e : e * (double)p->pp;
+}
+
 int step_describe(const model *m, const hw_model *hw, const plan *p, const step_result *r,
                   coll_memo *memo, step_desc *sd, char *err, size_t errn) {
   const wl_tf_dims *d = &m->info.tf;
@@ -207,8 +236,8 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
   double dense, expert;
   chip_params(m, p, &dense, &expert);
   int64_t dpcp = p->dp * cp, edp = plan_expert_dp(p);
-  double grad_bytes = step_grad_bytes(m, hw, p),
-         expert_bytes = expert * grad_share(m) * grad_elem_bytes(m, hw, p);
+  double ge = grad_elem_bytes(m, hw, p); /* what step_grad_bytes multiplies by, once */
+  double grad_bytes = dense * grad_share(m) * ge, expert_bytes = expert * grad_share(m) * ge;
   double dp_t = 0, ag_t = 0;
   bool z3 = p->zero >= 3;
   /* the data-parallel group: one chip per node (rails), or the slices */
@@ -341,6 +370,8 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
     if (n > most) most = n;
   }
   if (uniform) comm0 *= (double)p->vp;
+  if (rs_only && !z3 && dp_t > 0)
+    sd->param_gather_s = gather_exposed_s(p, d, sd, dp_t * param_bytes(p) / ge);
   sd->sched.f_chunk = sd->vs_f[0], sd->sched.b_chunk = sd->vs_b[0];
   if (!even && !uniform) sd->sched.f_vs = sd->vs_f, sd->sched.b_vs = sd->vs_b;
   sd->layers_per_stage = most * p->vp;
@@ -354,11 +385,13 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
 ** arithmetic for both evaluators. Chip 0 (the first stage) stands for the
 ** breakdown: it runs the last backward. */
 static void finish(const step_desc *sd, const sched_out *so, double end, step_times *r) {
-  r->step_time_s = end;
   double exposed_dp = end - sd->optimizer_s;
   exposed_dp = exposed_dp > so->last_b_end[0] ? exposed_dp - so->last_b_end[0] : 0;
+  /* the parameter gather's wait at the first forward delays the whole step */
+  r->step_time_s = end + sd->param_gather_s;
+  r->param_gather_exposed_s = sd->param_gather_s;
   r->breakdown_s.compute = so->busy_s[0] - sd->tp_comm_s;
-  r->breakdown_s.exposed_comm = sd->tp_comm_s + exposed_dp;
+  r->breakdown_s.exposed_comm = sd->tp_comm_s + exposed_dp + sd->param_gather_s;
   r->exposed_dp_s = exposed_dp;
   r->breakdown_s.other = sd->optimizer_s;
   r->breakdown_s.input_stall = 0;
@@ -548,6 +581,7 @@ static int simulate_cached(const model *m, const hw_model *hw, const plan *pl,
   r->step_time_s = st.step_time_s;
   r->breakdown_s = st.breakdown_s;
   r->exposed_dp_s = st.exposed_dp_s;
+  r->param_gather_exposed_s = st.param_gather_exposed_s;
   /* 5. the input pipeline of each host feeds this step time of compute */
   if (in && input_stall(hw, &p, in, r, err, errn) != 0) {
     rc = -1;

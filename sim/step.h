@@ -83,6 +83,9 @@ typedef struct {
   /* ZeRO-3: gathering one stage's weights (per micro-batch, forward and backward) */
   double zero3_gather_s;
   double exposed_dp_s; /* of the step: the gradient all-reduce not hidden behind backward */
+  /* of the step: the distributed optimizer's parameter all-gather that the
+  ** first forward does not hide (sim/step.c gather_exposed_s) */
+  double param_gather_exposed_s;
   /* embedding tables placed off the replicas (--embeddings sharded|ps):
   ** the step's looked-up vectors exchanged (all-to-all, or to and from the
   ** parameter-server hosts), those hosts; and what CPU hosts beside the
@@ -182,8 +185,9 @@ int step_costs(const model *m, const hw_model *hw, const plan *p, step_result *r
 typedef struct {
   sched_desc sched;
   double dp_allreduce_s, zero3_gather_s, optimizer_s;
-  /* the distributed optimizer's parameter all-gather after the update,
-  ** when not overlapped with the next step's forward */
+  /* the distributed optimizer's parameter all-gather after the update
+  ** (overlapped with the next step's first forward): the part that forward
+  ** does not hide */
   double param_gather_s;
   int64_t buckets;     /* gradient buckets a chip: one a layer */
   bool after_backward; /* the all-reduce waits for the whole backward */
@@ -203,6 +207,7 @@ typedef struct {
   double step_time_s;
   step_breakdown breakdown_s;
   double exposed_dp_s; /* the gradient all-reduce not hidden behind the backward */
+  double param_gather_exposed_s; /* the parameter gather the first forward waits for */
 } step_times;
 
 /* costs: step_costs' pieces for p. */

@@ -572,3 +572,38 @@ Test(step, flash_attention_keeps_scores_on_chip) {
   cr_assert_lt(s.layer_fwd_s - f.layer_fwd_s, s.attn_core_fwd_s);
   cr_assert_float_eq(s.memory.act_layer - f.memory.act_layer, 8192.0 * (4 * 8192 * 2 - 16), 1);
 }
+
+/* The distributed optimizer's parameter all-gather (Megatron-Core
+** --overlap-param-gather): bucket by bucket from the next step's forward
+** pre-hooks, so chip 0's first forward waits for the first bucket and for
+** whatever of the gather outlasts it. Llama 3 8B on 64 H100 (8 nodes), dp 64,
+** 1024-token sequences (a short forward),
+** ZeRO-1, megatron-core (bf16 gradient buffers: the all-gather of bf16
+** weights moves the same bytes as the gradients' reduce-scatter, so it takes
+** the same time, dp_allreduce_s). tp = pp = 1: the first forward F = 32
+** layers x layer_fwd_s + half the embedding/head's forward (the embedding
+** half sits with stage 0), and the wait is max(0, ag - F) + ag / 32 (a
+** bucket a layer). Under ZeRO-3 the gathers are per micro-batch (another
+** term) and without the distributed optimizer there is no separate gather:
+** no wait in either. */
+Test(step, param_gather_waits_at_the_first_forward) {
+  step_result a, z3, z0;
+  char err[512];
+  plan p = base(64, 1, 1, 64, 1024);
+  framework_apply(framework_find("megatron-core"), &p);
+  cr_assert_eq(simulate("llama3-8b", "h100-sxm", p, &a, err, sizeof err), 0, "%s", err);
+  double ag = a.dp_allreduce_s, F = 32 * a.layer_fwd_s + 0.5 * a.head_fwd_s;
+  double want = (ag > F ? ag - F : 0) + ag / 32;
+  cr_assert_gt(ag, F, "the case should expose part of the gather: ag %g, F %g", ag, F);
+  cr_assert_float_eq(a.param_gather_exposed_s, want, want * 1e-9, "%g vs %g",
+                     a.param_gather_exposed_s, want);
+  /* it is part of the step and of its exposed communication */
+  cr_assert_geq(a.breakdown_s.exposed_comm, a.param_gather_exposed_s + a.exposed_dp_s - 1e-12);
+  plan q = p;
+  q.zero = 3;
+  cr_assert_eq(simulate("llama3-8b", "h100-sxm", q, &z3, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(z3.param_gather_exposed_s, 0);
+  q.zero = 0;
+  cr_assert_eq(simulate("llama3-8b", "h100-sxm", q, &z0, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(z0.param_gather_exposed_s, 0);
+}
