@@ -129,6 +129,10 @@ static int time_fwd(const hw_model *hw, const hw_model *ghw, const model *one, d
   return 0;
 }
 
+graph_dtype serve_act_dtype(const serve_precision *p) {
+  return p->gemm == HW_INT8 || p->gemm == HW_FP8 ? p->weight_dt : GDT_PRED;
+}
+
 /* The model as one chip holds it: `layers` layers (0: all) of kind `kind`
 ** (-1: its own), tp shard, forward only, seq new tokens after kv_cache
 ** cached ones a sequence, batch sequences, weights in c's precision. */
@@ -142,7 +146,8 @@ static model *derive(const model *m, const serve_cfg *c, int64_t layers, int kin
                   .shard_ep = m->info.tf.experts > 0 ? 1 : 0, .kv_cache = tf ? kv_cache : 0,
                   .kv_dtype = c->prec->kv_dt,
                   .weight_dtype = c->prec->weight_dt == GDT_BF16 || c->prec->weight_dt == GDT_F16
-                                      ? GDT_PRED : c->prec->weight_dt};
+                                      ? GDT_PRED : c->prec->weight_dt,
+                  .inference = true, .act_dtype = serve_act_dtype(c->prec)};
   model *r = d ? model_derive(m, &o, d) : NULL;
   if (!r) snprintf(err, errn, "%s", d && diag_count(d) ? diag_message(d, 0) : "cannot rebuild the model");
   diag_free(d);

@@ -41,6 +41,12 @@ typedef struct {
   const char *what;      /* one line for --explain and the docs */
 } serve_precision;
 
+/* The dtype of the values between an inference engine's kernels: the
+** weights' 8 bits for W8A8 (int8, fp8), GDT_PRED (the compute dtype)
+** otherwise. The graph builders that model it (cnn) take it as
+** model_opts.act_dtype, with batch norm folded (model_opts.inference). */
+graph_dtype serve_act_dtype(const serve_precision *p);
+
 /* The table, NULL-name terminated, in the order messages list them. */
 extern const serve_precision serve_precisions[];
 /* The entry named `name`, or NULL. */

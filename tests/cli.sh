@@ -246,7 +246,7 @@ run plan-rate-nospot 2 plan llama3-8b --preemption-rate 0.1 && has plan-rate-nos
 run plan-rate-bad 2 plan llama3-8b --spot --preemption-rate lots && has plan-rate-bad err "--preemption-rate lots: expected a number above 0 and at most 1; found no number"
 run plan-explain 0 plan llama3-8b --max-chips 64 --explain 2 && has plan-explain out "candidate 2 in full" && has plan-explain out "per chip, per micro-batch: one layer forward"
 run plan-explain-bad 2 plan llama3-8b --explain 9 && has plan-explain-bad err "--explain N takes a rank"
-run plan-budget 1 plan gbdt --budget 0.01 && has plan-budget err "closest: the cheapest plan, 1 x t4, costs \$0.0125 (over the \$0.0100 budget) and takes 85.4 s"
+run plan-budget 1 plan gbdt --budget 0.01 && has plan-budget err "closest: the cheapest plan, 1 x t4, costs \$0.0126 (over the \$0.0100 budget) and takes 85.9 s"
 run plan-advice 0 plan bert-large --hw v100 --chips 1024 --steps 100 --framework plain && has plan-advice out "advice: the gradient all-reduce shows" && has plan-advice out "  V ep "
 run sim-trace-cnn 0 simulate resnet50 --hw h100-sxm --chips 8 --trace "$OUT/trace-cnn.json"
 grep -q '"name":"gradient all-reduce"' "$OUT/trace-cnn.json" && grep -q '"name":"backward mb 0"' "$OUT/trace-cnn.json" && ok || bad "simulate resnet50 --trace: no step in the trace"

@@ -14,6 +14,7 @@
 
 #include "../hw_models/hw_catalog.h"
 #include "../planner/serve.h"
+#include "../sim/fuse.h"
 #include "../sim/serve_step.h"
 #include "helpers.h"
 
@@ -438,4 +439,77 @@ Test(serve, prefill_activations_hold_no_scores_nor_logits) {
   cr_assert_float_eq(r.activation_bytes, want, 0.01 * want, "activations %.4g", r.activation_bytes);
   cr_assert_geq(r.max_batch, 45, "max batch %lld", (long long)r.max_batch);
   cr_assert_leq(r.max_batch, 52, "max batch %lld", (long long)r.max_batch);
+}
+
+/* ---- CNN inference: batch norm folded, int8 between kernels ---- */
+
+/* ResNet-50 v1.5 as torchvision counts it: 25,557,032 parameters, of which
+** the fc layer 2048 x 1000 + 1000 = 2,049,000 and the 53 batch norms'
+** scale and shift, 2 x 26,560 channels (64 + 3 x (3 x 64 + 256) + 256 +
+** 4 x (3 x 128 + 512) + 512 + 6 x (3 x 256 + 1024) + 1024 + 3 x (3 x 512 +
+** 2048) + 2048 = 26,560) = 53,120; the filters the remaining 23,454,912.
+** Inference folds each norm's scale into its filter and keeps its shift
+** as the convolution's bias: 23,454,912 + 26,560 + 2,049,000 = 25,530,472
+** weights, one byte each in int8. Training keeps the norms. */
+Test(serve, resnet50_inference_folds_batchnorm) {
+  model *m = th_model("resnet50", 0);
+  cr_assert_eq(m->params, 25557032, "training graph %lld", (long long)m->params);
+  model_free(m);
+  serve_result r = step("resnet50", "l4", "int8", 1, 1, 0, 0);
+  cr_assert(!r.generative);
+  cr_assert_float_eq(r.weights_bytes, 25530472.0, 0.5, "weights %.0f", r.weights_bytes);
+}
+
+/* The kernels of ResNet-50's inference graph: 53 convolutions (the stem,
+** 16 bottlenecks x 3, 4 downsample shortcuts), each with its folded bias,
+** residual add and ReLU in the epilogue; one max-pooling kernel; the
+** global average pool's sum fused into the last convolution's kernel (a
+** reduce joins its elementwise producer), its 1/49 scale, and the
+** classifier with its bias: 56. TensorRT's own engine has about as many
+** layers after fusion (conv+bias+ReLU and conv+add+ReLU each one). */
+Test(serve, resnet50_inference_kernels) {
+  model *m = th_model("resnet50", 0);
+  diag *d = diag_new();
+  model_opts o = {.global_batch = 1, .forward_only = true, .inference = true,
+                  .weight_dtype = GDT_S8, .act_dtype = GDT_S8};
+  model *r = model_derive(m, &o, d);
+  cr_assert_not_null(r);
+  fuse_plan *p = fuse_graph_dup(r->g);
+  int kernels = 0, convs = 0, norms = 0;
+  for (int k = 0; k < p->n_groups; k++) kernels += p->size[k] > 0;
+  for (int i = 0; i < graph_count(r->g); i++) {
+    const graph_op *op = graph_get(r->g, i);
+    convs += op->kind == GOP_CONV;
+    norms += op->kind == GOP_RSQRT; /* a training-mode norm's 1 / sqrt(var + eps) */
+    if (op->kind != GOP_PARAMETER && op->kind != GOP_CONSTANT)
+      cr_assert_eq(op->out.dtype, GDT_S8, "%s %s: values between kernels are int8",
+                   graph_op_name(op->kind), op->name ? op->name : "");
+  }
+  cr_assert_eq(convs, 53);
+  cr_assert_eq(norms, 0, "no batch statistics at inference");
+  cr_assert_eq(kernels, 56, "kernels %d", kernels);
+  fuse_free(p);
+  model_free(r);
+  model_free(m);
+  diag_free(d);
+}
+
+/* Batch 1 on an L4 is launch- and bandwidth-bound: 56 kernels x 3 us
+** (hw_models/l4.json op_overhead_s) plus every filter read once,
+** 25,530,472 B / 300 GB/s = 85.1 us, is a lower bound of the forward.
+** Batch 32 is bounded by arithmetic: 4.09 G multiply-adds an image
+** (torchvision's resnet50 figure), 8.18 GFLOPs, on the 242.5 TOPS dense
+** int8 peak (l4.json): at most 29,645 images/s. int8 activations and
+** weights move half the bytes of bf16 ones (1 byte a value instead of 2,
+** the same kernels), and the int8 forward is the faster. */
+Test(serve, resnet50_int8_bounds_on_l4) {
+  serve_result one = step("resnet50", "l4", "int8", 1, 1, 0, 0);
+  double floor_s = 56 * 3e-6 + 25530472.0 / 3.0e11;
+  cr_assert_geq(one.forward_s, floor_s, "batch 1 %.4g s below %.4g", one.forward_s, floor_s);
+  serve_result q = step("resnet50", "l4", "int8", 1, 32, 0, 0);
+  cr_assert_leq(q.samples_per_s, 242.5e12 / 8.18e9, "%.5g images/s", q.samples_per_s);
+  serve_result b = step("resnet50", "l4", "bf16", 1, 32, 0, 0);
+  double ratio = q.decode_bytes / b.decode_bytes;
+  cr_assert(ratio > 0.49 && ratio < 0.51, "int8 / bf16 bytes %.4f", ratio);
+  cr_assert_gt(q.samples_per_s, b.samples_per_s);
 }

@@ -93,9 +93,29 @@ static int over_channels(graph *g, int v, graph_shape like) {
   return graph_broadcast(g, v, like, graph_dims_of(1, 3));
 }
 
+/* Inference-mode batch normalization: the running statistics are fixed,
+** so the layer is a per-channel affine, x * scale + shift (Ioffe & Szegedy
+** 2015, sec. 3.1). Standing alone (a "batchnorm" layer of a list) it is
+** two elementwise ops, which fusion puts in the producing convolution's
+** epilogue when that convolution has no other user. */
+static int batchnorm_affine(cnn *c, int x, const char *name, graph_shape s) {
+  graph *g = c->g;
+  graph_set_scope(g, name);
+  char wname[256];
+  snprintf(wname, sizeof wname, "%s.scale", name);
+  int gamma = wl_weight(g, c->t, wname, GRAPH_SHAPE(c->t->compute, s.dim[3]), WL_W_OTHER);
+  snprintf(wname, sizeof wname, "%s.bias", name);
+  int beta = wl_weight(g, c->t, wname, GRAPH_SHAPE(c->t->compute, s.dim[3]), WL_W_OTHER);
+  int y = graph_binary(g, GOP_MUL, x, over_channels(g, gamma, s));
+  y = graph_binary(g, GOP_ADD, y, over_channels(g, beta, s));
+  graph_set_scope(g, "");
+  return y;
+}
+
 /* Training-mode batch normalization (Ioffe & Szegedy 2015): statistics of
 ** the batch over N, H, W, computed in f32 as frameworks do for 16-bit
-** activations, then the learned per-channel scale and bias. */
+** activations, then the learned per-channel scale and bias. An inference
+** graph takes the affine above instead. */
 static int batchnorm(cnn *c, int x, const char *name) {
   graph *g = c->g;
   graph_shape s = fam_shape(g, x);
@@ -104,6 +124,7 @@ static int batchnorm(cnn *c, int x, const char *name) {
     graph_error(g, "%s: batchnorm needs [batch, height, width, channels] input", name);
     return -1;
   }
+  if (c->t->inference) return batchnorm_affine(c, x, name, s);
   graph_set_scope(g, name);
   graph_dtype dt = s.dtype;
   bool wide = dt == GDT_F32 || dt == GDT_F64;
@@ -138,6 +159,21 @@ static int relu6(cnn *c, int x) {
   return graph_clamp(c->g, lo, x, hi);
 }
 
+/* An inference engine's pooling layer: one kernel (TensorRT's IPoolingLayer,
+** cuDNN's cudnnPoolingForward) that reads each input element once -- the
+** windows' overlap is served from on-chip caches -- and writes the pooled
+** output, with (window - 1) comparisons or additions per output element,
+** the same arithmetic as the slices below; the padding is never stored.
+** Training keeps the slices, which autodiff differentiates. */
+static int pool_kernel(cnn *c, int x, bool is_max, const int64_t win[2], const int64_t out[2]) {
+  graph_shape s = fam_shape(c->g, x);
+  graph_shape o = GRAPH_SHAPE(s.dtype, s.dim[0], out[0], out[1], s.dim[3]);
+  double n_out = (double)graph_elements(&o);
+  double flops = n_out * (double)(win[0] * win[1] - 1) + (is_max ? 0 : n_out);
+  return graph_custom(c->g, is_max ? "max-pool" : "avg-pool", o, &x, 1, flops, 0,
+                      graph_bytes(&s) + graph_bytes(&o));
+}
+
 /* Max or average pooling over a window (see the file comment). Average
 ** pooling divides by the full window, padding included (PyTorch's
 ** count_include_pad default). */
@@ -161,6 +197,7 @@ static int pool(cnn *c, int x, bool is_max, const int64_t win[2], const int64_t 
     }
     out[d] = (padded - win[d]) / st[d] + 1;
   }
+  if (c->t->inference) return pool_kernel(c, x, is_max, win, out);
   int xp = x;
   if (pad[0] || pad[1]) {
     int64_t lo[4] = {0, pad[0], pad[1], 0};
@@ -208,9 +245,25 @@ static conv_spec square(int64_t k, int64_t s, int64_t cout, int64_t groups) {
   return (conv_spec){{k, k}, {s, s}, {p, p}, cout, groups, false};
 }
 
-/* conv (no bias) followed by batchnorm: the building block of both presets. */
+/* conv (no bias) followed by batchnorm: the building block of both presets.
+** An inference graph folds the batch norm into the convolution: its scale
+** into the filter, its shift into a bias added in the convolution's
+** epilogue, where the activation that follows is fused as well (NVIDIA
+** TensorRT Developer Guide, "Layer Fusion": Convolution and Scale fusion,
+** Convolution and ReLU activation; ONNX Runtime's ConvBNFusion and XLA's
+** batchnorm folding do the same). The folded bias is named after the
+** norm, whose shift it is. */
 static int conv_bn(cnn *c, int x, const char *conv_name, const char *bn_name, conv_spec cs) {
-  return batchnorm(c, conv(c, x, conv_name, &cs), bn_name);
+  if (!c->t->inference) return batchnorm(c, conv(c, x, conv_name, &cs), bn_name);
+  int y = conv(c, x, conv_name, &cs);
+  graph_shape s = fam_shape(c->g, y);
+  if (s.rank != 4) return -1;
+  char wname[256];
+  snprintf(wname, sizeof wname, "%s.bias", bn_name);
+  graph_set_scope(c->g, bn_name);
+  y = wl_add_bias(c->g, y, wl_weight(c->g, c->t, wname, GRAPH_SHAPE(c->t->compute, s.dim[3]), WL_W_OTHER));
+  graph_set_scope(c->g, "");
+  return y;
 }
 
 /* ---- presets ---- */
@@ -533,13 +586,22 @@ int wl_cnn(graph *g, jin *j, const cJSON *spec, const wl_train *t, wl_info *info
   int64_t image[3] = {224, 224, 3};
   int n = 0;
   fam_int_list(j, spec, "image", 3, 3, 1, 1 << 16, false, image, &n);
-  cnn c = {.g = g, .t = t, .classes = 1000};
+  /* an int8 (or fp8) engine keeps the values between its kernels in the
+  ** narrow dtype, each kernel requantizing its output in its epilogue
+  ** (TensorRT's INT8 I/O layers; MLPerf's ResNet-50 engines take int8
+  ** images): the builder's compute dtype becomes the activations'. The
+  ** per-channel biases and scales are then counted at that width too --
+  ** TensorRT keeps them in fp32, C x 4 bytes a layer, under 0.1 % of
+  ** ResNet-50's filters. */
+  wl_train ti = *t;
+  if (t->inference && t->act_dtype != GDT_PRED) ti.compute = t->act_dtype;
+  cnn c = {.g = g, .t = &ti, .classes = 1000};
   jin_get_int(j, spec, "classes", 1, 1 << 24, false, &c.classes);
   if (j->errors > before) return -1;
 
   int64_t b = t->global_batch;
-  int img = wl_input(g, "images", GRAPH_SHAPE(t->compute, b, image[0], image[1], image[2]));
-  int labels = wl_input(g, "labels", GRAPH_SHAPE(GDT_S32, b));
+  int img = wl_input(g, "images", GRAPH_SHAPE(ti.compute, b, image[0], image[1], image[2]));
+  int labels = t->inference ? -1 : wl_input(g, "labels", GRAPH_SHAPE(GDT_S32, b));
   int logits;
   if (has_preset) {
     logits = preset == 0 ? resnet50(&c, img) : mobilenet_v2(&c, img);
@@ -550,6 +612,12 @@ int wl_cnn(graph *g, jin *j, const cJSON *spec, const wl_train *t, wl_info *info
   } else {
     logits = layer_list(&c, j, layers, img);
     if (logits < 0) return -1;
+  }
+  /* an inference engine returns the logits (or their top class): no loss */
+  if (t->inference) {
+    info->per_step = (double)b;
+    info->unit = "samples";
+    return logits;
   }
   graph_set_scope(g, "loss");
   int loss = wl_cross_entropy(g, logits, labels);

@@ -181,6 +181,8 @@ static bool apply_opts(model *m, const model_opts *o, diag *dg) {
   m->train.kv_cache = o && o->kv_cache > 0 ? o->kv_cache : 0;
   m->train.weight_dtype = o ? o->weight_dtype : GDT_PRED;
   m->train.kv_dtype = o ? o->kv_dtype : GDT_PRED;
+  m->train.inference = o && o->inference;
+  m->train.act_dtype = o ? o->act_dtype : GDT_PRED;
   if (o && o->seq_len > 0) m->train.seq_len = o->seq_len;
   if (o && o->global_batch > 0) m->train.global_batch = o->global_batch;
   if (o && o->precision) {

@@ -44,6 +44,12 @@ typedef struct {
   int64_t kv_cache;
   graph_dtype weight_dtype;
   graph_dtype kv_dtype; /* the KV cache's storage (GDT_PRED, 0: the compute dtype; GDT_F8, GDT_S8) */
+  /* an inference engine's graph (sim/serve_step.c): builders that know one
+  ** (cnn) fold batch norm into the convolution and leave out the loss; and
+  ** the dtype of the values between kernels (GDT_PRED, 0: the compute
+  ** dtype; GDT_S8 or GDT_F8 for a W8A8 engine) */
+  bool inference;
+  graph_dtype act_dtype;
 } model_opts;
 
 /* What the file said, parsed (model.c): the JSON tree the family builder

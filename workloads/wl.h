@@ -80,6 +80,9 @@ typedef struct {
   int64_t kv_cache;
   graph_dtype weight_dtype;
   graph_dtype kv_dtype; /* the KV cache's dtype (GDT_PRED, 0: the compute dtype) */
+  /* model_opts.inference and act_dtype: read by the cnn builder only */
+  bool inference;
+  graph_dtype act_dtype;
 } wl_train;
 
 /* A transformer's dimensions, for the memory model and sharding rules
