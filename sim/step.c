@@ -249,9 +249,17 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
   bool rs_only = z3 || (p->zero >= 1 && p->param_gather_overlap);
   coll_op grad_op = rs_only ? COLL_REDUCE_SCATTER : COLL_ALL_REDUCE;
   int64_t shard = z3 && p->hsdp > 0 ? p->hsdp : dpcp; /* HSDP: shard within groups */
+  double own_rs = 0; /* the chips' own reduce-scatter time: what their parameter gather takes */
   if (dpcp > 1) {
     dp_t = grad_sync_s(memo, hw, shard, per, grad_op, grad_bytes, p, formula, err, errn);
     if (dp_t < 0) return -1;
+    own_rs = dp_t;
+    if (p->reduction_server && rs_only && !z3) { /* the reducers reduce; the gather is the chips' */
+      plan q = *p;
+      q.reduction_server = 0;
+      own_rs = grad_sync_s(memo, hw, shard, per, grad_op, grad_bytes, &q, formula, err, errn);
+      if (own_rs < 0) return -1;
+    }
     /* half the shard group's all-reduce (ZeRO-3's gathers, below) */
     double sd_rs_half = grad_op == COLL_ALL_REDUCE ? dp_t / 2 : dp_t;
     if (shard < dpcp) { /* HSDP: the shards' all-reduce across the replicas */
@@ -271,6 +279,7 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
       double x = grad_sync_s(memo, hw, edp, eper, grad_op, expert_bytes, &q, formula, err, errn);
       if (x < 0) return -1;
       dp_t += x;
+      own_rs += x;
     }
     /* ZeRO-3 / FSDP keeps 1/dp of the stage's weights: every micro-batch
     ** gathers them for its forward and again for its backward (FSDP frees
@@ -370,8 +379,8 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
     if (n > most) most = n;
   }
   if (uniform) comm0 *= (double)p->vp;
-  if (rs_only && !z3 && dp_t > 0)
-    sd->param_gather_s = gather_exposed_s(p, d, sd, dp_t * param_bytes(p) / ge);
+  if (rs_only && !z3 && own_rs > 0)
+    sd->param_gather_s = gather_exposed_s(p, d, sd, own_rs * param_bytes(p) / ge);
   sd->sched.f_chunk = sd->vs_f[0], sd->sched.b_chunk = sd->vs_b[0];
   if (!even && !uniform) sd->sched.f_vs = sd->vs_f, sd->sched.b_vs = sd->vs_b;
   sd->layers_per_stage = most * p->vp;

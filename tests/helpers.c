@@ -144,12 +144,15 @@ const char *th_shared(const char *fmt, ...) {
   return path;
 }
 
-model *th_model(const char *src, int64_t seq) {
+model *th_model_opts(const char *src, model_opts o) {
   diag *d = diag_new();
-  model_opts o = {.seq_len = seq};
   model *m = model_load(src, &o, d);
   if (!m) diag_print(d, stderr);
   cr_assert_not_null(m, "%s does not load", src);
   diag_free(d);
   return m;
+}
+
+model *th_model(const char *src, int64_t seq) {
+  return th_model_opts(src, (model_opts){.seq_len = seq});
 }

@@ -55,5 +55,7 @@ const char *th_shared(const char *fmt, ...) __attribute__((format(printf, 1, 2))
 /* A model loaded by name or path at sequence length seq (0: the file's),
 ** asserting that it loads (its messages on stderr when not). */
 model *th_model(const char *src, int64_t seq);
+/* The same with every load option given. */
+model *th_model_opts(const char *src, model_opts o);
 
 #endif

@@ -14,14 +14,7 @@
 #include "../workloads/model.h"
 #include "helpers.h"
 
-static model *load_o(const char *path, model_opts o) {
-  diag *d = diag_new();
-  model *m = model_load(path, &o, d);
-  if (!m) diag_print(d, stderr);
-  cr_assert_not_null(m, "%s failed to load", path);
-  diag_free(d);
-  return m;
-}
+static model *load_o(const char *path, model_opts o) { return th_model_opts(path, o); }
 
 static model *load(const char *name, int64_t seq) {
   return load_o(name, (model_opts){.global_batch = 1, .seq_len = seq});

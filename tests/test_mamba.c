@@ -17,14 +17,7 @@
 #define NANO "tests/data/hf/nemotron3-nano-30b-a3b.json"
 #define SUPER "tests/data/hf/nemotron3-super-120b-a12b.json"
 
-static model *load_o(const char *path, model_opts o) {
-  diag *d = diag_new();
-  model *m = model_load(path, &o, d);
-  if (!m) diag_print(d, stderr);
-  cr_assert_not_null(m, "%s failed to load", path);
-  diag_free(d);
-  return m;
-}
+static model *load_o(const char *path, model_opts o) { return th_model_opts(path, o); }
 
 /* A Nemotron-H layer's parameters by hand, each sub-block with its RMSNorm
 ** (h): a Mamba-2 mixer -- in_proj h x (2 d_inner + 2 G N + heads), the

@@ -599,6 +599,15 @@ Test(step, param_gather_waits_at_the_first_forward) {
                      a.param_gather_exposed_s, want);
   /* it is part of the step and of its exposed communication */
   cr_assert_geq(a.breakdown_s.exposed_comm, a.param_gather_exposed_s + a.exposed_dp_s - 1e-12);
+  /* with a Reduction Server the reducers reduce the gradients, but the
+  ** chips gather their updated weights themselves: the same wait */
+  step_result rs;
+  plan r = p;
+  r.reduction_server = 8;
+  cr_assert_eq(simulate("llama3-8b", "h100-sxm", r, &rs, err, sizeof err), 0, "%s", err);
+  cr_assert_float_eq(rs.param_gather_exposed_s, a.param_gather_exposed_s,
+                     a.param_gather_exposed_s * 1e-12, "%g vs %g", rs.param_gather_exposed_s,
+                     a.param_gather_exposed_s);
   plan q = p;
   q.zero = 3;
   cr_assert_eq(simulate("llama3-8b", "h100-sxm", q, &z3, err, sizeof err), 0, "%s", err);
