@@ -330,18 +330,20 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
                            .f_first = hf, .b_first = hb, .f_last = hf, .b_last = hb,
                            .p2p_s = r->p2p_s};
   /* the layers of each virtual stage, in order, and their kinds */
+  /* the kinds the model has (r counted every layer's): only theirs are
+  ** worked out, the rest of the WL_LAYER_KINDS slots never read; with no
+  ** count at all every slot takes the whole-layer figures */
   double lf[WL_LAYER_KINDS], lb[WL_LAYER_KINDS], lc[WL_LAYER_KINDS];
-  for (int k = 0; k < WL_LAYER_KINDS; k++) {
-    layer_times(r, p, k, accum, &lf[k], &lb[k], &lc[k]);
-  }
+  int kinds = 0;
+  for (int k = 0; k < WL_LAYER_KINDS; k++) kinds += r->kind_n[k] > 0;
+  for (int k = 0; k < WL_LAYER_KINDS; k++)
+    if (kinds == 0 || r->kind_n[k] > 0) layer_times(r, p, k, accum, &lf[k], &lb[k], &lc[k]);
   bool even = true;
   int64_t first = 0, n0 = plan_stage_layers(p, d->layers, 0), most = 0;
   double comm0 = 0;
   int k0 = wl_tf_layer_kind(d, 0);
   /* one kind of layer split evenly (most plans a search asks): every
   ** virtual stage is the first */
-  int kinds = 0;
-  for (int k = 0; k < WL_LAYER_KINDS; k++) kinds += r->kind_n[k] > 0;
   bool uniform = kinds <= 1 && !p->pp_layers && !p->pp_split_embedding && !p->pp_split_loss;
   /* every layer of kind k0 (r counted them all so): a chunk's sums depend
   ** on its length alone, and a split as even as it goes has two lengths,
