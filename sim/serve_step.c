@@ -143,7 +143,10 @@ static model *derive(const model *m, const serve_cfg *c, int64_t layers, int kin
   model_opts o = {.seq_len = tf ? seq : 0, .global_batch = batch, .precision = c->prec->compute,
                   .forward_only = true, .shard_tp = c->tp, .only_layers = layers,
                   .one_kind = kind >= 0, .layer_kind = kind >= 0 ? kind : 0,
-                  .shard_ep = m->info.tf.experts > 0 ? 1 : 0, .kv_cache = tf ? kv_cache : 0,
+                  /* experts split by tp as vLLM and TensorRT-LLM do by
+                  ** default (tensor-parallel MoE; expert parallelism is opt-in) */
+                  .shard_ep = m->info.tf.experts > 0 ? 1 : 0,
+                  .shard_etp = m->info.tf.experts > 0 ? c->tp : 0, .kv_cache = tf ? kv_cache : 0,
                   .kv_dtype = c->prec->kv_dt,
                   .weight_dtype = c->prec->weight_dt == GDT_BF16 || c->prec->weight_dt == GDT_F16
                                       ? GDT_PRED : c->prec->weight_dt,

@@ -136,6 +136,24 @@ Test(serve, tensor_parallel_fits_what_one_chip_cannot) {
   cr_assert(fabs(four.weights_bytes - one.weights_bytes / 4) < 0.05 * four.weights_bytes);
 }
 
+/* A MoE model decodes at batch 1: one token routed to top_k = 2 of E = 8
+** experts leaves the capacity's padding rows (E x C = 8 > T k = 2) out of
+** the combine (the scatter refused the step before). Under tensor
+** parallelism vLLM and TensorRT-LLM split every expert's FFN across the tp
+** ranks (expert parallelism is opt-in), so Mixtral 8x7B's 46.7 B
+** parameters (93.4 GB in bf16, HF model card) are about halved per chip at
+** tp 2, as a dense model's are. */
+Test(serve, moe_decodes_at_batch_1_with_experts_split_by_tp) {
+  serve_result one = step("mixtral-8x7b", "h100-sxm", "bf16", 1, 1, 128, 128);
+  serve_result two = step("mixtral-8x7b", "h100-sxm", "bf16", 2, 1, 128, 128);
+  cr_assert_geq(one.weights_bytes, 93.0e9, "weights %.4g", one.weights_bytes);
+  cr_assert_leq(one.weights_bytes, 94.0e9, "weights %.4g", one.weights_bytes);
+  cr_assert(fabs(two.weights_bytes - one.weights_bytes / 2) < 0.02 * two.weights_bytes,
+            "tp 2: %.4g of %.4g", two.weights_bytes, one.weights_bytes);
+  cr_assert(two.fits);
+  cr_assert_gt(two.tpot_s, 0);
+}
+
 /* ---- the rules: one test each ---- */
 
 Test(serve, rule_order) {

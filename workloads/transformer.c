@@ -852,11 +852,19 @@ static int moe_ffn(graph *g, const wl_train *t, const tf_cfg *c, int x, const ch
   int gate = gated(c) ? expert_linear(g, t, c, xe, p, "gate", c->moe_ffn) : -1;
   int y = expert_linear(g, t, c, ffn_act(g, c, up, gate), p, "down", H);
   y = graph_reshape(g, y, GRAPH_SHAPE(t->compute, E * C, H));
+  /* capacity rounded up past the routed rows (few tokens: a decode step's
+  ** T k < E): the padding rows are computed but combine nothing */
+  int64_t rows = E * C;
+  if (rows > T * c->top_k) {
+    rows = T * c->top_k;
+    const int64_t start[2] = {0, 0}, limit[2] = {rows, H};
+    y = graph_slice(g, y, start, limit, NULL);
+  }
   /* weight each routed row by its gate probability, then combine */
-  graph_shape ws = GRAPH_SHAPE(GDT_F32, E * C);
+  graph_shape ws = GRAPH_SHAPE(GDT_F32, rows);
   int gw = graph_convert(g, graph_gather(g, probs, idx, &ws), t->compute);
   y = graph_binary(g, GOP_MUL, y,
-                   graph_broadcast(g, gw, GRAPH_SHAPE(t->compute, E * C, H), graph_dims_of(1, 0)));
+                   graph_broadcast(g, gw, GRAPH_SHAPE(t->compute, rows, H), graph_dims_of(1, 0)));
   int zero = graph_broadcast(g, graph_constant(g, (graph_shape){t->compute, 0, {0}}),
                              GRAPH_SHAPE(t->compute, T, H), graph_dims_of(0));
   int out = graph_scatter(g, zero, idx, y);
