@@ -445,7 +445,7 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "                  [--mbs M] [--gbs G] [--seq S] [--recompute none|selective|full]\n"
     "                  [--precision bf16|fp16|fp32|fp64|fp8|fp8-cs|mxfp8|nvfp4|int8|tf32]\n"
     "                  [--framework plain|megatron-core|maxtext|megatron-2021|megatron-2022|\n"
-    "                               torchtitan|llm-foundry]\n"
+    "                               torchtitan|llm-foundry|megatron-core-26.08]\n"
     "                  [--pp-schedule gpipe|1f1b|interleaved:V] [--pp-layers A,B,...]\n"
     "                  [--pp-split-embedding] [--pp-split-loss] [--cp-comm ring|all-gather]\n"
     "                  [--offload none|activations|optimizer] [--reduction-server N]\n"
