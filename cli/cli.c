@@ -111,11 +111,14 @@ int cli_enum_opt(cli_ctx *c, const char *name, const char *const *choices, int d
       *out = i;
       return 0;
     }
-  char msg[256];
+  char msg[512];
   size_t k = (size_t)snprintf(msg, sizeof msg, "%s '%.64s': expected ", name, v);
-  for (int i = 0; choices[i] && k < sizeof msg; i++)
+  int n = 0;
+  for (int i = 0; choices[i] && k < sizeof msg; i++, n++)
     k += (size_t)snprintf(msg + k, sizeof msg - k, "%s%s",
                           i == 0 ? "" : choices[i + 1] ? ", " : " or ", choices[i]);
+  const char *near = str_suggest(v, choices, n); /* the nearest choice, when a typo */
+  if (near && k < sizeof msg) snprintf(msg + k, sizeof msg - k, " (did you mean '%s'?)", near);
   cli_usage_error(c, "%s", msg);
   return -1;
 }

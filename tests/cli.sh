@@ -258,6 +258,10 @@ grep -q '"compute (the module' "$OUT/trace-hlo.json" && ok || bad "simulate HLO 
 run sim-attn 0 simulate llama3-8b --hw h100-sxm --chips 8 --tp 8 --gbs 8 --attention scores --json && has sim-attn out '"attention":	"scores"'
 run sim-attn-default 0 simulate llama3-8b --hw h100-sxm --chips 8 --tp 8 --gbs 8 --json && has sim-attn-default out '"attention":	"flash"'
 run sim-attn-bad 2 simulate llama3-8b --hw h100-sxm --chips 8 --attention naive && has sim-attn-bad err "--attention 'naive': expected flash or scores"
+# an enumerated flag's typo names the nearest choice (str_suggest); a value
+# near none names none
+run sim-fw-typo 2 simulate llama3-8b --hw h100-sxm --chips 8 --framework megatron-core-2608 && has sim-fw-typo err "(did you mean 'megatron-core-26.08'?)"
+grep -q "did you mean" "$OUT/sim-attn-bad.err" && bad "sim-attn-bad: 'naive' is near no choice, yet one was named" || ok
 run sim-full 3 simulate llama3-8b --hw tpu-v5e --chips 16 --tp 2 --gbs 32 --seq 1024 --full --framework plain && has sim-full out "the 2 data-parallel rings at once run 2.00x one ring alone"
 run sim-fixes 3 simulate gpt3-175b --hw a100-80g --chips 64 --tp 8 --pp 8 --gbs 64 --mbs 1 --attention scores --framework megatron-2022 && has sim-fixes out "fix 1: sequence parallelism -> peak" && has sim-fixes out "(fits), step "
 run sim-fixes-json 3 simulate gpt3-175b --hw a100-80g --chips 64 --tp 8 --pp 8 --gbs 64 --mbs 1 --attention scores --framework megatron-2022 --json && has sim-fixes-json out '"step_time_s":' && has sim-fixes-json out '"change":	"sequence parallelism"'
