@@ -73,11 +73,16 @@ static double full_contention(const hw_model *hw, const plan *p, double bytes, s
 ** (torch.distributed.fsdp.MixedPrecision docs); Megatron-Core reduces its
 ** main_grad buffer, fp32 unless grad_reduce_in_fp32=False (Megatron-Bridge's
 ** performance recipes: bf16); MaxText's grad_dtype is float32 (base.yml). */
+/* Bytes of a weight in the training dtype (16-bit, or fp32; fp8 recipes keep
+** 16-bit weights and gradients): what the distributed optimizer all-gathers
+** after its update. */
+static double param_bytes(const plan *p) { return graph_dtype_bits(p->precision) >= 32 ? 4 : 2; }
+
 static double grad_elem_bytes(const model *m, const hw_model *hw, const plan *p) {
   mem_opts o;
   plan mp;
   mem_setup(m, hw, p, &o, &mp);
-  double w = graph_dtype_bits(p->precision) >= 32 ? 4 : 2; /* fp8 recipes keep 16-bit grads */
+  double w = param_bytes(p);
   return o.fp32_grads && w < 4 ? 4 : w;
 }
 
@@ -194,10 +199,6 @@ static void chunk_sums(double lf, double lb, double lc, int64_t n, double ag_t, 
   gathered(ag_t, vp, n, &f, &b);
   *out = (chunk_memo){n, f, b, c};
 }
-
-/* Bytes of a parameter the distributed optimizer all-gathers after its
-** update: the weights in the training dtype (16-bit, or fp32). */
-static double param_bytes(const plan *p) { return graph_dtype_bits(p->precision) >= 32 ? 4 : 2; }
 
 /* The distributed optimizer's parameter all-gather (ZeRO-1/2 with
 ** --overlap-param-gather) taking `ag` seconds on a chip, the part of it the
