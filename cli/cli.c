@@ -86,6 +86,22 @@ const char *cli_opt(const cli_ctx *c, const char *name) {
   return NULL;
 }
 
+int cli_model_sets(cli_ctx *c, model_opts *o, const char **buf) {
+  int n = 0;
+  for (int i = 0; i < c->n_opts; i++) {
+    if (strcmp(c->opt_name[i], "--set") != 0) continue;
+    if (n == MODEL_MAX_SETS) {
+      char lim[32];
+      snprintf(lim, sizeof lim, "%d", MODEL_MAX_SETS);
+      return cli_usage_error(c, "--set given more than %s times", lim);
+    }
+    buf[n++] = c->opt_value[i];
+  }
+  o->set = buf;
+  o->n_set = n;
+  return CLI_OK;
+}
+
 int cli_opt_num(cli_ctx *c, const char *name, num_range r, double *out) {
   const char *v = cli_opt(c, name);
   char err[320];
@@ -130,8 +146,9 @@ int cli_load_model(cli_ctx *c, model **out) {
   if (c->n_pos != 1) return cli_usage_error(c, "%s", "expected one MODEL");
   model_opts o = {.precision = cli_opt(c, "--precision"),
                   .forward_only = cli_opt(c, "--forward-only")};
+  const char *sets[MODEL_MAX_SETS];
   if (cli_opt_int(c, "--seq", 1, CLI_MAX_SEQ, &o.seq_len) ||
-      cli_opt_int(c, "--gbs", 1, CLI_MAX_BATCH, &o.global_batch))
+      cli_opt_int(c, "--gbs", 1, CLI_MAX_BATCH, &o.global_batch) || cli_model_sets(c, &o, sets))
     return CLI_USAGE;
   diag *dg = diag_new();
   *out = model_load(c->pos[0], &o, dg);

@@ -69,6 +69,9 @@ int cli_plot_sweep(int argc, char **argv, FILE *out, FILE *err);
 
 /* The value of the last `name` given ("" for a flag), or NULL. */
 const char *cli_opt(const cli_ctx *c, const char *name);
+/* Every --set FIELD=VALUE given, in order, into o (model_opts' set list,
+** pointing into c); CLI_USAGE past MODEL_MAX_SETS. */
+int cli_model_sets(cli_ctx *c, model_opts *o, const char **buf);
 /* "tpusim CMD: " fmt (with arg), then where to look; returns CLI_USAGE. */
 int cli_usage_error(cli_ctx *c, const char *fmt, const char *arg);
 /* The ranges of the numeric options, one place for each limit. */

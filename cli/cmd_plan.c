@@ -24,7 +24,7 @@ static const char *const PLAN_VALUED[] = {"--hw",     "--chips",     "--max-chip
                                           "--steps",  "--deadline",  "--budget",    "--objective",
                                           "--top",    "--preemption-rate", "--explain", "--op-costs",
                                           "--cp",     "--seq",       "--precision", "--framework",
-                                          "--offload", "--fix",      "--gbs",       "--embeddings", NULL};
+                                          "--offload", "--fix",      "--gbs",       "--embeddings", "--set", NULL};
 
 /* The ranges of plan's numbers. Tokens stop at 1e18 so that the steps
 ** the planner derives (tokens / (gbs x seq), an int64) cannot overflow;
@@ -364,6 +364,12 @@ static int run_plan(cli_ctx *c) {
   diag *dg = diag_new();
   /* a fixed --gbs is the model's batch, as simulate reads it */
   model_opts mo = {.global_batch = gbs_lo == gbs_hi ? gbs_lo : 0};
+  const char *sets[MODEL_MAX_SETS];
+  if (cli_model_sets(c, &mo, sets) != CLI_OK) {
+    diag_free(dg);
+    hw_catalog_free(cat);
+    return CLI_USAGE;
+  }
   model *m = model_load(c->pos[0], &mo, dg);
   diag_print(dg, c->err);
   diag_free(dg);
@@ -602,7 +608,7 @@ const cli_cmd cli_cmd_plan = {"plan",
     "                  [--op-costs ir|formula] [--seq S] [--cp C]\n"
     "                  [--precision fp8|fp8-cs|mxfp8|nvfp4|int8|tf32] [--framework NAME]\n"
     "                  [--offload none|activations|optimizer] [--exhaustive]\n"
-    "                  [--embeddings replicated|sharded|ps]\n"
+    "                  [--embeddings replicated|sharded|ps] [--set FIELD=VALUE ...]\n"
     "  --objective: default time; cost for the classical families (gbdt, mlp)\n"
     "  --cp, --precision, --framework, --offload, --seq: kept fixed in the search\n"
     "  --embeddings: where a recommender's tables live, fixed (default: each placement\n"
@@ -611,6 +617,7 @@ const cli_cmd cli_cmd_plan = {"plan",
     "  --exhaustive: score every plan of the space; by default plans a proven\n"
     "               bound shows cannot be among the best are skipped (same best plan)\n"
     "               (as simulate reads them); the framework defaults by chip kind\n"
+    "  --set FIELD=VALUE: replace a field of the model file (simulate --help)\n"
     "  --preemption-rate: share of spot instances reclaimed a month (default 0.2)\n"
     "  --explain N: the full breakdown of candidate N of the table (1: the best)\n"
     "  --deadline: turns down slower plans whatever the objective (alone: cost-under-deadline)\n"

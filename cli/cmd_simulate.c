@@ -28,7 +28,7 @@ const char *const CLI_SIM_VALUED[] = {
     "--recompute", "--precision", "--pp-schedule", "--reduction-server", "--slices",
     "--trace", "--input", "--storage", "--prefetch", "--input-host", "--grad-sync", "--attention",
     "--op-costs", "--cp", "--cp-comm", "--etp", "--pp-layers", "--hsdp", "--offload",
-    "--framework", "--embeddings", "--topology", NULL};
+    "--framework", "--embeddings", "--topology", "--set", NULL};
 static const char *const CP_COMM[] = {"ring", "all-gather", NULL};
 static const char *const OFFLOAD[] = {"none", "activations", "optimizer", NULL};
 
@@ -362,6 +362,12 @@ static int run_simulate(cli_ctx *c) {
   ** bf16 falls back to fp16 on a chip without bf16, as plan does) */
   bool own_prec = !cli_opt(c, "--precision");
   model_opts mo = {.seq_len = p.seq, .precision = own_prec ? NULL : plan_precision_name(p.precision)};
+  const char *sets[MODEL_MAX_SETS];
+  if (cli_model_sets(c, &mo, sets) != CLI_OK) {
+    diag_free(dg);
+    hw_catalog_free(cat);
+    return CLI_USAGE;
+  }
   model *m = model_load(c->pos[0], &mo, dg);
   if (m && own_prec) p.precision = plan_precision_on(hw, m->train.compute);
   /* an fp32 CNN under PyTorch's defaults: cuDNN convolutions in TF32 */
@@ -455,7 +461,7 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "                  [--op-costs ir|formula]\n"
     "                  [--explain] [--json] [--trace FILE]\n"
     "                  [--input tokens|images] [--storage shards|files] [--prefetch N]\n"
-    "                  [--input-host local|remote]\n"
+    "                  [--input-host local|remote] [--set FIELD=VALUE ...]\n"
     "  chips = dp x tp x pp x cp (Megatron-Core); --ep splits the expert layers over\n"
     "  dp x cp ranks, --etp each expert's FFN\n"
     "  --framework: the stack's features (attention kernel, gradient sync, optimizer\n"
@@ -475,6 +481,8 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "  --full: every data-parallel group's all-reduce at once on the whole network\n"
     "          (default: one group stands for its symmetric peers)\n"
     "  --op-costs: each fused kernel's flops and bytes read off its lowered LLVM IR\n"
-    "              (default), or from the graph's formulas (equal; no LLVM work)",
+    "              (default), or from the graph's formulas (equal; no LLVM work)\n"
+    "  --set FIELD=VALUE: replace a field of the model file before it is read (e.g.\n"
+    "              num_hidden_layers=80); repeatable; only fields the file has",
     "one training step on a given machine and plan: time, memory, MFU", run_simulate, NULL,
     CLI_SIM_FLAGS, CLI_SIM_VALUED, NULL};

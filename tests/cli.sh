@@ -113,6 +113,12 @@ fi
 run graph-hlo-bad 1 graph tests/data/hlo/bad-unknown-op.hlo && has graph-hlo-bad err "bad-unknown-op.hlo:"
 run graph-json 0 graph gpt3-175b --json && has graph-json out '"flops_per_step":'
 run graph-bad 1 graph tests/data/models/bad-typo.json && has graph-bad err "did you mean 'ffn_hidden'?"
+# --set: another size of a family from one file (Llama 2 70B from the 7B
+# config: 68.98 B parameters, meta-llama/Llama-2-70b-hf's model card), and a
+# misspelt field refused with the nearest name, for simulate and plan too
+run graph-set 0 graph llama2-7b --seq 128 --set num_hidden_layers=80 --set hidden_size=8192 --set num_attention_heads=64 --set num_key_value_heads=8 --set intermediate_size=28672 && has graph-set out "parameters       69.0 G"
+run sim-set-typo 1 simulate llama2-7b --hw h100-sxm --chips 8 --seq 128 --set num_hiden_layers=80 && has sim-set-typo err "did you mean 'num_hidden_layers'?"
+run plan-set-type 1 plan llama2-7b --chips 8 --hw h100-sxm --set hidden_size=big && has plan-set-type err "expected a number"
 run graph-usage 2 graph && has graph-usage err "expected one MODEL"
 
 # --- simulate (issue 5) ---

@@ -562,3 +562,51 @@ Test(hf, gemma4_moe_block) {
   cr_assert_eq(wl_tf_layer_kind(&m->info.tf, 0), WL_LAYER_MOE | WL_LAYER_LOCAL);
   model_free(m);
 }
+
+/* --set: one config stands for its family's other sizes. Llama 2 70B is
+** the 7B config.json with the 70B's fields (meta-llama/Llama-2-70b-hf
+** config.json: 80 layers, hidden 8192, 64 heads, 8 KV heads, FFN 28672);
+** its count by hand: embedding and untied head 2 x 32000 x 8192 =
+** 524,288,000; a layer's q and o 2 x 8192^2, k and v 2 x 8192 x 1024, MLP
+** 3 x 8192 x 28672, two norms 2 x 8192 = 855,654,400, x 80 layers; the
+** final norm 8192: 68,976,648,192 (the model card's "70B"). */
+Test(hf, set_makes_another_size_of_the_family) {
+  const char *sets[] = {"num_hidden_layers=80", "hidden_size=8192", "num_attention_heads=64",
+                        "num_key_value_heads=8", "intermediate_size=28672"};
+  model *m = load_o("tests/validation/models/llama2-7b.json",
+                    (model_opts){.global_batch = 1, .seq_len = 128, .set = sets, .n_set = 5});
+  cr_assert_eq(m->params, 68976648192LL, "%lld", (long long)m->params);
+  cr_assert_str_eq(m->name, "llama2-7b+set"); /* a changed file says so */
+  /* a derived shard is built from the changed tree, not the file */
+  diag *dg = diag_new();
+  model *d = model_derive(m, &(model_opts){.global_batch = 1, .seq_len = 128, .only_layers = 1},
+                          dg);
+  cr_assert_not_null(d);
+  diag_free(dg);
+  cr_assert_eq(d->info.tf.hidden, 8192);
+  model_free(d);
+  model_free(m);
+}
+
+/* The first message of a --set load that must fail. */
+static const char *set_error(const char *set) {
+  static char msg[512];
+  const char *sets[] = {set};
+  diag *d = diag_new();
+  model_opts o = {.global_batch = 1, .seq_len = 128, .set = sets, .n_set = 1};
+  model *m = model_load("tests/validation/models/llama2-7b.json", &o, d);
+  cr_assert_null(m, "%s loaded", set);
+  snprintf(msg, sizeof msg, "%s", diag_message(d, 0));
+  diag_free(d);
+  return msg;
+}
+
+Test(hf, set_refuses_what_the_file_does_not_have) {
+  /* a misspelt field is not added (it would be silently ignored): the nearest */
+  cr_assert(strstr(set_error("num_hiden_layers=80"), "did you mean 'num_hidden_layers'"));
+  /* a value of another type, or trailing text after a number */
+  cr_assert(strstr(set_error("num_hidden_layers=eighty"), "expected a number"));
+  cr_assert(strstr(set_error("num_hidden_layers=80x"), "expected a number"));
+  cr_assert(strstr(set_error("layers"), "expected FIELD=VALUE"));
+  cr_assert(strstr(set_error("hidden_size.x=1"), "is not an object"));
+}

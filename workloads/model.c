@@ -834,6 +834,91 @@ static const char *read_source(const char *arg, model *m, char **owned, size_t *
   return (const char *)e->data;
 }
 
+/* The member `name` of obj, or NULL; a name not there is reported with
+** the nearest member's name. */
+static cJSON *set_member(cJSON *obj, const char *name, const char *what, const char *file,
+                         diag *dg) {
+  cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, name);
+  if (it) return it;
+  const char *cands[256];
+  int n = 0;
+  for (cJSON *c = obj->child; c && n < 256; c = c->next)
+    if (c->string) cands[n++] = c->string;
+  const char *near = str_suggest(name, cands, n);
+  diag_error(dg, "--set", 0, 0, NULL, "'%s': %s has no field '%s'%s%s%s (--set replaces a field "
+             "the file has; it adds none)", what, file, name, near ? "; did you mean '" : "",
+             near ? near : "", near ? "'?" : "");
+  return NULL;
+}
+
+/* One --set FIELD=VALUE on the parsed file: a file stands for other sizes
+** of its family (a Llama 2 7B config.json with num_hidden_layers=80,
+** hidden_size=8192, ... is Llama 2 70B), which is how `tpusim validate`
+** writes a published row of a size no file holds. Only a field the file
+** has, with a value of its JSON type: a misspelt field or a string where a
+** number belongs is refused here, where the flag can be named, rather than
+** read as something else. */
+static int apply_set(cJSON *root, const char *arg, const char *file, diag *dg) {
+  const char *eq = strchr(arg, '=');
+  char path[128];
+  if (!eq || eq == arg || (size_t)(eq - arg) >= sizeof path) {
+    diag_error(dg, "--set", 0, 0, NULL, "'%.60s': expected FIELD=VALUE (e.g. "
+               "num_hidden_layers=80, or train.global_batch=1024)", arg);
+    return -1;
+  }
+  snprintf(path, sizeof path, "%.*s", (int)(eq - arg), arg);
+  const char *val = eq + 1;
+  cJSON *obj = root;
+  char *leaf = path, *dot = strchr(path, '.');
+  if (dot) { /* one object down */
+    *dot = '\0';
+    leaf = dot + 1;
+    cJSON *o = set_member(root, path, arg, file, dg);
+    if (!o) return -1;
+    if (!cJSON_IsObject(o) || strchr(leaf, '.')) {
+      diag_error(dg, "--set", 0, 0, NULL, "'%s': '%s' is not an object of %s with field '%s' "
+                 "(FIELD is a top-level field or OBJECT.FIELD)", arg, path, file, leaf);
+      return -1;
+    }
+    obj = o;
+  }
+  cJSON *old = set_member(obj, leaf, arg, file, dg);
+  if (!old) return -1;
+  cJSON *nv = cJSON_IsString(old) ? NULL : cJSON_ParseWithOpts(val, NULL, 1);
+  if (!nv && (cJSON_IsString(old) || cJSON_IsNull(old))) nv = cJSON_CreateString(val);
+  bool same = nv && ((cJSON_IsNumber(old) && cJSON_IsNumber(nv)) ||
+                     (cJSON_IsBool(old) && cJSON_IsBool(nv)) ||
+                     (cJSON_IsString(old) && cJSON_IsString(nv)) || cJSON_IsNull(old) ||
+                     (cJSON_IsArray(old) && cJSON_IsArray(nv)) ||
+                     (cJSON_IsObject(old) && cJSON_IsObject(nv)));
+  if (!same) {
+    const char *kind = cJSON_IsNumber(old) ? "a number" : cJSON_IsBool(old) ? "true or false"
+                       : cJSON_IsArray(old) ? "a JSON array" : cJSON_IsObject(old) ? "a JSON object"
+                                                                   : "a string";
+    diag_error(dg, "--set", 0, 0, NULL, "'%s': expected %s, as %s's '%s' is; found '%.60s'", arg,
+               kind, file, leaf, val);
+    cJSON_Delete(nv);
+    return -1;
+  }
+  if (!cJSON_ReplaceItemInObjectCaseSensitive(obj, leaf, nv)) {
+    cJSON_Delete(nv);
+    diag_error(dg, "--set", 0, 0, NULL, "out of memory");
+    return -1;
+  }
+  return 0;
+}
+
+static int apply_sets(jin *j, const model_opts *o, diag *dg) {
+  if (!o || o->n_set <= 0) return 0;
+  if (o->n_set > MODEL_MAX_SETS) {
+    diag_error(dg, "--set", 0, 0, NULL, "%d overrides: at most %d", o->n_set, MODEL_MAX_SETS);
+    return -1;
+  }
+  for (int i = 0; i < o->n_set; i++)
+    if (apply_set(j->root, o->set[i], j->file, dg) != 0) return -1;
+  return 0;
+}
+
 static void default_name(model *m, const char *arg) {
   const char *base = strrchr(arg, '/');
   base = base ? base + 1 : arg;
@@ -881,6 +966,8 @@ model *model_load(const char *arg, const model_opts *o, diag *dg) {
     if (jin_open(&j, m->path, text, len, dg) == 0) {
       if (!cJSON_IsObject(j.root)) {
         jin_error(&j, 0, "expected a JSON object (a model.json or a HuggingFace config.json)");
+      } else if (apply_sets(&j, o, dg) != 0) {
+        rc = -1;
       } else if (cJSON_GetObjectItemCaseSensitive(j.root, "family")) {
         rc = load_model_json(m, &j, o);
         if (rc == 0) { /* the parsed text moves into the spec, under a name of its own */
@@ -905,6 +992,12 @@ model *model_load(const char *arg, const model_opts *o, diag *dg) {
   if (rc != 0) {
     model_free(m);
     return NULL;
+  }
+  /* a changed file is another model: its name says so */
+  if (o && o->n_set > 0) {
+    char base[sizeof m->name];
+    str_copy(base, sizeof base, m->name);
+    snprintf(m->name, sizeof m->name, "%.58s+set", base);
   }
   return m;
 }

@@ -50,7 +50,17 @@ typedef struct {
   ** dtype; GDT_S8 or GDT_F8 for a W8A8 engine) */
   bool inference;
   graph_dtype act_dtype;
+  /* `--set FIELD=VALUE` overrides, applied to the file's JSON before it is
+  ** read (model_load; model_derive rebuilds from the changed tree):
+  ** FIELD a member the file has, at its top level or one object down
+  ** ("train.global_batch"); VALUE JSON of the member's type (a bare word
+  ** for a string member). n_set of them, borrowed. */
+  const char *const *set;
+  int n_set;
 } model_opts;
+
+/* The most --set overrides one command takes. */
+#define MODEL_MAX_SETS 32
 
 /* What the file said, parsed (model.c): the JSON tree the family builder
 ** reads (an HF config translated to model.json fields), the train block as
