@@ -108,11 +108,26 @@ static double weight_bytes(const graph *g, bool skip_head, double flash, double 
   return w;
 }
 
+/* The share of a MoE layer's experts that `tokens` tokens reach, each
+** routed to top_k of E experts: an expert is missed when every token's k
+** picks avoid it, (1 - k/E)^tokens under uniform, independent routing (the
+** balance the router's auxiliary loss trains for); 0 for a dense model. A
+** decode step of a few sequences reads those experts' weights only: at
+** batch 1, Mixtral's 2 of 8. */
+static double experts_hit(const model *m, double tokens) {
+  const wl_tf_dims *d = &m->info.tf;
+  if (d->experts <= 0) return 0;
+  double k = d->top_k > 0 ? (double)d->top_k : 1, e = (double)d->experts;
+  if (k >= e) return 1;
+  return 1 - pow(1 - k / e, tokens);
+}
+
 static int time_fwd(const hw_model *hw, const hw_model *ghw, const model *one, double flash,
-                    bool skip_head, opcost *cache, fwd_cost *f, char *err, size_t errn) {
+                    bool skip_head, double tokens, opcost *cache, fwd_cost *f, char *err,
+                    size_t errn) {
   phase_times t;
   op_times ops = {0};
-  bool moe = one->info.tf.experts > 0;
+  double moe = experts_hit(one, tokens);
   int rc = step_time_graph_gemm(hw, ghw, one->g, flash, moe, cache, &t, &ops, err, errn);
   if (rc != 0) {
     free(ops.v);
@@ -223,8 +238,9 @@ static int head_one_token(const model *m, const hw_model *hw, const hw_model *gh
   model *one = derive(m, c, 1, kind, 1, 0, batch, err, errn);
   model *two = one ? derive(m, c, 2, kind, 1, 0, batch, err, errn) : NULL;
   fwd_cost f1, f2;
-  int rc = two ? time_fwd(&sh, ghw ? &sg : NULL, one, 1, true, cache, &f1, err, errn) : -1;
-  if (rc == 0) rc = time_fwd(&sh, ghw ? &sg : NULL, two, 1, true, cache, &f2, err, errn);
+  double tokens = (double)batch;
+  int rc = two ? time_fwd(&sh, ghw ? &sg : NULL, one, 1, true, tokens, cache, &f1, err, errn) : -1;
+  if (rc == 0) rc = time_fwd(&sh, ghw ? &sg : NULL, two, 1, true, tokens, cache, &f2, err, errn);
   model_free(one);
   model_free(two);
   if (rc == 0) *head_s = f1.t - (f2.t - f1.t);
@@ -270,8 +286,9 @@ static int tf_forward(const model *m, const hw_model *hw, const hw_model *ghw, c
     model *two = one ? derive(m, c, 2, kind, seq, kv_cache, batch, err, errn) : NULL;
     fwd_cost f1, f2;
     bool prefill = kv_cache == 0 && !d->encoder;
-    int rc = two ? time_fwd(hw, ghw, one, flash, prefill, cache, &f1, err, errn) : -1;
-    if (rc == 0) rc = time_fwd(hw, ghw, two, flash, prefill, cache, &f2, err, errn);
+    double tokens = (double)seq * (double)batch;
+    int rc = two ? time_fwd(hw, ghw, one, flash, prefill, tokens, cache, &f1, err, errn) : -1;
+    if (rc == 0) rc = time_fwd(hw, ghw, two, flash, prefill, tokens, cache, &f2, err, errn);
     model_free(one);
     model_free(two);
     if (rc != 0) return -1;
@@ -465,13 +482,15 @@ static int serve_forward(const model *m, const hw_model *hw, const hw_model *ghw
   ** 1), and the scores never go to HBM */
   double flash = m->info.tf.layers > 0 && m->info.tf.encoder ? 1 : 0;
   fwd_cost f;
-  int rc = time_fwd(hw, ghw, one, flash, false, cache, &f, err, errn);
+  /* whole samples (an encoder's sequences, a CNN's images): a MoE
+  ** encoder's tokens reach every expert, taken as all */
+  int rc = time_fwd(hw, ghw, one, flash, false, INFINITY, cache, &f, err, errn);
   hw_model on_chip;
   const hw_model *sram = rc == 0 ? sram_resident(hw, &f, &on_chip) : NULL;
   if (sram) {
     if (ghw == hw) ghw = sram;
     hw = sram;
-    rc = time_fwd(hw, ghw, one, flash, false, cache, &f, err, errn);
+    rc = time_fwd(hw, ghw, one, flash, false, INFINITY, cache, &f, err, errn);
     if (rc == 0 && hw->chip.host_link_bw_bytes_per_s > 0)
       f.t += io_bytes(one->g) / hw->chip.host_link_bw_bytes_per_s;
   }

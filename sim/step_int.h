@@ -24,11 +24,13 @@ int step_time_graph_ops(const hw_model *hw, const graph *g, bool flash, opcost *
 
 /* The same, with a low-precision unit (gemm_hw, NULL: hw) for the
 ** layers' linear GEMMs; flash: 0 for no FlashAttention, else the share of
-** the attention core's arithmetic it does (a causal mask's half); moe: the
-** layers' batched rank-3 dots are grouped expert GEMMs, timed at the
-** chip's grouped-GEMM rate for their tokens per expert. */
+** the attention core's arithmetic it does (a causal mask's half); moe
+** (0: a dense model): the layers' batched rank-3 dots are grouped expert
+** GEMMs, timed at the chip's grouped-GEMM rate for their tokens per
+** expert, reading the weights of moe's share of the local experts (1: all;
+** fewer when few tokens leave some experts without any: a decode step). */
 int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const graph *g, double flash,
-                         bool moe, opcost *costs, phase_times *out, op_times *ops, char *err,
+                         double moe, opcost *costs, phase_times *out, op_times *ops, char *err,
                          size_t errn);
 
 /* The model as one chip of plan p holds it (stepcost.c): its

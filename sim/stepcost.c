@@ -62,18 +62,21 @@ int step_time_graph_ops(const hw_model *hw, const graph *g, bool flash, opcost *
 ** the E experts: C is the tokens a group. Nothing else in a transformer
 ** layer is a rank-3 dot with one batch dimension (the attention's are rank
 ** 4 and 5, the linear layers' unbatched). */
-static double grouped_tokens(const graph *g, const fuse_plan *fp, int k) {
+static double grouped_tokens(const graph *g, const fuse_plan *fp, int k, double *rhs_bytes) {
   for (int i = fp->first[k]; i <= fp->root[k]; i++) {
     const graph_op *op = graph_get(g, i);
     if (fp->group_of[i] != k || op->kind != GOP_DOT || op->layer < 0) continue;
     const graph_shape *l = &graph_get(g, op->in[0])->out;
-    if (l->rank == 3 && op->lhs_batch.n == 1 && op->lhs_batch.d[0] == 0) return (double)l->dim[1];
+    if (l->rank == 3 && op->lhs_batch.n == 1 && op->lhs_batch.d[0] == 0) {
+      *rhs_bytes = graph_bytes(&graph_get(g, op->in[1])->out);
+      return (double)l->dim[1];
+    }
   }
   return 0;
 }
 
 int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const graph *g, double flash,
-                         bool moe, opcost *costs, phase_times *out, op_times *ops, char *err,
+                         double moe, opcost *costs, phase_times *out, op_times *ops, char *err,
                          size_t errn) {
   fuse_plan *fp = fuse_graph_dup(g);
   if (!fp) return str_errf(err, errn, "out of memory");
@@ -105,8 +108,17 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
     /* a grouped expert GEMM at few tokens per expert streams each expert's
     ** weights for little arithmetic: its matrix time at the chip's measured
     ** grouped rate (hw_grouped_gemm_factor), the roofline kept */
-    double m_grp = moe && !core ? grouped_tokens(g, fp, k) : 0;
-    if (m_grp > 0) t = fmax(r.compute_s / hw_grouped_gemm_factor(kh, m_grp), r.memory_s) + r.overhead_s;
+    double rhs_bytes = 0;
+    double m_grp = moe > 0 && !core ? grouped_tokens(g, fp, k, &rhs_bytes) : 0;
+    if (m_grp > 0) {
+      /* the kernel skips an expert no token reached (a grouped GEMM's
+      ** problem list holds the experts with tokens: vLLM's fused_moe,
+      ** TE's GroupedLinear split by tokens per expert): of the weights
+      ** [E, *, *] it reads moe's share */
+      double mem = r.memory_s;
+      if (moe < 1 && r.bytes > 0) mem -= (1 - moe) * fmin(rhs_bytes, r.bytes) * (r.memory_s / r.bytes);
+      t = fmax(r.compute_s / hw_grouped_gemm_factor(kh, m_grp), mem) + r.overhead_s;
+    }
     if (flash > 0 && core) {
       t = 0;
       for (int i = fp->first[k]; i <= root && rc == 0; i++) {
@@ -255,7 +267,8 @@ static int grouped_extra(const graph *g, double out[GRAPH_PHASE_COUNT], char *er
   if (!fp) return str_errf(err, errn, "out of memory");
   memset(out, 0, GRAPH_PHASE_COUNT * sizeof *out);
   for (int k = 0; k < fp->n_groups; k++) {
-    if (fp->size[k] == 0 || grouped_tokens(g, fp, k) <= 0) continue;
+    double rhs_bytes;
+    if (fp->size[k] == 0 || grouped_tokens(g, fp, k, &rhs_bytes) <= 0) continue;
     const graph_op *root = graph_get(g, fp->root[k]);
     double experts = 0;
     for (int i = fp->first[k]; i <= fp->root[k] && experts == 0; i++) {
