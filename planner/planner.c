@@ -431,6 +431,11 @@ typedef struct {
   int64_t reported; /* plans already added to the run's shared count */
   bool seeding;     /* the first pass: only seed_plan's plans */
   coll_memo *coll;  /* the bound's collectives (step_memo keeps its own) */
+  /* the per-chip costs' tensor- and context-parallel collectives: many
+  ** cost sets share one (the same tp and micro-batch with and without a
+  ** pipeline or offload); apart from coll, whose short list every
+  ** description scans */
+  coll_memo *cost_coll;
   step_desc *desc;  /* the bound's step description (large: on the heap) */
   /* the memory of the plans of one set of sizes and micro-batch, per
   ** recompute mode (their model states differ): worked out once each
@@ -452,7 +457,7 @@ static cost_entry *cost_entry_of(hw_state *st, const cost_key *k, const plan *p,
     plan q = *p;
     if (k->piped && q.pp < 2) q.pp = 2; /* the send timed too; nothing else differs */
     double tc = thread_cpu_s();
-    ce->ok = step_costs(st->sc->m, st->hw, &q, &ce->c, err, errn) == 0;
+    ce->ok = step_costs_memo(st->sc->m, st->hw, &q, st->cost_coll, &ce->c, err, errn) == 0;
     ce->n_kinds = 0;
     for (int kd = 0; kd < WL_LAYER_KINDS; kd++)
       if (kd == 0 || ce->c.kind_n[kd] > 0) ce->kinds[ce->n_kinds++] = (signed char)kd;
@@ -943,6 +948,7 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   int nc = chip_counts(hw, req, counts, 32);
   st.memo = step_memo_new(hw);
   st.coll = coll_memo_new(hw);
+  st.cost_coll = coll_memo_new(hw);
   st.desc = malloc(sizeof *st.desc);
   bool preps = true;
   for (int r = 0; r < 3; r++) {
@@ -951,10 +957,11 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
     preps = preps && st.prep[r];
   }
   fx.var = malloc(MAX_VARIANTS * sizeof *fx.var);
-  if (!st.memo || !st.coll || !st.desc || !fx.var || !preps) {
+  if (!st.memo || !st.coll || !st.cost_coll || !st.desc || !fx.var || !preps) {
     for (int r = 0; r < 3; r++) mem_prep_free(st.prep[r]);
     step_memo_free(st.memo);
     coll_memo_free(st.coll);
+    coll_memo_free(st.cost_coll);
     free(st.desc);
     free(fx.var);
     planner_add_reject(out, hw->name, PLANNER_CAUSE_SLICE, "out of memory");
@@ -983,6 +990,7 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   free(st.desc);
   for (int r = 0; r < 3; r++) mem_prep_free(st.prep[r]);
   coll_memo_free(st.coll);
+  coll_memo_free(st.cost_coll);
   step_memo_free(st.memo);
   cost_map_free(&st.costs);
   search_report(&st);

@@ -507,7 +507,15 @@ static void span_merge(span *s, const span *t) {
 static int chunk_entry(const memctx *x, int64_t i, int64_t k) {
   struct span_memo *m = x->memo;
   if (x->uniform < 0 || !m) return -1;
-  int64_t a, n = stage_range(x->p, x->v, x->d->layers, k * x->p->pp + i, x->starts, &a);
+  int64_t vs = k * x->p->pp + i, a, n;
+  /* an explicit split's length is stage_range's (its start is needed only
+  ** to work a new length's span out, and then taken from stage_range) */
+  if (x->starts) {
+    n = x->p->pp_layers[vs];
+    for (int j = 0; j < m->n; j++)
+      if (m->layers[j] == n) return j;
+  }
+  n = stage_range(x->p, x->v, x->d->layers, vs, x->starts, &a);
   for (int j = 0; j < m->n; j++)
     if (m->layers[j] == n) return j;
   if (m->n == SPAN_MEMO) return -1;
@@ -722,6 +730,33 @@ static bool chunk_entries(const memctx *x, int64_t i, unsigned char *seq, const 
   return true;
 }
 
+/* span_merge of the memo's entries seq[0..n) into t (zero), in order:
+** the sums chunk by chunk as span_merge adds them, kept in registers;
+** the largest of each per-layer figure over the entries used (a maximum
+** does not depend on the order, and starts from t's 0 as span_merge's). */
+static void merge_entries(const struct span_memo *m, const unsigned char *seq, size_t n, span *t) {
+  double layers = t->layers, dense = t->dense, expert = t->expert, linw = t->linw,
+         gemms = t->gemms, act = t->act;
+  unsigned used = 0;
+  for (size_t j = 0; j < n; j++) {
+    const span *e = &m->s[seq[j]];
+    layers += e->layers, dense += e->dense, expert += e->expert;
+    linw += e->linw, gemms += e->gemms, act += e->act;
+    used |= 1u << seq[j];
+  }
+  t->layers = layers, t->dense = dense, t->expert = expert;
+  t->linw = linw, t->gemms = gemms, t->act = act;
+  for (int e = 0; e < m->n; e++)
+    if (used & (1u << e)) {
+      const span *u = &m->s[e];
+      if (u->act_max > t->act_max) t->act_max = u->act_max;
+      if (u->none_max > t->none_max) t->none_max = u->none_max;
+      if (u->scores_max > t->scores_max) t->scores_max = u->scores_max;
+      if (u->big_max > t->big_max) t->big_max = u->big_max;
+      if (u->weights_max > t->weights_max) t->weights_max = u->weights_max;
+    }
+}
+
 /* Stage i's sum of its chunks' spans into t, and refs to each chunk's span
 ** (for in_flight) when they are few enough to keep; false when not. The
 ** sum is merged chunk by chunk from zero, or copied from a stage whose
@@ -737,7 +772,7 @@ static bool stage_sum(const memctx *x, int64_t i, span *t, const span **refs, sp
         *t = sm->t[j];
         return true;
       }
-    for (size_t j = 0; j < n; j++) span_merge(t, refs[j]);
+    merge_entries(x->memo, seq, n, t);
     if (sm->n < STAGE_MEMO) memcpy(sm->seq[sm->n], seq, n), sm->t[sm->n++] = *t;
     return true;
   }
