@@ -1371,10 +1371,9 @@ static int prep_worst(mem_prep *mp, const mem_state *st, int *worst, double *top
   *worst = 0;
   for (int l = 0; l < mp->n_live; l++) { /* stage 0 is always live */
     int i = mp->live[l];
-    double pk = prep_peak(mp, &k, i, NULL);
-    if (l == 0 || pk > *top) *top = pk, *worst = i;
+    double w3[3], pk = prep_peak(mp, &k, i, w3);
+    if (l == 0 || pk > *top) *top = pk, *worst = i, wgo[0] = w3[0], wgo[1] = w3[1], wgo[2] = w3[2];
   }
-  prep_peak(mp, &k, *worst, wgo);
   return 0;
 }
 
