@@ -1108,9 +1108,9 @@ static void memrun_init(memrun *r, const wl_tf_dims *d, const plan *p, const mem
   bool mixed = d->window > 0 || d->hybrid ||
                (x->c.experts > 0 && (d->first_dense > 0 || d->moe_every > 1));
   x->uniform = mixed ? -1 : wl_tf_layer_kind(d, 0);
-  for (int k = 0; k < WL_LAYER_KINDS; k++)
-    if ((mixed && (d->hybrid ? k >= 4 : k < 4)) || k == x->uniform) /* hybrid kinds: wl.h */
-      x->kind[k] = layer_of(&x->c, d, p, o, k);
+  if (!mixed) x->kind[x->uniform] = layer_of(&x->c, d, p, o, x->uniform);
+  for (int k = d->hybrid ? 4 : 0; mixed && k < (d->hybrid ? WL_LAYER_KINDS : 4); k++)
+    x->kind[k] = layer_of(&x->c, d, p, o, k); /* hybrid kinds: wl.h */
   /* stages differ in layers and kinds only when the split or the model
   ** makes them: then every stage is computed, else the first and the last
   ** (a middle stage holds the first's layers with fewer in flight) */
