@@ -5,8 +5,8 @@
 ** figures, and its output must not depend on which path computed them.
 ** The expected values are mem_transformer's own for the same plan: the
 ** invariant is equality, over a grid of dense, uneven-split, interleaved,
-** MoE, hybrid Mamba/MoE and windowed plans on a GPU and a TPU, every ZeRO stage, HSDP group, offload
-** and recompute mode.
+** MoE, hybrid Mamba/MoE and windowed plans on a GPU and a TPU, every ZeRO
+** stage, HSDP group, offload and recompute mode.
 */
 #include <string.h>
 
