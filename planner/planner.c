@@ -274,39 +274,26 @@ typedef struct {
 ** then evaluates once): ZeRO 1 and 2 and 3 only
 ** with something to shard over, HSDP groups (the proper divisors of the
 ** group, up to MAX_HSDP) under ZeRO-3, offload where it is searched. */
-/* The model state a variant holds whatever the micro-batch and the
-** recompute mode: its ZeRO stage, shard group and whether the optimizer
-** is offloaded (state_dead). */
-static bool same_state(const variant *a, const variant *b) {
-  return a->zero == b->zero && a->hsdp == b->hsdp &&
-         (a->offload == PLAN_OFFLOAD_OPTIMIZER) == (b->offload == PLAN_OFFLOAD_OPTIMIZER);
-}
-
-/* Each variant's recompute group's end and its state's first variant,
-** worked out once per dp x cp rather than per set of sizes. */
-static void variant_groups(variant *v, int n) {
-  for (int i = 0; i < n; i++) {
-    int j = i;
-    while (j < n && v[j].rec == v[i].rec) j++;
-    v[i].rec_end = (short)j;
-    int f = 0;
-    while (!same_state(&v[f], &v[i])) f++;
-    v[i].state = (short)f;
-  }
-}
-
 static int variants_of(int64_t group, const plan_offload *offs, int n_off, variant *out) {
   int64_t hs[MAX_HSDP + 1] = {0}, div[64];
   int n_hs = 1, nd = divisors(group, group - 1, div, 64);
   for (int i = 0; i < nd && n_hs <= MAX_HSDP; i++)
     if (div[i] > 1) hs[n_hs++] = div[i];
-  int n = 0;
+  /* per recompute mode n_off offload blocks of the same per_o (ZeRO
+  ** stage, shard group) pairs, all distinct: a variant's model state
+  ** (state_dead's: the pair and whether the optimizer is offloaded) first
+  ** appears in mode 0, at the first offload of its kind, the same pair.
+  ** Set here, once per dp x cp, rather than searched per set of sizes. */
+  int per_o = group > 1 ? 3 + n_hs : 1, per_rec = n_off * per_o, n = 0;
   for (int rec = 0; rec < 3; rec++)
-    for (int o = 0; o < n_off; o++)
-      for (int z = 0; z <= (group > 1 ? 3 : 0); z++)
-        for (int h = 0; h < (z == 3 ? n_hs : 1); h++)
-          out[n++] = (variant){(plan_recompute)rec, z, hs[h], offs[o], 0, 0};
-  variant_groups(out, n);
+    for (int o = 0; o < n_off; o++) {
+      int f = 0;
+      while ((offs[f] == PLAN_OFFLOAD_OPTIMIZER) != (offs[o] == PLAN_OFFLOAD_OPTIMIZER)) f++;
+      for (int z = 0, zh = 0; z <= (group > 1 ? 3 : 0); z++)
+        for (int h = 0; h < (z == 3 ? n_hs : 1); h++, zh++)
+          out[n++] = (variant){(plan_recompute)rec, z, hs[h], offs[o], (short)((rec + 1) * per_rec),
+                               (short)(f * per_o + zh)};
+    }
   return n;
 }
 
@@ -751,7 +738,7 @@ static void search_report(hw_state *st) {
 static int state_dead(hw_state *st, plan *p, const variant *vs, int n_vs, bool *dead) {
   int n = 0;
   /* each state checked once (a few dozen of the variants' hundreds), its
-  ** verdict kept at its first variant (variant_groups): -1 not checked
+  ** verdict kept at its first variant (variants_of): -1 not checked
   ** yet, 0 within the memory, 1 over; a variant takes its state's */
   signed char over[MAX_VARIANTS];
   memset(over, -1, (size_t)n_vs);
