@@ -47,6 +47,12 @@ static double thread_cpu_s(void) {
 typedef struct {
   bool done, ok;
   step_result c;
+  /* the layer kinds step_floor_s reads: 0 (the default layer's figures
+  ** when no kind is counted) and each kind with layers, ascending; worked
+  ** out once per cost set instead of looking at all WL_LAYER_KINDS slots
+  ** for each of a million plans */
+  int n_kinds;
+  signed char kinds[WL_LAYER_KINDS];
 } cost_entry;
 
 
@@ -258,6 +264,8 @@ typedef struct {
   int zero;
   int64_t hsdp;
   plan_offload offload;
+  short rec_end; /* the first variant of the next recompute mode */
+  short state;   /* the first variant of its model state (state_dead's) */
 } variant;
 
 /* The variants of a plan with dp x cp = group ranks, ordered recompute
@@ -271,12 +279,21 @@ static int variants_of(int64_t group, const plan_offload *offs, int n_off, varia
   int n_hs = 1, nd = divisors(group, group - 1, div, 64);
   for (int i = 0; i < nd && n_hs <= MAX_HSDP; i++)
     if (div[i] > 1) hs[n_hs++] = div[i];
-  int n = 0;
+  /* per recompute mode n_off offload blocks of the same per_o (ZeRO
+  ** stage, shard group) pairs, all distinct: a variant's model state
+  ** (state_dead's: the pair and whether the optimizer is offloaded) first
+  ** appears in mode 0, at the first offload of its kind, the same pair.
+  ** Set here, once per dp x cp, rather than searched per set of sizes. */
+  int per_o = group > 1 ? 3 + n_hs : 1, per_rec = n_off * per_o, n = 0;
   for (int rec = 0; rec < 3; rec++)
-    for (int o = 0; o < n_off; o++)
-      for (int z = 0; z <= (group > 1 ? 3 : 0); z++)
-        for (int h = 0; h < (z == 3 ? n_hs : 1); h++)
-          out[n++] = (variant){(plan_recompute)rec, z, hs[h], offs[o]};
+    for (int o = 0; o < n_off; o++) {
+      int f = 0;
+      while ((offs[f] == PLAN_OFFLOAD_OPTIMIZER) != (offs[o] == PLAN_OFFLOAD_OPTIMIZER)) f++;
+      for (int z = 0, zh = 0; z <= (group > 1 ? 3 : 0); z++)
+        for (int h = 0; h < (z == 3 ? n_hs : 1); h++, zh++)
+          out[n++] = (variant){(plan_recompute)rec, z, hs[h], offs[o], (short)((rec + 1) * per_rec),
+                               (short)(f * per_o + zh)};
+    }
   return n;
 }
 
@@ -363,14 +380,15 @@ static void cost_map_free(cost_map *cm) {
 ** so they are left out; a millionth is taken off against rounding in the
 ** schedule's extrapolation. tests/test_planner.c checks the bound against
 ** every plan of a brute-force search. */
-static double step_floor_s(const wl_tf_dims *d, const plan *p, const step_result *c) {
+static double step_floor_s(const wl_tf_dims *d, const plan *p, const cost_entry *ce) {
+  const step_result *c = &ce->c;
   int64_t V = p->vp > 0 ? p->vp : 1, n = d->layers / (p->pp * V), M = plan_microbatches(p);
   double accum = (double)(M - 1) / (double)M, share = frameworks[p->framework].selective_mm_share;
   bool full = p->recompute == PLAN_RECOMPUTE_FULL, sel = p->recompute == PLAN_RECOMPUTE_SELECTIVE;
   double f = INFINITY, b = INFINITY;
-  for (int k = 0; k < WL_LAYER_KINDS; k++) {
+  for (int ki = 0; ki < ce->n_kinds; ki++) { /* the kinds with layers, and 0 */
+    int k = ce->kinds[ki];
     bool kinds = c->kind_n[k] > 0;
-    if (!kinds && k > 0) continue;
     double fw = kinds ? c->kind_fwd_s[k] : c->layer_fwd_s, bw = kinds ? c->kind_bwd_s[k] : c->layer_bwd_s;
     double at = kinds ? c->kind_attn_fwd_s[k] : c->attn_core_fwd_s;
     double cf = kinds ? c->kind_comm_fwd_s[k] : c->tp_comm_fwd_s;
@@ -400,6 +418,11 @@ typedef struct {
   int64_t reported; /* plans already added to the run's shared count */
   bool seeding;     /* the first pass: only seed_plan's plans */
   coll_memo *coll;  /* the bound's collectives (step_memo keeps its own) */
+  /* the per-chip costs' tensor- and context-parallel collectives: many
+  ** cost sets share one (the same tp and micro-batch with and without a
+  ** pipeline or offload); apart from coll, whose short list every
+  ** description scans */
+  coll_memo *cost_coll;
   step_desc *desc;  /* the bound's step description (large: on the heap) */
   /* the memory of the plans of one set of sizes and micro-batch, per
   ** recompute mode (their model states differ): worked out once each
@@ -421,7 +444,10 @@ static cost_entry *cost_entry_of(hw_state *st, const cost_key *k, const plan *p,
     plan q = *p;
     if (k->piped && q.pp < 2) q.pp = 2; /* the send timed too; nothing else differs */
     double tc = thread_cpu_s();
-    ce->ok = step_costs(st->sc->m, st->hw, &q, &ce->c, err, errn) == 0;
+    ce->ok = step_costs_memo(st->sc->m, st->hw, &q, st->cost_coll, &ce->c, err, errn) == 0;
+    ce->n_kinds = 0;
+    for (int kd = 0; kd < WL_LAYER_KINDS; kd++)
+      if (kd == 0 || ce->c.kind_n[kd] > 0) ce->kinds[ce->n_kinds++] = (signed char)kd;
     st->hs->out.costs_s += thread_cpu_s() - tc;
     st->hs->out.cost_builds++;
     ce->done = true;
@@ -438,7 +464,7 @@ static cost_entry *cost_entry_of(hw_state *st, const cost_key *k, const plan *p,
 ** closed form), so such a plan shares the costs of its sizes with a
 ** pipeline: built once, unless the send's group is one the network cannot
 ** form (a TPU's 2 x tp chips), where it gets its own. */
-static const step_result *costs_of(hw_state *st, const plan *p, char *err, size_t errn) {
+static const cost_entry *costs_of(hw_state *st, const plan *p, char *err, size_t errn) {
   cost_key k = {p->tp, p->mbs, p->ep, p->etp, p->cp, 1,
                 p->offload != PLAN_OFFLOAD_ACTIVATIONS ? 0 : p->recompute == PLAN_RECOMPUTE_FULL ? 2 : 1};
   cost_entry *ce = cost_entry_of(st, &k, p, err, errn);
@@ -446,7 +472,7 @@ static const step_result *costs_of(hw_state *st, const plan *p, char *err, size_
     k.piped = 0;
     ce = cost_entry_of(st, &k, p, err, errn);
   }
-  return ce && ce->ok ? &ce->c : NULL;
+  return ce && ce->ok ? ce : NULL;
 }
 
 /* Whether plan p's per-chip costs are computed (or known not to be). */
@@ -543,9 +569,10 @@ static double desc_group_floor_s(hw_state *st, const plan *p, const step_result 
 /* For the tests: both floors of a scored plan against its step time, and
 ** its recompute mode's group floor against its own floor, counted in the
 ** result when one is above the other. */
-static void check_floors(hw_state *st, const plan *p, const step_result *c, double step_s) {
+static void check_floors(hw_state *st, const plan *p, const cost_entry *ce, double step_s) {
+  const step_result *c = &ce->c;
   double desc_s = desc_floor_s(st, p, c);
-  if (step_floor_s(&st->sc->m->info.tf, p, c) > step_s || desc_s > step_s ||
+  if (step_floor_s(&st->sc->m->info.tf, p, ce) > step_s || desc_s > step_s ||
       desc_group_floor_s(st, p, c) > desc_s)
     st->hs->out.bound_violations++;
 }
@@ -635,14 +662,14 @@ static int score_plan(hw_state *st, const plan *p, bool fits, double *step_s) {
     if (f <= 0) return f == 0;
   }
   char cerr[256] = "";
-  const step_result *c = costs_of(st, p, cerr, sizeof cerr);
-  if (!c) { /* a group the network cannot form: a TPU slice of 2 */
+  const cost_entry *ce = costs_of(st, p, cerr, sizeof cerr);
+  if (!ce) { /* a group the network cannot form: a TPU slice of 2 */
     reject(rj, PLANNER_CAUSE_SLICE, cerr[0] ? cerr : NULL);
     return 0;
   }
   step_times fr;
   out->timed++;
-  if (step_fast(m, hw, p, c, st->memo, &fr, cerr, sizeof cerr) != 0) {
+  if (step_fast(m, hw, p, &ce->c, st->memo, &fr, cerr, sizeof cerr) != 0) {
     reject(rj, PLANNER_CAUSE_SLICE, cerr);
     return 0;
   }
@@ -708,37 +735,24 @@ static void search_report(hw_state *st) {
 ** each such state (its stage's state is a floor on every variant's peak
 ** that shares it) stands for all the variants and micro-batches that
 ** share it. */
-/* A model state state_dead has checked: its ZeRO stage, shard group,
-** whether the optimizer is offloaded, and whether it is over the memory. */
-typedef struct {
-  int zero;
-  int64_t hsdp;
-  bool opt_off, over;
-} state_seen;
-
 static int state_dead(hw_state *st, plan *p, const variant *vs, int n_vs, bool *dead) {
-  int n = 0, n_seen = 0;
-  /* the states checked so far, each once (a few dozen of the variants'
-  ** hundreds): a variant takes the verdict of the first of its state */
-  state_seen seen[MAX_VARIANTS];
+  int n = 0;
+  /* each state checked once (a few dozen of the variants' hundreds), its
+  ** verdict kept at its first variant (variants_of): -1 not checked
+  ** yet, 0 within the memory, 1 over; a variant takes its state's */
+  signed char over[MAX_VARIANTS];
+  memset(over, -1, (size_t)n_vs);
   double capacity = (double)st->hw->chip.hbm_bytes; /* mem_setup's capacity */
   for (int i = 0; i < n_vs; i++) {
-    bool opt_off = vs[i].offload == PLAN_OFFLOAD_OPTIMIZER, over;
-    int j = 0;
-    while (j < n_seen && !(seen[j].zero == vs[i].zero && seen[j].hsdp == vs[i].hsdp &&
-                           seen[j].opt_off == opt_off))
-      j++;
-    if (j < n_seen) {
-      over = seen[j].over;
-    } else {
+    int f = vs[i].state;
+    if (over[f] < 0) {
       set_variant(p, &vs[i]);
       mem_peak mb;
-      if (mem_of(st, p, &mb, NULL, 0) != 0) continue; /* not seen: a later one tries again */
+      if (mem_of(st, p, &mb, NULL, 0) != 0) continue; /* not checked: a later one tries again */
       double state = mb.weights + mb.gradients + mb.optimizer + mb.runtime + mb.comm;
-      over = capacity > 0 && state > capacity;
-      seen[n_seen++] = (state_seen){vs[i].zero, vs[i].hsdp, opt_off, over};
+      over[f] = capacity > 0 && state > capacity;
     }
-    if (over && !dead[i]) dead[i] = true, n++, st->hs->out.pruned++;
+    if (over[f] && !dead[i]) dead[i] = true, n++, st->hs->out.pruned++;
   }
   return n;
 }
@@ -798,13 +812,13 @@ static void search_sizes(hw_state *st, plan p, const variant *vs, int n_vs) {
     }
     p.recompute = PLAN_RECOMPUTE_NONE, p.zero = 0, p.hsdp = 0, p.offload = PLAN_OFFLOAD_NONE;
     char cerr[256];
-    const step_result *c = costs_of(st, &p, cerr, sizeof cerr);
+    const cost_entry *ce = costs_of(st, &p, cerr, sizeof cerr);
+    const step_result *c = ce ? &ce->c : NULL;
     for (int i = 0; i < n_vs;) {
       /* the variants of one recompute mode: one bound for all of them */
-      int j = i;
-      while (j < n_vs && vs[j].rec == vs[i].rec) j++;
+      int j = vs[i].rec_end;
       p.recompute = vs[i].rec;
-      if (c && bound_prunes(st, &p, step_floor_s(&m->info.tf, &p, c))) {
+      if (c && bound_prunes(st, &p, step_floor_s(&m->info.tf, &p, ce))) {
         st->hs->out.pruned += j - i;
         i = j;
         continue;
@@ -844,7 +858,7 @@ static void search_sizes(hw_state *st, plan p, const variant *vs, int n_vs) {
         }
         double step_s;
         if (score_plan(st, &p, i == known, &step_s) == 1 && !exhaustive) dead[i] = true, n_dead++;
-        if (st->sc->req->check_bounds && c && step_s >= 0) check_floors(st, &p, c, step_s);
+        if (st->sc->req->check_bounds && c && step_s >= 0) check_floors(st, &p, ce, step_s);
       }
     }
     search_report(st);
@@ -921,6 +935,7 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   int nc = chip_counts(hw, req, counts, 32);
   st.memo = step_memo_new(hw);
   st.coll = coll_memo_new(hw);
+  st.cost_coll = coll_memo_new(hw);
   st.desc = malloc(sizeof *st.desc);
   bool preps = true;
   for (int r = 0; r < 3; r++) {
@@ -929,10 +944,11 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
     preps = preps && st.prep[r];
   }
   fx.var = malloc(MAX_VARIANTS * sizeof *fx.var);
-  if (!st.memo || !st.coll || !st.desc || !fx.var || !preps) {
+  if (!st.memo || !st.coll || !st.cost_coll || !st.desc || !fx.var || !preps) {
     for (int r = 0; r < 3; r++) mem_prep_free(st.prep[r]);
     step_memo_free(st.memo);
     coll_memo_free(st.coll);
+    coll_memo_free(st.cost_coll);
     free(st.desc);
     free(fx.var);
     planner_add_reject(out, hw->name, PLANNER_CAUSE_SLICE, "out of memory");
@@ -961,6 +977,7 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   free(st.desc);
   for (int r = 0; r < 3; r++) mem_prep_free(st.prep[r]);
   coll_memo_free(st.coll);
+  coll_memo_free(st.cost_coll);
   step_memo_free(st.memo);
   cost_map_free(&st.costs);
   search_report(&st);

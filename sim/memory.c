@@ -408,6 +408,7 @@ typedef struct {
   /* one kind for all layers: the spans of the few chunk lengths a split
   ** has (as even as it goes: two), worked out once per call */
   struct span_memo *memo;
+  struct stage_memo *stages; /* and the stages' sums of them (stage_sum) */
 } memctx;
 
 #define SPAN_MEMO 4
@@ -415,6 +416,22 @@ struct span_memo {
   int n;
   int64_t layers[SPAN_MEMO];
   span s[SPAN_MEMO];
+};
+
+/* The most chunks a stage keeps the spans of (88 bytes each). */
+#define MEM_KEPT_CHUNKS 64
+
+/* One kind for all layers: a stage's sum of its chunks' spans depends
+** only on which chunk length (span_memo's entry) each chunk has, in
+** order; the stages of an uneven split have two or three such sequences
+** among up to 126 stages, so each sum is merged once per call and the
+** others copied: the same additions in the same order, so the same
+** doubles. */
+#define STAGE_MEMO 4
+struct stage_memo {
+  int n;
+  unsigned char seq[STAGE_MEMO][MEM_KEPT_CHUNKS]; /* span_memo entry of each chunk */
+  span t[STAGE_MEMO];
 };
 
 static void span_add(span *s, const layer_mem *l, double n) {
@@ -485,6 +502,28 @@ static void span_merge(span *s, const span *t) {
   if (t->weights_max > s->weights_max) s->weights_max = t->weights_max;
 }
 
+/* Chunk k of physical stage i's entry in the span memo (worked out on
+** first use), or -1 when the model mixes kinds or the memo is full. */
+static int chunk_entry(const memctx *x, int64_t i, int64_t k) {
+  struct span_memo *m = x->memo;
+  if (x->uniform < 0 || !m) return -1;
+  int64_t vs = k * x->p->pp + i, a, n;
+  /* an explicit split's length is stage_range's (its start is needed only
+  ** to work a new length's span out, and then taken from stage_range) */
+  if (x->starts) {
+    n = x->p->pp_layers[vs];
+    for (int j = 0; j < m->n; j++)
+      if (m->layers[j] == n) return j;
+  }
+  n = stage_range(x->p, x->v, x->d->layers, vs, x->starts, &a);
+  for (int j = 0; j < m->n; j++)
+    if (m->layers[j] == n) return j;
+  if (m->n == SPAN_MEMO) return -1;
+  span_of(x, a, n, &m->s[m->n]);
+  m->layers[m->n] = n;
+  return m->n++;
+}
+
 /* Chunk k of physical stage i is virtual stage k x pp + i (Megatron-Core). */
 static void chunk_span(const memctx *x, int64_t i, int64_t k, span *s) {
   int64_t a, n = stage_range(x->p, x->v, x->d->layers, k * x->p->pp + i, x->starts, &a);
@@ -506,13 +545,13 @@ static void chunk_span(const memctx *x, int64_t i, int64_t k, span *s) {
 ** v - 1 in turn. */
 /* chunks: stage i's v chunk spans when stage_mem has them (NULL: worked
 ** out again). */
-static double in_flight(const memctx *x, int64_t i, const span *chunks, double *first_mbs,
+static double in_flight(const memctx *x, int64_t i, const span *const *chunks, double *first_mbs,
                         double *sets) {
   int64_t pp = x->p->pp, m = x->m, v = x->v;
   span s;
   if (v == 1) {
     double mbs = x->p->schedule == PLAN_GPIPE ? (double)m : (double)(pp - i < m ? pp - i : m);
-    if (chunks) s = chunks[0];
+    if (chunks) s = *chunks[0];
     else chunk_span(x, i, 0, &s);
     *first_mbs = mbs;
     *sets = mbs * s.layers;
@@ -523,7 +562,7 @@ static double in_flight(const memctx *x, int64_t i, const span *chunks, double *
   double act = 0, first = 0, n_sets = 0; /* summed in registers, not through the pointers */
   for (int64_t g = 0, k = 0; g * pp < w; g++, k = k + 1 < v ? k + 1 : 0) { /* k = g mod v */
     double passes = (double)(w - g * pp < pp ? w - g * pp : pp);
-    const span *c = chunks ? &chunks[k] : (chunk_span(x, i, k, &s), &s);
+    const span *c = chunks ? chunks[k] : (chunk_span(x, i, k, &s), &s);
     act += passes * c->act;
     n_sets += passes * c->layers;
     if (k == 0) first += passes;
@@ -670,9 +709,6 @@ static void mtp_add(const memctx *x, span *t, double *act) {
                              logit_bytes(x->o) * c->vc));
 }
 
-/* The most chunks a stage keeps the spans of (88 bytes each). */
-#define MEM_KEPT_CHUNKS 64
-
 /* What stage i holds whatever the model state (ZeRO stage, shard group,
 ** offload): its layers' sums, the activations in flight and at the ends,
 ** the temporary's state-free part. */
@@ -681,20 +717,84 @@ typedef struct {
   double embed, mtp_act, act, sets, ends, big, coll;
 } stage_pre;
 
+/* Stage i's chunks as span memo entries, into seq and their spans into
+** refs; false when one has none (chunk_entry). */
+static bool chunk_entries(const memctx *x, int64_t i, unsigned char *seq, const span **refs) {
+  if (x->uniform < 0 || !x->stages || x->v > MEM_KEPT_CHUNKS) return false;
+  for (int64_t j = 0; j < x->v; j++) {
+    int e = chunk_entry(x, i, j);
+    if (e < 0) return false;
+    seq[j] = (unsigned char)e;
+    refs[j] = &x->memo->s[e];
+  }
+  return true;
+}
+
+/* span_merge of the memo's entries seq[0..n) into t (zero), in order:
+** the sums chunk by chunk as span_merge adds them, kept in registers;
+** the largest of each per-layer figure over the entries used (a maximum
+** does not depend on the order, and starts from t's 0 as span_merge's). */
+static void merge_entries(const struct span_memo *m, const unsigned char *seq, size_t n, span *t) {
+  double layers = t->layers, dense = t->dense, expert = t->expert, linw = t->linw,
+         gemms = t->gemms, act = t->act;
+  unsigned used = 0;
+  for (size_t j = 0; j < n; j++) {
+    const span *e = &m->s[seq[j]];
+    layers += e->layers, dense += e->dense, expert += e->expert;
+    linw += e->linw, gemms += e->gemms, act += e->act;
+    used |= 1u << seq[j];
+  }
+  t->layers = layers, t->dense = dense, t->expert = expert;
+  t->linw = linw, t->gemms = gemms, t->act = act;
+  for (int e = 0; e < m->n; e++)
+    if (used & (1u << e)) {
+      const span *u = &m->s[e];
+      if (u->act_max > t->act_max) t->act_max = u->act_max;
+      if (u->none_max > t->none_max) t->none_max = u->none_max;
+      if (u->scores_max > t->scores_max) t->scores_max = u->scores_max;
+      if (u->big_max > t->big_max) t->big_max = u->big_max;
+      if (u->weights_max > t->weights_max) t->weights_max = u->weights_max;
+    }
+}
+
+/* Stage i's sum of its chunks' spans into t, and refs to each chunk's span
+** (for in_flight) when they are few enough to keep; false when not. The
+** sum is merged chunk by chunk from zero, or copied from a stage whose
+** chunks have the same lengths in the same order (stage_memo). */
+static bool stage_sum(const memctx *x, int64_t i, span *t, const span **refs, span *kept) {
+  unsigned char seq[MEM_KEPT_CHUNKS];
+  struct stage_memo *sm = x->stages;
+  memset(t, 0, sizeof *t);
+  if (chunk_entries(x, i, seq, refs)) {
+    size_t n = (size_t)x->v;
+    for (int j = 0; j < sm->n; j++)
+      if (memcmp(sm->seq[j], seq, n) == 0) {
+        *t = sm->t[j];
+        return true;
+      }
+    merge_entries(x->memo, seq, n, t);
+    if (sm->n < STAGE_MEMO) memcpy(sm->seq[sm->n], seq, n), sm->t[sm->n++] = *t;
+    return true;
+  }
+  bool keep = x->v <= MEM_KEPT_CHUNKS;
+  span k;
+  for (int64_t j = 0; j < x->v; j++) {
+    chunk_span(x, i, j, &k);
+    span_merge(t, &k);
+    if (keep) kept[j] = k, refs[j] = &kept[j];
+  }
+  return keep;
+}
+
 static void stage_pre_of(const memctx *x, int64_t i, stage_pre *s) {
   const plan *p = x->p;
   const shard *c = &x->c;
   bool first = i == 0, last = i == p->pp - 1;
   /* the chunks' spans, kept for in_flight (which reads each again) when
   ** they are few enough to keep on the stack */
-  span k, kept[MEM_KEPT_CHUNKS];
-  memset(&s->t, 0, sizeof s->t);
-  bool keep = x->v <= MEM_KEPT_CHUNKS;
-  for (int64_t j = 0; j < x->v; j++) {
-    chunk_span(x, i, j, &k);
-    span_merge(&s->t, &k);
-    if (keep) kept[j] = k;
-  }
+  span kept[MEM_KEPT_CHUNKS];
+  const span *refs[MEM_KEPT_CHUNKS];
+  bool keep = stage_sum(x, i, &s->t, refs, kept);
   /* the embedding on the first stage; the final norm and the LM head on
   ** the last (its own copy of a tied head when pp > 1, as Megatron-LM) */
   double embed = 0, mtp_act = 0;
@@ -707,7 +807,7 @@ static void stage_pre_of(const memctx *x, int64_t i, stage_pre *s) {
   s->embed = embed;
   s->mtp_act = mtp_act;
   double first_mbs;
-  s->act = in_flight(x, i, keep ? kept : NULL, &first_mbs, &s->sets);
+  s->act = in_flight(x, i, keep ? refs : NULL, &first_mbs, &s->sets);
   double ends = 0, sb = c->s * c->b;
   if (!x->o->layers_only) {
     /* Korthikanti §4.3: the embedding's dropout mask per micro-batch in
@@ -981,14 +1081,19 @@ static double peak_of(const mem_bytes *a) {
 typedef struct {
   memctx x;
   struct span_memo memo;
+  struct stage_memo stages;
   int64_t starts[MEM_MAX_STARTS];
   int64_t step; /* stages computed: every step-th (and the last) */
 } memrun;
 
 static void memrun_init(memrun *r, const wl_tf_dims *d, const plan *p, const mem_opts *o) {
-  r->memo = (struct span_memo){0};
+  r->memo.n = 0, r->stages.n = 0;
   memctx *x = &r->x;
-  *x = (memctx){.d = d, .p = p, .o = o, .memo = &r->memo};
+  /* field by field: the kinds' table (32 layer_mem, 2 KB) is only read
+  ** for the kinds set below, so it is not zeroed on each of the planner's
+  ** hundreds of thousands of calls */
+  x->d = d, x->p = p, x->o = o, x->memo = &r->memo, x->stages = &r->stages, x->starts = NULL;
+  memset(&x->c, 0, sizeof x->c);
   shard_of(d, p, o, &x->c);
   x->v = p->schedule == PLAN_INTERLEAVED && p->pp > 1 ? p->vp : 1;
   x->m = p->gbs / (p->dp * p->mbs);
@@ -1004,9 +1109,9 @@ static void memrun_init(memrun *r, const wl_tf_dims *d, const plan *p, const mem
   bool mixed = d->window > 0 || d->hybrid ||
                (x->c.experts > 0 && (d->first_dense > 0 || d->moe_every > 1));
   x->uniform = mixed ? -1 : wl_tf_layer_kind(d, 0);
-  for (int k = 0; k < WL_LAYER_KINDS; k++)
-    if ((mixed && (d->hybrid ? k >= 4 : k < 4)) || k == x->uniform) /* hybrid kinds: wl.h */
-      x->kind[k] = layer_of(&x->c, d, p, o, k);
+  if (!mixed) x->kind[x->uniform] = layer_of(&x->c, d, p, o, x->uniform);
+  for (int k = d->hybrid ? 4 : 0; mixed && k < (d->hybrid ? WL_LAYER_KINDS : 4); k++)
+    x->kind[k] = layer_of(&x->c, d, p, o, k); /* hybrid kinds: wl.h */
   /* stages differ in layers and kinds only when the split or the model
   ** makes them: then every stage is computed, else the first and the last
   ** (a middle stage holds the first's layers with fewer in flight) */
@@ -1089,6 +1194,9 @@ struct mem_prep {
   double cw[MEM_PREP_STAGES], cw3[MEM_PREP_STAGES]; /* recipe copies: ZeRO < 3, ZeRO-3 */
   double act[MEM_PREP_STAGES], act_off[MEM_PREP_STAGES]; /* activations: kept, offloaded */
   double tmp[MEM_PREP_STAGES], tmp2[MEM_PREP_STAGES], tmp3[MEM_PREP_STAGES]; /* by ZeRO stage */
+  /* the stages that can be the worst under some state (prep_live), in order */
+  int n_live;
+  short live[MEM_PREP_STAGES];
 };
 
 mem_prep *mem_prep_new(void) { return calloc(1, sizeof(mem_prep)); }
@@ -1191,6 +1299,36 @@ static double prep_peak(const mem_prep *mp, const state_k *k, int i, double *wgo
   return weights + gradients + optimizer + activations + temporary + k->runtime + k->comm + frag;
 }
 
+/* Whether stage b's every term is at most stage a's. */
+static bool terms_below(const mem_prep *mp, int b, int a) {
+  return mp->pw[b] <= mp->pw[a] && mp->pg[b] <= mp->pg[a] && mp->po[b] <= mp->po[a] &&
+         mp->ew[b] <= mp->ew[a] && mp->eg[b] <= mp->eg[a] && mp->eo[b] <= mp->eo[a] &&
+         mp->cw[b] <= mp->cw[a] && mp->cw3[b] <= mp->cw3[a] && mp->act[b] <= mp->act[a] &&
+         mp->act_off[b] <= mp->act_off[a] && mp->tmp[b] <= mp->tmp[a] &&
+         mp->tmp2[b] <= mp->tmp2[a] && mp->tmp3[b] <= mp->tmp3[a];
+}
+
+/* The stages prep_worst needs to look at: a stage none of whose terms is
+** above those of an earlier stage kept can never be the worst, under any
+** state. prep_peak is monotone in each term: it adds them, divides by
+** group sizes >= 1 and multiplies by a fragmentation factor f / (1 - f)
+** >= 0 (check: 0 <= f < 1), and IEEE rounding is monotone (a <= b gives
+** fl(a + x) <= fl(b + x)), so its peak is at most the earlier stage's,
+** and the worst stage is the first of the largest peaks (the strict > of
+** prep_worst): the earlier one, or one before it. A NaN term compares
+** false and keeps its stage. Each stage is compared with the last few kept
+** only, which keeps this linear. */
+#define PREP_LIVE_CMP 4
+static void prep_live(mem_prep *mp) {
+  mp->n_live = 0;
+  for (int i = 0; i < mp->n; i++) {
+    bool below = false;
+    for (int j = mp->n_live - 1; j >= 0 && j >= mp->n_live - PREP_LIVE_CMP && !below; j--)
+      below = terms_below(mp, i, mp->live[j]);
+    if (!below) mp->live[mp->n_live++] = (short)i;
+  }
+}
+
 void mem_prep_set(mem_prep *mp, const wl_tf_dims *d, const plan *p, const mem_opts *o) {
   mp->d = d;
   mp->q = *p;
@@ -1209,6 +1347,7 @@ void mem_prep_set(mem_prep *mp, const wl_tf_dims *d, const plan *p, const mem_op
   state_k_of(&mp->r.x, &mp->k0);
   mp->experts = false;
   for (int i = 0; i < mp->n; i++) stage_terms(mp, &mp->k0, i);
+  prep_live(mp);
 }
 
 /* The state's fields as check() takes them (the rest of the plan passed
@@ -1231,11 +1370,11 @@ static int prep_worst(mem_prep *mp, const mem_state *st, int *worst, double *top
   state_k k;
   state_k_now(&mp->r.x, &mp->k0, &k);
   *worst = 0;
-  for (int i = 0; i < mp->n; i++) {
-    double pk = prep_peak(mp, &k, i, NULL);
-    if (i == 0 || pk > *top) *top = pk, *worst = i;
+  for (int l = 0; l < mp->n_live; l++) { /* stage 0 is always live */
+    int i = mp->live[l];
+    double w3[3], pk = prep_peak(mp, &k, i, w3);
+    if (l == 0 || pk > *top) *top = pk, *worst = i, wgo[0] = w3[0], wgo[1] = w3[1], wgo[2] = w3[2];
   }
-  prep_peak(mp, &k, *worst, wgo);
   return 0;
 }
 

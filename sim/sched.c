@@ -227,7 +227,10 @@ typedef struct {
   int64_t r, chunk, g;
 } seq_walk;
 
-static sweep_task seq_next(const sched_desc *d, int64_t dev, seq_walk *w, bool back) {
+/* inlined: called once per task (millions per search), where a call cost
+** as much as its body */
+static inline __attribute__((always_inline)) sweep_task seq_next(const sched_desc *d, int64_t dev,
+                                                                 seq_walk *w, bool back) {
   int64_t pp = d->pp, vp = d->vp, chunk = back ? vp - 1 - w->chunk : w->chunk;
   int64_t vs = chunk * pp + dev, mb = w->g * pp + w->r;
   if (++w->r == pp) {
@@ -280,7 +283,9 @@ static int sweep(const sched_desc *d, sched_out *o, char *err, size_t errn) {
     for (int64_t dev = 0; dev < pp; dev++) {
       const sweep_task *ord = order + dev * 2 * total;
       int64_t at = pos[dev];
-      double busy = free_at[dev];
+      /* the chip's figures in registers while it runs: the same additions
+      ** in the same order, and the same maximum */
+      double busy = free_at[dev], busy_sum = o->busy_s[dev], end = o->end_s;
       while (at < 2 * total) {
         int64_t id = ord[at].id, vs = ord[at].vs;
         bool back = ord[at].back;
@@ -297,15 +302,16 @@ static int sweep(const sched_desc *d, sched_out *o, char *err, size_t errn) {
         busy = t0 + dt;
         (back ? bdone : fdone)[id] = t0 + dt;
         /* ran() */
-        o->busy_s[dev] += dt;
+        busy_sum += dt;
         if (back) {
           o->vs_b_start[vs] = t0;
           o->vs_b_dur[vs] = dt;
           o->last_b_end[dev] = t0 + dt;
         }
-        if (t0 + dt > o->end_s) o->end_s = t0 + dt;
+        if (t0 + dt > end) end = t0 + dt;
         at++;
       }
+      o->busy_s[dev] = busy_sum, o->end_s = end;
       moved += at - pos[dev];
       pos[dev] = at;
       free_at[dev] = busy;

@@ -336,9 +336,10 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
   ** count at all every slot takes the whole-layer figures */
   double lf[WL_LAYER_KINDS], lb[WL_LAYER_KINDS], lc[WL_LAYER_KINDS];
   int kinds = 0;
-  for (int k = 0; k < WL_LAYER_KINDS; k++) kinds += r->kind_n[k] > 0;
   for (int k = 0; k < WL_LAYER_KINDS; k++)
-    if (kinds == 0 || r->kind_n[k] > 0) layer_times(r, p, k, accum, &lf[k], &lb[k], &lc[k]);
+    if (r->kind_n[k] > 0) layer_times(r, p, k, accum, &lf[k], &lb[k], &lc[k]), kinds++;
+  for (int k = 0; kinds == 0 && k < WL_LAYER_KINDS; k++)
+    layer_times(r, p, k, accum, &lf[k], &lb[k], &lc[k]);
   bool even = true;
   int64_t first = 0, n0 = plan_stage_layers(p, d->layers, 0), most = 0;
   double comm0 = 0;
@@ -353,9 +354,11 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
   ** hundreds of thousands of uneven splits a second) */
   bool one_kind = kinds == 1 && r->kind_n[k0] == d->layers;
   chunk_memo cm[2] = {{.n = -1}, {.n = -1}};
+  /* an explicit split's lengths read in place (plan_stage_layers' first case) */
+  const int32_t *split = p->pp_layers && p->n_pp_layers == S ? p->pp_layers : NULL;
   /* rank: vs mod pp, counted (a division per stage costs more than the rest) */
   for (int64_t vs = 0, rank = 0; vs < (uniform ? 1 : S); vs++, rank = rank + 1 < p->pp ? rank + 1 : 0) {
-    int64_t n = plan_stage_layers(p, d->layers, vs);
+    int64_t n = split ? split[vs] : plan_stage_layers(p, d->layers, vs);
     chunk_memo *hit = NULL;
     if (one_kind && first + n <= d->layers) {
       hit = cm[0].n == n ? &cm[0] : cm[1].n == n ? &cm[1] : NULL;

@@ -176,6 +176,11 @@ double step_moe_a2a_exposed_s(double a2a_s, double other_s, double sm_share);
 ** mbs, sp). */
 int step_costs(const model *m, const hw_model *hw, const plan *p, step_result *r, char *err,
                size_t errn);
+/* The same, the tensor- and context-parallel collectives timed through
+** memo (made by coll_memo_new for hw; NULL: none): a search building the
+** costs of many sizes meets the same collective many times. */
+int step_costs_memo(const model *m, const hw_model *hw, const plan *p, coll_memo *memo,
+                    step_result *r, char *err, size_t errn);
 
 /* A transformer step under plan p, described for an evaluator: the
 ** pipeline (sched), the gradient all-reduce over the data-parallel group

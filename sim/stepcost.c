@@ -234,15 +234,20 @@ int step_with_cache(plan *p, opcost **own, char *err, size_t errn) {
   return 0;
 }
 
-static int costs_cached(const model *m, const hw_model *hw, const plan *pl, step_result *r,
-                        char *err, size_t errn);
+static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll_memo *memo,
+                        step_result *r, char *err, size_t errn);
 
 int step_costs(const model *m, const hw_model *hw, const plan *pl, step_result *r, char *err,
                size_t errn) {
+  return step_costs_memo(m, hw, pl, NULL, r, err, errn);
+}
+
+int step_costs_memo(const model *m, const hw_model *hw, const plan *pl, coll_memo *memo,
+                    step_result *r, char *err, size_t errn) {
   plan p = *pl;
   opcost *own;
   if (step_with_cache(&p, &own, err, errn) != 0) return -1;
-  int rc = costs_cached(m, hw, &p, r, err, errn);
+  int rc = costs_cached(m, hw, &p, memo, r, err, errn);
   r->op_costs = opcost_get_stats(p.cost_cache);
   opcost_free(own);
   return rc;
@@ -486,8 +491,19 @@ double step_moe_a2a_exposed_s(double a2a_s, double other_s, double sm_share) {
   return a2a_s - covered + covered * sm_share;
 }
 
-static int costs_cached(const model *m, const hw_model *hw, const plan *pl, step_result *r,
-                        char *err, size_t errn) {
+/* A tensor- or context-parallel collective's time on hw: through memo
+** when there is one (the same arguments give the same time:
+** coll_memo_time_s calls coll_time_s on the memo's hardware, the caller's
+** own, whose network fields are hw's -- costs_cached's copy of it changes
+** only the attention kernels' rate, which no network reads). */
+static double group_coll_s(const hw_model *hw, coll_memo *memo, int64_t chips, int64_t per,
+                           coll_op op, double bytes, char *err, size_t errn) {
+  if (memo) return coll_memo_time_s(memo, chips, per, op, bytes, 1, 0, COLL_AUTO, false, err, errn);
+  return coll_time_s(hw, chips, per, op, bytes, 1, 0, COLL_AUTO, false, err, errn);
+}
+
+static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll_memo *memo,
+                        step_result *r, char *err, size_t errn) {
   memset(r, 0, sizeof *r);
   plan p = *pl;
   const wl_tf_dims *d = &m->info.tf;
@@ -582,11 +598,11 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, step
   double tokens = (double)p.mbs * (double)p.seq / (double)cp; /* a chip's tokens of a micro-batch */
   double act = tokens * (double)d->hidden * 2;                 /* b s h, 16-bit */
   int64_t tpn = per_node(hw, p.tp, 1);
-  double ar = coll_time_s(hw, p.tp, tpn, COLL_ALL_REDUCE, act, 1, 0, COLL_AUTO, false, err, errn);
+  double ar = group_coll_s(hw, memo, p.tp, tpn, COLL_ALL_REDUCE, act, err, errn);
   if (ar < 0) return -1;
   if (p.sp) { /* a reduce-scatter and an all-gather in place of each all-reduce */
-    double rs = coll_time_s(hw, p.tp, tpn, COLL_REDUCE_SCATTER, act, 1, 0, COLL_AUTO, false, err, errn);
-    double ag = coll_time_s(hw, p.tp, tpn, COLL_ALL_GATHER, act, 1, 0, COLL_AUTO, false, err, errn);
+    double rs = group_coll_s(hw, memo, p.tp, tpn, COLL_REDUCE_SCATTER, act, err, errn);
+    double ag = group_coll_s(hw, memo, p.tp, tpn, COLL_ALL_GATHER, act, err, errn);
     if (rs < 0 || ag < 0) return -1;
     ar = rs + ag;
   }
@@ -602,8 +618,8 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, step
     double kvh = (double)(d->kv_heads ? d->kv_heads : d->heads);
     double kv_tp = kvh >= (double)p.tp ? kvh / (double)p.tp : 1; /* a tp rank's KV heads */
     double kv_bytes = 2 * tokens * kv_tp * hd * 2;              /* K and V, 16-bit */
-    double ag = coll_time_s(hw, cp, per_node(hw, cp, p.tp), COLL_ALL_GATHER, kv_bytes * (double)cp, 1,
-                            0, COLL_AUTO, false, err, errn);
+    double ag = group_coll_s(hw, memo, cp, per_node(hw, cp, p.tp), COLL_ALL_GATHER,
+                             kv_bytes * (double)cp, err, errn);
     if (ag < 0) return -1;
     r->cp_comm_fwd_s = ag;
     r->cp_comm_bwd_s = 2 * ag;

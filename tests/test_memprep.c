@@ -4,9 +4,9 @@
 ** mem_transformer's to the bit -- the planner ranks and prunes by these
 ** figures, and its output must not depend on which path computed them.
 ** The expected values are mem_transformer's own for the same plan: the
-** invariant is equality, over a grid of dense, uneven-split, interleaved
-** and MoE plans on a GPU and a TPU, every ZeRO stage, HSDP group, offload
-** and recompute mode.
+** invariant is equality, over a grid of dense, uneven-split, interleaved,
+** MoE, hybrid Mamba/MoE and windowed plans on a GPU and a TPU, every ZeRO
+** stage, HSDP group, offload and recompute mode.
 */
 #include <string.h>
 
@@ -118,6 +118,14 @@ Test(memprep, dense_uneven_and_interleaved_equal_mem_transformer, .timeout = 120
 
 Test(memprep, moe_equals_mem_transformer, .timeout = 120) {
   cr_assert_gt(grid("mixtral-8x7b", "h100-sxm", 16, 2), 200);
+}
+
+/* Models whose layers differ in kind (the per-kind path: no span memo, no
+** stage memo): a hybrid Mamba/MoE model and a windowed one. The stage
+** pruning (prep_live) runs on every grid. */
+Test(memprep, mixed_kinds_equal_mem_transformer, .timeout = 120) {
+  cr_assert_gt(grid("tests/data/hf/nemotron3-nano-30b-a3b.json", "h100-sxm", 16, 1), 200);
+  cr_assert_gt(grid("tests/data/hf/gemma2-9b.json", "tpu-v5e", 16, 1), 200);
 }
 
 /* A state the memory model refuses: the same refusal, word for word. */
