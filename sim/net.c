@@ -129,6 +129,13 @@ static void nearby_counts(const hw_model *hw, int64_t n, bool any_shape, int64_t
 
 static int64_t shape_chips(const int64_t s[3]) { return s[0] * s[1] * s[2]; }
 
+static void shape_str(const hw_model *hw, const int64_t s[3], char *buf, size_t n) {
+  if (hw->scale_up.torus_dims == 2)
+    snprintf(buf, n, "%lldx%lld", (long long)s[0], (long long)s[1]);
+  else
+    snprintf(buf, n, "%lldx%lldx%lld", (long long)s[0], (long long)s[1], (long long)s[2]);
+}
+
 int net_shape_check(const hw_model *hw, const int64_t shape[3], char *err, size_t errn) {
   int64_t s[3] = {shape[0], shape[1], shape[2]};
   if (hw->scale_up.kind != HW_UP_ICI_TORUS) {
@@ -169,11 +176,11 @@ int net_shape_check(const hw_model *hw, const int64_t shape[3], char *err, size_
   hw_slice_shapes_text(&hw->scale_up.slice_shapes, offered, sizeof offered);
   char *tw = strstr(offered, "; twisted:"); /* the twisted ones are for twisted_check */
   if (tw) *tw = 0;
-  snprintf(err, errn, "%s offers no %lldx%lldx%lld slice (offered: %s, within %lldx%lldx%lld; "
-           "nearest offered: %s)", hw->name, (long long)s[0], (long long)s[1], (long long)s[2],
-           offered, (long long)hw->scale_up.max_slice_shape[0],
-           (long long)hw->scale_up.max_slice_shape[1], (long long)hw->scale_up.max_slice_shape[2],
-           near[0] ? near : "none");
+  char given[64], max[64]; /* a 2-D slice as AxB, as --topology takes it */
+  shape_str(hw, s, given, sizeof given);
+  shape_str(hw, hw->scale_up.max_slice_shape, max, sizeof max);
+  snprintf(err, errn, "%s offers no %s slice (offered: %s, within %s; nearest offered: %s)",
+           hw->name, given, offered, max, near[0] ? near : "none");
   return -1;
 }
 
