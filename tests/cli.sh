@@ -818,6 +818,9 @@ rs, ts = r["step_time_s"], t["step_time_s"]
 sys.exit(0 if ts < rs and t["plan"]["slice_shape"] == "4x4x8t" else 1)
 PY
 then ok; else bad "topo-moe: the twisted 4x4x8 step is not shorter"; fi
+# the planner wires the twisted torus when the expert group is the slice
+run topo-plan-twisted 0 plan $QWEN --hw tpu-v4 --chips 128 --gbs 128 --seq 4096 --fix ep=128 && \
+  has topo-plan-twisted out "slice 4x4x8t (twisted)"
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
