@@ -514,8 +514,8 @@ static int run_plan(cli_ctx *c) {
       if (sh[2] == 1)
         snprintf(more + k, sizeof more - k, ", slice %lldx%lld", (long long)sh[0], (long long)sh[1]);
       else
-        snprintf(more + k, sizeof more - k, ", slice %lldx%lldx%lld", (long long)sh[0],
-                 (long long)sh[1], (long long)sh[2]);
+        snprintf(more + k, sizeof more - k, ", slice %lldx%lldx%lld%s", (long long)sh[0],
+                 (long long)sh[1], (long long)sh[2], b->p.slice_twisted ? "t (twisted)" : "");
     }
     fprintf(c->out, "\nbest: %lld x %s   dp %lld, tp %lld%s, pp %lld%s%s, mbs %lld, %s recompute, zero %s%s\n",
             (long long)b->p.chips, b->hw, (long long)b->p.dp, (long long)b->p.tp,

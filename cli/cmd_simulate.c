@@ -83,7 +83,7 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
   if (sched && plan_schedule_parse(sched, p, serr, sizeof serr) != 0)
     return cli_usage_error(c, "%s", serr);
   const char *topo = cli_opt(c, "--topology"); /* plan_check says whether it is offered */
-  if (topo && net_shape_parse(topo, p->slice_shape, serr, sizeof serr) != 0)
+  if (topo && net_shape_parse(topo, p->slice_shape, &p->slice_twisted, serr, sizeof serr) != 0)
     return cli_usage_error(c, "%s", serr);
   const char *layers = cli_opt(c, "--pp-layers");
   if (layers) {
@@ -204,14 +204,16 @@ static void print_explain(FILE *out, const model *m, const hw_model *hw, const p
 /* simulate's report: the step, its breakdown, memory with the fixes when it
 ** does not fit, cost; with `explain`, the per-chip pieces behind it. Also
 ** what `plan --explain N` prints for a candidate. */
-/* "4x4x8", or "16x16" for a 2-D slice, as --topology takes it */
+/* "4x4x8", "4x4x8t" twisted, or "16x16" for a 2-D slice, as --topology
+** takes it */
 static const char *slice_str(const plan *p) {
   static _Thread_local char buf[64];
   const int64_t *s = p->slice_shape;
   if (s[2] == 1)
     snprintf(buf, sizeof buf, "%lldx%lld", (long long)s[0], (long long)s[1]);
   else
-    snprintf(buf, sizeof buf, "%lldx%lldx%lld", (long long)s[0], (long long)s[1], (long long)s[2]);
+    snprintf(buf, sizeof buf, "%lldx%lldx%lld%s", (long long)s[0], (long long)s[1],
+             (long long)s[2], p->slice_twisted ? "t" : "");
   return buf;
 }
 
@@ -456,7 +458,7 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "                  [--pp-split-embedding] [--pp-split-loss] [--cp-comm ring|all-gather]\n"
     "                  [--offload none|activations|optimizer] [--reduction-server N]\n"
     "                  [--embeddings replicated|sharded|ps]\n"
-    "                  [--slices K] [--topology AxBxC] [--sp] [--full]\n"
+    "                  [--slices K] [--topology AxBxC[t]] [--sp] [--full]\n"
     "                  [--grad-sync overlap|after-backward] [--attention flash|scores]\n"
     "                  [--op-costs ir|formula]\n"
     "                  [--explain] [--json] [--trace FILE]\n"
@@ -477,7 +479,8 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "  --attention: flash (default: scores stay on chip, recomputed in backward) or\n"
     "               scores (written to HBM around a fused softmax: Megatron-LM before 2022)\n"
     "  --topology: a TPU slice's shape (4x4x8, 16x16), one Cloud TPU offers, holding\n"
-    "              chips / slices (default: the most cubic; docs/network.md)\n"
+    "              chips / slices (default: the most cubic; docs/network.md); AxBxCt:\n"
+    "              wired as a twisted torus (4x4x8t on v4/v5p: faster all-to-all)\n"
     "  --full: every data-parallel group's all-reduce at once on the whole network\n"
     "          (default: one group stands for its symmetric peers)\n"
     "  --op-costs: each fused kernel's flops and bytes read off its lowered LLVM IR\n"

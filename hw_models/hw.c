@@ -156,6 +156,8 @@ static const hw_field FIELDS[] = {
      NULL},
     {"system.scale_up.ocs_block", HWF_INT3, OFF(scale_up.ocs_block), 0, FIG, NULL, 1, 4096, "",
      NULL},
+    {"system.scale_up.slice_shapes", HWF_SHAPES, OFF(scale_up.slice_shapes), 0, TPU, NULL, 1, 4096,
+     "", NULL},
     {"system.scale_out.kind", HWF_ENUM, OFF(scale_out.kind), 0, REQ, OUT_CHOICES, 0, 0, "", NULL},
     {"system.scale_out.bw_per_chip_bytes_per_s", HWF_NUM, OFF(scale_out.bw_per_chip_bytes_per_s), 0,
      REQP, NULL, 0, MAX_BW, "B/s", NULL},
@@ -301,6 +303,88 @@ static int number_ok(const hw_field *f, double v) {
   return 1;
 }
 
+static void sort3(int64_t s[3]) {
+  for (int i = 0; i < 3; i++)
+    for (int k = i + 1; k < 3; k++)
+      if (s[k] < s[i]) { int64_t t = s[i]; s[i] = s[k]; s[k] = t; }
+}
+
+/* One list of shapes, [[2,2,1], ...] or [[1,1], [2,2], ...]: each 2 or 3
+** sides from 1 to 4096, all of one length (*dims, 0 until the first). Stored
+** sides ascending, a 2-D shape as AxBx1. Errors at the element. */
+static int read_shape_list(loader *L, const cJSON *v, int64_t (*out)[3], int *n, int *dims) {
+  char got[96];
+  jin_describe(v, got, sizeof got);
+  if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) < 1 ||
+      cJSON_GetArraySize(v) > HW_MAX_SLICE_SHAPES) {
+    jin_error(L->j, 0, "expected an array of 1 to %d shapes such as [2, 2, 4], got %s",
+              HW_MAX_SLICE_SHAPES, got);
+    return -1;
+  }
+  int k = 0, rc = 0;
+  for (const cJSON *e = v->child; e; e = e->next, k++) {
+    jin_push_index(L->j, k);
+    int len = cJSON_IsArray(e) ? cJSON_GetArraySize(e) : 0;
+    int64_t s[3] = {1, 1, 1};
+    int ok = (len == 2 || len == 3) && (!*dims || len == *dims);
+    for (int i = 0; ok && i < len; i++) {
+      const cJSON *x = cJSON_GetArrayItem(e, i);
+      ok = cJSON_IsNumber(x) && x->valuedouble >= 1 && x->valuedouble <= 4096 &&
+           x->valuedouble == floor(x->valuedouble);
+      if (ok) s[i] = (int64_t)x->valuedouble;
+    }
+    if (!ok) {
+      jin_describe(e, got, sizeof got);
+      if (*dims)
+        jin_error(L->j, 0, "expected a shape of %d sides, each an integer 1 to 4096 (as the "
+                  "shapes before it), got %s", *dims, got);
+      else
+        jin_error(L->j, 0, "expected a shape [x, y] or [x, y, z], each side an integer 1 to "
+                  "4096, got %s", got);
+      rc = -1;
+    } else {
+      *dims = len;
+      if (len == 3) sort3(s);
+      else if (s[1] < s[0]) { int64_t t = s[0]; s[0] = s[1]; s[1] = t; }
+      memcpy(out[k], s, sizeof s);
+    }
+    jin_pop(L->j);
+  }
+  *n = k;
+  return rc;
+}
+
+/* system.scale_up.slice_shapes: {"listed": [...], "cube": 4, "twisted": [...]}
+** (see hw_slice_shapes). Sides are sorted here; the rules that need the
+** other scale_up fields run in check_slice_shapes. */
+static int read_slice_shapes(loader *L, const cJSON *v, hw_slice_shapes *out) {
+  static const char *const KEYS[] = {"listed", "cube", "twisted", NULL};
+  char got[96];
+  jin_describe(v, got, sizeof got);
+  if (!cJSON_IsObject(v)) {
+    jin_error(L->j, 0, "expected an object {\"listed\": [[2, 2, 1], ...], \"cube\": 4, "
+              "\"twisted\": [[4, 4, 8], ...]}, got %s", got);
+    return -1;
+  }
+  if (jin_only(L->j, v, KEYS, NULL) != 0) return -1;
+  memset(out, 0, sizeof *out);
+  int dims = 0, rc = 0;
+  const cJSON *listed = jin_get_array(L->j, v, "listed", true);
+  if (!listed) return -1;
+  jin_push_key(L->j, "listed", 0);
+  rc |= read_shape_list(L, listed, out->listed, &out->n_listed, &dims);
+  jin_pop(L->j);
+  if (jin_get_int(L->j, v, "cube", 2, 4096, false, &out->cube_side) < 0) rc = -1;
+  const cJSON *tw = cJSON_GetObjectItemCaseSensitive(v, "twisted");
+  if (tw) {
+    jin_push_key(L->j, "twisted", 0);
+    rc |= read_shape_list(L, tw, out->twisted, &out->n_twisted, &dims);
+    jin_pop(L->j);
+  }
+  out->dims = dims;
+  return rc;
+}
+
 static void read_field(loader *L, int fi, const cJSON *v) {
   const hw_field *f = &FIELDS[fi];
   void *p = field_ptr(L->m, f);
@@ -376,6 +460,9 @@ static void read_field(loader *L, int fi, const cJSON *v) {
     }
     break;
   }
+  case HWF_SHAPES:
+    if (read_slice_shapes(L, v, p) != 0) return;
+    break;
   }
   L->m->present[fi] = true;
 }
@@ -589,6 +676,72 @@ static int near(double a, double b, double rel) { return fabs(a - b) <= rel * fa
 
 static int64_t prod3(const int64_t *v) { return v[0] * v[1] * v[2]; }
 
+/* An error at system.scale_up.slice_shapes.<list>[k], for the rules that
+** need the other scale_up fields (so run after the walk). */
+static void shape_error(loader *L, const char *list, int k, const char *msg) {
+  static const char *const SEGS[] = {"system", "scale_up", "slice_shapes"};
+  for (int i = 0; i < 3; i++) jin_push_key(L->j, SEGS[i], 0);
+  jin_push_key(L->j, list, 0);
+  if (k >= 0) jin_push_index(L->j, k);
+  jin_error(L->j, 0, "%s", msg);
+  for (int i = k >= 0 ? 5 : 4; i > 0; i--) jin_pop(L->j);
+}
+
+/* Within max_slice_shape, whatever the order of its sides. */
+static int shape_fits(const int64_t s[3], const int64_t max[3], int64_t dims) {
+  int64_t m[3] = {max[0], max[1], max[2]}, a[3] = {s[0], s[1], s[2]};
+  if (dims == 3) sort3(m), sort3(a);
+  else if (m[1] < m[0]) { int64_t t = m[0]; m[0] = m[1]; m[1] = t; }
+  return a[0] <= m[0] && a[1] <= m[1] && a[2] <= m[2];
+}
+
+/* The offered shapes against the torus: as many sides as torus_dims, each
+** within the largest slice; a cube that fits; twisted shapes of the two
+** forms a twisted torus takes (k x k x 2k, k x 2k x 2k: Camara et al. 2010;
+** libtpu's "k*k*2k and k*2k*2k") and offered. */
+static void check_slice_shapes(loader *L) {
+  const hw_scale_up *u = &L->m->scale_up;
+  const hw_slice_shapes *sh = &u->slice_shapes;
+  char msg[256];
+  if (sh->dims != u->torus_dims) {
+    snprintf(msg, sizeof msg, "shapes of %d sides on a %" PRId64 "-D torus (torus_dims): write "
+             "each as %s", sh->dims, u->torus_dims, u->torus_dims == 2 ? "[x, y]" : "[x, y, z]");
+    shape_error(L, "listed", 0, msg);
+    return;
+  }
+  for (int k = 0; k < sh->n_listed; k++) {
+    const int64_t *s = sh->listed[k];
+    if (shape_fits(s, u->max_slice_shape, u->torus_dims) && s[0] * s[1] * s[2] <= u->max_slice_chips)
+      continue;
+    snprintf(msg, sizeof msg, "%" PRId64 "x%" PRId64 "x%" PRId64 " does not fit in the largest "
+             "slice, %" PRId64 "x%" PRId64 "x%" PRId64 " (max_slice_shape, %" PRId64 " chips)",
+             s[0], s[1], s[2], u->max_slice_shape[0], u->max_slice_shape[1], u->max_slice_shape[2],
+             u->max_slice_chips);
+    shape_error(L, "listed", k, msg);
+  }
+  int64_t c = sh->cube_side, cube[3] = {c, c, u->torus_dims == 3 ? c : 1};
+  if (c && !shape_fits(cube, u->max_slice_shape, u->torus_dims)) {
+    snprintf(msg, sizeof msg, "a cube of side %" PRId64 " does not fit in the largest slice "
+             "(max_slice_shape)", c);
+    shape_error(L, "cube", -1, msg);
+  }
+  for (int k = 0; k < sh->n_twisted; k++) {
+    const int64_t *s = sh->twisted[k];
+    bool form = u->torus_dims == 3 && ((s[0] == s[1] && s[2] == 2 * s[0]) ||
+                                       (s[1] == 2 * s[0] && s[2] == s[1]));
+    bool whole = c && s[0] % c == 0 && s[1] % c == 0 && s[2] % c == 0;
+    bool listed = false;
+    for (int i = 0; i < sh->n_listed; i++)
+      listed |= memcmp(sh->listed[i], s, sizeof sh->listed[i]) == 0;
+    bool fits = shape_fits(s, u->max_slice_shape, 3) && s[0] * s[1] * s[2] <= u->max_slice_chips;
+    if (form && fits && (whole || listed)) continue;
+    snprintf(msg, sizeof msg, "%" PRId64 "x%" PRId64 "x%" PRId64 " %s", s[0], s[1], s[2],
+             !form ? "cannot be twisted: a twisted torus is k x k x 2k or k x 2k x 2k (3-D)"
+                   : "is not an offered shape (listed, or whole cubes within max_slice_shape)");
+    shape_error(L, "twisted", k, msg);
+  }
+}
+
 static void check_rules(loader *L) {
   hw_model *m = L->m;
   jin *j = L->j;
@@ -664,6 +817,7 @@ static void check_rules(loader *L) {
       jin_error_at(j, "system.scale_up.domain_chips", 0,
                    "a TPU's fast domain is its largest slice (%" PRId64 "), got %" PRId64,
                    u->max_slice_chips, u->domain_chips);
+    check_slice_shapes(L);
   }
   if (m->price.spot_usd_per_chip_hour > m->price.on_demand_usd_per_chip_hour)
     jin_error_at(j, "price.spot_usd_per_chip_hour", 0,

@@ -82,6 +82,22 @@ typedef struct {
   double op_overhead_s;        /* fixed cost of one op (kernel launch) */
 } hw_chip;
 
+/* The slice shapes a TPU platform offers (system.scale_up.slice_shapes),
+** each stored sides ascending (a 2-D one as AxBx1, A <= B): the listed shapes,
+** then (cube_side > 0) any shape whose sides are all multiples of
+** cube_side within max_slice_shape (whole OCS cubes), and the shapes that
+** may be wired as a twisted torus (a subset of the offered ones). */
+#define HW_MAX_SLICE_SHAPES 24
+typedef struct {
+  int dims; /* sides each shape was given with: 2 or 3 (= torus_dims) */
+  int n_listed, n_twisted;
+  int64_t listed[HW_MAX_SLICE_SHAPES][3], twisted[HW_MAX_SLICE_SHAPES][3];
+  int64_t cube_side; /* 0: only the listed shapes */
+} hw_slice_shapes;
+
+/* "1x2x2, 2x2x2, or whole 4x4x4 cubes; twisted: 4x4x8" (hw show) */
+void hw_slice_shapes_text(const hw_slice_shapes *sh, char *buf, size_t n);
+
 typedef struct {
   int kind;
   int64_t domain_chips, links_per_chip;
@@ -91,6 +107,7 @@ typedef struct {
   /* TPU torus only */
   int64_t torus_dims, wrap_axis_multiple, max_slice_chips, pod_chips;
   int64_t max_slice_shape[3], ocs_block[3];
+  hw_slice_shapes slice_shapes;
 } hw_scale_up;
 
 typedef struct {
@@ -139,7 +156,7 @@ typedef struct hw_model {
 
 /* ---- the schema table ---- */
 
-typedef enum { HWF_STR, HWF_ENUM, HWF_NUM, HWF_INT, HWF_BOOL, HWF_INT3 } hw_ftype;
+typedef enum { HWF_STR, HWF_ENUM, HWF_NUM, HWF_INT, HWF_BOOL, HWF_INT3, HWF_SHAPES } hw_ftype;
 
 enum {
   HWF_REQ = 1u << 0,      /* required for every kind */

@@ -28,6 +28,31 @@ static const char *cite_ids(const hw_model *m, const char *path) {
   return best;
 }
 
+static void shape_text(const int64_t s[3], int dims, char *buf, size_t n) {
+  if (dims == 2) snprintf(buf, n, "%" PRId64 "x%" PRId64, s[0], s[1]);
+  else snprintf(buf, n, "%" PRId64 "x%" PRId64 "x%" PRId64, s[0], s[1], s[2]);
+}
+
+void hw_slice_shapes_text(const hw_slice_shapes *sh, char *buf, size_t n) {
+  size_t at = 0;
+  char one[48];
+  buf[0] = 0;
+  for (int k = 0; k < sh->n_listed && at < n; k++) {
+    shape_text(sh->listed[k], sh->dims, one, sizeof one);
+    at += (size_t)snprintf(buf + at, n - at, "%s%s", k ? ", " : "", one);
+  }
+  int64_t c = sh->cube_side;
+  if (c && at < n && sh->dims == 3)
+    at += (size_t)snprintf(buf + at, n - at, ", or whole %" PRId64 "x%" PRId64 "x%" PRId64 " cubes",
+                           c, c, c);
+  else if (c && at < n)
+    at += (size_t)snprintf(buf + at, n - at, ", or whole %" PRId64 "x%" PRId64 " squares", c, c);
+  for (int k = 0; k < sh->n_twisted && at < n; k++) {
+    shape_text(sh->twisted[k], sh->dims, one, sizeof one);
+    at += (size_t)snprintf(buf + at, n - at, "%s%s", k ? ", " : "; twisted: ", one);
+  }
+}
+
 /* Value as written in the file, plus a human form where the unit has one. */
 static void format_value(const hw_model *m, int fi, char *buf, size_t n) {
   const hw_field *f = hw_field_get(fi);
@@ -46,6 +71,10 @@ static void format_value(const hw_model *m, int fi, char *buf, size_t n) {
   case HWF_INT3: {
     const int64_t *v = p;
     snprintf(buf, n, "%" PRId64 "x%" PRId64 "x%" PRId64, v[0], v[1], v[2]);
+    return;
+  }
+  case HWF_SHAPES: {
+    hw_slice_shapes_text(p, buf, n);
     return;
   }
   case HWF_INT: {
@@ -138,6 +167,25 @@ static cJSON *section_obj(cJSON *root, const char *path, size_t len) {
   return cur;
 }
 
+/* system.scale_up.slice_shapes as the file writes it (2-D shapes as [x, y]) */
+static cJSON *shape_list_json(const int64_t (*v)[3], int n, int dims) {
+  cJSON *a = cJSON_CreateArray();
+  for (int k = 0; k < n; k++) {
+    int iv[3] = {(int)v[k][0], (int)v[k][1], (int)v[k][2]};
+    cJSON_AddItemToArray(a, cJSON_CreateIntArray(iv, dims));
+  }
+  return a;
+}
+
+static cJSON *slice_shapes_json(const hw_slice_shapes *sh) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddItemToObject(o, "listed", shape_list_json(sh->listed, sh->n_listed, sh->dims));
+  if (sh->cube_side) cJSON_AddNumberToObject(o, "cube", (double)sh->cube_side);
+  if (sh->n_twisted)
+    cJSON_AddItemToObject(o, "twisted", shape_list_json(sh->twisted, sh->n_twisted, sh->dims));
+  return o;
+}
+
 char *hw_to_json(const hw_model *m) {
   cJSON *root = cJSON_CreateObject();
   for (int i = 0; i < hw_field_count(); i++) {
@@ -159,6 +207,7 @@ char *hw_to_json(const hw_model *m) {
       cJSON_AddItemToObject(parent, leaf, cJSON_CreateIntArray(iv, 3));
       break;
     }
+    case HWF_SHAPES: cJSON_AddItemToObject(parent, leaf, slice_shapes_json(p)); break;
     }
   }
   cJSON *src = cJSON_AddObjectToObject(root, "sources");

@@ -14,6 +14,7 @@ struct net {
   bool torus;
   int64_t shape[3];
   bool wrap[3];
+  bool twisted; /* the slice's torus is wired twisted (net_build_shaped_tw) */
 };
 
 /* Within the largest slice, whatever the platform allows as a slice. */
@@ -28,34 +29,40 @@ static bool fits_pod(const hw_model *hw, const int64_t s[3]) {
   return a[0] <= b[0] && a[1] <= b[1] && a[2] <= b[2] && (hw->scale_up.torus_dims == 3 || s[2] == 1);
 }
 
-/* Slice shapes TPUs allow. 3-D (OCS) machines: the small shapes 2x2x1,
-** 2x2x2, 2x2x4, 2x4x4, then any shape of whole 4x4x4 cubes; 2-D machines:
-** power-of-two sides at most 2:1 (1x1, 2x2, 2x4, 4x4, 4x8, ... 16x16).
-** Sources: Cloud TPU v4/v5p/v5e/v6e "supported configurations" tables. */
-static bool shape_ok(const hw_model *hw, const int64_t s[3]) {
-  const hw_scale_up *u = &hw->scale_up;
-  int64_t lim[3] = {u->max_slice_shape[0], u->max_slice_shape[1], u->max_slice_shape[2]};
-  /* compare sorted, so 24x16x16 and 16x16x24 are the same shape */
-  int64_t a[3] = {s[0], s[1], s[2]}, b[3] = {lim[0], lim[1], lim[2]};
-  for (int i = 0; i < 3; i++)
-    for (int j = i + 1; j < 3; j++) {
+/* Sides ascending on a 3-D torus; the first two on a 2-D one (AxBx1), as
+** the hardware file stores its offered shapes. */
+static void canon_shape(const hw_model *hw, const int64_t s[3], int64_t a[3]) {
+  memcpy(a, s, 3 * sizeof *a);
+  int n = hw->scale_up.torus_dims == 2 ? 2 : 3;
+  for (int i = 0; i < n; i++)
+    for (int j = i + 1; j < n; j++)
       if (a[j] < a[i]) { int64_t t = a[i]; a[i] = a[j]; a[j] = t; }
-      if (b[j] < b[i]) { int64_t t = b[i]; b[i] = b[j]; b[j] = t; }
-    }
-  for (int i = 0; i < 3; i++)
-    if (a[i] > b[i]) return false;
-  if (u->torus_dims == 2) {
-    if (s[2] != 1) return false;
-    for (int i = 0; i < 2; i++)
-      if (s[i] & (s[i] - 1)) return false;
-    return s[0] <= 2 * s[1] && s[1] <= 2 * s[0];
-  }
-  /* sides ascending, as choose_shape produces them */
-  static const int64_t SMALL[][3] = {{1, 1, 1}, {1, 2, 2}, {2, 2, 2}, {2, 2, 4}, {2, 4, 4}};
-  for (size_t i = 0; i < sizeof SMALL / sizeof *SMALL; i++)
-    if (a[0] == SMALL[i][0] && a[1] == SMALL[i][1] && a[2] == SMALL[i][2]) return true;
-  int64_t m = u->wrap_axis_multiple;
-  return s[0] % m == 0 && s[1] % m == 0 && s[2] % m == 0;
+}
+
+static bool in_list(const int64_t (*list)[3], int n, const int64_t a[3]) {
+  for (int i = 0; i < n; i++)
+    if (list[i][0] == a[0] && list[i][1] == a[1] && list[i][2] == a[2]) return true;
+  return false;
+}
+
+/* Slice shapes the platform offers: the hardware file's
+** system.scale_up.slice_shapes (Cloud TPU's topology tables, cited there):
+** a listed shape, or whole cubes of cube_side within the largest slice. */
+static bool shape_ok(const hw_model *hw, const int64_t s[3]) {
+  const hw_slice_shapes *sh = &hw->scale_up.slice_shapes;
+  if (!fits_pod(hw, s)) return false;
+  int64_t a[3];
+  canon_shape(hw, s, a);
+  if (in_list(sh->listed, sh->n_listed, a)) return true;
+  int64_t c = sh->cube_side;
+  return c > 0 && s[0] % c == 0 && s[1] % c == 0 && (hw->scale_up.torus_dims == 2 || s[2] % c == 0);
+}
+
+bool net_twist_offered(const hw_model *hw, const int64_t s[3]) {
+  const hw_slice_shapes *sh = &hw->scale_up.slice_shapes;
+  int64_t a[3];
+  canon_shape(hw, s, a);
+  return hw->scale_up.kind == HW_UP_ICI_TORUS && in_list(sh->twisted, sh->n_twisted, a);
 }
 
 /* The allowed shape for n chips, sides ascending, the most cubic one; a
@@ -122,6 +129,13 @@ static void nearby_counts(const hw_model *hw, int64_t n, bool any_shape, int64_t
 
 static int64_t shape_chips(const int64_t s[3]) { return s[0] * s[1] * s[2]; }
 
+static void shape_str(const hw_model *hw, const int64_t s[3], char *buf, size_t n) {
+  if (hw->scale_up.torus_dims == 2)
+    snprintf(buf, n, "%lldx%lld", (long long)s[0], (long long)s[1]);
+  else
+    snprintf(buf, n, "%lldx%lldx%lld", (long long)s[0], (long long)s[1], (long long)s[2]);
+}
+
 int net_shape_check(const hw_model *hw, const int64_t shape[3], char *err, size_t errn) {
   int64_t s[3] = {shape[0], shape[1], shape[2]};
   if (hw->scale_up.kind != HW_UP_ICI_TORUS) {
@@ -158,16 +172,38 @@ int net_shape_check(const hw_model *hw, const int64_t shape[3], char *err, size_
       snprintf(near, sizeof near, "%lldx%lldx%lld", (long long)best[0], (long long)best[1],
                (long long)best[2]);
   }
-  snprintf(err, errn, "%s offers no %lldx%lldx%lld slice (%s; nearest offered: %s)", hw->name,
-           (long long)s[0], (long long)s[1], (long long)s[2],
-           hw->scale_up.torus_dims == 2
-               ? "2-D slices of power-of-two sides at most 2:1, up to the 16x16 pod"
-               : "2x2x1, 2x2x2, 2x2x4, 2x4x4, or whole 4x4x4 cubes",
-           near[0] ? near : "none");
+  char offered[512];
+  hw_slice_shapes_text(&hw->scale_up.slice_shapes, offered, sizeof offered);
+  char *tw = strstr(offered, "; twisted:"); /* the twisted ones are for twisted_check */
+  if (tw) *tw = 0;
+  char given[64], max[64]; /* a 2-D slice as AxB, as --topology takes it */
+  shape_str(hw, s, given, sizeof given);
+  shape_str(hw, hw->scale_up.max_slice_shape, max, sizeof max);
+  snprintf(err, errn, "%s offers no %s slice (offered: %s, within %s; nearest offered: %s)",
+           hw->name, given, offered, max, near[0] ? near : "none");
   return -1;
 }
 
-int net_shape_parse(const char *str, int64_t shape[3], char *err, size_t errn) {
+int net_twist_check(const hw_model *hw, const int64_t shape[3], char *err, size_t errn) {
+  if (net_twist_offered(hw, shape)) return 0;
+  const hw_slice_shapes *sh = &hw->scale_up.slice_shapes;
+  int64_t n = shape_chips(shape), best = -1;
+  for (int i = 0; i < sh->n_twisted; i++) { /* the nearest chip count */
+    int64_t d = llabs(shape_chips(sh->twisted[i]) - n);
+    if (best < 0 || d < llabs(shape_chips(sh->twisted[best]) - n)) best = i;
+  }
+  char near[64] = "none: leave the 't' out";
+  if (best >= 0)
+    snprintf(near, sizeof near, "%lldx%lldx%lldt", (long long)sh->twisted[best][0],
+             (long long)sh->twisted[best][1], (long long)sh->twisted[best][2]);
+  snprintf(err, errn, "%s offers no twisted %lldx%lldx%lld slice (a twisted torus is k x k x 2k "
+           "or k x 2k x 2k, among the offered: %d shape%s in system.scale_up.slice_shapes; "
+           "nearest twisted: %s)", hw->name, (long long)shape[0], (long long)shape[1],
+           (long long)shape[2], sh->n_twisted, sh->n_twisted == 1 ? "" : "s", near);
+  return -1;
+}
+
+int net_shape_parse(const char *str, int64_t shape[3], bool *twisted, char *err, size_t errn) {
   int64_t v[3] = {1, 1, 1};
   int k = 0;
   const char *c = str;
@@ -178,15 +214,17 @@ int net_shape_parse(const char *str, int64_t shape[3], char *err, size_t errn) {
     if (x < 1 || x > 1000000) break;
     v[k++] = x;
     c = end;
-    if (*c != 'x') break;
+    if (*c != 'x' || k == 3) break; /* a third 'x' is left for the check below */
     c++;
   }
-  if (k < 2 || *c != '\0') {
-    snprintf(err, errn, "--topology: expected AxB or AxBxC (sides 1 to 1000000, e.g. 4x4x8), "
-             "found '%s'", str);
+  bool t = k == 3 && c[0] == 't' && c[1] == '\0'; /* 4x4x8t: twisted */
+  if (k < 2 || (*c != '\0' && !t)) {
+    snprintf(err, errn, "--topology: expected AxB or AxBxC, AxBxCt for a twisted torus (sides 1 "
+             "to 1000000, e.g. 4x4x8 or 4x4x8t), found '%s'", str);
     return -1;
   }
   memcpy(shape, v, sizeof v);
+  *twisted = t;
   return 0;
 }
 
@@ -297,7 +335,13 @@ net *net_build_group(const hw_model *hw, int64_t chips, char *err, size_t errn) 
 
 net *net_build_shaped(const hw_model *hw, int64_t chips, int64_t slices, const int64_t shape[3],
                       bool offered_only, char *err, size_t errn) {
+  return net_build_shaped_tw(hw, chips, slices, shape, false, offered_only, err, errn);
+}
+
+net *net_build_shaped_tw(const hw_model *hw, int64_t chips, int64_t slices, const int64_t shape[3],
+                         bool twisted, bool offered_only, char *err, size_t errn) {
   if (offered_only && net_shape_check(hw, shape, err, errn) != 0) return NULL;
+  if (twisted && net_twist_check(hw, shape, err, errn) != 0) return NULL;
   if (hw->scale_up.kind != HW_UP_ICI_TORUS || !fits_pod(hw, shape)) {
     snprintf(err, errn, "%s: a %lldx%lldx%lld slice does not fit in the pod (%lldx%lldx%lld)",
              hw->name, (long long)shape[0], (long long)shape[1], (long long)shape[2],
@@ -313,7 +357,9 @@ net *net_build_shaped(const hw_model *hw, int64_t chips, int64_t slices, const i
              slices == 1 ? "" : "s", (long long)(slices > 0 ? chips / slices : chips));
     return NULL;
   }
-  return build(hw, chips, slices, false, shape, err, errn);
+  net *n = build(hw, chips, slices, false, shape, err, errn);
+  if (n) n->twisted = twisted;
+  return n;
 }
 
 static net *build(const hw_model *hw, int64_t chips, int64_t slices, bool group,
@@ -467,7 +513,8 @@ int net_path(const net *n, int64_t a, int64_t b, int64_t *links, int max) {
 void net_describe(const net *n, char *buf, size_t len) {
   const hw_model *hw = n->hw;
   if (n->torus) {
-    int w = snprintf(buf, len, "ICI torus %lldx%lldx%lld (wraparound:%s%s%s%s)",
+    int w = snprintf(buf, len, "ICI %storus %lldx%lldx%lld (wraparound:%s%s%s%s)",
+                     n->twisted ? "twisted " : "",
                      (long long)n->shape[0], (long long)n->shape[1], (long long)n->shape[2],
                      n->wrap[0] ? " x" : "", n->wrap[1] ? " y" : "", n->wrap[2] ? " z" : "",
                      n->wrap[0] || n->wrap[1] || n->wrap[2] ? "" : " none");
@@ -485,4 +532,113 @@ void net_describe(const net *n, char *buf, size_t len) {
                                                       : "socket link",
              nodes > 1 ? " + " : "", nodes > 1 ? hw_scale_out_label(hw->scale_out.kind) : "");
   }
+}
+
+/* ---- twisted tori: the link graph, its cuts and its all-to-all load ---- */
+
+/* The neighbour of chip c one step up axis d, or false where a mesh axis
+** ends. A twisted torus (Camara, Moreto, Vallejo, Beivide et al., "Twisted
+** Torus Topologies for Enhanced Interconnection Networks", IEEE TPDS 21(12),
+** 2010; the TPU v4 OCS wires it, Jouppi et al. ISCA 2023) is the torus with
+** one change: the wraparound links of a short axis (side k) land shifted by
+** k along each long axis (side 2k) -- the +k seam. k x k x 2k shifts along
+** its one long axis, k x 2k x 2k along both. Every other link is the
+** regular torus's, so each chip keeps its six links. */
+static bool torus_step(const int64_t shape[3], const bool wrap[3], bool twisted, const int64_t c[3],
+                       int d, int64_t out[3]) {
+  memcpy(out, c, 3 * sizeof *out);
+  if (++out[d] < shape[d]) return true;
+  if (!wrap[d]) return false;
+  out[d] = 0;
+  int64_t k = shape[0];
+  for (int i = 1; i < 3; i++) k = shape[i] < k ? shape[i] : k;
+  int shortest = shape[0] == k ? 0 : shape[1] == k ? 1 : 2;
+  if (twisted && d == shortest)
+    for (int i = 0; i < 3; i++)
+      if (shape[i] == 2 * k) out[i] = (out[i] + k) % shape[i];
+  return true;
+}
+
+static int64_t flat(const int64_t shape[3], const int64_t c[3]) {
+  return c[0] + shape[0] * (c[1] + shape[1] * c[2]);
+}
+
+void net_torus_graph_stats(const int64_t shape[3], const bool wrap[3], bool twisted,
+                           net_torus_stats *st) {
+  memset(st, 0, sizeof *st);
+  int64_t n = shape[0] * shape[1] * shape[2], c[3], nb[3];
+  int64_t *adj = malloc((size_t)n * 6 * sizeof *adj), *queue = malloc((size_t)n * sizeof *queue);
+  int32_t *deg = calloc((size_t)n, sizeof *deg), *dist = malloc((size_t)n * sizeof *dist);
+  if (!adj || !queue || !deg || !dist) goto done;
+  /* the links, each once from its lower end, and the half-split cut of each
+  ** axis: a link crosses the cut of axis a when its ends lie on opposite
+  ** sides of position side/2 */
+  for (int64_t i = 0; i < n; i++) {
+    c[0] = i % shape[0], c[1] = i / shape[0] % shape[1], c[2] = i / shape[0] / shape[1];
+    for (int d = 0; d < 3; d++) {
+      if (shape[d] < 2 || !torus_step(shape, wrap, twisted, c, d, nb)) continue;
+      if (shape[d] == 2 && c[d] == 1) continue; /* a side of 2: the wrap is the same link */
+      int64_t j = flat(shape, nb);
+      adj[i * 6 + deg[i]++] = j, adj[j * 6 + deg[j]++] = i;
+      st->links++;
+      for (int a = 0; a < 3; a++)
+        if (shape[a] > 1 && (c[a] < shape[a] / 2) != (nb[a] < shape[a] / 2)) st->cut_links[a]++;
+    }
+  }
+  /* hop distances from chip 0 by breadth-first search; tori and twisted
+  ** tori are vertex-transitive (Cayley graphs: Camara et al. 2010), so
+  ** every chip sees the same distances */
+  for (int64_t i = 0; i < n; i++) dist[i] = -1;
+  int64_t head = 0, tail = 0, sum = 0;
+  dist[0] = 0, queue[tail++] = 0;
+  while (head < tail) {
+    int64_t u = queue[head++];
+    sum += dist[u];
+    for (int e = 0; e < deg[u]; e++) {
+      int64_t v = adj[u * 6 + e];
+      if (dist[v] < 0) dist[v] = dist[u] + 1, queue[tail++] = v;
+    }
+  }
+  st->mean_hops = n > 1 ? (double)sum / (double)(n - 1) : 0;
+  /* all-to-all of one unit per ordered pair: the busiest link carries at
+  ** least (a) the flows that must cross an axis's cut, over its links one
+  ** direction each, and (b) every flow's shortest-path hops spread evenly
+  ** on all 2 x links directed links; the larger bound is the load */
+  double bound = 0;
+  for (int a = 0; a < 3; a++) {
+    if (!st->cut_links[a]) continue;
+    double lo = (double)(shape[a] / 2) * (double)(n / shape[a]), hi = (double)n - lo;
+    double b = lo * hi / (double)st->cut_links[a];
+    if (b > bound) bound = b;
+  }
+  double spread = st->links ? (double)n * (double)sum / (2.0 * (double)st->links) : 0;
+  st->a2a_flows_per_link = bound > spread ? bound : spread;
+done:
+  free(adj), free(queue), free(deg), free(dist);
+}
+
+bool net_is_twisted(const net *n) { return n->twisted; }
+
+double net_a2a_twist_gain_shape(const hw_model *hw, const int64_t shape[3]) {
+  if (!net_twist_offered(hw, shape)) return 1.0;
+  /* a plan search asks for the same few shapes thousands of times: the
+  ** last answer per thread */
+  static _Thread_local int64_t last[3];
+  static _Thread_local int64_t last_cube;
+  static _Thread_local double last_gain;
+  if (memcmp(last, shape, sizeof last) == 0 && last_cube == hw->scale_up.wrap_axis_multiple)
+    return last_gain;
+  bool wrap[3];
+  for (int d = 0; d < 3; d++)
+    wrap[d] = shape[d] > 2 && shape[d] % hw->scale_up.wrap_axis_multiple == 0;
+  net_torus_stats reg, tw;
+  net_torus_graph_stats(shape, wrap, false, &reg);
+  net_torus_graph_stats(shape, wrap, true, &tw);
+  double g = tw.a2a_flows_per_link > 0 ? reg.a2a_flows_per_link / tw.a2a_flows_per_link : 1.0;
+  memcpy(last, shape, sizeof last), last_cube = hw->scale_up.wrap_axis_multiple, last_gain = g;
+  return g;
+}
+
+double net_a2a_twist_gain(const net *n) {
+  return n->twisted ? net_a2a_twist_gain_shape(n->hw, n->shape) : 1.0;
 }

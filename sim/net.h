@@ -53,19 +53,28 @@ net *net_build_group(const hw_model *hw, int64_t chips, char *err, size_t errn);
 ** else any shape that fits in the pod, for comparing a hypothetical one. */
 net *net_build_shaped(const hw_model *hw, int64_t chips, int64_t slices, const int64_t shape[3],
                       bool offered_only, char *err, size_t errn);
+/* net_build_shaped, the slice's torus wired twisted when `twisted` (a shape
+** the hardware file lists under slice_shapes.twisted: net_twist_check). */
+net *net_build_shaped_tw(const hw_model *hw, int64_t chips, int64_t slices, const int64_t shape[3],
+                         bool twisted, bool offered_only, char *err, size_t errn);
 /* The slice shapes the platform offers for `chips` chips in one slice,
 ** sides ascending (4x4x8 stands for its turns 4x8x4 and 8x4x4, which route
 ** the same), the most cubic first; at most max into out. Returns how many
 ** (0 off a torus, above the largest slice, or for a count with none).
-** v4/v5p (3-D, OCS): 2x2x1, 2x2x2, 2x2x4, 2x4x4 and whole 4x4x4 cubes;
-** v5e/v6e (2-D): power-of-two sides at most 2:1 up to 16x16 (Cloud TPU's
-** "supported topologies" tables; docs/network.md). */
+** Which shapes: the hardware file's system.scale_up.slice_shapes (v4/v5p:
+** 2x2x1, 2x2x2, 2x2x4, 2x4x4 and whole 4x4x4 cubes; v5e/v6e: 1x1, 2x2, 2x4,
+** ... 16x16, from Cloud TPU's topology tables; docs/network.md). */
 int net_offered_shapes(const hw_model *hw, int64_t chips, int64_t (*out)[3], int max);
 /* 0 when Cloud TPU offers a slice of this shape on hw (sides in any
 ** order); else -1 with err naming the rule and the nearest offered shape. */
 int net_shape_check(const hw_model *hw, const int64_t shape[3], char *err, size_t errn);
-/* "4x4x8" or "16x16" (third side 1) into shape; -1 with err otherwise. */
-int net_shape_parse(const char *s, int64_t shape[3], char *err, size_t errn);
+/* 0 when hw offers this shape wired as a twisted torus (sides in any
+** order); else -1 with err naming the nearest twisted shape. */
+int net_twist_check(const hw_model *hw, const int64_t shape[3], char *err, size_t errn);
+bool net_twist_offered(const hw_model *hw, const int64_t shape[3]);
+/* "4x4x8", "4x4x8t" (twisted) or "16x16" (third side 1) into shape and
+** *twisted; -1 with err otherwise. */
+int net_shape_parse(const char *s, int64_t shape[3], bool *twisted, char *err, size_t errn);
 void net_free(net *n);
 
 int64_t net_chips(const net *n);
@@ -90,6 +99,26 @@ net_fabric net_link_fabric(const net *n, int64_t link);
 ** torus; via the switch inside a node; via the NICs between nodes or
 ** slices). Returns the hop count (0 when a == b), or -1 if max is too small. */
 int net_path(const net *n, int64_t a, int64_t b, int64_t *links, int max);
+
+/* A torus's link graph, regular or twisted (see net.c): undirected links,
+** links crossing the half-split of each axis (its bisection across that
+** axis), mean hops between distinct chips, and an all-to-all's load: flows
+** on the busiest directed link per unit sent to every other chip, the
+** larger of the cut bound and the hop-spread bound. */
+typedef struct {
+  int64_t links, cut_links[3];
+  double mean_hops, a2a_flows_per_link;
+} net_torus_stats;
+void net_torus_graph_stats(const int64_t shape[3], const bool wrap[3], bool twisted,
+                           net_torus_stats *st);
+bool net_is_twisted(const net *n);
+/* An all-to-all on this net's slice runs this many times faster twisted
+** than on the regular torus of the same shape (1 when not twisted):
+** net_torus_graph_stats's regular over twisted load. */
+double net_a2a_twist_gain(const net *n);
+/* The same for a slice of this shape on hw wired twisted (1 when hw offers
+** no twisted slice of this shape). */
+double net_a2a_twist_gain_shape(const hw_model *hw, const int64_t shape[3]);
 
 /* "ICI torus 4x4x4 (wraparound x y z)", "8 nodes x 8 GPUs: NVSwitch + IB NDR" */
 void net_describe(const net *n, char *buf, size_t len);

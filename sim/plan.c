@@ -326,8 +326,12 @@ bool plan_default_tf32(const model *m, const hw_model *hw, plan *p) {
 ** chips times the slices are the plan's chips. */
 static int check_slice_shape(const hw_model *hw, const plan *p, char *err, size_t errn) {
   const int64_t *s = p->slice_shape;
-  if (!s[0] && !s[1] && !s[2]) return 0;
+  if (!s[0] && !s[1] && !s[2])
+    return p->slice_twisted ? str_errf(err, errn, "a twisted slice needs its shape: --topology "
+                                       "AxBxCt (e.g. 4x4x8t)")
+                            : 0;
   if (net_shape_check(hw, s, err, errn) != 0) return -1;
+  if (p->slice_twisted && net_twist_check(hw, s, err, errn) != 0) return -1;
   int64_t per = s[0] * s[1] * s[2], slices = p->slices > 1 ? p->slices : 1;
   if (p->chips == per * slices) return 0;
   if (p->chips % per == 0)

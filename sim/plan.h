@@ -109,6 +109,10 @@ typedef struct {
   ** (net_shape_check) holding chips / slices; all 0: the most cubic one
   ** (net_build). The planner picks it among the offered (planner.c). */
   int64_t slice_shape[3];
+  /* the slice wired as a twisted torus (--topology 4x4x8t): a shape the
+  ** hardware lists under slice_shapes.twisted; speeds a whole-slice
+  ** all-to-all (net_a2a_twist_gain), leaves rings as they are */
+  bool slice_twisted;
   int64_t reduction_server; /* reducer hosts for the gradient all-reduce; 0 = none */
   plan_grad_sync grad_sync;
   plan_attention attention;

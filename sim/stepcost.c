@@ -459,6 +459,11 @@ static double moe_a2a_s(const hw_model *hw, const wl_tf_dims *d, const plan *p, 
   int64_t g = per_node(hw, p->ep, p->etp > 1 ? p->etp : 1);
   double flat = coll_time_s(hw, p->ep, g, COLL_ALL_TO_ALL, tokens * k * row_bytes, 1, 0, COLL_AUTO,
                             false, err, errn);
+  /* an expert group that is a whole twisted slice: its all-to-all gains the
+  ** twisted torus's throughput (sim/net.c net_a2a_twist_gain) */
+  int64_t per_slice = p->chips / (p->slices > 1 ? p->slices : 1);
+  if (flat > 0 && p->slice_twisted && p->ep == per_slice)
+    flat /= net_a2a_twist_gain_shape(hw, p->slice_shape);
   if (flat < 0 || !frameworks[p->framework].moe_node_dedup || hw->kind != HW_GPU || g >= p->ep ||
       p->ep % g)
     return flat;

@@ -784,8 +784,8 @@ Test(net, v4_128_chips_4x4x8_beats_a_2x8x8_by_hand, .init = setup, .fini = teard
   net_free(flat);
 }
 
-/* The offered shapes by the rule (whole 4x4x4 cubes, sides at most 16 on
-** v4; 2-D power-of-two sides at most 2:1 on v5e): 512 v4 chips are 8x8x8
+/* The offered shapes, from the files' slice_shapes (whole 4x4x4 cubes,
+** sides at most 16 on v4; v5e's listed 1x1 ... 16x16): 512 v4 chips are 8x8x8
 ** or 4x8x16 (4x4x32 is longer than the pod's 16), most cubic first; 128
 ** v5e chips only 8x16 (4x32 is 8:1 and longer than 16); 2x8x8 is refused
 ** naming the shape to use instead. */
