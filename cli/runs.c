@@ -304,11 +304,14 @@ static int check_default(const map_entry *e, const char *file, diag *dg) {
                e->name, near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
     return -1;
   }
+  if (strcmp(e->name, "mbs") == 0 && strcmp(e->value->s, "gbs/dp") == 0) return 0;
   if (strcmp(e->name, "mbs") == 0 || strcmp(e->name, "vp") == 0) {
     if (num_parse_int(e->name, e->value->s, 1, e->name[0] == 'm' ? CLI_MAX_BATCH : 1 << 20, &n,
                       err, sizeof err) == 0)
       return 0;
-    diag_error(dg, file, e->value->line, e->value->col, NULL, "%s", err);
+    diag_error(dg, file, e->value->line, e->value->col, NULL, "%s%s", err,
+               e->name[0] == 'm' ? " (or gbs/dp: the global batch over the data-parallel "
+                                   "replicas, no accumulation)" : "");
     return -1;
   }
   if (strcmp(e->name, "sp") == 0)
@@ -824,6 +827,13 @@ static int mbs_arg(const runs_table *x, runs_result *r, runs_argv *a, int64_t de
     const char *d = map_default(x->map, "mbs", w->source, r->framework);
     if (!d) return 0;
     mbs = atof(d);
+    if (strcmp(d, "gbs/dp") == 0) { /* no accumulation: one micro-batch per replica and step */
+      int64_t split = w->tp * w->pp * w->cp;
+      /* a pipeline splits the replica's batch into micro-batches (torchtitan's
+      ** pipeline_parallel_microbatch_size, 1 by default): simulate's own 1 */
+      if (w->pp > 1 || w->chips % split != 0) return 0; /* a bad split: simulate says why */
+      mbs = (double)w->gbs / (double)(w->chips / split);
+    }
   } else if (batch) {
     mbs *= (double)(devices * w->tp * w->cp);
   }
