@@ -382,6 +382,7 @@ static int mapping_read(runs_mapping *m, const char *file, diag *dg) {
   int bad = 0;
   for (int r = 1; r < m->t.n_recs; r++) {
     map_entry *e = &m->e[m->n];
+    memset(e, 0, sizeof *e); /* the slot of a refused entry is reused: nothing of it stays */
     const runs_cell *kind = csv_at(&m->t, r, ck);
     e->key = csv_at(&m->t, r, cy);
     e->value = csv_at(&m->t, r, cv);
