@@ -195,10 +195,16 @@ static const char *const MAP_KIND_NAMES[] = {"chip",      "devices",   "framewor
 typedef struct {
   map_kind kind;
   const runs_cell *key, *value;
-  /* a model or default key, split: MODEL[/PARAMS_B][@FRAMEWORK] */
-  char name[64], framework[64];
+  /* a model or default key, split: MODEL[/PARAMS_B][@FRAMEWORK], or a
+  ** default's COLUMN:SOURCE (the rows whose source column starts so) */
+  char name[64], framework[64], source[128];
   double params_b; /* 0: any */
 } map_entry;
+
+/* The columns a `default` entry fills where a row says '?': what a
+** framework does when its source is silent (docs/validation.md). */
+static const char *const DEFAULT_COLS[] = {"mbs", "vp", "sp", "zero_or_fsdp", "recompute", NULL};
+enum { DEFAULT_NCOLS = sizeof DEFAULT_COLS / sizeof *DEFAULT_COLS - 1 };
 
 struct runs_mapping {
   runs_csv t;
@@ -236,6 +242,85 @@ static int split_key(map_entry *e, const char *file, diag *dg) {
   return 0;
 }
 
+/* A default's key: COLUMN, COLUMN@FRAMEWORK (the rows mapped to that
+** --framework) or COLUMN:SOURCE (the rows whose source column starts with
+** SOURCE at a word's end: a paper's stated practice for its own rows). */
+static int split_default_key(map_entry *e, const char *file, diag *dg) {
+  const char *k = e->key->s, *colon = strchr(k, ':');
+  if (!colon) {
+    if (split_key(e, file, dg)) return -1;
+    if (e->params_b > 0) {
+      diag_error(dg, file, e->key->line, e->key->col, "key",
+                 "'%.80s': expected COLUMN[@FRAMEWORK] or COLUMN:SOURCE (a default takes no "
+                 "/PARAMS_B)", k);
+      return -1;
+    }
+    return 0;
+  }
+  size_t n = (size_t)(colon - k);
+  if (n == 0 || n >= sizeof e->name || !colon[1] || strlen(colon + 1) >= sizeof e->source) {
+    diag_error(dg, file, e->key->line, e->key->col, "key",
+               "'%.80s': expected COLUMN:SOURCE, a column and the start of a source cell", k);
+    return -1;
+  }
+  memcpy(e->name, k, n);
+  e->name[n] = '\0';
+  strcpy(e->source, colon + 1);
+  return 0;
+}
+
+/* A word that must be one of names: 0, or -1 after a message at the value
+** with the nearest choice. */
+static int check_word(const map_entry *e, const char *file, const char *what,
+                      const char *const *names, diag *dg) {
+  int n = 0;
+  while (names[n] && strcmp(names[n], e->value->s) != 0) n++;
+  if (names[n]) return 0;
+  char list[160] = "";
+  for (int i = 0; names[i]; i++)
+    runs_addf(list, sizeof list, "%s%s", i ? (names[i + 1] ? ", " : " or ") : "", names[i]);
+  const char *near = str_suggest(e->value->s, names, n);
+  diag_error(dg, file, e->value->line, e->value->col, "value", "'%.40s': expected %s (%s)%s%s%s",
+             e->value->s, list, what, near ? " (did you mean '" : "", near ? near : "",
+             near ? "'?)" : "");
+  return -1;
+}
+
+/* A default's key names one of DEFAULT_COLS, and its value is one a row's
+** cell could hold there, in the form simulate takes: 0, or -1 after a
+** message with the file's line:column and the nearest valid choice. */
+static int check_default(const map_entry *e, const char *file, diag *dg) {
+  static const char *const SP[] = {"0", "1", NULL};
+  static const char *const ZERO[] = {"0", "1", "2", "3", "fsdp", NULL};
+  char err[320];
+  int64_t n;
+  int c = 0;
+  while (DEFAULT_COLS[c] && strcmp(DEFAULT_COLS[c], e->name) != 0) c++;
+  if (!DEFAULT_COLS[c]) {
+    const char *near = str_suggest(e->name, DEFAULT_COLS, DEFAULT_NCOLS);
+    diag_error(dg, file, e->key->line, e->key->col, "key",
+               "'%.40s': expected COLUMN, COLUMN@FRAMEWORK or COLUMN:SOURCE with COLUMN one of "
+               "mbs, vp, sp, zero_or_fsdp or recompute (the columns a default fills)%s%s%s",
+               e->name, near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
+    return -1;
+  }
+  if (strcmp(e->name, "mbs") == 0 && strcmp(e->value->s, "gbs/dp") == 0) return 0;
+  if (strcmp(e->name, "mbs") == 0 || strcmp(e->name, "vp") == 0) {
+    if (num_parse_int(e->name, e->value->s, 1, e->name[0] == 'm' ? CLI_MAX_BATCH : 1 << 20, &n,
+                      err, sizeof err) == 0)
+      return 0;
+    diag_error(dg, file, e->value->line, e->value->col, NULL, "%s%s", err,
+               e->name[0] == 'm' ? " (or gbs/dp: the global batch over the data-parallel "
+                                   "replicas, no accumulation)" : "");
+    return -1;
+  }
+  if (strcmp(e->name, "sp") == 0)
+    return check_word(e, file, "1: sequence parallelism whenever the row's tp > 1", SP, dg);
+  if (strcmp(e->name, "zero_or_fsdp") == 0)
+    return check_word(e, file, "a ZeRO stage, or FSDP over all data-parallel chips", ZERO, dg);
+  return check_word(e, file, "one of simulate's --recompute modes", plan_recompute_names, dg);
+}
+
 /* The values that are not names: a device count, a batch convention. */
 static int mapping_check_value(const map_entry *e, const char *file, diag *dg) {
   char err[320];
@@ -244,17 +329,7 @@ static int mapping_check_value(const map_entry *e, const char *file, diag *dg) {
     diag_error(dg, file, e->value->line, e->value->col, NULL, "%s", err);
     return -1;
   }
-  /* the one '?' cell a framework's default fills: the micro-batch */
-  if (e->kind == MAP_DEFAULT && strcmp(e->name, "mbs") != 0) {
-    diag_error(dg, file, e->key->line, e->key->col, "key",
-               "'%.40s': expected mbs[@FRAMEWORK] (the column a default is taken for)", e->name);
-    return -1;
-  }
-  if (e->kind == MAP_DEFAULT &&
-      num_parse_int("mbs", e->value->s, 1, CLI_MAX_BATCH, &n, err, sizeof err)) {
-    diag_error(dg, file, e->value->line, e->value->col, NULL, "%s", err);
-    return -1;
-  }
+  if (e->kind == MAP_DEFAULT && check_default(e, file, dg)) return -1;
   if (e->kind == MAP_OFFLOAD && (!strchr(e->key->s, ':') || strchr(e->key->s, ':') == e->key->s ||
                                  !strchr(e->key->s, ':')[1])) {
     diag_error(dg, file, e->key->line, e->key->col, "key",
@@ -307,6 +382,7 @@ static int mapping_read(runs_mapping *m, const char *file, diag *dg) {
   int bad = 0;
   for (int r = 1; r < m->t.n_recs; r++) {
     map_entry *e = &m->e[m->n];
+    memset(e, 0, sizeof *e); /* the slot of a refused entry is reused: nothing of it stays */
     const runs_cell *kind = csv_at(&m->t, r, ck);
     e->key = csv_at(&m->t, r, cy);
     e->value = csv_at(&m->t, r, cv);
@@ -322,7 +398,8 @@ static int mapping_read(runs_mapping *m, const char *file, diag *dg) {
       continue;
     }
     e->kind = (map_kind)k;
-    if ((e->kind == MAP_MODEL || e->kind == MAP_DEFAULT) && split_key(e, file, dg)) {
+    if ((e->kind == MAP_MODEL && split_key(e, file, dg)) ||
+        (e->kind == MAP_DEFAULT && split_default_key(e, file, dg))) {
       bad = 1;
       continue;
     }
@@ -395,6 +472,29 @@ static const map_entry *map_keyed(const runs_mapping *m, map_kind k, const char 
     }
   }
   return best;
+}
+
+/* The default for column where a row of source and framework says '?':
+** a COLUMN:SOURCE entry (the longest source prefix ending at a word's end)
+** wins over COLUMN@FRAMEWORK, which wins over a bare COLUMN. NULL: none. */
+static const char *map_default(const runs_mapping *m, const char *column, const char *source,
+                               const char *framework) {
+  const map_entry *best = NULL;
+  size_t best_rank = 0;
+  for (int i = 0; i < m->n; i++) {
+    const map_entry *e = &m->e[i];
+    if (e->kind != MAP_DEFAULT || strcmp(e->name, column) != 0) continue;
+    size_t rank = 1, n = strlen(e->source);
+    if (e->source[0]) {
+      if (strncmp(source, e->source, n) != 0 || (source[n] != '\0' && source[n] != ' ')) continue;
+      rank = 3 + n; /* any source key beats a framework's; the longer the nearer */
+    } else if (e->framework[0]) {
+      if (!framework || strcmp(e->framework, framework) != 0) continue;
+      rank = 2;
+    }
+    if (rank > best_rank) best = e, best_rank = rank;
+  }
+  return best ? best->value->s : NULL;
 }
 
 /* ==== a row of a table of runs ==== */
@@ -527,8 +627,7 @@ static int rd_row(row_reader *rd, int rec, runs_row *w) {
   bad |= rd_sp(rd, rec, w);
   bad |= rd_zero(rd, rec, w);
   if (w->cp < 0) w->cp = 1; /* not stated: none */
-  if (w->vp < 0) w->vp = 1;
-  if (w->ep < 0) w->ep = 1;
+  if (w->ep < 0) w->ep = 1; /* vp stays -1: the mapping's default fills it (fill_defaults) */
   return bad ? -1 : 0;
 }
 
@@ -675,6 +774,25 @@ static bool model_from_file(const runs_table *x, const runs_result *r) {
   return e && e->params_b > 0 && !strchr(e->value->s, '{');
 }
 
+/* The '?' cells of vp, sp, zero_or_fsdp and recompute, filled from the
+** mapping's defaults: what the row's framework does when its source is
+** silent, or what the row's source states for all its rows. A column with
+** no default stays unstated (vp: no interleaving; the others: simulate's
+** framework profile decides). The micro-batch is mbs_arg's. */
+static void fill_defaults(const runs_table *x, runs_result *r) {
+  runs_row *w = &r->w;
+  const char *src = w->source, *fw = r->framework, *d;
+  if (w->vp < 0) w->vp = (d = map_default(x->map, "vp", src, fw)) ? atoll(d) : 1;
+  if (w->sp < 0 && (d = map_default(x->map, "sp", src, fw)))
+    w->sp = strcmp(d, "1") == 0 ? 2 : 0; /* 1: whenever tp > 1, as a "1?" cell */
+  if (w->zero < 0 && !w->fsdp && (d = map_default(x->map, "zero_or_fsdp", src, fw))) {
+    if (strcmp(d, "fsdp") == 0) w->fsdp = true, w->fsdp_n = 0;
+    else w->zero = d[0] - '0'; /* 0-3, checked when the mapping was read */
+  }
+  if (runs_unknown(w->recompute) && (d = map_default(x->map, "recompute", src, fw)))
+    w->recompute = d;
+}
+
 /* FSDP's shard group in chips: the row's degree counts JAX devices (two per
 ** Ironwood chip), a group of all data-parallel chips (dp x cp, as
 ** torchtitan and Megatron-Core shard) is plain --fsdp, a smaller one is
@@ -707,9 +825,16 @@ static int mbs_arg(const runs_table *x, runs_result *r, runs_argv *a, int64_t de
   const char *batch = r->framework ? map_get(x->map, MAP_BATCH, r->framework) : NULL;
   double mbs = w->mbs;
   if (mbs < 0) {
-    const map_entry *d = map_keyed(x->map, MAP_DEFAULT, "mbs", 0, r->framework);
+    const char *d = map_default(x->map, "mbs", w->source, r->framework);
     if (!d) return 0;
-    mbs = atof(d->value->s);
+    mbs = atof(d);
+    if (strcmp(d, "gbs/dp") == 0) { /* no accumulation: one micro-batch per replica and step */
+      int64_t split = w->tp * w->pp * w->cp;
+      /* a pipeline splits the replica's batch into micro-batches (torchtitan's
+      ** pipeline_parallel_microbatch_size, 1 by default): simulate's own 1 */
+      if (w->pp > 1 || w->chips % split != 0) return 0; /* a bad split: simulate says why */
+      mbs = (double)w->gbs / (double)(w->chips / split);
+    }
   } else if (batch) {
     mbs *= (double)(devices * w->tp * w->cp);
   }
@@ -858,6 +983,7 @@ static void format_cmd(runs_result *r, const runs_argv *a) {
 int runs_build_args(const runs_table *x, runs_result *r, runs_argv *a) {
   const runs_row *w = &r->w;
   r->framework = map_framework(x->map, w->source);
+  fill_defaults(x, r);
   r->hw = map_chip(x->map, w);
   if (!r->hw) r->hw = w->chip;
   const char *dv = map_get(x->map, MAP_DEVICES, w->chip);
@@ -882,10 +1008,10 @@ int runs_build_args(const runs_table *x, runs_result *r, runs_argv *a) {
   }
   parallel_args(x, r, a);
   if (w->fsdp && fsdp_args(r, a, devices)) return -1;
-  if (!w->fsdp && w->zero > 0) {
+  if (!w->fsdp && w->zero >= 0) { /* a stated 0 too: the framework's profile may shard */
     runs_arg(a, "--zero");
     runs_arg(a, "%d", w->zero);
-    runs_addf(r->exercises, sizeof r->exercises, ", ZeRO-%d", w->zero);
+    if (w->zero > 0) runs_addf(r->exercises, sizeof r->exercises, ", ZeRO-%d", w->zero);
   }
   if (mbs_arg(x, r, a, devices)) return -1;
   runs_arg(a, "--gbs");

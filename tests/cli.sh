@@ -569,6 +569,31 @@ run validate-typo 1 validate "$OUT/runs-typo.csv" && has validate-typo err "runs
 printf 'kind,key,value\nchp,A100-80,a100-80g\n' >"$OUT/map-bad.csv"
 run validate-badmap 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-bad.csv" && has validate-badmap err "map-bad.csv:2:1: kind: 'chp': expected chip," && has validate-badmap err "(did you mean 'chip'?)"
 run validate-jsonmd 2 validate "$SHARED/reference/public-runs.csv" --json --markdown
+# The default kind: each key names a column a default fills, each value is one the column
+# takes, reported at the cell (file:line:column) with the nearest choice. Columns: "default,"
+# is 8 characters, so a key starts at column 9; "default,recompute@megatron-core," is 32.
+printf 'kind,key,value\ndefault,recompte,full\ndefault,recompute@megatron-core,ful\ndefault,vp,0\ndefault,sp,2\ndefault,zero_or_fsdp:OPT,fsdp8\ndefault,mbs/7,1\ndefault,mbs,x\n' >"$OUT/map-baddef.csv"
+run validate-baddef 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-baddef.csv"
+has validate-baddef err "map-baddef.csv:2:9: key: 'recompte': expected COLUMN, COLUMN@FRAMEWORK or COLUMN:SOURCE" && has validate-baddef err "(did you mean 'recompute'?)"
+has validate-baddef err "map-baddef.csv:3:33: value: 'ful': expected none, selective or full" && has validate-baddef err "(did you mean 'full'?)"
+has validate-baddef err "map-baddef.csv:4:12: vp 0: expected an integer from 1" && has validate-baddef err "the nearest allowed is 1"
+has validate-baddef err "map-baddef.csv:5:12: value: '2': expected 0 or 1"
+has validate-baddef err "map-baddef.csv:6:26: value: 'fsdp8': expected 0, 1, 2, 3 or fsdp" && has validate-baddef err "(did you mean 'fsdp'?)"
+has validate-baddef err "map-baddef.csv:7:9: key: 'mbs/7': expected COLUMN[@FRAMEWORK] or COLUMN:SOURCE"
+has validate-baddef err "map-baddef.csv:8:13: mbs x: " && has validate-baddef err "(or gbs/dp:" && empty validate-baddef out
+# The most specific default wins: a COLUMN:SOURCE key over COLUMN@FRAMEWORK over COLUMN.
+# k22-175b-full (96 layers on pp 8) with its vp cell made '?': vp 2 (bare), 3 (its framework
+# megatron-2022) and 4 (its source "Korthikanti T5") each apply in turn.
+{ head -1 "$SHARED/reference/public-runs.csv"; grep '^k22-175b-full,' "$SHARED/reference/public-runs.csv"; } |
+  awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "vp") c = i } NR > 1 { $c = "?" } 1' >"$OUT/runs-vpq.csv"
+for m in 'vp,2' 'vp@megatron-2022,3' 'vp:Korthikanti,4'; do
+  { printf 'kind,key,value\nchip,A100-80,a100-80g\nframework,Korthikanti,megatron-2022\nmodel,gpt,gpt3-{layers}x{hidden}-v{vocab}.json\n'
+    printf 'default,vp,2\n'; [ "$m" = 'vp,2' ] || printf 'default,vp@megatron-2022,3\n'
+    [ "$m" = 'vp:Korthikanti,4' ] && printf 'default,%s\n' "$m"; } >"$OUT/map-vp.csv"
+  want=${m##*,}
+  run "validate-vp$want" 0 validate "$OUT/runs-vpq.csv" --mapping "$OUT/map-vp.csv"
+  grep -q -- "--pp-schedule interleaved:$want " "$OUT/validate-vp$want.out" && ok || bad "validate: default $m not taken"
+done
 # The printed command IS the user's command: run as it is printed, it gives
 # the simulated step time validate reports, to the last digit. Two rows of
 # public-runs.csv under a source the mapping does not know (so no --framework,
@@ -694,6 +719,15 @@ run calib-hw-norun 2 calibrate --hw a100-80g && has calib-hw-norun err "--hw nee
 run validate-extra 0 validate tests/validation/extra-runs.csv
 tail -1 "$OUT/validate-extra.out" | grep -q '^rows run [0-9]* of 17 ([0-9]* do not run, 0 not expressible' && ok || bad "validate-extra: want the summary line over 17 rows"
 grep -q 'parameters, the row' "$OUT/validate-extra.out" && bad "validate-extra: a model's size differs from its row's" || ok
+# The mapping's defaults for the '?' cells (tests/validation/mapping.csv, each with its source):
+#  MT-NLG: recompute full (Smith et al.'s 126 TFLOP/s counts the recomputed forward) and ZeRO-1
+#    (DeepSpeed's pipeline engine takes no higher stage); its mbs 1 is the row's
+#  OPT: metaseq's --checkpoint-activations, and --batch-size = the rank's share of the batch with
+#    --update-freq 1: 992 sequences over dp 992 / 8 = 124 ranks = 8
+#  Llama 3: §3.3.2 shards optimizer states and gradients: ZeRO-2
+grep -q -- '^mtnlg-a100-530b-2240g .* --tp 8 --pp 35 --zero 1 --mbs 1 --gbs 1920 --seq 2048 --precision fp16 --recompute full$' "$OUT/validate-extra.out" && ok || bad "validate: MT-NLG's defaults"
+grep -q -- '^opt-a100-175b-992g .* --tp 8 --pp 1 --fsdp --mbs 8 --gbs 992 --seq 2048 --precision fp16 --recompute full$' "$OUT/validate-extra.out" && ok || bad "validate: OPT's defaults"
+grep -q -- '^llama3-h100-405b-8192g-cp1-s8192 .* --pp-split-loss --zero 2 --gbs 2048 ' "$OUT/validate-extra.out" && ok || bad "validate: Llama 3's ZeRO-2"
 
 # --- serve (issue 19): the three modes, bad input with the flag and the nearest choice ---
 run serve-online 0 serve llama3-8b --qps 50 --latency-p99 500ms --hw h100-sxm,a100-80g
