@@ -186,10 +186,11 @@ static int csv_check_widths(const runs_csv *t, diag *dg) {
 /* ==== the mapping (tests/validation/mapping.csv) ==== */
 
 typedef enum { MAP_CHIP, MAP_DEVICES, MAP_FRAMEWORK, MAP_BATCH, MAP_MODEL, MAP_PRECISION,
-               MAP_RECOMPUTE, MAP_DEFAULT, MAP_OFFLOAD, MAP_SP, MAP_ETP, MAP_KINDS } map_kind;
+               MAP_RECOMPUTE, MAP_DEFAULT, MAP_OFFLOAD, MAP_SP, MAP_ETP, MAP_FAMILY,
+               MAP_KINDS } map_kind;
 static const char *const MAP_KIND_NAMES[] = {"chip",      "devices",   "framework", "batch",
                                              "model",     "precision", "recompute", "default",
-                                             "offload",   "sp",        "etp",
+                                             "offload",   "sp",        "etp",       "family",
                                              NULL};
 
 typedef struct {
@@ -323,6 +324,31 @@ static int check_default(const map_entry *e, const char *file, diag *dg) {
 
 /* The values that are not names: a device count, a batch convention. */
 static int mapping_check_value(const map_entry *e, const char *file, diag *dg) {
+  /* a family template: its file, then FIELD={column} pairs */
+  if (e->kind == MAP_FAMILY) {
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", e->value->s);
+    char *save = NULL, *tok = strtok_r(buf, " ", &save);
+    int pairs = 0;
+    for (char *t = tok ? strtok_r(NULL, " ", &save) : NULL; t; t = strtok_r(NULL, " ", &save)) {
+      char *open = strstr(t, "={");
+      size_t n = strlen(t);
+      if (!open || open == t || n < 4 || t[n - 1] != '}' || ++pairs > RUNS_MAX_SETS) {
+        diag_error(dg, file, e->value->line, e->value->col, NULL,
+                   "'%.60s': expected FIELD={column} (e.g. num_hidden_layers={layers}), at most "
+                   "%d, after the template file",
+                   t, RUNS_MAX_SETS);
+        return -1;
+      }
+    }
+    if (!tok) {
+      diag_error(dg, file, e->value->line, e->value->col, NULL,
+                 "expected a template file and FIELD={column} pairs (e.g. 'llama2-7b.json "
+                 "num_hidden_layers={layers}')");
+      return -1;
+    }
+    return 0;
+  }
   char err[320];
   int64_t n;
   if (e->kind == MAP_DEVICES && num_parse_int("devices", e->value->s, 1, 64, &n, err, sizeof err)) {
@@ -392,7 +418,7 @@ static int mapping_read(runs_mapping *m, const char *file, diag *dg) {
       const char *s = str_suggest(kind->s, MAP_KIND_NAMES, MAP_KINDS);
       diag_error(dg, file, kind->line, kind->col, "kind",
                  "'%.40s': expected chip, devices, framework, batch, model, precision, recompute, "
-                 "default, offload, sp or etp%s%s%s",
+                 "default, offload, sp, etp or family%s%s%s",
                  kind->s, s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : "");
       bad = 1;
       continue;
@@ -749,16 +775,58 @@ static int find_model(const char *path, const char *name, char *out, size_t n) {
   return -1;
 }
 
-/* The MODEL argument: the mapping's config file found on --models, or the
-** row's model cell as it is (an example name, a path). -1 with r->msg when
-** the mapping names a file that is not there. */
+/* A row whose model no file holds, of a family the mapping gives a
+** template for ("family,llama,llama2-7b.json num_hidden_layers={layers}
+** ..."): the template's file, and for each FIELD={column} whose cell the
+** row states, --set FIELD=VALUE (a '?' keeps the file's value). simulate
+** refuses a field the file lacks or a value of another type, and validate
+** still compares the parameters with the row's. 1 when the mapping has no
+** template for the row's model; -1 with r->msg when its file is missing. */
+static int family_arg(const runs_table *x, runs_result *r) {
+  const runs_row *w = &r->w;
+  const map_entry *e = NULL;
+  for (int i = 0; i < x->map->n && !e; i++)
+    if (x->map->e[i].kind == MAP_FAMILY && strcmp(x->map->e[i].key->s, w->model) == 0)
+      e = &x->map->e[i];
+  if (!e) return 1;
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s", e->value->s);
+  char *save = NULL, *tok = strtok_r(buf, " ", &save);
+  if (!tok || find_model(x->models, tok, r->model_path, sizeof r->model_path) != 0) {
+    snprintf(r->model_path, sizeof r->model_path, "%s", tok ? tok : "");
+    snprintf(r->msg, sizeof r->msg, "no model file '%.120s' on --models %.160s (%.80s:%d)",
+             tok ? tok : "", x->models, x->map->t.file, e->key->line);
+    return -1;
+  }
+  r->n_sets = 0;
+  while ((tok = strtok_r(NULL, " ", &save)) != NULL && r->n_sets < RUNS_MAX_SETS) {
+    char *open = strstr(tok, "={"), *close = strchr(tok, '}');
+    if (!open || !close || close < open) continue; /* checked when the mapping was read */
+    char col[64];
+    snprintf(col, sizeof col, "%.*s", (int)(close - open - 2), open + 2);
+    int c = csv_col(x->t, col);
+    const char *cell = c >= 0 ? csv_at(x->t, w->rec, c)->s : "";
+    if (runs_unknown(cell)) continue;
+    snprintf(r->sets[r->n_sets++], sizeof r->sets[0], "%.*s=%.60s", (int)(open - tok), tok, cell);
+  }
+  return 0;
+}
+
+/* The MODEL argument: the mapping's config file found on --models, else a
+** family template with the row's sizes (family_arg), else the row's model
+** cell as it is (an example name, a path). -1 with r->msg when the mapping
+** names a file that is not there. */
 static int model_arg(const runs_table *x, runs_result *r) {
   const runs_row *w = &r->w;
   const map_entry *e = map_keyed(x->map, MAP_MODEL, w->model, w->params_b, r->framework);
+  int f;
+  if (!e && (f = family_arg(x, r)) <= 0) return f;
   if (!e) return snprintf(r->model_path, sizeof r->model_path, "%s", w->model), 0;
   char name[RUNS_PATH_MAX];
   if (expand_template(x, e, w->rec, name, sizeof name, r->msg, sizeof r->msg)) return -1;
   if (find_model(x->models, name, r->model_path, sizeof r->model_path) == 0) return 0;
+  /* a size of a templated family (gpt3-{layers}x...) no file was written for */
+  if ((f = family_arg(x, r)) <= 0) return f;
   snprintf(r->model_path, sizeof r->model_path, "%s", name);
   snprintf(r->msg, sizeof r->msg, "no model file '%.120s' on --models %.160s (%.80s:%d)", name,
            x->models, x->map->t.file, e->key->line);
@@ -994,6 +1062,10 @@ int runs_build_args(const runs_table *x, runs_result *r, runs_argv *a) {
   runs_arg(a, "tpusim");
   runs_arg(a, "simulate");
   runs_arg(a, "%s", r->model_path);
+  for (int i = 0; i < r->n_sets; i++) {
+    runs_arg(a, "--set");
+    runs_arg(a, "%s", r->sets[i]);
+  }
   runs_arg(a, "--hw");
   runs_arg(a, "%s", r->hw);
   runs_arg(a, "--chips");
@@ -1053,7 +1125,10 @@ static void first_line(char *out, size_t n, const char *text) {
 ** model, against the row's params_B. */
 static double model_params_b(const runs_result *r) {
   diag *dg = diag_new();
-  model_opts o = {.seq_len = r->w.seq, .global_batch = 1, .forward_only = true};
+  const char *sets[RUNS_MAX_SETS];
+  for (int i = 0; i < r->n_sets; i++) sets[i] = r->sets[i];
+  model_opts o = {.seq_len = r->w.seq, .global_batch = 1, .forward_only = true, .set = sets,
+                  .n_set = r->n_sets};
   model *m = dg ? model_load(r->model_path, &o, dg) : NULL;
   double b = m ? (double)m->params / 1e9 : 0;
   model_free(m);

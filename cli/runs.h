@@ -18,6 +18,7 @@
 #include "cli_int.h"
 #include "../base/diag.h"
 
+#define RUNS_MAX_SETS 12 /* a family template's sizes: layers ... experts */
 #define RUNS_PATH_MAX 1024
 #define RUNS_CMD_MAX 2048
 
@@ -75,7 +76,7 @@ typedef struct {
 typedef struct {
   char buf[RUNS_CMD_MAX];
   size_t used;
-  char *v[64];
+  char *v[96];
   int n;
   bool full; /* something did not fit: the row is refused, never cut */
 } runs_argv;
@@ -90,6 +91,9 @@ typedef struct {
   runs_status status;
   const char *hw, *framework; /* borrowed from the mapping or the row */
   char model_path[RUNS_PATH_MAX];
+  /* a family template's --set FIELD=VALUE (the row's sizes; mapping kind family) */
+  char sets[RUNS_MAX_SETS][96];
+  int n_sets;
   double simulated_s, error; /* error: (simulated - measured) / measured */
   double model_params_b;     /* the loaded model's parameters (0: not loaded) */
   char msg[400];             /* why it does not run, or is not expressible */

@@ -535,6 +535,18 @@ grep -q '^mb-26.04.01-nemotron3_nano-b200-mxfp8-8g-gbs512 .*\$ tpusim simulate t
 run validate-unmapped 0 validate "$OUT/unmapped-runs.csv"
 has validate-unmapped out "1 not expressible"
 has validate-unmapped out "architecture not published in the row (layers '?')"
+# A size no file holds, of a family the mapping has a template for: the
+# template with the row's sizes through --set. Llama 2 13B's sizes
+# (meta-llama/Llama-2-13b-hf config.json: 40 layers, 5120, 40 heads, FFN
+# 13824, vocab 32000) give its 13.0 B parameters (13,015,864,320 by the
+# count of docs/cli.md's 70B), so no parameter mismatch is reported.
+{ head -1 "$SHARED/reference/public-runs-modern.csv"
+  grep '^nemo2407-h100-llama2_7b-8g' "$SHARED/reference/public-runs-modern.csv" | awk -F, -v OFS=, '{$1="fam-llama2-13b"; $6="13"; $7="40"; $8="5120"; $9="40"; $10="40"; $11="13824"; print}'
+} >"$OUT/family-runs.csv"
+run validate-family 0 validate "$OUT/family-runs.csv"
+has validate-family out "rows run 1 of 1 ("
+has validate-family out "--set num_hidden_layers=40 --set hidden_size=5120 --set num_attention_heads=40 --set num_key_value_heads=40 --set intermediate_size=13824 --set vocab_size=32000 --hw h100-sxm"
+grep -q '^fam-llama2-13b .*parameters' "$OUT/validate-family.out" && bad "validate: the family template's parameters differ from the row's" || ok
 # Hand-derived from the rows and the rules in docs/validation.md:
 #  iw-v7x256-gemma4: fsdp256 counts devices, 2 per Ironwood chip: a shard group of 128 of
 #    the 256 data-parallel chips is HSDP 128; per_device_batch_size 16 x 2 devices = 32
