@@ -323,6 +323,18 @@ static int check_default(const map_entry *e, const char *file, diag *dg) {
 }
 
 /* The values that are not names: a device count, a batch convention. */
+/* One FIELD={column} of a family template into field and col; false when
+** tok is not of that form (the one reading of the pairs: checked when the
+** mapping is read, used when a row runs). */
+static bool family_pair(const char *tok, char *field, size_t fn, char *col, size_t cn) {
+  const char *open = strstr(tok, "={");
+  size_t n = strlen(tok);
+  if (!open || open == tok || n < 4 || tok[n - 1] != '}') return false;
+  snprintf(field, fn, "%.*s", (int)(open - tok), tok);
+  snprintf(col, cn, "%.*s", (int)(tok + n - 1 - open - 2), open + 2);
+  return col[0] != '\0';
+}
+
 static int mapping_check_value(const map_entry *e, const char *file, diag *dg) {
   /* a family template: its file, then FIELD={column} pairs */
   if (e->kind == MAP_FAMILY) {
@@ -331,9 +343,8 @@ static int mapping_check_value(const map_entry *e, const char *file, diag *dg) {
     char *save = NULL, *tok = strtok_r(buf, " ", &save);
     int pairs = 0;
     for (char *t = tok ? strtok_r(NULL, " ", &save) : NULL; t; t = strtok_r(NULL, " ", &save)) {
-      char *open = strstr(t, "={");
-      size_t n = strlen(t);
-      if (!open || open == t || n < 4 || t[n - 1] != '}' || ++pairs > RUNS_MAX_SETS) {
+      char field[64], col[64];
+      if (!family_pair(t, field, sizeof field, col, sizeof col) || ++pairs > RUNS_MAX_SETS) {
         diag_error(dg, file, e->value->line, e->value->col, NULL,
                    "'%.60s': expected FIELD={column} (e.g. num_hidden_layers={layers}), at most "
                    "%d, after the template file",
@@ -800,14 +811,12 @@ static int family_arg(const runs_table *x, runs_result *r) {
   }
   r->n_sets = 0;
   while ((tok = strtok_r(NULL, " ", &save)) != NULL && r->n_sets < RUNS_MAX_SETS) {
-    char *open = strstr(tok, "={"), *close = strchr(tok, '}');
-    if (!open || !close || close < open) continue; /* checked when the mapping was read */
-    char col[64];
-    snprintf(col, sizeof col, "%.*s", (int)(close - open - 2), open + 2);
+    char field[64], col[64];
+    if (!family_pair(tok, field, sizeof field, col, sizeof col)) continue; /* refused at load */
     int c = csv_col(x->t, col);
     const char *cell = c >= 0 ? csv_at(x->t, w->rec, c)->s : "";
     if (runs_unknown(cell)) continue;
-    snprintf(r->sets[r->n_sets++], sizeof r->sets[0], "%.*s=%.60s", (int)(open - tok), tok, cell);
+    snprintf(r->sets[r->n_sets++], sizeof r->sets[0], "%.30s=%.60s", field, cell);
   }
   return 0;
 }

@@ -129,6 +129,13 @@ static void nearby_counts(const hw_model *hw, int64_t n, bool any_shape, int64_t
 
 static int64_t shape_chips(const int64_t s[3]) { return s[0] * s[1] * s[2]; }
 
+/* Whether a slice axis of this side has a wraparound link: longer than 2
+** and a whole number of wrap_axis_multiple (the OCS closes whole cubes on
+** v4/v5p; only full pod axes on v5e/v6e). */
+static bool axis_wraps(const hw_model *hw, int64_t side) {
+  return side > 2 && side % hw->scale_up.wrap_axis_multiple == 0;
+}
+
 static void shape_str(const hw_model *hw, const int64_t s[3], char *buf, size_t n) {
   if (hw->scale_up.torus_dims == 2)
     snprintf(buf, n, "%lldx%lld", (long long)s[0], (long long)s[1]);
@@ -400,8 +407,7 @@ static net *build(const hw_model *hw, int64_t chips, int64_t slices, bool group,
       free(n);
       return NULL;
     }
-    for (int d = 0; d < 3; d++)
-      n->wrap[d] = n->shape[d] > 2 && n->shape[d] % hw->scale_up.wrap_axis_multiple == 0;
+    for (int d = 0; d < 3; d++) n->wrap[d] = axis_wraps(hw, n->shape[d]);
     n->per_node = per;
   } else {
     if (slices != 1) {
@@ -629,8 +635,7 @@ double net_a2a_twist_gain_shape(const hw_model *hw, const int64_t shape[3]) {
   if (memcmp(last, shape, sizeof last) == 0 && last_cube == hw->scale_up.wrap_axis_multiple)
     return last_gain;
   bool wrap[3];
-  for (int d = 0; d < 3; d++)
-    wrap[d] = shape[d] > 2 && shape[d] % hw->scale_up.wrap_axis_multiple == 0;
+  for (int d = 0; d < 3; d++) wrap[d] = axis_wraps(hw, shape[d]);
   net_torus_stats reg, tw;
   net_torus_graph_stats(shape, wrap, false, &reg);
   net_torus_graph_stats(shape, wrap, true, &tw);

@@ -46,12 +46,17 @@ static void teardown(void) { hw_catalog_free(cat); }
 ** (Jouppi et al., ISCA 2023, report a measured all-to-all gain for the
 ** twisted 4x4x8 of the same order; not re-read for this test, so not
 ** asserted.) */
-Test(slices, twisted_4x4x8_link_graph_by_hand) {
-  int64_t shape[3] = {4, 4, 8};
+/* The link graph of shape, every axis wrapping, regular and twisted. */
+static void both_graphs(int64_t x, int64_t y, int64_t z, net_torus_stats *reg, net_torus_stats *tw) {
+  int64_t shape[3] = {x, y, z};
   bool wrap[3] = {true, true, true};
+  net_torus_graph_stats(shape, wrap, false, reg);
+  net_torus_graph_stats(shape, wrap, true, tw);
+}
+
+Test(slices, twisted_4x4x8_link_graph_by_hand) {
   net_torus_stats reg, tw;
-  net_torus_graph_stats(shape, wrap, false, &reg);
-  net_torus_graph_stats(shape, wrap, true, &tw);
+  both_graphs(4, 4, 8, &reg, &tw);
   cr_expect_eq(reg.links, 384);
   cr_expect_eq(tw.links, 384);
   cr_expect(reg.cut_links[0] == 64 && reg.cut_links[1] == 64 && reg.cut_links[2] == 32,
@@ -69,11 +74,8 @@ Test(slices, twisted_4x4x8_link_graph_by_hand) {
 /* The twist is the only change: on a cube (4x4x4, no long side) twisted and
 ** regular are the same graph. */
 Test(slices, a_cube_has_nothing_to_twist) {
-  int64_t shape[3] = {4, 4, 4};
-  bool wrap[3] = {true, true, true};
   net_torus_stats reg, tw;
-  net_torus_graph_stats(shape, wrap, false, &reg);
-  net_torus_graph_stats(shape, wrap, true, &tw);
+  both_graphs(4, 4, 4, &reg, &tw);
   cr_expect_eq(reg.cut_links[2], tw.cut_links[2]);
   cr_expect_float_eq(reg.a2a_flows_per_link, tw.a2a_flows_per_link, 1e-12);
 }
