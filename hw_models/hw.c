@@ -117,6 +117,10 @@ static const hw_field FIELDS[] = {
      1, "", "absent: grouped GEMMs at the large-GEMM rate"},
     {"chip.grouped_gemm.m4096", HWF_NUM, OFF(chip.grouped_gemm_eff[3]), 0, FIG | HWF_POS, NULL, 0,
      1, "", "absent: grouped GEMMs at the large-GEMM rate"},
+    {"chip.grouped_gemm_efficiency", HWF_NUM, OFF(chip.grouped_gemm_efficiency), 0, FIG | HWF_POS,
+     NULL, 0, 1, "", "absent: timing assumes matmul_efficiency"},
+    {"chip.grouped_gemm_bwd_efficiency", HWF_NUM, OFF(chip.grouped_gemm_bwd_efficiency), 0,
+     FIG | HWF_POS, NULL, 0, 1, "", "absent: timing assumes grouped_gemm_efficiency"},
     {"chip.attention_fa2_efficiency", HWF_NUM, OFF(chip.attention_fa2_efficiency), 0, FIG | HWF_POS,
      NULL, 0, 1, "", "absent: timing assumes the attention_*_efficiency figures"},
     {"chip.attention_fwd_efficiency", HWF_NUM, OFF(chip.attention_fwd_efficiency), 0, FIG | HWF_POS,
@@ -127,6 +131,8 @@ static const hw_field FIELDS[] = {
      0, MAX_RATE, "op/s", "absent: timing assumes vector_flops_per_s"},
     {"chip.op_overhead_s", HWF_NUM, OFF(chip.op_overhead_s), 0, FIG | HWF_POS, NULL, 0, 1e-3, "s",
      "absent: timing assumes 0"},
+    {"chip.sustained_clock_ratio", HWF_NUM, OFF(chip.sustained_clock_ratio), 0, FIG | HWF_POS, NULL,
+     0, 1, "", "absent: the cores hold the clock the compute figures were measured at (1.0)"},
 
     {"system.chips_per_node", HWF_INT, OFF(chips_per_node), 0, REQP, NULL, 1, MAX_COUNT, "", NULL},
     {"system.host_cores", HWF_INT, OFF(host_cores), 0, FIG | HWF_POS, NULL, 1, 65536, "cores",
@@ -232,6 +238,16 @@ const char *hw_enum_name(int field_index, int value) {
 }
 
 const int64_t HW_GROUPED_M[HW_GROUPED_POINTS] = {256, 512, 1024, 4096};
+
+double hw_clocked(const hw_chip *c, double rate) {
+  return c->sustained_clock_ratio > 0 ? rate * c->sustained_clock_ratio : rate;
+}
+
+double hw_grouped_gemm_ceiling(const hw_model *m, bool backward) {
+  const hw_chip *c = &m->chip;
+  double g = backward ? c->grouped_gemm_bwd_efficiency : c->grouped_gemm_efficiency;
+  return g > 0 && c->matmul_efficiency > 0 ? g / c->matmul_efficiency : 1;
+}
 
 double hw_grouped_gemm_factor(const hw_model *m, double tokens) {
   /* the measured points, then 1 at 8,192 tokens a group (the reference) */
@@ -934,6 +950,10 @@ static void apply_defaults(hw_model *m) {
   if (!m->present[hw_field_find("chip.hbm_efficiency")]) c->hbm_efficiency = 1.0;
   if (!m->present[hw_field_find("chip.fp8_matmul_efficiency")])
     c->fp8_matmul_efficiency = c->matmul_efficiency;
+  if (!m->present[hw_field_find("chip.grouped_gemm_efficiency")])
+    c->grouped_gemm_efficiency = c->matmul_efficiency;
+  if (!m->present[hw_field_find("chip.grouped_gemm_bwd_efficiency")])
+    c->grouped_gemm_bwd_efficiency = c->grouped_gemm_efficiency;
   if (!m->present[hw_field_find("chip.attention_fwd_efficiency")])
     c->attention_fwd_efficiency = c->matmul_efficiency;
   if (!m->present[hw_field_find("chip.attention_bwd_efficiency")])
@@ -941,6 +961,7 @@ static void apply_defaults(hw_model *m) {
   if (!m->present[hw_field_find("chip.transcendentals_per_s")])
     c->transcendentals_per_s = c->vector_flops_per_s;
   if (!m->present[hw_field_find("chip.op_overhead_s")]) c->op_overhead_s = 0;
+  if (!m->present[hw_field_find("chip.sustained_clock_ratio")]) c->sustained_clock_ratio = 1.0;
   if (!m->present[hw_field_find("system.scale_up.efficiency")]) m->scale_up.efficiency = 1.0;
   if (!m->present[hw_field_find("price.chips_per_instance")]) m->price.chips_per_instance = 1;
 }

@@ -77,9 +77,21 @@ typedef struct {
   ** measured rate over the same kernel's at 8,192 tokens a group, where it
   ** matches a large GEMM (absent, 0: no loss) */
   double grouped_gemm_eff[4];
+  /* the stack's grouped-GEMM kernel at large groups (the reference of
+  ** grouped_gemm_eff): its sustained fraction of the matrix peak, forward
+  ** and backward (the transposed-weight and the weight-gradient products),
+  ** where it stays below a plain GEMM's (TPU: tokamax ragged_dot; absent:
+  ** matmul_efficiency, as fast as a plain GEMM) */
+  double grouped_gemm_efficiency, grouped_gemm_bwd_efficiency;
   double hbm_efficiency;       /* fraction of hbm_bw_bytes_per_s a copy sustains */
   double transcendentals_per_s; /* exp/log/rsqrt/tanh/... results per second */
   double op_overhead_s;        /* fixed cost of one op (kernel launch) */
+  /* the SM (core) clock this part sustains under its own power limit over
+  ** the clock its compute figures (peaks, the efficiencies measured at the
+  ** full rated power) hold at: a part run below its rated power (torchtitan's
+  ** 500 W H100s) throttles its cores, not its HBM. Scales the matrix, vector
+  ** and transcendental rates; memory time unchanged (absent: 1) */
+  double sustained_clock_ratio;
 } hw_chip;
 
 /* The slice shapes a TPU platform offers (system.scale_up.slice_shapes),
@@ -215,6 +227,13 @@ extern const int64_t HW_GROUPED_M[HW_GROUPED_POINTS];
 ** linearly in log2(m) between them and up to 1 at 8,192; below the first
 ** point, the first point's value. 1 when the chip gives none. */
 double hw_grouped_gemm_factor(const hw_model *m, double tokens_per_group);
+/* The grouped-GEMM kernel's large-group rate over a plain GEMM's
+** (chip.grouped_gemm_efficiency or _bwd_ over matmul_efficiency): 1 where
+** the file gives none. */
+double hw_grouped_gemm_ceiling(const hw_model *m, bool backward);
+/* A core-clocked rate (matrix, vector, transcendental) as the chip sustains
+** it: rate x chip.sustained_clock_ratio (1 when absent or hand-built 0). */
+double hw_clocked(const hw_chip *c, double rate);
 /* The highest 16-bit matrix rate (bf16, else fp16): how chips are ranked. */
 double hw_peak_16bit(const hw_model *m);
 

@@ -56,8 +56,17 @@ double optime_peak_flops(const hw_model *hw, graph_dtype dt) {
 ** fills these in; the guards keep a hand-built hw_model usable. */
 static double or_one(double x) { return x > 0 ? x : 1.0; }
 
+/* The core-clocked rates as the chip sustains them (hw_clocked: a part
+** below its rated power runs its cores slower); the peaks the efficiency
+** figures report against stay the nominal ones. */
 static double transcendental_rate(const hw_chip *c) {
-  return c->transcendentals_per_s > 0 ? c->transcendentals_per_s : c->vector_flops_per_s;
+  return hw_clocked(c, c->transcendentals_per_s > 0 ? c->transcendentals_per_s : c->vector_flops_per_s);
+}
+
+static double vector_rate(const hw_chip *c) { return hw_clocked(c, c->vector_flops_per_s); }
+
+static double matrix_rate(const hw_chip *c, double peak) {
+  return hw_clocked(c, peak * or_one(c->matmul_efficiency));
 }
 
 static double memory_time(const hw_chip *c, double bytes) {
@@ -123,8 +132,7 @@ static void matrix_time(const hw_chip *c, int64_t batch, int64_t m, int64_t n, i
   double waves = ceil(tiles * split / units);
   r->padded_flops = 2.0 * tiles * (double)tm * (double)tn * kp;
   /* every core runs `waves` tile-slices of 2 tm tn kp / split FLOPs */
-  r->compute_s = waves * units * (2.0 * (double)tm * (double)tn * kp / split) /
-                 (peak * or_one(c->matmul_efficiency));
+  r->compute_s = waves * units * (2.0 * (double)tm * (double)tn * kp / split) / matrix_rate(c, peak);
   r->memory_s = memory_time(c, r->bytes);
   finish(c, peak, r);
 }
@@ -137,7 +145,7 @@ static void vector_time(const hw_chip *c, double trans, optime_result *r) {
     r->bound = "none";
     return;
   }
-  r->compute_s = r->flops / c->vector_flops_per_s + trans / transcendental_rate(c);
+  r->compute_s = r->flops / vector_rate(c) + trans / transcendental_rate(c);
   r->memory_s = memory_time(c, r->bytes);
   finish(c, c->vector_flops_per_s, r);
 }
@@ -233,8 +241,7 @@ int optime_op(const hw_model *hw, const graph *g, int id, optime_result *r, char
       matrix_time(c, groups, m, cout / groups, k, peak, r);
     } else { /* shape unknown: the declared FLOPs, unpadded */
       r->padded_flops = r->flops;
-      r->compute_s = r->flops / (peak * or_one(c->matmul_efficiency)) +
-                     cost.transcendentals / transcendental_rate(c);
+      r->compute_s = r->flops / matrix_rate(c, peak) + cost.transcendentals / transcendental_rate(c);
       r->memory_s = memory_time(c, r->bytes);
       finish(c, peak, r);
     }
@@ -287,8 +294,7 @@ int optime_kernel(const hw_model *hw, const graph *g, const fuse_plan *p, int k,
   }
   if (matrix_flops == 0 && r->flops <= 0 && cost.transcendentals <= 0 && r->bytes <= 0) return 0;
   r->padded_flops = padded + vec_flops;
-  r->compute_s = matrix_s + vec_flops / c->vector_flops_per_s +
-                 cost.transcendentals / transcendental_rate(c);
+  r->compute_s = matrix_s + vec_flops / vector_rate(c) + cost.transcendentals / transcendental_rate(c);
   r->memory_s = memory_time(c, r->bytes);
   finish(c, peak > 0 ? peak : c->vector_flops_per_s, r);
   return 0;

@@ -220,7 +220,7 @@ static double decode_attention_s(const model *m, const hw_model *hw, const serve
   double heads = (double)(d->heads / tp), dh = (double)(d->v_head_dim > 0 ? d->v_head_dim : d->head_dim);
   double flops = 2.0 * (double)batch * heads * (double)queries * t * ((double)d->head_dim + dh);
   double eff = hw->chip.matmul_efficiency > 0 ? hw->chip.matmul_efficiency : 1;
-  double compute_s = flops / (hw_peak_16bit(hw) * eff);
+  double compute_s = flops / hw_clocked(&hw->chip, hw_peak_16bit(hw) * eff);
   double bw = hw->chip.hbm_bw_bytes_per_s * (hw->chip.hbm_efficiency > 0 ? hw->chip.hbm_efficiency : 1);
   double read_s = decode_kv_bytes(m, c, kind, keys, batch) / bw;
   return fmax(compute_s, read_s) + (hw->chip.op_overhead_s > 0 ? hw->chip.op_overhead_s : 0);

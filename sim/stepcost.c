@@ -117,7 +117,12 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
       ** [E, *, *] it reads moe's share */
       double mem = r.memory_s;
       if (moe < 1 && r.bytes > 0) mem -= (1 - moe) * fmin(rhs_bytes, r.bytes) * (r.memory_s / r.bytes);
-      t = fmax(r.compute_s / hw_grouped_gemm_factor(kh, m_grp), mem) + r.overhead_s;
+      /* and below a plain GEMM's rate even at large groups where the
+      ** stack's grouped kernel is measured so (hw_grouped_gemm_ceiling, the
+      ** bf16 chip's figures: a relative rate for every unit) */
+      double rate = hw_grouped_gemm_factor(kh, m_grp) *
+                    hw_grouped_gemm_ceiling(hw, op->phase == GRAPH_BACKWARD);
+      t = fmax(r.compute_s / rate, mem) + r.overhead_s;
     }
     if (flash > 0 && core) {
       t = 0;

@@ -240,6 +240,42 @@ Test(moe, grouped_gemm_slows_only_experts) {
   hw_catalog_free(c);
 }
 
+/* TPU7x's grouped kernel (tokamax ragged_dot, hw_models/tpu-v7x.json
+** notes) stays below a plain GEMM even at 4,096 rows a group: 0.699 of the
+** peak forward and 0.594 backward, against matmul_efficiency 0.965, so the
+** ceilings are 0.699 / 0.965 and 0.594 / 0.965; a chip without the figures
+** (H100: DeepGEMM reaches the plain rate at 8,192 rows) has 1. With
+** Qwen3-30B-A3B's experts (128 of 2048 x 768, top-8) at 16,384 tokens,
+** 16,384 x 8 / 128 = 1,024 rows a group: the expert GEMMs are compute-bound
+** (a 2 x 1024 x 2048 x 768 GEMM per expert against its 3 MB of weights), so
+** the MoE layer's forward slows against the same chip at ceiling 1, by less
+** than 0.965 / 0.699 (attention and the router are untouched), and the
+** backward by more than the forward (0.594 < 0.699). */
+Test(moe, grouped_gemm_ceiling_slows_tpu7x_experts) {
+  hw_catalog *c = th_catalog();
+  const hw_model *v7 = th_hw(c, "tpu-v7x");
+  cr_assert_float_eq(hw_grouped_gemm_ceiling(v7, false), 0.699 / 0.965, 1e-12);
+  cr_assert_float_eq(hw_grouped_gemm_ceiling(v7, true), 0.594 / 0.965, 1e-12);
+  cr_assert_float_eq(hw_grouped_gemm_ceiling(th_hw(c, "h100-sxm"), false), 1, 0);
+  cr_assert_float_eq(hw_grouped_gemm_ceiling(th_hw(c, "h100-sxm"), true), 1, 0);
+  hw_model flat = *v7;
+  flat.chip.grouped_gemm_efficiency = flat.chip.grouped_gemm_bwd_efficiency = flat.chip.matmul_efficiency;
+  char err[512];
+  plan p = {.chips = 1, .tp = 1, .pp = 1, .ep = 1, .cp = 1, .mbs = 4, .vp = 1, .slices = 1,
+            .gbs = 4, .seq = 4096, .schedule = PLAN_1F1B, .precision = GDT_BF16,
+            .op_costs = OPCOST_FORMULA};
+  model *m = th_model("tests/data/hf/qwen3-30b-a3b.json", 4096);
+  step_result a, b;
+  cr_assert_eq(step_costs(m, v7, &p, &a, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(step_costs(m, &flat, &p, &b, err, sizeof err), 0, "%s", err);
+  cr_assert_gt(a.layer_fwd_s, b.layer_fwd_s);
+  cr_assert_lt(a.layer_fwd_s, b.layer_fwd_s * 0.965 / 0.699);
+  cr_assert_gt(a.layer_bwd_s / b.layer_bwd_s, a.layer_fwd_s / b.layer_fwd_s);
+  cr_assert_float_eq(a.head_fwd_s, b.head_fwd_s, 1e-15);
+  model_free(m);
+  hw_catalog_free(c);
+}
+
 /* EP all-to-all overlap (Megatron-Core --overlap-moe-expert-parallel-comm):
 ** what a pass's dispatch and combine add is the part the paired
 ** micro-batch's opposite pass cannot cover, plus the compute slowed while

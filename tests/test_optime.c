@@ -573,3 +573,26 @@ Test(optime_hw, efficiency_bounds_and_sources_are_checked) {
   diag_free(d);
   free(bad);
 }
+
+/* A part held below its rated power clocks its cores down, not its HBM
+** (chip.sustained_clock_ratio): h100-96gb's 0.879 (1731 of 1969 MHz at a
+** 500 W cap, Ujeniya et al. 2026) stretches a compute-bound GEMM's core
+** time by exactly 1/0.879 and leaves a memory-bound op's time as it was.
+** The same chip at ratio 1 is the reference, so only the ratio differs. */
+Test(optime, power_capped_clock_slows_compute_not_memory) {
+  hw_catalog *c = catalog();
+  const hw_model *capped = chip(c, "h100-96gb");
+  cr_assert_float_eq(capped->chip.sustained_clock_ratio, 0.879, 1e-12);
+  hw_model full = *capped;
+  full.chip.sustained_clock_ratio = 1;
+  optime_result a = mm(capped, 1, 8192, 8192, 8192, GDT_BF16), b = mm(&full, 1, 8192, 8192, 8192, GDT_BF16);
+  near_rel(a.compute_s, b.compute_s / 0.879, 1e-12, "compute-bound GEMM core time");
+  near_rel(a.memory_s, b.memory_s, 1e-15, "its memory time");
+  /* a skinny GEMM (m = 1) streams the weights: memory-bound, unchanged */
+  optime_result s = mm(capped, 1, 1, 8192, 8192, GDT_BF16), t = mm(&full, 1, 1, 8192, 8192, GDT_BF16);
+  cr_assert_str_eq(s.bound, "memory");
+  near_rel(s.time_s, t.time_s, 1e-15, "memory-bound GEMV");
+  /* a catalog chip without the figure runs at its rated clock */
+  cr_assert_float_eq(chip(c, "h100-sxm")->chip.sustained_clock_ratio, 1.0, 1e-15);
+  hw_catalog_free(c);
+}
