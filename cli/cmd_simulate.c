@@ -304,6 +304,17 @@ void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p
               p->cp_comm == PLAN_CP_RING ? "a ring, hidden behind the attention as far as it lasts"
                                          : "all-gathered before the attention",
               pc[12], pc[13]);
+    /* the chip's own limits that no plan changes, where its file gives them */
+    const hw_chip *hc = &hw->chip;
+    if (hc->sustained_clock_ratio > 0 && hc->sustained_clock_ratio < 1)
+      fprintf(out, "  chip %s: cores at %.3f of the clock its compute figures hold at (its power "
+                   "limit, %.0f W; chip.sustained_clock_ratio), HBM at full speed\n",
+              hw->name, hc->sustained_clock_ratio, hc->tdp_w);
+    if (m->info.tf.experts > 0 &&
+        (hw_grouped_gemm_ceiling(hw, false) < 1 || hw_grouped_gemm_ceiling(hw, true) < 1))
+      fprintf(out, "  chip %s: grouped expert GEMMs at %.3f of the peak forward and %.3f backward "
+                   "at large groups (chip.grouped_gemm_efficiency), less at fewer tokens a group\n",
+              hw->name, hc->grouped_gemm_efficiency, hc->grouped_gemm_bwd_efficiency);
     const framework *fw = &frameworks[p->framework];
     fprintf(out, "  framework %s: %s\n    attention %s, gradient sync %s, %s%s, TP overlap %s\n"
                  "    source: %s\n",

@@ -547,6 +547,18 @@ run validate-family 0 validate "$OUT/family-runs.csv"
 has validate-family out "rows run 1 of 1 ("
 has validate-family out "--set num_hidden_layers=40 --set hidden_size=5120 --set num_attention_heads=40 --set num_key_value_heads=40 --set intermediate_size=13824 --set vocab_size=32000 --hw h100-sxm"
 grep -q '^fam-llama2-13b .*parameters' "$OUT/validate-family.out" && bad "validate: the family template's parameters differ from the row's" || ok
+# BLOOM 176B, a family with no file of its own (bigscience/bloom config.json:
+# 70 layers, hidden 14336, 112 heads, FFN 4 x 14336 = 57344, vocab 250880;
+# 176,247 M parameters, arXiv:2211.05100 Table 3) runs from the GPT-3 template
+# with its sizes: 12 x 70 x 14336^2 (plus biases and norms) + 250880 x 14336
+# + the template's 2048 x 14336 position table = 176.3 B, within the check.
+{ head -1 "$SHARED/reference/public-runs-modern.csv"
+  echo 'fam-bloom-176b,BLOOM paper,A100-80,384,bloom,176.2,70,14336,112,112,57344,250880,2048,2048,2,4,12,8,1,1,0,1,full,bf16,step_time_s,100,100,1,?,?,a size check'
+} >"$OUT/bloom-runs.csv"
+run validate-bloom 0 validate "$OUT/bloom-runs.csv"
+has validate-bloom out "rows run 1 of 1 ("
+has validate-bloom out "--set layers=70 --set hidden=14336 --set heads=112 --set ffn_hidden=57344 --set vocab=250880"
+grep -q '^fam-bloom-176b .*parameters' "$OUT/validate-bloom.out" && bad "validate: the GPT template's parameters differ from BLOOM's" || ok
 # Hand-derived from the rows and the rules in docs/validation.md:
 #  iw-v7x256-gemma4: fsdp256 counts devices, 2 per Ironwood chip: a shard group of 128 of
 #    the 256 data-parallel chips is HSDP 128; per_device_batch_size 16 x 2 devices = 32
@@ -806,6 +818,15 @@ run explain-stall 0 simulate resnet50 --hw a100-80g --chips 64 --storage files -
 explain_sums explain-stall && has explain-stall out "    input stall "
 run explain-hlo 0 simulate workloads/examples/mlp_train_step.hlo --hw h100-sxm --chips 1 --explain
 explain_sums explain-hlo
+# --explain names the chip's own limits where its file gives them: the
+# 500 W H100's throttled cores (h100-96gb sustained_clock_ratio 0.879), TPU7x's
+# grouped-GEMM kernel (0.699 / 0.594, tokamax); a chip without them says nothing
+run explain-clock 0 simulate llama3-8b --hw h100-96gb --chips 8 --gbs 16 --seq 8192 --explain
+explain_sums explain-clock && has explain-clock out "cores at 0.879 of the clock"
+run explain-gmm 0 simulate mixtral-8x7b --hw tpu-v7x --chips 8 --fsdp --gbs 16 --seq 4096 --explain
+explain_sums explain-gmm && has explain-gmm out "grouped expert GEMMs at 0.699 of the peak forward and 0.594 backward"
+run explain-noclock 0 simulate llama3-8b --hw h100-sxm --chips 8 --gbs 16 --seq 4096 --explain
+grep -q "  chip h100-sxm:" "$OUT/explain-noclock.out" && bad "explain-noclock: a chip limit printed for h100-sxm" || ok
 # plan --explain N: a plain plan, a spot plan, a pipeline (a bubble), MoE
 # (expert all-to-alls in the layer collectives), a data-parallel CNN
 run plan-explain-plain 0 plan llama3-8b --hw h100-sxm --max-chips 64 --explain 1 && explain_sums plan-explain-plain
