@@ -120,7 +120,12 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
       /* and below a plain GEMM's rate even at large groups where the
       ** stack's grouped kernel is measured so (hw_grouped_gemm_ceiling, the
       ** bf16 chip's figures: a relative rate for every unit) */
-      double rate = hw_grouped_gemm_factor(kh, m_grp) *
+      /* a TPU's TensorCores each run the kernel on their share of the
+      ** rows (TPU7x: a JAX device each; v4/v5p megacore: the kernel's
+      ** parallel grid split between them), so a group holds that share */
+      double per_core = hw->chip.mu_kind == HW_MU_MXU && hw->chip.mu_cores > 1
+                            ? m_grp / (double)hw->chip.mu_cores : m_grp;
+      double rate = hw_grouped_gemm_factor(kh, per_core) *
                     hw_grouped_gemm_ceiling(hw, op->phase == GRAPH_BACKWARD);
       t = fmax(r.compute_s / rate, mem) + r.overhead_s;
     }

@@ -246,7 +246,8 @@ Test(moe, grouped_gemm_slows_only_experts) {
 ** ceilings are 0.699 / 0.965 and 0.594 / 0.965; a chip without the figures
 ** (H100: DeepGEMM reaches the plain rate at 8,192 rows) has 1. With
 ** Qwen3-30B-A3B's experts (128 of 2048 x 768, top-8) at 16,384 tokens,
-** 16,384 x 8 / 128 = 1,024 rows a group: the expert GEMMs are compute-bound
+** 16,384 x 8 / 128 = 1,024 rows a group (512 on each of the two
+** TensorCores, the table's 0.594 point in both runs): compute-bound
 ** (a 2 x 1024 x 2048 x 768 GEMM per expert against its 3 MB of weights), so
 ** the MoE layer's forward slows against the same chip at ceiling 1, by less
 ** than 0.965 / 0.699 (attention and the router are untouched), and the
