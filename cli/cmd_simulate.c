@@ -306,10 +306,13 @@ void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p
               pc[12], pc[13]);
     /* the chip's own limits that no plan changes, where its file gives them */
     const hw_chip *hc = &hw->chip;
-    if (hc->sustained_clock_ratio > 0 && hc->sustained_clock_ratio < 1)
+    if (hc->sustained_clock_ratio > 0 && hc->sustained_clock_ratio < 1) {
+      char lim[48] = "";
+      if (hc->tdp_w > 0) snprintf(lim, sizeof lim, ", %.0f W", hc->tdp_w);
       fprintf(out, "  chip %s: cores at %.3f of the clock its compute figures hold at (its power "
-                   "limit, %.0f W; chip.sustained_clock_ratio), HBM at full speed\n",
-              hw->name, hc->sustained_clock_ratio, hc->tdp_w);
+                   "limit%s; chip.sustained_clock_ratio), HBM at full speed\n",
+              hw->name, hc->sustained_clock_ratio, lim);
+    }
     if (m->info.tf.experts > 0 &&
         (hw_grouped_gemm_ceiling(hw, false) < 1 || hw_grouped_gemm_ceiling(hw, true) < 1))
       fprintf(out, "  chip %s: grouped expert GEMMs at %.3f of the peak forward and %.3f backward "

@@ -119,10 +119,10 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
       if (moe < 1 && r.bytes > 0) mem -= (1 - moe) * fmin(rhs_bytes, r.bytes) * (r.memory_s / r.bytes);
       /* and below a plain GEMM's rate even at large groups where the
       ** stack's grouped kernel is measured so (hw_grouped_gemm_ceiling, the
-      ** bf16 chip's figures: a relative rate for every unit) */
-      /* a TPU's TensorCores each run the kernel on their share of the
-      ** rows (TPU7x: a JAX device each; v4/v5p megacore: the kernel's
-      ** parallel grid split between them), so a group holds that share */
+      ** bf16 chip's figures: a relative rate for every unit). A TPU's
+      ** TensorCores each run the kernel on their share of the rows (TPU7x:
+      ** a JAX device each; v4/v5p megacore: the kernel's parallel grid split
+      ** between them), so a group there holds that share */
       double per_core = hw->chip.mu_kind == HW_MU_MXU && hw->chip.mu_cores > 1
                             ? m_grp / (double)hw->chip.mu_cores : m_grp;
       double rate = hw_grouped_gemm_factor(kh, per_core) *
