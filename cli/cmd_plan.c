@@ -511,11 +511,9 @@ static int run_plan(cli_ctx *c) {
     /* the slice shape the planner chose among those offered (planner.c) */
     const int64_t *sh = b->p.slice_shape;
     if (sh[0] > 0 && k < sizeof more) {
-      if (sh[2] == 1)
-        snprintf(more + k, sizeof more - k, ", slice %lldx%lld", (long long)sh[0], (long long)sh[1]);
-      else
-        snprintf(more + k, sizeof more - k, ", slice %lldx%lldx%lld%s", (long long)sh[0],
-                 (long long)sh[1], (long long)sh[2], b->p.slice_twisted ? "t (twisted)" : "");
+      char st[64];
+      hw_shape_text(sh, sh[2] == 1 ? 2 : 3, b->p.slice_twisted, st, sizeof st);
+      snprintf(more + k, sizeof more - k, ", slice %s%s", st, b->p.slice_twisted ? " (twisted)" : "");
     }
     fprintf(c->out, "\nbest: %lld x %s   dp %lld, tp %lld%s, pp %lld%s%s, mbs %lld, %s recompute, zero %s%s\n",
             (long long)b->p.chips, b->hw, (long long)b->p.dp, (long long)b->p.tp,

@@ -209,11 +209,7 @@ static void print_explain(FILE *out, const model *m, const hw_model *hw, const p
 static const char *slice_str(const plan *p) {
   static _Thread_local char buf[64];
   const int64_t *s = p->slice_shape;
-  if (s[2] == 1)
-    snprintf(buf, sizeof buf, "%lldx%lld", (long long)s[0], (long long)s[1]);
-  else
-    snprintf(buf, sizeof buf, "%lldx%lldx%lld%s", (long long)s[0], (long long)s[1],
-             (long long)s[2], p->slice_twisted ? "t" : "");
+  hw_shape_text(s, s[2] == 1 ? 2 : 3, p->slice_twisted, buf, sizeof buf);
   return buf;
 }
 

@@ -319,9 +319,10 @@ static int number_ok(const hw_field *f, double v) {
   return 1;
 }
 
-static void sort3(int64_t s[3]) {
-  for (int i = 0; i < 3; i++)
-    for (int k = i + 1; k < 3; k++)
+void hw_sort_sides(int64_t s[3], int dims) {
+  int n = dims == 2 ? 2 : 3;
+  for (int i = 0; i < n; i++)
+    for (int k = i + 1; k < n; k++)
       if (s[k] < s[i]) { int64_t t = s[i]; s[i] = s[k]; s[k] = t; }
 }
 
@@ -360,8 +361,7 @@ static int read_shape_list(loader *L, const cJSON *v, int64_t (*out)[3], int *n,
       rc = -1;
     } else {
       *dims = len;
-      if (len == 3) sort3(s);
-      else if (s[1] < s[0]) { int64_t t = s[0]; s[0] = s[1]; s[1] = t; }
+      hw_sort_sides(s, len);
       memcpy(out[k], s, sizeof s);
     }
     jin_pop(L->j);
@@ -706,8 +706,7 @@ static void shape_error(loader *L, const char *list, int k, const char *msg) {
 /* Within max_slice_shape, whatever the order of its sides. */
 static int shape_fits(const int64_t s[3], const int64_t max[3], int64_t dims) {
   int64_t m[3] = {max[0], max[1], max[2]}, a[3] = {s[0], s[1], s[2]};
-  if (dims == 3) sort3(m), sort3(a);
-  else if (m[1] < m[0]) { int64_t t = m[0]; m[0] = m[1]; m[1] = t; }
+  hw_sort_sides(m, (int)dims), hw_sort_sides(a, (int)dims);
   return a[0] <= m[0] && a[1] <= m[1] && a[2] <= m[2];
 }
 

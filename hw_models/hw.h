@@ -107,6 +107,13 @@ typedef struct {
   int64_t cube_side; /* 0: only the listed shapes */
 } hw_slice_shapes;
 
+/* A slice shape's sides ascending: all three on a 3-D torus, the first
+** two on a 2-D one (AxBx1), as the hardware files store the offered shapes
+** and as shapes are compared. */
+void hw_sort_sides(int64_t s[3], int dims);
+/* "4x4x8" (dims 3), "16x16" (dims 2), "4x4x8t" when twisted: a shape as
+** --topology takes it and the files write it. */
+void hw_shape_text(const int64_t s[3], int dims, bool twisted, char *buf, size_t n);
 /* "1x2x2, 2x2x2, or whole 4x4x4 cubes; twisted: 4x4x8" (hw show) */
 void hw_slice_shapes_text(const hw_slice_shapes *sh, char *buf, size_t n);
 

@@ -28,9 +28,9 @@ static const char *cite_ids(const hw_model *m, const char *path) {
   return best;
 }
 
-static void shape_text(const int64_t s[3], int dims, char *buf, size_t n) {
+void hw_shape_text(const int64_t s[3], int dims, bool twisted, char *buf, size_t n) {
   if (dims == 2) snprintf(buf, n, "%" PRId64 "x%" PRId64, s[0], s[1]);
-  else snprintf(buf, n, "%" PRId64 "x%" PRId64 "x%" PRId64, s[0], s[1], s[2]);
+  else snprintf(buf, n, "%" PRId64 "x%" PRId64 "x%" PRId64 "%s", s[0], s[1], s[2], twisted ? "t" : "");
 }
 
 void hw_slice_shapes_text(const hw_slice_shapes *sh, char *buf, size_t n) {
@@ -38,7 +38,7 @@ void hw_slice_shapes_text(const hw_slice_shapes *sh, char *buf, size_t n) {
   char one[48];
   buf[0] = 0;
   for (int k = 0; k < sh->n_listed && at < n; k++) {
-    shape_text(sh->listed[k], sh->dims, one, sizeof one);
+    hw_shape_text(sh->listed[k], sh->dims, false, one, sizeof one);
     at += (size_t)snprintf(buf + at, n - at, "%s%s", k ? ", " : "", one);
   }
   int64_t c = sh->cube_side;
@@ -48,7 +48,7 @@ void hw_slice_shapes_text(const hw_slice_shapes *sh, char *buf, size_t n) {
   else if (c && at < n)
     at += (size_t)snprintf(buf + at, n - at, ", or whole %" PRId64 "x%" PRId64 " squares", c, c);
   for (int k = 0; k < sh->n_twisted && at < n; k++) {
-    shape_text(sh->twisted[k], sh->dims, one, sizeof one);
+    hw_shape_text(sh->twisted[k], sh->dims, false, one, sizeof one);
     at += (size_t)snprintf(buf + at, n - at, "%s%s", k ? ", " : "; twisted: ", one);
   }
 }

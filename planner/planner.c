@@ -1076,8 +1076,7 @@ static void choose_slice_shape(const model *m, const hw_model *hw, plan *p) {
   /* twisted where offered and it changes the step: an expert group that is
   ** the whole slice (its all-to-all gains, net_a2a_twist_gain); the rings
   ** are the same either way, so elsewhere the regular torus is kept */
-  int64_t per_slice = p->chips / (p->slices > 1 ? p->slices : 1);
-  p->slice_twisted = p->slice_shape[0] > 0 && p->ep > 1 && p->ep == per_slice &&
+  p->slice_twisted = p->slice_shape[0] > 0 && plan_ep_is_slice(p) &&
                      net_twist_offered(hw, p->slice_shape);
 }
 

@@ -21,11 +21,7 @@ struct net {
 static bool fits_pod(const hw_model *hw, const int64_t s[3]) {
   const int64_t *m = hw->scale_up.max_slice_shape;
   int64_t a[3] = {s[0], s[1], s[2]}, b[3] = {m[0], m[1], m[2]};
-  for (int i = 0; i < 3; i++)
-    for (int j = i + 1; j < 3; j++) {
-      if (a[j] < a[i]) { int64_t t = a[i]; a[i] = a[j]; a[j] = t; }
-      if (b[j] < b[i]) { int64_t t = b[i]; b[i] = b[j]; b[j] = t; }
-    }
+  hw_sort_sides(a, 3), hw_sort_sides(b, 3);
   return a[0] <= b[0] && a[1] <= b[1] && a[2] <= b[2] && (hw->scale_up.torus_dims == 3 || s[2] == 1);
 }
 
@@ -33,10 +29,7 @@ static bool fits_pod(const hw_model *hw, const int64_t s[3]) {
 ** the hardware file stores its offered shapes. */
 static void canon_shape(const hw_model *hw, const int64_t s[3], int64_t a[3]) {
   memcpy(a, s, 3 * sizeof *a);
-  int n = hw->scale_up.torus_dims == 2 ? 2 : 3;
-  for (int i = 0; i < n; i++)
-    for (int j = i + 1; j < n; j++)
-      if (a[j] < a[i]) { int64_t t = a[i]; a[i] = a[j]; a[j] = t; }
+  hw_sort_sides(a, (int)hw->scale_up.torus_dims);
 }
 
 static bool in_list(const int64_t (*list)[3], int n, const int64_t a[3]) {
@@ -137,10 +130,7 @@ static bool axis_wraps(const hw_model *hw, int64_t side) {
 }
 
 static void shape_str(const hw_model *hw, const int64_t s[3], char *buf, size_t n) {
-  if (hw->scale_up.torus_dims == 2)
-    snprintf(buf, n, "%lldx%lld", (long long)s[0], (long long)s[1]);
-  else
-    snprintf(buf, n, "%lldx%lldx%lld", (long long)s[0], (long long)s[1], (long long)s[2]);
+  hw_shape_text(s, (int)hw->scale_up.torus_dims, false, buf, n);
 }
 
 int net_shape_check(const hw_model *hw, const int64_t shape[3], char *err, size_t errn) {
@@ -172,13 +162,7 @@ int net_shape_check(const hw_model *hw, const int64_t shape[3], char *err, size_
   else
     nearby_counts(hw, n, false, &lo, &hi);
   int64_t pick = lo && hi ? (n - lo <= hi - n ? lo : hi) : lo ? lo : hi;
-  if (pick && choose_shape_opt(hw, pick, best, false)) {
-    if (hw->scale_up.torus_dims == 2)
-      snprintf(near, sizeof near, "%lldx%lld", (long long)best[0], (long long)best[1]);
-    else
-      snprintf(near, sizeof near, "%lldx%lldx%lld", (long long)best[0], (long long)best[1],
-               (long long)best[2]);
-  }
+  if (pick && choose_shape_opt(hw, pick, best, false)) shape_str(hw, best, near, sizeof near);
   char offered[512];
   hw_slice_shapes_text(&hw->scale_up.slice_shapes, offered, sizeof offered);
   char *tw = strstr(offered, "; twisted:"); /* the twisted ones are for twisted_check */
@@ -200,9 +184,7 @@ int net_twist_check(const hw_model *hw, const int64_t shape[3], char *err, size_
     if (best < 0 || d < llabs(shape_chips(sh->twisted[best]) - n)) best = i;
   }
   char near[64] = "none: leave the 't' out";
-  if (best >= 0)
-    snprintf(near, sizeof near, "%lldx%lldx%lldt", (long long)sh->twisted[best][0],
-             (long long)sh->twisted[best][1], (long long)sh->twisted[best][2]);
+  if (best >= 0) hw_shape_text(sh->twisted[best], 3, true, near, sizeof near);
   snprintf(err, errn, "%s offers no twisted %lldx%lldx%lld slice (a twisted torus is k x k x 2k "
            "or k x 2k x 2k, among the offered: %d shape%s in system.scale_up.slice_shapes; "
            "nearest twisted: %s)", hw->name, (long long)shape[0], (long long)shape[1],

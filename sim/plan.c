@@ -103,6 +103,10 @@ int64_t plan_stage_layers(const plan *p, int64_t layers, int64_t vs) {
   return per - (vs == 0 ? e : 0) - (vs == S - 1 ? l : 0);
 }
 
+bool plan_ep_is_slice(const plan *p) {
+  return p->ep > 1 && p->ep == p->chips / (p->slices > 1 ? p->slices : 1);
+}
+
 double plan_gemm_peak_flops(const hw_model *hw, const plan *p) {
   static const hw_dtype UNIT[PLAN_GEMM_COUNT] = {
       [PLAN_GEMM_FP8] = HW_FP8, [PLAN_GEMM_FP8_CS] = HW_FP8, [PLAN_GEMM_MXFP8] = HW_MXFP8,

@@ -169,6 +169,10 @@ struct hw_model;
 /* The peak rate of p's linear-layer GEMMs on hw (its recipe's unit; the
 ** compute dtype's without one); 0 when the chip has none. */
 double plan_gemm_peak_flops(const struct hw_model *hw, const plan *p);
+/* Whether the expert-parallel group is one whole slice (ep equals the
+** chips a slice holds): the all-to-all a twisted slice speeds
+** (net_a2a_twist_gain), so the planner wires the slice twisted there. */
+bool plan_ep_is_slice(const plan *p);
 /* A split of `layers` over p's pp x V virtual stages as even as it goes
 ** when they do not divide (the embedding and loss counted as layers when
 ** p says so), the extra layers in the middle stages, into out (room for

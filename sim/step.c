@@ -678,8 +678,7 @@ cJSON *step_json(const model *m, const hw_model *hw, const plan *p, const step_r
   if (p->hsdp > 0) cJSON_AddNumberToObject(pj, "hsdp", (double)p->hsdp);
   if (p->slice_shape[0] > 0) { /* "4x4x8", as --topology takes it */
     char sh[64];
-    snprintf(sh, sizeof sh, "%lldx%lldx%lld%s", (long long)p->slice_shape[0],
-             (long long)p->slice_shape[1], (long long)p->slice_shape[2], p->slice_twisted ? "t" : "");
+    hw_shape_text(p->slice_shape, 3, p->slice_twisted, sh, sizeof sh);
     cJSON_AddStringToObject(pj, "slice_shape", sh);
   }
   cJSON_AddNumberToObject(pj, "mbs", (double)p->mbs);

@@ -57,7 +57,7 @@ int step_time_graph_ops(const hw_model *hw, const graph *g, bool flash, opcost *
 }
 
 /* The tokens per expert of kernel k when it holds a grouped expert GEMM,
-** else 0. The MoE builder's expert dots and their two gradients (autodiff's
+** else 0 (*rhs_bytes, when asked: the expert weights it reads). The MoE builder's expert dots and their two gradients (autodiff's
 ** transpose rule) all take [E, C, *] as their left operand, batched over
 ** the E experts: C is the tokens a group. Nothing else in a transformer
 ** layer is a rank-3 dot with one batch dimension (the attention's are rank
@@ -68,7 +68,7 @@ static double grouped_tokens(const graph *g, const fuse_plan *fp, int k, double 
     if (fp->group_of[i] != k || op->kind != GOP_DOT || op->layer < 0) continue;
     const graph_shape *l = &graph_get(g, op->in[0])->out;
     if (l->rank == 3 && op->lhs_batch.n == 1 && op->lhs_batch.d[0] == 0) {
-      *rhs_bytes = graph_bytes(&graph_get(g, op->in[1])->out);
+      if (rhs_bytes) *rhs_bytes = graph_bytes(&graph_get(g, op->in[1])->out);
       return (double)l->dim[1];
     }
   }
@@ -282,8 +282,7 @@ static int grouped_extra(const graph *g, double out[GRAPH_PHASE_COUNT], char *er
   if (!fp) return str_errf(err, errn, "out of memory");
   memset(out, 0, GRAPH_PHASE_COUNT * sizeof *out);
   for (int k = 0; k < fp->n_groups; k++) {
-    double rhs_bytes;
-    if (fp->size[k] == 0 || grouped_tokens(g, fp, k, &rhs_bytes) <= 0) continue;
+    if (fp->size[k] == 0 || grouped_tokens(g, fp, k, NULL) <= 0) continue;
     const graph_op *root = graph_get(g, fp->root[k]);
     double experts = 0;
     for (int i = fp->first[k]; i <= fp->root[k] && experts == 0; i++) {
@@ -471,8 +470,7 @@ static double moe_a2a_s(const hw_model *hw, const wl_tf_dims *d, const plan *p, 
                             false, err, errn);
   /* an expert group that is a whole twisted slice: its all-to-all gains the
   ** twisted torus's throughput (sim/net.c net_a2a_twist_gain) */
-  int64_t per_slice = p->chips / (p->slices > 1 ? p->slices : 1);
-  if (flat > 0 && p->slice_twisted && p->ep == per_slice)
+  if (flat > 0 && p->slice_twisted && plan_ep_is_slice(p))
     flat /= net_a2a_twist_gain_shape(hw, p->slice_shape);
   if (flat < 0 || !frameworks[p->framework].moe_node_dedup || hw->kind != HW_GPU || g >= p->ep ||
       p->ep % g)

@@ -175,6 +175,22 @@ Test(moe, dedup_dispatch_deepseek_v3) {
   hw_catalog_free(c);
 }
 
+/* One chip, one micro-batch of mbs x seq, the graph's formulas; and the
+** per-chip costs of model m on two chips (a hardware file and its copy with
+** one figure changed), for the tests that compare them. */
+static plan one_chip(int64_t mbs, int64_t seq) {
+  return (plan){.chips = 1, .tp = 1, .pp = 1, .ep = 1, .cp = 1, .mbs = mbs, .vp = 1, .slices = 1,
+                .gbs = mbs, .seq = seq, .schedule = PLAN_1F1B, .precision = GDT_BF16,
+                .op_costs = OPCOST_FORMULA};
+}
+
+static void costs_on_both(const model *m, const hw_model *x, const hw_model *y, const plan *p,
+                          step_result *a, step_result *b) {
+  char err[512];
+  cr_assert_eq(step_costs(m, x, p, a, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(step_costs(m, y, p, b, err, sizeof err), 0, "%s", err);
+}
+
 /* H100's grouped-GEMM points (DeepGEMM on H800, hw_models/h100-sxm.json
 ** notes): 0.730 at 256 tokens an expert, 0.818 at 512, 0.896 at 1024,
 ** 0.994 at 4096, 1 from 8192; linear in log2 between them. At 362 tokens
@@ -213,27 +229,21 @@ Test(moe, grouped_gemm_slows_only_experts) {
   const hw_model *h = th_hw(c, "h100-sxm");
   hw_model flat = *h;
   memset(flat.chip.grouped_gemm_eff, 0, sizeof flat.chip.grouped_gemm_eff);
-  char err[512];
-  plan p = {.chips = 1, .tp = 1, .pp = 1, .ep = 1, .cp = 1, .mbs = 1, .vp = 1, .slices = 1,
-            .gbs = 1, .seq = 2048, .schedule = PLAN_1F1B, .precision = GDT_BF16,
-            .op_costs = OPCOST_FORMULA};
+  plan p = one_chip(1, 2048);
   model *m = th_model("mixtral-8x7b", 2048);
   step_result a, b;
-  cr_assert_eq(step_costs(m, h, &p, &a, err, sizeof err), 0, "%s", err);
-  cr_assert_eq(step_costs(m, &flat, &p, &b, err, sizeof err), 0, "%s", err);
+  costs_on_both(m, h, &flat, &p, &a, &b);
   cr_assert_gt(a.layer_fwd_s, b.layer_fwd_s);
   cr_assert_gt(a.layer_bwd_s, b.layer_bwd_s);
   cr_assert_lt(a.layer_fwd_s, b.layer_fwd_s / 0.818);
   cr_assert_float_eq(a.head_fwd_s, b.head_fwd_s, 1e-15);
   p.seq = 512;
-  cr_assert_eq(step_costs(m, h, &p, &a, err, sizeof err), 0, "%s", err);
-  cr_assert_eq(step_costs(m, &flat, &p, &b, err, sizeof err), 0, "%s", err);
+  costs_on_both(m, h, &flat, &p, &a, &b);
   cr_assert_float_eq(a.layer_fwd_s, b.layer_fwd_s, 1e-12);
   model_free(m);
   m = th_model("llama3-8b", 2048);
   p.seq = 2048;
-  cr_assert_eq(step_costs(m, h, &p, &a, err, sizeof err), 0, "%s", err);
-  cr_assert_eq(step_costs(m, &flat, &p, &b, err, sizeof err), 0, "%s", err);
+  costs_on_both(m, h, &flat, &p, &a, &b);
   cr_assert_float_eq(a.layer_fwd_s, b.layer_fwd_s, 0);
   cr_assert_float_eq(a.layer_bwd_s, b.layer_bwd_s, 0);
   model_free(m);
@@ -261,14 +271,10 @@ Test(moe, grouped_gemm_ceiling_slows_tpu7x_experts) {
   cr_assert_float_eq(hw_grouped_gemm_ceiling(th_hw(c, "h100-sxm"), true), 1, 0);
   hw_model flat = *v7;
   flat.chip.grouped_gemm_efficiency = flat.chip.grouped_gemm_bwd_efficiency = flat.chip.matmul_efficiency;
-  char err[512];
-  plan p = {.chips = 1, .tp = 1, .pp = 1, .ep = 1, .cp = 1, .mbs = 4, .vp = 1, .slices = 1,
-            .gbs = 4, .seq = 4096, .schedule = PLAN_1F1B, .precision = GDT_BF16,
-            .op_costs = OPCOST_FORMULA};
+  plan p = one_chip(4, 4096);
   model *m = th_model("tests/data/hf/qwen3-30b-a3b.json", 4096);
   step_result a, b;
-  cr_assert_eq(step_costs(m, v7, &p, &a, err, sizeof err), 0, "%s", err);
-  cr_assert_eq(step_costs(m, &flat, &p, &b, err, sizeof err), 0, "%s", err);
+  costs_on_both(m, v7, &flat, &p, &a, &b);
   cr_assert_gt(a.layer_fwd_s, b.layer_fwd_s);
   cr_assert_lt(a.layer_fwd_s, b.layer_fwd_s * 0.965 / 0.699);
   cr_assert_gt(a.layer_bwd_s / b.layer_bwd_s, a.layer_fwd_s / b.layer_fwd_s);
