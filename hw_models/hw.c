@@ -117,6 +117,14 @@ static const hw_field FIELDS[] = {
      1, "", "absent: grouped GEMMs at the large-GEMM rate"},
     {"chip.grouped_gemm.m4096", HWF_NUM, OFF(chip.grouped_gemm_eff[3]), 0, FIG | HWF_POS, NULL, 0,
      1, "", "absent: grouped GEMMs at the large-GEMM rate"},
+    {"chip.attention_seq.s1024", HWF_NUM, OFF(chip.attention_seq_eff[0]), 0, FIG | HWF_POS, NULL, 0,
+     1, "", "absent: attention at its long-sequence rate"},
+    {"chip.attention_seq.s2048", HWF_NUM, OFF(chip.attention_seq_eff[1]), 0, FIG | HWF_POS, NULL, 0,
+     1, "", "absent: attention at its long-sequence rate"},
+    {"chip.attention_seq.s4096", HWF_NUM, OFF(chip.attention_seq_eff[2]), 0, FIG | HWF_POS, NULL, 0,
+     1, "", "absent: attention at its long-sequence rate"},
+    {"chip.attention_seq.s8192", HWF_NUM, OFF(chip.attention_seq_eff[3]), 0, FIG | HWF_POS, NULL, 0,
+     1, "", "absent: attention at its long-sequence rate"},
     {"chip.grouped_gemm_efficiency", HWF_NUM, OFF(chip.grouped_gemm_efficiency), 0, FIG | HWF_POS,
      NULL, 0, 1, "", "absent: timing assumes matmul_efficiency"},
     {"chip.grouped_gemm_bwd_efficiency", HWF_NUM, OFF(chip.grouped_gemm_bwd_efficiency), 0,
@@ -249,20 +257,32 @@ double hw_grouped_gemm_ceiling(const hw_model *m, bool backward) {
   return g > 0 && c->matmul_efficiency > 0 ? g / c->matmul_efficiency : 1;
 }
 
-double hw_grouped_gemm_factor(const hw_model *m, double tokens) {
-  /* the measured points, then 1 at 8,192 tokens a group (the reference) */
-  double x[HW_GROUPED_POINTS + 1], y[HW_GROUPED_POINTS + 1];
+const int64_t HW_ATTN_KEYS[HW_ATTN_POINTS] = {1024, 2048, 4096, 8192};
+
+/* A measured relative rate at size v: the points given (eff > 0 at at[i]),
+** then 1 at `ref`, linear in log2 between them; the first point's value
+** below it, 1 from ref on, 1 when none is given. */
+static double size_factor(const double *eff, const int64_t *at, int points, double ref, double v) {
+  double x[8], y[8];
   int n = 0;
-  for (int i = 0; i < HW_GROUPED_POINTS; i++)
-    if (m->chip.grouped_gemm_eff[i] > 0)
-      x[n] = log2((double)HW_GROUPED_M[i]), y[n++] = m->chip.grouped_gemm_eff[i];
-  if (n == 0 || !(tokens > 0)) return 1;
-  x[n] = log2(8192.0), y[n++] = 1;
-  double t = log2(tokens);
+  for (int i = 0; i < points && n < 7; i++)
+    if (eff[i] > 0) x[n] = log2((double)at[i]), y[n++] = eff[i];
+  if (n == 0 || !(v > 0)) return 1;
+  x[n] = log2(ref), y[n++] = 1;
+  double t = log2(v);
   if (t <= x[0]) return y[0];
   for (int i = 1; i < n; i++)
     if (t <= x[i]) return y[i - 1] + (y[i] - y[i - 1]) * (t - x[i - 1]) / (x[i] - x[i - 1]);
   return 1;
+}
+
+double hw_grouped_gemm_factor(const hw_model *m, double tokens) {
+  /* the measured points, then 1 at 8,192 tokens a group (the reference) */
+  return size_factor(m->chip.grouped_gemm_eff, HW_GROUPED_M, HW_GROUPED_POINTS, 8192.0, tokens);
+}
+
+double hw_attention_seq_factor(const hw_model *m, double keys) {
+  return size_factor(m->chip.attention_seq_eff, HW_ATTN_KEYS, HW_ATTN_POINTS, 16384.0, keys);
 }
 
 double hw_peak_flops(const hw_model *m, hw_dtype dt) {

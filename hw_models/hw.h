@@ -83,6 +83,10 @@ typedef struct {
   ** where it stays below a plain GEMM's (TPU: tokamax ragged_dot; absent:
   ** matmul_efficiency, as fast as a plain GEMM) */
   double grouped_gemm_efficiency, grouped_gemm_bwd_efficiency;
+  /* the fused attention kernel at HW_ATTN_KEYS[i] keys a query sees: its
+  ** measured rate over the same kernel's at 16,384 keys, the length the
+  ** attention_*_efficiency figures hold at (absent, 0: no loss) */
+  double attention_seq_eff[4];
   double hbm_efficiency;       /* fraction of hbm_bw_bytes_per_s a copy sustains */
   double transcendentals_per_s; /* exp/log/rsqrt/tanh/... results per second */
   double op_overhead_s;        /* fixed cost of one op (kernel launch) */
@@ -229,6 +233,15 @@ double hw_peak_flops(const hw_model *m, hw_dtype dt);
 #define HW_GROUPED_POINTS 4
 extern const int64_t HW_GROUPED_M[HW_GROUPED_POINTS];
 
+/* The keys per query of chip.attention_seq.s1024 ... s8192. */
+#define HW_ATTN_POINTS 4
+extern const int64_t HW_ATTN_KEYS[HW_ATTN_POINTS];
+
+/* A fused attention kernel's rate at `keys` keys a query as a fraction of
+** its rate at 16,384 (1 there and beyond): the chip's measured points,
+** interpolated linearly in log2(keys), below the first point the first
+** point's value. 1 when the chip gives none. */
+double hw_attention_seq_factor(const hw_model *m, double keys);
 /* A grouped GEMM's rate at m tokens per group as a fraction of a large
 ** GEMM's (1 at 8,192 and more): the chip's measured points, interpolated
 ** linearly in log2(m) between them and up to 1 at 8,192; below the first

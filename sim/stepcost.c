@@ -75,6 +75,26 @@ static double grouped_tokens(const graph *g, const fuse_plan *fp, int k, double 
   return 0;
 }
 
+/* The attention core kernel k's keys a query sees and head dim: the last
+** dims of its rank-5 tensors ([B, kv, S, group, T] scores, [B, kv, S,
+** group, D] queries and context), the largest and the smallest. */
+static void core_dims(const graph *g, const fuse_plan *fp, int k, double *keys, double *head_dim) {
+  for (int i = fp->first[k]; i <= fp->root[k]; i++) {
+    if (fp->group_of[i] != k) continue;
+    const graph_op *m = graph_get(g, i);
+    for (int a = -1; a < m->n_in; a++) {
+      const graph_shape *sh = a < 0 ? &m->out : &graph_get(g, m->in[a])->out;
+      if (sh->rank != 5) continue;
+      double d = (double)sh->dim[4];
+      if (d > *keys) *keys = d;
+      if (*head_dim == 0 || d < *head_dim) *head_dim = d;
+    }
+  }
+}
+
+/* A head dim of d on a systolic array w wide: the padded width over d. */
+static double mxu_pad(double d, double w) { return ceil(d / w) * w / d; }
+
 int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const graph *g, double flash,
                          double moe, opcost *costs, phase_times *out, op_times *ops, char *err,
                          size_t errn) {
@@ -131,6 +151,18 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
     }
     if (flash > 0 && core) {
       t = 0;
+      /* a measured rate holds the kernel's own tiling at the length and
+      ** head dim it was measured at: its dots cost their FLOPs at that rate
+      ** (the tile model's padding is in it already), read at the keys a
+      ** query sees (chip.attention_seq), and on a systolic array a head
+      ** dim other than 128 pads the array's width differently */
+      double keys = 0, head_dim = 0, core_seq = 1, core_pad = 1;
+      core_dims(g, fp, k, &keys, &head_dim);
+      if (measured) {
+        core_seq = hw_attention_seq_factor(hw, keys);
+        if (hw->chip.mu_kind == HW_MU_MXU && head_dim > 0 && hw->chip.tile_n > 0)
+          core_pad = mxu_pad(head_dim, (double)hw->chip.tile_n) / mxu_pad(128, (double)hw->chip.tile_n);
+      }
       for (int i = fp->first[k]; i <= root && rc == 0; i++) {
         if (fp->group_of[i] != k) continue;
         const graph_op *m = graph_get(g, i);
@@ -142,11 +174,14 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
         const hw_chip *c = &hw->chip;
         bool back = m->phase == GRAPH_BACKWARD;
         double eff = back ? c->attention_bwd_efficiency : c->attention_fwd_efficiency;
-        double scale = dot && eff > 0 && c->matmul_efficiency > 0 ? c->matmul_efficiency / eff : 1;
         /* a measured kernel rate already holds its softmax: only the dots
         ** count; without one, the softmax's arithmetic is added to them */
         if (!dot && measured) continue;
-        t += flash * mr.compute_s * scale * (dot && back ? 1.25 : 1) + (dot ? mr.overhead_s : 0);
+        double dot_s = mr.compute_s;
+        if (dot && eff > 0)
+          dot_s = mr.flops * core_pad /
+                  hw_clocked(c, optime_peak_flops(hw, m->out.dtype) * eff * core_seq);
+        t += flash * dot_s * (dot && back ? 1.25 : 1) + (dot ? mr.overhead_s : 0);
       }
     }
     double n = (double)op->count;

@@ -267,9 +267,10 @@ Test(view, gpt3_1f1b_shows_the_pipeline_bubble) {
 }
 
 Test(view, data_parallel_all_reduce_overlaps_backward) {
-  /* pure data parallelism: every collective is a gradient all-reduce bucket */
+  /* pure data parallelism: every collective is a gradient all-reduce bucket;
+  ** one node of 8 (NVLink), where the buckets run under the last backward */
   const char *trace = "tests/out/view_dp.json";
-  make_trace_of(trace, (sim_args){"bert-large", "a100-80g", 16, 1, 1, 256, 512});
+  make_trace_of(trace, (sim_args){"bert-large", "a100-80g", 8, 1, 1, 128, 512});
   view_trace *t = open_trace(trace);
   int n = view_rows(t);
   int rc = row_of(t, "stage 0 / compute"), rn = row_of(t, "stage 0 / network");
