@@ -301,10 +301,10 @@ run sim-cp-seq 1 simulate llama3-8b --hw h100-sxm --chips 8 --cp 8 --seq 4100 &&
 run sim-oldform 1 simulate mixtral-8x7b --hw h100-sxm --chips 16 --dp 2 --ep 8 && has sim-oldform err "write --dp 16 --ep 8"
 run sim-uneven-note 0 simulate tests/data/hf/deepseek-v3.json --hw h100-sxm --chips 1024 --tp 2 --pp 8 --pp-schedule interleaved:4 --ep 64 --sp --gbs 8192 --seq 4096 --op-costs formula --precision fp8-cs && has sim-uneven-note err "61 layers over pp 8 x V 4 stages"
 # a 128k-token sequence: the planner splits it over context-parallel ranks
-# (the same plan without cp does not fit: sim-nocp exits 3). Since issue 17
-# it also finds activation offload at mbs 2 (407 s a step against the
-# narrower search's pp 2, cp 8 at 416 s, both simulated by the same model)
-run plan-cp 0 plan llama3-8b --hw h100-sxm --chips 64 --seq 131072 --op-costs formula && has plan-cp out ", cp 8, "
+# (the same plan without cp does not fit: sim-nocp exits 3); how many ranks
+# depends on the attention rate against the offload and ring costs, so the
+# test asks for cp >= 2, not one degree
+run plan-cp 0 plan llama3-8b --hw h100-sxm --chips 64 --seq 131072 --op-costs formula && { grep -Eq ', cp [2-9][0-9]*, ' "$OUT/plan-cp.out" && ok || bad "plan-cp: no context parallelism in the best plan"; }
 run sim-nocp 3 simulate llama3-8b --hw h100-sxm --chips 64 --seq 131072 --pp 2 --fsdp --framework plain --op-costs formula
 run sim-replica 1 simulate mixtral-8x7b --hw h100-sxm --chips 12 --tp 2 --ep 8 && has sim-replica err "ep 8 x etp 1 does not divide tp 2 x dp 6 x cp 1 = 12"
 # Issue 17: gpt3-175b on 1024 H100s (the model's global batch, 1536): the
