@@ -459,6 +459,17 @@ Test(hw_eff, tpu7x_attention_is_tokamax_measured) {
   cr_assert_float_eq(hw_attention_seq_factor(m, 8192 * sqrt(2.0)),
                      (hw_attention_seq_factor(m, 8192) + 1) / 2, 1e-9);
   cr_assert_float_eq(hw_attention_seq_factor(m, 65536), 1, 1e-12);
+  /* Hopper: the FlashAttention-3 paper's panels at 4k and 8k over 16k,
+  ** forward (causal) 579 / 602 of 616 and backward 542 / 559 of 561, their
+  ** mean; the H200 and the 96 GB part take H100 SXM's table */
+  static const char *const hopper[] = {"h100-sxm", "h100-96gb", "h200"};
+  for (int i = 0; i < 3; i++) {
+    const hw_model *h = get(c, hopper[i]);
+    cr_assert_float_eq(hw_attention_seq_factor(h, 4096), (579.0 / 616 + 542.0 / 561) / 2, EFF_TOL,
+                       "%s", hopper[i]);
+    cr_assert_float_eq(hw_attention_seq_factor(h, 8192), (602.0 / 616 + 559.0 / 561) / 2, EFF_TOL,
+                       "%s", hopper[i]);
+  }
   /* a chip that gives no table runs at its long-sequence rate everywhere */
   cr_assert_float_eq(hw_attention_seq_factor(get(c, "b200"), 1024), 1, 1e-12);
   hw_catalog_free(c);
