@@ -157,8 +157,8 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
       ** query sees (chip.attention_seq), and on a systolic array a head
       ** dim other than 128 pads the array's width differently */
       double keys = 0, head_dim = 0, core_seq = 1, core_pad = 1;
-      core_dims(g, fp, k, &keys, &head_dim);
       if (measured) {
+        core_dims(g, fp, k, &keys, &head_dim);
         core_seq = hw_attention_seq_factor(hw, keys);
         if (hw->chip.mu_kind == HW_MU_MXU && head_dim > 0 && hw->chip.tile_n > 0)
           core_pad = mxu_pad(head_dim, (double)hw->chip.tile_n) / mxu_pad(128, (double)hw->chip.tile_n);
@@ -177,10 +177,13 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
         /* a measured kernel rate already holds its softmax: only the dots
         ** count; without one, the softmax's arithmetic is added to them */
         if (!dot && measured) continue;
+        /* without a measured rate the dots run on the tile model, at the
+        ** chip's large-GEMM fraction: a head narrower than the tile pads */
         double dot_s = mr.compute_s;
-        if (dot && eff > 0)
+        if (dot && measured && eff > 0 && m->n_in > 0)
           dot_s = mr.flops * core_pad /
-                  hw_clocked(c, optime_peak_flops(hw, m->out.dtype) * eff * core_seq);
+                  hw_clocked(c, optime_peak_flops(hw, graph_get(g, m->in[0])->out.dtype) * eff *
+                                    core_seq);
         t += flash * dot_s * (dot && back ? 1.25 : 1) + (dot ? mr.overhead_s : 0);
       }
     }
