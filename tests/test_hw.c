@@ -470,6 +470,14 @@ Test(hw_eff, tpu7x_attention_is_tokamax_measured) {
     cr_assert_float_eq(hw_attention_seq_factor(h, 8192), (602.0 / 616 + 559.0 / 561) / 2, EFF_TOL,
                        "%s", hopper[i]);
   }
+  /* A100: FlashAttention-2's forward + backward panel, 173 / 182 of 189
+  ** TFLOP/s at 4k / 8k (Fig. 4(d)), for the four A100 entries */
+  static const char *const ampere[] = {"a100-80g", "a100-40g", "a100-40g-aws", "a100-40g-gcp"};
+  for (int i = 0; i < 4; i++) {
+    const hw_model *h = get(c, ampere[i]);
+    cr_assert_float_eq(hw_attention_seq_factor(h, 4096), 173.0 / 189, EFF_TOL, "%s", ampere[i]);
+    cr_assert_float_eq(hw_attention_seq_factor(h, 8192), 182.0 / 189, EFF_TOL, "%s", ampere[i]);
+  }
   /* a chip that gives no table runs at its long-sequence rate everywhere */
   cr_assert_float_eq(hw_attention_seq_factor(get(c, "b200"), 1024), 1, 1e-12);
   hw_catalog_free(c);
