@@ -266,11 +266,6 @@ static int tf_forward(const model *m, const hw_model *hw, const hw_model *ghw, c
   ** TensorRT-LLM's paged decode kernels): its scores stay on chip, its
   ** arithmetic is the core's (flash 1), and it reads every cached key and
   ** value once -- the memory side of its roofline, added below */
-  double flash = 1;
-  if (kv_cache == 0) {
-    double nb = ceil((double)seq / 128);
-    flash = d->encoder ? 1 : (nb + 1) / (2 * nb);
-  }
   memset(out, 0, sizeof *out);
   const hw_model *hw_in = hw, *ghw_in = ghw;
   hw_model sh, sg;
@@ -286,6 +281,9 @@ static int tf_forward(const model *m, const hw_model *hw, const hw_model *ghw, c
     model *two = one ? derive(m, c, 2, kind, seq, kv_cache, batch, err, errn) : NULL;
     fwd_cost f1, f2;
     bool prefill = kv_cache == 0 && !d->encoder;
+    /* over a prompt, the causal (or band) share the training step charges;
+    ** a decode step's core is the whole (replaced below) */
+    double flash = kv_cache == 0 ? step_flash_share(hw_in, d, kind, (double)seq, 1) : 1;
     double tokens = (double)seq * (double)batch;
     int rc = two ? time_fwd(hw, ghw, one, flash, prefill, tokens, cache, &f1, err, errn) : -1;
     if (rc == 0) rc = time_fwd(hw, ghw, two, flash, prefill, tokens, cache, &f2, err, errn);

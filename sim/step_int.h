@@ -22,6 +22,20 @@ typedef struct {
 int step_time_graph_ops(const hw_model *hw, const graph *g, bool flash, opcost *costs,
                         phase_times *out, op_times *ops, char *err, size_t errn);
 
+/* The share of a causal attention core's arithmetic a FlashAttention
+** kernel over `keys` keys a query is charged: the causal half where hw
+** gives the kernel's measured rate (the rate counts that half and holds the
+** diagonal blocks' waste), else the 128-key blocks it computes,
+** (n + 1) / 2n of n x n. */
+double step_causal_share(const hw_model *hw, double keys);
+
+/* FlashAttention's share of the attention core's arithmetic in a layer of
+** `kind` (-1: the model's own) at seq tokens over cp ranks: all of it
+** without a mask (an encoder); a causal core's step_causal_share over the
+** keys a query sees; a sliding window's band (each query's W keys) where
+** the model builds its local layers as causal blocks of W. */
+double step_flash_share(const hw_model *hw, const wl_tf_dims *d, int kind, double seq, double cp);
+
 /* The same, with a low-precision unit (gemm_hw, NULL: hw) for the
 ** layers' linear GEMMs; flash: 0 for no FlashAttention, else the share of
 ** the attention core's arithmetic it does (a causal mask's half); moe

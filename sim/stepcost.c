@@ -51,6 +51,34 @@ static bool measured_attention(const hw_model *hw) {
   return field >= 0 && hw->present[field];
 }
 
+double step_causal_share(const hw_model *hw, double keys) {
+  /* a measured rate counts the causal half, as the kernel papers do, and
+  ** holds the diagonal blocks' waste in its time */
+  if (measured_attention(hw)) return 0.5;
+  /* else the blocks computed: of n x n blocks of 128 keys, n (n + 1) / 2
+  ** (Dao 2023, FlashAttention-2 sec. 3.1.1) */
+  double nb = ceil(keys / 128);
+  return nb > 0 ? (nb + 1) / (2 * nb) : 1;
+}
+
+double step_flash_share(const hw_model *hw, const wl_tf_dims *d, int kind, double seq, double cp) {
+  if (d->encoder || d->layers == 0) return 1; /* no mask: the whole core */
+  int lk = kind >= 0 ? kind : wl_tf_layer_kind(d, 0); /* the kind timed (-1: the model's own) */
+  bool local = (lk & WL_LAYER_LOCAL) && d->window > 0 && (double)d->window < seq;
+  double w = (double)d->window, share = step_causal_share(hw, local ? w : seq);
+  if (!local || d->window_chunked) return share;
+  /* The model builds a local layer as blocks of W queries against W keys
+  ** (workloads/transformer.c attention_core), which under a causal mask is
+  ** Llama 4's chunked attention. A sliding window instead shows each query
+  ** the W keys before it, a band of W x W per W queries: the blocks'
+  ** arithmetic whole (no causal half; the kernel's block waste as the
+  ** causal share counts it), less the sequence start's triangle, over the
+  ** padded queries the blocks hold (this chip's seq / cp). */
+  double sq = seq / (cp > 1 ? cp : 1);
+  double band = w > sq ? 1 : (sq - w / 2) / (ceil(sq / w) * w);
+  return 2 * share * band;
+}
+
 int step_time_graph_ops(const hw_model *hw, const graph *g, bool flash, opcost *costs,
                         phase_times *out, op_times *ops, char *err, size_t errn) {
   return step_time_graph_gemm(hw, NULL, g, flash ? 1 : 0, false, costs, out, ops, err, errn);
@@ -343,18 +371,10 @@ static int time_kind(const model *m, const hw_model *hw, const hw_model *ghw, co
     return -1;
   }
   phase_times t1, t2;
-  /* FlashAttention skips the blocks a causal mask leaves out: of n x n
-  ** blocks of 128 keys it computes n (n + 1) / 2 (Dao 2023,
-  ** FlashAttention-2 sec. 3.1.1), over the keys a query sees (a local
-  ** layer's window) */
-  double flash = 0;
-  if (p->attention == PLAN_ATTN_FLASH) {
-    const wl_tf_dims *d = &m->info.tf;
-    double keys = (double)p->seq;
-    if (kind >= 0 && (kind & WL_LAYER_LOCAL) && d->window > 0 && (double)d->window < keys) keys = (double)d->window;
-    double nb = ceil(keys / 128);
-    flash = d->encoder || d->layers == 0 ? 1 : (nb + 1) / (2 * nb);
-  }
+  double flash = p->attention == PLAN_ATTN_FLASH
+                     ? step_flash_share(hw, &m->info.tf, kind, (double)p->seq,
+                                        (double)(p->cp > 1 ? p->cp : 1))
+                     : 0;
   /* the layers timed are MoE layers: of that kind, or the model's own when
   ** every layer is MoE (a single kind) */
   const wl_tf_dims *dm = &m->info.tf;

@@ -231,7 +231,9 @@ Test(hf, kimi_k2_counts_by_hand) {
 ** (first_k_dense_replace), Llama 4 Maverick's MoE on odd layers
 ** (interleave_moe_layer_step 2: HF's moe_layers = 1, 3, ...), Qwen3 MoE in
 ** all; Gemma 3 global every 6th (5, 11, ..., 59: 10 of 62), Gemma 2 and
-** GPT-OSS every 2nd, Llama 4 every 4th (its NoPE layers), Mistral 7B none. */
+** GPT-OSS every 2nd, Llama 4 every 4th (its NoPE layers), Mistral 7B none.
+** Llama 4's local layers are chunks (attention_chunk_size), the others'
+** sliding windows. */
 Test(hf, layer_kinds_follow_the_configs) {
   static const struct {
     const char *file;
@@ -258,6 +260,7 @@ Test(hf, layer_kinds_follow_the_configs) {
     cr_assert_eq(local, rows[i].local, "%s: %lld local layers", rows[i].file, (long long)local);
     cr_assert_eq(first_moe, rows[i].first_moe, "%s", rows[i].file);
     cr_assert_eq(first_global, rows[i].first_global, "%s", rows[i].file);
+    cr_assert_eq(d->window_chunked, strncmp(rows[i].file, "llama4", 6) == 0, "%s", rows[i].file);
     model_free(m);
   }
 }
@@ -512,6 +515,9 @@ Test(hf, model_json_fields_and_misuse) {
        "\"v_head_dim\": 32, \"head_dim\": 48", "head_dim: under multi-head latent attention"},
       {"\"sliding_window\": 128, \"sliding_window_pattern\": 2", NULL},
       {"\"sliding_window_pattern\": 2", "sliding_window_pattern: a pattern of local layers needs"},
+      {"\"attention_chunk_size\": 128, \"sliding_window_pattern\": 2", NULL},
+      {"\"sliding_window\": 128, \"attention_chunk_size\": 128",
+       "attention_chunk_size: a layer's local attention is a sliding window or chunks, not both"},
       {"\"moe\": {\"experts\": 8, \"top_k\": 2, \"moe_intermediate_size\": 128, "
        "\"n_shared_experts\": 1, \"first_k_dense_replace\": 1}", NULL},
       {"\"moe\": {\"experts\": 8, \"top_k\": 2, \"first_k_dense_replace\": 3}",

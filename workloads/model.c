@@ -581,7 +581,7 @@ static bool hf_llama4(jin *j, const cJSON *hf, cJSON *s) {
   ok &= hf_get(j, hf, "no_rope_layer_interval", false, &every) >= 0;
   ok &= hf_pattern(j, hf, "no_rope_layers", &every);
   if (chunk > 0) {
-    put_int(s, "sliding_window", chunk);
+    put_int(s, "attention_chunk_size", chunk);
     put_int(s, "sliding_window_pattern", every);
   }
   return ok;

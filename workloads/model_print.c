@@ -130,8 +130,9 @@ static void print_layers(const model *m, FILE *out) {
             d->shared_ffn_hidden ? ", with shared experts" : "", a);
   }
   if (d->window > 0)
-    fprintf(out, "%s %lld local (window %lld), %lld global", d->experts ? ";" : ":",
-            (long long)local, (long long)d->window, (long long)(d->layers - local));
+    fprintf(out, "%s %lld local (%s %lld), %lld global", d->experts ? ";" : ":", (long long)local,
+            d->window_chunked ? "chunks of" : "window", (long long)d->window,
+            (long long)(d->layers - local));
   if (d->kv_lora_rank > 0) fprintf(out, "; latent attention (kv rank %lld)", (long long)d->kv_lora_rank);
   if (d->mtp_layers > 0) fprintf(out, "; + %lld MTP module%s", (long long)d->mtp_layers,
                                  d->mtp_layers > 1 ? "s" : "");

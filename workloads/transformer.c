@@ -21,7 +21,7 @@ static const char *const KEYS[] = {
     "rope_theta", "qkv_bias", "dropout",
     /* newer models, under their HuggingFace names */
     "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
-    "sliding_window", "sliding_window_pattern", "num_nextn_predict_layers",
+    "sliding_window", "sliding_window_pattern", "attention_chunk_size", "num_nextn_predict_layers",
     "attention_sinks", "qk_norm", "sandwich_norm",
     /* hybrid Mamba-2 models (Nemotron-H), under NemotronHConfig's names */
     "hybrid_override_pattern", "mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups",
@@ -56,6 +56,7 @@ typedef struct {
   /* multi-head latent attention (kv_lora > 0; q_lora 0: a plain q projection) */
   int64_t q_lora, kv_lora, qk_nope, qk_rope, v_dim;
   int64_t window, global_every; /* sliding-window attention (0: none) */
+  bool chunked;                 /* the window is Llama 4's chunks, not a sliding band */
   int64_t mtp;                  /* multi-token prediction modules */
   bool sinks, qk_norm, sandwich;
   /* hybrid models: the pattern (NULL: every layer attention + FFN) and the
@@ -207,11 +208,22 @@ static bool read_mla(jin *j, const cJSON *s, tf_cfg *c) {
   return ok;
 }
 
-/* Sliding-window attention, and which layers keep global attention. */
+/* Local attention, and which layers keep global attention: a sliding
+** window (each query sees the W keys before it: Mistral, Gemma, gpt-oss)
+** or chunks (each query sees its own W-token chunk up to itself: Llama 4's
+** attention_chunk_size). */
 static bool read_window(jin *j, const cJSON *s, tf_cfg *c) {
   bool ok = get_int_or_null(j, s, "sliding_window", 1, BIG, &c->window) >= 0;
+  if (c->window > 0)
+    ok &= refuse(j, s, "attention_chunk_size",
+                 "a layer's local attention is a sliding window or chunks, not both");
+  else if (ok) {
+    ok &= get_int_or_null(j, s, "attention_chunk_size", 1, BIG, &c->window) >= 0;
+    c->chunked = c->window > 0;
+  }
   if (c->window == 0)
-    return ok && refuse(j, s, "sliding_window_pattern", "a pattern of local layers needs sliding_window");
+    return ok && refuse(j, s, "sliding_window_pattern",
+                        "a pattern of local layers needs sliding_window or attention_chunk_size");
   ok &= jin_get_int(j, s, "sliding_window_pattern", 1, c->layers, false, &c->global_every) >= 0;
   return ok;
 }
@@ -477,6 +489,7 @@ static wl_tf_dims dims_of(const tf_cfg *c) {
                       .parallel_block = c->parallel, .encoder = c->kind == 1,
                       .dropout = c->dropout, .first_dense = moe ? c->first_dense : 0,
                       .moe_every = moe ? c->moe_every : 0, .window = c->window,
+                      .window_chunked = c->window > 0 && c->chunked,
                       .global_every = c->window ? c->global_every : 0,
                       .moe_ffn = moe ? c->moe_ffn : 0,
                       .shared_ffn_hidden = moe ? c->shared_ffn : 0,

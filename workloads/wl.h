@@ -103,6 +103,7 @@ typedef struct {
   int64_t first_dense;  /* the first N decoder layers have a dense FFN */
   int64_t moe_every;    /* past those, every moe_every-th layer is MoE (0 or 1: all) */
   int64_t window;       /* sliding-window attention span in tokens (0: none) */
+  bool window_chunked;  /* the local span is chunks (Llama 4), not a sliding band */
   int64_t global_every; /* with a window: every global_every-th layer attends globally (0: all local) */
   /* Experts (0 when dense; a routed expert's width is moe_ffn above): the
   ** always-on shared experts' total width; the weights inside routed
