@@ -139,8 +139,13 @@ static hw_model with_theta(const fitctx *f, const double *th) {
     double r = th[P_ATTN] / b->attention_fwd_efficiency;
     m.chip.attention_fwd_efficiency = th[P_ATTN];
     m.chip.attention_bwd_efficiency = clamp1(b->attention_bwd_efficiency * r);
-    set_present(&m, "chip.attention_fwd_efficiency");
-    set_present(&m, "chip.attention_bwd_efficiency");
+    /* only a rate the entry gives: marking one present would move an
+    ** unmeasured chip's attention off the tile model (sim/stepcost.c), so
+    ** there the figure moves nothing and the fit keeps it */
+    if (is_present(f->base, "chip.attention_fwd_efficiency")) {
+      set_present(&m, "chip.attention_fwd_efficiency");
+      set_present(&m, "chip.attention_bwd_efficiency");
+    }
     if (is_present(f->base, "chip.attention_fa2_efficiency"))
       m.chip.attention_fa2_efficiency = clamp1(b->attention_fa2_efficiency * r);
   }

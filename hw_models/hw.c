@@ -134,7 +134,7 @@ static const hw_field FIELDS[] = {
     {"chip.attention_fwd_efficiency", HWF_NUM, OFF(chip.attention_fwd_efficiency), 0, FIG | HWF_POS,
      NULL, 0, 1, "", "absent: timing assumes matmul_efficiency"},
     {"chip.attention_bwd_efficiency", HWF_NUM, OFF(chip.attention_bwd_efficiency), 0, FIG | HWF_POS,
-     NULL, 0, 1, "", "absent: timing assumes matmul_efficiency"},
+     NULL, 0, 1, "", "absent: timing assumes attention_fwd_efficiency"},
     {"chip.transcendentals_per_s", HWF_NUM, OFF(chip.transcendentals_per_s), 0, FIG | HWF_POS, NULL,
      0, MAX_RATE, "op/s", "absent: timing assumes vector_flops_per_s"},
     {"chip.op_overhead_s", HWF_NUM, OFF(chip.op_overhead_s), 0, FIG | HWF_POS, NULL, 0, 1e-3, "s",
@@ -975,8 +975,10 @@ static void apply_defaults(hw_model *m) {
     c->grouped_gemm_bwd_efficiency = c->grouped_gemm_efficiency;
   if (!m->present[hw_field_find("chip.attention_fwd_efficiency")])
     c->attention_fwd_efficiency = c->matmul_efficiency;
+  /* a measured forward with no backward: the backward at the forward's rate,
+  ** not a plain GEMM's (the kernel's rate is what the timing reads) */
   if (!m->present[hw_field_find("chip.attention_bwd_efficiency")])
-    c->attention_bwd_efficiency = c->matmul_efficiency;
+    c->attention_bwd_efficiency = c->attention_fwd_efficiency;
   if (!m->present[hw_field_find("chip.transcendentals_per_s")])
     c->transcendentals_per_s = c->vector_flops_per_s;
   if (!m->present[hw_field_find("chip.op_overhead_s")]) c->op_overhead_s = 0;

@@ -75,7 +75,11 @@ double step_flash_share(const hw_model *hw, const wl_tf_dims *d, int kind, doubl
   ** causal share counts it), less the sequence start's triangle, over the
   ** padded queries the blocks hold (this chip's seq / cp). */
   double sq = seq / (cp > 1 ? cp : 1);
-  double band = w > sq ? 1 : (sq - w / 2) / (ceil(sq / w) * w);
+  /* only the rank holding the sequence start has the triangle; under
+  ** context parallelism the step waits for a rank whose queries all see W
+  ** keys */
+  double start = cp > 1 ? 0 : w / 2;
+  double band = w > sq ? 1 : (sq - start) / (ceil(sq / w) * w);
   return 2 * share * band;
 }
 
@@ -114,10 +118,19 @@ static void core_dims(const graph *g, const fuse_plan *fp, int k, double *keys, 
       const graph_shape *sh = a < 0 ? &m->out : &graph_get(g, m->in[a])->out;
       if (sh->rank != 5) continue;
       double d = (double)sh->dim[4];
+      if (d <= 1) continue; /* a per-head column (gpt-oss's sinks) */
       if (d > *keys) *keys = d;
       if (*head_dim == 0 || d < *head_dim) *head_dim = d;
     }
   }
+}
+
+/* Whether op m reads or writes a rank-5 attention tensor ([B, kv, S,
+** group, T] scores, [B, kv, S, group, D] queries and context). */
+static bool rank5(const graph *g, const graph_op *m) {
+  bool r = m->out.rank == 5;
+  for (int a = 0; a < m->n_in && !r; a++) r = graph_get(g, m->in[a])->out.rank == 5;
+  return r;
 }
 
 /* A head dim of d on a systolic array w wide: the padded width over d. */
@@ -197,6 +210,13 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
         optime_result mr;
         rc = optime_op(hw, g, i, &mr, err, errn);
         bool dot = m->kind == GOP_DOT;
+        /* a dot fused in beside the core that does not touch the scores
+        ** (the backward's output-projection gradient, joined to the core's
+        ** transpose) is a plain GEMM: its own time, no mask, no rate */
+        if (dot && !rank5(g, m)) {
+          t += mr.time_s;
+          continue;
+        }
         /* the kernel's dots at its measured fraction of the peak, not a
         ** plain GEMM's */
         const hw_chip *c = &hw->chip;

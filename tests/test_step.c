@@ -613,7 +613,7 @@ Test(step, measured_attention_costs_its_flops_at_the_measured_rate) {
 ** the sliding band is both blocks whole less the first block's missing
 ** upper triangle, (8192 - 2048) / 8192 of them -- 1.5x the chunked core,
 ** each dot's 3 us launch apart. */
-Test(step, sliding_window_sees_twice_a_chunk) {
+Test(step, sliding_window_band_is_one_and_a_half_chunks) {
   static const char *const local[] = {"sliding_window", "attention_chunk_size"};
   const char *path[2] = {"tests/out/local-sliding.json", "tests/out/local-chunked.json"};
   for (int k = 0; k < 2; k++) {
