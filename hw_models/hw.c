@@ -125,6 +125,10 @@ static const hw_field FIELDS[] = {
      1, "", "absent: attention at its long-sequence rate"},
     {"chip.attention_seq.s8192", HWF_NUM, OFF(chip.attention_seq_eff[3]), 0, FIG | HWF_POS, NULL, 0,
      1, "", "absent: attention at its long-sequence rate"},
+    {"chip.attention_head_dim.d64", HWF_NUM, OFF(chip.attention_hd_eff[0]), 0, FIG | HWF_POS, NULL,
+     0, 1, "", "absent: a systolic array's padding of the head to its width"},
+    {"chip.attention_head_dim.d256", HWF_NUM, OFF(chip.attention_hd_eff[1]), 0, FIG | HWF_POS, NULL,
+     0, 4, "", "absent: a systolic array's padding of the head to its width"},
     {"chip.grouped_gemm_efficiency", HWF_NUM, OFF(chip.grouped_gemm_efficiency), 0, FIG | HWF_POS,
      NULL, 0, 1, "", "absent: timing assumes matmul_efficiency"},
     {"chip.grouped_gemm_bwd_efficiency", HWF_NUM, OFF(chip.grouped_gemm_bwd_efficiency), 0,
@@ -274,6 +278,17 @@ static double size_factor(const double *eff, const int64_t *at, int points, doub
   for (int i = 1; i < n; i++)
     if (t <= x[i]) return y[i - 1] + (y[i] - y[i - 1]) * (t - x[i - 1]) / (x[i] - x[i - 1]);
   return 1;
+}
+
+double hw_attention_head_factor(const hw_model *m, double d) {
+  const double *e = m->chip.attention_hd_eff;
+  if (!(e[0] > 0) && !(e[1] > 0)) return 0;
+  if (!(d > 0)) return 1;
+  double t = log2(d / 128); /* -1 at 64, +1 at 256 */
+  double lo = e[0] > 0 ? e[0] : 1, hi = e[1] > 0 ? e[1] : 1;
+  if (t <= -1) return lo;
+  if (t >= 1) return hi;
+  return t < 0 ? 1 + (1 - lo) * t : 1 + (hi - 1) * t;
 }
 
 double hw_grouped_gemm_factor(const hw_model *m, double tokens) {

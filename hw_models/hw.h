@@ -87,6 +87,10 @@ typedef struct {
   ** measured rate over the same kernel's at 16,384 keys, the length the
   ** attention_*_efficiency figures hold at (absent, 0: no loss) */
   double attention_seq_eff[4];
+  /* the same kernel at head dim 64 and 256: its measured rate over its rate
+  ** at 128 (absent, 0: a systolic array's padding of the head to its width,
+  ** none on other units) */
+  double attention_hd_eff[2];
   double hbm_efficiency;       /* fraction of hbm_bw_bytes_per_s a copy sustains */
   double transcendentals_per_s; /* exp/log/rsqrt/tanh/... results per second */
   double op_overhead_s;        /* fixed cost of one op (kernel launch) */
@@ -156,7 +160,7 @@ typedef struct {
   char *value; /* "title <url>", "id1, id2", or the note */
 } hw_kv;
 
-#define HW_MAX_FIELDS 80
+#define HW_MAX_FIELDS 96
 
 typedef struct hw_model {
   char schema[16];
@@ -242,6 +246,11 @@ extern const int64_t HW_ATTN_KEYS[HW_ATTN_POINTS];
 ** interpolated linearly in log2(keys), below the first point the first
 ** point's value. 1 when the chip gives none. */
 double hw_attention_seq_factor(const hw_model *m, double keys);
+/* A fused attention kernel's rate at head dim d over its rate at 128: the
+** chip's measured points (head dims 64 and 256), linear in log2(d) between
+** them and 1 at 128, the end points' values past them; 0 when the chip
+** gives none (the caller's own rule then). */
+double hw_attention_head_factor(const hw_model *m, double head_dim);
 /* A grouped GEMM's rate at m tokens per group as a fraction of a large
 ** GEMM's (1 at 8,192 and more): the chip's measured points, interpolated
 ** linearly in log2(m) between them and up to 1 at 8,192; below the first

@@ -195,13 +195,16 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
       /* a measured rate holds the kernel's own tiling at the length and
       ** head dim it was measured at: its dots cost their FLOPs at that rate
       ** (the tile model's padding is in it already), read at the keys a
-      ** query sees (chip.attention_seq), and on a systolic array a head
-      ** dim other than 128 pads the array's width differently */
+      ** query sees (chip.attention_seq), and at a head dim other than 128
+      ** at its measured rate there (chip.attention_head_dim), else on a
+      ** systolic array at the padding of the head to the array's width */
       double keys = 0, head_dim = 0, core_seq = 1, core_pad = 1;
       if (measured) {
         core_dims(g, fp, k, &keys, &head_dim);
         core_seq = hw_attention_seq_factor(hw, keys);
-        if (hw->chip.mu_kind == HW_MU_MXU && head_dim > 0 && hw->chip.tile_n > 0)
+        double hd = hw_attention_head_factor(hw, head_dim);
+        if (hd > 0) core_pad = 1 / hd;
+        else if (hw->chip.mu_kind == HW_MU_MXU && head_dim > 0 && hw->chip.tile_n > 0)
           core_pad = mxu_pad(head_dim, (double)hw->chip.tile_n) / mxu_pad(128, (double)hw->chip.tile_n);
       }
       for (int i = fp->first[k]; i <= root && rc == 0; i++) {

@@ -478,6 +478,19 @@ Test(hw_eff, tpu7x_attention_is_tokamax_measured) {
     cr_assert_float_eq(hw_attention_seq_factor(h, 4096), 173.0 / 189, EFF_TOL, "%s", ampere[i]);
     cr_assert_float_eq(hw_attention_seq_factor(h, 8192), 182.0 / 189, EFF_TOL, "%s", ampere[i]);
   }
+  /* head dim 64 and 256 at 16k: 32, 16 and 8 heads, so heads x head dim
+  ** and the FLOPs are the same in the three calls; forward 6.970 and 2.074
+  ** ms against 3.585 at 128, backward 16.180 and 4.746 against 8.245;
+  ** log2-linear between, flat past */
+  double d64 = (3.585 / 6.970 + 8.245 / 16.180) / 2;
+  double d256 = (3.585 / 2.074 + 8.245 / 4.746) / 2;
+  cr_assert_float_eq(hw_attention_head_factor(m, 64), d64, EFF_TOL);
+  cr_assert_float_eq(hw_attention_head_factor(m, 256), d256, EFF_TOL);
+  cr_assert_float_eq(hw_attention_head_factor(m, 128), 1, 1e-12);
+  cr_assert_float_eq(hw_attention_head_factor(m, 512), hw_attention_head_factor(m, 256), 1e-12);
+  cr_assert_float_eq(hw_attention_head_factor(m, 128 * sqrt(2.0)),
+                     (1 + hw_attention_head_factor(m, 256)) / 2, 1e-9);
+  cr_assert_eq(hw_attention_head_factor(get(c, "h100-sxm"), 64), 0); /* none given */
   /* a chip that gives no table runs at its long-sequence rate everywhere */
   cr_assert_float_eq(hw_attention_seq_factor(get(c, "b200"), 1024), 1, 1e-12);
   hw_catalog_free(c);
