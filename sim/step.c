@@ -624,13 +624,21 @@ static int simulate_cached(const model *m, const hw_model *hw, const plan *pl,
     goto done;
   }
   if (tl) {
-    /* the detail of micro-batch 0: layer 0's ops, timed as step_costs did */
+    /* the detail of micro-batch 0: layer 0's ops, timed as step_costs
+    ** times the layers (the same chips, attention share and expert GEMMs) */
     op_times ops = {0};
     phase_times pt;
     model *one;
+    hw_model ah, gh;
+    const hw_model *ghw, *lhw = step_layer_hw(hw, &p, &ah, &gh, &ghw);
+    const wl_tf_dims *d = &m->info.tf;
+    double flash = p.attention == PLAN_ATTN_FLASH && d->layers > 0
+                       ? step_flash_share(lhw, d, -1, (double)p.seq, (double)(p.cp > 1 ? p.cp : 1))
+                       : p.attention == PLAN_ATTN_FLASH;
+    double moe = d->experts > 0 && (wl_tf_layer_kind(d, 0) & WL_LAYER_MOE) ? 1 : 0;
     if (!step_shard_of(m, &p, 1, &one, err, errn) ||
-        step_time_graph_ops(hw, one->g, p.attention == PLAN_ATTN_FLASH, p.cost_cache, &pt, &ops,
-                            err, errn) != 0) {
+        step_time_graph_gemm(lhw, ghw, one->g, flash, moe, p.cost_cache, &pt, &ops, err, errn) !=
+            0) {
       model_free(one);
       free(ops.v);
       rc = -1;

@@ -36,6 +36,12 @@ double step_causal_share(const hw_model *hw, double keys);
 ** the model builds its local layers as causal blocks of W. */
 double step_flash_share(const hw_model *hw, const wl_tf_dims *d, int kind, double seq, double cp);
 
+/* The chips a plan's layers are timed on (stepcost.c): hw, or *ah with the
+** framework's attention kernel (FlashAttention-2 on Hopper); *ghw the
+** low-precision unit for the layers' GEMMs (*gh, or NULL: hw's own). */
+const hw_model *step_layer_hw(const hw_model *hw, const plan *p, hw_model *ah, hw_model *gh,
+                              const hw_model **ghw);
+
 /* The same, with a low-precision unit (gemm_hw, NULL: hw) for the
 ** layers' linear GEMMs; flash: 0 for no FlashAttention, else the share of
 ** the attention core's arithmetic it does (a causal mask's half); moe

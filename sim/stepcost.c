@@ -333,6 +333,33 @@ int step_with_cache(plan *p, opcost **own, char *err, size_t errn) {
   return 0;
 }
 
+const hw_model *step_layer_hw(const hw_model *hw, const plan *p, hw_model *ah, hw_model *gh,
+                              const hw_model **ghw) {
+  /* a framework calling FlashAttention-2 where the chip's newest kernel
+  ** is faster (Hopper): that kernel's measured rate */
+  int fa2 = hw_field_find("chip.attention_fa2_efficiency");
+  if (p->framework >= 0 && frameworks[p->framework].attention_fa2 && fa2 >= 0 && hw->present[fa2]) {
+    *ah = *hw;
+    ah->chip.attention_fwd_efficiency = ah->chip.attention_bwd_efficiency =
+        hw->chip.attention_fa2_efficiency;
+    hw = ah;
+  }
+  /* the low-precision unit for the layers' GEMMs */
+  *ghw = NULL;
+  if (p->gemm == PLAN_GEMM_TF32) { /* an fp32 model's GEMMs on the TF32 tensor cores */
+    *gh = *hw;
+    gh->chip.peak_flops_per_s[HW_FP32] = plan_gemm_peak_flops(hw, p);
+    *ghw = gh;
+  } else if (p->gemm != PLAN_GEMM_NATIVE) {
+    *gh = *hw;
+    gh->chip.peak_flops_per_s[HW_BF16] = gh->chip.peak_flops_per_s[HW_FP16] =
+        plan_gemm_peak_flops(hw, p);
+    if (hw->chip.fp8_matmul_efficiency > 0) gh->chip.matmul_efficiency = hw->chip.fp8_matmul_efficiency;
+    *ghw = gh;
+  }
+  return hw;
+}
+
 static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll_memo *memo,
                         step_result *r, char *err, size_t errn);
 
@@ -602,28 +629,9 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
   plan p = *pl;
   const wl_tf_dims *d = &m->info.tf;
   if (d->layers == 0) return costs_generic(m, hw, &p, r, err, errn);
-  /* a framework calling FlashAttention-2 where the chip's newest kernel
-  ** is faster (Hopper): that kernel's measured rate */
-  hw_model ah;
-  int fa2 = hw_field_find("chip.attention_fa2_efficiency");
-  if (frameworks[p.framework].attention_fa2 && fa2 >= 0 && hw->present[fa2]) {
-    ah = *hw;
-    ah.chip.attention_fwd_efficiency = ah.chip.attention_bwd_efficiency = hw->chip.attention_fa2_efficiency;
-    hw = &ah;
-  }
-  /* the low-precision unit for the layers' GEMMs */
-  hw_model gh;
-  const hw_model *ghw = NULL;
-  if (p.gemm == PLAN_GEMM_TF32) { /* an fp32 model's GEMMs on the TF32 tensor cores */
-    gh = *hw;
-    gh.chip.peak_flops_per_s[HW_FP32] = plan_gemm_peak_flops(hw, &p);
-    ghw = &gh;
-  } else if (p.gemm != PLAN_GEMM_NATIVE) {
-    gh = *hw;
-    gh.chip.peak_flops_per_s[HW_BF16] = gh.chip.peak_flops_per_s[HW_FP16] = plan_gemm_peak_flops(hw, &p);
-    if (hw->chip.fp8_matmul_efficiency > 0) gh.chip.matmul_efficiency = hw->chip.fp8_matmul_efficiency;
-    ghw = &gh;
-  }
+  hw_model ah, gh;
+  const hw_model *ghw;
+  hw = step_layer_hw(hw, &p, &ah, &gh, &ghw);
   /* 1. one layer's time on one chip, for each kind of layer the model has */
   for (int64_t i = 0; i < d->layers; i++) r->kind_n[wl_tf_layer_kind(d, i)]++;
   int kinds = 0;
