@@ -635,7 +635,7 @@ static int simulate_cached(const model *m, const hw_model *hw, const plan *pl,
     double flash = p.attention == PLAN_ATTN_FLASH && d->layers > 0
                        ? step_flash_share(lhw, d, -1, (double)p.seq, (double)(p.cp > 1 ? p.cp : 1))
                        : p.attention == PLAN_ATTN_FLASH;
-    double moe = d->experts > 0 && (wl_tf_layer_kind(d, 0) & WL_LAYER_MOE) ? 1 : 0;
+    double moe = d->experts > 0 && (step_layer_kind(d, -1) & WL_LAYER_MOE) ? 1 : 0;
     if (!step_shard_of(m, &p, 1, &one, err, errn) ||
         step_time_graph_gemm(lhw, ghw, one->g, flash, moe, p.cost_cache, &pt, &ops, err, errn) !=
             0) {

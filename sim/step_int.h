@@ -22,6 +22,9 @@ typedef struct {
 int step_time_graph_ops(const hw_model *hw, const graph *g, bool flash, opcost *costs,
                         phase_times *out, op_times *ops, char *err, size_t errn);
 
+/* The layer kind timed for `kind` (-1: the model's own, its first layer's). */
+int step_layer_kind(const wl_tf_dims *d, int kind);
+
 /* The share of a causal attention core's arithmetic a FlashAttention
 ** kernel over `keys` keys a query is charged: the causal half where hw
 ** gives the kernel's measured rate (the rate counts that half and holds the

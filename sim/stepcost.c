@@ -51,6 +51,10 @@ static bool measured_attention(const hw_model *hw) {
   return field >= 0 && hw->present[field];
 }
 
+int step_layer_kind(const wl_tf_dims *d, int kind) {
+  return kind >= 0 ? kind : wl_tf_layer_kind(d, 0);
+}
+
 double step_causal_share(const hw_model *hw, double keys) {
   /* a measured rate counts the causal half, as the kernel papers do, and
   ** holds the diagonal blocks' waste in its time */
@@ -63,8 +67,7 @@ double step_causal_share(const hw_model *hw, double keys) {
 
 double step_flash_share(const hw_model *hw, const wl_tf_dims *d, int kind, double seq, double cp) {
   if (d->encoder || d->layers == 0) return 1; /* no mask: the whole core */
-  int lk = kind >= 0 ? kind : wl_tf_layer_kind(d, 0); /* the kind timed (-1: the model's own) */
-  bool local = (lk & WL_LAYER_LOCAL) && d->window > 0 && (double)d->window < seq;
+  bool local = (step_layer_kind(d, kind) & WL_LAYER_LOCAL) && d->window > 0 && (double)d->window < seq;
   double w = (double)d->window, share = step_causal_share(hw, local ? w : seq);
   if (!local || d->window_chunked) return share;
   /* The model builds a local layer as blocks of W queries against W keys
@@ -152,12 +155,8 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
     ** scores -- its root (the batched dots, the elementwise softmax) or a
     ** member (the softmax's max and sum reduce them to rank 4) */
     bool core = false;
-    for (int i = fp->first[k]; i <= root && !core && op->layer >= 0; i++) {
-      const graph_op *mi = graph_get(g, i);
-      if (fp->group_of[i] != k) continue;
-      core = mi->out.rank == 5;
-      for (int a = 0; a < mi->n_in && !core; a++) core = graph_get(g, mi->in[a])->out.rank == 5;
-    }
+    for (int i = fp->first[k]; i <= root && !core && op->layer >= 0; i++)
+      core = fp->group_of[i] == k && rank5(g, graph_get(g, i));
     graph_cost kc;
     if ((rc = opcost_kernel(costs, g, fp, k, &kc, err, errn)) != 0) break;
     optime_result r;
@@ -210,9 +209,12 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
       for (int i = fp->first[k]; i <= root && rc == 0; i++) {
         if (fp->group_of[i] != k) continue;
         const graph_op *m = graph_get(g, i);
-        optime_result mr;
-        rc = optime_op(hw, g, i, &mr, err, errn);
         bool dot = m->kind == GOP_DOT;
+        /* a measured kernel rate already holds its softmax: only the dots
+        ** count; without one, the softmax's arithmetic is added to them */
+        if (!dot && measured) continue;
+        optime_result mr;
+        if ((rc = optime_op(hw, g, i, &mr, err, errn)) != 0) break;
         /* a dot fused in beside the core that does not touch the scores
         ** (the backward's output-projection gradient, joined to the core's
         ** transpose) is a plain GEMM: its own time, no mask, no rate */
@@ -225,9 +227,6 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
         const hw_chip *c = &hw->chip;
         bool back = m->phase == GRAPH_BACKWARD;
         double eff = back ? c->attention_bwd_efficiency : c->attention_fwd_efficiency;
-        /* a measured kernel rate already holds its softmax: only the dots
-        ** count; without one, the softmax's arithmetic is added to them */
-        if (!dot && measured) continue;
         /* without a measured rate the dots run on the tile model, at the
         ** chip's large-GEMM fraction: a head narrower than the tile pads */
         double dot_s = mr.compute_s;
@@ -428,8 +427,7 @@ static int time_kind(const model *m, const hw_model *hw, const hw_model *ghw, co
   /* the layers timed are MoE layers: of that kind, or the model's own when
   ** every layer is MoE (a single kind) */
   const wl_tf_dims *dm = &m->info.tf;
-  bool moe = dm->experts > 0 && (kind >= 0 ? (kind & WL_LAYER_MOE) != 0
-                                           : (wl_tf_layer_kind(dm, 0) & WL_LAYER_MOE) != 0);
+  bool moe = dm->experts > 0 && (step_layer_kind(dm, kind) & WL_LAYER_MOE) != 0;
   int rc = step_time_graph_gemm(hw, ghw, one->g, flash, moe, p->cost_cache, &t1, NULL, err, errn);
   if (rc == 0)
     rc = step_time_graph_gemm(hw, ghw, two->g, flash, moe, p->cost_cache, &t2, NULL, err, errn);

@@ -638,6 +638,40 @@ Test(step, sliding_window_band_is_one_and_a_half_chunks) {
   cr_assert_lt(ch.step_time_s, sl.step_time_s);
 }
 
+/* A measured head-dim table replaces the array-padding rule: on tpu-v7x
+** tokamax measured head dim 256 at 1.733x the rate of 128 (where padding
+** the 256-wide MXU alone says 2x). Two models alike but for head_dim: the
+** core's FLOPs double, so its time is 2 / 1.733 of the 128 one's (each
+** dot's launch apart). */
+Test(step, measured_head_dim_rate_replaces_mxu_padding) {
+  const int hd[2] = {128, 256};
+  char path[2][64];
+  for (int k = 0; k < 2; k++) {
+    snprintf(path[k], sizeof path[k], "tests/out/head-dim-%d.json", hd[k]);
+    FILE *f = fopen(path[k], "w");
+    cr_assert_not_null(f);
+    fprintf(f,
+            "{\"name\": \"hd\", \"family\": \"transformer\", \"layers\": 4, \"hidden\": 2048, "
+            "\"heads\": 16, \"kv_heads\": 8, \"head_dim\": %d, \"ffn_hidden\": 8192, "
+            "\"ffn\": \"swiglu\", \"norm\": \"rmsnorm\", \"positions\": \"rotary\", "
+            "\"vocab\": 32000, \"seq_len\": 8192}\n",
+            hd[k]);
+    fclose(f);
+  }
+  step_result r[2];
+  char err[512];
+  plan p = base(8, 8, 1, 8, 8192);
+  for (int k = 0; k < 2; k++)
+    cr_assert_eq(simulate(path[k], "tpu-v7x", p, &r[k], err, sizeof err), 0, "%s", err);
+  hw_catalog *c = th_catalog();
+  const hw_model *v7 = th_hw(c, "tpu-v7x");
+  double ov = 2 * v7->chip.op_overhead_s, f256 = hw_attention_head_factor(v7, 256);
+  hw_catalog_free(c);
+  cr_assert_float_eq(f256, 1.733, 1e-9);
+  cr_assert_float_eq((r[1].attn_core_fwd_s - ov) / (r[0].attn_core_fwd_s - ov), 2 / f256, 1e-6,
+                     "%g vs %g", r[1].attn_core_fwd_s, r[0].attn_core_fwd_s);
+}
+
 /* The distributed optimizer's parameter all-gather (Megatron-Core
 ** --overlap-param-gather): bucket by bucket from the next step's forward
 ** pre-hooks, so chip 0's first forward waits for the first bucket and for
