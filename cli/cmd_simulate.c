@@ -28,9 +28,10 @@ const char *const CLI_SIM_VALUED[] = {
     "--recompute", "--precision", "--pp-schedule", "--reduction-server", "--slices",
     "--trace", "--input", "--storage", "--prefetch", "--input-host", "--grad-sync", "--attention",
     "--op-costs", "--cp", "--cp-comm", "--etp", "--pp-layers", "--hsdp", "--offload",
-    "--framework", "--embeddings", "--topology", "--set", NULL};
+    "--framework", "--embeddings", "--topology", "--set", "--compile", NULL};
 static const char *const CP_COMM[] = {"ring", "all-gather", NULL};
 static const char *const OFFLOAD[] = {"none", "activations", "optimizer", NULL};
+static const char *const COMPILE[] = {"off", "on", NULL};
 
 /* The plan of simulate's flags on hw: the framework's profile (--framework,
 ** else the chip kind's default), then every flag given over it. stages
@@ -53,7 +54,7 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
   for (int i = 0; i < 13; i++)
     if (cli_opt_int(c, names[i], 1, hi[i], counts[i])) return CLI_USAGE;
   static const char *const ZERO[] = {"0", "1", "2", "3", NULL};
-  int rec, prec, zero, gsync, attn, costs, cpc, off, emb;
+  int rec, prec, zero, gsync, attn, costs, cpc, off, emb, comp;
   if (cli_enum_opt(c, "--recompute", plan_recompute_names, 0, &rec) ||
       cli_enum_opt(c, "--precision", plan_precision_names, 0, &prec) ||
       cli_enum_opt(c, "--zero", ZERO, 0, &zero) ||
@@ -62,9 +63,20 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
       cli_enum_opt(c, "--op-costs", CLI_OP_COSTS, 0, &costs) ||
       cli_enum_opt(c, "--cp-comm", CP_COMM, 0, &cpc) ||
       cli_enum_opt(c, "--offload", OFFLOAD, 0, &off) ||
-      cli_enum_opt(c, "--embeddings", plan_embeddings_names, 0, &emb))
+      cli_enum_opt(c, "--embeddings", plan_embeddings_names, 0, &emb) ||
+      cli_enum_opt(c, "--compile", COMPILE, 0, &comp))
     return CLI_USAGE;
   p->embeddings = (plan_embeddings)emb;
+  if (cli_opt(c, "--compile")) {
+    /* only a PyTorch stack chooses: XLA always compiles, Megatron's kernels
+    ** are fused by hand */
+    if (!frameworks[p->framework].compile_choice)
+      return cli_usage_error(c, "--compile: the %s profile has no eager mode to choose (XLA "
+                                "compiles every step; Megatron's kernels are fused by hand); it "
+                                "applies to the PyTorch profiles: plain, torchtitan, llm-foundry",
+                             framework_names[p->framework]);
+    p->eager = comp == 0;
+  }
   if (cli_opt(c, "--attention")) p->attention = (plan_attention)attn;
   if (cli_opt(c, "--grad-sync")) p->grad_sync = (plan_grad_sync)gsync;
   if (cli_opt(c, "--zero")) p->zero = zero;
@@ -315,13 +327,16 @@ void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p
                    "at large groups (chip.grouped_gemm_efficiency), less at fewer tokens a group\n",
               hw->name, hc->grouped_gemm_efficiency, hc->grouped_gemm_bwd_efficiency);
     const framework *fw = &frameworks[p->framework];
-    fprintf(out, "  framework %s: %s\n    attention %s, gradient sync %s, %s%s, TP overlap %s\n"
-                 "    source: %s\n",
+    fprintf(out, "  framework %s: %s\n    attention %s, gradient sync %s, %s%s, TP overlap %s, "
+                 "%s\n    source: %s\n",
             framework_names[p->framework], fw->what, plan_attention_names[p->attention], plan_grad_sync_names[p->grad_sync],
             p->zero >= 3 ? "parameters sharded (ZeRO-3/FSDP)"
             : p->zero >= 1 ? "distributed optimizer (ZeRO-1)" : "optimizer replicated",
             p->zero >= 1 && p->param_gather_overlap ? ", parameter gathers overlapped" : "",
-            p->tp_overlap ? "on" : "off", fw->source);
+            p->tp_overlap ? "on" : "off",
+            p->eager ? "eager kernels (--compile off: one an op, library kernels fused)"
+                     : "kernels fused (compiled, or fused by hand)",
+            fw->source);
     const opcost_stats *st = &r->op_costs;
     if (p->op_costs == OPCOST_FORMULA)
       fprintf(out, "  op costs: %lld kernels from the graph's formulas (--op-costs formula)\n",
@@ -470,7 +485,7 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "                  [--embeddings replicated|sharded|ps]\n"
     "                  [--slices K] [--topology AxBxC[t]] [--sp] [--full]\n"
     "                  [--grad-sync overlap|after-backward] [--attention flash|scores]\n"
-    "                  [--op-costs ir|formula]\n"
+    "                  [--op-costs ir|formula] [--compile on|off]\n"
     "                  [--explain] [--json] [--trace FILE]\n"
     "                  [--input tokens|images] [--storage shards|files] [--prefetch N]\n"
     "                  [--input-host local|remote] [--set FIELD=VALUE ...]\n"
@@ -478,6 +493,10 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "  dp x cp ranks, --etp each expert's FFN\n"
     "  --framework: the stack's features (attention kernel, gradient sync, optimizer\n"
     "               sharding, overlaps); default megatron-core on GPUs, maxtext on TPUs\n"
+    "  --compile off: PyTorch eager, no torch.compile: each op its own kernel but\n"
+    "               the library's fused ones (layer norm, softmax, cross-entropy,\n"
+    "               addmm); on: fused as a compiler fuses (the PyTorch profiles only;\n"
+    "               default: off for llm-foundry, on for torchtitan and plain)\n"
     "  --precision fp8 (delayed/tensorwise scaling), fp8-cs (current scaling), mxfp8,\n"
     "              nvfp4, int8: the layers' GEMMs in that format, the rest in bf16\n"
     "  --precision tf32: an fp32 model's matmuls and convolutions on TF32 tensor\n"

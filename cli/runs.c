@@ -187,11 +187,11 @@ static int csv_check_widths(const runs_csv *t, diag *dg) {
 
 typedef enum { MAP_CHIP, MAP_DEVICES, MAP_FRAMEWORK, MAP_BATCH, MAP_MODEL, MAP_PRECISION,
                MAP_RECOMPUTE, MAP_DEFAULT, MAP_OFFLOAD, MAP_SP, MAP_ETP, MAP_FAMILY,
-               MAP_KINDS } map_kind;
+               MAP_COMPILE, MAP_KINDS } map_kind;
 static const char *const MAP_KIND_NAMES[] = {"chip",      "devices",   "framework", "batch",
                                              "model",     "precision", "recompute", "default",
                                              "offload",   "sp",        "etp",       "family",
-                                             NULL};
+                                             "compile",   NULL};
 
 typedef struct {
   map_kind kind;
@@ -367,11 +367,23 @@ static int mapping_check_value(const map_entry *e, const char *file, diag *dg) {
     return -1;
   }
   if (e->kind == MAP_DEFAULT && check_default(e, file, dg)) return -1;
-  if (e->kind == MAP_OFFLOAD && (!strchr(e->key->s, ':') || strchr(e->key->s, ':') == e->key->s ||
-                                 !strchr(e->key->s, ':')[1])) {
+  const char *colon = strchr(e->key->s, ':');
+  bool keyed = colon && colon != e->key->s && colon[1];
+  if (e->kind == MAP_OFFLOAD && !keyed) {
     diag_error(dg, file, e->key->line, e->key->col, "key",
                "'%.60s': expected RECOMPUTE:PHRASE (the row's recompute cell, a phrase of its "
                "extra cell)", e->key->s);
+    return -1;
+  }
+  if (e->kind == MAP_COMPILE && !keyed) {
+    diag_error(dg, file, e->key->line, e->key->col, "key",
+               "'%.60s': expected FRAMEWORK:PHRASE (the row's --framework, a phrase of its "
+               "extra cell)", e->key->s);
+    return -1;
+  }
+  if (e->kind == MAP_COMPILE && strcmp(e->value->s, "on") != 0 && strcmp(e->value->s, "off") != 0) {
+    diag_error(dg, file, e->value->line, e->value->col, "value",
+               "'%.40s': expected on or off (simulate's --compile)", e->value->s);
     return -1;
   }
   if (e->kind == MAP_OFFLOAD && strcmp(e->value->s, "activations") != 0 &&
@@ -429,7 +441,7 @@ static int mapping_read(runs_mapping *m, const char *file, diag *dg) {
       const char *s = str_suggest(kind->s, MAP_KIND_NAMES, MAP_KINDS);
       diag_error(dg, file, kind->line, kind->col, "kind",
                  "'%.40s': expected chip, devices, framework, batch, model, precision, recompute, "
-                 "default, offload, sp, etp or family%s%s%s",
+                 "default, offload, sp, etp, family or compile%s%s%s",
                  kind->s, s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : "");
       bad = 1;
       continue;
@@ -1001,25 +1013,43 @@ static void numeric_args(const runs_table *x, runs_result *r, runs_argv *a) {
     runs_addf(r->exercises, sizeof r->exercises, ", %s recompute", mr ? mr : rc);
 }
 
-/* --offload through the mapping: the first entry RECOMPUTE:PHRASE whose
-** recompute is the row's cell and whose phrase its extra cell contains
+/* The first entry of a kind keyed PREFIX:PHRASE whose prefix is the row's
+** (its recompute cell, its framework) and whose phrase its extra cell
+** contains, or NULL. */
+static const map_entry *phrase_entry(const runs_table *x, map_kind kind, const char *prefix,
+                                     const char *extra) {
+  size_t n = prefix ? strlen(prefix) : 0;
+  for (int i = 0; n && i < x->map->n; i++) {
+    const map_entry *e = &x->map->e[i];
+    const char *k = e->key->s;
+    if (e->kind == kind && strncmp(k, prefix, n) == 0 && k[n] == ':' && strstr(extra, k + n + 1))
+      return e;
+  }
+  return NULL;
+}
+
+/* --offload through the mapping: RECOMPUTE:PHRASE, the row's recompute cell
 ** (MaxText reads its per-tensor offload names only under remat_policy
 ** custom: src/MaxText/layers/decoders.py get_remat_policy). */
 static void offload_arg(const runs_table *x, runs_result *r, runs_argv *a) {
   char buf[64];
-  const char *rc = strip_q(r->w.recompute, buf, sizeof buf);
-  size_t n = strlen(rc);
-  for (int i = 0; i < x->map->n; i++) {
-    const map_entry *e = &x->map->e[i];
-    const char *k = e->key->s;
-    if (e->kind != MAP_OFFLOAD || strncmp(k, rc, n) != 0 || k[n] != ':' ||
-        !strstr(r->w.extra, k + n + 1))
-      continue;
-    runs_arg(a, "--offload");
-    runs_arg(a, "%s", e->value->s);
-    runs_addf(r->exercises, sizeof r->exercises, ", %s offload", e->value->s);
-    return;
-  }
+  const map_entry *e = phrase_entry(x, MAP_OFFLOAD, strip_q(r->w.recompute, buf, sizeof buf),
+                                    r->w.extra);
+  if (!e) return;
+  runs_arg(a, "--offload");
+  runs_arg(a, "%s", e->value->s);
+  runs_addf(r->exercises, sizeof r->exercises, ", %s offload", e->value->s);
+}
+
+/* --compile through the mapping: FRAMEWORK:PHRASE, the row's framework (a
+** torchtitan row that states it ran without torch.compile). */
+static void compile_arg(const runs_table *x, runs_result *r, runs_argv *a) {
+  const map_entry *e = phrase_entry(x, MAP_COMPILE, r->framework, r->w.extra);
+  if (!e) return;
+  runs_arg(a, "--compile");
+  runs_arg(a, "%s", e->value->s);
+  if (strcmp(e->value->s, "off") == 0)
+    runs_addf(r->exercises, sizeof r->exercises, ", eager PyTorch");
 }
 
 /* The features of the model the row names, for the docs' table. */
@@ -1101,6 +1131,7 @@ int runs_build_args(const runs_table *x, runs_result *r, runs_argv *a) {
   runs_arg(a, "%lld", (long long)w->seq);
   numeric_args(x, r, a);
   offload_arg(x, r, a);
+  compile_arg(x, r, a);
   model_features(r);
   if (a->full) {
     snprintf(r->msg, sizeof r->msg, "the command is longer than %d bytes", RUNS_CMD_MAX);

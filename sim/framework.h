@@ -74,6 +74,16 @@ typedef struct {
   ** place (Megatron's vocab-parallel cross entropy, sim/memory.c
   ** loss_grad_bytes) */
   bool loss_grad_in_place;
+  /* it runs PyTorch eager, no graph compiler (--compile off): each op its
+  ** own kernel except a library's fused ones (sim/fuse.h fuse_graph_eager);
+  ** false for a compiled stack (torch.compile, XLA) and for one whose
+  ** kernels are fused by hand (Megatron's, Transformer Engine's), which
+  ** the XLA-style fusion stands for */
+  bool eager;
+  /* --compile is meaningful: a PyTorch stack that may run with or without
+  ** torch.compile (not XLA, which always compiles, nor Megatron's
+  ** hand-fused kernels) */
+  bool compile_choice;
 } framework;
 
 /* The profiles, indexed as framework_names (NULL-terminated: the one list

@@ -33,11 +33,29 @@ static bool absorbable(const fuse_plan *p, const graph *g, const int *users, int
          po->count == op->count;
 }
 
-static fuse_plan *build(const graph *g, bool enabled, bool duplicate);
+typedef enum { FUSE_NONE, FUSE_XLA, FUSE_EAGER } fuse_mode;
 
-fuse_plan *fuse_graph(const graph *g, bool enabled) { return build(g, enabled, false); }
+static fuse_plan *build(const graph *g, fuse_mode mode, bool duplicate);
 
-fuse_plan *fuse_graph_dup(const graph *g) { return build(g, true, true); }
+fuse_plan *fuse_graph(const graph *g, bool enabled) {
+  return build(g, enabled ? FUSE_XLA : FUSE_NONE, false);
+}
+
+fuse_plan *fuse_graph_dup(const graph *g) { return build(g, FUSE_XLA, true); }
+
+fuse_plan *fuse_graph_eager(const graph *g) { return build(g, FUSE_EAGER, true); }
+
+/* A view in eager PyTorch: a reshape or an expand is a new stride over the
+** same storage, no kernel. */
+static bool view(graph_op_kind k) { return k == GOP_RESHAPE || k == GOP_BROADCAST || k == GOP_IOTA; }
+
+/* Eager mode: op may join group k only inside one library kernel. comp[k]
+** is the composite of the group's first op that is not a view (-2 while
+** it holds views only); a view joins any group, costing nothing there. */
+static bool eager_allows(const int *comp, int k, const graph_op *op) {
+  if (view(op->kind) || comp[k] == -2) return true;
+  return comp[k] >= 0 && comp[k] == op->composite;
+}
 
 /* XLA's InstructionFusion::IsExpensive as its GPU backend narrows it
 ** (GpuInstructionFusion::IsExpensive, openxla xla/service/gpu/transforms/
@@ -56,7 +74,7 @@ static bool cheap(const graph_op *op) {
 ** fusible op (so each kernel can take it in), and either read twice or
 ** more, or read only by ops that are recomputed themselves (XLA fuses
 ** consumers first, so a chain feeding a duplicated op goes with it). */
-static void mark_dup(const graph *g, const int *users, unsigned char *dup) {
+static void mark_dup(const graph *g, const int *users, unsigned char *dup, bool eager) {
   int n = graph_count(g);
   bool *bad = calloc((size_t)n + 1, sizeof *bad);    /* some consumer cannot take it in */
   bool *stored = calloc((size_t)n + 1, sizeof *stored); /* some consumer is not recomputed */
@@ -77,8 +95,9 @@ static void mark_dup(const graph *g, const int *users, unsigned char *dup) {
     /* a broadcast is never stored when its consumers can compute it; a
     ** cheap op with one consumer is fused the ordinary way */
     bool bcast = op->kind == GOP_BROADCAST || op->kind == GOP_IOTA;
+    /* eager PyTorch recomputes nothing: only its views are never stored */
     dup[i] = !bad[i] && users[i] >= 1 &&
-             (bcast || (cheap(op) && (users[i] >= 2 || !stored[i])));
+             (bcast || (!eager && cheap(op) && (users[i] >= 2 || !stored[i])));
     for (int j = 0; j < op->n_in; j++)
       if (!dup[i]) stored[op->in[j]] = true;
   }
@@ -105,12 +124,14 @@ static void mark_dup(const graph *g, const int *users, unsigned char *dup) {
   free(stored);
 }
 
-static fuse_plan *build(const graph *g, bool enabled, bool duplicate) {
+static fuse_plan *build(const graph *g, fuse_mode mode, bool duplicate) {
   int n = graph_count(g);
   size_t sz = (size_t)n + 1;
+  bool enabled = mode != FUSE_NONE, eager = mode == FUSE_EAGER;
   fuse_plan *p = calloc(1, sizeof *p);
   int *users = calloc(sz, sizeof(int));
-  if (!p || !users) goto fail;
+  int *comp = eager ? malloc(sizeof(int) * sz) : NULL; /* per group: eager_allows */
+  if (!p || !users || (eager && !comp)) goto fail;
   p->n_ops = n;
   p->group_of = malloc(sizeof(int) * sz);
   p->root = malloc(sizeof(int) * sz);
@@ -123,7 +144,7 @@ static fuse_plan *build(const graph *g, bool enabled, bool duplicate) {
     const graph_op *op = graph_get(g, i);
     for (int j = 0; j < op->n_in; j++) users[op->in[j]]++;
   }
-  if (duplicate) mark_dup(g, users, p->dup);
+  if (duplicate) mark_dup(g, users, p->dup, eager);
   for (int i = 0; i < n; i++) {
     const graph_op *op = graph_get(g, i);
     p->group_of[i] = -1;
@@ -139,12 +160,16 @@ static fuse_plan *build(const graph *g, bool enabled, bool duplicate) {
         ** every member but the root consumed inside its group: a group has
         ** one output, so no other group can read it early and kernels can
         ** never form a cycle. */
-        if (pg >= 0 && users[pr] == 1 && rule_allows(g, op, pr)) join = pg;
+        if (pg >= 0 && users[pr] == 1 && rule_allows(g, op, pr) &&
+            (!eager || eager_allows(comp, pg, op)))
+          join = pg;
       }
     if (join < 0) {
       join = p->n_groups++;
       p->first[join] = i;
+      if (eager) comp[join] = -2;
     }
+    if (eager && comp[join] == -2 && !view(op->kind)) comp[join] = op->composite;
     p->group_of[i] = join;
     p->root[join] = i;
     p->size[join]++;
@@ -164,9 +189,11 @@ static fuse_plan *build(const graph *g, bool enabled, bool duplicate) {
     if (users[i] == 0) p->leaves[i] = 1;
   }
   free(users);
+  free(comp);
   return p;
 fail:
   free(users);
+  free(comp);
   fuse_free(p);
   return NULL;
 }

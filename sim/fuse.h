@@ -50,6 +50,14 @@ fuse_plan *fuse_graph(const graph *g, bool enabled);
 ** recomputed inside each consumer's kernel instead of being stored: each
 ** kernel reads the duplicated op's inputs and repeats its arithmetic. */
 fuse_plan *fuse_graph_dup(const graph *g);
+/* The kernels of PyTorch without a graph compiler (eager mode): every op
+** its own kernel, except the ops of one library kernel (graph_op.composite:
+** F.layer_norm, F.softmax, F.cross_entropy, a linear layer's addmm), which
+** fuse among themselves by the rules above; views (reshape, expand) are
+** never stored and nothing else is recomputed. What torch.compile or XLA
+** would fuse across those boundaries (a norm's elementwise steps, an
+** activation into its GEMM) is a kernel each, its values through HBM. */
+fuse_plan *fuse_graph_eager(const graph *g);
 void fuse_free(fuse_plan *p);
 
 /* The cost of group k run as one kernel, per execution: its ops' flops and

@@ -97,6 +97,10 @@ typedef struct {
   bool tp_overlap;  /* tensor-parallel collectives overlapped with GEMMs (userbuffers, collective matmul) */
   bool param_gather_overlap; /* a sharded optimizer's (zero >= 1) parameter all-gather
                              ** overlapped with the next forward */
+  /* PyTorch without a graph compiler (no torch.compile): each op its own
+  ** kernel but the library's (sim/fuse.h fuse_graph_eager), where
+  ** torch.compile and XLA fuse the elementwise chains */
+  bool eager;
   int zero;        /* 0..3 (ZeRO stage); FSDP = zero 3 */
   bool sp;         /* sequence parallelism with tp (Korthikanti et al. 2022) */
   int64_t mbs, gbs, seq;

@@ -128,7 +128,7 @@ static int time_fwd(const hw_model *hw, const hw_model *ghw, const model *one, d
   phase_times t;
   op_times ops = {0};
   double moe = experts_hit(one, tokens);
-  int rc = step_time_graph_gemm(hw, ghw, one->g, flash, moe, cache, &t, &ops, err, errn);
+  int rc = step_time_graph_gemm(hw, ghw, one->g, flash, moe, false, cache, &t, &ops, err, errn);
   if (rc != 0) {
     free(ops.v);
     return -1;

@@ -637,7 +637,8 @@ static int simulate_cached(const model *m, const hw_model *hw, const plan *pl,
                        : p.attention == PLAN_ATTN_FLASH;
     double moe = d->experts > 0 && (step_layer_kind(d, -1) & WL_LAYER_MOE) ? 1 : 0;
     if (!step_shard_of(m, &p, 1, &one, err, errn) ||
-        step_time_graph_gemm(lhw, ghw, one->g, flash, moe, p.cost_cache, &pt, &ops, err, errn) !=
+        step_time_graph_gemm(lhw, ghw, one->g, flash, moe, p.eager, p.cost_cache, &pt, &ops, err,
+                             errn) !=
             0) {
       model_free(one);
       free(ops.v);
@@ -700,6 +701,7 @@ cJSON *step_json(const model *m, const hw_model *hw, const plan *p, const step_r
   cJSON_AddStringToObject(pj, "grad_sync", plan_grad_sync_names[p->grad_sync]);
   cJSON_AddStringToObject(pj, "attention", plan_attention_names[p->attention]);
   cJSON_AddStringToObject(pj, "framework", framework_names[p->framework]);
+  cJSON_AddBoolToObject(pj, "eager", p->eager);
   if (p->cp > 1) cJSON_AddStringToObject(pj, "cp_comm", p->cp_comm == PLAN_CP_RING ? "ring" : "all-gather");
   if (p->pp_layers) {
     cJSON *a = cJSON_AddArrayToObject(pj, "pp_layers");

@@ -51,10 +51,12 @@ const hw_model *step_layer_hw(const hw_model *hw, const plan *p, hw_model *ah, h
 ** (0: a dense model): the layers' batched rank-3 dots are grouped expert
 ** GEMMs, timed at the chip's grouped-GEMM rate for their tokens per
 ** expert, reading the weights of moe's share of the local experts (1: all;
-** fewer when few tokens leave some experts without any: a decode step). */
+** fewer when few tokens leave some experts without any: a decode step);
+** eager: the kernels of PyTorch without a compiler (sim/fuse.h
+** fuse_graph_eager), else XLA-style fusion. */
 int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const graph *g, double flash,
-                         double moe, opcost *costs, phase_times *out, op_times *ops, char *err,
-                         size_t errn);
+                         double moe, bool eager, opcost *costs, phase_times *out, op_times *ops,
+                         char *err, size_t errn);
 
 /* The model as one chip of plan p holds it (stepcost.c): its
 ** tensor-parallel shard at one micro-batch with `layers` layers (0: all);

@@ -88,7 +88,8 @@ double step_flash_share(const hw_model *hw, const wl_tf_dims *d, int kind, doubl
 
 int step_time_graph_ops(const hw_model *hw, const graph *g, bool flash, opcost *costs,
                         phase_times *out, op_times *ops, char *err, size_t errn) {
-  return step_time_graph_gemm(hw, NULL, g, flash ? 1 : 0, false, costs, out, ops, err, errn);
+  return step_time_graph_gemm(hw, NULL, g, flash ? 1 : 0, false, false, costs, out, ops, err,
+                              errn);
 }
 
 /* The tokens per expert of kernel k when it holds a grouped expert GEMM,
@@ -140,9 +141,9 @@ static bool rank5(const graph *g, const graph_op *m) {
 static double mxu_pad(double d, double w) { return ceil(d / w) * w / d; }
 
 int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const graph *g, double flash,
-                         double moe, opcost *costs, phase_times *out, op_times *ops, char *err,
-                         size_t errn) {
-  fuse_plan *fp = fuse_graph_dup(g);
+                         double moe, bool eager, opcost *costs, phase_times *out, op_times *ops,
+                         char *err, size_t errn) {
+  fuse_plan *fp = eager ? fuse_graph_eager(g) : fuse_graph_dup(g);
   if (!fp) return str_errf(err, errn, "out of memory");
   bool measured = measured_attention(hw);
   memset(out, 0, sizeof *out);
@@ -255,10 +256,6 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
   return rc;
 }
 
-static int time_graph(const hw_model *hw, const graph *g, opcost *costs, phase_times *out,
-                      char *err, size_t errn) {
-  return step_time_graph_ops(hw, g, false, costs, out, NULL, err, errn);
-}
 
 /* A non-transformer model's per-chip costs: its whole graph at one
 ** micro-batch (layer_fwd_s, layer_bwd_s: forward and backward of the
@@ -278,7 +275,8 @@ static int costs_generic(const model *m, const hw_model *hw, const plan *p, step
     th.chip.peak_flops_per_s[HW_FP32] = plan_gemm_peak_flops(hw, p);
     hw = &th;
   }
-  int rc = time_graph(hw, one->g, p->cost_cache, &t, err, errn);
+  int rc = step_time_graph_gemm(hw, NULL, one->g, 0, 0, p->eager, p->cost_cache, &t, NULL, err,
+                                errn);
   if (rc == 0) {
     r->layer_fwd_s = t.t[GRAPH_FORWARD];
     r->layer_bwd_s = t.t[GRAPH_BACKWARD];
@@ -428,9 +426,11 @@ static int time_kind(const model *m, const hw_model *hw, const hw_model *ghw, co
   ** every layer is MoE (a single kind) */
   const wl_tf_dims *dm = &m->info.tf;
   bool moe = dm->experts > 0 && (step_layer_kind(dm, kind) & WL_LAYER_MOE) != 0;
-  int rc = step_time_graph_gemm(hw, ghw, one->g, flash, moe, p->cost_cache, &t1, NULL, err, errn);
+  int rc = step_time_graph_gemm(hw, ghw, one->g, flash, moe, p->eager, p->cost_cache, &t1, NULL,
+                                err, errn);
   if (rc == 0)
-    rc = step_time_graph_gemm(hw, ghw, two->g, flash, moe, p->cost_cache, &t2, NULL, err, errn);
+    rc = step_time_graph_gemm(hw, ghw, two->g, flash, moe, p->eager, p->cost_cache, &t2, NULL,
+                              err, errn);
   double x1[GRAPH_PHASE_COUNT], x2[GRAPH_PHASE_COUNT];
   if (rc == 0 && moe) rc = grouped_extra(one->g, x1, err, errn);
   if (rc == 0 && moe) rc = grouped_extra(two->g, x2, err, errn);

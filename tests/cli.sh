@@ -269,6 +269,12 @@ run sim-attn-bad 2 simulate llama3-8b --hw h100-sxm --chips 8 --attention naive 
 run sim-fw-typo 2 simulate llama3-8b --hw h100-sxm --chips 8 --framework megatron-core-2608 && has sim-fw-typo err "(did you mean 'megatron-core-26.08'?)"
 grep -q "did you mean" "$OUT/sim-attn-bad.err" && bad "sim-attn-bad: 'naive' is near no choice, yet one was named" || ok
 run sim-full 3 simulate llama3-8b --hw tpu-v5e --chips 16 --tp 2 --gbs 32 --seq 1024 --full --framework plain && has sim-full out "the 2 data-parallel rings at once run 2.00x one ring alone"
+# --compile: PyTorch's eager mode or its compiled kernels; the profiles that
+# have no such choice (XLA compiles, Megatron fuses by hand) refuse it
+run sim-compile-megatron 2 simulate llama3-8b --hw h100-sxm --chips 8 --framework megatron-core --compile off && has sim-compile-megatron err "--compile: the megatron-core profile has no eager mode to choose" && has sim-compile-megatron err "plain, torchtitan, llm-foundry"
+run sim-compile-typo 2 simulate llama3-8b --hw h100-sxm --chips 8 --framework torchtitan --compile of && has sim-compile-typo err "(did you mean 'off'?)"
+run sim-compile-off 0 simulate llama3-8b --hw h100-sxm --chips 8 --framework torchtitan --gbs 8 --seq 2048 --compile off --explain && has sim-compile-off out "eager kernels (--compile off"
+run sim-compile-on 0 simulate llama3-8b --hw h100-sxm --chips 8 --framework torchtitan --gbs 8 --seq 2048 --explain && has sim-compile-on out "kernels fused (compiled, or fused by hand)"
 run sim-fixes 3 simulate gpt3-175b --hw a100-80g --chips 64 --tp 8 --pp 8 --gbs 64 --mbs 1 --attention scores --framework megatron-2022 && has sim-fixes out "fix 1: sequence parallelism -> peak" && has sim-fixes out "(fits), step "
 run sim-fixes-json 3 simulate gpt3-175b --hw a100-80g --chips 64 --tp 8 --pp 8 --gbs 64 --mbs 1 --attention scores --framework megatron-2022 --json && has sim-fixes-json out '"step_time_s":' && has sim-fixes-json out '"change":	"sequence parallelism"'
 
@@ -592,6 +598,9 @@ sed '1s/,chips,/,chps,/' "$SHARED/reference/public-runs.csv" >"$OUT/runs-typo.cs
 run validate-typo 1 validate "$OUT/runs-typo.csv" && has validate-typo err "runs-typo.csv:1:16: no column 'chips' in the header" && has validate-typo err "(did you mean 'chps'?)"
 printf 'kind,key,value\nchp,A100-80,a100-80g\n' >"$OUT/map-bad.csv"
 run validate-badmap 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-bad.csv" && has validate-badmap err "map-bad.csv:2:1: kind: 'chp': expected chip," && has validate-badmap err "(did you mean 'chip'?)"
+# The compile kind: FRAMEWORK:PHRASE keys (column 9 after "compile,"), on or off
+printf 'kind,key,value\ncompile,torchtitan,off\ncompile,torchtitan:torch.compile=no,of\n' >"$OUT/map-badcompile.csv"
+run validate-badcompile 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-badcompile.csv" && has validate-badcompile err "map-badcompile.csv:2:9: key: 'torchtitan': expected FRAMEWORK:PHRASE" && has validate-badcompile err "map-badcompile.csv:3:37: value: 'of': expected on or off"
 run validate-jsonmd 2 validate "$SHARED/reference/public-runs.csv" --json --markdown
 # The default kind: each key names a column a default fills, each value is one the column
 # takes, reported at the cell (file:line:column) with the nearest choice. Columns: "default,"

@@ -433,3 +433,70 @@ Test(fuse, summary_counts_kernels_and_ops_and_the_bytes_saved) {
   fuse_free(off);
   graph_free(g);
 }
+
+/* Eager PyTorch (fuse_graph_eager): ops of one library kernel (a
+** composite) fuse, nothing fuses across composites, views stay free. x, y
+** f32[1024] (4096 B each): a = x * x and b = a + y in one composite, then
+** gelu(b) outside it.
+**   XLA:   one kernel: reads x, y (8192 B), writes gelu (4096 B).
+**   eager: {a, b} reads x, y and writes b; {gelu} reads b and writes:
+**          12288 B read, 8192 B written, two kernels. */
+Test(fuse, eager_fuses_inside_a_library_kernel_only) {
+  graph *g = graph_new("t");
+  int x = graph_parameter(g, "x", SHAPE(GDT_F32, 1024), 0);
+  int y = graph_parameter(g, "y", SHAPE(GDT_F32, 1024), 0);
+  int prev, c = graph_begin_composite(g, &prev);
+  int a = graph_binary(g, GOP_MUL, x, x);
+  int b = graph_binary(g, GOP_ADD, a, y);
+  graph_end_composite(g, prev);
+  int d = graph_unary(g, GOP_GELU, b);
+  cr_assert_eq(graph_get(g, a)->composite, c);
+  cr_assert_eq(graph_get(g, d)->composite, -1);
+  fuse_plan *p = fuse_graph_dup(g);
+  cr_assert_eq(p->group_of[a], p->group_of[d]);
+  graph_cost f = fuse_total_cost(p, g, -1);
+  cr_assert_float_eq(f.bytes_read, 8192, 1e-9);
+  cr_assert_float_eq(f.bytes_written, 4096, 1e-9);
+  fuse_free(p);
+  p = fuse_graph_eager(g);
+  cr_assert_eq(p->group_of[a], p->group_of[b]);
+  cr_assert_neq(p->group_of[b], p->group_of[d]);
+  graph_cost e = fuse_total_cost(p, g, -1);
+  cr_assert_float_eq(e.bytes_read, 12288, 1e-9);
+  cr_assert_float_eq(e.bytes_written, 8192, 1e-9);
+  cr_assert_float_eq(e.flops[GDT_F32], f.flops[GDT_F32], 1e-9);
+  fuse_free(p);
+  graph_free(g);
+}
+
+/* A linear layer with a bias is addmm, one kernel (the bias in cuBLAS's
+** epilogue, its broadcast never stored); the activation after it is a
+** kernel of its own in eager mode, where XLA makes it the epilogue too.
+** x bf16[8,16], w [16,32], b [32]: the eager GELU reads and writes the
+** [8,32] product (512 B each) that XLA keeps on chip. */
+Test(fuse, eager_keeps_addmm_whole_and_the_activation_apart) {
+  graph *g = graph_new("t");
+  int x = graph_parameter(g, "x", SHAPE(GDT_BF16, 8, 16), 0);
+  int w = graph_parameter(g, "w", SHAPE(GDT_BF16, 16, 32), 0);
+  int b = graph_parameter(g, "b", SHAPE(GDT_BF16, 32), 0);
+  int prev;
+  graph_begin_composite(g, &prev);
+  int d = graph_matmul(g, x, w);
+  int bb = graph_broadcast(g, b, SHAPE(GDT_BF16, 8, 32), graph_dims_of(1, 1));
+  int e = graph_binary(g, GOP_ADD, d, bb);
+  graph_end_composite(g, prev);
+  int f = graph_unary(g, GOP_GELU, e);
+  cr_assert(graph_ok(g));
+  fuse_plan *p = fuse_graph_eager(g);
+  cr_assert_eq(p->group_of[d], p->group_of[e]);
+  cr_assert(p->dup[bb] || p->group_of[bb] == p->group_of[e], "the broadcast is never stored");
+  cr_assert_neq(p->group_of[f], p->group_of[e]);
+  graph_cost t = fuse_total_cost(p, g, -1);
+  fuse_free(p);
+  p = fuse_graph_dup(g);
+  graph_cost u = fuse_total_cost(p, g, -1);
+  cr_assert_float_eq(t.bytes_read - u.bytes_read, 2.0 * 8 * 32, 1e-9);
+  cr_assert_float_eq(t.bytes_written - u.bytes_written, 2.0 * 8 * 32, 1e-9);
+  fuse_free(p);
+  graph_free(g);
+}

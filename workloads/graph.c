@@ -211,6 +211,7 @@ graph *graph_new(const char *name) {
   g->name = graph_dupstr(name ? name : "graph");
   g->layer = -1;
   g->count = 1;
+  g->composite = -1;
   return g;
 }
 
@@ -251,6 +252,17 @@ void graph_set_scope(graph *g, const char *scope) {
 }
 void graph_set_layer(graph *g, int layer) { g->layer = layer; }
 void graph_set_count(graph *g, int64_t count) { g->count = count > 0 ? count : 1; }
+int graph_begin_composite(graph *g, int *previous) {
+  *previous = g->composite;
+  g->composite = g->composites++;
+  return g->composite;
+}
+int graph_set_composite(graph *g, int c) {
+  int was = g->composite;
+  g->composite = c;
+  return was;
+}
+void graph_end_composite(graph *g, int previous) { g->composite = previous; }
 void graph_set_flags(graph *g, int id, unsigned flags) {
   if (id >= 0 && id < g->n) g->ops[id].flags = flags;
 }
@@ -316,6 +328,7 @@ int graph_add(graph *g, graph_op_kind k, graph_shape out, const int *ins, int n_
   op->count = g->count;
   op->layer = g->layer;
   op->param_of = -1;
+  op->composite = g->composite;
   op->rule = GRAPH_RULE_NONE;
   op->rule_in = -1;
   op->n_in = n_in;

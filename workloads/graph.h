@@ -175,6 +175,11 @@ typedef struct {
   int64_t group_size; /* collectives: chips in each replica group */
   double custom_flops, custom_transcendentals, custom_bytes; /* CUSTOM */
   int param_of;       /* gradients and optimizer states: the weight they belong to, or -1 */
+  /* the library kernel this op is part of when a framework runs without a
+  ** graph compiler (PyTorch eager: F.layer_norm, F.softmax, F.cross_entropy,
+  ** a linear layer's addmm), or -1: an op of its own. Its gradient ops carry
+  ** the same id (the library's backward kernel). sim/fuse.h fuse_graph_eager */
+  int composite;
   int rule;           /* a graph_rule: this op ends a composite with its own gradient rule */
   int rule_in;        /* ... whose input is this op (-1 when rule is GRAPH_RULE_NONE) */
 } graph_op;
@@ -223,6 +228,13 @@ void graph_set_phase(graph *g, graph_phase p);
 void graph_set_scope(graph *g, const char *scope); /* op names become "scope/kind" */
 void graph_set_layer(graph *g, int layer);
 void graph_set_count(graph *g, int64_t count);
+/* Ops added from here on are one library kernel: a new composite id,
+** returned with the one in force before (give it to graph_end_composite). */
+int graph_begin_composite(graph *g, int *previous);
+/* Ops added from here on carry composite c (-1: none); returns the one in
+** force before. graph_end_composite(g, prev) restores it. */
+int graph_set_composite(graph *g, int c);
+void graph_end_composite(graph *g, int previous);
 void graph_set_flags(graph *g, int id, unsigned flags);
 void graph_set_param_of(graph *g, int id, int weight);
 

@@ -24,6 +24,7 @@ struct graph {
   char scope[128];
   int layer;
   int64_t count;
+  int composite, composites; /* the library kernel ops now join (-1: none); how many begun */
 };
 
 /* A row of the op-kind table (graph.c). */

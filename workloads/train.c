@@ -38,7 +38,15 @@ static int const_minus(graph *g, int x) {
 
 static void accum(ad *a, int id, int dg) {
   if (dg == -1 || !a->need[id]) return;
-  a->grad[id] = a->grad[id] == NONE ? dg : graph_binary(a->g, GOP_ADD, a->grad[id], dg);
+  if (a->grad[id] == NONE) {
+    a->grad[id] = dg;
+    return;
+  }
+  /* autograd's accumulation of a value read twice: a kernel of its own
+  ** (the library kernel's backward ends before it) */
+  int prev = graph_set_composite(a->g, -1);
+  a->grad[id] = graph_binary(a->g, GOP_ADD, a->grad[id], dg);
+  graph_end_composite(a->g, prev);
 }
 
 static bool is_identity(const graph_dims *p) {
@@ -520,6 +528,7 @@ int train_build(graph *g, int loss, const wl_train *t) {
     if (a.grad[i] == NONE || !a.need[i]) continue;
     const graph_op *op = graph_get(g, i);
     graph_set_layer(g, op->layer);
+    graph_set_composite(g, op->composite); /* a library kernel's backward is one too */
     if (op->kind == GOP_PARAMETER) {
       graph_set_param_of(g, a.grad[i], i);
       continue;
@@ -528,6 +537,7 @@ int train_build(graph *g, int loss, const wl_train *t) {
     else vjp(&a, i, a.grad[i]);
   }
   graph_set_layer(g, -1);
+  graph_set_composite(g, -1);
   graph_set_phase(g, GRAPH_OPTIMIZER);
   graph_set_scope(g, "opt");
   for (int i = 0; i < n && graph_ok(g); i++) {

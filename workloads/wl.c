@@ -103,10 +103,15 @@ int wl_linear(graph *g, const wl_train *t, int x, const char *name, const char *
   char wname[256];
   snprintf(wname, sizeof wname, "%s.w", name);
   int w = wl_weight(g, t, wname, GRAPH_SHAPE(t->compute, in, out), WL_W_LINEAR);
+  /* with a bias, one library kernel in eager PyTorch: addmm, the bias in
+  ** cuBLAS's epilogue (F.linear) */
+  int prev = 0;
+  if (bias) graph_begin_composite(g, &prev);
   int y = graph_matmul(g, x, w);
   if (bias) {
     snprintf(wname, sizeof wname, "%s.b", name);
     y = wl_add_bias(g, y, wl_weight(g, t, wname, GRAPH_SHAPE(t->compute, out), WL_W_OTHER));
+    graph_end_composite(g, prev);
   }
   if (t->method != WL_FULL && wl_is_target(t, module)) {
     /* LoRA (Hu et al. 2021): y += (x A) B * alpha/r, only A and B train */
@@ -154,6 +159,10 @@ int wl_layernorm(graph *g, const wl_train *t, int x, const char *name) {
   const graph_shape *s = shape_of(g, x);
   if (!s) return -1;
   graph_dtype out_dt = s->dtype;
+  /* one library kernel in eager PyTorch (F.layer_norm: f32 inside, the
+  ** input's dtype out, scale and bias applied in it) */
+  int prev;
+  graph_begin_composite(g, &prev);
   int x32 = to_f32(g, x);
   int mean = wl_scale(g, reduce_last(g, x32, GRAPH_RED_ADD));
   int xc = graph_binary(g, GOP_SUB, x32, mean);
@@ -161,7 +170,9 @@ int wl_layernorm(graph *g, const wl_train *t, int x, const char *name) {
   int rstd = graph_unary(g, GOP_RSQRT, add_const(g, var));
   int y = graph_binary(g, GOP_MUL, xc, rstd);
   if (out_dt != GDT_F32 && out_dt != GDT_F64) y = graph_convert(g, y, out_dt);
-  return gain(g, t, gain(g, t, y, name, "scale"), name, "bias");
+  y = gain(g, t, gain(g, t, y, name, "scale"), name, "bias");
+  graph_end_composite(g, prev);
+  return y;
 }
 
 int wl_rmsnorm(graph *g, const wl_train *t, int x, const char *name) {
@@ -176,6 +187,8 @@ int wl_rmsnorm(graph *g, const wl_train *t, int x, const char *name) {
 }
 
 int wl_softmax(graph *g, int x, graph_dtype out_dt) {
+  int prev; /* one library kernel in eager PyTorch (F.softmax) */
+  graph_begin_composite(g, &prev);
   int x32 = to_f32(g, x);
   int xs = graph_binary(g, GOP_SUB, x32, reduce_last(g, x32, GRAPH_RED_MAX));
   int e = graph_unary(g, GOP_EXP, xs);
@@ -183,6 +196,7 @@ int wl_softmax(graph *g, int x, graph_dtype out_dt) {
   const graph_shape *s = shape_of(g, y);
   if (s && s->dtype != out_dt) y = graph_convert(g, y, out_dt);
   graph_set_rule(g, y, GRAPH_RULE_SOFTMAX, x);
+  graph_end_composite(g, prev);
   return y;
 }
 
@@ -199,7 +213,10 @@ int wl_cross_entropy(graph *g, int logits, int labels) {
   const graph_shape *sl = shape_of(g, labels);
   if (!sl || !shape_of(g, logits)) return -1;
   graph_shape picked_shape = *sl;
-  int l32 = to_f32(g, logits);
+  /* the cast to f32 a kernel of its own (the loss's .float(), or autocast's),
+  ** then F.cross_entropy's library kernels (log_softmax, nll_loss) */
+  int l32 = to_f32(g, logits), prev;
+  graph_begin_composite(g, &prev);
   int xs = graph_binary(g, GOP_SUB, l32, reduce_last(g, l32, GRAPH_RED_MAX));
   const graph_shape *sxs = shape_of(g, xs);
   if (!sxs) return -1;
@@ -208,7 +225,9 @@ int wl_cross_entropy(graph *g, int logits, int labels) {
   int lse = graph_unary(g, GOP_LOG, sum);
   picked_shape.dtype = GDT_F32;
   int picked = graph_gather(g, xs, labels, &picked_shape); /* take_along_axis */
-  return mean_all(g, graph_binary(g, GOP_SUB, lse, picked));
+  int loss = mean_all(g, graph_binary(g, GOP_SUB, lse, picked));
+  graph_end_composite(g, prev);
+  return loss;
 }
 
 int wl_mse(graph *g, int pred, int target) {
