@@ -133,6 +133,8 @@ static const hw_field FIELDS[] = {
      NULL, 0, 1, "", "absent: timing assumes matmul_efficiency"},
     {"chip.grouped_gemm_bwd_efficiency", HWF_NUM, OFF(chip.grouped_gemm_bwd_efficiency), 0,
      FIG | HWF_POS, NULL, 0, 1, "", "absent: timing assumes grouped_gemm_efficiency"},
+    {"chip.grouped_gemm_unaligned", HWF_NUM, OFF(chip.grouped_gemm_unaligned), 0, FIG | HWF_POS,
+     NULL, 0, 1, "", "absent: an expert of any width at the aligned rate (its padding aside)"},
     {"chip.attention_fa2_efficiency", HWF_NUM, OFF(chip.attention_fa2_efficiency), 0, FIG | HWF_POS,
      NULL, 0, 1, "", "absent: timing assumes the attention_*_efficiency figures"},
     {"chip.attention_fwd_efficiency", HWF_NUM, OFF(chip.attention_fwd_efficiency), 0, FIG | HWF_POS,
@@ -289,6 +291,12 @@ double hw_attention_head_factor(const hw_model *m, double d) {
   if (t <= -1) return lo;
   if (t >= 1) return hi;
   return t < 0 ? 1 + (1 - lo) * t : 1 + (hi - 1) * t;
+}
+
+double hw_grouped_gemm_width_factor(const hw_model *m, int64_t k, int64_t n) {
+  const hw_chip *c = &m->chip;
+  if (!(c->grouped_gemm_unaligned > 0) || c->tile_n <= 0) return 1;
+  return k % c->tile_n || n % c->tile_n ? c->grouped_gemm_unaligned : 1;
 }
 
 double hw_grouped_gemm_factor(const hw_model *m, double tokens) {

@@ -83,6 +83,11 @@ typedef struct {
   ** where it stays below a plain GEMM's (TPU: tokamax ragged_dot; absent:
   ** matmul_efficiency, as fast as a plain GEMM) */
   double grouped_gemm_efficiency, grouped_gemm_bwd_efficiency;
+  /* the same kernel on experts whose width (a weight's input or output
+  ** dim) is not a multiple of the matrix unit's width (tile_n): its
+  ** measured rate over its aligned rate at as many rows a group (0:
+  ** absent, no loss beyond the padding the tile model charges) */
+  double grouped_gemm_unaligned;
   /* the fused attention kernel at HW_ATTN_KEYS[i] keys a query sees: its
   ** measured rate over the same kernel's at 16,384 keys, the length the
   ** attention_*_efficiency figures hold at (absent, 0: no loss) */
@@ -260,6 +265,11 @@ double hw_grouped_gemm_factor(const hw_model *m, double tokens_per_group);
 ** (chip.grouped_gemm_efficiency or _bwd_ over matmul_efficiency): 1 where
 ** the file gives none. */
 double hw_grouped_gemm_ceiling(const hw_model *m, bool backward);
+/* The grouped kernel's rate on an expert k wide in and n wide out over its
+** rate on aligned widths: chip.grouped_gemm_unaligned when k or n is not a
+** multiple of the matrix unit's width (tile_n), else 1 (1 too when the
+** chip gives no figure). */
+double hw_grouped_gemm_width_factor(const hw_model *m, int64_t k, int64_t n);
 /* A core-clocked rate (matrix, vector, transcendental) as the chip sustains
 ** it: rate x chip.sustained_clock_ratio (1 when absent or hand-built 0). */
 double hw_clocked(const hw_chip *c, double rate);

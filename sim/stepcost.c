@@ -92,6 +92,18 @@ int step_time_graph_ops(const hw_model *hw, const graph *g, bool flash, opcost *
                               errn);
 }
 
+/* Kernel k's grouped expert GEMM, or NULL: a layer's rank-3 dot batched
+** over its first dimension (grouped_tokens). */
+static const graph_op *grouped_dot(const graph *g, const fuse_plan *fp, int k) {
+  for (int i = fp->first[k]; i <= fp->root[k]; i++) {
+    const graph_op *op = graph_get(g, i);
+    if (fp->group_of[i] != k || op->kind != GOP_DOT || op->layer < 0) continue;
+    const graph_shape *l = &graph_get(g, op->in[0])->out;
+    if (l->rank == 3 && op->lhs_batch.n == 1 && op->lhs_batch.d[0] == 0) return op;
+  }
+  return NULL;
+}
+
 /* The tokens per expert of kernel k when it holds a grouped expert GEMM,
 ** else 0 (*rhs_bytes, when asked: the expert weights it reads). The MoE builder's expert dots and their two gradients (autodiff's
 ** transpose rule) all take [E, C, *] as their left operand, batched over
@@ -99,16 +111,10 @@ int step_time_graph_ops(const hw_model *hw, const graph *g, bool flash, opcost *
 ** layer is a rank-3 dot with one batch dimension (the attention's are rank
 ** 4 and 5, the linear layers' unbatched). */
 static double grouped_tokens(const graph *g, const fuse_plan *fp, int k, double *rhs_bytes) {
-  for (int i = fp->first[k]; i <= fp->root[k]; i++) {
-    const graph_op *op = graph_get(g, i);
-    if (fp->group_of[i] != k || op->kind != GOP_DOT || op->layer < 0) continue;
-    const graph_shape *l = &graph_get(g, op->in[0])->out;
-    if (l->rank == 3 && op->lhs_batch.n == 1 && op->lhs_batch.d[0] == 0) {
-      if (rhs_bytes) *rhs_bytes = graph_bytes(&graph_get(g, op->in[1])->out);
-      return (double)l->dim[1];
-    }
-  }
-  return 0;
+  const graph_op *op = grouped_dot(g, fp, k);
+  if (!op) return 0;
+  if (rhs_bytes) *rhs_bytes = graph_bytes(&graph_get(g, op->in[1])->out);
+  return (double)graph_get(g, op->in[0])->out.dim[1];
 }
 
 /* The attention core kernel k's keys a query sees and head dim: the last
@@ -186,8 +192,14 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
       ** between them), so a group there holds that share */
       double per_core = hw->chip.mu_kind == HW_MU_MXU && hw->chip.mu_cores > 1
                             ? m_grp / (double)hw->chip.mu_cores : m_grp;
+      /* and its expert's widths: [E, C, w] in, [E, *, w'] out -- the
+      ** forward's K and N, the input gradient's N and K, the weight
+      ** gradient's K and N (the tokens C contracted) */
+      const graph_op *gd = grouped_dot(g, fp, k);
+      int64_t w_in = graph_get(g, gd->in[0])->out.dim[2], w_out = gd->out.dim[gd->out.rank - 1];
       double rate = hw_grouped_gemm_factor(kh, per_core) *
-                    hw_grouped_gemm_ceiling(hw, op->phase == GRAPH_BACKWARD);
+                    hw_grouped_gemm_ceiling(hw, op->phase == GRAPH_BACKWARD) *
+                    hw_grouped_gemm_width_factor(hw, w_in, w_out);
       t = fmax(r.compute_s / rate, mem) + r.overhead_s;
     }
     if (flash > 0 && core) {

@@ -283,6 +283,49 @@ Test(moe, grouped_gemm_ceiling_slows_tpu7x_experts) {
   hw_catalog_free(c);
 }
 
+/* TPU7x's grouped kernel on widths that are not a multiple of its
+** 256-wide MXU (tokamax ragged_dot at gpt-oss's 2880 x 2880 experts,
+** hw_models/tpu-v7x.json notes): 0.302, 0.300 and 0.284 of a TensorCore's
+** peak for the forward, input and weight gradients at 2,560 rows a group,
+** against the aligned kernel's 0.699 x 0.921 and 0.594 x 0.921 there:
+** 0.512 of it, the three products' mean. The rule is by width: either of
+** an expert's two dims off the MXU's multiple. Qwen3-30B-A3B's experts
+** (2048 x 768, multiples of 256) keep their rate to the last bit; gpt-oss
+** 20B's (2880 x 2880) slow, its layer by less than 1 / 0.512 (attention and
+** the router unchanged); a chip without the figure (H100) has 1. */
+Test(moe, unaligned_expert_width_slows_tpu7x_grouped_gemm) {
+  hw_catalog *c = th_catalog();
+  const hw_model *v7 = th_hw(c, "tpu-v7x");
+  cr_assert_float_eq(hw_grouped_gemm_width_factor(v7, 2880, 2880), 0.512, 1e-12);
+  cr_assert_float_eq(hw_grouped_gemm_width_factor(v7, 2048, 2880), 0.512, 1e-12);
+  cr_assert_float_eq(hw_grouped_gemm_width_factor(v7, 704, 2816), 0.512, 1e-12);
+  cr_assert_float_eq(hw_grouped_gemm_width_factor(v7, 2048, 768), 1, 0);
+  cr_assert_float_eq(hw_grouped_gemm_width_factor(th_hw(c, "h100-sxm"), 2880, 2880), 1, 0);
+  /* the measured rate, from the notes' figures */
+  double f2560 = 0.767 + (1.0 - 0.767) * (log2(2560.0) - 10) / 2;
+  double fwd = 2.0 * 327680 * 2880 * 2880 / 15.579e-3 / 1153.5e12 / (0.699 * f2560);
+  double dlhs = 2.0 * 327680 * 2880 * 2880 / 15.697e-3 / 1153.5e12 / (0.594 * f2560);
+  double tgmm = 2.0 * 327680 * 2880 * 2880 / 16.618e-3 / 1153.5e12 / (0.594 * f2560);
+  cr_assert(fabs((fwd + dlhs + tgmm) / 3 - 0.512) < 0.0005, "mean %.4f", (fwd + dlhs + tgmm) / 3);
+  hw_model aligned = *v7;
+  aligned.chip.grouped_gemm_unaligned = 0;
+  plan p = one_chip(4, 4096);
+  model *q = th_model("tests/data/hf/qwen3-30b-a3b.json", 4096);
+  step_result a, b;
+  costs_on_both(q, v7, &aligned, &p, &a, &b);
+  cr_assert_float_eq(a.layer_fwd_s, b.layer_fwd_s, 0);
+  cr_assert_float_eq(a.layer_bwd_s, b.layer_bwd_s, 0);
+  model_free(q);
+  model *o = th_model("tests/data/hf/gpt-oss-20b.json", 4096);
+  costs_on_both(o, v7, &aligned, &p, &a, &b);
+  cr_assert_gt(a.layer_fwd_s, b.layer_fwd_s);
+  cr_assert_lt(a.layer_fwd_s, b.layer_fwd_s / 0.512);
+  cr_assert_gt(a.layer_bwd_s, b.layer_bwd_s);
+  cr_assert_float_eq(a.head_fwd_s, b.head_fwd_s, 1e-15);
+  model_free(o);
+  hw_catalog_free(c);
+}
+
 /* EP all-to-all overlap (Megatron-Core --overlap-moe-expert-parallel-comm):
 ** what a pass's dispatch and combine add is the part the paired
 ** micro-batch's opposite pass cannot cover, plus the compute slowed while
