@@ -744,14 +744,16 @@ run calib-runs-nofile 1 calibrate --runs "$OUT/nope.csv" --out "$OUT/x.json" && 
 run calib-runs-quick 2 calibrate --runs "$SHARED/reference/public-runs.csv" --quick
 run calib-hw-norun 2 calibrate --hw a100-80g && has calib-hw-norun err "--hw needs --runs FILE.csv"
 # --- the rows added from papers and the Megatron-LM README (issue 16 item 5) ---
-# tests/validation/extra-runs.csv holds 56 rows, each with its architecture, so
+# tests/validation/extra-runs.csv holds 58 rows, each with its architecture, so
 # every one is read and none is "not expressible"; the summary line closes the
 # output. No row may carry the "the model has N B parameters, the row M B"
 # note: the generated mcore-gpt models must give the README's sizes (1.7B ...
 # 462B = 12 l h^2 + 2 V h, untied) within validate's 5 %.
 run validate-extra 0 validate tests/validation/extra-runs.csv
-tail -1 "$OUT/validate-extra.out" | grep -q '^rows run [0-9]* of 56 ([0-9]* do not run, 0 not expressible' && ok || bad "validate-extra: want the summary line over 56 rows"
+tail -1 "$OUT/validate-extra.out" | grep -q '^rows run [0-9]* of 58 ([0-9]* do not run, 0 not expressible' && ok || bad "validate-extra: want the summary line over 58 rows"
 grep -q 'parameters, the row' "$OUT/validate-extra.out" && bad "validate-extra: a model's size differs from its row's" || ok
+# torchtitan's rows without torch.compile (their extra cell: torch.compile=no) run eager
+grep -q -- '^tt2412-h100-llama31_8b-8g-fsdp-eager-bf16 .* --compile off$' "$OUT/validate-extra.out" && ok || bad "validate-extra: the mapping's compile kind did not give --compile off"
 # The mapping's defaults for the '?' cells (tests/validation/mapping.csv, each with its source):
 #  MT-NLG: recompute full (Smith et al.'s 126 TFLOP/s counts the recomputed forward) and ZeRO-1
 #    (DeepSpeed's pipeline engine takes no higher stage); its mbs 1 is the row's
