@@ -239,6 +239,20 @@ int optime_op(const hw_model *hw, const graph *g, int id, optime_result *r, char
         k *= sk->dim[a->k_spatial[i]];
       int64_t m = cout > 0 ? graph_elements(&op->out) / cout : 0;
       matrix_time(c, groups, m, cout / groups, k, peak, r);
+      /* a grouped convolution's per-group GEMM can be far narrower than
+      ** the matrix unit's tile (depthwise: one output feature and a
+      ** window's K), which the padding above prices at thousands of times
+      ** its FLOPs; libraries run such a convolution directly on the vector
+      ** unit (cuDNN's depthwise kernels, causal_conv1d, XLA's depthwise
+      ** emitter) when that is faster: the lesser time. A chip whose vector
+      ** figure is its array's own peak (edge-tpu, phone-npu: no vector unit
+      ** apart from the array) has no such path and keeps the GEMM. */
+      double direct_s = r->flops / vector_rate(c);
+      if (groups > 1 && c->vector_flops_per_s < peak && direct_s < r->compute_s) {
+        r->compute_s = direct_s;
+        r->padded_flops = r->flops;
+        finish(c, peak, r);
+      }
     } else { /* shape unknown: the declared FLOPs, unpadded */
       r->padded_flops = r->flops;
       r->compute_s = r->flops / matrix_rate(c, peak) + cost.transcendentals / transcendental_rate(c);

@@ -456,14 +456,30 @@ Test(optime, convolution_is_an_implicit_gemm) {
   /* the same GEMM through optime_matmul computes the same */
   optime_result m = mm(chip(c, "a100-80g"), 1, (int64_t)M, 64, (int64_t)K, GDT_BF16);
   near_rel(r.compute_s, m.compute_s, 1e-15, "compute");
-  /* depthwise: 64 groups of [M x 9] x [9 x 1]: K pads 9 -> 32, N 1 -> 128 */
+  /* depthwise: 64 groups of [M x 9] x [9 x 1], which as implicit GEMMs pad
+  ** K 9 -> 32 and N 1 -> 128 (64 x 2 M x 128 x 32 FLOPs, 455x the real
+  ** ones): run directly on the vector unit instead, as cuDNN's depthwise
+  ** kernels do, its FLOPs unpadded at A100's 19.5 TFLOP/s */
   int kd = graph_parameter(g, "kd", SHAPE(GDT_BF16, 3, 3, 1, 64), GRAPH_WEIGHT);
   a.feature_groups = 64;
   int yd = graph_conv(g, x, kd, &a, GDT_BF16);
   cr_assert(graph_ok(g));
   cr_assert_eq(optime_op(chip(c, "a100-80g"), g, yd, &r, err, sizeof err), 0, "%s", err);
-  near_rel(r.padded_flops, 64 * 2 * M * 128 * 32, 1e-15, "depthwise padded");
   near_rel(r.flops, 2 * M * 64 * 9, 1e-15, "depthwise flops");
+  near_rel(r.padded_flops, r.flops, 1e-15, "depthwise runs unpadded");
+  near_rel(r.compute_s, 2 * M * 64 * 9 / 19.5e12, 1e-12, "on the vector unit");
+  optime_result pg = mm(chip(c, "a100-80g"), 64, (int64_t)M, 1, 9, GDT_BF16);
+  near_rel(pg.padded_flops, 64 * 2 * M * 128 * 32, 1e-15, "the implicit GEMM's padding");
+  cr_assert_gt(pg.compute_s, r.compute_s, "the direct kernel is the faster choice");
+  /* a grouped convolution wide enough for the tiles keeps the GEMM: 2
+  ** groups of 32 -> 32 channels */
+  int kg = graph_parameter(g, "kg", SHAPE(GDT_BF16, 3, 3, 32, 64), GRAPH_WEIGHT);
+  a.feature_groups = 2;
+  int yg = graph_conv(g, x, kg, &a, GDT_BF16);
+  cr_assert(graph_ok(g));
+  cr_assert_eq(optime_op(chip(c, "a100-80g"), g, yg, &r, err, sizeof err), 0, "%s", err);
+  optime_result gg = mm(chip(c, "a100-80g"), 2, (int64_t)M, 32, 9 * 32, GDT_BF16);
+  near_rel(r.compute_s, gg.compute_s, 1e-15, "grouped: the implicit GEMM");
   graph_free(g);
   hw_catalog_free(c);
 }
