@@ -28,7 +28,7 @@ const char *const CLI_SIM_VALUED[] = {
     "--recompute", "--precision", "--pp-schedule", "--reduction-server", "--slices",
     "--trace", "--input", "--storage", "--prefetch", "--input-host", "--grad-sync", "--attention",
     "--op-costs", "--cp", "--cp-comm", "--etp", "--pp-layers", "--hsdp", "--offload",
-    "--framework", "--embeddings", "--topology", "--set", "--compile", NULL};
+    "--framework", "--embeddings", "--topology", "--set", "--compile", "--tp-overlap", NULL};
 static const char *const CP_COMM[] = {"ring", "all-gather", NULL};
 static const char *const OFFLOAD[] = {"none", "activations", "optimizer", NULL};
 static const char *const COMPILE[] = {"off", "on", NULL};
@@ -54,7 +54,7 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
   for (int i = 0; i < 13; i++)
     if (cli_opt_int(c, names[i], 1, hi[i], counts[i])) return CLI_USAGE;
   static const char *const ZERO[] = {"0", "1", "2", "3", NULL};
-  int rec, prec, zero, gsync, attn, costs, cpc, off, emb, comp;
+  int rec, prec, zero, gsync, attn, costs, cpc, off, emb, comp, tpo;
   if (cli_enum_opt(c, "--recompute", plan_recompute_names, 0, &rec) ||
       cli_enum_opt(c, "--precision", plan_precision_names, 0, &prec) ||
       cli_enum_opt(c, "--zero", ZERO, 0, &zero) ||
@@ -64,8 +64,15 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
       cli_enum_opt(c, "--cp-comm", CP_COMM, 0, &cpc) ||
       cli_enum_opt(c, "--offload", OFFLOAD, 0, &off) ||
       cli_enum_opt(c, "--embeddings", plan_embeddings_names, 0, &emb) ||
-      cli_enum_opt(c, "--compile", COMPILE, 0, &comp))
+      cli_enum_opt(c, "--compile", COMPILE, 0, &comp) ||
+      cli_enum_opt(c, "--tp-overlap", COMPILE, 0, &tpo))
     return CLI_USAGE;
+  if (cli_opt(c, "--tp-overlap")) {
+    if (p->tp <= 1)
+      return cli_usage_error(c, "%s", "--tp-overlap: tp is 1, so there are no tensor-parallel "
+                                      "collectives to overlap; give --tp 2 or more");
+    p->tp_overlap = tpo == 1;
+  }
   p->embeddings = (plan_embeddings)emb;
   if (cli_opt(c, "--compile")) {
     /* only a PyTorch stack chooses: XLA always compiles, Megatron's kernels
@@ -485,7 +492,7 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "                  [--embeddings replicated|sharded|ps]\n"
     "                  [--slices K] [--topology AxBxC[t]] [--sp] [--full]\n"
     "                  [--grad-sync overlap|after-backward] [--attention flash|scores]\n"
-    "                  [--op-costs ir|formula] [--compile on|off]\n"
+    "                  [--op-costs ir|formula] [--compile on|off] [--tp-overlap on|off]\n"
     "                  [--explain] [--json] [--trace FILE]\n"
     "                  [--input tokens|images] [--storage shards|files] [--prefetch N]\n"
     "                  [--input-host local|remote] [--set FIELD=VALUE ...]\n"
@@ -497,6 +504,9 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "               the library's fused ones (layer norm, softmax, cross-entropy,\n"
     "               addmm); on: fused as a compiler fuses (the PyTorch profiles only;\n"
     "               default: off for llm-foundry, on for torchtitan and plain)\n"
+    "  --tp-overlap: tensor-parallel collectives overlapped with the GEMMs they\n"
+    "               feed (Transformer Engine userbuffers, torchtitan's AsyncTP, XLA's\n"
+    "               collective matmul) or not; default: the framework's\n"
     "  --precision fp8 (delayed/tensorwise scaling), fp8-cs (current scaling), mxfp8,\n"
     "              nvfp4, int8: the layers' GEMMs in that format, the rest in bf16\n"
     "  --precision tf32: an fp32 model's matmuls and convolutions on TF32 tensor\n"

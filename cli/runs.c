@@ -187,11 +187,11 @@ static int csv_check_widths(const runs_csv *t, diag *dg) {
 
 typedef enum { MAP_CHIP, MAP_DEVICES, MAP_FRAMEWORK, MAP_BATCH, MAP_MODEL, MAP_PRECISION,
                MAP_RECOMPUTE, MAP_DEFAULT, MAP_OFFLOAD, MAP_SP, MAP_ETP, MAP_FAMILY,
-               MAP_COMPILE, MAP_KINDS } map_kind;
+               MAP_COMPILE, MAP_TP_OVERLAP, MAP_KINDS } map_kind;
 static const char *const MAP_KIND_NAMES[] = {"chip",      "devices",   "framework", "batch",
                                              "model",     "precision", "recompute", "default",
                                              "offload",   "sp",        "etp",       "family",
-                                             "compile",   NULL};
+                                             "compile",   "tp_overlap", NULL};
 
 typedef struct {
   map_kind kind;
@@ -375,15 +375,17 @@ static int mapping_check_value(const map_entry *e, const char *file, diag *dg) {
                "extra cell)", e->key->s);
     return -1;
   }
-  if (e->kind == MAP_COMPILE && !keyed) {
+  bool switch_kind = e->kind == MAP_COMPILE || e->kind == MAP_TP_OVERLAP;
+  if (switch_kind && !keyed) {
     diag_error(dg, file, e->key->line, e->key->col, "key",
                "'%.60s': expected FRAMEWORK:PHRASE (the row's --framework, a phrase of its "
                "extra cell)", e->key->s);
     return -1;
   }
-  if (e->kind == MAP_COMPILE && strcmp(e->value->s, "on") != 0 && strcmp(e->value->s, "off") != 0) {
+  if (switch_kind && strcmp(e->value->s, "on") != 0 && strcmp(e->value->s, "off") != 0) {
     diag_error(dg, file, e->value->line, e->value->col, "value",
-               "'%.40s': expected on or off (simulate's --compile)", e->value->s);
+               "'%.40s': expected on or off (simulate's %s)", e->value->s,
+               e->kind == MAP_COMPILE ? "--compile" : "--tp-overlap");
     return -1;
   }
   if (e->kind == MAP_OFFLOAD && strcmp(e->value->s, "activations") != 0 &&
@@ -441,7 +443,7 @@ static int mapping_read(runs_mapping *m, const char *file, diag *dg) {
       const char *s = str_suggest(kind->s, MAP_KIND_NAMES, MAP_KINDS);
       diag_error(dg, file, kind->line, kind->col, "kind",
                  "'%.40s': expected chip, devices, framework, batch, model, precision, recompute, "
-                 "default, offload, sp, etp, family or compile%s%s%s",
+                 "default, offload, sp, etp, family, compile or tp_overlap%s%s%s",
                  kind->s, s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : "");
       bad = 1;
       continue;
@@ -1041,15 +1043,25 @@ static void offload_arg(const runs_table *x, runs_result *r, runs_argv *a) {
   runs_addf(r->exercises, sizeof r->exercises, ", %s offload", e->value->s);
 }
 
-/* --compile through the mapping: FRAMEWORK:PHRASE, the row's framework (a
-** torchtitan row that states it ran without torch.compile). */
-static void compile_arg(const runs_table *x, runs_result *r, runs_argv *a) {
+/* --compile and --tp-overlap through the mapping: FRAMEWORK:PHRASE, the
+** row's framework (a torchtitan row that states it ran without
+** torch.compile; a MaxText row whose recipe turns on XLA's collective
+** matmul). */
+static void switch_args(const runs_table *x, runs_result *r, runs_argv *a) {
   const map_entry *e = phrase_entry(x, MAP_COMPILE, r->framework, r->w.extra);
-  if (!e) return;
-  runs_arg(a, "--compile");
-  runs_arg(a, "%s", e->value->s);
-  if (strcmp(e->value->s, "off") == 0)
-    runs_addf(r->exercises, sizeof r->exercises, ", eager PyTorch");
+  if (e) {
+    runs_arg(a, "--compile");
+    runs_arg(a, "%s", e->value->s);
+    if (strcmp(e->value->s, "off") == 0)
+      runs_addf(r->exercises, sizeof r->exercises, ", eager PyTorch");
+  }
+  e = r->w.tp > 1 ? phrase_entry(x, MAP_TP_OVERLAP, r->framework, r->w.extra) : NULL;
+  if (e) {
+    runs_arg(a, "--tp-overlap");
+    runs_arg(a, "%s", e->value->s);
+    if (strcmp(e->value->s, "on") == 0)
+      runs_addf(r->exercises, sizeof r->exercises, ", TP overlap");
+  }
 }
 
 /* The features of the model the row names, for the docs' table. */
@@ -1131,7 +1143,7 @@ int runs_build_args(const runs_table *x, runs_result *r, runs_argv *a) {
   runs_arg(a, "%lld", (long long)w->seq);
   numeric_args(x, r, a);
   offload_arg(x, r, a);
-  compile_arg(x, r, a);
+  switch_args(x, r, a);
   model_features(r);
   if (a->full) {
     snprintf(r->msg, sizeof r->msg, "the command is longer than %d bytes", RUNS_CMD_MAX);

@@ -273,6 +273,8 @@ run sim-full 3 simulate llama3-8b --hw tpu-v5e --chips 16 --tp 2 --gbs 32 --seq 
 # have no such choice (XLA compiles, Megatron fuses by hand) refuse it
 run sim-compile-megatron 2 simulate llama3-8b --hw h100-sxm --chips 8 --framework megatron-core --compile off && has sim-compile-megatron err "--compile: the megatron-core profile has no eager mode to choose" && has sim-compile-megatron err "plain, torchtitan, llm-foundry"
 run sim-compile-typo 2 simulate llama3-8b --hw h100-sxm --chips 8 --framework torchtitan --compile of && has sim-compile-typo err "(did you mean 'off'?)"
+run sim-tpo-tp1 2 simulate llama3-8b --hw h100-sxm --chips 8 --tp-overlap on && has sim-tpo-tp1 err "--tp-overlap: tp is 1, so there are no tensor-parallel collectives to overlap"
+run sim-tpo-typo 2 simulate llama3-8b --hw h100-sxm --chips 8 --tp 8 --tp-overlap yes && has sim-tpo-typo err "--tp-overlap 'yes': expected off or on"
 run sim-compile-off 0 simulate llama3-8b --hw h100-sxm --chips 8 --framework torchtitan --gbs 8 --seq 2048 --compile off --explain && has sim-compile-off out "eager kernels (--compile off"
 run sim-compile-on 0 simulate llama3-8b --hw h100-sxm --chips 8 --framework torchtitan --gbs 8 --seq 2048 --explain && has sim-compile-on out "kernels fused (compiled, or fused by hand)"
 run sim-fixes 3 simulate gpt3-175b --hw a100-80g --chips 64 --tp 8 --pp 8 --gbs 64 --mbs 1 --attention scores --framework megatron-2022 && has sim-fixes out "fix 1: sequence parallelism -> peak" && has sim-fixes out "(fits), step "
@@ -599,8 +601,8 @@ run validate-typo 1 validate "$OUT/runs-typo.csv" && has validate-typo err "runs
 printf 'kind,key,value\nchp,A100-80,a100-80g\n' >"$OUT/map-bad.csv"
 run validate-badmap 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-bad.csv" && has validate-badmap err "map-bad.csv:2:1: kind: 'chp': expected chip," && has validate-badmap err "(did you mean 'chip'?)"
 # The compile kind: FRAMEWORK:PHRASE keys (column 9 after "compile,"), on or off
-printf 'kind,key,value\ncompile,torchtitan,off\ncompile,torchtitan:torch.compile=no,of\n' >"$OUT/map-badcompile.csv"
-run validate-badcompile 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-badcompile.csv" && has validate-badcompile err "map-badcompile.csv:2:9: key: 'torchtitan': expected FRAMEWORK:PHRASE" && has validate-badcompile err "map-badcompile.csv:3:37: value: 'of': expected on or off"
+printf 'kind,key,value\ncompile,torchtitan,off\ncompile,torchtitan:torch.compile=no,of\ntp_overlap,maxtext:x,yes\n' >"$OUT/map-badcompile.csv"
+run validate-badcompile 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-badcompile.csv" && has validate-badcompile err "map-badcompile.csv:2:9: key: 'torchtitan': expected FRAMEWORK:PHRASE" && has validate-badcompile err "map-badcompile.csv:3:37: value: 'of': expected on or off" && has validate-badcompile err "map-badcompile.csv:4:22: value: 'yes': expected on or off (simulate's --tp-overlap)"
 run validate-jsonmd 2 validate "$SHARED/reference/public-runs.csv" --json --markdown
 # The default kind: each key names a column a default fills, each value is one the column
 # takes, reported at the cell (file:line:column) with the nearest choice. Columns: "default,"
@@ -744,14 +746,18 @@ run calib-runs-nofile 1 calibrate --runs "$OUT/nope.csv" --out "$OUT/x.json" && 
 run calib-runs-quick 2 calibrate --runs "$SHARED/reference/public-runs.csv" --quick
 run calib-hw-norun 2 calibrate --hw a100-80g && has calib-hw-norun err "--hw needs --runs FILE.csv"
 # --- the rows added from papers and the Megatron-LM README (issue 16 item 5) ---
-# tests/validation/extra-runs.csv holds 58 rows, each with its architecture, so
+# tests/validation/extra-runs.csv holds 60 rows, each with its architecture, so
 # every one is read and none is "not expressible"; the summary line closes the
 # output. No row may carry the "the model has N B parameters, the row M B"
 # note: the generated mcore-gpt models must give the README's sizes (1.7B ...
 # 462B = 12 l h^2 + 2 V h, untied) within validate's 5 %.
 run validate-extra 0 validate tests/validation/extra-runs.csv
-tail -1 "$OUT/validate-extra.out" | grep -q '^rows run [0-9]* of 58 ([0-9]* do not run, 0 not expressible' && ok || bad "validate-extra: want the summary line over 58 rows"
+tail -1 "$OUT/validate-extra.out" | grep -q '^rows run [0-9]* of 60 ([0-9]* do not run, 0 not expressible' && ok || bad "validate-extra: want the summary line over 60 rows"
 grep -q 'parameters, the row' "$OUT/validate-extra.out" && bad "validate-extra: a model's size differs from its row's" || ok
+# the mapping's tp_overlap kind: torchtitan's AsyncTP row and MaxText's collective-matmul recipe
+grep -q -- '^tt2412-h100-llama31_70b-256g-2d-asynctp-fp8 .* --tp-overlap on$' "$OUT/validate-extra.out" && ok || bad "validate-extra: AsyncTP=yes did not give --tp-overlap on"
+grep -q -- '^tt2412-h100-llama31_70b-256g-2d-fp8 .* --recompute full$' "$OUT/validate-extra.out" && ok || bad "validate-extra: the row without AsyncTP took a --tp-overlap"
+grep -q -- '^tr-v5p512-gpt3_175b .* --tp-overlap on$' "$OUT/validate-public-runs-modern.out" && ok || bad "validate: the gpt3_175b v5p recipe's collective matmul"
 # torchtitan's rows without torch.compile (their extra cell: torch.compile=no) run eager
 grep -q -- '^tt2412-h100-llama31_8b-8g-fsdp-eager-bf16 .* --compile off$' "$OUT/validate-extra.out" && ok || bad "validate-extra: the mapping's compile kind did not give --compile off"
 # The mapping's defaults for the '?' cells (tests/validation/mapping.csv, each with its source):
