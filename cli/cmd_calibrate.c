@@ -148,6 +148,8 @@ static hw_model with_theta(const fitctx *f, const double *th) {
     }
     if (is_present(f->base, "chip.attention_fa2_efficiency"))
       m.chip.attention_fa2_efficiency = clamp1(b->attention_fa2_efficiency * r);
+    if (is_present(f->base, "chip.attention_fa1_efficiency"))
+      m.chip.attention_fa1_efficiency = clamp1(b->attention_fa1_efficiency * r);
   }
   if (f->free_par[P_COLL]) {
     m.scale_up.efficiency = th[P_COLL];
@@ -168,6 +170,8 @@ static int fitted_fields(const fitctx *f, const char **out) {
     out[n++] = "chip.attention_bwd_efficiency";
     if (is_present(f->base, "chip.attention_fa2_efficiency"))
       out[n++] = "chip.attention_fa2_efficiency";
+    if (is_present(f->base, "chip.attention_fa1_efficiency"))
+      out[n++] = "chip.attention_fa1_efficiency";
   }
   if (f->free_par[P_COLL]) out[n++] = "system.scale_up.efficiency";
   return n;

@@ -135,6 +135,8 @@ static const hw_field FIELDS[] = {
      FIG | HWF_POS, NULL, 0, 1, "", "absent: timing assumes grouped_gemm_efficiency"},
     {"chip.grouped_gemm_unaligned", HWF_NUM, OFF(chip.grouped_gemm_unaligned), 0, FIG | HWF_POS,
      NULL, 0, 1, "", "absent: an expert of any width at the aligned rate (its padding aside)"},
+    {"chip.attention_fa1_efficiency", HWF_NUM, OFF(chip.attention_fa1_efficiency), 0, FIG | HWF_POS,
+     NULL, 0, 1, "", "absent: timing assumes the framework's other kernel figures"},
     {"chip.attention_fa2_efficiency", HWF_NUM, OFF(chip.attention_fa2_efficiency), 0, FIG | HWF_POS,
      NULL, 0, 1, "", "absent: timing assumes the attention_*_efficiency figures"},
     {"chip.attention_fwd_efficiency", HWF_NUM, OFF(chip.attention_fwd_efficiency), 0, FIG | HWF_POS,

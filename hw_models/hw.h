@@ -70,6 +70,11 @@ typedef struct {
   ** (Hopper: FA3/cuDNN): what a framework calling FA2 reaches (absent: the
   ** best kernel's) */
   double attention_fa2_efficiency;
+  /* the same for the FlashAttention-1 generation of kernels (FA1's CUDA
+  ** kernel, and the Triton FlashAttention llm-foundry's 2023 benchmarks
+  ** ran, within 4 % of FA1 on A100): what a framework calling one reaches
+  ** (0: absent) */
+  double attention_fa1_efficiency;
   /* the same large-GEMM fraction measured with fp8 operands (absent:
   ** matmul_efficiency): what a low-precision recipe's GEMMs reach */
   double fp8_matmul_efficiency;

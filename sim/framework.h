@@ -84,6 +84,10 @@ typedef struct {
   ** torch.compile (not XLA, which always compiles, nor Megatron's
   ** hand-fused kernels) */
   bool compile_choice;
+  /* it calls a FlashAttention-1-generation kernel (llm-foundry's 2023
+  ** benchmark tables: attn_impl triton, the Triton FlashAttention with ALiBi
+  ** as a bias): the chip's attention_fa1_efficiency where it has one */
+  bool attention_fa1;
 } framework;
 
 /* The profiles, indexed as framework_names (NULL-terminated: the one list

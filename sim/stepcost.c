@@ -344,13 +344,20 @@ int step_with_cache(plan *p, opcost **own, char *err, size_t errn) {
 
 const hw_model *step_layer_hw(const hw_model *hw, const plan *p, hw_model *ah, hw_model *gh,
                               const hw_model **ghw) {
-  /* a framework calling FlashAttention-2 where the chip's newest kernel
-  ** is faster (Hopper): that kernel's measured rate */
+  /* a framework calling an older kernel than the chip's best
+  ** (FlashAttention-1's generation, FlashAttention-2 on Hopper): that
+  ** kernel's measured rate, forward and backward alike */
+  int fa1 = hw_field_find("chip.attention_fa1_efficiency");
   int fa2 = hw_field_find("chip.attention_fa2_efficiency");
-  if (p->framework >= 0 && frameworks[p->framework].attention_fa2 && fa2 >= 0 && hw->present[fa2]) {
+  const framework *fw = p->framework >= 0 ? &frameworks[p->framework] : NULL;
+  double old = fw && fw->attention_fa1 && fa1 >= 0 && hw->present[fa1]
+                   ? hw->chip.attention_fa1_efficiency
+               : fw && fw->attention_fa2 && fa2 >= 0 && hw->present[fa2]
+                   ? hw->chip.attention_fa2_efficiency
+                   : 0;
+  if (old > 0) {
     *ah = *hw;
-    ah->chip.attention_fwd_efficiency = ah->chip.attention_bwd_efficiency =
-        hw->chip.attention_fa2_efficiency;
+    ah->chip.attention_fwd_efficiency = ah->chip.attention_bwd_efficiency = old;
     hw = ah;
   }
   /* the low-precision unit for the layers' GEMMs */

@@ -605,6 +605,30 @@ Test(step, measured_attention_costs_its_flops_at_the_measured_rate) {
   cr_assert_float_eq(r.attn_core_fwd_s, want, want * 2e-3, "%g vs %g", r.attn_core_fwd_s, want);
 }
 
+/* The attention kernel a framework calls: the same Llama 3 8B core (tp 8,
+** 8,192 tokens, its causal half at the measured rate and the 8k length
+** factor 0.987, each dot's 3 us launch) on h100-sxm at FlashAttention-3's
+** 0.623 (megatron-core, the chip's own), FlashAttention-2's 0.332
+** (torchtitan) and the FlashAttention-1 generation's 0.1385 (llm-foundry's
+** 2023 Triton kernel): FA2 README H100 panel (d), 137 of 989 TFLOP/s. */
+Test(step, the_framework_picks_the_attention_kernel_generation) {
+  static const struct {
+    const char *fw;
+    double eff;
+  } k[] = {{"megatron-core", 0.623}, {"torchtitan", 0.332}, {"llm-foundry", 0.1385}};
+  double flops = 2 * (2.0 * 8192 * 8192 * 4 * 128) * 0.5;
+  for (int i = 0; i < 3; i++) {
+    step_result r;
+    char err[512];
+    plan p = base(8, 8, 1, 8, 8192);
+    framework_apply(framework_find(k[i].fw), &p);
+    cr_assert_eq(simulate("llama3-8b", "h100-sxm", p, &r, err, sizeof err), 0, "%s", err);
+    double want = flops / (989e12 * k[i].eff * 0.987) + 2 * 3e-6;
+    cr_assert_float_eq(r.attn_core_fwd_s, want, want * 2e-3, "%s: %g vs %g", k[i].fw,
+                       r.attn_core_fwd_s, want);
+  }
+}
+
 /* Local attention of W keys: a sliding window shows every query the W keys
 ** before it, Llama 4's chunks show a query its own chunk up to itself (half
 ** of it on average). Mistral 7B (every layer local, W = 4,096) at 8,192
