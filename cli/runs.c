@@ -20,6 +20,7 @@
 
 #include "../base/jin.h"
 #include "../base/strutil.h"
+#include "../sim/framework.h"
 
 /* A table of runs is a few hundred rows; each row is one simulation, so a
 ** file past these limits is a mistake, refused before anything runs. */
@@ -382,10 +383,36 @@ static int mapping_check_value(const map_entry *e, const char *file, diag *dg) {
                "extra cell)", e->key->s);
     return -1;
   }
+  if (switch_kind) {
+    /* the framework part names a profile (and, for compile, one that has
+    ** the choice: simulate would refuse the flag on the others) */
+    char fw[64];
+    size_t n = (size_t)(colon - e->key->s);
+    snprintf(fw, sizeof fw, "%.*s", (int)(n < sizeof fw ? n : sizeof fw - 1), e->key->s);
+    int f = framework_find(fw);
+    if (f < 0 || (e->kind == MAP_COMPILE && !frameworks[f].compile_choice)) {
+      int nn = 0;
+      while (framework_names[nn]) nn++;
+      const char *sg = f < 0 ? str_suggest(fw, framework_names, nn) : NULL;
+      char list[128];
+      framework_compile_list(list, sizeof list);
+      if (f < 0)
+        diag_error(dg, file, e->key->line, e->key->col, "key", "'%.60s': no framework '%s'%s%s%s",
+                   e->key->s, fw, sg ? " (did you mean '" : "", sg ? sg : "", sg ? "'?)" : "");
+      else
+        diag_error(dg, file, e->key->line, e->key->col, "key",
+                   "'%.60s': '%s' has no eager mode to choose (compile applies to the PyTorch "
+                   "profiles: %s)", e->key->s, fw, list);
+      return -1;
+    }
+  }
   if (switch_kind && strcmp(e->value->s, "on") != 0 && strcmp(e->value->s, "off") != 0) {
+    static const char *const ONOFF[] = {"off", "on", NULL};
+    const char *sg = str_suggest(e->value->s, ONOFF, 2);
     diag_error(dg, file, e->value->line, e->value->col, "value",
-               "'%.40s': expected on or off (simulate's %s)", e->value->s,
-               e->kind == MAP_COMPILE ? "--compile" : "--tp-overlap");
+               "'%.40s': expected on or off (simulate's %s)%s%s%s", e->value->s,
+               e->kind == MAP_COMPILE ? "--compile" : "--tp-overlap", sg ? " (did you mean '" : "",
+               sg ? sg : "", sg ? "'?)" : "");
     return -1;
   }
   if (e->kind == MAP_OFFLOAD && strcmp(e->value->s, "activations") != 0 &&

@@ -90,8 +90,9 @@ typedef struct {
   double grouped_gemm_efficiency, grouped_gemm_bwd_efficiency;
   /* the same kernel on experts whose width (a weight's input or output
   ** dim) is not a multiple of the matrix unit's width (tile_n): its
-  ** measured rate over its aligned rate at as many rows a group (0:
-  ** absent, no loss beyond the padding the tile model charges) */
+  ** measured rate over its aligned rate at as many rows a group, net of
+  ** the padding to the tile that the timing charges first (0: absent, no
+  ** loss beyond that padding) */
   double grouped_gemm_unaligned;
   /* the fused attention kernel at HW_ATTN_KEYS[i] keys a query sees: its
   ** measured rate over the same kernel's at 16,384 keys, the length the

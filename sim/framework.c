@@ -4,6 +4,7 @@
 */
 #include "framework.h"
 
+#include <stdio.h>
 #include <string.h>
 
 const framework frameworks[] = {
@@ -94,6 +95,17 @@ const char *const framework_names[] = {"plain", "megatron-core", "maxtext", "meg
 _Static_assert(sizeof frameworks / sizeof *frameworks ==
                    sizeof framework_names / sizeof *framework_names,
                "one profile per name, in the same order");
+
+void framework_compile_list(char *out, size_t n) {
+  size_t at = 0;
+  if (n) out[0] = 0;
+  for (int i = 0; framework_names[i] && at < n; i++)
+    if (frameworks[i].compile_choice) {
+      int w = snprintf(out + at, n - at, "%s%s", at ? ", " : "", framework_names[i]);
+      if (w < 0) break;
+      at += (size_t)w;
+    }
+}
 
 int framework_find(const char *name) {
   for (int i = 0; name && framework_names[i]; i++)

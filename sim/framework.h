@@ -98,6 +98,9 @@ extern const framework frameworks[];
 extern const char *const framework_names[];
 
 /* The index of a profile by name, or -1. */
+/* The profiles --compile applies to (framework.compile_choice), as "a, b, c"
+** for messages. */
+void framework_compile_list(char *out, size_t n);
 int framework_find(const char *name);
 /* The default profile of a chip kind: megatron-core on GPUs, maxtext on
 ** TPUs, a plain data-parallel loop on CPUs. */

@@ -46,7 +46,8 @@ fuse_plan *fuse_graph_dup(const graph *g) { return build(g, FUSE_XLA, true); }
 fuse_plan *fuse_graph_eager(const graph *g) { return build(g, FUSE_EAGER, true); }
 
 /* A view in eager PyTorch: a reshape or an expand is a new stride over the
-** same storage, no kernel. */
+** same storage, no kernel. (An iota, torch.arange, is a small kernel there;
+** counted as free, as its consumers read it.) */
 static bool view(graph_op_kind k) { return k == GOP_RESHAPE || k == GOP_BROADCAST || k == GOP_IOTA; }
 
 /* Eager mode: op may join group k only inside one library kernel. comp[k]
@@ -75,6 +76,9 @@ static bool cheap(const graph_op *op) {
 ** more, or read only by ops that are recomputed themselves (XLA fuses
 ** consumers first, so a chain feeding a duplicated op goes with it). */
 static void mark_dup(const graph *g, const int *users, unsigned char *dup, bool eager) {
+  /* eager: only inside one library kernel, whose own code recomputes what
+  ** it needs as XLA's would; an op some consumer outside its composite
+  ** reads is stored */
   int n = graph_count(g);
   bool *bad = calloc((size_t)n + 1, sizeof *bad);    /* some consumer cannot take it in */
   bool *stored = calloc((size_t)n + 1, sizeof *stored); /* some consumer is not recomputed */
@@ -87,17 +91,20 @@ static void mark_dup(const graph *g, const int *users, unsigned char *dup, bool 
     const graph_op *op = graph_get(g, i);
     /* any phase: the backward's kernels recompute it as well */
     bool takes = loop_fusible(op->kind) || op->kind == GOP_REDUCE;
-    for (int j = 0; j < op->n_in; j++)
-      if (!takes) bad[op->in[j]] = true;
+    for (int j = 0; j < op->n_in; j++) {
+      const graph_op *q = graph_get(g, op->in[j]);
+      bool apart = eager && q->kind != GOP_BROADCAST && q->kind != GOP_IOTA &&
+                   (q->composite < 0 || q->composite != op->composite);
+      if (!takes || apart) bad[op->in[j]] = true;
+    }
   }
   for (int i = n - 1; i >= 0; i--) { /* consumers first */
     const graph_op *op = graph_get(g, i);
     /* a broadcast is never stored when its consumers can compute it; a
     ** cheap op with one consumer is fused the ordinary way */
     bool bcast = op->kind == GOP_BROADCAST || op->kind == GOP_IOTA;
-    /* eager PyTorch recomputes nothing: only its views are never stored */
     dup[i] = !bad[i] && users[i] >= 1 &&
-             (bcast || (!eager && cheap(op) && (users[i] >= 2 || !stored[i])));
+             (bcast || (cheap(op) && (users[i] >= 2 || !stored[i])));
     for (int j = 0; j < op->n_in; j++)
       if (!dup[i]) stored[op->in[j]] = true;
   }

@@ -52,11 +52,13 @@ fuse_plan *fuse_graph(const graph *g, bool enabled);
 fuse_plan *fuse_graph_dup(const graph *g);
 /* The kernels of PyTorch without a graph compiler (eager mode): every op
 ** its own kernel, except the ops of one library kernel (graph_op.composite:
-** F.layer_norm, F.softmax, F.cross_entropy, a linear layer's addmm), which
-** fuse among themselves by the rules above; views (reshape, expand) are
-** never stored and nothing else is recomputed. What torch.compile or XLA
-** would fuse across those boundaries (a norm's elementwise steps, an
-** activation into its GEMM) is a kernel each, its values through HBM. */
+** F.layer_norm, F.softmax, F.cross_entropy, a linear layer's addmm, a batch
+** norm), which fuse among themselves by the rules above, duplication
+** included (what XLA would make of the library call alone: a few kernels
+** where the library runs one); views (reshape, expand) are never stored.
+** What torch.compile or XLA would fuse across those boundaries (a norm
+** written as Python ops, an activation into its GEMM) is a kernel each, its
+** values through HBM. */
 fuse_plan *fuse_graph_eager(const graph *g);
 void fuse_free(fuse_plan *p);
 

@@ -241,7 +241,7 @@ int optime_op(const hw_model *hw, const graph *g, int id, optime_result *r, char
       matrix_time(c, groups, m, cout / groups, k, peak, r);
       /* a grouped convolution's per-group GEMM can be far narrower than
       ** the matrix unit's tile (depthwise: one output feature and a
-      ** window's K), which the padding above prices at thousands of times
+      ** window's K), which the padding above prices at hundreds of times
       ** its FLOPs; libraries run such a convolution directly on the vector
       ** unit (cuDNN's depthwise kernels, causal_conv1d, XLA's depthwise
       ** emitter) when that is faster: the lesser time. A chip whose vector

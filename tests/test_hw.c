@@ -400,8 +400,8 @@ Test(hw_eff, attention_is_the_published_kernel_rate) {
   static const struct {
     const char *name;
     double tflops, peak;
-  } fa1[] = {{"h100-sxm", 137, 989}, {"h100-96gb", 137, 989}, {"a100-80g", 83, 312},
-             {"a100-40g", 83, 312}};
+  } fa1[] = {{"h100-sxm", 137, 989}, {"h100-96gb", 137, 989}, {"h200", 137, 989},
+             {"a100-80g", 83, 312},  {"a100-40g", 83, 312}};
   for (size_t i = 0; i < sizeof fa1 / sizeof *fa1; i++)
     cr_assert_float_eq(get(c, fa1[i].name)->chip.attention_fa1_efficiency,
                        fa1[i].tflops / fa1[i].peak, EFF_TOL, "%s", fa1[i].name);

@@ -778,9 +778,11 @@ Test(step, power_capped_h100_slows_llama_8b_as_measured) {
 ** 128 (1.162x). Eager runs each op of a layer as its own kernel (the
 ** RMSNorm's eight, RoPE's, SiLU and the product apart) where compile fuses
 ** them: tpusim's ratio comes from those kernels' HBM traffic, nothing
-** fitted; the band is the two measured ratios' own spread and the eager
-** kernels' granularity (tpusim's rotate-half RoPE in bf16, torchtitan's
-** complex multiply in f32). */
+** fitted. It comes out 1.20, 4 % above the measured ratios (whose own
+** spread is 0.005): the band, 0.06, allows for the eager kernels'
+** granularity, which is tpusim's graph's and not torchtitan's op for op
+** (a rotate-half RoPE in bf16 where torchtitan multiplies complex numbers
+** in f32; the loss). */
 Test(step, eager_pytorch_costs_llama_8b_what_torch_compile_saves) {
   char err[512];
   hw_catalog *c = th_catalog();
@@ -798,10 +800,10 @@ Test(step, eager_pytorch_costs_llama_8b_what_torch_compile_saves) {
   cr_assert_eq(step_simulate(m, hw, &p, NULL, &eager, NULL, err, sizeof err), 0, "%s", err);
   double gain = eager.step_time_s / compiled.step_time_s;
   cr_assert(fabs(gain - 6667.0 / 5762.0) < 0.06, "compile's gain %.4f, measured 1.157", gain);
-  /* the GEMMs and the attention are the same kernels either way: what
-  ** eager adds is memory-bound time, less than the compiled step's whole
-  ** non-matrix time would allow doubled */
+  /* what eager adds is the elementwise kernels' traffic: the attention
+  ** core is the same kernels either way */
   cr_assert_gt(eager.layer_fwd_s, compiled.layer_fwd_s);
+  cr_assert_float_eq(eager.attn_core_fwd_s, compiled.attn_core_fwd_s, 0);
   model_free(m);
   hw_catalog_free(c);
 }

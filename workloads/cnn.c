@@ -126,6 +126,10 @@ static int batchnorm(cnn *c, int x, const char *name) {
   }
   if (c->t->inference) return batchnorm_affine(c, x, name, s);
   graph_set_scope(g, name);
+  /* one library kernel in eager PyTorch (cuDNN's batch norm: statistics,
+  ** normalization, scale and bias) */
+  int prev;
+  graph_begin_composite(g, &prev);
   graph_dtype dt = s.dtype;
   bool wide = dt == GDT_F32 || dt == GDT_F64;
   int x32 = wide ? x : graph_convert(g, x, GDT_F32);
@@ -145,6 +149,7 @@ static int batchnorm(cnn *c, int x, const char *name) {
   int beta = wl_weight(g, c->t, wname, GRAPH_SHAPE(c->t->compute, s.dim[3]), WL_W_OTHER);
   y = graph_binary(g, GOP_MUL, y, over_channels(g, gamma, s));
   y = graph_binary(g, GOP_ADD, y, over_channels(g, beta, s));
+  graph_end_composite(g, prev);
   graph_set_scope(g, "");
   return y;
 }

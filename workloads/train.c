@@ -42,11 +42,13 @@ static void accum(ad *a, int id, int dg) {
     a->grad[id] = dg;
     return;
   }
-  /* autograd's accumulation of a value read twice: a kernel of its own
-  ** (the library kernel's backward ends before it) */
-  int prev = graph_set_composite(a->g, -1);
+  /* a value read twice: inside the library kernel whose backward this is,
+  ** part of that backward; outside it, autograd's accumulation, a kernel
+  ** of its own */
+  int cur = graph_set_composite(a->g, -1);
+  if (cur >= 0 && graph_get(a->g, id)->composite == cur) graph_set_composite(a->g, cur);
   a->grad[id] = graph_binary(a->g, GOP_ADD, a->grad[id], dg);
-  graph_end_composite(a->g, prev);
+  graph_end_composite(a->g, cur);
 }
 
 static bool is_identity(const graph_dims *p) {

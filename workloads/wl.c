@@ -219,9 +219,14 @@ int wl_cross_entropy(graph *g, int logits, int labels) {
   graph_begin_composite(g, &prev);
   int xs = graph_binary(g, GOP_SUB, l32, reduce_last(g, l32, GRAPH_RED_MAX));
   const graph_shape *sxs = shape_of(g, xs);
-  if (!sxs) return -1;
-  int sum = graph_reduce(g, graph_unary(g, GOP_EXP, xs), graph_dims_of(1, sxs->rank - 1),
-                         GRAPH_RED_ADD);
+  if (!sxs) {
+    graph_end_composite(g, prev);
+    return -1;
+  }
+  /* the rank before adding ops: graph_unary may move the op array sxs
+  ** points into */
+  int last = sxs->rank - 1;
+  int sum = graph_reduce(g, graph_unary(g, GOP_EXP, xs), graph_dims_of(1, last), GRAPH_RED_ADD);
   int lse = graph_unary(g, GOP_LOG, sum);
   picked_shape.dtype = GDT_F32;
   int picked = graph_gather(g, xs, labels, &picked_shape); /* take_along_axis */
