@@ -77,19 +77,9 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
   if (cli_opt(c, "--compile")) {
     /* only a PyTorch stack chooses: XLA always compiles, Megatron's kernels
     ** are fused by hand */
-    if (!frameworks[p->framework].compile_choice) {
-      char msg[384], list[128];
-      framework_compile_list(list, sizeof list);
-      snprintf(msg, sizeof msg,
-               "--compile: the %s profile has no eager mode to choose (%s); it applies to the "
-               "PyTorch profiles: %s",
-               framework_names[p->framework],
-               strcmp(framework_names[p->framework], "maxtext") == 0
-                   ? "XLA compiles every step"
-                   : "its kernels are fused by hand",
-               list);
-      return cli_usage_error(c, "%s", msg);
-    }
+    char msg[384];
+    if (framework_check_compile(p->framework, msg, sizeof msg) != 0)
+      return cli_usage_error(c, "--compile: %s", msg);
     p->eager = comp == 0;
   }
   if (cli_opt(c, "--attention")) p->attention = (plan_attention)attn;

@@ -390,19 +390,17 @@ static int mapping_check_value(const map_entry *e, const char *file, diag *dg) {
     size_t n = (size_t)(colon - e->key->s);
     snprintf(fw, sizeof fw, "%.*s", (int)(n < sizeof fw ? n : sizeof fw - 1), e->key->s);
     int f = framework_find(fw);
-    if (f < 0 || (e->kind == MAP_COMPILE && !frameworks[f].compile_choice)) {
+    char msg[384];
+    if (f < 0) {
       int nn = 0;
       while (framework_names[nn]) nn++;
-      const char *sg = f < 0 ? str_suggest(fw, framework_names, nn) : NULL;
-      char list[128];
-      framework_compile_list(list, sizeof list);
-      if (f < 0)
-        diag_error(dg, file, e->key->line, e->key->col, "key", "'%.60s': no framework '%s'%s%s%s",
-                   e->key->s, fw, sg ? " (did you mean '" : "", sg ? sg : "", sg ? "'?)" : "");
-      else
-        diag_error(dg, file, e->key->line, e->key->col, "key",
-                   "'%.60s': '%s' has no eager mode to choose (compile applies to the PyTorch "
-                   "profiles: %s)", e->key->s, fw, list);
+      const char *sg = str_suggest(fw, framework_names, nn);
+      diag_error(dg, file, e->key->line, e->key->col, "key", "'%.60s': no framework '%s'%s%s%s",
+                 e->key->s, fw, sg ? " (did you mean '" : "", sg ? sg : "", sg ? "'?)" : "");
+      return -1;
+    }
+    if (e->kind == MAP_COMPILE && framework_check_compile(f, msg, sizeof msg) != 0) {
+      diag_error(dg, file, e->key->line, e->key->col, "key", "'%.60s': %s", e->key->s, msg);
       return -1;
     }
   }

@@ -96,15 +96,20 @@ _Static_assert(sizeof frameworks / sizeof *frameworks ==
                    sizeof framework_names / sizeof *framework_names,
                "one profile per name, in the same order");
 
-void framework_compile_list(char *out, size_t n) {
+int framework_check_compile(int f, char *msg, size_t n) {
+  if (f >= 0 && frameworks[f].compile_choice) return 0;
+  char list[128] = "";
   size_t at = 0;
-  if (n) out[0] = 0;
-  for (int i = 0; framework_names[i] && at < n; i++)
+  for (int i = 0; framework_names[i] && at < sizeof list; i++)
     if (frameworks[i].compile_choice) {
-      int w = snprintf(out + at, n - at, "%s%s", at ? ", " : "", framework_names[i]);
+      int w = snprintf(list + at, sizeof list - at, "%s%s", at ? ", " : "", framework_names[i]);
       if (w < 0) break;
       at += (size_t)w;
     }
+  snprintf(msg, n, "the %s profile has no eager mode to choose (XLA compiles every step, Megatron's "
+           "kernels are fused by hand); --compile applies to the PyTorch profiles: %s",
+           f >= 0 ? framework_names[f] : "?", list);
+  return -1;
 }
 
 int framework_find(const char *name) {

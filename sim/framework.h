@@ -98,10 +98,10 @@ extern const framework frameworks[];
 extern const char *const framework_names[];
 
 /* The index of a profile by name, or -1. */
-/* The profiles --compile applies to (framework.compile_choice), as "a, b, c"
-** for messages. */
-void framework_compile_list(char *out, size_t n);
 int framework_find(const char *name);
+/* Whether profile f has the --compile choice (framework.compile_choice):
+** 0, or -1 with the refusal in msg, which names the profiles that have it. */
+int framework_check_compile(int f, char *msg, size_t n);
 /* The default profile of a chip kind: megatron-core on GPUs, maxtext on
 ** TPUs, a plain data-parallel loop on CPUs. */
 int framework_default(hw_kind kind);

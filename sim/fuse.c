@@ -6,6 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A broadcast or iota: computed inside its consumers, never stored (XLA's
+** and, as an expand, PyTorch's; torch.arange is a small kernel there,
+** counted as free). */
+static bool never_stored(graph_op_kind k) { return k == GOP_BROADCAST || k == GOP_IOTA; }
+
 static bool loop_fusible(graph_op_kind k) {
   return graph_op_is_elementwise(k) || k == GOP_BROADCAST || k == GOP_RESHAPE;
 }
@@ -29,7 +34,7 @@ static bool absorbable(const fuse_plan *p, const graph *g, const int *users, int
   const graph_op *po = graph_get(g, pr);
   int qg = p->group_of[pr];
   return qg >= 0 && p->size[qg] == 1 && users[pr] == 1 &&
-         (po->kind == GOP_BROADCAST || po->kind == GOP_IOTA) && po->phase == op->phase &&
+         never_stored(po->kind) && po->phase == op->phase &&
          po->count == op->count;
 }
 
@@ -46,9 +51,8 @@ fuse_plan *fuse_graph_dup(const graph *g) { return build(g, FUSE_XLA, true); }
 fuse_plan *fuse_graph_eager(const graph *g) { return build(g, FUSE_EAGER, true); }
 
 /* A view in eager PyTorch: a reshape or an expand is a new stride over the
-** same storage, no kernel. (An iota, torch.arange, is a small kernel there;
-** counted as free, as its consumers read it.) */
-static bool view(graph_op_kind k) { return k == GOP_RESHAPE || k == GOP_BROADCAST || k == GOP_IOTA; }
+** same storage, no kernel. */
+static bool view(graph_op_kind k) { return k == GOP_RESHAPE || never_stored(k); }
 
 /* Eager mode: op may join group k only inside one library kernel. comp[k]
 ** is the composite of the group's first op that is not a view (-2 while
@@ -93,7 +97,7 @@ static void mark_dup(const graph *g, const int *users, unsigned char *dup, bool 
     bool takes = loop_fusible(op->kind) || op->kind == GOP_REDUCE;
     for (int j = 0; j < op->n_in; j++) {
       const graph_op *q = graph_get(g, op->in[j]);
-      bool apart = eager && q->kind != GOP_BROADCAST && q->kind != GOP_IOTA &&
+      bool apart = eager && !never_stored(q->kind) &&
                    (q->composite < 0 || q->composite != op->composite);
       if (!takes || apart) bad[op->in[j]] = true;
     }
@@ -102,7 +106,7 @@ static void mark_dup(const graph *g, const int *users, unsigned char *dup, bool 
     const graph_op *op = graph_get(g, i);
     /* a broadcast is never stored when its consumers can compute it; a
     ** cheap op with one consumer is fused the ordinary way */
-    bool bcast = op->kind == GOP_BROADCAST || op->kind == GOP_IOTA;
+    bool bcast = never_stored(op->kind);
     dup[i] = !bad[i] && users[i] >= 1 &&
              (bcast || (cheap(op) && (users[i] >= 2 || !stored[i])));
     for (int j = 0; j < op->n_in; j++)

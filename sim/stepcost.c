@@ -92,29 +92,20 @@ int step_time_graph_ops(const hw_model *hw, const graph *g, bool flash, opcost *
                               errn);
 }
 
-/* Kernel k's grouped expert GEMM, or NULL: a layer's rank-3 dot batched
-** over its first dimension (grouped_tokens). */
+/* Kernel k's grouped expert GEMM, or NULL. The MoE builder's expert dots
+** and their two gradients (autodiff's transpose rule) all take [E, C, *]
+** as their left operand, batched over the E experts: C is the tokens a
+** group. Nothing else in a transformer layer is a rank-3 dot with one
+** batch dimension (the attention's are rank 4 and 5, the linear layers'
+** unbatched), and a kernel holds at most one dot. */
 static const graph_op *grouped_dot(const graph *g, const fuse_plan *fp, int k) {
   for (int i = fp->first[k]; i <= fp->root[k]; i++) {
     const graph_op *op = graph_get(g, i);
     if (fp->group_of[i] != k || op->kind != GOP_DOT || op->layer < 0) continue;
     const graph_shape *l = &graph_get(g, op->in[0])->out;
-    if (l->rank == 3 && op->lhs_batch.n == 1 && op->lhs_batch.d[0] == 0) return op;
+    if (l->rank == 3 && op->lhs_batch.n == 1 && op->lhs_batch.d[0] == 0 && l->dim[1] > 0) return op;
   }
   return NULL;
-}
-
-/* The tokens per expert of kernel k when it holds a grouped expert GEMM,
-** else 0 (*rhs_bytes, when asked: the expert weights it reads). The MoE builder's expert dots and their two gradients (autodiff's
-** transpose rule) all take [E, C, *] as their left operand, batched over
-** the E experts: C is the tokens a group. Nothing else in a transformer
-** layer is a rank-3 dot with one batch dimension (the attention's are rank
-** 4 and 5, the linear layers' unbatched). */
-static double grouped_tokens(const graph *g, const fuse_plan *fp, int k, double *rhs_bytes) {
-  const graph_op *op = grouped_dot(g, fp, k);
-  if (!op) return 0;
-  if (rhs_bytes) *rhs_bytes = graph_bytes(&graph_get(g, op->in[1])->out);
-  return (double)graph_get(g, op->in[0])->out.dim[1];
 }
 
 /* The attention core kernel k's keys a query sees and head dim: the last
@@ -175,9 +166,11 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
     /* a grouped expert GEMM at few tokens per expert streams each expert's
     ** weights for little arithmetic: its matrix time at the chip's measured
     ** grouped rate (hw_grouped_gemm_factor), the roofline kept */
-    double rhs_bytes = 0;
-    double m_grp = moe > 0 && !core ? grouped_tokens(g, fp, k, &rhs_bytes) : 0;
-    if (m_grp > 0) {
+    const graph_op *gd = moe > 0 && !core ? grouped_dot(g, fp, k) : NULL;
+    if (gd) {
+      const graph_shape *lhs = &graph_get(g, gd->in[0])->out;
+      double m_grp = (double)lhs->dim[1]; /* tokens a group */
+      double rhs_bytes = graph_bytes(&graph_get(g, gd->in[1])->out); /* the experts' weights */
       /* the kernel skips an expert no token reached (a grouped GEMM's
       ** problem list holds the experts with tokens: vLLM's fused_moe,
       ** TE's GroupedLinear split by tokens per expert): of the weights
@@ -195,8 +188,7 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
       /* and its expert's widths: [E, C, w] in, [E, *, w'] out -- the
       ** forward's K and N, the input gradient's N and K, the weight
       ** gradient's K and N (the tokens C contracted) */
-      const graph_op *gd = grouped_dot(g, fp, k);
-      int64_t w_in = graph_get(g, gd->in[0])->out.dim[2], w_out = gd->out.dim[gd->out.rank - 1];
+      int64_t w_in = lhs->dim[2], w_out = gd->out.dim[gd->out.rank - 1];
       double rate = hw_grouped_gemm_factor(kh, per_core) *
                     hw_grouped_gemm_ceiling(hw, op->phase == GRAPH_BACKWARD) *
                     hw_grouped_gemm_width_factor(hw, w_in, w_out);
@@ -347,14 +339,13 @@ const hw_model *step_layer_hw(const hw_model *hw, const plan *p, hw_model *ah, h
   /* a framework calling an older kernel than the chip's best
   ** (FlashAttention-1's generation, FlashAttention-2 on Hopper): that
   ** kernel's measured rate, forward and backward alike */
-  int fa1 = hw_field_find("chip.attention_fa1_efficiency");
-  int fa2 = hw_field_find("chip.attention_fa2_efficiency");
+  /* (an absent figure is 0: the loader fills no default for these) */
   const framework *fw = p->framework >= 0 ? &frameworks[p->framework] : NULL;
-  double old = fw && fw->attention_fa1 && fa1 >= 0 && hw->present[fa1]
-                   ? hw->chip.attention_fa1_efficiency
-               : fw && fw->attention_fa2 && fa2 >= 0 && hw->present[fa2]
-                   ? hw->chip.attention_fa2_efficiency
-                   : 0;
+  const hw_chip *c = &hw->chip;
+  double old = fw && fw->attention_fa1 && c->attention_fa1_efficiency > 0
+                   ? c->attention_fa1_efficiency
+               : fw && fw->attention_fa2 ? c->attention_fa2_efficiency
+                                         : 0;
   if (old > 0) {
     *ah = *hw;
     ah->chip.attention_fwd_efficiency = ah->chip.attention_bwd_efficiency = old;
@@ -407,21 +398,17 @@ typedef struct {
   double extra_launches[GRAPH_PHASE_COUNT];
 } kind_cost;
 
-/* For each phase, sum over g's grouped expert GEMM kernels (grouped_tokens)
+/* For each phase, sum over g's grouped expert GEMM kernels (grouped_dot)
 ** of their experts (the batch dimension of [E, C, *]) less one. */
 static int grouped_extra(const graph *g, double out[GRAPH_PHASE_COUNT], char *err, size_t errn) {
   fuse_plan *fp = fuse_graph_dup(g);
   if (!fp) return str_errf(err, errn, "out of memory");
   memset(out, 0, GRAPH_PHASE_COUNT * sizeof *out);
   for (int k = 0; k < fp->n_groups; k++) {
-    if (fp->size[k] == 0 || grouped_tokens(g, fp, k, NULL) <= 0) continue;
+    const graph_op *gd = fp->size[k] ? grouped_dot(g, fp, k) : NULL;
+    if (!gd) continue;
     const graph_op *root = graph_get(g, fp->root[k]);
-    double experts = 0;
-    for (int i = fp->first[k]; i <= fp->root[k] && experts == 0; i++) {
-      const graph_op *op = graph_get(g, i);
-      if (fp->group_of[i] == k && op->kind == GOP_DOT && op->layer >= 0)
-        experts = (double)graph_get(g, op->in[0])->out.dim[0];
-    }
+    double experts = (double)graph_get(g, gd->in[0])->out.dim[0];
     if (experts > 1) out[root->phase] += (experts - 1) * (double)root->count;
   }
   fuse_free(fp);

@@ -448,7 +448,7 @@ Test(fuse, eager_fuses_inside_a_library_kernel_only) {
   int prev, c = graph_begin_composite(g, &prev);
   int a = graph_binary(g, GOP_MUL, x, x);
   int b = graph_binary(g, GOP_ADD, a, y);
-  graph_end_composite(g, prev);
+  graph_set_composite(g, prev);
   int d = graph_unary(g, GOP_GELU, b);
   cr_assert_eq(graph_get(g, a)->composite, c);
   cr_assert_eq(graph_get(g, d)->composite, -1);
@@ -484,7 +484,7 @@ Test(fuse, eager_keeps_addmm_whole_and_the_activation_apart) {
   int d = graph_matmul(g, x, w);
   int bb = graph_broadcast(g, b, SHAPE(GDT_BF16, 8, 32), graph_dims_of(1, 1));
   int e = graph_binary(g, GOP_ADD, d, bb);
-  graph_end_composite(g, prev);
+  graph_set_composite(g, prev);
   int f = graph_unary(g, GOP_GELU, e);
   cr_assert(graph_ok(g));
   fuse_plan *p = fuse_graph_eager(g);

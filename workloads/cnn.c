@@ -149,7 +149,7 @@ static int batchnorm(cnn *c, int x, const char *name) {
   int beta = wl_weight(g, c->t, wname, GRAPH_SHAPE(c->t->compute, s.dim[3]), WL_W_OTHER);
   y = graph_binary(g, GOP_MUL, y, over_channels(g, gamma, s));
   y = graph_binary(g, GOP_ADD, y, over_channels(g, beta, s));
-  graph_end_composite(g, prev);
+  graph_set_composite(g, prev);
   graph_set_scope(g, "");
   return y;
 }

@@ -252,17 +252,15 @@ void graph_set_scope(graph *g, const char *scope) {
 }
 void graph_set_layer(graph *g, int layer) { g->layer = layer; }
 void graph_set_count(graph *g, int64_t count) { g->count = count > 0 ? count : 1; }
-int graph_begin_composite(graph *g, int *previous) {
-  *previous = g->composite;
-  g->composite = g->composites++;
-  return g->composite;
-}
 int graph_set_composite(graph *g, int c) {
   int was = g->composite;
   g->composite = c;
   return was;
 }
-void graph_end_composite(graph *g, int previous) { g->composite = previous; }
+int graph_begin_composite(graph *g, int *previous) {
+  *previous = graph_set_composite(g, g->composites++);
+  return g->composite;
+}
 void graph_set_flags(graph *g, int id, unsigned flags) {
   if (id >= 0 && id < g->n) g->ops[id].flags = flags;
 }

@@ -229,12 +229,12 @@ void graph_set_scope(graph *g, const char *scope); /* op names become "scope/kin
 void graph_set_layer(graph *g, int layer);
 void graph_set_count(graph *g, int64_t count);
 /* Ops added from here on are one library kernel: a new composite id,
-** returned with the one in force before (give it to graph_end_composite). */
+** returned, and the one in force before in *previous (graph_set_composite
+** restores it when the kernel's ops are in). */
 int graph_begin_composite(graph *g, int *previous);
 /* Ops added from here on carry composite c (-1: none); returns the one in
-** force before. graph_end_composite(g, prev) restores it. */
+** force before. */
 int graph_set_composite(graph *g, int c);
-void graph_end_composite(graph *g, int previous);
 void graph_set_flags(graph *g, int id, unsigned flags);
 void graph_set_param_of(graph *g, int id, int weight);
 

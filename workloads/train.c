@@ -48,7 +48,7 @@ static void accum(ad *a, int id, int dg) {
   int cur = graph_set_composite(a->g, -1);
   if (cur >= 0 && graph_get(a->g, id)->composite == cur) graph_set_composite(a->g, cur);
   a->grad[id] = graph_binary(a->g, GOP_ADD, a->grad[id], dg);
-  graph_end_composite(a->g, cur);
+  graph_set_composite(a->g, cur);
 }
 
 static bool is_identity(const graph_dims *p) {

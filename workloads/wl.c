@@ -111,7 +111,7 @@ int wl_linear(graph *g, const wl_train *t, int x, const char *name, const char *
   if (bias) {
     snprintf(wname, sizeof wname, "%s.b", name);
     y = wl_add_bias(g, y, wl_weight(g, t, wname, GRAPH_SHAPE(t->compute, out), WL_W_OTHER));
-    graph_end_composite(g, prev);
+    graph_set_composite(g, prev);
   }
   if (t->method != WL_FULL && wl_is_target(t, module)) {
     /* LoRA (Hu et al. 2021): y += (x A) B * alpha/r, only A and B train */
@@ -171,7 +171,7 @@ int wl_layernorm(graph *g, const wl_train *t, int x, const char *name) {
   int y = graph_binary(g, GOP_MUL, xc, rstd);
   if (out_dt != GDT_F32 && out_dt != GDT_F64) y = graph_convert(g, y, out_dt);
   y = gain(g, t, gain(g, t, y, name, "scale"), name, "bias");
-  graph_end_composite(g, prev);
+  graph_set_composite(g, prev);
   return y;
 }
 
@@ -196,7 +196,7 @@ int wl_softmax(graph *g, int x, graph_dtype out_dt) {
   const graph_shape *s = shape_of(g, y);
   if (s && s->dtype != out_dt) y = graph_convert(g, y, out_dt);
   graph_set_rule(g, y, GRAPH_RULE_SOFTMAX, x);
-  graph_end_composite(g, prev);
+  graph_set_composite(g, prev);
   return y;
 }
 
@@ -220,7 +220,7 @@ int wl_cross_entropy(graph *g, int logits, int labels) {
   int xs = graph_binary(g, GOP_SUB, l32, reduce_last(g, l32, GRAPH_RED_MAX));
   const graph_shape *sxs = shape_of(g, xs);
   if (!sxs) {
-    graph_end_composite(g, prev);
+    graph_set_composite(g, prev);
     return -1;
   }
   /* the rank before adding ops: graph_unary may move the op array sxs
@@ -231,7 +231,7 @@ int wl_cross_entropy(graph *g, int logits, int labels) {
   picked_shape.dtype = GDT_F32;
   int picked = graph_gather(g, xs, labels, &picked_shape); /* take_along_axis */
   int loss = mean_all(g, graph_binary(g, GOP_SUB, lse, picked));
-  graph_end_composite(g, prev);
+  graph_set_composite(g, prev);
   return loss;
 }
 
