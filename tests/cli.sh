@@ -752,7 +752,7 @@ run calib-hw-norun 2 calibrate --hw a100-80g && has calib-hw-norun err "--hw nee
 # note: the generated mcore-gpt models must give the README's sizes (1.7B ...
 # 462B = 12 l h^2 + 2 V h, untied) within validate's 5 %.
 run validate-extra 0 validate tests/validation/extra-runs.csv
-tail -1 "$OUT/validate-extra.out" | grep -q '^rows run [0-9]* of 69 ([0-9]* do not run, 0 not expressible' && ok || bad "validate-extra: want the summary line over 69 rows"
+tail -1 "$OUT/validate-extra.out" | grep -q '^rows run [0-9]* of 78 ([0-9]* do not run, 0 not expressible' && ok || bad "validate-extra: want the summary line over 78 rows"
 grep -q 'parameters, the row' "$OUT/validate-extra.out" && bad "validate-extra: a model's size differs from its row's" || ok
 # the mapping's tp_overlap kind: torchtitan's AsyncTP row and MaxText's collective-matmul recipe
 grep -q -- '^tt2412-h100-llama31_70b-256g-2d-asynctp-fp8 .* --tp-overlap on$' "$OUT/validate-extra.out" && ok || bad "validate-extra: AsyncTP=yes did not give --tp-overlap on"
