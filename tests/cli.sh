@@ -746,7 +746,7 @@ run calib-runs-nofile 1 calibrate --runs "$OUT/nope.csv" --out "$OUT/x.json" && 
 run calib-runs-quick 2 calibrate --runs "$SHARED/reference/public-runs.csv" --quick
 run calib-hw-norun 2 calibrate --hw a100-80g && has calib-hw-norun err "--hw needs --runs FILE.csv"
 # --- the rows added from papers and the Megatron-LM README (issue 16 item 5) ---
-# tests/validation/extra-runs.csv holds 69 rows, each with its architecture, so
+# tests/validation/extra-runs.csv holds 78 rows, each with its architecture, so
 # every one is read and none is "not expressible"; the summary line closes the
 # output. No row may carry the "the model has N B parameters, the row M B"
 # note: the generated mcore-gpt models must give the README's sizes (1.7B ...
@@ -754,6 +754,20 @@ run calib-hw-norun 2 calibrate --hw a100-80g && has calib-hw-norun err "--hw nee
 run validate-extra 0 validate tests/validation/extra-runs.csv
 tail -1 "$OUT/validate-extra.out" | grep -q '^rows run [0-9]* of 78 ([0-9]* do not run, 0 not expressible' && ok || bad "validate-extra: want the summary line over 78 rows"
 grep -q 'parameters, the row' "$OUT/validate-extra.out" && bad "validate-extra: a model's size differs from its row's" || ok
+# the mapping's model_type aliases: rows naming a model by its HF model_type
+# (gemma3_text, deepseek_v3 for Kimi K2, llama4_text for Scout) and fp8_mx find
+# the catalog's files; without the keys they "do not run" (no such file)
+head -1 "$SHARED/reference/public-runs-modern.csv" >"$OUT/alias.csv"
+cat >>"$OUT/alias.csv" <<'ROWS'
+a-gemma3,tpu-recipes v6e,v6e,256,gemma3_text,27,62,5376,32,16,21504,262208,8192,256,1,1,1,256,1,1,0,fsdp256,full,bf16,step_time_s,,10.0,1,,,
+a-kimi,Megatron-Bridge perf,H100,1024,deepseek_v3,1000,61,7168,64,64,18432,163840,4096,4096,1,2,16,32,1,1,1,1?,full,fp8,step_time_s,,40.0,32,384,8,
+a-scout,Megatron-Bridge perf,GB200,64,llama4_text,109,48,5120,40,8,8192,202048,8192,512,1,4,1,16,1,1,1,1?,?,fp8_mx,step_time_s,,10.0,16,16,1,
+ROWS
+run validate-alias 0 validate "$OUT/alias.csv"
+has validate-alias out "rows run 3 of 3"
+grep -q -- '^a-gemma3 .*gemma3-27b.json' "$OUT/validate-alias.out" && ok || bad "validate-alias: gemma3_text did not find gemma3-27b.json"
+grep -q -- '^a-kimi .*kimi-k2.json' "$OUT/validate-alias.out" && ok || bad "validate-alias: deepseek_v3 at 1000 B did not find kimi-k2.json"
+grep -q -- '^a-scout .*llama4-scout.json.*--precision mxfp8' "$OUT/validate-alias.out" && ok || bad "validate-alias: llama4_text 109 B / fp8_mx"
 # the mapping's tp_overlap kind: torchtitan's AsyncTP row and MaxText's collective-matmul recipe
 grep -q -- '^tt2412-h100-llama31_70b-256g-2d-asynctp-fp8 .* --tp-overlap on$' "$OUT/validate-extra.out" && ok || bad "validate-extra: AsyncTP=yes did not give --tp-overlap on"
 grep -q -- '^tt2412-h100-llama31_70b-256g-2d-fp8 .* --recompute full$' "$OUT/validate-extra.out" && ok || bad "validate-extra: the row without AsyncTP took a --tp-overlap"
