@@ -331,6 +331,8 @@ static bool family_pair(const char *tok, char *field, size_t fn, char *col, size
   const char *open = strstr(tok, "={");
   size_t n = strlen(tok);
   if (!open || open == tok || n < 4 || tok[n - 1] != '}') return false;
+  /* a name longer than the buffers is refused, not cut */
+  if ((size_t)(open - tok) >= fn || n - (size_t)(open - tok) - 3 >= cn) return false;
   snprintf(field, fn, "%.*s", (int)(open - tok), tok);
   snprintf(col, cn, "%.*s", (int)(tok + n - 1 - open - 2), open + 2);
   return col[0] != '\0';
@@ -855,7 +857,7 @@ static int family_arg(const runs_table *x, runs_result *r) {
     int c = csv_col(x->t, col);
     const char *cell = c >= 0 ? csv_at(x->t, w->rec, c)->s : "";
     if (runs_unknown(cell)) continue;
-    snprintf(r->sets[r->n_sets++], sizeof r->sets[0], "%.30s=%.60s", field, cell);
+    snprintf(r->sets[r->n_sets++], sizeof r->sets[0], "%.63s=%.60s", field, cell);
   }
   return 0;
 }

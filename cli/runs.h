@@ -92,7 +92,7 @@ typedef struct {
   const char *hw, *framework; /* borrowed from the mapping or the row */
   char model_path[RUNS_PATH_MAX];
   /* a family template's --set FIELD=VALUE (the row's sizes; mapping kind family) */
-  char sets[RUNS_MAX_SETS][96];
+  char sets[RUNS_MAX_SETS][128]; /* FIELD=VALUE: a 63-byte field, a 60-byte cell */
   int n_sets;
   double simulated_s, error; /* error: (simulated - measured) / measured */
   double model_params_b;     /* the loaded model's parameters (0: not loaded) */

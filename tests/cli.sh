@@ -768,6 +768,33 @@ has validate-alias out "rows run 3 of 3"
 grep -q -- '^a-gemma3 .*gemma3-27b.json' "$OUT/validate-alias.out" && ok || bad "validate-alias: gemma3_text did not find gemma3-27b.json"
 grep -q -- '^a-kimi .*kimi-k2.json' "$OUT/validate-alias.out" && ok || bad "validate-alias: deepseek_v3 at 1000 B did not find kimi-k2.json"
 grep -q -- '^a-scout .*llama4-scout.json.*--precision mxfp8' "$OUT/validate-alias.out" && ok || bad "validate-alias: llama4_text 109 B / fp8_mx"
+# model types the public sets do not name but published runs do (Gemma on TPU
+# v5e, GPT-NeoX-20B on A100, PaLM on v4, Qwen2.5 72B, DeepSeek-V2): each row
+# finds its config (a model key) or its family's with the row's sizes (--set),
+# and its parameters are within validate's 5 % of the row's published count
+# (Gemma 7B 8.54 B, Gemma 3 12B 12.2 B, Qwen2.5-72B 72.7 B, GPT-2 XL 1.56 B,
+# PaLM 62B 62.5 B, Falcon-40B 41.8 B: each model's report or card). Without the mapping's
+# entries every one "does not run: no such file".
+cat >"$OUT/families.csv" <<ROWS
+$(head -1 "$SHARED/reference/public-runs-modern.csv")
+f-gemma7b,tpu-recipes v5e,v5e,256,gemma,8.54,28,3072,16,16,24576,256000,8192,256,1,1,1,256,1,1,0,fsdp256,full,bf16,step_time_s,,3.0,1,,,
+f-gemma2,tpu-recipes v5p,v5p,256,gemma2,27.2,46,4608,32,16,36864,256000,8192,256,1,1,1,256,1,1,0,fsdp256,full,bf16,step_time_s,,5.0,1,,,
+f-gemma3,tpu-recipes v6e,v6e,64,gemma3,12.2,48,3840,16,8,15360,262144,8192,64,1,1,1,64,1,1,0,fsdp64,full,bf16,step_time_s,,5.0,1,,,
+f-neox,GPT-NeoX paper,A100-40GB,96,gpt_neox,20.55,44,6144,64,64,24576,50432,2048,1536,4,2,4,12,1,1,0,1,full,fp16,step_time_s,,20.0,1,,,
+f-palm62,PaLM paper,v4,256,palm,62.5,64,8192,32,1,32768,256000,2048,512,,1,1,256,1,1,0,fsdp,full,bf16,step_time_s,,10.0,1,,,
+f-qwen72,Megatron-Bridge perf,H100,64,qwen2,72.7,80,8192,64,8,29568,152064,4096,256,1,8,2,4,1,1,1,1,?,bf16,step_time_s,,10.0,1,,,
+f-dsv2,Megatron-Bridge perf,H100,128,deepseek_v2,236,60,5120,128,128,1536,102400,4096,512,1,1,8,16,1,1,0,1,?,bf16,step_time_s,,10.0,8,160,6,
+f-gpt2xl,llm.c,H100,8,gpt2,1.56,48,1600,25,25,6400,50257,1024,512,16,1,1,8,1,1,0,1,none,bf16,step_time_s,,1.0,1,,,
+f-falcon40,Falcon paper,A100-40GB,384,falcon,41.8,60,8192,128,8,32768,65024,2048,1152,1,8,4,12,1,1,1,1,selective,bf16,step_time_s,,10.0,1,,,
+ROWS
+run validate-families 0 validate "$OUT/families.csv"
+has validate-families out "rows run 9 of 9"
+grep -q 'parameters, the row' "$OUT/validate-families.out" && bad "validate-families: a model's size differs from its row's" || ok
+grep -q -- '^f-gemma7b .*gemma-2b.json --set num_hidden_layers=28 ' "$OUT/validate-families.out" && ok || bad "validate-families: gemma's family template"
+grep -q -- '^f-palm62 .*palm-540b.json --set layers=64 ' "$OUT/validate-families.out" && ok || bad "validate-families: palm's family template"
+grep -q -- '^f-dsv2 .*deepseek-v2.json --hw' "$OUT/validate-families.out" && ok || bad "validate-families: deepseek_v2/236 key"
+run graph-palm 0 graph tests/validation/models/palm-540b.json --json
+has graph-palm out '540358668288'
 # the mapping's tp_overlap kind: torchtitan's AsyncTP row and MaxText's collective-matmul recipe
 grep -q -- '^tt2412-h100-llama31_70b-256g-2d-asynctp-fp8 .* --tp-overlap on$' "$OUT/validate-extra.out" && ok || bad "validate-extra: AsyncTP=yes did not give --tp-overlap on"
 grep -q -- '^tt2412-h100-llama31_70b-256g-2d-fp8 .* --recompute full$' "$OUT/validate-extra.out" && ok || bad "validate-extra: the row without AsyncTP took a --tp-overlap"

@@ -85,7 +85,14 @@ static bool rounds_to(double x, double published, double digit) {
 ** Gemma 2 9B: 9.24B (HF card; tied). Gemma 3 27B: "27B" (Google's card;
 ** ours is the text model, 27.01B; HF's 27.4B adds the 0.4B SigLIP tower).
 ** Nemotron-4 340B: 9.4B embedding + 331.6B non-embedding parameters
-** (NVIDIA, Nemotron-4 340B Technical Report, arXiv:2406.11704, §2). */
+** (NVIDIA, Nemotron-4 340B Technical Report, arXiv:2406.11704, §2).
+** Gemma 2B: 2,506,434,560 (Gemma Team 2024, Gemma: Open Models Based on
+** Gemini Research and Technology, Table 2: 524,550,144 embedding +
+** 1,981,884,416 non-embedding; tied). Gemma 2 27B: 1,179,648,000 embedding
+** + 26,047,480,320 non-embedding = 27.2B (Gemma 2 report, Table 2; tied).
+** GPT-NeoX-20B: 20,554,567,680 (Black et al. 2022, arXiv:2204.06745).
+** RedPajama-INCITE 3B: "2.8B" (Together's card). Qwen2-7B's sizes are
+** Qwen2.5-7B's: 6.53B without its two embedding tables (Qwen2.5-7B card). */
 Test(hf, dense_configs_match_published_counts) {
   static const struct {
     const char *file;
@@ -93,7 +100,10 @@ Test(hf, dense_configs_match_published_counts) {
   } rows[] = {{"llama3.1-8b.json", 8.03e9, 0.01e9},   {"llama3.1-70b.json", 70.6e9, 0.1e9},
               {"llama3.1-405b.json", 405.9e9, 0.1e9}, {"mistral-7b.json", 7.24e9, 0.01e9},
               {"qwen3-8b.json", 8.2e9, 0.1e9},         {"gemma2-9b.json", 9.24e9, 0.01e9},
-              {"gemma3-27b.json", 27e9, 1e9},          {"nemotron4-340b.json", 341.0e9, 0.1e9}};
+              {"gemma3-27b.json", 27e9, 1e9},          {"nemotron4-340b.json", 341.0e9, 0.1e9},
+              {"gemma-2b.json", 2.51e9, 0.01e9},       {"gemma2-27b.json", 27.2e9, 0.1e9},
+              {"gpt-neox-20b.json", 20.55e9, 0.01e9},  {"redpajama-3b.json", 2.8e9, 0.1e9},
+              {"qwen2-7b.json", 7.6e9, 0.1e9}};
   for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
     char path[128];
     snprintf(path, sizeof path, "tests/data/hf/%s", rows[i].file);
@@ -112,6 +122,11 @@ Test(hf, dense_configs_match_published_counts) {
   /* Qwen3-8B without its two 151,936 x 4,096 tables: 6.95B (its card) */
   m = load("tests/data/hf/qwen3-8b.json", 4096);
   cr_assert(rounds_to((double)(m->params - 2 * 151936LL * 4096), 6.95e9, 0.01e9), "%lld",
+            (long long)m->params);
+  model_free(m);
+  /* Qwen2-7B without its two 152,064 x 3,584 tables: 6.53B */
+  m = load("tests/data/hf/qwen2-7b.json", 4096);
+  cr_assert(rounds_to((double)(m->params - 2 * 152064LL * 3584), 6.53e9, 0.01e9), "%lld",
             (long long)m->params);
   model_free(m);
   /* Nemotron-4 340B: 2 x 256,000 x 18,432 = 9.437B embedding, 331.6B the rest */
@@ -133,7 +148,10 @@ Test(hf, dense_configs_match_published_counts) {
 ** cards): Scout 109B / 17B, Maverick 400B / 17B; their totals count the
 ** ~0.87B vision tower (vision_config: 34 ViT layers of width 1,408, its
 ** pixel-shuffle adapter and projector), which tpusim does not build:
-** ours are the text models', 107.77B and 400.71B. */
+** ours are the text models', 107.77B and 400.71B. DeepSeek-V2: 236B /
+** 21B (DeepSeek-AI 2024, arXiv:2405.04434, abstract); DeepSeek-V2-Lite:
+** 15.7B / 2.4B (its card; the 2.4B truncated: ours 2.45B without the
+** input embedding, checked after the table). */
 Test(hf, moe_configs_match_published_counts) {
   static const struct {
     const char *file;
@@ -149,6 +167,7 @@ Test(hf, moe_configs_match_published_counts) {
       {"gpt-oss-20b.json", 20.91e9, 0.01e9, 3.61e9, 0.01e9, 201088LL * 2880, 0},
       {"llama4-scout.json", 109e9, 1e9, 17e9, 1e9, 0, 0.87e9},
       {"llama4-maverick.json", 400e9, 10e9, 17e9, 1e9, 0, 0}, /* "400B": two digits */
+      {"deepseek-v2.json", 236e9, 1e9, 21e9, 1e9, 0, 0},
   };
   for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
     char path[128];
@@ -162,6 +181,11 @@ Test(hf, moe_configs_match_published_counts) {
     cr_assert_gt(m->expert_params, m->params / 2, "%s: experts hold most weights", rows[i].file);
     model_free(m);
   }
+  model *m = load("tests/data/hf/deepseek-v2-lite.json", 4096);
+  double active = (double)(m->active_params - 102400LL * 2048);
+  cr_assert(rounds_to((double)m->params, 15.7e9, 0.1e9), "%lld", (long long)m->params);
+  cr_assert(active >= 2.4e9 && active < 2.5e9, "%.0f active", active);
+  model_free(m);
 }
 
 /* DeepSeek-V3 by hand from its config: MLA 187,107,328 a layer (below),

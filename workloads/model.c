@@ -288,11 +288,13 @@ static int load_model_json(model *m, jin *j, const model_opts *o) {
 static const char *const HF_TYPES[] = {
     "llama",  "mistral", "mixtral",     "qwen2",  "qwen3",       "qwen3_moe", "deepseek_v3",
     "kimi_k2", "gpt_oss", "gemma2",     "gemma3_text", "gemma3", "llama4_text", "llama4",
-    "nemotron", "gpt2",   "gpt_neox",   "bert",   "gemma4_text", "gemma4", "nemotron_h", NULL};
+    "nemotron", "gpt2",   "gpt_neox",   "bert",   "gemma4_text", "gemma4", "nemotron_h",
+    "gemma",  "deepseek_v2", NULL};
 enum {
   HF_LLAMA, HF_MISTRAL, HF_MIXTRAL, HF_QWEN2, HF_QWEN3, HF_QWEN3_MOE, HF_DEEPSEEK_V3,
   HF_KIMI_K2, HF_GPT_OSS, HF_GEMMA2, HF_GEMMA3_TEXT, HF_GEMMA3, HF_LLAMA4_TEXT, HF_LLAMA4,
-  HF_NEMOTRON, HF_GPT2, HF_NEOX, HF_BERT, HF_GEMMA4_TEXT, HF_GEMMA4, HF_NEMOTRON_H, HF_NTYPES
+  HF_NEMOTRON, HF_GPT2, HF_NEOX, HF_BERT, HF_GEMMA4_TEXT, HF_GEMMA4, HF_NEMOTRON_H, HF_GEMMA,
+  HF_DEEPSEEK_V2, HF_NTYPES
 };
 
 static void put_int(cJSON *o, const char *k, int64_t v) { cJSON_AddNumberToObject(o, k, (double)v); }
@@ -669,8 +671,21 @@ static cJSON *hf_to_spec(jin *j, const cJSON *hf, int type, bool tied_default, i
   case HF_QWEN2:
   case HF_QWEN3:
   case HF_QWEN3_MOE: ok &= hf_llama_like(j, hf, s, type); break;
+  case HF_DEEPSEEK_V2: /* DeepSeek-V2's MLA and MoE fields are V3's (V3 adds
+                        ** sigmoid routing and MTP, which cost nothing here
+                        ** or are read when present) */
   case HF_DEEPSEEK_V3:
   case HF_KIMI_K2: ok &= hf_deepseek(j, hf, s); break;
+  case HF_GEMMA: /* Gemma (GemmaConfig): GeGLU, RMSNorm before attention and
+                 ** MLP only, head_dim 256, global attention in every layer
+                 ** (Gemma Team 2024, "Gemma: Open Models Based on Gemini
+                 ** Research and Technology", sec. 2) */
+    ok &= hf_int(j, hf, s, "num_key_value_heads", "kv_heads", false);
+    ok &= hf_int_or(j, hf, s, "head_dim", "head_dim", 256);
+    ok &= hf_ffn(j, hf, s, "hidden_act", "gelu_pytorch_tanh", true);
+    cJSON_AddStringToObject(s, "norm", "rmsnorm");
+    cJSON_AddStringToObject(s, "positions", "rotary");
+    break;
   case HF_GPT_OSS: ok &= hf_gpt_oss(j, hf, s); break;
   case HF_GEMMA2:
   case HF_GEMMA3_TEXT:
@@ -749,7 +764,8 @@ static int load_hf(model *m, jin *j, const model_opts *o, diag *dg) {
   const cJSON *hf = hf_text_config(j, &type, &pushed);
   /* tied by default: GPT-2, BERT and Gemma (their configs' defaults); a
   ** wrapper's own tie_word_embeddings counts when its text_config has none */
-  bool tied = type == HF_GPT2 || type == HF_BERT || type == HF_GEMMA2 || type == HF_GEMMA3_TEXT ||
+  bool tied = type == HF_GPT2 || type == HF_BERT || type == HF_GEMMA || type == HF_GEMMA2 ||
+              type == HF_GEMMA3_TEXT ||
               type == HF_GEMMA4_TEXT;
   if (hf && wrapped && jin_get_bool(j, j->root, "tie_word_embeddings", false, &tied) < 0) hf = NULL;
   cJSON *spec = hf ? hf_to_spec(j, hf, type, tied, &seq) : NULL;
