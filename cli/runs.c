@@ -10,6 +10,7 @@
 */
 #include "runs.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -497,9 +498,56 @@ static const char *map_get(const runs_mapping *m, map_kind k, const char *key) {
   return NULL;
 }
 
+/* A chip's name as sources spell it in many ways ("H100 SXM5", "TPU v5p",
+** "A100 80GB", "GB200 NVL72", "v6e (Trillium)"), reduced to one spelling:
+** lower-case letters and digits only, without a parenthesis, a vendor or
+** "tpu" prefix, a form-factor suffix (SXM, SXM4, SXM5, NVL72) or a "gb"
+** after the memory size. The part's own name and its memory size stay
+** ("a10040" and "a10080" differ; so do "h100" and "h100pcie"). */
+static void chip_norm(const char *in, char *out, size_t n) {
+  size_t k = 0;
+  int paren = 0;
+  for (const char *c = in; *c && k + 1 < n; c++) {
+    if (*c == '(') paren++;
+    else if (*c == ')' && paren > 0) paren--;
+    else if (!paren && isalnum((unsigned char)*c)) out[k++] = (char)tolower((unsigned char)*c);
+  }
+  out[k] = '\0';
+  static const char *const PREFIX[] = {"nvidia", "google", "cloud", "tpu"};
+  for (size_t i = 0; i < sizeof PREFIX / sizeof *PREFIX; i++) {
+    size_t p = strlen(PREFIX[i]);
+    if (strncmp(out, PREFIX[i], p) == 0 && out[p]) memmove(out, out + p, strlen(out + p) + 1);
+  }
+  static const char *const SUFFIX[] = {"nvl72", "sxm5", "sxm4", "sxm", "gb"};
+  for (size_t i = 0; i < sizeof SUFFIX / sizeof *SUFFIX; i++) {
+    size_t l = strlen(out), q = strlen(SUFFIX[i]);
+    /* "gb" only after a memory size ("80gb"), not as the part's name ("gb200") */
+    if (l > q && strcmp(out + l - q, SUFFIX[i]) == 0 &&
+        (strcmp(SUFFIX[i], "gb") != 0 || isdigit((unsigned char)out[l - q - 1])))
+      out[l - q] = '\0';
+  }
+}
+
+/* The value of a chip-keyed entry of kind k (chip, devices): the key
+** spelled as the row spells the chip, else the one of the same reduced
+** spelling (chip_norm); NULL when none. */
+static const char *map_get_chip(const runs_mapping *m, map_kind k, const char *chip) {
+  const char *v = map_get(m, k, chip);
+  if (v) return v;
+  char want[64], have[64];
+  chip_norm(chip, want, sizeof want);
+  for (int i = 0; i < m->n && want[0]; i++) {
+    if (m->e[i].kind != k || strchr(m->e[i].key->s, ':')) continue;
+    chip_norm(m->e[i].key->s, have, sizeof have);
+    if (strcmp(want, have) == 0) return m->e[i].value->s;
+  }
+  return NULL;
+}
+
 /* The hardware of a row: a chip entry CHIP:PHRASE whose phrase the row's
 ** extra cell contains (a variant the notes name: "H100:96GB") wins over
-** the plain CHIP entry. */
+** the plain CHIP entry; a chip no entry spells as the row does is found by
+** its reduced spelling (chip_norm). */
 static const char *map_chip(const runs_mapping *m, const runs_row *w) {
   size_t n = strlen(w->chip);
   for (int i = 0; i < m->n; i++) {
@@ -508,7 +556,7 @@ static const char *map_chip(const runs_mapping *m, const runs_row *w) {
         strstr(w->extra, k + n + 1))
       return m->e[i].value->s;
   }
-  return map_get(m, MAP_CHIP, w->chip);
+  return map_get_chip(m, MAP_CHIP, w->chip);
 }
 
 /* The framework of a source: the entry whose key is the longest prefix of
@@ -1132,7 +1180,7 @@ int runs_build_args(const runs_table *x, runs_result *r, runs_argv *a) {
   fill_defaults(x, r);
   r->hw = map_chip(x->map, w);
   if (!r->hw) r->hw = w->chip;
-  const char *dv = map_get(x->map, MAP_DEVICES, w->chip);
+  const char *dv = map_get_chip(x->map, MAP_DEVICES, w->chip);
   int64_t devices = dv ? atoll(dv) : 1;
   char missing[sizeof r->msg] = "";
   if (model_arg(x, r)) snprintf(missing, sizeof missing, "%s", r->msg);

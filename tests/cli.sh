@@ -793,6 +793,26 @@ grep -q 'parameters, the row' "$OUT/validate-families.out" && bad "validate-fami
 grep -q -- '^f-gemma7b .*gemma-2b.json --set num_hidden_layers=28 ' "$OUT/validate-families.out" && ok || bad "validate-families: gemma's family template"
 grep -q -- '^f-palm62 .*palm-540b.json --set layers=64 ' "$OUT/validate-families.out" && ok || bad "validate-families: palm's family template"
 grep -q -- '^f-dsv2 .*deepseek-v2.json --hw' "$OUT/validate-families.out" && ok || bad "validate-families: deepseek_v2/236 key"
+# chips as sources spell them: each finds its catalog entry by its reduced
+# spelling (runs.c chip_norm), the Ironwood row its 2 devices a chip; a PCIe
+# H100 is another part and finds none
+cat >"$OUT/chips.csv" <<ROWS
+$(head -1 "$SHARED/reference/public-runs-modern.csv")
+c-sxm5,Megatron-Bridge perf,H100 SXM5,8,llama,8.03,32,4096,32,8,14336,128256,8192,128,1,1,1,8,1,1,0,1,?,bf16,step_time_s,,5.0,1,,,
+c-nvl72,Megatron-Bridge perf,GB200 NVL72,8,llama,8.03,32,4096,32,8,14336,128256,8192,128,1,1,1,8,1,1,0,1,?,bf16,step_time_s,,5.0,1,,,
+c-tpu,tpu-recipes v5p,TPU v5p,64,llama,8.03,32,4096,32,8,14336,128256,8192,64,1,1,1,64,1,1,0,fsdp64,full,bf16,step_time_s,,5.0,1,,,
+c-a100,Megatron paper,A100 80GB,8,llama,8.03,32,4096,32,8,14336,128256,2048,64,1,1,1,8,1,1,0,1,full,bf16,step_time_s,,5.0,1,,,
+c-tpu7x,tpu-recipes ironwood,TPU7x,64,llama,8.03,32,4096,32,8,14336,128256,8192,128,1,1,1,1,1,1,0,fsdp128,full,bf16,step_time_s,,5.0,1,,,
+c-pcie,Megatron-Bridge perf,H100 PCIe,8,llama,8.03,32,4096,32,8,14336,128256,8192,128,1,1,1,8,1,1,0,1,?,bf16,step_time_s,,5.0,1,,,
+ROWS
+run validate-chips 0 validate "$OUT/chips.csv"
+has validate-chips out "rows run 5 of 6"
+grep -q -- '^c-sxm5 .* --hw h100-sxm ' "$OUT/validate-chips.out" && ok || bad "validate-chips: H100 SXM5"
+grep -q -- '^c-nvl72 .* --hw gb200 ' "$OUT/validate-chips.out" && ok || bad "validate-chips: GB200 NVL72"
+grep -q -- '^c-tpu .* --hw tpu-v5p ' "$OUT/validate-chips.out" && ok || bad "validate-chips: TPU v5p"
+grep -q -- '^c-a100 .* --hw a100-80g ' "$OUT/validate-chips.out" && ok || bad "validate-chips: A100 80GB"
+grep -q -- '^c-tpu7x .* --hw tpu-v7x --chips 64 .* --fsdp --mbs 2 ' "$OUT/validate-chips.out" && ok || bad "validate-chips: TPU7x's 2 devices a chip"
+grep -q -- "^c-pcie .*unknown hardware 'H100 PCIe'" "$OUT/validate-chips.out" && ok || bad "validate-chips: H100 PCIe took another part"
 run graph-palm 0 graph tests/validation/models/palm-540b.json --json
 has graph-palm out '540358668288'
 # the mapping's tp_overlap kind: torchtitan's AsyncTP row and MaxText's collective-matmul recipe
