@@ -491,10 +491,21 @@ static int mapping_read(runs_mapping *m, const char *file, diag *dg) {
   return bad ? -1 : 0;
 }
 
-/* The value of an exact-key entry of kind k, or NULL. */
+/* Whether two names are one key as sources write it: case aside, and a
+** hyphen for an underscore ("BF16" bf16, "FP8-CS" fp8_cs, "Llama" llama,
+** "gpt-oss" gpt_oss). */
+static bool key_eq(const char *a, const char *b) {
+  for (;; a++, b++) {
+    int x = *a == '-' ? '_' : tolower((unsigned char)*a), y = *b == '-' ? '_' : tolower((unsigned char)*b);
+    if (x != y) return false;
+    if (!x) return true;
+  }
+}
+
+/* The value of the entry of kind k keyed as key is (key_eq), or NULL. */
 static const char *map_get(const runs_mapping *m, map_kind k, const char *key) {
   for (int i = 0; i < m->n; i++)
-    if (m->e[i].kind == k && strcmp(m->e[i].key->s, key) == 0) return m->e[i].value->s;
+    if (m->e[i].kind == k && key_eq(m->e[i].key->s, key)) return m->e[i].value->s;
   return NULL;
 }
 
@@ -586,7 +597,7 @@ static const map_entry *map_keyed(const runs_mapping *m, map_kind k, const char 
   double best_d = 0;
   for (int i = 0; i < m->n; i++) {
     const map_entry *e = &m->e[i];
-    if (e->kind != k || strcmp(e->name, name) != 0) continue;
+    if (e->kind != k || !key_eq(e->name, name)) continue;
     if (e->framework[0] && (!framework || strcmp(e->framework, framework) != 0)) continue;
     double d = e->params_b > 0 ? fabs(params_b - e->params_b) / e->params_b : 0;
     if (e->params_b > 0 && !(d <= 0.05)) continue;
@@ -886,7 +897,7 @@ static int family_arg(const runs_table *x, runs_result *r) {
   const runs_row *w = &r->w;
   const map_entry *e = NULL;
   for (int i = 0; i < x->map->n && !e; i++)
-    if (x->map->e[i].kind == MAP_FAMILY && strcmp(x->map->e[i].key->s, w->model) == 0)
+    if (x->map->e[i].kind == MAP_FAMILY && key_eq(x->map->e[i].key->s, w->model))
       e = &x->map->e[i];
   if (!e) return 1;
   char buf[1024];
@@ -1069,20 +1080,44 @@ static void parallel_args(const runs_table *x, runs_result *r, runs_argv *a) {
   }
 }
 
+/* s in lower case into buf: simulate's names are lower case, and a
+** source's "BF16" or "Full" means them. */
+static const char *lower(const char *s, char *buf, size_t n) {
+  size_t k = 0;
+  for (; s[k] && k + 1 < n; k++) buf[k] = (char)tolower((unsigned char)s[k]);
+  buf[k] = '\0';
+  return buf;
+}
+
+/* The mapping's entry of kind k for a cell, or for the cell without its
+** parenthesis when no entry has the whole ("selective(core_attn)" is
+** selective, "full (uniform)" full); *v becomes the spelling to pass on
+** when no entry has either (the cell cut at its parenthesis, in buf). */
+static const char *map_cell(const runs_mapping *m, map_kind k, const char **v, char *buf,
+                            size_t n) {
+  const char *hit = map_get(m, k, *v), *open = strchr(*v, '(');
+  if (hit || !open || open == *v) return hit;
+  size_t len = (size_t)(open - *v);
+  while (len > 0 && (*v)[len - 1] == ' ') len--;
+  snprintf(buf, n, "%.*s", (int)len, *v);
+  *v = buf;
+  return map_get(m, k, buf);
+}
+
 /* --precision and --recompute through the mapping; a value it does not
-** list goes as it is, so simulate names what it expected. */
+** list goes as it is (in lower case), so simulate names what it expected. */
 static void numeric_args(const runs_table *x, runs_result *r, runs_argv *a) {
-  char buf[64];
-  const char *p = strip_q(r->w.precision, buf, sizeof buf), *mp;
+  char buf[64], low[64], cut[64];
+  const char *p = lower(strip_q(r->w.precision, buf, sizeof buf), low, sizeof low), *mp;
   if (!runs_unknown(r->w.precision)) {
-    mp = map_get(x->map, MAP_PRECISION, p);
+    mp = map_cell(x->map, MAP_PRECISION, &p, cut, sizeof cut);
     runs_arg(a, "--precision");
     runs_arg(a, "%s", mp ? mp : p);
     runs_addf(r->exercises, sizeof r->exercises, ", %s", mp ? mp : p);
   }
-  const char *rc = strip_q(r->w.recompute, buf, sizeof buf), *mr;
+  const char *rc = lower(strip_q(r->w.recompute, buf, sizeof buf), low, sizeof low), *mr;
   if (runs_unknown(r->w.recompute)) return;
-  mr = map_get(x->map, MAP_RECOMPUTE, rc);
+  mr = map_cell(x->map, MAP_RECOMPUTE, &rc, cut, sizeof cut);
   if (mr && !*mr) return; /* the framework's own policy: no flag */
   runs_arg(a, "--recompute");
   runs_arg(a, "%s", mr ? mr : rc);

@@ -813,6 +813,20 @@ grep -q -- '^c-tpu .* --hw tpu-v5p ' "$OUT/validate-chips.out" && ok || bad "val
 grep -q -- '^c-a100 .* --hw a100-80g ' "$OUT/validate-chips.out" && ok || bad "validate-chips: A100 80GB"
 grep -q -- '^c-tpu7x .* --hw tpu-v7x --chips 64 .* --fsdp --mbs 2 ' "$OUT/validate-chips.out" && ok || bad "validate-chips: TPU7x's 2 devices a chip"
 grep -q -- "^c-pcie .*unknown hardware 'H100 PCIe'" "$OUT/validate-chips.out" && ok || bad "validate-chips: H100 PCIe took another part"
+# names as sources write them: case, a hyphen for an underscore, a
+# parenthesis after the mode ("BF16", "FP8-CS", "Full", "selective(core_attn)",
+# "Llama", "gpt-oss") are the mapping's keys and simulate's names
+cat >"$OUT/spell.csv" <<ROWS
+$(head -1 "$SHARED/reference/public-runs-modern.csv")
+s-bf16,Megatron-Bridge perf,H100,8,Llama,8.03,32,4096,32,8,14336,128256,8192,128,1,1,1,8,1,1,0,1,Full,BF16,step_time_s,,5.0,1,,,
+s-fp8cs,Megatron-Bridge perf,H100,8,llama,8.03,32,4096,32,8,14336,128256,8192,128,1,1,1,8,1,1,0,1,selective(core_attn),FP8-CS,step_time_s,,5.0,1,,,
+s-oss,Megatron-Bridge perf,B200,64,gpt-oss,116.8,36,2880,64,8,2880,201088,4096,512,4,1,1,64,1,1,0,1,none,MXFP8,step_time_s,,5.0,8,128,4,
+ROWS
+run validate-spell 0 validate "$OUT/spell.csv"
+has validate-spell out "rows run 3 of 3"
+grep -q -- '^s-bf16 .*llama3.1-8b.json .* --precision bf16 --recompute full$' "$OUT/validate-spell.out" && ok || bad "validate-spell: Llama / BF16 / Full"
+grep -q -- '^s-fp8cs .* --precision fp8-cs --recompute selective$' "$OUT/validate-spell.out" && ok || bad "validate-spell: FP8-CS / selective(core_attn)"
+grep -q -- '^s-oss .*gpt-oss-120b.json .* --precision mxfp8 ' "$OUT/validate-spell.out" && ok || bad "validate-spell: gpt-oss / MXFP8"
 run graph-palm 0 graph tests/validation/models/palm-540b.json --json
 has graph-palm out '540358668288'
 # the mapping's tp_overlap kind: torchtitan's AsyncTP row and MaxText's collective-matmul recipe
