@@ -695,7 +695,8 @@ static int run_runs(cli_ctx *c) {
     fprintf(c->err, "tpusim calibrate: out of memory\n");
     return CLI_BAD_INPUT;
   }
-  int open_rc = runs_open(&x, c, f.file, mfile, models, "nothing to fit", dg);
+  int bad_rows = 0;
+  int open_rc = runs_open(&x, c, f.file, mfile, models, "nothing to fit", false, &bad_rows, dg);
   diag_print(dg, c->err);
   diag_free(dg);
   if (open_rc == 0 && (rc = pick_hw(&f, &hw)) == CLI_OK &&

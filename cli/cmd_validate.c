@@ -257,15 +257,17 @@ static int run_validate(cli_ctx *c) {
     return CLI_BAD_INPUT;
   }
   runs_table x;
-  int rc = CLI_BAD_INPUT;
-  if (runs_open(&x, c, file, mfile, models, "nothing to validate", dg) == 0 &&
+  int rc = CLI_BAD_INPUT, bad_rows = 0;
+  /* a malformed row does not run, the others do; the exit status still
+  ** says the table had bad input */
+  if (runs_open(&x, c, file, mfile, models, "nothing to validate", true, &bad_rows, dg) == 0 &&
       pick_only(c, file, x.r, &x.n) == 0) {
     runs_simulate_all(&x);
     vsum s = summarize(x.r, x.n);
     if (c->json) print_json(&x, file, x.r, x.n, &s);
     else if (cli_opt(c, "--markdown")) print_markdown(&x, x.r, x.n, &s);
     else print_text(&x, x.r, x.n, &s);
-    rc = CLI_OK;
+    rc = bad_rows > 0 ? CLI_BAD_INPUT : CLI_OK;
   }
   diag_print(dg, c->err);
   diag_free(dg);

@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include <cjson/cJSON.h>
@@ -689,12 +690,21 @@ static int rd_real(row_reader *rd, int rec, int c, bool may_be_unknown, double *
   return -1;
 }
 
-/* sp: 0, 1, "1?" or '?' */
+/* Whether s is one of the words in list (NULL-ended), whatever its case. */
+static bool word_in(const char *s, const char *const *list) {
+  for (; *list; list++)
+    if (strcasecmp(s, *list) == 0) return true;
+  return false;
+}
+
+/* sp: 0, 1, "1?" or '?' (yes / true / on and no / false / off too) */
 static int rd_sp(row_reader *rd, int rec, runs_row *w) {
+  static const char *const YES[] = {"1", "yes", "true", "on", NULL},
+                           *const NO[] = {"0", "no", "false", "off", NULL};
   const runs_cell *x = rd_cell(rd, rec, RUNS_C_SP);
   if (runs_unknown(x->s)) w->sp = -1;
-  else if (strcmp(x->s, "0") == 0) w->sp = 0;
-  else if (strcmp(x->s, "1") == 0) w->sp = 1;
+  else if (word_in(x->s, NO)) w->sp = 0;
+  else if (word_in(x->s, YES)) w->sp = 1;
   else if (strcmp(x->s, "1?") == 0) w->sp = 2;
   else {
     diag_error(rd->dg, rd->t->file, x->line, x->col, NULL,
@@ -709,10 +719,24 @@ static int rd_sp(row_reader *rd, int rec, runs_row *w) {
 ** with an optional '?', or '?'. */
 static int rd_zero(row_reader *rd, int rec, runs_row *w) {
   const runs_cell *x = rd_cell(rd, rec, RUNS_C_ZERO);
-  char buf[32], err[320];
+  char buf[32], low[32], err[320];
   const char *s = strip_q(x->s, buf, sizeof buf);
   w->zero = -1;
   if (runs_unknown(x->s)) return 0;
+  /* as sources write a stage: "ZeRO-1", "zero1", "ZeRO stage 1"; Megatron's
+  ** "distributed optimizer" is stage 1 */
+  size_t k = 0;
+  for (; s[k] && k + 1 < sizeof low; k++) low[k] = (char)tolower((unsigned char)s[k]);
+  low[k] = '\0';
+  if (strcmp(low, "distributed optimizer") == 0 || strcmp(low, "distopt") == 0) s = "1";
+  else if (strncmp(low, "zero", 4) == 0) {
+    const char *d = low + 4;
+    while (*d == '-' || *d == ' ' || *d == '_') d++;
+    if (strncmp(d, "stage", 5) == 0) d += 5;
+    while (*d == '-' || *d == ' ' || *d == '_') d++;
+    if (d[0] >= '0' && d[0] <= '3' && d[1] == '\0') s = d;
+  } else if (strncmp(low, "fsdp", 4) == 0)
+    s = low;
   if (strlen(s) == 1 && s[0] >= '0' && s[0] <= '3') {
     w->zero = s[0] - '0';
     return 0;
@@ -1211,6 +1235,12 @@ static void format_cmd(runs_result *r, const runs_argv *a) {
 ** as a command. */
 int runs_build_args(const runs_table *x, runs_result *r, runs_argv *a) {
   const runs_row *w = &r->w;
+  if (w->bad_line > 0) { /* its cells were refused, each with its column, on stderr */
+    r->status = RUNS_FAILS;
+    snprintf(r->msg, sizeof r->msg, "%.200s:%d: a malformed cell (stderr names it and its column)",
+             x->t->file, w->bad_line);
+    return -1;
+  }
   r->framework = map_framework(x->map, w->source);
   fill_defaults(x, r);
   r->hw = map_chip(x->map, w);
@@ -1353,18 +1383,19 @@ static int read_rows(row_reader *rd, runs_result **out, int *n, const char *purp
   }
   int bad = 0;
   for (int i = 0; i < *n; i++) {
-    bad |= rd_row(rd, i + 1, &r[i].w);
-    for (int j = 0; j < i; j++)
+    int row_bad = rd_row(rd, i + 1, &r[i].w) != 0;
+    for (int j = 0; j < i && !row_bad; j++)
       if (strcmp(r[j].w.id, r[i].w.id) == 0) {
         const runs_cell *c = rd_cell(rd, i + 1, RUNS_C_ID);
         diag_error(rd->dg, rd->t->file, c->line, c->col, NULL,
                    "id '%.80s' again (first at line %d)", r[i].w.id,
                    rd_cell(rd, j + 1, RUNS_C_ID)->line);
-        bad = 1;
-        break;
+        row_bad = 1;
       }
+    if (row_bad) r[i].w.bad_line = rd_cell(rd, i + 1, RUNS_C_ID)->line;
+    bad += row_bad;
   }
-  return bad ? -1 : 0;
+  return bad;
 }
 
 void runs_simulate_all(const runs_table *x) {
@@ -1375,7 +1406,7 @@ void runs_simulate_all(const runs_table *x) {
 }
 
 int runs_open(runs_table *x, cli_ctx *c, const char *file, const char *mfile, const char *models,
-              const char *purpose, diag *dg) {
+              const char *purpose, bool per_row, int *bad_rows, diag *dg) {
   memset(x, 0, sizeof *x);
   x->c = c;
   x->models = models;
@@ -1386,9 +1417,13 @@ int runs_open(runs_table *x, cli_ctx *c, const char *file, const char *mfile, co
     return -1;
   }
   row_reader rd = {.t = x->t, .dg = dg};
+  *bad_rows = 0;
   if (csv_read(x->t, file, "a table of runs (CSV)", dg) || csv_check_widths(x->t, dg) ||
-      rd_columns(&rd) || read_rows(&rd, &x->r, &x->n, purpose) || mapping_read(x->map, mfile, dg))
+      rd_columns(&rd))
     return -1;
+  int bad = read_rows(&rd, &x->r, &x->n, purpose);
+  if (bad < 0 || (bad > 0 && !per_row) || mapping_read(x->map, mfile, dg)) return -1;
+  *bad_rows = bad;
   memcpy(x->col, rd.col, sizeof x->col);
   return 0;
 }

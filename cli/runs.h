@@ -70,6 +70,8 @@ typedef struct {
   int zero;           /* ZeRO stage 0-3, -1 not stated */
   bool fsdp;          /* FSDP (zero_or_fsdp "fsdp" or "fsdpN") */
   int64_t fsdp_n;     /* its shard degree as the row counts it (devices), 0: all */
+  int bad_line;       /* a cell of it was refused (reported with its line:column): its
+                      ** line; the row does not run, the others do (runs_open per_row) */
 } runs_row;
 
 /* An argument list with its strings in one buffer. */
@@ -115,9 +117,13 @@ typedef struct {
 /* Reads file (a table of runs) and mfile (the mapping) into x: every bad
 ** cell reported to dg with its line:column; `purpose` ends the message for
 ** a header with no rows ("nothing to validate"). 0, or -1 after
-** reporting. x is to be closed either way. */
+** reporting. per_row: a row with a bad cell (or an id seen before) is kept
+** with w.bad_line set, to be reported as not running, and the table still
+** opens (validate: one malformed row of a hundred costs that row); else
+** the table is refused (calibrate fits on every row or none). *bad_rows:
+** how many were so kept. x is to be closed either way. */
 int runs_open(runs_table *x, cli_ctx *c, const char *file, const char *mfile, const char *models,
-              const char *purpose, diag *dg);
+              const char *purpose, bool per_row, int *bad_rows, diag *dg);
 void runs_close(runs_table *x);
 /* The file the mapping was read from. */
 const char *runs_mapping_file(const runs_table *x);

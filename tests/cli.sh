@@ -593,7 +593,18 @@ run validate-only-typo 1 validate "$SHARED/reference/public-runs.csv" --only k22
 # A bad cell: file:line:column (line 4 is sc21-7.5b; its chips cell starts at column 36,
 # after "sc21-7.5b,Megatron SC21 T1,A100-80,"), the column's name, what was found
 sed '4s/,128,gpt,/,12x8,gpt,/' "$SHARED/reference/public-runs.csv" >"$OUT/runs-bad.csv"
-run validate-badcell 1 validate "$OUT/runs-bad.csv" && has validate-badcell err "$OUT/runs-bad.csv:4:36: chips 12x8" && empty validate-badcell out
+# The row does not run and says where; the other 17 still do, and the exit status
+# is 1 (bad input): a table of a hundred runs is not lost to one malformed cell
+run validate-badcell 1 validate "$OUT/runs-bad.csv" && has validate-badcell err "$OUT/runs-bad.csv:4:36: chips 12x8"
+has validate-badcell out "rows run 17 of 18 (1 do not run"
+grep -q "^sc21-7.5b .*does not run: .*runs-bad.csv:4: a malformed cell" "$OUT/validate-badcell.out" && ok || bad "validate-badcell: the malformed row's line"
+# calibrate fits on every row or none: the same table is refused whole
+run calibrate-badcell 1 calibrate --runs "$OUT/runs-bad.csv" && has calibrate-badcell err "$OUT/runs-bad.csv:4:36: chips 12x8" && empty calibrate-badcell out
+# cells as sources write them: ZeRO-1, zero3, FSDP, "distributed optimizer"; sp yes / no
+{ head -1 "$SHARED/reference/public-runs.csv"; sed -n 2,5p "$SHARED/reference/public-runs.csv"; } >"$OUT/runs-words.csv"
+awk -F, 'BEGIN{OFS=","} NR==1{for(i=1;i<=NF;i++){if($i=="zero_or_fsdp")z=i;if($i=="sp")p=i};print;next} {split("ZeRO-1,zero3,distributed optimizer,FSDP",w,",");$z=w[NR-1];$p=(NR%2?"yes":"no");print}' "$OUT/runs-words.csv" >"$OUT/runs-words2.csv"
+run validate-words 0 validate "$OUT/runs-words2.csv"
+has validate-words out "rows run 4 of 4"
 cut -d, -f1-26 "$SHARED/reference/public-runs.csv" >"$OUT/runs-nocol.csv"
 run validate-nocol 1 validate "$OUT/runs-nocol.csv" && has validate-nocol err "runs-nocol.csv:1:1: no column 'derived_step_s' in the header"
 sed '1s/,chips,/,chps,/' "$SHARED/reference/public-runs.csv" >"$OUT/runs-typo.csv"   # "id,source,chip," is 15 characters
