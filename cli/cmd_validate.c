@@ -226,7 +226,9 @@ static int pick_only(cli_ctx *c, const char *file, runs_result *r, int *n) {
   if (!id) return 0;
   for (int i = 0; i < *n; i++)
     if (strcmp(r[i].w.id, id) == 0) {
+      runs_result t = r[0]; /* swapped, not copied: each row's own memory stays once */
       r[0] = r[i];
+      r[i] = t;
       *n = 1;
       return 0;
     }

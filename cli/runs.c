@@ -852,7 +852,8 @@ void runs_arg(runs_argv *a, const char *fmt, ...) {
 
 
 const char *runs_cell_text(const runs_table *x, int rec, int c) {
-  return x->col[c] < 0 ? "" : csv_at(x->t, rec, x->col[c])->s;
+  const runs_cell *cell = x->col[c] < 0 ? NULL : csv_at(x->t, rec, x->col[c]);
+  return cell ? cell->s : ""; /* a short row (validate keeps it, not running) has none */
 }
 
 void runs_addf(char *buf, size_t n, const char *fmt, ...) {
@@ -1237,7 +1238,7 @@ int runs_build_args(const runs_table *x, runs_result *r, runs_argv *a) {
   const runs_row *w = &r->w;
   if (w->bad_line > 0) { /* its cells were refused, each with its column, on stderr */
     r->status = RUNS_FAILS;
-    snprintf(r->msg, sizeof r->msg, "%.200s:%d: a malformed cell (stderr names it and its column)",
+    snprintf(r->msg, sizeof r->msg, "%.200s:%d: a malformed cell or row (stderr names it)",
              x->t->file, w->bad_line);
     return -1;
   }
@@ -1381,9 +1382,41 @@ static int read_rows(row_reader *rd, runs_result **out, int *n, const char *purp
     diag_error(rd->dg, rd->t->file, 0, 0, NULL, "out of memory for %d rows", *n);
     return -1;
   }
-  int bad = 0;
+  int bad = 0, want = rd->t->recs[0].n;
+  /* the notes column, when it is the last: a row of more cells than the
+  ** header has commas in its notes that nobody quoted */
+  bool extra_last = rd->col[RUNS_C_EXTRA] == want - 1;
   for (int i = 0; i < *n; i++) {
+    int have = rd->t->recs[i + 1].n;
+    if (have != want && !(have > want && extra_last)) {
+      const runs_cell *last = csv_at(rd->t, i + 1, have - 1);
+      diag_error(rd->dg, rd->t->file, last->line, last->col + (int)strlen(last->s), NULL,
+                 "%d cells; the header has %d (a ',' inside a cell needs quotes)", have, want);
+      memset(&r[i].w, 0, sizeof r[i].w);
+      r[i].w.rec = i + 1;
+      r[i].w.id = csv_at(rd->t, i + 1, 0)->s;
+      r[i].w.source = r[i].w.chip = r[i].w.model = r[i].w.recompute = r[i].w.precision =
+          r[i].w.extra = "";
+      r[i].w.bad_line = last->line;
+      bad++;
+      continue;
+    }
     int row_bad = rd_row(rd, i + 1, &r[i].w) != 0;
+    if (have > want) { /* the notes again, commas and all */
+      size_t len = 0;
+      for (int c = want - 1; c < have; c++) len += strlen(csv_at(rd->t, i + 1, c)->s) + 1;
+      char *j = r[i].extra_joined = malloc(len + 1);
+      if (!j) {
+        diag_error(rd->dg, rd->t->file, 0, 0, NULL, "out of memory");
+        return -1;
+      }
+      j[0] = '\0';
+      for (int c = want - 1; c < have; c++) {
+        if (c > want - 1) strcat(j, ",");
+        strcat(j, csv_at(rd->t, i + 1, c)->s);
+      }
+      r[i].w.extra = j;
+    }
     for (int j = 0; j < i && !row_bad; j++)
       if (strcmp(r[j].w.id, r[i].w.id) == 0) {
         const runs_cell *c = rd_cell(rd, i + 1, RUNS_C_ID);
@@ -1418,10 +1451,12 @@ int runs_open(runs_table *x, cli_ctx *c, const char *file, const char *mfile, co
   }
   row_reader rd = {.t = x->t, .dg = dg};
   *bad_rows = 0;
-  if (csv_read(x->t, file, "a table of runs (CSV)", dg) || csv_check_widths(x->t, dg) ||
+  /* per row, a row of the wrong width is that row's fault (read_rows) */
+  if (csv_read(x->t, file, "a table of runs (CSV)", dg) || (!per_row && csv_check_widths(x->t, dg)) ||
       rd_columns(&rd))
     return -1;
   int bad = read_rows(&rd, &x->r, &x->n, purpose);
+  x->n_read = x->r ? x->n : 0;
   if (bad < 0 || (bad > 0 && !per_row) || mapping_read(x->map, mfile, dg)) return -1;
   *bad_rows = bad;
   memcpy(x->col, rd.col, sizeof x->col);
@@ -1433,6 +1468,7 @@ void runs_close(runs_table *x) {
   if (x->t) csv_free(x->t);
   free(x->map);
   free(x->t);
+  for (int i = 0; x->r && i < x->n_read; i++) free(x->r[i].extra_joined);
   free(x->r);
   memset(x, 0, sizeof *x);
 }

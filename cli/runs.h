@@ -101,6 +101,8 @@ typedef struct {
   char msg[400];             /* why it does not run, or is not expressible */
   char cmd[RUNS_CMD_MAX + 512]; /* the command, quoted for a shell */
   char exercises[256];          /* the features the row exercises, for the docs */
+  char *extra_joined;           /* owned: the extra cell of a row whose notes hold
+                                ** unquoted commas, its cells joined again */
 } runs_result;
 
 /* A table of runs with its mapping, read and checked. */
@@ -112,6 +114,7 @@ typedef struct {
   int col[RUNS_C_NCOLS]; /* the table's column of each of the columns, or -1 */
   runs_result *r;
   int n;
+  int n_read; /* the rows read (n may be fewer: validate --only); runs_close frees them */
 } runs_table;
 
 /* Reads file (a table of runs) and mfile (the mapping) into x: every bad

@@ -598,6 +598,11 @@ sed '4s/,128,gpt,/,12x8,gpt,/' "$SHARED/reference/public-runs.csv" >"$OUT/runs-b
 run validate-badcell 1 validate "$OUT/runs-bad.csv" && has validate-badcell err "$OUT/runs-bad.csv:4:36: chips 12x8"
 has validate-badcell out "rows run 17 of 18 (1 do not run"
 grep -q "^sc21-7.5b .*does not run: .*runs-bad.csv:4: a malformed cell" "$OUT/validate-badcell.out" && ok || bad "validate-badcell: the malformed row's line"
+# a row whose notes hold unquoted commas runs (the notes are the last column:
+# its cells are joined again); a short row does not, and says its line
+{ head -3 "$SHARED/reference/public-runs-modern.csv"; sed -n 4p "$SHARED/reference/public-runs-modern.csv" | sed 's/\r*$/; commas, unquoted, in the notes/'; sed -n 5p "$SHARED/reference/public-runs-modern.csv" | cut -d, -f1-10; } >"$OUT/runs-ragged.csv"
+run validate-ragged 1 validate "$OUT/runs-ragged.csv" && has validate-ragged err "runs-ragged.csv:5:" && has validate-ragged err "10 cells; the header has 31"
+has validate-ragged out "rows run 3 of 4 (1 do not run"
 # calibrate fits on every row or none: the same table is refused whole
 run calibrate-badcell 1 calibrate --runs "$OUT/runs-bad.csv" && has calibrate-badcell err "$OUT/runs-bad.csv:4:36: chips 12x8" && empty calibrate-badcell out
 # cells as sources write them: ZeRO-1, zero3, FSDP, "distributed optimizer"; sp yes / no
