@@ -784,6 +784,9 @@ has validate-alias out "rows run 3 of 3"
 grep -q -- '^a-gemma3 .*gemma3-27b.json' "$OUT/validate-alias.out" && ok || bad "validate-alias: gemma3_text did not find gemma3-27b.json"
 grep -q -- '^a-kimi .*kimi-k2.json' "$OUT/validate-alias.out" && ok || bad "validate-alias: deepseek_v3 at 1000 B did not find kimi-k2.json"
 grep -q -- '^a-scout .*llama4-scout.json.*--precision mxfp8' "$OUT/validate-alias.out" && ok || bad "validate-alias: llama4_text 109 B / fp8_mx"
+row_cmd() { # NAME ID REGEX: validate NAME's row ID printed a command matching REGEX
+  grep -q -- "^$2 .*$3" "$OUT/$1.out" && ok || bad "$1: row $2 does not match '$3'"
+}
 # model types the public sets do not name but published runs do (Gemma on TPU
 # v5e, GPT-NeoX-20B on A100, PaLM on v4, Qwen2.5 72B, DeepSeek-V2): each row
 # finds its config (a model key) or its family's with the row's sizes (--set),
@@ -806,9 +809,9 @@ ROWS
 run validate-families 0 validate "$OUT/families.csv"
 has validate-families out "rows run 9 of 9"
 grep -q 'parameters, the row' "$OUT/validate-families.out" && bad "validate-families: a model's size differs from its row's" || ok
-grep -q -- '^f-gemma7b .*gemma-2b.json --set num_hidden_layers=28 ' "$OUT/validate-families.out" && ok || bad "validate-families: gemma's family template"
-grep -q -- '^f-palm62 .*palm-540b.json --set layers=64 ' "$OUT/validate-families.out" && ok || bad "validate-families: palm's family template"
-grep -q -- '^f-dsv2 .*deepseek-v2.json --hw' "$OUT/validate-families.out" && ok || bad "validate-families: deepseek_v2/236 key"
+row_cmd validate-families f-gemma7b 'gemma-2b.json --set num_hidden_layers=28 '
+row_cmd validate-families f-palm62 'palm-540b.json --set layers=64 '
+row_cmd validate-families f-dsv2 'deepseek-v2.json --hw'
 # chips as sources spell them: each finds its catalog entry by its reduced
 # spelling (runs.c chip_norm), the Ironwood row its 2 devices a chip; a PCIe
 # H100 is another part and finds none
@@ -823,12 +826,12 @@ c-pcie,Megatron-Bridge perf,H100 PCIe,8,llama,8.03,32,4096,32,8,14336,128256,819
 ROWS
 run validate-chips 0 validate "$OUT/chips.csv"
 has validate-chips out "rows run 5 of 6"
-grep -q -- '^c-sxm5 .* --hw h100-sxm ' "$OUT/validate-chips.out" && ok || bad "validate-chips: H100 SXM5"
-grep -q -- '^c-nvl72 .* --hw gb200 ' "$OUT/validate-chips.out" && ok || bad "validate-chips: GB200 NVL72"
-grep -q -- '^c-tpu .* --hw tpu-v5p ' "$OUT/validate-chips.out" && ok || bad "validate-chips: TPU v5p"
-grep -q -- '^c-a100 .* --hw a100-80g ' "$OUT/validate-chips.out" && ok || bad "validate-chips: A100 80GB"
-grep -q -- '^c-tpu7x .* --hw tpu-v7x --chips 64 .* --fsdp --mbs 2 ' "$OUT/validate-chips.out" && ok || bad "validate-chips: TPU7x's 2 devices a chip"
-grep -q -- "^c-pcie .*unknown hardware 'H100 PCIe'" "$OUT/validate-chips.out" && ok || bad "validate-chips: H100 PCIe took another part"
+row_cmd validate-chips c-sxm5 ' --hw h100-sxm '
+row_cmd validate-chips c-nvl72 ' --hw gb200 '
+row_cmd validate-chips c-tpu ' --hw tpu-v5p '
+row_cmd validate-chips c-a100 ' --hw a100-80g '
+row_cmd validate-chips c-tpu7x ' --hw tpu-v7x --chips 64 .* --fsdp --mbs 2 '
+row_cmd validate-chips c-pcie "unknown hardware 'H100 PCIe'"
 # names as sources write them: case, a hyphen for an underscore, a
 # parenthesis after the mode ("BF16", "FP8-CS", "Full", "selective(core_attn)",
 # "Llama", "gpt-oss") are the mapping's keys and simulate's names
@@ -840,9 +843,9 @@ s-oss,Megatron-Bridge perf,B200,64,gpt-oss,116.8,36,2880,64,8,2880,201088,4096,5
 ROWS
 run validate-spell 0 validate "$OUT/spell.csv"
 has validate-spell out "rows run 3 of 3"
-grep -q -- '^s-bf16 .*llama3.1-8b.json .* --precision bf16 --recompute full$' "$OUT/validate-spell.out" && ok || bad "validate-spell: Llama / BF16 / Full"
-grep -q -- '^s-fp8cs .* --precision fp8-cs --recompute selective$' "$OUT/validate-spell.out" && ok || bad "validate-spell: FP8-CS / selective(core_attn)"
-grep -q -- '^s-oss .*gpt-oss-120b.json .* --precision mxfp8 ' "$OUT/validate-spell.out" && ok || bad "validate-spell: gpt-oss / MXFP8"
+row_cmd validate-spell s-bf16 'llama3.1-8b.json .* --precision bf16 --recompute full$'
+row_cmd validate-spell s-fp8cs ' --precision fp8-cs --recompute selective$'
+row_cmd validate-spell s-oss 'gpt-oss-120b.json .* --precision mxfp8 '
 run graph-palm 0 graph tests/validation/models/palm-540b.json --json
 has graph-palm out '540358668288'
 # the mapping's tp_overlap kind: torchtitan's AsyncTP row and MaxText's collective-matmul recipe
