@@ -497,7 +497,8 @@ static int mapping_read(runs_mapping *m, const char *file, diag *dg) {
 ** "gpt-oss" gpt_oss). */
 static bool key_eq(const char *a, const char *b) {
   for (;; a++, b++) {
-    int x = *a == '-' ? '_' : tolower((unsigned char)*a), y = *b == '-' ? '_' : tolower((unsigned char)*b);
+    int x = *a == '-' ? '_' : tolower((unsigned char)*a);
+    int y = *b == '-' ? '_' : tolower((unsigned char)*b);
     if (x != y) return false;
     if (!x) return true;
   }
@@ -728,7 +729,7 @@ static int rd_zero(row_reader *rd, int rec, runs_row *w) {
   size_t k = 0;
   for (; s[k] && k + 1 < sizeof low; k++) low[k] = (char)tolower((unsigned char)s[k]);
   low[k] = '\0';
-  if (strcmp(low, "distributed optimizer") == 0 || strcmp(low, "distopt") == 0) s = "1";
+  if (strcmp(low, "distributed optimizer") == 0) s = "1";
   else if (strncmp(low, "zero", 4) == 0) {
     const char *d = low + 4;
     while (*d == '-' || *d == ' ' || *d == '_') d++;
@@ -1452,8 +1453,8 @@ int runs_open(runs_table *x, cli_ctx *c, const char *file, const char *mfile, co
   row_reader rd = {.t = x->t, .dg = dg};
   *bad_rows = 0;
   /* per row, a row of the wrong width is that row's fault (read_rows) */
-  if (csv_read(x->t, file, "a table of runs (CSV)", dg) || (!per_row && csv_check_widths(x->t, dg)) ||
-      rd_columns(&rd))
+  if (csv_read(x->t, file, "a table of runs (CSV)", dg) ||
+      (!per_row && csv_check_widths(x->t, dg)) || rd_columns(&rd))
     return -1;
   int bad = read_rows(&rd, &x->r, &x->n, purpose);
   x->n_read = x->r ? x->n : 0;
