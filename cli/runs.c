@@ -691,6 +691,15 @@ static int rd_real(row_reader *rd, int rec, int c, bool may_be_unknown, double *
   return -1;
 }
 
+/* s in lower case into buf: simulate's names are lower case, and a
+** source's "BF16" or "Full" means them. */
+static const char *lower(const char *s, char *buf, size_t n) {
+  size_t k = 0;
+  for (; s[k] && k + 1 < n; k++) buf[k] = (char)tolower((unsigned char)s[k]);
+  buf[k] = '\0';
+  return buf;
+}
+
 /* Whether s is one of the words in list (NULL-ended), whatever its case. */
 static bool word_in(const char *s, const char *const *list) {
   for (; *list; list++)
@@ -726,9 +735,7 @@ static int rd_zero(row_reader *rd, int rec, runs_row *w) {
   if (runs_unknown(x->s)) return 0;
   /* as sources write a stage: "ZeRO-1", "zero1", "ZeRO stage 1"; Megatron's
   ** "distributed optimizer" is stage 1 */
-  size_t k = 0;
-  for (; s[k] && k + 1 < sizeof low; k++) low[k] = (char)tolower((unsigned char)s[k]);
-  low[k] = '\0';
+  lower(s, low, sizeof low);
   if (strcmp(low, "distributed optimizer") == 0) s = "1";
   else if (strncmp(low, "zero", 4) == 0) {
     const char *d = low + 4;
@@ -1104,15 +1111,6 @@ static void parallel_args(const runs_table *x, runs_result *r, runs_argv *a) {
     runs_arg(a, "--sp");
     runs_addf(r->exercises, sizeof r->exercises, ", SP");
   }
-}
-
-/* s in lower case into buf: simulate's names are lower case, and a
-** source's "BF16" or "Full" means them. */
-static const char *lower(const char *s, char *buf, size_t n) {
-  size_t k = 0;
-  for (; s[k] && k + 1 < n; k++) buf[k] = (char)tolower((unsigned char)s[k]);
-  buf[k] = '\0';
-  return buf;
 }
 
 /* The mapping's entry of kind k for a cell, or for the cell without its

@@ -792,7 +792,8 @@ row_cmd() { # NAME ID REGEX: validate NAME's row ID printed a command matching R
 # finds its config (a model key) or its family's with the row's sizes (--set),
 # and its parameters are within validate's 5 % of the row's published count
 # (Gemma 7B 8.54 B, Gemma 3 12B 12.2 B, Qwen2.5-72B 72.7 B, GPT-2 XL 1.56 B,
-# PaLM 62B 62.5 B, Falcon-40B 41.8 B: each model's report or card). Without the mapping's
+# PaLM 62B 62.5 B, Falcon-40B 41.8 B: each model's report or card; the Llama 4 row
+# states none). Without the mapping's
 # entries every one "does not run: no such file".
 cat >"$OUT/families.csv" <<ROWS
 $(head -1 "$SHARED/reference/public-runs-modern.csv")
@@ -804,18 +805,24 @@ f-palm62,PaLM paper,v4,256,palm,62.5,64,8192,32,1,32768,256000,2048,512,,1,1,256
 f-qwen72,Megatron-Bridge perf,H100,64,qwen2,72.7,80,8192,64,8,29568,152064,4096,256,1,8,2,4,1,1,1,1,?,bf16,step_time_s,,10.0,1,,,
 f-dsv2,Megatron-Bridge perf,H100,128,deepseek_v2,236,60,5120,128,128,1536,102400,4096,512,1,1,8,16,1,1,0,1,?,bf16,step_time_s,,10.0,8,160,6,
 f-gpt2xl,llm.c,H100,8,gpt2,1.56,48,1600,25,25,6400,50257,1024,512,16,1,1,8,1,1,0,1,none,bf16,step_time_s,,1.0,1,,,
+f-llama4,Megatron-Bridge perf,H100,64,llama4,?,48,5120,40,8,16384,202048,8192,512,1,2,1,32,1,1,1,1,?,bf16,step_time_s,,10.0,16,16,1,
 f-falcon40,Falcon paper,A100-40GB,384,falcon,41.8,60,8192,128,8,32768,65024,2048,1152,1,8,4,12,1,1,1,1,selective,bf16,step_time_s,,10.0,1,,,
 ROWS
 run validate-families 0 validate "$OUT/families.csv"
-has validate-families out "rows run 9 of 9"
+has validate-families out "rows run 10 of 10"
 grep -q 'parameters, the row' "$OUT/validate-families.out" && bad "validate-families: a model's size differs from its row's" || ok
 row_cmd validate-families f-gemma7b 'gemma-2b.json --set num_hidden_layers=28 '
 row_cmd validate-families f-palm62 'palm-540b.json --set layers=64 '
 row_cmd validate-families f-dsv2 'deepseek-v2.json --hw'
-# chips as sources spell them: each finds its catalog entry by its reduced
-# spelling (runs.c chip_norm), the Ironwood row its 2 devices a chip; a PCIe
-# H100 is another part and finds none
-cat >"$OUT/chips.csv" <<ROWS
+# a --set field longer than 30 bytes goes whole (it was cut, and the row did not run)
+row_cmd validate-families f-llama4 '--set text_config.num_attention_heads=40 '
+# chips and names as sources write them. A chip finds its catalog entry by its
+# reduced spelling (runs.c chip_norm), the Ironwood row its 2 devices a chip; a
+# PCIe H100 is another part and finds none. Case, a hyphen for an underscore
+# and a parenthesis after the mode ("BF16", "FP8-CS", "Full",
+# "selective(core_attn)", "Llama", "gpt-oss") are the mapping's keys and
+# simulate's names.
+cat >"$OUT/spell.csv" <<ROWS
 $(head -1 "$SHARED/reference/public-runs-modern.csv")
 c-sxm5,Megatron-Bridge perf,H100 SXM5,8,llama,8.03,32,4096,32,8,14336,128256,8192,128,1,1,1,8,1,1,0,1,?,bf16,step_time_s,,5.0,1,,,
 c-nvl72,Megatron-Bridge perf,GB200 NVL72,8,llama,8.03,32,4096,32,8,14336,128256,8192,128,1,1,1,8,1,1,0,1,?,bf16,step_time_s,,5.0,1,,,
@@ -823,29 +830,23 @@ c-tpu,tpu-recipes v5p,TPU v5p,64,llama,8.03,32,4096,32,8,14336,128256,8192,64,1,
 c-a100,Megatron paper,A100 80GB,8,llama,8.03,32,4096,32,8,14336,128256,2048,64,1,1,1,8,1,1,0,1,full,bf16,step_time_s,,5.0,1,,,
 c-tpu7x,tpu-recipes ironwood,TPU7x,64,llama,8.03,32,4096,32,8,14336,128256,8192,128,1,1,1,1,1,1,0,fsdp128,full,bf16,step_time_s,,5.0,1,,,
 c-pcie,Megatron-Bridge perf,H100 PCIe,8,llama,8.03,32,4096,32,8,14336,128256,8192,128,1,1,1,8,1,1,0,1,?,bf16,step_time_s,,5.0,1,,,
-ROWS
-run validate-chips 0 validate "$OUT/chips.csv"
-has validate-chips out "rows run 5 of 6"
-row_cmd validate-chips c-sxm5 ' --hw h100-sxm '
-row_cmd validate-chips c-nvl72 ' --hw gb200 '
-row_cmd validate-chips c-tpu ' --hw tpu-v5p '
-row_cmd validate-chips c-a100 ' --hw a100-80g '
-row_cmd validate-chips c-tpu7x ' --hw tpu-v7x --chips 64 .* --fsdp --mbs 2 '
-row_cmd validate-chips c-pcie "unknown hardware 'H100 PCIe'"
-# names as sources write them: case, a hyphen for an underscore, a
-# parenthesis after the mode ("BF16", "FP8-CS", "Full", "selective(core_attn)",
-# "Llama", "gpt-oss") are the mapping's keys and simulate's names
-cat >"$OUT/spell.csv" <<ROWS
-$(head -1 "$SHARED/reference/public-runs-modern.csv")
 s-bf16,Megatron-Bridge perf,H100,8,Llama,8.03,32,4096,32,8,14336,128256,8192,128,1,1,1,8,1,1,0,1,Full,BF16,step_time_s,,5.0,1,,,
 s-fp8cs,Megatron-Bridge perf,H100,8,llama,8.03,32,4096,32,8,14336,128256,8192,128,1,1,1,8,1,1,0,1,selective(core_attn),FP8-CS,step_time_s,,5.0,1,,,
 s-oss,Megatron-Bridge perf,B200,64,gpt-oss,116.8,36,2880,64,8,2880,201088,4096,512,4,1,1,64,1,1,0,1,none,MXFP8,step_time_s,,5.0,8,128,4,
 ROWS
 run validate-spell 0 validate "$OUT/spell.csv"
-has validate-spell out "rows run 3 of 3"
-row_cmd validate-spell s-bf16 'llama3.1-8b.json .* --precision bf16 --recompute full$'
-row_cmd validate-spell s-fp8cs ' --precision fp8-cs --recompute selective$'
-row_cmd validate-spell s-oss 'gpt-oss-120b.json .* --precision mxfp8 '
+has validate-spell out "rows run 8 of 9"
+while IFS='|' read -r id want; do row_cmd validate-spell "$id" "$want"; done <<'WANT'
+c-sxm5| --hw h100-sxm 
+c-nvl72| --hw gb200 
+c-tpu| --hw tpu-v5p 
+c-a100| --hw a100-80g 
+c-tpu7x| --hw tpu-v7x --chips 64 .* --fsdp --mbs 2 
+c-pcie|unknown hardware 'H100 PCIe'
+s-bf16|llama3.1-8b.json .* --precision bf16 --recompute full$
+s-fp8cs| --precision fp8-cs --recompute selective$
+s-oss|gpt-oss-120b.json .* --precision mxfp8 
+WANT
 run graph-palm 0 graph tests/validation/models/palm-540b.json --json
 has graph-palm out '540358668288'
 # the mapping's tp_overlap kind: torchtitan's AsyncTP row and MaxText's collective-matmul recipe
