@@ -333,7 +333,7 @@ void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p
               hw->name, hc->grouped_gemm_efficiency, hc->grouped_gemm_bwd_efficiency);
     const framework *fw = &frameworks[p->framework];
     fprintf(out, "  framework %s: %s\n    attention %s, gradient sync %s, %s%s, TP overlap %s, "
-                 "%s\n    source: %s\n",
+                 "%s%s\n    source: %s\n",
             framework_names[p->framework], fw->what, plan_attention_names[p->attention], plan_grad_sync_names[p->grad_sync],
             p->zero >= 3 ? "parameters sharded (ZeRO-3/FSDP)"
             : p->zero >= 1 ? "distributed optimizer (ZeRO-1)" : "optimizer replicated",
@@ -341,6 +341,10 @@ void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p
             p->tp_overlap ? "on" : "off",
             p->eager ? "eager kernels (--compile off: one an op, library kernels fused)"
                      : "kernels fused (compiled, or fused by hand)",
+            r->memory.weights_16bit_dropped > 0 || (fw->lowp_params && p->zero >= 3 &&
+                                                    r->memory.weight_copies > 0)
+                ? ", linear weights kept in the fp8/fp4 recipe's format only (fp8 parameters)"
+                : "",
             fw->source);
     const opcost_stats *st = &r->op_costs;
     if (p->op_costs == OPCOST_FORMULA)

@@ -244,7 +244,13 @@ static void explain_memory(const model *m, const plan *p, const step_result *r, 
   }
   double dpcp = (double)p->dp * (double)(p->cp > 0 ? p->cp : 1);
   explain_term *x = add(t, n, "weights", mb->weights, "P x B_w / (dp x cp under ZeRO-3) + low-precision copies");
-  state_term(x, mb->params, p->zero >= 3 ? dpcp : 1, mb->weight_copies, "low-precision copies");
+  if (mb->weights_16bit_dropped > 0) /* the copies are the linear weights (fp8 parameters) */
+    values(x, "%s params x %.3g B - %s 16-bit linear weights + %s in the recipe's format "
+           "(fp8 parameters: no 16-bit copy)", prm(&b, mb->params),
+           (mb->weights - mb->weight_copies + mb->weights_16bit_dropped) / mb->params,
+           byt(&b, mb->weights_16bit_dropped), byt(&b, mb->weight_copies));
+  else
+    state_term(x, mb->params, p->zero >= 3 ? dpcp : 1, mb->weight_copies, "low-precision copies");
   x = add(t, n, "gradients", mb->gradients, "P x B_g / (dp x cp under ZeRO-2+)");
   state_term(x, mb->params, p->zero >= 2 ? dpcp : 1, 0, "");
   x = add(t, n, "optimizer", mb->optimizer, "P x B_opt / (dp x cp under ZeRO-1+)");

@@ -88,6 +88,18 @@ typedef struct {
   ** benchmark tables: attn_impl triton, the Triton FlashAttention with ALiBi
   ** as a bias): the chip's attention_fa1_efficiency where it has one */
   bool attention_fa1;
+  /* memory: under a Transformer Engine recipe (fp8, fp8-cs, mxfp8, nvfp4)
+  ** the linear layers' weights are held in the recipe's format only, the
+  ** fp32 master in the distributed optimizer the one high-precision copy:
+  ** TE's fp8_model_init "will hold only FP8 copies of its parameters, as
+  ** opposed to the default behavior where both higher precision and FP8
+  ** copies are present", which Megatron-Core applies under
+  ** --fp8-param-gather (and --fp4-param-gather for NVFP4), and the
+  ** Megatron-Bridge recipes set both (mixed_precision.py
+  ** bf16_with_fp8_delayed_scaling_mixed, bf16_with_fp8_current_scaling_mixed,
+  ** bf16_with_mxfp8_mixed: fp8_param_gather=True; bf16_with_nvfp4_mixed:
+  ** fp4_param_gather=True) */
+  bool lowp_params;
 } framework;
 
 /* The profiles, indexed as framework_names (NULL-terminated: the one list

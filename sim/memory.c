@@ -604,7 +604,12 @@ static void stage_state(const memctx *x, const span *t, double embed, mem_bytes 
   ** made per gather (counted with the gathered layers) */
   double copies = p->zero >= 3 ? 0 : t->linw * weight_copy_bytes(p->gemm, x->o->gemm_any_layout);
   out->weight_copies = copies + t->gemms * gemm_meta_bytes(p->gemm);
-  out->weights += out->weight_copies;
+  /* parameters in the recipe's format (mem_opts.lowp_params): the copies
+  ** are the weights, and their 16-bit form is not kept. Under ZeRO-3 the
+  ** shards stay counted at 16 bits (what the gather brings is counted in
+  ** the temporary, stage_temporary) */
+  out->weights_16bit_dropped = x->o->lowp_params && p->zero < 3 ? t->linw * elem_bytes(p->precision) : 0;
+  out->weights += out->weight_copies - out->weights_16bit_dropped;
   if (p->offload == PLAN_OFFLOAD_OPTIMIZER) { /* fp32 master + Adam states on the host */
     out->host += out->optimizer;
     out->optimizer = 0;
@@ -681,7 +686,8 @@ static double stage_temporary(const memctx *x, const span *t, double big, double
   double lw = t->weights_max;
   bool dp_shards = p->dp * pos(p->cp) > 1;
   if (dp_shards && p->zero >= 3) {
-    double per = elem_bytes(p->precision) + weight_copy_bytes(p->gemm, x->o->gemm_any_layout);
+    double c = weight_copy_bytes(p->gemm, x->o->gemm_any_layout);
+    double per = x->o->lowp_params ? c : elem_bytes(p->precision) + c;
     coll += (p->param_gather_overlap ? 2 : 1) * lw * per;
   }
   if (dp_shards && p->zero >= 2) coll += lw * grad_bytes(p->precision, x->o);
@@ -1166,6 +1172,8 @@ typedef struct {
   int zero;
   double wf, frac, g, opt, n_dense, n_expert; /* mem_model_state's, per shard group */
   double copy_bytes, meta_bytes;             /* stage_state's recipe copies */
+  bool lowp;                                 /* mem_opts.lowp_params */
+  double w16;                                /* the 16-bit weight bytes lowp drops */
   bool offload_opt, offload_act;
   double z3_per, z2_per;                     /* stage_temporary's ZeRO buffers, per byte of a layer */
   bool dp_shards;
@@ -1226,6 +1234,8 @@ static void state_k_of(const memctx *x, state_k *k) {
   k->zero = p->zero;
   k->copy_bytes = weight_copy_bytes(p->gemm, o->gemm_any_layout);
   k->meta_bytes = gemm_meta_bytes(p->gemm);
+  k->lowp = o->lowp_params;
+  k->w16 = elem_bytes(p->precision);
   k->offload_opt = p->offload == PLAN_OFFLOAD_OPTIMIZER;
   k->offload_act = p->offload == PLAN_OFFLOAD_ACTIVATIONS;
   k->dp_shards = p->dp * pos(p->cp) > 1;
@@ -1264,12 +1274,14 @@ static void stage_terms(mem_prep *mp, const state_k *k, int i) {
   mp->pw[i] = P * k->wf, mp->pg[i] = P * k->frac * k->g, mp->po[i] = P * k->frac * k->opt;
   mp->ew[i] = E * k->wf, mp->eg[i] = E * k->frac * k->g, mp->eo[i] = E * k->frac * k->opt;
   mp->experts = mp->experts || E != 0;
-  mp->cw[i] = s->t.linw * k->copy_bytes + s->t.gemms * k->meta_bytes;
+  mp->cw[i] = s->t.linw * k->copy_bytes + s->t.gemms * k->meta_bytes -
+              (k->lowp ? s->t.linw * k->w16 : 0);
   mp->cw3[i] = 0 + s->t.gemms * k->meta_bytes;
   mp->act[i] = s->act + s->ends + s->mtp_act;
   double off = s->act > 2 * s->t.act_max ? 2 * s->t.act_max : s->act;
   mp->act_off[i] = off + s->ends + s->mtp_act;
-  double lw = s->t.weights_max, per = elem_bytes(mp->q.precision) + k->copy_bytes;
+  double lw = s->t.weights_max;
+  double per = k->lowp ? k->copy_bytes : elem_bytes(mp->q.precision) + k->copy_bytes;
   mp->tmp[i] = s->big + s->coll;
   mp->tmp2[i] = s->big + (s->coll + lw * k->z2_per);
   mp->tmp3[i] = s->big + (s->coll + k->z3_per * lw * per + lw * k->z2_per);
@@ -1633,6 +1645,12 @@ void mem_setup(const model *m, const hw_model *hw, const plan *p, mem_opts *o, p
     o->logit_grad_in_place = fw->loss_grad_in_place;
     if (fw->grads_16bit || (fw->fp16_grads_16bit && p->precision == GDT_F16))
       o->fp32_grads = false;
+    /* fp8 parameters: a Transformer Engine recipe's, under full training
+    ** with an fp32 master (a LoRA base keeps its own format) */
+    bool te_recipe = p->gemm == PLAN_GEMM_FP8 || p->gemm == PLAN_GEMM_FP8_CS ||
+                     p->gemm == PLAN_GEMM_MXFP8 || p->gemm == PLAN_GEMM_NVFP4;
+    o->lowp_params = fw->lowp_params && te_recipe && o->master_fp32 && !o->fp32_weights_only &&
+                     (o->trainable_fraction <= 0 || o->trainable_fraction >= 1);
   }
   /* XLA (every TPU stack) keeps the logits in the dot's dtype: MaxText
   ** computes them in bf16 (base.yml logits_dot_in_fp32: False) and its

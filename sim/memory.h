@@ -49,6 +49,10 @@ typedef struct {
                            ** on what is allocated and freed within a step */
   bool gemm_any_layout;    /* low-precision GEMMs read either operand layout, so one
                            ** quantized copy serves forward and backward (Blackwell) */
+  bool lowp_params;        /* the linear layers' weights are held in the GEMM recipe's
+                           ** format only, no 16-bit copy (Transformer Engine's
+                           ** fp8_model_init under Megatron's --fp8-param-gather): the
+                           ** fp32 master in the optimizer is the high-precision copy */
   bool op_selective;       /* "selective" recompute is torchtitan's op-level policy
                            ** (every second matmul's output, attention's kept), not
                            ** Korthikanti's (the attention core recomputed) */
@@ -75,6 +79,8 @@ typedef struct {
   double layer_mbs;        /* layer x micro-batch activation sets resident */
   double weight_copies;    /* low-precision GEMM copies of the weights and their
                            ** scaling state (part of weights) */
+  double weights_16bit_dropped; /* the 16-bit linear weights the copies replace
+                           ** (mem_opts.lowp_params; subtracted from weights) */
   double runtime;          /* context, kernels, library workspaces */
   double comm;             /* collective communicators' buffers */
   double fragmentation;    /* reserved by the caching allocator but unusable */

@@ -689,6 +689,42 @@ Test(memory_gemm, low_precision_weight_copies_by_the_te_formula) {
                      8 * 4096 * (3 * h + 4 * h) * (2 - (1 + 1 / 32.0)), 1e-3);
 }
 
+/* fp8 parameters (TE's fp8_model_init under Megatron's --fp8-param-gather,
+** which the Megatron-Bridge recipes set): the recipe's copies are the
+** linear weights and their 16-bit form, 2 B each, is not kept; the fp32
+** master in the optimizer is untouched. Under ZeRO-3 the shards stay at
+** 16 bits and the gathered layer is in the recipe's format alone: per
+** gathered weight 2 B fewer, twice with the prefetched layer (the few
+** norm and bias weights of the unit counted with the matrices). */
+Test(memory_gemm, fp8_parameters_drop_the_16_bit_linear_weights) {
+  wl_tf_dims d = small_gpt(8);
+  mem_opts o = modern_opts();
+  plan p = small_plan(1, 1, 1, 1);
+  double h = 1024, lin = 8 * 12 * h * h; /* QKV, out-proj, FC1, FC2 matrices */
+  p.gemm = PLAN_GEMM_MXFP8;
+  mem_bytes kept = run(&d, &p, &o);
+  o.lowp_params = true;
+  mem_bytes only = run(&d, &p, &o);
+  cr_assert_float_eq(only.weights_16bit_dropped, lin * 2, 1e-3);
+  cr_assert_float_eq(kept.weights - only.weights, lin * 2, 1e-3);
+  cr_assert_float_eq(only.weight_copies, kept.weight_copies, 0);
+  cr_assert_float_eq(only.optimizer, kept.optimizer, 0);
+  cr_assert_float_eq(only.gradients, kept.gradients, 0);
+  /* ZeRO-3 over 4: the shards as before, the gathered layers 2 B less */
+  plan z = small_plan(1, 1, 1, 4);
+  z.gemm = PLAN_GEMM_MXFP8, z.zero = 3, z.param_gather_overlap = true;
+  o.lowp_params = false;
+  mem_bytes z16 = run(&d, &z, &o);
+  o.lowp_params = true;
+  mem_bytes z8 = run(&d, &z, &o);
+  cr_assert_float_eq(z8.weights, z16.weights, 0);
+  cr_assert_float_eq(z8.weights_16bit_dropped, 0, 0);
+  /* the gathered unit is a whole layer: its 12 h^2 matrices and 13 h
+  ** biases and norm weights (QKV 3h, out-proj h, FC1 4h, FC2 h, two
+  ** LayerNorms 2 x 2h), all counted in the recipe's format */
+  cr_assert_float_eq(z16.temporary - z8.temporary, 2 * (lin / 8 + 13 * h) * 2, 1e-3);
+}
+
 /* Uneven stages: the peak is the stage with the most layer x micro-batch
 ** sets; the embedding and the loss counted as layers shift the split. */
 Test(memory_pp, uneven_stages_peak_where_most_is_in_flight) {

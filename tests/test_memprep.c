@@ -13,6 +13,7 @@
 #include <criterion/criterion.h>
 
 #include "../hw_models/hw_catalog.h"
+#include "../sim/framework.h"
 #include "../sim/memory.h"
 #include "helpers.h"
 
@@ -21,11 +22,11 @@ static void same(const mem_bytes *a, const mem_bytes *b, const char *what) {
   const double x[] = {a->weights, a->gradients, a->optimizer, a->activations, a->temporary,
                       a->peak, a->capacity, a->params, a->expert_params, a->act_layer,
                       a->layer_mbs, a->weight_copies, a->runtime, a->comm, a->fragmentation,
-                      a->host};
+                      a->host, a->weights_16bit_dropped};
   const double y[] = {b->weights, b->gradients, b->optimizer, b->activations, b->temporary,
                       b->peak, b->capacity, b->params, b->expert_params, b->act_layer,
                       b->layer_mbs, b->weight_copies, b->runtime, b->comm, b->fragmentation,
-                      b->host};
+                      b->host, b->weights_16bit_dropped};
   for (size_t i = 0; i < sizeof x / sizeof x[0]; i++)
     cr_assert(x[i] == y[i], "%s: figure %zu: %.17g vs %.17g", what, i, x[i], y[i]);
   cr_assert_eq(a->fits, b->fits, "%s: fits", what);
@@ -33,9 +34,11 @@ static void same(const mem_bytes *a, const mem_bytes *b, const char *what) {
 }
 
 /* Plans of model `name` on hw: each (tp, pp, V, mbs, recompute) prepared
-** once, then every state compared with mem_transformer. Returns the plans
+** once, then every state compared with mem_transformer, under framework
+** profile fw (framework_names) and GEMM recipe gemm. Returns the plans
 ** compared. */
-static int grid(const char *name, const char *hw_name, int64_t chips, int64_t ep) {
+static int grid_fw(const char *name, const char *hw_name, int64_t chips, int64_t ep, int fw,
+                   plan_gemm gemm) {
   hw_catalog *c = th_catalog();
   const hw_model *hw = th_hw(c, hw_name);
   diag *dg = diag_new();
@@ -58,7 +61,7 @@ static int grid(const char *name, const char *hw_name, int64_t chips, int64_t ep
                       .mbs = mbss[u], .gbs = m->train.global_batch, .seq = m->train.seq_len,
                       .vp = vp, .schedule = vp > 1 ? PLAN_INTERLEAVED : PLAN_1F1B,
                       .precision = GDT_BF16, .sp = tp > 1, .recompute = (plan_recompute)rec,
-                      .attention = PLAN_ATTN_FLASH};
+                      .attention = PLAN_ATTN_FLASH, .framework = fw, .gemm = gemm};
             /* an uneven split where the layers do not divide (the planner's) */
             if (d->layers % (pp * vp) && pp * vp <= 64) {
               plan_balance_layers(&p, d->layers, split, (int)(pp * vp));
@@ -110,6 +113,10 @@ static int grid(const char *name, const char *hw_name, int64_t chips, int64_t ep
   return compared;
 }
 
+static int grid(const char *name, const char *hw_name, int64_t chips, int64_t ep) {
+  return grid_fw(name, hw_name, chips, ep, 0, PLAN_GEMM_NATIVE);
+}
+
 Test(memprep, dense_uneven_and_interleaved_equal_mem_transformer, .timeout = 120) {
   /* 126 layers: most splits uneven; 96: most even */
   cr_assert_gt(grid("llama3-405b", "h100-sxm", 64, 1), 500);
@@ -157,4 +164,18 @@ Test(memprep, a_bad_state_is_refused_as_mem_transformer_refuses_it) {
   model_free(m);
   diag_free(dg);
   hw_catalog_free(c);
+}
+
+/* Megatron-Core's fp8 parameters (framework lowp_params): the 16-bit
+** linear weights dropped under ZeRO < 3 and the gathered layer in the
+** recipe's format under ZeRO-3, the same to the bit on both paths, for a
+** recipe with two copies (MXFP8), one (fp8 on Blackwell) and a transpose
+** (fp8-cs on Hopper); and the drop is there (a plain profile has none). */
+Test(memprep, fp8_parameters_equal_mem_transformer, .timeout = 120) {
+  int mc = framework_find("megatron-core");
+  cr_assert_geq(mc, 0);
+  cr_assert_gt(grid_fw("llama3-405b", "b200", 64, 1, mc, PLAN_GEMM_MXFP8), 500);
+  cr_assert_gt(grid_fw("mixtral-8x7b", "b200", 16, 2, mc, PLAN_GEMM_FP8), 200);
+  cr_assert_gt(grid_fw("tests/data/hf/nemotron3-nano-30b-a3b.json", "h100-sxm", 16, 1, mc,
+                       PLAN_GEMM_FP8_CS), 200);
 }
