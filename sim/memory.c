@@ -608,7 +608,8 @@ static void stage_state(const memctx *x, const span *t, double embed, mem_bytes 
   ** are the weights, and their 16-bit form is not kept. Under ZeRO-3 the
   ** shards stay counted at 16 bits (what the gather brings is counted in
   ** the temporary, stage_temporary) */
-  out->weights_16bit_dropped = x->o->lowp_params && p->zero < 3 ? t->linw * elem_bytes(p->precision) : 0;
+  bool dropped = x->o->lowp_params && p->zero < 3;
+  out->weights_16bit_dropped = dropped ? t->linw * elem_bytes(p->precision) : 0;
   out->weights += out->weight_copies - out->weights_16bit_dropped;
   if (p->offload == PLAN_OFFLOAD_OPTIMIZER) { /* fp32 master + Adam states on the host */
     out->host += out->optimizer;
