@@ -284,6 +284,37 @@ Test(moe, grouped_gemm_ceiling_slows_tpu7x_experts) {
   hw_catalog_free(c);
 }
 
+/* Blackwell's grouped expert GEMM (Megatron-Core's MXFP8 multi-stream
+** cuBLAS GroupedLinear on GB200, hw_models/gb200.json notes): 2,672 TFLOP/s
+** at K 7168, N 2048 against the chip's plain fp8 GEMM at 3615.6 (MAMF), so
+** a grouped GEMM runs at 2672 / 3615.6 = 0.739 of a plain one, forward and
+** backward (no backward measured: the forward's). The other Blackwell chips
+** take GB200's ratio over their own matmul_efficiency (rounded to 3
+** digits in the files). With Qwen3-30B-A3B on one B200 the MoE layer slows
+** against the same chip at the plain rate, by less than 1 / 0.739. */
+Test(moe, grouped_gemm_ceiling_on_blackwell_is_the_gb200_measurement) {
+  hw_catalog *c = th_catalog();
+  const char *chips[] = {"gb200", "b200", "b300", "gb300"};
+  for (size_t i = 0; i < 4; i++) {
+    const hw_model *h = th_hw(c, chips[i]);
+    cr_assert_float_eq(hw_grouped_gemm_ceiling(h, false), 2672 / 3615.6, 1e-3, "%s", chips[i]);
+    cr_assert_float_eq(hw_grouped_gemm_ceiling(h, true), 2672 / 3615.6, 1e-3, "%s", chips[i]);
+  }
+  const hw_model *b = th_hw(c, "b200");
+  hw_model flat = *b;
+  flat.chip.grouped_gemm_efficiency = flat.chip.grouped_gemm_bwd_efficiency = 0;
+  plan p = one_chip(4, 4096);
+  model *m = th_model("tests/data/hf/qwen3-30b-a3b.json", 4096);
+  step_result x, y;
+  costs_on_both(m, b, &flat, &p, &x, &y);
+  cr_assert_gt(x.layer_fwd_s, y.layer_fwd_s);
+  cr_assert_lt(x.layer_fwd_s, y.layer_fwd_s / (2672 / 3615.6));
+  cr_assert_gt(x.layer_bwd_s, y.layer_bwd_s);
+  cr_assert_float_eq(x.head_fwd_s, y.head_fwd_s, 1e-15);
+  model_free(m);
+  hw_catalog_free(c);
+}
+
 /* TPU7x's grouped kernel on widths that are not a multiple of its
 ** 256-wide MXU (tokamax ragged_dot at gpt-oss's 2880 x 2880 experts,
 ** hw_models/tpu-v7x.json notes): 0.302, 0.300 and 0.284 of a TensorCore's
