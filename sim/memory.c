@@ -1648,9 +1648,7 @@ void mem_setup(const model *m, const hw_model *hw, const plan *p, mem_opts *o, p
       o->fp32_grads = false;
     /* fp8 parameters: a Transformer Engine recipe's, under full training
     ** with an fp32 master (a LoRA base keeps its own format) */
-    bool te_recipe = p->gemm == PLAN_GEMM_FP8 || p->gemm == PLAN_GEMM_FP8_CS ||
-                     p->gemm == PLAN_GEMM_MXFP8 || p->gemm == PLAN_GEMM_NVFP4;
-    o->lowp_params = fw->lowp_params && te_recipe && o->master_fp32 && !o->fp32_weights_only &&
+    o->lowp_params = framework_lowp_params(f, p) && o->master_fp32 && !o->fp32_weights_only &&
                      (o->trainable_fraction <= 0 || o->trainable_fraction >= 1);
   }
   /* XLA (every TPU stack) keeps the logits in the dot's dtype: MaxText
