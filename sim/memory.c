@@ -699,7 +699,8 @@ static double stage_temporary(const memctx *x, const span *t, double big, double
 ** on the last stage: each an eh_proj (2h -> h, column-parallel), two
 ** RMSNorms and one transformer block of the last layer's kind, sharing the
 ** embedding and head; one micro-batch in flight there (1F1B's last stage)
-** keeps the block's activations, eh_proj's input and its own logits. */
+** keeps the block's activations, eh_proj's input and its own logits, for
+** each depth run. */
 static void mtp_add(const memctx *x, span *t, double *act) {
   const shard *c = &x->c;
   double n = (double)x->d->mtp_layers;
@@ -711,9 +712,13 @@ static void mtp_add(const memctx *x, span *t, double *act) {
   m.linw += n * 2 * c->h * c->h / c->t;
   m.gemms += n;
   span_merge(t, &m);
+  /* each depth run keeps its own activations, a repeated module's too
+  ** (Megatron-Core's mtp_use_repeated_layer: the weights once, the depths
+  ** each) */
+  double depth = x->d->mtp_depth > n ? (double)x->d->mtp_depth : n;
   double sb = c->s * c->b;
-  *act = n * (l->act + sb * (2 * c->r * c->e * c->h + 2 * c->r * c->e * c->h +
-                             logit_bytes(x->o) * c->vc));
+  *act = depth * (l->act + sb * (2 * c->r * c->e * c->h + 2 * c->r * c->e * c->h +
+                                 logit_bytes(x->o) * c->vc));
 }
 
 /* What stage i holds whatever the model state (ZeRO stage, shard group,

@@ -199,6 +199,52 @@ Test(mamba, backward_is_about_twice_forward) {
   model_free(m);
 }
 
+/* Forward matmul FLOPs of the ops at layers >= from (the MTP depths sit
+** past the main stack's layers), every phase's count kept. */
+static double fwd_dot_flops_from(const model *m, int from) {
+  double f = 0;
+  for (int i = 0; i < graph_count(m->g); i++) {
+    const graph_op *op = graph_get(m->g, i);
+    if ((op->kind != GOP_DOT && op->kind != GOP_CONV) || op->phase != GRAPH_FORWARD ||
+        op->layer < from)
+      continue;
+    graph_cost c = graph_op_cost(m->g, i);
+    f += graph_cost_flops(&c) * (double)op->count;
+  }
+  return f;
+}
+
+/* Megatron-Bridge's Nemotron 3 Super recipe runs the config's one MTP
+** module to depth 2 through the same weights (mtp_num_layers 2,
+** mtp_use_repeated_layer True; tests/validation/models/SOURCES.md): the
+** parameters are the plain config's, to the one; the second depth's
+** forward is the first's again (the same shapes: h and the embedding of the
+** token one further ahead), so the matmul FLOPs past the main stack's 88
+** layers double. A depth above the modules without the repeated layer is
+** refused, naming the field to set. */
+Test(mamba, super_mtp_depth_two_shares_the_module) {
+  model_opts o = {.global_batch = 1, .seq_len = 1024, .forward_only = true};
+  model *one = load_o(SUPER, o);
+  model *two = load_o("tests/validation/models/nemotron3-super-mbridge.json", o);
+  cr_assert_eq(two->params, one->params);
+  cr_assert_eq(two->info.tf.mtp_depth, 2);
+  double f1 = fwd_dot_flops_from(one, 88), f2 = fwd_dot_flops_from(two, 88);
+  cr_assert_gt(f1, 0);
+  cr_assert(fabs(f2 - 2 * f1) <= 1e-9 * f2, "MTP forward %.6g at depth 2, %.6g at depth 1", f2, f1);
+  model_free(one);
+  model_free(two);
+  char *text = th_slurp(SUPER, NULL);
+  char *t = th_replace(text, "\"num_nextn_predict_layers\": 1,",
+                       "\"num_nextn_predict_layers\": 1, \"mtp_num_layers\": 2,");
+  const char *path = th_write_temp("super-mtp2.json", t);
+  diag *d = diag_new();
+  cr_assert_null(model_load(path, &o, d));
+  cr_assert(strstr(diag_message(d, 0), "mtp_use_repeated_layer"), "%s", diag_message(d, 0));
+  diag_free(d);
+  free(t);
+  free(text);
+}
+
 /* A bad character is refused at its own line and column, with the valid
 ** set: the pattern is on line 10 of the Nano config, its value opening at
 ** column 30 ("  \"hybrid_override_pattern\": \""), so character i is at

@@ -252,6 +252,11 @@ void graph_set_scope(graph *g, const char *scope) {
 }
 void graph_set_layer(graph *g, int layer) { g->layer = layer; }
 void graph_set_count(graph *g, int64_t count) { g->count = count > 0 ? count : 1; }
+bool graph_set_share_params(graph *g, bool on) {
+  bool was = g->share_params;
+  g->share_params = on;
+  return was;
+}
 int graph_set_composite(graph *g, int c) {
   int was = g->composite;
   g->composite = c;

@@ -228,6 +228,11 @@ void graph_set_phase(graph *g, graph_phase p);
 void graph_set_scope(graph *g, const char *scope); /* op names become "scope/kind" */
 void graph_set_layer(graph *g, int layer);
 void graph_set_count(graph *g, int64_t count);
+/* While on, graph_parameter returns the parameter already named so (with
+** the same shape and flags) instead of adding one: a module applied again
+** with the weights of its first application (Megatron-Core's repeated MTP
+** layer). Returns the setting in force before. */
+bool graph_set_share_params(graph *g, bool on);
 /* Ops added from here on are one library kernel: a new composite id,
 ** returned, and the one in force before in *previous (graph_set_composite
 ** restores it when the kernel's ops are in). */

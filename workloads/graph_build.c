@@ -13,7 +13,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+static bool same_shape(const graph_shape *a, const graph_shape *b) {
+  if (a->dtype != b->dtype || a->rank != b->rank) return false;
+  for (int d = 0; d < a->rank; d++)
+    if (a->dim[d] != b->dim[d]) return false;
+  return true;
+}
+
 int graph_parameter(graph *g, const char *name, graph_shape s, unsigned flags) {
+  /* a repeated module's weight: the one its first application made (a
+  ** linear scan, paid only while sharing is on: a module's few weights) */
+  for (int i = 0; g->share_params && name && i < g->n; i++) {
+    const graph_op *o = &g->ops[i];
+    if (o->kind == GOP_PARAMETER && o->name && strcmp(o->name, name) == 0 &&
+        o->flags == flags && same_shape(&o->out, &s))
+      return i;
+  }
   int id = graph_add(g, GOP_PARAMETER, s, NULL, 0);
   if (id < 0) return -1;
   g->ops[id].flags = flags;

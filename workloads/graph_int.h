@@ -25,6 +25,7 @@ struct graph {
   int layer;
   int64_t count;
   int composite, composites; /* the library kernel ops now join (-1: none); how many begun */
+  bool share_params;         /* graph_parameter reuses a parameter of the same name */
 };
 
 /* A row of the op-kind table (graph.c). */

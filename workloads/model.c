@@ -465,6 +465,19 @@ static bool hf_llama_like(jin *j, const cJSON *hf, cJSON *s, int type) {
   return ok;
 }
 
+/* A training recipe's MTP depth, when a config carries it under
+** Megatron-Core's names (mtp_num_layers, mtp_use_repeated_layer: the
+** depth, run through the config's num_nextn_predict_layers modules in turn;
+** transformer.c checks the pair). HF configs hold the modules only. */
+static bool hf_mtp_recipe(jin *j, const cJSON *hf, cJSON *s) {
+  bool ok = hf_int(j, hf, s, "mtp_num_layers", "mtp_num_layers", false);
+  const cJSON *r = cJSON_GetObjectItemCaseSensitive(hf, "mtp_use_repeated_layer");
+  bool rep = false;
+  ok &= jin_get_bool(j, hf, "mtp_use_repeated_layer", false, &rep) >= 0;
+  if (ok && r) cJSON_AddBoolToObject(s, "mtp_use_repeated_layer", rep);
+  return ok;
+}
+
 /* DeepSeek-V3 and Kimi K2 (DeepseekV3Config): MLA, shared and routed
 ** experts after the first dense layers, multi-token prediction. */
 static bool hf_deepseek(jin *j, const cJSON *hf, cJSON *s) {
@@ -480,6 +493,7 @@ static bool hf_deepseek(jin *j, const cJSON *hf, cJSON *s) {
   ok &= hf_int(j, hf, s, "qk_rope_head_dim", "qk_rope_head_dim", true);
   ok &= hf_int(j, hf, s, "v_head_dim", "v_head_dim", true);
   ok &= hf_int(j, hf, s, "num_nextn_predict_layers", "num_nextn_predict_layers", false);
+  ok &= hf_mtp_recipe(j, hf, s);
   int64_t experts = 0, freq = 1;
   ok &= hf_get(j, hf, "n_routed_experts", false, &experts) >= 0;
   ok &= hf_get(j, hf, "moe_layer_freq", false, &freq) >= 0;
@@ -628,6 +642,7 @@ static bool hf_nemotron_h(jin *j, const cJSON *hf, cJSON *s) {
   ok &= jin_get_str(j, hf, "mtp_hybrid_override_pattern", false, &mp) >= 0;
   if (mtp > 0) put_int(s, "num_nextn_predict_layers", mtp);
   if (mtp > 0 && mp) cJSON_AddStringToObject(s, "mtp_hybrid_override_pattern", mp);
+  ok &= hf_mtp_recipe(j, hf, s);
   if (n[2] == 0) return ok;
   cJSON *moe = cJSON_AddObjectToObject(s, "moe");
   ok &= hf_int(j, hf, moe, "n_routed_experts", "experts", true);

@@ -136,6 +136,8 @@ static void print_layers(const model *m, FILE *out) {
   if (d->kv_lora_rank > 0) fprintf(out, "; latent attention (kv rank %lld)", (long long)d->kv_lora_rank);
   if (d->mtp_layers > 0) fprintf(out, "; + %lld MTP module%s", (long long)d->mtp_layers,
                                  d->mtp_layers > 1 ? "s" : "");
+  if (d->mtp_depth > d->mtp_layers)
+    fprintf(out, " run to depth %lld (repeated)", (long long)d->mtp_depth);
   fprintf(out, "\n");
 }
 

@@ -23,6 +23,8 @@ static const char *const KEYS[] = {
     "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
     "sliding_window", "sliding_window_pattern", "attention_chunk_size", "num_nextn_predict_layers",
     "attention_sinks", "qk_norm", "sandwich_norm",
+    /* a training recipe's MTP depth, under Megatron-Core's names */
+    "mtp_num_layers", "mtp_use_repeated_layer",
     /* hybrid Mamba-2 models (Nemotron-H), under NemotronHConfig's names */
     "hybrid_override_pattern", "mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups",
     "conv_kernel", "chunk_size", "mtp_hybrid_override_pattern", NULL};
@@ -58,6 +60,10 @@ typedef struct {
   int64_t window, global_every; /* sliding-window attention (0: none) */
   bool chunked;                 /* the window is Llama 4's chunks, not a sliding band */
   int64_t mtp;                  /* multi-token prediction modules */
+  int64_t mtp_depth;            /* MTP depths run: mtp, or Megatron-Core's mtp_num_layers
+                                ** passes through the modules' weights in turn
+                                ** (mtp_use_repeated_layer) */
+  bool mtp_repeated;
   bool sinks, qk_norm, sandwich;
   /* hybrid models: the pattern (NULL: every layer attention + FFN) and the
   ** Mamba-2 mixer's sizes (heads and groups this chip's under tp); latent
@@ -313,6 +319,14 @@ static bool read_fields(jin *j, const cJSON *s, const wl_train *t, tf_cfg *c) {
   c->max_positions = c->seq;
   ok &= jin_get_int(j, s, "max_positions", 1, BIG, false, &c->max_positions) >= 0;
   ok &= jin_get_int(j, s, "num_nextn_predict_layers", 0, BIG, false, &c->mtp) >= 0;
+  /* Megatron-Core's --mtp-num-layers with --mtp-use-repeated-layer: the
+  ** depth the recipe predicts to, through the config's modules applied in
+  ** turn with their own weights (Megatron-Bridge's Nemotron 3 Super recipe:
+  ** "HF config has num_nextn_predict_layers=1 for the shared block;
+  ** mtp_num_layers=2 controls forward-pass repetitions") */
+  c->mtp_depth = c->mtp;
+  ok &= jin_get_int(j, s, "mtp_num_layers", 0, BIG, false, &c->mtp_depth) >= 0;
+  ok &= jin_get_bool(j, s, "mtp_use_repeated_layer", false, &c->mtp_repeated) >= 0;
   ok &= jin_get_bool(j, s, "attention_sinks", false, &c->sinks) >= 0;
   ok &= jin_get_bool(j, s, "qk_norm", false, &c->qk_norm) >= 0;
   ok &= jin_get_bool(j, s, "sandwich_norm", false, &c->sandwich) >= 0;
@@ -348,6 +362,13 @@ static bool check_dims(jin *j, const wl_train *t, tf_cfg *c) {
   }
   if (c->mtp > 0 && c->kind == 1) {
     jin_error(j, 1, "num_nextn_predict_layers: multi-token prediction needs a decoder");
+    return false;
+  }
+  if (c->mtp_depth != c->mtp && !(c->mtp_repeated && c->mtp > 0 && c->mtp_depth > c->mtp)) {
+    jin_error(j, 1, "mtp_num_layers %lld with num_nextn_predict_layers %lld: a depth other than "
+                    "the modules' needs \"mtp_use_repeated_layer\": true and a depth above "
+                    "them (each further depth reuses a module's weights)",
+              (long long)c->mtp_depth, (long long)c->mtp);
     return false;
   }
   if (c->mtp > 0 && !c->tied && t->method != WL_FULL && wl_is_target(t, "lm_head")) {
@@ -495,7 +516,7 @@ static wl_tf_dims dims_of(const tf_cfg *c) {
                       .shared_ffn_hidden = moe ? c->shared_ffn : 0,
                       .q_lora_rank = c->q_lora, .kv_lora_rank = c->kv_lora,
                       .qk_rope_head_dim = mla ? c->qk_rope : 0, .v_head_dim = mla ? c->v_dim : 0,
-                      .mtp_layers = c->mtp, .hybrid = c->hybrid, .mamba_heads = c->m_heads,
+                      .mtp_layers = c->mtp, .mtp_depth = c->mtp_depth, .hybrid = c->hybrid, .mamba_heads = c->m_heads,
                       .mamba_head_dim = c->m_hdim, .ssm_state = c->m_state,
                       .ssm_groups = c->m_groups, .conv_kernel = c->m_conv,
                       .ssm_chunk = c->m_chunk, .moe_latent = moe ? c->latent : 0};
@@ -1117,9 +1138,12 @@ typedef struct {
 ** shared, so a module's parameters are its layer, eh_proj and three norms. */
 static int mtp_modules(graph *g, const wl_train *t, const tf_cfg *c, const wl_tf_dims *d, int h,
                        const tf_io *io, int loss) {
-  for (int64_t k = 0; k < c->mtp; k++) {
+  /* depths past the modules run them again in turn with the same weights
+  ** (Megatron-Core's repeated MTP layer): the same names, shared */
+  for (int64_t k = 0; k < c->mtp_depth; k++) {
     char p[32], n[64];
-    snprintf(p, sizeof p, "mtp%lld", (long long)k);
+    bool shared = graph_set_share_params(g, k >= c->mtp);
+    snprintf(p, sizeof p, "mtp%lld", (long long)(k % c->mtp));
     graph_set_layer(g, (int)(c->layers + k));
     graph_set_scope(g, p);
     snprintf(n, sizeof n, "%s.hnorm", p);
@@ -1135,11 +1159,13 @@ static int mtp_modules(graph *g, const wl_train *t, const tf_cfg *c, const wl_tf
       }
       graph_set_scope(g, p);
     } else {
-      h = block(g, t, c, h, (int)(c->layers + k), p, wl_tf_layer_kind(d, c->model_layers + k));
+      h = block(g, t, c, h, (int)(c->layers + k), p,
+                wl_tf_layer_kind(d, c->model_layers + k % c->mtp));
     }
     snprintf(n, sizeof n, "%s.norm", p);
     int logits = lm_head(g, t, c, norm(g, t, c, h, n), io->table, io->head_w);
     loss = graph_binary(g, GOP_ADD, loss, wl_scale(g, wl_cross_entropy(g, logits, io->labels)));
+    graph_set_share_params(g, shared);
   }
   return loss;
 }

@@ -113,6 +113,8 @@ typedef struct {
   ** is then qk_nope + qk_rope, the query and key width per head */
   int64_t q_lora_rank, kv_lora_rank, qk_rope_head_dim, v_head_dim;
   int64_t mtp_layers; /* multi-token prediction modules (DeepSeek-V3: 1) */
+  int64_t mtp_depth;  /* MTP depths run through them: mtp_layers, or more with a
+                      ** repeated module (Megatron-Core mtp_use_repeated_layer) */
   /* Hybrid models (Nemotron-H: hybrid_override_pattern): layer i is
   ** hybrid[i] of WL_HYBRID_CHARS, one sub-block each -- M a Mamba-2 mixer,
   ** * attention, E a mixture of experts, - a dense MLP; NULL for a plain
