@@ -341,7 +341,7 @@ void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p
             p->tp_overlap ? "on" : "off",
             p->eager ? "eager kernels (--compile off: one an op, library kernels fused)"
                      : "kernels fused (compiled, or fused by hand)",
-            framework_lowp_params(p->framework, p) && m->trainable_params >= m->params
+            r->memory.lowp_params
                 ? ", linear weights kept in the fp8/fp4 recipe's format only (fp8 parameters)"
                 : "",
             fw->source);

@@ -142,12 +142,6 @@ bool framework_moe_a2a_overlap(int f, const plan *p, const hw_model *hw) {
          hw->chips_per_node >= 72;
 }
 
-bool framework_lowp_params(int f, const plan *p) {
-  bool te_recipe = p->gemm == PLAN_GEMM_FP8 || p->gemm == PLAN_GEMM_FP8_CS ||
-                   p->gemm == PLAN_GEMM_MXFP8 || p->gemm == PLAN_GEMM_NVFP4;
-  return f >= 0 && frameworks[f].lowp_params && te_recipe;
-}
-
 bool framework_moe_gemm_per_expert(int f, const plan *p, const hw_model *hw) {
   /* the recipes that overlap the all-to-alls also set
   ** NVTE_CUTEDSL_FUSED_GROUPED_MLP=1: one fused kernel for the experts */

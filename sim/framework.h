@@ -123,10 +123,6 @@ void framework_apply(int f, plan *p);
 /* Whether profile f overlaps the MoE all-to-alls of plan p on hw: its
 ** recipes' rule (MXFP8 GEMMs, a scale-up domain of at least 72 chips). */
 bool framework_moe_a2a_overlap(int f, const plan *p, const hw_model *hw);
-/* Whether profile f holds plan p's linear weights in its GEMM recipe's
-** format only (framework.lowp_params under a Transformer Engine recipe:
-** fp8, fp8-cs, mxfp8, nvfp4). */
-bool framework_lowp_params(int f, const plan *p);
 /* Whether profile f launches a kernel per local expert for plan p's grouped
 ** GEMMs on hw (moe_gemm_per_expert, less the paths that fuse them). */
 bool framework_moe_gemm_per_expert(int f, const plan *p, const hw_model *hw);

@@ -121,6 +121,12 @@ static double weight_copy_bytes(plan_gemm g, bool any_layout) {
   return q * (tensor_scaled && any_layout ? 1 : 2);
 }
 
+/* Bytes a linear weight does not keep in 16 bits: all of them when its
+** copies are the weights (mem_opts.lowp_params), else none. */
+static double lowp_drop_bytes(const plan *p, const mem_opts *o) {
+  return o->lowp_params ? elem_bytes(p->precision) : 0;
+}
+
 /* Scaling state per GEMM: delayed scaling's amax histories; the other
 ** recipes derive scales from the tensor itself (NVFP4's per-tensor fp32
 ** scales are 8 bytes a weight, left out). */
@@ -608,8 +614,8 @@ static void stage_state(const memctx *x, const span *t, double embed, mem_bytes 
   ** are the weights, and their 16-bit form is not kept. Under ZeRO-3 the
   ** shards stay counted at 16 bits (what the gather brings is counted in
   ** the temporary, stage_temporary) */
-  bool dropped = x->o->lowp_params && p->zero < 3;
-  out->weights_16bit_dropped = dropped ? t->linw * elem_bytes(p->precision) : 0;
+  out->lowp_params = x->o->lowp_params;
+  out->weights_16bit_dropped = p->zero < 3 ? t->linw * lowp_drop_bytes(p, x->o) : 0;
   out->weights += out->weight_copies - out->weights_16bit_dropped;
   if (p->offload == PLAN_OFFLOAD_OPTIMIZER) { /* fp32 master + Adam states on the host */
     out->host += out->optimizer;
@@ -687,8 +693,8 @@ static double stage_temporary(const memctx *x, const span *t, double big, double
   double lw = t->weights_max;
   bool dp_shards = p->dp * pos(p->cp) > 1;
   if (dp_shards && p->zero >= 3) {
-    double c = weight_copy_bytes(p->gemm, x->o->gemm_any_layout);
-    double per = x->o->lowp_params ? c : elem_bytes(p->precision) + c;
+    double per = elem_bytes(p->precision) - lowp_drop_bytes(p, x->o) +
+                 weight_copy_bytes(p->gemm, x->o->gemm_any_layout);
     coll += (p->param_gather_overlap ? 2 : 1) * lw * per;
   }
   if (dp_shards && p->zero >= 2) coll += lw * grad_bytes(p->precision, x->o);
@@ -1178,8 +1184,7 @@ typedef struct {
   int zero;
   double wf, frac, g, opt, n_dense, n_expert; /* mem_model_state's, per shard group */
   double copy_bytes, meta_bytes;             /* stage_state's recipe copies */
-  bool lowp;                                 /* mem_opts.lowp_params */
-  double w16;                                /* the 16-bit weight bytes lowp drops */
+  double drop;                               /* lowp_drop_bytes */
   bool offload_opt, offload_act;
   double z3_per, z2_per;                     /* stage_temporary's ZeRO buffers, per byte of a layer */
   bool dp_shards;
@@ -1240,8 +1245,7 @@ static void state_k_of(const memctx *x, state_k *k) {
   k->zero = p->zero;
   k->copy_bytes = weight_copy_bytes(p->gemm, o->gemm_any_layout);
   k->meta_bytes = gemm_meta_bytes(p->gemm);
-  k->lowp = o->lowp_params;
-  k->w16 = elem_bytes(p->precision);
+  k->drop = lowp_drop_bytes(p, o);
   k->offload_opt = p->offload == PLAN_OFFLOAD_OPTIMIZER;
   k->offload_act = p->offload == PLAN_OFFLOAD_ACTIVATIONS;
   k->dp_shards = p->dp * pos(p->cp) > 1;
@@ -1280,14 +1284,13 @@ static void stage_terms(mem_prep *mp, const state_k *k, int i) {
   mp->pw[i] = P * k->wf, mp->pg[i] = P * k->frac * k->g, mp->po[i] = P * k->frac * k->opt;
   mp->ew[i] = E * k->wf, mp->eg[i] = E * k->frac * k->g, mp->eo[i] = E * k->frac * k->opt;
   mp->experts = mp->experts || E != 0;
-  mp->cw[i] = s->t.linw * k->copy_bytes + s->t.gemms * k->meta_bytes -
-              (k->lowp ? s->t.linw * k->w16 : 0);
+  mp->cw[i] = s->t.linw * k->copy_bytes + s->t.gemms * k->meta_bytes - s->t.linw * k->drop;
   mp->cw3[i] = 0 + s->t.gemms * k->meta_bytes;
   mp->act[i] = s->act + s->ends + s->mtp_act;
   double off = s->act > 2 * s->t.act_max ? 2 * s->t.act_max : s->act;
   mp->act_off[i] = off + s->ends + s->mtp_act;
   double lw = s->t.weights_max;
-  double per = k->lowp ? k->copy_bytes : elem_bytes(mp->q.precision) + k->copy_bytes;
+  double per = elem_bytes(mp->q.precision) - k->drop + k->copy_bytes;
   mp->tmp[i] = s->big + s->coll;
   mp->tmp2[i] = s->big + (s->coll + lw * k->z2_per);
   mp->tmp3[i] = s->big + (s->coll + k->z3_per * lw * per + lw * k->z2_per);
@@ -1653,7 +1656,8 @@ void mem_setup(const model *m, const hw_model *hw, const plan *p, mem_opts *o, p
       o->fp32_grads = false;
     /* fp8 parameters: a Transformer Engine recipe's, under full training
     ** with an fp32 master (a LoRA base keeps its own format) */
-    o->lowp_params = framework_lowp_params(f, p) && o->master_fp32 && !o->fp32_weights_only &&
+    o->lowp_params = fw->lowp_params && quant_bytes(p->gemm) > 0 && o->master_fp32 &&
+                     !o->fp32_weights_only &&
                      (o->trainable_fraction <= 0 || o->trainable_fraction >= 1);
   }
   /* XLA (every TPU stack) keeps the logits in the dot's dtype: MaxText

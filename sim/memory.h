@@ -81,6 +81,7 @@ typedef struct {
                            ** scaling state (part of weights) */
   double weights_16bit_dropped; /* the 16-bit linear weights the copies replace
                            ** (mem_opts.lowp_params; subtracted from weights) */
+  bool lowp_params;        /* mem_opts.lowp_params: the weights were counted so */
   double runtime;          /* context, kernels, library workspaces */
   double comm;             /* collective communicators' buffers */
   double fragmentation;    /* reserved by the caching allocator but unusable */

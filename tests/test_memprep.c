@@ -30,6 +30,7 @@ static void same(const mem_bytes *a, const mem_bytes *b, const char *what) {
   for (size_t i = 0; i < sizeof x / sizeof x[0]; i++)
     cr_assert(x[i] == y[i], "%s: figure %zu: %.17g vs %.17g", what, i, x[i], y[i]);
   cr_assert_eq(a->fits, b->fits, "%s: fits", what);
+  cr_assert_eq(a->lowp_params, b->lowp_params, "%s: fp8 parameters", what);
   cr_assert_eq(a->stage, b->stage, "%s: worst stage", what);
 }
 

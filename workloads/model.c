@@ -470,12 +470,10 @@ static bool hf_llama_like(jin *j, const cJSON *hf, cJSON *s, int type) {
 ** depth, run through the config's num_nextn_predict_layers modules in turn;
 ** transformer.c checks the pair). HF configs hold the modules only. */
 static bool hf_mtp_recipe(jin *j, const cJSON *hf, cJSON *s) {
-  bool ok = hf_int(j, hf, s, "mtp_num_layers", "mtp_num_layers", false);
-  const cJSON *r = cJSON_GetObjectItemCaseSensitive(hf, "mtp_use_repeated_layer");
-  bool rep = false;
-  ok &= jin_get_bool(j, hf, "mtp_use_repeated_layer", false, &rep) >= 0;
-  if (ok && r) cJSON_AddBoolToObject(s, "mtp_use_repeated_layer", rep);
-  return ok;
+  bool ok = hf_int(j, hf, s, "mtp_num_layers", "mtp_num_layers", false), rep = false;
+  int got = jin_get_bool(j, hf, "mtp_use_repeated_layer", false, &rep);
+  if (got > 0) cJSON_AddBoolToObject(s, "mtp_use_repeated_layer", rep);
+  return ok && got >= 0;
 }
 
 /* DeepSeek-V3 and Kimi K2 (DeepseekV3Config): MLA, shared and routed
