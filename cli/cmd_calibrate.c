@@ -150,6 +150,10 @@ static hw_model with_theta(const fitctx *f, const double *th) {
       m.chip.attention_fa2_efficiency = clamp1(b->attention_fa2_efficiency * r);
     if (is_present(f->base, "chip.attention_fa1_efficiency"))
       m.chip.attention_fa1_efficiency = clamp1(b->attention_fa1_efficiency * r);
+    if (is_present(f->base, "chip.attention_cudnn_fwd_efficiency"))
+      m.chip.attention_cudnn_fwd_efficiency = clamp1(b->attention_cudnn_fwd_efficiency * r);
+    if (is_present(f->base, "chip.attention_cudnn_bwd_efficiency"))
+      m.chip.attention_cudnn_bwd_efficiency = clamp1(b->attention_cudnn_bwd_efficiency * r);
   }
   if (f->free_par[P_COLL]) {
     m.scale_up.efficiency = th[P_COLL];
@@ -172,6 +176,10 @@ static int fitted_fields(const fitctx *f, const char **out) {
       out[n++] = "chip.attention_fa2_efficiency";
     if (is_present(f->base, "chip.attention_fa1_efficiency"))
       out[n++] = "chip.attention_fa1_efficiency";
+    if (is_present(f->base, "chip.attention_cudnn_fwd_efficiency"))
+      out[n++] = "chip.attention_cudnn_fwd_efficiency";
+    if (is_present(f->base, "chip.attention_cudnn_bwd_efficiency"))
+      out[n++] = "chip.attention_cudnn_bwd_efficiency";
   }
   if (f->free_par[P_COLL]) out[n++] = "system.scale_up.efficiency";
   return n;
@@ -207,7 +215,7 @@ static char *theta_json(const fitctx *f, const double *th, const char *note) {
   cJSON_AddStringToObject(s, "url", "https://en.wikipedia.org/wiki/Golden-section_search");
   cJSON_DeleteItemFromObjectCaseSensitive(src, "calib-runs"); /* a file fitted again */
   cJSON_AddItemToObject(src, "calib-runs", s);
-  const char *fields[8];
+  const char *fields[12];
   int nf = fitted_fields(f, fields);
   for (int i = 0; i < nf; i++) {
     int idx = hw_field_find(fields[i]);

@@ -75,6 +75,12 @@ typedef struct {
   ** ran, within 4 % of FA1 on A100): what a framework calling one reaches
   ** (0: absent) */
   double attention_fa1_efficiency;
+  /* the same for cuDNN's fused attention (Transformer Engine's backend on
+  ** Hopper, ahead of flash-attn in its selection order), forward and
+  ** backward, where the chip's attention figures are another kernel's
+  ** (Hopper: FlashAttention-3's); a framework calling cuDNN reaches these
+  ** (0: absent, the attention_*_efficiency figures) */
+  double attention_cudnn_fwd_efficiency, attention_cudnn_bwd_efficiency;
   /* the same large-GEMM fraction measured with fp8 operands (absent:
   ** matmul_efficiency): what a low-precision recipe's GEMMs reach */
   double fp8_matmul_efficiency;

@@ -12,7 +12,7 @@ const framework frameworks[] = {
      "a data-parallel training loop (PyTorch DDP) with fused attention",
      PLAN_ATTN_FLASH, PLAN_GRAD_OVERLAP, 0, false, false, PLAN_RECOMPUTE_NONE, 0, false, false,
      "PyTorch DDP: bucketed all-reduce overlapped with backward; torch SDPA flash attention",
-     false, false, false, 0, false, 0, false, false, false, true, false, false},
+     false, false, false, 0, false, 0, false, false, false, true, false, false, false},
     {/* megatron-core */
      "Megatron-Core / NeMo / Megatron-Bridge (2024-26) with Transformer Engine",
      PLAN_ATTN_FLASH, PLAN_GRAD_OVERLAP, 1, true, true, PLAN_RECOMPUTE_NONE, 0, false, true,
@@ -27,27 +27,27 @@ const framework frameworks[] = {
      "expert (nvte_multi_stream_cublas_gemm); under an fp8/fp4 recipe the linear weights are "
      "held in its format only, the fp32 master the one high-precision copy (Megatron-Bridge "
      "mixed_precision.py: fp8_param_gather=True, fp4_param_gather for NVFP4; TE fp8_model_init)",
-     true, false, false, 0, false, 0, true, true, false, false, false, true},
+     true, false, false, 0, false, 0, true, true, false, false, false, true, true},
     {/* maxtext */
      "MaxText on TPU (JAX/XLA): parameters sharded by fsdp, splash attention",
      PLAN_ATTN_FLASH, PLAN_GRAD_OVERLAP, 3, true, false, PLAN_RECOMPUTE_FULL, 0, false, false,
      "MaxText base.yml: ici_fsdp_parallelism shards weights and optimizer state; XLA's latency-hiding "
      "scheduler overlaps the gathers and reduce-scatters with compute; attention: splash (Pallas); "
      "remat_policy 'full' by default (base.yml); weight_dtype float32 with no bf16 copy",
-     false, false, true, 0, false, 0, false, false, false, false, false, false},
+     false, false, true, 0, false, 0, false, false, false, false, false, false, false},
     {/* megatron-2021 */
      "Megatron-LM as in Narayanan et al. SC21 (local DDP, no fused attention)",
      PLAN_ATTN_SCORES, PLAN_GRAD_AFTER_BACKWARD, 0, false, false, PLAN_RECOMPUTE_NONE, 0, false, false,
      "Narayanan et al. 2021 (arXiv:2104.04473); Megatron-LM 2021 local DDP all-reduces after the "
      "backward; attention scores through a fused softmax kernel; fp16 gradients kept and "
      "all-reduced in fp16 (--accumulate-allreduce-grads-in-fp32 is forced only for bf16)",
-     false, true, false, 0, false, 0, false, true, false, false, false, false},
+     false, true, false, 0, false, 0, false, true, false, false, false, false, false},
     {/* megatron-2022 */
      "Megatron-LM as in Korthikanti et al. 2022 (sequence parallelism, selective recompute)",
      PLAN_ATTN_SCORES, PLAN_GRAD_AFTER_BACKWARD, 0, false, false, PLAN_RECOMPUTE_NONE, 0, false, false,
      "Korthikanti et al. 2022 (arXiv:2205.05198): the same DDP and attention as 2021, with --sp "
      "and --recompute selective as flags",
-     false, true, false, 0, false, 0, false, true, false, false, false, false},
+     false, true, false, 0, false, 0, false, true, false, false, false, false, false},
     {/* torchtitan */
      "torchtitan (PyTorch FSDP2, torch.compile, SDPA flash attention)",
      PLAN_ATTN_FLASH, PLAN_GRAD_OVERLAP, 3, true, false, PLAN_RECOMPUTE_SELECTIVE, 0.5, true, false,
@@ -59,7 +59,7 @@ const framework frameworks[] = {
      "eager (train.py:131-138); torch.compile per transformer block as its published "
      "benchmarks run it (training.compile, off by default in its train configs: --compile "
      "off for those runs)",
-     false, false, false, 8, false, 0, false, false, false, true, false, false},
+     false, false, false, 8, false, 0, false, false, false, true, false, false, false},
     {/* llm-foundry */
      "MosaicML LLM Foundry (PyTorch FSDP FULL_SHARD, flash attention)",
      PLAN_ATTN_FLASH, PLAN_GRAD_OVERLAP, 3, true, false, PLAN_RECOMPUTE_FULL, 0, true, false,
@@ -73,7 +73,7 @@ const framework frameworks[] = {
      "eager, no torch.compile (its benchmark runs: scripts/train/benchmarking "
      "submit_benchmarks.py has no compile option, 'rm compile support in profiling', "
      "commit b2a43a1): F.layer_norm, GELU and each residual add a kernel of its own",
-     false, false, false, 0, false, 0, false, false, true, true, true, false},
+     false, false, false, 0, false, 0, false, false, true, true, true, false, false},
     {/* megatron-core-26.08 */
      "Megatron-Core as the Megatron-Bridge 26.08 performance recipes run it (EP all-to-all overlap)",
      PLAN_ATTN_FLASH, PLAN_GRAD_OVERLAP, 1, true, true, PLAN_RECOMPUTE_NONE, 0, false, true,
@@ -86,9 +86,9 @@ const framework frameworks[] = {
      "(perf_recipes/_common.py _benchmark_common: moe_hybridep_num_sms = 32); that MXFP8 path "
      "also fuses the expert MLP into one CuTeDSL kernel (NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 in "
      "the recipes' env_vars), the others keep GroupedLinear's per-expert GEMMs",
-     true, false, false, 0, true, 32, true, true, false, false, false, true},
+     true, false, false, 0, true, 32, true, true, false, false, false, true, true},
     {NULL, 0, 0, 0, false, false, 0, 0, false, false, NULL, false, false, false, 0, false, 0, false, false,
-     false, false, false, false}};
+     false, false, false, false, false}};
 
 const char *const framework_names[] = {"plain", "megatron-core", "maxtext", "megatron-2021",
                                        "megatron-2022", "torchtitan", "llm-foundry",

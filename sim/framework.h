@@ -100,6 +100,12 @@ typedef struct {
   ** bf16_with_mxfp8_mixed: fp8_param_gather=True; bf16_with_nvfp4_mixed:
   ** fp4_param_gather=True) */
   bool lowp_params;
+  /* it calls cuDNN's fused attention (Transformer Engine's
+  ** DotProductAttention on Hopper: "sm90: cuDNN attention >
+  ** flash-attention" in its backend order, docs/examples/attention), not
+  ** the chip's fastest published kernel: the chip's attention_cudnn_*
+  ** figures where it has them */
+  bool attention_cudnn;
 } framework;
 
 /* The profiles, indexed as framework_names (NULL-terminated: the one list

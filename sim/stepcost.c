@@ -350,6 +350,15 @@ const hw_model *step_layer_hw(const hw_model *hw, const plan *p, hw_model *ah, h
     *ah = *hw;
     ah->chip.attention_fwd_efficiency = ah->chip.attention_bwd_efficiency = old;
     hw = ah;
+  } else if (fw && fw->attention_cudnn && c->attention_cudnn_fwd_efficiency > 0) {
+    /* cuDNN's fused attention where the chip's figures are another
+    ** kernel's: its own measured forward and backward */
+    *ah = *hw;
+    ah->chip.attention_fwd_efficiency = c->attention_cudnn_fwd_efficiency;
+    ah->chip.attention_bwd_efficiency = c->attention_cudnn_bwd_efficiency > 0
+                                            ? c->attention_cudnn_bwd_efficiency
+                                            : c->attention_cudnn_fwd_efficiency;
+    hw = ah;
   }
   /* the low-precision unit for the layers' GEMMs */
   *ghw = NULL;

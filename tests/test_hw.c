@@ -412,6 +412,25 @@ Test(hw_eff, attention_is_the_published_kernel_rate) {
   hw_catalog_free(c);
 }
 
+/* cuDNN's fused attention on H100 SXM5, from the cuDNN series of the
+** FlashAttention-3 paper's panels at 16k, head dim 128: forward 539 (Fig.
+** 5(d), causal), backward 516 (Fig. 6(b), no mask) of 989 TFLOP/s; H200 and
+** the 96 GB part (same die) take them. Chips without such a series have
+** none (0: a cuDNN-calling framework keeps the chip's figures). */
+Test(hw_eff, cudnn_attention_is_the_papers_cudnn_series) {
+  hw_catalog *c = builtin();
+  static const char *const hopper[] = {"h100-sxm", "h200", "h100-96gb"};
+  for (size_t i = 0; i < 3; i++) {
+    const hw_model *m = get(c, hopper[i]);
+    cr_assert_float_eq(m->chip.attention_cudnn_fwd_efficiency, 539.0 / 989, EFF_TOL, "%s", hopper[i]);
+    cr_assert_float_eq(m->chip.attention_cudnn_bwd_efficiency, 516.0 / 989, EFF_TOL, "%s", hopper[i]);
+    cr_assert_lt(m->chip.attention_cudnn_fwd_efficiency, m->chip.attention_fwd_efficiency);
+  }
+  cr_assert_eq(get(c, "b200")->chip.attention_cudnn_fwd_efficiency, 0);
+  cr_assert_eq(get(c, "a100-80g")->chip.attention_cudnn_fwd_efficiency, 0);
+  hw_catalog_free(c);
+}
+
 /* Sapphire Rapids AMX: 1024 bf16 FLOP a cycle a core (Intel, via the AMX
 ** article: "1024 BF16 operations per cycle"; Fixstars: 3,482 GFLOPS a core
 ** at 3.4 GHz = 1024 x 3.4e9) x 56 cores x 2.0 GHz base = 114.688 TFLOP/s a

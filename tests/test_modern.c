@@ -246,29 +246,6 @@ Test(modern, uneven_layers_balance_in_the_middle) {
   cr_assert_eq(plan_balance_layers(&p, 64, out, 64), -1); /* even: nothing to balance */
 }
 
-/* A framework that calls FlashAttention-2 on an H100 runs the attention
-** core at FA2's measured rate (0.332 of the peak, h100-sxm.json) instead of
-** FlashAttention-3's (0.623 forward): the core's forward dots take
-** 0.623 / 0.332 = 1.877 times as long (the kernels' fixed overheads aside). */
-Test(modern, fa2_frameworks_use_fa2_rates) {
-  hw_catalog *c = th_catalog();
-  const hw_model *h = th_hw(c, "h100-sxm");
-  model *m = load("llama3-8b", 16384);
-  char err[512];
-  plan p = base(8, 1, 1, 8, 16384);
-  p.op_costs = OPCOST_FORMULA;
-  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
-  step_result a, b;
-  framework_apply(framework_find("megatron-core"), &p);
-  cr_assert_eq(step_costs(m, h, &p, &a, err, sizeof err), 0, "%s", err);
-  framework_apply(framework_find("torchtitan"), &p);
-  cr_assert_eq(step_costs(m, h, &p, &b, err, sizeof err), 0, "%s", err);
-  double ratio = b.attn_core_fwd_s / a.attn_core_fwd_s;
-  cr_assert(fabs(ratio / (0.623 / 0.332) - 1) < 0.02, "ratio %g", ratio);
-  model_free(m);
-  hw_catalog_free(c);
-}
-
 /* torchtitan's selective recomputation (its op-level policy saves every
 ** op's output but every second matmul's) recomputes half of the layer's
 ** work outside the attention core; Megatron's recomputes the core. */
