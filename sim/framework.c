@@ -9,86 +9,141 @@
 
 const framework frameworks[] = {
     {/* plain */
-     "a data-parallel training loop (PyTorch DDP) with fused attention",
-     PLAN_ATTN_FLASH, PLAN_GRAD_OVERLAP, 0, false, false, PLAN_RECOMPUTE_NONE, 0, false, false,
-     "PyTorch DDP: bucketed all-reduce overlapped with backward; torch SDPA flash attention",
-     false, false, false, 0, false, 0, false, false, false, true, false, false, false},
+     .what = "a data-parallel training loop (PyTorch DDP) with fused attention",
+     .attention = PLAN_ATTN_FLASH,
+     .grad_sync = PLAN_GRAD_OVERLAP,
+     .recompute = PLAN_RECOMPUTE_NONE,
+     .source = "PyTorch DDP: bucketed all-reduce overlapped with backward; torch SDPA flash attention",
+     .compile_choice = true,
+    },
     {/* megatron-core */
-     "Megatron-Core / NeMo / Megatron-Bridge (2024-26) with Transformer Engine",
-     PLAN_ATTN_FLASH, PLAN_GRAD_OVERLAP, 1, true, true, PLAN_RECOMPUTE_NONE, 0, false, true,
-     "Megatron-LM docs: distributed optimizer (--use-distributed-optimizer), --overlap-grad-reduce, "
-     "--overlap-param-gather; Megatron-Bridge performance recipes set tp_comm_overlap "
-     "(Transformer Engine userbuffers) and cuDNN fused attention; no recomputation unless "
-     "--recompute-granularity is given; MoE: the flex token dispatcher with DeepEP / HybridEP "
-     "(moe_flex_dispatcher_backend in the Megatron-Bridge DeepSeek-V3, Kimi K2 and GB200 Qwen3 "
-     "recipes), which sends a token once per destination node; gradient buffers in bf16 "
-     "(grad_reduce_in_fp32=False in the performance recipes); grouped expert GEMMs through "
-     "Transformer Engine's GroupedLinear (moe_grouped_gemm=True), one cuBLAS GEMM per local "
-     "expert (nvte_multi_stream_cublas_gemm); under an fp8/fp4 recipe the linear weights are "
-     "held in its format only, the fp32 master the one high-precision copy (Megatron-Bridge "
-     "mixed_precision.py: fp8_param_gather=True, fp4_param_gather for NVFP4; TE fp8_model_init)",
-     true, false, false, 0, false, 0, true, true, false, false, false, true, true},
+     .what = "Megatron-Core / NeMo / Megatron-Bridge (2024-26) with Transformer Engine",
+     .attention = PLAN_ATTN_FLASH,
+     .grad_sync = PLAN_GRAD_OVERLAP,
+     .zero = 1,
+     .param_gather_overlap = true,
+     .tp_overlap = true,
+     .recompute = PLAN_RECOMPUTE_NONE,
+     .moe_node_dedup = true,
+     .source = "Megatron-LM docs: distributed optimizer (--use-distributed-optimizer), --overlap-grad-reduce, "
+               "--overlap-param-gather; Megatron-Bridge performance recipes set tp_comm_overlap "
+               "(Transformer Engine userbuffers) and cuDNN fused attention; no recomputation unless "
+               "--recompute-granularity is given; MoE: the flex token dispatcher with DeepEP / HybridEP "
+               "(moe_flex_dispatcher_backend in the Megatron-Bridge DeepSeek-V3, Kimi K2 and GB200 Qwen3 "
+               "recipes), which sends a token once per destination node; gradient buffers in bf16 "
+               "(grad_reduce_in_fp32=False in the performance recipes); grouped expert GEMMs through "
+               "Transformer Engine's GroupedLinear (moe_grouped_gemm=True), one cuBLAS GEMM per local "
+               "expert (nvte_multi_stream_cublas_gemm); under an fp8/fp4 recipe the linear weights are "
+               "held in its format only, the fp32 master the one high-precision copy (Megatron-Bridge "
+               "mixed_precision.py: fp8_param_gather=True, fp4_param_gather for NVFP4; TE fp8_model_init)",
+     .grads_16bit = true,
+     .moe_gemm_per_expert = true,
+     .loss_grad_in_place = true,
+     .lowp_params = true,
+     .attention_cudnn = true,
+    },
     {/* maxtext */
-     "MaxText on TPU (JAX/XLA): parameters sharded by fsdp, splash attention",
-     PLAN_ATTN_FLASH, PLAN_GRAD_OVERLAP, 3, true, false, PLAN_RECOMPUTE_FULL, 0, false, false,
-     "MaxText base.yml: ici_fsdp_parallelism shards weights and optimizer state; XLA's latency-hiding "
-     "scheduler overlaps the gathers and reduce-scatters with compute; attention: splash (Pallas); "
-     "remat_policy 'full' by default (base.yml); weight_dtype float32 with no bf16 copy",
-     false, false, true, 0, false, 0, false, false, false, false, false, false, false},
+     .what = "MaxText on TPU (JAX/XLA): parameters sharded by fsdp, splash attention",
+     .attention = PLAN_ATTN_FLASH,
+     .grad_sync = PLAN_GRAD_OVERLAP,
+     .zero = 3,
+     .param_gather_overlap = true,
+     .recompute = PLAN_RECOMPUTE_FULL,
+     .source = "MaxText base.yml: ici_fsdp_parallelism shards weights and optimizer state; XLA's latency-hiding "
+               "scheduler overlaps the gathers and reduce-scatters with compute; attention: splash (Pallas); "
+               "remat_policy 'full' by default (base.yml); weight_dtype float32 with no bf16 copy",
+     .weights_fp32_only = true,
+    },
     {/* megatron-2021 */
-     "Megatron-LM as in Narayanan et al. SC21 (local DDP, no fused attention)",
-     PLAN_ATTN_SCORES, PLAN_GRAD_AFTER_BACKWARD, 0, false, false, PLAN_RECOMPUTE_NONE, 0, false, false,
-     "Narayanan et al. 2021 (arXiv:2104.04473); Megatron-LM 2021 local DDP all-reduces after the "
-     "backward; attention scores through a fused softmax kernel; fp16 gradients kept and "
-     "all-reduced in fp16 (--accumulate-allreduce-grads-in-fp32 is forced only for bf16)",
-     false, true, false, 0, false, 0, false, true, false, false, false, false, false},
+     .what = "Megatron-LM as in Narayanan et al. SC21 (local DDP, no fused attention)",
+     .attention = PLAN_ATTN_SCORES,
+     .grad_sync = PLAN_GRAD_AFTER_BACKWARD,
+     .recompute = PLAN_RECOMPUTE_NONE,
+     .source = "Narayanan et al. 2021 (arXiv:2104.04473); Megatron-LM 2021 local DDP all-reduces after the "
+               "backward; attention scores through a fused softmax kernel; fp16 gradients kept and "
+               "all-reduced in fp16 (--accumulate-allreduce-grads-in-fp32 is forced only for bf16)",
+     .fp16_grads_16bit = true,
+     .loss_grad_in_place = true,
+    },
     {/* megatron-2022 */
-     "Megatron-LM as in Korthikanti et al. 2022 (sequence parallelism, selective recompute)",
-     PLAN_ATTN_SCORES, PLAN_GRAD_AFTER_BACKWARD, 0, false, false, PLAN_RECOMPUTE_NONE, 0, false, false,
-     "Korthikanti et al. 2022 (arXiv:2205.05198): the same DDP and attention as 2021, with --sp "
-     "and --recompute selective as flags",
-     false, true, false, 0, false, 0, false, true, false, false, false, false, false},
+     .what = "Megatron-LM as in Korthikanti et al. 2022 (sequence parallelism, selective recompute)",
+     .attention = PLAN_ATTN_SCORES,
+     .grad_sync = PLAN_GRAD_AFTER_BACKWARD,
+     .recompute = PLAN_RECOMPUTE_NONE,
+     .source = "Korthikanti et al. 2022 (arXiv:2205.05198): the same DDP and attention as 2021, with --sp "
+               "and --recompute selective as flags",
+     .fp16_grads_16bit = true,
+     .loss_grad_in_place = true,
+    },
     {/* torchtitan */
-     "torchtitan (PyTorch FSDP2, torch.compile, SDPA flash attention)",
-     PLAN_ATTN_FLASH, PLAN_GRAD_OVERLAP, 3, true, false, PLAN_RECOMPUTE_SELECTIVE, 0.5, true, false,
-     "torchtitan docs: FSDP2 fully_shard with forward/backward prefetch; TP without async-TP by "
-     "default; scaled_dot_product_attention (its flash backend: FlashAttention-2); "
-     "activation_checkpoint mode 'selective' "
-     "(op) in its Llama 3 train configs, whose policy saves every op's output but every "
-     "second matmul's (parallelize.py _save_list); loss F.cross_entropy on .float() logits, "
-     "eager (train.py:131-138); torch.compile per transformer block as its published "
-     "benchmarks run it (training.compile, off by default in its train configs: --compile "
-     "off for those runs)",
-     false, false, false, 8, false, 0, false, false, false, true, false, false, false},
+     .what = "torchtitan (PyTorch FSDP2, torch.compile, SDPA flash attention)",
+     .attention = PLAN_ATTN_FLASH,
+     .grad_sync = PLAN_GRAD_OVERLAP,
+     .zero = 3,
+     .param_gather_overlap = true,
+     .recompute = PLAN_RECOMPUTE_SELECTIVE,
+     .selective_mm_share = 0.5,
+     .attention_fa2 = true,
+     .source = "torchtitan docs: FSDP2 fully_shard with forward/backward prefetch; TP without async-TP by "
+               "default; scaled_dot_product_attention (its flash backend: FlashAttention-2); "
+               "activation_checkpoint mode 'selective' "
+               "(op) in its Llama 3 train configs, whose policy saves every op's output but every "
+               "second matmul's (parallelize.py _save_list); loss F.cross_entropy on .float() logits, "
+               "eager (train.py:131-138); torch.compile per transformer block as its published "
+               "benchmarks run it (training.compile, off by default in its train configs: --compile "
+               "off for those runs)",
+     .logit_grad_bytes = 8,
+     .compile_choice = true,
+    },
     {/* llm-foundry */
-     "MosaicML LLM Foundry (PyTorch FSDP FULL_SHARD, flash attention)",
-     PLAN_ATTN_FLASH, PLAN_GRAD_OVERLAP, 3, true, false, PLAN_RECOMPUTE_FULL, 0, true, false,
-     "llm-foundry train yamls: fsdp_config sharding_strategy FULL_SHARD, "
-     "activation_checkpointing true; attention: its benchmark tables (H100 and A100, 2023) "
-     "ran submit_benchmarks.py's default attn_impl triton (commit b2a43a1), the Triton "
-     "FlashAttention of flash_attn_triton.py with ALiBi as a bias, within 4 % of "
-     "FlashAttention-1 on A100 (FlashAttention-2 README benchmark, causal, head dim 128): "
-     "FA1's measured rate (chip.attention_fa1_efficiency), where newer releases call "
-     "flash-attn 2; PyTorch "
-     "eager, no torch.compile (its benchmark runs: scripts/train/benchmarking "
-     "submit_benchmarks.py has no compile option, 'rm compile support in profiling', "
-     "commit b2a43a1): F.layer_norm, GELU and each residual add a kernel of its own",
-     false, false, false, 0, false, 0, false, false, true, true, true, false, false},
+     .what = "MosaicML LLM Foundry (PyTorch FSDP FULL_SHARD, flash attention)",
+     .attention = PLAN_ATTN_FLASH,
+     .grad_sync = PLAN_GRAD_OVERLAP,
+     .zero = 3,
+     .param_gather_overlap = true,
+     .recompute = PLAN_RECOMPUTE_FULL,
+     .attention_fa2 = true,
+     .source = "llm-foundry train yamls: fsdp_config sharding_strategy FULL_SHARD, "
+               "activation_checkpointing true; attention: its benchmark tables (H100 and A100, 2023) "
+               "ran submit_benchmarks.py's default attn_impl triton (commit b2a43a1), the Triton "
+               "FlashAttention of flash_attn_triton.py with ALiBi as a bias, within 4 % of "
+               "FlashAttention-1 on A100 (FlashAttention-2 README benchmark, causal, head dim 128): "
+               "FA1's measured rate (chip.attention_fa1_efficiency), where newer releases call "
+               "flash-attn 2; PyTorch "
+               "eager, no torch.compile (its benchmark runs: scripts/train/benchmarking "
+               "submit_benchmarks.py has no compile option, 'rm compile support in profiling', "
+               "commit b2a43a1): F.layer_norm, GELU and each residual add a kernel of its own",
+     .eager = true,
+     .compile_choice = true,
+     .attention_fa1 = true,
+    },
     {/* megatron-core-26.08 */
-     "Megatron-Core as the Megatron-Bridge 26.08 performance recipes run it (EP all-to-all overlap)",
-     PLAN_ATTN_FLASH, PLAN_GRAD_OVERLAP, 1, true, true, PLAN_RECOMPUTE_NONE, 0, false, true,
-     "the megatron-core profile, and the 26.08 MoE recipes' MXFP8 path on NVL72 "
-     "(Megatron-Bridge v0.6.0 src/megatron/bridge/perf_recipes/qwen/common.py "
-     "_enable_hybridep_full_iteration_mxfp8, called by the gb200/gb300 fp8mx Qwen3 recipes): "
-     "CommOverlapConfig(overlap_moe_expert_parallel_comm=True, delay_wgrad_compute=True) with "
-     "full-iteration CUDA graphs and HybridEP; its bf16/fp8-cs recipes and the B200/B300 ones "
-     "(moe_a2a_overlap=False, the alltoall dispatcher) do not overlap; HybridEP on 32 SMs "
-     "(perf_recipes/_common.py _benchmark_common: moe_hybridep_num_sms = 32); that MXFP8 path "
-     "also fuses the expert MLP into one CuTeDSL kernel (NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 in "
-     "the recipes' env_vars), the others keep GroupedLinear's per-expert GEMMs",
-     true, false, false, 0, true, 32, true, true, false, false, false, true, true},
-    {NULL, 0, 0, 0, false, false, 0, 0, false, false, NULL, false, false, false, 0, false, 0, false, false,
-     false, false, false, false, false}};
+     .what = "Megatron-Core as the Megatron-Bridge 26.08 performance recipes run it (EP all-to-all overlap)",
+     .attention = PLAN_ATTN_FLASH,
+     .grad_sync = PLAN_GRAD_OVERLAP,
+     .zero = 1,
+     .param_gather_overlap = true,
+     .tp_overlap = true,
+     .recompute = PLAN_RECOMPUTE_NONE,
+     .moe_node_dedup = true,
+     .source = "the megatron-core profile, and the 26.08 MoE recipes' MXFP8 path on NVL72 "
+               "(Megatron-Bridge v0.6.0 src/megatron/bridge/perf_recipes/qwen/common.py "
+               "_enable_hybridep_full_iteration_mxfp8, called by the gb200/gb300 fp8mx Qwen3 recipes): "
+               "CommOverlapConfig(overlap_moe_expert_parallel_comm=True, delay_wgrad_compute=True) with "
+               "full-iteration CUDA graphs and HybridEP; its bf16/fp8-cs recipes and the B200/B300 ones "
+               "(moe_a2a_overlap=False, the alltoall dispatcher) do not overlap; HybridEP on 32 SMs "
+               "(perf_recipes/_common.py _benchmark_common: moe_hybridep_num_sms = 32); that MXFP8 path "
+               "also fuses the expert MLP into one CuTeDSL kernel (NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 in "
+               "the recipes' env_vars), the others keep GroupedLinear's per-expert GEMMs",
+     .grads_16bit = true,
+     .moe_a2a_overlap = true,
+     .moe_a2a_sms = 32,
+     .moe_gemm_per_expert = true,
+     .loss_grad_in_place = true,
+     .lowp_params = true,
+     .attention_cudnn = true,
+    },
+    {.what = NULL}};
 
 const char *const framework_names[] = {"plain", "megatron-core", "maxtext", "megatron-2021",
                                        "megatron-2022", "torchtitan", "llm-foundry",
