@@ -82,6 +82,9 @@ int cli_usage_error(cli_ctx *c, const char *fmt, const char *arg);
 ** long before that; 2^20 (1M tokens, the longest contexts trained) keeps
 ** the refusal one message instead of the graph's per-layer errors. */
 #define CLI_MAX_SEQ (1LL << 20)
+/* a count of decoder layers (--offload activations:N); plan_check holds it
+** under the model's own count */
+#define CLI_MAX_LAYERS (1LL << 20)
 
 /* The integer option `name` into *out, which stays as it is when the
 ** option is absent: CLI_OK, or CLI_USAGE after a message naming the value

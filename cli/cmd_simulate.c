@@ -5,6 +5,7 @@
 */
 #include "cli_int.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,35 @@ static const char *const CP_COMM[] = {"ring", "all-gather", NULL};
 static const char *const OFFLOAD[] = {"none", "activations", "optimizer", NULL};
 static const char *const COMPILE[] = {"off", "on", NULL};
 
+/* --offload none|activations|optimizer, or activations:N (the activations
+** of the first N decoder layers of each model chunk, Megatron-Core's
+** --cpu-offloading-num-layers; plan_check bounds N by the model). */
+static int offload_opt(cli_ctx *c, plan *p) {
+  const char *v = cli_opt(c, "--offload");
+  static const char pre[] = "activations:";
+  if (v && strncmp(v, pre, sizeof pre - 1) == 0) {
+    const char *n = v + sizeof pre - 1;
+    char *end;
+    errno = 0;
+    long long k = strtoll(n, &end, 10);
+    if (end == n || *end || errno || k < 1 || k > CLI_MAX_LAYERS) {
+      char msg[256];
+      snprintf(msg, sizeof msg,
+               "--offload '%.64s': expected activations:N, N a whole number of layers from 1 to "
+               "%lld (the first N of each model chunk), found '%.32s'",
+               v, (long long)CLI_MAX_LAYERS, n);
+      return cli_usage_error(c, "%s", msg);
+    }
+    p->offload = PLAN_OFFLOAD_ACTIVATIONS;
+    p->offload_layers = k;
+    return 0;
+  }
+  int off;
+  if (cli_enum_opt(c, "--offload", OFFLOAD, 0, &off)) return -1;
+  p->offload = (plan_offload)off;
+  return 0;
+}
+
 /* The plan of simulate's flags on hw: the framework's profile (--framework,
 ** else the chip kind's default), then every flag given over it. stages
 ** holds --pp-layers' numbers (the plan points into it). */
@@ -54,7 +84,7 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
   for (int i = 0; i < 13; i++)
     if (cli_opt_int(c, names[i], 1, hi[i], counts[i])) return CLI_USAGE;
   static const char *const ZERO[] = {"0", "1", "2", "3", NULL};
-  int rec, prec, zero, gsync, attn, costs, cpc, off, emb, comp, tpo;
+  int rec, prec, zero, gsync, attn, costs, cpc, emb, comp, tpo;
   if (cli_enum_opt(c, "--recompute", plan_recompute_names, 0, &rec) ||
       cli_enum_opt(c, "--precision", plan_precision_names, 0, &prec) ||
       cli_enum_opt(c, "--zero", ZERO, 0, &zero) ||
@@ -62,7 +92,6 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
       cli_enum_opt(c, "--attention", plan_attention_names, 0, &attn) ||
       cli_enum_opt(c, "--op-costs", CLI_OP_COSTS, 0, &costs) ||
       cli_enum_opt(c, "--cp-comm", CP_COMM, 0, &cpc) ||
-      cli_enum_opt(c, "--offload", OFFLOAD, 0, &off) ||
       cli_enum_opt(c, "--embeddings", plan_embeddings_names, 0, &emb) ||
       cli_enum_opt(c, "--compile", COMPILE, 0, &comp) ||
       cli_enum_opt(c, "--tp-overlap", COMPILE, 0, &tpo))
@@ -89,7 +118,7 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
   p->op_costs = (opcost_source)costs;
   if (cli_opt(c, "--recompute")) p->recompute = (plan_recompute)rec;
   p->cp_comm = (plan_cp_comm)cpc;
-  p->offload = (plan_offload)off;
+  if (offload_opt(c, p) != 0) return CLI_USAGE;
   plan_precision_parse(plan_precision_names[prec], p);
   p->sp = cli_opt(c, "--sp") != NULL;
   p->full = cli_opt(c, "--full") != NULL;
@@ -509,7 +538,7 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "                               torchtitan|llm-foundry|megatron-core-26.08]\n"
     "                  [--pp-schedule gpipe|1f1b|interleaved:V] [--pp-layers A,B,...]\n"
     "                  [--pp-split-embedding] [--pp-split-loss] [--cp-comm ring|all-gather]\n"
-    "                  [--offload none|activations|optimizer] [--reduction-server N]\n"
+    "                  [--offload none|activations[:N]|optimizer] [--reduction-server N]\n"
     "                  [--embeddings replicated|sharded|ps]\n"
     "                  [--slices K] [--topology AxBxC[t]] [--sp] [--full]\n"
     "                  [--grad-sync overlap|after-backward] [--attention flash|scores]\n"
@@ -533,6 +562,9 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "  --precision tf32: an fp32 model's matmuls and convolutions on TF32 tensor\n"
     "              cores (A100 and later); an fp32 CNN gets it by default, as\n"
     "              PyTorch's cuDNN convolutions do\n"
+    "  --offload activations:N: the activations of the first N decoder layers of\n"
+    "              each model chunk go to the host (Megatron-Core's\n"
+    "              --cpu-offloading-num-layers); activations: all of them\n"
     "  --sp: sequence parallelism with tensor parallelism (Korthikanti et al. 2022)\n"
     "  --grad-sync: all-reduce gradient buckets while backward runs (default), or\n"
     "               after it (Megatron-LM's local DDP, as in its 2021-22 papers)\n"

@@ -861,6 +861,20 @@ static bool irregular_alloc(const plan *p, const mem_opts *o) {
   return p->recompute == PLAN_RECOMPUTE_SELECTIVE && selective_remats_tensors(o);
 }
 
+/* The activations a stage of t's layers keeps on the chip under
+** activation offload, of act in all: all but the layer computing and one
+** in transfer; when p offloads only part of the layers (--offload
+** activations:N), the rest's too, beside the one in transfer. */
+static double act_kept(const plan *p, const span *t, double act) {
+  double keep = act > 2 * t->act_max ? 2 * t->act_max : act;
+  double f = plan_offload_share(p, t->layers);
+  if (f < 1) {
+    double part = act * (1 - f) + t->act_max;
+    if (part > keep) keep = part < act ? part : act;
+  }
+  return keep;
+}
+
 /* Stage i's memory under the model state of x->p, from its state-free
 ** part s, without the runtime's (the same on every stage). */
 static void stage_finish(const memctx *x, const stage_pre *s, int64_t i, mem_bytes *out) {
@@ -872,9 +886,10 @@ static void stage_finish(const memctx *x, const stage_pre *s, int64_t i, mem_byt
   out->layer_mbs = s->sets;
   /* activation offload: the host keeps them all but the layer computing
   ** and one in transfer */
-  if (p->offload == PLAN_OFFLOAD_ACTIVATIONS && act > 2 * s->t.act_max) {
-    out->host += act - 2 * s->t.act_max;
-    act = 2 * s->t.act_max;
+  if (p->offload == PLAN_OFFLOAD_ACTIVATIONS) {
+    double keep = act_kept(p, &s->t, act);
+    out->host += act - keep;
+    act = keep;
   }
   out->activations = act + s->ends + s->mtp_act;
   out->temporary = stage_temporary(x, &s->t, s->big, s->coll);
@@ -1287,8 +1302,7 @@ static void stage_terms(mem_prep *mp, const state_k *k, int i) {
   mp->cw[i] = s->t.linw * k->copy_bytes + s->t.gemms * k->meta_bytes - s->t.linw * k->drop;
   mp->cw3[i] = 0 + s->t.gemms * k->meta_bytes;
   mp->act[i] = s->act + s->ends + s->mtp_act;
-  double off = s->act > 2 * s->t.act_max ? 2 * s->t.act_max : s->act;
-  mp->act_off[i] = off + s->ends + s->mtp_act;
+  mp->act_off[i] = act_kept(&mp->q, &s->t, s->act) + s->ends + s->mtp_act;
   double lw = s->t.weights_max;
   double per = elem_bytes(mp->q.precision) - k->drop + k->copy_bytes;
   mp->tmp[i] = s->big + s->coll;

@@ -107,6 +107,12 @@ bool plan_ep_is_slice(const plan *p) {
   return p->ep > 1 && p->ep == p->chips / (p->slices > 1 ? p->slices : 1);
 }
 
+double plan_offload_share(const plan *p, double stage_layers) {
+  if (p->offload_layers <= 0 || stage_layers <= 0) return 1;
+  double f = (double)p->offload_layers * (double)(p->vp > 0 ? p->vp : 1) / stage_layers;
+  return f < 1 ? f : 1;
+}
+
 double plan_gemm_peak_flops(const hw_model *hw, const plan *p) {
   static const hw_dtype UNIT[PLAN_GEMM_COUNT] = {
       [PLAN_GEMM_FP8] = HW_FP8, [PLAN_GEMM_FP8_CS] = HW_FP8, [PLAN_GEMM_MXFP8] = HW_MXFP8,
@@ -505,6 +511,22 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
                                               : "--hsdp %lld does not divide dp x cp = %lld",
                        (long long)p->hsdp, (long long)(p->dp * cp));
     *fault = p->zero < 3 ? PLAN_FAULT_RANGE : PLAN_FAULT_DIVIDES;
+    return -1;
+  }
+  if (p->offload_layers != 0 &&
+      (p->offload != PLAN_OFFLOAD_ACTIVATIONS || p->offload_layers < 0 ||
+       (m->info.tf.layers > 0 && p->offload_layers >= m->info.tf.layers))) {
+    /* Megatron-Core's own bound: fewer layers than the model has */
+    if (errn && p->offload != PLAN_OFFLOAD_ACTIVATIONS)
+      snprintf(err, errn, "a count of offloaded layers goes with activation offload "
+                          "(--offload activations:N)");
+    else if (errn)
+      snprintf(err, errn,
+               "--offload activations:%lld: the model has %lld decoder layers; N offloads the "
+               "first N of each model chunk, so give 1..%lld (or --offload activations for all)",
+               (long long)p->offload_layers, (long long)m->info.tf.layers,
+               (long long)m->info.tf.layers - 1);
+    *fault = PLAN_FAULT_RANGE;
     return -1;
   }
   if (p->sp && p->tp < 2) p->sp = false;

@@ -90,6 +90,11 @@ typedef struct {
   bool pp_split_embedding, pp_split_loss;
   int64_t hsdp;    /* FSDP/ZeRO-3 shard group size (0: the whole dp x cp group) */
   plan_offload offload;
+  /* activation offload of only the first N decoder layers of each model
+  ** chunk (Megatron-Core's --cpu-offloading-num-layers; the Megatron-Bridge
+  ** GB200/GB300 Llama 3.1 405B FSDP recipes offload 92, 40 and 10 of 126):
+  ** --offload activations:N; 0: every layer but the two in flight */
+  int64_t offload_layers;
   plan_embeddings embeddings; /* where embedding tables live (models that have them) */
   plan_gemm gemm;  /* the linear layers' GEMM recipe */
   int framework;   /* an index into plan_frameworks (sim/framework.h) */
@@ -169,6 +174,11 @@ int plan_pp_layers_parse(const char *s, int32_t *out, int max, int *n, char *err
 ** Megatron-Core's even one (the embedding and loss counted as layers when
 ** asked). */
 int64_t plan_stage_layers(const plan *p, int64_t layers, int64_t vs);
+/* The share of a pipeline stage's decoder layers (stage_layers of them,
+** over its model chunks) whose activations activation offload moves to the
+** host under p: 1 for every layer, N x vp / stage_layers under --offload
+** activations:N (at most 1). Callers ask whether p offloads at all. */
+double plan_offload_share(const plan *p, double stage_layers);
 struct hw_model;
 /* The peak rate of p's linear-layer GEMMs on hw (its recipe's unit; the
 ** compute dtype's without one); 0 when the chip has none. */

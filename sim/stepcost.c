@@ -801,9 +801,12 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
                      : p.sp || p.tp == 1               ? 34 * sbh / (double)p.tp
                                                        : sbh * (10 + 24 / (double)p.tp);
       double t = saved / hw->chip.host_link_bw_bytes_per_s;
+      /* only N of each chunk's layers under --offload activations:N: their
+      ** share of a stage's (its average layer count) pays the transfer */
+      double share = plan_offload_share(&p, (double)d->layers / (double)(p.pp > 0 ? p.pp : 1));
       r->offload_layer_s = t;
-      cf += t > r->kind_fwd_s[k] ? t - r->kind_fwd_s[k] : 0;
-      cb += t > r->kind_bwd_s[k] ? t - r->kind_bwd_s[k] : 0;
+      cf += share * (t > r->kind_fwd_s[k] ? t - r->kind_fwd_s[k] : 0);
+      cb += share * (t > r->kind_bwd_s[k] ? t - r->kind_bwd_s[k] : 0);
     }
     r->kind_comm_fwd_s[k] = cf;
     r->kind_comm_bwd_s[k] = cb;

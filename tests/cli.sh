@@ -962,6 +962,19 @@ grep -q "  chip h100-sxm: cores at" "$OUT/explain-noclock.out" && bad "explain-n
 # the attention kernel megatron-core calls on Hopper, cuDNN's (539 and 516 of
 # 989 TFLOP/s on the FlashAttention-3 paper's panels), named with its rates
 has explain-noclock out "the attention core at cuDNN's fused attention rate, 0.545 of the peak forward and 0.522 backward"
+# --offload activations:N (Megatron-Core's --cpu-offloading-num-layers): the
+# Megatron-Bridge Llama 3.1 405B recipe on 128 GB200s (tp 2, FSDP) offloads 95
+# of 126 layers; without offload its 126 layers' activations do not fit, with
+# the recipe's count they do; N must stay under the model's layers (Megatron's
+# own bound) and be a whole number
+SIM405="simulate tests/data/hf/llama3.1-405b.json --hw gb200 --chips 128 --tp 2 --sp --fsdp --gbs 64 --seq 8192 --precision fp8-cs"
+run sim-offload-none 3 $SIM405 && has sim-offload-none out "DOES NOT FIT"
+run sim-offload-95 0 $SIM405 --offload activations:95 && has sim-offload-95 out ": fits (" &&
+  has sim-offload-95 out "on the host"
+run sim-offload-126 1 $SIM405 --offload activations:126 &&
+  has sim-offload-126 err "the model has 126 decoder layers" && has sim-offload-126 err "give 1..125"
+run sim-offload-0 2 $SIM405 --offload activations:0 && has sim-offload-0 err "found '0'"
+run sim-offload-x 2 $SIM405 --offload activations:x9 && has sim-offload-x err "expected activations:N"
 # plan --explain N: a plain plan, a spot plan, a pipeline (a bubble), MoE
 # (expert all-to-alls in the layer collectives), a data-parallel CNN
 run plan-explain-plain 0 plan llama3-8b --hw h100-sxm --max-chips 64 --explain 1 && explain_sums plan-explain-plain

@@ -638,6 +638,19 @@ Test(memory_offload, activations_and_optimizer_on_the_host) {
   cr_assert_float_eq(act.activations, 2 * base.act_layer, 1e-6);
   cr_assert_float_eq(act.host, 6 * base.act_layer, 1e-6);
   cr_assert_float_eq(act.weights + act.optimizer, base.weights + base.optimizer, 1e-6);
+  /* --offload activations:N (Megatron-Core's --cpu-offloading-num-layers):
+  ** the first N of the 8 layers go, the other 8 - N stay beside the one in
+  ** transfer -- N = 3: 5 + 1 layers on the chip, 2 on the host; N = 7
+  ** keeps 1 + 1, what offloading all of them keeps */
+  p.offload_layers = 3;
+  mem_bytes part = run(&d, &p, &o);
+  cr_assert_float_eq(part.activations, 6 * base.act_layer, 1e-6);
+  cr_assert_float_eq(part.host, 2 * base.act_layer, 1e-6);
+  p.offload_layers = 7;
+  mem_bytes most = run(&d, &p, &o);
+  cr_assert_float_eq(most.activations, 2 * base.act_layer, 1e-6);
+  cr_assert_float_eq(most.host, 6 * base.act_layer, 1e-6);
+  p.offload_layers = 0;
   p.offload = PLAN_OFFLOAD_OPTIMIZER;
   mem_bytes opt = run(&d, &p, &o);
   cr_assert_float_eq(opt.optimizer, 0, 0);

@@ -62,7 +62,10 @@ static int grid_fw(const char *name, const char *hw_name, int64_t chips, int64_t
                       .mbs = mbss[u], .gbs = m->train.global_batch, .seq = m->train.seq_len,
                       .vp = vp, .schedule = vp > 1 ? PLAN_INTERLEAVED : PLAN_1F1B,
                       .precision = GDT_BF16, .sp = tp > 1, .recompute = (plan_recompute)rec,
-                      .attention = PLAN_ATTN_FLASH, .framework = fw, .gemm = gemm};
+                      .attention = PLAN_ATTN_FLASH, .framework = fw, .gemm = gemm,
+                      /* activation offload of every layer, or of the first of
+                      ** each chunk (--offload activations:1) */
+                      .offload_layers = (int64_t)u};
             /* an uneven split where the layers do not divide (the planner's) */
             if (d->layers % (pp * vp) && pp * vp <= 64) {
               plan_balance_layers(&p, d->layers, split, (int)(pp * vp));
