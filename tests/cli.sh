@@ -769,13 +769,13 @@ run calib-runs-nofile 1 calibrate --runs "$OUT/nope.csv" --out "$OUT/x.json" && 
 run calib-runs-quick 2 calibrate --runs "$SHARED/reference/public-runs.csv" --quick
 run calib-hw-norun 2 calibrate --hw a100-80g && has calib-hw-norun err "--hw needs --runs FILE.csv"
 # --- the rows added from papers and the Megatron-LM README (issue 16 item 5) ---
-# tests/validation/extra-runs.csv holds 38 rows, each with its architecture, so
+# tests/validation/extra-runs.csv holds 46 rows, each with its architecture, so
 # every one is read and none is "not expressible"; the summary line closes the
 # output. No row may carry the "the model has N B parameters, the row M B"
 # note: the generated mcore-gpt models must give the README's sizes (1.7B ...
 # 462B = 12 l h^2 + 2 V h, untied) within validate's 5 %.
 run validate-extra 0 validate tests/validation/extra-runs.csv
-tail -1 "$OUT/validate-extra.out" | grep -q '^rows run [0-9]* of 38 ([0-9]* do not run, 0 not expressible' && ok || bad "validate-extra: want the summary line over 38 rows"
+tail -1 "$OUT/validate-extra.out" | grep -q '^rows run [0-9]* of 46 ([0-9]* do not run, 0 not expressible' && ok || bad "validate-extra: want the summary line over 46 rows"
 grep -q 'parameters, the row' "$OUT/validate-extra.out" && bad "validate-extra: a model's size differs from its row's" || ok
 # the mapping's model_type aliases: rows naming a model by its HF model_type
 # (gemma3_text, deepseek_v3 for Kimi K2, llama4_text for Scout) and fp8_mx find
