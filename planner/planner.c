@@ -383,7 +383,7 @@ static void cost_map_free(cost_map *cm) {
 static double step_floor_s(const wl_tf_dims *d, const plan *p, const cost_entry *ce) {
   const step_result *c = &ce->c;
   int64_t V = p->vp > 0 ? p->vp : 1, n = d->layers / (p->pp * V), M = plan_microbatches(p);
-  double accum = (double)(M - 1) / (double)M, share = frameworks[p->framework].selective_mm_share;
+  double accum = (double)(M - 1) / (double)M;
   bool full = p->recompute == PLAN_RECOMPUTE_FULL, sel = p->recompute == PLAN_RECOMPUTE_SELECTIVE;
   double f = INFINITY, b = INFINITY;
   for (int ki = 0; ki < ce->n_kinds; ki++) { /* the kinds with layers, and 0 */
@@ -394,7 +394,8 @@ static double step_floor_s(const wl_tf_dims *d, const plan *p, const cost_entry 
     double cf = kinds ? c->kind_comm_fwd_s[k] : c->tp_comm_fwd_s;
     double cb = kinds ? c->kind_comm_bwd_s[k] : c->tp_comm_bwd_s;
     double ac = kinds ? c->kind_accum_s[k] : c->grad_accum_layer_s;
-    double rec = full ? fw : sel ? (share > 0 ? share * (fw - at) : at) : 0;
+    double mm = kinds ? c->kind_mm_fwd_s[k] : c->layer_mm_fwd_s;
+    double rec = full ? fw : sel ? framework_selective_s(p->framework, d, k, fw, at, mm) : 0;
     double fk = fw + cf, bk = bw + rec + cb + (full ? cf : 0) + accum * ac;
     if (fk < f) f = fk;
     if (bk < b) b = bk;

@@ -70,18 +70,18 @@ static int64_t chip0_layers(const model *m, const plan *p) {
 }
 
 /* A layer's recomputation in the backward (step.c's layer_times). */
-static double recompute_s(const plan *p, const step_result *r) {
+static double recompute_s(const model *m, const plan *p, const step_result *r) {
   if (p->recompute == PLAN_RECOMPUTE_FULL) return r->layer_fwd_s;
   if (p->recompute != PLAN_RECOMPUTE_SELECTIVE) return 0;
-  double share = frameworks[p->framework].selective_mm_share;
-  return share > 0 ? share * (r->layer_fwd_s - r->attn_core_fwd_s) : r->attn_core_fwd_s;
+  return framework_selective_s(p->framework, &m->info.tf, 0, r->layer_fwd_s, r->attn_core_fwd_s,
+                               r->layer_mm_fwd_s);
 }
 
 static void time_compute(const model *m, const plan *p, const step_result *r, explain_term *x) {
   fmtbuf b = {0};
   double M = (double)r->microbatches, t_mb = r->breakdown_s.compute / M;
   int64_t n0 = chip0_layers(m, p);
-  double a = (M - 1) / M, rec = recompute_s(p, r);
+  double a = (M - 1) / M, rec = recompute_s(m, p, r);
   double head_share = p->pp == 1 ? 1 : 0.5; /* embedding on the first stage, head on the last */
   double layer = r->layer_fwd_s + r->layer_bwd_s + rec + a * r->grad_accum_layer_s;
   double head = head_share * (r->head_fwd_s + r->head_bwd_s + a * r->grad_accum_head_s);

@@ -87,8 +87,9 @@ const framework frameworks[] = {
      .source = "torchtitan docs: FSDP2 fully_shard with forward/backward prefetch; TP without async-TP by "
                "default; scaled_dot_product_attention (its flash backend: FlashAttention-2); "
                "activation_checkpoint mode 'selective' "
-               "(op) in its Llama 3 train configs, whose policy saves every op's output but every "
-               "second matmul's (parallelize.py _save_list); loss F.cross_entropy on .float() logits, "
+               "(op) in its Llama 3 train configs, whose policy saves the outputs of its save list "
+               "(aten.mm, SDPA) but every second mm in forward order and replays the rest "
+               "(parallelize.py _save_list, _custom_policy); loss F.cross_entropy on .float() logits, "
                "eager (train.py:131-138); torch.compile per transformer block as its published "
                "benchmarks run it (training.compile, off by default in its train configs: --compile "
                "off for those runs)",
@@ -167,6 +168,32 @@ int framework_check_compile(int f, char *msg, size_t n) {
            "kernels are fused by hand); --compile applies to the PyTorch profiles: %s",
            f >= 0 ? framework_names[f] : "?", list);
   return -1;
+}
+
+double framework_selective_share(int f, const wl_tf_dims *d, int kind) {
+  double share = f >= 0 ? frameworks[f].selective_mm_share : 0;
+  if (share <= 0 || !d || d->hidden <= 0 || d->heads <= 0) return share;
+  if (((kind & WL_LAYER_MOE) && d->experts > 0) || d->kv_lora_rank > 0 ||
+      (kind & (WL_LAYER_MAMBA | WL_LAYER_NO_FFN | WL_LAYER_NO_MIXER)))
+    return share;
+  double hd = (double)(d->head_dim > 0 ? d->head_dim : d->hidden / d->heads);
+  double h = (double)d->hidden, q = (double)d->heads * hd;
+  double kv = (double)(d->kv_heads > 0 ? d->kv_heads : d->heads) * hd, ff = (double)d->ffn_hidden;
+  /* in x out of each matmul in torchtitan's forward order (models/llama/
+  ** model.py: wq, wk, wv, then wo; w1, w3, w2, or fc1, fc2 ungated) */
+  double mm[7] = {h * q, h * kv, h * kv, q * h, h * ff, h * ff, ff * h};
+  if (!d->gated) mm[5] = ff * h;
+  int n = d->gated ? 7 : 6;
+  double all = 0, even = 0;
+  for (int i = 0; i < n; i++) all += mm[i], even += i % 2 ? mm[i] : 0;
+  return all > 0 ? even / all : share;
+}
+
+double framework_selective_s(int f, const wl_tf_dims *d, int kind, double fw, double at, double mm) {
+  double share = framework_selective_share(f, d, kind);
+  if (share <= 0) return at;
+  double other = fw - at - mm;
+  return share * mm + (other > 0 ? other : 0);
 }
 
 int framework_find(const char *name) {

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 
 #include "../hw_models/hw.h"
+#include "../workloads/wl.h"
 #include "plan.h"
 
 typedef struct {
@@ -23,9 +24,11 @@ typedef struct {
   bool tp_overlap;           /* tensor-parallel collectives overlapped with the GEMMs */
   plan_recompute recompute;  /* activation recomputation unless the plan says */
   /* what "selective" recomputes: 0, the attention core (Megatron,
-  ** Korthikanti et al. 2022); else this share of the layer's matmuls and
-  ** the ops between them, the attention kept (torchtitan's op-level
-  ** policy saves every op's output but every second matmul's) */
+  ** Korthikanti et al. 2022); else an op-level policy that recomputes this
+  ** share of the matmul calls and replays every other kernel, the
+  ** attention core kept (torchtitan's saves its save list's outputs --
+  ** aten.mm, SDPA -- but every second mm's): framework_selective_share
+  ** weighs the calls by their FLOPs where the layer's matmuls are known */
   double selective_mm_share;
   /* it calls FlashAttention-2 (PyTorch SDPA's flash backend in 2024,
   ** flash-attn 2), not the chip's newest fused kernel */
@@ -126,6 +129,21 @@ int framework_default(hw_kind kind);
 /* Sets p's framework-owned fields from profile f (p->framework = f). The
 ** caller then applies the flags the user gave. */
 void framework_apply(int f, plan *p);
+/* The share of a layer of kind `kind` (WL_LAYER_*) that "selective"
+** recomputes under profile f, of its forward less the attention core: 0
+** for Megatron's count (the core alone); under torchtitan's op-level policy
+** (every second aten.mm in forward order recomputed, the ops between them
+** replayed) the FLOP share of those matmuls in a dense layer of d -- wk, wo
+** and w3 of wq, wk, wv, wo, w1, w3, w2 (0.365 for Llama 3 8B) -- and the
+** profile's count share (selective_mm_share) where the layer's matmuls are
+** not that list (MoE, MLA, hybrid sub-blocks). */
+double framework_selective_share(int f, const wl_tf_dims *d, int kind);
+/* A layer's selective recomputation under profile f, forward time, from
+** its forward fw, attention core at and other matmul kernels mm: the core
+** (Megatron's count), or the policy's share of the matmuls with every other
+** kernel of the forward but the core (torchtitan's: what is not saved is
+** replayed). */
+double framework_selective_s(int f, const wl_tf_dims *d, int kind, double fw, double at, double mm);
 /* Whether profile f overlaps the MoE all-to-alls of plan p on hw: its
 ** recipes' rule (MXFP8 GEMMs, a scale-up domain of at least 72 chips). */
 bool framework_moe_a2a_overlap(int f, const plan *p, const hw_model *hw);

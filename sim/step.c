@@ -136,23 +136,25 @@ static double grad_sync_s(coll_memo *memo, const hw_model *hw, int64_t n, int64_
   return ar < 0 || op == COLL_ALL_REDUCE ? ar : ar / 2;
 }
 
-/* A layer's selective recomputation, forward time, from its forward fw and
-** attention core at: the core (Megatron), or the framework's share of the
-** rest (torchtitan's matmuls and the ops between). */
-static double selective_s(const plan *p, double fw, double at) {
-  double share = frameworks[p->framework].selective_mm_share;
-  return share > 0 ? share * (fw - at) : at;
+/* A layer of kind k's selective recomputation, forward time, from its
+** forward fw and attention core at: the core (Megatron), or the
+** framework's share of the rest (torchtitan's every second matmul and the
+** ops between; framework_selective_share). */
+static double selective_s(const plan *p, const wl_tf_dims *d, int k, double fw, double at,
+                          double mm) {
+  return framework_selective_s(p->framework, d, k, fw, at, mm);
 }
 
 /* One layer of kind k, forward and backward, on one chip per micro-batch,
 ** with its collectives and (backward) its recomputation and gradient
 ** accumulation. A result without per-kind figures uses the averages. */
-static void layer_times(const step_result *r, const plan *p, int k, double accum, double *f,
-                        double *b, double *comm) {
+static void layer_times(const step_result *r, const plan *p, const wl_tf_dims *d, int k,
+                        double accum, double *f, double *b, double *comm) {
   bool kinds = r->kind_n[k] > 0;
   double fw = kinds ? r->kind_fwd_s[k] : r->layer_fwd_s;
   double bw = kinds ? r->kind_bwd_s[k] : r->layer_bwd_s;
   double at = kinds ? r->kind_attn_fwd_s[k] : r->attn_core_fwd_s;
+  double mm = kinds ? r->kind_mm_fwd_s[k] : r->layer_mm_fwd_s;
   double cf = kinds ? r->kind_comm_fwd_s[k] : r->tp_comm_fwd_s;
   double cb = kinds ? r->kind_comm_bwd_s[k] : r->tp_comm_bwd_s;
   double ac = kinds ? r->kind_accum_s[k] : r->grad_accum_layer_s;
@@ -160,7 +162,7 @@ static void layer_times(const step_result *r, const plan *p, int k, double accum
   /* full recompute runs each layer's forward again in the backward, its
   ** collectives with it (step_costs times them without recompute, so one
   ** set of per-chip costs serves every recompute mode) */
-  double rec = full ? fw : p->recompute == PLAN_RECOMPUTE_SELECTIVE ? selective_s(p, fw, at) : 0;
+  double rec = full ? fw : p->recompute == PLAN_RECOMPUTE_SELECTIVE ? selective_s(p, d, k, fw, at, mm) : 0;
   *f = fw + cf;
   *b = bw + rec + cb + (full ? cf : 0) + accum * ac;
   *comm = cf + cb + (full ? cf : 0); /* of which collectives */
@@ -337,9 +339,9 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
   double lf[WL_LAYER_KINDS], lb[WL_LAYER_KINDS], lc[WL_LAYER_KINDS];
   int kinds = 0;
   for (int k = 0; k < WL_LAYER_KINDS; k++)
-    if (r->kind_n[k] > 0) layer_times(r, p, k, accum, &lf[k], &lb[k], &lc[k]), kinds++;
+    if (r->kind_n[k] > 0) layer_times(r, p, d, k, accum, &lf[k], &lb[k], &lc[k]), kinds++;
   for (int k = 0; kinds == 0 && k < WL_LAYER_KINDS; k++)
-    layer_times(r, p, k, accum, &lf[k], &lb[k], &lc[k]);
+    layer_times(r, p, d, k, accum, &lf[k], &lb[k], &lc[k]);
   bool even = true;
   int64_t first = 0, n0 = plan_stage_layers(p, d->layers, 0), most = 0;
   double comm0 = 0;
@@ -534,7 +536,7 @@ static int rates(const model *m, const plan *p, step_result *r, char *err, size_
   double layer_f = graph_cost_flops(&f) / (double)d->layers; /* close enough for HFU */
   double rec = p->recompute == PLAN_RECOMPUTE_FULL ? graph_cost_flops(&f)
                : p->recompute == PLAN_RECOMPUTE_SELECTIVE
-                   ? layer_f * d->layers * (selective_s(p, r->layer_fwd_s, r->attn_core_fwd_s) /
+                   ? layer_f * d->layers * (selective_s(p, d, 0, r->layer_fwd_s, r->attn_core_fwd_s, r->layer_mm_fwd_s) /
                                           (r->layer_fwd_s > 0 ? r->layer_fwd_s : 1))
                    : 0;
   r->hardware_flops_per_step = r->model_flops_per_step + rec;

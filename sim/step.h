@@ -55,6 +55,7 @@ typedef struct {
   double usd_per_hour, usd_per_step;
   /* the pieces, for --explain */
   double layer_fwd_s, layer_bwd_s, attn_core_fwd_s, head_fwd_s, head_bwd_s;
+  double layer_mm_fwd_s; /* the layers' forward matmul kernels, average (kind_mm_fwd_s) */
   double tp_comm_fwd_s, tp_comm_bwd_s, p2p_s, dp_allreduce_s, optimizer_s;
   /* adding one micro-batch's weight gradients into the step's gradient
   ** buffer, per layer and for the embedding and head (paid by every
@@ -68,6 +69,9 @@ typedef struct {
   ** their averages over the model's layers. */
   int64_t kind_n[WL_LAYER_KINDS];
   double kind_fwd_s[WL_LAYER_KINDS], kind_bwd_s[WL_LAYER_KINDS], kind_attn_fwd_s[WL_LAYER_KINDS];
+  /* its forward's matmul kernels but the attention core's (what an op-level
+  ** recompute policy picks from: framework_selective_share) */
+  double kind_mm_fwd_s[WL_LAYER_KINDS];
   double kind_comm_fwd_s[WL_LAYER_KINDS], kind_comm_bwd_s[WL_LAYER_KINDS];
   double kind_accum_s[WL_LAYER_KINDS];
   /* a low-precision GEMM recipe: quantizing one step's weights (once a

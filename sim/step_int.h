@@ -10,6 +10,7 @@
 typedef struct {
   double t[GRAPH_PHASE_COUNT];
   double attn_fwd; /* the attention core: scores to context (for selective recompute) */
+  double mm_fwd;   /* the forward's other kernels that hold a matmul (the same) */
 } phase_times;
 
 typedef struct {

@@ -137,6 +137,15 @@ static bool rank5(const graph *g, const graph_op *m) {
 /* A head dim of d on a systolic array w wide: the padded width over d. */
 static double mxu_pad(double d, double w) { return ceil(d / w) * w / d; }
 
+/* Whether fused kernel k holds a dot or a convolution (a matrix kernel). */
+static bool holds_dot(const graph *g, const fuse_plan *fp, int k) {
+  for (int i = fp->first[k]; i <= fp->root[k]; i++) {
+    graph_op_kind mk = graph_get(g, i)->kind;
+    if (fp->group_of[i] == k && (mk == GOP_DOT || mk == GOP_CONV)) return true;
+  }
+  return false;
+}
+
 int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const graph *g, double flash,
                          double moe, bool eager, opcost *costs, phase_times *out, op_times *ops,
                          char *err, size_t errn) {
@@ -245,12 +254,10 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
     double n = (double)op->count;
     out->t[op->phase] += t * n;
     if (op->phase == GRAPH_FORWARD && core) out->attn_fwd += t * n;
+    if (op->phase == GRAPH_FORWARD && !core && holds_dot(g, fp, k)) out->mm_fwd += t * n;
     if (rc == 0 && ops && op->layer == 0 && t > 0 && op->phase != GRAPH_OPTIMIZER) {
-      bool matrix = false; /* the trace's category: it holds a dot or convolution */
-      for (int i = fp->first[k]; i <= root; i++) {
-        graph_op_kind mk = graph_get(g, i)->kind;
-        matrix |= fp->group_of[i] == k && (mk == GOP_DOT || mk == GOP_CONV);
-      }
+      /* the trace's category: it holds a dot or convolution */
+      bool matrix = holds_dot(g, fp, k);
       rc = push_op(ops, (step_op){root, fp->size[k], matrix, op->phase, t * n, r.flops * n,
                                          r.bytes * n},
                    err, errn);
@@ -461,6 +468,7 @@ static int time_kind(const model *m, const hw_model *hw, const hw_model *ghw, co
     kc->head.t[ph] = t1.t[ph] - kc->layer.t[ph];
   }
   kc->layer.attn_fwd = t2.attn_fwd - t1.attn_fwd;
+  kc->layer.mm_fwd = t2.mm_fwd - t1.mm_fwd;
   return 0;
 }
 
@@ -661,6 +669,7 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
     r->kind_fwd_s[k] = kc.layer.t[GRAPH_FORWARD];
     r->kind_bwd_s[k] = kc.layer.t[GRAPH_BACKWARD];
     r->kind_attn_fwd_s[k] = kc.layer.attn_fwd;
+    r->kind_mm_fwd_s[k] = kc.layer.mm_fwd;
     /* a per-expert GEMM loop launches each local expert's GEMM: the
     ** launches beyond the graph's one kernel a grouped GEMM, each the
     ** chip's per-kernel launch overhead (hw op_overhead_s) */
@@ -747,7 +756,7 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
     if (a2a < 0) return -1;
     r->ep_a2a_fwd_s = 2 * a2a;
   }
-  double sum_f = 0, sum_b = 0, sum_cf = 0, sum_cb = 0, sum_acc = 0, sum_attn = 0;
+  double sum_f = 0, sum_b = 0, sum_cf = 0, sum_cb = 0, sum_acc = 0, sum_attn = 0, sum_mm = 0;
   for (int k = 0; k < WL_LAYER_KINDS; k++) {
     if (!r->kind_n[k]) continue;
     /* a hybrid layer (one sub-block) has one of the two collectives */
@@ -814,10 +823,12 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
     sum_f += n * r->kind_fwd_s[k], sum_b += n * r->kind_bwd_s[k];
     sum_cf += n * cf, sum_cb += n * cb;
     sum_acc += n * r->kind_accum_s[k], sum_attn += n * r->kind_attn_fwd_s[k];
+    sum_mm += n * r->kind_mm_fwd_s[k];
   }
   r->layer_fwd_s = sum_f / L;
   r->layer_bwd_s = sum_b / L;
   r->attn_core_fwd_s = sum_attn / L;
+  r->layer_mm_fwd_s = sum_mm / L;
   r->tp_comm_fwd_s = sum_cf / L;
   r->tp_comm_bwd_s = sum_cb / L; /* full recompute's again: step_describe adds them */
   r->grad_accum_layer_s = sum_acc / L;

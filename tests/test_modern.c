@@ -246,9 +246,14 @@ Test(modern, uneven_layers_balance_in_the_middle) {
   cr_assert_eq(plan_balance_layers(&p, 64, out, 64), -1); /* even: nothing to balance */
 }
 
-/* torchtitan's selective recomputation (its op-level policy saves every
-** op's output but every second matmul's) recomputes half of the layer's
-** work outside the attention core; Megatron's recomputes the core. */
+/* torchtitan's selective recomputation (its op-level policy saves the
+** outputs of the odd aten.mm calls in forward order and SDPA's, and replays
+** the rest): Llama 3 8B's wk, wo and w3 of wq, wk, wv, wo, w1, w3, w2 --
+** (1024 + 4096 + 14336) / (4096 + 2 x 1024 + 4096 + 3 x 14336) = 19456 /
+** 53248 of the layer's matmul FLOPs (h 4096 times each width) -- and every
+** kernel of the forward but the matmuls and the attention core; Megatron's
+** recomputes the core. A GPT layer (6 h^2-multiple matmuls, no gate)
+** replays wk, wo and fc2: 6 of 12. */
 Test(modern, selective_means_what_the_framework_does) {
   hw_catalog *c = th_catalog();
   const hw_model *h = th_hw(c, "h100-sxm");
@@ -265,8 +270,17 @@ Test(modern, selective_means_what_the_framework_does) {
   cr_assert_eq(step_describe(m, h, &p, &r, NULL, &none, err, sizeof err), 0, "%s", err);
   p.recompute = PLAN_RECOMPUTE_SELECTIVE;
   cr_assert_eq(step_describe(m, h, &p, &r, NULL, &sel, err, sizeof err), 0, "%s", err);
-  double want = 32 * 0.5 * (r.layer_fwd_s - r.attn_core_fwd_s);
+  cr_assert_float_eq(framework_selective_share(p.framework, &m->info.tf, 0), 19456.0 / 53248, 1e-12);
+  double other = r.layer_fwd_s - r.attn_core_fwd_s - r.layer_mm_fwd_s;
+  cr_assert_gt(r.layer_mm_fwd_s, 0);
+  cr_assert_gt(other, 0);
+  double want = 32 * (19456.0 / 53248 * r.layer_mm_fwd_s + other);
   cr_assert_float_eq(sel.sched.b_chunk - none.sched.b_chunk, want, 1e-12);
+  wl_tf_dims gpt = {.layers = 2, .hidden = 1024, .heads = 16, .kv_heads = 16, .ffn_hidden = 4096};
+  cr_assert_float_eq(framework_selective_share(p.framework, &gpt, 0), 0.5, 1e-12);
+  /* a MoE layer keeps the profile's count share: its experts are not aten.mm */
+  gpt.experts = 8;
+  cr_assert_float_eq(framework_selective_share(p.framework, &gpt, WL_LAYER_MOE), 0.5, 1e-12);
   framework_apply(framework_find("megatron-core"), &p);
   p.recompute = PLAN_RECOMPUTE_SELECTIVE;
   step_result q;
