@@ -7,6 +7,14 @@
 #include <stdio.h>
 #include <string.h>
 
+/* What Megatron-Core does, the profile and its 26.08 MoE recipes alike (the
+** source line of "megatron-core" below says where each was read). */
+#define MEGATRON_CORE_FEATURES                                                                     \
+  .attention = PLAN_ATTN_FLASH, .grad_sync = PLAN_GRAD_OVERLAP, .zero = 1,                         \
+  .param_gather_overlap = true, .tp_overlap = true, .recompute = PLAN_RECOMPUTE_NONE,              \
+  .moe_node_dedup = true, .grads_16bit = true, .moe_gemm_per_expert = true,                        \
+  .loss_grad_in_place = true, .lowp_params = true, .attention_cudnn = true
+
 const framework frameworks[] = {
     {/* plain */
      .what = "a data-parallel training loop (PyTorch DDP) with fused attention",
@@ -18,13 +26,7 @@ const framework frameworks[] = {
     },
     {/* megatron-core */
      .what = "Megatron-Core / NeMo / Megatron-Bridge (2024-26) with Transformer Engine",
-     .attention = PLAN_ATTN_FLASH,
-     .grad_sync = PLAN_GRAD_OVERLAP,
-     .zero = 1,
-     .param_gather_overlap = true,
-     .tp_overlap = true,
-     .recompute = PLAN_RECOMPUTE_NONE,
-     .moe_node_dedup = true,
+     MEGATRON_CORE_FEATURES,
      .source = "Megatron-LM docs: distributed optimizer (--use-distributed-optimizer), --overlap-grad-reduce, "
                "--overlap-param-gather; Megatron-Bridge performance recipes set tp_comm_overlap "
                "(Transformer Engine userbuffers) and cuDNN fused attention; no recomputation unless "
@@ -36,11 +38,6 @@ const framework frameworks[] = {
                "expert (nvte_multi_stream_cublas_gemm); under an fp8/fp4 recipe the linear weights are "
                "held in its format only, the fp32 master the one high-precision copy (Megatron-Bridge "
                "mixed_precision.py: fp8_param_gather=True, fp4_param_gather for NVFP4; TE fp8_model_init)",
-     .grads_16bit = true,
-     .moe_gemm_per_expert = true,
-     .loss_grad_in_place = true,
-     .lowp_params = true,
-     .attention_cudnn = true,
     },
     {/* maxtext */
      .what = "MaxText on TPU (JAX/XLA): parameters sharded by fsdp, splash attention",
@@ -120,13 +117,7 @@ const framework frameworks[] = {
     },
     {/* megatron-core-26.08 */
      .what = "Megatron-Core as the Megatron-Bridge 26.08 performance recipes run it (EP all-to-all overlap)",
-     .attention = PLAN_ATTN_FLASH,
-     .grad_sync = PLAN_GRAD_OVERLAP,
-     .zero = 1,
-     .param_gather_overlap = true,
-     .tp_overlap = true,
-     .recompute = PLAN_RECOMPUTE_NONE,
-     .moe_node_dedup = true,
+     MEGATRON_CORE_FEATURES,
      .source = "the megatron-core profile, and the 26.08 MoE recipes' MXFP8 path on NVL72 "
                "(Megatron-Bridge v0.6.0 src/megatron/bridge/perf_recipes/qwen/common.py "
                "_enable_hybridep_full_iteration_mxfp8, called by the gb200/gb300 fp8mx Qwen3 recipes): "
@@ -136,13 +127,8 @@ const framework frameworks[] = {
                "(perf_recipes/_common.py _benchmark_common: moe_hybridep_num_sms = 32); that MXFP8 path "
                "also fuses the expert MLP into one CuTeDSL kernel (NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 in "
                "the recipes' env_vars), the others keep GroupedLinear's per-expert GEMMs",
-     .grads_16bit = true,
      .moe_a2a_overlap = true,
      .moe_a2a_sms = 32,
-     .moe_gemm_per_expert = true,
-     .loss_grad_in_place = true,
-     .lowp_params = true,
-     .attention_cudnn = true,
     },
     {.what = NULL}};
 
