@@ -340,6 +340,18 @@ static bool family_pair(const char *tok, char *field, size_t fn, char *col, size
   return col[0] != '\0';
 }
 
+/* Whether s is activations:N with N a count of layers (simulate's --offload
+** for the first N of each model chunk; simulate bounds N by the model). */
+static bool offload_count(const char *s) {
+  static const char pre[] = "activations:";
+  if (strncmp(s, pre, sizeof pre - 1) != 0) return false;
+  const char *n = s + sizeof pre - 1;
+  if (!*n || *n == '0' || strlen(n) > 7) return false;
+  for (; *n; n++)
+    if (*n < '0' || *n > '9') return false;
+  return true;
+}
+
 static int mapping_check_value(const map_entry *e, const char *file, diag *dg) {
   /* a family template: its file, then FIELD={column} pairs */
   if (e->kind == MAP_FAMILY) {
@@ -418,10 +430,11 @@ static int mapping_check_value(const map_entry *e, const char *file, diag *dg) {
     return -1;
   }
   if (e->kind == MAP_OFFLOAD && strcmp(e->value->s, "activations") != 0 &&
-      strcmp(e->value->s, "optimizer") != 0) {
+      strcmp(e->value->s, "optimizer") != 0 && !offload_count(e->value->s)) {
     const char *s = strcmp(e->value->s, "activation") == 0 ? " (did you mean 'activations'?)" : "";
     diag_error(dg, file, e->value->line, e->value->col, "value",
-               "'%.40s': expected activations or optimizer (simulate's --offload)%s", e->value->s, s);
+               "'%.40s': expected activations, activations:N or optimizer (simulate's --offload)%s",
+               e->value->s, s);
     return -1;
   }
   if (e->kind == MAP_SP && strcmp(e->value->s, "with-tp") != 0) {

@@ -260,8 +260,14 @@ static void explain_memory(const model *m, const plan *p, const step_result *r, 
     state_term(x, mb->params, p->zero >= 1 ? dpcp : 1, 0, "");
   x = add(t, n, "activations", mb->activations,
           "layer x micro-batch sets in flight (Korthikanti et al. 2022) + embedding/logits");
-  values(x, "%.4g sets, the largest layer's %s (stage %d, recompute %s)", mb->layer_mbs,
-         byt(&b, mb->act_layer), mb->stage, plan_recompute_names[p->recompute]);
+  if (p->offload == PLAN_OFFLOAD_ACTIVATIONS)
+    values(x, "%.4g sets, the largest layer's %s (stage %d, recompute %s); offloaded: %s on the "
+              "host (%s)",
+           mb->layer_mbs, byt(&b, mb->act_layer), mb->stage, plan_recompute_names[p->recompute],
+           byt(&b, mb->host), p->offload_layers > 0 ? "the first layers of each chunk" : "all but two layers");
+  else
+    values(x, "%.4g sets, the largest layer's %s (stage %d, recompute %s)", mb->layer_mbs,
+           byt(&b, mb->act_layer), mb->stage, plan_recompute_names[p->recompute]);
   x = add(t, n, "temporary", mb->temporary, "the largest layer's backward buffers and collectives' (docs/memory.md)");
   values(x, "%s", byt(&b, mb->temporary));
   x = add(t, n, "runtime", mb->runtime, "context, kernels, library workspaces (by chip kind)");

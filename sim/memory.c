@@ -884,8 +884,7 @@ static void stage_finish(const memctx *x, const stage_pre *s, int64_t i, mem_byt
   double act = s->act;
   out->act_layer = s->t.act_max;
   out->layer_mbs = s->sets;
-  /* activation offload: the host keeps them all but the layer computing
-  ** and one in transfer */
+  /* activation offload: the host keeps what act_kept leaves off the chip */
   if (p->offload == PLAN_OFFLOAD_ACTIVATIONS) {
     double keep = act_kept(p, &s->t, act);
     out->host += act - keep;

@@ -136,15 +136,6 @@ static double grad_sync_s(coll_memo *memo, const hw_model *hw, int64_t n, int64_
   return ar < 0 || op == COLL_ALL_REDUCE ? ar : ar / 2;
 }
 
-/* A layer of kind k's selective recomputation, forward time, from its
-** forward fw and attention core at: the core (Megatron), or the
-** framework's share of the rest (torchtitan's every second matmul and the
-** ops between; framework_selective_share). */
-static double selective_s(const plan *p, const wl_tf_dims *d, int k, double fw, double at,
-                          double mm) {
-  return framework_selective_s(p->framework, d, k, fw, at, mm);
-}
-
 /* One layer of kind k, forward and backward, on one chip per micro-batch,
 ** with its collectives and (backward) its recomputation and gradient
 ** accumulation. A result without per-kind figures uses the averages. */
@@ -162,7 +153,11 @@ static void layer_times(const step_result *r, const plan *p, const wl_tf_dims *d
   /* full recompute runs each layer's forward again in the backward, its
   ** collectives with it (step_costs times them without recompute, so one
   ** set of per-chip costs serves every recompute mode) */
-  double rec = full ? fw : p->recompute == PLAN_RECOMPUTE_SELECTIVE ? selective_s(p, d, k, fw, at, mm) : 0;
+  /* selective: the framework's count (framework_selective_s) */
+  double rec = full ? fw
+               : p->recompute == PLAN_RECOMPUTE_SELECTIVE
+                   ? framework_selective_s(p->framework, d, k, fw, at, mm)
+                   : 0;
   *f = fw + cf;
   *b = bw + rec + cb + (full ? cf : 0) + accum * ac;
   *comm = cf + cb + (full ? cf : 0); /* of which collectives */
@@ -536,8 +531,10 @@ static int rates(const model *m, const plan *p, step_result *r, char *err, size_
   double layer_f = graph_cost_flops(&f) / (double)d->layers; /* close enough for HFU */
   double rec = p->recompute == PLAN_RECOMPUTE_FULL ? graph_cost_flops(&f)
                : p->recompute == PLAN_RECOMPUTE_SELECTIVE
-                   ? layer_f * d->layers * (selective_s(p, d, 0, r->layer_fwd_s, r->attn_core_fwd_s, r->layer_mm_fwd_s) /
-                                          (r->layer_fwd_s > 0 ? r->layer_fwd_s : 1))
+                   ? layer_f * d->layers *
+                         (framework_selective_s(p->framework, d, 0, r->layer_fwd_s,
+                                                r->attn_core_fwd_s, r->layer_mm_fwd_s) /
+                          (r->layer_fwd_s > 0 ? r->layer_fwd_s : 1))
                    : 0;
   r->hardware_flops_per_step = r->model_flops_per_step + rec;
   model_free(full);

@@ -591,7 +591,12 @@ grep -q -- '^tr-v6e256-llama31_70b-pdbs5 .* --precision bf16 --offload activatio
 grep -q -- '^iw-v7x64-gemma4_26b-bf16-s4096 .* --recompute full$' "$OUT/validate-public-runs-modern.out" && ok || bad "validate: offload names under remat full"
 [ "$(grep -c '^tt2412-h100-.* --hw h100-96gb ' "$OUT/validate-public-runs-modern.out")" -eq 8 ] && ok || bad "validate: torchtitan's 96 GB H100"
 printf 'kind,key,value\noffload,custom,activations\noffload,custom:dli,activation\n' >"$OUT/map-badoff.csv"
-run validate-badoff 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-badoff.csv" && has validate-badoff err "map-badoff.csv:2:9: key: 'custom': expected RECOMPUTE:PHRASE" && has validate-badoff err "map-badoff.csv:3:20: value: 'activation': expected activations or optimizer" && has validate-badoff err "(did you mean 'activations'?)"
+run validate-badoff 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-badoff.csv" && has validate-badoff err "map-badoff.csv:2:9: key: 'custom': expected RECOMPUTE:PHRASE" && has validate-badoff err "map-badoff.csv:3:20: value: 'activation': expected activations, activations:N or optimizer" && has validate-badoff err "(did you mean 'activations'?)"
+# an offload count in the mapping (a recipe's --cpu-offloading-num-layers) goes
+# through to simulate; one that is not a count is refused where it stands
+printf 'kind,key,value\noffload,custom:dli,activations:95\noffload,full:x,activations:9x\n' >"$OUT/map-offn.csv"
+run validate-offn 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-offn.csv" && has validate-offn err "map-offn.csv:3:16: value: 'activations:9x': expected activations, activations:N or optimizer" &&
+  ! grep -q "map-offn.csv:2:" "$OUT/validate-offn.err" && ok || bad "validate: activations:95 refused in the mapping"
 grep -q -- '^mb-26.06-llama31_405b-h100-fp8-1024g-gbs1536 .* --tp 8 --pp 8 --pp-schedule interleaved:8 --pp-split-embedding --pp-split-loss --cp 2 --sp --zero 1 ' "$OUT/validate-public-runs-modern.out" && ok || bad "validate: 405B's pipeline split"
 run validate-only 0 validate "$SHARED/reference/public-runs.csv" --only k22-1t-ss
 has validate-only out "rows run " && has validate-only out " of 1 ("
