@@ -18,6 +18,7 @@ bool step_fix_plan(const plan *mp, int64_t ep, plan *out) {
 bool step_fix_runs(void *ctx, const plan *mp) {
   const step_fix_rules *fr = ctx;
   plan q;
+  if (mp->offload != PLAN_OFFLOAD_NONE && !(fr->hw->chip.host_link_bw_bytes_per_s > 0)) return false;
   return step_fix_plan(mp, fr->ep, &q) && plan_check(fr->m, fr->hw, &q, NULL, 0) == 0;
 }
 

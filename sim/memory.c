@@ -1545,6 +1545,39 @@ int mem_fixes(const wl_tf_dims *d, const plan *p, const mem_opts *o, mem_plan_ok
     q.recompute = PLAN_RECOMPUTE_FULL;
     if (try_plan(&f, &q, o, &r)) add_fix(&f, &q, o, &r, "full recompute");
   }
+  /* 3b. activation offload: the fewest of each model chunk's first layers
+  ** whose activations on the host make it fit (--offload activations:N,
+  ** Megatron-Core's --cpu-offloading-num-layers, fewer than the model's
+  ** layers), else every layer's; the chip needs a host link (the caller's
+  ** ok says) */
+  if (p->offload == PLAN_OFFLOAD_NONE && d->layers > 1) {
+    plan q = *p;
+    q.offload = PLAN_OFFLOAD_ACTIVATIONS;
+    int64_t chunk = d->layers / (pos(p->pp) * pos(p->vp));
+    if (chunk >= d->layers) chunk = d->layers - 1;
+    bool fits_some = false;
+    if (chunk >= 1) {
+      q.offload_layers = chunk;
+      fits_some = try_plan(&f, &q, o, &r) && r.fits;
+    }
+    if (fits_some) { /* the least N that fits: the peak falls as N grows */
+      int64_t lo = 1, hi = chunk;
+      while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        q.offload_layers = mid;
+        if (try_plan(&f, &q, o, &r) && r.fits) hi = mid;
+        else lo = mid + 1;
+      }
+      q.offload_layers = lo;
+      /* a chunk's layers: the model's, well under 2^31 (graph limits) */
+      snprintf(what, sizeof what, "offload %d layers' activations a chunk (--offload activations:%d)",
+               (int)lo, (int)lo);
+    } else {
+      q.offload_layers = 0;
+      snprintf(what, sizeof what, "offload the activations (--offload activations)");
+    }
+    if (try_plan(&f, &q, o, &r)) add_fix(&f, &q, o, &r, what);
+  }
   /* 4. ZeRO: the lowest higher stage that fits, else 3 */
   if (p->dp > 1 && p->zero < 3) {
     plan q = *p;

@@ -84,7 +84,8 @@ int step_simulate_whole(const model *m, const hw_model *hw, const plan *p, step_
 bool step_fix_plan(const plan *mp, int64_t ep, plan *out);
 
 /* The plan rules a fix of the memory search must keep (mem_fixes' ok):
-** plan_check's, on the fix as a plan. */
+** plan_check's, on the fix as a plan; offload needs a host link to
+** offload over. */
 typedef struct {
   const model *m;
   const hw_model *hw;

@@ -350,7 +350,22 @@ Test(memory, plan_that_does_not_fit_gets_fixes) {
   cr_assert_str_eq(f[1].what, "selective recompute (core attention)");
   cr_assert_eq(f[1].p.recompute, PLAN_RECOMPUTE_SELECTIVE);
   cr_assert_str_eq(f[2].what, "full recompute");
-  cr_assert_str_eq(f[3].what, "sequence parallelism");
+  /* activation offload of the fewest first layers of the chunk that fit:
+  ** one layer fewer does not (the peak falls as N grows) */
+  cr_assert_eq(f[3].p.offload, PLAN_OFFLOAD_ACTIVATIONS);
+  cr_assert(f[3].fits && f[3].p.offload_layers >= 1 && f[3].p.offload_layers < 48);
+  char want[96];
+  snprintf(want, sizeof want, "offload %d layers' activations a chunk (--offload activations:%d)",
+           (int)f[3].p.offload_layers, (int)f[3].p.offload_layers);
+  cr_assert_str_eq(f[3].what, want);
+  if (f[3].p.offload_layers > 1) {
+    plan fewer = f[3].p;
+    fewer.offload_layers--;
+    mem_bytes r;
+    cr_assert_eq(mem_transformer(&KC[0].d, &fewer, &o, &r, NULL, 0), 0);
+    cr_assert_not(r.fits, "%lld layers fit too", (long long)fewer.offload_layers);
+  }
+  cr_assert_str_eq(f[4].what, "sequence parallelism");
   cr_assert(f[1].fits && f[2].fits);
   /* dp = 1: no ZeRO; heads 64 allow tp 16 (more chips) */
   for (int i = 0; i < n; i++) cr_assert_null(strstr(f[i].what, "ZeRO"), "%s", f[i].what);
