@@ -13,6 +13,7 @@
 #include "runs.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +123,20 @@ static bool is_present(const hw_model *m, const char *path) {
   return m->present[hw_field_find(path)];
 }
 
+/* The other attention kernels' figures (a framework calling an older or
+** another kernel than the chip's best, sim/stepcost.c step_layer_hw):
+** measured beside the forward figure, they move with it. */
+static const struct {
+  const char *path;
+  size_t off;
+} ATTN_KERNELS[] = {
+    {"chip.attention_fa2_efficiency", offsetof(hw_chip, attention_fa2_efficiency)},
+    {"chip.attention_fa1_efficiency", offsetof(hw_chip, attention_fa1_efficiency)},
+    {"chip.attention_cudnn_fwd_efficiency", offsetof(hw_chip, attention_cudnn_fwd_efficiency)},
+    {"chip.attention_cudnn_bwd_efficiency", offsetof(hw_chip, attention_cudnn_bwd_efficiency)},
+};
+#define N_ATTN_KERNELS (sizeof ATTN_KERNELS / sizeof *ATTN_KERNELS)
+
 /* The entry with the efficiencies of th. The figures measured beside a
 ** fitted one move with it by the same factor: fp8 GEMMs with matmul, the
 ** backward and FlashAttention-2 kernels with the forward attention. */
@@ -146,14 +161,11 @@ static hw_model with_theta(const fitctx *f, const double *th) {
       set_present(&m, "chip.attention_fwd_efficiency");
       set_present(&m, "chip.attention_bwd_efficiency");
     }
-    if (is_present(f->base, "chip.attention_fa2_efficiency"))
-      m.chip.attention_fa2_efficiency = clamp1(b->attention_fa2_efficiency * r);
-    if (is_present(f->base, "chip.attention_fa1_efficiency"))
-      m.chip.attention_fa1_efficiency = clamp1(b->attention_fa1_efficiency * r);
-    if (is_present(f->base, "chip.attention_cudnn_fwd_efficiency"))
-      m.chip.attention_cudnn_fwd_efficiency = clamp1(b->attention_cudnn_fwd_efficiency * r);
-    if (is_present(f->base, "chip.attention_cudnn_bwd_efficiency"))
-      m.chip.attention_cudnn_bwd_efficiency = clamp1(b->attention_cudnn_bwd_efficiency * r);
+    for (size_t i = 0; i < N_ATTN_KERNELS; i++)
+      if (is_present(f->base, ATTN_KERNELS[i].path)) {
+        double *v = (double *)((char *)&m.chip + ATTN_KERNELS[i].off);
+        *v = clamp1(*(const double *)((const char *)b + ATTN_KERNELS[i].off) * r);
+      }
   }
   if (f->free_par[P_COLL]) {
     m.scale_up.efficiency = th[P_COLL];
@@ -172,14 +184,8 @@ static int fitted_fields(const fitctx *f, const char **out) {
   if (f->free_par[P_ATTN]) {
     out[n++] = "chip.attention_fwd_efficiency";
     out[n++] = "chip.attention_bwd_efficiency";
-    if (is_present(f->base, "chip.attention_fa2_efficiency"))
-      out[n++] = "chip.attention_fa2_efficiency";
-    if (is_present(f->base, "chip.attention_fa1_efficiency"))
-      out[n++] = "chip.attention_fa1_efficiency";
-    if (is_present(f->base, "chip.attention_cudnn_fwd_efficiency"))
-      out[n++] = "chip.attention_cudnn_fwd_efficiency";
-    if (is_present(f->base, "chip.attention_cudnn_bwd_efficiency"))
-      out[n++] = "chip.attention_cudnn_bwd_efficiency";
+    for (size_t i = 0; i < N_ATTN_KERNELS; i++)
+      if (is_present(f->base, ATTN_KERNELS[i].path)) out[n++] = ATTN_KERNELS[i].path;
   }
   if (f->free_par[P_COLL]) out[n++] = "system.scale_up.efficiency";
   return n;
@@ -215,7 +221,7 @@ static char *theta_json(const fitctx *f, const double *th, const char *note) {
   cJSON_AddStringToObject(s, "url", "https://en.wikipedia.org/wiki/Golden-section_search");
   cJSON_DeleteItemFromObjectCaseSensitive(src, "calib-runs"); /* a file fitted again */
   cJSON_AddItemToObject(src, "calib-runs", s);
-  const char *fields[12];
+  const char *fields[5 + N_ATTN_KERNELS]; /* matmul 2, attention 2, collective 1 */
   int nf = fitted_fields(f, fields);
   for (int i = 0; i < nf; i++) {
     int idx = hw_field_find(fields[i]);

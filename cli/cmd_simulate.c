@@ -364,18 +364,9 @@ void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p
     /* which kernel's measured rate the attention core ran at, where the
     ** framework calls another than the chip's best (sim/stepcost.c) */
     if (p->attention == PLAN_ATTN_FLASH) {
-      const char *kern = NULL, *field = NULL;
-      double fe = 0, be = 0;
-      if (fw->attention_fa1 && hc->attention_fa1_efficiency > 0)
-        kern = "the FlashAttention-1 generation's", field = "attention_fa1_efficiency",
-        fe = be = hc->attention_fa1_efficiency;
-      else if (fw->attention_fa2 && hc->attention_fa2_efficiency > 0)
-        kern = "FlashAttention-2's", field = "attention_fa2_efficiency",
-        fe = be = hc->attention_fa2_efficiency;
-      else if (fw->attention_cudnn && hc->attention_cudnn_fwd_efficiency > 0)
-        kern = "cuDNN's fused attention", field = "attention_cudnn_*",
-        fe = hc->attention_cudnn_fwd_efficiency,
-        be = hc->attention_cudnn_bwd_efficiency > 0 ? hc->attention_cudnn_bwd_efficiency : fe;
+      const char *field;
+      double fe, be;
+      const char *kern = framework_attention_kernel(p->framework, hc, &fe, &be, &field);
       if (kern)
         fprintf(out, "  chip %s: the attention core at %s rate, %.3f of the peak forward and %.3f "
                      "backward (chip.%s), the kernel the framework calls\n",

@@ -156,6 +156,31 @@ int framework_check_compile(int f, char *msg, size_t n) {
   return -1;
 }
 
+const char *framework_attention_kernel(int f, const hw_chip *c, double *fwd, double *bwd,
+                                       const char **field) {
+  const framework *fw = f >= 0 ? &frameworks[f] : NULL;
+  *fwd = *bwd = 0;
+  *field = NULL;
+  if (!fw) return NULL;
+  if (fw->attention_fa1 && c->attention_fa1_efficiency > 0) {
+    *fwd = *bwd = c->attention_fa1_efficiency;
+    *field = "attention_fa1_efficiency";
+    return "the FlashAttention-1 generation's";
+  }
+  if (fw->attention_fa2 && c->attention_fa2_efficiency > 0) {
+    *fwd = *bwd = c->attention_fa2_efficiency;
+    *field = "attention_fa2_efficiency";
+    return "FlashAttention-2's";
+  }
+  if (fw->attention_cudnn && c->attention_cudnn_fwd_efficiency > 0) {
+    *fwd = c->attention_cudnn_fwd_efficiency;
+    *bwd = c->attention_cudnn_bwd_efficiency > 0 ? c->attention_cudnn_bwd_efficiency : *fwd;
+    *field = "attention_cudnn_*";
+    return "cuDNN's fused attention";
+  }
+  return NULL;
+}
+
 double framework_selective_share(int f, const wl_tf_dims *d, int kind) {
   double share = f >= 0 ? frameworks[f].selective_mm_share : 0;
   if (share <= 0 || !d || d->hidden <= 0 || d->heads <= 0) return share;

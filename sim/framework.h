@@ -129,6 +129,13 @@ int framework_default(hw_kind kind);
 /* Sets p's framework-owned fields from profile f (p->framework = f). The
 ** caller then applies the flags the user gave. */
 void framework_apply(int f, plan *p);
+/* The attention kernel profile f calls on chip c where it is not the one
+** the chip's attention_*_efficiency figures hold (the FlashAttention-1
+** generation, FlashAttention-2, cuDNN's), with the chip's measured rates
+** for it in *fwd and *bwd and the figure's name in *field; NULL when the
+** chip's own figures stand (no such kernel, or no figure for it). */
+const char *framework_attention_kernel(int f, const hw_chip *c, double *fwd, double *bwd,
+                                       const char **field);
 /* The share of a layer of kind `kind` (WL_LAYER_*) that "selective"
 ** recomputes under profile f, of its forward less the attention core: 0
 ** for Megatron's count (the core alone); under torchtitan's op-level policy

@@ -253,11 +253,12 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
     }
     double n = (double)op->count;
     out->t[op->phase] += t * n;
+    /* a matrix kernel: the forward's other than the core (what an op-level
+    ** recompute picks from), and the trace's category */
+    bool matrix = holds_dot(g, fp, k);
     if (op->phase == GRAPH_FORWARD && core) out->attn_fwd += t * n;
-    if (op->phase == GRAPH_FORWARD && !core && holds_dot(g, fp, k)) out->mm_fwd += t * n;
+    if (op->phase == GRAPH_FORWARD && !core && matrix) out->mm_fwd += t * n;
     if (rc == 0 && ops && op->layer == 0 && t > 0 && op->phase != GRAPH_OPTIMIZER) {
-      /* the trace's category: it holds a dot or convolution */
-      bool matrix = holds_dot(g, fp, k);
       rc = push_op(ops, (step_op){root, fp->size[k], matrix, op->phase, t * n, r.flops * n,
                                          r.bytes * n},
                    err, errn);
@@ -343,28 +344,15 @@ int step_with_cache(plan *p, opcost **own, char *err, size_t errn) {
 
 const hw_model *step_layer_hw(const hw_model *hw, const plan *p, hw_model *ah, hw_model *gh,
                               const hw_model **ghw) {
-  /* a framework calling an older kernel than the chip's best
-  ** (FlashAttention-1's generation, FlashAttention-2 on Hopper): that
-  ** kernel's measured rate, forward and backward alike */
-  /* (an absent figure is 0: the loader fills no default for these) */
-  const framework *fw = p->framework >= 0 ? &frameworks[p->framework] : NULL;
-  const hw_chip *c = &hw->chip;
-  double old = fw && fw->attention_fa1 && c->attention_fa1_efficiency > 0
-                   ? c->attention_fa1_efficiency
-               : fw && fw->attention_fa2 ? c->attention_fa2_efficiency
-                                         : 0;
-  if (old > 0) {
+  /* a framework calling another kernel than the chip's best
+  ** (FlashAttention-1's generation, FlashAttention-2 or cuDNN on Hopper):
+  ** that kernel's measured rates (framework_attention_kernel) */
+  double fe, be;
+  const char *field;
+  if (framework_attention_kernel(p->framework, &hw->chip, &fe, &be, &field)) {
     *ah = *hw;
-    ah->chip.attention_fwd_efficiency = ah->chip.attention_bwd_efficiency = old;
-    hw = ah;
-  } else if (fw && fw->attention_cudnn && c->attention_cudnn_fwd_efficiency > 0) {
-    /* cuDNN's fused attention where the chip's figures are another
-    ** kernel's: its own measured forward and backward */
-    *ah = *hw;
-    ah->chip.attention_fwd_efficiency = c->attention_cudnn_fwd_efficiency;
-    ah->chip.attention_bwd_efficiency = c->attention_cudnn_bwd_efficiency > 0
-                                            ? c->attention_cudnn_bwd_efficiency
-                                            : c->attention_cudnn_fwd_efficiency;
+    ah->chip.attention_fwd_efficiency = fe;
+    ah->chip.attention_bwd_efficiency = be;
     hw = ah;
   }
   /* the low-precision unit for the layers' GEMMs */
