@@ -29,7 +29,8 @@ const char *const CLI_SIM_VALUED[] = {
     "--recompute", "--precision", "--pp-schedule", "--reduction-server", "--slices",
     "--trace", "--input", "--storage", "--prefetch", "--input-host", "--grad-sync", "--attention",
     "--op-costs", "--cp", "--cp-comm", "--etp", "--pp-layers", "--hsdp", "--offload",
-    "--framework", "--embeddings", "--topology", "--set", "--compile", "--tp-overlap", NULL};
+    "--framework", "--embeddings", "--topology", "--set", "--compile", "--tp-overlap",
+    "--ep-overlap", NULL};
 static const char *const CP_COMM[] = {"ring", "all-gather", NULL};
 static const char *const OFFLOAD[] = {"none", "activations", "optimizer", NULL};
 static const char *const COMPILE[] = {"off", "on", NULL};
@@ -84,7 +85,7 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
   for (int i = 0; i < 13; i++)
     if (cli_opt_int(c, names[i], 1, hi[i], counts[i])) return CLI_USAGE;
   static const char *const ZERO[] = {"0", "1", "2", "3", NULL};
-  int rec, prec, zero, gsync, attn, costs, cpc, emb, comp, tpo;
+  int rec, prec, zero, gsync, attn, costs, cpc, emb, comp, tpo, epo;
   if (cli_enum_opt(c, "--recompute", plan_recompute_names, 0, &rec) ||
       cli_enum_opt(c, "--precision", plan_precision_names, 0, &prec) ||
       cli_enum_opt(c, "--zero", ZERO, 0, &zero) ||
@@ -94,8 +95,18 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
       cli_enum_opt(c, "--cp-comm", CP_COMM, 0, &cpc) ||
       cli_enum_opt(c, "--embeddings", plan_embeddings_names, 0, &emb) ||
       cli_enum_opt(c, "--compile", COMPILE, 0, &comp) ||
-      cli_enum_opt(c, "--tp-overlap", COMPILE, 0, &tpo))
+      cli_enum_opt(c, "--tp-overlap", COMPILE, 0, &tpo) ||
+      cli_enum_opt(c, "--ep-overlap", COMPILE, 0, &epo))
     return CLI_USAGE;
+  if (cli_opt(c, "--ep-overlap")) {
+    char msg[256];
+    if (p->ep <= 1)
+      return cli_usage_error(c, "%s", "--ep-overlap: ep is 1, so there are no expert-parallel "
+                                      "all-to-alls to overlap; give --ep 2 or more");
+    if (epo == 1 && framework_check_ep_overlap(p->framework, msg, sizeof msg) != 0)
+      return cli_usage_error(c, "--ep-overlap: %s", msg);
+    p->ep_overlap = epo == 1 ? PLAN_EP_OVERLAP_ON : PLAN_EP_OVERLAP_OFF;
+  }
   if (cli_opt(c, "--tp-overlap")) {
     if (p->tp <= 1)
       return cli_usage_error(c, "%s", "--tp-overlap: tp is 1, so there are no tensor-parallel "
@@ -372,13 +383,15 @@ void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p
                      "backward (chip.%s), the kernel the framework calls\n",
                 hw->name, kern, fe, be, field);
     }
-    fprintf(out, "  framework %s: %s\n    attention %s, gradient sync %s, %s%s, TP overlap %s, "
+    bool epo = framework_moe_a2a_overlap(p->framework, p, hw);
+    fprintf(out, "  framework %s: %s\n    attention %s, gradient sync %s, %s%s, TP overlap %s%s, "
                  "%s%s\n    source: %s\n",
             framework_names[p->framework], fw->what, plan_attention_names[p->attention], plan_grad_sync_names[p->grad_sync],
             p->zero >= 3 ? "parameters sharded (ZeRO-3/FSDP)"
             : p->zero >= 1 ? "distributed optimizer (ZeRO-1)" : "optimizer replicated",
             p->zero >= 1 && p->param_gather_overlap ? ", parameter gathers overlapped" : "",
             p->tp_overlap ? "on" : "off",
+            p->ep <= 1 ? "" : epo ? ", EP all-to-all overlap on" : ", EP all-to-all overlap off",
             p->eager ? "eager kernels (--compile off: one an op, library kernels fused)"
                      : "kernels fused (compiled, or fused by hand)",
             r->memory.lowp_params
@@ -534,7 +547,7 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "                  [--slices K] [--topology AxBxC[t]] [--sp] [--full]\n"
     "                  [--grad-sync overlap|after-backward] [--attention flash|scores]\n"
     "                  [--op-costs ir|formula] [--compile on|off] [--tp-overlap on|off]\n"
-    "                  [--explain] [--json] [--trace FILE]\n"
+    "                  [--ep-overlap on|off] [--explain] [--json] [--trace FILE]\n"
     "                  [--input tokens|images] [--storage shards|files] [--prefetch N]\n"
     "                  [--input-host local|remote] [--set FIELD=VALUE ...]\n"
     "  chips = dp x tp x pp x cp (Megatron-Core); --ep splits the expert layers over\n"
@@ -548,6 +561,10 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "  --tp-overlap: tensor-parallel collectives overlapped with the GEMMs they\n"
     "               feed (Transformer Engine userbuffers, torchtitan's AsyncTP, XLA's\n"
     "               collective matmul) or not; default: the framework's\n"
+    "  --ep-overlap: the MoE dispatch and combine all-to-alls run under the paired\n"
+    "               micro-batch's compute (Megatron-Core's --overlap-moe-expert-\n"
+    "               parallel-comm), on the dispatcher's SMs, or not; default: the\n"
+    "               framework's recipes (megatron-core-26.08: MXFP8 on NVL72)\n"
     "  --precision fp8 (delayed/tensorwise scaling), fp8-cs (current scaling), mxfp8,\n"
     "              nvfp4, int8: the layers' GEMMs in that format, the rest in bf16\n"
     "  --precision tf32: an fp32 model's matmuls and convolutions on TF32 tensor\n"

@@ -190,11 +190,11 @@ static int csv_check_widths(const runs_csv *t, diag *dg) {
 
 typedef enum { MAP_CHIP, MAP_DEVICES, MAP_FRAMEWORK, MAP_BATCH, MAP_MODEL, MAP_PRECISION,
                MAP_RECOMPUTE, MAP_DEFAULT, MAP_OFFLOAD, MAP_SP, MAP_ETP, MAP_FAMILY,
-               MAP_COMPILE, MAP_TP_OVERLAP, MAP_KINDS } map_kind;
+               MAP_COMPILE, MAP_TP_OVERLAP, MAP_EP_OVERLAP, MAP_KINDS } map_kind;
 static const char *const MAP_KIND_NAMES[] = {"chip",      "devices",   "framework", "batch",
                                              "model",     "precision", "recompute", "default",
                                              "offload",   "sp",        "etp",       "family",
-                                             "compile",   "tp_overlap", NULL};
+                                             "compile",   "tp_overlap", "ep_overlap", NULL};
 
 typedef struct {
   map_kind kind;
@@ -392,7 +392,8 @@ static int mapping_check_value(const map_entry *e, const char *file, diag *dg) {
                "extra cell)", e->key->s);
     return -1;
   }
-  bool switch_kind = e->kind == MAP_COMPILE || e->kind == MAP_TP_OVERLAP;
+  bool switch_kind =
+      e->kind == MAP_COMPILE || e->kind == MAP_TP_OVERLAP || e->kind == MAP_EP_OVERLAP;
   if (switch_kind && !keyed) {
     diag_error(dg, file, e->key->line, e->key->col, "key",
                "'%.60s': expected FRAMEWORK:PHRASE (the row's --framework, a phrase of its "
@@ -415,7 +416,8 @@ static int mapping_check_value(const map_entry *e, const char *file, diag *dg) {
                  e->key->s, fw, sg ? " (did you mean '" : "", sg ? sg : "", sg ? "'?)" : "");
       return -1;
     }
-    if (e->kind == MAP_COMPILE && framework_check_compile(f, msg, sizeof msg) != 0) {
+    if ((e->kind == MAP_COMPILE && framework_check_compile(f, msg, sizeof msg) != 0) ||
+        (e->kind == MAP_EP_OVERLAP && framework_check_ep_overlap(f, msg, sizeof msg) != 0)) {
       diag_error(dg, file, e->key->line, e->key->col, "key", "'%.60s': %s", e->key->s, msg);
       return -1;
     }
@@ -425,7 +427,10 @@ static int mapping_check_value(const map_entry *e, const char *file, diag *dg) {
     const char *sg = str_suggest(e->value->s, ONOFF, 2);
     diag_error(dg, file, e->value->line, e->value->col, "value",
                "'%.40s': expected on or off (simulate's %s)%s%s%s", e->value->s,
-               e->kind == MAP_COMPILE ? "--compile" : "--tp-overlap", sg ? " (did you mean '" : "",
+               e->kind == MAP_COMPILE      ? "--compile"
+               : e->kind == MAP_TP_OVERLAP ? "--tp-overlap"
+                                           : "--ep-overlap",
+               sg ? " (did you mean '" : "",
                sg ? sg : "", sg ? "'?)" : "");
     return -1;
   }
@@ -485,7 +490,7 @@ static int mapping_read(runs_mapping *m, const char *file, diag *dg) {
       const char *s = str_suggest(kind->s, MAP_KIND_NAMES, MAP_KINDS);
       diag_error(dg, file, kind->line, kind->col, "kind",
                  "'%.40s': expected chip, devices, framework, batch, model, precision, recompute, "
-                 "default, offload, sp, etp, family, compile or tp_overlap%s%s%s",
+                 "default, offload, sp, etp, family, compile, tp_overlap or ep_overlap%s%s%s",
                  kind->s, s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : "");
       bad = 1;
       continue;
@@ -1190,10 +1195,11 @@ static void offload_arg(const runs_table *x, runs_result *r, runs_argv *a) {
   runs_addf(r->exercises, sizeof r->exercises, ", %s offload", e->value->s);
 }
 
-/* --compile and --tp-overlap through the mapping: FRAMEWORK:PHRASE, the
-** row's framework (a torchtitan row that states it ran without
-** torch.compile; a MaxText row whose recipe turns on XLA's collective
-** matmul). */
+/* --compile, --tp-overlap and --ep-overlap through the mapping:
+** FRAMEWORK:PHRASE, the row's framework (a torchtitan row that states it
+** ran without torch.compile; a MaxText row whose recipe turns on XLA's
+** collective matmul; a Megatron-Core MoE row that states its all-to-all
+** overlap). */
 static void switch_args(const runs_table *x, runs_result *r, runs_argv *a) {
   const map_entry *e = phrase_entry(x, MAP_COMPILE, r->framework, r->w.extra);
   if (e) {
@@ -1208,6 +1214,13 @@ static void switch_args(const runs_table *x, runs_result *r, runs_argv *a) {
     runs_arg(a, "%s", e->value->s);
     if (strcmp(e->value->s, "on") == 0)
       runs_addf(r->exercises, sizeof r->exercises, ", TP overlap");
+  }
+  e = r->w.ep > 1 ? phrase_entry(x, MAP_EP_OVERLAP, r->framework, r->w.extra) : NULL;
+  if (e) {
+    runs_arg(a, "--ep-overlap");
+    runs_arg(a, "%s", e->value->s);
+    if (strcmp(e->value->s, "on") == 0)
+      runs_addf(r->exercises, sizeof r->exercises, ", EP overlap");
   }
 }
 

@@ -27,6 +27,10 @@ const framework frameworks[] = {
     {/* megatron-core */
      .what = "Megatron-Core / NeMo / Megatron-Bridge (2024-26) with Transformer Engine",
      MEGATRON_CORE_FEATURES,
+     /* --ep-overlap on: DeepEP's SMs, which HybridEP takes too (Megatron-LM
+     ** transformer_config.py moe_deepep_num_sms: 'historical default 20';
+     ** moe_hybridep_num_sms: 'None uses the default from DeepEP') */
+     .moe_a2a_sms = 20,
      .source = "Megatron-LM docs: distributed optimizer (--use-distributed-optimizer), --overlap-grad-reduce, "
                "--overlap-param-gather; Megatron-Bridge performance recipes set tp_comm_overlap "
                "(Transformer Engine userbuffers) and cuDNN fused attention; no recomputation unless "
@@ -229,10 +233,18 @@ void framework_apply(int f, plan *p) {
 }
 
 bool framework_moe_a2a_overlap(int f, const plan *p, const hw_model *hw) {
+  if (f < 0 || p->ep_overlap == PLAN_EP_OVERLAP_OFF) return false;
+  if (p->ep_overlap == PLAN_EP_OVERLAP_ON) return frameworks[f].moe_a2a_sms > 0;
   /* the 26.08 recipes call _enable_hybridep_full_iteration_mxfp8 from their
   ** fp8mx configs on GB200/GB300 (NVLINK_DOMAIN_SIZE 72) only */
-  return f >= 0 && frameworks[f].moe_a2a_overlap && p->gemm == PLAN_GEMM_MXFP8 &&
-         hw->chips_per_node >= 72;
+  return frameworks[f].moe_a2a_overlap && p->gemm == PLAN_GEMM_MXFP8 && hw->chips_per_node >= 72;
+}
+
+int framework_check_ep_overlap(int f, char *msg, size_t n) {
+  if (frameworks[f].moe_a2a_sms > 0) return 0;
+  snprintf(msg, n, "framework %s has no expert-parallel all-to-all overlap; the Megatron-Core "
+           "profiles have it (megatron-core, megatron-core-26.08)", framework_names[f]);
+  return -1;
 }
 
 bool framework_moe_gemm_per_expert(int f, const plan *p, const hw_model *hw) {

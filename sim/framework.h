@@ -66,7 +66,8 @@ typedef struct {
   /* the streaming multiprocessors its MoE dispatcher's kernels occupy while
   ** they run (DeepEP / HybridEP communicate from SMs, not copy engines;
   ** Megatron-Bridge's perf recipes set moe_hybridep_num_sms = 32): the
-  ** compute an overlapped all-to-all hides behind runs on the rest */
+  ** compute an overlapped all-to-all hides behind runs on the rest. 0: the
+  ** stack has no such overlap (--ep-overlap is refused) */
   int moe_a2a_sms;
   /* its grouped expert GEMM is Transformer Engine's GroupedLinear, which
   ** issues one cuBLAS GEMM per local expert over 4 streams
@@ -151,9 +152,13 @@ double framework_selective_share(int f, const wl_tf_dims *d, int kind);
 ** kernel of the forward but the core (torchtitan's: what is not saved is
 ** replayed). */
 double framework_selective_s(int f, const wl_tf_dims *d, int kind, double fw, double at, double mm);
-/* Whether profile f overlaps the MoE all-to-alls of plan p on hw: its
-** recipes' rule (MXFP8 GEMMs, a scale-up domain of at least 72 chips). */
+/* Whether profile f overlaps the MoE all-to-alls of plan p on hw: as
+** p->ep_overlap says, else its recipes' rule (MXFP8 GEMMs, a scale-up
+** domain of at least 72 chips). */
 bool framework_moe_a2a_overlap(int f, const plan *p, const hw_model *hw);
+/* 0 when profile f can overlap the MoE all-to-alls (--ep-overlap on), else
+** -1 with why in msg. */
+int framework_check_ep_overlap(int f, char *msg, size_t n);
 /* Whether profile f launches a kernel per local expert for plan p's grouped
 ** GEMMs on hw (moe_gemm_per_expert, less the paths that fuse them). */
 bool framework_moe_gemm_per_expert(int f, const plan *p, const hw_model *hw);

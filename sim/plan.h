@@ -74,6 +74,10 @@ typedef enum {
 typedef enum { PLAN_EMB_REPLICATED, PLAN_EMB_SHARDED, PLAN_EMB_PS } plan_embeddings;
 /* What is kept in host memory instead of HBM (priced in host-link time). */
 typedef enum { PLAN_OFFLOAD_NONE, PLAN_OFFLOAD_ACTIVATIONS, PLAN_OFFLOAD_OPTIMIZER } plan_offload;
+/* The MoE all-to-alls overlapped with compute (Megatron-Core's
+** --overlap-moe-expert-parallel-comm): as the framework profile's recipes
+** do, or as --ep-overlap says. 0 is the profile's, so a zeroed plan keeps it. */
+typedef enum { PLAN_EP_OVERLAP_FRAMEWORK, PLAN_EP_OVERLAP_OFF, PLAN_EP_OVERLAP_ON } plan_ep_overlap;
 
 typedef struct {
   int64_t chips, dp, tp, pp, ep;
@@ -100,6 +104,7 @@ typedef struct {
   int framework;   /* an index into plan_frameworks (sim/framework.h) */
   /* the framework's features (plan_apply_framework sets them) */
   bool tp_overlap;  /* tensor-parallel collectives overlapped with GEMMs (userbuffers, collective matmul) */
+  plan_ep_overlap ep_overlap; /* the MoE all-to-alls under the paired micro-batch's compute */
   bool param_gather_overlap; /* a sharded optimizer's (zero >= 1) parameter all-gather
                              ** overlapped with the next forward */
   /* PyTorch without a graph compiler (no torch.compile): each op its own

@@ -282,6 +282,17 @@ run sim-compile-megatron 2 simulate llama3-8b --hw h100-sxm --chips 8 --framewor
 run sim-compile-typo 2 simulate llama3-8b --hw h100-sxm --chips 8 --framework torchtitan --compile of && has sim-compile-typo err "(did you mean 'off'?)"
 run sim-tpo-tp1 2 simulate llama3-8b --hw h100-sxm --chips 8 --tp-overlap on && has sim-tpo-tp1 err "--tp-overlap: tp is 1, so there are no tensor-parallel collectives to overlap"
 run sim-tpo-typo 2 simulate llama3-8b --hw h100-sxm --chips 8 --tp 8 --tp-overlap yes && has sim-tpo-typo err "--tp-overlap 'yes': expected off or on"
+# --ep-overlap: Megatron-Core's EP all-to-all overlap, where there are
+# all-to-alls and a stack that overlaps them; on hides the dispatch and
+# combine under the paired micro-batch's compute, so the step is shorter
+run sim-epo-ep1 2 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep-overlap on && has sim-epo-ep1 err "--ep-overlap: ep is 1, so there are no expert-parallel all-to-alls to overlap"
+run sim-epo-tt 2 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --framework torchtitan --ep-overlap on && has sim-epo-tt err "framework torchtitan has no expert-parallel all-to-all overlap"
+run sim-epo-on 0 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --gbs 64 --seq 4096 --ep-overlap on --explain --json && has sim-epo-on out '"step_time_s"'
+run sim-epo-off 0 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --gbs 64 --seq 4096 --ep-overlap off --json
+run sim-epo-text 0 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --gbs 64 --seq 4096 --ep-overlap on --explain && has sim-epo-text out "EP all-to-all overlap on"
+epo_on=$(sed -n 's/.*"step_time_s":	\(.*\),$/\1/p' "$OUT/sim-epo-on.out" | head -1)
+epo_off=$(sed -n 's/.*"step_time_s":	\(.*\),$/\1/p' "$OUT/sim-epo-off.out" | head -1)
+awk -v a="$epo_on" -v b="$epo_off" 'BEGIN { exit !(a > 0 && b > a) }' && ok || bad "--ep-overlap on ($epo_on s) is not shorter than off ($epo_off s)"
 run sim-compile-off 0 simulate llama3-8b --hw h100-sxm --chips 8 --framework torchtitan --gbs 8 --seq 2048 --compile off --explain && has sim-compile-off out "eager kernels (--compile off"
 run sim-compile-on 0 simulate llama3-8b --hw h100-sxm --chips 8 --framework torchtitan --gbs 8 --seq 2048 --explain && has sim-compile-on out "kernels fused (compiled, or fused by hand)"
 run sim-fixes 3 simulate gpt3-175b --hw a100-80g --chips 64 --tp 8 --pp 8 --gbs 64 --mbs 1 --attention scores --framework megatron-2022 && has sim-fixes out "fix 1: sequence parallelism -> peak" && has sim-fixes out "(fits), step "
@@ -780,7 +791,7 @@ run calib-hw-norun 2 calibrate --hw a100-80g && has calib-hw-norun err "--hw nee
 # note: the generated mcore-gpt models must give the README's sizes (1.7B ...
 # 462B = 12 l h^2 + 2 V h, untied) within validate's 5 %.
 run validate-extra 0 validate tests/validation/extra-runs.csv
-tail -1 "$OUT/validate-extra.out" | grep -q '^rows run [0-9]* of 46 ([0-9]* do not run, 0 not expressible' && ok || bad "validate-extra: want the summary line over 46 rows"
+tail -1 "$OUT/validate-extra.out" | grep -q '^rows run [0-9]* of 55 ([0-9]* do not run, 0 not expressible' && ok || bad "validate-extra: want the summary line over 55 rows"
 grep -q 'parameters, the row' "$OUT/validate-extra.out" && bad "validate-extra: a model's size differs from its row's" || ok
 # the mapping's model_type aliases: rows naming a model by its HF model_type
 # (gemma3_text, deepseek_v3 for Kimi K2, llama4_text for Scout) and fp8_mx find
@@ -873,6 +884,9 @@ has graph-palm out '540358668288'
 grep -q -- '^tt2506-h100-llama31_70b-256g-2d-asynctp-fp8 .* --tp-overlap on$' "$OUT/validate-extra.out" && ok || bad "validate-extra: AsyncTP=yes did not give --tp-overlap on"
 grep -q -- '^tt2506-h100-llama31_70b-256g-2d-tp-fp8 .* --recompute full$' "$OUT/validate-extra.out" && ok || bad "validate-extra: the row without AsyncTP took a --tp-overlap"
 grep -q -- '^tr-v5p512-gpt3_175b .* --tp-overlap on$' "$OUT/validate-public-runs-modern.out" && ok || bad "validate: the gpt3_175b v5p recipe's collective matmul"
+# the mapping's ep_overlap kind: the Megatron-Core MoE report's rows state their 1F1B all-to-all overlap
+grep -q -- '^mcoremoe-h100-qwen3_235b-bf16-256g .* --ep-overlap on$' "$OUT/validate-extra.out" && ok || bad "validate-extra: '1F1B A2A overlap on' did not give --ep-overlap on"
+grep -q -- '^mcoremoe-gb300-qwen3_235b-mxfp8-256g .* --ep-overlap off$' "$OUT/validate-extra.out" && ok || bad "validate-extra: '1F1B A2A overlap off' did not give --ep-overlap off"
 # a torchtitan row without torch.compile (its extra cell: torch.compile=no) runs
 # eager: one of the AsyncTP rows with that note added, as a file of its own
 { head -1 tests/validation/extra-runs.csv
