@@ -189,7 +189,7 @@ double framework_selective_share(int f, const wl_tf_dims *d, int kind) {
   double share = f >= 0 ? frameworks[f].selective_mm_share : 0;
   if (share <= 0 || !d || d->hidden <= 0 || d->heads <= 0) return share;
   if (((kind & WL_LAYER_MOE) && d->experts > 0) || d->kv_lora_rank > 0 ||
-      (kind & (WL_LAYER_MAMBA | WL_LAYER_NO_FFN | WL_LAYER_NO_MIXER)))
+      (kind & (WL_LAYER_MAMBA | WL_LAYER_NO_FFN | WL_LAYER_NO_MIXER | WL_LAYER_GDN)))
     return share;
   double hd = (double)(d->head_dim > 0 ? d->head_dim : d->hidden / d->heads);
   double h = (double)d->hidden, q = (double)d->heads * hd;

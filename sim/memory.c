@@ -157,6 +157,9 @@ typedef struct {
   /* hybrid models' Mamba-2 mixer on this chip (0 without): d_inner, the
   ** groups' B and C width (2 G N), heads, the conv kernel; latent MoE's width */
   double m_din, m_bc, m_nh, m_conv, latent;
+  /* Gated DeltaNet mixers on this chip (0 without): key and value widths
+  ** (heads x dim), value heads, conv taps; a gated attention's gate width */
+  double g_kd, g_vd, g_nv, g_conv, qgate;
   double norms;             /* layer norms per layer (1 with a parallel block) */
   double window;            /* sliding-window span of local layers (0: none) */
 } shard;
@@ -169,7 +172,28 @@ typedef struct {
 ** are replicated. */
 static double attn_params(const shard *c) {
   double h = c->h;
-  return 2 * h * c->qc + 2 * h * c->kvc + c->qc + 2 * c->kvc + h + c->norms * 2 * h;
+  return 2 * h * c->qc + 2 * h * c->kvc + c->qc + 2 * c->kvc + h + c->norms * 2 * h + h * c->qgate;
+}
+
+/* A Gated DeltaNet mixer on one chip (Qwen3NextGatedDeltaNet, split over t
+** by heads as Megatron-Core's GatedDeltaNet): in_proj_qkvz h x (2 kd + 2 vd)
+** and in_proj_ba h x 2 nv, the conv's taps on q, k and v (no bias), A_log
+** and dt_bias (a value a value head), the gated norm's dv gains, out_proj
+** vd x h; no biases. Its linear weights, and its parameters; what it saves
+** per token: in_proj's outputs, the conv's, the delta rule's output (the
+** chunk states are recomputed in its backward) and out_proj's input. */
+static double gdn_matrices(const shard *c) {
+  return c->h * (2 * c->g_kd + 2 * c->g_vd + 2 * c->g_nv) + c->g_vd * c->h;
+}
+
+static double gdn_params(const shard *c) {
+  double dv = c->g_nv > 0 ? c->g_vd / c->g_nv : 0;
+  return gdn_matrices(c) + (2 * c->g_kd + c->g_vd) * c->g_conv + 2 * c->g_nv + dv;
+}
+
+static double gdn_tokens(const shard *c) {
+  return c->e * (2 * c->g_kd + 2 * c->g_vd + 2 * c->g_nv) + c->e * (2 * c->g_kd + c->g_vd) +
+         c->e * c->g_vd + c->lin * c->g_vd;
 }
 
 /* Multi-head latent attention (DeepSeek-V2 §2.1, as the transformer builder
@@ -236,7 +260,7 @@ static tok_bytes layer_tokens(const shard *c, const wl_tf_dims *d, bool flash, i
     k.sharded = e * (c->q_lora + c->kv_lora + c->rope) + lin * (c->q_lora + c->kv_lora) +
                 e * c->ac * (2 * c->qk_head + c->v_head) + lin * c->ac * c->v_head;
   } else {
-    k.sharded = e * (c->qc + 2 * c->kvc) + lin * c->qc;
+    k.sharded = e * (c->qc + 2 * c->kvc + c->qgate) + lin * c->qc; /* the gate's input too */
   }
   /* MLP: its activation's input(s) in e, FC2's input as a linear input */
   if (!moe) k.sharded += (d->gated ? 2 : 1) * e * c->fc + lin * c->fc;
@@ -335,7 +359,7 @@ static layer_mem layer_of(const shard *c, const wl_tf_dims *d, const plan *p, co
   l.dense = (c->kv_lora > 0 ? mla_params(c) : attn_params(c)) +
             (moe ? h * c->experts + shared : mlp_params(c, d->gated));
   l.expert = moe ? c->expert_layer : 0;
-  l.linw = (c->kv_lora > 0 ? mla_matrices(c) : 2 * h * c->qc + 2 * h * c->kvc) +
+  l.linw = (c->kv_lora > 0 ? mla_matrices(c) : 2 * h * c->qc + 2 * h * c->kvc + h * c->qgate) +
            (moe ? l.expert + mats * h * c->sfc : mats * h * c->fc);
   l.gemms = (c->kv_lora > 0 ? 3 + (c->q_lora > 0) : 2) +
             (moe ? 2 * c->local_experts + (c->sfc > 0 ? 2 : 0) : 2);
@@ -344,6 +368,13 @@ static layer_mem layer_of(const shard *c, const wl_tf_dims *d, const plan *p, co
     hybrid_parts(c, d, flash, kind, &l, &k);
   else
     k = layer_tokens(c, d, flash, kind);
+  if (kind & WL_LAYER_GDN) { /* a Gated DeltaNet mixer where attention was, the norms kept */
+    l.dense += gdn_params(c) - (attn_params(c) - c->norms * 2 * h);
+    l.linw += gdn_matrices(c) - (2 * h * c->qc + 2 * h * c->kvc + h * c->qgate);
+    l.gemms += 1; /* in_proj_qkvz, in_proj_ba, out_proj for q, k, v, o */
+    k.sharded += gdn_tokens(c) - (c->e * (c->qc + 2 * c->kvc + c->qgate) + c->lin * c->qc);
+    k.scores = 0;
+  }
   double kept = c->r * k.rep + k.sharded + k.routed;
   l.act_none = sb * (kept + k.scores);
   l.scores = sb * k.scores;
@@ -1087,6 +1118,11 @@ static void shard_of(const wl_tf_dims *d, const plan *p, const mem_opts *o, shar
   c->m_nh = (double)(d->mamba_heads / t);
   c->m_conv = (double)d->conv_kernel;
   c->latent = (double)d->moe_latent;
+  c->g_kd = (double)(d->gdn_k_heads / t * d->gdn_k_dim);
+  c->g_vd = (double)(d->gdn_v_heads / t * d->gdn_v_dim);
+  c->g_nv = (double)(d->gdn_v_heads / t);
+  c->g_conv = (double)d->gdn_conv;
+  c->qgate = d->attn_gate ? c->qc : 0;
 }
 
 /* Communicators: one per parallel group of more than one chip (tp, pp,

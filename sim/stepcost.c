@@ -507,8 +507,14 @@ static void cast_elems(const wl_tf_dims *d, const plan *p, int kind, double *fwd
   double up = d->gated ? 2 : 1;
   /* inputs: QKV (the full sequence after sp's gather), proj, FC1, FC2 */
   double af = T * H + T * q / tp, ff = k * T * H + k * T * F / ftp;
-  /* output gradients: QKV, proj, FC1, FC2 */
-  double ab = T * (q + 2 * kv) / tp + T * H, fb = k * T * up * F / ftp + k * T * H;
+  /* output gradients: QKV (with a gated attention's gate), proj, FC1, FC2 */
+  double ab = T * ((d->attn_gate ? 2 : 1) * q + 2 * kv) / tp + T * H,
+         fb = k * T * up * F / ftp + k * T * H;
+  if (kind & WL_LAYER_GDN) { /* a Gated DeltaNet mixer: in_proj (qkvz, ba) and out_proj */
+    double kd = (double)(d->gdn_k_heads * d->gdn_k_dim) / tp,
+           vd = (double)(d->gdn_v_heads * d->gdn_v_dim) / tp, nv = (double)d->gdn_v_heads / tp;
+    af = T * H + T * vd, ab = T * (2 * kd + 2 * vd + 2 * nv) + T * H;
+  }
   if (kind & WL_LAYER_MAMBA) { /* a hybrid Mamba-2 layer: in_proj and out_proj */
     double din = (double)(d->mamba_heads * d->mamba_head_dim) / tp;
     double in = 2 * din + (double)(2 * d->ssm_groups * d->ssm_state + d->mamba_heads) / tp;
@@ -761,7 +767,7 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
       double hid_b = tp_k - gemm_b > tp_k / (double)p.tp ? tp_k - gemm_b : tp_k / (double)p.tp;
       cf = hid_f, cb = hid_b;
     }
-    if (cp > 1 && !(k & (WL_LAYER_MAMBA | WL_LAYER_NO_MIXER))) { /* layers with attention:
+    if (cp > 1 && !(k & (WL_LAYER_MAMBA | WL_LAYER_NO_MIXER | WL_LAYER_GDN))) { /* layers with attention:
                   ** the ring hides behind the attention core (its backward ~2.5x the forward:
                   ** FlashAttention's backward recomputes the scores) */
       double att = r->kind_attn_fwd_s[k];

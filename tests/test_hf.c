@@ -510,6 +510,10 @@ Test(hf, bad_configs_are_refused_with_position) {
        "\"llama\""},
       {"qwen3-30b-a3b.json", "\"mlp_only_layers\": []", "\"mlp_only_layers\": [2]",
        "mlp_only_layers[0]: expected 0: tpusim models dense layers as the first few", "2]"},
+      {"qwen3-next-80b-a3b.json", "\"linear_num_value_heads\": 32", "\"linear_num_value_heads\": 24",
+       "linear_num_value_heads: 24 is not a multiple of linear_num_key_heads 16", "24,"},
+      {"qwen3-next-80b-a3b.json", "\"full_attention_interval\": 4", "\"full_attention_interval\": 100",
+       "full_attention_interval: 100 is past the 48 layers: expected 2 to 48", "100,"},
   };
   for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
     const char *path = mutated(rows[i].file, rows[i].from, rows[i].to);

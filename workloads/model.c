@@ -289,12 +289,12 @@ static const char *const HF_TYPES[] = {
     "llama",  "mistral", "mixtral",     "qwen2",  "qwen3",       "qwen3_moe", "deepseek_v3",
     "kimi_k2", "gpt_oss", "gemma2",     "gemma3_text", "gemma3", "llama4_text", "llama4",
     "nemotron", "gpt2",   "gpt_neox",   "bert",   "gemma4_text", "gemma4", "nemotron_h",
-    "gemma",  "deepseek_v2", NULL};
+    "gemma",  "deepseek_v2", "qwen3_next", NULL};
 enum {
   HF_LLAMA, HF_MISTRAL, HF_MIXTRAL, HF_QWEN2, HF_QWEN3, HF_QWEN3_MOE, HF_DEEPSEEK_V3,
   HF_KIMI_K2, HF_GPT_OSS, HF_GEMMA2, HF_GEMMA3_TEXT, HF_GEMMA3, HF_LLAMA4_TEXT, HF_LLAMA4,
   HF_NEMOTRON, HF_GPT2, HF_NEOX, HF_BERT, HF_GEMMA4_TEXT, HF_GEMMA4, HF_NEMOTRON_H, HF_GEMMA,
-  HF_DEEPSEEK_V2, HF_NTYPES
+  HF_DEEPSEEK_V2, HF_QWEN3_NEXT, HF_NTYPES
 };
 
 static void put_int(cJSON *o, const char *k, int64_t v) { cJSON_AddNumberToObject(o, k, (double)v); }
@@ -410,6 +410,75 @@ static bool hf_pattern(jin *j, const cJSON *hf, const char *key, int64_t *every)
   return true;
 }
 
+/* Qwen3-Next (Qwen3NextConfig, model_type qwen3_next): Gated DeltaNet
+** mixers in every layer but each full_attention_interval-th (layer_types
+** where the config writes them out), a gated attention (q_proj also writes
+** an output gate: attn_output_gate) with RoPE on partial_rotary_factor of
+** each head (0.25, the config class's default when absent), and the
+** linear-attention sizes under their own names. */
+static bool hf_gdn(jin *j, const cJSON *hf, cJSON *s) {
+  static const char *const COPY[] = {"full_attention_interval", "linear_num_key_heads",
+                                     "linear_num_value_heads", "linear_key_head_dim",
+                                     "linear_value_head_dim", "linear_conv_kernel_dim", NULL};
+  bool ok = true;
+  for (int i = 0; COPY[i]; i++) ok &= hf_int(j, hf, s, COPY[i], COPY[i], false);
+  /* what the builder checks again, checked here so the errors point into this file */
+  int64_t layers = 0, every = 0, kh = 16, vh = 32;
+  ok &= hf_get(j, hf, "num_hidden_layers", false, &layers) >= 0;
+  ok &= hf_get(j, hf, "full_attention_interval", false, &every) >= 0;
+  ok &= hf_get(j, hf, "linear_num_key_heads", false, &kh) >= 0;
+  ok &= hf_get(j, hf, "linear_num_value_heads", false, &vh) >= 0;
+  if (ok && layers > 0 && every > layers) {
+    jin_push_key(j, "full_attention_interval", 0);
+    jin_error(j, 0, "%lld is past the %lld layers: expected 2 to %lld (every N-th layer attention)",
+              (long long)every, (long long)layers, (long long)layers);
+    jin_pop(j);
+    ok = false;
+  }
+  if (ok && kh > 0 && vh % kh) {
+    jin_push_key(j, "linear_num_value_heads", 0);
+    jin_error(j, 0, "%lld is not a multiple of linear_num_key_heads %lld (each key head serves "
+                    "as many value heads)", (long long)vh, (long long)kh);
+    jin_pop(j);
+    ok = false;
+  }
+  /* layer_types, where written out, must be the interval's pattern: read
+  ** here, so its errors point into this file */
+  const cJSON *lt = cJSON_GetObjectItemCaseSensitive(hf, "layer_types");
+  every = 0;
+  if (ok && lt && !cJSON_IsNull(lt)) {
+    int i = 0;
+    for (const cJSON *e = lt->child; e && every == 0; e = e->next, i++)
+      if (cJSON_IsString(e) && strcmp(e->valuestring, "full_attention") == 0) every = i + 1;
+    i = 0;
+    for (const cJSON *e = cJSON_IsArray(lt) ? lt->child : NULL; e && ok; e = e->next, i++) {
+      bool full = cJSON_IsString(e) && strcmp(e->valuestring, "full_attention") == 0;
+      bool lin = cJSON_IsString(e) && strcmp(e->valuestring, "linear_attention") == 0;
+      if ((full || lin) && every > 0 && full == ((i + 1) % every == 0)) continue;
+      jin_push_key(j, "layer_types", 0);
+      jin_push_index(j, i);
+      jin_error(j, 0, "layer %d breaks the pattern: tpusim models every %lld-th layer "
+                      "\"full_attention\" and the others \"linear_attention\" (Gated DeltaNet)",
+                i, (long long)every);
+      jin_pop(j);
+      jin_pop(j);
+      ok = false;
+    }
+    if (ok && every > 0 && !cJSON_GetObjectItemCaseSensitive(s, "full_attention_interval"))
+      put_int(s, "full_attention_interval", every);
+  }
+  if (!cJSON_GetObjectItemCaseSensitive(s, "full_attention_interval") && every == 0)
+    put_int(s, "full_attention_interval", 4); /* Qwen3NextConfig's default */
+  cJSON_AddBoolToObject(s, "attn_output_gate", true);
+  double frac = 0.25;
+  const cJSON *rp = cJSON_GetObjectItemCaseSensitive(hf, "rope_parameters");
+  const cJSON *f = cJSON_GetObjectItemCaseSensitive(hf, "partial_rotary_factor");
+  if (!cJSON_IsNumber(f) && cJSON_IsObject(rp)) f = cJSON_GetObjectItemCaseSensitive(rp, "partial_rotary_factor");
+  if (cJSON_IsNumber(f)) frac = f->valuedouble;
+  cJSON_AddNumberToObject(s, "partial_rotary_factor", frac);
+  return ok;
+}
+
 /* Llama, Mistral, Mixtral, Qwen 2/3 (dense and MoE): SwiGLU, RMSNorm, RoPE, GQA. */
 static bool hf_llama_like(jin *j, const cJSON *hf, cJSON *s, int type) {
   bool ok = hf_int(j, hf, s, "num_key_value_heads", "kv_heads", false);
@@ -420,7 +489,8 @@ static bool hf_llama_like(jin *j, const cJSON *hf, cJSON *s, int type) {
   bool bias = type == HF_QWEN2; /* Qwen2Attention: q, k, v always have biases */
   ok &= jin_get_bool(j, hf, "attention_bias", false, &bias) >= 0;
   cJSON_AddBoolToObject(s, "qkv_bias", bias);
-  if (type == HF_QWEN3 || type == HF_QWEN3_MOE) cJSON_AddBoolToObject(s, "qk_norm", true);
+  if (type == HF_QWEN3 || type == HF_QWEN3_MOE || type == HF_QWEN3_NEXT)
+    cJSON_AddBoolToObject(s, "qk_norm", true);
   if (type == HF_MISTRAL || type == HF_MIXTRAL) { /* every layer local when given */
     ok &= hf_int(j, hf, s, "sliding_window", "sliding_window", false);
   } else if (type != HF_LLAMA) {
@@ -439,8 +509,11 @@ static bool hf_llama_like(jin *j, const cJSON *hf, cJSON *s, int type) {
     ok &= hf_int(j, hf, moe, "num_local_experts", "experts", true);
     ok &= hf_int(j, hf, moe, "num_experts_per_tok", "top_k", true);
   }
-  if (type == HF_QWEN3_MOE) {
+  if (type == HF_QWEN3_NEXT) ok &= hf_gdn(j, hf, s);
+  if (type == HF_QWEN3_MOE || type == HF_QWEN3_NEXT) {
     cJSON *moe = cJSON_AddObjectToObject(s, "moe");
+    /* Qwen3NextSparseMoeBlock: its shared expert scaled by sigmoid(x w) */
+    if (type == HF_QWEN3_NEXT) cJSON_AddBoolToObject(moe, "shared_expert_gate", true);
     ok &= hf_int(j, hf, moe, "num_experts", "experts", true);
     ok &= hf_int(j, hf, moe, "num_experts_per_tok", "top_k", true);
     ok &= hf_int(j, hf, moe, "moe_intermediate_size", "moe_intermediate_size", true);
@@ -683,7 +756,8 @@ static cJSON *hf_to_spec(jin *j, const cJSON *hf, int type, bool tied_default, i
   case HF_MIXTRAL:
   case HF_QWEN2:
   case HF_QWEN3:
-  case HF_QWEN3_MOE: ok &= hf_llama_like(j, hf, s, type); break;
+  case HF_QWEN3_MOE:
+  case HF_QWEN3_NEXT: ok &= hf_llama_like(j, hf, s, type); break;
   case HF_DEEPSEEK_V2: /* DeepSeek-V2's MLA and MoE fields are V3's (V3 adds
                         ** sigmoid routing and MTP, which cost nothing here
                         ** or are read when present) */

@@ -99,7 +99,7 @@ static const char *precision_text(const wl_train *t) {
 static void print_layers(const model *m, FILE *out) {
   const wl_tf_dims *d = &m->info.tf;
   if (d->layers <= 0 || (d->experts == 0 && d->window == 0 && d->kv_lora_rank == 0 && !d->hybrid &&
-                         d->mtp_layers == 0))
+                         d->mtp_layers == 0 && d->gdn_every == 0))
     return;
   int64_t moe = 0, local = 0;
   for (int64_t i = 0; i < d->layers; i++) {
@@ -134,6 +134,13 @@ static void print_layers(const model *m, FILE *out) {
             d->window_chunked ? "chunks of" : "window", (long long)d->window,
             (long long)(d->layers - local));
   if (d->kv_lora_rank > 0) fprintf(out, "; latent attention (kv rank %lld)", (long long)d->kv_lora_rank);
+  if (d->gdn_every > 0) {
+    int64_t gdn = 0;
+    for (int64_t i = 0; i < d->layers; i++) gdn += (wl_tf_layer_kind(d, i) & WL_LAYER_GDN) != 0;
+    fprintf(out, "; %lld Gated DeltaNet (%lld key and %lld value heads of %lld), %lld %sattention",
+            (long long)gdn, (long long)d->gdn_k_heads, (long long)d->gdn_v_heads,
+            (long long)d->gdn_v_dim, (long long)(d->layers - gdn), d->attn_gate ? "gated " : "");
+  }
   if (d->mtp_layers > 0) fprintf(out, "; + %lld MTP module%s", (long long)d->mtp_layers,
                                  d->mtp_layers > 1 ? "s" : "");
   if (d->mtp_depth > d->mtp_layers)

@@ -27,11 +27,15 @@ static const char *const KEYS[] = {
     "mtp_num_layers", "mtp_use_repeated_layer",
     /* hybrid Mamba-2 models (Nemotron-H), under NemotronHConfig's names */
     "hybrid_override_pattern", "mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups",
-    "conv_kernel", "chunk_size", "mtp_hybrid_override_pattern", NULL};
+    "conv_kernel", "chunk_size", "mtp_hybrid_override_pattern",
+    /* Gated DeltaNet hybrids (Qwen3-Next), under Qwen3NextConfig's names */
+    "full_attention_interval", "layer_types", "linear_num_key_heads", "linear_num_value_heads",
+    "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim", "attn_output_gate",
+    "partial_rotary_factor", NULL};
 static const char *const MOE_KEYS[] = {
     "experts", "top_k", "capacity_factor", "moe_intermediate_size", "n_shared_experts",
     "shared_expert_intermediate_size", "first_k_dense_replace", "moe_layer_freq", "n_group",
-    "topk_group", "moe_latent_size", NULL};
+    "topk_group", "moe_latent_size", "shared_expert_gate", NULL};
 static const char *const KIND[] = {"decoder", "encoder", NULL};
 static const char *const FFN[] = {"gelu", "relu", "swiglu", "geglu", "relu2", NULL};
 static const char *const NORM[] = {"layernorm", "rmsnorm", NULL};
@@ -70,6 +74,12 @@ typedef struct {
   ** MoE's expert width (0: hidden) */
   const char *hybrid, *mtp_hybrid; /* the MTP module's layers (Nemotron 3 Super: "*E") */
   int64_t m_heads, m_hdim, m_state, m_groups, m_conv, m_chunk, latent;
+  /* Gated DeltaNet layers (Qwen3-Next): every layer but each gdn_every-th;
+  ** key and value heads (this chip's under tp), their widths, conv taps,
+  ** the delta rule's chunk */
+  int64_t gdn_every, g_kh, g_vh, g_kd, g_vd, g_conv, g_chunk;
+  bool attn_gate, shared_gate;
+  double rotary_frac; /* the share of a head's channels RoPE turns (1: all) */
   int64_t seq_local; /* this chip's query tokens: seq / cp */
   int64_t kv_cache;  /* inference: keys and values already cached per sequence */
 } tf_cfg;
@@ -179,6 +189,7 @@ static bool read_moe(jin *j, const cJSON *moe, tf_cfg *c) {
                                              (long long)c->top_k, (long long)c->experts), ok = false;
   ok &= read_groups(j, moe, c);
   ok &= jin_get_int(j, moe, "moe_latent_size", 1, BIG, false, &c->latent) >= 0;
+  ok &= jin_get_bool(j, moe, "shared_expert_gate", false, &c->shared_gate) >= 0;
   jin_pop(j);
   if (c->moe_ffn == 0) c->moe_ffn = c->ffn_hidden;
   /* DeepSeek's shared experts are one MLP n_shared x the expert width wide
@@ -286,6 +297,90 @@ static bool read_hybrid(jin *j, const cJSON *s, tf_cfg *c, const cJSON *moe) {
   return ok;
 }
 
+/* Gated DeltaNet layers (Yang et al. 2024, "Gated Delta Networks"; Qwen3-Next,
+** Qwen3NextConfig's names and defaults): full_attention_interval N makes
+** every layer but each N-th a Gated DeltaNet mixer; layer_types, where
+** given, must spell that pattern ("linear_attention" x (N - 1), then
+** "full_attention"). The delta rule runs in chunks of 64 tokens (FLA's
+** chunk_gated_delta_rule, the kernel Qwen3-Next and Megatron-Core call). */
+static bool read_gdn(jin *j, const cJSON *s, tf_cfg *c) {
+  static const char *const GDN[] = {"linear_num_key_heads", "linear_num_value_heads",
+                                    "linear_key_head_dim", "linear_value_head_dim",
+                                    "linear_conv_kernel_dim", NULL};
+  bool ok = jin_get_int(j, s, "full_attention_interval", 1, c->layers, false, &c->gdn_every) >= 0;
+  const cJSON *lt = cJSON_GetObjectItemCaseSensitive(s, "layer_types");
+  if (ok && lt) {
+    jin_push_key(j, "layer_types", 0);
+    int64_t n = cJSON_IsArray(lt) ? cJSON_GetArraySize(lt) : -1, first_full = -1;
+    for (int64_t i = 0; ok && i < n; i++) {
+      const cJSON *v = cJSON_GetArrayItem(lt, (int)i);
+      bool full = cJSON_IsString(v) && strcmp(v->valuestring, "full_attention") == 0;
+      bool lin = cJSON_IsString(v) && strcmp(v->valuestring, "linear_attention") == 0;
+      if (!full && !lin) {
+        jin_error(j, 1, "layer %lld: expected \"linear_attention\" or \"full_attention\"",
+                  (long long)i);
+        ok = false;
+      } else if (full && first_full < 0) {
+        first_full = i;
+      }
+    }
+    if (ok && n != c->layers) {
+      jin_error(j, 1, "%lld entries for %lld layers: expected one a layer", (long long)n,
+                (long long)c->layers);
+      ok = false;
+    }
+    int64_t every = first_full >= 0 ? first_full + 1 : 0;
+    for (int64_t i = 0; ok && every > 0 && i < n; i++) {
+      bool full = strcmp(cJSON_GetArrayItem(lt, (int)i)->valuestring, "full_attention") == 0;
+      if (full != (i % every == every - 1)) {
+        jin_error(j, 1, "layer %lld breaks the pattern of its first %lld (linear_attention x "
+                        "%lld, then full_attention): tpusim reads only a repeating pattern, "
+                        "as full_attention_interval gives it",
+                  (long long)i, (long long)every, (long long)(every - 1));
+        ok = false;
+      }
+    }
+    if (ok && every == 0) {
+      jin_error(j, 1, "no full_attention layer: tpusim reads Gated DeltaNet hybrids whose every "
+                      "N-th layer is attention");
+      ok = false;
+    }
+    if (ok && c->gdn_every > 0 && c->gdn_every != every) {
+      jin_error(j, 1, "the pattern repeats every %lld layers, full_attention_interval says %lld",
+                (long long)every, (long long)c->gdn_every);
+      ok = false;
+    }
+    jin_pop(j);
+    if (ok) c->gdn_every = every;
+  }
+  if (!ok) return false;
+  if (c->gdn_every <= 1) { /* no linear-attention layer */
+    for (int i = 0; GDN[i]; i++)
+      ok &= refuse(j, s, GDN[i], "Gated DeltaNet sizes need full_attention_interval of 2 or "
+                                 "more (or layer_types with linear_attention layers)");
+    c->gdn_every = 0;
+    return ok;
+  }
+  if (c->hybrid) {
+    jin_error(j, 1, "full_attention_interval with hybrid_override_pattern: a model is a Mamba-2 "
+                    "hybrid or a Gated DeltaNet one, not both");
+    return false;
+  }
+  c->g_kh = 16, c->g_vh = 32, c->g_kd = 128, c->g_vd = 128, c->g_conv = 4, c->g_chunk = 64;
+  ok &= jin_get_int(j, s, "linear_num_key_heads", 1, BIG, false, &c->g_kh) >= 0;
+  ok &= jin_get_int(j, s, "linear_num_value_heads", 1, BIG, false, &c->g_vh) >= 0;
+  ok &= jin_get_int(j, s, "linear_key_head_dim", 1, BIG, false, &c->g_kd) >= 0;
+  ok &= jin_get_int(j, s, "linear_value_head_dim", 1, BIG, false, &c->g_vd) >= 0;
+  ok &= jin_get_int(j, s, "linear_conv_kernel_dim", 1, 64, false, &c->g_conv) >= 0;
+  if (ok && c->g_vh % c->g_kh) {
+    jin_error(j, 1, "linear_num_value_heads %lld is not a multiple of linear_num_key_heads %lld "
+                    "(each key head serves value heads / key heads value heads)",
+              (long long)c->g_vh, (long long)c->g_kh);
+    ok = false;
+  }
+  return ok;
+}
+
 /* The fields as the file gives them; false after reporting. */
 static bool read_fields(jin *j, const cJSON *s, const wl_train *t, tf_cfg *c) {
   bool ok = jin_only(j, s, KEYS, wl_common_keys) == 0;
@@ -330,6 +425,9 @@ static bool read_fields(jin *j, const cJSON *s, const wl_train *t, tf_cfg *c) {
   ok &= jin_get_bool(j, s, "attention_sinks", false, &c->sinks) >= 0;
   ok &= jin_get_bool(j, s, "qk_norm", false, &c->qk_norm) >= 0;
   ok &= jin_get_bool(j, s, "sandwich_norm", false, &c->sandwich) >= 0;
+  ok &= jin_get_bool(j, s, "attn_output_gate", false, &c->attn_gate) >= 0;
+  c->rotary_frac = 1;
+  ok &= jin_get_num(j, s, "partial_rotary_factor", 0.01, 1, false, &c->rotary_frac) >= 0;
   if (c->ffn_hidden == 0) c->ffn_hidden = 4 * c->hidden;
   if (!ok) return false; /* the rest reads bounds from these */
   ok &= read_mla(j, s, c);
@@ -337,6 +435,7 @@ static bool read_fields(jin *j, const cJSON *s, const wl_train *t, tf_cfg *c) {
   const cJSON *moe = jin_get_object(j, s, "moe", false);
   if (moe) ok &= read_moe(j, moe, c);
   ok &= read_hybrid(j, s, c, moe);
+  ok &= ok && read_gdn(j, s, c);
   return ok && within_limits(j, s, moe);
 }
 
@@ -414,6 +513,15 @@ static bool shard_tp(jin *j, const wl_train *t, tf_cfg *c) {
     c->m_heads /= tp;
     c->m_groups /= tp;
   }
+  /* Gated DeltaNet under tp (Megatron-Core GatedDeltaNet): its projections
+  ** column-parallel by key and value heads, out_proj row-parallel */
+  if (c->gdn_every > 0) {
+    if (!divides(j, "linear_num_key_heads", c->g_kh, "tp", tp) ||
+        !divides(j, "linear_num_value_heads", c->g_vh, "tp", tp))
+      return false;
+    c->g_kh /= tp;
+    c->g_vh /= tp;
+  }
   if (t->shard_ep > 0 || c->experts == 0) return true;
   if (!divides(j, "moe_intermediate_size", c->moe_ffn, "tp", tp)) return false;
   c->moe_ffn /= tp;
@@ -484,6 +592,10 @@ static bool read_cfg(jin *j, const cJSON *s, const wl_train *t, tf_cfg *c) {
               t->layer_kind);
     return false;
   }
+  if (t->one_kind && (t->layer_kind & WL_LAYER_GDN) && c->gdn_every == 0) {
+    jin_error(j, 1, "a Gated DeltaNet layer was asked of a model without full_attention_interval");
+    return false;
+  }
   if (t->one_kind && (t->layer_kind & WL_LAYER_MOE) && c->experts == 0) {
     jin_error(j, 1, "a mixture-of-experts layer was asked of a model without experts");
     return false;
@@ -519,7 +631,11 @@ static wl_tf_dims dims_of(const tf_cfg *c) {
                       .mtp_layers = c->mtp, .mtp_depth = c->mtp_depth, .hybrid = c->hybrid, .mamba_heads = c->m_heads,
                       .mamba_head_dim = c->m_hdim, .ssm_state = c->m_state,
                       .ssm_groups = c->m_groups, .conv_kernel = c->m_conv,
-                      .ssm_chunk = c->m_chunk, .moe_latent = moe ? c->latent : 0};
+                      .ssm_chunk = c->m_chunk, .moe_latent = moe ? c->latent : 0,
+                      .gdn_every = c->gdn_every, .gdn_k_heads = c->g_kh, .gdn_v_heads = c->g_vh,
+                      .gdn_k_dim = c->g_kd, .gdn_v_dim = c->g_vd, .gdn_conv = c->g_conv,
+                      .gdn_chunk = c->g_chunk, .attn_gate = c->attn_gate,
+                      .shared_gate = moe && c->shared_gate && c->shared_ffn > 0};
 }
 
 /* ---- building ---- */
@@ -561,6 +677,16 @@ static int slice_last(graph *g, int x, int64_t lo, int64_t hi) {
 }
 
 /* x [B, S, ...] zero-padded (or cut) to len along the sequence. */
+/* RoPE on the first partial_rotary_factor of a head's channels of x
+** [B, S, n, d] (Qwen3-Next: a quarter), the rest passed through. */
+static int rotary_part(graph *g, const tf_cfg *c, int x) {
+  graph_shape s = shape_of(g, x);
+  int64_t rd = (int64_t)((double)s.dim[3] * c->rotary_frac) / 2 * 2;
+  if (rd >= s.dim[3] || rd < 2) return rotary(g, x);
+  int parts[2] = {rotary(g, slice_last(g, x, 0, rd)), slice_last(g, x, rd, s.dim[3])};
+  return graph_concat(g, parts, 2, 3);
+}
+
 static int fit_seq(graph *g, int x, int64_t len) {
   graph_shape s = shape_of(g, x);
   if (s.rank < 2 || s.dim[1] == len) return s.rank < 2 ? -1 : x;
@@ -717,7 +843,13 @@ static int attention(graph *g, const wl_train *t, const tf_cfg *c, int x, const 
           d = c->head_dim;
   char n[128];
   snprintf(n, sizeof n, "%s.q", p);
-  int q = wl_linear(g, t, x, n, "q", nq * d, c->qkv_bias);
+  /* a gated attention's q projection also writes the output gate
+  ** (Qwen3NextAttention: q_proj heads x head_dim x 2, chunked in two) */
+  int q = wl_linear(g, t, x, n, "q", nq * d * (c->attn_gate ? 2 : 1), c->qkv_bias), gate = -1;
+  if (c->attn_gate) {
+    gate = slice_last(g, q, nq * d, 2 * nq * d);
+    q = slice_last(g, q, 0, nq * d);
+  }
   snprintf(n, sizeof n, "%s.k", p);
   int k = wl_linear(g, t, x, n, "k", nk * d, c->qkv_bias);
   snprintf(n, sizeof n, "%s.v", p);
@@ -732,8 +864,8 @@ static int attention(graph *g, const wl_train *t, const tf_cfg *c, int x, const 
     k = wl_rmsnorm(g, t, k, n);
   }
   if (c->pos == POS_ROTARY) {
-    q = rotary(g, q);
-    k = rotary(g, k);
+    q = rotary_part(g, c, q);
+    k = rotary_part(g, c, k);
   }
   if (c->kv_cache > 0) {
     snprintf(n, sizeof n, "%s.k_cache", p);
@@ -742,6 +874,7 @@ static int attention(graph *g, const wl_train *t, const tf_cfg *c, int x, const 
     v = with_cache(g, t, c, v, n);
   }
   int o = attention_core(g, t, c, q, k, v, local, p);
+  if (gate >= 0) o = graph_binary(g, GOP_MUL, o, graph_unary(g, GOP_LOGISTIC, gate));
   snprintf(n, sizeof n, "%s.o", p);
   return dropout(g, c, wl_linear(g, t, o, n, "o", c->hidden, c->bias));
 }
@@ -909,7 +1042,14 @@ static int moe_ffn(graph *g, const wl_train *t, const tf_cfg *c, int x, const ch
   out = graph_reshape(g, out, sx);
   if (c->shared_ffn == 0) return out;
   snprintf(n, sizeof n, "%s.shared", p);
-  return graph_binary(g, GOP_ADD, out, dense_ffn(g, t, c, x, n, c->shared_ffn));
+  int sh = dense_ffn(g, t, c, x, n, c->shared_ffn);
+  if (c->shared_gate) { /* Qwen2MoeSparseMoeBlock: sigmoid(x w) x the shared expert */
+    snprintf(n, sizeof n, "%s.shared_gate", p);
+    int sg = graph_unary(g, GOP_LOGISTIC, wl_linear(g, t, x, n, "shared_gate", 1, false));
+    sg = graph_reshape(g, sg, GRAPH_SHAPE(t->compute, sx.dim[0], sx.dim[1]));
+    sh = graph_binary(g, GOP_MUL, sh, graph_broadcast(g, sg, shape_of(g, sh), graph_dims_of(2, 0, 1)));
+  }
+  return graph_binary(g, GOP_ADD, out, sh);
 }
 
 /* ---- Mamba-2 ---- */
@@ -922,17 +1062,18 @@ static int small_weight(graph *g, const wl_train *t, const char *p, const char *
 }
 
 /* The depthwise causal conv1d over the sequence (Mamba-2's conv1d on x, B
-** and C: kernel K per channel, K - 1 tokens of left padding) with its bias,
-** then SiLU. xbc [B, S, D] -> [B, S, D]. */
-static int mamba_conv(graph *g, const wl_train *t, const tf_cfg *c, int xbc, const char *p) {
-  int64_t D = shape_of(g, xbc).dim[2], K = c->m_conv;
+** and C; Gated DeltaNet's on q, k and v: kernel K per channel, K - 1 tokens
+** of left padding), with its bias where it has one, then SiLU.
+** xbc [B, S, D] -> [B, S, D]. */
+static int causal_conv(graph *g, const wl_train *t, int64_t K, bool bias, int xbc, const char *p) {
+  int64_t D = shape_of(g, xbc).dim[2];
   int w = small_weight(g, t, p, "conv1d.w", GRAPH_SHAPE(t->compute, K, 1, D));
   graph_conv_attrs a = {.spatial = 1, .in_batch = 0, .in_feature = 2, .in_spatial = {1},
                         .k_in = 1, .k_out = 2, .k_spatial = {0},
                         .out_batch = 0, .out_feature = 2, .out_spatial = {1},
                         .stride = {1}, .pad_lo = {K - 1}, .pad_hi = {0}, .feature_groups = D};
   int y = graph_conv(g, xbc, w, &a, t->compute);
-  y = wl_add_bias(g, y, small_weight(g, t, p, "conv1d.b", GRAPH_SHAPE(t->compute, D)));
+  if (bias) y = wl_add_bias(g, y, small_weight(g, t, p, "conv1d.b", GRAPH_SHAPE(t->compute, D)));
   return graph_unary(g, GOP_SILU, y);
 }
 
@@ -1024,7 +1165,7 @@ static int mamba_mixer(graph *g, const wl_train *t, const tf_cfg *c, int x, cons
   snprintf(n, sizeof n, "%s.in_proj", p);
   int zx = wl_linear(g, t, x, n, "in_proj", cd + din + nh, c->bias);
   int z = slice_last(g, zx, 0, din);
-  int xbc = mamba_conv(g, t, c, slice_last(g, zx, din, din + cd), p);
+  int xbc = causal_conv(g, t, c->m_conv, true, slice_last(g, zx, din, din + cd), p);
   int dt = wl_add_bias(g, slice_last(g, zx, din + cd, din + cd + nh),
                        small_weight(g, t, p, "dt_bias", GRAPH_SHAPE(dt_c, nh)));
   graph_shape sdt = shape_of(g, dt);
@@ -1054,9 +1195,139 @@ static int mamba_mixer(graph *g, const wl_train *t, const tf_cfg *c, int x, cons
   return wl_linear(g, t, y, n, "out_proj", c->hidden, c->bias);
 }
 
+/* ---- Gated DeltaNet ---- */
+
+/* x [Bc, n, Q, w] times y [Bc, n, Q, w'] contracting dim cx of x and cy of
+** y (w, or Q): batched over the chunks and heads. Two batch dims, where a
+** grouped expert GEMM has one (the step model tells them apart so). */
+static int bdot(graph *g, graph_dtype dt, int x, int y, int cx, int cy) {
+  graph_dims b = graph_dims_of(2, 0, 1);
+  return graph_dot(g, x, y, b, b, graph_dims_of(1, cx), graph_dims_of(1, cy), dt);
+}
+
+/* x [Bc, n, Q, w] scaled row by row by s [Bc, n, Q]. */
+static int row_scale(graph *g, int x, int s) {
+  return graph_binary(g, GOP_MUL, x, graph_broadcast(g, s, shape_of(g, x), graph_dims_of(3, 0, 1, 2)));
+}
+
+/* The chunked gated delta rule (Yang, Kautz, Hatamizadeh 2024, "Gated Delta
+** Networks", sec. 3.3; FLA's chunk_gated_delta_rule, whose reference
+** torch_chunk_gated_delta_rule HF's Qwen3-Next carries) on chunks of Q
+** tokens, batched over (batch x chunk) and value heads: q and k
+** [Bc, n, Q, dk], v [Bc, n, Q, dv], beta and the log decay gl [Bc, n, Q].
+** Within a chunk, with cs the decay's cumsum and L = exp(cs_i - cs_j) on
+** and below the diagonal: A = (beta k k^T) o L (2 Q^2 dk), its triangular
+** solve T = (I + A)^-1 (a forward substitution of about Q^3 / 3
+** multiply-adds, counted as one Q x Q x Q product), u = T (beta v)
+** (2 Q^2 dv) and w = T (beta k o e^cs) (2 Q^2 dk); across chunks, from the
+** state S entering it [dk, dv]: v_new = u - w S (2 Q dk dv), o = (q o e^cs) S
+** (2 Q dk dv) + ((q k^T) o L) v_new (2 Q^2 dk + 2 Q^2 dv), and the state
+** passed on, S e^cs_last + (k o e^(cs_last - cs))^T v_new (2 Q dk dv). The
+** state each chunk receives is the previous chunk's, a sequential scan the
+** kernel runs in order; here each chunk's own stands in for it (the same
+** shapes and FLOPs, no chain of Q-token steps). Every tensor stays below
+** rank 5, the attention core's (sim/stepcost.c): no FlashAttention kernel. */
+static int gdn_scan(graph *g, graph_dtype dt, int q, int k, int v, int beta, int gl) {
+  graph_shape sq = shape_of(g, q);
+  int64_t Bc = sq.dim[0], n = sq.dim[1], Q = sq.dim[2];
+  int cs = chunk_cumsum(g, gl); /* [Bc, n, Q] */
+  graph_shape qq = GRAPH_SHAPE(dt, Bc, n, Q, Q);
+  int seg = graph_binary(g, GOP_SUB, graph_broadcast(g, cs, qq, graph_dims_of(3, 0, 1, 2)),
+                         graph_broadcast(g, cs, qq, graph_dims_of(3, 0, 1, 3)));
+  int mask = graph_broadcast(g, graph_constant(g, GRAPH_SHAPE(GDT_PRED, Q, Q)),
+                             GRAPH_SHAPE(GDT_PRED, Bc, n, Q, Q), graph_dims_of(2, 2, 3));
+  int zero = graph_broadcast(g, graph_constant(g, (graph_shape){dt, 0, {0}}), qq, graph_dims_of(0));
+  int L = graph_select(g, mask, graph_unary(g, GOP_EXP, seg), zero);
+  int kb = row_scale(g, k, beta), vb = row_scale(g, v, beta);
+  int A = graph_binary(g, GOP_MUL, bdot(g, dt, kb, k, 3, 3), L); /* [Bc, n, Q, Q] */
+  int T = graph_binary(g, GOP_ADD, A, bdot(g, dt, A, A, 3, 2));
+  int ecs = graph_unary(g, GOP_EXP, cs);
+  int u = bdot(g, dt, T, vb, 3, 2);                    /* [Bc, n, Q, dv] */
+  int w = bdot(g, dt, T, row_scale(g, kb, ecs), 3, 2); /* [Bc, n, Q, dk] */
+  /* the chunk's state: (k o e^(cs_last - cs))^T u, and its decay */
+  int64_t lo[3] = {0, 0, Q - 1}, hi[3] = {Bc, n, Q};
+  int last = graph_reshape(g, graph_slice(g, cs, lo, hi, NULL), GRAPH_SHAPE(dt, Bc, n));
+  int dl = graph_unary(g, GOP_EXP, graph_binary(g, GOP_SUB,
+                                                 graph_broadcast(g, last, shape_of(g, cs), graph_dims_of(2, 0, 1)), cs));
+  int st = bdot(g, dt, row_scale(g, k, dl), u, 2, 2); /* [Bc, n, dk, dv] */
+  int decay = graph_broadcast(g, graph_unary(g, GOP_EXP, last), shape_of(g, st), graph_dims_of(2, 0, 1));
+  st = graph_binary(g, GOP_ADD, graph_binary(g, GOP_MUL, st, decay), st);
+  int vn = graph_binary(g, GOP_SUB, u, bdot(g, dt, w, st, 3, 2));
+  int oi = bdot(g, dt, row_scale(g, q, ecs), st, 3, 2);
+  int qk = graph_binary(g, GOP_MUL, bdot(g, dt, q, k, 3, 3), L);
+  return graph_binary(g, GOP_ADD, oi, bdot(g, dt, qk, vn, 3, 2));
+}
+
+/* x [B, Sp, n, w] (Sp = c Q tokens) by chunk and head: [B c, n, Q, w]. */
+static int head_chunks(graph *g, int x, int64_t Q) {
+  graph_shape s = shape_of(g, x);
+  int64_t B = s.dim[0], c = s.dim[1] / Q, n = s.dim[2], w = s.dim[3];
+  x = graph_reshape(g, x, GRAPH_SHAPE(s.dtype, B * c, Q, n, w));
+  return graph_transpose(g, x, graph_dims_of(4, 0, 2, 1, 3));
+}
+
+/* A Gated DeltaNet mixer on x [B, S, H] as Qwen3NextGatedDeltaNet computes
+** it: in_proj_qkvz to q, k (key heads x dk each), v and the output gate z
+** (value heads x dv each), in_proj_ba to beta and the decay's input a (a
+** value a head); the causal conv1d + SiLU on q, k and v (no bias);
+** q and k L2-normalized and repeated to the value heads; beta = sigmoid(b),
+** g = -exp(A_log) softplus(a + dt_bias); the chunked delta rule; an RMSNorm
+** over each head's dv gated by silu(z); out_proj. */
+static int gdn_mixer(graph *g, const wl_train *t, const tf_cfg *c, int x, const char *p) {
+  graph_dtype dt = t->compute;
+  int64_t B = shape_of(g, x).dim[0], S = c->seq_local, nk = c->g_kh, nv = c->g_vh, dk = c->g_kd,
+          dv = c->g_vd, kd = nk * dk, vd = nv * dv, cd = 2 * kd + vd, r = nv / nk;
+  int64_t Q = c->g_chunk < S ? c->g_chunk : S, Sp = (S + Q - 1) / Q * Q;
+  char n[128];
+  snprintf(n, sizeof n, "%s.in_proj_qkvz", p);
+  int qkvz = wl_linear(g, t, x, n, "in_proj_qkvz", cd + vd, false);
+  snprintf(n, sizeof n, "%s.in_proj_ba", p);
+  int ba = wl_linear(g, t, x, n, "in_proj_ba", 2 * nv, false);
+  int qkv = causal_conv(g, t, c->g_conv, false, slice_last(g, qkvz, 0, cd), p);
+  int z = graph_reshape(g, slice_last(g, qkvz, cd, cd + vd), GRAPH_SHAPE(dt, B, S, nv, dv));
+  int beta = graph_unary(g, GOP_LOGISTIC, slice_last(g, ba, 0, nv)); /* [B, S, nv] */
+  int a = wl_add_bias(g, slice_last(g, ba, nv, 2 * nv),
+                      small_weight(g, t, p, "dt_bias", GRAPH_SHAPE(dt, nv)));
+  graph_shape sa = shape_of(g, a);
+  int one = graph_broadcast(g, graph_constant(g, (graph_shape){dt, 0, {0}}), sa, graph_dims_of(0));
+  a = graph_unary(g, GOP_LOG, graph_binary(g, GOP_ADD, graph_unary(g, GOP_EXP, a), one)); /* softplus */
+  int A = graph_unary(g, GOP_NEG, graph_unary(g, GOP_EXP, small_weight(g, t, p, "A_log", GRAPH_SHAPE(dt, nv))));
+  int gl = graph_binary(g, GOP_MUL, a, graph_broadcast(g, A, sa, graph_dims_of(1, 2)));
+  /* q and k: normalized per key head, then each key head's to its r value heads */
+  int qk[2];
+  for (int i = 0; i < 2; i++) {
+    int y = graph_reshape(g, slice_last(g, qkv, i * kd, (i + 1) * kd), GRAPH_SHAPE(dt, B, S, nk, dk));
+    y = wl_l2norm(g, y);
+    if (r > 1) {
+      y = graph_reshape(g, y, GRAPH_SHAPE(dt, B * S, nk, dk));
+      y = graph_broadcast(g, y, GRAPH_SHAPE(dt, B * S, nk, r, dk), graph_dims_of(3, 0, 1, 3));
+      y = graph_reshape(g, y, GRAPH_SHAPE(dt, B, S, nv, dk));
+    }
+    qk[i] = head_chunks(g, fit_seq(g, y, Sp), Q);
+  }
+  int v = graph_reshape(g, slice_last(g, qkv, 2 * kd, cd), GRAPH_SHAPE(dt, B, S, nv, dv));
+  v = head_chunks(g, fit_seq(g, v, Sp), Q);
+  /* beta and g by chunk and head: [B, Sp, nv] -> [B c, nv, Q] */
+  int bg[2] = {beta, gl};
+  for (int i = 0; i < 2; i++) {
+    int y = graph_reshape(g, fit_seq(g, bg[i], Sp), GRAPH_SHAPE(dt, B * (Sp / Q), Q, nv));
+    bg[i] = graph_transpose(g, y, graph_dims_of(3, 0, 2, 1));
+  }
+  int y = gdn_scan(g, dt, qk[0], qk[1], v, bg[0], bg[1]); /* [B c, nv, Q, dv] */
+  y = graph_transpose(g, y, graph_dims_of(4, 0, 2, 1, 3));
+  y = fit_seq(g, graph_reshape(g, y, GRAPH_SHAPE(dt, B, Sp, nv, dv)), S);
+  snprintf(n, sizeof n, "%s.gdn_norm", p);
+  y = graph_binary(g, GOP_MUL, wl_rmsnorm(g, t, y, n), graph_unary(g, GOP_SILU, z));
+  y = graph_reshape(g, y, GRAPH_SHAPE(dt, B, S, vd));
+  snprintf(n, sizeof n, "%s.out_proj", p);
+  return wl_linear(g, t, y, n, "out_proj", c->hidden, false);
+}
+
 /* ---- layers ---- */
 
-static int attn_of(graph *g, const wl_train *t, const tf_cfg *c, int x, const char *p, bool local) {
+static int attn_of(graph *g, const wl_train *t, const tf_cfg *c, int x, const char *p, int kind) {
+  if (kind & WL_LAYER_GDN) return gdn_mixer(g, t, c, x, p);
+  bool local = kind & WL_LAYER_LOCAL;
   return c->kv_lora ? mla_attention(g, t, c, x, p, local) : attention(g, t, c, x, p, local);
 }
 
@@ -1080,30 +1351,30 @@ static int block(graph *g, const wl_train *t, const tf_cfg *c, int x, int layer,
   char n[96];
   graph_set_layer(g, layer);
   graph_set_scope(g, p);
-  bool moe = kind & WL_LAYER_MOE, local = kind & WL_LAYER_LOCAL;
+  bool moe = kind & WL_LAYER_MOE;
   if (kind & (WL_LAYER_MAMBA | WL_LAYER_NO_FFN | WL_LAYER_NO_MIXER)) {
     /* a hybrid layer (Nemotron-H's NemotronHBlock): norm, one mixer or
     ** FFN, residual */
     snprintf(n, sizeof n, "%s.norm", p);
     int h = norm(g, t, c, x, n);
     int f = kind & WL_LAYER_MAMBA    ? mamba_mixer(g, t, c, h, p)
-            : kind & WL_LAYER_NO_FFN ? attn_of(g, t, c, h, p, local)
+            : kind & WL_LAYER_NO_FFN ? attn_of(g, t, c, h, p, kind)
                                      : ffn_of(g, t, c, h, p, moe);
     return graph_binary(g, GOP_ADD, x, f);
   }
   if (c->kind == 1) { /* BERT: post-norm */
     snprintf(n, sizeof n, "%s.ln1", p);
-    x = norm(g, t, c, graph_binary(g, GOP_ADD, x, attn_of(g, t, c, x, p, local)), n);
+    x = norm(g, t, c, graph_binary(g, GOP_ADD, x, attn_of(g, t, c, x, p, kind)), n);
     snprintf(n, sizeof n, "%s.ln2", p);
     return norm(g, t, c, graph_binary(g, GOP_ADD, x, ffn_of(g, t, c, x, p, moe)), n);
   }
   snprintf(n, sizeof n, "%s.ln1", p);
   int h = norm(g, t, c, x, n);
   if (c->parallel) { /* PaLM: x + attn(ln(x)) + mlp(ln(x)) */
-    int a = attn_of(g, t, c, h, p, local), f = ffn_of(g, t, c, h, p, moe);
+    int a = attn_of(g, t, c, h, p, kind), f = ffn_of(g, t, c, h, p, moe);
     return graph_binary(g, GOP_ADD, x, graph_binary(g, GOP_ADD, a, f));
   }
-  x = residual(g, t, c, x, attn_of(g, t, c, h, p, local), n);
+  x = residual(g, t, c, x, attn_of(g, t, c, h, p, kind), n);
   snprintf(n, sizeof n, "%s.ln2", p);
   return residual(g, t, c, x, ffn_of(g, t, c, norm(g, t, c, x, n), p, moe), n);
 }

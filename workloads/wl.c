@@ -186,6 +186,16 @@ int wl_rmsnorm(graph *g, const wl_train *t, int x, const char *name) {
   return gain(g, t, y, name, "scale");
 }
 
+int wl_l2norm(graph *g, int x) {
+  const graph_shape *s = shape_of(g, x);
+  if (!s) return -1;
+  graph_dtype out_dt = s->dtype;
+  int x32 = to_f32(g, x);
+  int ss = reduce_last(g, graph_binary(g, GOP_MUL, x32, x32), GRAPH_RED_ADD);
+  int y = graph_binary(g, GOP_MUL, x32, graph_unary(g, GOP_RSQRT, add_const(g, ss)));
+  return out_dt != GDT_F32 && out_dt != GDT_F64 ? graph_convert(g, y, out_dt) : y;
+}
+
 int wl_softmax(graph *g, int x, graph_dtype out_dt) {
   int prev; /* one library kernel in eager PyTorch (F.softmax) */
   graph_begin_composite(g, &prev);
@@ -287,6 +297,9 @@ int wl_tf_layer_kind(const wl_tf_dims *d, int64_t i) {
     k |= WL_LAYER_MOE;
   if (d->window > 0 && !(d->global_every > 0 && i % d->global_every == d->global_every - 1))
     k |= WL_LAYER_LOCAL;
+  /* Qwen3-Next: layer_types "linear_attention" but every
+  ** full_attention_interval-th ((i + 1) % interval == 0: Qwen3NextConfig) */
+  if (d->gdn_every > 0 && i % d->gdn_every != d->gdn_every - 1) k |= WL_LAYER_GDN;
   return k;
 }
 

@@ -126,6 +126,14 @@ typedef struct {
   ** kernel, the SSD scan's chunk (0 when the model has no Mamba layer) */
   int64_t mamba_heads, mamba_head_dim, ssm_state, ssm_groups, conv_kernel, ssm_chunk;
   int64_t moe_latent; /* latent MoE (Nemotron 3 Super): experts work in this width (0: hidden) */
+  /* Gated DeltaNet linear attention (Yang et al. 2024; Qwen3-Next, Qwen3NextConfig's
+  ** names): every layer but each gdn_every-th has a Gated DeltaNet mixer in
+  ** place of attention (full_attention_interval; 0: none), with gdn_k_heads
+  ** key and gdn_v_heads value heads of gdn_k_dim and gdn_v_dim, a causal conv
+  ** of gdn_conv taps, the chunked delta rule in chunks of gdn_chunk tokens */
+  int64_t gdn_every, gdn_k_heads, gdn_v_heads, gdn_k_dim, gdn_v_dim, gdn_conv, gdn_chunk;
+  bool attn_gate;   /* attention output gated by sigmoid(x W_g) (Qwen3-Next's q_proj x 2) */
+  bool shared_gate; /* a MoE layer's shared expert scaled by sigmoid(x w) (Qwen2-MoE, Qwen3-Next) */
 } wl_tf_dims;
 
 /* The kinds of decoder layer, as bits: what the step model times apart. */
@@ -137,7 +145,9 @@ typedef struct {
 #define WL_LAYER_MAMBA 4
 #define WL_LAYER_NO_FFN 8
 #define WL_LAYER_NO_MIXER 16
-#define WL_LAYER_KINDS 32
+/* a Gated DeltaNet mixer where attention would be (wl_tf_dims.gdn_every) */
+#define WL_LAYER_GDN 32
+#define WL_LAYER_KINDS 64
 /* hybrid_override_pattern's characters, as Megatron-Core spells them
 ** (megatron/core/ssm/mamba_hybrid_layer_allocation.py Symbols): Mamba,
 ** attention, MoE, MLP */
@@ -196,6 +206,9 @@ int wl_scale(graph *g, int x);
 /* Normalization over the last dimension, with learned gain (and bias). */
 int wl_layernorm(graph *g, const wl_train *t, int x, const char *name);
 int wl_rmsnorm(graph *g, const wl_train *t, int x, const char *name);
+/* x / ||x|| over the last dimension, in f32, no gain (FLA's l2norm of a
+** linear-attention head's queries and keys) */
+int wl_l2norm(graph *g, int x);
 /* Softmax over the last dimension, computed in f32 (max, subtract, exp,
 ** sum, divide) and given as out_dt; marked GRAPH_RULE_SOFTMAX, so the
 ** backward reads only the result. */
