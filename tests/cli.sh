@@ -287,9 +287,9 @@ run sim-tpo-typo 2 simulate llama3-8b --hw h100-sxm --chips 8 --tp 8 --tp-overla
 # combine under the paired micro-batch's compute, so the step is shorter
 run sim-epo-ep1 2 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep-overlap on && has sim-epo-ep1 err "--ep-overlap: ep is 1, so there are no expert-parallel all-to-alls to overlap"
 run sim-epo-tt 2 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --framework torchtitan --ep-overlap on && has sim-epo-tt err "framework torchtitan has no expert-parallel all-to-all overlap"
-run sim-epo-on 0 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --gbs 64 --seq 4096 --ep-overlap on --explain --json && has sim-epo-on out '"step_time_s"'
-run sim-epo-off 0 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --gbs 64 --seq 4096 --ep-overlap off --json
-run sim-epo-text 0 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --gbs 64 --seq 4096 --ep-overlap on --explain && has sim-epo-text out "EP all-to-all overlap on"
+run sim-epo-on 0 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --gbs 16 --seq 2048 --ep-overlap on --explain --json && has sim-epo-on out '"step_time_s"'
+run sim-epo-off 0 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --gbs 16 --seq 2048 --ep-overlap off --json
+run sim-epo-text 0 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --gbs 16 --seq 2048 --ep-overlap on --explain && has sim-epo-text out "EP all-to-all overlap on"
 epo_on=$(sed -n 's/.*"step_time_s":	\(.*\),$/\1/p' "$OUT/sim-epo-on.out" | head -1)
 epo_off=$(sed -n 's/.*"step_time_s":	\(.*\),$/\1/p' "$OUT/sim-epo-off.out" | head -1)
 awk -v a="$epo_on" -v b="$epo_off" 'BEGIN { exit !(a > 0 && b > a) }' && ok || bad "--ep-overlap on ($epo_on s) is not shorter than off ($epo_off s)"
