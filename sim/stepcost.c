@@ -742,6 +742,31 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
     r->cp_comm_fwd_s = ag;
     r->cp_comm_bwd_s = 2 * ag;
   }
+  /* A Mamba-2 or Gated DeltaNet layer under context parallelism scans the
+  ** whole sequence for 1/cp of its heads: an all-to-all takes in_proj's
+  ** outputs from sequence shards to head shards before the conv and scan,
+  ** another brings the scan's output back before out_proj (Megatron-Core
+  ** mamba_context_parallel.py _all_to_all_cp2hp / _all_to_all_hp2cp, which
+  ** gated_delta_net/common.py calls too); the backward sends their
+  ** gradients the same two ways. Not overlapped: the scan waits for them. */
+  double cp_mamba = 0, cp_gdn = 0;
+  if (cp > 1 && (d->mamba_heads > 0 || d->gdn_every > 0)) {
+    double tpd = (double)p.tp, cpn = (double)per_node(hw, cp, p.tp);
+    double m_in = (double)(2 * d->mamba_heads * d->mamba_head_dim + 2 * d->ssm_groups * d->ssm_state +
+                           d->mamba_heads) / tpd,
+           m_out = (double)(d->mamba_heads * d->mamba_head_dim) / tpd;
+    double kd = (double)(d->gdn_k_heads * d->gdn_k_dim) / tpd,
+           vd = (double)(d->gdn_v_heads * d->gdn_v_dim) / tpd, nv = (double)d->gdn_v_heads / tpd;
+    double w[2][2] = {{m_in, m_out}, {2 * kd + 2 * vd + 2 * nv, vd}}, t[2] = {0, 0};
+    for (int i = 0; i < 2; i++)
+      for (int j = 0; j < 2; j++) {
+        if (!(w[i][j] > 0)) continue;
+        double a = group_coll_s(hw, memo, cp, (int64_t)cpn, COLL_ALL_TO_ALL, tokens * w[i][j] * 2, err, errn);
+        if (a < 0) return -1;
+        t[i] += a;
+      }
+    cp_mamba = t[0], cp_gdn = t[1];
+  }
   /* MoE: each routed token to its experts' chips and back (dispatch and
   ** combine), forward and again backward; a chip's tokens, 1/tp of them
   ** with sequence parallelism (Megatron-Core's alltoall dispatcher) */
@@ -778,6 +803,8 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
       /* a ring pays each of its cp - 1 hops' latency even when hidden */
       cf += ef, cb += eb;
     }
+    if (k & WL_LAYER_MAMBA) cf += cp_mamba, cb += cp_mamba;
+    if (k & WL_LAYER_GDN) cf += cp_gdn, cb += cp_gdn;
     if (k & WL_LAYER_MOE) {
       double a2a = r->ep_a2a_fwd_s, ef = a2a, eb = a2a;
       /* EP overlap: the forward's dispatch and combine under the paired

@@ -12,6 +12,10 @@
 
 #include <criterion/criterion.h>
 
+#include "../hw_models/hw_catalog.h"
+#include "../sim/coll.h"
+#include "../sim/framework.h"
+#include "../sim/step.h"
 #include "../workloads/model.h"
 #include "helpers.h"
 
@@ -139,4 +143,41 @@ Test(gdn, tp_must_divide_the_key_heads) {
   cr_assert_neq(r.rc, 0);
   cr_assert(strstr(r.err, "linear_num_key_heads 8 must divide by tp 16"), "%s", r.err);
   th_run_free(&r);
+}
+
+/* Under context parallelism a Gated DeltaNet layer scans the whole
+** sequence for 1/cp of its heads (Megatron-Core's GatedDeltaNet through
+** mamba_context_parallel's all-to-alls): in_proj's outputs go from sequence
+** to head shards, 2 kd + 2 vd + 2 nv = 12,352 values a token, and the scan's
+** vd = 4096 come back, 16-bit, forward and again backward. With tp 1 and
+** no expert parallelism those are all of such a layer's collectives; at
+** cp 1 it has none. */
+Test(gdn, cp_all_to_alls) {
+  hw_catalog *c = th_catalog();
+  const hw_model *h = th_hw(c, "h100-sxm");
+  model *m = th_model(NEXT, 8192);
+  char err[512];
+  plan p = {.chips = 16, .tp = 1, .pp = 1, .ep = 1, .cp = 2, .mbs = 1, .vp = 1, .slices = 1,
+            .gbs = 8, .seq = 8192, .schedule = PLAN_1F1B, .op_costs = OPCOST_FORMULA,
+            .precision = GDT_BF16};
+  framework_apply(framework_find("megatron-core"), &p);
+  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  step_result a, b;
+  cr_assert_eq(step_costs(m, h, &p, &a, err, sizeof err), 0, "%s", err);
+  int k = WL_LAYER_GDN | WL_LAYER_MOE;
+  cr_assert_eq(a.kind_n[k], 36);
+  double tokens = 8192 / 2;
+  double in = coll_time_s(h, 2, 2, COLL_ALL_TO_ALL, tokens * 12352 * 2, 1, 0, COLL_AUTO, false, err,
+                          sizeof err);
+  double out = coll_time_s(h, 2, 2, COLL_ALL_TO_ALL, tokens * 4096 * 2, 1, 0, COLL_AUTO, false, err,
+                           sizeof err);
+  cr_assert(in > out && out > 0, "%g %g", in, out);
+  cr_assert_float_eq(a.kind_comm_fwd_s[k], in + out, 1e-15);
+  cr_assert_float_eq(a.kind_comm_bwd_s[k], in + out, 1e-15);
+  p.cp = 1;
+  p.chips = 8;
+  cr_assert_eq(step_costs(m, h, &p, &b, err, sizeof err), 0, "%s", err);
+  cr_assert_float_eq(b.kind_comm_fwd_s[k], 0, 1e-15);
+  model_free(m);
+  hw_catalog_free(c);
 }

@@ -11,6 +11,10 @@
 
 #include <criterion/criterion.h>
 
+#include "../hw_models/hw_catalog.h"
+#include "../sim/coll.h"
+#include "../sim/framework.h"
+#include "../sim/step.h"
 #include "../workloads/model.h"
 #include "helpers.h"
 
@@ -330,4 +334,34 @@ Test(mamba, no_rank5_tensor_in_a_mamba_layer) {
   }
   cr_assert_eq(n5, 0, "%d rank-5 ops in the Mamba-2 layer", n5);
   model_free(m);
+}
+
+/* Context parallelism on a Mamba-2 layer (Megatron-Core's MambaMixer with
+** mamba_context_parallel): in_proj's z, x, B, C and dt -- 2 d_inner + 2 G N
+** + heads = 2 x 4096 + 2 x 8 x 128 + 64 = 10,304 values a token for Nano --
+** go to head shards in an all-to-all, and the scan's d_inner = 4096 come
+** back, 16-bit, forward and backward; at tp 1 a Mamba layer has no other
+** collective. */
+Test(mamba, cp_all_to_alls) {
+  hw_catalog *c = th_catalog();
+  const hw_model *h = th_hw(c, "h100-sxm");
+  model *m = th_model(NANO, 8192);
+  char err[512];
+  plan p = {.chips = 16, .tp = 1, .pp = 1, .ep = 1, .cp = 2, .mbs = 1, .vp = 1, .slices = 1,
+            .gbs = 8, .seq = 8192, .schedule = PLAN_1F1B, .op_costs = OPCOST_FORMULA,
+            .precision = GDT_BF16};
+  framework_apply(framework_find("megatron-core"), &p);
+  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  step_result a;
+  cr_assert_eq(step_costs(m, h, &p, &a, err, sizeof err), 0, "%s", err);
+  double tokens = 8192 / 2;
+  double in = coll_time_s(h, 2, 2, COLL_ALL_TO_ALL, tokens * 10304 * 2, 1, 0, COLL_AUTO, false, err,
+                          sizeof err);
+  double out = coll_time_s(h, 2, 2, COLL_ALL_TO_ALL, tokens * 4096 * 2, 1, 0, COLL_AUTO, false, err,
+                           sizeof err);
+  cr_assert_eq(a.kind_n[WL_LAYER_MAMBA], 23);
+  cr_assert_float_eq(a.kind_comm_fwd_s[WL_LAYER_MAMBA], in + out, 1e-15);
+  cr_assert_float_eq(a.kind_comm_bwd_s[WL_LAYER_MAMBA], in + out, 1e-15);
+  model_free(m);
+  hw_catalog_free(c);
 }
