@@ -435,7 +435,7 @@ static bool read_fields(jin *j, const cJSON *s, const wl_train *t, tf_cfg *c) {
   const cJSON *moe = jin_get_object(j, s, "moe", false);
   if (moe) ok &= read_moe(j, moe, c);
   ok &= read_hybrid(j, s, c, moe);
-  ok &= ok && read_gdn(j, s, c);
+  if (ok) ok = read_gdn(j, s, c); /* it reads hybrid's pattern */
   return ok && within_limits(j, s, moe);
 }
 
@@ -676,7 +676,6 @@ static int slice_last(graph *g, int x, int64_t lo, int64_t hi) {
   return graph_slice(g, x, start, lim, NULL);
 }
 
-/* x [B, S, ...] zero-padded (or cut) to len along the sequence. */
 /* RoPE on the first partial_rotary_factor of a head's channels of x
 ** [B, S, n, d] (Qwen3-Next: a quarter), the rest passed through. */
 static int rotary_part(graph *g, const tf_cfg *c, int x) {
@@ -687,6 +686,7 @@ static int rotary_part(graph *g, const tf_cfg *c, int x) {
   return graph_concat(g, parts, 2, 3);
 }
 
+/* x [B, S, ...] zero-padded (or cut) to len along the sequence. */
 static int fit_seq(graph *g, int x, int64_t len) {
   graph_shape s = shape_of(g, x);
   if (s.rank < 2 || s.dim[1] == len) return s.rank < 2 ? -1 : x;
