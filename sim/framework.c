@@ -13,7 +13,8 @@
   .attention = PLAN_ATTN_FLASH, .grad_sync = PLAN_GRAD_OVERLAP, .zero = 1,                         \
   .param_gather_overlap = true, .tp_overlap = true, .recompute = PLAN_RECOMPUTE_NONE,              \
   .moe_node_dedup = true, .grads_16bit = true, .moe_gemm_per_expert = true,                        \
-  .loss_grad_in_place = true, .lowp_params = true, .attention_cudnn = true
+  .loss_grad_in_place = true, .lowp_params = true, .attention_cudnn = true,                       \
+  .norm_quant_fused = true
 
 const framework frameworks[] = {
     {/* plain */

@@ -110,6 +110,16 @@ typedef struct {
   ** the chip's fastest published kernel: the chip's attention_cudnn_*
   ** figures where it has them */
   bool attention_cudnn;
+  /* the GEMMs fed by a layer norm (attention's QKV, a dense MLP's FC1, a
+  ** Mamba-2 in_proj) take their low-precision operand from the norm
+  ** kernel: Transformer Engine's LayerNormLinear quantizes inside the
+  ** norm (layernorm_linear.py with_quantized_norm), fully for delayed
+  ** scaling, with the amax computed in the norm kernel and one quantize
+  ** pass for current scaling, unfused for MXFP8 and NVFP4
+  ** (csrc/extensions/normalization.cpp: FULLY_FUSED, FUSED_NORM_AMAX_FP8,
+  ** UNFUSED); Megatron-Core builds those GEMMs as TE's
+  ** TELayerNormColumnParallelLinear */
+  bool norm_quant_fused;
 } framework;
 
 /* The profiles, indexed as framework_names (NULL-terminated: the one list

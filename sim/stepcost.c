@@ -492,10 +492,29 @@ static double cast_bytes_per_elem(plan_gemm g) {
   }
 }
 
+/* The bytes an element of a norm-fed GEMM operand costs beyond the norm's
+** own output under a stack that quantizes inside the norm
+** (framework.norm_quant_fused): none when the norm writes the format
+** itself (delayed scaling: the norm's fp8 rowwise and columnwise writes
+** replace its 16-bit one), one quantize pass without the amax read when
+** the norm kernel computes the amax (current scaling), the full pass
+** otherwise (MXFP8, NVFP4, INT8: Transformer Engine quantizes the norm's
+** 16-bit output; AQT is no TE stack). */
+static double norm_cast_bytes_per_elem(plan_gemm g) {
+  switch (g) {
+  case PLAN_GEMM_FP8: return 0;
+  case PLAN_GEMM_FP8_CS: return 2 + 2 * 1.0;
+  default: return cast_bytes_per_elem(g);
+  }
+}
+
 /* The elements quantized in one layer of kind k per micro-batch and chip,
-** forward and backward, and the kernels that do it. */
+** forward and backward, and the kernels that do it; of the forward's, those
+** a layer norm feeds (norm: attention's QKV input, a dense MLP's FC1
+** input, a Mamba-2 in_proj's input; not the experts', which come from the
+** dispatch). */
 static void cast_elems(const wl_tf_dims *d, const plan *p, int kind, double *fwd, double *bwd,
-                       int *kernels) {
+                       double *norm, int *kernels, int *norm_kernels) {
   double T = (double)p->mbs * (double)p->seq / (double)(p->cp > 1 ? p->cp : 1);
   double tp = (double)p->tp, H = (double)d->hidden;
   double hd = (double)(d->head_dim ? d->head_dim : d->hidden / d->heads);
@@ -524,6 +543,13 @@ static void cast_elems(const wl_tf_dims *d, const plan *p, int kind, double *fwd
   if (kind & WL_LAYER_NO_MIXER) af = ab = 0;  /* a hybrid MLP or MoE layer */
   *fwd = af + ff;
   *bwd = ab + fb;
+  /* the mixer's input (QKV, in_proj) unless a Gated DeltaNet's or MLA's
+  ** (their first projections are not TE's LayerNormLinear in Megatron-Core's
+  ** specs), and a dense MLP's FC1 input */
+  bool mla = d->kv_lora_rank > 0, mixer = af > 0 && !(kind & WL_LAYER_GDN) && !mla,
+       fc1 = ff > 0 && !moe;
+  *norm = (mixer ? T * H : 0) + (fc1 ? T * H : 0);
+  *norm_kernels = (mixer ? 1 : 0) + (fc1 ? 1 : 0);
   *kernels = (af > 0 ? 2 : 0) + (ff > 0 ? 2 : 0);
 }
 
@@ -681,9 +707,20 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
     if (p.gemm != PLAN_GEMM_NATIVE) {
       double fe, be;
       int nk;
-      cast_elems(d, &p, k, &fe, &be, &nk);
+      double ne;
+      int nn;
+      cast_elems(d, &p, k, &fe, &be, &ne, &nk, &nn);
       double per = cast_bytes_per_elem(p.gemm) / bw;
-      r->kind_fwd_s[k] += fe * per + nk * hw->chip.op_overhead_s;
+      int nkf = nk;
+      if (frameworks[p.framework].norm_quant_fused && ne > 0) {
+        /* the norm-fed operands at the norm kernel's quantizing cost, and
+        ** no kernels of their own where the norm writes the format */
+        double nb = norm_cast_bytes_per_elem(p.gemm);
+        fe -= ne;
+        r->kind_fwd_s[k] += ne * nb / bw;
+        if (nb == 0) nkf -= nn;
+      }
+      r->kind_fwd_s[k] += fe * per + nkf * hw->chip.op_overhead_s;
       r->kind_bwd_s[k] += be * per + nk * hw->chip.op_overhead_s;
     }
     /* Expert parallelism's token reordering over an all-to-all: tokens are

@@ -160,6 +160,40 @@ Test(modern, fp8_current_scaling_pays_an_amax_pass) {
   hw_catalog_free(c);
 }
 
+/* Under Transformer Engine (the megatron-core profile) the GEMMs a layer
+** norm feeds -- QKV and FC1, T H = 2048 x 4096 elements each for
+** llama3-8b -- take their operand from the norm kernel
+** (layernorm_linear.py with_quantized_norm; normalization.cpp): delayed
+** scaling's norm writes fp8 itself (no pass, no kernel), current scaling's
+** computes the amax in the norm and quantizes in one pass (2 B read,
+** 2 x 1 B written). The other forward operands (proj, FC2: 37,748,736
+** elements) and the backward's keep their passes. So under megatron-core
+** fp8-cs's forward costs fp8's plus 4 B per norm-fed element, 2 B per
+** other, and the two kernels delayed scaling does not launch; the backward
+** as in the plain profile above. */
+Test(modern, te_quantizes_inside_the_norm) {
+  hw_catalog *c = th_catalog();
+  const hw_model *h = th_hw(c, "h100-sxm");
+  model *m = load("llama3-8b", 2048);
+  char err[512];
+  plan p = base(8, 1, 1, 8, 2048);
+  framework_apply(framework_find("megatron-core"), &p);
+  p.op_costs = OPCOST_FORMULA;
+  cr_assert_eq(plan_precision_parse("fp8", &p), 0);
+  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  step_result a, b;
+  cr_assert_eq(step_costs(m, h, &p, &a, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(plan_precision_parse("fp8-cs", &p), 0);
+  cr_assert_eq(step_costs(m, h, &p, &b, err, sizeof err), 0, "%s", err);
+  double bw = h->chip.hbm_bw_bytes_per_s * h->chip.hbm_efficiency;
+  double norm = 2.0 * 2048 * 4096, other = 54525952.0 - norm;
+  cr_assert_float_eq(b.layer_fwd_s - a.layer_fwd_s,
+                     (norm * 4 + other * 2) / bw + 2 * h->chip.op_overhead_s, 1e-12);
+  cr_assert_float_eq(b.layer_bwd_s - a.layer_bwd_s, 88080384.0 * 2 / bw, 1e-12);
+  model_free(m);
+  hw_catalog_free(c);
+}
+
 /* Tensor-parallel overlap hides the collectives behind the GEMMs except
 ** the first of its tp chunks: exposed between comm / tp and comm. */
 Test(modern, tp_overlap_hides_all_but_one_chunk) {
