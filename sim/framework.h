@@ -111,7 +111,7 @@ typedef struct {
   ** figures where it has them */
   bool attention_cudnn;
   /* the GEMMs fed by a layer norm (attention's QKV, a dense MLP's FC1, a
-  ** Mamba-2 in_proj) take their low-precision operand from the norm
+  ** Mamba-2 or Gated DeltaNet in_proj) take their low-precision operand from the norm
   ** kernel: Transformer Engine's LayerNormLinear quantizes inside the
   ** norm (layernorm_linear.py with_quantized_norm), fully for delayed
   ** scaling, with the amax computed in the norm kernel and one quantize

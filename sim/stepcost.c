@@ -511,8 +511,8 @@ static double norm_cast_bytes_per_elem(plan_gemm g) {
 /* The elements quantized in one layer of kind k per micro-batch and chip,
 ** forward and backward, and the kernels that do it; of the forward's, those
 ** a layer norm feeds (norm: attention's QKV input, a dense MLP's FC1
-** input, a Mamba-2 in_proj's input; not the experts', which come from the
-** dispatch). */
+** input, a Mamba-2 or Gated DeltaNet in_proj's input; not the experts',
+** which come from the dispatch, nor MLA's down projections). */
 static void cast_elems(const wl_tf_dims *d, const plan *p, int kind, double *fwd, double *bwd,
                        double *norm, int *kernels, int *norm_kernels) {
   double T = (double)p->mbs * (double)p->seq / (double)(p->cp > 1 ? p->cp : 1);
@@ -543,11 +543,11 @@ static void cast_elems(const wl_tf_dims *d, const plan *p, int kind, double *fwd
   if (kind & WL_LAYER_NO_MIXER) af = ab = 0;  /* a hybrid MLP or MoE layer */
   *fwd = af + ff;
   *bwd = ab + fb;
-  /* the mixer's input (QKV, in_proj) unless a Gated DeltaNet's or MLA's
-  ** (their first projections are not TE's LayerNormLinear in Megatron-Core's
-  ** specs), and a dense MLP's FC1 input */
-  bool mla = d->kv_lora_rank > 0, mixer = af > 0 && !(kind & WL_LAYER_GDN) && !mla,
-       fc1 = ff > 0 && !moe;
+  /* the mixer's input (QKV, a Mamba-2 or Gated DeltaNet in_proj) unless
+  ** MLA's (its down projections are plain TE linears in Megatron-Core's
+  ** gpt_layer_specs.py; the others column_parallel_layer_norm_linear), and a
+  ** dense MLP's FC1 input */
+  bool mla = d->kv_lora_rank > 0, mixer = af > 0 && !mla, fc1 = ff > 0 && !moe;
   *norm = (mixer ? T * H : 0) + (fc1 ? T * H : 0);
   *norm_kernels = (mixer ? 1 : 0) + (fc1 ? 1 : 0);
   *kernels = (af > 0 ? 2 : 0) + (ff > 0 ? 2 : 0);
