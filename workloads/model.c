@@ -457,9 +457,13 @@ static bool hf_gdn(jin *j, const cJSON *hf, cJSON *s) {
       if ((full || lin) && every > 0 && full == ((i + 1) % every == 0)) continue;
       jin_push_key(j, "layer_types", 0);
       jin_push_index(j, i);
-      jin_error(j, 0, "layer %d breaks the pattern: tpusim models every %lld-th layer "
-                      "\"full_attention\" and the others \"linear_attention\" (Gated DeltaNet)",
-                i, (long long)every);
+      if (every == 0)
+        jin_error(j, 0, "no \"full_attention\" layer: tpusim models Gated DeltaNet hybrids whose "
+                        "every N-th layer is attention");
+      else
+        jin_error(j, 0, "layer %d breaks the pattern: tpusim models every %lld-th layer "
+                        "\"full_attention\" and the others \"linear_attention\" (Gated DeltaNet)",
+                  i, (long long)every);
       jin_pop(j);
       jin_pop(j);
       ok = false;
