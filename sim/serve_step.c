@@ -62,10 +62,28 @@ double serve_kv_bytes(const model *m, int64_t tp, int64_t pp, int64_t tokens, do
   double per_layer = d->kv_lora_rank > 0 ? (double)(d->kv_lora_rank + d->qk_rope_head_dim)
                                          : 2.0 * (double)(d->kv_heads >= tp ? d->kv_heads / tp : 1) *
                                                (double)d->head_dim;
+  /* a recurrent layer keeps one state a sequence instead, whatever its
+  ** length: Mamba-2's heads x head_dim x ssm_state, a Gated DeltaNet's
+  ** value heads x dk x dv, in fp32 (the scans' final state: HF's
+  ** torch_chunk_gated_delta_rule and Mamba's chunk scan return it in
+  ** float32), and the causal conv's last K - 1 inputs in the cache's dtype */
+  double t_ = (double)tp;
+  double mamba = (double)(d->mamba_heads * d->mamba_head_dim * d->ssm_state) / t_ * 4 +
+                 (double)(d->conv_kernel - 1) *
+                     (double)(d->mamba_heads * d->mamba_head_dim + 2 * d->ssm_groups * d->ssm_state) /
+                     t_ * elem_bytes;
+  double gdn = (double)(d->gdn_v_heads * d->gdn_k_dim * d->gdn_v_dim) / t_ * 4 +
+               (double)(d->gdn_conv - 1) *
+                   (double)(2 * d->gdn_k_heads * d->gdn_k_dim + d->gdn_v_heads * d->gdn_v_dim) / t_ *
+                   elem_bytes;
   double bytes = 0;
   for (int64_t i = 0; i < d->layers; i++) {
+    int k = wl_tf_layer_kind(d, i);
+    if (k & WL_LAYER_MAMBA) bytes += mamba;
+    if (k & WL_LAYER_GDN) bytes += gdn;
+    if (k & (WL_LAYER_MAMBA | WL_LAYER_GDN | WL_LAYER_NO_MIXER)) continue; /* no keys, no values */
     /* a sliding-window layer keeps only its window */
-    bool local = (wl_tf_layer_kind(d, i) & WL_LAYER_LOCAL) && d->window > 0;
+    bool local = (k & WL_LAYER_LOCAL) && d->window > 0;
     double t = local && (double)d->window < paged ? (double)d->window : paged;
     bytes += per_layer * t * elem_bytes;
   }

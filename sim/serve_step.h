@@ -98,9 +98,12 @@ typedef struct {
 } serve_result;
 
 /* The KV cache of one sequence of `tokens` on one chip: 2 (keys, values)
-** x layers (of one stage) x kv heads (of one tensor-parallel shard) x
-** head_dim x bytes, in pages of SERVE_PAGE_TOKENS tokens (PagedAttention,
-** Kwon et al. 2023: at most one partly filled page a sequence). */
+** x attention layers (of one stage) x kv heads (of one tensor-parallel
+** shard) x head_dim x bytes, in pages of SERVE_PAGE_TOKENS tokens
+** (PagedAttention, Kwon et al. 2023: at most one partly filled page a
+** sequence); a Mamba-2 or Gated DeltaNet layer's recurrent state (fp32) and
+** conv window instead, the same at any length; an MLP or MoE sub-layer of a
+** hybrid, nothing. */
 #define SERVE_PAGE_TOKENS 16
 double serve_kv_bytes(const model *m, int64_t tp, int64_t pp, int64_t tokens, double elem_bytes);
 

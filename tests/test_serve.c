@@ -86,6 +86,26 @@ Test(serve, kv_cache_bytes_paged) {
   model_free(m);
 }
 
+/* A hybrid's cache: Nemotron 3 Nano's 6 attention layers hold keys and
+** values (2 x 2 KV heads x 128 x 2 B = 1,024 B a token each), its 23 Mamba-2
+** layers one state a sequence -- 64 heads x 64 x 128 in fp32 (2 MiB) and
+** the conv's 3 last inputs of 4096 + 2 x 8 x 128 channels in 2 B -- and its
+** MoE sub-layers nothing. Qwen3-Next: 12 attention layers at 2 x 2 x 256 x 2
+** B a token, 36 Gated DeltaNet states of 32 x 128 x 128 in fp32 and conv
+** windows of 3 x (2 x 2048 + 4096) in 2 B. */
+Test(serve, hybrid_kv_cache_counts_only_attention_layers) {
+  model *m = th_model("tests/data/hf/nemotron3-nano-30b-a3b.json", 1024);
+  double mamba = 64.0 * 64 * 128 * 4 + 3.0 * (4096 + 2 * 8 * 128) * 2;
+  cr_assert_float_eq(serve_kv_bytes(m, 1, 1, 1024, 2), 6 * 1024.0 * 1024 + 23 * mamba, 1);
+  cr_assert_float_eq(serve_kv_bytes(m, 1, 1, 2048, 2) - serve_kv_bytes(m, 1, 1, 1024, 2),
+                     6 * 1024.0 * 1024, 1, "only attention grows with the sequence");
+  model_free(m);
+  m = th_model("tests/data/hf/qwen3-next-80b-a3b.json", 1024);
+  double gdn = 32.0 * 128 * 128 * 4 + 3.0 * (2 * 2048 + 4096) * 2;
+  cr_assert_float_eq(serve_kv_bytes(m, 1, 1, 1024, 2), 12 * 2048.0 * 1024 + 36 * gdn, 1);
+  model_free(m);
+}
+
 /* Erlang C: with c = 2 servers and a = 1 erlang, C = (a^2/2! x 2/(2-1)) /
 ** (1 + a + a^2/2! x 2/(2-1)) = 1/3; with one server it is the utilization
 ** (M/M/1). The M/M/1 wait's tail P(W > t) = rho e^{-(mu - lambda) t}
