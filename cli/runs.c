@@ -196,6 +196,23 @@ static const char *const MAP_KIND_NAMES[] = {"chip",      "devices",   "framewor
                                              "offload",   "sp",        "etp",       "family",
                                              "compile",   "tp_overlap", "ep_overlap", NULL};
 
+/* simulate's on/off switches the mapping sets, the rows each applies to
+** (need: 0 every row, 1 tp > 1, 2 ep > 1), and the word that goes in the
+** docs table's features when the switch is at `note_when` */
+static const struct {
+  map_kind kind;
+  const char *flag, *note_when, *note;
+  int need;
+} SWITCHES[] = {{MAP_COMPILE, "--compile", "off", ", eager PyTorch", 0},
+                {MAP_TP_OVERLAP, "--tp-overlap", "on", ", TP overlap", 1},
+                {MAP_EP_OVERLAP, "--ep-overlap", "on", ", EP overlap", 2}};
+
+static const char *switch_flag(map_kind k) {
+  for (size_t i = 0; i < sizeof SWITCHES / sizeof *SWITCHES; i++)
+    if (SWITCHES[i].kind == k) return SWITCHES[i].flag;
+  return NULL;
+}
+
 typedef struct {
   map_kind kind;
   const runs_cell *key, *value;
@@ -392,8 +409,7 @@ static int mapping_check_value(const map_entry *e, const char *file, diag *dg) {
                "extra cell)", e->key->s);
     return -1;
   }
-  bool switch_kind =
-      e->kind == MAP_COMPILE || e->kind == MAP_TP_OVERLAP || e->kind == MAP_EP_OVERLAP;
+  bool switch_kind = switch_flag(e->kind) != NULL;
   if (switch_kind && !keyed) {
     diag_error(dg, file, e->key->line, e->key->col, "key",
                "'%.60s': expected FRAMEWORK:PHRASE (the row's --framework, a phrase of its "
@@ -427,10 +443,7 @@ static int mapping_check_value(const map_entry *e, const char *file, diag *dg) {
     const char *sg = str_suggest(e->value->s, ONOFF, 2);
     diag_error(dg, file, e->value->line, e->value->col, "value",
                "'%.40s': expected on or off (simulate's %s)%s%s%s", e->value->s,
-               e->kind == MAP_COMPILE      ? "--compile"
-               : e->kind == MAP_TP_OVERLAP ? "--tp-overlap"
-                                           : "--ep-overlap",
-               sg ? " (did you mean '" : "",
+               switch_flag(e->kind), sg ? " (did you mean '" : "",
                sg ? sg : "", sg ? "'?)" : "");
     return -1;
   }
@@ -1201,26 +1214,15 @@ static void offload_arg(const runs_table *x, runs_result *r, runs_argv *a) {
 ** collective matmul; a Megatron-Core MoE row that states its all-to-all
 ** overlap). */
 static void switch_args(const runs_table *x, runs_result *r, runs_argv *a) {
-  const map_entry *e = phrase_entry(x, MAP_COMPILE, r->framework, r->w.extra);
-  if (e) {
-    runs_arg(a, "--compile");
+  for (size_t i = 0; i < sizeof SWITCHES / sizeof *SWITCHES; i++) {
+    int need = SWITCHES[i].need;
+    if ((need == 1 && r->w.tp <= 1) || (need == 2 && r->w.ep <= 1)) continue;
+    const map_entry *e = phrase_entry(x, SWITCHES[i].kind, r->framework, r->w.extra);
+    if (!e) continue;
+    runs_arg(a, "%s", SWITCHES[i].flag);
     runs_arg(a, "%s", e->value->s);
-    if (strcmp(e->value->s, "off") == 0)
-      runs_addf(r->exercises, sizeof r->exercises, ", eager PyTorch");
-  }
-  e = r->w.tp > 1 ? phrase_entry(x, MAP_TP_OVERLAP, r->framework, r->w.extra) : NULL;
-  if (e) {
-    runs_arg(a, "--tp-overlap");
-    runs_arg(a, "%s", e->value->s);
-    if (strcmp(e->value->s, "on") == 0)
-      runs_addf(r->exercises, sizeof r->exercises, ", TP overlap");
-  }
-  e = r->w.ep > 1 ? phrase_entry(x, MAP_EP_OVERLAP, r->framework, r->w.extra) : NULL;
-  if (e) {
-    runs_arg(a, "--ep-overlap");
-    runs_arg(a, "%s", e->value->s);
-    if (strcmp(e->value->s, "on") == 0)
-      runs_addf(r->exercises, sizeof r->exercises, ", EP overlap");
+    if (strcmp(e->value->s, SWITCHES[i].note_when) == 0)
+      runs_addf(r->exercises, sizeof r->exercises, "%s", SWITCHES[i].note);
   }
 }
 

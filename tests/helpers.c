@@ -17,6 +17,9 @@
 
 #include "../hw_models/hw_catalog.h"
 #include "../cli/cli.h"
+#include "../sim/coll.h"
+#include "../sim/framework.h"
+#include "../sim/step.h"
 
 th_run th_cli(const char *first, ...) {
   char *argv[64];
@@ -155,4 +158,45 @@ model *th_model_opts(const char *src, model_opts o) {
 
 model *th_model(const char *src, int64_t seq) {
   return th_model_opts(src, (model_opts){.seq_len = seq});
+}
+
+double th_layer0_flops(const model *m, graph_phase phase) {
+  double f = 0;
+  for (int i = 0; i < graph_count(m->g); i++) {
+    const graph_op *op = graph_get(m->g, i);
+    if ((op->kind != GOP_DOT && op->kind != GOP_CONV) || op->phase != phase || op->layer != 0)
+      continue;
+    graph_cost c = graph_op_cost(m->g, i);
+    f += graph_cost_flops(&c) * (double)op->count;
+  }
+  return f;
+}
+
+void th_assert_cp2_a2as(const char *src, int kind, int64_t layers, double in_width,
+                        double out_width) {
+  hw_catalog *c = th_catalog();
+  const hw_model *h = th_hw(c, "h100-sxm");
+  model *m = th_model(src, 8192);
+  char err[512];
+  plan p = {.chips = 16, .tp = 1, .pp = 1, .ep = 1, .cp = 2, .mbs = 1, .vp = 1, .slices = 1,
+            .gbs = 8, .seq = 8192, .schedule = PLAN_1F1B, .op_costs = OPCOST_FORMULA,
+            .precision = GDT_BF16};
+  framework_apply(framework_find("megatron-core"), &p);
+  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  step_result a, b;
+  cr_assert_eq(step_costs(m, h, &p, &a, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(a.kind_n[kind], layers);
+  double tokens = 8192 / 2;
+  double in = coll_time_s(h, 2, 2, COLL_ALL_TO_ALL, tokens * in_width * 2, 1, 0, COLL_AUTO, false,
+                          err, sizeof err);
+  double out = coll_time_s(h, 2, 2, COLL_ALL_TO_ALL, tokens * out_width * 2, 1, 0, COLL_AUTO,
+                           false, err, sizeof err);
+  cr_assert(in > out && out > 0, "%g %g", in, out);
+  cr_assert_float_eq(a.kind_comm_fwd_s[kind], in + out, 1e-15);
+  cr_assert_float_eq(a.kind_comm_bwd_s[kind], in + out, 1e-15);
+  p.cp = 1, p.chips = 8;
+  cr_assert_eq(step_costs(m, h, &p, &b, err, sizeof err), 0, "%s", err);
+  cr_assert_float_eq(b.kind_comm_fwd_s[kind], 0, 1e-15);
+  model_free(m);
+  hw_catalog_free(c);
 }

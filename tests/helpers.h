@@ -57,5 +57,14 @@ const char *th_shared(const char *fmt, ...) __attribute__((format(printf, 1, 2))
 model *th_model(const char *src, int64_t seq);
 /* The same with every load option given. */
 model *th_model_opts(const char *src, model_opts o);
+/* FLOPs of layer 0's dots and convolutions in one phase of m's graph
+** (op counts included): what a hand count of one layer is checked against. */
+double th_layer0_flops(const model *m, graph_phase phase);
+/* A hybrid's layers of `kind` (there being `layers` of them) under
+** context parallelism 2 on h100-sxm (tp 1, no ep, seq 8192, megatron-core):
+** their collectives are two all-to-alls each way, of in_width and out_width
+** 16-bit values a token of the chip's 4096; at cp 1 they have none. */
+void th_assert_cp2_a2as(const char *src, int kind, int64_t layers, double in_width,
+                        double out_width);
 
 #endif

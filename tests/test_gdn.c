@@ -12,10 +12,6 @@
 
 #include <criterion/criterion.h>
 
-#include "../hw_models/hw_catalog.h"
-#include "../sim/coll.h"
-#include "../sim/framework.h"
-#include "../sim/step.h"
 #include "../workloads/model.h"
 #include "helpers.h"
 
@@ -74,21 +70,6 @@ Test(gdn, qwen3_next_layer_pattern) {
   model_free(m);
 }
 
-/* Forward FLOPs of layer 0's dots and convolutions. */
-static double layer0_flops(const model *m) {
-  const graph *g = m->g;
-  double f = 0;
-  for (int i = 0; i < graph_count(g); i++) {
-    const graph_op *op = graph_get(g, i);
-    if ((op->kind != GOP_DOT && op->kind != GOP_CONV) || op->phase != GRAPH_FORWARD ||
-        op->layer != 0)
-      continue;
-    graph_cost c = graph_op_cost(g, i);
-    f += graph_cost_flops(&c) * (double)op->count;
-  }
-  return f;
-}
-
 /* One Gated DeltaNet layer (with the config's dense MLP, 5120 wide, as a
 ** one-kind layer without experts) on S = 1024 tokens, batch 1: c = 16
 ** chunks of Q = 64, 32 value heads (dk = dv = 128). By hand: in_proj
@@ -110,7 +91,7 @@ Test(gdn, one_layer_forward_flops_from_the_chunked_delta_rule) {
   double conv = 2 * S * K * (2 * kd + vd);
   double mlp = 3 * 2 * S * h * 5120;
   double rule = c * nv * (6 * Q * Q * dk + 4 * Q * Q * dv + 6 * Q * dk * dv + 2 * Q * Q * Q + 2 * Q * Q);
-  double got = layer0_flops(m), want = proj + conv + mlp + rule;
+  double got = th_layer0_flops(m, GRAPH_FORWARD), want = proj + conv + mlp + rule;
   cr_assert(fabs(got - want) <= 1e-9 * got, "%.6g FLOPs, by hand %.6g", got, want);
   cr_assert(rule / got > 0.03 && rule / got < 0.08, "the delta rule is %.3f of the layer", rule / got);
   model_free(m);
@@ -121,15 +102,7 @@ Test(gdn, one_layer_forward_flops_from_the_chunked_delta_rule) {
 Test(gdn, backward_is_about_twice_forward) {
   model *m = th_model_opts(NEXT, (model_opts){.global_batch = 1, .seq_len = 1024, .only_layers = 1,
                                               .one_kind = true, .layer_kind = WL_LAYER_GDN});
-  double f = 0, b = 0;
-  for (int i = 0; i < graph_count(m->g); i++) {
-    const graph_op *op = graph_get(m->g, i);
-    if ((op->kind != GOP_DOT && op->kind != GOP_CONV) || op->layer != 0) continue;
-    graph_cost c = graph_op_cost(m->g, i);
-    double x = graph_cost_flops(&c) * (double)op->count;
-    if (op->phase == GRAPH_FORWARD) f += x;
-    if (op->phase == GRAPH_BACKWARD) b += x;
-  }
+  double f = th_layer0_flops(m, GRAPH_FORWARD), b = th_layer0_flops(m, GRAPH_BACKWARD);
   cr_assert(f > 0 && b / f > 1.8 && b / f < 2.2, "backward / forward = %.3f", b / f);
   model_free(m);
 }
@@ -153,31 +126,5 @@ Test(gdn, tp_must_divide_the_key_heads) {
 ** no expert parallelism those are all of such a layer's collectives; at
 ** cp 1 it has none. */
 Test(gdn, cp_all_to_alls) {
-  hw_catalog *c = th_catalog();
-  const hw_model *h = th_hw(c, "h100-sxm");
-  model *m = th_model(NEXT, 8192);
-  char err[512];
-  plan p = {.chips = 16, .tp = 1, .pp = 1, .ep = 1, .cp = 2, .mbs = 1, .vp = 1, .slices = 1,
-            .gbs = 8, .seq = 8192, .schedule = PLAN_1F1B, .op_costs = OPCOST_FORMULA,
-            .precision = GDT_BF16};
-  framework_apply(framework_find("megatron-core"), &p);
-  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
-  step_result a, b;
-  cr_assert_eq(step_costs(m, h, &p, &a, err, sizeof err), 0, "%s", err);
-  int k = WL_LAYER_GDN | WL_LAYER_MOE;
-  cr_assert_eq(a.kind_n[k], 36);
-  double tokens = 8192 / 2;
-  double in = coll_time_s(h, 2, 2, COLL_ALL_TO_ALL, tokens * 12352 * 2, 1, 0, COLL_AUTO, false, err,
-                          sizeof err);
-  double out = coll_time_s(h, 2, 2, COLL_ALL_TO_ALL, tokens * 4096 * 2, 1, 0, COLL_AUTO, false, err,
-                           sizeof err);
-  cr_assert(in > out && out > 0, "%g %g", in, out);
-  cr_assert_float_eq(a.kind_comm_fwd_s[k], in + out, 1e-15);
-  cr_assert_float_eq(a.kind_comm_bwd_s[k], in + out, 1e-15);
-  p.cp = 1;
-  p.chips = 8;
-  cr_assert_eq(step_costs(m, h, &p, &b, err, sizeof err), 0, "%s", err);
-  cr_assert_float_eq(b.kind_comm_fwd_s[k], 0, 1e-15);
-  model_free(m);
-  hw_catalog_free(c);
+  th_assert_cp2_a2as(NEXT, WL_LAYER_GDN | WL_LAYER_MOE, 36, 12352, 4096);
 }

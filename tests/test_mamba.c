@@ -11,10 +11,6 @@
 
 #include <criterion/criterion.h>
 
-#include "../hw_models/hw_catalog.h"
-#include "../sim/coll.h"
-#include "../sim/framework.h"
-#include "../sim/step.h"
 #include "../workloads/model.h"
 #include "helpers.h"
 
@@ -142,21 +138,6 @@ Test(mamba, hybrid_pattern_counts) {
   model_free(m);
 }
 
-/* Forward FLOPs of layer 0's dots and convolutions. */
-static double layer0_flops(const model *m) {
-  const graph *g = m->g;
-  double f = 0;
-  for (int i = 0; i < graph_count(g); i++) {
-    const graph_op *op = graph_get(g, i);
-    if ((op->kind != GOP_DOT && op->kind != GOP_CONV) || op->phase != GRAPH_FORWARD ||
-        op->layer != 0)
-      continue;
-    graph_cost c = graph_op_cost(g, i);
-    f += graph_cost_flops(&c) * (double)op->count;
-  }
-  return f;
-}
-
 /* One Mamba-2 layer of Nano (h 2688, 64 heads of P = 64, G = 8 groups of
 ** N = 128, conv K = 4, chunk Q = 128) on S = 1024 tokens (c = 8 chunks),
 ** batch 1. By hand: in_proj 2 S h (2 d_in + 2 G N + heads) and out_proj
@@ -177,7 +158,7 @@ Test(mamba, one_layer_forward_flops_from_ssd) {
   double conv = 2 * S * K * (din + 2 * G * N);
   double ssd = 2 * c * G * Q * Q * N + 2 * c * nh * Q * Q * P + 2 * (2 * c * nh * Q * N * P);
   double cumsum = 2 * c * nh * Q * Q;
-  double got = layer0_flops(m);
+  double got = th_layer0_flops(m, GRAPH_FORWARD);
   cr_assert(fabs(got - (proj + conv + ssd + cumsum)) <= 1e-9 * got, "%.6g FLOPs, by hand %.6g", got,
             proj + conv + ssd + cumsum);
   cr_assert(fabs(ssd / (7 * S * din * N) - 1) < 0.10, "SSD %.4g vs Megatron's 7 S d N %.4g", ssd,
@@ -190,15 +171,7 @@ Test(mamba, one_layer_forward_flops_from_ssd) {
 Test(mamba, backward_is_about_twice_forward) {
   model *m = load_o(NANO, (model_opts){.global_batch = 1, .seq_len = 1024, .only_layers = 1,
                                        .one_kind = true, .layer_kind = WL_LAYER_MAMBA});
-  double f = 0, b = 0;
-  for (int i = 0; i < graph_count(m->g); i++) {
-    const graph_op *op = graph_get(m->g, i);
-    if ((op->kind != GOP_DOT && op->kind != GOP_CONV) || op->layer != 0) continue;
-    graph_cost c = graph_op_cost(m->g, i);
-    double x = graph_cost_flops(&c) * (double)op->count;
-    if (op->phase == GRAPH_FORWARD) f += x;
-    if (op->phase == GRAPH_BACKWARD) b += x;
-  }
+  double f = th_layer0_flops(m, GRAPH_FORWARD), b = th_layer0_flops(m, GRAPH_BACKWARD);
   cr_assert(f > 0 && b / f > 1.8 && b / f < 2.2, "backward / forward = %.3f", b / f);
   model_free(m);
 }
@@ -343,25 +316,5 @@ Test(mamba, no_rank5_tensor_in_a_mamba_layer) {
 ** back, 16-bit, forward and backward; at tp 1 a Mamba layer has no other
 ** collective. */
 Test(mamba, cp_all_to_alls) {
-  hw_catalog *c = th_catalog();
-  const hw_model *h = th_hw(c, "h100-sxm");
-  model *m = th_model(NANO, 8192);
-  char err[512];
-  plan p = {.chips = 16, .tp = 1, .pp = 1, .ep = 1, .cp = 2, .mbs = 1, .vp = 1, .slices = 1,
-            .gbs = 8, .seq = 8192, .schedule = PLAN_1F1B, .op_costs = OPCOST_FORMULA,
-            .precision = GDT_BF16};
-  framework_apply(framework_find("megatron-core"), &p);
-  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
-  step_result a;
-  cr_assert_eq(step_costs(m, h, &p, &a, err, sizeof err), 0, "%s", err);
-  double tokens = 8192 / 2;
-  double in = coll_time_s(h, 2, 2, COLL_ALL_TO_ALL, tokens * 10304 * 2, 1, 0, COLL_AUTO, false, err,
-                          sizeof err);
-  double out = coll_time_s(h, 2, 2, COLL_ALL_TO_ALL, tokens * 4096 * 2, 1, 0, COLL_AUTO, false, err,
-                           sizeof err);
-  cr_assert_eq(a.kind_n[WL_LAYER_MAMBA], 23);
-  cr_assert_float_eq(a.kind_comm_fwd_s[WL_LAYER_MAMBA], in + out, 1e-15);
-  cr_assert_float_eq(a.kind_comm_bwd_s[WL_LAYER_MAMBA], in + out, 1e-15);
-  model_free(m);
-  hw_catalog_free(c);
+  th_assert_cp2_a2as(NANO, WL_LAYER_MAMBA, 23, 10304, 4096);
 }
