@@ -516,7 +516,7 @@ static void span_of(const memctx *x, int64_t a, int64_t n, span *s) {
   if (d->window <= 0 && !d->hybrid) {
     cnt[WL_LAYER_MOE] = (double)(moe_below(d, a + n) - moe_below(d, a));
     cnt[0] = (double)n - cnt[WL_LAYER_MOE];
-  } else if (d->experts <= 0) {
+  } else if (d->experts <= 0 && !d->hybrid) { /* a hybrid's pattern is read layer by layer */
     cnt[0] = (double)(global_below(d, a + n) - global_below(d, a));
     cnt[WL_LAYER_LOCAL] = (double)n - cnt[0];
   } else {

@@ -11,6 +11,7 @@
 
 #include <criterion/criterion.h>
 
+#include "../sim/memory.h"
 #include "../workloads/model.h"
 #include "helpers.h"
 
@@ -106,6 +107,40 @@ Test(mamba, super_parameters_match_card_and_hand_count) {
   double compute = (double)m->active_params - mtp_active - 131072.0 * 4096; /* main stack, less the input embedding */
   cr_assert(compute > 12.0e9 && compute < 12.5e9, "active %.2f B, published 12 B", compute / 1e9);
   model_free(m);
+}
+
+/* Nemotron-H 8B, 47B and 56B (arXiv:2504.03624) and Nemotron Nano 9B and
+** 12B v2 (Megatron-Bridge's nemotronh recipes, tests/data/hf/SOURCES.md):
+** dense hybrids, Mamba-2, attention and squared-ReLU MLP layers (two h x F
+** matrices, no bias). Published: the names' 8, 47, 56, 9 and 12 B, which
+** round (12.31 B is "12B"). The hand counts: 8,100,852,736,
+** 46,791,554,816, 56,324,350,464, 8,888,227,328 and 12,310,001,152. */
+static double mlp_params(const nh_dims *d) { return 2 * d->h * d->ffn + d->h; }
+
+Test(mamba, dense_family_parameters_match_names_and_hand_count) {
+  static const struct {
+    const char *file;
+    double m, mlp, attn, h, heads, m_heads, m_hd, state, ffn, published;
+    int64_t hand;
+  } f[] = {
+      {"tests/data/hf/nemotron-h-8b.json", 24, 24, 4, 4096, 32, 128, 64, 128, 21504, 8e9, 8100852736LL},
+      {"tests/data/hf/nemotron-h-47b.json", 45, 48, 5, 8192, 64, 256, 64, 256, 30720, 47e9, 46791554816LL},
+      {"tests/data/hf/nemotron-h-56b.json", 54, 54, 10, 8192, 64, 256, 64, 256, 32768, 56e9, 56324350464LL},
+      {"tests/data/hf/nemotron-nano-9b-v2.json", 27, 25, 4, 4480, 40, 128, 80, 128, 15680, 9e9, 8888227328LL},
+      {"tests/data/hf/nemotron-nano-12b-v2.json", 28, 28, 6, 5120, 40, 128, 80, 128, 20480, 12e9, 12310001152LL},
+  };
+  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+    model *m = load_o(f[i].file, (model_opts){.global_batch = 1, .seq_len = 8192, .forward_only = true});
+    nh_dims d = {.h = f[i].h, .heads = f[i].heads, .kv = 8, .hd = 128, .m_heads = f[i].m_heads,
+                 .m_hd = f[i].m_hd, .groups = 8, .state = f[i].state, .conv = 4, .ffn = f[i].ffn};
+    double hand = f[i].m * mamba_params(&d) + f[i].mlp * mlp_params(&d) +
+                  f[i].attn * attn_params(&d) + 2 * 131072.0 * d.h + d.h;
+    cr_assert_eq((int64_t)hand, f[i].hand, "%s: by hand %.0f", f[i].file, hand);
+    cr_assert_eq((double)m->params, hand, "%s: params %lld", f[i].file, (long long)m->params);
+    cr_assert_eq(m->active_params, m->params, "%s: dense", f[i].file);
+    cr_assert(fabs(hand / f[i].published - 1) < 0.03, "%s: %.2f B", f[i].file, hand / 1e9);
+    model_free(m);
+  }
 }
 
 /* The pattern read layer by layer: Nano's 52 characters are 23 M, 23 E,
@@ -317,4 +352,32 @@ Test(mamba, no_rank5_tensor_in_a_mamba_layer) {
 ** collective. */
 Test(mamba, cp_all_to_alls) {
   th_assert_cp2_a2as(NANO, WL_LAYER_MAMBA, 23, 10304, 4096);
+}
+
+/* A dense hybrid's memory counts its layers by kind, as a MoE hybrid's:
+** the weights at tp 1 are the model's parameters at 2 B (bf16), to the
+** biases memory.c assumes on MLPs (F + h a layer, 0.03 % here), and tp 8
+** divides them by about 8 (norms and conv taps partly replicated). A
+** pattern without E layers was once counted as all local-attention layers
+** (2.0 GiB of weights and a 61 TiB temporary). */
+Test(mamba, dense_hybrid_memory_by_layer_kind) {
+  model *m = load_o("tests/data/hf/nemotron-h-8b.json",
+                    (model_opts){.global_batch = 1, .seq_len = 8192, .forward_only = true});
+  const wl_tf_dims *d = &m->info.tf;
+  mem_opts o = {.flash_attention = true, .no_dropout = true};
+  plan p = {.dp = 1, .tp = 1, .pp = 1, .cp = 1, .chips = 1, .mbs = 1, .gbs = 1, .seq = 8192,
+            .precision = GDT_BF16, .schedule = PLAN_1F1B};
+  mem_bytes one, eight;
+  char err[256] = "";
+  cr_assert_eq(mem_transformer(d, &p, &o, &one, err, sizeof err), 0, "%s", err);
+  cr_assert(fabs(one.params / (double)m->params - 1) < 5e-4, "memory %.4g, model %lld", one.params,
+            (long long)m->params);
+  cr_assert(fabs(one.weights / (2.0 * m->params) - 1) < 5e-4, "weights %.4g B", one.weights);
+  p.tp = p.chips = 8;
+  p.sp = true;
+  cr_assert_eq(mem_transformer(d, &p, &o, &eight, err, sizeof err), 0, "%s", err);
+  cr_assert(eight.weights > one.weights / 8 && eight.weights < one.weights / 7.5, "tp 8: %.4g of %.4g",
+            eight.weights, one.weights);
+  cr_assert_lt(eight.temporary, 1.5 * (double)(1 << 30), "temporary %.4g B", eight.temporary);
+  model_free(m);
 }
