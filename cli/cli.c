@@ -17,6 +17,7 @@
 
 #include "../base/diag.h"
 #include "../base/strutil.h"
+#include "../sim/framework.h"
 #include "../sim/lower.h"
 #include "../viz/view.h"
 
@@ -102,6 +103,23 @@ int cli_model_sets(cli_ctx *c, model_opts *o, const char **buf) {
   return CLI_OK;
 }
 
+int cli_model_finetune(cli_ctx *c, model_opts *o, int f) {
+  int k;
+  if (cli_enum_opt(c, "--finetune", wl_method_names, WL_FULL, &k) ||
+      cli_opt_int(c, "--lora-rank", 1, 1 << 16, &o->lora_rank))
+    return CLI_USAGE;
+  o->finetune = cli_opt(c, "--finetune");
+  o->lora_targets = cli_opt(c, "--lora-targets");
+  if ((o->lora_rank > 0 || o->lora_targets) && k == WL_FULL)
+    return cli_usage_error(c, "%s", "--lora-rank and --lora-targets need --finetune lora or qlora");
+  if (k != WL_FULL && !o->lora_targets && f >= 0 && frameworks[f].lora_targets) {
+    o->lora_targets = frameworks[f].lora_targets;
+    o->lora_lenient = true;
+    if (o->lora_rank == 0) o->lora_rank = frameworks[f].lora_rank;
+  }
+  return CLI_OK;
+}
+
 int cli_opt_num(cli_ctx *c, const char *name, num_range r, double *out) {
   const char *v = cli_opt(c, name);
   char err[320];
@@ -148,7 +166,8 @@ int cli_load_model(cli_ctx *c, model **out) {
                   .forward_only = cli_opt(c, "--forward-only")};
   const char *sets[MODEL_MAX_SETS];
   if (cli_opt_int(c, "--seq", 1, CLI_MAX_SEQ, &o.seq_len) ||
-      cli_opt_int(c, "--gbs", 1, CLI_MAX_BATCH, &o.global_batch) || cli_model_sets(c, &o, sets))
+      cli_opt_int(c, "--gbs", 1, CLI_MAX_BATCH, &o.global_batch) || cli_model_sets(c, &o, sets) ||
+      cli_model_finetune(c, &o, -1))
     return CLI_USAGE;
   diag *dg = diag_new();
   *out = model_load(c->pos[0], &o, dg);

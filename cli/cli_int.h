@@ -72,6 +72,12 @@ const char *cli_opt(const cli_ctx *c, const char *name);
 /* Every --set FIELD=VALUE given, in order, into o (model_opts' set list,
 ** pointing into c); CLI_USAGE past MODEL_MAX_SETS. */
 int cli_model_sets(cli_ctx *c, model_opts *o, const char **buf);
+/* --finetune full|lora|qlora, --lora-rank N and --lora-targets LIST into o;
+** under lora or qlora without --lora-targets, framework f's default
+** targets and rank (framework.lora_targets; f -1: none), which the model
+** file's own lora block overrides. CLI_USAGE for a bad value or a rank or
+** targets without --finetune lora|qlora. */
+int cli_model_finetune(cli_ctx *c, model_opts *o, int f);
 /* "tpusim CMD: " fmt (with arg), then where to look; returns CLI_USAGE. */
 int cli_usage_error(cli_ctx *c, const char *fmt, const char *arg);
 /* The ranges of the numeric options, one place for each limit. */

@@ -7,7 +7,8 @@
 #include <stdlib.h>
 
 static const char *const GRAPH_FLAGS[] = {"--dot", "--forward-only", NULL};
-static const char *const GRAPH_VALUED[] = {"--seq", "--gbs", "--precision", "--set", NULL};
+static const char *const GRAPH_VALUED[] = {"--seq",      "--gbs",       "--precision", "--set",
+                                           "--finetune", "--lora-rank", "--lora-targets", NULL};
 
 static int run_graph(cli_ctx *c) {
   if (c->json && cli_opt(c, "--dot")) return cli_usage_error(c, "%s", "--json and --dot: pick one");
@@ -30,6 +31,7 @@ static int run_graph(cli_ctx *c) {
 const cli_cmd cli_cmd_graph = {"graph",
     "tpusim graph MODEL [--json|--dot] [--seq S] [--gbs G] [--precision bf16|fp16|fp32|fp64|fp8]\n"
     "                   [--forward-only] [--set FIELD=VALUE ...]\n"
+    "                   [--finetune full|lora|qlora [--lora-rank R] [--lora-targets LIST]]\n"
     "  MODEL: a model.json, a HuggingFace config.json, an XLA HLO text file, or the name\n"
     "  of a built-in example (gpt3-175b, llama3-8b, ...; see docs/workloads.md)\n"
     "  --set FIELD=VALUE: replace a field of the model file before it is read\n"

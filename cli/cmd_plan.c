@@ -24,7 +24,8 @@ static const char *const PLAN_VALUED[] = {"--hw",     "--chips",     "--max-chip
                                           "--steps",  "--deadline",  "--budget",    "--objective",
                                           "--top",    "--preemption-rate", "--explain", "--op-costs",
                                           "--cp",     "--seq",       "--precision", "--framework",
-                                          "--offload", "--fix",      "--gbs",       "--embeddings", "--set", NULL};
+                                          "--offload", "--fix",      "--gbs",       "--embeddings", "--set",
+                                          "--finetune", "--lora-rank", "--lora-targets", NULL};
 
 /* The ranges of plan's numbers. Tokens stop at 1e18 so that the steps
 ** the planner derives (tokens / (gbs x seq), an int64) cannot overflow;
@@ -365,7 +366,8 @@ static int run_plan(cli_ctx *c) {
   /* a fixed --gbs is the model's batch, as simulate reads it */
   model_opts mo = {.global_batch = gbs_lo == gbs_hi ? gbs_lo : 0};
   const char *sets[MODEL_MAX_SETS];
-  if (cli_model_sets(c, &mo, sets) != CLI_OK) {
+  if (cli_model_sets(c, &mo, sets) != CLI_OK ||
+      cli_model_finetune(c, &mo, req.has_framework ? req.framework : -1) != CLI_OK) {
     diag_free(dg);
     hw_catalog_free(cat);
     return CLI_USAGE;
@@ -607,6 +609,7 @@ const cli_cmd cli_cmd_plan = {"plan",
     "                  [--precision fp8|fp8-cs|mxfp8|nvfp4|int8|tf32] [--framework NAME]\n"
     "                  [--offload none|activations|optimizer] [--exhaustive]\n"
     "                  [--embeddings replicated|sharded|ps] [--set FIELD=VALUE ...]\n"
+    "                  [--finetune full|lora|qlora [--lora-rank R] [--lora-targets LIST]]\n"
     "  --objective: default time; cost for the classical families (gbdt, mlp)\n"
     "  --cp, --precision, --framework, --offload, --seq: kept fixed in the search\n"
     "  --embeddings: where a recommender's tables live, fixed (default: each placement\n"
@@ -616,6 +619,7 @@ const cli_cmd cli_cmd_plan = {"plan",
     "               bound shows cannot be among the best are skipped (same best plan)\n"
     "               (as simulate reads them); the framework defaults by chip kind\n"
     "  --set FIELD=VALUE: replace a field of the model file (simulate --help)\n"
+    "  --finetune: fine-tune with LoRA or QLoRA adapters (simulate --help)\n"
     "  --preemption-rate: share of spot instances reclaimed a month (default 0.2)\n"
     "  --explain N: the full breakdown of candidate N of the table (1: the best)\n"
     "  --deadline: turns down slower plans whatever the objective (alone: cost-under-deadline)\n"

@@ -30,7 +30,7 @@ const char *const CLI_SIM_VALUED[] = {
     "--trace", "--input", "--storage", "--prefetch", "--input-host", "--grad-sync", "--attention",
     "--op-costs", "--cp", "--cp-comm", "--etp", "--pp-layers", "--hsdp", "--offload",
     "--framework", "--embeddings", "--topology", "--set", "--compile", "--tp-overlap",
-    "--ep-overlap", NULL};
+    "--ep-overlap", "--finetune", "--lora-rank", "--lora-targets", NULL};
 static const char *const CP_COMM[] = {"ring", "all-gather", NULL};
 static const char *const OFFLOAD[] = {"none", "activations", "optimizer", NULL};
 static const char *const COMPILE[] = {"off", "on", NULL};
@@ -451,7 +451,7 @@ static int run_simulate(cli_ctx *c) {
   bool own_prec = !cli_opt(c, "--precision");
   model_opts mo = {.seq_len = p.seq, .precision = own_prec ? NULL : plan_precision_name(p.precision)};
   const char *sets[MODEL_MAX_SETS];
-  if (cli_model_sets(c, &mo, sets) != CLI_OK) {
+  if (cli_model_sets(c, &mo, sets) != CLI_OK || cli_model_finetune(c, &mo, p.framework) != CLI_OK) {
     diag_free(dg);
     hw_catalog_free(cat);
     return CLI_USAGE;
@@ -550,6 +550,7 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "                  [--ep-overlap on|off] [--explain] [--json] [--trace FILE]\n"
     "                  [--input tokens|images] [--storage shards|files] [--prefetch N]\n"
     "                  [--input-host local|remote] [--set FIELD=VALUE ...]\n"
+    "                  [--finetune full|lora|qlora [--lora-rank R] [--lora-targets LIST]]\n"
     "  chips = dp x tp x pp x cp (Megatron-Core); --ep splits the expert layers over\n"
     "  dp x cp ranks, --etp each expert's FFN\n"
     "  --framework: the stack's features (attention kernel, gradient sync, optimizer\n"
@@ -586,6 +587,12 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "  --op-costs: each fused kernel's flops and bytes read off its lowered LLVM IR\n"
     "              (default), or from the graph's formulas (equal; no LLVM work)\n"
     "  --set FIELD=VALUE: replace a field of the model file before it is read (e.g.\n"
-    "              num_hidden_layers=80); repeatable; only fields the file has",
+    "              num_hidden_layers=80); repeatable; only fields the file has\n"
+    "  --finetune lora|qlora: the base weights frozen (no weight gradients, no\n"
+    "              optimizer state), low-rank adapters trained on --lora-targets\n"
+    "              (q,k,v,o,gate,up,down, or linear_qkv,... as Megatron-Core names\n"
+    "              them, q_proj,... as HF PEFT); default targets and rank: the\n"
+    "              model file's, else the framework's (megatron-core: all linear\n"
+    "              layers, rank 32), else q,v at 16; qlora: the base in 4-bit NF4",
     "one training step on a given machine and plan: time, memory, MFU", run_simulate, NULL,
     CLI_SIM_FLAGS, CLI_SIM_VALUED, NULL};

@@ -190,11 +190,12 @@ static int csv_check_widths(const runs_csv *t, diag *dg) {
 
 typedef enum { MAP_CHIP, MAP_DEVICES, MAP_FRAMEWORK, MAP_BATCH, MAP_MODEL, MAP_PRECISION,
                MAP_RECOMPUTE, MAP_DEFAULT, MAP_OFFLOAD, MAP_SP, MAP_ETP, MAP_FAMILY,
-               MAP_COMPILE, MAP_TP_OVERLAP, MAP_EP_OVERLAP, MAP_KINDS } map_kind;
+               MAP_COMPILE, MAP_TP_OVERLAP, MAP_EP_OVERLAP, MAP_FINETUNE, MAP_KINDS } map_kind;
 static const char *const MAP_KIND_NAMES[] = {"chip",      "devices",   "framework", "batch",
                                              "model",     "precision", "recompute", "default",
                                              "offload",   "sp",        "etp",       "family",
-                                             "compile",   "tp_overlap", "ep_overlap", NULL};
+                                             "compile",   "tp_overlap", "ep_overlap", "finetune",
+                                             NULL};
 
 /* simulate's on/off switches the mapping sets, the rows each applies to
 ** (need: 0 every row, 1 tp > 1, 2 ep > 1), and the word that goes in the
@@ -310,6 +311,35 @@ static int check_word(const map_entry *e, const char *file, const char *what,
 /* A default's key names one of DEFAULT_COLS, and its value is one a row's
 ** cell could hold there, in the form simulate takes: 0, or -1 after a
 ** message with the file's line:column and the nearest valid choice. */
+/* A finetune entry: FRAMEWORK:PHRASE (the row's --framework, a phrase of
+** its extra cell) -> METHOD[:TARGETS], simulate's --finetune and
+** --lora-targets (the recipe's adapters where it sets them). */
+static int check_finetune(const map_entry *e, bool keyed, const char *file, diag *dg) {
+  if (!keyed) {
+    diag_error(dg, file, e->key->line, e->key->col, "key",
+               "'%.60s': expected FRAMEWORK:PHRASE (the row's --framework, a phrase of its "
+               "extra cell)", e->key->s);
+    return -1;
+  }
+  char fw[64];
+  snprintf(fw, sizeof fw, "%.*s", (int)strcspn(e->key->s, ":"), e->key->s);
+  if (framework_find(fw) < 0) {
+    diag_error(dg, file, e->key->line, e->key->col, "key", "'%.60s': no framework '%s' (one of "
+               "simulate --framework's names)", e->key->s, fw);
+    return -1;
+  }
+  const char *v = e->value->s, *colon = strchr(v, ':');
+  size_t n = colon ? (size_t)(colon - v) : strlen(v);
+  for (int i = 0; wl_method_names[i]; i++)
+    if (strlen(wl_method_names[i]) == n && strncmp(wl_method_names[i], v, n) == 0 &&
+        (!colon || (i != WL_FULL && colon[1])))
+      return 0;
+  diag_error(dg, file, e->value->line, e->value->col, "value",
+             "'%.40s': expected full, lora or qlora, the latter two with :TARGETS if the recipe "
+             "names them (simulate's --finetune and --lora-targets; e.g. lora:linear_qkv)", v);
+  return -1;
+}
+
 static int check_default(const map_entry *e, const char *file, diag *dg) {
   static const char *const SP[] = {"0", "1", NULL};
   static const char *const ZERO[] = {"0", "1", "2", "3", "fsdp", NULL};
@@ -403,6 +433,7 @@ static int mapping_check_value(const map_entry *e, const char *file, diag *dg) {
   if (e->kind == MAP_DEFAULT && check_default(e, file, dg)) return -1;
   const char *colon = strchr(e->key->s, ':');
   bool keyed = colon && colon != e->key->s && colon[1];
+  if (e->kind == MAP_FINETUNE && check_finetune(e, keyed, file, dg)) return -1;
   if (e->kind == MAP_OFFLOAD && !keyed) {
     diag_error(dg, file, e->key->line, e->key->col, "key",
                "'%.60s': expected RECOMPUTE:PHRASE (the row's recompute cell, a phrase of its "
@@ -1226,6 +1257,22 @@ static void switch_args(const runs_table *x, runs_result *r, runs_argv *a) {
   }
 }
 
+/* --finetune through the mapping: FRAMEWORK:PHRASE, a row that states a
+** LoRA or QLoRA fine-tuning task (Megatron-Bridge's peft recipes). */
+static void finetune_args(const runs_table *x, runs_result *r, runs_argv *a) {
+  const map_entry *e = phrase_entry(x, MAP_FINETUNE, r->framework, r->w.extra);
+  if (!e) return;
+  const char *v = e->value->s, *colon = strchr(v, ':');
+  runs_arg(a, "--finetune");
+  runs_arg(a, "%.*s", (int)(colon ? colon - v : (ptrdiff_t)strlen(v)), v);
+  if (colon) {
+    runs_arg(a, "--lora-targets");
+    runs_arg(a, "%s", colon + 1);
+  }
+  if (strncmp(v, "full", 4) != 0)
+    runs_addf(r->exercises, sizeof r->exercises, ", %s", strncmp(v, "qlora", 5) == 0 ? "QLoRA" : "LoRA");
+}
+
 /* The features of the model the row names, for the docs' table. */
 static void model_features(runs_result *r) {
   const runs_row *w = &r->w;
@@ -1312,6 +1359,7 @@ int runs_build_args(const runs_table *x, runs_result *r, runs_argv *a) {
   numeric_args(x, r, a);
   offload_arg(x, r, a);
   switch_args(x, r, a);
+  finetune_args(x, r, a);
   model_features(r);
   if (a->full) {
     snprintf(r->msg, sizeof r->msg, "the command is longer than %d bytes", RUNS_CMD_MAX);

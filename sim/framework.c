@@ -14,7 +14,8 @@
   .param_gather_overlap = true, .tp_overlap = true, .recompute = PLAN_RECOMPUTE_NONE,              \
   .moe_node_dedup = true, .grads_16bit = true, .moe_gemm_per_expert = true,                        \
   .loss_grad_in_place = true, .lowp_params = true, .attention_cudnn = true,                       \
-  .norm_quant_fused = true
+  .norm_quant_fused = true, .lora_targets = "linear_qkv,linear_proj,linear_fc1,linear_fc2",         \
+  .lora_rank = 32
 
 const framework frameworks[] = {
     {/* plain */

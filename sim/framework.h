@@ -120,6 +120,12 @@ typedef struct {
   ** UNFUSED); Megatron-Core builds those GEMMs as TE's
   ** TELayerNormColumnParallelLinear */
   bool norm_quant_fused;
+  /* --finetune lora without --lora-targets: the library's default adapter
+  ** targets and rank (Megatron-Bridge peft/lora.py LoRA: target_modules
+  ** linear_qkv, linear_proj, linear_fc1, linear_fc2, dim 32); NULL: the
+  ** model file's, else HF PEFT's (workloads/model.c read_train) */
+  const char *lora_targets;
+  int lora_rank;
 } framework;
 
 /* The profiles, indexed as framework_names (NULL-terminated: the one list

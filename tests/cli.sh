@@ -293,6 +293,26 @@ run sim-epo-text 0 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --gbs 1
 epo_on=$(sed -n 's/.*"step_time_s":	\(.*\),$/\1/p' "$OUT/sim-epo-on.out" | head -1)
 epo_off=$(sed -n 's/.*"step_time_s":	\(.*\),$/\1/p' "$OUT/sim-epo-off.out" | head -1)
 awk -v a="$epo_on" -v b="$epo_off" 'BEGIN { exit !(a > 0 && b > a) }' && ok || bad "--ep-overlap on ($epo_on s) is not shorter than off ($epo_off s)"
+# --finetune: LoRA / QLoRA over a model of any format (the HF config has no
+# train block). The base is frozen: no weight gradients, so the step is
+# shorter than full training, and the adapters alone carry gradients and
+# optimizer state. Targets as Megatron-Core or HF PEFT name them; one the
+# model lacks is refused with the modules it has.
+run sim-ft-full 0 simulate tests/data/hf/llama3.1-8b.json --hw h100-sxm --chips 8 --gbs 8 --seq 2048 --json
+run sim-ft-lora 0 simulate tests/data/hf/llama3.1-8b.json --hw h100-sxm --chips 8 --gbs 8 --seq 2048 --finetune lora --lora-targets linear_qkv --json
+ft_full=$(sed -n 's/.*"step_time_s":	\(.*\),$/\1/p' "$OUT/sim-ft-full.out" | head -1)
+ft_lora=$(sed -n 's/.*"step_time_s":	\(.*\),$/\1/p' "$OUT/sim-ft-lora.out" | head -1)
+awk -v a="$ft_lora" -v b="$ft_full" 'BEGIN { exit !(a > 0 && a < 0.85 * b) }' && ok || bad "--finetune lora ($ft_lora s) is not well under full training ($ft_full s)"
+# megatron-core's default targets, all linear layers at rank 32: 32 x (q 8192 +
+# k 5120 + v 5120 + o 8192 + up, gate, down 3 x 18432) = 2,621,440 a layer,
+# 83,886,080 in 32, bf16 gradients: 160 MiB; the base in 4-bit NF4
+run sim-ft-text 0 simulate tests/data/hf/llama3.1-8b.json --hw h100-sxm --chips 8 --gbs 8 --seq 2048 --finetune qlora && has sim-ft-text out "gradients 160 MiB"
+run sim-ft-rank 2 simulate llama3-8b --hw h100-sxm --chips 8 --lora-rank 8 && has sim-ft-rank err "--lora-rank and --lora-targets need --finetune lora or qlora"
+run sim-ft-typo 2 simulate llama3-8b --hw h100-sxm --chips 8 --finetune lorra && has sim-ft-typo err "(did you mean 'lora'?)"
+run sim-ft-target 1 simulate llama3-8b --hw h100-sxm --chips 8 --finetune lora --lora-targets q,wq && has sim-ft-target err "LoRA target 'wq' is none of llama3-8b's linear modules (q, k, v, o, up, gate, down"
+run graph-ft 0 graph tests/data/hf/llama3.1-8b.json --seq 256 --finetune lora --lora-rank 16 --lora-targets q_proj,k_proj,v_proj && has graph-ft out "trainable 9.44 M"
+run graph-ft-hlo 1 graph mlp_train_step --finetune lora && has graph-ft-hlo err "an HLO module is one compiled step"
+run plan-ft 0 plan llama3-8b --hw h100-sxm --max-chips 8 --seq 2048 --finetune lora && has plan-ft out "h100-sxm"
 run sim-compile-off 0 simulate llama3-8b --hw h100-sxm --chips 8 --framework torchtitan --gbs 8 --seq 2048 --compile off --explain && has sim-compile-off out "eager kernels (--compile off"
 run sim-compile-on 0 simulate llama3-8b --hw h100-sxm --chips 8 --framework torchtitan --gbs 8 --seq 2048 --explain && has sim-compile-on out "kernels fused (compiled, or fused by hand)"
 run sim-fixes 3 simulate gpt3-175b --hw a100-80g --chips 64 --tp 8 --pp 8 --gbs 64 --mbs 1 --attention scores --framework megatron-2022 && has sim-fixes out "fix 1: sequence parallelism -> peak" && has sim-fixes out "(fits), step "

@@ -232,6 +232,78 @@ Test(workloads, lora_trains_only_the_adapters) {
   model_free(m);
 }
 
+/* --finetune on a HuggingFace config (model_opts.finetune, lora_rank,
+** lora_targets), which has no train block: Llama 3.1 8B with Megatron's
+** linear_qkv at rank 16 trains r (in + out) for q (4096 + 4096), k and v
+** (4096 + 1024 each): 294,912 a layer, 9,437,184 in 32; without targets,
+** the file default q and v at 16: 6,815,744. The backward loses the
+** frozen weights' gradients, 2 x (params - the embedding table, a lookup)
+** FLOPs a token, and layer 0's input gradient, and gains the adapters'
+** backward, 4 x their parameters (dA, dB and two activation gradients) a
+** token. The models the
+** simulator derives per chip train the same way. */
+Test(workloads, finetune_options_on_a_hf_config) {
+  const char *f = "tests/data/hf/llama3.1-8b.json";
+  diag *d = diag_new();
+  model_opts o = {.global_batch = 1, .seq_len = 256, .finetune = "lora", .lora_rank = 16,
+                  .lora_targets = "linear_qkv"};
+  model *m = model_load(f, &o, d);
+  cr_assert_not_null(m);
+  cr_assert_eq(m->trainable_params, 9437184LL);
+  cr_assert_eq(m->trainable_params, 32 * 16 * (8192LL + 2 * 5120));
+  model_opts q = {.global_batch = 1, .seq_len = 256, .finetune = "lora"};
+  model *qv = model_load(f, &q, d);
+  cr_assert_eq(qv->trainable_params, 32 * 16 * (8192LL + 5120));
+  model *full = load(f, 1, 256);
+  cr_assert_eq(full->trainable_params, full->params);
+  double tokens = 256, embed = 128256.0 * 4096;
+  /* the adapters' backward: dA, dB and the two activation gradients, 4 r (in + out) */
+  double adapters_bwd = 4.0 * (double)m->trainable_params * tokens;
+  double lost = phase_flops(full, GRAPH_BACKWARD) - phase_flops(m, GRAPH_BACKWARD);
+  /* and layer 0's QKV input gradient (h x (4096 + 2 x 1024)): nothing
+  ** trainable lies below it once the embedding is frozen */
+  double first_dgrad = 2.0 * 4096 * (4096 + 2 * 1024) * tokens;
+  double want = 2.0 * ((double)full->params - embed) * tokens - adapters_bwd + first_dgrad;
+  cr_assert(fabs(lost / want - 1) < 1e-3, "backward lost %.6g, want %.6g", lost, want);
+  model_opts shard = {.global_batch = 1, .seq_len = 256, .shard_tp = 2, .only_layers = 1};
+  model *dm = model_derive(m, &shard, d);
+  cr_assert_not_null(dm);
+  cr_assert_eq(dm->train.method, WL_LORA);
+  cr_assert_lt(dm->trainable_params, dm->params / 100);
+  model_free(dm);
+  model_free(full);
+  model_free(qv);
+  model_free(m);
+  diag_free(d);
+}
+
+/* A target the model has no module for is refused with the modules it
+** has; a framework's defaults (lenient) skip the ones it lacks, as the
+** library matches by name, but not all of them. */
+Test(workloads, finetune_target_not_in_the_model_refused) {
+  const char *f = "tests/data/hf/llama3.1-8b.json";
+  diag *d = diag_new();
+  model_opts o = {.global_batch = 1, .seq_len = 64, .finetune = "lora", .lora_targets = "q,wq"};
+  cr_assert_null(model_load(f, &o, d));
+  char buf[1024] = "";
+  FILE *mf = fmemopen(buf, sizeof buf, "w");
+  diag_print(d, mf);
+  fclose(mf);
+  cr_assert(strstr(buf, "LoRA target 'wq'") && strstr(buf, "(q, k, v, o, up, gate, down"), "%s", buf);
+  diag_free(d);
+  d = diag_new();
+  model_opts l = {.global_batch = 1, .seq_len = 64, .finetune = "lora", .lora_targets = "q,wq",
+                  .lora_lenient = true};
+  model *m = model_load(f, &l, d);
+  cr_assert_not_null(m);
+  cr_assert_eq(m->trainable_params, 32 * 16 * 8192LL);
+  model_free(m);
+  model_opts none = {.global_batch = 1, .seq_len = 64, .finetune = "lora", .lora_targets = "wq",
+                     .lora_lenient = true};
+  cr_assert_null(model_load(f, &none, d));
+  diag_free(d);
+}
+
 /* QLoRA stores every frozen linear matrix in 4 bits and dequantizes it on use. */
 Test(workloads, qlora_stores_linear_weights_in_four_bits) {
   model *m = load("tests/data/models/llama3-8b-qlora.json", 1, 256);

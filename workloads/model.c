@@ -69,7 +69,6 @@ void model_free(model *m) {
 /* ---- the train block ---- */
 
 static const char *const OPTIMIZER[] = {"sgd", "momentum", "adam", "adamw", NULL};
-static const char *const METHOD[] = {"full", "lora", "qlora", NULL};
 
 static void set_precision(wl_train *t, graph_dtype dt) {
   t->compute = dt;
@@ -134,10 +133,11 @@ static bool read_train(jin *j, const cJSON *root, wl_train *t) {
   set_precision(t, dt);
   ok &= jin_get_enum(j, tr, "optimizer", OPTIMIZER, false, &opt) >= 0;
   t->optimizer = (wl_optimizer)opt;
-  ok &= jin_get_enum(j, tr, "method", METHOD, false, &meth) >= 0;
+  ok &= jin_get_enum(j, tr, "method", wl_method_names, false, &meth) >= 0;
   t->method = (wl_method)meth;
   const cJSON *lora = jin_get_object(j, tr, "lora", false);
   if (lora) {
+    t->lora_given = true;
     jin_push_key(j, "lora", 0);
     ok &= read_lora(j, lora, t);
     jin_pop(j);
@@ -170,6 +170,111 @@ static bool read_requires(jin *j, const cJSON *root, unsigned *req) {
   return ok;
 }
 
+/* --lora-targets: comma-separated module names into t's targets. */
+static bool set_targets(wl_train *t, const char *list, const char *path, diag *dg) {
+  int n = 0;
+  for (const char *p = list;; p++) {
+    const char *e = p + strcspn(p, ",");
+    size_t len = (size_t)(e - p);
+    if (len == 0 || len >= sizeof t->targets[0]) {
+      diag_error(dg, path, 0, 0, NULL,
+                 "LoRA targets '%.80s': expected module names (q, k, v, o, gate, up, down, ...) "
+                 "separated by commas, each 1 to %zu characters",
+                 list, sizeof t->targets[0] - 1);
+      return false;
+    }
+    if (n == WL_MAX_TARGETS) {
+      diag_error(dg, path, 0, 0, NULL, "LoRA targets '%.80s': at most %d modules", list,
+                 WL_MAX_TARGETS);
+      return false;
+    }
+    snprintf(t->targets[n++], sizeof t->targets[0], "%.*s", (int)len, p);
+    if (!*e) break;
+    p = e;
+  }
+  t->n_targets = n;
+  return true;
+}
+
+static bool apply_finetune(model *m, const model_opts *o, diag *dg) {
+  if (!o) return true;
+  if (o->finetune) {
+    int k = -1;
+    for (int i = 0; wl_method_names[i]; i++)
+      if (strcmp(wl_method_names[i], o->finetune) == 0) k = i;
+    if (k < 0) {
+      diag_error(dg, m->path, 0, 0, NULL, "fine-tuning method '%.40s': expected full, lora or qlora",
+                 o->finetune);
+      return false;
+    }
+    m->train.method = (wl_method)k;
+  }
+  /* a framework's defaults give way to the file's own lora block */
+  if (o->lora_lenient && m->train.lora_given) return true;
+  if (o->lora_rank > 0) m->train.lora_rank = o->lora_rank;
+  m->train.lora_lenient = o->lora_lenient;
+  return !o->lora_targets || set_targets(&m->train, o->lora_targets, m->path, dg);
+}
+
+/* The module of a parameter named "<layer>.<module><suffix>" into out, or
+** false when the name does not end so. */
+static bool module_of(const char *name, const char *suffix, char *out, size_t n) {
+  size_t len = strlen(name), sl = strlen(suffix);
+  if (len <= sl || strcmp(name + len - sl, suffix) != 0) return false;
+  const char *end = name + len - sl, *a = end;
+  while (a > name && a[-1] != '.') a--;
+  if (a == end) return false;
+  snprintf(out, n, "%.*s", (int)(end - a), a);
+  return true;
+}
+
+/* Under LoRA each target must name a linear module the model has (an
+** adapter "<layer>.<module>.lora_a" once built), or the adapters it meant
+** are silently missing; targets a framework supplied (m->train.lora_lenient)
+** are skipped where the model lacks them, as the library matches modules by
+** name, but one of them must match. The message lists the modules the
+** model's linear weights ("<layer>.<module>.w") name. */
+static bool targets_found(const model *m, diag *dg) {
+  if (m->train.method == WL_FULL || !m->g) return true;
+  int found = 0;
+  const char *missing = NULL;
+  for (int t = 0; t < m->train.n_targets; t++) {
+    bool hit = false;
+    for (int i = 0; i < graph_count(m->g) && !hit; i++) {
+      const graph_op *op = graph_get(m->g, i);
+      char mod[32];
+      hit = op->kind == GOP_PARAMETER && (op->flags & GRAPH_ADAPTER) && op->name &&
+            module_of(op->name, ".lora_a", mod, sizeof mod) &&
+            wl_target_matches(m->train.targets[t], mod);
+    }
+    found += hit;
+    if (!hit && !missing) missing = m->train.targets[t];
+  }
+  if (!missing || (m->train.lora_lenient && found > 0)) return true;
+  char mods[256] = "";
+  size_t k = 0;
+  for (int i = 0; i < graph_count(m->g) && k + 40 < sizeof mods; i++) {
+    const graph_op *op = graph_get(m->g, i);
+    char mod[32], pat[40], have[260];
+    if (op->kind != GOP_PARAMETER || !(op->flags & GRAPH_WEIGHT) || !op->name ||
+        !module_of(op->name, ".w", mod, sizeof mod))
+      continue;
+    snprintf(pat, sizeof pat, ", %s,", mod);
+    snprintf(have, sizeof have, ", %s,", mods);
+    if (!strstr(have, pat)) k += (size_t)snprintf(mods + k, sizeof mods - k, "%s%s", k ? ", " : "", mod);
+  }
+  if (m->train.lora_lenient)
+    diag_error(dg, m->path, 0, 0, NULL,
+               "none of the framework's LoRA targets is a linear module of %s (its modules: %s); "
+               "name them with --lora-targets", m->name, mods[0] ? mods : "none");
+  else
+    diag_error(dg, m->path, 0, 0, NULL,
+               "LoRA target '%s' is none of %s's linear modules (%s; or linear_qkv, linear_proj, "
+               "linear_fc1, linear_fc2 as Megatron-Core names them, q_proj ... down_proj as HF PEFT)",
+               missing, m->name, mods[0] ? mods : "none");
+  return false;
+}
+
 static bool apply_opts(model *m, const model_opts *o, diag *dg) {
   m->train.shard_tp = o && o->shard_tp > 1 ? o->shard_tp : 1;
   m->train.only_layers = o ? o->only_layers : 0;
@@ -183,6 +288,7 @@ static bool apply_opts(model *m, const model_opts *o, diag *dg) {
   m->train.kv_dtype = o ? o->kv_dtype : GDT_PRED;
   m->train.inference = o && o->inference;
   m->train.act_dtype = o ? o->act_dtype : GDT_PRED;
+  if (!apply_finetune(m, o, dg)) return false;
   if (o && o->seq_len > 0) m->train.seq_len = o->seq_len;
   if (o && o->global_batch > 0) m->train.global_batch = o->global_batch;
   if (o && o->precision) {
@@ -205,6 +311,7 @@ static int build(model *m, wl_family_fn fn, jin *j, const cJSON *spec, const mod
   if (!m->g) return -1;
   m->loss = fn(m->g, j, spec, &m->train, &m->info);
   if (m->loss < 0 || !graph_ok(m->g)) return -1;
+  if (!targets_found(m, j->dg)) return -1;
   if (m->train.compute == GDT_F64) m->info.requires |= WL_REQ_FP64;
   if (!m->info.whole_step && !(o && o->forward_only) && train_build(m->g, m->loss, &m->train) != 0)
     return -1;
@@ -1052,6 +1159,15 @@ model *model_load(const char *arg, const model_opts *o, diag *dg) {
     /* An HLO module is a whole step as XLA compiled it: no autodiff, and no
     ** telling weights from inputs (the text does not say), so parameters
     ** are reported as the total of the entry parameters. */
+    if (o && o->finetune && strcmp(o->finetune, "full") != 0) {
+      diag_error(dg, m->path, 0, 0, NULL,
+                 "--finetune %s: an HLO module is one compiled step, its weights' gradients "
+                 "already in it; fine-tune a model.json or a HuggingFace config.json",
+                 o->finetune);
+      free(owned);
+      model_free(m);
+      return NULL;
+    }
     m->g = hlo_import(m->path, text, len, dg);
     if (m->g) {
       str_copy(m->family, sizeof m->family, "hlo");
@@ -1099,6 +1215,16 @@ model *model_load(const char *arg, const model_opts *o, diag *dg) {
   if (rc != 0) {
     model_free(m);
     return NULL;
+  }
+  /* --finetune is the job's, as the file's train block: the models derived
+  ** from this one (the simulator's per-chip shards) train so too */
+  if (m->spec && o && (o->finetune || o->lora_rank > 0 || o->lora_targets)) {
+    wl_train *st = &m->spec->train;
+    st->method = m->train.method;
+    st->lora_rank = m->train.lora_rank;
+    st->lora_lenient = m->train.lora_lenient;
+    st->n_targets = m->train.n_targets;
+    memcpy(st->targets, m->train.targets, sizeof st->targets);
   }
   /* a changed file is another model: its name says so */
   if (o && o->n_set > 0) {

@@ -57,6 +57,18 @@ typedef struct {
   ** for a string member). n_set of them, borrowed. */
   const char *const *set;
   int n_set;
+  /* fine-tuning over the file's train block (--finetune, --lora-rank,
+  ** --lora-targets): the method, one of wl_method_names (NULL: the
+  ** file's); the adapters' rank (0: the file's); their target modules,
+  ** comma-separated ("q,k,v"; NULL: the file's). Each target must name a
+  ** linear module of the model, or model_load reports the ones it has. */
+  const char *finetune;
+  int64_t lora_rank;
+  const char *lora_targets;
+  /* lora_targets are a framework's defaults (the library's names for all
+  ** its linear layers): those the model lacks are skipped, as the library
+  ** matches modules by name; one must match */
+  bool lora_lenient;
 } model_opts;
 
 /* The most --set overrides one command takes. */

@@ -65,9 +65,32 @@ int wl_weight(graph *g, const wl_train *t, const char *name, graph_shape s, int 
   return graph_parameter(g, name, s, GRAPH_WEIGHT | (frozen ? 0 : GRAPH_TRAINABLE));
 }
 
+/* Target names as the fine-tuning libraries spell them, for the modules
+** tpusim names: Megatron-Core's (Megatron-Bridge peft/lora.py
+** target_modules: linear_qkv, linear_proj, linear_fc1, linear_fc2) and HF
+** PEFT's on Llama-style models (q_proj ... down_proj), so a published
+** adapter config can be copied as it is. */
+static const struct {
+  const char *alias, *modules;
+} TARGET_ALIASES[] = {
+    {"linear_qkv", ",q,k,v,"},  {"linear_proj", ",o,"},  {"linear_fc1", ",up,gate,"},
+    {"linear_fc2", ",down,"},   {"q_proj", ",q,"},       {"k_proj", ",k,"},
+    {"v_proj", ",v,"},          {"o_proj", ",o,"},       {"gate_proj", ",gate,"},
+    {"up_proj", ",up,"},        {"down_proj", ",down,"},
+};
+
+bool wl_target_matches(const char *target, const char *module) {
+  if (strcmp(target, module) == 0) return true;
+  char pat[40];
+  snprintf(pat, sizeof pat, ",%s,", module);
+  for (size_t i = 0; i < sizeof TARGET_ALIASES / sizeof *TARGET_ALIASES; i++)
+    if (strcmp(TARGET_ALIASES[i].alias, target) == 0) return strstr(TARGET_ALIASES[i].modules, pat);
+  return false;
+}
+
 bool wl_is_target(const wl_train *t, const char *module) {
   for (int i = 0; i < t->n_targets; i++)
-    if (strcmp(t->targets[i], module) == 0) return true;
+    if (wl_target_matches(t->targets[i], module)) return true;
   return false;
 }
 
@@ -262,6 +285,7 @@ int wl_bce(graph *g, int logits, int labels) {
 }
 
 const char *const wl_precision_names[] = {"bf16", "fp16", "fp32", "fp64", "fp8", NULL};
+const char *const wl_method_names[] = {"full", "lora", "qlora", NULL};
 static const graph_dtype PRECISION_DT[] = {GDT_BF16, GDT_F16, GDT_F32, GDT_F64, GDT_F8};
 
 const char *wl_precision_name(graph_dtype dt) {

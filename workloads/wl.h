@@ -30,6 +30,9 @@ int wl_precision_parse(const char *name, graph_dtype *out);
 
 typedef enum { WL_SGD, WL_MOMENTUM, WL_ADAM, WL_ADAMW } wl_optimizer;
 typedef enum { WL_FULL, WL_LORA, WL_QLORA } wl_method;
+/* wl_method's names, as model.json's train.method and --finetune spell
+** them, NULL-terminated */
+extern const char *const wl_method_names[];
 
 /* Requirements a model puts on hardware ("requires" in model.json). */
 /* What a model needs of its hardware (model.json "requires", or set by its
@@ -59,6 +62,8 @@ typedef struct {
   double lora_alpha;
   int n_targets; /* LoRA target modules: "q", "k", "v", "o", "gate", "up", "down", ... */
   char targets[WL_MAX_TARGETS][16];
+  bool lora_given; /* the file's train.lora block was there (rank and targets its own) */
+  bool lora_lenient; /* targets a framework supplied: those the model lacks are skipped */
   /* For the simulator's per-chip graphs: build one tensor-parallel shard
   ** (heads, kv heads, FFN and vocabulary divided by shard_tp) of only
   ** `only_layers` layers (0: all). 1 and 0 build the model as written. */
@@ -199,6 +204,10 @@ int wl_weight(graph *g, const wl_train *t, const char *name, graph_shape s, int 
 int wl_linear(graph *g, const wl_train *t, int x, const char *name, const char *module,
               int64_t out, bool bias);
 bool wl_is_target(const wl_train *t, const char *module);
+/* Whether one target names module: the module's own name, or a
+** library's name for it (Megatron-Core's linear_qkv for q, k and v;
+** HF PEFT's q_proj for q; wl.c TARGET_ALIASES) */
+bool wl_target_matches(const char *target, const char *module);
 /* x + b, broadcasting b over x's trailing dimension(s). */
 int wl_add_bias(graph *g, int x, int b);
 /* Multiplies every element of x by a scalar constant. */
