@@ -311,6 +311,10 @@ run sim-ft-rank 2 simulate llama3-8b --hw h100-sxm --chips 8 --lora-rank 8 && ha
 run sim-ft-typo 2 simulate llama3-8b --hw h100-sxm --chips 8 --finetune lorra && has sim-ft-typo err "(did you mean 'lora'?)"
 run sim-ft-target 1 simulate llama3-8b --hw h100-sxm --chips 8 --finetune lora --lora-targets q,wq && has sim-ft-target err "LoRA target 'wq' is none of llama3-8b's linear modules (q, k, v, o, up, gate, down"
 run graph-ft 0 graph tests/data/hf/llama3.1-8b.json --seq 256 --finetune lora --lora-rank 16 --lora-targets q_proj,k_proj,v_proj && has graph-ft out "trainable 9.44 M"
+# the head too: q (32 x 16 x 8192 = 4,194,304) and lm_head 16 x (4096 + 128256) = 2,117,632
+run graph-ft-head 0 graph tests/data/hf/llama3.1-8b.json --seq 256 --finetune lora --lora-targets q,lm_head && has graph-ft-head out "trainable 6.31 M"
+# defaults (q and v) a model lacks (MLA's q_a, q_b, kv_a, kv_b): said, with its modules
+run graph-ft-mla 1 graph tests/data/hf/deepseek-v3.json --seq 1024 --finetune lora && has graph-ft-mla err "none of the default LoRA targets" && has graph-ft-mla err "q_a, q_b, kv_a, kv_b, o"
 run graph-ft-hlo 1 graph mlp_train_step --finetune lora && has graph-ft-hlo err "an HLO module is one compiled step"
 run plan-ft 0 plan llama3-8b --hw h100-sxm --max-chips 8 --seq 2048 --finetune lora && has plan-ft out "h100-sxm"
 run sim-compile-off 0 simulate llama3-8b --hw h100-sxm --chips 8 --framework torchtitan --gbs 8 --seq 2048 --compile off --explain && has sim-compile-off out "eager kernels (--compile off"

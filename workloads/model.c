@@ -85,6 +85,7 @@ static bool read_lora(jin *j, const cJSON *lora, wl_train *t) {
   const cJSON *targets = jin_get_array(j, lora, "targets", false);
   if (targets) {
     t->n_targets = 0;
+    t->lora_lenient = false;
     jin_push_key(j, "targets", 0);
     int i = 0;
     for (const cJSON *e = targets->child; e; e = e->next, i++) {
@@ -118,6 +119,7 @@ static bool read_train(jin *j, const cJSON *root, wl_train *t) {
   static const char *const PEFT_DEFAULT[] = {"q", "v"}; /* HF PEFT's default for Llama */
   t->n_targets = 2;
   for (int i = 0; i < 2; i++) str_copy(t->targets[i], 16, PEFT_DEFAULT[i]);
+  t->lora_lenient = true; /* defaults: a model without q or v keeps the other */
 
   const cJSON *tr = jin_get_object(j, root, "train", false);
   if (!tr) return j->errors == 0;
@@ -212,61 +214,35 @@ static bool apply_finetune(model *m, const model_opts *o, diag *dg) {
   /* a framework's defaults give way to the file's own lora block */
   if (o->lora_lenient && m->train.lora_given) return true;
   if (o->lora_rank > 0) m->train.lora_rank = o->lora_rank;
+  if (!o->lora_targets) return true;
   m->train.lora_lenient = o->lora_lenient;
-  return !o->lora_targets || set_targets(&m->train, o->lora_targets, m->path, dg);
+  return set_targets(&m->train, o->lora_targets, m->path, dg);
 }
 
-/* The module of a parameter named "<layer>.<module><suffix>" into out, or
-** false when the name does not end so. */
-static bool module_of(const char *name, const char *suffix, char *out, size_t n) {
-  size_t len = strlen(name), sl = strlen(suffix);
-  if (len <= sl || strcmp(name + len - sl, suffix) != 0) return false;
-  const char *end = name + len - sl, *a = end;
-  while (a > name && a[-1] != '.') a--;
-  if (a == end) return false;
-  snprintf(out, n, "%.*s", (int)(end - a), a);
-  return true;
-}
-
-/* Under LoRA each target must name a linear module the model has (an
-** adapter "<layer>.<module>.lora_a" once built), or the adapters it meant
-** are silently missing; targets a framework supplied (m->train.lora_lenient)
-** are skipped where the model lacks them, as the library matches modules by
-** name, but one of them must match. The message lists the modules the
-** model's linear weights ("<layer>.<module>.w") name. */
-static bool targets_found(const model *m, diag *dg) {
-  if (m->train.method == WL_FULL || !m->g) return true;
+/* Under LoRA each target must name a linear module the model has, or the
+** adapters it meant are silently missing (log: what the build asked
+** wl_is_target); default targets (the framework's, or q and v:
+** m->train.lora_lenient) are skipped where the model lacks them, as the
+** libraries match modules by name, but one of them must match. */
+static bool targets_found(const model *m, const struct wl_lora_log *log, diag *dg) {
+  if (m->train.method == WL_FULL) return true;
   int found = 0;
   const char *missing = NULL;
   for (int t = 0; t < m->train.n_targets; t++) {
-    bool hit = false;
-    for (int i = 0; i < graph_count(m->g) && !hit; i++) {
-      const graph_op *op = graph_get(m->g, i);
-      char mod[32];
-      hit = op->kind == GOP_PARAMETER && (op->flags & GRAPH_ADAPTER) && op->name &&
-            module_of(op->name, ".lora_a", mod, sizeof mod) &&
-            wl_target_matches(m->train.targets[t], mod);
-    }
+    bool hit = log->hits & (1u << t);
     found += hit;
     if (!hit && !missing) missing = m->train.targets[t];
   }
   if (!missing || (m->train.lora_lenient && found > 0)) return true;
-  char mods[256] = "";
+  char mods[300] = "";
   size_t k = 0;
-  for (int i = 0; i < graph_count(m->g) && k + 40 < sizeof mods; i++) {
-    const graph_op *op = graph_get(m->g, i);
-    char mod[32], pat[40], have[260];
-    if (op->kind != GOP_PARAMETER || !(op->flags & GRAPH_WEIGHT) || !op->name ||
-        !module_of(op->name, ".w", mod, sizeof mod))
-      continue;
-    snprintf(pat, sizeof pat, ", %s,", mod);
-    snprintf(have, sizeof have, ", %s,", mods);
-    if (!strstr(have, pat)) k += (size_t)snprintf(mods + k, sizeof mods - k, "%s%s", k ? ", " : "", mod);
-  }
+  for (int i = 0; i < log->n_modules && k + 20 < sizeof mods; i++)
+    k += (size_t)snprintf(mods + k, sizeof mods - k, "%s%s", i ? ", " : "", log->modules[i]);
   if (m->train.lora_lenient)
     diag_error(dg, m->path, 0, 0, NULL,
-               "none of the framework's LoRA targets is a linear module of %s (its modules: %s); "
-               "name them with --lora-targets", m->name, mods[0] ? mods : "none");
+               "none of the default LoRA targets (the framework's, else q and v) is a linear "
+               "module of %s (its modules: %s); name them with --lora-targets", m->name,
+               mods[0] ? mods : "none");
   else
     diag_error(dg, m->path, 0, 0, NULL,
                "LoRA target '%s' is none of %s's linear modules (%s; or linear_qkv, linear_proj, "
@@ -309,9 +285,16 @@ static int build(model *m, wl_family_fn fn, jin *j, const cJSON *spec, const mod
   if (!apply_opts(m, o, j->dg)) return -1;
   m->g = graph_new(m->name);
   if (!m->g) return -1;
+  struct wl_lora_log log = {0};
+  m->train.lora_log = &log;
   m->loss = fn(m->g, j, spec, &m->train, &m->info);
+  m->train.lora_log = NULL;
   if (m->loss < 0 || !graph_ok(m->g)) return -1;
-  if (!targets_found(m, j->dg)) return -1;
+  /* the targets are checked on a whole model: a shard of some layers may
+  ** lack a module the model has */
+  if (!(o && (o->only_layers > 0 || o->shard_tp > 1 || o->shard_cp > 1 || o->shard_ep > 1)) &&
+      !targets_found(m, &log, j->dg))
+    return -1;
   if (m->train.compute == GDT_F64) m->info.requires |= WL_REQ_FP64;
   if (!m->info.whole_step && !(o && o->forward_only) && train_build(m->g, m->loss, &m->train) != 0)
     return -1;

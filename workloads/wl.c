@@ -89,9 +89,20 @@ bool wl_target_matches(const char *target, const char *module) {
 }
 
 bool wl_is_target(const wl_train *t, const char *module) {
+  struct wl_lora_log *log = t->lora_log;
+  if (log) {
+    bool seen = false;
+    for (int i = 0; i < log->n_modules && !seen; i++) seen = strcmp(log->modules[i], module) == 0;
+    if (!seen && log->n_modules < (int)(sizeof log->modules / sizeof *log->modules))
+      snprintf(log->modules[log->n_modules++], sizeof log->modules[0], "%s", module);
+  }
+  bool hit = false;
   for (int i = 0; i < t->n_targets; i++)
-    if (wl_target_matches(t->targets[i], module)) return true;
-  return false;
+    if (wl_target_matches(t->targets[i], module)) {
+      hit = true;
+      if (log) log->hits |= 1u << i;
+    }
+  return hit;
 }
 
 /* A scalar constant broadcast to `like`'s shape (eps, 1/N, the LoRA scale). */

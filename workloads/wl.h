@@ -51,6 +51,12 @@ extern const char *const wl_requirement_names[]; /* "fp64", "custom_cuda_kernels
 #define WL_MAX_SEQ_WHY \
   "the longest published context window is 10,485,760 tokens (Llama 4 Scout)"
 
+struct wl_lora_log {
+  unsigned hits;
+  int n_modules;
+  char modules[24][16];
+};
+
 typedef struct {
   int64_t global_batch; /* sequences (or samples) per optimizer step */
   int64_t seq_len;      /* tokens per sequence; 1 for non-sequence models */
@@ -63,6 +69,10 @@ typedef struct {
   int n_targets; /* LoRA target modules: "q", "k", "v", "o", "gate", "up", "down", ... */
   char targets[WL_MAX_TARGETS][16];
   bool lora_given; /* the file's train.lora block was there (rank and targets its own) */
+  /* while a model builds: which targets matched a module (bit i for
+  ** targets[i]) and the modules asked about, for model.c's check (NULL:
+  ** not kept) */
+  struct wl_lora_log *lora_log;
   bool lora_lenient; /* targets a framework supplied: those the model lacks are skipped */
   /* For the simulator's per-chip graphs: build one tensor-parallel shard
   ** (heads, kv heads, FFN and vocabulary divided by shard_tp) of only
