@@ -315,6 +315,7 @@ run graph-ft 0 graph tests/data/hf/llama3.1-8b.json --seq 256 --finetune lora --
 run graph-ft-head 0 graph tests/data/hf/llama3.1-8b.json --seq 256 --finetune lora --lora-targets q,lm_head && has graph-ft-head out "trainable 6.31 M"
 # defaults (q and v) a model lacks (MLA's q_a, q_b, kv_a, kv_b): said, with its modules
 run graph-ft-mla 1 graph tests/data/hf/deepseek-v3.json --seq 1024 --finetune lora && has graph-ft-mla err "none of the default LoRA targets" && has graph-ft-mla err "q_a, q_b, kv_a, kv_b, o"
+run graph-ft-empty 1 graph tests/data/hf/llama3.1-8b.json --seq 64 --finetune lora --lora-targets q,,v && has graph-ft-empty err "--lora-targets: 'q,,v': expected module names"
 run graph-ft-hlo 1 graph mlp_train_step --finetune lora && has graph-ft-hlo err "an HLO module is one compiled step"
 run plan-ft 0 plan llama3-8b --hw h100-sxm --max-chips 8 --seq 2048 --finetune lora && has plan-ft out "h100-sxm"
 run sim-compile-off 0 simulate llama3-8b --hw h100-sxm --chips 8 --framework torchtitan --gbs 8 --seq 2048 --compile off --explain && has sim-compile-off out "eager kernels (--compile off"

@@ -173,20 +173,20 @@ static bool read_requires(jin *j, const cJSON *root, unsigned *req) {
 }
 
 /* --lora-targets: comma-separated module names into t's targets. */
-static bool set_targets(wl_train *t, const char *list, const char *path, diag *dg) {
+static bool set_targets(wl_train *t, const char *list, diag *dg) {
   int n = 0;
   for (const char *p = list;; p++) {
     const char *e = p + strcspn(p, ",");
     size_t len = (size_t)(e - p);
     if (len == 0 || len >= sizeof t->targets[0]) {
-      diag_error(dg, path, 0, 0, NULL,
-                 "LoRA targets '%.80s': expected module names (q, k, v, o, gate, up, down, ...) "
+      diag_error(dg, "--lora-targets", 0, 0, NULL,
+                 "'%.80s': expected module names (q, k, v, o, gate, up, down, ...) "
                  "separated by commas, each 1 to %zu characters",
                  list, sizeof t->targets[0] - 1);
       return false;
     }
     if (n == WL_MAX_TARGETS) {
-      diag_error(dg, path, 0, 0, NULL, "LoRA targets '%.80s': at most %d modules", list,
+      diag_error(dg, "--lora-targets", 0, 0, NULL, "'%.80s': at most %d modules", list,
                  WL_MAX_TARGETS);
       return false;
     }
@@ -205,8 +205,7 @@ static bool apply_finetune(model *m, const model_opts *o, diag *dg) {
     for (int i = 0; wl_method_names[i]; i++)
       if (strcmp(wl_method_names[i], o->finetune) == 0) k = i;
     if (k < 0) {
-      diag_error(dg, m->path, 0, 0, NULL, "fine-tuning method '%.40s': expected full, lora or qlora",
-                 o->finetune);
+      diag_error(dg, "--finetune", 0, 0, NULL, "'%.40s': expected full, lora or qlora", o->finetune);
       return false;
     }
     m->train.method = (wl_method)k;
@@ -216,7 +215,7 @@ static bool apply_finetune(model *m, const model_opts *o, diag *dg) {
   if (o->lora_rank > 0) m->train.lora_rank = o->lora_rank;
   if (!o->lora_targets) return true;
   m->train.lora_lenient = o->lora_lenient;
-  return set_targets(&m->train, o->lora_targets, m->path, dg);
+  return set_targets(&m->train, o->lora_targets, dg);
 }
 
 /* Under LoRA each target must name a linear module the model has, or the
