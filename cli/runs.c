@@ -311,23 +311,10 @@ static int check_word(const map_entry *e, const char *file, const char *what,
 /* A default's key names one of DEFAULT_COLS, and its value is one a row's
 ** cell could hold there, in the form simulate takes: 0, or -1 after a
 ** message with the file's line:column and the nearest valid choice. */
-/* A finetune entry: FRAMEWORK:PHRASE (the row's --framework, a phrase of
-** its extra cell) -> METHOD[:TARGETS], simulate's --finetune and
-** --lora-targets (the recipe's adapters where it sets them). */
-static int check_finetune(const map_entry *e, bool keyed, const char *file, diag *dg) {
-  if (!keyed) {
-    diag_error(dg, file, e->key->line, e->key->col, "key",
-               "'%.60s': expected FRAMEWORK:PHRASE (the row's --framework, a phrase of its "
-               "extra cell)", e->key->s);
-    return -1;
-  }
-  char fw[64];
-  snprintf(fw, sizeof fw, "%.*s", (int)strcspn(e->key->s, ":"), e->key->s);
-  if (framework_find(fw) < 0) {
-    diag_error(dg, file, e->key->line, e->key->col, "key", "'%.60s': no framework '%s' (one of "
-               "simulate --framework's names)", e->key->s, fw);
-    return -1;
-  }
+/* A finetune entry's value: METHOD[:TARGETS], simulate's --finetune and
+** --lora-targets (the recipe's adapters where it sets them); its key is
+** FRAMEWORK:PHRASE, checked with the switches'. */
+static int check_finetune(const map_entry *e, const char *file, diag *dg) {
   const char *v = e->value->s, *colon = strchr(v, ':');
   size_t n = colon ? (size_t)(colon - v) : strlen(v);
   for (int i = 0; wl_method_names[i]; i++)
@@ -433,7 +420,6 @@ static int mapping_check_value(const map_entry *e, const char *file, diag *dg) {
   if (e->kind == MAP_DEFAULT && check_default(e, file, dg)) return -1;
   const char *colon = strchr(e->key->s, ':');
   bool keyed = colon && colon != e->key->s && colon[1];
-  if (e->kind == MAP_FINETUNE && check_finetune(e, keyed, file, dg)) return -1;
   if (e->kind == MAP_OFFLOAD && !keyed) {
     diag_error(dg, file, e->key->line, e->key->col, "key",
                "'%.60s': expected RECOMPUTE:PHRASE (the row's recompute cell, a phrase of its "
@@ -441,13 +427,14 @@ static int mapping_check_value(const map_entry *e, const char *file, diag *dg) {
     return -1;
   }
   bool switch_kind = switch_flag(e->kind) != NULL;
-  if (switch_kind && !keyed) {
+  bool fw_keyed = switch_kind || e->kind == MAP_FINETUNE; /* FRAMEWORK:PHRASE */
+  if (fw_keyed && !keyed) {
     diag_error(dg, file, e->key->line, e->key->col, "key",
                "'%.60s': expected FRAMEWORK:PHRASE (the row's --framework, a phrase of its "
                "extra cell)", e->key->s);
     return -1;
   }
-  if (switch_kind) {
+  if (fw_keyed) {
     /* the framework part names a profile (and, for compile, one that has
     ** the choice: simulate would refuse the flag on the others) */
     char fw[64];
@@ -469,6 +456,7 @@ static int mapping_check_value(const map_entry *e, const char *file, diag *dg) {
       return -1;
     }
   }
+  if (e->kind == MAP_FINETUNE && check_finetune(e, file, dg)) return -1;
   if (switch_kind && strcmp(e->value->s, "on") != 0 && strcmp(e->value->s, "off") != 0) {
     static const char *const ONOFF[] = {"off", "on", NULL};
     const char *sg = str_suggest(e->value->s, ONOFF, 2);

@@ -672,6 +672,9 @@ run validate-jsonmd 2 validate "$SHARED/reference/public-runs.csv" --json --mark
 # takes, reported at the cell (file:line:column) with the nearest choice. Columns: "default,"
 # is 8 characters, so a key starts at column 9; "default,recompute@megatron-core," is 32.
 printf 'kind,key,value\ndefault,recompte,full\ndefault,recompute@megatron-core,ful\ndefault,vp,0\ndefault,sp,2\ndefault,zero_or_fsdp:OPT,fsdp8\ndefault,mbs/7,1\ndefault,mbs,x\n' >"$OUT/map-baddef.csv"
+# the finetune kind: FRAMEWORK:PHRASE -> METHOD[:TARGETS]
+printf 'kind,key,value\nfinetune,megatron-core,lora\nfinetune,megatron-core:task=lora,lorra\nfinetune,megatrn-core:x,lora\nfinetune,megatron-core:x,full:q\n' >"$OUT/map-badft.csv"
+run validate-badft 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-badft.csv" && has validate-badft err "map-badft.csv:2:10: key: 'megatron-core': expected FRAMEWORK:PHRASE" && has validate-badft err "map-badft.csv:3:34: value: 'lorra': expected full, lora or qlora" && has validate-badft err "map-badft.csv:4:10: key: 'megatrn-core:x': no framework 'megatrn-core' (did you mean 'megatron-core'?)" && has validate-badft err "map-badft.csv:5:26: value: 'full:q': expected full, lora or qlora"
 run validate-baddef 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-baddef.csv"
 has validate-baddef err "map-baddef.csv:2:9: key: 'recompte': expected COLUMN, COLUMN@FRAMEWORK or COLUMN:SOURCE" && has validate-baddef err "(did you mean 'recompute'?)"
 has validate-baddef err "map-baddef.csv:3:33: value: 'ful': expected none, selective or full" && has validate-baddef err "(did you mean 'full'?)"
