@@ -146,6 +146,10 @@ typedef struct {
   /* multi-head latent attention (0 when not MLA): the replicated latents'
   ** ranks, the rotary key part, a head's query/key and value widths */
   double q_lora, kv_lora, rope, qk_head, v_head;
+  /* DeepSeek sparse attention's lightning indexer (0 without): its
+  ** matrices (wq_b from the query latent, wk, weights_proj; replicated, as
+  ** the latents' down projections) and its key's LayerNorm */
+  double dsa_w, dsa_norm;
   double experts, topk, cf; /* experts 0 for a dense model; cf: capacity factor */
   double efc;               /* a routed expert's FFN width on this chip: moe_ffn / etp */
   double routed;            /* expert token-copies this chip computes per token of its tp group */
@@ -205,11 +209,11 @@ static double mla_matrices(const shard *c) {
   double h = c->h, heads_q = c->ac * c->qk_head;
   double q = c->q_lora > 0 ? h * c->q_lora + c->q_lora * heads_q : h * heads_q;
   return q + h * (c->kv_lora + c->rope) + c->kv_lora * c->ac * (c->qk_head - c->rope + c->v_head) +
-         c->ac * c->v_head * h;
+         c->ac * c->v_head * h + c->dsa_w;
 }
 
 static double mla_params(const shard *c) {
-  return mla_matrices(c) + c->q_lora + c->kv_lora + c->norms * 2 * c->h;
+  return mla_matrices(c) + c->q_lora + c->kv_lora + c->norms * 2 * c->h + c->dsa_norm;
 }
 
 static double mlp_params(const shard *c, bool gated) {
@@ -1062,7 +1066,11 @@ static int check(const wl_tf_dims *d, const plan *p, const mem_opts *o, char *er
 ** (the expert matrices; their biases, under 0.1 %, left out). */
 static double expert_layer_params(const wl_tf_dims *d, const mem_opts *o) {
   if (d->experts <= 1) return 0;
+  /* the model's count holds its MTP modules' experts too, which mtp_add
+  ** counts as layers of the last layer's kind */
   int64_t moe_layers = moe_below(d, d->layers);
+  if (d->mtp_layers > 0 && d->layers > 0 && (wl_tf_layer_kind(d, d->layers - 1) & WL_LAYER_MOE))
+    moe_layers += d->mtp_layers;
   double given = o->expert_params > 0 ? o->expert_params : (double)d->expert_params;
   if (given > 0 && moe_layers > 0) return given / (double)moe_layers;
   double effn = (double)(d->moe_ffn > 0 ? d->moe_ffn : d->ffn_hidden);
@@ -1092,6 +1100,12 @@ static void shard_of(const wl_tf_dims *d, const plan *p, const mem_opts *o, shar
     c->qk_head = (double)hd;
     c->v_head = (double)(d->v_head_dim > 0 ? d->v_head_dim : hd);
     c->kvw = (double)(d->heads / t) * (c->qk_head + c->v_head);
+  }
+  c->dsa_w = c->dsa_norm = 0;
+  if (d->dsa_topk > 0 && d->kv_lora_rank > 0) {
+    double hi = (double)d->dsa_heads, di = (double)d->dsa_dim, h = (double)d->hidden;
+    c->dsa_w = (c->q_lora > 0 ? c->q_lora : h) * hi * di + h * di + h * hi;
+    c->dsa_norm = 2 * di;
   }
   c->fc = (double)(d->ffn_hidden / t);
   c->ac = (double)(d->heads / t);

@@ -23,6 +23,7 @@
 static const char *const MATRIX_TARGETS[] = {
     "conv-backward-input", "conv-backward-filter", "__cudnn$fmha",
     "__cudnn$conv",        "__cublas$gemm",        "__cublas$lt$matmul",
+    "dsa-indexer", /* DeepSeek sparse attention's scores: an MQA-shaped GEMM (transformer.c) */
 };
 
 /* The schema's matrix rate for a graph dtype; -1 when the schema has none

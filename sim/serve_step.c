@@ -82,10 +82,11 @@ double serve_kv_bytes(const model *m, int64_t tp, int64_t pp, int64_t tokens, do
     if (k & WL_LAYER_MAMBA) bytes += mamba;
     if (k & WL_LAYER_GDN) bytes += gdn;
     if (k & (WL_LAYER_MAMBA | WL_LAYER_GDN | WL_LAYER_NO_MIXER)) continue; /* no keys, no values */
-    /* a sliding-window layer keeps only its window */
-    bool local = (k & WL_LAYER_LOCAL) && d->window > 0;
+    /* a sliding-window layer keeps only its window; a sparse-attention
+    ** one every key (its indexer may pick any), and the indexer's own key */
+    bool local = (k & WL_LAYER_LOCAL) && d->window > 0 && d->dsa_topk == 0;
     double t = local && (double)d->window < paged ? (double)d->window : paged;
-    bytes += per_layer * t * elem_bytes;
+    bytes += (per_layer + (double)d->dsa_dim) * t * elem_bytes;
   }
   return bytes / (double)pp;
 }
@@ -208,7 +209,8 @@ static void skinny_chip(const hw_model *in, int64_t m, hw_model *out) {
 
 /* The bytes one decode kernel reads in a layer of kind `kind` on one chip:
 ** the cached keys and values of `batch` sequences of `keys` tokens (a
-** sliding-window layer's window at most), in the cache's dtype. */
+** sliding-window layer's window at most, a sparse-attention layer's top-k
+** and its indexer's key of every token), in the cache's dtype. */
 static double decode_kv_bytes(const model *m, const serve_cfg *c, int kind, int64_t keys, int64_t batch) {
   const wl_tf_dims *d = &m->info.tf;
   int64_t tp = c->tp > 1 ? c->tp : 1;
@@ -218,7 +220,7 @@ static double decode_kv_bytes(const model *m, const serve_cfg *c, int kind, int6
   double per_token = d->kv_lora_rank > 0 ? (double)(d->kv_lora_rank + d->qk_rope_head_dim)
                                          : 2.0 * (double)(d->kv_heads >= tp ? d->kv_heads / tp : 1) *
                                                (double)d->head_dim;
-  return (double)batch * t * per_token * elem;
+  return (double)batch * (t * per_token + (double)keys * (double)d->dsa_dim) * elem;
 }
 
 /* One layer's fused decode attention on one chip: a roofline of its

@@ -843,7 +843,7 @@ row_cmd() { # NAME ID REGEX: validate NAME's row ID printed a command matching R
 # finds its config (a model key) or its family's with the row's sizes (--set),
 # and its parameters are within validate's 5 % of the row's published count
 # (Gemma 7B 8.54 B, Gemma 3 12B 12.2 B, Qwen2.5-72B 72.7 B, GPT-2 XL 1.56 B,
-# PaLM 62B 62.5 B, Falcon-40B 41.8 B, Nemotron-H 56B: each model's report or card; the Llama 4 row
+# PaLM 62B 62.5 B, Falcon-40B 41.8 B, Nemotron-H 56B, GLM-5 744 B: each model's report or card; the Llama 4 row
 # states none). Without the mapping's
 # entries every one "does not run: no such file".
 cat >"$OUT/families.csv" <<ROWS
@@ -860,9 +860,10 @@ f-llama4,Megatron-Bridge perf,H100,64,llama4,?,48,5120,40,8,16384,202048,8192,51
 f-falcon40,Falcon paper,A100-40GB,384,falcon,41.8,60,8192,128,8,32768,65024,2048,1152,1,8,4,12,1,1,1,1,selective,bf16,step_time_s,,10.0,1,,,
 f-qwen3next,Megatron-Bridge perf,GB200,64,qwen3_next,80,48,2048,16,2,512,151936,4096,1024,1,1,1,64,1,1,0,1,?,bf16,step_time_s,,10.0,64,512,10,
 f-nemoh56,Megatron-Bridge perf,B200,64,nemotron_h,56,118,8192,64,8,32768,131072,8192,192,1,2,1,32,1,1,1,1,?,fp8_cs,step_time_s,,10.0,1,,,
+f-glm5,Megatron-Bridge perf,GB200,256,glm_moe_dsa,744,78,6144,64,64,2048,154880,4096,512,1,1,4,64,1,1,0,1,?,mxfp8,step_time_s,,10.0,64,256,8,
 ROWS
 run validate-families 0 validate "$OUT/families.csv"
-has validate-families out "rows run 12 of 12"
+has validate-families out "rows run 13 of 13"
 grep -q 'parameters, the row' "$OUT/validate-families.out" && bad "validate-families: a model's size differs from its row's" || ok
 row_cmd validate-families f-gemma7b 'gemma-2b.json --set num_hidden_layers=28 '
 row_cmd validate-families f-palm62 'palm-540b.json --set layers=64 '
@@ -873,6 +874,8 @@ row_cmd validate-families f-qwen3next 'qwen3-next-80b-a3b.json --hw gb200 .* --e
 # and it fits (its memory was counted as if every layer were local attention)
 row_cmd validate-families f-nemoh56 'nemotron-h-56b.json --hw b200 .* --tp 2 '
 grep '^f-nemoh56 ' "$OUT/validate-families.out" | grep -q 'does not fit' && bad 'validate-families: Nemotron-H 56B does not fit' || ok
+# GLM-5 (DeepSeek sparse attention, glm_moe_dsa): its config by the 744 B key
+row_cmd validate-families f-glm5 'glm-5.json --hw gb200 .* --ep 64 '
 # a --set field longer than 30 bytes goes whole (it was cut, and the row did not run)
 row_cmd validate-families f-llama4 '--set text_config.num_attention_heads=40 '
 # chips and names as sources write them. A chip finds its catalog entry by its

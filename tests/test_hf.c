@@ -229,6 +229,103 @@ Test(hf, deepseek_v3_counts_by_hand) {
   model_free(m);
 }
 
+/* GLM-5 (zai-org/GLM-5 config.json, tests/data/hf/SOURCES.md): DeepSeek-V3's
+** architecture at its own sizes plus DeepSeek sparse attention's lightning
+** indexer in every layer: wq_b 2,048 x 32 x 128, wk 6,144 x 128, its
+** LayerNorm (weight and bias, 2 x 128), weights_proj 6,144 x 32:
+** 9,371,904 a layer. MLA 165,022,208 a layer (below), 3 dense layers of
+** 3 x 6,144 x 12,288, 75 MoE layers of 256 routed + 1 shared experts of
+** 3 x 6,144 x 2,048 and a 256 x 6,144 router, two 154,880 x 6,144 tables:
+** 743,911,199,232, the card's "744B" (its MTP module apart, 9,952,920,320:
+** eh_proj, three norms and one DSA MoE layer). Active without the input
+** table: 40.83 B, the card's "40B active". */
+Test(hf, glm5_counts_by_hand) {
+  const int64_t H = 6144, V = 154880;
+  const int64_t mla = H * 2048 + 2048 + 2048LL * 64 * 256 + H * 576 + 512 + 512LL * 64 * 448 +
+                      64LL * 256 * H;
+  cr_assert_eq(mla, 165022208);
+  const int64_t idx = 2048LL * 32 * 128 + H * 128 + 2 * 128 + H * 32;
+  cr_assert_eq(idx, 9371904);
+  const int64_t expert = 3 * H * 2048, dense = 3 * H * 12288;
+  const int64_t moe = 256 * expert + expert + 256 * H;
+  const int64_t main = 2 * V * H + 78 * (mla + idx + 2 * H) + 3 * dense + 75 * moe + H;
+  const int64_t mtp = 3 * H + 2 * H * H + mla + idx + 2 * H + moe;
+  cr_assert_eq(main, 743911199232LL);
+  cr_assert_eq(mtp, 9952920320LL);
+  model *m = load("tests/data/hf/glm-5.json", 4096);
+  cr_assert_eq(m->params, main + mtp, "%lld", (long long)m->params);
+  cr_assert_eq(m->info.tf.dsa_topk, 2048);
+  model_free(m);
+  m = load(mutated("glm-5.json", "\"num_nextn_predict_layers\": 1", "\"num_nextn_predict_layers\": 0"),
+           4096);
+  cr_assert_eq(m->params, main);
+  cr_assert(rounds_to((double)m->params, 744e9, 1e9));
+  int64_t active = main - 75 * 248 * expert;
+  cr_assert_eq(m->active_params, active);
+  cr_assert(rounds_to((double)(active - V * H), 40e9, 2e9), "%lld", (long long)active);
+  model_free(m);
+}
+
+/* DeepSeek sparse attention's cost, one layer at 4,096 tokens: the core
+** attends a band of index_topk = 2,048 keys a query -- blocks of 2,048
+** queries against 2,048 keys, half the full causal square's dot shapes --
+** and the indexer scores each query against the causal half of the keys,
+** 4,096 x 2,048.5 pairs, with 32 heads of 128: 2 x pairs x 4,096 FLOPs
+** for the dots and 3 x pairs x 32 for the ReLU, the weights and the head
+** sum, on the matrix unit (a custom-call, declared). Without index_topk
+** the same layer is dense MLA: twice the core's dot FLOPs, no indexer. */
+Test(hf, dsa_layer_costs_its_band_and_indexer) {
+  model_opts o = {.global_batch = 1, .seq_len = 4096, .forward_only = true, .only_layers = 1};
+  model *m = load_o("tests/data/hf/glm-5.json", o);
+  char *text = th_slurp("tests/data/hf/glm-5.json", NULL);
+  static const char *const IDX[] = {"\"index_topk\": 2048,", "\"index_n_heads\": 32,",
+                                    "\"index_head_dim\": 128,"};
+  for (int i = 0; i < 3; i++) {
+    char *t = th_replace(text, IDX[i], "");
+    free(text);
+    text = t;
+  }
+  model *d = load_o(th_write_temp("glm-5-dense.json", text), o);
+  free(text);
+  cr_assert_eq(d->info.tf.dsa_topk, 0);
+  cr_assert_float_eq(layer_dot_flops(d, false), 2 * layer_dot_flops(m, false), 1);
+  double pairs = 4096.0 * 4097 / 2, idx = 0;
+  int n = 0;
+  for (int i = 0; i < graph_count(m->g); i++) {
+    const graph_op *op = graph_get(m->g, i);
+    if (op->kind != GOP_CUSTOM || !strstr(op->name, "dsa-indexer") || op->layer < 0 ||
+        op->layer >= m->info.tf.layers) /* the MTP module's is apart */
+      continue;
+    graph_cost c = graph_op_cost(m->g, i);
+    idx += graph_cost_flops(&c);
+    n++;
+  }
+  cr_assert_eq(n, 1);
+  cr_assert_float_eq(idx, 2 * pairs * 32 * 128 + 3 * pairs * 32, 1);
+  model_free(d);
+  model_free(m);
+}
+
+/* DSA is refused where it cannot be built: its indexer's sizes without
+** index_topk, DSA without MLA, DSA beside a sliding window. */
+Test(hf, dsa_refused_where_it_cannot_be) {
+  const char *e = load_error(mutated("glm-5.json", "\"index_topk\": 2048,", ""), 4096);
+  cr_assert(strstr(e, "index_n_heads") && strstr(e, "needs index_topk"), "%s", e);
+  static const char BASE[] =
+      "{\"family\": \"transformer\", \"layers\": 2, \"hidden\": 256, \"heads\": 4, "
+      "\"vocab\": 1000, \"seq_len\": 256, \"index_topk\": 64, \"index_n_heads\": 4, "
+      "\"index_head_dim\": 16%s}";
+  char text[512];
+  snprintf(text, sizeof text, BASE, "");
+  e = load_error(th_write_temp("dsa-no-mla.json", text), 256);
+  cr_assert(strstr(e, "index_topk") && strstr(e, "kv_lora_rank"), "%s", e);
+  snprintf(text, sizeof text, BASE,
+           ", \"kv_lora_rank\": 64, \"qk_nope_head_dim\": 32, \"qk_rope_head_dim\": 16, "
+           "\"v_head_dim\": 32, \"sliding_window\": 128");
+  e = load_error(th_write_temp("dsa-window.json", text), 256);
+  cr_assert(strstr(e, "sliding window or DeepSeek sparse attention"), "%s", e);
+}
+
 /* Kimi K2 (Moonshot's card: 1T total, 32B activated): the DeepSeek-V3
 ** architecture with 64 heads, 384 experts, one dense layer, a 163,840
 ** vocabulary and no MTP module. By hand: 1,026,408,209,408 (1.03T), active

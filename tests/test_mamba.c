@@ -381,3 +381,29 @@ Test(mamba, dense_hybrid_memory_by_layer_kind) {
   cr_assert_lt(eight.temporary, 1.5 * (double)(1 << 30), "temporary %.4g B", eight.temporary);
   model_free(m);
 }
+
+/* The routed experts' parameters per MoE layer come from the model's count
+** over its MoE layers; that count holds the MTP module's experts too, so
+** the module's MoE layer is one of them (memory.c expert_layer_params): a
+** 4-layer DeepSeek-V3 with its MTP module counted 49.3 G where the model
+** has 26.7 G. Memory's total equals the model's, to the biases memory.c
+** assumes, for DeepSeek-V3, Kimi K2, Nemotron 3 Super and GLM-5. */
+Test(mamba, mtp_experts_counted_once_in_memory) {
+  static const char *const F[] = {"tests/data/hf/deepseek-v3.json", "tests/data/hf/kimi-k2.json",
+                                  SUPER, "tests/data/hf/glm-5.json"};
+  for (size_t i = 0; i < sizeof F / sizeof *F; i++) {
+    model *m = load_o(F[i], (model_opts){.global_batch = 1, .seq_len = 4096, .forward_only = true});
+    mem_opts o = {.flash_attention = true, .no_dropout = true,
+                  .expert_params = (double)m->expert_params};
+    plan p = {.dp = 1, .tp = 1, .pp = 1, .cp = 1, .chips = 1, .mbs = 1, .gbs = 1, .seq = 4096,
+              .precision = GDT_BF16, .schedule = PLAN_1F1B};
+    mem_bytes b;
+    char err[256] = "";
+    cr_assert_eq(mem_transformer(&m->info.tf, &p, &o, &b, err, sizeof err), 0, "%s", err);
+    cr_assert(fabs(b.params / (double)m->params - 1) < 1e-3, "%s: memory %.5g, model %lld", F[i],
+              b.params, (long long)m->params);
+    cr_assert(fabs(b.expert_params / (double)m->expert_params - 1) < 1e-9, "%s: experts %.5g of %lld",
+              F[i], b.expert_params, (long long)m->expert_params);
+    model_free(m);
+  }
+}

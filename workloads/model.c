@@ -378,12 +378,12 @@ static const char *const HF_TYPES[] = {
     "llama",  "mistral", "mixtral",     "qwen2",  "qwen3",       "qwen3_moe", "deepseek_v3",
     "kimi_k2", "gpt_oss", "gemma2",     "gemma3_text", "gemma3", "llama4_text", "llama4",
     "nemotron", "gpt2",   "gpt_neox",   "bert",   "gemma4_text", "gemma4", "nemotron_h",
-    "gemma",  "deepseek_v2", "qwen3_next", NULL};
+    "gemma",  "deepseek_v2", "qwen3_next", "deepseek_v32", "glm_moe_dsa", NULL};
 enum {
   HF_LLAMA, HF_MISTRAL, HF_MIXTRAL, HF_QWEN2, HF_QWEN3, HF_QWEN3_MOE, HF_DEEPSEEK_V3,
   HF_KIMI_K2, HF_GPT_OSS, HF_GEMMA2, HF_GEMMA3_TEXT, HF_GEMMA3, HF_LLAMA4_TEXT, HF_LLAMA4,
   HF_NEMOTRON, HF_GPT2, HF_NEOX, HF_BERT, HF_GEMMA4_TEXT, HF_GEMMA4, HF_NEMOTRON_H, HF_GEMMA,
-  HF_DEEPSEEK_V2, HF_QWEN3_NEXT, HF_NTYPES
+  HF_DEEPSEEK_V2, HF_QWEN3_NEXT, HF_DEEPSEEK_V32, HF_GLM_MOE_DSA, HF_NTYPES
 };
 
 static void put_int(cJSON *o, const char *k, int64_t v) { cJSON_AddNumberToObject(o, k, (double)v); }
@@ -643,7 +643,12 @@ static bool hf_mtp_recipe(jin *j, const cJSON *hf, cJSON *s) {
 }
 
 /* DeepSeek-V3 and Kimi K2 (DeepseekV3Config): MLA, shared and routed
-** experts after the first dense layers, multi-token prediction. */
+** experts after the first dense layers, multi-token prediction; with
+** DeepSeek sparse attention's indexer fields, DeepSeek-V3.2
+** (deepseek_v32) and GLM-5 (glm_moe_dsa, GlmMoeDsaConfig: the same
+** architecture and field names; its head_dim, qk_head_dim and
+** mlp_layer_types restate qk_rope_head_dim, the query width and
+** first_k_dense_replace, and are not read). */
 static bool hf_deepseek(jin *j, const cJSON *hf, cJSON *s) {
   bool ok = hf_ffn(j, hf, s, "hidden_act", "silu", true);
   cJSON_AddStringToObject(s, "norm", "rmsnorm");
@@ -658,6 +663,9 @@ static bool hf_deepseek(jin *j, const cJSON *hf, cJSON *s) {
   ok &= hf_int(j, hf, s, "v_head_dim", "v_head_dim", true);
   ok &= hf_int(j, hf, s, "num_nextn_predict_layers", "num_nextn_predict_layers", false);
   ok &= hf_mtp_recipe(j, hf, s);
+  static const char *const DSA[] = {"index_topk", "index_n_heads", "index_head_dim",
+                                    "index_topk_freq", NULL};
+  for (int i = 0; DSA[i]; i++) ok &= hf_int(j, hf, s, DSA[i], DSA[i], false);
   int64_t experts = 0, freq = 1;
   ok &= hf_get(j, hf, "n_routed_experts", false, &experts) >= 0;
   ok &= hf_get(j, hf, "moe_layer_freq", false, &freq) >= 0;
@@ -855,6 +863,8 @@ static cJSON *hf_to_spec(jin *j, const cJSON *hf, int type, bool tied_default, i
                         ** sigmoid routing and MTP, which cost nothing here
                         ** or are read when present) */
   case HF_DEEPSEEK_V3:
+  case HF_DEEPSEEK_V32:
+  case HF_GLM_MOE_DSA:
   case HF_KIMI_K2: ok &= hf_deepseek(j, hf, s); break;
   case HF_GEMMA: /* Gemma (GemmaConfig): GeGLU, RMSNorm before attention and
                  ** MLP only, head_dim 256, global attention in every layer

@@ -129,7 +129,11 @@ static void print_layers(const model *m, FILE *out) {
             (long long)(d->moe_ffn ? d->moe_ffn : d->ffn_hidden), (long long)d->top_k,
             d->shared_ffn_hidden ? ", with shared experts" : "", a);
   }
-  if (d->window > 0)
+  if (d->dsa_topk > 0)
+    fprintf(out, "%s sparse attention (the top %lld keys a query, an indexer of %lld x %lld%s)",
+            d->experts ? ";" : ":", (long long)d->dsa_topk, (long long)d->dsa_heads,
+            (long long)d->dsa_dim, d->dsa_every > 1 ? " every few layers" : "");
+  else if (d->window > 0)
     fprintf(out, "%s %lld local (%s %lld), %lld global", d->experts ? ";" : ":", (long long)local,
             d->window_chunked ? "chunks of" : "window", (long long)d->window,
             (long long)(d->layers - local));

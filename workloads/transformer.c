@@ -23,6 +23,8 @@ static const char *const KEYS[] = {
     "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
     "sliding_window", "sliding_window_pattern", "attention_chunk_size", "num_nextn_predict_layers",
     "attention_sinks", "qk_norm", "sandwich_norm",
+    /* DeepSeek sparse attention (DeepSeek-V3.2, GLM-5), under their HF names */
+    "index_topk", "index_n_heads", "index_head_dim", "index_topk_freq",
     /* a training recipe's MTP depth, under Megatron-Core's names */
     "mtp_num_layers", "mtp_use_repeated_layer",
     /* hybrid Mamba-2 models (Nemotron-H), under NemotronHConfig's names */
@@ -62,6 +64,10 @@ typedef struct {
   /* multi-head latent attention (kv_lora > 0; q_lora 0: a plain q projection) */
   int64_t q_lora, kv_lora, qk_nope, qk_rope, v_dim;
   int64_t window, global_every; /* sliding-window attention (0: none) */
+  /* DeepSeek sparse attention: each query attends the dsa_topk keys its
+  ** lightning indexer (dsa_heads heads of dsa_dim) picks, the indexer run
+  ** on every dsa_every-th layer and its choice reused between (0: none) */
+  int64_t dsa_topk, dsa_heads, dsa_dim, dsa_every;
   bool chunked;                 /* the window is Llama 4's chunks, not a sliding band */
   int64_t mtp;                  /* multi-token prediction modules */
   int64_t mtp_depth;            /* MTP depths run: mtp, or Megatron-Core's mtp_num_layers
@@ -242,6 +248,41 @@ static bool read_window(jin *j, const cJSON *s, tf_cfg *c) {
     return ok && refuse(j, s, "sliding_window_pattern",
                         "a pattern of local layers needs sliding_window or attention_chunk_size");
   ok &= jin_get_int(j, s, "sliding_window_pattern", 1, c->layers, false, &c->global_every) >= 0;
+  return ok;
+}
+
+/* DeepSeek sparse attention (the DeepSeek-V3.2-Exp technical report,
+** DeepSeek_V3_2.pdf in deepseek-ai/DeepSeek-V3.2-Exp, sec. 2.1; GLM-5): a
+** lightning indexer scores every earlier token for each query
+** with index_n_heads small heads of index_head_dim, and the MLA core
+** attends only the index_topk tokens it picks. Costed as a sliding band of
+** index_topk keys a query (the core's FLOPs and its kernel rate) plus the
+** indexer (dsa_indexer). It rides on MLA, as both published models do. */
+static bool read_dsa(jin *j, const cJSON *s, tf_cfg *c) {
+  bool ok = get_int_or_null(j, s, "index_topk", 1, BIG, &c->dsa_topk) >= 0;
+  if (c->dsa_topk == 0) {
+    static const char *const DSA[] = {"index_n_heads", "index_head_dim", "index_topk_freq", NULL};
+    for (int i = 0; DSA[i]; i++)
+      ok &= refuse(j, s, DSA[i], "DeepSeek sparse attention's indexer needs index_topk as well");
+    return ok;
+  }
+  if (c->kv_lora == 0)
+    ok &= refuse(j, s, "index_topk", "DeepSeek sparse attention is built on multi-head latent "
+                                     "attention here, as DeepSeek-V3.2 and GLM-5 are: give "
+                                     "kv_lora_rank too");
+  if (c->window > 0)
+    ok &= refuse(j, s, "index_topk", "a layer attends a sliding window or DeepSeek sparse "
+                                     "attention's top-k, not both");
+  ok &= jin_get_int(j, s, "index_n_heads", 1, 1024, true, &c->dsa_heads) > 0;
+  ok &= jin_get_int(j, s, "index_head_dim", 1, 4096, true, &c->dsa_dim) > 0;
+  c->dsa_every = 1;
+  ok &= get_int_or_null(j, s, "index_topk_freq", 1, c->layers, &c->dsa_every) >= 0;
+  if (c->dsa_every == 0) c->dsa_every = 1;
+  if (ok) { /* every layer attends its top-k: a band of that many keys */
+    c->window = c->dsa_topk;
+    c->global_every = 0;
+    c->chunked = false;
+  }
   return ok;
 }
 
@@ -432,6 +473,7 @@ static bool read_fields(jin *j, const cJSON *s, const wl_train *t, tf_cfg *c) {
   if (!ok) return false; /* the rest reads bounds from these */
   ok &= read_mla(j, s, c);
   ok &= read_window(j, s, c);
+  if (ok) ok = read_dsa(j, s, c); /* it reads MLA's and the window's */
   const cJSON *moe = jin_get_object(j, s, "moe", false);
   if (moe) ok &= read_moe(j, moe, c);
   ok &= read_hybrid(j, s, c, moe);
@@ -635,7 +677,9 @@ static wl_tf_dims dims_of(const tf_cfg *c) {
                       .gdn_every = c->gdn_every, .gdn_k_heads = c->g_kh, .gdn_v_heads = c->g_vh,
                       .gdn_k_dim = c->g_kd, .gdn_v_dim = c->g_vd, .gdn_conv = c->g_conv,
                       .gdn_chunk = c->g_chunk, .attn_gate = c->attn_gate,
-                      .shared_gate = moe && c->shared_gate && c->shared_ffn > 0};
+                      .shared_gate = moe && c->shared_gate && c->shared_ffn > 0,
+                      .dsa_topk = c->dsa_topk, .dsa_heads = c->dsa_heads,
+                      .dsa_dim = c->dsa_dim, .dsa_every = c->dsa_every};
 }
 
 /* ---- building ---- */
@@ -888,6 +932,46 @@ static int rope_tail(graph *g, const tf_cfg *c, int x, int64_t keep) {
   return graph_concat(g, parts, 2, 3);
 }
 
+/* DeepSeek sparse attention's lightning indexer (DeepSeek-V3.2,
+** its technical report sec. 2.1, eq. 1; HF GlmMoeDsaIndexer): index queries
+** from the query latent (wq_b: q_lora_rank -> heads x dim), one index key
+** from the hidden state (wk, then LayerNorm), a weight a head (weights_proj);
+** a token's score against each earlier one is sum_h w_h ReLU(q_h . k). The
+** scores and the top-k are one kernel (DeepGEMM's fp8_mqa_logits, the
+** top-k over its fp32 logits): a custom-call on the matrix unit with the
+** scores' FLOPs -- every query against every earlier key, the causal
+** half -- and its bytes: the operands, the fp32 logits written and read
+** back by the top-k, the int32 indices out. Run on every dsa_every-th
+** layer, its choice reused between (GLM-5.2's index_topk_freq): its cost
+** is spread over them. Its own training (a KL loss to the core's scores
+** over the chosen keys) is not built. */
+static void dsa_indexer(graph *g, const wl_train *t, const tf_cfg *c, int x, int qlat,
+                        const char *p) {
+  int64_t B = shape_of(g, x).dim[0], S = c->seq_local, keys = c->seq + c->kv_cache;
+  char n[128];
+  snprintf(n, sizeof n, "%s.idx_q", p);
+  int qi = wl_linear(g, t, qlat, n, "idx_q", c->dsa_heads * c->dsa_dim, false);
+  snprintf(n, sizeof n, "%s.idx_k", p);
+  int ki = wl_linear(g, t, x, n, "idx_k", c->dsa_dim, false);
+  snprintf(n, sizeof n, "%s.idx_k_norm", p);
+  ki = wl_layernorm(g, t, ki, n);
+  snprintf(n, sizeof n, "%s.idx_w", p);
+  int wi = wl_linear(g, t, x, n, "idx_w", c->dsa_heads, false);
+  /* the keys a query scores: the cached ones and the causal half of this
+  ** sequence's (under context parallelism each chip's queries see half the
+  ** sequence on average, its keys all-gathered) */
+  double seen = (double)c->kv_cache + ((double)c->seq + 1) / 2;
+  double q_keys = (double)B * (double)S * seen / (double)c->dsa_every;
+  double hd = (double)(c->dsa_heads * c->dsa_dim);
+  double flops = 2 * q_keys * hd + 3 * q_keys * (double)c->dsa_heads;
+  graph_shape sq = shape_of(g, qi), sk = shape_of(g, ki), sw = shape_of(g, wi);
+  double bytes = (graph_bytes(&sq) + graph_bytes(&sw) +
+                  graph_bytes(&sk) * (double)keys / (double)S) / (double)c->dsa_every +
+                 8 * q_keys + 4.0 * (double)B * (double)S * (double)c->dsa_topk;
+  int ins[3] = {qi, ki, wi};
+  graph_custom(g, "dsa-indexer", GRAPH_SHAPE(GDT_S32, B, S, c->dsa_topk), ins, 3, flops, 0, bytes);
+}
+
 /* Multi-head latent attention, as DeepSeek-V3's modeling code writes it
 ** (DeepseekV3Attention): q through a low-rank q_a (RMSNorm) q_b pair, or one
 ** q projection without q_lora_rank; keys and values decompressed from a
@@ -906,9 +990,11 @@ static int mla_attention(graph *g, const wl_train *t, const tf_cfg *c, int x, co
     q = wl_linear(g, t, x, n, "q_a", c->q_lora, c->qkv_bias);
     snprintf(n, sizeof n, "%s.q_a_norm", p);
     q = wl_rmsnorm(g, t, q, n);
+    if (c->dsa_topk > 0 && local) dsa_indexer(g, t, c, x, q, p);
     snprintf(n, sizeof n, "%s.q_b", p);
     q = wl_linear(g, t, q, n, "q_b", nh * (dn + dr), false);
   } else {
+    if (c->dsa_topk > 0 && local) dsa_indexer(g, t, c, x, x, p);
     snprintf(n, sizeof n, "%s.q", p);
     q = wl_linear(g, t, x, n, "q", nh * (dn + dr), c->qkv_bias);
   }

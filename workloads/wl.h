@@ -120,6 +120,11 @@ typedef struct {
   int64_t window;       /* sliding-window attention span in tokens (0: none) */
   bool window_chunked;  /* the local span is chunks (Llama 4), not a sliding band */
   int64_t global_every; /* with a window: every global_every-th layer attends globally (0: all local) */
+  /* DeepSeek sparse attention (0: none): every layer attends the dsa_topk
+  ** keys a lightning indexer of dsa_heads heads of dsa_dim picks (window
+  ** is then dsa_topk, all layers local, for the core's cost); the indexer
+  ** runs on every dsa_every-th layer. A cache keeps every key still. */
+  int64_t dsa_topk, dsa_heads, dsa_dim, dsa_every;
   /* Experts (0 when dense; a routed expert's width is moe_ffn above): the
   ** always-on shared experts' total width; the weights inside routed
   ** experts in this graph (what ep shards) */
