@@ -239,6 +239,11 @@ static double decode_attention_s(const model *m, const hw_model *hw, const serve
   if ((kind & WL_LAYER_LOCAL) && d->window > 0 && (double)d->window < t) t = (double)d->window;
   double heads = (double)(d->heads / tp), dh = (double)(d->v_head_dim > 0 ? d->v_head_dim : d->head_dim);
   double flops = 2.0 * (double)batch * heads * (double)queries * t * ((double)d->head_dim + dh);
+  /* a sparse-attention layer's indexer scores every cached key first
+  ** (transformer.c dsa_indexer: 2 x heads x dim a pair), at the same rate */
+  if (d->dsa_topk > 0)
+    flops += 2.0 * (double)batch * (double)queries * (double)keys * (double)(d->dsa_heads * d->dsa_dim) /
+             (double)(d->dsa_every > 0 ? d->dsa_every : 1);
   double eff = hw->chip.matmul_efficiency > 0 ? hw->chip.matmul_efficiency : 1;
   double compute_s = flops / hw_clocked(&hw->chip, hw_peak_16bit(hw) * eff);
   double bw = hw->chip.hbm_bw_bytes_per_s * (hw->chip.hbm_efficiency > 0 ? hw->chip.hbm_efficiency : 1);

@@ -106,6 +106,17 @@ Test(serve, hybrid_kv_cache_counts_only_attention_layers) {
   model_free(m);
 }
 
+/* A sparse-attention cache (GLM-5): every layer keeps every token -- its
+** indexer may pick any -- as MLA's latent and rotary key (512 + 64) plus
+** the indexer's own key (128), 704 elements a token and layer, 2 B each,
+** not capped at the 2,048 keys a query attends. 78 layers at 8,192 tokens:
+** 78 x 704 x 8,192 x 2 B. */
+Test(serve, sparse_attention_cache_keeps_every_key) {
+  model *m = th_model("tests/data/hf/glm-5.json", 1024);
+  cr_assert_float_eq(serve_kv_bytes(m, 1, 1, 8192, 2), 78 * 704.0 * 8192 * 2, 1);
+  model_free(m);
+}
+
 /* Erlang C: with c = 2 servers and a = 1 erlang, C = (a^2/2! x 2/(2-1)) /
 ** (1 + a + a^2/2! x 2/(2-1)) = 1/3; with one server it is the utilization
 ** (M/M/1). The M/M/1 wait's tail P(W > t) = rho e^{-(mu - lambda) t}
