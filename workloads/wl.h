@@ -73,7 +73,7 @@ typedef struct {
   ** targets[i]) and the modules asked about, for model.c's check (NULL:
   ** not kept) */
   struct wl_lora_log *lora_log;
-  bool lora_lenient; /* targets a framework supplied: those the model lacks are skipped */
+  bool lora_lenient; /* default targets (a framework's, or q and v): those the model lacks are skipped */
   /* For the simulator's per-chip graphs: build one tensor-parallel shard
   ** (heads, kv heads, FFN and vocabulary divided by shard_tp) of only
   ** `only_layers` layers (0: all). 1 and 0 build the model as written. */
