@@ -316,14 +316,19 @@ static int check_word(const map_entry *e, const char *file, const char *what,
 ** FRAMEWORK:PHRASE, checked with the switches'. */
 static int check_finetune(const map_entry *e, const char *file, diag *dg) {
   const char *v = e->value->s, *colon = strchr(v, ':');
+  const char *rank = colon ? strchr(colon + 1, ':') : NULL;
   size_t n = colon ? (size_t)(colon - v) : strlen(v);
+  char *end = NULL;
+  long r = rank ? strtol(rank + 1, &end, 10) : 1;
+  bool rank_ok = !rank || (end != rank + 1 && !*end && r >= 1 && r <= 1 << 16);
   for (int i = 0; wl_method_names[i]; i++)
     if (strlen(wl_method_names[i]) == n && strncmp(wl_method_names[i], v, n) == 0 &&
-        (!colon || (i != WL_FULL && colon[1])))
+        (!colon || (i != WL_FULL && colon[1] && colon[1] != ':')) && rank_ok)
       return 0;
   diag_error(dg, file, e->value->line, e->value->col, "value",
-             "'%.40s': expected full, lora or qlora, the latter two with :TARGETS if the recipe "
-             "names them (simulate's --finetune and --lora-targets; e.g. lora:linear_qkv)", v);
+             "'%.40s': expected full, lora or qlora, the latter two with :TARGETS and :RANK if the "
+             "recipe names them (simulate's --finetune, --lora-targets and --lora-rank; e.g. "
+             "lora:linear_qkv or lora:linear_qkv,linear_proj:16)", v);
   return -1;
 }
 
@@ -1202,13 +1207,26 @@ static void numeric_args(const runs_table *x, runs_result *r, runs_argv *a) {
 /* The first entry of a kind keyed PREFIX:PHRASE whose prefix is the row's
 ** (its recompute cell, its framework) and whose phrase its extra cell
 ** contains, or NULL. */
+/* Whether extra holds each '+'-separated part of phrase ("task=lora" or
+** "task=lora+nemo_container=25.11": a release's recipe). */
+static bool has_phrases(const char *extra, const char *phrase) {
+  for (const char *p = phrase;;) {
+    size_t n = strcspn(p, "+");
+    char part[128];
+    snprintf(part, sizeof part, "%.*s", (int)(n < sizeof part ? n : sizeof part - 1), p);
+    if (!part[0] || !strstr(extra, part)) return false;
+    if (!p[n]) return true;
+    p += n + 1;
+  }
+}
+
 static const map_entry *phrase_entry(const runs_table *x, map_kind kind, const char *prefix,
                                      const char *extra) {
   size_t n = prefix ? strlen(prefix) : 0;
   for (int i = 0; n && i < x->map->n; i++) {
     const map_entry *e = &x->map->e[i];
     const char *k = e->key->s;
-    if (e->kind == kind && strncmp(k, prefix, n) == 0 && k[n] == ':' && strstr(extra, k + n + 1))
+    if (e->kind == kind && strncmp(k, prefix, n) == 0 && k[n] == ':' && has_phrases(extra, k + n + 1))
       return e;
   }
   return NULL;
@@ -1251,11 +1269,16 @@ static void finetune_args(const runs_table *x, runs_result *r, runs_argv *a) {
   const map_entry *e = phrase_entry(x, MAP_FINETUNE, r->framework, r->w.extra);
   if (!e) return;
   const char *v = e->value->s, *colon = strchr(v, ':');
+  const char *rank = colon ? strchr(colon + 1, ':') : NULL;
   runs_arg(a, "--finetune");
   runs_arg(a, "%.*s", (int)(colon ? colon - v : (ptrdiff_t)strlen(v)), v);
   if (colon) {
     runs_arg(a, "--lora-targets");
-    runs_arg(a, "%s", colon + 1);
+    runs_arg(a, "%.*s", (int)(rank ? rank - colon - 1 : (ptrdiff_t)strlen(colon + 1)), colon + 1);
+  }
+  if (rank) {
+    runs_arg(a, "--lora-rank");
+    runs_arg(a, "%s", rank + 1);
   }
   if (strncmp(v, "full", 4) != 0)
     runs_addf(r->exercises, sizeof r->exercises, ", %s", strncmp(v, "qlora", 5) == 0 ? "QLoRA" : "LoRA");

@@ -673,8 +673,8 @@ run validate-jsonmd 2 validate "$SHARED/reference/public-runs.csv" --json --mark
 # is 8 characters, so a key starts at column 9; "default,recompute@megatron-core," is 32.
 printf 'kind,key,value\ndefault,recompte,full\ndefault,recompute@megatron-core,ful\ndefault,vp,0\ndefault,sp,2\ndefault,zero_or_fsdp:OPT,fsdp8\ndefault,mbs/7,1\ndefault,mbs,x\n' >"$OUT/map-baddef.csv"
 # the finetune kind: FRAMEWORK:PHRASE -> METHOD[:TARGETS]
-printf 'kind,key,value\nfinetune,megatron-core,lora\nfinetune,megatron-core:task=lora,lorra\nfinetune,megatrn-core:x,lora\nfinetune,megatron-core:x,full:q\n' >"$OUT/map-badft.csv"
-run validate-badft 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-badft.csv" && has validate-badft err "map-badft.csv:2:10: key: 'megatron-core': expected FRAMEWORK:PHRASE" && has validate-badft err "map-badft.csv:3:34: value: 'lorra': expected full, lora or qlora" && has validate-badft err "map-badft.csv:4:10: key: 'megatrn-core:x': no framework 'megatrn-core' (did you mean 'megatron-core'?)" && has validate-badft err "map-badft.csv:5:26: value: 'full:q': expected full, lora or qlora"
+printf 'kind,key,value\nfinetune,megatron-core,lora\nfinetune,megatron-core:task=lora,lorra\nfinetune,megatrn-core:x,lora\nfinetune,megatron-core:x,full:q\nfinetune,megatron-core:x,lora:q:0\n' >"$OUT/map-badft.csv"
+run validate-badft 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-badft.csv" && has validate-badft err "map-badft.csv:2:10: key: 'megatron-core': expected FRAMEWORK:PHRASE" && has validate-badft err "map-badft.csv:3:34: value: 'lorra': expected full, lora or qlora" && has validate-badft err "map-badft.csv:4:10: key: 'megatrn-core:x': no framework 'megatrn-core' (did you mean 'megatron-core'?)" && has validate-badft err "map-badft.csv:5:26: value: 'full:q': expected full, lora or qlora" && has validate-badft err "map-badft.csv:6:26: value: 'lora:q:0': expected full, lora or qlora"
 run validate-baddef 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-baddef.csv"
 has validate-baddef err "map-baddef.csv:2:9: key: 'recompte': expected COLUMN, COLUMN@FRAMEWORK or COLUMN:SOURCE" && has validate-baddef err "(did you mean 'recompute'?)"
 has validate-baddef err "map-baddef.csv:3:33: value: 'ful': expected none, selective or full" && has validate-baddef err "(did you mean 'full'?)"
@@ -876,6 +876,17 @@ row_cmd validate-families f-nemoh56 'nemotron-h-56b.json --hw b200 .* --tp 2 '
 grep '^f-nemoh56 ' "$OUT/validate-families.out" | grep -q 'does not fit' && bad 'validate-families: Nemotron-H 56B does not fit' || ok
 # GLM-5 (DeepSeek sparse attention, glm_moe_dsa): its config by the 744 B key
 row_cmd validate-families f-glm5 'glm-5.json --hw gb200 .* --ep 64 '
+# a row that states a LoRA task runs the Megatron-Bridge fine-tuning recipe of
+# its release (the mapping's finetune kind): 25.11's four modules at dim 16,
+# later ones linear_qkv; a task=sft row stays full training
+{ head -1 "$SHARED/reference/public-runs-modern.csv"
+  grep '^mb-25.11-llama3_70b-h100-fp8_cs-64g-gbs128,' "$SHARED/reference/public-runs-modern.csv" | sed 's/^mb-/lora-mb-/; s/task=pre-training/task=lora/'
+  grep '^mb-26.04.01-llama3_70b-h100-fp8-64g-gbs256,' "$SHARED/reference/public-runs-modern.csv" | sed 's/^mb-/lora-mb-/; s/task=pre-training/task=lora/'
+} >"$OUT/lora-runs.csv"
+run validate-lora 0 validate "$OUT/lora-runs.csv"
+row_cmd validate-lora lora-mb-25.11-llama3_70b-h100-fp8_cs-64g-gbs128 ' --finetune lora --lora-targets linear_qkv,linear_proj,linear_fc1,linear_fc2 --lora-rank 16$'
+row_cmd validate-lora lora-mb-26.04.01-llama3_70b-h100-fp8-64g-gbs256 ' --finetune lora --lora-targets linear_qkv$'
+row_cmd validate-public-runs-modern mb-26.06-llama3_70b-h100-fp8-32g-gbs32-sft ' --precision fp8$'
 # a --set field longer than 30 bytes goes whole (it was cut, and the row did not run)
 row_cmd validate-families f-llama4 '--set text_config.num_attention_heads=40 '
 # chips and names as sources write them. A chip finds its catalog entry by its
