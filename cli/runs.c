@@ -308,30 +308,46 @@ static int check_word(const map_entry *e, const char *file, const char *what,
   return -1;
 }
 
-/* A default's key names one of DEFAULT_COLS, and its value is one a row's
-** cell could hold there, in the form simulate takes: 0, or -1 after a
-** message with the file's line:column and the nearest valid choice. */
-/* A finetune entry's value: METHOD[:TARGETS], simulate's --finetune and
-** --lora-targets (the recipe's adapters where it sets them); its key is
+/* A finetune entry's value, METHOD[:TARGETS[:RANK]] (simulate's --finetune,
+** --lora-targets and --lora-rank: the recipe's adapters where it sets
+** them), split: the method's length, the targets (NULL: none) and their
+** length, the rank (NULL: none); false when it is none of those. Its key is
 ** FRAMEWORK:PHRASE, checked with the switches'. */
-static int check_finetune(const map_entry *e, const char *file, diag *dg) {
-  const char *v = e->value->s, *colon = strchr(v, ':');
-  const char *rank = colon ? strchr(colon + 1, ':') : NULL;
-  size_t n = colon ? (size_t)(colon - v) : strlen(v);
+typedef struct {
+  int method_len, targets_len;
+  const char *targets, *rank;
+} finetune_value;
+
+static bool finetune_split(const char *v, finetune_value *f) {
+  const char *colon = strchr(v, ':');
+  *f = (finetune_value){.method_len = (int)(colon ? colon - v : (ptrdiff_t)strlen(v))};
+  if (colon) {
+    f->targets = colon + 1;
+    f->rank = strchr(f->targets, ':');
+    f->targets_len = (int)(f->rank ? f->rank - f->targets : (ptrdiff_t)strlen(f->targets));
+    if (f->rank) f->rank++;
+  }
+  wl_method m;
   char *end = NULL;
-  long r = rank ? strtol(rank + 1, &end, 10) : 1;
-  bool rank_ok = !rank || (end != rank + 1 && !*end && r >= 1 && r <= 1 << 16);
-  for (int i = 0; wl_method_names[i]; i++)
-    if (strlen(wl_method_names[i]) == n && strncmp(wl_method_names[i], v, n) == 0 &&
-        (!colon || (i != WL_FULL && colon[1] && colon[1] != ':')) && rank_ok)
-      return 0;
+  long r = f->rank ? strtol(f->rank, &end, 10) : 1;
+  bool rank_ok = !f->rank || (end != f->rank && !*end && r >= 1 && r <= 1 << 16);
+  return wl_method_parse(v, (size_t)f->method_len, &m) == 0 &&
+         (!f->targets || (m != WL_FULL && f->targets_len > 0)) && rank_ok;
+}
+
+static int check_finetune(const map_entry *e, const char *file, diag *dg) {
+  finetune_value f;
+  if (finetune_split(e->value->s, &f)) return 0;
   diag_error(dg, file, e->value->line, e->value->col, "value",
              "'%.40s': expected full, lora or qlora, the latter two with :TARGETS and :RANK if the "
              "recipe names them (simulate's --finetune, --lora-targets and --lora-rank; e.g. "
-             "lora:linear_qkv or lora:linear_qkv,linear_proj:16)", v);
+             "lora:linear_qkv or lora:linear_qkv,linear_proj:16)", e->value->s);
   return -1;
 }
 
+/* A default's key names one of DEFAULT_COLS, and its value is one a row's
+** cell could hold there, in the form simulate takes: 0, or -1 after a
+** message with the file's line:column and the nearest valid choice. */
 static int check_default(const map_entry *e, const char *file, diag *dg) {
   static const char *const SP[] = {"0", "1", NULL};
   static const char *const ZERO[] = {"0", "1", "2", "3", "fsdp", NULL};
@@ -1268,20 +1284,22 @@ static void switch_args(const runs_table *x, runs_result *r, runs_argv *a) {
 static void finetune_args(const runs_table *x, runs_result *r, runs_argv *a) {
   const map_entry *e = phrase_entry(x, MAP_FINETUNE, r->framework, r->w.extra);
   if (!e) return;
-  const char *v = e->value->s, *colon = strchr(v, ':');
-  const char *rank = colon ? strchr(colon + 1, ':') : NULL;
+  const char *v = e->value->s;
+  finetune_value f;
+  finetune_split(v, &f); /* checked when the mapping was read */
   runs_arg(a, "--finetune");
-  runs_arg(a, "%.*s", (int)(colon ? colon - v : (ptrdiff_t)strlen(v)), v);
-  if (colon) {
+  runs_arg(a, "%.*s", f.method_len, v);
+  if (f.targets) {
     runs_arg(a, "--lora-targets");
-    runs_arg(a, "%.*s", (int)(rank ? rank - colon - 1 : (ptrdiff_t)strlen(colon + 1)), colon + 1);
+    runs_arg(a, "%.*s", f.targets_len, f.targets);
   }
-  if (rank) {
+  if (f.rank) {
     runs_arg(a, "--lora-rank");
-    runs_arg(a, "%s", rank + 1);
+    runs_arg(a, "%s", f.rank);
   }
-  if (strncmp(v, "full", 4) != 0)
-    runs_addf(r->exercises, sizeof r->exercises, ", %s", strncmp(v, "qlora", 5) == 0 ? "QLoRA" : "LoRA");
+  wl_method m = WL_FULL;
+  wl_method_parse(v, (size_t)f.method_len, &m);
+  if (m != WL_FULL) runs_addf(r->exercises, sizeof r->exercises, ", %s", m == WL_QLORA ? "QLoRA" : "LoRA");
 }
 
 /* The features of the model the row names, for the docs' table. */

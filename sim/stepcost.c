@@ -508,6 +508,28 @@ static double norm_cast_bytes_per_elem(plan_gemm g) {
   }
 }
 
+/* A recurrent mixer's in_proj output and out_proj input widths on one chip
+** under tp (a Mamba-2 layer: z, x, B, C, dt in, d_inner out; a Gated
+** DeltaNet: q, k, v, z, b, a in, the values out); false for another kind.
+** What the quantized GEMM operands and context parallelism's all-to-alls
+** both carry. */
+static bool mixer_widths(const wl_tf_dims *d, int kind, double tp, double *in, double *out) {
+  if (kind & WL_LAYER_MAMBA) {
+    double din = (double)(d->mamba_heads * d->mamba_head_dim) / tp;
+    *in = 2 * din + (double)(2 * d->ssm_groups * d->ssm_state + d->mamba_heads) / tp;
+    *out = din;
+    return true;
+  }
+  if (kind & WL_LAYER_GDN) {
+    double kd = (double)(d->gdn_k_heads * d->gdn_k_dim) / tp,
+           vd = (double)(d->gdn_v_heads * d->gdn_v_dim) / tp, nv = (double)d->gdn_v_heads / tp;
+    *in = 2 * kd + 2 * vd + 2 * nv;
+    *out = vd;
+    return true;
+  }
+  return false;
+}
+
 /* The elements quantized in one layer of kind k per micro-batch and chip,
 ** forward and backward, and the kernels that do it; of the forward's, those
 ** a layer norm feeds (norm: attention's QKV input, a dense MLP's FC1
@@ -529,16 +551,9 @@ static void cast_elems(const wl_tf_dims *d, const plan *p, int kind, double *fwd
   /* output gradients: QKV (with a gated attention's gate), proj, FC1, FC2 */
   double ab = T * ((d->attn_gate ? 2 : 1) * q + 2 * kv) / tp + T * H,
          fb = k * T * up * F / ftp + k * T * H;
-  if (kind & WL_LAYER_GDN) { /* a Gated DeltaNet mixer: in_proj (qkvz, ba) and out_proj */
-    double kd = (double)(d->gdn_k_heads * d->gdn_k_dim) / tp,
-           vd = (double)(d->gdn_v_heads * d->gdn_v_dim) / tp, nv = (double)d->gdn_v_heads / tp;
-    af = T * H + T * vd, ab = T * (2 * kd + 2 * vd + 2 * nv) + T * H;
-  }
-  if (kind & WL_LAYER_MAMBA) { /* a hybrid Mamba-2 layer: in_proj and out_proj */
-    double din = (double)(d->mamba_heads * d->mamba_head_dim) / tp;
-    double in = 2 * din + (double)(2 * d->ssm_groups * d->ssm_state + d->mamba_heads) / tp;
-    af = T * H + T * din, ab = T * in + T * H, ff = fb = 0;
-  }
+  double in, out; /* a Mamba-2 or Gated DeltaNet mixer: in_proj and out_proj */
+  if (mixer_widths(d, kind, tp, &in, &out)) af = T * H + T * out, ab = T * in + T * H;
+  if (kind & WL_LAYER_MAMBA) ff = fb = 0; /* a hybrid Mamba-2 layer has no FFN */
   if (kind & WL_LAYER_NO_FFN) ff = fb = 0;    /* a hybrid attention layer */
   if (kind & WL_LAYER_NO_MIXER) af = ab = 0;  /* a hybrid MLP or MoE layer */
   *fwd = af + ff;
@@ -788,20 +803,19 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
   ** gradients the same two ways. Not overlapped: the scan waits for them. */
   double cp_mamba = 0, cp_gdn = 0;
   if (cp > 1 && (d->mamba_heads > 0 || d->gdn_every > 0)) {
-    double tpd = (double)p.tp, cpn = (double)per_node(hw, cp, p.tp);
-    double m_in = (double)(2 * d->mamba_heads * d->mamba_head_dim + 2 * d->ssm_groups * d->ssm_state +
-                           d->mamba_heads) / tpd,
-           m_out = (double)(d->mamba_heads * d->mamba_head_dim) / tpd;
-    double kd = (double)(d->gdn_k_heads * d->gdn_k_dim) / tpd,
-           vd = (double)(d->gdn_v_heads * d->gdn_v_dim) / tpd, nv = (double)d->gdn_v_heads / tpd;
-    double w[2][2] = {{m_in, m_out}, {2 * kd + 2 * vd + 2 * nv, vd}}, t[2] = {0, 0};
-    for (int i = 0; i < 2; i++)
+    double cpn = (double)per_node(hw, cp, p.tp);
+    static const int KINDS[2] = {WL_LAYER_MAMBA, WL_LAYER_GDN};
+    double t[2] = {0, 0};
+    for (int i = 0; i < 2; i++) {
+      double w[2];
+      if (!mixer_widths(d, KINDS[i], (double)p.tp, &w[0], &w[1])) continue;
       for (int j = 0; j < 2; j++) {
-        if (!(w[i][j] > 0)) continue;
-        double a = group_coll_s(hw, memo, cp, (int64_t)cpn, COLL_ALL_TO_ALL, tokens * w[i][j] * 2, err, errn);
+        if (!(w[j] > 0)) continue;
+        double a = group_coll_s(hw, memo, cp, (int64_t)cpn, COLL_ALL_TO_ALL, tokens * w[j] * 2, err, errn);
         if (a < 0) return -1;
         t[i] += a;
       }
+    }
     cp_mamba = t[0], cp_gdn = t[1];
   }
   /* MoE: each routed token to its experts' chips and back (dispatch and

@@ -892,7 +892,7 @@ row_cmd validate-families f-llama4 '--set text_config.num_attention_heads=40 '
 # chips and names as sources write them. A chip finds its catalog entry by its
 # reduced spelling (runs.c chip_norm), the Ironwood row its 2 devices a chip; a
 # PCIe H100 is another part and finds none. Case, a hyphen for an underscore
-# and a parenthesis after the mode ("BF16", "FP8-CS", "Full",
+# and a parenthesis after the mode ("BF16", "FP8-CS", "FP4" for NVFP4, "Full",
 # "selective(core_attn)", "Llama", "gpt-oss") are the mapping's keys and
 # simulate's names. A Megatron-Bridge release's tables take the profile of
 # its recipes: 26.06 and 26.06.01 ran v0.5.x, whose MXFP8 MoE path is the
@@ -908,12 +908,13 @@ c-pcie,Megatron-Bridge perf,H100 PCIe,8,llama,8.03,32,4096,32,8,14336,128256,819
 s-bf16,Megatron-Bridge perf,H100,8,Llama,8.03,32,4096,32,8,14336,128256,8192,128,1,1,1,8,1,1,0,1,Full,BF16,step_time_s,,5.0,1,,,
 s-fp8cs,Megatron-Bridge perf,H100,8,llama,8.03,32,4096,32,8,14336,128256,8192,128,1,1,1,8,1,1,0,1,selective(core_attn),FP8-CS,step_time_s,,5.0,1,,,
 s-oss,Megatron-Bridge perf,B200,64,gpt-oss,116.8,36,2880,64,8,2880,201088,4096,512,4,1,1,64,1,1,0,1,none,MXFP8,step_time_s,,5.0,8,128,4,
+s-fp4,Megatron-Bridge perf,GB200,8,llama,8.03,32,4096,32,8,14336,128256,8192,128,1,1,1,8,1,1,0,1,none,FP4,step_time_s,,5.0,1,,,
 r-2606,Megatron-Bridge perf-archive 26.06,GB200,8,qwen3_moe,30.5,48,2048,32,4,768,151936,4096,512,4,1,1,8,1,1,0,1?,?,mxfp8,step_time_s,,6.4,8,128,8,
 r-260601,Megatron-Bridge perf-archive 26.06.01,GB200,8,qwen3_moe,30.5,48,2048,32,4,768,151936,4096,512,4,1,1,8,1,1,0,1?,?,mxfp8,step_time_s,,6.4,8,128,8,
 r-260401,Megatron-Bridge perf-archive 26.04.01,GB200,8,qwen3_moe,30.5,48,2048,32,4,768,151936,4096,512,4,1,1,8,1,1,0,1?,?,mxfp8,step_time_s,,6.4,8,128,8,
 ROWS
 run validate-spell 0 validate "$OUT/spell.csv"
-has validate-spell out "rows run 11 of 12"
+has validate-spell out "rows run 12 of 13"
 while IFS='|' read -r id want; do row_cmd validate-spell "$id" "$want"; done <<'WANT'
 c-sxm5| --hw h100-sxm 
 c-nvl72| --hw gb200 
@@ -924,6 +925,7 @@ c-pcie|unknown hardware 'H100 PCIe'
 s-bf16|llama3.1-8b.json .* --precision bf16 --recompute full$
 s-fp8cs| --precision fp8-cs --recompute selective$
 s-oss|gpt-oss-120b.json .* --precision mxfp8 
+s-fp4| --precision nvfp4 
 r-2606| --framework megatron-core-26.08 
 r-260601| --framework megatron-core-26.08 
 r-260401| --framework megatron-core 

@@ -172,6 +172,14 @@ double th_layer0_flops(const model *m, graph_phase phase) {
   return f;
 }
 
+void th_assert_backward_about_twice(const char *src, int kind) {
+  model *m = th_model_opts(src, (model_opts){.global_batch = 1, .seq_len = 1024, .only_layers = 1,
+                                             .one_kind = true, .layer_kind = kind});
+  double f = th_layer0_flops(m, GRAPH_FORWARD), b = th_layer0_flops(m, GRAPH_BACKWARD);
+  cr_assert(f > 0 && b / f > 1.8 && b / f < 2.2, "%s: backward / forward = %.3f", src, b / f);
+  model_free(m);
+}
+
 void th_assert_cp2_a2as(const char *src, int kind, int64_t layers, double in_width,
                         double out_width) {
   hw_catalog *c = th_catalog();

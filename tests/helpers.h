@@ -60,6 +60,9 @@ model *th_model_opts(const char *src, model_opts o);
 /* FLOPs of layer 0's dots and convolutions in one phase of m's graph
 ** (op counts included): what a hand count of one layer is checked against. */
 double th_layer0_flops(const model *m, graph_phase phase);
+/* One layer of kind (WL_LAYER_* bits) of src at 1,024 tokens: its backward,
+** autodiff's, about twice its forward (1.8-2.2x), as for attention layers. */
+void th_assert_backward_about_twice(const char *src, int kind);
 /* A hybrid's layers of `kind` (there being `layers` of them) under
 ** context parallelism 2 on h100-sxm (tp 1, no ep, seq 8192, megatron-core):
 ** their collectives are two all-to-alls each way, of in_width and out_width

@@ -99,13 +99,7 @@ Test(gdn, one_layer_forward_flops_from_the_chunked_delta_rule) {
 
 /* Training builds the rule's backward by autodiff: the layer's backward is
 ** about twice its forward, as for attention layers. */
-Test(gdn, backward_is_about_twice_forward) {
-  model *m = th_model_opts(NEXT, (model_opts){.global_batch = 1, .seq_len = 1024, .only_layers = 1,
-                                              .one_kind = true, .layer_kind = WL_LAYER_GDN});
-  double f = th_layer0_flops(m, GRAPH_FORWARD), b = th_layer0_flops(m, GRAPH_BACKWARD);
-  cr_assert(f > 0 && b / f > 1.8 && b / f < 2.2, "backward / forward = %.3f", b / f);
-  model_free(m);
-}
+Test(gdn, backward_is_about_twice_forward) { th_assert_backward_about_twice(NEXT, WL_LAYER_GDN); }
 
 /* Tensor parallelism splits the mixer's heads: with 8 key heads, tp 16
 ** (which the 16 attention heads allow) cannot split them, and says so

@@ -203,13 +203,7 @@ Test(mamba, one_layer_forward_flops_from_ssd) {
 
 /* Training builds the backward of every Mamba-2 op (the graph's autodiff):
 ** the step's FLOPs are about 3x the forward's, as for a transformer. */
-Test(mamba, backward_is_about_twice_forward) {
-  model *m = load_o(NANO, (model_opts){.global_batch = 1, .seq_len = 1024, .only_layers = 1,
-                                       .one_kind = true, .layer_kind = WL_LAYER_MAMBA});
-  double f = th_layer0_flops(m, GRAPH_FORWARD), b = th_layer0_flops(m, GRAPH_BACKWARD);
-  cr_assert(f > 0 && b / f > 1.8 && b / f < 2.2, "backward / forward = %.3f", b / f);
-  model_free(m);
-}
+Test(mamba, backward_is_about_twice_forward) { th_assert_backward_about_twice(NANO, WL_LAYER_MAMBA); }
 
 /* Forward matmul FLOPs of the ops at layers >= from (the MTP depths sit
 ** past the main stack's layers), every phase's count kept. */

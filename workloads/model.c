@@ -200,15 +200,9 @@ static bool set_targets(wl_train *t, const char *list, diag *dg) {
 
 static bool apply_finetune(model *m, const model_opts *o, diag *dg) {
   if (!o) return true;
-  if (o->finetune) {
-    int k = -1;
-    for (int i = 0; wl_method_names[i]; i++)
-      if (strcmp(wl_method_names[i], o->finetune) == 0) k = i;
-    if (k < 0) {
-      diag_error(dg, "--finetune", 0, 0, NULL, "'%.40s': expected full, lora or qlora", o->finetune);
-      return false;
-    }
-    m->train.method = (wl_method)k;
+  if (o->finetune && wl_method_parse(o->finetune, strlen(o->finetune), &m->train.method) != 0) {
+    diag_error(dg, "--finetune", 0, 0, NULL, "'%.40s': expected full, lora or qlora", o->finetune);
+    return false;
   }
   /* a framework's defaults give way to the file's own lora block */
   if (o->lora_lenient && m->train.lora_given) return true;

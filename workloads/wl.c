@@ -297,6 +297,15 @@ int wl_bce(graph *g, int logits, int labels) {
 
 const char *const wl_precision_names[] = {"bf16", "fp16", "fp32", "fp64", "fp8", NULL};
 const char *const wl_method_names[] = {"full", "lora", "qlora", NULL};
+
+int wl_method_parse(const char *name, size_t len, wl_method *out) {
+  for (int i = 0; name && wl_method_names[i]; i++)
+    if (strlen(wl_method_names[i]) == len && strncmp(wl_method_names[i], name, len) == 0) {
+      *out = (wl_method)i;
+      return 0;
+    }
+  return -1;
+}
 static const graph_dtype PRECISION_DT[] = {GDT_BF16, GDT_F16, GDT_F32, GDT_F64, GDT_F8};
 
 const char *wl_precision_name(graph_dtype dt) {

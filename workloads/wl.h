@@ -12,6 +12,7 @@
 #define TPUSIM_WL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <cjson/cJSON.h>
@@ -33,6 +34,8 @@ typedef enum { WL_FULL, WL_LORA, WL_QLORA } wl_method;
 /* wl_method's names, as model.json's train.method and --finetune spell
 ** them, NULL-terminated */
 extern const char *const wl_method_names[];
+/* The method the first len characters of name spell: 0 and *out, or -1. */
+int wl_method_parse(const char *name, size_t len, wl_method *out);
 
 /* Requirements a model puts on hardware ("requires" in model.json). */
 /* What a model needs of its hardware (model.json "requires", or set by its
