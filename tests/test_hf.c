@@ -560,6 +560,58 @@ Test(hf, shard_ep_halves_expert_weights) {
   model_free(m);
 }
 
+/* The routed experts' forward FLOPs of a one-layer shard: the dots whose
+** weight is an expert matrix ([E, H, F], named "experts"). */
+static double expert_dot_flops(const model *m) {
+  const graph *g = m->g;
+  double f = 0;
+  for (int i = 0; i < graph_count(g); i++) {
+    const graph_op *op = graph_get(g, i);
+    if (op->kind != GOP_DOT || op->phase != GRAPH_FORWARD) continue;
+    bool expert = false;
+    for (int k = 0; k < op->n_in; k++) {
+      const graph_op *in = graph_get(g, op->in[k]);
+      expert |= in->kind == GOP_PARAMETER && in->name && strstr(in->name, ".experts.");
+    }
+    if (!expert) continue;
+    graph_cost c = graph_op_cost(g, i);
+    f += graph_cost_flops(&c) * (double)op->count;
+  }
+  return f;
+}
+
+/* Expert parallelism under tensor parallelism (Megatron-Core, which needs
+** sequence parallelism with MoE and tp > 1): a tp rank routes only its own
+** seq / tp tokens, the dispatcher all-gathers over the expert tensor group
+** only, so a chip's routed-expert FLOPs are (seq / tp) x top_k x 3
+** matrices x 2 x hidden x moe_ffn whatever ep and etp are. By hand for
+** Qwen3-30B-A3B (hidden 2048, moe_ffn 768, top 8) at seq 1024:
+** 512 x 8 x 3 x 2 x 2048 x 768 = 38,654,705,664 at tp 2 -- ep 8 with
+** etp 1 or 2, and ep 2 with etp 2 -- and twice that at tp 1. The old
+** graph gave every tp rank all 1024 tokens at etp 1 (tp times the work). */
+Test(hf, experts_under_tp_route_a_ranks_own_tokens) {
+  model *m = load("tests/data/hf/qwen3-30b-a3b.json", 1024);
+  const double tp2 = 512.0 * 8 * 3 * 2 * 2048 * 768;
+  cr_assert_eq(tp2, 38654705664.0);
+  struct {
+    int64_t tp, ep, etp;
+    double flops;
+  } rows[] = {{1, 8, 1, 2 * tp2}, {2, 8, 1, tp2}, {2, 8, 2, tp2}, {2, 2, 2, tp2}, {4, 8, 1, tp2 / 2}};
+  for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+    diag *d = diag_new();
+    model_opts o = {.global_batch = 1, .seq_len = 1024, .only_layers = 1, .shard_tp = rows[i].tp,
+                    .shard_ep = rows[i].ep, .shard_etp = rows[i].etp, .forward_only = true};
+    model *s = model_derive(m, &o, d);
+    cr_assert_not_null(s, "row %zu", i);
+    double f = expert_dot_flops(s);
+    cr_assert(fabs(f - rows[i].flops) <= 1e-9 * rows[i].flops, "row %zu: %.6g, expected %.6g", i,
+              f, rows[i].flops);
+    model_free(s);
+    diag_free(d);
+  }
+  model_free(m);
+}
+
 /* Long sequences build: a one-layer chip shard of seq 1,048,576 at cp 32
 ** (32,768 queries against 1M keys), and one layer at seq 131,072, for the
 ** widest (Llama 3.1 405B) and MLA (DeepSeek-V3) models, without the graph's

@@ -56,8 +56,10 @@ typedef struct {
   int64_t model_layers; /* the model's layers; `layers` is how many are built */
   /* mixture of experts: `experts` are those this graph holds, the router
   ** chooses among router_experts (all of them; experts/tp under the old
-  ** tp split); each held expert takes the tokens of capacity_mult chips */
-  int64_t router_experts, capacity_mult;
+  ** tp split); each held expert takes capacity_mult times the tokens this
+  ** graph holds (the tokens of its expert group's chips, shard_ep) */
+  int64_t router_experts;
+  double capacity_mult;
   int64_t moe_ffn, shared_ffn; /* expert FFN width; shared experts' total width (0: none) */
   int64_t first_dense, moe_every;
   int64_t groups, topk_groups; /* group-limited routing (DeepSeek-V3's n_group, topk_group; 0: none) */
@@ -572,11 +574,20 @@ static bool shard_tp(jin *j, const wl_train *t, tf_cfg *c) {
 }
 
 /* Expert parallelism (Megatron-Core): experts/ep experts on this chip, each
-** taking the tokens routed to it from the ep chips of its group, so a
-** chip's expert FLOPs stay tokens x top_k x the expert FFN; expert tensor
-** parallelism splits each expert's FFN etp ways (etp 1 unless given). */
+** taking the tokens routed to it from the ep x etp chips of its group;
+** expert tensor parallelism splits each expert's FFN etp ways (etp 1
+** unless given). Under tensor parallelism a chip routes only its own 1/tp
+** of the tokens this graph holds: Megatron-Core requires sequence
+** parallelism with MoE and tp > 1 (moe_layer.py: "During training,
+** performance may degrade if MoE and tensor parallelism are enabled
+** without also enabling sequence parallelism" is raised, not warned), and
+** its dispatcher all-gathers over the expert tensor group only. So a
+** chip's expert FLOPs are tokens / tp x top_k x the expert FFN whatever
+** ep and etp are (sim/memory.c counts the routed copies the same way);
+** inference keeps etp = tp, every token on every tp chip. */
 static bool shard_ep(jin *j, const wl_train *t, tf_cfg *c) {
-  int64_t ep = t->shard_ep, etp = t->shard_etp > 1 ? t->shard_etp : 1;
+  int64_t ep = t->shard_ep, etp = t->shard_etp > 1 ? t->shard_etp : 1,
+          tp = t->shard_tp > 1 ? t->shard_tp : 1;
   if (c->experts == 0) {
     if (ep <= 1 && etp == 1) return true;
     jin_error(j, 1, "expert parallelism (ep %lld, etp %lld) on a model without experts",
@@ -587,7 +598,7 @@ static bool shard_ep(jin *j, const wl_train *t, tf_cfg *c) {
       !divides(j, "moe_intermediate_size", c->moe_ffn, "etp", etp))
     return false;
   c->experts /= ep;
-  c->capacity_mult = ep;
+  c->capacity_mult = (double)ep * (double)etp / (double)tp;
   c->moe_ffn /= etp;
   return true;
 }
@@ -1069,7 +1080,7 @@ static int expert_linear(graph *g, const wl_train *t, const tf_cfg *c, int xe, c
 
 /* Mixture of experts (Shazeer et al. 2017; Mixtral): a router picks top_k
 ** of E experts per token; each expert gets capacity C = T k cf / E tokens
-** (times ep under expert parallelism: the tokens of its ep chips), gathered
+** (times capacity_mult under expert parallelism: shard_ep), gathered
 ** into [E, C, H] and run as batched matmuls with expert weights [E, H, F];
 ** results are weighted and scatter-added back to [T, H]. Shared experts
 ** (DeepSeek, Llama 4) are a dense FFN every token passes through. Latent
@@ -1082,8 +1093,8 @@ static int moe_ffn(graph *g, const wl_train *t, const tf_cfg *c, int x, const ch
   graph_shape sx = shape_of(g, x);
   int64_t T = sx.dim[0] * sx.dim[1], H = c->latent > 0 ? c->latent : c->hidden, E = c->experts,
           R = c->router_experts;
-  int64_t C = (int64_t)ceil((double)T * (double)c->top_k * c->capacity *
-                            (double)c->capacity_mult / (double)R);
+  int64_t C = (int64_t)ceil((double)T * (double)c->top_k * c->capacity * c->capacity_mult /
+                            (double)R);
   char n[128];
   int xt = graph_reshape(g, x, GRAPH_SHAPE(t->compute, T, c->hidden));
   snprintf(n, sizeof n, "%s.router", p);
