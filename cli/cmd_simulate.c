@@ -85,9 +85,8 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
   for (int i = 0; i < 13; i++)
     if (cli_opt_int(c, names[i], 1, hi[i], counts[i])) return CLI_USAGE;
   static const char *const ZERO[] = {"0", "1", "2", "3", NULL};
-  int rec, prec, zero, gsync, attn, costs, cpc, emb, comp, tpo, epo;
-  if (cli_enum_opt(c, "--recompute", plan_recompute_names, 0, &rec) ||
-      cli_enum_opt(c, "--precision", plan_precision_names, 0, &prec) ||
+  int prec, zero, gsync, attn, costs, cpc, emb, comp, tpo, epo;
+  if (cli_enum_opt(c, "--precision", plan_precision_names, 0, &prec) ||
       cli_enum_opt(c, "--zero", ZERO, 0, &zero) ||
       cli_enum_opt(c, "--grad-sync", plan_grad_sync_names, 0, &gsync) ||
       cli_enum_opt(c, "--attention", plan_attention_names, 0, &attn) ||
@@ -127,7 +126,17 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
   if (cli_opt(c, "--zero")) p->zero = zero;
   if (cli_opt(c, "--fsdp")) p->zero = 3;
   p->op_costs = (opcost_source)costs;
-  if (cli_opt(c, "--recompute")) p->recompute = (plan_recompute)rec;
+  const char *rec = cli_opt(c, "--recompute");
+  if (rec) {
+    char msg[384];
+    if (plan_recompute_parse(rec, p, msg, sizeof msg) != 0)
+      return cli_usage_error(c, "--recompute %s", msg);
+    char why[256];
+    if (p->recompute_modules && framework_check_recompute_modules(p->framework, why, sizeof why)) {
+      snprintf(msg, sizeof msg, "%.64s: %s", rec, why);
+      return cli_usage_error(c, "--recompute %s", msg);
+    }
+  }
   p->cp_comm = (plan_cp_comm)cpc;
   if (offload_opt(c, p) != 0) return CLI_USAGE;
   plan_precision_parse(plan_precision_names[prec], p);
@@ -536,7 +545,7 @@ static int run_simulate(cli_ctx *c) {
 const cli_cmd cli_cmd_simulate = {"simulate",
     "tpusim simulate MODEL --hw NAME --chips N [--dp D --tp T --pp P --cp C]\n"
     "                  [--ep E] [--etp T] [--zero 0|1|2|3] [--fsdp] [--hsdp N]\n"
-    "                  [--mbs M] [--gbs G] [--seq S] [--recompute none|selective|full]\n"
+    "                  [--mbs M] [--gbs G] [--seq S] [--recompute none|selective[:MODULES]|full]\n"
     "                  [--precision bf16|fp16|fp32|fp64|fp8|fp8-cs|mxfp8|nvfp4|int8|tf32]\n"
     "                  [--framework plain|megatron-core|maxtext|megatron-2021|megatron-2022|\n"
     "                               torchtitan|llm-foundry|megatron-core-26.08]\n"
@@ -574,6 +583,10 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "  --offload activations:N: the activations of the first N decoder layers of\n"
     "              each model chunk go to the host (Megatron-Core's\n"
     "              --cpu-offloading-num-layers); activations: all of them\n"
+    "  --recompute selective:MODULES: recompute those submodules of each layer\n"
+    "              (Megatron-Core's --recompute-modules): core_attn, moe_act,\n"
+    "              layernorm, mla_up_proj, mlp, moe, shared_experts, joined by ','\n"
+    "              (selective alone: the framework's own, core_attn for Megatron)\n"
     "  --sp: sequence parallelism with tensor parallelism (Korthikanti et al. 2022)\n"
     "  --grad-sync: all-reduce gradient buckets while backward runs (default), or\n"
     "               after it (Megatron-LM's local DDP, as in its 2021-22 papers)\n"

@@ -1212,6 +1212,23 @@ static void numeric_args(const runs_table *x, runs_result *r, runs_argv *a) {
   }
   const char *rc = lower(strip_q(r->w.recompute, buf, sizeof buf), low, sizeof low), *mr;
   if (runs_unknown(r->w.recompute)) return;
+  /* selective(M1+M2): Megatron-Core's recompute_modules, as the source
+  ** lists them -> --recompute selective:M1+M2 (a list simulate reads) */
+  char mods[80];
+  plan probe = {0};
+  size_t rn = strlen(rc);
+  if (!map_get(x->map, MAP_RECOMPUTE, rc) && strncmp(rc, "selective(", 10) == 0 && rn > 11 &&
+      rc[rn - 1] == ')' && rn - 11 < sizeof mods - 10) {
+    snprintf(mods, sizeof mods, "selective:%.*s", (int)(rn - 11), rc + 10);
+    /* core_attn alone is Megatron-Core's selective itself: that spelling */
+    if (plan_recompute_parse(mods, &probe, NULL, 0) == 0 &&
+        probe.recompute_modules != PLAN_RM_CORE_ATTN) {
+      runs_arg(a, "--recompute");
+      runs_arg(a, "%s", mods);
+      runs_addf(r->exercises, sizeof r->exercises, ", %s recompute", mods);
+      return;
+    }
+  }
   mr = map_cell(x->map, MAP_RECOMPUTE, &rc, cut, sizeof cut);
   if (mr && !*mr) return; /* the framework's own policy: no flag */
   runs_arg(a, "--recompute");

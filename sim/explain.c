@@ -69,12 +69,10 @@ static int64_t chip0_layers(const model *m, const plan *p) {
   return n;
 }
 
-/* A layer's recomputation in the backward (step.c's layer_times). */
+/* A layer's recomputation in the backward (step.c's layer_times), the
+** layers' average. */
 static double recompute_s(const model *m, const plan *p, const step_result *r) {
-  if (p->recompute == PLAN_RECOMPUTE_FULL) return r->layer_fwd_s;
-  if (p->recompute != PLAN_RECOMPUTE_SELECTIVE) return 0;
-  return framework_selective_s(p->framework, &m->info.tf, 0, r->layer_fwd_s, r->attn_core_fwd_s,
-                               r->layer_mm_fwd_s);
+  return step_recompute_s(r, p, &m->info.tf, -1);
 }
 
 static void time_compute(const model *m, const plan *p, const step_result *r, explain_term *x) {
@@ -260,14 +258,16 @@ static void explain_memory(const model *m, const plan *p, const step_result *r, 
     state_term(x, mb->params, p->zero >= 1 ? dpcp : 1, 0, "");
   x = add(t, n, "activations", mb->activations,
           "layer x micro-batch sets in flight (Korthikanti et al. 2022) + embedding/logits");
+  char rl[128];
+  plan_recompute_label(p, rl, sizeof rl);
   if (p->offload == PLAN_OFFLOAD_ACTIVATIONS)
     values(x, "%.4g sets, the largest layer's %s (stage %d, recompute %s); offloaded: %s on the "
               "host (%s)",
-           mb->layer_mbs, byt(&b, mb->act_layer), mb->stage, plan_recompute_names[p->recompute],
+           mb->layer_mbs, byt(&b, mb->act_layer), mb->stage, rl,
            byt(&b, mb->host), p->offload_layers > 0 ? "the first layers of each chunk" : "all but two layers");
   else
     values(x, "%.4g sets, the largest layer's %s (stage %d, recompute %s)", mb->layer_mbs,
-           byt(&b, mb->act_layer), mb->stage, plan_recompute_names[p->recompute]);
+           byt(&b, mb->act_layer), mb->stage, rl);
   x = add(t, n, "temporary", mb->temporary, "the largest layer's backward buffers and collectives' (docs/memory.md)");
   values(x, "%s", byt(&b, mb->temporary));
   x = add(t, n, "runtime", mb->runtime, "context, kernels, library workspaces (by chip kind)");

@@ -15,7 +15,7 @@
   .moe_node_dedup = true, .grads_16bit = true, .moe_gemm_per_expert = true,                        \
   .loss_grad_in_place = true, .lowp_params = true, .attention_cudnn = true,                       \
   .norm_quant_fused = true, .lora_targets = "linear_qkv,linear_proj,linear_fc1,linear_fc2",         \
-  .lora_rank = 32
+  .lora_rank = 32, .recompute_modules = true
 
 const framework frameworks[] = {
     {/* plain */
@@ -240,6 +240,14 @@ bool framework_moe_a2a_overlap(int f, const plan *p, const hw_model *hw) {
   /* the 26.08 recipes call _enable_hybridep_full_iteration_mxfp8 from their
   ** fp8mx configs on GB200/GB300 (NVLINK_DOMAIN_SIZE 72) only */
   return frameworks[f].moe_a2a_overlap && p->gemm == PLAN_GEMM_MXFP8 && hw->chips_per_node >= 72;
+}
+
+int framework_check_recompute_modules(int f, char *msg, size_t n) {
+  if (f < 0 || frameworks[f].recompute_modules) return 0;
+  snprintf(msg, n, "framework %s has no list of modules to recompute (selective recompute is its "
+           "own policy); the Megatron-Core profiles have one (megatron-core, megatron-core-26.08)",
+           framework_names[f]);
+  return -1;
 }
 
 int framework_check_ep_overlap(int f, char *msg, size_t n) {

@@ -74,6 +74,11 @@ typedef struct {
   ** (general_grouped_gemm -> nvte_multi_stream_cublas_gemm; gemm.h
   ** num_streams = 4): each expert's GEMM a kernel launch of its own */
   bool moe_gemm_per_expert;
+  /* a selective recompute of a list of a layer's submodules
+  ** (Megatron-Core's --recompute-modules, TransformerConfig.recompute_modules:
+  ** core_attn, moe_act, layernorm, mla_up_proj, mlp, moe, shared_experts);
+  ** false: --recompute selective:LIST is refused */
+  bool recompute_modules;
   /* memory: the loss writes its gradient into the stored fp32 softmax in
   ** place (Megatron's vocab-parallel cross entropy, sim/memory.c
   ** loss_grad_bytes) */
@@ -175,6 +180,9 @@ bool framework_moe_a2a_overlap(int f, const plan *p, const hw_model *hw);
 /* 0 when profile f can overlap the MoE all-to-alls (--ep-overlap on), else
 ** -1 with why in msg. */
 int framework_check_ep_overlap(int f, char *msg, size_t n);
+/* 0 when framework f recomputes a list of modules (--recompute
+** selective:LIST), else -1 with why in msg */
+int framework_check_recompute_modules(int f, char *msg, size_t n);
 /* Whether profile f launches a kernel per local expert for plan p's grouped
 ** GEMMs on hw (moe_gemm_per_expert, less the paths that fuse them). */
 bool framework_moe_gemm_per_expert(int f, const plan *p, const hw_model *hw);

@@ -352,6 +352,43 @@ static void hybrid_parts(const shard *c, const wl_tf_dims *d, bool flash, int ki
   }
 }
 
+/* Saved bytes per token a selective recompute of Megatron-Core's modules
+** (plan.h PLAN_RM_*) frees in a layer of `kind` whose saved bytes are k
+** (replicated ones counted r times, as layer_of does). Each module's own
+** tensors, its input kept (the checkpoint's): "layernorm" the outputs of
+** the norms that are modules of their own -- a MoE layer's pre-MLP norm
+** (the router's input) and MLA's input norm (its down projections are
+** plain linears); the others are fused into the next linear
+** (LayerNormLinear) and recompute nothing; "mla_up_proj" the up
+** projections' inputs (their norms fused in) and Q, K, V; "moe_act" each
+** routed copy's FC2 input; "mlp" a dense MLP's FC1 input, outputs and FC2
+** input; "shared_experts" theirs; "moe" every routed copy's tensors, the
+** shared experts' and the router's probabilities; "core_attn" the
+** attention's scores (selective's own count). */
+static double modules_freed(const shard *c, const wl_tf_dims *d, int kind, const tok_bytes *k,
+                            unsigned m) {
+  double h = c->h, e = c->e, lin = c->lin, mats = d->gated ? 3 : 2, r = c->r;
+  bool moe = (kind & WL_LAYER_MOE) && c->experts > 0;
+  bool hybrid = kind & (WL_LAYER_MAMBA | WL_LAYER_NO_FFN | WL_LAYER_NO_MIXER);
+  bool mixer = !hybrid || (kind & WL_LAYER_NO_FFN), ffn = !hybrid || (kind & WL_LAYER_NO_MIXER);
+  bool mla = c->kv_lora > 0 && mixer && !(kind & (WL_LAYER_MAMBA | WL_LAYER_GDN));
+  double shared = c->sfc > 0 ? (mats - 1) * e * c->sfc + lin * c->sfc : 0;
+  double f = 0;
+  if (m & PLAN_RM_CORE_ATTN) f += k->scores;
+  if ((m & PLAN_RM_LAYERNORM) && moe && ffn) f += r * e * h;
+  if ((m & PLAN_RM_LAYERNORM) && mla) f += r * lin * h;
+  if ((m & PLAN_RM_MLA_UP_PROJ) && mla)
+    f += lin * (c->q_lora + c->kv_lora) + e * c->ac * (2 * c->qk_head + c->v_head);
+  if ((m & PLAN_RM_MLP) && ffn && !moe) f += (mats - 1) * e * c->fc + lin * c->fc + r * lin * h;
+  if (moe && ffn && (m & PLAN_RM_MOE)) {
+    f += k->routed + shared + r * 4 * c->experts;
+  } else if (moe && ffn) {
+    if (m & PLAN_RM_MOE_ACT) f += c->routed * lin * c->efc;
+    if (m & PLAN_RM_SHARED_EXPERTS) f += shared;
+  }
+  return f;
+}
+
 static layer_mem layer_of(const shard *c, const wl_tf_dims *d, const plan *p, const mem_opts *o,
                           int kind) {
   bool flash = o->flash_attention;
@@ -384,7 +421,10 @@ static layer_mem layer_of(const shard *c, const wl_tf_dims *d, const plan *p, co
   l.scores = sb * k.scores;
   if (p->recompute == PLAN_RECOMPUTE_FULL)
     l.act = sb * c->r * c->e * h; /* the layer input */
-  else if (p->recompute == PLAN_RECOMPUTE_SELECTIVE && op_selective(o, c, kind) &&
+  else if (p->recompute == PLAN_RECOMPUTE_SELECTIVE && p->recompute_modules) {
+    double left = kept + k.scores - modules_freed(c, d, kind, &k, p->recompute_modules);
+    l.act = sb * (left > c->r * c->e * h ? left : c->r * c->e * h);
+  } else if (p->recompute == PLAN_RECOMPUTE_SELECTIVE && op_selective(o, c, kind) &&
            !(kind & (WL_LAYER_MAMBA | WL_LAYER_NO_FFN | WL_LAYER_NO_MIXER)))
     l.act = sb * op_selective_tokens(c, d);
   else
@@ -696,8 +736,9 @@ static void stage_temporary_base(const memctx *x, const span *t, bool last, doub
   ** (full), what the op-level policy did not save, or the attention core */
   double remat = p->recompute == PLAN_RECOMPUTE_FULL ? t->none_max
                  : p->recompute != PLAN_RECOMPUTE_SELECTIVE ? 0
-                 : x->o->op_selective ? t->none_max - t->act_max
-                                      : t->scores_max;
+                 : x->o->op_selective || (p->recompute_modules & ~PLAN_RM_CORE_ATTN)
+                     ? t->none_max - t->act_max
+                     : t->scores_max;
   double layer = t->big_max + remat, big = layer;
   if (!x->o->layers_only && last) {
     double saved = logit_bytes(x->o) * sb * c->vc; /* one micro-batch's logits */
@@ -893,7 +934,16 @@ static bool selective_remats_tensors(const mem_opts *o) {
 
 static bool irregular_alloc(const plan *p, const mem_opts *o) {
   if (p->offload != PLAN_OFFLOAD_NONE || p->recompute == PLAN_RECOMPUTE_FULL) return true;
-  return p->recompute == PLAN_RECOMPUTE_SELECTIVE && selective_remats_tensors(o);
+  /* of Megatron-Core's modules, those that rematerialize the bulk of
+  ** every layer as full recompute does: a MoE layer's whole MoE block, a
+  ** dense model's MLP. The output-discarding ones (moe_act, layernorm,
+  ** mla_up_proj) give their storage back and take the same size again in
+  ** the backward, and a MoE model's few dense MLPs or its shared experts
+  ** are a small part of its layers: the pattern stays regular */
+  unsigned m = p->recompute_modules;
+  bool bulk = (m & PLAN_RM_MOE) || ((m & PLAN_RM_MLP) && !(o->expert_params > 0));
+  return p->recompute == PLAN_RECOMPUTE_SELECTIVE &&
+         (bulk || (!m && selective_remats_tensors(o)));
 }
 
 /* The activations a stage of t's layers keeps on the chip under
@@ -1589,6 +1639,29 @@ int mem_fixes(const wl_tf_dims *d, const plan *p, const mem_opts *o, mem_plan_ok
     plan q = *p;
     q.recompute = PLAN_RECOMPUTE_SELECTIVE;
     if (try_plan(&f, &q, o, &r)) add_fix(&f, &q, o, &r, "selective recompute (core attention)");
+  }
+  /* 2b. Megatron-Core's output-discarding recompute modules, which free a
+  ** MoE layer's expert activations and norm output or MLA's up-projected
+  ** Q, K, V for a little elementwise work (moe_act, layernorm) or the up
+  ** projections again (mla_up_proj): what the Megatron-Bridge MoE recipes
+  ** turn on before anything costlier (Nemotron 3 Super and GPT-OSS:
+  ** moe_act, layernorm; DeepSeek-V3 and Kimi K2: mla_up_proj) */
+  const wl_tf_dims *dm = f.d;
+  unsigned cheap = (dm->experts > 0 ? PLAN_RM_MOE_ACT | PLAN_RM_LAYERNORM : 0) |
+                   (dm->kv_lora_rank > 0 ? PLAN_RM_MLA_UP_PROJ : 0);
+  char why[8];
+  unsigned have = p->recompute == PLAN_RECOMPUTE_SELECTIVE
+                      ? (p->recompute_modules ? p->recompute_modules : PLAN_RM_CORE_ATTN)
+                      : 0;
+  if (cheap && (have & cheap) != cheap && p->recompute != PLAN_RECOMPUTE_FULL &&
+      framework_check_recompute_modules(p->framework, why, sizeof why) == 0) {
+    plan q = *p;
+    q.recompute = PLAN_RECOMPUTE_SELECTIVE;
+    q.recompute_modules = have | cheap;
+    char label[96], what[128];
+    snprintf(what, sizeof what, "recompute those modules (--recompute %s)",
+             plan_recompute_label(&q, label, sizeof label));
+    if (try_plan(&f, &q, o, &r)) add_fix(&f, &q, o, &r, what);
   }
   if (p->recompute != PLAN_RECOMPUTE_FULL) {
     plan q = *p;

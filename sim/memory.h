@@ -158,7 +158,7 @@ typedef struct {
   double step_time_s;   /* the changed plan's step, when a caller simulated it (else 0) */
 } mem_fix;
 
-enum { MEM_MAX_FIXES = 9 };
+enum { MEM_MAX_FIXES = 10 };
 
 /* For a plan that does not fit, the fixes that lower its peak, ordered by how
 ** little they change the plan: smaller micro-batch (more accumulation),

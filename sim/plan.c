@@ -14,6 +14,59 @@
 
 const char *const plan_schedule_names[] = {"gpipe", "1f1b", "interleaved", NULL};
 const char *const plan_recompute_names[] = {"none", "selective", "full", NULL};
+const char *const plan_recompute_module_names[] = {"core_attn", "moe_act", "layernorm", "mla_up_proj",
+                                                   "mlp", "moe", "shared_experts", NULL};
+
+int plan_recompute_parse(const char *s, plan *p, char *err, size_t errn) {
+  enum { N_MOD = 7 };
+  const char *colon = s ? strchr(s, ':') : NULL;
+  size_t head = colon ? (size_t)(colon - s) : (s ? strlen(s) : 0);
+  for (int i = 0; s && plan_recompute_names[i]; i++)
+    if (strlen(plan_recompute_names[i]) == head && strncmp(s, plan_recompute_names[i], head) == 0) {
+      if (colon && i != PLAN_RECOMPUTE_SELECTIVE)
+        return str_errf(err, errn, "'%.64s': only selective takes a list of modules "
+                                   "(selective:moe_act,layernorm)", s);
+      p->recompute = (plan_recompute)i;
+      p->recompute_modules = 0;
+      if (!colon) return 0;
+      unsigned m = 0;
+      for (const char *q = colon + 1;;) {
+        size_t n = strcspn(q, ",+");
+        char word[32];
+        snprintf(word, sizeof word, "%.*s", (int)(n < sizeof word ? n : sizeof word - 1), q);
+        int k = -1;
+        for (int j = 0; j < N_MOD; j++)
+          if (strcmp(word, plan_recompute_module_names[j]) == 0) k = j;
+        if (k < 0) {
+          const char *near = str_suggest(word, plan_recompute_module_names, N_MOD);
+          return str_errf(err, errn, "'%.64s': '%s' is not a module Megatron-Core recomputes; "
+                                     "expected %s (core_attn, moe_act, layernorm, mla_up_proj, "
+                                     "mlp, moe, shared_experts)", s, word,
+                          near ? near : "one of");
+        }
+        m |= 1u << k;
+        if (!q[n]) break;
+        q += n + 1;
+      }
+      p->recompute_modules = m;
+      return 0;
+    }
+  char word[32];
+  snprintf(word, sizeof word, "%.*s", (int)(head < sizeof word ? head : sizeof word - 1), s ? s : "");
+  const char *near = str_suggest(word, plan_recompute_names, 3);
+  return str_errf(err, errn, "'%.64s': expected none, selective, full or selective:MODULES%s%s",
+                  s ? s : "", near ? "; nearest: " : "", near ? near : "");
+}
+
+const char *plan_recompute_label(const plan *p, char *out, size_t n) {
+  size_t at = (size_t)snprintf(out, n, "%s", plan_recompute_names[p->recompute]);
+  if (p->recompute != PLAN_RECOMPUTE_SELECTIVE || !p->recompute_modules) return out;
+  for (int j = 0; plan_recompute_module_names[j] && at < n; j++)
+    if (p->recompute_modules & (1u << j))
+      at += (size_t)snprintf(out + at, n - at, "%s%s", at == strlen("selective") ? ":" : ",",
+                             plan_recompute_module_names[j]);
+  return out;
+}
 const char *const plan_grad_sync_names[] = {"overlap", "after-backward", NULL};
 const char *const plan_attention_names[] = {"flash", "scores", NULL};
 const char *const plan_embeddings_names[] = {"replicated", "sharded", "ps", NULL};
@@ -356,6 +409,45 @@ static int check_slice_shape(const hw_model *hw, const plan *p, char *err, size_
                   (long long)p->chips, (long long)(per * slices));
 }
 
+/* A selective recompute's modules against the model: each must name a
+** submodule some layer has (Megatron-Core refuses mla_up_proj without
+** multi-latent attention; the others would recompute nothing). */
+static int check_recompute_modules(const model *m, const plan *p, char *err, size_t errn) {
+  unsigned mods = p->recompute == PLAN_RECOMPUTE_SELECTIVE ? p->recompute_modules : 0;
+  if (!mods) return 0;
+  const wl_tf_dims *d = &m->info.tf;
+  bool dense = false, moe = false, attn = false;
+  for (int64_t i = 0; i < d->layers; i++) {
+    int k = wl_tf_layer_kind(d, i);
+    bool mixer = !(k & WL_LAYER_NO_MIXER), ffn = !(k & (WL_LAYER_NO_FFN | WL_LAYER_MAMBA));
+    attn |= mixer && !(k & (WL_LAYER_MAMBA | WL_LAYER_GDN));
+    moe |= ffn && (k & WL_LAYER_MOE) && d->experts > 0;
+    dense |= ffn && !((k & WL_LAYER_MOE) && d->experts > 0);
+  }
+  const struct {
+    unsigned bit;
+    bool has;
+    const char *what;
+  } NEED[] = {{PLAN_RM_CORE_ATTN, attn, "attention layer"},
+              {PLAN_RM_MOE_ACT, moe, "MoE layer"},
+              {PLAN_RM_MLA_UP_PROJ, d->kv_lora_rank > 0, "multi-latent attention (kv_lora_rank)"},
+              {PLAN_RM_MLP, dense, "dense MLP"},
+              {PLAN_RM_MOE, moe, "MoE layer"},
+              {PLAN_RM_SHARED_EXPERTS, moe && d->shared_ffn_hidden > 0, "shared experts"}};
+  for (size_t i = 0; i < sizeof NEED / sizeof *NEED; i++) {
+    if (!(mods & NEED[i].bit) || NEED[i].has) continue;
+    int j = 0;
+    while (!(NEED[i].bit & (1u << j))) j++;
+    return str_errf(err, errn, "--recompute selective:%s: %s has no %s to recompute; the modules "
+                    "it has: %s%s%s%s%s%s", plan_recompute_module_names[j], m->name, NEED[i].what,
+                    attn ? "core_attn, " : "", "layernorm",
+                    d->kv_lora_rank > 0 ? ", mla_up_proj" : "", dense ? ", mlp" : "",
+                    moe ? ", moe, moe_act" : "",
+                    moe && d->shared_ffn_hidden > 0 ? ", shared_experts" : "");
+  }
+  return 0;
+}
+
 int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fault, char *err,
                      size_t errn) {
   plan_fault dummy;
@@ -426,6 +518,10 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
     if (errn) snprintf(err, errn, "ep %lld does not divide the %lld experts", (long long)p->ep,
                        (long long)d->experts);
     *fault = PLAN_FAULT_DIVIDES;
+    return -1;
+  }
+  if (check_recompute_modules(m, p, err, errn) != 0) {
+    *fault = PLAN_FAULT_FAMILY;
     return -1;
   }
   int64_t replica = p->tp * p->pp * cp; /* chips of one data-parallel replica */

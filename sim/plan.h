@@ -33,6 +33,19 @@ typedef enum { PLAN_GRAD_OVERLAP, PLAN_GRAD_AFTER_BACKWARD } plan_grad_sync;
 ** batched GEMM and a (fused) softmax, as Megatron-LM did before it. */
 typedef enum { PLAN_ATTN_FLASH, PLAN_ATTN_SCORES } plan_attention;
 typedef enum { PLAN_RECOMPUTE_NONE, PLAN_RECOMPUTE_SELECTIVE, PLAN_RECOMPUTE_FULL } plan_recompute;
+/* Selective recompute of a list of a layer's submodules (Megatron-Core's
+** --recompute-modules, TransformerConfig.recompute_modules): bit i is
+** plan_recompute_module_names[i]. "moe" holds "moe_act" and
+** "shared_experts"; core_attn alone is Megatron-Core's default selective. */
+enum {
+  PLAN_RM_CORE_ATTN = 1u << 0,
+  PLAN_RM_MOE_ACT = 1u << 1,
+  PLAN_RM_LAYERNORM = 1u << 2,
+  PLAN_RM_MLA_UP_PROJ = 1u << 3,
+  PLAN_RM_MLP = 1u << 4,
+  PLAN_RM_MOE = 1u << 5,
+  PLAN_RM_SHARED_EXPERTS = 1u << 6,
+};
 /* How a step's data-parallel collectives are timed: simulated link by link
 ** (the default of simulate), or by their closed form on an idle network
 ** (what the planner's fast path uses; sim/coll.h coll_time_s). */
@@ -115,6 +128,9 @@ typedef struct {
   bool sp;         /* sequence parallelism with tp (Korthikanti et al. 2022) */
   int64_t mbs, gbs, seq;
   plan_recompute recompute;
+  /* with PLAN_RECOMPUTE_SELECTIVE: the submodules recomputed (PLAN_RM_*
+  ** bits; --recompute selective:LIST), 0: the framework's own selective */
+  unsigned recompute_modules;
   graph_dtype precision;
   plan_schedule schedule;
   int64_t vp;      /* virtual stages per chip (interleaved 1F1B) */
@@ -148,6 +164,16 @@ typedef struct {
 ** NULL-terminated, indexed by the enum (the order messages list them). */
 extern const char *const plan_schedule_names[];  /* gpipe, 1f1b, interleaved */
 extern const char *const plan_recompute_names[]; /* none, selective, full */
+/* core_attn, moe_act, layernorm, mla_up_proj, mlp, moe, shared_experts: the
+** PLAN_RM_* bits in order, Megatron-Core's spellings */
+extern const char *const plan_recompute_module_names[];
+/* --recompute's value: none, selective, full, or selective:M1,M2,... (the
+** modules by plan_recompute_module_names, ',' or '+' between them). Sets
+** p->recompute and p->recompute_modules; returns 0, or -1 with err naming
+** the nearest valid choice. */
+int plan_recompute_parse(const char *s, plan *p, char *err, size_t errn);
+/* "none", "selective", "full" or "selective:moe_act,layernorm" into out */
+const char *plan_recompute_label(const plan *p, char *out, size_t n);
 extern const char *const plan_grad_sync_names[]; /* overlap, after-backward */
 extern const char *const plan_attention_names[]; /* flash, scores */
 extern const char *const plan_embeddings_names[]; /* replicated, sharded, ps */

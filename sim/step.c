@@ -136,6 +136,49 @@ static double grad_sync_s(coll_memo *memo, const hw_model *hw, int64_t n, int64_
   return ar < 0 || op == COLL_ALL_REDUCE ? ar : ar / 2;
 }
 
+/* Megatron-Core's recompute_modules, each as the graph tags its ops
+** (graph_module): "moe" holds its activation and shared experts. */
+static double modules_fwd_s(const double mod[GRAPH_MODULES], unsigned m) {
+  static const struct {
+    unsigned bit;
+    graph_module mod;
+  } MAP[] = {{PLAN_RM_LAYERNORM, GRAPH_MOD_NORM},  {PLAN_RM_MLA_UP_PROJ, GRAPH_MOD_MLA_UP},
+             {PLAN_RM_MLP, GRAPH_MOD_MLP},         {PLAN_RM_MOE, GRAPH_MOD_MOE},
+             {PLAN_RM_MOE_ACT, GRAPH_MOD_MOE_ACT}, {PLAN_RM_SHARED_EXPERTS, GRAPH_MOD_SHARED}};
+  if (m & PLAN_RM_MOE) m |= PLAN_RM_MOE_ACT | PLAN_RM_SHARED_EXPERTS;
+  double t = 0;
+  for (size_t i = 0; i < sizeof MAP / sizeof *MAP; i++)
+    if (m & MAP[i].bit) t += mod[MAP[i].mod];
+  return t;
+}
+
+double step_recompute_s(const step_result *r, const plan *p, const wl_tf_dims *d, int k) {
+  if (k < 0) { /* the layers' average */
+    double sum = 0, n = 0;
+    for (int j = 0; j < WL_LAYER_KINDS; j++)
+      if (r->kind_n[j] > 0)
+        sum += (double)r->kind_n[j] * step_recompute_s(r, p, d, j), n += (double)r->kind_n[j];
+    if (n > 0) return sum / n;
+    if (p->recompute == PLAN_RECOMPUTE_FULL) return r->layer_fwd_s;
+    return p->recompute == PLAN_RECOMPUTE_SELECTIVE
+               ? framework_selective_s(p->framework, d, 0, r->layer_fwd_s, r->attn_core_fwd_s,
+                                       r->layer_mm_fwd_s)
+               : 0;
+  }
+  double fw = r->kind_fwd_s[k], at = r->kind_attn_fwd_s[k], mm = r->kind_mm_fwd_s[k];
+  if (p->recompute == PLAN_RECOMPUTE_FULL) return fw;
+  if (p->recompute != PLAN_RECOMPUTE_SELECTIVE) return 0;
+  unsigned m = p->recompute_modules;
+  /* selective alone: the framework's count (framework_selective_s) */
+  if (!m) return framework_selective_s(p->framework, d, k, fw, at, mm);
+  /* a list (Megatron-Core's recompute_modules): the attention core's
+  ** forward for core_attn, the tagged kernels of the others; "moe" runs
+  ** its dispatch and combine again (the forward's all-to-alls) */
+  double t = (m & PLAN_RM_CORE_ATTN ? at : 0) + modules_fwd_s(r->kind_mod_fwd_s[k], m);
+  if ((m & PLAN_RM_MOE) && (k & WL_LAYER_MOE)) t += r->ep_a2a_fwd_s;
+  return t;
+}
+
 /* One layer of kind k, forward and backward, on one chip per micro-batch,
 ** with its collectives and (backward) its recomputation and gradient
 ** accumulation. A result without per-kind figures uses the averages. */
@@ -144,8 +187,6 @@ static void layer_times(const step_result *r, const plan *p, const wl_tf_dims *d
   bool kinds = r->kind_n[k] > 0;
   double fw = kinds ? r->kind_fwd_s[k] : r->layer_fwd_s;
   double bw = kinds ? r->kind_bwd_s[k] : r->layer_bwd_s;
-  double at = kinds ? r->kind_attn_fwd_s[k] : r->attn_core_fwd_s;
-  double mm = kinds ? r->kind_mm_fwd_s[k] : r->layer_mm_fwd_s;
   double cf = kinds ? r->kind_comm_fwd_s[k] : r->tp_comm_fwd_s;
   double cb = kinds ? r->kind_comm_bwd_s[k] : r->tp_comm_bwd_s;
   double ac = kinds ? r->kind_accum_s[k] : r->grad_accum_layer_s;
@@ -153,11 +194,7 @@ static void layer_times(const step_result *r, const plan *p, const wl_tf_dims *d
   /* full recompute runs each layer's forward again in the backward, its
   ** collectives with it (step_costs times them without recompute, so one
   ** set of per-chip costs serves every recompute mode) */
-  /* selective: the framework's count (framework_selective_s) */
-  double rec = full ? fw
-               : p->recompute == PLAN_RECOMPUTE_SELECTIVE
-                   ? framework_selective_s(p->framework, d, k, fw, at, mm)
-                   : 0;
+  double rec = step_recompute_s(r, p, d, kinds ? k : -1);
   *f = fw + cf;
   *b = bw + rec + cb + (full ? cf : 0) + accum * ac;
   *comm = cf + cb + (full ? cf : 0); /* of which collectives */
@@ -532,9 +569,7 @@ static int rates(const model *m, const plan *p, step_result *r, char *err, size_
   double rec = p->recompute == PLAN_RECOMPUTE_FULL ? graph_cost_flops(&f)
                : p->recompute == PLAN_RECOMPUTE_SELECTIVE
                    ? layer_f * d->layers *
-                         (framework_selective_s(p->framework, d, 0, r->layer_fwd_s,
-                                                r->attn_core_fwd_s, r->layer_mm_fwd_s) /
-                          (r->layer_fwd_s > 0 ? r->layer_fwd_s : 1))
+                         (step_recompute_s(r, p, d, -1) / (r->layer_fwd_s > 0 ? r->layer_fwd_s : 1))
                    : 0;
   r->hardware_flops_per_step = r->model_flops_per_step + rec;
   model_free(full);
@@ -692,7 +727,8 @@ cJSON *step_json(const model *m, const hw_model *hw, const plan *p, const step_r
   cJSON_AddNumberToObject(pj, "mbs", (double)p->mbs);
   cJSON_AddNumberToObject(pj, "gbs", (double)p->gbs);
   cJSON_AddNumberToObject(pj, "seq", (double)p->seq);
-  cJSON_AddStringToObject(pj, "recompute", plan_recompute_names[p->recompute]);
+  char rl[128];
+  cJSON_AddStringToObject(pj, "recompute", plan_recompute_label(p, rl, sizeof rl));
   cJSON_AddStringToObject(pj, "precision", plan_precision_label(p));
   cJSON_AddStringToObject(pj, "pp_schedule", plan_schedule_names[p->schedule]);
   cJSON_AddNumberToObject(pj, "vp", (double)p->vp);

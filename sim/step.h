@@ -72,6 +72,9 @@ typedef struct {
   /* its forward's matmul kernels but the attention core's (what an op-level
   ** recompute policy picks from: framework_selective_share) */
   double kind_mm_fwd_s[WL_LAYER_KINDS];
+  /* its forward's kernels by layer submodule (graph_module): what a
+  ** selective recompute of a list of modules runs again */
+  double kind_mod_fwd_s[WL_LAYER_KINDS][GRAPH_MODULES];
   double kind_comm_fwd_s[WL_LAYER_KINDS], kind_comm_bwd_s[WL_LAYER_KINDS];
   double kind_accum_s[WL_LAYER_KINDS];
   /* a low-precision GEMM recipe: quantizing one step's weights (once a
@@ -256,5 +259,11 @@ int step_fast(const model *m, const hw_model *hw, const plan *p, const step_resu
 ** a Chrome/Perfetto trace. Returns 0, or -1 with err. */
 int step_simulate(const model *m, const hw_model *hw, const plan *p, const input_cfg *in,
                   step_result *r, step_timeline *tl, char *err, size_t errn);
+
+/* One layer's recomputation in the backward under p's recompute: the
+** forward again (full), the framework's selective count, or the forward
+** kernels of the listed recompute_modules; of layer kind k (WL_LAYER_*),
+** or the layers' average for k < 0. */
+double step_recompute_s(const step_result *r, const plan *p, const wl_tf_dims *d, int k);
 
 #endif

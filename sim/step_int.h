@@ -11,6 +11,10 @@ typedef struct {
   double t[GRAPH_PHASE_COUNT];
   double attn_fwd; /* the attention core: scores to context (for selective recompute) */
   double mm_fwd;   /* the forward's other kernels that hold a matmul (the same) */
+  /* the forward's kernels by the layer submodule their root op computes
+  ** (graph_module; [GRAPH_MOD_NONE]: the rest): what a recompute of a list
+  ** of modules runs again */
+  double mod_fwd[GRAPH_MODULES];
 } phase_times;
 
 typedef struct {

@@ -146,6 +146,25 @@ static bool holds_dot(const graph *g, const fuse_plan *fp, int k) {
   return false;
 }
 
+/* A forward kernel's time t by the layer submodule it computes (graph.h
+** graph_module), into mod: a kernel holding a GEMM counts for the GEMM's
+** module (an elementwise epilogue fused into it is that GEMM's), any other
+** for its root's. The graph saves what the backward reads, so a module's
+** kernels are its own: the SwiGLU of a MoE layer's experts is its silu
+** and its product, two kernels the forward runs and "moe_act" runs again. */
+static void module_times(const graph *g, const fuse_plan *fp, int k, double t,
+                         double mod[GRAPH_MODULES]) {
+  int m = graph_get(g, fp->root[k])->module;
+  for (int i = fp->first[k]; i <= fp->root[k]; i++) {
+    const graph_op *op = graph_get(g, i);
+    if (fp->group_of[i] == k && (op->kind == GOP_DOT || op->kind == GOP_CONV)) {
+      m = op->module;
+      break;
+    }
+  }
+  mod[m < GRAPH_MODULES ? m : GRAPH_MOD_NONE] += t;
+}
+
 int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const graph *g, double flash,
                          double moe, bool eager, opcost *costs, phase_times *out, op_times *ops,
                          char *err, size_t errn) {
@@ -256,6 +275,7 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
     /* a matrix kernel: the forward's other than the core (what an op-level
     ** recompute picks from), and the trace's category */
     bool matrix = holds_dot(g, fp, k);
+    if (op->phase == GRAPH_FORWARD) module_times(g, fp, k, t * n, out->mod_fwd);
     if (op->phase == GRAPH_FORWARD && core) out->attn_fwd += t * n;
     if (op->phase == GRAPH_FORWARD && !core && matrix) out->mm_fwd += t * n;
     if (rc == 0 && ops && op->layer == 0 && t > 0 && op->phase != GRAPH_OPTIMIZER) {
@@ -457,6 +477,8 @@ static int time_kind(const model *m, const hw_model *hw, const hw_model *ghw, co
   }
   kc->layer.attn_fwd = t2.attn_fwd - t1.attn_fwd;
   kc->layer.mm_fwd = t2.mm_fwd - t1.mm_fwd;
+  for (int mod = 0; mod < GRAPH_MODULES; mod++)
+    kc->layer.mod_fwd[mod] = t2.mod_fwd[mod] - t1.mod_fwd[mod];
   return 0;
 }
 
@@ -705,6 +727,7 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
     r->kind_bwd_s[k] = kc.layer.t[GRAPH_BACKWARD];
     r->kind_attn_fwd_s[k] = kc.layer.attn_fwd;
     r->kind_mm_fwd_s[k] = kc.layer.mm_fwd;
+    memcpy(r->kind_mod_fwd_s[k], kc.layer.mod_fwd, sizeof r->kind_mod_fwd_s[k]);
     /* a per-expert GEMM loop launches each local expert's GEMM: the
     ** launches beyond the graph's one kernel a grouped GEMM, each the
     ** chip's per-kernel launch overhead (hw op_overhead_s) */

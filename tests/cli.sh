@@ -293,6 +293,24 @@ run sim-epo-text 0 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --gbs 1
 epo_on=$(sed -n 's/.*"step_time_s":	\(.*\),$/\1/p' "$OUT/sim-epo-on.out" | head -1)
 epo_off=$(sed -n 's/.*"step_time_s":	\(.*\),$/\1/p' "$OUT/sim-epo-off.out" | head -1)
 awk -v a="$epo_on" -v b="$epo_off" 'BEGIN { exit !(a > 0 && b > a) }' && ok || bad "--ep-overlap on ($epo_on s) is not shorter than off ($epo_off s)"
+# --recompute selective:MODULES: Megatron-Core's recompute_modules. A
+# misspelt module gets the nearest, a list on another mode is refused, a
+# module the model lacks names the ones it has, a stack without the list
+# refuses it. Recomputing more costs time and frees memory: on Mixtral at
+# ep 8, none < moe_act,layernorm < moe in step time, the reverse in peak.
+run sim-rm-typo 2 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --recompute selective:moe_ac && has sim-rm-typo err "expected moe_act"
+run sim-rm-full 2 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --recompute full:moe && has sim-rm-full err "only selective takes a list of modules"
+run sim-rm-dense 1 simulate llama3-8b --hw h100-sxm --chips 8 --recompute selective:moe_act && has sim-rm-dense err "has no MoE layer to recompute; the modules it has: core_attn, layernorm, mlp"
+run sim-rm-tt 2 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --framework torchtitan --recompute selective:moe && has sim-rm-tt err "framework torchtitan has no list of modules to recompute"
+for rm in none selective:moe_act,layernorm selective:moe; do
+  tag=$(echo "$rm" | tr ':,' '__')
+  run "sim-rm-$tag" 0 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --gbs 16 --seq 2048 --recompute "$rm" --json
+done
+rm_t() { sed -n 's/.*"step_time_s":	\(.*\),$/\1/p' "$OUT/sim-rm-$1.out" | head -1; }
+rm_p() { sed -n 's/.*"peak":	\(.*\),$/\1/p' "$OUT/sim-rm-$1.out" | head -1; }
+has sim-rm-selective_moe out '"recompute":	"selective:moe"'
+awk -v a="$(rm_t none)" -v b="$(rm_t selective_moe_act_layernorm)" -v c="$(rm_t selective_moe)" 'BEGIN { exit !(a > 0 && a < b && b < c) }' && ok || bad "--recompute: step times none < moe_act,layernorm < moe do not hold"
+awk -v a="$(rm_p none)" -v b="$(rm_p selective_moe_act_layernorm)" -v c="$(rm_p selective_moe)" 'BEGIN { exit !(c > 0 && a > b && b > c) }' && ok || bad "--recompute: peaks none > moe_act,layernorm > moe do not hold"
 # --finetune: LoRA / QLoRA over a model of any format (the HF config has no
 # train block). The base is frozen: no weight gradients, so the step is
 # shorter than full training, and the adapters alone carry gradients and
@@ -938,6 +956,8 @@ grep -q -- '^tt2506-h100-llama31_70b-256g-2d-tp-fp8 .* --recompute full$' "$OUT/
 grep -q -- '^tr-v5p512-gpt3_175b .* --tp-overlap on$' "$OUT/validate-public-runs-modern.out" && ok || bad "validate: the gpt3_175b v5p recipe's collective matmul"
 # the mapping's ep_overlap kind: the Megatron-Core MoE report's rows state their 1F1B all-to-all overlap
 grep -q -- '^mcoremoe-h100-qwen3_235b-bf16-256g .* --ep-overlap on$' "$OUT/validate-extra.out" && ok || bad "validate-extra: '1F1B A2A overlap on' did not give --ep-overlap on"
+# a recompute cell naming Megatron-Core's modules (the MoE report's Appendix B.2) becomes the list
+grep -q -- '^mcoremoe-h100-dsv3-fp8blk-1024g .* --recompute selective:mla_up_proj+mlp ' "$OUT/validate-extra.out" && ok || bad "validate-extra: selective(mla_up_proj+mlp) did not give --recompute selective:mla_up_proj+mlp"
 grep -q -- '^mcoremoe-gb300-qwen3_235b-mxfp8-256g .* --ep-overlap off$' "$OUT/validate-extra.out" && ok || bad "validate-extra: '1F1B A2A overlap off' did not give --ep-overlap off"
 # a torchtitan row without torch.compile (its extra cell: torch.compile=no) runs
 # eager: one of the AsyncTP rows with that note added, as a file of its own

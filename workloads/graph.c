@@ -251,6 +251,12 @@ void graph_set_scope(graph *g, const char *scope) {
   str_copy(g->scope, sizeof g->scope, scope ? scope : "");
 }
 void graph_set_layer(graph *g, int layer) { g->layer = layer; }
+graph_module graph_module_of(const graph *g) { return g->module; }
+graph_module graph_set_module(graph *g, graph_module m) {
+  graph_module was = g->module;
+  g->module = m;
+  return was;
+}
 void graph_set_count(graph *g, int64_t count) { g->count = count > 0 ? count : 1; }
 bool graph_set_share_params(graph *g, bool on) {
   bool was = g->share_params;
@@ -330,6 +336,7 @@ int graph_add(graph *g, graph_op_kind k, graph_shape out, const int *ins, int n_
   op->phase = g->phase;
   op->count = g->count;
   op->layer = g->layer;
+  op->module = (unsigned char)g->module;
   op->param_of = -1;
   op->composite = g->composite;
   op->rule = GRAPH_RULE_NONE;

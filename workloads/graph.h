@@ -160,6 +160,10 @@ typedef struct {
   unsigned flags;
   int64_t count; /* executions per step: 1, or a while loop's trip count */
   int layer;     /* transformer/cnn layer index, -1 when none */
+  /* the layer's submodule this op computes (graph_module): what
+  ** Megatron-Core's recompute_modules name, for a selective recompute of
+  ** a list of them; GRAPH_MOD_NONE for the rest */
+  unsigned char module;
 
   graph_dims lhs_batch, rhs_batch, lhs_contract, rhs_contract; /* DOT */
   graph_dims dims; /* REDUCE: reduced; BROADCAST: operand dim i -> out dim d[i];
@@ -227,6 +231,28 @@ void graph_error(graph *g, const char *fmt, ...) __attribute__((format(printf, 2
 void graph_set_phase(graph *g, graph_phase p);
 void graph_set_scope(graph *g, const char *scope); /* op names become "scope/kind" */
 void graph_set_layer(graph *g, int layer);
+/* The submodules of a transformer layer that Megatron-Core can recompute
+** one by one (TransformerConfig.recompute_modules), as ops are tagged:
+** the input and pre-MLP norms ("layernorm"), MLA's up projections with
+** the RoPE applied to them ("mla_up_proj"), a dense layer's MLP ("mlp"),
+** a MoE layer's router, dispatch, routed experts and combine ("moe"), of
+** them the experts' activation function ("moe_act"), and its shared
+** experts ("shared_experts"; "moe" holds both). The attention core is
+** found by its shape (sim/stepcost.c), not tagged. */
+typedef enum {
+  GRAPH_MOD_NONE,
+  GRAPH_MOD_NORM,
+  GRAPH_MOD_MLA_UP,
+  GRAPH_MOD_MLP,
+  GRAPH_MOD_MOE,
+  GRAPH_MOD_MOE_ACT,
+  GRAPH_MOD_SHARED,
+  GRAPH_MODULES
+} graph_module;
+/* Ops added from here on carry module m; returns the one in force before.
+** graph_module_of: the one in force. */
+graph_module graph_set_module(graph *g, graph_module m);
+graph_module graph_module_of(const graph *g);
 void graph_set_count(graph *g, int64_t count);
 /* While on, graph_parameter returns the parameter already named so (with
 ** the same shape and flags) instead of adding one: a module applied again

@@ -23,6 +23,7 @@ struct graph {
   graph_phase phase;
   char scope[128];
   int layer;
+  graph_module module;
   int64_t count;
   int composite, composites; /* the library kernel ops now join (-1: none); how many begun */
   bool share_params;         /* graph_parameter reuses a parameter of the same name */

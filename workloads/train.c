@@ -530,6 +530,7 @@ int train_build(graph *g, int loss, const wl_train *t) {
     if (a.grad[i] == NONE || !a.need[i]) continue;
     const graph_op *op = graph_get(g, i);
     graph_set_layer(g, op->layer);
+    graph_set_module(g, (graph_module)op->module); /* its gradient: the same submodule's */
     graph_set_composite(g, op->composite); /* a library kernel's backward is one too */
     if (op->kind == GOP_PARAMETER) {
       graph_set_param_of(g, a.grad[i], i);
@@ -539,6 +540,7 @@ int train_build(graph *g, int loss, const wl_train *t) {
     else vjp(&a, i, a.grad[i]);
   }
   graph_set_layer(g, -1);
+  graph_set_module(g, GRAPH_MOD_NONE);
   graph_set_composite(g, -1);
   graph_set_phase(g, GRAPH_OPTIMIZER);
   graph_set_scope(g, "opt");

@@ -996,22 +996,32 @@ static int mla_attention(graph *g, const wl_train *t, const tf_cfg *c, int x, co
           dr = c->qk_rope, dv = c->v_dim;
   char n[128];
   int q;
+  /* the up projections with their latents' norms (fused into them as
+  ** Megatron-Core's LayerNormColumnParallelLinear) and the RoPE applied
+  ** to q and k: Megatron-Core's "mla_up_proj" */
+  graph_module was = graph_module_of(g);
   if (c->q_lora > 0) {
     snprintf(n, sizeof n, "%s.q_a", p);
     q = wl_linear(g, t, x, n, "q_a", c->q_lora, c->qkv_bias);
+    graph_set_module(g, GRAPH_MOD_MLA_UP);
     snprintf(n, sizeof n, "%s.q_a_norm", p);
     q = wl_rmsnorm(g, t, q, n);
+    graph_set_module(g, was);
     if (c->dsa_topk > 0 && local) dsa_indexer(g, t, c, x, q, p);
+    graph_set_module(g, GRAPH_MOD_MLA_UP);
     snprintf(n, sizeof n, "%s.q_b", p);
     q = wl_linear(g, t, q, n, "q_b", nh * (dn + dr), false);
   } else {
     if (c->dsa_topk > 0 && local) dsa_indexer(g, t, c, x, x, p);
     snprintf(n, sizeof n, "%s.q", p);
     q = wl_linear(g, t, x, n, "q", nh * (dn + dr), c->qkv_bias);
+    graph_set_module(g, GRAPH_MOD_MLA_UP);
   }
   q = rope_tail(g, c, graph_reshape(g, q, GRAPH_SHAPE(t->compute, B, S, nh, dn + dr)), dn);
+  graph_set_module(g, was);
   snprintf(n, sizeof n, "%s.kv_a", p);
   int kva = wl_linear(g, t, x, n, "kv_a", c->kv_lora + dr, c->qkv_bias);
+  graph_set_module(g, GRAPH_MOD_MLA_UP);
   snprintf(n, sizeof n, "%s.kv_a_norm", p);
   int latent = wl_rmsnorm(g, t, slice_last(g, kva, 0, c->kv_lora), n);
   snprintf(n, sizeof n, "%s.kv_b", p);
@@ -1024,7 +1034,9 @@ static int mla_attention(graph *g, const wl_train *t, const tf_cfg *c, int x, co
   int parts[2] = {slice_last(g, kv, 0, dn), graph_broadcast(g, kr, GRAPH_SHAPE(t->compute, B, S, nh, dr),
                                                               graph_dims_of(3, 0, 1, 3))};
   int k = graph_concat(g, parts, 2, 3);
-  int o = attention_core(g, t, c, q, k, slice_last(g, kv, dn, dn + dv), local, p);
+  int v = slice_last(g, kv, dn, dn + dv);
+  graph_set_module(g, was);
+  int o = attention_core(g, t, c, q, k, v, local, p);
   snprintf(n, sizeof n, "%s.o", p);
   return dropout(g, c, wl_linear(g, t, o, n, "o", c->hidden, c->bias));
 }
@@ -1114,7 +1126,10 @@ static int moe_ffn(graph *g, const wl_train *t, const tf_cfg *c, int x, const ch
   xe = graph_reshape(g, xe, GRAPH_SHAPE(t->compute, E, C, H));
   int up = expert_linear(g, t, c, xe, p, "up", c->moe_ffn);
   int gate = gated(c) ? expert_linear(g, t, c, xe, p, "gate", c->moe_ffn) : -1;
-  int y = expert_linear(g, t, c, ffn_act(g, c, up, gate), p, "down", H);
+  graph_module was = graph_set_module(g, GRAPH_MOD_MOE_ACT); /* "moe_act" */
+  int act = ffn_act(g, c, up, gate);
+  graph_set_module(g, was);
+  int y = expert_linear(g, t, c, act, p, "down", H);
   y = graph_reshape(g, y, GRAPH_SHAPE(t->compute, E * C, H));
   /* capacity rounded up past the routed rows (few tokens: a decode step's
   ** T k < E): the padding rows are computed but combine nothing */
@@ -1139,6 +1154,7 @@ static int moe_ffn(graph *g, const wl_train *t, const tf_cfg *c, int x, const ch
   out = graph_reshape(g, out, sx);
   if (c->shared_ffn == 0) return out;
   snprintf(n, sizeof n, "%s.shared", p);
+  was = graph_set_module(g, GRAPH_MOD_SHARED); /* "shared_experts" */
   int sh = dense_ffn(g, t, c, x, n, c->shared_ffn);
   if (c->shared_gate) { /* Qwen2MoeSparseMoeBlock: sigmoid(x w) x the shared expert */
     snprintf(n, sizeof n, "%s.shared_gate", p);
@@ -1146,6 +1162,7 @@ static int moe_ffn(graph *g, const wl_train *t, const tf_cfg *c, int x, const ch
     sg = graph_reshape(g, sg, GRAPH_SHAPE(t->compute, sx.dim[0], sx.dim[1]));
     sh = graph_binary(g, GOP_MUL, sh, graph_broadcast(g, sg, shape_of(g, sh), graph_dims_of(2, 0, 1)));
   }
+  graph_set_module(g, was);
   return graph_binary(g, GOP_ADD, out, sh);
 }
 
@@ -1428,8 +1445,22 @@ static int attn_of(graph *g, const wl_train *t, const tf_cfg *c, int x, const ch
   return c->kv_lora ? mla_attention(g, t, c, x, p, local) : attention(g, t, c, x, p, local);
 }
 
+/* The FFN, its ops tagged with the submodule Megatron-Core recomputes it
+** as ("mlp" for a dense layer's, "moe" for a MoE layer's). */
 static int ffn_of(graph *g, const wl_train *t, const tf_cfg *c, int x, const char *p, bool moe) {
-  return moe ? moe_ffn(g, t, c, x, p) : dense_ffn(g, t, c, x, p, c->ffn_hidden);
+  graph_module was = graph_set_module(g, moe ? GRAPH_MOD_MOE : GRAPH_MOD_MLP);
+  int y = moe ? moe_ffn(g, t, c, x, p) : dense_ffn(g, t, c, x, p, c->ffn_hidden);
+  graph_set_module(g, was);
+  return y;
+}
+
+/* A pre-norm layer's input or pre-MLP norm ("layernorm" to Megatron-Core's
+** recompute_modules). */
+static int layer_norm(graph *g, const wl_train *t, const tf_cfg *c, int x, const char *name) {
+  graph_module was = graph_set_module(g, GRAPH_MOD_NORM);
+  int y = norm(g, t, c, x, name);
+  graph_set_module(g, was);
+  return y;
 }
 
 /* x + f(norm(x)), with Gemma's second norm on f's output (sandwich_norm). */
@@ -1453,7 +1484,7 @@ static int block(graph *g, const wl_train *t, const tf_cfg *c, int x, int layer,
     /* a hybrid layer (Nemotron-H's NemotronHBlock): norm, one mixer or
     ** FFN, residual */
     snprintf(n, sizeof n, "%s.norm", p);
-    int h = norm(g, t, c, x, n);
+    int h = layer_norm(g, t, c, x, n);
     int f = kind & WL_LAYER_MAMBA    ? mamba_mixer(g, t, c, h, p)
             : kind & WL_LAYER_NO_FFN ? attn_of(g, t, c, h, p, kind)
                                      : ffn_of(g, t, c, h, p, moe);
@@ -1466,14 +1497,14 @@ static int block(graph *g, const wl_train *t, const tf_cfg *c, int x, int layer,
     return norm(g, t, c, graph_binary(g, GOP_ADD, x, ffn_of(g, t, c, x, p, moe)), n);
   }
   snprintf(n, sizeof n, "%s.ln1", p);
-  int h = norm(g, t, c, x, n);
+  int h = layer_norm(g, t, c, x, n);
   if (c->parallel) { /* PaLM: x + attn(ln(x)) + mlp(ln(x)) */
     int a = attn_of(g, t, c, h, p, kind), f = ffn_of(g, t, c, h, p, moe);
     return graph_binary(g, GOP_ADD, x, graph_binary(g, GOP_ADD, a, f));
   }
   x = residual(g, t, c, x, attn_of(g, t, c, h, p, kind), n);
   snprintf(n, sizeof n, "%s.ln2", p);
-  return residual(g, t, c, x, ffn_of(g, t, c, norm(g, t, c, x, n), p, moe), n);
+  return residual(g, t, c, x, ffn_of(g, t, c, layer_norm(g, t, c, x, n), p, moe), n);
 }
 
 /* ---- embedding, head, multi-token prediction ---- */
