@@ -30,7 +30,8 @@ const char *const CLI_SIM_VALUED[] = {
     "--trace", "--input", "--storage", "--prefetch", "--input-host", "--grad-sync", "--attention",
     "--op-costs", "--cp", "--cp-comm", "--etp", "--pp-layers", "--hsdp", "--offload",
     "--framework", "--embeddings", "--topology", "--set", "--compile", "--tp-overlap",
-    "--ep-overlap", "--finetune", "--lora-rank", "--lora-targets", NULL};
+    "--ep-overlap", "--finetune", "--lora-rank", "--lora-targets", "--vocab-tiling",
+    "--weight-dtype", NULL};
 static const char *const CP_COMM[] = {"ring", "all-gather", NULL};
 static const char *const OFFLOAD[] = {"none", "activations", "optimizer", NULL};
 static const char *const COMPILE[] = {"off", "on", NULL};
@@ -126,6 +127,9 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
   if (cli_opt(c, "--zero")) p->zero = zero;
   if (cli_opt(c, "--fsdp")) p->zero = 3;
   p->op_costs = (opcost_source)costs;
+  int64_t tiles = 0;
+  if (cli_opt_int(c, "--vocab-tiling", 1, CLI_MAX_SEQ, &tiles)) return CLI_USAGE;
+  p->vocab_tiles = tiles;
   const char *rec = cli_opt(c, "--recompute");
   if (rec) {
     char msg[384];
@@ -140,6 +144,15 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
   p->cp_comm = (plan_cp_comm)cpc;
   if (offload_opt(c, p) != 0) return CLI_USAGE;
   plan_precision_parse(plan_precision_names[prec], p);
+  /* --weight-dtype (MaxText's weight_dtype): bf16 keeps the parameters,
+  ** gradients and optimizer states in the bf16 compute dtype */
+  static const char *const WEIGHT_DTYPE[] = {"fp32", "bf16", NULL};
+  int wdt;
+  if (cli_enum_opt(c, "--weight-dtype", WEIGHT_DTYPE, 0, &wdt)) return CLI_USAGE;
+  if (wdt == 1 && p->precision != GDT_BF16)
+    return cli_usage_error(c, "--weight-dtype bf16: the model trains in %s; bf16 weights are a "
+                              "bf16 model's (--precision bf16)", plan_precision_name(p->precision));
+  p->weights_16bit = wdt == 1;
   p->sp = cli_opt(c, "--sp") != NULL;
   p->full = cli_opt(c, "--full") != NULL;
   p->pp_split_embedding = cli_opt(c, "--pp-split-embedding") != NULL;
@@ -560,6 +573,7 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "                  [--input tokens|images] [--storage shards|files] [--prefetch N]\n"
     "                  [--input-host local|remote] [--set FIELD=VALUE ...]\n"
     "                  [--finetune full|lora|qlora [--lora-rank R] [--lora-targets LIST]]\n"
+    "                  [--weight-dtype fp32|bf16] [--vocab-tiling N]\n"
     "  chips = dp x tp x pp x cp (Megatron-Core); --ep splits the expert layers over\n"
     "  dp x cp ranks, --etp each expert's FFN\n"
     "  --framework: the stack's features (attention kernel, gradient sync, optimizer\n"
@@ -587,6 +601,10 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "              (Megatron-Core's --recompute-modules): core_attn, moe_act,\n"
     "              layernorm, mla_up_proj, mlp, moe, shared_experts, joined by ','\n"
     "              (selective alone: the framework's own, core_attn for Megatron)\n"
+    "  --weight-dtype bf16: the parameters, gradients and optimizer states in bf16,\n"
+    "              no fp32 master (MaxText's weight_dtype=bfloat16)\n"
+    "  --vocab-tiling N: the logits, loss and their gradients N tiles of the tokens\n"
+    "              at a time, 1/N of the logits held (MaxText's num_vocab_tiling)\n"
     "  --sp: sequence parallelism with tensor parallelism (Korthikanti et al. 2022)\n"
     "  --grad-sync: all-reduce gradient buckets while backward runs (default), or\n"
     "               after it (Megatron-LM's local DDP, as in its 2021-22 papers)\n"

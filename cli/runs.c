@@ -190,28 +190,43 @@ static int csv_check_widths(const runs_csv *t, diag *dg) {
 
 typedef enum { MAP_CHIP, MAP_DEVICES, MAP_FRAMEWORK, MAP_BATCH, MAP_MODEL, MAP_PRECISION,
                MAP_RECOMPUTE, MAP_DEFAULT, MAP_OFFLOAD, MAP_SP, MAP_ETP, MAP_FAMILY,
-               MAP_COMPILE, MAP_TP_OVERLAP, MAP_EP_OVERLAP, MAP_FINETUNE, MAP_KINDS } map_kind;
+               MAP_COMPILE, MAP_TP_OVERLAP, MAP_EP_OVERLAP, MAP_FINETUNE, MAP_WEIGHT_DTYPE,
+               MAP_VOCAB_TILING, MAP_KINDS } map_kind;
 static const char *const MAP_KIND_NAMES[] = {"chip",      "devices",   "framework", "batch",
                                              "model",     "precision", "recompute", "default",
                                              "offload",   "sp",        "etp",       "family",
                                              "compile",   "tp_overlap", "ep_overlap", "finetune",
-                                             NULL};
+                                             "weight_dtype", "vocab_tiling", NULL};
 
-/* simulate's on/off switches the mapping sets, the rows each applies to
-** (need: 0 every row, 1 tp > 1, 2 ep > 1), and the word that goes in the
-** docs table's features when the switch is at `note_when` */
+/* simulate's switches the mapping sets by FRAMEWORK:PHRASE, their values
+** (NULL: a count from 1), the rows each applies to (need: 0 every row, 1
+** tp > 1, 2 ep > 1), and the word that goes in the docs table's features
+** when the switch is at `note_when` (NULL: any value) */
+static const char *const ONOFF[] = {"off", "on", NULL};
+static const char *const WEIGHT_DTYPES[] = {"fp32", "bf16", NULL};
 static const struct {
   map_kind kind;
-  const char *flag, *note_when, *note;
+  const char *flag;
+  const char *const *values;
+  const char *expect; /* the values, in a message */
+  const char *note_when, *note;
   int need;
-} SWITCHES[] = {{MAP_COMPILE, "--compile", "off", ", eager PyTorch", 0},
-                {MAP_TP_OVERLAP, "--tp-overlap", "on", ", TP overlap", 1},
-                {MAP_EP_OVERLAP, "--ep-overlap", "on", ", EP overlap", 2}};
+} SWITCHES[] = {{MAP_COMPILE, "--compile", ONOFF, "on or off", "off", ", eager PyTorch", 0},
+                {MAP_TP_OVERLAP, "--tp-overlap", ONOFF, "on or off", "on", ", TP overlap", 1},
+                {MAP_EP_OVERLAP, "--ep-overlap", ONOFF, "on or off", "on", ", EP overlap", 2},
+                {MAP_WEIGHT_DTYPE, "--weight-dtype", WEIGHT_DTYPES, "fp32 or bf16", "bf16",
+                 ", bf16 weights", 0},
+                {MAP_VOCAB_TILING, "--vocab-tiling", NULL, "a count", NULL, ", vocab tiling", 0}};
+
+static int switch_index(map_kind k) {
+  for (size_t i = 0; i < sizeof SWITCHES / sizeof *SWITCHES; i++)
+    if (SWITCHES[i].kind == k) return (int)i;
+  return -1;
+}
 
 static const char *switch_flag(map_kind k) {
-  for (size_t i = 0; i < sizeof SWITCHES / sizeof *SWITCHES; i++)
-    if (SWITCHES[i].kind == k) return SWITCHES[i].flag;
-  return NULL;
+  int i = switch_index(k);
+  return i < 0 ? NULL : SWITCHES[i].flag;
 }
 
 typedef struct {
@@ -478,14 +493,24 @@ static int mapping_check_value(const map_entry *e, const char *file, diag *dg) {
     }
   }
   if (e->kind == MAP_FINETUNE && check_finetune(e, file, dg)) return -1;
-  if (switch_kind && strcmp(e->value->s, "on") != 0 && strcmp(e->value->s, "off") != 0) {
-    static const char *const ONOFF[] = {"off", "on", NULL};
-    const char *sg = str_suggest(e->value->s, ONOFF, 2);
-    diag_error(dg, file, e->value->line, e->value->col, "value",
-               "'%.40s': expected on or off (simulate's %s)%s%s%s", e->value->s,
-               switch_flag(e->kind), sg ? " (did you mean '" : "",
-               sg ? sg : "", sg ? "'?)" : "");
-    return -1;
+  int si = switch_index(e->kind);
+  if (si >= 0) {
+    const char *const *vals = SWITCHES[si].values;
+    int64_t n;
+    char err[256];
+    if (!vals && num_parse_int(switch_flag(e->kind), e->value->s, 1, 1 << 20, &n, err, sizeof err)) {
+      diag_error(dg, file, e->value->line, e->value->col, "value", "%s", err);
+      return -1;
+    }
+    int nv = 0, hit = 0;
+    while (vals && vals[nv]) hit |= strcmp(vals[nv], e->value->s) == 0, nv++;
+    if (vals && !hit) {
+      const char *sg = str_suggest(e->value->s, vals, nv);
+      diag_error(dg, file, e->value->line, e->value->col, "value",
+                 "'%.40s': expected %s (simulate's %s)%s%s%s", e->value->s, SWITCHES[si].expect,
+                 switch_flag(e->kind), sg ? " (did you mean '" : "", sg ? sg : "", sg ? "'?)" : "");
+      return -1;
+    }
   }
   if (e->kind == MAP_OFFLOAD && strcmp(e->value->s, "activations") != 0 &&
       strcmp(e->value->s, "optimizer") != 0 && !offload_count(e->value->s)) {
@@ -543,7 +568,8 @@ static int mapping_read(runs_mapping *m, const char *file, diag *dg) {
       const char *s = str_suggest(kind->s, MAP_KIND_NAMES, MAP_KINDS);
       diag_error(dg, file, kind->line, kind->col, "kind",
                  "'%.40s': expected chip, devices, framework, batch, model, precision, recompute, "
-                 "default, offload, sp, etp, family, compile, tp_overlap or ep_overlap%s%s%s",
+                 "default, offload, sp, etp, family, compile, tp_overlap, ep_overlap, finetune, "
+                 "weight_dtype or vocab_tiling%s%s%s",
                  kind->s, s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : "");
       bad = 1;
       continue;
@@ -1278,11 +1304,12 @@ static void offload_arg(const runs_table *x, runs_result *r, runs_argv *a) {
   runs_addf(r->exercises, sizeof r->exercises, ", %s offload", e->value->s);
 }
 
-/* --compile, --tp-overlap and --ep-overlap through the mapping:
-** FRAMEWORK:PHRASE, the row's framework (a torchtitan row that states it
-** ran without torch.compile; a MaxText row whose recipe turns on XLA's
-** collective matmul; a Megatron-Core MoE row that states its all-to-all
-** overlap). */
+/* --compile, --tp-overlap, --ep-overlap, --weight-dtype and
+** --vocab-tiling through the mapping: FRAMEWORK:PHRASE, the row's framework
+** (a torchtitan row that states it ran without torch.compile; a MaxText row
+** whose recipe turns on XLA's collective matmul, or that states its
+** weight_dtype or num_vocab_tiling; a Megatron-Core MoE row that states its
+** all-to-all overlap). */
 static void switch_args(const runs_table *x, runs_result *r, runs_argv *a) {
   for (size_t i = 0; i < sizeof SWITCHES / sizeof *SWITCHES; i++) {
     int need = SWITCHES[i].need;
@@ -1291,7 +1318,7 @@ static void switch_args(const runs_table *x, runs_result *r, runs_argv *a) {
     if (!e) continue;
     runs_arg(a, "%s", SWITCHES[i].flag);
     runs_arg(a, "%s", e->value->s);
-    if (strcmp(e->value->s, SWITCHES[i].note_when) == 0)
+    if (!SWITCHES[i].note_when || strcmp(e->value->s, SWITCHES[i].note_when) == 0)
       runs_addf(r->exercises, sizeof r->exercises, "%s", SWITCHES[i].note);
   }
 }

@@ -138,7 +138,7 @@ static void time_optimizer(const hw_model *hw, const plan *p, const model *m, co
   double dpcp = (double)p->dp * (double)(p->cp > 0 ? p->cp : 1);
   double local = p->zero >= 1 ? dense / dpcp + expert / (double)plan_expert_dp(p) : dense + expert;
   bool off = p->offload == PLAN_OFFLOAD_OPTIMIZER && hw->chip.host_link_bw_bytes_per_s > 0;
-  double per = off ? 30 : 28;
+  double per = off ? 30 : step_adam_bytes(p);
   double bw = off ? hw->chip.host_link_bw_bytes_per_s : hw->chip.hbm_bw_bytes_per_s * hw->chip.hbm_efficiency;
   double cast = r->weight_cast_s / pp;
   char rate[32];

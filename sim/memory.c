@@ -158,6 +158,7 @@ typedef struct {
   double e, mask;           /* activation and weight bytes; dropout mask bytes */
   double lin;               /* bytes of a linear layer's saved input (the GEMM recipe's) */
   double vc;                /* vocabulary rows per chip */
+  double vl;                /* of them, the logits' columns held at once: vc / the loss's tiles */
   /* hybrid models' Mamba-2 mixer on this chip (0 without): d_inner, the
   ** groups' B and C width (2 G N), heads, the conv kernel; latent MoE's width */
   double m_din, m_bc, m_nh, m_conv, latent;
@@ -741,8 +742,8 @@ static void stage_temporary_base(const memctx *x, const span *t, bool last, doub
                      : t->scores_max;
   double layer = t->big_max + remat, big = layer;
   if (!x->o->layers_only && last) {
-    double saved = logit_bytes(x->o) * sb * c->vc; /* one micro-batch's logits */
-    double grad = loss_grad_bytes(x->o, c->e) * sb * c->vc;
+    double saved = logit_bytes(x->o) * sb * c->vl; /* one micro-batch's logits */
+    double grad = loss_grad_bytes(x->o, c->e) * sb * c->vl;
     big = layer - saved > grad ? layer - saved : grad;
   }
   double coll = 0;
@@ -800,7 +801,7 @@ static void mtp_add(const memctx *x, span *t, double *act) {
   double depth = x->d->mtp_depth > n ? (double)x->d->mtp_depth : n;
   double sb = c->s * c->b;
   *act = depth * (l->act + sb * (2 * c->r * c->e * c->h + 2 * c->r * c->e * c->h +
-                                 logit_bytes(x->o) * c->vc));
+                                 logit_bytes(x->o) * c->vl));
 }
 
 /* What stage i holds whatever the model state (ZeRO stage, shard group,
@@ -909,7 +910,7 @@ static void stage_pre_of(const memctx *x, int64_t i, stage_pre *s) {
     ** fp32 logits of the loss on the last */
     if (first) ends += first_mbs * sb * c->r * c->mask * c->h;
     double out_mbs = p->schedule == PLAN_GPIPE ? (double)x->m : 1;
-    if (last) ends += out_mbs * sb * (2 * c->r * c->e * c->h + logit_bytes(x->o) * c->vc);
+    if (last) ends += out_mbs * sb * (2 * c->r * c->e * c->h + logit_bytes(x->o) * c->vl);
   }
   s->ends = ends;
   stage_temporary_base(x, &s->t, last, &s->big, &s->coll);
@@ -1175,6 +1176,7 @@ static void shard_of(const wl_tf_dims *d, const plan *p, const mem_opts *o, shar
   c->lin = saved_linear_bytes(p->gemm, c->e);
   c->mask = o->no_dropout ? 0 : 1;
   c->vc = (double)ceil_div(d->vocab, t);
+  c->vl = c->vc / (double)(p->vocab_tiles > 1 ? p->vocab_tiles : 1);
   c->norms = d->parallel_block ? 1 : 2;
   c->window = (double)d->window;
   c->m_din = (double)(d->mamba_heads / t * d->mamba_head_dim);
@@ -1828,6 +1830,13 @@ void mem_setup(const model *m, const hw_model *hw, const plan *p, mem_opts *o, p
     o->lowp_params = fw->lowp_params && quant_bytes(p->gemm) > 0 && o->master_fp32 &&
                      !o->fp32_weights_only &&
                      (o->trainable_fraction <= 0 || o->trainable_fraction >= 1);
+  }
+  /* --weight-dtype bf16 (MaxText weight_dtype=bfloat16): the parameters in
+  ** the compute dtype and no fp32 master; optax's Adam keeps its moments
+  ** in the parameters' dtype (mu_dtype unset), the gradients are theirs:
+  ** 2 + 2 + 2 x 2 = 8 B a parameter */
+  if (p->weights_16bit) {
+    o->master_fp32 = o->fp32_grads = o->fp32_weights_only = o->lowp_params = false;
   }
   /* XLA (every TPU stack) keeps the logits in the dot's dtype: MaxText
   ** computes them in bf16 (base.yml logits_dot_in_fp32: False) and its

@@ -113,6 +113,14 @@ typedef struct {
   ** --offload activations:N; 0: every layer but the two in flight */
   int64_t offload_layers;
   plan_embeddings embeddings; /* where embedding tables live (models that have them) */
+  /* the loss computed over the logits in this many tiles of the tokens,
+  ** each tile's logits, loss and gradient at a time (MaxText's
+  ** num_vocab_tiling): 1/N of the logits held; 0 or 1: all at once */
+  int64_t vocab_tiles;
+  /* the parameters, their gradients and the optimizer's states all in the
+  ** 16-bit compute dtype, no fp32 master copy (MaxText's
+  ** weight_dtype=bfloat16; --weight-dtype bf16); false: the framework's */
+  bool weights_16bit;
   plan_gemm gemm;  /* the linear layers' GEMM recipe */
   int framework;   /* an index into plan_frameworks (sim/framework.h) */
   /* the framework's features (plan_apply_framework sets them) */

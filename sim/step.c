@@ -152,6 +152,14 @@ static double modules_fwd_s(const double mod[GRAPH_MODULES], unsigned m) {
   return t;
 }
 
+double step_adam_bytes(const plan *p) {
+  /* 16-bit weights, gradients and moments, no master (--weight-dtype
+  ** bf16): the weight and both moments read and written, the gradient
+  ** read, 2 B each; else 28 B with the fp32 master (or MaxText's one fp32
+  ** copy: weight 4 + 4, gradient 4, moments 16) */
+  return p->weights_16bit ? 14 : 28;
+}
+
 double step_recompute_s(const step_result *r, const plan *p, const wl_tf_dims *d, int k) {
   if (k < 0) { /* the layers' average */
     double sum = 0, n = 0;
@@ -344,7 +352,7 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
   ** low-precision recipe quantizes the new weights once for the step. */
   double local = p->zero >= 1 ? dense / (double)dpcp + expert / (double)edp : dense + expert;
   double bw = hw->chip.hbm_bw_bytes_per_s * hw->chip.hbm_efficiency;
-  sd->optimizer_s = local * 28 / bw + r->weight_cast_s / (double)p->pp;
+  sd->optimizer_s = local * step_adam_bytes(p) / bw + r->weight_cast_s / (double)p->pp;
   /* optimizer offload (ZeRO-Offload, Ren et al. 2021): the fp32 master and
   ** Adam states live in host memory; the update streams them over the host
   ** link both ways (12 B a parameter each way) with the gradient down and

@@ -266,4 +266,8 @@ int step_simulate(const model *m, const hw_model *hw, const plan *p, const input
 ** or the layers' average for k < 0. */
 double step_recompute_s(const step_result *r, const plan *p, const wl_tf_dims *d, int k);
 
+/* HBM bytes a parameter of the fused Adam update moves under p: 28, or 14
+** with 16-bit weights and moments (--weight-dtype bf16). */
+double step_adam_bytes(const plan *p);
+
 #endif

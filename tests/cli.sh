@@ -311,6 +311,12 @@ rm_p() { sed -n 's/.*"peak":	\(.*\),$/\1/p' "$OUT/sim-rm-$1.out" | head -1; }
 has sim-rm-selective_moe out '"recompute":	"selective:moe"'
 awk -v a="$(rm_t none)" -v b="$(rm_t selective_moe_act_layernorm)" -v c="$(rm_t selective_moe)" 'BEGIN { exit !(a > 0 && a < b && b < c) }' && ok || bad "--recompute: step times none < moe_act,layernorm < moe do not hold"
 awk -v a="$(rm_p none)" -v b="$(rm_p selective_moe_act_layernorm)" -v c="$(rm_p selective_moe)" 'BEGIN { exit !(c > 0 && a > b && b > c) }' && ok || bad "--recompute: peaks none > moe_act,layernorm > moe do not hold"
+# --weight-dtype bf16 (MaxText weight_dtype=bfloat16) halves a MaxText plan's model state
+# (16 -> 8 B a parameter); it is a bf16 model's; --vocab-tiling counts from 1
+run sim-wdt-fp32 2 simulate llama3-8b --hw tpu-v6e --chips 8 --precision fp32 --weight-dtype bf16 && has sim-wdt-fp32 err "--weight-dtype bf16: the model trains in fp32"
+run sim-wdt-typo 2 simulate llama3-8b --hw tpu-v6e --chips 8 --weight-dtype bf17 && has sim-wdt-typo err "(did you mean 'bf16'?)"
+run sim-vt-zero 2 simulate llama3-8b --hw tpu-v6e --chips 8 --vocab-tiling 0 && has sim-vt-zero err "--vocab-tiling"
+run sim-wdt-bf16 0 simulate llama3-8b --hw tpu-v6e --chips 8 --gbs 8 --seq 8192 --weight-dtype bf16 --explain && has sim-wdt-bf16 out "8.03 G params x 2 B / 8" && has sim-wdt-bf16 out "1.00 G params x 14 B"
 # --finetune: LoRA / QLoRA over a model of any format (the HF config has no
 # train block). The base is frozen: no weight gradients, so the step is
 # shorter than full training, and the adapters alone carry gradients and
@@ -685,6 +691,9 @@ run validate-badmap 1 validate "$SHARED/reference/public-runs.csv" --mapping "$O
 # The compile kind: FRAMEWORK:PHRASE keys (column 9 after "compile,"), on or off
 printf 'kind,key,value\ncompile,torchtitan,off\ncompile,torchtitan:torch.compile=no,of\ntp_overlap,maxtext:x,yes\ncompile,torchtitn:x,off\ncompile,maxtext:x,off\n' >"$OUT/map-badcompile.csv"
 run validate-badcompile 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-badcompile.csv" && has validate-badcompile err "map-badcompile.csv:2:9: key: 'torchtitan': expected FRAMEWORK:PHRASE" && has validate-badcompile err "map-badcompile.csv:3:37: value: 'of': expected on or off" && has validate-badcompile err "map-badcompile.csv:4:22: value: 'yes': expected on or off (simulate's --tp-overlap)" && has validate-badcompile err "map-badcompile.csv:5:9: key: 'torchtitn:x': no framework 'torchtitn' (did you mean 'torchtitan'?)" && has validate-badcompile err "map-badcompile.csv:6:9: key: 'maxtext:x': the maxtext profile has no eager mode to choose" && has validate-badcompile err "(did you mean 'off'?)"
+# weight_dtype and vocab_tiling: fp32 or bf16 (the nearest named), a count from 1
+printf 'kind,key,value\nweight_dtype,maxtext:weight_dtype=bfloat16,bf17\nvocab_tiling,maxtext:num_vocab_tiling=4;,0\n' >"$OUT/map-badwdt.csv"
+run validate-badwdt 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-badwdt.csv" && has validate-badwdt err "map-badwdt.csv:2:44: value: 'bf17': expected fp32 or bf16 (simulate's --weight-dtype) (did you mean 'bf16'?)" && has validate-badwdt err "map-badwdt.csv:3:42: value: --vocab-tiling 0: expected an integer from 1"
 run validate-jsonmd 2 validate "$SHARED/reference/public-runs.csv" --json --markdown
 # The default kind: each key names a column a default fills, each value is one the column
 # takes, reported at the cell (file:line:column) with the nearest choice. Columns: "default,"
