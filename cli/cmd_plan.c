@@ -95,8 +95,14 @@ static void zero_str(char *buf, size_t n, const plan *p) {
 ** its column instead of pushing the row's later cells out of line. */
 enum { PT_COLS = 18, PT_CELL = 32 };
 
+/* A plan's recompute for a table's column: none, selective, full, or its
+** module list without the "selective:" (the column says recompute). */
+static const char *rec_short(const plan *p, char *out, size_t n) {
+  const char *lab = plan_recompute_label(p, out, n), *colon = strchr(lab, ':');
+  return colon ? colon + 1 : lab;
+}
+
 static void plan_cells(char cells[PT_COLS][PT_CELL], int rank, const planner_cand *c) {
-  static const char *const REC[] = {"none", "selective", "full"};
   static const char *const OFF[] = {"-", "act", "opt"};
   const plan *p = &c->p;
   long long ints[] = {rank, 0, (long long)p->chips, (long long)p->dp, (long long)p->tp,
@@ -104,7 +110,8 @@ static void plan_cells(char cells[PT_COLS][PT_CELL], int rank, const planner_can
                       (long long)p->ep, (long long)(p->etp > 0 ? p->etp : 1), (long long)p->mbs};
   for (int k = 0; k < 11; k++) snprintf(cells[k], PT_CELL, "%lld", ints[k]);
   snprintf(cells[1], PT_CELL, "%s", c->hw);
-  snprintf(cells[11], PT_CELL, "%s", REC[p->recompute]);
+  char rl[96];
+  snprintf(cells[11], PT_CELL, "%s", rec_short(p, rl, sizeof rl));
   zero_str(cells[12], PT_CELL, p);
   snprintf(cells[13], PT_CELL, "%s", OFF[p->offload]);
   snprintf(cells[14], PT_CELL, "%.3f", c->sim.step_time_s);
@@ -253,6 +260,7 @@ static void print_pareto(FILE *f, const planner_result *r) {
              "  hw         chips   dp  tp  pp cp  V ep  mbs recompute zero  step(s)        time         cost      energy\n",
           r->n_pareto, r->n_pareto == 1 ? "" : "s");
   for (int i = 0; i < r->n_pareto; i++) {
+    char rl[96];
     const planner_cand *x = &r->pareto[i];
     char t[32], u[32], en[32];
     units_seconds(t, sizeof t, x->train_s);
@@ -261,7 +269,7 @@ static void print_pareto(FILE *f, const planner_result *r) {
     fprintf(f, "  %-9s %6lld %4lld %3lld %3lld %2lld %2lld %2lld %4lld %-9s %4d %8.3f %11s %12s %11s\n",
             x->hw, (long long)x->p.chips, (long long)x->p.dp, (long long)x->p.tp, (long long)x->p.pp,
             (long long)(x->p.cp > 0 ? x->p.cp : 1), (long long)x->p.vp, (long long)x->p.ep,
-            (long long)x->p.mbs, plan_recompute_names[x->p.recompute], x->p.zero,
+            (long long)x->p.mbs, rec_short(&x->p, rl, sizeof rl), x->p.zero,
             x->analytic_step_s > 0 ? x->analytic_step_s : x->sim.step_time_s, t,
             u, en);
   }
@@ -280,7 +288,8 @@ static cJSON *pareto_json(const planner_result *r) {
         {"ep", (double)(x->p.ep > 0 ? x->p.ep : 1)}, {"mbs", (double)x->p.mbs},
         {"vp", (double)(x->p.vp > 0 ? x->p.vp : 1)}, {"zero", x->p.zero}};
     for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) cJSON_AddNumberToObject(o, nums[k].k, nums[k].v);
-    cJSON_AddStringToObject(o, "recompute", plan_recompute_names[x->p.recompute]);
+    char rl[96];
+    cJSON_AddStringToObject(o, "recompute", plan_recompute_label(&x->p, rl, sizeof rl));
     cJSON_AddNumberToObject(o, "gbs", (double)x->p.gbs);
     /* the fast path's step; the data-parallel families are simulated outright */
     cJSON_AddNumberToObject(o, "step_s", x->analytic_step_s > 0 ? x->analytic_step_s : x->sim.step_time_s);
@@ -517,12 +526,12 @@ static int run_plan(cli_ctx *c) {
       hw_shape_text(sh, sh[2] == 1 ? 2 : 3, b->p.slice_twisted, st, sizeof st);
       snprintf(more + k, sizeof more - k, ", slice %s%s", st, b->p.slice_twisted ? " (twisted)" : "");
     }
+    char rl[96];
+    if (b->p.recompute == PLAN_RECOMPUTE_NONE) snprintf(rl, sizeof rl, "no");
+    else plan_recompute_label(&b->p, rl, sizeof rl);
     fprintf(c->out, "\nbest: %lld x %s   dp %lld, tp %lld%s, pp %lld%s%s, mbs %lld, %s recompute, zero %s%s\n",
             (long long)b->p.chips, b->hw, (long long)b->p.dp, (long long)b->p.tp,
-            b->p.sp ? " (sp)" : "", (long long)b->p.pp, vps, eps, (long long)b->p.mbs,
-            b->p.recompute == PLAN_RECOMPUTE_FULL ? "full"
-            : b->p.recompute == PLAN_RECOMPUTE_SELECTIVE ? "selective" : "no",
-            z, more);
+            b->p.sp ? " (sp)" : "", (long long)b->p.pp, vps, eps, (long long)b->p.mbs, rl, z, more);
     fprintf(c->out, "  step %.3f s simulated (%.3f s analytic), MFU %.1f%%, %.0f %s/s\n",
             b->sim.step_time_s, b->analytic_step_s, 100 * b->sim.mfu, b->sim.tokens_per_s,
             m->info.unit ? m->info.unit : "tokens");

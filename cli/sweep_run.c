@@ -137,7 +137,10 @@ static void csv_line(FILE *f, const sweep_study *s, int64_t i, const sweep_point
     else fputc(',', f);
   char z[32] = "";
   if (b) zero_str(z, sizeof z, &b->p);
-  fprintf(f, ",%s,%s", b ? plan_recompute_names[b->p.recompute] : "", z);
+  char rl[96] = "";
+  if (b) plan_recompute_label(&b->p, rl, sizeof rl);
+  for (char *q = rl; *q; q++) *q = *q == ',' ? '+' : *q; /* one CSV cell: modules joined by + */
+  fprintf(f, ",%s,%s", rl, z);
   double nums[] = {b ? b->sim.step_time_s : NAN, b ? b->train_s : NAN, b ? b->train_usd : NAN,
                    b && b->energy_j > 0 ? b->energy_j : NAN, b ? b->sim.memory.peak : NAN,
                    r->capacity_bytes};
@@ -169,7 +172,8 @@ static void json_line(FILE *f, const sweep_study *s, int64_t i, const sweep_poin
     zero_str(z, sizeof z, &b->p);
     fputs(",\"plan\":{", f);
     for (int k = 0; k < N_PLAN_COLS; k++) fprintf(f, "%s\"%s\":%lld", k ? "," : "", PLAN_COLS[k], (long long)v[k]);
-    fprintf(f, ",\"recompute\":\"%s\",\"zero\":\"%s\"}", plan_recompute_names[b->p.recompute], z);
+    char rl[96];
+    fprintf(f, ",\"recompute\":\"%s\",\"zero\":\"%s\"}", plan_recompute_label(&b->p, rl, sizeof rl), z);
     const struct { const char *k; double v; } nums[] = {
         {"step_s", b->sim.step_time_s}, {"train_s", b->train_s}, {"train_usd", b->train_usd},
         {"energy_j", b->energy_j > 0 ? b->energy_j : NAN}, {"mem_peak_bytes", b->sim.memory.peak}};

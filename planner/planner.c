@@ -258,9 +258,10 @@ static int64_t tp_domain(const hw_model *hw, int64_t chips) {
 ** them; state, runtime and communicators do not depend on it), so a
 ** variant that does not fit at one micro-batch does not fit at a larger
 ** one: the search drops it for the rest of the micro-batches. */
-enum { MAX_HSDP = 12, MAX_VARIANTS = 3 * 4 * (MAX_HSDP + 1) * 3 };
+enum { MAX_HSDP = 12, RECOMPUTE_MODES = 4, MAX_VARIANTS = RECOMPUTE_MODES * 4 * (MAX_HSDP + 1) * 3 };
 typedef struct {
   plan_recompute rec;
+  unsigned rmods; /* with selective: Megatron-Core's recompute modules (0: its own) */
   int zero;
   int64_t hsdp;
   plan_offload offload;
@@ -268,13 +269,39 @@ typedef struct {
   short state;   /* the first variant of its model state (state_dead's) */
 } variant;
 
+/* The recompute modes searched: none, selective, full, and where the
+** framework recomputes a list of modules and the model has MoE or MLA
+** layers, those of the cheap output-discarding ones it has (moe_act and
+** layernorm, mla_up_proj: what the Megatron-Bridge MoE recipes turn on),
+** which free a MoE layer's expert activations for a little elementwise
+** work. The index is the memory preparation's (mem_of). */
+static int recompute_modes(unsigned cheap, plan_recompute rec[RECOMPUTE_MODES],
+                           unsigned mods[RECOMPUTE_MODES]) {
+  int n = 0;
+  rec[n] = PLAN_RECOMPUTE_NONE, mods[n++] = 0;
+  rec[n] = PLAN_RECOMPUTE_SELECTIVE, mods[n++] = 0;
+  rec[n] = PLAN_RECOMPUTE_FULL, mods[n++] = 0;
+  if (cheap) rec[n] = PLAN_RECOMPUTE_SELECTIVE, mods[n++] = cheap;
+  return n;
+}
+
+/* A plan's recompute mode, the index recompute_modes gives it. */
+static int recompute_mode(const plan *p) {
+  if (p->recompute == PLAN_RECOMPUTE_SELECTIVE && p->recompute_modules) return 3;
+  return (int)p->recompute;
+}
+
 /* The variants of a plan with dp x cp = group ranks, ordered recompute
 ** first (the bound below is per recompute mode), then offload, then ZeRO
 ** (consecutive ZeRO stages often share a schedule, which step_fast's memo
 ** then evaluates once): ZeRO 1 and 2 and 3 only
 ** with something to shard over, HSDP groups (the proper divisors of the
 ** group, up to MAX_HSDP) under ZeRO-3, offload where it is searched. */
-static int variants_of(int64_t group, const plan_offload *offs, int n_off, variant *out) {
+static int variants_of(int64_t group, const plan_offload *offs, int n_off, unsigned cheap,
+                       variant *out) {
+  plan_recompute recs[RECOMPUTE_MODES];
+  unsigned mods[RECOMPUTE_MODES];
+  int n_rec = recompute_modes(cheap, recs, mods);
   int64_t hs[MAX_HSDP + 1] = {0}, div[64];
   int n_hs = 1, nd = divisors(group, group - 1, div, 64);
   for (int i = 0; i < nd && n_hs <= MAX_HSDP; i++)
@@ -285,14 +312,14 @@ static int variants_of(int64_t group, const plan_offload *offs, int n_off, varia
   ** appears in mode 0, at the first offload of its kind, the same pair.
   ** Set here, once per dp x cp, rather than searched per set of sizes. */
   int per_o = group > 1 ? 3 + n_hs : 1, per_rec = n_off * per_o, n = 0;
-  for (int rec = 0; rec < 3; rec++)
+  for (int rec = 0; rec < n_rec; rec++)
     for (int o = 0; o < n_off; o++) {
       int f = 0;
       while ((offs[f] == PLAN_OFFLOAD_OPTIMIZER) != (offs[o] == PLAN_OFFLOAD_OPTIMIZER)) f++;
       for (int z = 0, zh = 0; z <= (group > 1 ? 3 : 0); z++)
         for (int h = 0; h < (z == 3 ? n_hs : 1); h++, zh++)
-          out[n++] = (variant){(plan_recompute)rec, z, hs[h], offs[o], (short)((rec + 1) * per_rec),
-                               (short)(f * per_o + zh)};
+          out[n++] = (variant){recs[rec], mods[rec], z, hs[h], offs[o],
+                               (short)((rec + 1) * per_rec), (short)(f * per_o + zh)};
     }
   return n;
 }
@@ -384,18 +411,16 @@ static double step_floor_s(const wl_tf_dims *d, const plan *p, const cost_entry 
   const step_result *c = &ce->c;
   int64_t V = p->vp > 0 ? p->vp : 1, n = d->layers / (p->pp * V), M = plan_microbatches(p);
   double accum = (double)(M - 1) / (double)M;
-  bool full = p->recompute == PLAN_RECOMPUTE_FULL, sel = p->recompute == PLAN_RECOMPUTE_SELECTIVE;
+  bool full = p->recompute == PLAN_RECOMPUTE_FULL;
   double f = INFINITY, b = INFINITY;
   for (int ki = 0; ki < ce->n_kinds; ki++) { /* the kinds with layers, and 0 */
     int k = ce->kinds[ki];
     bool kinds = c->kind_n[k] > 0;
     double fw = kinds ? c->kind_fwd_s[k] : c->layer_fwd_s, bw = kinds ? c->kind_bwd_s[k] : c->layer_bwd_s;
-    double at = kinds ? c->kind_attn_fwd_s[k] : c->attn_core_fwd_s;
     double cf = kinds ? c->kind_comm_fwd_s[k] : c->tp_comm_fwd_s;
     double cb = kinds ? c->kind_comm_bwd_s[k] : c->tp_comm_bwd_s;
     double ac = kinds ? c->kind_accum_s[k] : c->grad_accum_layer_s;
-    double mm = kinds ? c->kind_mm_fwd_s[k] : c->layer_mm_fwd_s;
-    double rec = full ? fw : sel ? framework_selective_s(p->framework, d, k, fw, at, mm) : 0;
+    double rec = step_recompute_s(c, p, d, kinds ? k : -1); /* as step.c's layer_times */
     double fk = fw + cf, bk = bw + rec + cb + (full ? cf : 0) + accum * ac;
     if (fk < f) f = fk;
     if (bk < b) b = bk;
@@ -428,8 +453,8 @@ typedef struct {
   /* the memory of the plans of one set of sizes and micro-batch, per
   ** recompute mode (their model states differ): worked out once each
   ** (mem_prep) for generation gen, which search_sizes moves on */
-  mem_prep *prep[3];
-  int64_t gen, prep_gen[3];
+  mem_prep *prep[RECOMPUTE_MODES];
+  int64_t gen, prep_gen[RECOMPUTE_MODES];
 } hw_state;
 
 /* The entry of key k, computed on first use from plan p; NULL when out of
@@ -485,7 +510,8 @@ static bool costs_known(hw_state *st, const plan *p) {
 }
 
 static void set_variant(plan *p, const variant *v) {
-  p->recompute = v->rec, p->zero = v->zero, p->hsdp = v->hsdp, p->offload = v->offload;
+  p->recompute = v->rec, p->recompute_modules = v->rmods;
+  p->zero = v->zero, p->hsdp = v->hsdp, p->offload = v->offload;
 }
 
 /* The bound of step_floor_s made tighter for one plan from its step's
@@ -603,8 +629,8 @@ static bool bound_prunes(const hw_state *st, const plan *p, double floor_s) {
 /* Plan p's memory (mem_transformer's figures), from the preparation of
 ** its sizes, micro-batch and recompute mode, made first when it is not. */
 static int mem_of(hw_state *st, const plan *p, mem_peak *mb, char *err, size_t errn) {
-  int r = (int)p->recompute;
-  if (r < 0 || r > 2) { /* not a mode the search makes: worked out whole */
+  int r = recompute_mode(p);
+  if (r < 0 || r >= RECOMPUTE_MODES) { /* not a mode the search makes: worked out whole */
     mem_opts mo;
     plan mp;
     mem_setup(st->sc->m, st->hw, p, &mo, &mp);
@@ -776,7 +802,8 @@ static void search_sizes(hw_state *st, plan p, const variant *vs, int n_vs) {
     st->gen++; /* new sizes or micro-batch: the memory's preparation is stale */
     if (st->seeding && p.mbs > 4) break;
     if (seed_plan(&p) != st->seeding) continue;
-    p.recompute = PLAN_RECOMPUTE_NONE, p.zero = 0, p.hsdp = 0, p.offload = PLAN_OFFLOAD_NONE;
+    p.recompute = PLAN_RECOMPUTE_NONE, p.recompute_modules = 0;
+    p.zero = 0, p.hsdp = 0, p.offload = PLAN_OFFLOAD_NONE;
     plan_fault fault;
     char perr[200];
     /* the message only for the first plan a rule turns down: the search
@@ -811,14 +838,15 @@ static void search_sizes(hw_state *st, plan p, const variant *vs, int n_vs) {
       }
       if (known < 0) continue;
     }
-    p.recompute = PLAN_RECOMPUTE_NONE, p.zero = 0, p.hsdp = 0, p.offload = PLAN_OFFLOAD_NONE;
+    p.recompute = PLAN_RECOMPUTE_NONE, p.recompute_modules = 0;
+    p.zero = 0, p.hsdp = 0, p.offload = PLAN_OFFLOAD_NONE;
     char cerr[256];
     const cost_entry *ce = costs_of(st, &p, cerr, sizeof cerr);
     const step_result *c = ce ? &ce->c : NULL;
     for (int i = 0; i < n_vs;) {
       /* the variants of one recompute mode: one bound for all of them */
       int j = vs[i].rec_end;
-      p.recompute = vs[i].rec;
+      p.recompute = vs[i].rec, p.recompute_modules = vs[i].rmods;
       if (c && bound_prunes(st, &p, step_floor_s(&m->info.tf, &p, ce))) {
         st->hs->out.pruned += j - i;
         i = j;
@@ -873,6 +901,7 @@ typedef struct {
   plan_offload offs[3];
   int n_off;
   int fw;
+  unsigned cheap; /* the recompute modules of recompute_modes' fourth mode (0: none) */
   graph_dtype prec;
   variant *var; /* room for MAX_VARIANTS, filled per dp x cp */
 } hw_fixed;
@@ -895,7 +924,7 @@ static void search_chips(hw_state *st, const hw_fixed *fx, int64_t chips) {
       for (int64_t pp = 1; pp <= d->layers && tp * pp * cp <= chips; pp++) {
         if (chips % (tp * pp * cp)) continue;
         int64_t dp = chips / (tp * pp * cp), ranks = tp * dp * cp;
-        int n_vs = variants_of(dp * cp, fx->offs, fx->n_off, fx->var);
+        int n_vs = variants_of(dp * cp, fx->offs, fx->n_off, fx->cheap, fx->var);
         int64_t eps[64] = {1}, etps[64] = {1};
         int n_ep = d->experts > 1 ? divisors(d->experts, ranks, eps, 64) : 1;
         int n_etp = d->experts > 1 ? divisors(tp, tp, etps, 64) : 1;
@@ -939,14 +968,14 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   st.cost_coll = coll_memo_new(hw);
   st.desc = malloc(sizeof *st.desc);
   bool preps = true;
-  for (int r = 0; r < 3; r++) {
+  for (int r = 0; r < RECOMPUTE_MODES; r++) {
     st.prep[r] = mem_prep_new();
     st.prep_gen[r] = -1;
     preps = preps && st.prep[r];
   }
   fx.var = malloc(MAX_VARIANTS * sizeof *fx.var);
   if (!st.memo || !st.coll || !st.cost_coll || !st.desc || !fx.var || !preps) {
-    for (int r = 0; r < 3; r++) mem_prep_free(st.prep[r]);
+    for (int r = 0; r < RECOMPUTE_MODES; r++) mem_prep_free(st.prep[r]);
     step_memo_free(st.memo);
     coll_memo_free(st.coll);
     coll_memo_free(st.cost_coll);
@@ -956,6 +985,11 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
     return;
   }
   fx.fw = req->has_framework ? req->framework : framework_default(hw->kind);
+  char why[8];
+  const wl_tf_dims *dm = &m->info.tf;
+  if (framework_check_recompute_modules(fx.fw, why, sizeof why) == 0)
+    fx.cheap = (dm->experts > 0 ? PLAN_RM_MOE_ACT | PLAN_RM_LAYERNORM : 0) |
+               (dm->kv_lora_rank > 0 ? PLAN_RM_MLA_UP_PROJ | PLAN_RM_LAYERNORM : 0);
   /* context parallelism where a sequence is long enough to want it (32k
   ** tokens and more: below that, a rank's share of attention is small
   ** against its linear layers), unless the request fixes it */
@@ -976,7 +1010,7 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   }
   free(fx.var);
   free(st.desc);
-  for (int r = 0; r < 3; r++) mem_prep_free(st.prep[r]);
+  for (int r = 0; r < RECOMPUTE_MODES; r++) mem_prep_free(st.prep[r]);
   coll_memo_free(st.coll);
   coll_memo_free(st.cost_coll);
   step_memo_free(st.memo);

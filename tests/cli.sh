@@ -317,6 +317,11 @@ run sim-wdt-fp32 2 simulate llama3-8b --hw tpu-v6e --chips 8 --precision fp32 --
 run sim-wdt-typo 2 simulate llama3-8b --hw tpu-v6e --chips 8 --weight-dtype bf17 && has sim-wdt-typo err "(did you mean 'bf16'?)"
 run sim-vt-zero 2 simulate llama3-8b --hw tpu-v6e --chips 8 --vocab-tiling 0 && has sim-vt-zero err "--vocab-tiling"
 run sim-wdt-bf16 0 simulate llama3-8b --hw tpu-v6e --chips 8 --gbs 8 --seq 8192 --weight-dtype bf16 --explain && has sim-wdt-bf16 out "8.03 G params x 2 B / 8" && has sim-wdt-bf16 out "1.00 G params x 14 B"
+# the planner searches Megatron-Core's cheap recompute modules for a MoE model (moe_act and
+# layernorm, as the Bridge MoE recipes set them) beside none / selective / full, and only there
+run plan-rm-moe 0 plan tests/data/hf/qwen3-30b-a3b.json --hw h100-sxm --chips 16 --gbs 256 --seq 4096 --top 8 --json && has plan-rm-moe out '"recompute":	"selective:moe_act,layernorm"'
+run plan-rm-dense 0 plan llama3-8b --hw h100-sxm --chips 8 --gbs 64 --seq 4096 --top 16
+grep -q moe_act "$OUT/plan-rm-dense.out" && bad "plan: a dense model got MoE recompute modules" || ok
 # --finetune: LoRA / QLoRA over a model of any format (the HF config has no
 # train block). The base is frozen: no weight gradients, so the step is
 # shorter than full training, and the adapters alone carry gradients and
