@@ -985,11 +985,7 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
     return;
   }
   fx.fw = req->has_framework ? req->framework : framework_default(hw->kind);
-  char why[8];
-  const wl_tf_dims *dm = &m->info.tf;
-  if (framework_check_recompute_modules(fx.fw, why, sizeof why) == 0)
-    fx.cheap = (dm->experts > 0 ? PLAN_RM_MOE_ACT | PLAN_RM_LAYERNORM : 0) |
-               (dm->kv_lora_rank > 0 ? PLAN_RM_MLA_UP_PROJ | PLAN_RM_LAYERNORM : 0);
+  fx.cheap = framework_cheap_recompute_modules(fx.fw, &m->info.tf);
   /* context parallelism where a sequence is long enough to want it (32k
   ** tokens and more: below that, a rank's share of attention is small
   ** against its linear layers), unless the request fixes it */

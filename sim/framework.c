@@ -250,6 +250,12 @@ int framework_check_recompute_modules(int f, char *msg, size_t n) {
   return -1;
 }
 
+unsigned framework_cheap_recompute_modules(int f, const wl_tf_dims *d) {
+  if (f < 0 || !frameworks[f].recompute_modules) return 0;
+  return (d->experts > 0 ? PLAN_RM_MOE_ACT | PLAN_RM_LAYERNORM : 0) |
+         (d->kv_lora_rank > 0 ? PLAN_RM_MLA_UP_PROJ | PLAN_RM_LAYERNORM : 0);
+}
+
 int framework_check_ep_overlap(int f, char *msg, size_t n) {
   if (frameworks[f].moe_a2a_sms > 0) return 0;
   snprintf(msg, n, "framework %s has no expert-parallel all-to-all overlap; the Megatron-Core "

@@ -183,6 +183,14 @@ int framework_check_ep_overlap(int f, char *msg, size_t n);
 /* 0 when framework f recomputes a list of modules (--recompute
 ** selective:LIST), else -1 with why in msg */
 int framework_check_recompute_modules(int f, char *msg, size_t n);
+/* Megatron-Core's cheap, output-discarding recompute modules a model has
+** (moe_act and layernorm for MoE layers, mla_up_proj and layernorm for
+** MLA: what the Megatron-Bridge MoE recipes turn on before anything
+** costlier -- Nemotron 3 Super and GPT-OSS: moe_act, layernorm; DeepSeek-V3
+** and Kimi K2: mla_up_proj), as PLAN_RM_* bits; 0 without them or under a
+** framework without a module list. What the memory fixes and the planner
+** offer. */
+unsigned framework_cheap_recompute_modules(int f, const wl_tf_dims *d);
 /* Whether profile f launches a kernel per local expert for plan p's grouped
 ** GEMMs on hw (moe_gemm_per_expert, less the paths that fuse them). */
 bool framework_moe_gemm_per_expert(int f, const plan *p, const hw_model *hw);

@@ -1644,19 +1644,12 @@ int mem_fixes(const wl_tf_dims *d, const plan *p, const mem_opts *o, mem_plan_ok
   }
   /* 2b. Megatron-Core's output-discarding recompute modules, which free a
   ** MoE layer's expert activations and norm output or MLA's up-projected
-  ** Q, K, V for a little elementwise work (moe_act, layernorm) or the up
-  ** projections again (mla_up_proj): what the Megatron-Bridge MoE recipes
-  ** turn on before anything costlier (Nemotron 3 Super and GPT-OSS:
-  ** moe_act, layernorm; DeepSeek-V3 and Kimi K2: mla_up_proj) */
-  const wl_tf_dims *dm = f.d;
-  unsigned cheap = (dm->experts > 0 ? PLAN_RM_MOE_ACT | PLAN_RM_LAYERNORM : 0) |
-                   (dm->kv_lora_rank > 0 ? PLAN_RM_MLA_UP_PROJ : 0);
-  char why[8];
+  ** Q, K, V for little work (framework_cheap_recompute_modules) */
+  unsigned cheap = framework_cheap_recompute_modules(p->framework, f.d);
   unsigned have = p->recompute == PLAN_RECOMPUTE_SELECTIVE
                       ? (p->recompute_modules ? p->recompute_modules : PLAN_RM_CORE_ATTN)
                       : 0;
-  if (cheap && (have & cheap) != cheap && p->recompute != PLAN_RECOMPUTE_FULL &&
-      framework_check_recompute_modules(p->framework, why, sizeof why) == 0) {
+  if (cheap && (have & cheap) != cheap && p->recompute != PLAN_RECOMPUTE_FULL) {
     plan q = *p;
     q.recompute = PLAN_RECOMPUTE_SELECTIVE;
     q.recompute_modules = have | cheap;

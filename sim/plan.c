@@ -469,6 +469,11 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
                     m->name, plan_precision_name(p->precision));
   }
   const wl_tf_dims *d = &m->info.tf;
+  if (d->layers == 0 && p->recompute == PLAN_RECOMPUTE_SELECTIVE && p->recompute_modules) {
+    *fault = PLAN_FAULT_FAMILY;
+    return str_errf(err, errn, "--recompute selective:LIST names a transformer layer's modules; %s "
+                    "has no transformer layers (nearest: --recompute selective or full)", m->name);
+  }
   if (d->layers == 0) {
     int rc = check_generic(m, p, err, errn);
     if (rc != 0) *fault = PLAN_FAULT_FAMILY;

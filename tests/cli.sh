@@ -301,6 +301,7 @@ awk -v a="$epo_on" -v b="$epo_off" 'BEGIN { exit !(a > 0 && b > a) }' && ok || b
 run sim-rm-typo 2 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --recompute selective:moe_ac && has sim-rm-typo err "expected moe_act"
 run sim-rm-full 2 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --recompute full:moe && has sim-rm-full err "only selective takes a list of modules"
 run sim-rm-dense 1 simulate llama3-8b --hw h100-sxm --chips 8 --recompute selective:moe_act && has sim-rm-dense err "has no MoE layer to recompute; the modules it has: core_attn, layernorm, mlp"
+run sim-rm-cnn 1 simulate resnet50 --hw h100-sxm --chips 8 --recompute selective:mlp && has sim-rm-cnn err "resnet50 has no transformer layers"
 run sim-rm-tt 2 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --framework torchtitan --recompute selective:moe && has sim-rm-tt err "framework torchtitan has no list of modules to recompute"
 for rm in none selective:moe_act,layernorm selective:moe; do
   tag=$(echo "$rm" | tr ':,' '__')
