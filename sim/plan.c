@@ -37,6 +37,9 @@ int plan_recompute_parse(const char *s, plan *p, char *err, size_t errn) {
         int k = -1;
         for (int j = 0; j < N_MOD; j++)
           if (strcmp(word, plan_recompute_module_names[j]) == 0) k = j;
+        if (!word[0])
+          return str_errf(err, errn, "'%.64s': a module name is missing (a list such as "
+                          "selective:moe_act,layernorm)", s);
         if (k < 0) {
           const char *near = str_suggest(word, plan_recompute_module_names, N_MOD);
           return str_errf(err, errn, "'%.64s': '%s' is not a module Megatron-Core recomputes; "

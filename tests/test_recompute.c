@@ -33,6 +33,8 @@ Test(recompute, parse_and_label) {
   cr_assert(strstr(err, "expected mla_up_proj"), "%s", err);
   cr_assert_neq(plan_recompute_parse("full:mlp", &p, err, sizeof err), 0);
   cr_assert(strstr(err, "only selective takes a list"), "%s", err);
+  cr_assert_neq(plan_recompute_parse("selective:moe_act,", &p, err, sizeof err), 0);
+  cr_assert(strstr(err, "a module name is missing"), "%s", err);
   cr_assert_neq(plan_recompute_parse("selectiv", &p, err, sizeof err), 0);
   cr_assert(strstr(err, "nearest: selective"), "%s", err);
 }
