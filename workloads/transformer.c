@@ -1454,10 +1454,16 @@ static int ffn_of(graph *g, const wl_train *t, const tf_cfg *c, int x, const cha
   return y;
 }
 
-/* A pre-norm layer's input or pre-MLP norm ("layernorm" to Megatron-Core's
-** recompute_modules). */
-static int layer_norm(graph *g, const wl_train *t, const tf_cfg *c, int x, const char *name) {
-  graph_module was = graph_set_module(g, GRAPH_MOD_NORM);
+/* A pre-norm layer's input or pre-MLP norm, tagged "layernorm" (Megatron-
+** Core's recompute_modules) where it is a module of its own: the input norm
+** before MLA (its down projections are plain linears), the pre-MLP norm
+** before a MoE block (the router reads it). Elsewhere Transformer Engine
+** fuses the norm into the next GEMM (LayerNormLinear: Megatron-Core's
+** layer holds an IdentityOp there, which recomputes nothing). */
+static int layer_norm(graph *g, const wl_train *t, const tf_cfg *c, int x, const char *name,
+                      bool own) {
+  graph_module was = graph_module_of(g);
+  graph_set_module(g, own ? GRAPH_MOD_NORM : was);
   int y = norm(g, t, c, x, name);
   graph_set_module(g, was);
   return y;
@@ -1484,7 +1490,7 @@ static int block(graph *g, const wl_train *t, const tf_cfg *c, int x, int layer,
     /* a hybrid layer (Nemotron-H's NemotronHBlock): norm, one mixer or
     ** FFN, residual */
     snprintf(n, sizeof n, "%s.norm", p);
-    int h = layer_norm(g, t, c, x, n);
+    int h = layer_norm(g, t, c, x, n, moe && (kind & WL_LAYER_NO_MIXER));
     int f = kind & WL_LAYER_MAMBA    ? mamba_mixer(g, t, c, h, p)
             : kind & WL_LAYER_NO_FFN ? attn_of(g, t, c, h, p, kind)
                                      : ffn_of(g, t, c, h, p, moe);
@@ -1497,14 +1503,14 @@ static int block(graph *g, const wl_train *t, const tf_cfg *c, int x, int layer,
     return norm(g, t, c, graph_binary(g, GOP_ADD, x, ffn_of(g, t, c, x, p, moe)), n);
   }
   snprintf(n, sizeof n, "%s.ln1", p);
-  int h = layer_norm(g, t, c, x, n);
+  int h = layer_norm(g, t, c, x, n, c->kv_lora > 0 && !(kind & WL_LAYER_GDN));
   if (c->parallel) { /* PaLM: x + attn(ln(x)) + mlp(ln(x)) */
     int a = attn_of(g, t, c, h, p, kind), f = ffn_of(g, t, c, h, p, moe);
     return graph_binary(g, GOP_ADD, x, graph_binary(g, GOP_ADD, a, f));
   }
   x = residual(g, t, c, x, attn_of(g, t, c, h, p, kind), n);
   snprintf(n, sizeof n, "%s.ln2", p);
-  return residual(g, t, c, x, ffn_of(g, t, c, layer_norm(g, t, c, x, n), p, moe), n);
+  return residual(g, t, c, x, ffn_of(g, t, c, layer_norm(g, t, c, x, n, moe), p, moe), n);
 }
 
 /* ---- embedding, head, multi-token prediction ---- */
