@@ -537,6 +537,39 @@ Test(planner, pruned_search_finds_the_brute_force_best, .timeout = 900) {
   planner_result_free(&b);
 }
 
+/* A MoE model that does not fit without recomputing: Qwen3-30B-A3B, 4096
+** tokens a sequence, 128 a step, on 8 H100s. The planner's best recomputes
+** Megatron-Core's cheap modules (moe_act, layernorm), which free each
+** routed copy's FC2 input and the router's input for two elementwise
+** kernels again; the same plan without them does not fit, and with full
+** recompute it is slower (the search is exact: the brute-force test holds
+** for a MoE model too). */
+Test(planner, moe_plan_recomputes_the_cheap_modules, .timeout = 120) {
+  static planner_result r;
+  char e[1024];
+  hw_catalog *c = th_catalog();
+  model *m = th_model_opts("tests/data/hf/qwen3-30b-a3b.json",
+                           (model_opts){.global_batch = 128, .seq_len = 4096});
+  planner_req req = {.hw_list = "h100-sxm", .chips = 8, .top = 3, .threads = 1,
+                     .op_costs = OPCOST_FORMULA};
+  cr_assert_eq(planner_run(m, c, &req, &r, e, sizeof e), 0, "%s", e);
+  plan b = r.best.p;
+  cr_assert_eq(b.recompute, PLAN_RECOMPUTE_SELECTIVE);
+  cr_assert_eq(b.recompute_modules, PLAN_RM_MOE_ACT | PLAN_RM_LAYERNORM);
+  cr_assert(r.best.sim.fits);
+  plan q = b;
+  q.recompute = PLAN_RECOMPUTE_NONE, q.recompute_modules = 0;
+  step_result s;
+  cr_assert_eq(step_simulate(m, th_hw(c, "h100-sxm"), &q, NULL, &s, NULL, e, sizeof e), 0, "%s", e);
+  cr_assert_not(s.fits, "the plan without recompute fits: %.1f GiB", s.memory.peak / (1 << 30));
+  q.recompute = PLAN_RECOMPUTE_FULL;
+  cr_assert_eq(step_simulate(m, th_hw(c, "h100-sxm"), &q, NULL, &s, NULL, e, sizeof e), 0, "%s", e);
+  cr_assert_gt(s.step_time_s, r.best.sim.step_time_s);
+  planner_result_free(&r);
+  model_free(m);
+  hw_catalog_free(c);
+}
+
 /* ---- constraints, energy and the Pareto frontier (planner/fix.c,
 ** price.c, pareto.c) ---- */
 
