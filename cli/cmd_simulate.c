@@ -152,7 +152,7 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
   if (wdt == 1 && p->precision != GDT_BF16)
     return cli_usage_error(c, "--weight-dtype bf16: the model trains in %s; bf16 weights are a "
                               "bf16 model's (--precision bf16)", plan_precision_name(p->precision));
-  p->weights_16bit = wdt == 1;
+  p->bf16_weights = wdt == 1;
   p->sp = cli_opt(c, "--sp") != NULL;
   p->full = cli_opt(c, "--full") != NULL;
   p->pp_split_embedding = cli_opt(c, "--pp-split-embedding") != NULL;

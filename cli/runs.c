@@ -1263,9 +1263,6 @@ static void numeric_args(const runs_table *x, runs_result *r, runs_argv *a) {
     runs_addf(r->exercises, sizeof r->exercises, ", %s recompute", mr ? mr : rc);
 }
 
-/* The first entry of a kind keyed PREFIX:PHRASE whose prefix is the row's
-** (its recompute cell, its framework) and whose phrase its extra cell
-** contains, or NULL. */
 /* Whether extra holds each '+'-separated part of phrase ("task=lora" or
 ** "task=lora+nemo_container=25.11": a release's recipe). */
 static bool has_phrases(const char *extra, const char *phrase) {
@@ -1279,6 +1276,9 @@ static bool has_phrases(const char *extra, const char *phrase) {
   }
 }
 
+/* The first entry of a kind keyed PREFIX:PHRASE whose prefix is the row's
+** (its recompute cell, its framework) and whose phrase its extra cell
+** contains, or NULL. */
 static const map_entry *phrase_entry(const runs_table *x, map_kind kind, const char *prefix,
                                      const char *extra) {
   size_t n = prefix ? strlen(prefix) : 0;

@@ -1828,7 +1828,7 @@ void mem_setup(const model *m, const hw_model *hw, const plan *p, mem_opts *o, p
   ** the compute dtype and no fp32 master; optax's Adam keeps its moments
   ** in the parameters' dtype (mu_dtype unset), the gradients are theirs:
   ** 2 + 2 + 2 x 2 = 8 B a parameter */
-  if (p->weights_16bit) {
+  if (p->bf16_weights) {
     o->master_fp32 = o->fp32_grads = o->fp32_weights_only = o->lowp_params = false;
   }
   /* XLA (every TPU stack) keeps the logits in the dot's dtype: MaxText

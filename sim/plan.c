@@ -63,11 +63,13 @@ int plan_recompute_parse(const char *s, plan *p, char *err, size_t errn) {
 
 const char *plan_recompute_label(const plan *p, char *out, size_t n) {
   size_t at = (size_t)snprintf(out, n, "%s", plan_recompute_names[p->recompute]);
-  if (p->recompute != PLAN_RECOMPUTE_SELECTIVE || !p->recompute_modules) return out;
+  if (p->recompute != PLAN_RECOMPUTE_SELECTIVE) return out;
+  const char *sep = ":";
   for (int j = 0; plan_recompute_module_names[j] && at < n; j++)
-    if (p->recompute_modules & (1u << j))
-      at += (size_t)snprintf(out + at, n - at, "%s%s", at == strlen("selective") ? ":" : ",",
-                             plan_recompute_module_names[j]);
+    if (p->recompute_modules & (1u << j)) {
+      at += (size_t)snprintf(out + at, n - at, "%s%s", sep, plan_recompute_module_names[j]);
+      sep = ",";
+    }
   return out;
 }
 const char *const plan_grad_sync_names[] = {"overlap", "after-backward", NULL};

@@ -120,7 +120,7 @@ typedef struct {
   /* the parameters, their gradients and the optimizer's states all in the
   ** 16-bit compute dtype, no fp32 master copy (MaxText's
   ** weight_dtype=bfloat16; --weight-dtype bf16); false: the framework's */
-  bool weights_16bit;
+  bool bf16_weights;
   plan_gemm gemm;  /* the linear layers' GEMM recipe */
   int framework;   /* an index into plan_frameworks (sim/framework.h) */
   /* the framework's features (plan_apply_framework sets them) */

@@ -157,7 +157,7 @@ double step_adam_bytes(const plan *p) {
   ** bf16): the weight and both moments read and written, the gradient
   ** read, 2 B each; else 28 B with the fp32 master (or MaxText's one fp32
   ** copy: weight 4 + 4, gradient 4, moments 16) */
-  return p->weights_16bit ? 14 : 28;
+  return p->bf16_weights ? 14 : 28;
 }
 
 double step_recompute_s(const step_result *r, const plan *p, const wl_tf_dims *d, int k) {

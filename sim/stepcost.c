@@ -137,13 +137,13 @@ static bool rank5(const graph *g, const graph_op *m) {
 /* A head dim of d on a systolic array w wide: the padded width over d. */
 static double mxu_pad(double d, double w) { return ceil(d / w) * w / d; }
 
-/* Whether fused kernel k holds a dot or a convolution (a matrix kernel). */
-static bool holds_dot(const graph *g, const fuse_plan *fp, int k) {
+/* Fused kernel k's first dot or convolution (a matrix kernel), or NULL. */
+static const graph_op *kernel_dot(const graph *g, const fuse_plan *fp, int k) {
   for (int i = fp->first[k]; i <= fp->root[k]; i++) {
-    graph_op_kind mk = graph_get(g, i)->kind;
-    if (fp->group_of[i] == k && (mk == GOP_DOT || mk == GOP_CONV)) return true;
+    const graph_op *op = graph_get(g, i);
+    if (fp->group_of[i] == k && (op->kind == GOP_DOT || op->kind == GOP_CONV)) return op;
   }
-  return false;
+  return NULL;
 }
 
 /* A forward kernel's time t by the layer submodule it computes (graph.h
@@ -152,16 +152,9 @@ static bool holds_dot(const graph *g, const fuse_plan *fp, int k) {
 ** for its root's. The graph saves what the backward reads, so a module's
 ** kernels are its own: the SwiGLU of a MoE layer's experts is its silu
 ** and its product, two kernels the forward runs and "moe_act" runs again. */
-static void module_times(const graph *g, const fuse_plan *fp, int k, double t,
-                         double mod[GRAPH_MODULES]) {
-  int m = graph_get(g, fp->root[k])->module;
-  for (int i = fp->first[k]; i <= fp->root[k]; i++) {
-    const graph_op *op = graph_get(g, i);
-    if (fp->group_of[i] == k && (op->kind == GOP_DOT || op->kind == GOP_CONV)) {
-      m = op->module;
-      break;
-    }
-  }
+static void module_times(const graph *g, const fuse_plan *fp, int k, const graph_op *mat,
+                         double t, double mod[GRAPH_MODULES]) {
+  int m = (mat ? mat : graph_get(g, fp->root[k]))->module;
   mod[m < GRAPH_MODULES ? m : GRAPH_MOD_NONE] += t;
 }
 
@@ -274,8 +267,9 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
     out->t[op->phase] += t * n;
     /* a matrix kernel: the forward's other than the core (what an op-level
     ** recompute picks from), and the trace's category */
-    bool matrix = holds_dot(g, fp, k);
-    if (op->phase == GRAPH_FORWARD) module_times(g, fp, k, t * n, out->mod_fwd);
+    const graph_op *mat = kernel_dot(g, fp, k);
+    bool matrix = mat != NULL;
+    if (op->phase == GRAPH_FORWARD) module_times(g, fp, k, mat, t * n, out->mod_fwd);
     if (op->phase == GRAPH_FORWARD && core) out->attn_fwd += t * n;
     if (op->phase == GRAPH_FORWARD && !core && matrix) out->mm_fwd += t * n;
     if (rc == 0 && ops && op->layer == 0 && t > 0 && op->phase != GRAPH_OPTIMIZER) {

@@ -1304,6 +1304,15 @@ Test(memory_validation, torchtitan_llama8b_fsdp_tables_1_and_3) {
   hw_catalog_free(c);
 }
 
+/* Llama 3 8B's plan under MaxText in the two tests below: FSDP over 8
+** chips, one sequence of 8192 a chip, full recompute, bf16. */
+static plan maxtext_fsdp8(void) {
+  return (plan){.dp = 8, .tp = 1, .pp = 1, .chips = 8, .mbs = 1, .gbs = 8, .seq = 8192, .zero = 3,
+                .recompute = PLAN_RECOMPUTE_FULL, .precision = GDT_BF16,
+                .schedule = PLAN_1F1B, .attention = PLAN_ATTN_FLASH,
+                .framework = framework_find("maxtext")};
+}
+
 /* On a TPU the logits and their gradient are stored in the compute dtype
 ** (mem_setup: MaxText base.yml logits_dot_in_fp32 False, the fp32 cast
 ** fused by XLA): for a last stage without recompute the loss adds
@@ -1315,9 +1324,7 @@ Test(memory_framework, xla_logits_in_the_compute_dtype) {
   model_opts mo = {0};
   model *m = model_load("llama3-8b", &mo, dg);
   cr_assert_not_null(m);
-  plan p = {.dp = 8, .tp = 1, .pp = 1, .chips = 8, .mbs = 1, .gbs = 8, .seq = 8192, .zero = 3,
-            .recompute = PLAN_RECOMPUTE_FULL, .precision = GDT_BF16, .schedule = PLAN_1F1B,
-            .attention = PLAN_ATTN_FLASH, .framework = framework_find("maxtext")};
+  plan p = maxtext_fsdp8();
   mem_opts o, g;
   plan mp, gp;
   mem_setup(m, th_hw(c, "tpu-v5p"), &p, &o, &mp);
@@ -1383,14 +1390,12 @@ Test(memory_framework, maxtext_bf16_weights_and_vocab_tiling) {
   model_opts mo = {0};
   model *m = model_load("llama3-8b", &mo, dg);
   cr_assert_not_null(m);
-  plan p = {.dp = 8, .tp = 1, .pp = 1, .chips = 8, .mbs = 1, .gbs = 8, .seq = 8192, .zero = 3,
-            .recompute = PLAN_RECOMPUTE_FULL, .precision = GDT_BF16, .schedule = PLAN_1F1B,
-            .attention = PLAN_ATTN_FLASH, .framework = framework_find("maxtext")};
+  plan p = maxtext_fsdp8();
   mem_opts o;
   plan mp;
   mem_setup(m, th_hw(c, "tpu-v6e"), &p, &o, &mp);
   mem_bytes a = run(&m->info.tf, &mp, &o);
-  p.weights_16bit = true;
+  p.bf16_weights = true;
   mem_setup(m, th_hw(c, "tpu-v6e"), &p, &o, &mp);
   mem_bytes b = run(&m->info.tf, &mp, &o);
   double P = (double)m->trainable_params;
@@ -1399,7 +1404,7 @@ Test(memory_framework, maxtext_bf16_weights_and_vocab_tiling) {
   double sa = a.weights + a.gradients + a.optimizer, sb = b.weights + b.gradients + b.optimizer;
   cr_assert_float_eq(sa, 16 * P / 8, 1e-3 * sa);
   cr_assert_float_eq(sb, sa / 2, 1);
-  p.weights_16bit = false;
+  p.bf16_weights = false;
   p.vocab_tiles = 4;
   mem_setup(m, th_hw(c, "tpu-v6e"), &p, &o, &mp);
   mem_bytes t = run(&m->info.tf, &mp, &o);

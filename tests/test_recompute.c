@@ -58,6 +58,18 @@ Test(recompute, modules_the_model_lacks) {
   hw_catalog_free(c);
 }
 
+/* The plan both checks below run: Qwen3-30B-A3B (seq 4096) on 8 H100s,
+** ep 8, tp 1, mbs 1, bf16, megatron-core, checked. */
+static plan qwen_ep8(const model *m, const hw_model *h) {
+  plan p = {.chips = 8, .tp = 1, .pp = 1, .ep = 8, .cp = 1, .mbs = 1, .vp = 1, .slices = 1,
+            .gbs = 64, .seq = 4096, .schedule = PLAN_1F1B, .op_costs = OPCOST_FORMULA};
+  cr_assert_eq(plan_precision_parse("bf16", &p), 0);
+  framework_apply(framework_find("megatron-core"), &p);
+  char err[512];
+  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  return p;
+}
+
 /* Time: each module's recomputation is its forward kernels again (the
 ** layer's forward split by the modules the graph tags); "moe" is the MoE
 ** layer's router, dispatch, experts (with their activation) and combine
@@ -75,11 +87,8 @@ Test(recompute, time_is_the_modules_forward) {
   hw_catalog *c = th_catalog();
   const hw_model *h = th_hw(c, "h100-sxm");
   model *m = th_model("tests/data/hf/qwen3-30b-a3b.json", 4096);
-  plan p = {.chips = 8, .tp = 1, .pp = 1, .ep = 8, .cp = 1, .mbs = 1, .vp = 1, .slices = 1,
-            .gbs = 64, .seq = 4096, .schedule = PLAN_1F1B, .op_costs = OPCOST_FORMULA};
-  framework_apply(framework_find("megatron-core"), &p);
+  plan p = qwen_ep8(m, h);
   char err[512];
-  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
   step_result r;
   cr_assert_eq(step_costs(m, h, &p, &r, err, sizeof err), 0, "%s", err);
   int k = 0;
@@ -122,12 +131,8 @@ Test(recompute, memory_freed_by_hand) {
   hw_catalog *c = th_catalog();
   const hw_model *h = th_hw(c, "h100-sxm");
   model *m = th_model("tests/data/hf/qwen3-30b-a3b.json", 4096);
-  plan p = {.chips = 8, .tp = 1, .pp = 1, .ep = 8, .cp = 1, .mbs = 1, .vp = 1, .slices = 1,
-            .gbs = 64, .seq = 4096, .schedule = PLAN_1F1B};
-  cr_assert_eq(plan_precision_parse("bf16", &p), 0);
-  framework_apply(framework_find("megatron-core"), &p);
+  plan p = qwen_ep8(m, h);
   char err[512];
-  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
   double act[3];
   const unsigned mods[3] = {PLAN_RM_CORE_ATTN, PLAN_RM_CORE_ATTN | PLAN_RM_MOE_ACT,
                             PLAN_RM_CORE_ATTN | PLAN_RM_MOE_ACT | PLAN_RM_LAYERNORM};
