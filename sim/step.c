@@ -518,8 +518,12 @@ void step_timeline_free(step_timeline *t) {
   free(t->bucket_t0);
   free(t->bucket_t1);
   free(t->opt_t0);
-  model_free(t->layer);
-  free(t->ops);
+  for (int k = 0; k < WL_LAYER_KINDS; k++) {
+    model_free(t->layer[k]);
+    free(t->ops[k]);
+  }
+  free(t->layer_kind);
+  free(t->vs_first);
   memset(t, 0, sizeof *t);
 }
 
@@ -535,6 +539,45 @@ static int input_stall(const hw_model *hw, const plan *p, const input_cfg *in, s
   if (input_simulate(&c, r->step_time_s, 40, &ir, err, errn) != 0) return -1;
   r->breakdown_s.input_stall = ir.stall_s_per_step;
   r->step_time_s += ir.stall_s_per_step;
+  return 0;
+}
+
+/* The trace's detail of micro-batch 0: one layer of each kind the model
+** has, its kernels timed as step_costs times that kind (the same chips,
+** attention share and expert GEMMs; a model of one kind its own first
+** layer, as step_costs), and where each layer sits: its kind, and the
+** first layer of each virtual stage. */
+static int timeline_layers(const model *m, const hw_model *hw, const plan *p, const step_result *r,
+                           step_timeline *tl, char *err, size_t errn) {
+  const wl_tf_dims *d = &m->info.tf;
+  int64_t S = p->pp * (p->vp > 0 ? p->vp : 1);
+  tl->layers = d->layers;
+  tl->layer_kind = malloc((size_t)(d->layers > 0 ? d->layers : 1));
+  tl->vs_first = malloc((size_t)(S + 1) * sizeof *tl->vs_first);
+  if (!tl->layer_kind || !tl->vs_first) return str_errf(err, errn, "out of memory");
+  for (int64_t i = 0; i < d->layers; i++) tl->layer_kind[i] = (unsigned char)wl_tf_layer_kind(d, i);
+  tl->vs_first[0] = 0;
+  for (int64_t vs = 0; vs < S; vs++) tl->vs_first[vs + 1] = tl->vs_first[vs] + plan_stage_layers(p, d->layers, vs);
+  int kinds = 0;
+  for (int k = 0; k < WL_LAYER_KINDS; k++) kinds += r->kind_n[k] > 0;
+  hw_model ah, gh;
+  const hw_model *ghw, *lhw = step_layer_hw(hw, p, &ah, &gh, &ghw);
+  for (int k = 0; k < WL_LAYER_KINDS; k++) {
+    /* no count at all (a result without kinds): the first layer's kind */
+    if (kinds ? r->kind_n[k] == 0 : k != wl_tf_layer_kind(d, 0)) continue;
+    int kind = kinds > 1 ? k : -1;
+    double flash = p->attention == PLAN_ATTN_FLASH
+                       ? step_flash_share(lhw, d, kind, (double)p->seq, (double)(p->cp > 1 ? p->cp : 1))
+                       : 0;
+    double moe = d->experts > 0 && (step_layer_kind(d, kind) & WL_LAYER_MOE) ? 1 : 0;
+    op_times ops = {0};
+    phase_times pt;
+    if (!step_shard_kind_of(m, p, 1, kind, &tl->layer[k], err, errn)) return -1;
+    int rc = step_time_graph_gemm(lhw, ghw, tl->layer[k]->g, flash, moe, p->eager, p->cost_cache,
+                                  &pt, &ops, err, errn);
+    tl->ops[k] = ops.v, tl->n_ops[k] = ops.n;
+    if (rc != 0) return -1;
+  }
   return 0;
 }
 
@@ -666,33 +709,16 @@ static int simulate_cached(const model *m, const hw_model *hw, const plan *pl,
     goto done;
   }
   if (tl) {
-    /* the detail of micro-batch 0: layer 0's ops, timed as step_costs
-    ** times the layers (the same chips, attention share and expert GEMMs) */
-    op_times ops = {0};
-    phase_times pt;
-    model *one;
-    hw_model ah, gh;
-    const hw_model *ghw, *lhw = step_layer_hw(hw, &p, &ah, &gh, &ghw);
-    const wl_tf_dims *d = &m->info.tf;
-    double flash = p.attention == PLAN_ATTN_FLASH && d->layers > 0
-                       ? step_flash_share(lhw, d, -1, (double)p.seq, (double)(p.cp > 1 ? p.cp : 1))
-                       : p.attention == PLAN_ATTN_FLASH;
-    double moe = d->experts > 0 && (step_layer_kind(d, -1) & WL_LAYER_MOE) ? 1 : 0;
-    if (!step_shard_of(m, &p, 1, &one, err, errn) ||
-        step_time_graph_gemm(lhw, ghw, one->g, flash, moe, p.eager, p.cost_cache, &pt, &ops, err,
-                             errn) !=
-            0) {
-      model_free(one);
-      free(ops.v);
+    *tl = (step_timeline){.pp = p.pp, .vp = p.vp, .M = sd.sched.M, .spans = so.spans,
+                          .n_spans = so.n_spans, .bucket_t0 = bk0, .bucket_t1 = bk1,
+                          .buckets = sd.dp_allreduce_s > 0 ? nbk : 0, .opt_t0 = opt_t0};
+    so.spans = NULL; /* the timeline's now */
+    bk0 = bk1 = opt_t0 = NULL;
+    if (timeline_layers(m, hw, &p, r, tl, err, errn) != 0) {
+      step_timeline_free(tl);
       rc = -1;
       goto done;
     }
-    *tl = (step_timeline){.pp = p.pp, .vp = p.vp, .M = sd.sched.M, .spans = so.spans,
-                          .n_spans = so.n_spans, .bucket_t0 = bk0, .bucket_t1 = bk1,
-                          .buckets = sd.dp_allreduce_s > 0 ? nbk : 0, .opt_t0 = opt_t0,
-                          .layer = one, .ops = ops.v, .n_ops = ops.n};
-    so.spans = NULL; /* the timeline's now */
-    bk0 = bk1 = opt_t0 = NULL;
   }
   /* TF32: against the tensor cores' rate the GEMMs ran at, not fp32's */
   double peak = (p.gemm == PLAN_GEMM_TF32 ? plan_gemm_peak_flops(hw, &p)

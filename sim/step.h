@@ -122,10 +122,13 @@ typedef struct {
 } step_op;
 
 /* What ran when, for the trace (viz/trace.c writes it): the pipeline's
-** tasks, the gradient buckets and the updates per stage, and layer 0's
-** kernels (named by the ops of `layer`, the one-layer shard they were
-** timed on). A whole-step model (whole true) has none of these: its trace
-** is drawn from step_result alone. */
+** tasks, the gradient buckets and the updates per stage, and the kernels
+** of one layer of each kind the model has (slot k of layer, ops, n_ops for
+** kind WL_LAYER_* k, named by the ops of layer[k], the one-layer shard of
+** that kind they were timed on; the slots of kinds it lacks empty), with
+** each layer's kind and each virtual stage's first layer to place them.
+** A whole-step model (whole true) has none of these: its trace is drawn
+** from step_result alone. */
 typedef struct {
   bool whole, hlo;
   int64_t pp, vp, M;
@@ -134,9 +137,12 @@ typedef struct {
   double *bucket_t0, *bucket_t1; /* [pp * buckets] */
   int64_t buckets;
   double *opt_t0; /* [pp] */
-  model *layer;
-  step_op *ops;
-  int n_ops;
+  model *layer[WL_LAYER_KINDS];
+  step_op *ops[WL_LAYER_KINDS];
+  int n_ops[WL_LAYER_KINDS];
+  int64_t layers;
+  unsigned char *layer_kind; /* [layers] */
+  int64_t *vs_first;         /* [pp * vp + 1]: the last entry is layers */
 } step_timeline;
 
 void step_timeline_free(step_timeline *t);

@@ -338,6 +338,61 @@ Test(step, trace_is_chrome_json_with_every_task) {
   hw_catalog_free(c);
 }
 
+/* A model of several layer kinds is traced layer by layer with each
+** layer's own kernels: DeepSeek-V2-Lite's layer 0 is dense (first_k_dense_replace
+** 1), layers 1-26 MoE, so only those route (a top-k) and wait for an expert
+** all-to-all; an uneven split (--pp-layers 13,14) puts layers 13-26 on
+** stage 1. A trace that drew every layer as layer 0 has no top-k at all. */
+Test(step, trace_draws_each_layer_kind_and_stage_split) {
+  hw_catalog *c = th_catalog();
+  const hw_model *h = th_hw(c, "h100-sxm");
+  model *m = load_model("tests/data/hf/deepseek-v2-lite.json", 4096);
+  plan p = base(8, 1, 2, 8, 4096);
+  p.ep = 4;
+  int32_t split[2] = {13, 14};
+  p.pp_layers = split, p.n_pp_layers = 2;
+  char err[512];
+  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  step_result r;
+  step_timeline tl;
+  cr_assert_eq(step_simulate(m, h, &p, NULL, &r, &tl, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(trace_write(f, &tl, &r, &p, m->name, h->name), 0);
+  step_timeline_free(&tl);
+  fclose(f);
+  cJSON *o = cJSON_Parse(buf);
+  cr_assert_not_null(o, "not JSON");
+  int topk[27] = {0}, a2a[27] = {0}, stage[27];
+  for (int l = 0; l < 27; l++) stage[l] = -1;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, cJSON_GetObjectItem(o, "traceEvents")) {
+    if (strcmp(cJSON_GetObjectItem(e, "ph")->valuestring, "X") != 0) continue;
+    int tid = cJSON_GetObjectItem(e, "tid")->valueint, pid = cJSON_GetObjectItem(e, "pid")->valueint;
+    const char *name = cJSON_GetObjectItem(e, "name")->valuestring;
+    int l;
+    if ((tid != 2 && tid != 3) || sscanf(name, "l%d", &l) != 1) continue;
+    cr_assert(l >= 0 && l < 27, "%s", name);
+    if (tid == 3) {
+      cr_assert(stage[l] < 0 || stage[l] == pid, "%s on stages %d and %d", name, stage[l], pid);
+      stage[l] = pid;
+      topk[l] += strstr(name, "/top-k") != NULL;
+    } else {
+      a2a[l] += strstr(name, "expert all-to-all") != NULL;
+    }
+  }
+  for (int l = 0; l < 27; l++) {
+    cr_assert_eq(stage[l], l < 13 ? 0 : 1, "layer %d on stage %d", l, stage[l]);
+    cr_assert_eq(topk[l] > 0, l > 0, "layer %d: %d top-k", l, topk[l]);
+    cr_assert_eq(a2a[l] > 0, l > 0, "layer %d: %d all-to-alls", l, a2a[l]);
+  }
+  cJSON_Delete(o);
+  free(buf);
+  model_free(m);
+  hw_catalog_free(c);
+}
+
 /* Expert-parallel ranks take different data: 64 H100s as tp 8 x ep 8 run
 ** gbs / (dp x ep) micro-batches each, and add the all-to-all exchanges. */
 Test(step, expert_parallel_plans) {

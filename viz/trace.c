@@ -290,39 +290,65 @@ static void write_trace_whole(tout *o, const step_result *r, const char *model_n
   trace_finish(o, r, model_name, hw_name);
 }
 
+/* The collectives a layer of kind k waits for, named: "tensor-parallel
+** all-reduce", "... + expert all-to-all" and so on. */
+static void layer_comm_name(char *buf, size_t len, int64_t layer, int k, const plan *p) {
+  int n = snprintf(buf, len, "l%lld", (long long)layer);
+  const char *sep = " ";
+  if (p->tp > 1)
+    n += snprintf(buf + n, len - (size_t)n, "%stensor-parallel %s", sep,
+                  p->sp ? "reduce-scatter/all-gather" : "all-reduce"),
+        sep = " + ";
+  if (p->cp > 1 && !(k & (WL_LAYER_MAMBA | WL_LAYER_NO_MIXER)))
+    n += snprintf(buf + n, len - (size_t)n, "%scontext-parallel %s", sep,
+                  p->cp_comm == PLAN_CP_RING ? "ring" : "all-gather"),
+        sep = " + ";
+  if (p->ep > 1 && (k & WL_LAYER_MOE))
+    n += snprintf(buf + n, len - (size_t)n, "%sexpert all-to-all", sep), sep = " + ";
+  if (p->offload == PLAN_OFFLOAD_ACTIVATIONS)
+    n += snprintf(buf + n, len - (size_t)n, "%sactivation offload", sep), sep = " + ";
+  if (strcmp(sep, " ") == 0) snprintf(buf + n, len - (size_t)n, " collectives");
+}
+
 /* Micro-batch 0's span, op by op on the "ops" track (thread 3): for each
-** layer of the chunk its ops in graph order (a backward under full
-** recompute first runs the layer's forward again), then the layer's
-** tensor-parallel collectives on the network track, where Megatron has the
-** chip wait for them. Named with the global layer, shaped, with FLOPs and
-** bytes; what is left of the span (embedding, head) stays unlabelled. */
-static void trace_ops(tout *o, const sched_span *s, bool back, int64_t first_layer, int64_t layers,
-                      const step_result *r, const plan *p, const step_timeline *td) {
+** layer of the chunk the ops of its kind's layer in graph order (a backward
+** under full recompute first runs the layer's forward again), then the
+** layer's collectives on the network track, where Megatron has the chip
+** wait for them. Named with the global layer, shaped, with FLOPs and bytes;
+** what is left of the span (embedding, head) stays unlabelled. */
+static void trace_ops(tout *o, const sched_span *s, bool back, int64_t vs, const step_result *r,
+                      const plan *p, const step_timeline *td) {
   /* a layer's ops in the one-layer shard differ a little from the layer's
   ** time (the difference of two shards) at the layer's edges: scale them
   ** to it, so each layer's ops and collectives fill its share of the span */
-  double sum[GRAPH_PHASE_COUNT] = {0};
-  for (int k = 0; k < td->n_ops; k++) sum[td->ops[k].phase] += td->ops[k].t_s;
-  double scale[GRAPH_PHASE_COUNT] = {1, 1, 1};
-  if (sum[GRAPH_FORWARD] > 0) scale[GRAPH_FORWARD] = r->layer_fwd_s / sum[GRAPH_FORWARD];
-  if (sum[GRAPH_BACKWARD] > 0) scale[GRAPH_BACKWARD] = r->layer_bwd_s / sum[GRAPH_BACKWARD];
+  double scale[WL_LAYER_KINDS][GRAPH_PHASE_COUNT];
+  for (int k = 0; k < WL_LAYER_KINDS; k++) {
+    double sum[GRAPH_PHASE_COUNT] = {0};
+    for (int i = 0; i < td->n_ops[k]; i++) sum[td->ops[k][i].phase] += td->ops[k][i].t_s;
+    bool kinds = r->kind_n[k] > 0;
+    double fw = kinds ? r->kind_fwd_s[k] : r->layer_fwd_s, bw = kinds ? r->kind_bwd_s[k] : r->layer_bwd_s;
+    for (int ph = 0; ph < GRAPH_PHASE_COUNT; ph++) scale[k][ph] = 1;
+    if (sum[GRAPH_FORWARD] > 0) scale[k][GRAPH_FORWARD] = fw / sum[GRAPH_FORWARD];
+    if (sum[GRAPH_BACKWARD] > 0) scale[k][GRAPH_BACKWARD] = bw / sum[GRAPH_BACKWARD];
+  }
   double t = s->t0, slack = 1e-9 * (s->t1 - s->t0);
-  for (int64_t l = 0; l < layers; l++) {
+  for (int64_t l = td->vs_first[vs]; l < td->vs_first[vs + 1] && l < td->layers; l++) {
+    int k = td->layer_kind[l];
     for (int pass = 0; pass < 2; pass++) {
       bool recompute = back && pass == 0;
       if (pass == 0 && back && p->recompute != PLAN_RECOMPUTE_FULL) continue;
       if (pass == 1 && !back) continue;
       graph_phase want = (back && !recompute) ? GRAPH_BACKWARD : GRAPH_FORWARD;
-      for (int k = 0; k < td->n_ops; k++) {
-        const step_op *op_t = &td->ops[k];
-        double dur = op_t->t_s * scale[op_t->phase];
+      for (int i = 0; i < td->n_ops[k]; i++) {
+        const step_op *op_t = &td->ops[k][i];
+        double dur = op_t->t_s * scale[k][op_t->phase];
         if (op_t->phase != want || t + dur > s->t1 + slack) continue;
-        const graph_op *op = graph_get(td->layer->g, op_t->id);
+        const graph_op *op = graph_get(td->layer[k]->g, op_t->id);
         const char *nm = op->name ? op->name : graph_op_name(op->kind);
         const char *tail = strchr(nm, '/');
         char name[128], shape[96];
-        snprintf(name, sizeof name, "%sl%lld%s", recompute ? "recompute " : "",
-                 (long long)(first_layer + l), tail ? tail : "");
+        snprintf(name, sizeof name, "%sl%lld%s", recompute ? "recompute " : "", (long long)l,
+                 tail ? tail : "");
         graph_shape_str(&op->out, shape, sizeof shape);
         slice_open(o, name, op_t->matrix ? "matmul" : "elementwise", t, dur, s->dev, 3);
         raw(o, ",\"args\":{\"shape\":");
@@ -338,11 +364,12 @@ static void trace_ops(tout *o, const sched_span *s, bool back, int64_t first_lay
         t += dur;
       }
     }
-    double comm = back ? r->tp_comm_bwd_s : r->tp_comm_fwd_s;
+    bool kinds = r->kind_n[k] > 0;
+    double comm = back ? (kinds ? r->kind_comm_bwd_s[k] : r->tp_comm_bwd_s)
+                       : (kinds ? r->kind_comm_fwd_s[k] : r->tp_comm_fwd_s);
     if (comm > 0 && t + comm <= s->t1 + slack) {
-      char name[64];
-      snprintf(name, sizeof name, "l%lld tensor-parallel %s", (long long)(first_layer + l),
-               p->sp ? "reduce-scatter/all-gather" : "all-reduce");
+      char name[160];
+      layer_comm_name(name, sizeof name, l, k, p);
       trace_slice(o, name, "collective", t, comm, s->dev, 2);
       t += comm;
     }
@@ -354,7 +381,7 @@ static void trace_ops(tout *o, const sched_span *s, bool back, int64_t first_lay
 ** micro-batch 0; "C" events for HBM in use. */
 static void write_trace(tout *o, const step_timeline *q, const step_result *r, const plan *p,
                         const char *model_name, const char *hw_name) {
-  const step_timeline *td = q->layer ? q : NULL;
+  const step_timeline *td = q->vs_first ? q : NULL;
   const double *bucket_t0 = q->bucket_t0, *bucket_t1 = q->bucket_t1;
   int64_t buckets = q->buckets;
   /* HBM: fixed state plus the activations of the micro-batches in flight */
@@ -381,8 +408,7 @@ static void write_trace(tout *o, const step_timeline *q, const step_result *r, c
     snprintf(name, sizeof name, "%s mb %lld chunk %lld", back ? "backward" : "forward",
              (long long)mb, (long long)(vs / p->pp));
     trace_slice(o, name, back ? "backward" : "forward", s->t0, s->t1 - s->t0, s->dev, 1);
-    int64_t layers = r->layers_per_stage / (p->vp > 0 ? p->vp : 1);
-    if (mb == 0 && td) trace_ops(o, s, back, vs * layers, layers, r, p, td);
+    if (mb == 0 && td) trace_ops(o, s, back, vs, r, p, td);
     in_use[s->dev] += back ? -per_chunk : per_chunk;
     hbm_counter(o, back ? s->t1 : s->t0, s->dev, fixed + in_use[s->dev]);
   }
