@@ -128,6 +128,18 @@ int cli_opt_num(cli_ctx *c, const char *name, num_range r, double *out) {
   return CLI_OK;
 }
 
+int cli_weight_opts(cli_ctx *c, plan *p) {
+  static const char *const WEIGHT_DTYPE[] = {"fp32", "bf16", NULL};
+  int wdt;
+  int64_t tiles = 0;
+  if (cli_enum_opt(c, "--weight-dtype", WEIGHT_DTYPE, 0, &wdt) ||
+      cli_opt_int(c, "--vocab-tiling", 1, CLI_MAX_SEQ, &tiles))
+    return CLI_USAGE;
+  p->bf16_weights = wdt == 1;
+  p->vocab_tiles = tiles;
+  return CLI_OK;
+}
+
 int cli_opt_int(cli_ctx *c, const char *name, int64_t lo, int64_t hi, int64_t *out) {
   const char *v = cli_opt(c, name);
   char err[320];

@@ -78,6 +78,10 @@ int cli_model_sets(cli_ctx *c, model_opts *o, const char **buf);
 ** file's own lora block overrides. CLI_USAGE for a bad value or a rank or
 ** targets without --finetune lora|qlora. */
 int cli_model_finetune(cli_ctx *c, model_opts *o, int f);
+/* --weight-dtype fp32|bf16 and --vocab-tiling N (MaxText's weight_dtype and
+** num_vocab_tiling) into p; plan_check says whether the model takes them.
+** CLI_USAGE for a bad value. */
+int cli_weight_opts(cli_ctx *c, plan *p);
 /* "tpusim CMD: " fmt (with arg), then where to look; returns CLI_USAGE. */
 int cli_usage_error(cli_ctx *c, const char *fmt, const char *arg);
 /* The ranges of the numeric options, one place for each limit. */

@@ -25,7 +25,8 @@ static const char *const PLAN_VALUED[] = {"--hw",     "--chips",     "--max-chip
                                           "--top",    "--preemption-rate", "--explain", "--op-costs",
                                           "--cp",     "--seq",       "--precision", "--framework",
                                           "--offload", "--fix",      "--gbs",       "--embeddings", "--set",
-                                          "--finetune", "--lora-rank", "--lora-targets", NULL};
+                                          "--finetune", "--lora-rank", "--lora-targets", "--ep-overlap",
+                                          "--weight-dtype", "--vocab-tiling", NULL};
 
 /* The ranges of plan's numbers. Tokens stop at 1e18 so that the steps
 ** the planner derives (tokens / (gbs x seq), an int64) cannot overflow;
@@ -110,6 +111,8 @@ static void plan_cells(char cells[PT_COLS][PT_CELL], int rank, const planner_can
                       (long long)p->ep, (long long)(p->etp > 0 ? p->etp : 1), (long long)p->mbs};
   for (int k = 0; k < 11; k++) snprintf(cells[k], PT_CELL, "%lld", ints[k]);
   snprintf(cells[1], PT_CELL, "%s", c->hw);
+  /* the planner's plans name the overlap (off or on), never the default */
+  if (p->ep_overlap == PLAN_EP_OVERLAP_ON) snprintf(cells[8], PT_CELL, "%lld+ov", (long long)p->ep);
   char rl[96];
   snprintf(cells[11], PT_CELL, "%s", rec_short(p, rl, sizeof rl));
   zero_str(cells[12], PT_CELL, p);
@@ -332,6 +335,14 @@ static int run_plan(cli_ctx *c) {
       cli_enum_opt(c, "--offload", OFFLOAD, 0, &off) ||
       cli_enum_opt(c, "--embeddings", plan_embeddings_names, 0, &emb))
     return CLI_USAGE;
+  static const char *const ONOFF[] = {"off", "on", NULL};
+  int epo;
+  plan wt = {0};
+  if (cli_enum_opt(c, "--ep-overlap", ONOFF, 0, &epo) || cli_weight_opts(c, &wt) != CLI_OK)
+    return CLI_USAGE;
+  req.has_ep_overlap = cli_opt(c, "--ep-overlap") != NULL;
+  req.ep_overlap = epo == 1 ? PLAN_EP_OVERLAP_ON : PLAN_EP_OVERLAP_OFF;
+  req.bf16_weights = wt.bf16_weights, req.vocab_tiles = wt.vocab_tiles;
   req.has_embeddings = cli_opt(c, "--embeddings") != NULL;
   req.embeddings = (plan_embeddings)emb;
   plan pp = {0};
@@ -504,7 +515,10 @@ static int run_plan(cli_ctx *c) {
     if (b->p.vp > 1) snprintf(vps, sizeof vps, " (interleaved x%lld)", (long long)b->p.vp);
     size_t k = 0;
     if (b->p.cp > 1) k += (size_t)snprintf(eps, sizeof eps, ", cp %lld", (long long)b->p.cp);
-    if (b->p.ep > 1 && k < sizeof eps) k += (size_t)snprintf(eps + k, sizeof eps - k, ", ep %lld", (long long)b->p.ep);
+    if (b->p.ep > 1 && k < sizeof eps)
+      k += (size_t)snprintf(eps + k, sizeof eps - k, ", ep %lld%s", (long long)b->p.ep,
+                            framework_moe_a2a_overlap(b->p.framework, &b->p, hw_catalog_find(cat, b->hw))
+                                ? " (all-to-alls overlapped)" : "");
     if (b->p.etp > 1 && k < sizeof eps) snprintf(eps + k, sizeof eps - k, ", etp %lld", (long long)b->p.etp);
     zero_str(z, sizeof z, &b->p);
     k = 0;
@@ -619,8 +633,13 @@ const cli_cmd cli_cmd_plan = {"plan",
     "                  [--offload none|activations|optimizer] [--exhaustive]\n"
     "                  [--embeddings replicated|sharded|ps] [--set FIELD=VALUE ...]\n"
     "                  [--finetune full|lora|qlora [--lora-rank R] [--lora-targets LIST]]\n"
+    "                  [--ep-overlap on|off] [--weight-dtype fp32|bf16] [--vocab-tiling N]\n"
     "  --objective: default time; cost for the classical families (gbdt, mlp)\n"
-    "  --cp, --precision, --framework, --offload, --seq: kept fixed in the search\n"
+    "  --cp, --precision, --framework, --offload, --seq, --weight-dtype, --vocab-tiling:\n"
+    "               kept fixed in the search (simulate --help)\n"
+    "  --ep-overlap: fixed; by default off and on are both searched for expert-parallel\n"
+    "               plans where the framework overlaps the MoE all-to-alls (Megatron-Core);\n"
+    "               the table's ep column says 8+ov for a plan that overlaps them\n"
     "  --embeddings: where a recommender's tables live, fixed (default: each placement\n"
     "               planned, the best kept, and why said)\n"
     "               (offload is searched where the chip has a host link unless given)\n"

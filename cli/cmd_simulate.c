@@ -127,9 +127,6 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
   if (cli_opt(c, "--zero")) p->zero = zero;
   if (cli_opt(c, "--fsdp")) p->zero = 3;
   p->op_costs = (opcost_source)costs;
-  int64_t tiles = 0;
-  if (cli_opt_int(c, "--vocab-tiling", 1, CLI_MAX_SEQ, &tiles)) return CLI_USAGE;
-  p->vocab_tiles = tiles;
   const char *rec = cli_opt(c, "--recompute");
   if (rec) {
     char msg[384];
@@ -146,13 +143,7 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
   plan_precision_parse(plan_precision_names[prec], p);
   /* --weight-dtype (MaxText's weight_dtype): bf16 keeps the parameters,
   ** gradients and optimizer states in the bf16 compute dtype */
-  static const char *const WEIGHT_DTYPE[] = {"fp32", "bf16", NULL};
-  int wdt;
-  if (cli_enum_opt(c, "--weight-dtype", WEIGHT_DTYPE, 0, &wdt)) return CLI_USAGE;
-  if (wdt == 1 && p->precision != GDT_BF16)
-    return cli_usage_error(c, "--weight-dtype bf16: the model trains in %s; bf16 weights are a "
-                              "bf16 model's (--precision bf16)", plan_precision_name(p->precision));
-  p->bf16_weights = wdt == 1;
+  if (cli_weight_opts(c, p) != CLI_OK) return CLI_USAGE;
   p->sp = cli_opt(c, "--sp") != NULL;
   p->full = cli_opt(c, "--full") != NULL;
   p->pp_split_embedding = cli_opt(c, "--pp-split-embedding") != NULL;

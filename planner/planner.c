@@ -332,7 +332,7 @@ static int variants_of(int64_t group, const plan_offload *offs, int n_off, unsig
 ** (sim/stepcost.c). */
 typedef struct {
   int64_t tp, mbs, ep, etp, cp;
-  int piped, offmode;
+  int piped, offmode, epo;
 } cost_key;
 
 typedef struct {
@@ -347,14 +347,14 @@ typedef struct {
 
 static uint64_t cost_hash(const cost_key *k) {
   uint64_t h = 1469598103934665603ULL;
-  const int64_t v[] = {k->tp, k->mbs, k->ep, k->etp, k->cp, k->piped, k->offmode};
+  const int64_t v[] = {k->tp, k->mbs, k->ep, k->etp, k->cp, k->piped, k->offmode, k->epo};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) h = (h ^ (uint64_t)v[i]) * 1099511628211ULL;
   return h;
 }
 
 static bool cost_key_eq(const cost_key *a, const cost_key *b) {
   return a->tp == b->tp && a->mbs == b->mbs && a->ep == b->ep && a->etp == b->etp &&
-         a->cp == b->cp && a->piped == b->piped && a->offmode == b->offmode;
+         a->cp == b->cp && a->piped == b->piped && a->offmode == b->offmode && a->epo == b->epo;
 }
 
 static cost_slot *cost_find(cost_map *cm, const cost_key *k) {
@@ -492,7 +492,8 @@ static cost_entry *cost_entry_of(hw_state *st, const cost_key *k, const plan *p,
 ** form (a TPU's 2 x tp chips), where it gets its own. */
 static const cost_entry *costs_of(hw_state *st, const plan *p, char *err, size_t errn) {
   cost_key k = {p->tp, p->mbs, p->ep, p->etp, p->cp, 1,
-                p->offload != PLAN_OFFLOAD_ACTIVATIONS ? 0 : p->recompute == PLAN_RECOMPUTE_FULL ? 2 : 1};
+                p->offload != PLAN_OFFLOAD_ACTIVATIONS ? 0 : p->recompute == PLAN_RECOMPUTE_FULL ? 2 : 1,
+                (int)p->ep_overlap};
   cost_entry *ce = cost_entry_of(st, &k, p, err, errn);
   if (ce && !ce->ok && p->pp < 2) {
     k.piped = 0;
@@ -503,10 +504,16 @@ static const cost_entry *costs_of(hw_state *st, const plan *p, char *err, size_t
 
 /* Whether plan p's per-chip costs are computed (or known not to be). */
 static bool costs_known(hw_state *st, const plan *p) {
-  cost_key k = {p->tp, p->mbs, p->ep, p->etp, p->cp, 1, 0};
+  cost_key k = {p->tp, p->mbs, p->ep, p->etp, p->cp, 1, 0, (int)p->ep_overlap};
   if (!st->costs.cap) return false;
   const cost_slot *s = cost_find(&st->costs, &k);
   return s->e && s->e->done;
+}
+
+/* Megatron-Core refuses the all-to-all overlap with full recompute
+** (plan.c's check_ep_overlap); the cheap modules never hold "moe". */
+static bool variant_allowed(const plan *p, const variant *v) {
+  return p->ep_overlap != PLAN_EP_OVERLAP_ON || v->rec != PLAN_RECOMPUTE_FULL;
 }
 
 static void set_variant(plan *p, const variant *v) {
@@ -830,7 +837,7 @@ static void search_sizes(hw_state *st, plan p, const variant *vs, int n_vs) {
     int known = -1;
     if (!exhaustive && !costs_known(st, &p)) {
       for (int i = 0; i < n_vs && known < 0; i++) {
-        if (dead[i]) continue;
+        if (dead[i] || !variant_allowed(&p, &vs[i])) continue;
         set_variant(&p, &vs[i]);
         int f = mem_fits(st, &p);
         if (f == 1) known = i;
@@ -855,7 +862,7 @@ static void search_sizes(hw_state *st, plan p, const variant *vs, int n_vs) {
       /* desc_group_floor_s, worked out when a variant first needs it */
       bool group_known = false, group_prunes = false;
       for (; i < j; i++) {
-        if (dead[i]) continue;
+        if (dead[i] || !variant_allowed(&p, &vs[i])) continue;
         set_variant(&p, &vs[i]);
         if (!planner_fix_match(&st->sc->req->fix, &p, true)) {
           reject(rj, PLANNER_CAUSE_FIXED, NULL);
@@ -902,6 +909,8 @@ typedef struct {
   int n_off;
   int fw;
   unsigned cheap; /* the recompute modules of recompute_modes' fourth mode (0: none) */
+  plan_ep_overlap epos[2]; /* an expert-parallel plan's all-to-all overlap: each searched */
+  int n_epo;
   graph_dtype prec;
   variant *var; /* room for MAX_VARIANTS, filled per dp x cp */
 } hw_fixed;
@@ -941,11 +950,18 @@ static void search_chips(hw_state *st, const hw_fixed *fx, int64_t chips) {
                         .cost_cache = req->cost_cache};
               framework_apply(fx->fw, &p);
               p.gemm = req->gemm;
+              p.bf16_weights = req->bf16_weights, p.vocab_tiles = req->vocab_tiles;
               if (uneven) { /* as even as it goes (plan_balance_layers) */
                 p.pp_layers = sc->splits + sc->split_at[pp * vp];
                 p.n_pp_layers = (int)(pp * vp);
               }
-              search_sizes(st, p, fx->var, n_vs);
+              /* the overlap pairs a micro-batch's forward with another's
+              ** backward: with a pipeline, only interleaved (plan.c) */
+              for (int oi = 0; oi < (eps[ei] > 1 ? fx->n_epo : 1); oi++) {
+                p.ep_overlap = eps[ei] > 1 ? fx->epos[oi] : PLAN_EP_OVERLAP_FRAMEWORK;
+                if (p.ep_overlap == PLAN_EP_OVERLAP_ON && pp > 1 && vp < 2) continue;
+                search_sizes(st, p, fx->var, n_vs);
+              }
             }
           }
       }
@@ -961,6 +977,12 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   const hw_model *hw = st.hw = hw_catalog_at(sc->cat, h);
   hw_fixed fx = {.cps = {1}, .n_cp = 1, .offs = {req->offload}, .n_off = 1};
   if (!planner_hw_allowed(m, hw, out, &fx.prec) || !planner_energy_allowed(req, hw, out)) return;
+  if (req->bf16_weights && fx.prec != GDT_BF16) { /* plan_check's rule, said once for the chip */
+    planner_add_reject(out, hw->name, PLANNER_CAUSE_DTYPE,
+                       "--weight-dtype bf16: the model trains in %s here; bf16 weights are a bf16 "
+                       "model's (nearest: --weight-dtype fp32)", plan_precision_name(fx.prec));
+    return;
+  }
   int64_t counts[32];
   int nc = chip_counts(hw, req, counts, 32);
   st.memo = step_memo_new(hw);
@@ -986,6 +1008,13 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   }
   fx.fw = req->has_framework ? req->framework : framework_default(hw->kind);
   fx.cheap = framework_cheap_recompute_modules(fx.fw, &m->info.tf);
+  /* the all-to-all overlap: as fixed, or off and on where the framework
+  ** has it for the model's precision (plan_check's rules) */
+  char no[8];
+  fx.epos[0] = req->has_ep_overlap ? req->ep_overlap : PLAN_EP_OVERLAP_FRAMEWORK, fx.n_epo = 1;
+  if (!req->has_ep_overlap && framework_check_ep_overlap(fx.fw, no, sizeof no) == 0 &&
+      (fx.prec == GDT_BF16 || fx.prec == GDT_F16))
+    fx.epos[0] = PLAN_EP_OVERLAP_OFF, fx.epos[1] = PLAN_EP_OVERLAP_ON, fx.n_epo = 2;
   /* context parallelism where a sequence is long enough to want it (32k
   ** tokens and more: below that, a rank's share of attention is small
   ** against its linear layers), unless the request fixes it */

@@ -82,6 +82,14 @@ typedef struct {
   bool has_embeddings;
   plan_embeddings embeddings;
   int64_t seq;
+  /* the MoE all-to-all overlap fixed (--ep-overlap); else both off and on
+  ** are searched for expert-parallel plans where the framework has it */
+  bool has_ep_overlap;
+  plan_ep_overlap ep_overlap;
+  /* MaxText's weight_dtype bf16 and num_vocab_tiling, fixed (false, 0:
+  ** fp32 weights, one tile) */
+  bool bf16_weights;
+  int64_t vocab_tiles;
   /* every plan of the space scored: no bound prunes (the best plan is the
   ** same either way; the bounds only save time) */
   bool exhaustive;

@@ -257,9 +257,10 @@ unsigned framework_cheap_recompute_modules(int f, const wl_tf_dims *d) {
 }
 
 int framework_check_ep_overlap(int f, char *msg, size_t n) {
-  if (frameworks[f].moe_a2a_sms > 0) return 0;
-  snprintf(msg, n, "framework %s has no expert-parallel all-to-all overlap; the Megatron-Core "
-           "profiles have it (megatron-core, megatron-core-26.08)", framework_names[f]);
+  if (f >= 0 && frameworks[f].moe_a2a_sms > 0) return 0;
+  snprintf(msg, n, "%s%s has no expert-parallel all-to-all overlap; the Megatron-Core "
+           "profiles have it (megatron-core, megatron-core-26.08)", f >= 0 ? "framework " : "",
+           f >= 0 ? framework_names[f] : "the plain stack (no --framework)");
   return -1;
 }
 

@@ -9,6 +9,7 @@
 
 #include "../base/strutil.h"
 #include "../hw_models/hw.h"
+#include "framework.h"
 #include "net.h"
 #include "optime.h"
 
@@ -453,6 +454,39 @@ static int check_recompute_modules(const model *m, const plan *p, char *err, siz
   return 0;
 }
 
+/* --ep-overlap on: what Megatron-Core's TransformerConfig asserts for
+** overlap_moe_expert_parallel_comm (transformer_config.py): expert
+** parallelism, virtual stages when there is a pipeline (the paired
+** forward and backward of the 1F1B schedule), no full recompute and no
+** "moe" among the recomputed modules, a bf16 or fp16 model, and a
+** framework that has the overlap. */
+static int check_ep_overlap(const model *m, const plan *p, char *err, size_t errn) {
+  if (p->ep_overlap != PLAN_EP_OVERLAP_ON) return 0;
+  char msg[256];
+  if (p->ep < 2)
+    return str_errf(err, errn, "--ep-overlap on: ep is %lld, so there are no expert-parallel "
+                    "all-to-alls to overlap (nearest: --ep 2 or more, or --ep-overlap off)",
+                    (long long)p->ep);
+  if (framework_check_ep_overlap(p->framework, msg, sizeof msg) != 0)
+    return str_errf(err, errn, "--ep-overlap on: %s", msg);
+  if (p->pp > 1 && p->vp < 2)
+    return str_errf(err, errn, "--ep-overlap on with pp %lld needs virtual stages (Megatron-Core "
+                    "asserts virtual_pipeline_model_parallel_size when pp > 1; nearest: "
+                    "--pp-schedule interleaved:2, or --ep-overlap off)", (long long)p->pp);
+  if (p->recompute == PLAN_RECOMPUTE_FULL)
+    return str_errf(err, errn, "--ep-overlap on with full recompute: Megatron-Core refuses the "
+                    "pair (nearest: --recompute selective, or --ep-overlap off)");
+  if (p->recompute == PLAN_RECOMPUTE_SELECTIVE && (p->recompute_modules & PLAN_RM_MOE))
+    return str_errf(err, errn, "--ep-overlap on with the moe module recomputed: Megatron-Core "
+                    "refuses the pair (nearest: drop moe from --recompute selective:..., or "
+                    "--ep-overlap off)");
+  if (p->precision != GDT_BF16 && p->precision != GDT_F16)
+    return str_errf(err, errn, "--ep-overlap on: Megatron-Core overlaps the all-to-alls of a bf16 "
+                    "or fp16 model; %s trains in %s (nearest: --ep-overlap off)", m->name,
+                    plan_precision_name(p->precision));
+  return 0;
+}
+
 int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fault, char *err,
                      size_t errn) {
   plan_fault dummy;
@@ -472,6 +506,12 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
     return str_errf(err, errn, "tf32 runs an fp32 model's matmuls on TF32 tensor cores; %s trains "
                     "in %s (nearest: --precision fp32 with tf32, or its own precision)",
                     m->name, plan_precision_name(p->precision));
+  }
+  if (p->bf16_weights && p->precision != GDT_BF16) {
+    *fault = PLAN_FAULT_DTYPE;
+    return str_errf(err, errn, "--weight-dtype bf16: %s trains in %s; bf16 weights are a bf16 "
+                    "model's (nearest: --precision bf16, or --weight-dtype fp32)", m->name,
+                    plan_precision_name(p->precision));
   }
   const wl_tf_dims *d = &m->info.tf;
   if (d->layers == 0 && p->recompute == PLAN_RECOMPUTE_SELECTIVE && p->recompute_modules) {
@@ -609,6 +649,10 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
   }
   if (p->schedule == PLAN_INTERLEAVED && p->vp < 2) {
     if (errn) snprintf(err, errn, "interleaved 1F1B needs V >= 2 virtual stages (interleaved:V)");
+    *fault = PLAN_FAULT_RANGE;
+    return -1;
+  }
+  if (check_ep_overlap(m, p, err, errn) != 0) {
     *fault = PLAN_FAULT_RANGE;
     return -1;
   }

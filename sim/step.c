@@ -777,6 +777,9 @@ cJSON *step_json(const model *m, const hw_model *hw, const plan *p, const step_r
     for (int i = 0; a && i < p->n_pp_layers; i++)
       cJSON_AddItemToArray(a, cJSON_CreateNumber(p->pp_layers[i]));
   }
+  if (p->ep > 1) cJSON_AddBoolToObject(pj, "ep_overlap", framework_moe_a2a_overlap(p->framework, p, hw));
+  if (p->bf16_weights) cJSON_AddStringToObject(pj, "weight_dtype", "bf16");
+  if (p->vocab_tiles > 1) cJSON_AddNumberToObject(pj, "vocab_tiling", (double)p->vocab_tiles);
   if (p->pp_split_embedding) cJSON_AddBoolToObject(pj, "pp_split_embedding", true);
   if (p->pp_split_loss) cJSON_AddBoolToObject(pj, "pp_split_loss", true);
   if (p->full) {

@@ -293,6 +293,20 @@ run sim-epo-text 0 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --gbs 1
 epo_on=$(sed -n 's/.*"step_time_s":	\(.*\),$/\1/p' "$OUT/sim-epo-on.out" | head -1)
 epo_off=$(sed -n 's/.*"step_time_s":	\(.*\),$/\1/p' "$OUT/sim-epo-off.out" | head -1)
 awk -v a="$epo_on" -v b="$epo_off" 'BEGIN { exit !(a > 0 && b > a) }' && ok || bad "--ep-overlap on ($epo_on s) is not shorter than off ($epo_off s)"
+# what Megatron-Core's TransformerConfig refuses with the overlap (transformer_config.py):
+# a pipeline without virtual stages, full recompute, the moe module recomputed
+run sim-epo-pp 1 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --pp 2 --gbs 16 --ep-overlap on && has sim-epo-pp err "needs virtual stages" && has sim-epo-pp err "nearest: --pp-schedule interleaved:2"
+run sim-epo-full 1 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --recompute full --ep-overlap on && has sim-epo-full err "--ep-overlap on with full recompute"
+run sim-epo-moe 1 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --recompute selective:moe --ep-overlap on && has sim-epo-moe err "the moe module recomputed"
+run sim-epo-vp 0 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --pp 2 --pp-schedule interleaved:2 --gbs 16 --ep-overlap on
+# plan searches the overlap (off and on) where the stack has it, and says which it chose;
+# --ep-overlap, --weight-dtype and --vocab-tiling are kept fixed as simulate reads them
+run plan-epo 0 plan mixtral-8x7b --hw h100-sxm --chips 64 --gbs 256 --seq 4096 --top 3 && has plan-epo out "ep 8 (all-to-alls overlapped)" && has plan-epo out "8+ov"
+run plan-epo-off 0 plan mixtral-8x7b --hw h100-sxm --chips 64 --gbs 256 --seq 4096 --top 3 --ep-overlap off --json && has plan-epo-off out '"ep_overlap":	false'
+grep -q '"ep_overlap":	true' "$OUT/plan-epo-off.out" && bad "plan --ep-overlap off: a plan overlaps" || ok
+run plan-epo-typo 2 plan mixtral-8x7b --hw h100-sxm --chips 64 --ep-overlap yes && has plan-epo-typo err "expected off or on"
+run plan-wdt 0 plan llama3-8b --hw tpu-v6e --chips 8 --gbs 8 --seq 8192 --framework maxtext --weight-dtype bf16 --vocab-tiling 4 --json && has plan-wdt out '"weight_dtype":	"bf16"' && has plan-wdt out '"vocab_tiling":	4'
+run plan-wdt-fp32 1 plan llama3-8b --hw tpu-v6e --chips 8 --set train.precision=fp32 --weight-dtype bf16 && has plan-wdt-fp32 err "tpu-v6e: --weight-dtype bf16: the model trains in fp32 here"
 # --recompute selective:MODULES: Megatron-Core's recompute_modules. A
 # misspelt module gets the nearest, a list on another mode is refused, a
 # module the model lacks names the ones it has, a stack without the list
@@ -314,7 +328,7 @@ awk -v a="$(rm_t none)" -v b="$(rm_t selective_moe_act_layernorm)" -v c="$(rm_t 
 awk -v a="$(rm_p none)" -v b="$(rm_p selective_moe_act_layernorm)" -v c="$(rm_p selective_moe)" 'BEGIN { exit !(c > 0 && a > b && b > c) }' && ok || bad "--recompute: peaks none > moe_act,layernorm > moe do not hold"
 # --weight-dtype bf16 (MaxText weight_dtype=bfloat16) halves a MaxText plan's model state
 # (16 -> 8 B a parameter); it is a bf16 model's; --vocab-tiling counts from 1
-run sim-wdt-fp32 2 simulate llama3-8b --hw tpu-v6e --chips 8 --precision fp32 --weight-dtype bf16 && has sim-wdt-fp32 err "--weight-dtype bf16: the model trains in fp32"
+run sim-wdt-fp32 1 simulate llama3-8b --hw tpu-v6e --chips 8 --precision fp32 --weight-dtype bf16 && has sim-wdt-fp32 err "--weight-dtype bf16: llama3-8b trains in fp32"
 run sim-wdt-typo 2 simulate llama3-8b --hw tpu-v6e --chips 8 --weight-dtype bf17 && has sim-wdt-typo err "(did you mean 'bf16'?)"
 run sim-vt-zero 2 simulate llama3-8b --hw tpu-v6e --chips 8 --vocab-tiling 0 && has sim-vt-zero err "--vocab-tiling"
 run sim-wdt-bf16 0 simulate llama3-8b --hw tpu-v6e --chips 8 --gbs 8 --seq 8192 --weight-dtype bf16 --explain && has sim-wdt-bf16 out "8.03 G params x 2 B / 8" && has sim-wdt-bf16 out "1.00 G params x 14 B"
