@@ -102,11 +102,17 @@ static void time_layer_comm(const model *m, const plan *p, const step_result *r,
   fmtbuf b = {0};
   double M = (double)r->microbatches;
   int64_t n0 = chip0_layers(m, p);
-  /* r->tp_comm_bwd_s holds full recompute's repeat of the forward's */
-  double recon = M * (double)n0 * (r->tp_comm_fwd_s + r->tp_comm_bwd_s);
+  /* r->tp_comm_bwd_s holds full recompute's repeat of the forward's; the
+  ** all-to-alls an overlap hides come back on the passes nothing pairs with */
+  double u = step_ep_unpaired(p), hid = r->a2a_hidden_fwd_s + r->a2a_hidden_bwd_s;
+  double recon = M * (double)n0 * (r->tp_comm_fwd_s + r->tp_comm_bwd_s + u * hid);
   if (v == 0)
     values(x, "no tensor, context or expert parallelism (tp %lld, cp %lld, ep %lld)",
            (long long)p->tp, (long long)(p->cp > 0 ? p->cp : 1), (long long)(p->ep > 0 ? p->ep : 1));
+  else if (same(recon, v) && u * hid > 0)
+    values(x, "%lld micro-batches x %lld layers x (%s + %s + %.3g x %s: the overlapped all-to-alls "
+           "of the unpaired passes)", (long long)r->microbatches, (long long)n0,
+           sec(&b, r->tp_comm_fwd_s), sec(&b, r->tp_comm_bwd_s), u, sec(&b, hid));
   else if (same(recon, v))
     values(x, "%lld micro-batches x %lld layers x (%s + %s)", (long long)r->microbatches,
            (long long)n0, sec(&b, r->tp_comm_fwd_s), sec(&b, r->tp_comm_bwd_s));

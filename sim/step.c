@@ -187,6 +187,14 @@ double step_recompute_s(const step_result *r, const plan *p, const wl_tf_dims *d
   return t;
 }
 
+double step_ep_unpaired(const plan *p) {
+  double m = (double)plan_microbatches(p), v = (double)(p->vp > 1 ? p->vp : 1);
+  if (!(m >= 1)) return 1;
+  if (p->pp <= 1) return 1 / m;
+  double w = 2 * (double)(p->pp - 1) + (v - 1) * (double)p->pp + 1;
+  return w < m * v ? w / (m * v) : 1;
+}
+
 /* One layer of kind k, forward and backward, on one chip per micro-batch,
 ** with its collectives and (backward) its recomputation and gradient
 ** accumulation. A result without per-kind figures uses the averages. */
@@ -198,6 +206,10 @@ static void layer_times(const step_result *r, const plan *p, const wl_tf_dims *d
   double cf = kinds ? r->kind_comm_fwd_s[k] : r->tp_comm_fwd_s;
   double cb = kinds ? r->kind_comm_bwd_s[k] : r->tp_comm_bwd_s;
   double ac = kinds ? r->kind_accum_s[k] : r->grad_accum_layer_s;
+  /* the overlapped all-to-alls of the passes nothing pairs with */
+  double u = step_ep_unpaired(p);
+  cf += u * (kinds ? r->kind_a2a_hidden_fwd_s[k] : r->a2a_hidden_fwd_s);
+  cb += u * (kinds ? r->kind_a2a_hidden_bwd_s[k] : r->a2a_hidden_bwd_s);
   bool full = p->recompute == PLAN_RECOMPUTE_FULL;
   /* full recompute runs each layer's forward again in the backward, its
   ** collectives with it (step_costs times them without recompute, so one

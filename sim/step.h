@@ -85,6 +85,12 @@ typedef struct {
   double cp_comm_fwd_s, cp_comm_bwd_s;
   /* expert parallelism: one MoE layer's all-to-alls forward (dispatch and combine) */
   double ep_a2a_fwd_s;
+  /* with the all-to-alls overlapped: what the paired pass hides of a layer's
+  ** forward and backward all-to-alls, by kind and averaged over the layers
+  ** (kind_comm_* hold the rest); the micro-batches with no partner pay it
+  ** (step_ep_unpaired) */
+  double kind_a2a_hidden_fwd_s[WL_LAYER_KINDS], kind_a2a_hidden_bwd_s[WL_LAYER_KINDS];
+  double a2a_hidden_fwd_s, a2a_hidden_bwd_s;
   /* activation offload: one layer's saved activations over the host link, one way */
   double offload_layer_s;
   /* ZeRO-3: gathering one stage's weights (per micro-batch, forward and backward) */
@@ -179,9 +185,18 @@ double step_moe_reorder_bytes(const wl_tf_dims *d, const plan *p);
 ** covers the rest, min(a2a_s, other_s) x sm_share (the dispatcher's kernels
 ** hold sm_share of the chip's SMs; 0 for copy-engine transfers). The steady
 ** state: the 1F1B warm-up's lone forwards and the cool-down's lone
-** backwards (pp - 1 of m micro-batches a stage at most) are not counted,
-** as step_costs does not know m. */
+** backwards are counted by step_ep_unpaired, as step_costs does not know m. */
 double step_moe_a2a_exposed_s(double a2a_s, double other_s, double sm_share);
+
+/* The share of a chip's forward (and of its backward) chunk passes under
+** plan p that no pass of another micro-batch pairs with, so their
+** overlapped all-to-alls are exposed after all (Megatron-Core's combined
+** 1F1B, pipeline_parallel/combined_1f1b.py): without a pipeline the first
+** micro-batch's forward and the last's backward, 1/m; interleaved, the
+** first stage's warm-up forwards and cool-down backwards, (pp - 1) x 2 +
+** (V - 1) x pp + 1 of its m x V (schedules.py, one warm-up more with the
+** overlap), at most all. */
+double step_ep_unpaired(const plan *p);
 
 /* The per-chip pieces of a step under plan p (the layer_*, tp_comm_* and
 ** p2p_s fields of r): what does not depend on pp, dp, the schedule or the

@@ -884,6 +884,7 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
                            ? sms / (double)hw->chip.mu_cores : 0;
         ef = step_moe_a2a_exposed_s(a2a, r->kind_bwd_s[k], share);
         eb = step_moe_a2a_exposed_s(a2a, r->kind_fwd_s[k], share);
+        r->kind_a2a_hidden_fwd_s[k] = a2a - ef, r->kind_a2a_hidden_bwd_s[k] = a2a - eb;
       }
       cf += ef, cb += eb;
     }
@@ -913,6 +914,8 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
     sum_cf += n * cf, sum_cb += n * cb;
     sum_acc += n * r->kind_accum_s[k], sum_attn += n * r->kind_attn_fwd_s[k];
     sum_mm += n * r->kind_mm_fwd_s[k];
+    r->a2a_hidden_fwd_s += n * r->kind_a2a_hidden_fwd_s[k] / L;
+    r->a2a_hidden_bwd_s += n * r->kind_a2a_hidden_bwd_s[k] / L;
   }
   r->layer_fwd_s = sum_f / L;
   r->layer_bwd_s = sum_b / L;

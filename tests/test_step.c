@@ -393,6 +393,23 @@ Test(step, trace_draws_each_layer_kind_and_stage_split) {
   hw_catalog_free(c);
 }
 
+/* Megatron-Core's combined 1F1B pairs a forward with another micro-batch's
+** backward; what has no partner exposes its overlapped all-to-alls. By
+** hand from pipeline_parallel/combined_1f1b.py and schedules.py: no
+** pipeline, 4 micro-batches: the first forward and the last backward, 1 of
+** 4; pp 4 x V 2 with 8 micro-batches: rank 0's warm-up (4 - 1) x 2 + (2 - 1)
+** x 4 + 1 = 11 of its 16 chunk passes; 2 micro-batches there: all. */
+Test(step, ep_overlap_unpaired_passes) {
+  plan p = base(16, 1, 1, 64, 2048);
+  p.dp = 16, p.mbs = 1;
+  cr_assert_float_eq(step_ep_unpaired(&p), 0.25, 1e-15);
+  plan q = base(64, 1, 4, 128, 2048);
+  q.dp = 16, q.mbs = 1, q.vp = 2, q.schedule = PLAN_INTERLEAVED;
+  cr_assert_float_eq(step_ep_unpaired(&q), 11.0 / 16, 1e-15);
+  q.gbs = 32;
+  cr_assert_float_eq(step_ep_unpaired(&q), 1, 1e-15);
+}
+
 /* Expert-parallel ranks take different data: 64 H100s as tp 8 x ep 8 run
 ** gbs / (dp x ep) micro-batches each, and add the all-to-all exchanges. */
 Test(step, expert_parallel_plans) {
