@@ -195,12 +195,13 @@ static void reject_hw(planner_result *out, const hw_model *hw, const planner_req
     if (r) r->has_closest = true, r->closest = rj->fastest;
   } else if (isfinite(rj->best_peak)) {
     const plan *p = &rj->peak_plan.p;
+    char rw[96];
     r = planner_add_reject(out, hw->name, PLANNER_CAUSE_MEMORY,
                    "no plan fits: the smallest peak is %.1f GiB per chip against %.1f GiB "
                    "(%lld chip%s, tp %lld, pp %lld, zero %d, %s recompute)",
                    rj->best_peak / (1 << 30), (double)hw->chip.hbm_bytes / (1 << 30),
                    (long long)p->chips, p->chips == 1 ? "" : "s", (long long)p->tp,
-                   (long long)p->pp, p->zero, plan_recompute_word(p->recompute));
+                   (long long)p->pp, p->zero, recompute_words(p, rw, sizeof rw));
     if (r) {
       r->has_closest = true;
       r->closest = rj->peak_plan;
@@ -1380,7 +1381,8 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
   char dur[32], mem[400], usd[32];
   units_seconds(dur, sizeof dur, b->train_s);
   units_usd(usd, sizeof usd, b->train_usd);
-  const char *rec = plan_recompute_word(b->p.recompute);
+  char rw[96];
+  const char *rec = recompute_words(&b->p, rw, sizeof rw);
   if (r->memory.peak > 0.8 * r->memory.capacity)
     snprintf(mem, sizeof mem,
              "Memory binds: %.1f of %.1f GiB per chip, so tp %lld x pp %lld with %s recompute%s "

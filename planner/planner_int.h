@@ -28,6 +28,10 @@ void planner_price_cand(const model *m, const hw_model *hw, const planner_req *r
                         planner_cand *c, double step_s, int64_t steps);
 
 /* reasons.c */
+/* A plan's recompute for a sentence: "no", "selective", "full" or
+** "selective:moe_act,layernorm" (buf holds it when needed). */
+const char *recompute_words(const plan *p, char *buf, size_t n);
+
 bool planner_listed(const char *list, const char *name);
 void planner_note_closest(planner_result *out, const planner_cand *c);
 void planner_closest_text(const planner_result *out, const planner_req *req, char *buf, size_t n);

@@ -51,10 +51,11 @@ void planner_closest_text(const planner_result *out, const planner_req *req, cha
     }
     if (near) {
       const plan *p = &near->closest.p;
+      char rw[96];
       snprintf(buf, n, "memory binds: the nearest plan, %lld x %s (dp %lld, tp %lld, pp %lld, "
                        "mbs %lld, %s recompute, zero %d), needs %.1f GiB per chip against %.1f GiB",
                (long long)p->chips, near->hw, (long long)p->dp, (long long)p->tp,
-               (long long)p->pp, (long long)p->mbs, plan_recompute_word(p->recompute), p->zero,
+               (long long)p->pp, (long long)p->mbs, recompute_words(p, rw, sizeof rw), p->zero,
                near->peak_bytes / (1 << 30), near->capacity_bytes / (1 << 30));
       return;
     }
@@ -145,6 +146,11 @@ void planner_rank(planner_result *out, const planner_req *req) {
       *a = *b;
       *b = t;
     }
+}
+
+const char *recompute_words(const plan *p, char *buf, size_t n) {
+  /* "no", "selective", "full", or Megatron-Core's modules: "selective:moe_act,layernorm" */
+  return p->recompute == PLAN_RECOMPUTE_NONE ? "no" : plan_recompute_label(p, buf, n);
 }
 
 bool planner_hw_allowed(const model *m, const hw_model *hw, planner_result *out, graph_dtype *prec) {
