@@ -339,6 +339,7 @@ run sim-wdt-bf16 0 simulate llama3-8b --hw tpu-v6e --chips 8 --gbs 8 --seq 8192 
 # the planner searches Megatron-Core's cheap recompute modules for a MoE model (moe_act and
 # layernorm, as the Bridge MoE recipes set them) beside none / selective / full, and only there
 run plan-rm-moe 0 plan tests/data/hf/qwen3-30b-a3b.json --hw h100-sxm --chips 16 --gbs 256 --seq 4096 --top 8 --json && has plan-rm-moe out '"recompute":	"selective:moe_act,layernorm"'
+run plan-rm-why 0 plan tests/data/hf/qwen3-30b-a3b.json --hw h100-sxm --chips 8 --gbs 128 --seq 4096 --top 2 && has plan-rm-why out "with selective:moe_act,layernorm recompute"
 run plan-rm-dense 0 plan llama3-8b --hw h100-sxm --chips 8 --gbs 64 --seq 4096 --top 16
 grep -q moe_act "$OUT/plan-rm-dense.out" && bad "plan: a dense model got MoE recompute modules" || ok
 # --finetune: LoRA / QLoRA over a model of any format (the HF config has no
