@@ -399,6 +399,13 @@ static int run_plan(cli_ctx *c) {
     hw_catalog_free(cat);
     return CLI_BAD_INPUT;
   }
+  if (req.has_ep_overlap && m->info.tf.experts == 0) {
+    fprintf(c->err, "tpusim plan: --ep-overlap: %s has no experts, so there are no expert-parallel "
+                    "all-to-alls to overlap (nearest: drop the flag)\n", m->name);
+    model_free(m);
+    hw_catalog_free(cat);
+    return CLI_BAD_INPUT;
+  }
   if (req.has_embeddings && req.embeddings != PLAN_EMB_REPLICATED) {
     /* the tables sim/plan.c's check places: a data-parallel family's */
     plan_emb_tables et;

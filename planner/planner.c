@@ -984,6 +984,19 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
                        "model's (nearest: --weight-dtype fp32)", plan_precision_name(fx.prec));
     return;
   }
+  fx.fw = req->has_framework ? req->framework : framework_default(hw->kind);
+  fx.cheap = framework_cheap_recompute_modules(fx.fw, &m->info.tf);
+  /* the all-to-all overlap: as fixed, or off and on where the framework
+  ** has it for the model's precision (plan_check's rules) */
+  char why[256];
+  bool has_epo = framework_check_ep_overlap(fx.fw, why, sizeof why) == 0;
+  fx.epos[0] = req->has_ep_overlap ? req->ep_overlap : PLAN_EP_OVERLAP_FRAMEWORK, fx.n_epo = 1;
+  if (!req->has_ep_overlap && has_epo && (fx.prec == GDT_BF16 || fx.prec == GDT_F16))
+    fx.epos[0] = PLAN_EP_OVERLAP_OFF, fx.epos[1] = PLAN_EP_OVERLAP_ON, fx.n_epo = 2;
+  if (req->has_ep_overlap && req->ep_overlap == PLAN_EP_OVERLAP_ON && !has_epo) {
+    planner_add_reject(out, hw->name, PLANNER_CAUSE_REQUIRES, "--ep-overlap on: %s", why);
+    return;
+  }
   int64_t counts[32];
   int nc = chip_counts(hw, req, counts, 32);
   st.memo = step_memo_new(hw);
@@ -1007,15 +1020,6 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
     planner_add_reject(out, hw->name, PLANNER_CAUSE_SLICE, "out of memory");
     return;
   }
-  fx.fw = req->has_framework ? req->framework : framework_default(hw->kind);
-  fx.cheap = framework_cheap_recompute_modules(fx.fw, &m->info.tf);
-  /* the all-to-all overlap: as fixed, or off and on where the framework
-  ** has it for the model's precision (plan_check's rules) */
-  char no[8];
-  fx.epos[0] = req->has_ep_overlap ? req->ep_overlap : PLAN_EP_OVERLAP_FRAMEWORK, fx.n_epo = 1;
-  if (!req->has_ep_overlap && framework_check_ep_overlap(fx.fw, no, sizeof no) == 0 &&
-      (fx.prec == GDT_BF16 || fx.prec == GDT_F16))
-    fx.epos[0] = PLAN_EP_OVERLAP_OFF, fx.epos[1] = PLAN_EP_OVERLAP_ON, fx.n_epo = 2;
   /* context parallelism where a sequence is long enough to want it (32k
   ** tokens and more: below that, a rank's share of attention is small
   ** against its linear layers), unless the request fixes it */

@@ -308,6 +308,8 @@ run sim-epo-vp 0 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --pp 2 --
 run plan-epo 0 plan mixtral-8x7b --hw h100-sxm --chips 64 --gbs 256 --seq 4096 --top 3 && has plan-epo out "ep 8 (all-to-alls overlapped)" && has plan-epo out "8+ov"
 run plan-epo-off 0 plan mixtral-8x7b --hw h100-sxm --chips 64 --gbs 256 --seq 4096 --top 3 --ep-overlap off --json && has plan-epo-off out '"ep_overlap":	false'
 grep -q '"ep_overlap":	true' "$OUT/plan-epo-off.out" && bad "plan --ep-overlap off: a plan overlaps" || ok
+run plan-epo-dense 1 plan llama3-8b --hw h100-sxm --chips 8 --ep-overlap on && has plan-epo-dense err "llama3-8b has no experts"
+run plan-epo-tpu 1 plan mixtral-8x7b --hw tpu-v5p --chips 16 --ep-overlap on && has plan-epo-tpu err "tpu-v5p: --ep-overlap on: framework maxtext has no expert-parallel all-to-all overlap"
 run plan-epo-typo 2 plan mixtral-8x7b --hw h100-sxm --chips 64 --ep-overlap yes && has plan-epo-typo err "expected off or on"
 run plan-wdt 0 plan llama3-8b --hw tpu-v6e --chips 8 --gbs 8 --seq 8192 --framework maxtext --weight-dtype bf16 --vocab-tiling 4 --json && has plan-wdt out '"weight_dtype":	"bf16"' && has plan-wdt out '"vocab_tiling":	4'
 run plan-wdt-fp32 1 plan llama3-8b --hw tpu-v6e --chips 8 --set train.precision=fp32 --weight-dtype bf16 && has plan-wdt-fp32 err "tpu-v6e: --weight-dtype bf16: the model trains in fp32 here"
