@@ -117,6 +117,8 @@ static const hw_field FIELDS[] = {
      1, "", "absent: grouped GEMMs at the large-GEMM rate"},
     {"chip.grouped_gemm.m4096", HWF_NUM, OFF(chip.grouped_gemm_eff[3]), 0, FIG | HWF_POS, NULL, 0,
      1, "", "absent: grouped GEMMs at the large-GEMM rate"},
+    {"chip.matmul_shape", HWF_MMGRID, OFF(chip.matmul_shape), 0, FIG, NULL, 0, 1, "",
+     "absent: the tile and wave model alone"},
     {"chip.attention_seq.s1024", HWF_NUM, OFF(chip.attention_seq_eff[0]), 0, FIG | HWF_POS, NULL, 0,
      1, "", "absent: attention at its long-sequence rate"},
     {"chip.attention_seq.s2048", HWF_NUM, OFF(chip.attention_seq_eff[1]), 0, FIG | HWF_POS, NULL, 0,
@@ -310,6 +312,35 @@ double hw_grouped_gemm_factor(const hw_model *m, double tokens) {
   return size_factor(m->chip.grouped_gemm_eff, HW_GROUPED_M, HW_GROUPED_POINTS, 8192.0, tokens);
 }
 
+/* Position of v on an axis of powers of two: index i and the fraction
+** toward i + 1 in log2, clamped to the ends. */
+static void axis_at(const int64_t *axis, int n, double v, int *i, double *f) {
+  double t = v > 0 ? log2(v / (double)axis[0]) : 0;
+  if (!(t > 0)) t = 0;
+  if (t > n - 1) t = n - 1;
+  *i = (int)t < n - 1 ? (int)t : n - 2;
+  *f = t - *i;
+}
+
+double hw_matmul_shape_factor(const hw_chip *c, double rows, double n, double k) {
+  if (!c->has_matmul_shape) return 1;
+  int im, in, ik;
+  double fm, fn, fk;
+  axis_at(HW_MM_MS, HW_MM_M, rows, &im, &fm);
+  axis_at(HW_MM_NKS, HW_MM_NK, n, &in, &fn);
+  axis_at(HW_MM_NKS, HW_MM_NK, k, &ik, &fk);
+  /* in log space: along each axis the cells' rates grow at most as fast as
+  ** the size (tools/matmul-shape.py), so a larger GEMM's time interpolated
+  ** so never falls */
+  double s = 0;
+  for (int a = 0; a < 2; a++)
+    for (int b = 0; b < 2; b++)
+      for (int d = 0; d < 2; d++)
+        s += (a ? fm : 1 - fm) * (b ? fn : 1 - fn) * (d ? fk : 1 - fk) *
+             log(c->matmul_shape[im + a][in + b][ik + d]);
+  return exp(s);
+}
+
 double hw_attention_seq_factor(const hw_model *m, double keys) {
   return size_factor(m->chip.attention_seq_eff, HW_ATTN_KEYS, HW_ATTN_POINTS, 16384.0, keys);
 }
@@ -450,6 +481,83 @@ static int read_slice_shapes(loader *L, const cJSON *v, hw_slice_shapes *out) {
   return rc;
 }
 
+const int64_t HW_MM_MS[HW_MM_M] = {256, 512, 1024, 2048, 4096, 8192, 16384};
+const int64_t HW_MM_NKS[HW_MM_NK] = {256, 512, 1024, 2048, 4096};
+
+/* Whether v is the array `want` of n integers. */
+static bool axis_is(const cJSON *v, const int64_t *want, int n) {
+  if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != n) return false;
+  for (int i = 0; i < n; i++) {
+    const cJSON *e = cJSON_GetArrayItem(v, i);
+    if (!cJSON_IsNumber(e) || e->valuedouble != (double)want[i]) return false;
+  }
+  return true;
+}
+
+/* One level of chip.matmul_shape's eff: depth 0 the M rows (7), 1 the N
+** rows (5), 2 the K values (5) in (0, 1], written to out in that order. */
+static int read_mm_level(loader *L, const cJSON *v, int depth, double *out) {
+  static const char *const WHAT[] = {"M (256 to 16384)", "N (256 to 4096)", "K (256 to 4096)"};
+  int want = depth == 0 ? HW_MM_M : HW_MM_NK, stride = depth == 0 ? HW_MM_NK * HW_MM_NK : depth == 1 ? HW_MM_NK : 1;
+  char got[96];
+  jin_describe(v, got, sizeof got);
+  if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != want) {
+    jin_error(L->j, 0, "expected an array of %d for %s, got %s", want, WHAT[depth], got);
+    return -1;
+  }
+  int rc = 0, i = 0;
+  for (const cJSON *x = v->child; x && rc == 0; x = x->next, i++) {
+    jin_push_index(L->j, i);
+    if (depth < 2) {
+      rc = read_mm_level(L, x, depth + 1, out + i * stride);
+    } else if (!cJSON_IsNumber(x) || !(x->valuedouble > 0 && x->valuedouble <= 1)) {
+      jin_describe(x, got, sizeof got);
+      jin_error(L->j, 0, "expected a rate relative to the best shape, a number in (0, 1], got %s", got);
+      rc = -1;
+    } else {
+      out[i] = x->valuedouble;
+    }
+    jin_pop(L->j);
+  }
+  return rc;
+}
+
+/* chip.matmul_shape: {"m": [256, ..., 16384], "n": [256, ..., 4096], "k":
+** [...], "eff": [M][N][K] of numbers in (0, 1]} (tools/matmul-shape.py
+** writes it from a measured table). The axes are fixed: a file states
+** them so that it reads on its own. */
+static int read_mm_grid(loader *L, const cJSON *v, double out[HW_MM_M][HW_MM_NK][HW_MM_NK]) {
+  static const char *const KEYS[] = {"m", "n", "k", "eff", NULL};
+  char got[96];
+  jin_describe(v, got, sizeof got);
+  if (!cJSON_IsObject(v)) {
+    jin_error(L->j, 0, "expected an object {\"m\": [256, ..., 16384], \"n\": [256, ..., 4096], "
+              "\"k\": [256, ..., 4096], \"eff\": [[[...]]]} (tools/matmul-shape.py), got %s", got);
+    return -1;
+  }
+  if (jin_only(L->j, v, KEYS, NULL) != 0) return -1;
+  static const char *const AXES[] = {"m", "n", "k"};
+  for (int a = 0; a < 3; a++) {
+    const cJSON *ax = jin_get_array(L->j, v, AXES[a], true);
+    if (!ax) return -1;
+    if (!axis_is(ax, a == 0 ? HW_MM_MS : HW_MM_NKS, a == 0 ? HW_MM_M : HW_MM_NK)) {
+      jin_push_key(L->j, AXES[a], 0);
+      jin_describe(ax, got, sizeof got);
+      jin_error(L->j, 0, "expected the grid's %s axis %s, got %s", AXES[a],
+                a == 0 ? "[256, 512, 1024, 2048, 4096, 8192, 16384]" : "[256, 512, 1024, 2048, 4096]",
+                got);
+      jin_pop(L->j);
+      return -1;
+    }
+  }
+  const cJSON *e = jin_get_array(L->j, v, "eff", true);
+  if (!e) return -1;
+  jin_push_key(L->j, "eff", 0);
+  int rc = read_mm_level(L, e, 0, &out[0][0][0]);
+  jin_pop(L->j);
+  return rc;
+}
+
 static void read_field(loader *L, int fi, const cJSON *v) {
   const hw_field *f = &FIELDS[fi];
   void *p = field_ptr(L->m, f);
@@ -527,6 +635,9 @@ static void read_field(loader *L, int fi, const cJSON *v) {
   }
   case HWF_SHAPES:
     if (read_slice_shapes(L, v, p) != 0) return;
+    break;
+  case HWF_MMGRID:
+    if (read_mm_grid(L, v, p) != 0) return;
     break;
   }
   L->m->present[fi] = true;
@@ -1011,6 +1122,7 @@ static void apply_defaults(hw_model *m) {
   if (!m->present[hw_field_find("chip.transcendentals_per_s")])
     c->transcendentals_per_s = c->vector_flops_per_s;
   if (!m->present[hw_field_find("chip.op_overhead_s")]) c->op_overhead_s = 0;
+  c->has_matmul_shape = m->present[hw_field_find("chip.matmul_shape")];
   if (!m->present[hw_field_find("chip.sustained_clock_ratio")]) c->sustained_clock_ratio = 1.0;
   if (!m->present[hw_field_find("system.scale_up.efficiency")]) m->scale_up.efficiency = 1.0;
   if (!m->present[hw_field_find("price.chips_per_instance")]) m->price.chips_per_instance = 1;

@@ -108,6 +108,11 @@ typedef struct {
   ** at 128 (absent, 0: a systolic array's padding of the head to its width,
   ** none on other units) */
   double attention_hd_eff[2];
+  /* a plain GEMM's measured rate at M x N x K (a batch folded into M) over
+  ** the best rate of the same table, on the grid HW_MM_M x HW_MM_NK x
+  ** HW_MM_NK (chip.matmul_shape; absent: the tile and wave model alone) */
+  double matmul_shape[7][5][5];
+  bool has_matmul_shape; /* the file gives chip.matmul_shape */
   double hbm_efficiency;       /* fraction of hbm_bw_bytes_per_s a copy sustains */
   double transcendentals_per_s; /* exp/log/rsqrt/tanh/... results per second */
   double op_overhead_s;        /* fixed cost of one op (kernel launch) */
@@ -200,7 +205,7 @@ typedef struct hw_model {
 
 /* ---- the schema table ---- */
 
-typedef enum { HWF_STR, HWF_ENUM, HWF_NUM, HWF_INT, HWF_BOOL, HWF_INT3, HWF_SHAPES } hw_ftype;
+typedef enum { HWF_STR, HWF_ENUM, HWF_NUM, HWF_INT, HWF_BOOL, HWF_INT3, HWF_SHAPES, HWF_MMGRID } hw_ftype;
 
 enum {
   HWF_REQ = 1u << 0,      /* required for every kind */
@@ -253,6 +258,20 @@ double hw_peak_flops(const hw_model *m, hw_dtype dt);
 /* The tokens per group of chip.grouped_gemm.m256 ... m4096. */
 #define HW_GROUPED_POINTS 4
 extern const int64_t HW_GROUPED_M[HW_GROUPED_POINTS];
+
+/* The grid of chip.matmul_shape: M 256 to 16384, N and K 256 to 4096,
+** each a power of two. */
+#define HW_MM_M 7
+#define HW_MM_NK 5
+extern const int64_t HW_MM_MS[HW_MM_M], HW_MM_NKS[HW_MM_NK];
+
+/* A plain GEMM's rate at rows x n x k (a batch folded into the rows) as a
+** fraction of the best shape of the chip's measured table
+** (chip.matmul_shape): the log of the rate trilinear in log2 of each size
+** over the grid, each clamped to the grid's ends (a larger GEMM runs at the
+** largest measured one's rate, a smaller at the smallest's: its time then
+** falls with its size). 1 when the chip gives no table. */
+double hw_matmul_shape_factor(const hw_chip *c, double rows, double n, double k);
 
 /* The keys per query of chip.attention_seq.s1024 ... s8192. */
 #define HW_ATTN_POINTS 4

@@ -77,6 +77,13 @@ static void format_value(const hw_model *m, int fi, char *buf, size_t n) {
     hw_slice_shapes_text(p, buf, n);
     return;
   }
+  case HWF_MMGRID: {
+    const double(*g)[HW_MM_NK][HW_MM_NK] = p;
+    snprintf(buf, n, "measured GEMM rates by shape, of the best: %.3g at 256x256x256, %.3g at "
+             "2048x2048x2048, %.3g at 4096x4096x4096, %.3g at 16384x4096x4096 (M x N x K)",
+             g[0][0][0], g[3][3][3], g[4][4][4], g[HW_MM_M - 1][HW_MM_NK - 1][HW_MM_NK - 1]);
+    return;
+  }
   case HWF_INT: {
     int64_t v = *(const int64_t *)p;
     if (strcmp(f->unit, "B") == 0) units_bytes(human, sizeof human, (double)v);
@@ -177,6 +184,24 @@ static cJSON *shape_list_json(const int64_t (*v)[3], int n, int dims) {
   return a;
 }
 
+/* chip.matmul_shape as the file gives it: the axes, then the grid. */
+static cJSON *mm_grid_json(const double g[HW_MM_M][HW_MM_NK][HW_MM_NK]) {
+  cJSON *o = cJSON_CreateObject();
+  int ms[HW_MM_M], nks[HW_MM_NK];
+  for (int i = 0; i < HW_MM_M; i++) ms[i] = (int)HW_MM_MS[i];
+  for (int i = 0; i < HW_MM_NK; i++) nks[i] = (int)HW_MM_NKS[i];
+  cJSON_AddItemToObject(o, "m", cJSON_CreateIntArray(ms, HW_MM_M));
+  cJSON_AddItemToObject(o, "n", cJSON_CreateIntArray(nks, HW_MM_NK));
+  cJSON_AddItemToObject(o, "k", cJSON_CreateIntArray(nks, HW_MM_NK));
+  cJSON *e = cJSON_AddArrayToObject(o, "eff");
+  for (int i = 0; e && i < HW_MM_M; i++) {
+    cJSON *a = cJSON_CreateArray();
+    for (int j = 0; a && j < HW_MM_NK; j++) cJSON_AddItemToArray(a, cJSON_CreateDoubleArray(g[i][j], HW_MM_NK));
+    cJSON_AddItemToArray(e, a);
+  }
+  return o;
+}
+
 static cJSON *slice_shapes_json(const hw_slice_shapes *sh) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddItemToObject(o, "listed", shape_list_json(sh->listed, sh->n_listed, sh->dims));
@@ -208,6 +233,7 @@ char *hw_to_json(const hw_model *m) {
       break;
     }
     case HWF_SHAPES: cJSON_AddItemToObject(parent, leaf, slice_shapes_json(p)); break;
+    case HWF_MMGRID: cJSON_AddItemToObject(parent, leaf, mm_grid_json(p)); break;
     }
   }
   cJSON *src = cJSON_AddObjectToObject(root, "sources");

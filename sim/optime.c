@@ -78,7 +78,9 @@ static double memory_time(const hw_chip *c, double bytes) {
 static void finish(const hw_chip *c, double peak, optime_result *r) {
   r->overhead_s = c->op_overhead_s > 0 ? c->op_overhead_s : 0;
   double roof = fmax(r->compute_s, r->memory_s);
-  r->time_s = roof + r->overhead_s;
+  /* a measured kernel time (chip.matmul_shape) holds the kernel's fixed
+  ** cost already; the traffic's time does not */
+  r->time_s = r->shape_table ? fmax(r->compute_s, r->memory_s + r->overhead_s) : roof + r->overhead_s;
   r->bound = r->compute_s >= r->memory_s ? "compute" : "memory";
   if (r->overhead_s > roof) r->bound = "overhead";
   r->efficiency = r->time_s > 0 && peak > 0 ? r->flops / (r->time_s * peak) : 0;
@@ -122,7 +124,7 @@ static double round_up(int64_t x, int64_t tile) {
 ** cores is split along K into s parts (cuBLAS split-K, CUTLASS stream-K) so
 ** the cores are not left idle; the partial-sum reduction is not charged. */
 static void matrix_time(const hw_chip *c, int64_t batch, int64_t m, int64_t n, int64_t k,
-                        double peak, optime_result *r) {
+                        double peak, graph_dtype dt, optime_result *r) {
   int64_t tm = c->tile_m > 0 ? c->tile_m : 1, tn = c->tile_n > 0 ? c->tile_n : 1,
           tk = c->tile_k > 0 ? c->tile_k : 1;
   double units = c->mu_cores > 0 ? (double)c->mu_cores : 1;
@@ -133,7 +135,24 @@ static void matrix_time(const hw_chip *c, int64_t batch, int64_t m, int64_t n, i
   double waves = ceil(tiles * split / units);
   r->padded_flops = 2.0 * tiles * (double)tm * (double)tn * kp;
   /* every core runs `waves` tile-slices of 2 tm tn kp / split FLOPs */
-  r->compute_s = waves * units * (2.0 * (double)tm * (double)tn * kp / split) / matrix_rate(c, peak);
+  r->wave_s = waves * units * (2.0 * (double)tm * (double)tn * kp / split) / matrix_rate(c, peak);
+  r->compute_s = r->wave_s;
+  /* a measured table (chip.matmul_shape) holds the library's own tiling,
+  ** waves, split-K and each kernel's fill and drain at its shapes: the
+  ** padded FLOPs at the best rate times the table's factor for this shape */
+  /* the table is the tensor cores' (its bf16 rows): an fp32 or fp64
+  ** product keeps the wave model */
+  int h = matrix_dtype(dt);
+  r->shape_table = c->has_matmul_shape && h != HW_FP32 && h != HW_FP64;
+  if (r->shape_table) {
+    /* read at the padded shape (the work done), with a batch folded into
+    ** the rows, and so are output columns past the grid's widest: what
+    ** sets the rate is the count of output tiles, as many either way */
+    double rows = (double)batch * round_up(m, tm), cols = round_up(n, tn);
+    double widest = (double)HW_MM_NKS[HW_MM_NK - 1];
+    if (cols > widest) rows *= cols / widest, cols = widest;
+    r->compute_s = r->padded_flops / (matrix_rate(c, peak) * hw_matmul_shape_factor(c, rows, cols, kp));
+  }
   r->memory_s = memory_time(c, r->bytes);
   finish(c, peak, r);
 }
@@ -225,7 +244,7 @@ int optime_op(const hw_model *hw, const graph *g, int id, optime_result *r, char
       int64_t k = prod_dims(s0, &op->lhs_contract);
       int64_t m = free_dims(s0, &op->lhs_batch, &op->lhs_contract);
       int64_t n = free_dims(s1, &op->rhs_batch, &op->rhs_contract);
-      matrix_time(c, batch, m, n, k, peak, r);
+      matrix_time(c, batch, m, n, k, peak, s0->dtype, r);
     } else if (op->kind == GOP_CONV) {
       /* implicit GEMM per group: M = output pixels x batch, N = C_out / G,
       ** K = window x C_in / G (the kernel's input-feature dim) */
@@ -239,7 +258,7 @@ int optime_op(const hw_model *hw, const graph *g, int id, optime_result *r, char
       for (int i = 0; i < a->spatial; i++)
         k *= sk->dim[a->k_spatial[i]];
       int64_t m = cout > 0 ? graph_elements(&op->out) / cout : 0;
-      matrix_time(c, groups, m, cout / groups, k, peak, r);
+      matrix_time(c, groups, m, cout / groups, k, peak, s0->dtype, r);
       /* a grouped convolution's per-group GEMM can be far narrower than
       ** the matrix unit's tile (depthwise: one output feature and a
       ** window's K), which the padding above prices at hundreds of times
@@ -286,7 +305,7 @@ int optime_kernel(const hw_model *hw, const graph *g, const fuse_plan *p, int k,
     return 0;
   }
   graph_cost cost = kc ? *kc : fuse_group_cost(p, g, k);
-  double matrix_s = 0, matrix_flops = 0, padded = 0, peak = 0;
+  double matrix_s = 0, matrix_wave_s = 0, matrix_flops = 0, padded = 0, peak = 0;
   for (int i = p->first[k]; i <= p->root[k]; i++) {
     if (p->group_of[i] != k) continue;
     if (!on_matrix_unit(g, i)) continue;
@@ -294,6 +313,8 @@ int optime_kernel(const hw_model *hw, const graph *g, const fuse_plan *p, int k,
     optime_result m;
     if (optime_op(hw, g, i, &m, err, errn) != 0) return -1;
     matrix_s += m.compute_s;
+    matrix_wave_s += m.wave_s > 0 ? m.wave_s : m.compute_s;
+    r->shape_table |= m.shape_table;
     matrix_flops += m.flops;
     padded += m.padded_flops;
     if (peak == 0 && op->n_in > 0) peak = optime_peak_flops(hw, graph_get(g, op->in[0])->out.dtype);
@@ -309,7 +330,9 @@ int optime_kernel(const hw_model *hw, const graph *g, const fuse_plan *p, int k,
   }
   if (matrix_flops == 0 && r->flops <= 0 && cost.transcendentals <= 0 && r->bytes <= 0) return 0;
   r->padded_flops = padded + vec_flops;
-  r->compute_s = matrix_s + vec_flops / vector_rate(c) + cost.transcendentals / transcendental_rate(c);
+  double vec_s = vec_flops / vector_rate(c) + cost.transcendentals / transcendental_rate(c);
+  r->compute_s = matrix_s + vec_s;
+  r->wave_s = matrix_wave_s + vec_s;
   r->memory_s = memory_time(c, r->bytes);
   finish(c, peak > 0 ? peak : c->vector_flops_per_s, r);
   return 0;
@@ -340,6 +363,6 @@ int optime_matmul(const hw_model *hw, int64_t batch, int64_t m, int64_t n, int64
   double b = (double)batch, elem = graph_dtype_bits(dt) / 8.0;
   r->flops = 2.0 * b * (double)m * (double)n * (double)k;
   r->bytes = b * ((double)m * (double)k + (double)k * (double)n + (double)m * (double)n) * elem;
-  matrix_time(&hw->chip, batch, m, n, k, peak, r);
+  matrix_time(&hw->chip, batch, m, n, k, peak, dt, r);
   return 0;
 }

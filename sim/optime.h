@@ -25,6 +25,9 @@
 typedef struct {
   double time_s;       /* max(compute_s, memory_s) + overhead_s */
   double compute_s;    /* on the matrix or vector unit, efficiency applied */
+  double wave_s;       /* compute_s with its matrix part by the tile and wave
+                          model alone, chip.matmul_shape not applied (grouped
+                          expert GEMMs take their measured rates against it) */
   double memory_s;     /* HBM traffic at the sustained bandwidth */
   double overhead_s;   /* the chip's fixed per-op cost (0 for no-op ops) */
   double flops;        /* useful FLOPs (graph_op_cost) */
@@ -33,6 +36,9 @@ typedef struct {
   double bytes;        /* HBM bytes read + written */
   double efficiency;   /* flops / (time_s x the unit's peak): achieved fraction */
   const char *bound;   /* "compute", "memory", "overhead", "network", "none" */
+  bool shape_table;    /* its matrix part timed by chip.matmul_shape: measured
+                          kernel times hold a kernel's fixed cost, so the
+                          launch overhead is added to the memory time only */
 } optime_result;
 
 /* One execution of op `id` of g on hw (graph_op.count is the caller's).

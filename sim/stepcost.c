@@ -186,7 +186,9 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
     double t = r.time_s;
     /* a grouped expert GEMM at few tokens per expert streams each expert's
     ** weights for little arithmetic: its matrix time at the chip's measured
-    ** grouped rate (hw_grouped_gemm_factor), the roofline kept */
+    ** grouped rate (hw_grouped_gemm_factor), the roofline kept. Those rates
+    ** are measured against the tile and wave model (wave_s), not against a
+    ** plain GEMM's table by shape */
     const graph_op *gd = moe > 0 && !core ? grouped_dot(g, fp, k) : NULL;
     if (gd) {
       const graph_shape *lhs = &graph_get(g, gd->in[0])->out;
@@ -213,7 +215,7 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
       double rate = hw_grouped_gemm_factor(kh, per_core) *
                     hw_grouped_gemm_ceiling(hw, op->phase == GRAPH_BACKWARD) *
                     hw_grouped_gemm_width_factor(hw, w_in, w_out);
-      t = fmax(r.compute_s / rate, mem) + r.overhead_s;
+      t = fmax(r.wave_s / rate, mem) + r.overhead_s;
     }
     if (flash > 0 && core) {
       t = 0;

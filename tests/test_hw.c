@@ -552,6 +552,64 @@ Test(hw_eff, unmeasured_kernels_fall_back_to_matmul) {
 ** forward (TPU7x's fused backward does: 0.289 against 0.266, measured); an
 ** fp8 GEMM never runs slower in TFLOP/s than the bf16 one on a chip whose fp8
 ** peak is higher. */
+/* chip.matmul_shape (docs/hardware.md): the Hopper parts carry OpenXLA's
+** measured sm_90 (H100) table, the Blackwell parts its sm_100 (B200) table,
+** one grid each; and each grid is its CSV's (hw_models/data): a cell the
+** geometric mean of the rows whose b x m folds to its M, over the best
+** cell, to 4 significant digits -- or below, where a larger shape timed
+** faster than a smaller (tools/matmul-shape.py; beyond rounding, 7 of
+** H100's 175 cells, 37 of B200's). */
+Test(hw_eff, matmul_shape_is_the_xla_table) {
+  static const struct {
+    const char *csv, *chips[4];
+    int lowered;
+  } T[] = {{"hw_models/data/xla-matmul-sm_90-bf16.csv", {"h100-sxm", "h100-96gb", "h200", NULL}, 7},
+           {"hw_models/data/xla-matmul-sm_100-bf16.csv", {"b200", "gb200", "b300", "gb300"}, 37}};
+  hw_catalog *c = builtin();
+  for (size_t t = 0; t < sizeof T / sizeof *T; t++) {
+    double lsum[HW_MM_M][HW_MM_NK][HW_MM_NK] = {{{0}}}, best = 0;
+    int n[HW_MM_M][HW_MM_NK][HW_MM_NK] = {{{0}}};
+    FILE *f = fopen(T[t].csv, "r");
+    cr_assert_not_null(f, "%s", T[t].csv);
+    char line[256];
+    cr_assert_not_null(fgets(line, sizeof line, f));
+    while (fgets(line, sizeof line, f)) {
+      long long b, m, nn, k;
+      double r;
+      char dt[64];
+      cr_assert_eq(sscanf(line, "%lld,%lld,%lld,%lld,%63[^,],%lf", &b, &m, &nn, &k, dt, &r), 6);
+      int i = (int)log2((double)(b * m) / 256), j = (int)log2((double)nn / 256), l = (int)log2((double)k / 256);
+      cr_assert(i >= 0 && i < HW_MM_M && j >= 0 && j < HW_MM_NK && l >= 0 && l < HW_MM_NK, "%s", line);
+      lsum[i][j][l] += log(r), n[i][j][l]++;
+    }
+    fclose(f);
+    for (int i = 0; i < HW_MM_M; i++)
+      for (int j = 0; j < HW_MM_NK; j++)
+        for (int l = 0; l < HW_MM_NK; l++) {
+          cr_assert_gt(n[i][j][l], 0, "no row folds to cell %d %d %d", i, j, l);
+          best = fmax(best, exp(lsum[i][j][l] / n[i][j][l]));
+        }
+    const hw_model *first = get(c, T[t].chips[0]);
+    cr_assert(first->chip.has_matmul_shape, "%s", first->name);
+    int lowered = 0;
+    for (int i = 0; i < HW_MM_M; i++)
+      for (int j = 0; j < HW_MM_NK; j++)
+        for (int l = 0; l < HW_MM_NK; l++) {
+          double want = exp(lsum[i][j][l] / n[i][j][l]) / best, got = first->chip.matmul_shape[i][j][l];
+          cr_assert_leq(got, want * (1 + 5e-4), "%s cell %d %d %d: %g over the table's %g", first->name,
+                        i, j, l, got, want);
+          lowered += got < want * (1 - 5e-4);
+        }
+    cr_assert_eq(lowered, T[t].lowered, "%s: %d cells lowered", first->name, lowered);
+    for (int k = 1; k < 4 && T[t].chips[k]; k++)
+      cr_assert(memcmp(get(c, T[t].chips[k])->chip.matmul_shape, first->chip.matmul_shape,
+                       sizeof first->chip.matmul_shape) == 0,
+                "%s's grid differs from %s's", T[t].chips[k], first->name);
+  }
+  cr_assert_not(get(c, "a100-80g")->chip.has_matmul_shape, "no published A100 table");
+  hw_catalog_free(c);
+}
+
 Test(hw_eff, measured_fractions_are_physically_ordered) {
   hw_catalog *c = builtin();
   for (int i = 0; i < hw_catalog_count(c); i++) {
@@ -656,6 +714,35 @@ Test(hw_bad_input, each_case_names_file_place_and_expectation) {
     const bad_case *c = &BAD_CASES[i];
     expect_error(c->name, c->from, c->to, c->at, c->want);
   }
+}
+
+/* chip.matmul_shape in a file: its axes, its sizes, its values. */
+Test(hw_bad_input, matmul_shape_grid) {
+  char grid[8192];
+  size_t at = 0;
+  for (int i = 0; i < HW_MM_M; i++) {
+    at += (size_t)snprintf(grid + at, sizeof grid - at, "%s[", i ? ", " : "[");
+    for (int j = 0; j < HW_MM_NK; j++)
+      at += (size_t)snprintf(grid + at, sizeof grid - at, "%s[0.5, 0.5, 0.5, %s, 0.5]", j ? ", " : "",
+                             i == 2 && j == 3 ? "1.5" : "0.5");
+    at += (size_t)snprintf(grid + at, sizeof grid - at, "]");
+  }
+  snprintf(grid + at, sizeof grid - at, "]");
+  static const char *const AX = "\"n\": [256, 512, 1024, 2048, 4096], \"k\": [256, 512, 1024, 2048, 4096]";
+  char to[9000];
+  snprintf(to, sizeof to, "\"matmul_efficiency\": 0.923, \"matmul_shape\": {\"m\": [256, 512, 1024, "
+           "2048, 4096, 8192, 16384], %s, \"eff\": %s}", AX, grid);
+  expect_error("grid_value_above_one", "\"matmul_efficiency\": 0.923", to, "1.5",
+               "chip.matmul_shape.eff[2][3][3]: expected a rate relative to the best shape, a number in "
+               "(0, 1], got 1.5");
+  snprintf(to, sizeof to, "\"matmul_efficiency\": 0.923, \"matmul_shape\": {\"m\": [256, 512], %s, "
+           "\"eff\": [[[0.5]]]}", AX);
+  expect_error("grid_axis", "\"matmul_efficiency\": 0.923", to, "[256, 512]",
+               "chip.matmul_shape.m: expected the grid's m axis [256, 512, 1024, 2048, 4096, 8192, 16384]");
+  snprintf(to, sizeof to, "\"matmul_efficiency\": 0.923, \"matmul_shape\": {\"m\": [256, 512, 1024, "
+           "2048, 4096, 8192, 16384], %s, \"eff\": [[[0.5]]]}", AX);
+  expect_error("grid_rows", "\"matmul_efficiency\": 0.923", to, "[[[0.5]]]",
+               "chip.matmul_shape.eff: expected an array of 7 for M (256 to 16384)");
 }
 
 Test(hw_bad_input, gpu_with_torus_fields) {

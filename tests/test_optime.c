@@ -38,16 +38,31 @@ static optime_result mm(const hw_model *m, int64_t b, int64_t M, int64_t N, int6
   return r;
 }
 
+/* The chip as the tile and wave model times it: without its measured
+** table by shape (chip.matmul_shape), as a chip that has none (A100, the
+** TPUs) and a grouped expert GEMM are timed. */
+static hw_model wave_only(const hw_model *m) {
+  hw_model w = *m;
+  w.chip.has_matmul_shape = false;
+  return w;
+}
+
 /* ---- hand-derived times ---- */
 
-/* H100, bf16 8192^3. 8192/128 x 8192/256 = 2048 output tiles over 132 SMs:
-** 16 waves (15.5 rounded up), so the tensor cores are busy 2048/2112 of the
-** time: compute = 2*8192^3 * (16*132/2048) / (989e12 * 0.803). Memory
-** (3 x 8192^2 x 2 B over 3.35 TB/s x the measured 0.896 = 134 us) hides
-** under it; + 3 us launch. */
+/* H100, bf16 8192^3, on the tile and wave model: 8192/128 x 8192/256 = 2048
+** output tiles over 132 SMs: 16 waves (15.5 rounded up), so the tensor cores
+** are busy 2048/2112 of the time: compute = 2*8192^3 * (16*132/2048) / (989e12
+** * 0.803). Memory (3 x 8192^2 x 2 B over 3.35 TB/s x the measured 0.896 =
+** 134 us) hides under it; + 3 us launch. With the chip's measured table
+** (h100-sxm.json chip.matmul_shape): 8192 columns past the grid's 4096 fold
+** into 16384 rows, K clamps at 4096, so the cell 16384 x 4096 x 4096 -- the
+** table's b 4 x 4096 x 4096 x 4096 row alone, 788.70 TFLOP/s, over its best
+** cell 16384 x 2048 x 4096 (b 4 x 4096 x 2048 x 4096, 804.72) = 0.9801: the
+** FLOPs at 989e12 x 0.803 x 0.9801, the launch inside the measured time. */
 Test(optime, h100_8192_cubed_bf16_hand_derived) {
   hw_catalog *c = catalog();
-  optime_result r = mm(chip(c, "h100-sxm"), 1, 8192, 8192, 8192, GDT_BF16);
+  hw_model w = wave_only(chip(c, "h100-sxm"));
+  optime_result r = mm(&w, 1, 8192, 8192, 8192, GDT_BF16);
   double flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
   double compute = flops * (16.0 * 132.0 / 2048.0) / (989e12 * 0.803);
   near_rel(r.flops, flops, 1e-15, "flops");
@@ -56,15 +71,20 @@ Test(optime, h100_8192_cubed_bf16_hand_derived) {
   near_rel(r.memory_s, 3.0 * 8192 * 8192 * 2 / (3.35e12 * 0.896), 1e-9, "memory");
   near_rel(r.time_s, compute + 3e-6, 1e-9, "time");
   cr_assert_str_eq(r.bound, "compute");
+  optime_result t = mm(chip(c, "h100-sxm"), 1, 8192, 8192, 8192, GDT_BF16);
+  near_rel(788.70 / 804.72, 0.9801, 5e-5, "the cell, from the table's rows");
+  near_rel(t.compute_s, flops / (989e12 * 0.803 * 0.9801), 1e-9, "compute, measured table");
+  near_rel(t.time_s, t.compute_s, 1e-15, "time: the launch is in the measured kernel time");
   hw_catalog_free(c);
 }
 
 /* With the output tiles a whole number of waves (8448/128 x 512/256 = 132
-** tiles = one wave on 132 SMs) the time is exactly 2MNK / (peak x MAMF
-** efficiency) + the launch overhead. */
+** tiles = one wave on 132 SMs) the wave model's time is exactly 2MNK /
+** (peak x MAMF efficiency) + the launch overhead. */
 Test(optime, h100_whole_wave_is_peak_times_efficiency) {
   hw_catalog *c = catalog();
-  optime_result r = mm(chip(c, "h100-sxm"), 1, 8448, 512, 8192, GDT_BF16);
+  hw_model w = wave_only(chip(c, "h100-sxm"));
+  optime_result r = mm(&w, 1, 8448, 512, 8192, GDT_BF16);
   double flops = 2.0 * 8448 * 512 * 8192;
   near_rel(r.time_s, flops / (989e12 * 0.803) + 3e-6, 1e-9, "time");
   near_rel(r.efficiency, flops / (r.time_s * 989e12), 1e-12, "efficiency");
@@ -84,18 +104,25 @@ Test(optime, a100_4096_cubed_bf16_hand_derived) {
   hw_catalog_free(c);
 }
 
-/* B200, fp8 8192^3: 2048 tiles (128x256) over 148 SMs = 14 waves; fp8 runs
-** at the fp8 peak (4.5 PFLOP/s) with the measured 16-bit efficiency, at the
-** 0.853 of it the part sustains under its 1,000 W limit (b200.json
-** sustained_clock_ratio); 1-byte operands over 8 TB/s x the measured 0.84. */
+/* B200, fp8 8192^3: fp8 runs at the fp8 peak (4.5 PFLOP/s) with the
+** measured 16-bit efficiency, at the 0.853 of it the part sustains under its
+** 1,000 W limit (b200.json sustained_clock_ratio), at the measured table's
+** factor of its cell: 8192 columns fold into 16384 rows, K clamps at 4096,
+** and 16384 x 4096 x 4096 (b 4 x 4096^3, 1670.47 TFLOP/s) is the B200
+** table's best cell, 1. 1-byte operands over 8 TB/s x the measured 0.84.
+** On the wave model, 2048 tiles (128x256) over 148 SMs = 14 waves. */
 Test(optime, b200_8192_cubed_fp8_hand_derived) {
   hw_catalog *c = catalog();
   optime_result r = mm(chip(c, "b200"), 1, 8192, 8192, 8192, GDT_F8);
-  double compute =
-      2.0 * 8192.0 * 8192.0 * 8192.0 * (14.0 * 148.0 / 2048.0) / (4.5e15 * 0.776 * 0.853);
+  double flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
+  double compute = flops / (4.5e15 * 0.776 * 0.853);
   near_rel(r.compute_s, compute, 1e-9, "compute");
   near_rel(r.memory_s, 3.0 * 8192 * 8192 / (8e12 * 0.84), 1e-9, "memory");
-  near_rel(r.time_s, compute + 3e-6, 1e-9, "time");
+  near_rel(r.time_s, compute, 1e-9, "time");
+  hw_model w = wave_only(chip(c, "b200"));
+  optime_result v = mm(&w, 1, 8192, 8192, 8192, GDT_F8);
+  near_rel(v.time_s, flops * (14.0 * 148.0 / 2048.0) / (4.5e15 * 0.776 * 0.853) + 3e-6, 1e-9,
+           "time, wave model");
   hw_catalog_free(c);
 }
 
@@ -128,21 +155,27 @@ typedef struct {
   const char *hw;
   int64_t m, n, k;
   double tflops, efficiency; /* measured: MAMF TFLOP/s and its fraction of peak */
+  double within;             /* the prediction's tolerance */
 } mamf_row;
 
+/* B200's best MAMF shape lies past OpenXLA's measured grid (N 16128 of at
+** most 4096): its 16128 columns fold into 7056 rows, where the table's own
+** rate is 12 % under MAMF's (b 2 x 4096^3: 1466.6 TFLOP/s against 1745.0 at
+** 1792 x 16128 x 3072 -- two measurements, two libraries); 20 % there. */
 static const mamf_row MAMF[] = {
-    {"a100-80g", 1024, 10240, 5120, 271.2, 0.869},
-    {"a100-40g", 1024, 10240, 5120, 271.2, 0.869},
-    {"h100-sxm", 2048, 2048, 13312, 794.5, 0.803},
-    {"h200", 2048, 2048, 13312, 794.5, 0.803}, /* "H200 is the same" */
-    {"b200", 1792, 16128, 3072, 1745.0, 0.776},
+    {"a100-80g", 1024, 10240, 5120, 271.2, 0.869, 0.15},
+    {"a100-40g", 1024, 10240, 5120, 271.2, 0.869, 0.15},
+    {"h100-sxm", 2048, 2048, 13312, 794.5, 0.803, 0.15},
+    {"h200", 2048, 2048, 13312, 794.5, 0.803, 0.15}, /* "H200 is the same" */
+    {"b200", 1792, 16128, 3072, 1745.0, 0.776, 0.20},
 };
 
-/* The best shape of each chip, predicted within 15% of its measured TFLOP/s.
-** MAMF times a short burst (about 15 ms of products): a chip that throttles
-** under its own power limit when run for longer (b200: sustained_clock_ratio
-** 0.853) is compared at the burst clock, the prediction over that ratio. */
-Test(optime, mamf_best_shapes_within_15_percent) {
+/* The best shape of each chip, predicted within 15% of its measured TFLOP/s
+** (B200: 20 %, above). MAMF times a short burst (about 15 ms of products): a
+** chip that throttles under its own power limit when run for longer (b200:
+** sustained_clock_ratio 0.853) is compared at the burst clock, the
+** prediction over that ratio. */
+Test(optime, mamf_best_shapes_within_tolerance) {
   hw_catalog *c = catalog();
   for (size_t i = 0; i < sizeof MAMF / sizeof *MAMF; i++) {
     const mamf_row *w = &MAMF[i];
@@ -152,7 +185,7 @@ Test(optime, mamf_best_shapes_within_15_percent) {
     cr_log_info("%s %lldx%lldx%lld: predicted %.1f TFLOP/s, measured %.1f (%+.1f%%)", w->hw,
                 (long long)w->m, (long long)w->n, (long long)w->k, tflops, w->tflops,
                 100 * (tflops / w->tflops - 1));
-    cr_assert(fabs(tflops / w->tflops - 1) < 0.15, "%s: predicted %.1f TFLOP/s, measured %.1f",
+    cr_assert(fabs(tflops / w->tflops - 1) < w->within, "%s: predicted %.1f TFLOP/s, measured %.1f",
               w->hw, tflops, w->tflops);
   }
   hw_catalog_free(c);
@@ -177,6 +210,61 @@ Test(optime, large_shape_sweep_within_15_percent_of_mamf) {
                     (long long)MN[a], (long long)MN[b], (long long)KS[k], r.efficiency,
                     MAMF[i].efficiency);
         }
+  }
+  hw_catalog_free(c);
+}
+
+/* ---- OpenXLA's measured GEMM tables (hw_models/data) ---- */
+
+/* Every bf16 row of the table a chip's matmul_shape comes from, timed by
+** the chip: H100 (sm_90) against its 375 kernel times, B200 (sm_100) at the
+** burst clock XLA measured at (the prediction times sustained_clock_ratio).
+** What is left: H100's MAMF best-shape rate is 1.3 % under the table's best
+** (794.5 against 804.7 TFLOP/s), B200's 4.5 % over (1745 against 1670.5),
+** the grid's 4 significant digits, and the cells where a larger shape timed
+** faster than a smaller (split-K at a larger K, the smallest shapes' noise),
+** whose rate the grid lowers so a larger GEMM is never faster. The wave
+** model alone missed these times by about 30 % on average (logged). */
+Test(optime, gemm_times_match_openxla_measured_tables) {
+  /* mean |error|; the share of rows within `near`; the worst row (H100's:
+  ** 256 x 256 x 4096, 5.9 us where 256 x 256 x 2048 took 8.4 -- split-K --
+  ** is timed as the smaller, 8.5 us) */
+  static const struct {
+    const char *hw, *csv;
+    double mean, near, share, worst;
+  } T[] = {{"h100-sxm", "hw_models/data/xla-matmul-sm_90-bf16.csv", 0.025, 0.05, 0.95, 0.45},
+           {"b200", "hw_models/data/xla-matmul-sm_100-bf16.csv", 0.06, 0.10, 0.93, 0.22}};
+  hw_catalog *c = catalog();
+  for (size_t t = 0; t < sizeof T / sizeof *T; t++) {
+    const hw_model *h = chip(c, T[t].hw);
+    hw_model w = wave_only(h);
+    FILE *f = fopen(T[t].csv, "r");
+    cr_assert_not_null(f, "%s", T[t].csv);
+    char line[256];
+    int rows = 0, close = 0;
+    double sum = 0, worst = 0, sum_wave = 0;
+    cr_assert_not_null(fgets(line, sizeof line, f));
+    while (fgets(line, sizeof line, f)) {
+      long long b, m, n, k;
+      double flops_per_s;
+      char dt[64];
+      cr_assert_eq(sscanf(line, "%lld,%lld,%lld,%lld,%63[^,],%lf", &b, &m, &n, &k, dt, &flops_per_s), 6,
+                   "%s", line);
+      double measured = 2.0 * (double)b * (double)m * (double)n * (double)k / flops_per_s;
+      double burst = h->chip.sustained_clock_ratio > 0 ? h->chip.sustained_clock_ratio : 1;
+      double e = mm(h, b, m, n, k, GDT_BF16).time_s * burst / measured - 1;
+      sum += fabs(e), rows++, close += fabs(e) <= T[t].near;
+      if (fabs(e) > worst) worst = fabs(e);
+      sum_wave += fabs(mm(&w, b, m, n, k, GDT_BF16).time_s * burst / measured - 1);
+      cr_assert_leq(fabs(e), T[t].worst, "%s %lldx%lldx%lldx%lld: %+.1f%%", T[t].hw, b, m, n, k, 100 * e);
+    }
+    fclose(f);
+    cr_assert_eq(rows, 375, "%s: %d rows", T[t].csv, rows);
+    cr_log_info("%s: mean |error| %.1f%%, worst %.1f%%; the wave model alone %.1f%%", T[t].hw,
+                100 * sum / rows, 100 * worst, 100 * sum_wave / rows);
+    cr_assert_leq(sum / rows, T[t].mean, "%s: mean |error| %.3f", T[t].hw, sum / rows);
+    cr_assert_geq((double)close / rows, T[t].share, "%s: %d of %d rows within %.0f%%", T[t].hw,
+                  close, rows, 100 * T[t].near);
   }
   hw_catalog_free(c);
 }
@@ -222,13 +310,14 @@ Test(optime, gpu_padding_n129_pays_for_two_tiles) {
   hw_catalog_free(c);
 }
 
-/* Wave quantization on H100 (128x256 tiles, 132 SMs): M = 33792 gives 264
+/* Wave quantization on the tile and wave model of H100 (128x256 tiles, 132 SMs): M = 33792 gives 264
 ** row tiles; N = 256 is 264 tiles = 2 waves, N = 257 pays for 512 columns
 ** and 528 tiles = 4 whole waves: exactly twice the compute. Going one row
 ** tile past a whole wave (M = 33920: 265 tiles) costs a third wave. */
 Test(optime, gpu_wave_quantization) {
   hw_catalog *c = catalog();
-  const hw_model *m = chip(c, "h100-sxm");
+  hw_model w = wave_only(chip(c, "h100-sxm"));
+  const hw_model *m = &w;
   optime_result a = mm(m, 1, 33792, 256, 8192, GDT_BF16);
   optime_result b = mm(m, 1, 33792, 257, 8192, GDT_BF16);
   near_rel(b.compute_s / a.compute_s, 2.0, 1e-12, "N = 257 vs 256");
@@ -621,12 +710,11 @@ Test(optime, power_capped_clock_slows_compute_not_memory) {
   ** fell from 1450 to 1237 TFLOP/s as the clock went from 1965 to about
   ** 1580 MHz (flashinfer #2899): the rate ratio, 0.853, not the clock's
   ** 0.804. Its 8192^3 GEMM: 2 x 8192^3 FLOPs over 2.25e15 x 0.776 (MAMF)
-  ** x 0.853, the tiles filling whole waves (64 x 32 of 128 x 256 = 2048
-  ** tiles on 148 SMs: 14 waves, 2072 slots, so x 2072 / 2048) */
+  ** x 0.853, at its table's best cell (16384 x 4096 x 4096, 1) */
   const hw_model *b200 = chip(c, "b200");
   cr_assert_float_eq(b200->chip.sustained_clock_ratio, 1237.0 / 1450.0, 1e-3);
   optime_result g = mm(b200, 1, 8192, 8192, 8192, GDT_BF16);
-  near_rel(g.compute_s, 2.0 * 8192 * 8192 * 8192 * (2072.0 / 2048) / (2.25e15 * 0.776 * 0.853), 1e-9,
+  near_rel(g.compute_s, 2.0 * 8192 * 8192 * 8192 / (2.25e15 * 0.776 * 0.853), 1e-9,
            "b200 sustained GEMM");
   cr_assert_float_eq(chip(c, "gb200")->chip.sustained_clock_ratio, 1.0, 1e-15);
   hw_catalog_free(c);
