@@ -3,7 +3,10 @@
 **
 ** Three paths, chosen by the op's kind:
 **   matrix unit  dot, convolution (as an implicit GEMM), matmul-like custom
-**                calls: padded FLOPs x wave quantization / (peak x efficiency)
+**                calls: padded FLOPs x wave quantization / (peak x efficiency),
+**                or, where the chip gives a measured table by shape
+**                (chip.matmul_shape), padded FLOPs / (peak x efficiency x
+**                the table's factor at the shape)
 **   vector unit  everything else that computes or moves data: FLOPs and
 **                transcendentals at the vector rates
 **   nothing      collectives (the network model times them), parameters,
