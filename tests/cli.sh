@@ -42,6 +42,9 @@ run rates 0 hw list --rates && has rates out "edge-tpu     edge      -      -   
 run rates-show 2 hw show t4 --rates && has rates-show err "--rates belongs to 'list'"
 run show-gb200 0 hw show gb200 && has show-gb200 out "nvlink-c2c" && has show-gb200 out "[nv-gb200-blog] NVIDIA Technical Blog"
 run show 0 hw show tpu-v5p && has show out "459 TFLOP/s" && has show out "95.0 GiB"
+# Hopper's GEMMs by shape: OpenXLA's measured table, shown and cited, and written back as the file has it
+run show-mm 0 hw show h100-sxm && has show-mm out "measured GEMM rates by shape, of the best: 0.00835 at 256x256x256" && has show-mm out "[xla-matmul-sm90]"
+run show-mm-json 0 hw show h100-sxm --json && has show-mm-json out '"matmul_shape":' && has show-mm-json out '"m":	[256, 512, 1024, 2048, 4096, 8192, 16384]'
 run show-json 0 hw show tpu-v5p --json && has show-json out '"bf16":	459000000000000'
 if grep -q '"fp64"' "$OUT/show-json.out"; then bad "tpu-v5p shows an fp64 peak"; else ok; fi
 run v4-json 0 hw show tpu-v4 --json
