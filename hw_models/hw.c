@@ -498,7 +498,8 @@ static bool axis_is(const cJSON *v, const int64_t *want, int n) {
 ** rows (5), 2 the K values (5) in (0, 1], written to out in that order. */
 static int read_mm_level(loader *L, const cJSON *v, int depth, double *out) {
   static const char *const WHAT[] = {"M (256 to 16384)", "N (256 to 4096)", "K (256 to 4096)"};
-  int want = depth == 0 ? HW_MM_M : HW_MM_NK, stride = depth == 0 ? HW_MM_NK * HW_MM_NK : depth == 1 ? HW_MM_NK : 1;
+  int want = depth == 0 ? HW_MM_M : HW_MM_NK;
+  int stride = depth == 0 ? HW_MM_NK * HW_MM_NK : depth == 1 ? HW_MM_NK : 1;
   char got[96];
   jin_describe(v, got, sizeof got);
   if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != want) {

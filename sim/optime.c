@@ -125,7 +125,9 @@ static double round_up(int64_t x, int64_t tile) {
 ** to the tile; the output tiles are spread over matrix_unit.cores in waves,
 ** and a partial last wave costs a full one. An output of fewer tiles than
 ** cores is split along K into s parts (cuBLAS split-K, CUTLASS stream-K) so
-** the cores are not left idle; the partial-sum reduction is not charged. */
+** the cores are not left idle; the partial-sum reduction is not charged.
+** A chip with a measured table by shape (chip.matmul_shape) takes the
+** table's rate instead, and the wave model's time stays in wave_s. */
 static void matrix_time(const hw_chip *c, int64_t batch, int64_t m, int64_t n, int64_t k,
                         double peak, graph_dtype dt, optime_result *r) {
   int64_t tm = c->tile_m > 0 ? c->tile_m : 1, tn = c->tile_n > 0 ? c->tile_n : 1,
@@ -142,8 +144,8 @@ static void matrix_time(const hw_chip *c, int64_t batch, int64_t m, int64_t n, i
   r->compute_s = r->wave_s;
   /* a measured table (chip.matmul_shape) holds the library's own tiling,
   ** waves, split-K and each kernel's fill and drain at its shapes: the
-  ** padded FLOPs at the best rate times the table's factor for this shape */
-  /* the table is the tensor cores' (its bf16 rows): an fp32 or fp64
+  ** padded FLOPs at the best rate times the table's factor for this shape.
+  ** The table is the tensor cores' (its bf16 rows): an fp32 or fp64
   ** product keeps the wave model */
   int h = matrix_dtype(dt);
   r->shape_table = c->has_matmul_shape && h != HW_FP32 && h != HW_FP64;
