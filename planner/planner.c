@@ -511,10 +511,12 @@ static bool costs_known(hw_state *st, const plan *p) {
   return s->e && s->e->done;
 }
 
-/* Megatron-Core refuses the all-to-all overlap with full recompute
-** (plan.c's check_ep_overlap); the cheap modules never hold "moe". */
+/* Megatron-Core refuses the all-to-all overlap with full recompute, and
+** with FSDP over several model chunks (plan.c's check_ep_overlap); the
+** cheap modules never hold "moe". */
 static bool variant_allowed(const plan *p, const variant *v) {
-  return p->ep_overlap != PLAN_EP_OVERLAP_ON || v->rec != PLAN_RECOMPUTE_FULL;
+  return p->ep_overlap != PLAN_EP_OVERLAP_ON ||
+         (v->rec != PLAN_RECOMPUTE_FULL && !(p->vp > 1 && v->zero >= 3));
 }
 
 static void set_variant(plan *p, const variant *v) {

@@ -459,7 +459,8 @@ static int check_recompute_modules(const model *m, const plan *p, char *err, siz
 ** parallelism, virtual stages when there is a pipeline (the paired
 ** forward and backward of the 1F1B schedule), no full recompute and no
 ** "moe" among the recomputed modules, a bf16 or fp16 model, and a
-** framework that has the overlap. */
+** framework that has the overlap; and its combined 1F1B schedule's (no
+** FSDP with several model chunks: pipeline_parallel/combined_1f1b.py). */
 static int check_ep_overlap(const model *m, const plan *p, char *err, size_t errn) {
   if (p->ep_overlap != PLAN_EP_OVERLAP_ON) return 0;
   char msg[256];
@@ -473,6 +474,10 @@ static int check_ep_overlap(const model *m, const plan *p, char *err, size_t err
     return str_errf(err, errn, "--ep-overlap on with pp %lld needs virtual stages (Megatron-Core "
                     "asserts virtual_pipeline_model_parallel_size when pp > 1; nearest: "
                     "--pp-schedule interleaved:2, or --ep-overlap off)", (long long)p->pp);
+  if (p->vp > 1 && p->zero >= 3)
+    return str_errf(err, errn, "--ep-overlap on with interleaving (V %lld) and FSDP: Megatron-Core's "
+                    "combined 1F1B does not run FSDP over several model chunks (nearest: --zero 1, "
+                    "or --ep-overlap off)", (long long)p->vp);
   if (p->recompute == PLAN_RECOMPUTE_FULL)
     return str_errf(err, errn, "--ep-overlap on with full recompute: Megatron-Core refuses the "
                     "pair (nearest: --recompute selective, or --ep-overlap off)");

@@ -306,6 +306,7 @@ run sim-epo-pp 1 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --pp 2 --
 run sim-epo-full 1 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --recompute full --ep-overlap on && has sim-epo-full err "--ep-overlap on with full recompute"
 run sim-epo-moe 1 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --recompute selective:moe --ep-overlap on && has sim-epo-moe err "the moe module recomputed"
 run sim-epo-vp 0 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --pp 2 --pp-schedule interleaved:2 --gbs 16 --ep-overlap on
+run sim-epo-fsdp 1 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --pp 2 --pp-schedule interleaved:2 --gbs 16 --fsdp --ep-overlap on && has sim-epo-fsdp err "interleaving (V 2) and FSDP"
 # plan searches the overlap (off and on) where the stack has it, and says which it chose;
 # --ep-overlap, --weight-dtype and --vocab-tiling are kept fixed as simulate reads them
 run plan-epo 0 plan mixtral-8x7b --hw h100-sxm --chips 64 --gbs 256 --seq 4096 --top 3 && has plan-epo out "ep 8 (all-to-alls overlapped)" && has plan-epo out "8+ov"

@@ -575,7 +575,8 @@ Test(planner, moe_plan_recomputes_the_cheap_modules, .timeout = 120) {
 ** best with its all-to-alls under the paired micro-batch's compute; fixed
 ** off, the best is slower by about the exposed all-to-alls. No plan it
 ** keeps pairs the overlap with what Megatron-Core refuses (a pipeline
-** without virtual stages, full recompute: plan_check). */
+** without virtual stages, full recompute, FSDP over several model chunks:
+** plan_check). */
 Test(planner, searches_the_expert_all_to_all_overlap, .timeout = 120) {
   static planner_result r, off;
   char e[1024];
@@ -592,6 +593,7 @@ Test(planner, searches_the_expert_all_to_all_overlap, .timeout = 120) {
     cr_assert(p->pp == 1 || p->vp > 1, "candidate %d: pp %lld without virtual stages", i + 1,
               (long long)p->pp);
     cr_assert_neq(p->recompute, PLAN_RECOMPUTE_FULL, "candidate %d", i + 1);
+    cr_assert(p->vp == 1 || p->zero < 3, "candidate %d: FSDP over %lld chunks", i + 1, (long long)p->vp);
   }
   req.has_ep_overlap = true, req.ep_overlap = PLAN_EP_OVERLAP_OFF;
   cr_assert_eq(planner_run(m, c, &req, &off, e, sizeof e), 0, "%s", e);
