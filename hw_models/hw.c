@@ -495,7 +495,7 @@ static bool axis_is(const cJSON *v, const int64_t *want, int n) {
 }
 
 /* One level of chip.matmul_shape's eff: depth 0 the M rows (7), 1 the N
-** rows (5), 2 the K values (5) in (0, 1], written to out in that order. */
+** rows (5), 2 the K values (5) from 1e-4 to 1, written to out in that order. */
 static int read_mm_level(loader *L, const cJSON *v, int depth, double *out) {
   static const char *const WHAT[] = {"M (256 to 16384)", "N (256 to 4096)", "K (256 to 4096)"};
   int want = depth == 0 ? HW_MM_M : HW_MM_NK;
@@ -511,9 +511,12 @@ static int read_mm_level(loader *L, const cJSON *v, int depth, double *out) {
     jin_push_index(L->j, i);
     if (depth < 2) {
       rc = read_mm_level(L, x, depth + 1, out + i * stride);
-    } else if (!cJSON_IsNumber(x) || !(x->valuedouble > 0 && x->valuedouble <= 1)) {
+    } else if (!cJSON_IsNumber(x) || !(x->valuedouble >= 1e-4 && x->valuedouble <= 1)) {
+      /* below 1e-4 of the best shape's rate is no GEMM library's (the
+      ** tables' smallest shapes run at 0.004-0.008 of it) */
       jin_describe(x, got, sizeof got);
-      jin_error(L->j, 0, "expected a rate relative to the best shape, a number in (0, 1], got %s", got);
+      jin_error(L->j, 0, "expected a rate relative to the best shape, a number from 0.0001 to 1, got %s",
+                got);
       rc = -1;
     } else {
       out[i] = x->valuedouble;
@@ -524,7 +527,7 @@ static int read_mm_level(loader *L, const cJSON *v, int depth, double *out) {
 }
 
 /* chip.matmul_shape: {"m": [256, ..., 16384], "n": [256, ..., 4096], "k":
-** [...], "eff": [M][N][K] of numbers in (0, 1]} (tools/matmul-shape.py
+** [...], "eff": [M][N][K] of numbers from 1e-4 to 1} (tools/matmul-shape.py
 ** writes it from a measured table). The axes are fixed: a file states
 ** them so that it reads on its own. */
 static int read_mm_grid(loader *L, const cJSON *v, double out[HW_MM_M][HW_MM_NK][HW_MM_NK]) {

@@ -733,8 +733,8 @@ Test(hw_bad_input, matmul_shape_grid) {
   snprintf(to, sizeof to, "\"matmul_efficiency\": 0.923, \"matmul_shape\": {\"m\": [256, 512, 1024, "
            "2048, 4096, 8192, 16384], %s, \"eff\": %s}", AX, grid);
   expect_error("grid_value_above_one", "\"matmul_efficiency\": 0.923", to, "1.5",
-               "chip.matmul_shape.eff[2][3][3]: expected a rate relative to the best shape, a number in "
-               "(0, 1], got 1.5");
+               "chip.matmul_shape.eff[2][3][3]: expected a rate relative to the best shape, a number "
+               "from 0.0001 to 1, got 1.5");
   snprintf(to, sizeof to, "\"matmul_efficiency\": 0.923, \"matmul_shape\": {\"m\": [256, 512], %s, "
            "\"eff\": [[[0.5]]]}", AX);
   expect_error("grid_axis", "\"matmul_efficiency\": 0.923", to, "[256, 512]",
