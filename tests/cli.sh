@@ -316,6 +316,8 @@ run plan-epo-dense 1 plan llama3-8b --hw h100-sxm --chips 8 --ep-overlap on && h
 run plan-epo-tpu 1 plan mixtral-8x7b --hw tpu-v5p --chips 16 --ep-overlap on && has plan-epo-tpu err "tpu-v5p: --ep-overlap on: framework maxtext has no expert-parallel all-to-all overlap"
 run plan-epo-typo 2 plan mixtral-8x7b --hw h100-sxm --chips 64 --ep-overlap yes && has plan-epo-typo err "expected off or on"
 run plan-wdt 0 plan llama3-8b --hw tpu-v6e --chips 8 --gbs 8 --seq 8192 --framework maxtext --weight-dtype bf16 --vocab-tiling 4 --json && has plan-wdt out '"weight_dtype":	"bf16"' && has plan-wdt out '"vocab_tiling":	4'
+run plan-vt-zero 2 plan llama3-8b --hw tpu-v6e --chips 8 --vocab-tiling 0 && has plan-vt-zero err "--vocab-tiling 0: expected an integer from 1 to 1048576; the nearest allowed is 1"
+run plan-wdt-typo 2 plan llama3-8b --hw tpu-v6e --chips 8 --weight-dtype bf61 && has plan-wdt-typo err "--weight-dtype 'bf61': expected fp32 or bf16"
 run plan-wdt-fp32 1 plan llama3-8b --hw tpu-v6e --chips 8 --set train.precision=fp32 --weight-dtype bf16 && has plan-wdt-fp32 err "tpu-v6e: --weight-dtype bf16: the model trains in fp32 here"
 # --recompute selective:MODULES: Megatron-Core's recompute_modules. A
 # misspelt module gets the nearest, a list on another mode is refused, a
