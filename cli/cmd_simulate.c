@@ -18,6 +18,7 @@
 #include "../sim/framework.h"
 #include "../sim/input.h"
 #include "../sim/net.h"
+#include "../sim/optime.h"
 #include "../viz/trace.h"
 
 const char *const CLI_OP_COSTS[] = {"ir", "formula", NULL}; /* opcost_source order */
@@ -379,6 +380,21 @@ void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p
                    "limit%s; chip.sustained_clock_ratio), HBM at full speed\n",
               hw->name, hc->sustained_clock_ratio, lim);
     }
+    /* the measured table's rate at this plan's attention output
+    ** projection (every transformer has one: rows a micro-batch's tokens
+    ** on a chip, K the heads' share of it), as the step timed it */
+    const wl_tf_dims *td = &m->info.tf;
+    optime_result mr;
+    char merr[160];
+    int64_t rows = p->mbs * p->seq / (p->cp > 1 ? p->cp : 1);
+    int64_t attn = td->heads * td->head_dim / (p->tp > 0 ? p->tp : 1);
+    if (hc->has_matmul_shape && td->layers > 0 && rows > 0 && attn > 0 &&
+        optime_matmul(hw, 1, rows, td->hidden, attn, p->precision, &mr, merr, sizeof merr) == 0)
+      fprintf(out, "  chip %s: GEMMs at the measured rate of their shape (chip.matmul_shape): the "
+                   "attention output projection, %lld x %lld x %lld, at %.3f of the peak, against "
+                   "%.3f at the best shape\n",
+              hw->name, (long long)rows, (long long)td->hidden, (long long)attn, mr.efficiency,
+              hw_clocked(hc, hc->matmul_efficiency));
     if (m->info.tf.experts > 0 &&
         (hw_grouped_gemm_ceiling(hw, false) < 1 || hw_grouped_gemm_ceiling(hw, true) < 1))
       fprintf(out, "  chip %s: grouped expert GEMMs at %.3f of the peak forward and %.3f backward "

@@ -42,7 +42,10 @@ run rates 0 hw list --rates && has rates out "edge-tpu     edge      -      -   
 run rates-show 2 hw show t4 --rates && has rates-show err "--rates belongs to 'list'"
 run show-gb200 0 hw show gb200 && has show-gb200 out "nvlink-c2c" && has show-gb200 out "[nv-gb200-blog] NVIDIA Technical Blog"
 run show 0 hw show tpu-v5p && has show out "459 TFLOP/s" && has show out "95.0 GiB"
-# Hopper's GEMMs by shape: OpenXLA's measured table, shown and cited, and written back as the file has it
+# Hopper's GEMMs by shape: OpenXLA's measured table, shown and cited, and written back as the file has it;
+# --explain names the rate a plan's GEMM ran at: llama3-8b's output projection at mbs 1 x 8192 tokens,
+# 8192 x 4096 x 4096, is the grid's cell 8192 x 4096 x 4096 (0.9972 of the best), x MAMF's 0.803 = 0.801
+run explain-mm 0 simulate llama3-8b --hw h100-sxm --chips 8 --gbs 64 --recompute full --explain && has explain-mm out "the attention output projection, 8192 x 4096 x 4096, at 0.801 of the peak, against 0.803 at the best shape"
 run show-mm 0 hw show h100-sxm && has show-mm out "measured GEMM rates by shape, of the best: 0.00835 at 256x256x256" && has show-mm out "[xla-matmul-sm90]"
 run show-mm-json 0 hw show h100-sxm --json && has show-mm-json out '"matmul_shape":' && has show-mm-json out '"m":	[256, 512, 1024, 2048, 4096, 8192, 16384]'
 run show-json 0 hw show tpu-v5p --json && has show-json out '"bf16":	459000000000000'
