@@ -450,19 +450,26 @@ static int read_shape_list(loader *L, const cJSON *v, int64_t (*out)[3], int *n,
   return rc;
 }
 
+/* A field's object value with only the keys `keys`, else -1 after an
+** error that shows the form expected (`form`) and what the file has. */
+static int object_of(loader *L, const cJSON *v, const char *const *keys, const char *form) {
+  if (!cJSON_IsObject(v)) {
+    char got[96];
+    jin_describe(v, got, sizeof got);
+    jin_error(L->j, 0, "expected an object %s, got %s", form, got);
+    return -1;
+  }
+  return jin_only(L->j, v, keys, NULL) != 0 ? -1 : 0;
+}
+
 /* system.scale_up.slice_shapes: {"listed": [...], "cube": 4, "twisted": [...]}
 ** (see hw_slice_shapes). Sides are sorted here; the rules that need the
 ** other scale_up fields run in check_slice_shapes. */
 static int read_slice_shapes(loader *L, const cJSON *v, hw_slice_shapes *out) {
   static const char *const KEYS[] = {"listed", "cube", "twisted", NULL};
-  char got[96];
-  jin_describe(v, got, sizeof got);
-  if (!cJSON_IsObject(v)) {
-    jin_error(L->j, 0, "expected an object {\"listed\": [[2, 2, 1], ...], \"cube\": 4, "
-              "\"twisted\": [[4, 4, 8], ...]}, got %s", got);
+  if (object_of(L, v, KEYS,
+                "{\"listed\": [[2, 2, 1], ...], \"cube\": 4, \"twisted\": [[4, 4, 8], ...]}") != 0)
     return -1;
-  }
-  if (jin_only(L->j, v, KEYS, NULL) != 0) return -1;
   memset(out, 0, sizeof *out);
   int dims = 0, rc = 0;
   const cJSON *listed = jin_get_array(L->j, v, "listed", true);
@@ -532,19 +539,15 @@ static int read_mm_level(loader *L, const cJSON *v, int depth, double *out) {
 ** them so that it reads on its own. */
 static int read_mm_grid(loader *L, const cJSON *v, double out[HW_MM_M][HW_MM_NK][HW_MM_NK]) {
   static const char *const KEYS[] = {"m", "n", "k", "eff", NULL};
-  char got[96];
-  jin_describe(v, got, sizeof got);
-  if (!cJSON_IsObject(v)) {
-    jin_error(L->j, 0, "expected an object {\"m\": [256, ..., 16384], \"n\": [256, ..., 4096], "
-              "\"k\": [256, ..., 4096], \"eff\": [[[...]]]} (tools/matmul-shape.py), got %s", got);
+  if (object_of(L, v, KEYS, "{\"m\": [256, ..., 16384], \"n\": [256, ..., 4096], \"k\": [256, ..., "
+                "4096], \"eff\": [[[...]]]} (tools/matmul-shape.py)") != 0)
     return -1;
-  }
-  if (jin_only(L->j, v, KEYS, NULL) != 0) return -1;
   static const char *const AXES[] = {"m", "n", "k"};
   for (int a = 0; a < 3; a++) {
     const cJSON *ax = jin_get_array(L->j, v, AXES[a], true);
     if (!ax) return -1;
     if (!axis_is(ax, a == 0 ? HW_MM_MS : HW_MM_NKS, a == 0 ? HW_MM_M : HW_MM_NK)) {
+      char got[96];
       jin_push_key(L->j, AXES[a], 0);
       jin_describe(ax, got, sizeof got);
       jin_error(L->j, 0, "expected the grid's %s axis %s, got %s", AXES[a],

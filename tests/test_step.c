@@ -277,13 +277,9 @@ Test(step, memory_fits_or_lists_fixes) {
   for (int i = 0; i < r.n_fixes; i++) cr_assert_lt(r.fixes[i].peak, r.memory.peak);
 }
 
-/* --trace writes Chrome trace JSON: every forward and backward of every
-** stage, the gradient buckets on the network track, HBM in use. */
-Test(step, trace_is_chrome_json_with_every_task) {
-  hw_catalog *c = th_catalog();
-  const hw_model *h = th_hw(c, "h100-sxm");
-  model *m = load_model("llama3-8b", 2048);
-  plan p = base(32, 4, 4, 32, 2048);
+/* Plan p of m on h checked, simulated and written as --trace writes it,
+** parsed back (the caller deletes it). */
+static cJSON *traced(const model *m, const hw_model *h, plan p) {
   char err[512];
   cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
   char *buf = NULL;
@@ -296,7 +292,19 @@ Test(step, trace_is_chrome_json_with_every_task) {
   step_timeline_free(&tl);
   fclose(f);
   cJSON *o = cJSON_Parse(buf);
+  free(buf);
   cr_assert_not_null(o, "not JSON");
+  return o;
+}
+
+/* --trace writes Chrome trace JSON: every forward and backward of every
+** stage, the gradient buckets on the network track, HBM in use. */
+Test(step, trace_is_chrome_json_with_every_task) {
+  hw_catalog *c = th_catalog();
+  const hw_model *h = th_hw(c, "h100-sxm");
+  model *m = load_model("llama3-8b", 2048);
+  plan p = base(32, 4, 4, 32, 2048);
+  cJSON *o = traced(m, h, p);
   int tasks = 0, updates = 0, buckets = 0, tp_comm = 0, counters = 0, ops = 0, dots = 0;
   double span_end[4] = {0}, op_end[4] = {0};
   const cJSON *e;
@@ -333,7 +341,6 @@ Test(step, trace_is_chrome_json_with_every_task) {
   cr_assert_gt(ops, dots);
   for (int s = 0; s < 4; s++) cr_assert_leq(op_end[s], span_end[s] + 1e-3, "stage %d", s);
   cJSON_Delete(o);
-  free(buf);
   model_free(m);
   hw_catalog_free(c);
 }
@@ -351,19 +358,7 @@ Test(step, trace_draws_each_layer_kind_and_stage_split) {
   p.ep = 4;
   int32_t split[2] = {13, 14};
   p.pp_layers = split, p.n_pp_layers = 2;
-  char err[512];
-  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  step_result r;
-  step_timeline tl;
-  cr_assert_eq(step_simulate(m, h, &p, NULL, &r, &tl, err, sizeof err), 0, "%s", err);
-  cr_assert_eq(trace_write(f, &tl, &r, &p, m->name, h->name), 0);
-  step_timeline_free(&tl);
-  fclose(f);
-  cJSON *o = cJSON_Parse(buf);
-  cr_assert_not_null(o, "not JSON");
+  cJSON *o = traced(m, h, p);
   int topk[27] = {0}, a2a[27] = {0}, stage[27];
   for (int l = 0; l < 27; l++) stage[l] = -1;
   const cJSON *e;
@@ -388,7 +383,6 @@ Test(step, trace_draws_each_layer_kind_and_stage_split) {
     cr_assert_eq(a2a[l] > 0, l > 0, "layer %d: %d all-to-alls", l, a2a[l]);
   }
   cJSON_Delete(o);
-  free(buf);
   model_free(m);
   hw_catalog_free(c);
 }
