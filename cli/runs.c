@@ -191,12 +191,12 @@ static int csv_check_widths(const runs_csv *t, diag *dg) {
 typedef enum { MAP_CHIP, MAP_DEVICES, MAP_FRAMEWORK, MAP_BATCH, MAP_MODEL, MAP_PRECISION,
                MAP_RECOMPUTE, MAP_DEFAULT, MAP_OFFLOAD, MAP_SP, MAP_ETP, MAP_FAMILY,
                MAP_COMPILE, MAP_TP_OVERLAP, MAP_EP_OVERLAP, MAP_FINETUNE, MAP_WEIGHT_DTYPE,
-               MAP_VOCAB_TILING, MAP_KINDS } map_kind;
+               MAP_VOCAB_TILING, MAP_ATTENTION, MAP_KINDS } map_kind;
 static const char *const MAP_KIND_NAMES[] = {"chip",      "devices",   "framework", "batch",
                                              "model",     "precision", "recompute", "default",
                                              "offload",   "sp",        "etp",       "family",
                                              "compile",   "tp_overlap", "ep_overlap", "finetune",
-                                             "weight_dtype", "vocab_tiling", NULL};
+                                             "weight_dtype", "vocab_tiling", "attention", NULL};
 
 /* simulate's switches the mapping sets by FRAMEWORK:PHRASE, their values
 ** (NULL: a count from 1), the rows each applies to (need: 0 every row, 1
@@ -204,6 +204,7 @@ static const char *const MAP_KIND_NAMES[] = {"chip",      "devices",   "framewor
 ** when the switch is at `note_when` (NULL: any value) */
 static const char *const ONOFF[] = {"off", "on", NULL};
 static const char *const WEIGHT_DTYPES[] = {"fp32", "bf16", NULL};
+static const char *const ATTENTIONS[] = {"flash", "scores", NULL};
 static const struct {
   map_kind kind;
   const char *flag;
@@ -216,7 +217,9 @@ static const struct {
                 {MAP_EP_OVERLAP, "--ep-overlap", ONOFF, "on or off", "on", ", EP overlap", 2},
                 {MAP_WEIGHT_DTYPE, "--weight-dtype", WEIGHT_DTYPES, "fp32 or bf16", "bf16",
                  ", bf16 weights", 0},
-                {MAP_VOCAB_TILING, "--vocab-tiling", NULL, "a count", NULL, ", vocab tiling", 0}};
+                {MAP_VOCAB_TILING, "--vocab-tiling", NULL, "a count", NULL, ", vocab tiling", 0},
+                {MAP_ATTENTION, "--attention", ATTENTIONS, "flash or scores", "scores",
+                 ", attention scores in HBM", 0}};
 
 static int switch_index(map_kind k) {
   for (size_t i = 0; i < sizeof SWITCHES / sizeof *SWITCHES; i++)

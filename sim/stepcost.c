@@ -66,7 +66,7 @@ double step_causal_share(const hw_model *hw, double keys) {
 }
 
 double step_flash_share(const hw_model *hw, const wl_tf_dims *d, int kind, double seq, double cp) {
-  if (d->encoder || d->layers == 0) return 1; /* no mask: the whole core */
+  if (d->unmasked || d->layers == 0) return 1; /* no mask: the whole core */
   bool local = (step_layer_kind(d, kind) & WL_LAYER_LOCAL) && d->window > 0 && (double)d->window < seq;
   double w = (double)d->window, share = step_causal_share(hw, local ? w : seq);
   if (!local || d->window_chunked) return share;
@@ -795,7 +795,13 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
     if (rs < 0 || ag < 0) return -1;
     ar = rs + ag;
   }
-  double tp_c = 2 * ar; /* Megatron: after attention and after the MLP */
+  /* Megatron: after attention and after the MLP. A parallel block (PaLM
+  ** sec. 2, GPT-J) sums the two branches' partial outputs and reduces once,
+  ** and both branches read one gathered input: GPT-NeoX defers the
+  ** attention's reduction to the sum (ParallelTransformerLayer with
+  ** gpt_j_residual: one reduce_from_model_parallel_region), and GSPMD
+  ** carries the partial sums through the add */
+  double tp_c = (d->parallel_block ? 1 : 2) * ar;
   /* Context parallelism: each rank's keys and values visit every other
   ** rank -- the bytes of an all-gather of them over the cp group (ring
   ** attention's cp - 1 sends, Liu et al. 2023; Megatron-Core's p2p ring),

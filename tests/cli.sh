@@ -730,6 +730,21 @@ run validate-badcompile 1 validate "$SHARED/reference/public-runs.csv" --mapping
 # weight_dtype and vocab_tiling: fp32 or bf16 (the nearest named), a count from 1
 printf 'kind,key,value\nweight_dtype,maxtext:weight_dtype=bfloat16,bf17\nvocab_tiling,maxtext:num_vocab_tiling=4;,0\n' >"$OUT/map-badwdt.csv"
 run validate-badwdt 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-badwdt.csv" && has validate-badwdt err "map-badwdt.csv:2:44: value: 'bf17': expected fp32 or bf16 (simulate's --weight-dtype) (did you mean 'bf16'?)" && has validate-badwdt err "map-badwdt.csv:3:42: value: --vocab-tiling 0: expected an integer from 1"
+# attention: flash or scores (the nearest named)
+printf 'kind,key,value\nattention,maxtext:attention=dot_product,score\n' >"$OUT/map-badattn.csv"
+run validate-badattn 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-badattn.csv" && has validate-badattn err "map-badattn.csv:2:41: value: 'score': expected flash or scores (simulate's --attention) (did you mean 'scores'?)"
+# a MaxText row of 2023 (dot-product attention) runs with --attention scores, a row of
+# its October 2023 table on the non-causal model file
+run validate-maxtext2304 0 validate tests/validation/extra-runs.csv --only maxtext2304-v4-22b-1x64 && has validate-maxtext2304 out "maxtext2023-48x6144-f24576.json --hw tpu-v4 --chips 64 --framework maxtext" && has validate-maxtext2304 out "--attention scores"
+run validate-maxtext2310 0 validate tests/validation/extra-runs.csv --only maxtext2310-v5e-16b-2x256 && has validate-maxtext2310 out "maxtext2023nc-32x5120-f32768.json --hw tpu-v5e --chips 512" && has validate-maxtext2310 out "--hsdp 256"
+# MaxText's 2023 test models: the pytree count (hand-derived: 48 x (6144 + 4 x 6144^2 +
+# 2 x 6144 x 24576) + 32768 x 6144 + 6144; 32 x (5120 + 3 x 5120 x 8192 + 8192 x 5120 +
+# 2 x 5120 x 32768) + 32768 x 5120 + 5120), relative-bias tables left out
+run mx22b 0 graph tests/validation/models/maxtext2023-48x6144-f24576.json --json && has mx22b out '"params":	21944899584'
+run mx16b 0 graph tests/validation/models/maxtext2023nc-32x5120-f32768.json --json && has mx16b out '"params":	16274068480'
+# is_causal: a decoder's; an encoder attends to every key
+sed 's/"kind": "encoder"/"kind": "encoder", "is_causal": true/' workloads/examples/bert-large.json >"$OUT/bert-causal.json"
+run bert-causal 1 graph "$OUT/bert-causal.json" && has bert-causal err "bert-causal.json:6:35: is_causal: an encoder attends to every key"
 run validate-jsonmd 2 validate "$SHARED/reference/public-runs.csv" --json --markdown
 # The default kind: each key names a column a default fills, each value is one the column
 # takes, reported at the cell (file:line:column) with the nearest choice. Columns: "default,"
@@ -882,7 +897,7 @@ run calib-hw-norun 2 calibrate --hw a100-80g && has calib-hw-norun err "--hw nee
 # note: the generated mcore-gpt models must give the README's sizes (1.7B ...
 # 462B = 12 l h^2 + 2 V h, untied) within validate's 5 %.
 run validate-extra 0 validate tests/validation/extra-runs.csv
-tail -1 "$OUT/validate-extra.out" | grep -q '^rows run [0-9]* of 55 ([0-9]* do not run, 0 not expressible' && ok || bad "validate-extra: want the summary line over 55 rows"
+tail -1 "$OUT/validate-extra.out" | grep -q '^rows run [0-9]* of 101 ([0-9]* do not run, 0 not expressible' && ok || bad "validate-extra: want the summary line over 101 rows"
 grep -q 'parameters, the row' "$OUT/validate-extra.out" && bad "validate-extra: a model's size differs from its row's" || ok
 # the mapping's model_type aliases: rows naming a model by its HF model_type
 # (gemma3_text, deepseek_v3 for Kimi K2, llama4_text for Scout) and fp8_mx find

@@ -671,6 +671,51 @@ Test(step, measured_attention_costs_its_flops_at_the_measured_rate) {
   cr_assert_float_eq(r.attn_core_fwd_s, want, want * 2e-3, "%g vs %g", r.attn_core_fwd_s, want);
 }
 
+/* A decoder whose flash kernel is called with causal=False (MaxText of
+** October 2023, layers.py apply_attention at e47fa1b5d) scores every key:
+** the same Llama 3 8B core as above (tp 8, 8,192 tokens) costs its whole
+** 2 x 2 x 8192^2 x 4 x 128 FLOPs at the measured rate, twice the causal
+** half, with the same two 3 us launches. */
+Test(step, non_causal_decoder_scores_every_key) {
+  const char *src = th_slurp("workloads/examples/llama3-8b.json", NULL);
+  char *text = th_replace(src, "\"layers\": 32", "\"is_causal\": false, \"layers\": 32");
+  const char *path = th_write_temp("llama3-8b-noncausal.json", text);
+  free(text);
+  free((void *)src);
+  step_result r;
+  char err[512];
+  plan p = base(8, 8, 1, 8, 8192);
+  cr_assert_eq(simulate(path, "h100-sxm", p, &r, err, sizeof err), 0, "%s", err);
+  double flops = 2 * (2.0 * 8192 * 8192 * 4 * 128);
+  double want = flops / (989e12 * 0.623 * 0.987) + 2 * 3e-6;
+  cr_assert_float_eq(r.attn_core_fwd_s, want, want * 2e-3, "%g vs %g", r.attn_core_fwd_s, want);
+}
+
+/* A parallel block (PaLM sec. 2: x + attn(ln x) + mlp(ln x)) reads one
+** gathered input and reduces the two branches' sum once: one tensor-parallel
+** collective pair a layer each way where a serial block has two (after the
+** attention and after the MLP). Llama 3 8B at tp 8 on h100-sxm, both
+** ways, sequence parallel or not. */
+Test(step, parallel_block_reduces_once_a_layer) {
+  const char *src = th_slurp("workloads/examples/llama3-8b.json", NULL);
+  char *text = th_replace(src, "\"layers\": 32", "\"parallel_block\": true, \"layers\": 32");
+  const char *path = th_write_temp("llama3-8b-parallel.json", text);
+  free(text);
+  free((void *)src);
+  for (int sp = 0; sp < 2; sp++) {
+    step_result serial, par;
+    char err[512];
+    plan p = base(8, 8, 1, 8, 8192);
+    p.sp = sp;
+    cr_assert_eq(simulate("llama3-8b", "h100-sxm", p, &serial, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(simulate(path, "h100-sxm", p, &par, err, sizeof err), 0, "%s", err);
+    cr_assert_gt(serial.tp_comm_fwd_s, 0);
+    cr_assert_float_eq(par.tp_comm_fwd_s, serial.tp_comm_fwd_s / 2, serial.tp_comm_fwd_s * 1e-9,
+                       "sp %d: %g vs %g / 2", sp, par.tp_comm_fwd_s, serial.tp_comm_fwd_s);
+    cr_assert_float_eq(par.tp_comm_bwd_s, serial.tp_comm_bwd_s / 2, serial.tp_comm_bwd_s * 1e-9);
+  }
+}
+
 /* The attention kernel a framework calls: the same Llama 3 8B core (tp 8,
 ** 8,192 tokens, its causal half at the measured rate and the 8k length
 ** factor 0.987, each dot's 3 us launch) on h100-sxm at FlashAttention-3's

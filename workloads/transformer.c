@@ -33,7 +33,10 @@ static const char *const KEYS[] = {
     /* Gated DeltaNet hybrids (Qwen3-Next), under Qwen3NextConfig's names */
     "full_attention_interval", "layer_types", "linear_num_key_heads", "linear_num_value_heads",
     "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim", "attn_output_gate",
-    "partial_rotary_factor", NULL};
+    "partial_rotary_factor",
+    /* a decoder whose attention skips no key (MaxText of 2023 called its flash
+    ** kernel with causal=False), under the name HF configs use */
+    "is_causal", NULL};
 static const char *const MOE_KEYS[] = {
     "experts", "top_k", "capacity_factor", "moe_intermediate_size", "n_shared_experts",
     "shared_expert_intermediate_size", "first_k_dense_replace", "moe_layer_freq", "n_group",
@@ -50,6 +53,7 @@ typedef struct {
   int64_t layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, seq;
   int ffn, norm, pos;
   bool parallel, tied, bias, qkv_bias;
+  bool causal; /* a decoder's causal mask (is_causal, default true) */
   int64_t experts, top_k, max_positions, type_vocab;
   double capacity;
   double dropout; /* attention and hidden dropout probability (Megatron: 0.1) */
@@ -442,6 +446,8 @@ static bool read_fields(jin *j, const cJSON *s, const wl_train *t, tf_cfg *c) {
   c->norm = c->kind == 1 ? 0 : 1;
   ok &= jin_get_enum(j, s, "norm", NORM, false, &c->norm) >= 0;
   ok &= jin_get_bool(j, s, "parallel_block", false, &c->parallel) >= 0;
+  c->causal = c->kind == 0;
+  ok &= jin_get_bool(j, s, "is_causal", false, &c->causal) >= 0;
   ok &= jin_get_int(j, s, "vocab", 1, BIG, true, &c->vocab) > 0;
   c->seq = t->seq_len;
   c->kv_cache = t->kv_cache;
@@ -501,6 +507,11 @@ static bool check_dims(jin *j, const wl_train *t, tf_cfg *c) {
   if (c->heads % c->kv_heads != 0) {
     jin_error(j, 1, "heads %lld is not a multiple of kv_heads %lld", (long long)c->heads,
               (long long)c->kv_heads);
+    return false;
+  }
+  if (c->causal && c->kind == 1) {
+    jin_error_at(j, "is_causal", 0, "an encoder attends to every key (kind \"encoder\"); a "
+                                     "causal mask needs kind \"decoder\"");
     return false;
   }
   if (c->mtp > 0 && c->kind == 1) {
@@ -673,6 +684,7 @@ static wl_tf_dims dims_of(const tf_cfg *c) {
                       .route_topk_groups = moe ? c->topk_groups : 0,
                       .gated = c->ffn == FFN_SWIGLU || c->ffn == FFN_GEGLU, .tied = c->tied,
                       .parallel_block = c->parallel, .encoder = c->kind == 1,
+                      .unmasked = !c->causal,
                       .dropout = c->dropout, .first_dense = moe ? c->first_dense : 0,
                       .moe_every = moe ? c->moe_every : 0, .window = c->window,
                       .window_chunked = c->window > 0 && c->chunked,
@@ -852,7 +864,7 @@ static int attention_core(graph *g, const wl_train *t, const tf_cfg *c, int q, i
                      graph_dims_of(1, 4), graph_dims_of(1, 3), t->compute);
   if (sc < 0) return -1; /* reported (too many elements, say): no mask for a shape it lacks */
   sc = wl_scale(g, graph_convert(g, sc, GDT_F32)); /* 1/sqrt(d) */
-  if (c->kind == 0) {   /* causal mask: a constant [rows, T] broadcast, then select */
+  if (c->causal) {   /* causal mask: a constant [rows, T] broadcast, then select */
     graph_shape ss = shape_of(g, sc);
     int mask = graph_constant(g, GRAPH_SHAPE(GDT_PRED, rows, T));
     graph_shape ms = ss;

@@ -115,6 +115,7 @@ typedef struct {
   bool gated; /* swiglu/geglu: three FFN matrices */
   double dropout; /* attention and hidden dropout probability */
   bool tied, parallel_block, encoder;
+  bool unmasked; /* attention over every key: an encoder, or a decoder with is_causal false */
   /* Layers that differ (DeepSeek's first dense layers, Llama 4's MoE every
   ** other layer, Gemma's local/global attention): the builders set these,
   ** wl_tf_layer_kind reads them. */
