@@ -671,17 +671,25 @@ Test(step, measured_attention_costs_its_flops_at_the_measured_rate) {
   cr_assert_float_eq(r.attn_core_fwd_s, want, want * 2e-3, "%g vs %g", r.attn_core_fwd_s, want);
 }
 
+/* Llama 3 8B's example file with `field` (a key and its value) added,
+** written to tests/out/name; the path */
+static const char *llama8b_with(const char *field, const char *name) {
+  char *src = th_slurp("workloads/examples/llama3-8b.json", NULL), with[128];
+  snprintf(with, sizeof with, "%s, \"layers\": 32", field);
+  char *text = th_replace(src, "\"layers\": 32", with);
+  const char *path = th_write_temp(name, text);
+  free(text);
+  free(src);
+  return path;
+}
+
 /* A decoder whose flash kernel is called with causal=False (MaxText of
 ** October 2023, layers.py apply_attention at e47fa1b5d) scores every key:
 ** the same Llama 3 8B core as above (tp 8, 8,192 tokens) costs its whole
 ** 2 x 2 x 8192^2 x 4 x 128 FLOPs at the measured rate, twice the causal
 ** half, with the same two 3 us launches. */
 Test(step, non_causal_decoder_scores_every_key) {
-  const char *src = th_slurp("workloads/examples/llama3-8b.json", NULL);
-  char *text = th_replace(src, "\"layers\": 32", "\"is_causal\": false, \"layers\": 32");
-  const char *path = th_write_temp("llama3-8b-noncausal.json", text);
-  free(text);
-  free((void *)src);
+  const char *path = llama8b_with("\"is_causal\": false", "llama3-8b-noncausal.json");
   step_result r;
   char err[512];
   plan p = base(8, 8, 1, 8, 8192);
@@ -697,11 +705,7 @@ Test(step, non_causal_decoder_scores_every_key) {
 ** attention and after the MLP). Llama 3 8B at tp 8 on h100-sxm, both
 ** ways, sequence parallel or not. */
 Test(step, parallel_block_reduces_once_a_layer) {
-  const char *src = th_slurp("workloads/examples/llama3-8b.json", NULL);
-  char *text = th_replace(src, "\"layers\": 32", "\"parallel_block\": true, \"layers\": 32");
-  const char *path = th_write_temp("llama3-8b-parallel.json", text);
-  free(text);
-  free((void *)src);
+  const char *path = llama8b_with("\"parallel_block\": true", "llama3-8b-parallel.json");
   for (int sp = 0; sp < 2; sp++) {
     step_result serial, par;
     char err[512];
