@@ -138,11 +138,7 @@ static void time_bubble(const plan *p, const step_result *r, double busy, explai
 static void time_optimizer(const hw_model *hw, const plan *p, const model *m, const step_result *r,
                            explain_term *x) {
   fmtbuf b = {0};
-  double e = (double)m->expert_params, pp = (double)p->pp;
-  double ep = (double)(p->ep > 0 ? p->ep : 1) * (double)(p->etp > 0 ? p->etp : 1);
-  double dense = ((double)m->params - e) / ((double)p->tp * pp), expert = e / (ep * pp);
-  double dpcp = (double)p->dp * (double)(p->cp > 0 ? p->cp : 1);
-  double local = p->zero >= 1 ? dense / dpcp + expert / (double)plan_expert_dp(p) : dense + expert;
+  double pp = (double)p->pp, local = step_optimizer_params(m, p);
   bool off = p->offload == PLAN_OFFLOAD_OPTIMIZER && hw->chip.host_link_bw_bytes_per_s > 0;
   double per = off ? 30 : step_adam_bytes(p);
   double bw = off ? hw->chip.host_link_bw_bytes_per_s : hw->chip.hbm_bw_bytes_per_s * hw->chip.hbm_efficiency;
@@ -246,7 +242,9 @@ static void explain_memory(const model *m, const plan *p, const step_result *r, 
     e->peak_bytes = mb->peak;
     return;
   }
-  double dpcp = (double)p->dp * (double)(p->cp > 0 ? p->cp : 1);
+  /* the states' shard group: dp x cp, or an HSDP group's chips */
+  double dpcp = p->zero >= 3 && p->hsdp > 0 ? (double)p->hsdp
+                                            : (double)p->dp * (double)(p->cp > 0 ? p->cp : 1);
   explain_term *x = add(t, n, "weights", mb->weights, "P x B_w / (dp x cp under ZeRO-3) + low-precision copies");
   if (mb->weights_16bit_dropped > 0) /* the copies are the linear weights (fp8 parameters) */
     values(x, "%s params x %.3g B - %s 16-bit linear weights + %s in the recipe's format "

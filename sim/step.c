@@ -229,6 +229,15 @@ static void chip_params(const model *m, const plan *p, double *dense, double *ex
   *expert = e / (ep * pp);
 }
 
+double step_optimizer_params(const model *m, const plan *p) {
+  double dense, expert;
+  chip_params(m, p, &dense, &expert);
+  if (p->zero < 1) return dense + expert;
+  int64_t dpcp = p->dp * (p->cp > 0 ? p->cp : 1);
+  int64_t shard = p->zero >= 3 && p->hsdp > 0 ? p->hsdp : dpcp; /* HSDP: shard within groups */
+  return dense / (double)shard + expert / (double)plan_expert_dp(p);
+}
+
 /* ZeRO-3's gather of a chunk of n layers (ag_t a stage's, V chunks a
 ** stage), a layer ahead of compute: only the first layer's shows. */
 static void gathered(double ag_t, int64_t vp, int64_t n, double *f, double *b) {
@@ -362,7 +371,7 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
   /* fused Adam (apex FusedAdam): read weight, grad, master, m, v; write
   ** them back; the sharded optimizer updates its shard. Then a
   ** low-precision recipe quantizes the new weights once for the step. */
-  double local = p->zero >= 1 ? dense / (double)dpcp + expert / (double)edp : dense + expert;
+  double local = step_optimizer_params(m, p);
   double bw = hw->chip.hbm_bw_bytes_per_s * hw->chip.hbm_efficiency;
   sd->optimizer_s = local * step_adam_bytes(p) / bw + r->weight_cast_s / (double)p->pp;
   /* optimizer offload (ZeRO-Offload, Ren et al. 2021): the fp32 master and

@@ -291,4 +291,10 @@ double step_recompute_s(const step_result *r, const plan *p, const wl_tf_dims *d
 ** with 16-bit weights and moments (--weight-dtype bf16). */
 double step_adam_bytes(const plan *p);
 
+/* The parameters one chip's optimizer updates under p: its tp x pp shard,
+** and of that its share of the optimizer's shard group (ZeRO-1 and up:
+** dp x cp, an HSDP group's hsdp chips; the experts' over their expert
+** data-parallel group). */
+double step_optimizer_params(const model *m, const plan *p);
+
 #endif
