@@ -54,8 +54,15 @@ const framework frameworks[] = {
      .recompute = PLAN_RECOMPUTE_FULL,
      .source = "MaxText base.yml: ici_fsdp_parallelism shards weights and optimizer state; XLA's latency-hiding "
                "scheduler overlaps the gathers and reduce-scatters with compute; attention: splash (Pallas); "
-               "remat_policy 'full' by default (base.yml); weight_dtype float32 with no bf16 copy",
+               "remat_policy 'full' by default (base.yml); weight_dtype float32 with no bf16 copy; "
+               "gradients reduced in bf16 where each weight-gradient dot makes them (XLA: "
+               "shared/reference/hlo's MaxText Llama 3 8B step), kept in fp32",
      .weights_fp32_only = true,
+     /* shared/reference/hlo/nv_maxtext_llama3_8b_1n8g_after_spmd_partitioner.hlo:
+     ** %all-reduce = bf16[4096,14336] all-reduce(%dot.19) inside the scanned
+     ** backward's while body, then a dynamic-slice by partition-id (the
+     ** reduce-scatter); no fp32 weight-shaped reduction in the module */
+     .grads_reduced_16bit = true,
     },
     {/* megatron-2021 */
      .what = "Megatron-LM as in Narayanan et al. SC21 (local DDP, no fused attention)",

@@ -52,6 +52,12 @@ typedef struct {
   /* memory: parameters kept in fp32 only, cast to the compute dtype where a
   ** layer uses them, no separate 16-bit copy (MaxText weight_dtype float32) */
   bool weights_fp32_only;
+  /* gradients reduced in the compute dtype although kept in fp32: each
+  ** weight-gradient dot's 16-bit output is reduced where it is made, then
+  ** converted to the fp32 parameters' dtype (XLA under JAX: the parameter's
+  ** cast to bf16 is what the layer's dot reads) -- the data-parallel
+  ** collective's bytes and the unsharded gradient a ZeRO-3 layer holds */
+  bool grads_reduced_16bit;
   /* memory: bytes a logit the loss's backward holds beside the stored
   ** logits (0: none beyond them) */
   double logit_grad_bytes;

@@ -774,7 +774,8 @@ static double stage_temporary(const memctx *x, const span *t, double big, double
                  weight_copy_bytes(p->gemm, x->o->gemm_any_layout);
     coll += (p->param_gather_overlap ? 2 : 1) * lw * per;
   }
-  if (dp_shards && p->zero >= 2) coll += lw * grad_bytes(p->precision, x->o);
+  if (dp_shards && p->zero >= 2)
+    coll += lw * (x->o->grads_reduced_16bit ? elem_bytes(p->precision) : grad_bytes(p->precision, x->o));
   return big + coll;
 }
 
@@ -1811,6 +1812,7 @@ void mem_setup(const model *m, const hw_model *hw, const plan *p, mem_opts *o, p
   if (f >= 0 && f < nf) {
     const framework *fw = &frameworks[f];
     o->fp32_weights_only = fw->weights_fp32_only;
+    o->grads_reduced_16bit = fw->grads_reduced_16bit;
     o->op_selective = fw->selective_mm_share > 0;
     if (fw->logit_grad_bytes > 0) o->logit_grad_bytes = fw->logit_grad_bytes;
     /* Megatron's vocab-parallel cross entropy writes its gradient in place

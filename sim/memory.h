@@ -27,6 +27,7 @@ typedef struct {
   bool fp32_weights_only;  /* with master_fp32: the fp32 weights are the only copy, cast
                            ** to 16 bits per use inside the step (MaxText's weight_dtype) */
   bool fp32_grads;         /* gradients kept in fp32 (Megatron's main_grad) */
+  bool grads_reduced_16bit; /* reduced in the compute dtype all the same (framework.h) */
   int optimizer_states;    /* per parameter: 2 Adam(W), 1 momentum, 0 SGD */
   double trainable_fraction; /* trainable / all parameters (LoRA); 0 means 1 */
   double frozen_weight_bytes; /* per frozen parameter when the base is quantized

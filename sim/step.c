@@ -72,7 +72,10 @@ static double full_contention(const hw_model *hw, const plan *p, double bytes, s
 ** FSDP's MixedPrecision reduce_dtype defaults to the parameters' dtype
 ** (torch.distributed.fsdp.MixedPrecision docs); Megatron-Core reduces its
 ** main_grad buffer, fp32 unless grad_reduce_in_fp32=False (Megatron-Bridge's
-** performance recipes: bf16); MaxText's grad_dtype is float32 (base.yml). */
+** performance recipes: bf16). MaxText keeps fp32 gradients (grad_dtype
+** float32, a cast after value_and_grad) but XLA reduces each weight
+** gradient in the dot's bf16 where it is made (framework.h
+** grads_reduced_16bit). */
 /* Bytes of a weight in the training dtype (16-bit, or fp32; fp8 recipes keep
 ** 16-bit weights and gradients): what the distributed optimizer all-gathers
 ** after its update. */
@@ -83,7 +86,7 @@ static double grad_elem_bytes(const model *m, const hw_model *hw, const plan *p)
   plan mp;
   mem_setup(m, hw, p, &o, &mp);
   double w = param_bytes(p);
-  return o.fp32_grads && w < 4 ? 4 : w;
+  return o.fp32_grads && w < 4 && !o.grads_reduced_16bit ? 4 : w;
 }
 
 /* The share of the weights that get gradients: 1 under full training; under
