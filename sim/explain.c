@@ -242,9 +242,9 @@ static void explain_memory(const model *m, const plan *p, const step_result *r, 
     e->peak_bytes = mb->peak;
     return;
   }
-  /* the states' shard group: dp x cp, or an HSDP group's chips */
-  double dpcp = p->zero >= 3 && p->hsdp > 0 ? (double)p->hsdp
-                                            : (double)p->dp * (double)(p->cp > 0 ? p->cp : 1);
+  int64_t gd, ge; /* the states' shard group: dp x cp, or an HSDP group's chips */
+  plan_state_shards(p, &gd, &ge);
+  double dpcp = (double)gd;
   explain_term *x = add(t, n, "weights", mb->weights, "P x B_w / (dp x cp under ZeRO-3) + low-precision copies");
   if (mb->weights_16bit_dropped > 0) /* the copies are the linear weights (fp8 parameters) */
     values(x, "%s params x %.3g B - %s 16-bit linear weights + %s in the recipe's format "

@@ -656,24 +656,12 @@ static double in_flight(const memctx *x, int64_t i, const span *const *chunks, d
 
 /* ---- one stage ---- */
 
-/* The data-parallel shard groups: dense state over dp x cp (or the HSDP
-** group), routed-expert state over the expert data-parallel group
-** dp x cp x tp / (ep x etp) (Megatron-Core; Megatron-Bridge's memory
-** estimator, _expert_optimizer_shard_size), which is plan_expert_dp() when
-** etp = tp. */
-static void shard_groups(const plan *p, int64_t *dense, int64_t *expert) {
-  int64_t cp = pos(p->cp), ep = pos(p->ep), etp = pos(p->etp);
-  int64_t g = p->zero >= 3 && p->hsdp > 0 ? p->hsdp : p->dp * cp;
-  *dense = g;
-  *expert = pos(g * p->tp / (ep * etp));
-}
-
 /* Weights, gradients, optimizer and the recipe's weight copies of what
 ** stage i holds (t: the chunks' sums, embedding and head included). */
 static void stage_state(const memctx *x, const span *t, double embed, mem_bytes *out) {
   const plan *p = x->p;
   int64_t gd, ge;
-  shard_groups(p, &gd, &ge);
+  plan_state_shards(p, &gd, &ge);
   mem_bytes st;
   mem_model_state(t->dense + embed, gd, p->zero, p->precision, x->o, out);
   mem_model_state(t->expert, ge, p->zero, p->precision, x->o, &st);
@@ -1356,7 +1344,7 @@ static void state_k_of(const memctx *x, state_k *k) {
   k->wf = k->frac * w + (1 - k->frac) * fw;
   k->g = g;
   int64_t gd, ge;
-  shard_groups(p, &gd, &ge);
+  plan_state_shards(p, &gd, &ge);
   k->n_dense = gd > 1 ? (double)gd : 1;
   k->n_expert = ge > 1 ? (double)ge : 1;
   k->zero = p->zero;
@@ -1381,7 +1369,7 @@ static void state_k_now(const memctx *x, const state_k *k0, state_k *k) {
   const plan *p = x->p;
   *k = *k0;
   int64_t gd, ge;
-  shard_groups(p, &gd, &ge);
+  plan_state_shards(p, &gd, &ge);
   k->n_dense = gd > 1 ? (double)gd : 1;
   k->n_expert = ge > 1 ? (double)ge : 1;
   k->zero = p->zero;

@@ -185,6 +185,14 @@ int64_t plan_expert_dp(const plan *p) {
   return p->tp * p->dp * cp / (ep * etp);
 }
 
+void plan_state_shards(const plan *p, int64_t *dense, int64_t *expert) {
+  int64_t cp = p->cp > 0 ? p->cp : 1, ep = p->ep > 0 ? p->ep : 1, etp = p->etp > 0 ? p->etp : 1;
+  int64_t g = p->zero >= 3 && p->hsdp > 0 ? p->hsdp : p->dp * cp;
+  int64_t e = g * p->tp / (ep * etp);
+  *dense = g;
+  *expert = e > 0 ? e : 1;
+}
+
 const char *plan_precision_name(graph_dtype dt) {
   const char *n = wl_precision_name(dt);
   return n ? n : "bf16";

@@ -234,6 +234,12 @@ bool plan_ep_is_slice(const plan *p);
 int plan_balance_layers(const plan *p, int64_t layers, int32_t *out, int max);
 /* The data-parallel size of the expert layers: tp x dp x cp / (ep x etp). */
 int64_t plan_expert_dp(const plan *p);
+/* The groups the sharded states (ZeRO, FSDP) divide over: dense state over
+** dp x cp, or under ZeRO-3 with --hsdp the HSDP group; routed-expert state
+** over that group's expert data-parallel ranks, group x tp / (ep x etp)
+** (Megatron-Core; Megatron-Bridge's memory estimator,
+** _expert_optimizer_shard_size): plan_expert_dp() without HSDP. */
+void plan_state_shards(const plan *p, int64_t *dense, int64_t *expert);
 /* "none", "selective", "full" recompute as prose: "no", "selective", "full" */
 const char *plan_recompute_word(plan_recompute r);
 /* --pp-schedule's value: gpipe, 1f1b or interleaved:V (V >= 2), into

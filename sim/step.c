@@ -236,9 +236,9 @@ double step_optimizer_params(const model *m, const plan *p) {
   double dense, expert;
   chip_params(m, p, &dense, &expert);
   if (p->zero < 1) return dense + expert;
-  int64_t dpcp = p->dp * (p->cp > 0 ? p->cp : 1);
-  int64_t shard = p->zero >= 3 && p->hsdp > 0 ? p->hsdp : dpcp; /* HSDP: shard within groups */
-  return dense / (double)shard + expert / (double)plan_expert_dp(p);
+  int64_t gd, ge;
+  plan_state_shards(p, &gd, &ge);
+  return dense / (double)gd + expert / (double)plan_expert_dp(p);
 }
 
 /* ZeRO-3's gather of a chunk of n layers (ag_t a stage's, V chunks a
@@ -315,7 +315,8 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
   ** ZeRO-3's gathers) only the reduce-scatter is the step's */
   bool rs_only = z3 || (p->zero >= 1 && p->param_gather_overlap);
   coll_op grad_op = rs_only ? COLL_REDUCE_SCATTER : COLL_ALL_REDUCE;
-  int64_t shard = z3 && p->hsdp > 0 ? p->hsdp : dpcp; /* HSDP: shard within groups */
+  int64_t shard, eshard; /* HSDP: shard within groups (the experts reduce over edp below) */
+  plan_state_shards(p, &shard, &eshard);
   double own_rs = 0; /* the chips' own reduce-scatter time: what their parameter gather takes */
   if (dpcp > 1) {
     dp_t = grad_sync_s(memo, hw, shard, per, grad_op, grad_bytes, p, formula, err, errn);

@@ -737,14 +737,14 @@ run validate-badwdt 1 validate "$SHARED/reference/public-runs.csv" --mapping "$O
 printf 'kind,key,value\nattention,maxtext:attention=dot_product,score\n' >"$OUT/map-badattn.csv"
 run validate-badattn 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-badattn.csv" && has validate-badattn err "map-badattn.csv:2:41: value: 'score': expected flash or scores (simulate's --attention) (did you mean 'scores'?)"
 # a MaxText row of 2023 (dot-product attention) runs with --attention scores, a row of
-# its October 2023 table on the non-causal model file
-run validate-maxtext2304 0 validate tests/validation/extra-runs.csv --only maxtext2304-v4-22b-1x64 && has validate-maxtext2304 out "maxtext2023-48x6144-f24576.json --hw tpu-v4 --chips 64 --framework maxtext" && has validate-maxtext2304 out "--attention scores"
-run validate-maxtext2310 0 validate tests/validation/extra-runs.csv --only maxtext2310-v5e-16b-2x256 && has validate-maxtext2310 out "maxtext2023nc-32x5120-f32768.json --hw tpu-v5e --chips 512" && has validate-maxtext2310 out "--hsdp 256"
+# its October 2023 table on the non-causal template, each with the row's sizes
+run validate-maxtext2304 0 validate tests/validation/extra-runs.csv --only maxtext2304-v4-22b-1x64 && has validate-maxtext2304 out "maxtext2304.json --set layers=48 --set hidden=6144 --set heads=24 --set ffn_hidden=24576 --set vocab=32768 --hw tpu-v4 --chips 64 --framework maxtext" && has validate-maxtext2304 out "--attention scores"
+run validate-maxtext2310 0 validate tests/validation/extra-runs.csv --only maxtext2310-v5e-16b-2x256 && has validate-maxtext2310 out "maxtext2310.json --set layers=32 --set hidden=5120 --set heads=32 --set ffn_hidden=32768 --set vocab=32768 --hw tpu-v5e --chips 512" && has validate-maxtext2310 out "--hsdp 256"
 # MaxText's 2023 test models: the pytree count (hand-derived: 48 x (6144 + 4 x 6144^2 +
 # 2 x 6144 x 24576) + 32768 x 6144 + 6144; 32 x (5120 + 3 x 5120 x 8192 + 8192 x 5120 +
 # 2 x 5120 x 32768) + 32768 x 5120 + 5120), relative-bias tables left out
-run mx22b 0 graph tests/validation/models/maxtext2023-48x6144-f24576.json --json && has mx22b out '"params":	21944899584'
-run mx16b 0 graph tests/validation/models/maxtext2023nc-32x5120-f32768.json --json && has mx16b out '"params":	16274068480'
+run mx22b 0 graph tests/validation/models/maxtext2304.json --json && has mx22b out '"params":	21944899584'
+run mx16b 0 graph tests/validation/models/maxtext2310.json --json && has mx16b out '"params":	16274068480'
 # is_causal: a decoder's; an encoder attends to every key
 sed 's/"kind": "encoder"/"kind": "encoder", "is_causal": true/' workloads/examples/bert-large.json >"$OUT/bert-causal.json"
 run bert-causal 1 graph "$OUT/bert-causal.json" && has bert-causal err "bert-causal.json:6:35: is_causal: an encoder attends to every key"

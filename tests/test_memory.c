@@ -1356,10 +1356,7 @@ Test(memory_framework, xla_logits_in_the_compute_dtype) {
 ** biases, 51,200 more here). */
 Test(memory_framework, maxtext_reduces_gradients_in_bf16) {
   hw_catalog *c = th_catalog();
-  diag *dg = diag_new();
-  model_opts mo = {0};
-  model *m = model_load("llama3-8b", &mo, dg);
-  cr_assert_not_null(m);
+  model *m = th_model("llama3-8b", 0);
   plan p = maxtext_fsdp8(), mp;
   mem_opts o;
   mem_setup(m, th_hw(c, "tpu-v5p"), &p, &o, &mp);
@@ -1371,7 +1368,6 @@ Test(memory_framework, maxtext_reduces_gradients_in_bf16) {
                      u.temporary - t.temporary);
   cr_assert_float_eq(u.gradients, t.gradients, 0); /* the kept gradients stay fp32 */
   model_free(m);
-  diag_free(dg);
   hw_catalog_free(c);
 }
 
