@@ -117,6 +117,12 @@ static const hw_field FIELDS[] = {
      1, "", "absent: grouped GEMMs at the large-GEMM rate"},
     {"chip.grouped_gemm.m4096", HWF_NUM, OFF(chip.grouped_gemm_eff[3]), 0, FIG | HWF_POS, NULL, 0,
      1, "", "absent: grouped GEMMs at the large-GEMM rate"},
+    {"chip.grouped_gemm_at.m", HWF_NUM, OFF(chip.grouped_gemm_at_m), 0, FIG | HWF_POS, NULL, 1,
+     1e6, "", "absent: an expert of any shape at the grouped kernel's measured rate"},
+    {"chip.grouped_gemm_at.n", HWF_NUM, OFF(chip.grouped_gemm_at_n), 0, FIG | HWF_POS, NULL, 1,
+     1e6, "", "absent: an expert of any shape at the grouped kernel's measured rate"},
+    {"chip.grouped_gemm_at.k", HWF_NUM, OFF(chip.grouped_gemm_at_k), 0, FIG | HWF_POS, NULL, 1,
+     1e6, "", "absent: an expert of any shape at the grouped kernel's measured rate"},
     {"chip.matmul_shape", HWF_MMGRID, OFF(chip.matmul_shape), 0, FIG, NULL, 0, 1, "",
      "absent: the tile and wave model alone"},
     {"chip.attention_seq.s1024", HWF_NUM, OFF(chip.attention_seq_eff[0]), 0, FIG | HWF_POS, NULL, 0,
@@ -305,6 +311,17 @@ double hw_grouped_gemm_width_factor(const hw_model *m, int64_t k, int64_t n) {
   const hw_chip *c = &m->chip;
   if (!(c->grouped_gemm_unaligned > 0) || c->tile_n <= 0) return 1;
   return k % c->tile_n || n % c->tile_n ? c->grouped_gemm_unaligned : 1;
+}
+
+double hw_grouped_gemm_shape_factor(const hw_model *m, double rows, double n, double k) {
+  const hw_chip *c = &m->chip;
+  for (int i = 0; i < HW_GROUPED_POINTS; i++)
+    if (c->grouped_gemm_eff[i] > 0) return 1; /* measured by tokens a group instead */
+  if (!c->has_matmul_shape || !(c->grouped_gemm_at_m > 0) || !(c->grouped_gemm_at_n > 0) ||
+      !(c->grouped_gemm_at_k > 0) || !(rows > 0) || !(n > 0) || !(k > 0))
+    return 1;
+  return hw_matmul_shape_factor(c, rows, n, k) /
+         hw_matmul_shape_factor(c, c->grouped_gemm_at_m, c->grouped_gemm_at_n, c->grouped_gemm_at_k);
 }
 
 double hw_grouped_gemm_factor(const hw_model *m, double tokens) {

@@ -100,6 +100,13 @@ typedef struct {
   ** the padding to the tile that the timing charges first (0: absent, no
   ** loss beyond that padding) */
   double grouped_gemm_unaligned;
+  /* the expert GEMM grouped_gemm_efficiency was measured at: rows (tokens
+  ** a group), output and input width. With chip.matmul_shape and no
+  ** grouped_gemm_eff points, an expert of another shape runs at the table's
+  ** rate there over its rate here: the stack's grouped GEMM is one library
+  ** GEMM per expert (Transformer Engine's multi-stream cuBLAS GroupedLinear),
+  ** each as fast as a plain GEMM of its shape (0: absent, no such scaling) */
+  double grouped_gemm_at_m, grouped_gemm_at_n, grouped_gemm_at_k;
   /* the fused attention kernel at HW_ATTN_KEYS[i] keys a query sees: its
   ** measured rate over the same kernel's at 16,384 keys, the length the
   ** attention_*_efficiency figures hold at (absent, 0: no loss) */
@@ -296,6 +303,13 @@ double hw_grouped_gemm_factor(const hw_model *m, double tokens_per_group);
 ** (chip.grouped_gemm_efficiency or _bwd_ over matmul_efficiency): 1 where
 ** the file gives none. */
 double hw_grouped_gemm_ceiling(const hw_model *m, bool backward);
+/* An expert GEMM of rows x n x k (rows: the dims neither contracted nor
+** batched; k: the contracted one) at its rate over the grouped kernel's at
+** the shape it was measured at (chip.grouped_gemm_at), read off the plain
+** GEMM table (hw_matmul_shape_factor); 1 where the chip gives grouped
+** points by tokens (grouped_gemm_eff, hw_grouped_gemm_factor's) or lacks
+** either the table or the measured shape. */
+double hw_grouped_gemm_shape_factor(const hw_model *m, double rows, double n, double k);
 /* The grouped kernel's rate on an expert k wide in and n wide out over its
 ** rate on aligned widths: chip.grouped_gemm_unaligned when k or n is not a
 ** multiple of the matrix unit's width (tile_n), else 1 (1 too when the

@@ -147,7 +147,8 @@ static int time_fwd(const hw_model *hw, const hw_model *ghw, const model *one, d
   phase_times t;
   op_times ops = {0};
   double moe = experts_hit(one, tokens);
-  int rc = step_time_graph_gemm(hw, ghw, one->g, flash, moe, false, cache, &t, &ops, err, errn);
+  step_kernels sk = {.flash = flash, .moe = moe};
+  int rc = step_time_graph_gemm(hw, ghw, one->g, &sk, cache, &t, &ops, err, errn);
   if (rc != 0) {
     free(ops.v);
     return -1;

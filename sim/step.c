@@ -591,15 +591,12 @@ static int timeline_layers(const model *m, const hw_model *hw, const plan *p, co
     /* no count at all (a result without kinds): the first layer's kind */
     if (kinds ? r->kind_n[k] == 0 : k != wl_tf_layer_kind(d, 0)) continue;
     int kind = kinds > 1 ? k : -1;
-    double flash = p->attention == PLAN_ATTN_FLASH
-                       ? step_flash_share(lhw, d, kind, (double)p->seq, (double)(p->cp > 1 ? p->cp : 1))
-                       : 0;
-    double moe = d->experts > 0 && (step_layer_kind(d, kind) & WL_LAYER_MOE) ? 1 : 0;
+    step_kernels sk = step_kernels_of(lhw, d, p, kind);
     op_times ops = {0};
     phase_times pt;
     if (!step_shard_kind_of(m, p, 1, kind, &tl->layer[k], err, errn)) return -1;
-    int rc = step_time_graph_gemm(lhw, ghw, tl->layer[k]->g, flash, moe, p->eager, p->cost_cache,
-                                  &pt, &ops, err, errn);
+    int rc = step_time_graph_gemm(lhw, ghw, tl->layer[k]->g, &sk, p->cost_cache, &pt, &ops, err,
+                                  errn);
     tl->ops[k] = ops.v, tl->n_ops[k] = ops.n;
     if (rc != 0) return -1;
   }

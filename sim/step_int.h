@@ -50,18 +50,34 @@ double step_flash_share(const hw_model *hw, const wl_tf_dims *d, int kind, doubl
 const hw_model *step_layer_hw(const hw_model *hw, const plan *p, hw_model *ah, hw_model *gh,
                               const hw_model **ghw);
 
+/* How step_time_graph_gemm runs a graph's kernels. */
+typedef struct {
+  /* 0 for no FlashAttention, else the share of the attention core's
+  ** arithmetic it does (a causal mask's half) */
+  double flash;
+  /* 0: a dense model; else the layers' batched rank-3 dots are grouped
+  ** expert GEMMs, timed at the chip's grouped-GEMM rate for their tokens
+  ** per expert, reading the weights of moe's share of the local experts
+  ** (1: all; fewer when few tokens leave some experts without any: a
+  ** decode step) */
+  double moe;
+  /* the stack runs a grouped GEMM as one library GEMM per expert
+  ** (framework_moe_gemm_per_expert), each at its own shape's rate
+  ** (hw_grouped_gemm_shape_factor) */
+  bool per_expert;
+  /* the kernels of PyTorch without a compiler (sim/fuse.h
+  ** fuse_graph_eager), else XLA-style fusion */
+  bool eager;
+} step_kernels;
+
 /* The same, with a low-precision unit (gemm_hw, NULL: hw) for the
-** layers' linear GEMMs; flash: 0 for no FlashAttention, else the share of
-** the attention core's arithmetic it does (a causal mask's half); moe
-** (0: a dense model): the layers' batched rank-3 dots are grouped expert
-** GEMMs, timed at the chip's grouped-GEMM rate for their tokens per
-** expert, reading the weights of moe's share of the local experts (1: all;
-** fewer when few tokens leave some experts without any: a decode step);
-** eager: the kernels of PyTorch without a compiler (sim/fuse.h
-** fuse_graph_eager), else XLA-style fusion. */
-int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const graph *g, double flash,
-                         double moe, bool eager, opcost *costs, phase_times *out, op_times *ops,
+** layers' linear GEMMs, the kernels run as k says. */
+int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const graph *g,
+                         const step_kernels *k, opcost *costs, phase_times *out, op_times *ops,
                          char *err, size_t errn);
+/* A plan's step_kernels for its layers of kind `kind` (-1: the model's
+** own): FlashAttention's share, the MoE flags and eager kernels. */
+step_kernels step_kernels_of(const hw_model *hw, const wl_tf_dims *d, const plan *p, int kind);
 
 /* The model as one chip of plan p holds it (stepcost.c): its
 ** tensor-parallel shard at one micro-batch with `layers` layers (0: all);

@@ -88,7 +88,8 @@ double step_flash_share(const hw_model *hw, const wl_tf_dims *d, int kind, doubl
 
 int step_time_graph_ops(const hw_model *hw, const graph *g, bool flash, opcost *costs,
                         phase_times *out, op_times *ops, char *err, size_t errn) {
-  return step_time_graph_gemm(hw, NULL, g, flash ? 1 : 0, false, false, costs, out, ops, err,
+  step_kernels k = {.flash = flash ? 1 : 0};
+  return step_time_graph_gemm(hw, NULL, g, &k, costs, out, ops, err,
                               errn);
 }
 
@@ -158,10 +159,24 @@ static void module_times(const graph *g, const fuse_plan *fp, int k, const graph
   mod[m < GRAPH_MODULES ? m : GRAPH_MOD_NONE] += t;
 }
 
-int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const graph *g, double flash,
-                         double moe, bool eager, opcost *costs, phase_times *out, op_times *ops,
+step_kernels step_kernels_of(const hw_model *hw, const wl_tf_dims *d, const plan *p, int kind) {
+  step_kernels k = {0};
+  if (p->attention == PLAN_ATTN_FLASH)
+    k.flash = step_flash_share(hw, d, kind, (double)p->seq, (double)(p->cp > 1 ? p->cp : 1));
+  /* the layers timed are MoE layers: of that kind, or the model's own when
+  ** every layer is MoE (a single kind) */
+  k.moe = d->experts > 0 && (step_layer_kind(d, kind) & WL_LAYER_MOE) ? 1 : 0;
+  k.per_expert = k.moe > 0 && framework_moe_gemm_per_expert(p->framework, p, hw);
+  k.eager = p->eager;
+  return k;
+}
+
+int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const graph *g,
+                         const step_kernels *sk, opcost *costs, phase_times *out, op_times *ops,
                          char *err, size_t errn) {
-  fuse_plan *fp = eager ? fuse_graph_eager(g) : fuse_graph_dup(g);
+  double flash = sk->flash, moe = sk->moe;
+  bool per_expert = sk->per_expert;
+  fuse_plan *fp = sk->eager ? fuse_graph_eager(g) : fuse_graph_dup(g);
   if (!fp) return str_errf(err, errn, "out of memory");
   bool measured = measured_attention(hw);
   memset(out, 0, sizeof *out);
@@ -212,7 +227,12 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
       ** forward's K and N, the input gradient's N and K, the weight
       ** gradient's K and N (the tokens C contracted) */
       int64_t w_in = lhs->dim[2], w_out = gd->out.dim[gd->out.rank - 1];
+      /* one expert's GEMM: the forward and the input gradient contract the
+      ** width (C rows), the weight gradient the tokens (w_in rows, C deep) */
+      bool wgrad = gd->lhs_contract.n == 1 && gd->lhs_contract.d[0] == 1;
+      double rows = wgrad ? (double)w_in : m_grp, depth = wgrad ? m_grp : (double)w_in;
       double rate = hw_grouped_gemm_factor(kh, per_core) *
+                    (per_expert ? hw_grouped_gemm_shape_factor(kh, rows, (double)w_out, depth) : 1) *
                     hw_grouped_gemm_ceiling(hw, op->phase == GRAPH_BACKWARD) *
                     hw_grouped_gemm_width_factor(hw, w_in, w_out);
       t = fmax(r.wave_s / rate, mem) + r.overhead_s;
@@ -266,11 +286,11 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
       }
     }
     double n = (double)op->count;
-    out->t[op->phase] += t * n;
     /* a matrix kernel: the forward's other than the core (what an op-level
     ** recompute picks from), and the trace's category */
     const graph_op *mat = kernel_dot(g, fp, k);
     bool matrix = mat != NULL;
+    out->t[op->phase] += t * n;
     if (op->phase == GRAPH_FORWARD) module_times(g, fp, k, mat, t * n, out->mod_fwd);
     if (op->phase == GRAPH_FORWARD && core) out->attn_fwd += t * n;
     if (op->phase == GRAPH_FORWARD && !core && matrix) out->mm_fwd += t * n;
@@ -303,7 +323,8 @@ static int costs_generic(const model *m, const hw_model *hw, const plan *p, step
     th.chip.peak_flops_per_s[HW_FP32] = plan_gemm_peak_flops(hw, p);
     hw = &th;
   }
-  int rc = step_time_graph_gemm(hw, NULL, one->g, 0, 0, p->eager, p->cost_cache, &t, NULL, err,
+  step_kernels k = {.eager = p->eager};
+  int rc = step_time_graph_gemm(hw, NULL, one->g, &k, p->cost_cache, &t, NULL, err,
                                 errn);
   if (rc == 0) {
     r->layer_fwd_s = t.t[GRAPH_FORWARD];
@@ -444,19 +465,10 @@ static int time_kind(const model *m, const hw_model *hw, const hw_model *ghw, co
     return -1;
   }
   phase_times t1, t2;
-  double flash = p->attention == PLAN_ATTN_FLASH
-                     ? step_flash_share(hw, &m->info.tf, kind, (double)p->seq,
-                                        (double)(p->cp > 1 ? p->cp : 1))
-                     : 0;
-  /* the layers timed are MoE layers: of that kind, or the model's own when
-  ** every layer is MoE (a single kind) */
-  const wl_tf_dims *dm = &m->info.tf;
-  bool moe = dm->experts > 0 && (step_layer_kind(dm, kind) & WL_LAYER_MOE) != 0;
-  int rc = step_time_graph_gemm(hw, ghw, one->g, flash, moe, p->eager, p->cost_cache, &t1, NULL,
-                                err, errn);
-  if (rc == 0)
-    rc = step_time_graph_gemm(hw, ghw, two->g, flash, moe, p->eager, p->cost_cache, &t2, NULL,
-                              err, errn);
+  step_kernels sk = step_kernels_of(hw, &m->info.tf, p, kind);
+  bool moe = sk.moe > 0;
+  int rc = step_time_graph_gemm(hw, ghw, one->g, &sk, p->cost_cache, &t1, NULL, err, errn);
+  if (rc == 0) rc = step_time_graph_gemm(hw, ghw, two->g, &sk, p->cost_cache, &t2, NULL, err, errn);
   double x1[GRAPH_PHASE_COUNT], x2[GRAPH_PHASE_COUNT];
   if (rc == 0 && moe) rc = grouped_extra(one->g, x1, err, errn);
   if (rc == 0 && moe) rc = grouped_extra(two->g, x2, err, errn);

@@ -213,6 +213,43 @@ Test(moe, grouped_gemm_factor_interpolates_the_measured_points) {
   hw_catalog_free(c);
 }
 
+/* Blackwell's grouped rate was measured at one expert GEMM (DeepSeek-V3's
+** on GB200: 4,096 tokens, N 2,048, K 7,168; hw_models/b200.json
+** grouped_gemm_at), and Transformer Engine's GroupedLinear runs one cuBLAS
+** GEMM per expert, so another expert runs at the plain GEMM table's rate
+** at its shape over the table's rate at that one. On the grid points the
+** interpolation is the table's cell, and K 7,168 clamps to the grid's end
+** (4,096): 2,048 tokens at N 2,048, K 4,096 run at b200.json's m2048 cell
+** 0.7233 over the m4096 cell 0.8034; 8,192 tokens at the m8192 cell 0.8469
+** over it (faster than the measured point). H100 gives measured points by
+** tokens a group instead (DeepGEMM's), so the shape does not scale it.
+** Qwen3-30B-A3B's experts (2,048 x 768, top-8 of 128) at 4,096 tokens on
+** one chip have 256 rows a group: under a per-expert stack (megatron-core)
+** its MoE layer is slower than on the same chip without the measured
+** shape, and a stack with one fused grouped kernel (the plain profile) is
+** timed the same on both. */
+Test(moe, per_expert_gemms_run_at_their_shape_rate) {
+  hw_catalog *c = th_catalog();
+  const hw_model *b = th_hw(c, "b200");
+  cr_assert_float_eq(hw_grouped_gemm_shape_factor(b, 4096, 2048, 7168), 1, 1e-12);
+  cr_assert_float_eq(hw_grouped_gemm_shape_factor(b, 2048, 2048, 4096), 0.7233 / 0.8034, 1e-9);
+  cr_assert_float_eq(hw_grouped_gemm_shape_factor(b, 8192, 2048, 7168), 0.8469 / 0.8034, 1e-9);
+  cr_assert_float_eq(hw_grouped_gemm_shape_factor(th_hw(c, "h100-sxm"), 256, 768, 2048), 1, 0);
+  hw_model flat = *b;
+  flat.chip.grouped_gemm_at_m = 0;
+  plan p = one_chip(1, 4096);
+  model *m = th_model("tests/data/hf/qwen3-30b-a3b.json", 4096);
+  step_result x, y;
+  costs_on_both(m, b, &flat, &p, &x, &y);
+  cr_assert_float_eq(x.layer_fwd_s, y.layer_fwd_s, 0);
+  p.framework = framework_find("megatron-core");
+  costs_on_both(m, b, &flat, &p, &x, &y);
+  cr_assert_gt(x.layer_fwd_s, y.layer_fwd_s);
+  cr_assert_gt(x.layer_bwd_s, y.layer_bwd_s);
+  model_free(m);
+  hw_catalog_free(c);
+}
+
 /* The grouped rate slows only the expert GEMMs, and only where they are
 ** bound by arithmetic. Mixtral 8x7B (8 experts of 4096 x 14336, top-2) on
 ** H100 at 2048 tokens: 2048 x 2 / 8 = 512 tokens an expert, the 0.818
@@ -371,7 +408,7 @@ Test(moe, unaligned_expert_gemms_take_their_measured_time) {
     opcost *oc = opcost_new(OPCOST_FORMULA);
     phase_times t;
     char err[256] = "";
-    cr_assert_eq(step_time_graph_gemm(v7, NULL, g, 0, 1, false, oc, &t, NULL, err, sizeof err), 0,
+    cr_assert_eq(step_time_graph_gemm(v7, NULL, g, &(step_kernels){.moe = 1}, oc, &t, NULL, err, sizeof err), 0,
                  "%s", err);
     double got = t.t[k > 0 ? GRAPH_BACKWARD : GRAPH_FORWARD];
     cr_assert(fabs(got / measured[k] - 1) < 0.10, "product %d: %g s vs %g s", k, got, measured[k]);
@@ -460,7 +497,11 @@ Test(moe, a2a_overlap_profile_rule) {
 ** SMs lost while covered. */
 Test(moe, a2a_overlap_in_a_step) {
   hw_catalog *c = th_catalog();
-  const hw_model *h = th_hw(c, "gb200");
+  /* the experts at the measured shape's rate, whatever theirs: the two
+  ** profiles' GEMMs then differ only by the launches below */
+  hw_model flat = *th_hw(c, "gb200");
+  flat.chip.grouped_gemm_at_m = 0;
+  const hw_model *h = &flat;
   model *m = th_model("tests/data/hf/qwen3-30b-a3b.json", 4096);
   char err[512];
   plan p = {.chips = 8, .tp = 1, .pp = 1, .ep = 8, .cp = 1, .mbs = 4, .vp = 1, .slices = 1,
@@ -505,7 +546,9 @@ Test(moe, a2a_overlap_in_a_step) {
 ** rest of the layer timed alike, so the difference is exactly these. */
 Test(moe, per_expert_gemm_launches) {
   hw_catalog *c = th_catalog();
-  const hw_model *h = th_hw(c, "gb200");
+  hw_model flat = *th_hw(c, "gb200"); /* the shape's rate aside, as above */
+  flat.chip.grouped_gemm_at_m = 0;
+  const hw_model *h = &flat;
   cr_assert_float_eq(h->chip.op_overhead_s, 3e-6, 1e-15);
   model *m = th_model("tests/data/hf/qwen3-30b-a3b.json", 4096);
   char err[512];
