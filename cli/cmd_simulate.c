@@ -419,7 +419,9 @@ void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p
             p->zero >= 3 ? "parameters sharded (ZeRO-3/FSDP)"
             : p->zero >= 1 ? "distributed optimizer (ZeRO-1)" : "optimizer replicated",
             p->zero >= 1 && p->param_gather_overlap ? ", parameter gathers overlapped" : "",
-            p->tp_overlap ? "on" : "off",
+            p->tp_overlap ? "on"
+            : fw->tp_bwd_async ? "off (the backward's collectives asynchronous under its GEMMs)"
+                               : "off",
             p->ep <= 1 ? "" : epo ? ", EP all-to-all overlap on" : ", EP all-to-all overlap off",
             p->eager ? "eager kernels (--compile off: one an op, library kernels fused)"
                      : "kernels fused (compiled, or fused by hand)",

@@ -145,9 +145,18 @@ static void time_optimizer(const hw_model *hw, const plan *p, const model *m, co
   double cast = r->weight_cast_s / pp;
   char rate[32];
   units_si(rate, sizeof rate, bw, "B/s");
+  double zero_b = 0, extra = off ? 0 : step_update_extra_bytes(m, hw, p, &zero_b);
+  double dense = (double)(m->params - m->expert_params) / ((double)p->tp * pp);
+  double ep = (double)(p->ep > 0 ? p->ep : 1) * (double)(p->etp > 0 ? p->etp : 1);
+  double chip = p->zero >= 3 ? local : dense + (double)m->expert_params / (ep * pp);
   if (same(local * per / bw + cast, x->value))
     values(x, "%s params x %.0f B / %s%s + %s weight cast", prm(&b, local), per, rate,
            off ? " (host link)" : " (HBM x efficiency)", sec(&b, cast));
+  else if (extra > 0 && same((local * (per + extra) + chip * zero_b) / bw + cast, x->value))
+    values(x, "(%s params x (%.0f B Adam + %.0f B Megatron's gradient cast, unscale, norm and "
+              "weight copy) + %s params x %.0f B gradient buffer zeroed) / %s (HBM x efficiency) + "
+              "%s weight cast",
+           prm(&b, local), per, extra, prm(&b, chip), zero_b, rate, sec(&b, cast));
   else
     values(x, "the update's kernels, timed on the chip");
 }
@@ -199,7 +208,7 @@ static void explain_time(const model *m, const hw_model *hw, const plan *p, cons
       values(x, "the distributed optimizer's all-gather of the updated weights, dispatched "
                 "bucket by bucket from the next step's forward (Megatron-Core overlap_param_gather)");
     }
-    x = add(t, n, "optimizer", bd->other, "fused Adam: params x bytes moved / bandwidth");
+    x = add(t, n, "optimizer", bd->other, "the update (fused Adam and its passes): params x bytes moved / bandwidth");
     time_optimizer(hw, p, m, r, x);
   }
   explain_term *x = add(t, n, "input stall", bd->input_stall,

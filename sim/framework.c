@@ -15,7 +15,7 @@
   .moe_node_dedup = true, .grads_16bit = true, .moe_gemm_per_expert = true,                        \
   .loss_grad_in_place = true, .lowp_params = true, .attention_cudnn = true,                       \
   .norm_quant_fused = true, .lora_targets = "linear_qkv,linear_proj,linear_fc1,linear_fc2",         \
-  .lora_rank = 32, .recompute_modules = true
+  .lora_rank = 32, .recompute_modules = true, .tp_bwd_async = true, .megatron_optimizer = true
 
 const framework frameworks[] = {
     {/* plain */
@@ -71,9 +71,12 @@ const framework frameworks[] = {
      .recompute = PLAN_RECOMPUTE_NONE,
      .source = "Narayanan et al. 2021 (arXiv:2104.04473); Megatron-LM 2021 local DDP all-reduces after the "
                "backward; attention scores through a fused softmax kernel; fp16 gradients kept and "
-               "all-reduced in fp16 (--accumulate-allreduce-grads-in-fp32 is forced only for bf16)",
+               "all-reduced in fp16 (--accumulate-allreduce-grads-in-fp32 is forced only for bf16); "
+               "the optimizer step's passes of megatron/core/optimizer/optimizer.py (prepare_grads, "
+               "clip_grad_norm, _copy_main_params_to_model_params)",
      .fp16_grads_16bit = true,
      .loss_grad_in_place = true,
+     .megatron_optimizer = true,
     },
     {/* megatron-2022 */
      .what = "Megatron-LM as in Korthikanti et al. 2022 (sequence parallelism, selective recompute)",
@@ -81,9 +84,12 @@ const framework frameworks[] = {
      .grad_sync = PLAN_GRAD_AFTER_BACKWARD,
      .recompute = PLAN_RECOMPUTE_NONE,
      .source = "Korthikanti et al. 2022 (arXiv:2205.05198): the same DDP and attention as 2021, with --sp "
-               "and --recompute selective as flags",
+               "and --recompute selective as flags; the backward's tensor-parallel all-reduce overlapped "
+               "with the weight gradient's GEMM (sec. 6.2)",
      .fp16_grads_16bit = true,
      .loss_grad_in_place = true,
+     .tp_bwd_async = true,
+     .megatron_optimizer = true,
     },
     {/* torchtitan */
      .what = "torchtitan (PyTorch FSDP2, torch.compile, SDPA flash attention)",

@@ -22,6 +22,20 @@ typedef struct {
   int zero;                  /* the default sharding: 1 distributed optimizer, 3 FSDP */
   bool param_gather_overlap; /* the sharded parameters' all-gather runs under the forward */
   bool tp_overlap;           /* tensor-parallel collectives overlapped with the GEMMs */
+  /* without tp_overlap: the backward's input-gradient collective runs
+  ** asynchronously under the weight-gradient GEMM of the same column-
+  ** parallel linear, and under sequence parallelism the input's re-gather
+  ** under the input-gradient GEMM (Megatron-LM's
+  ** LinearWithGradAccumulationAndAsyncCommunication; Korthikanti et al.
+  ** 2022 sec. 6.2: "we overlap all-reduce communication with the linear
+  ** weight's gradient computation") */
+  bool tp_bwd_async;
+  /* Megatron's optimizer step around the fused Adam: the main gradients
+  ** cast to fp32 from a 16-bit buffer, their L2 norm for clip_grad, fp16's
+  ** unscale and inf check, the new fp32 parameters copied into the model's
+  ** 16-bit weights, and the gradient buffer zeroed for the next step
+  ** (step_update_extra_bytes) */
+  bool megatron_optimizer;
   plan_recompute recompute;  /* activation recomputation unless the plan says */
   /* what "selective" recomputes: 0, the attention core (Megatron,
   ** Korthikanti et al. 2022); else an op-level policy that recomputes this

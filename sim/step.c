@@ -232,6 +232,31 @@ static void chip_params(const model *m, const plan *p, double *dense, double *ex
   *expert = e / (ep * pp);
 }
 
+double step_update_extra_bytes(const model *m, const hw_model *hw, const plan *p,
+                               double *per_chip_param) {
+  *per_chip_param = 0;
+  if (p->framework < 0 || !frameworks[p->framework].megatron_optimizer || p->bf16_weights ||
+      p->precision == GDT_F32 || p->precision == GDT_F64)
+    return 0;
+  /* Megatron-LM megatron/core/optimizer/optimizer.py @ d98e8a6 around the
+  ** fused Adam (MixedPrecisionOptimizer.step): prepare_grads casts the
+  ** main gradients to fp32 from a 16-bit buffer (2 B read, 4 written) and,
+  ** training in fp16, unscales them and checks them for inf in place
+  ** (torch._amp_foreach_non_finite_check_and_unscale_: 4 B read, 4
+  ** written); clip_grad_norm reads them for their L2 norm (get_grad_norm_fp32,
+  ** clip_grad 1.0 by default: 4 B); step_with_ready_grads copies the new
+  ** fp32 parameters into the model's 16-bit ones (4 B read, 2 written) --
+  ** under an fp8/fp4 recipe the weight cast (stepcost.c weight_cast_s) is
+  ** that copy. Each pass over the optimizer's shard; then the next step
+  ** zeroes the chip's whole gradient buffer (training.py zero_grad_buffer:
+  ** its 2 or 4 B a parameter, written) */
+  double g = grad_elem_bytes(m, hw, p);
+  double b = (g < 4 ? g + 4 : 0) + (p->precision == GDT_F16 ? 8 : 0) + 4 +
+             (p->gemm == PLAN_GEMM_NATIVE ? 4 + param_bytes(p) : 0);
+  *per_chip_param = g * grad_share(m);
+  return b;
+}
+
 double step_optimizer_params(const model *m, const plan *p) {
   double dense, expert;
   chip_params(m, p, &dense, &expert);
@@ -377,7 +402,11 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
   ** low-precision recipe quantizes the new weights once for the step. */
   double local = step_optimizer_params(m, p);
   double bw = hw->chip.hbm_bw_bytes_per_s * hw->chip.hbm_efficiency;
-  sd->optimizer_s = local * step_adam_bytes(p) / bw + r->weight_cast_s / (double)p->pp;
+  double zero_b, extra_b = step_update_extra_bytes(m, hw, p, &zero_b);
+  double chip = dense + expert; /* the chip's model shard: its gradient buffer */
+  if (p->zero >= 3) chip = local;
+  sd->optimizer_s = (local * (step_adam_bytes(p) + extra_b) + chip * zero_b) / bw +
+                    r->weight_cast_s / (double)p->pp;
   /* optimizer offload (ZeRO-Offload, Ren et al. 2021): the fp32 master and
   ** Adam states live in host memory; the update streams them over the host
   ** link both ways (12 B a parameter each way) with the gradient down and

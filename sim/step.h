@@ -291,6 +291,14 @@ double step_recompute_s(const step_result *r, const plan *p, const wl_tf_dims *d
 ** with 16-bit weights and moments (--weight-dtype bf16). */
 double step_adam_bytes(const plan *p);
 
+/* Megatron's optimizer step beyond the fused Adam (framework
+** megatron_optimizer): the HBM bytes it moves for each parameter of the
+** chip's optimizer shard, returned, and in *per_chip_param those for each
+** parameter of its model shard (the gradient buffer zeroed); 0 for other
+** stacks and for 16-bit or fp32 weights without a master copy. */
+double step_update_extra_bytes(const model *m, const hw_model *hw, const plan *p,
+                               double *per_chip_param);
+
 /* The parameters one chip's optimizer updates under p: its tp x pp shard,
 ** and of that its share of the optimizer's shard group (ZeRO-1 and up:
 ** dp x cp, an HSDP group's hsdp chips; the experts' over their expert

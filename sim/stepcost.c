@@ -492,6 +492,18 @@ static int time_kind(const model *m, const hw_model *hw, const hw_model *ghw, co
 
 /* The chips of a group of `size` ranks at stride `stride` in Megatron's
 ** rank order (tp innermost, then cp, then dp/ep) that share a node. */
+/* The share of a dense layer's linear-GEMM FLOPs in its column-parallel
+** linears (Megatron's QKV and FC1, the gate with it; the rest are the
+** row-parallel output projection and FC2): the widths they produce, each
+** from the hidden size, over all four's. */
+static double column_parallel_share(const wl_tf_dims *d) {
+  double hd = (double)(d->head_dim ? d->head_dim : d->hidden / (d->heads > 0 ? d->heads : 1));
+  double q = (double)d->heads * hd, kv = (double)(d->kv_heads ? d->kv_heads : d->heads) * hd;
+  double ffn = (double)d->ffn_hidden, col = q + 2 * kv + (d->gated ? 2 : 1) * ffn;
+  double all = col + q + ffn;
+  return all > 0 ? col / all : 0;
+}
+
 static int64_t per_node(const hw_model *hw, int64_t size, int64_t stride) {
   int64_t node = hw->chips_per_node;
   return stride >= node ? 1 : step_group_per_node(size, node / stride);
@@ -801,12 +813,14 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
   int64_t tpn = per_node(hw, p.tp, 1);
   double ar = group_coll_s(hw, memo, p.tp, tpn, COLL_ALL_REDUCE, act, err, errn);
   if (ar < 0) return -1;
+  double rs = 0, ag = 0;
   if (p.sp) { /* a reduce-scatter and an all-gather in place of each all-reduce */
-    double rs = group_coll_s(hw, memo, p.tp, tpn, COLL_REDUCE_SCATTER, act, err, errn);
-    double ag = group_coll_s(hw, memo, p.tp, tpn, COLL_ALL_GATHER, act, err, errn);
+    rs = group_coll_s(hw, memo, p.tp, tpn, COLL_REDUCE_SCATTER, act, err, errn);
+    ag = group_coll_s(hw, memo, p.tp, tpn, COLL_ALL_GATHER, act, err, errn);
     if (rs < 0 || ag < 0) return -1;
     ar = rs + ag;
   }
+  double col_share = column_parallel_share(d);
   /* Megatron: after attention and after the MLP. A parallel block (PaLM
   ** sec. 2, GPT-J) sums the two branches' partial outputs and reduces once,
   ** and both branches read one gathered input: GPT-NeoX defers the
@@ -879,6 +893,20 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
       double gemm_b = r->kind_bwd_s[k] - 2.5 * r->kind_attn_fwd_s[k];
       double hid_b = tp_k - gemm_b > tp_k / (double)p.tp ? tp_k - gemm_b : tp_k / (double)p.tp;
       cf = hid_f, cb = hid_b;
+    } else if (frameworks[p.framework].tp_bwd_async && p.tp > 1 &&
+               !(k & (WL_LAYER_MOE | WL_LAYER_MAMBA | WL_LAYER_NO_FFN | WL_LAYER_NO_MIXER |
+                      WL_LAYER_GDN))) {
+      /* Megatron's asynchronous backward (tp_bwd_async): each column-
+      ** parallel linear's (QKV, FC1) input-gradient all-reduce runs under
+      ** its weight-gradient GEMM; under sequence parallelism the row-
+      ** parallel linear's gradient all-gather waits in front, the column-
+      ** parallel's input is gathered again under its input-gradient GEMM
+      ** and its input gradient reduce-scattered under the weight
+      ** gradient's. Those GEMMs take the forward's FLOPs of the column-
+      ** parallel linears, col_share of the layer's linear GEMM time */
+      double n_sub = d->parallel_block ? 1 : 2, col = col_share * r->kind_mm_fwd_s[k];
+      cb = !p.sp ? fmax(0, tp_k - col)
+                 : n_sub * ag + fmax(0, n_sub * ag - col) + fmax(0, n_sub * rs - col);
     }
     if (cp > 1 && !(k & (WL_LAYER_MAMBA | WL_LAYER_NO_MIXER | WL_LAYER_GDN))) { /* layers with attention:
                   ** the ring hides behind the attention core (its backward ~2.5x the forward:
