@@ -261,9 +261,11 @@ double step_optimizer_params(const model *m, const plan *p) {
   double dense, expert;
   chip_params(m, p, &dense, &expert);
   if (p->zero < 1) return dense + expert;
+  /* the states' shard groups, as the memory model holds them: the experts'
+  ** over their data-parallel ranks inside the group (an HSDP group's) */
   int64_t gd, ge;
   plan_state_shards(p, &gd, &ge);
-  return dense / (double)gd + expert / (double)plan_expert_dp(p);
+  return dense / (double)gd + expert / (double)ge;
 }
 
 /* ZeRO-3's gather of a chunk of n layers (ag_t a stage's, V chunks a

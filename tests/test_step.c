@@ -1051,3 +1051,23 @@ Test(step, megatron_optimizer_step_passes) {
   model_free(m);
   hw_catalog_free(c);
 }
+
+/* One shard group for the states, whatever reads it: under HSDP a MoE's
+** experts are sharded over their data-parallel ranks inside the group, as
+** the memory model holds them (plan_state_shards). Mixtral 8x7B on 16
+** chips, tp 1, FSDP with HSDP groups of 8 and ep 4: the experts' replicas
+** are dp / ep = 4 ranks, 8 / 4 = 2 of them in a group, so a chip updates
+** 1/8 of the dense parameters and 1/2 of its 2 experts' (8 / ep 4) -- not
+** 1/4, their replicas across groups. */
+Test(step, hsdp_shards_expert_states_inside_the_group) {
+  model *m = load_model("mixtral-8x7b", 1024);
+  plan p = base(16, 1, 1, 16, 1024);
+  p.dp = 16, p.ep = 4, p.zero = 3, p.hsdp = 8;
+  int64_t gd, ge;
+  plan_state_shards(&p, &gd, &ge);
+  cr_assert_eq(gd, 8);
+  cr_assert_eq(ge, 2);
+  double e = (double)m->expert_params, dense = (double)m->params - e;
+  cr_assert_float_eq(step_optimizer_params(m, &p), dense / 8 + e / 4 / 2, 1);
+  model_free(m);
+}
