@@ -232,8 +232,9 @@ static void chip_params(const model *m, const plan *p, double *dense, double *ex
   *expert = e / (ep * pp);
 }
 
-double step_update_extra_bytes(const model *m, const hw_model *hw, const plan *p,
-                               double *per_chip_param) {
+/* step_update_extra_bytes with the gradient buffer's element size g given
+** (step_describe has it) */
+static double update_extra_bytes(const model *m, const plan *p, double g, double *per_chip_param) {
   *per_chip_param = 0;
   if (p->framework < 0 || !frameworks[p->framework].megatron_optimizer || p->bf16_weights ||
       p->precision == GDT_F32 || p->precision == GDT_F64)
@@ -250,11 +251,15 @@ double step_update_extra_bytes(const model *m, const hw_model *hw, const plan *p
   ** that copy. Each pass over the optimizer's shard; then the next step
   ** zeroes the chip's whole gradient buffer (training.py zero_grad_buffer:
   ** its 2 or 4 B a parameter, written) */
-  double g = grad_elem_bytes(m, hw, p);
   double b = (g < 4 ? g + 4 : 0) + (p->precision == GDT_F16 ? 8 : 0) + 4 +
              (p->gemm == PLAN_GEMM_NATIVE ? 4 + param_bytes(p) : 0);
   *per_chip_param = g * grad_share(m);
   return b;
+}
+
+double step_update_extra_bytes(const model *m, const hw_model *hw, const plan *p,
+                               double *per_chip_param) {
+  return update_extra_bytes(m, p, grad_elem_bytes(m, hw, p), per_chip_param);
 }
 
 double step_optimizer_params(const model *m, const plan *p) {
@@ -404,7 +409,7 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
   ** low-precision recipe quantizes the new weights once for the step. */
   double local = step_optimizer_params(m, p);
   double bw = hw->chip.hbm_bw_bytes_per_s * hw->chip.hbm_efficiency;
-  double zero_b, extra_b = step_update_extra_bytes(m, hw, p, &zero_b);
+  double zero_b, extra_b = update_extra_bytes(m, p, ge, &zero_b);
   double chip = dense + expert; /* the chip's model shard: its gradient buffer */
   if (p->zero >= 3) chip = local;
   sd->optimizer_s = (local * (step_adam_bytes(p) + extra_b) + chip * zero_b) / bw +
