@@ -991,6 +991,19 @@ static void check_rules(loader *L) {
                  "expected links_per_chip x link_bw_bytes_per_s = %" PRId64 " x %g = %g B/s, got %g",
                  u->links_per_chip, u->link_bw_bytes_per_s,
                  (double)u->links_per_chip * u->link_bw_bytes_per_s, u->bw_per_chip_bytes_per_s);
+  /* the measured expert shape: all three sizes, and a table to read
+  ** other shapes off (hw_grouped_gemm_shape_factor) */
+  int at = m->present[hw_field_find("chip.grouped_gemm_at.m")] +
+           m->present[hw_field_find("chip.grouped_gemm_at.n")] +
+           m->present[hw_field_find("chip.grouped_gemm_at.k")];
+  if (at > 0 && at < 3)
+    jin_error_at(j, "chip.grouped_gemm_at", 0,
+                 "expected all of m, n and k (the measured expert GEMM's rows, output and input "
+                 "width), got %d of them",
+                 at);
+  else if (at == 3 && !m->present[hw_field_find("chip.matmul_shape")])
+    jin_error_at(j, "chip.grouped_gemm_at", 0,
+                 "needs chip.matmul_shape: other experts' rates are read off that table");
   if (m->chips_per_node > u->domain_chips && u->kind != HW_UP_ICI_TORUS)
     jin_error_at(j, "system.chips_per_node", 0,
                  "a node of %" PRId64 " chips cannot exceed its scale-up domain of %" PRId64,

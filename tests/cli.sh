@@ -93,6 +93,12 @@ mutate unknownfield 's/"clock_hz":/"clock_mhz": 1, "clock_hz":/'
 badfile unknownfield "$OUT/unknownfield.json" "chip.clock_mhz: unknown field (did you mean 'clock_hz'?)"
 mutate nosource 's/"chip.clock_hz": "scaling-book"/"chip.clock_hzz": "scaling-book"/'
 badfile nosource "$OUT/nosource.json" "did you mean 'chip.clock_hz'?"
+# the measured expert shape takes all three sizes, and the table it is read against
+sed 's/"grouped_gemm_at": { "m": 4096, "n": 2048, "k": 7168 }/"grouped_gemm_at": { "m": 4096, "n": 2048 }/' hw_models/b200.json >"$OUT/gmmat.json"
+line=$(grep -n '"grouped_gemm_at": {' "$OUT/gmmat.json" | cut -d: -f1)
+badfile gmmat "$OUT/gmmat.json" "gmmat.json:$line:24: chip.grouped_gemm_at: expected all of m, n and k (the measured expert GEMM's rows, output and input width), got 2 of them"
+sed '/^    "matmul_shape": /d; /"chip.matmul_shape": "xla-matmul-sm100",/d' hw_models/b200.json >"$OUT/gmmat-notable.json"
+badfile gmmat-notable "$OUT/gmmat-notable.json" "chip.grouped_gemm_at: needs chip.matmul_shape: other experts' rates are read off that table"
 printf '\x00\x01\x02garbage' >"$OUT/binary.json"
 badfile binary "$OUT/binary.json" "NUL byte"
 
