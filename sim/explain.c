@@ -146,9 +146,7 @@ static void time_optimizer(const hw_model *hw, const plan *p, const model *m, co
   char rate[32];
   units_si(rate, sizeof rate, bw, "B/s");
   double zero_b = 0, extra = off ? 0 : step_update_extra_bytes(m, hw, p, &zero_b);
-  double dense = (double)(m->params - m->expert_params) / ((double)p->tp * pp);
-  double ep = (double)(p->ep > 0 ? p->ep : 1) * (double)(p->etp > 0 ? p->etp : 1);
-  double chip = p->zero >= 3 ? local : dense + (double)m->expert_params / (ep * pp);
+  double chip = step_grad_buffer_params(m, p);
   if (same(local * per / bw + cast, x->value))
     values(x, "%s params x %.0f B / %s%s + %s weight cast", prm(&b, local), per, rate,
            off ? " (host link)" : " (HBM x efficiency)", sec(&b, cast));

@@ -262,6 +262,13 @@ double step_update_extra_bytes(const model *m, const hw_model *hw, const plan *p
   return update_extra_bytes(m, p, grad_elem_bytes(m, hw, p), per_chip_param);
 }
 
+double step_grad_buffer_params(const model *m, const plan *p) {
+  if (p->zero >= 3) return step_optimizer_params(m, p);
+  double dense, expert;
+  chip_params(m, p, &dense, &expert);
+  return dense + expert;
+}
+
 double step_optimizer_params(const model *m, const plan *p) {
   double dense, expert;
   chip_params(m, p, &dense, &expert);
@@ -410,8 +417,7 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
   double local = step_optimizer_params(m, p);
   double bw = hw->chip.hbm_bw_bytes_per_s * hw->chip.hbm_efficiency;
   double zero_b, extra_b = update_extra_bytes(m, p, ge, &zero_b);
-  double chip = dense + expert; /* the chip's model shard: its gradient buffer */
-  if (p->zero >= 3) chip = local;
+  double chip = step_grad_buffer_params(m, p);
   sd->optimizer_s = (local * (step_adam_bytes(p) + extra_b) + chip * zero_b) / bw +
                     r->weight_cast_s / (double)p->pp;
   /* optimizer offload (ZeRO-Offload, Ren et al. 2021): the fp32 master and

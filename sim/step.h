@@ -299,6 +299,10 @@ double step_adam_bytes(const plan *p);
 double step_update_extra_bytes(const model *m, const hw_model *hw, const plan *p,
                                double *per_chip_param);
 
+/* The parameters whose gradients one chip's buffer holds under p: its tp x
+** pp shard (its ZeRO-3 shard under FSDP) -- what the Megatron step zeroes. */
+double step_grad_buffer_params(const model *m, const plan *p);
+
 /* The parameters one chip's optimizer updates under p: its tp x pp shard,
 ** and of that its share of the optimizer's shard group (ZeRO-1 and up:
 ** dp x cp, an HSDP group's hsdp chips; the experts' over their expert
