@@ -152,8 +152,8 @@ static void time_optimizer(const hw_model *hw, const plan *p, const model *m, co
            off ? " (host link)" : " (HBM x efficiency)", sec(&b, cast));
   else if (extra > 0 && same((local * (per + extra) + chip * zero_b) / bw + cast, x->value))
     values(x, "(%s params x (%.0f B Adam + %.0f B Megatron's gradient cast, unscale, norm and "
-              "weight copy) + %s params x %.0f B gradient buffer zeroed) / %s (HBM x efficiency) + "
-              "%s weight cast",
+              "weight copy, as they apply) + %s params x %.0f B gradient buffer zeroed) / %s "
+              "(HBM x efficiency) + %s weight cast",
            prm(&b, local), per, extra, prm(&b, chip), zero_b, rate, sec(&b, cast));
   else
     values(x, "the update's kernels, timed on the chip");
@@ -206,7 +206,8 @@ static void explain_time(const model *m, const hw_model *hw, const plan *p, cons
       values(x, "the distributed optimizer's all-gather of the updated weights, dispatched "
                 "bucket by bucket from the next step's forward (Megatron-Core overlap_param_gather)");
     }
-    x = add(t, n, "optimizer", bd->other, "the update (fused Adam and its passes): params x bytes moved / bandwidth");
+    x = add(t, n, "optimizer", bd->other,
+            "the update (fused Adam and its passes): params x bytes moved / bandwidth");
     time_optimizer(hw, p, m, r, x);
   }
   explain_term *x = add(t, n, "input stall", bd->input_stall,

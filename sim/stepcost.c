@@ -89,8 +89,7 @@ double step_flash_share(const hw_model *hw, const wl_tf_dims *d, int kind, doubl
 int step_time_graph_ops(const hw_model *hw, const graph *g, bool flash, opcost *costs,
                         phase_times *out, op_times *ops, char *err, size_t errn) {
   step_kernels k = {.flash = flash ? 1 : 0};
-  return step_time_graph_gemm(hw, NULL, g, &k, costs, out, ops, err,
-                              errn);
+  return step_time_graph_gemm(hw, NULL, g, &k, costs, out, ops, err, errn);
 }
 
 /* Kernel k's grouped expert GEMM, or NULL. The MoE builder's expert dots
@@ -286,11 +285,11 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
       }
     }
     double n = (double)op->count;
+    out->t[op->phase] += t * n;
     /* a matrix kernel: the forward's other than the core (what an op-level
     ** recompute picks from), and the trace's category */
     const graph_op *mat = kernel_dot(g, fp, k);
     bool matrix = mat != NULL;
-    out->t[op->phase] += t * n;
     if (op->phase == GRAPH_FORWARD) module_times(g, fp, k, mat, t * n, out->mod_fwd);
     if (op->phase == GRAPH_FORWARD && core) out->attn_fwd += t * n;
     if (op->phase == GRAPH_FORWARD && !core && matrix) out->mm_fwd += t * n;
@@ -324,8 +323,7 @@ static int costs_generic(const model *m, const hw_model *hw, const plan *p, step
     hw = &th;
   }
   step_kernels k = {.eager = p->eager};
-  int rc = step_time_graph_gemm(hw, NULL, one->g, &k, p->cost_cache, &t, NULL, err,
-                                errn);
+  int rc = step_time_graph_gemm(hw, NULL, one->g, &k, p->cost_cache, &t, NULL, err, errn);
   if (rc == 0) {
     r->layer_fwd_s = t.t[GRAPH_FORWARD];
     r->layer_bwd_s = t.t[GRAPH_BACKWARD];
@@ -490,8 +488,6 @@ static int time_kind(const model *m, const hw_model *hw, const hw_model *ghw, co
   return 0;
 }
 
-/* The chips of a group of `size` ranks at stride `stride` in Megatron's
-** rank order (tp innermost, then cp, then dp/ep) that share a node. */
 /* The share of a dense layer's linear-GEMM FLOPs in its column-parallel
 ** linears (Megatron's QKV and FC1, the gate with it; the rest are the
 ** row-parallel output projection and FC2): the widths they produce, each
@@ -504,6 +500,8 @@ static double column_parallel_share(const wl_tf_dims *d) {
   return all > 0 ? col / all : 0;
 }
 
+/* The chips of a group of `size` ranks at stride `stride` in Megatron's
+** rank order (tp innermost, then cp, then dp/ep) that share a node. */
 static int64_t per_node(const hw_model *hw, int64_t size, int64_t stride) {
   int64_t node = hw->chips_per_node;
   return stride >= node ? 1 : step_group_per_node(size, node / stride);
@@ -820,7 +818,6 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
     if (rs < 0 || ag < 0) return -1;
     ar = rs + ag;
   }
-  double col_share = column_parallel_share(d);
   /* Megatron: after attention and after the MLP. A parallel block (PaLM
   ** sec. 2, GPT-J) sums the two branches' partial outputs and reduces once,
   ** and both branches read one gathered input: GPT-NeoX defers the
@@ -904,7 +901,8 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
       ** and its input gradient reduce-scattered under the weight
       ** gradient's. Those GEMMs take the forward's FLOPs of the column-
       ** parallel linears, col_share of the layer's linear GEMM time */
-      double n_sub = d->parallel_block ? 1 : 2, col = col_share * r->kind_mm_fwd_s[k];
+      double n_sub = d->parallel_block ? 1 : 2;
+      double col = column_parallel_share(d) * r->kind_mm_fwd_s[k];
       cb = !p.sp ? fmax(0, tp_k - col)
                  : n_sub * ag + fmax(0, n_sub * ag - col) + fmax(0, n_sub * rs - col);
     }

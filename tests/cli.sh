@@ -413,7 +413,7 @@ run sim-pplayers-bad 2 simulate llama3-8b --hw h100-sxm --chips 8 --pp 2 --pp-la
 run sim-pplayers-sum 1 simulate llama3-8b --hw h100-sxm --chips 8 --pp 2 --pp-layers 16,15 && has sim-pplayers-sum err "adds up to 31 layers; llama3-8b has 32"
 # HSDP: a chip holds and updates 1/hsdp of the states (8.03 G parameters / 8 = 1.00 G a chip,
 # not / 16), and --explain divides by the group it shards over
-run sim-hsdp-explain 0 simulate llama3-8b --hw h100-sxm --chips 16 --fsdp --hsdp 8 --explain && has sim-hsdp-explain out "= (1.00 G params x (28 B Adam + 16 B Megatron's gradient cast, unscale, norm and weight copy) + 1.00 G params x 2 B gradient buffer zeroed) / 3.00 TB/s" && has sim-hsdp-explain out "= 8.03 G params x 12 B / 8"
+run sim-hsdp-explain 0 simulate llama3-8b --hw h100-sxm --chips 16 --fsdp --hsdp 8 --explain && has sim-hsdp-explain out "= (1.00 G params x (28 B Adam + 16 B Megatron's gradient cast, unscale, norm and weight copy, as they apply) + 1.00 G params x 2 B gradient buffer zeroed) / 3.00 TB/s" && has sim-hsdp-explain out "= 8.03 G params x 12 B / 8"
 run sim-hsdp-nofsdp 1 simulate llama3-8b --hw h100-sxm --chips 8 --hsdp 4 && has sim-hsdp-nofsdp err "it needs --fsdp"
 run sim-nvfp4-h100 1 simulate llama3-8b --hw h100-sxm --chips 8 --precision nvfp4 && has sim-nvfp4-h100 err "h100-sxm has no unit for nvfp4 GEMMs (nearest: --precision fp8)"
 run sim-etp-dense 1 simulate llama3-8b --hw h100-sxm --chips 8 --etp 2 && has sim-etp-dense err "etp 2 needs a MoE model"
