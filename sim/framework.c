@@ -9,13 +9,16 @@
 
 /* What Megatron-Core does, the profile and its 26.08 MoE recipes alike (the
 ** source line of "megatron-core" below says where each was read). */
-#define MEGATRON_CORE_FEATURES                                                                     \
+#define MEGATRON_CORE_STACK                                                                        \
   .attention = PLAN_ATTN_FLASH, .grad_sync = PLAN_GRAD_OVERLAP, .zero = 1,                         \
   .param_gather_overlap = true, .tp_overlap = true, .recompute = PLAN_RECOMPUTE_NONE,              \
   .moe_node_dedup = true, .grads_16bit = true, .moe_gemm_per_expert = true,                        \
-  .loss_grad_in_place = true, .lowp_params = true, .attention_cudnn = true,                       \
-  .norm_quant_fused = true, .lora_targets = "linear_qkv,linear_proj,linear_fc1,linear_fc2",         \
-  .lora_rank = 32, .recompute_modules = true, .tp_bwd_async = true, .megatron_optimizer = true
+  .loss_grad_in_place = true, .lowp_params = true, .norm_quant_fused = true,                       \
+  .lora_targets = "linear_qkv,linear_proj,linear_fc1,linear_fc2", .lora_rank = 32,                 \
+  .recompute_modules = true, .tp_bwd_async = true, .megatron_optimizer = true
+/* ... with Transformer Engine's attention backend order on Hopper and
+** Blackwell: cuDNN's fused attention first */
+#define MEGATRON_CORE_FEATURES MEGATRON_CORE_STACK, .attention_cudnn = true
 
 const framework frameworks[] = {
     {/* plain */
@@ -149,11 +152,26 @@ const framework frameworks[] = {
      .moe_a2a_overlap = true,
      .moe_a2a_sms = 32,
     },
+    {/* megatron-core-24.07 */
+     .what = "Megatron-Core as NeMo's launcher ran it from 24.01 to 24.07 (FlashAttention-2, cuDNN "
+             "attention off)",
+     MEGATRON_CORE_STACK,
+     .attention_fa2 = true,
+     /* --ep-overlap on: as megatron-core's */
+     .moe_a2a_sms = 20,
+     .source = "the megatron-core profile, with the attention NeMo-Framework-Launcher's releases 24.01 "
+               "to 24.07 select: launcher_scripts/conf/config.yaml sets env_vars NVTE_FUSED_ATTN: 0 "
+               "('Disable cudnn FA until we've tested it more', commit 562dcb45, 2024-02-13; removed "
+               "by 04b8d098 'enable fused attention', 2024-08-29, first released in 24.09), so "
+               "Transformer Engine's DotProductAttention, which on sm90 prefers cuDNN's "
+               "F16_arbitrary_seqlen backend over flash-attn (TE v1.4 attention.py), runs the "
+               "container's flash-attn 2, context-parallel steps included (AttnFuncWithCP)",
+    },
     {.what = NULL}};
 
 const char *const framework_names[] = {"plain", "megatron-core", "maxtext", "megatron-2021",
                                        "megatron-2022", "torchtitan", "llm-foundry",
-                                       "megatron-core-26.08", NULL};
+                                       "megatron-core-26.08", "megatron-core-24.07", NULL};
 
 _Static_assert(sizeof frameworks / sizeof *frameworks ==
                    sizeof framework_names / sizeof *framework_names,
@@ -258,7 +276,8 @@ bool framework_moe_a2a_overlap(int f, const plan *p, const hw_model *hw) {
 int framework_check_recompute_modules(int f, char *msg, size_t n) {
   if (f < 0 || frameworks[f].recompute_modules) return 0;
   snprintf(msg, n, "framework %s has no list of modules to recompute (selective recompute is its "
-           "own policy); the Megatron-Core profiles have one (megatron-core, megatron-core-26.08)",
+           "own policy); the Megatron-Core profiles have one (megatron-core, megatron-core-24.07, "
+           "megatron-core-26.08)",
            framework_names[f]);
   return -1;
 }
@@ -272,7 +291,8 @@ unsigned framework_cheap_recompute_modules(int f, const wl_tf_dims *d) {
 int framework_check_ep_overlap(int f, char *msg, size_t n) {
   if (f >= 0 && frameworks[f].moe_a2a_sms > 0) return 0;
   snprintf(msg, n, "%s%s has no expert-parallel all-to-all overlap; the Megatron-Core "
-           "profiles have it (megatron-core, megatron-core-26.08)", f >= 0 ? "framework " : "",
+           "profiles have it (megatron-core, megatron-core-24.07, megatron-core-26.08)",
+           f >= 0 ? "framework " : "",
            f >= 0 ? framework_names[f] : "the plain stack (no --framework)");
   return -1;
 }
