@@ -286,6 +286,9 @@ run sim-attn-bad 2 simulate llama3-8b --hw h100-sxm --chips 8 --attention naive 
 # an enumerated flag's typo names the nearest choice (str_suggest); a value
 # near none names none
 run sim-fw-typo 2 simulate llama3-8b --hw h100-sxm --chips 8 --framework megatron-core-2608 && has sim-fw-typo err "(did you mean 'megatron-core-26.08'?)"
+# NeMo's launcher of 24.01-24.07 turned cuDNN attention off (NVTE_FUSED_ATTN: 0):
+# the megatron-core-24.07 profile's core runs at FlashAttention-2's rate
+run sim-fw-2407 0 simulate llama3-8b --hw h100-sxm --chips 8 --tp 8 --gbs 8 --framework megatron-core-24.07 --explain && has sim-fw-2407 out "the attention core at FlashAttention-2's rate" && has sim-fw-2407 out "NVTE_FUSED_ATTN: 0"
 grep -q "did you mean" "$OUT/sim-attn-bad.err" && bad "sim-attn-bad: 'naive' is near no choice, yet one was named" || ok
 run sim-full 3 simulate llama3-8b --hw tpu-v5e --chips 16 --tp 2 --gbs 32 --seq 1024 --full --framework plain && has sim-full out "the 2 data-parallel rings at once run 2.00x one ring alone"
 # --compile: PyTorch's eager mode or its compiled kernels; the profiles that
