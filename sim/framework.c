@@ -7,8 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
-/* What Megatron-Core does, the profile and its 26.08 MoE recipes alike (the
-** source line of "megatron-core" below says where each was read). */
+/* What Megatron-Core does in every Megatron-Core profile (the source line
+** of "megatron-core" below says where each was read); they differ in the
+** attention kernel and the MoE recipes' overlap. */
 #define MEGATRON_CORE_STACK                                                                        \
   .attention = PLAN_ATTN_FLASH, .grad_sync = PLAN_GRAD_OVERLAP, .zero = 1,                         \
   .param_gather_overlap = true, .tp_overlap = true, .recompute = PLAN_RECOMPUTE_NONE,              \
