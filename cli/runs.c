@@ -188,6 +188,9 @@ static int csv_check_widths(const runs_csv *t, diag *dg) {
 
 /* ==== the mapping (tests/validation/mapping.csv) ==== */
 
+/* a phrase part {COLUMN}=VALUE against a row (below, with the rows) */
+static int column_part(const runs_row *w, const char *part);
+
 typedef enum { MAP_CHIP, MAP_DEVICES, MAP_FRAMEWORK, MAP_BATCH, MAP_MODEL, MAP_PRECISION,
                MAP_RECOMPUTE, MAP_DEFAULT, MAP_OFFLOAD, MAP_SP, MAP_ETP, MAP_FAMILY,
                MAP_COMPILE, MAP_TP_OVERLAP, MAP_EP_OVERLAP, MAP_FINETUNE, MAP_WEIGHT_DTYPE,
@@ -467,6 +470,27 @@ static int mapping_check_value(const map_entry *e, const char *file, diag *dg) {
   }
   bool switch_kind = switch_flag(e->kind) != NULL;
   bool fw_keyed = switch_kind || e->kind == MAP_FINETUNE; /* FRAMEWORK:PHRASE */
+  if (keyed && (fw_keyed || e->kind == MAP_OFFLOAD)) {
+    /* a {COLUMN}=VALUE part names a cell the phrase can test */
+    for (const char *p = colon + 1; *p;) {
+      size_t n = strcspn(p, "+");
+      char part[128];
+      snprintf(part, sizeof part, "%.*s", (int)(n < sizeof part ? n : sizeof part - 1), p);
+      if (part[0] == '{' && column_part(NULL, part) < 0) {
+        static const char *const cols[] = {"model", "chip", "precision", "params_B"};
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(part + 1, "}="), part + 1);
+        const char *sg = str_suggest(name, cols, 4);
+        diag_error(dg, file, e->key->line, e->key->col, "key",
+                   "'%.60s': expected {COLUMN}=VALUE with COLUMN one of model, chip, precision, "
+                   "params_B (a number), found '%s'%s%s%s", e->key->s, part,
+                   sg && strcmp(sg, name) ? " (did you mean '{" : "", sg && strcmp(sg, name) ? sg : "",
+                   sg && strcmp(sg, name) ? "}'?)" : "");
+        return -1;
+      }
+      p += n + (p[n] ? 1 : 0);
+    }
+  }
   if (fw_keyed && !keyed) {
     diag_error(dg, file, e->key->line, e->key->col, "key",
                "'%.60s': expected FRAMEWORK:PHRASE (the row's --framework, a phrase of its "
@@ -1266,29 +1290,55 @@ static void numeric_args(const runs_table *x, runs_result *r, runs_argv *a) {
     runs_addf(r->exercises, sizeof r->exercises, ", %s recompute", mr ? mr : rc);
 }
 
-/* Whether extra holds each '+'-separated part of phrase ("task=lora" or
-** "task=lora+nemo_container=25.11": a release's recipe). */
-static bool has_phrases(const char *extra, const char *phrase) {
+/* Whether a phrase part {COLUMN}=VALUE holds for row w: its model, chip or
+** precision cell is VALUE (key_eq's spelling), or its params_B within 5 %
+** of it, as a model key's. -1: not such a part (COLUMN unknown, no '='). */
+static int column_part(const runs_row *w, const char *part) {
+  static const char *const cols[] = {"{model}=", "{chip}=", "{precision}=", "{params_B}="};
+  for (int i = 0; i < 4; i++) {
+    size_t n = strlen(cols[i]);
+    if (strncmp(part, cols[i], n) != 0) continue;
+    const char *v = part + n;
+    if (i == 3) {
+      char *end;
+      double want = strtod(v, &end);
+      if (end == v || *end || !(want > 0)) return -1;
+      return w ? fabs(w->params_b - want) <= 0.05 * want : 0;
+    }
+    if (!*v) return -1;
+    if (!w) return 0;
+    const char *cell = i == 0 ? w->model : i == 1 ? w->chip : w->precision;
+    char buf[64];
+    return key_eq(strip_q(cell, buf, sizeof buf), v);
+  }
+  return -1;
+}
+
+/* Whether row w holds each '+'-separated part of phrase: a phrase of its
+** extra cell ("task=lora", or "task=lora+nemo_container=25.11": a release's
+** recipe) or {COLUMN}=VALUE of one of its cells (column_part). */
+static bool has_phrases(const runs_row *w, const char *phrase) {
   for (const char *p = phrase;;) {
     size_t n = strcspn(p, "+");
     char part[128];
     snprintf(part, sizeof part, "%.*s", (int)(n < sizeof part ? n : sizeof part - 1), p);
-    if (!part[0] || !strstr(extra, part)) return false;
+    if (!part[0]) return false;
+    if (part[0] == '{' ? column_part(w, part) != 1 : !strstr(w->extra, part)) return false;
     if (!p[n]) return true;
     p += n + 1;
   }
 }
 
 /* The first entry of a kind keyed PREFIX:PHRASE whose prefix is the row's
-** (its recompute cell, its framework) and whose phrase its extra cell
-** contains, or NULL. */
+** (its recompute cell, its framework) and whose phrase row w holds, or
+** NULL. */
 static const map_entry *phrase_entry(const runs_table *x, map_kind kind, const char *prefix,
-                                     const char *extra) {
+                                     const runs_row *w) {
   size_t n = prefix ? strlen(prefix) : 0;
   for (int i = 0; n && i < x->map->n; i++) {
     const map_entry *e = &x->map->e[i];
     const char *k = e->key->s;
-    if (e->kind == kind && strncmp(k, prefix, n) == 0 && k[n] == ':' && has_phrases(extra, k + n + 1))
+    if (e->kind == kind && strncmp(k, prefix, n) == 0 && k[n] == ':' && has_phrases(w, k + n + 1))
       return e;
   }
   return NULL;
@@ -1299,8 +1349,7 @@ static const map_entry *phrase_entry(const runs_table *x, map_kind kind, const c
 ** custom: src/MaxText/layers/decoders.py get_remat_policy). */
 static void offload_arg(const runs_table *x, runs_result *r, runs_argv *a) {
   char buf[64];
-  const map_entry *e = phrase_entry(x, MAP_OFFLOAD, strip_q(r->w.recompute, buf, sizeof buf),
-                                    r->w.extra);
+  const map_entry *e = phrase_entry(x, MAP_OFFLOAD, strip_q(r->w.recompute, buf, sizeof buf), &r->w);
   if (!e) return;
   runs_arg(a, "--offload");
   runs_arg(a, "%s", e->value->s);
@@ -1317,7 +1366,7 @@ static void switch_args(const runs_table *x, runs_result *r, runs_argv *a) {
   for (size_t i = 0; i < sizeof SWITCHES / sizeof *SWITCHES; i++) {
     int need = SWITCHES[i].need;
     if ((need == 1 && r->w.tp <= 1) || (need == 2 && r->w.ep <= 1)) continue;
-    const map_entry *e = phrase_entry(x, SWITCHES[i].kind, r->framework, r->w.extra);
+    const map_entry *e = phrase_entry(x, SWITCHES[i].kind, r->framework, &r->w);
     if (!e) continue;
     runs_arg(a, "%s", SWITCHES[i].flag);
     runs_arg(a, "%s", e->value->s);
@@ -1329,7 +1378,7 @@ static void switch_args(const runs_table *x, runs_result *r, runs_argv *a) {
 /* --finetune through the mapping: FRAMEWORK:PHRASE, a row that states a
 ** LoRA or QLoRA fine-tuning task (Megatron-Bridge's peft recipes). */
 static void finetune_args(const runs_table *x, runs_result *r, runs_argv *a) {
-  const map_entry *e = phrase_entry(x, MAP_FINETUNE, r->framework, r->w.extra);
+  const map_entry *e = phrase_entry(x, MAP_FINETUNE, r->framework, &r->w);
   if (!e) return;
   const char *v = e->value->s;
   finetune_value f;

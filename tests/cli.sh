@@ -700,6 +700,14 @@ grep -q -- '^iw-v7x64-gemma4_26b-bf16-s4096 .* --recompute full$' "$OUT/validate
 [ "$(grep -c '^tt2412-h100-.* --hw h100-96gb ' "$OUT/validate-public-runs-modern.out")" -eq 8 ] && ok || bad "validate: torchtitan's 96 GB H100"
 printf 'kind,key,value\noffload,custom,activations\noffload,custom:dli,activation\n' >"$OUT/map-badoff.csv"
 run validate-badoff 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-badoff.csv" && has validate-badoff err "map-badoff.csv:2:9: key: 'custom': expected RECOMPUTE:PHRASE" && has validate-badoff err "map-badoff.csv:3:20: value: 'activation': expected activations, activations:N or optimizer" && has validate-badoff err "(did you mean 'activations'?)"
+# a phrase part {COLUMN}=VALUE tests a cell (a release's recipe for one model and
+# format): the 25.09 Llama 3.1 405B GB200 FP8 recipe offloads 95 layers' activations
+# (Megatron-Bridge v0.1.0rc4 llama31_405b_llm_pretrain.yaml); the same release's
+# Qwen3 235B row on GB200, whose extra cell holds the same phrases, does not
+run validate-colphrase 0 validate "$SHARED/reference/public-runs-modern.csv" --only mb-25.09-llama31_405b-gb200-fp8_cs-128g-gbs64 && has validate-colphrase out "--offload activations:95"
+run validate-colphrase-not 0 validate "$SHARED/reference/public-runs-modern.csv" --only mb-25.09-qwen3_235b_a22b-gb200-fp8_cs-64g-gbs1024 && ! grep -q -- "--offload" "$OUT/validate-colphrase-not.out" && ok || bad "validate: the 405B recipe's offload reached the Qwen3 row"
+printf 'kind,key,value\noffload,none:{modl}=llama,activations\noffload,none:x+{params_B}=big,activations\n' >"$OUT/map-badcol.csv"
+run validate-badcol 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-badcol.csv" && has validate-badcol err "map-badcol.csv:2:9: key: 'none:{modl}=llama': expected {COLUMN}=VALUE with COLUMN one of model, chip, precision, params_B (a number), found '{modl}=llama' (did you mean '{model}'?)" && has validate-badcol err "map-badcol.csv:3:9: key: 'none:x+{params_B}=big'"
 # an offload count in the mapping (a recipe's --cpu-offloading-num-layers) goes
 # through to simulate; one that is not a count is refused where it stands
 printf 'kind,key,value\noffload,custom:dli,activations:95\noffload,full:x,activations:9x\n' >"$OUT/map-offn.csv"
