@@ -9,17 +9,18 @@
 
 /* What Megatron-Core does in every Megatron-Core profile (the source line
 ** of "megatron-core" below says where each was read); they differ in the
-** attention kernel and the MoE recipes' overlap. */
+** attention kernel, the MoE token dispatcher and the MoE recipes' overlap. */
 #define MEGATRON_CORE_STACK                                                                        \
   .attention = PLAN_ATTN_FLASH, .grad_sync = PLAN_GRAD_OVERLAP, .zero = 1,                         \
   .param_gather_overlap = true, .tp_overlap = true, .recompute = PLAN_RECOMPUTE_NONE,              \
-  .moe_node_dedup = true, .grads_16bit = true, .moe_gemm_per_expert = true,                        \
-  .loss_grad_in_place = true, .lowp_params = true, .norm_quant_fused = true,                       \
+  .grads_16bit = true, .moe_gemm_per_expert = true, .loss_grad_in_place = true,                    \
+  .lowp_params = true, .norm_quant_fused = true,                                                   \
   .lora_targets = "linear_qkv,linear_proj,linear_fc1,linear_fc2", .lora_rank = 32,                 \
   .recompute_modules = true, .tp_bwd_async = true, .megatron_optimizer = true
-/* ... with Transformer Engine's attention backend order on Hopper and
-** Blackwell: cuDNN's fused attention first */
-#define MEGATRON_CORE_FEATURES MEGATRON_CORE_STACK, .attention_cudnn = true
+/* ... as its 2025-26 recipes run it: Transformer Engine's attention backend
+** order on Hopper and Blackwell (cuDNN's fused attention first) and the
+** flex dispatcher (DeepEP, HybridEP) */
+#define MEGATRON_CORE_FEATURES MEGATRON_CORE_STACK, .attention_cudnn = true, .moe_node_dedup = true
 
 const framework frameworks[] = {
     {/* plain */
@@ -160,13 +161,18 @@ const framework frameworks[] = {
      .attention_fa2 = true,
      /* --ep-overlap on: as megatron-core's */
      .moe_a2a_sms = 20,
+     /* the alltoall dispatcher: a token's copy to each expert (the flex
+     ** dispatcher's DeepEP was published in February 2025) */
+     .moe_node_dedup = false,
      .source = "the megatron-core profile, with the attention NeMo-Framework-Launcher's releases 24.01 "
                "to 24.07 select: launcher_scripts/conf/config.yaml sets env_vars NVTE_FUSED_ATTN: 0 "
                "('Disable cudnn FA until we've tested it more', commit 562dcb45, 2024-02-13; removed "
                "by 04b8d098 'enable fused attention', 2024-08-29, first released in 24.09), so "
                "Transformer Engine's DotProductAttention, which on sm90 prefers cuDNN's "
                "F16_arbitrary_seqlen backend over flash-attn (TE v1.4 attention.py), runs the "
-               "container's flash-attn 2, context-parallel steps included (AttnFuncWithCP)",
+               "container's flash-attn 2, context-parallel steps included (AttnFuncWithCP); MoE "
+               "through the alltoall token dispatcher (the launcher's 24.07 Mixtral configs: "
+               "moe_token_dispatcher_type alltoall), each token's copy sent to each of its experts",
     },
     {.what = NULL}};
 
