@@ -14,13 +14,15 @@
   .attention = PLAN_ATTN_FLASH, .grad_sync = PLAN_GRAD_OVERLAP, .zero = 1,                         \
   .param_gather_overlap = true, .tp_overlap = true, .recompute = PLAN_RECOMPUTE_NONE,              \
   .grads_16bit = true, .moe_gemm_per_expert = true, .loss_grad_in_place = true,                    \
-  .lowp_params = true, .norm_quant_fused = true,                                                   \
+  .norm_quant_fused = true,                                                                        \
   .lora_targets = "linear_qkv,linear_proj,linear_fc1,linear_fc2", .lora_rank = 32,                 \
   .recompute_modules = true, .tp_bwd_async = true, .megatron_optimizer = true
 /* ... as its 2025-26 recipes run it: Transformer Engine's attention backend
-** order on Hopper and Blackwell (cuDNN's fused attention first) and the
-** flex dispatcher (DeepEP, HybridEP) */
-#define MEGATRON_CORE_FEATURES MEGATRON_CORE_STACK, .attention_cudnn = true, .moe_node_dedup = true
+** order on Hopper and Blackwell (cuDNN's fused attention first), the flex
+** dispatcher (DeepEP, HybridEP) and the weights held in the fp8/fp4 recipe's
+** format only */
+#define MEGATRON_CORE_FEATURES                                                                     \
+  MEGATRON_CORE_STACK, .attention_cudnn = true, .moe_node_dedup = true, .lowp_params = true
 
 const framework frameworks[] = {
     {/* plain */
@@ -162,8 +164,10 @@ const framework frameworks[] = {
      /* --ep-overlap on: as megatron-core's */
      .moe_a2a_sms = 20,
      /* the alltoall dispatcher: a token's copy to each expert (the flex
-     ** dispatcher's DeepEP was published in February 2025) */
+     ** dispatcher's DeepEP was published in February 2025); fp8 with the
+     ** bf16 weights kept (fp8_params unset in the launcher's configs) */
      .moe_node_dedup = false,
+     .lowp_params = false,
      .source = "the megatron-core profile, with the attention NeMo-Framework-Launcher's releases 24.01 "
                "to 24.07 select: launcher_scripts/conf/config.yaml sets env_vars NVTE_FUSED_ATTN: 0 "
                "('Disable cudnn FA until we've tested it more', commit 562dcb45, 2024-02-13; removed "
@@ -172,7 +176,9 @@ const framework frameworks[] = {
                "F16_arbitrary_seqlen backend over flash-attn (TE v1.4 attention.py), runs the "
                "container's flash-attn 2, context-parallel steps included (AttnFuncWithCP); MoE "
                "through the alltoall token dispatcher (the launcher's 24.07 Mixtral configs: "
-               "moe_token_dispatcher_type alltoall), each token's copy sent to each of its experts",
+               "moe_token_dispatcher_type alltoall), each token's copy sent to each of its experts; "
+               "fp8 as fp8: True, fp8_hybrid: True with the 16-bit weights kept (no fp8_params in "
+               "the launcher's training configs, e.g. llama/llama3_70b.yaml, or its fp8 examples)",
     },
     {.what = NULL}};
 

@@ -754,6 +754,26 @@ Test(step, the_framework_picks_the_attention_kernel_generation) {
   }
 }
 
+/* NeMo's launcher of 2024 (megatron-core-24.07) trains fp8 without
+** fp8_params: the 16-bit linear weights stay beside their fp8 copies, where
+** Megatron-Bridge's recipes (megatron-core) hold the fp8 copies alone. The
+** difference is the 16-bit form of llama3-8b's linear weights, by hand: 32
+** layers x (2 x 4096^2 + 2 x 4096 x 1024 + 3 x 4096 x 14336) = 6,979,321,856
+** weights x 2 B; nothing else moves. */
+Test(step, nemo_2024_keeps_the_16_bit_weights_under_fp8) {
+  step_result mc, nemo;
+  char err[512];
+  plan p = base(8, 1, 1, 8, 4096);
+  p.gemm = PLAN_GEMM_FP8; /* the recipe; a profile sets the rest (ZeRO-1 in both) */
+  framework_apply(framework_find("megatron-core"), &p);
+  cr_assert_eq(simulate("llama3-8b", "h100-sxm", p, &mc, err, sizeof err), 0, "%s", err);
+  framework_apply(framework_find("megatron-core-24.07"), &p);
+  cr_assert_eq(simulate("llama3-8b", "h100-sxm", p, &nemo, err, sizeof err), 0, "%s", err);
+  cr_assert_float_eq(nemo.memory.weights - mc.memory.weights, 6979321856.0 * 2, 1e-3);
+  cr_assert_float_eq(nemo.memory.optimizer, mc.memory.optimizer, 0);
+  cr_assert_float_eq(nemo.memory.gradients, mc.memory.gradients, 0);
+}
+
 /* Local attention of W keys: a sliding window shows every query the W keys
 ** before it, Llama 4's chunks show a query its own chunk up to itself (half
 ** of it on average). Mistral 7B (every layer local, W = 4,096) at 8,192
