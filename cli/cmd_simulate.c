@@ -29,7 +29,7 @@ const char *const CLI_SIM_VALUED[] = {
     "--ep",   "--zero",      "--mbs",       "--gbs",          "--seq",
     "--recompute", "--precision", "--pp-schedule", "--reduction-server", "--slices",
     "--trace", "--input", "--storage", "--prefetch", "--input-host", "--grad-sync", "--attention",
-    "--op-costs", "--cp", "--cp-comm", "--etp", "--pp-layers", "--hsdp", "--offload",
+    "--attention-kernel", "--op-costs", "--cp", "--cp-comm", "--etp", "--pp-layers", "--hsdp", "--offload",
     "--framework", "--embeddings", "--topology", "--set", "--compile", "--tp-overlap",
     "--ep-overlap", "--finetune", "--lora-rank", "--lora-targets", "--vocab-tiling",
     "--weight-dtype", NULL};
@@ -87,11 +87,12 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
   for (int i = 0; i < 13; i++)
     if (cli_opt_int(c, names[i], 1, hi[i], counts[i])) return CLI_USAGE;
   static const char *const ZERO[] = {"0", "1", "2", "3", NULL};
-  int prec, zero, gsync, attn, costs, cpc, emb, comp, tpo, epo;
+  int prec, zero, gsync, attn, costs, cpc, emb, comp, tpo, epo, ak;
   if (cli_enum_opt(c, "--precision", plan_precision_names, 0, &prec) ||
       cli_enum_opt(c, "--zero", ZERO, 0, &zero) ||
       cli_enum_opt(c, "--grad-sync", plan_grad_sync_names, 0, &gsync) ||
       cli_enum_opt(c, "--attention", plan_attention_names, 0, &attn) ||
+      cli_enum_opt(c, "--attention-kernel", plan_attn_kernel_names, 0, &ak) ||
       cli_enum_opt(c, "--op-costs", CLI_OP_COSTS, 0, &costs) ||
       cli_enum_opt(c, "--cp-comm", CP_COMM, 0, &cpc) ||
       cli_enum_opt(c, "--embeddings", plan_embeddings_names, 0, &emb) ||
@@ -124,6 +125,12 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
     p->eager = comp == 0;
   }
   if (cli_opt(c, "--attention")) p->attention = (plan_attention)attn;
+  if (cli_opt(c, "--attention-kernel")) {
+    if (p->attention != PLAN_ATTN_FLASH)
+      return cli_usage_error(c, "%s", "--attention-kernel: the scores go through HBM (--attention "
+                                      "scores), no fused kernel runs; drop one of the two");
+    p->attn_kernel = (plan_attn_kernel)ak;
+  }
   if (cli_opt(c, "--grad-sync")) p->grad_sync = (plan_grad_sync)gsync;
   if (cli_opt(c, "--zero")) p->zero = zero;
   if (cli_opt(c, "--fsdp")) p->zero = 3;
@@ -406,11 +413,16 @@ void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p
     if (p->attention == PLAN_ATTN_FLASH) {
       const char *field;
       double fe, be;
-      const char *kern = framework_attention_kernel(p->framework, hc, &fe, &be, &field);
+      const char *kern = framework_attention_kernel(p->framework, p->attn_kernel, hc, &fe, &be, &field);
       if (kern)
         fprintf(out, "  chip %s: the attention core at %s rate, %.3f of the peak forward and %.3f "
-                     "backward (chip.%s), the kernel the framework calls\n",
-                hw->name, kern, fe, be, field);
+                     "backward (chip.%s), the kernel %s\n",
+                hw->name, kern, fe, be, field,
+                p->attn_kernel ? "--attention-kernel names" : "the framework calls");
+      else if (p->attn_kernel == PLAN_AK_BEST)
+        fprintf(out, "  chip %s: the attention core at the chip's own measured rate (chip.attention_"
+                     "fwd_efficiency, attention_bwd_efficiency), as --attention-kernel best asks\n",
+                hw->name);
     }
     bool epo = framework_moe_a2a_overlap(p->framework, p, hw);
     fprintf(out, "  framework %s: %s\n    attention %s, gradient sync %s, %s%s, TP overlap %s%s, "
@@ -578,6 +590,7 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "                  [--embeddings replicated|sharded|ps]\n"
     "                  [--slices K] [--topology AxBxC[t]] [--sp] [--full]\n"
     "                  [--grad-sync overlap|after-backward] [--attention flash|scores]\n"
+    "                  [--attention-kernel framework|fa1|fa2|cudnn|best]\n"
     "                  [--op-costs ir|formula] [--compile on|off] [--tp-overlap on|off]\n"
     "                  [--ep-overlap on|off] [--explain] [--json] [--trace FILE]\n"
     "                  [--input tokens|images] [--storage shards|files] [--prefetch N]\n"
@@ -622,6 +635,11 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "               after it (Megatron-LM's local DDP, as in its 2021-22 papers)\n"
     "  --attention: flash (default: scores stay on chip, recomputed in backward) or\n"
     "               scores (written to HBM around a fused softmax: Megatron-LM before 2022)\n"
+    "  --attention-kernel: the fused attention kernel whose measured rate the core\n"
+    "               runs at: the framework's (default), fa1 (the FlashAttention-1\n"
+    "               generation), fa2, cudnn (cuDNN's fused attention: Transformer\n"
+    "               Engine's first choice on Hopper, NVTE_FUSED_ATTN=0 turns it off) or\n"
+    "               best (the chip's fastest measured: FlashAttention-3/4, splash)\n"
     "  --topology: a TPU slice's shape (4x4x8, 16x16), one Cloud TPU offers, holding\n"
     "              chips / slices (default: the most cubic; docs/network.md); AxBxCt:\n"
     "              wired as a twisted torus (4x4x8t on v4/v5p: faster all-to-all)\n"

@@ -171,13 +171,19 @@ int framework_default(hw_kind kind);
 /* Sets p's framework-owned fields from profile f (p->framework = f). The
 ** caller then applies the flags the user gave. */
 void framework_apply(int f, plan *p);
-/* The attention kernel profile f calls on chip c where it is not the one
-** the chip's attention_*_efficiency figures hold (the FlashAttention-1
-** generation, FlashAttention-2, cuDNN's), with the chip's measured rates
-** for it in *fwd and *bwd and the figure's name in *field; NULL when the
-** chip's own figures stand (no such kernel, or no figure for it). */
-const char *framework_attention_kernel(int f, const hw_chip *c, double *fwd, double *bwd,
+/* The attention kernel profile f calls on chip c -- or the one kernel
+** ak names (--attention-kernel; PLAN_AK_FRAMEWORK: the profile's) --
+** where it is not the one the chip's attention_*_efficiency figures hold
+** (the FlashAttention-1 generation, FlashAttention-2, cuDNN's), with the
+** chip's measured rates for it in *fwd and *bwd and the figure's name in
+** *field; NULL when the chip's own figures stand (no such kernel, no
+** figure for the profile's, or ak PLAN_AK_BEST). */
+const char *framework_attention_kernel(int f, int ak, const hw_chip *c, double *fwd, double *bwd,
                                        const char **field);
+/* 0 when chip hw holds a measured rate for kernel ak (or ak leaves the
+** choice to the framework or the chip); else -1 and a message in err
+** naming the kernels it has. */
+int framework_check_attention_kernel(int ak, const hw_model *hw, char *err, size_t errn);
 /* The share of a layer of kind `kind` (WL_LAYER_*) that "selective"
 ** recomputes under profile f, of its forward less the attention core: 0
 ** for Megatron's count (the core alone); under torchtitan's op-level policy

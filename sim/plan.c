@@ -75,6 +75,7 @@ const char *plan_recompute_label(const plan *p, char *out, size_t n) {
 }
 const char *const plan_grad_sync_names[] = {"overlap", "after-backward", NULL};
 const char *const plan_attention_names[] = {"flash", "scores", NULL};
+const char *const plan_attn_kernel_names[] = {"framework", "fa1", "fa2", "cudnn", "best", NULL};
 const char *const plan_embeddings_names[] = {"replicated", "sharded", "ps", NULL};
 
 void plan_embedding_tables(const graph *g, plan_emb_tables *t) {
@@ -667,6 +668,10 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
   }
   if (check_ep_overlap(m, p, err, errn) != 0) {
     *fault = PLAN_FAULT_RANGE;
+    return -1;
+  }
+  if (framework_check_attention_kernel(p->attn_kernel, hw, err, errn) != 0) {
+    *fault = PLAN_FAULT_REQUIRES;
     return -1;
   }
   if (p->hsdp > 0 && (p->zero < 3 || (p->dp * cp) % p->hsdp != 0)) {

@@ -32,6 +32,11 @@ typedef enum { PLAN_GRAD_OVERLAP, PLAN_GRAD_AFTER_BACKWARD } plan_grad_sync;
 ** frameworks use since 2022 -- or the scores written to HBM between a
 ** batched GEMM and a (fused) softmax, as Megatron-LM did before it. */
 typedef enum { PLAN_ATTN_FLASH, PLAN_ATTN_SCORES } plan_attention;
+/* The attention core's kernel: the framework's (its profile's choice), or
+** one the user names (--attention-kernel) whose measured rate the chip
+** holds: the FlashAttention-1 generation, FlashAttention-2, cuDNN's fused
+** attention, or the chip's fastest (its attention_*_efficiency figures). */
+typedef enum { PLAN_AK_FRAMEWORK, PLAN_AK_FA1, PLAN_AK_FA2, PLAN_AK_CUDNN, PLAN_AK_BEST } plan_attn_kernel;
 typedef enum { PLAN_RECOMPUTE_NONE, PLAN_RECOMPUTE_SELECTIVE, PLAN_RECOMPUTE_FULL } plan_recompute;
 /* Selective recompute of a list of a layer's submodules (Megatron-Core's
 ** --recompute-modules, TransformerConfig.recompute_modules): bit i is
@@ -123,6 +128,7 @@ typedef struct {
   bool bf16_weights;
   plan_gemm gemm;  /* the linear layers' GEMM recipe */
   int framework;   /* an index into plan_frameworks (sim/framework.h) */
+  plan_attn_kernel attn_kernel; /* the attention kernel, over the framework's */
   /* the framework's features (plan_apply_framework sets them) */
   bool tp_overlap;  /* tensor-parallel collectives overlapped with GEMMs (userbuffers, collective matmul) */
   plan_ep_overlap ep_overlap; /* the MoE all-to-alls under the paired micro-batch's compute */
@@ -184,6 +190,7 @@ int plan_recompute_parse(const char *s, plan *p, char *err, size_t errn);
 const char *plan_recompute_label(const plan *p, char *out, size_t n);
 extern const char *const plan_grad_sync_names[]; /* overlap, after-backward */
 extern const char *const plan_attention_names[]; /* flash, scores */
+extern const char *const plan_attn_kernel_names[]; /* framework, fa1, fa2, cudnn, best */
 extern const char *const plan_embeddings_names[]; /* replicated, sharded, ps */
 
 /* A model's embedding tables, read off its graph: every weight a gather

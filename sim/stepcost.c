@@ -384,7 +384,7 @@ const hw_model *step_layer_hw(const hw_model *hw, const plan *p, hw_model *ah, h
   ** that kernel's measured rates (framework_attention_kernel) */
   double fe, be;
   const char *field;
-  if (framework_attention_kernel(p->framework, &hw->chip, &fe, &be, &field)) {
+  if (framework_attention_kernel(p->framework, p->attn_kernel, &hw->chip, &fe, &be, &field)) {
     *ah = *hw;
     ah->chip.attention_fwd_efficiency = fe;
     ah->chip.attention_bwd_efficiency = be;

@@ -289,6 +289,13 @@ run sim-fw-typo 2 simulate llama3-8b --hw h100-sxm --chips 8 --framework megatro
 # NeMo's launcher of 24.01-24.07 turned cuDNN attention off (NVTE_FUSED_ATTN: 0):
 # the megatron-core-24.07 profile's core runs at FlashAttention-2's rate
 run sim-fw-2407 0 simulate llama3-8b --hw h100-sxm --chips 8 --tp 8 --gbs 8 --framework megatron-core-24.07 --explain && has sim-fw-2407 out "the attention core at FlashAttention-2's rate" && has sim-fw-2407 out "NVTE_FUSED_ATTN: 0"
+# --attention-kernel: the kernel over the profile's; a chip without its measured rate
+# is refused (bad input, 1) naming the figure; a typo names the nearest (usage, 2)
+run sim-ak 0 simulate llama3-8b --hw h100-sxm --chips 8 --tp 8 --gbs 8 --attention-kernel fa2 --explain && has sim-ak out "FlashAttention-2's rate, 0.332 of the peak forward" && has sim-ak out "the kernel --attention-kernel names"
+run sim-ak-json 0 simulate llama3-8b --hw h100-sxm --chips 8 --tp 8 --gbs 8 --attention-kernel best --json && has sim-ak-json out '"attention_kernel":	"best"'
+run sim-ak-none 1 simulate llama3-8b --hw b200 --chips 8 --tp 8 --gbs 8 --attention-kernel fa2 && has sim-ak-none err "--attention-kernel fa2: b200 holds no measured rate for it (chip.attention_fa2_efficiency); nearest: --attention-kernel best"
+run sim-ak-typo 2 simulate llama3-8b --hw h100-sxm --chips 8 --attention-kernel cudn && has sim-ak-typo err "(did you mean 'cudnn'?)"
+run sim-ak-scores 2 simulate llama3-8b --hw h100-sxm --chips 8 --attention scores --attention-kernel fa2 && has sim-ak-scores err "no fused kernel runs"
 grep -q "did you mean" "$OUT/sim-attn-bad.err" && bad "sim-attn-bad: 'naive' is near no choice, yet one was named" || ok
 run sim-full 3 simulate llama3-8b --hw tpu-v5e --chips 16 --tp 2 --gbs 32 --seq 1024 --full --framework plain && has sim-full out "the 2 data-parallel rings at once run 2.00x one ring alone"
 # --compile: PyTorch's eager mode or its compiled kernels; the profiles that

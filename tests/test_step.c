@@ -754,6 +754,42 @@ Test(step, the_framework_picks_the_attention_kernel_generation) {
   }
 }
 
+/* --attention-kernel names the kernel over the profile's: the same core as
+** above at cuDNN's 539 of 989 under torchtitan (whose own is FlashAttention-2),
+** at FlashAttention-2's 0.332 under megatron-core (whose own is cuDNN's), at
+** the chip's own FlashAttention-3 figure 0.623 for "best"; a chip without a
+** measured rate for the named kernel is refused by plan_check, naming the
+** figure (b200 has no FlashAttention-2 entry). */
+Test(step, attention_kernel_flag_overrides_the_profile) {
+  static const struct {
+    const char *fw;
+    plan_attn_kernel ak;
+    double eff;
+  } k[] = {{"torchtitan", PLAN_AK_CUDNN, 539.0 / 989},
+           {"megatron-core", PLAN_AK_FA2, 0.332},
+           {"megatron-core", PLAN_AK_BEST, 0.623},
+           {"megatron-core", PLAN_AK_FRAMEWORK, 539.0 / 989}};
+  double flops = 2 * (2.0 * 8192 * 8192 * 4 * 128) * 0.5;
+  for (int i = 0; i < (int)(sizeof k / sizeof *k); i++) {
+    step_result r;
+    char err[512];
+    plan p = base(8, 8, 1, 8, 8192);
+    framework_apply(framework_find(k[i].fw), &p);
+    p.attn_kernel = k[i].ak;
+    cr_assert_eq(simulate("llama3-8b", "h100-sxm", p, &r, err, sizeof err), 0, "%s", err);
+    double want = flops / (989e12 * k[i].eff * 0.987) + 2 * 3e-6;
+    cr_assert_float_eq(r.attn_core_fwd_s, want, want * 2e-3, "%s/%d: %g vs %g", k[i].fw, k[i].ak,
+                       r.attn_core_fwd_s, want);
+  }
+  step_result r;
+  char err[512];
+  plan p = base(8, 8, 1, 8, 8192);
+  framework_apply(framework_find("megatron-core"), &p);
+  p.attn_kernel = PLAN_AK_FA2;
+  cr_assert_neq(simulate("llama3-8b", "b200", p, &r, err, sizeof err), 0);
+  cr_assert(strstr(err, "b200 holds no measured rate for it (chip.attention_fa2_efficiency)"), "%s", err);
+}
+
 /* NeMo's launcher of 2024 (megatron-core-24.07) trains fp8 without
 ** fp8_params: the 16-bit linear weights stay beside their fp8 copies, where
 ** Megatron-Bridge's recipes (megatron-core) hold the fp8 copies alone. The
