@@ -188,8 +188,10 @@ static int csv_check_widths(const runs_csv *t, diag *dg) {
 
 /* ==== the mapping (tests/validation/mapping.csv) ==== */
 
-/* a phrase part {COLUMN}=VALUE against a row (below, with the rows) */
+/* a phrase part {COLUMN}=VALUE against a row, and a whole phrase (below,
+** with the rows) */
 static int column_part(const runs_row *w, const char *part);
+static bool has_phrases(const runs_row *w, const char *phrase);
 
 typedef enum { MAP_CHIP, MAP_DEVICES, MAP_FRAMEWORK, MAP_BATCH, MAP_MODEL, MAP_PRECISION,
                MAP_RECOMPUTE, MAP_DEFAULT, MAP_OFFLOAD, MAP_SP, MAP_ETP, MAP_FAMILY,
@@ -242,6 +244,7 @@ typedef struct {
   ** default's COLUMN:SOURCE (the rows whose source column starts so) */
   char name[64], framework[64], source[128];
   double params_b; /* 0: any */
+  const char *phrase; /* a default's COLUMN:SOURCE+PHRASE: the phrase (in key), or NULL */
 } map_entry;
 
 /* The columns a `default` entry fills where a row says '?': what a
@@ -285,9 +288,36 @@ static int split_key(map_entry *e, const char *file, diag *dg) {
   return 0;
 }
 
+/* A key's PHRASE (after its PREFIX: or SOURCE+): each {COLUMN}=VALUE part
+** names a cell the phrase can test (column_part); 0, or -1 after a message
+** at the key with the nearest column. */
+static int check_phrase(const map_entry *e, const char *phrase, const char *file, diag *dg) {
+  for (const char *p = phrase; *p;) {
+    size_t n = strcspn(p, "+");
+    char part[128];
+    snprintf(part, sizeof part, "%.*s", (int)(n < sizeof part ? n : sizeof part - 1), p);
+    if (part[0] == '{' && column_part(NULL, part) < 0) {
+      static const char *const cols[] = {"model", "chip", "precision", "params_B"};
+      char name[64];
+      snprintf(name, sizeof name, "%.*s", (int)strcspn(part + 1, "}="), part + 1);
+      const char *sg = str_suggest(name, cols, 4);
+      bool near = sg && strcmp(sg, name) != 0;
+      diag_error(dg, file, e->key->line, e->key->col, "key",
+                 "'%.60s': expected {COLUMN}=VALUE with COLUMN one of model, chip, precision, "
+                 "params_B (a number), found '%s'%s%s%s", e->key->s, part,
+                 near ? " (did you mean '{" : "", near ? sg : "", near ? "}'?)" : "");
+      return -1;
+    }
+    p += n + (p[n] ? 1 : 0);
+  }
+  return 0;
+}
+
 /* A default's key: COLUMN, COLUMN@FRAMEWORK (the rows mapped to that
 ** --framework) or COLUMN:SOURCE (the rows whose source column starts with
-** SOURCE at a word's end: a paper's stated practice for its own rows). */
+** SOURCE at a word's end: a paper's stated practice for its own rows),
+** COLUMN:SOURCE+PHRASE those of its rows that hold PHRASE as an offload's
+** (a release's recipe for one model and chip: has_phrases). */
 static int split_default_key(map_entry *e, const char *file, diag *dg) {
   const char *k = e->key->s, *colon = strchr(k, ':');
   if (!colon) {
@@ -300,16 +330,20 @@ static int split_default_key(map_entry *e, const char *file, diag *dg) {
     }
     return 0;
   }
-  size_t n = (size_t)(colon - k);
-  if (n == 0 || n >= sizeof e->name || !colon[1] || strlen(colon + 1) >= sizeof e->source) {
+  size_t n = (size_t)(colon - k), sn = strcspn(colon + 1, "+");
+  const char *plus = colon[1 + sn] ? colon + 1 + sn : NULL;
+  if (n == 0 || n >= sizeof e->name || sn == 0 || sn >= sizeof e->source || (plus && !plus[1])) {
     diag_error(dg, file, e->key->line, e->key->col, "key",
-               "'%.80s': expected COLUMN:SOURCE, a column and the start of a source cell", k);
+               "'%.80s': expected COLUMN:SOURCE[+PHRASE], a column, the start of a source cell "
+               "and the phrases its rows hold", k);
     return -1;
   }
   memcpy(e->name, k, n);
   e->name[n] = '\0';
-  strcpy(e->source, colon + 1);
-  return 0;
+  memcpy(e->source, colon + 1, sn);
+  e->source[sn] = '\0';
+  e->phrase = plus ? plus + 1 : NULL;
+  return e->phrase ? check_phrase(e, e->phrase, file, dg) : 0;
 }
 
 /* A word that must be one of names: 0, or -1 after a message at the value
@@ -398,7 +432,20 @@ static int check_default(const map_entry *e, const char *file, diag *dg) {
     return check_word(e, file, "1: sequence parallelism whenever the row's tp > 1", SP, dg);
   if (strcmp(e->name, "zero_or_fsdp") == 0)
     return check_word(e, file, "a ZeRO stage, or FSDP over all data-parallel chips", ZERO, dg);
-  return check_word(e, file, "one of simulate's --recompute modes", plan_recompute_names, dg);
+  /* selective(M1+M2): a recipe's Megatron-Core recompute modules, as a
+  ** row's cell names them (numeric_args) */
+  const char *v = e->value->s;
+  size_t vn = strlen(v);
+  if (strncmp(v, "selective(", 10) == 0 && vn > 11 && v[vn - 1] == ')' && vn < 96) {
+    char mods[112], msg[256];
+    plan probe = {0};
+    snprintf(mods, sizeof mods, "selective:%.*s", (int)(vn - 11), v + 10);
+    if (plan_recompute_parse(mods, &probe, msg, sizeof msg) == 0) return 0;
+    diag_error(dg, file, e->value->line, e->value->col, "value", "'%.60s': %s", v, msg);
+    return -1;
+  }
+  return check_word(e, file, "one of simulate's --recompute modes, or selective(M1+M2) naming "
+                    "Megatron-Core's recompute modules", plan_recompute_names, dg);
 }
 
 /* The values that are not names: a device count, a batch convention. */
@@ -470,27 +517,8 @@ static int mapping_check_value(const map_entry *e, const char *file, diag *dg) {
   }
   bool switch_kind = switch_flag(e->kind) != NULL;
   bool fw_keyed = switch_kind || e->kind == MAP_FINETUNE; /* FRAMEWORK:PHRASE */
-  if (keyed && (fw_keyed || e->kind == MAP_OFFLOAD)) {
-    /* a {COLUMN}=VALUE part names a cell the phrase can test */
-    for (const char *p = colon + 1; *p;) {
-      size_t n = strcspn(p, "+");
-      char part[128];
-      snprintf(part, sizeof part, "%.*s", (int)(n < sizeof part ? n : sizeof part - 1), p);
-      if (part[0] == '{' && column_part(NULL, part) < 0) {
-        static const char *const cols[] = {"model", "chip", "precision", "params_B"};
-        char name[64];
-        snprintf(name, sizeof name, "%.*s", (int)strcspn(part + 1, "}="), part + 1);
-        const char *sg = str_suggest(name, cols, 4);
-        diag_error(dg, file, e->key->line, e->key->col, "key",
-                   "'%.60s': expected {COLUMN}=VALUE with COLUMN one of model, chip, precision, "
-                   "params_B (a number), found '%s'%s%s%s", e->key->s, part,
-                   sg && strcmp(sg, name) ? " (did you mean '{" : "", sg && strcmp(sg, name) ? sg : "",
-                   sg && strcmp(sg, name) ? "}'?)" : "");
-        return -1;
-      }
-      p += n + (p[n] ? 1 : 0);
-    }
-  }
+  if (keyed && (fw_keyed || e->kind == MAP_OFFLOAD) && check_phrase(e, colon + 1, file, dg))
+    return -1;
   if (fw_keyed && !keyed) {
     diag_error(dg, file, e->key->line, e->key->col, "key",
                "'%.60s': expected FRAMEWORK:PHRASE (the row's --framework, a phrase of its "
@@ -737,20 +765,25 @@ static const map_entry *map_keyed(const runs_mapping *m, map_kind k, const char 
   return best;
 }
 
-/* The default for column where a row of source and framework says '?':
-** a COLUMN:SOURCE entry (the longest source prefix ending at a word's end)
-** wins over COLUMN@FRAMEWORK, which wins over a bare COLUMN. NULL: none. */
-static const char *map_default(const runs_mapping *m, const char *column, const char *source,
+/* The default for column where row w of a framework says '?': a
+** COLUMN:SOURCE+PHRASE entry whose phrase the row holds, then a
+** COLUMN:SOURCE one (the longest source prefix ending at a word's end),
+** win over COLUMN@FRAMEWORK, which wins over a bare COLUMN. NULL: none. */
+static const char *map_default(const runs_mapping *m, const char *column, const runs_row *w,
                                const char *framework) {
   const map_entry *best = NULL;
   size_t best_rank = 0;
+  const char *source = w->source;
   for (int i = 0; i < m->n; i++) {
     const map_entry *e = &m->e[i];
     if (e->kind != MAP_DEFAULT || strcmp(e->name, column) != 0) continue;
     size_t rank = 1, n = strlen(e->source);
     if (e->source[0]) {
       if (strncmp(source, e->source, n) != 0 || (source[n] != '\0' && source[n] != ' ')) continue;
-      rank = 3 + n; /* any source key beats a framework's; the longer the nearer */
+      if (e->phrase && !has_phrases(w, e->phrase)) continue;
+      /* any source key beats a framework's, one with a phrase beats one
+      ** without; the longer the source the nearer */
+      rank = 3 + n + (e->phrase ? 1000 : 0);
     } else if (e->framework[0]) {
       if (!framework || strcmp(e->framework, framework) != 0) continue;
       rank = 2;
@@ -1115,15 +1148,15 @@ static bool model_from_file(const runs_table *x, const runs_result *r) {
 ** framework profile decides). The micro-batch is mbs_arg's. */
 static void fill_defaults(const runs_table *x, runs_result *r) {
   runs_row *w = &r->w;
-  const char *src = w->source, *fw = r->framework, *d;
-  if (w->vp < 0) w->vp = (d = map_default(x->map, "vp", src, fw)) ? atoll(d) : 1;
-  if (w->sp < 0 && (d = map_default(x->map, "sp", src, fw)))
+  const char *fw = r->framework, *d;
+  if (w->vp < 0) w->vp = (d = map_default(x->map, "vp", w, fw)) ? atoll(d) : 1;
+  if (w->sp < 0 && (d = map_default(x->map, "sp", w, fw)))
     w->sp = strcmp(d, "1") == 0 ? 2 : 0; /* 1: whenever tp > 1, as a "1?" cell */
-  if (w->zero < 0 && !w->fsdp && (d = map_default(x->map, "zero_or_fsdp", src, fw))) {
+  if (w->zero < 0 && !w->fsdp && (d = map_default(x->map, "zero_or_fsdp", w, fw))) {
     if (strcmp(d, "fsdp") == 0) w->fsdp = true, w->fsdp_n = 0;
     else w->zero = d[0] - '0'; /* 0-3, checked when the mapping was read */
   }
-  if (runs_unknown(w->recompute) && (d = map_default(x->map, "recompute", src, fw)))
+  if (runs_unknown(w->recompute) && (d = map_default(x->map, "recompute", w, fw)))
     w->recompute = d;
 }
 
@@ -1159,7 +1192,7 @@ static int mbs_arg(const runs_table *x, runs_result *r, runs_argv *a, int64_t de
   const char *batch = r->framework ? map_get(x->map, MAP_BATCH, r->framework) : NULL;
   double mbs = w->mbs;
   if (mbs < 0) {
-    const char *d = map_default(x->map, "mbs", w->source, r->framework);
+    const char *d = map_default(x->map, "mbs", w, r->framework);
     if (!d) return 0;
     mbs = atof(d);
     if (strcmp(d, "gbs/dp") == 0) { /* no accumulation: one micro-batch per replica and step */

@@ -715,6 +715,13 @@ run validate-colphrase 0 validate "$SHARED/reference/public-runs-modern.csv" --o
 run validate-colphrase-not 0 validate "$SHARED/reference/public-runs-modern.csv" --only mb-25.09-qwen3_235b_a22b-gb200-fp8_cs-64g-gbs1024 && ! grep -q -- "--offload" "$OUT/validate-colphrase-not.out" && ok || bad "validate: the 405B recipe's offload reached the Qwen3 row"
 printf 'kind,key,value\noffload,none:{modl}=llama,activations\noffload,none:x+{params_B}=big,activations\n' >"$OUT/map-badcol.csv"
 run validate-badcol 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-badcol.csv" && has validate-badcol err "map-badcol.csv:2:9: key: 'none:{modl}=llama': expected {COLUMN}=VALUE with COLUMN one of model, chip, precision, params_B (a number), found '{modl}=llama' (did you mean '{model}'?)" && has validate-badcol err "map-badcol.csv:3:9: key: 'none:x+{params_B}=big'"
+# a default keyed COLUMN:SOURCE+PHRASE: a release's recipe for one model and chip
+# where the row says '?' (Megatron-Bridge v0.4.0's Nemotron 3 Super B200 MXFP8 config
+# recomputes moe_act and layernorm; the row then fits), not a sibling row's
+run validate-recipe 0 validate "$SHARED/reference/public-runs-modern.csv" --only mb-26.04.01-nemotron3_super-b200-mxfp8-64g-gbs512 && has validate-recipe out "--recompute selective:moe_act+layernorm" && ! grep -q "does not fit" "$OUT/validate-recipe.out" && ok || bad "validate: the Nemotron 3 Super B200 recipe's recompute"
+run validate-recipe-not 0 validate "$SHARED/reference/public-runs-modern.csv" --only mb-26.04.01-llama3_70b-h100-fp8-64g-gbs256 && has validate-recipe-not out "--recompute none"
+printf 'kind,key,value\ndefault,recompute:Megatron-Bridge+{modl}=gpt_oss,selective(layernorm)\ndefault,recompute:Megatron-Bridge+,none\ndefault,recompute:Megatron-Bridge+x,selective(layernrm+moe_act)\n' >"$OUT/map-baddef.csv"
+run validate-baddef 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-baddef.csv" && has validate-baddef err "map-baddef.csv:2:9: key: 'recompute:Megatron-Bridge+{modl}=gpt_oss': expected {COLUMN}=VALUE" && has validate-baddef err "map-baddef.csv:3:9: key: 'recompute:Megatron-Bridge+': expected COLUMN:SOURCE[+PHRASE]" && has validate-baddef err "map-baddef.csv:4:37: value: 'selective(layernrm+moe_act)': 'selective:layernrm+moe_act': 'layernrm' is not a module Megatron-Core recomputes; expected layernorm"
 # an offload count in the mapping (a recipe's --cpu-offloading-num-layers) goes
 # through to simulate; one that is not a count is refused where it stands
 printf 'kind,key,value\noffload,custom:dli,activations:95\noffload,full:x,activations:9x\n' >"$OUT/map-offn.csv"
