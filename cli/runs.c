@@ -297,14 +297,14 @@ static int check_phrase(const map_entry *e, const char *phrase, const char *file
     char part[128];
     snprintf(part, sizeof part, "%.*s", (int)(n < sizeof part ? n : sizeof part - 1), p);
     if (part[0] == '{' && column_part(NULL, part) < 0) {
-      static const char *const cols[] = {"model", "chip", "precision", "params_B"};
+      static const char *const cols[] = {"model", "chip", "precision", "params_B", "chips", "tp"};
       char name[64];
       snprintf(name, sizeof name, "%.*s", (int)strcspn(part + 1, "}="), part + 1);
-      const char *sg = str_suggest(name, cols, 4);
+      const char *sg = str_suggest(name, cols, 6);
       bool near = sg && strcmp(sg, name) != 0;
       diag_error(dg, file, e->key->line, e->key->col, "key",
                  "'%.60s': expected {COLUMN}=VALUE with COLUMN one of model, chip, precision, "
-                 "params_B (a number), found '%s'%s%s%s", e->key->s, part,
+                 "params_B (a number), chips or tp (counts), found '%s'%s%s%s", e->key->s, part,
                  near ? " (did you mean '{" : "", near ? sg : "", near ? "}'?)" : "");
       return -1;
     }
@@ -1324,19 +1324,23 @@ static void numeric_args(const runs_table *x, runs_result *r, runs_argv *a) {
 }
 
 /* Whether a phrase part {COLUMN}=VALUE holds for row w: its model, chip or
-** precision cell is VALUE (key_eq's spelling), or its params_B within 5 %
-** of it, as a model key's. -1: not such a part (COLUMN unknown, no '='). */
+** precision cell is VALUE (key_eq's spelling), its params_B within 5 % of
+** it, as a model key's, or its chips or tp count is it (a recipe is one
+** parallel layout). -1: not such a part (COLUMN unknown, no '='). */
 static int column_part(const runs_row *w, const char *part) {
-  static const char *const cols[] = {"{model}=", "{chip}=", "{precision}=", "{params_B}="};
-  for (int i = 0; i < 4; i++) {
+  static const char *const cols[] = {"{model}=",    "{chip}=", "{precision}=",
+                                     "{params_B}=", "{chips}=", "{tp}="};
+  for (int i = 0; i < 6; i++) {
     size_t n = strlen(cols[i]);
     if (strncmp(part, cols[i], n) != 0) continue;
     const char *v = part + n;
-    if (i == 3) {
+    if (i >= 3) {
       char *end;
       double want = strtod(v, &end);
-      if (end == v || *end || !(want > 0)) return -1;
-      return w ? fabs(w->params_b - want) <= 0.05 * want : 0;
+      if (end == v || *end || !(want > 0) || (i > 3 && want != floor(want))) return -1;
+      if (!w) return 0;
+      if (i == 3) return fabs(w->params_b - want) <= 0.05 * want;
+      return (double)(i == 4 ? w->chips : w->tp) == want;
     }
     if (!*v) return -1;
     if (!w) return 0;

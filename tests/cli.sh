@@ -713,8 +713,8 @@ run validate-badoff 1 validate "$SHARED/reference/public-runs.csv" --mapping "$O
 # Qwen3 235B row on GB200, whose extra cell holds the same phrases, does not
 run validate-colphrase 0 validate "$SHARED/reference/public-runs-modern.csv" --only mb-25.09-llama31_405b-gb200-fp8_cs-128g-gbs64 && has validate-colphrase out "--offload activations:95"
 run validate-colphrase-not 0 validate "$SHARED/reference/public-runs-modern.csv" --only mb-25.09-qwen3_235b_a22b-gb200-fp8_cs-64g-gbs1024 && ! grep -q -- "--offload" "$OUT/validate-colphrase-not.out" && ok || bad "validate: the 405B recipe's offload reached the Qwen3 row"
-printf 'kind,key,value\noffload,none:{modl}=llama,activations\noffload,none:x+{params_B}=big,activations\n' >"$OUT/map-badcol.csv"
-run validate-badcol 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-badcol.csv" && has validate-badcol err "map-badcol.csv:2:9: key: 'none:{modl}=llama': expected {COLUMN}=VALUE with COLUMN one of model, chip, precision, params_B (a number), found '{modl}=llama' (did you mean '{model}'?)" && has validate-badcol err "map-badcol.csv:3:9: key: 'none:x+{params_B}=big'"
+printf 'kind,key,value\noffload,none:{modl}=llama,activations\noffload,none:x+{params_B}=big,activations\noffload,none:{tp}=1.5,activations\n' >"$OUT/map-badcol.csv"
+run validate-badcol 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-badcol.csv" && has validate-badcol err "map-badcol.csv:2:9: key: 'none:{modl}=llama': expected {COLUMN}=VALUE with COLUMN one of model, chip, precision, params_B (a number), chips or tp (counts), found '{modl}=llama' (did you mean '{model}'?)" && has validate-badcol err "map-badcol.csv:3:9: key: 'none:x+{params_B}=big'" && has validate-badcol err "map-badcol.csv:4:9: key: 'none:{tp}=1.5'"
 # a default keyed COLUMN:SOURCE+PHRASE: a release's recipe for one model and chip
 # where the row says '?' (Megatron-Bridge v0.4.0's Nemotron 3 Super B200 MXFP8 config
 # recomputes moe_act and layernorm; the row then fits), not a sibling row's
