@@ -208,48 +208,59 @@ int framework_check_compile(int f, char *msg, size_t n) {
   return -1;
 }
 
+/* The fused attention kernels a chip may hold a measured rate for, by
+** plan_attn_kernel: what --explain calls it and the chip's figure. */
+static const struct {
+  const char *label, *field;
+} KERNELS[] = {[PLAN_AK_FA1] = {"the FlashAttention-1 generation's", "attention_fa1_efficiency"},
+               [PLAN_AK_FA2] = {"FlashAttention-2's", "attention_fa2_efficiency"},
+               [PLAN_AK_CUDNN] = {"cuDNN's fused attention", "attention_cudnn_*"}};
+
+/* Chip c's measured rates for kernel ak (PLAN_AK_FA1..PLAN_AK_CUDNN);
+** false when it holds none. cuDNN's backward takes the forward's where
+** only that is measured. */
+static bool kernel_rates(const hw_chip *c, int ak, double *fwd, double *bwd) {
+  double f = ak == PLAN_AK_FA1   ? c->attention_fa1_efficiency
+             : ak == PLAN_AK_FA2 ? c->attention_fa2_efficiency
+             : ak == PLAN_AK_CUDNN ? c->attention_cudnn_fwd_efficiency
+                                   : 0;
+  *fwd = *bwd = f > 0 ? f : 0;
+  if (ak == PLAN_AK_CUDNN && c->attention_cudnn_bwd_efficiency > 0) *bwd = c->attention_cudnn_bwd_efficiency;
+  return f > 0;
+}
+
 const char *framework_attention_kernel(int f, int ak, const hw_chip *c, double *fwd, double *bwd,
                                        const char **field) {
   const framework *fw = f >= 0 ? &frameworks[f] : NULL;
   *fwd = *bwd = 0;
   *field = NULL;
   bool mine = ak == PLAN_AK_FRAMEWORK && fw;
-  if ((ak == PLAN_AK_FA1 || (mine && fw->attention_fa1)) && c->attention_fa1_efficiency > 0) {
-    *fwd = *bwd = c->attention_fa1_efficiency;
-    *field = "attention_fa1_efficiency";
-    return "the FlashAttention-1 generation's";
-  }
-  if ((ak == PLAN_AK_FA2 || (mine && fw->attention_fa2)) && c->attention_fa2_efficiency > 0) {
-    *fwd = *bwd = c->attention_fa2_efficiency;
-    *field = "attention_fa2_efficiency";
-    return "FlashAttention-2's";
-  }
-  if ((ak == PLAN_AK_CUDNN || (mine && fw->attention_cudnn)) && c->attention_cudnn_fwd_efficiency > 0) {
-    *fwd = c->attention_cudnn_fwd_efficiency;
-    *bwd = c->attention_cudnn_bwd_efficiency > 0 ? c->attention_cudnn_bwd_efficiency : *fwd;
-    *field = "attention_cudnn_*";
-    return "cuDNN's fused attention";
-  }
+  /* the profile's kernel, in the order its flags were read before */
+  const bool calls[] = {[PLAN_AK_FA1] = ak == PLAN_AK_FA1 || (mine && fw->attention_fa1),
+                        [PLAN_AK_FA2] = ak == PLAN_AK_FA2 || (mine && fw->attention_fa2),
+                        [PLAN_AK_CUDNN] = ak == PLAN_AK_CUDNN || (mine && fw->attention_cudnn)};
+  for (int k = PLAN_AK_FA1; k <= PLAN_AK_CUDNN; k++)
+    if (calls[k] && kernel_rates(c, k, fwd, bwd)) {
+      *field = KERNELS[k].field;
+      return KERNELS[k].label;
+    }
   return NULL;
 }
 
 int framework_check_attention_kernel(int ak, const hw_model *hw, char *err, size_t errn) {
-  const hw_chip *c = &hw->chip;
-  double have[] = {0, c->attention_fa1_efficiency, c->attention_fa2_efficiency,
-                   c->attention_cudnn_fwd_efficiency};
-  static const char *const figure[] = {"", "attention_fa1_efficiency", "attention_fa2_efficiency",
-                                       "attention_cudnn_fwd_efficiency"};
-  if (ak <= PLAN_AK_FRAMEWORK || ak >= PLAN_AK_BEST || have[ak] > 0) return 0;
+  double fe, be;
+  if (ak <= PLAN_AK_FRAMEWORK || ak >= PLAN_AK_BEST || kernel_rates(&hw->chip, ak, &fe, &be)) return 0;
   char list[96] = "";
   size_t at = 0;
   for (int k = PLAN_AK_FA1; k <= PLAN_AK_CUDNN; k++)
-    if (have[k] > 0) {
+    if (kernel_rates(&hw->chip, k, &fe, &be)) {
       int w = snprintf(list + at, sizeof list - at, "%s, ", plan_attn_kernel_names[k]);
       if (w > 0 && (size_t)w < sizeof list - at) at += (size_t)w;
     }
   return str_errf(err, errn, "--attention-kernel %s: %s holds no measured rate for it "
                   "(chip.%s); nearest: --attention-kernel %sbest (its own figures) or framework",
-                  plan_attn_kernel_names[ak], hw->name, figure[ak], list);
+                  plan_attn_kernel_names[ak], hw->name,
+                  ak == PLAN_AK_CUDNN ? "attention_cudnn_fwd_efficiency" : KERNELS[ak].field, list);
 }
 
 double framework_selective_share(int f, const wl_tf_dims *d, int kind) {
