@@ -125,13 +125,15 @@ static const hw_field FIELDS[] = {
      1e6, "", "absent: an expert of any shape at the grouped kernel's measured rate"},
     {"chip.matmul_shape", HWF_MMGRID, OFF(chip.matmul_shape), 0, FIG, NULL, 0, 1, "",
      "absent: the tile and wave model alone"},
-    {"chip.attention_seq.s1024", HWF_NUM, OFF(chip.attention_seq_eff[0]), 0, FIG | HWF_POS, NULL, 0,
+    {"chip.attention_seq.s128", HWF_NUM, OFF(chip.attention_seq_eff[0]), 0, FIG | HWF_POS, NULL, 0,
      1, "", "absent: attention at its long-sequence rate"},
-    {"chip.attention_seq.s2048", HWF_NUM, OFF(chip.attention_seq_eff[1]), 0, FIG | HWF_POS, NULL, 0,
+    {"chip.attention_seq.s1024", HWF_NUM, OFF(chip.attention_seq_eff[1]), 0, FIG | HWF_POS, NULL, 0,
      1, "", "absent: attention at its long-sequence rate"},
-    {"chip.attention_seq.s4096", HWF_NUM, OFF(chip.attention_seq_eff[2]), 0, FIG | HWF_POS, NULL, 0,
+    {"chip.attention_seq.s2048", HWF_NUM, OFF(chip.attention_seq_eff[2]), 0, FIG | HWF_POS, NULL, 0,
      1, "", "absent: attention at its long-sequence rate"},
-    {"chip.attention_seq.s8192", HWF_NUM, OFF(chip.attention_seq_eff[3]), 0, FIG | HWF_POS, NULL, 0,
+    {"chip.attention_seq.s4096", HWF_NUM, OFF(chip.attention_seq_eff[3]), 0, FIG | HWF_POS, NULL, 0,
+     1, "", "absent: attention at its long-sequence rate"},
+    {"chip.attention_seq.s8192", HWF_NUM, OFF(chip.attention_seq_eff[4]), 0, FIG | HWF_POS, NULL, 0,
      1, "", "absent: attention at its long-sequence rate"},
     {"chip.attention_head_dim.d64", HWF_NUM, OFF(chip.attention_hd_eff[0]), 0, FIG | HWF_POS, NULL,
      0, 1, "", "absent: a systolic array's padding of the head to its width"},
@@ -277,7 +279,7 @@ double hw_grouped_gemm_ceiling(const hw_model *m, bool backward) {
   return g > 0 && c->matmul_efficiency > 0 ? g / c->matmul_efficiency : 1;
 }
 
-const int64_t HW_ATTN_KEYS[HW_ATTN_POINTS] = {1024, 2048, 4096, 8192};
+const int64_t HW_ATTN_KEYS[HW_ATTN_POINTS] = {128, 1024, 2048, 4096, 8192};
 
 /* A measured relative rate at size v: the points given (eff > 0 at at[i]),
 ** then 1 at `ref`, linear in log2 between them; the first point's value

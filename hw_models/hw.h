@@ -110,7 +110,7 @@ typedef struct {
   /* the fused attention kernel at HW_ATTN_KEYS[i] keys a query sees: its
   ** measured rate over the same kernel's at 16,384 keys, the length the
   ** attention_*_efficiency figures hold at (absent, 0: no loss) */
-  double attention_seq_eff[4];
+  double attention_seq_eff[5];
   /* the same kernel at head dim 64 and 256: its measured rate over its rate
   ** at 128 (absent, 0: a systolic array's padding of the head to its width,
   ** none on other units) */
@@ -280,8 +280,9 @@ extern const int64_t HW_MM_MS[HW_MM_M], HW_MM_NKS[HW_MM_NK];
 ** falls with its size). 1 when the chip gives no table. */
 double hw_matmul_shape_factor(const hw_chip *c, double rows, double n, double k);
 
-/* The keys per query of chip.attention_seq.s1024 ... s8192. */
-#define HW_ATTN_POINTS 4
+/* The keys per query of chip.attention_seq.s128 ... s8192 (s128: a
+** 128-token sliding window, the shortest span a training kernel sees). */
+#define HW_ATTN_POINTS 5
 extern const int64_t HW_ATTN_KEYS[HW_ATTN_POINTS];
 
 /* A fused attention kernel's rate at `keys` keys a query as a fraction of

@@ -521,8 +521,26 @@ Test(hw_eff, tpu7x_attention_is_tokamax_measured) {
   cr_assert_float_eq(hw_attention_head_factor(m, 128 * sqrt(2.0)),
                      (1 + hw_attention_head_factor(m, 256)) / 2, 1e-9);
   cr_assert_eq(hw_attention_head_factor(get(c, "h100-sxm"), 64), 0); /* none given */
+  /* Blackwell: cuDNN 9.22's 128-token sliding window (cudnn-frontend's
+  ** gpt_oss results, head dim 64, 16k tokens) over its full causal rate at
+  ** 16k (llama3.1 results), forward and backward, their mean: GB200 167 /
+  ** 1708 and 188 / 1328, GB300 173 / 1915 and 200 / 1507. B200 and B300
+  ** take the NVL72 part's table (the same GPU) */
+  double g2 = (167.0 / 1708 + 188.0 / 1328) / 2, g3 = (173.0 / 1915 + 200.0 / 1507) / 2;
+  static const char *const bw[] = {"gb200", "b200", "gb300", "b300"};
+  for (int i = 0; i < 4; i++) {
+    const hw_model *h = get(c, bw[i]);
+    cr_assert_float_eq(hw_attention_seq_factor(h, 128), i < 2 ? g2 : g3, EFF_TOL, "%s", bw[i]);
+    cr_assert_float_eq(hw_attention_seq_factor(h, 64), hw_attention_seq_factor(h, 128), 1e-12);
+    /* halfway in log2 from 128 to the next point, 2048, is 512 */
+    cr_assert_float_eq(hw_attention_seq_factor(h, 512),
+                       (hw_attention_seq_factor(h, 128) + hw_attention_seq_factor(h, 2048)) / 2, 1e-9,
+                       "%s", bw[i]);
+  }
+  cr_assert_float_eq(hw_attention_seq_factor(get(c, "b200"), 2048),
+                     hw_attention_seq_factor(get(c, "gb200"), 2048), 1e-12);
   /* a chip that gives no table runs at its long-sequence rate everywhere */
-  cr_assert_float_eq(hw_attention_seq_factor(get(c, "b200"), 1024), 1, 1e-12);
+  cr_assert_float_eq(hw_attention_seq_factor(get(c, "l4"), 1024), 1, 1e-12);
   hw_catalog_free(c);
 }
 
