@@ -409,6 +409,12 @@ int64_t net_chips(const net *n) { return n->chips; }
 const hw_model *net_hw(const net *n) { return n->hw; }
 bool net_is_torus(const net *n) { return n->torus; }
 int64_t net_slices(const net *n) { return n->slices; }
+
+int64_t net_machine_slices(const hw_model *hw, int64_t chips, int64_t slices) {
+  if (hw->scale_up.kind != HW_UP_ICI_TORUS) return 1;
+  if (slices > 1) return slices;
+  return chips > hw->scale_up.max_slice_chips ? fewest_slices(hw, chips, false) : 1;
+}
 int64_t net_chips_per_node(const net *n) { return n->per_node; }
 int64_t net_node_of(const net *n, int64_t chip) { return chip / n->per_node; }
 

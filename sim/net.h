@@ -83,6 +83,11 @@ bool net_is_torus(const net *n);
 /* Slice shape and which axes wrap around (TPU); 1x1x1 otherwise. */
 void net_shape(const net *n, int64_t shape[3], bool wrap[3]);
 int64_t net_slices(const net *n);
+/* The slices net_build makes of `chips` given --slices `slices` (1 or 0
+** for none given): the fewest equal ones past the largest slice; 1 on GPUs
+** and CPUs, and on a TPU machine that fits one slice; 0 when no split
+** exists (net_build then refuses, naming the nearest counts). */
+int64_t net_machine_slices(const hw_model *hw, int64_t chips, int64_t slices);
 int64_t net_chips_per_node(const net *n); /* GPU node or TPU slice */
 int64_t net_node_of(const net *n, int64_t chip);
 /* Coordinates of a chip within its slice, and back. */

@@ -370,8 +370,15 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
     /* half the shard group's all-reduce (ZeRO-3's gathers, below) */
     double sd_rs_half = grad_op == COLL_ALL_REDUCE ? dp_t / 2 : dp_t;
     if (shard < dpcp) { /* HSDP: the shards' all-reduce across the replicas */
-      double x = coll_of(memo, hw, dpcp / shard, 1, COLL_ALL_REDUCE, grad_bytes / (double)shard,
-                         p->slices, 0, COLL_AUTO, formula, err, errn);
+      /* its members are a replica apart, each replica chips / R of them: on
+      ** a TPU machine of S slices, replicas of a slice or more (MaxText's
+      ** dcn_data_parallelism) hold their members in R different slices,
+      ** so the all-reduce crosses DCN, not the ICI of one slice */
+      int64_t reps = dpcp / shard, rslices = p->slices;
+      int64_t S = net_machine_slices(hw, p->chips, p->slices);
+      if (S > 1 && p->chips / reps >= p->chips / S) rslices = reps;
+      double x = coll_of(memo, hw, reps, 1, COLL_ALL_REDUCE, grad_bytes / (double)shard,
+                         rslices, 0, COLL_AUTO, formula, err, errn);
       if (x < 0) return -1;
       dp_t += x;
     }

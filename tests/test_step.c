@@ -1111,6 +1111,39 @@ Test(step, megatron_optimizer_step_passes) {
   hw_catalog_free(c);
 }
 
+/* HSDP across TPU slices (MaxText's dcn_data_parallelism with FSDP in a
+** slice): 512 v5e chips are two 16x16 slices joined by DCN, --hsdp 256 a
+** shard group a slice. The gradients reduce-scatter on the slice's ICI,
+** then each chip all-reduces its shard with its twin in the other slice --
+** over DCN, not the ICI of one slice. By hand: Llama 3 8B's 8,030,261,248
+** gradients x 2 B (MaxText reduces bf16) / 256 = 62.7 MB a chip; a two-
+** member ring all-reduce sends and receives that once, at v5e's DCN share
+** of 3.125 GB/s a chip (2 x 100 Gb/s a host of 8): 20.1 ms at least. */
+Test(step, hsdp_replicas_in_other_slices_reduce_over_dcn) {
+  hw_catalog *c = th_catalog();
+  const hw_model *h = th_hw(c, "tpu-v5e");
+  model *m = load_model("llama3-8b", 128);
+  plan p = base(512, 1, 1, 512, 128);
+  framework_apply(framework_find("maxtext"), &p);
+  p.zero = 3, p.hsdp = 256;
+  char err[512];
+  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  step_result r;
+  cr_assert_eq(step_simulate(m, h, &p, NULL, &r, NULL, err, sizeof err), 0, "%s", err);
+  double gb = step_grad_bytes(m, h, &p), shard = gb / 256;
+  cr_assert_float_eq(gb, 8030261248.0 * 2, 1);
+  double rs = coll_time_s(h, 256, 0, COLL_ALL_REDUCE, gb, 1, 0, COLL_AUTO, false, err, sizeof err) / 2;
+  double dcn = coll_time_s(h, 2, 1, COLL_ALL_REDUCE, shard, 2, 0, COLL_AUTO, false, err, sizeof err);
+  cr_assert(rs > 0 && dcn > 0, "%s", err);
+  cr_assert_float_eq(r.dp_allreduce_s, rs + dcn, 1e-9 * (rs + dcn));
+  cr_assert_geq(dcn, shard / 3.125e9 * (1 - 1e-9));
+  /* the same two chips priced on one slice's ICI would take ~1 ms */
+  double ici = coll_time_s(h, 2, 1, COLL_ALL_REDUCE, shard, 1, 0, COLL_AUTO, false, err, sizeof err);
+  cr_assert_lt(ici * 10, dcn);
+  model_free(m);
+  hw_catalog_free(c);
+}
+
 /* One shard group for the states, whatever reads it: under HSDP a MoE's
 ** experts are sharded over their data-parallel ranks inside the group, as
 ** the memory model holds them (plan_state_shards). Mixtral 8x7B on 16
