@@ -130,6 +130,12 @@ double coll_time_s(const hw_model *hw, int64_t chips, int64_t per_node, coll_op 
                    int64_t slices, int64_t reducers, coll_algo algo, bool formula, char *err,
                    size_t errn);
 
+/* coll_time_s of a group spread over `slices` slices of a larger TPU
+** machine (net_build_spread: chips / slices of it in each, any shape that
+** fits; 1: within one slice or off a TPU), no Reduction Server. */
+double coll_group_time_s(const hw_model *hw, int64_t chips, int64_t per_node, coll_op op,
+                         double bytes, int64_t slices, coll_algo algo, bool formula, char *err,
+                         size_t errn);
 /* coll_time_s over the whole machine of `slices` TPU slices of the given
 ** shape (one Cloud TPU offers: net_build_shaped), all chips one group. */
 double coll_time_shaped_s(const hw_model *hw, int64_t chips, int64_t slices,
@@ -152,6 +158,9 @@ void coll_memo_free(coll_memo *m);
 double coll_memo_time_s(coll_memo *m, int64_t chips, int64_t per_node, coll_op op, double bytes,
                         int64_t slices, int64_t reducers, coll_algo algo, bool formula, char *err,
                         size_t errn);
+double coll_memo_group_time_s(coll_memo *m, int64_t chips, int64_t per_node, coll_op op,
+                              double bytes, int64_t slices, coll_algo algo, bool formula, char *err,
+                              size_t errn);
 
 /* The longest path net_path is asked for (a 24-long axis is 12 hops). */
 #define COLL_MAX_HOPS 64

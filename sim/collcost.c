@@ -11,13 +11,17 @@
 
 #include "coll.h"
 
-double coll_time_s(const hw_model *hw, int64_t chips, int64_t per_node, coll_op op, double bytes,
-                   int64_t slices, int64_t reducers, coll_algo algo, bool formula, char *err,
-                   size_t errn) {
+/* coll_time_s, the group's parts of a slice's platform shape (a whole
+** machine) or any shape that fits (spread: a group inside a larger one) */
+static double time_on(const hw_model *hw, int64_t chips, int64_t per_node, coll_op op, double bytes,
+                      int64_t slices, bool spread, int64_t reducers, coll_algo algo, bool formula,
+                      char *err, size_t errn) {
   if (chips < 2 || bytes <= 0) return 0;
   hw_model h = *hw;
   if (per_node > 0) h.chips_per_node = per_node;
-  net *n = slices > 1 ? net_build(&h, chips, slices, err, errn) : net_build_group(&h, chips, err, errn);
+  net *n = slices <= 1 ? net_build_group(&h, chips, err, errn)
+           : spread    ? net_build_spread(&h, chips, slices, err, errn)
+                       : net_build(&h, chips, slices, err, errn);
   if (!n) return -1;
   coll_req r = {.op = op, .bytes = bytes, .axis = -1, .reducers = reducers,
                 .algo = reducers ? COLL_REDUCTION_SERVER : algo, .formula_only = formula};
@@ -25,6 +29,18 @@ double coll_time_s(const hw_model *hw, int64_t chips, int64_t per_node, coll_op 
   int rc = coll_run(n, &r, &out, err, errn);
   net_free(n);
   return rc == 0 ? out.time_s : -1;
+}
+
+double coll_time_s(const hw_model *hw, int64_t chips, int64_t per_node, coll_op op, double bytes,
+                   int64_t slices, int64_t reducers, coll_algo algo, bool formula, char *err,
+                   size_t errn) {
+  return time_on(hw, chips, per_node, op, bytes, slices, false, reducers, algo, formula, err, errn);
+}
+
+double coll_group_time_s(const hw_model *hw, int64_t chips, int64_t per_node, coll_op op,
+                         double bytes, int64_t slices, coll_algo algo, bool formula, char *err,
+                         size_t errn) {
+  return time_on(hw, chips, per_node, op, bytes, slices, true, 0, algo, formula, err, errn);
 }
 
 double coll_time_shaped_s(const hw_model *hw, int64_t chips, int64_t slices,
@@ -62,7 +78,7 @@ typedef struct {
   int64_t chips, per_node, slices, reducers;
   double bytes;
   int op, algo;
-  bool formula;
+  bool formula, spread;
   double time_s;
 } memo_entry;
 
@@ -84,19 +100,20 @@ void coll_memo_free(coll_memo *m) {
   free(m);
 }
 
-double coll_memo_time_s(coll_memo *m, int64_t chips, int64_t per_node, coll_op op, double bytes,
-                        int64_t slices, int64_t reducers, coll_algo algo, bool formula, char *err,
-                        size_t errn) {
-  memo_entry k = {chips, per_node, slices, reducers, bytes, (int)op, (int)algo, formula, 0};
+static double memo_time(coll_memo *m, int64_t chips, int64_t per_node, coll_op op, double bytes,
+                        int64_t slices, bool spread, int64_t reducers, coll_algo algo, bool formula,
+                        char *err, size_t errn) {
+  memo_entry k = {chips, per_node, slices, reducers, bytes, (int)op, (int)algo, formula, spread, 0};
   /* a search asks a few dozen distinct collectives: a linear scan is enough */
   for (int i = 0; i < m->n; i++) {
     const memo_entry *e = &m->v[i];
     if (e->chips == k.chips && e->per_node == k.per_node && e->slices == k.slices &&
         e->reducers == k.reducers && e->bytes == k.bytes && e->op == k.op && e->algo == k.algo &&
-        e->formula == k.formula)
+        e->formula == k.formula && e->spread == k.spread)
       return e->time_s;
   }
-  k.time_s = coll_time_s(m->hw, chips, per_node, op, bytes, slices, reducers, algo, formula, err, errn);
+  k.time_s = time_on(m->hw, chips, per_node, op, bytes, slices, spread, reducers, algo, formula, err,
+                     errn);
   if (k.time_s < 0) return -1;
   if (m->n == m->cap) {
     int cap = m->cap ? 2 * m->cap : 32;
@@ -106,6 +123,18 @@ double coll_memo_time_s(coll_memo *m, int64_t chips, int64_t per_node, coll_op o
   }
   m->v[m->n++] = k;
   return k.time_s;
+}
+
+double coll_memo_time_s(coll_memo *m, int64_t chips, int64_t per_node, coll_op op, double bytes,
+                        int64_t slices, int64_t reducers, coll_algo algo, bool formula, char *err,
+                        size_t errn) {
+  return memo_time(m, chips, per_node, op, bytes, slices, false, reducers, algo, formula, err, errn);
+}
+
+double coll_memo_group_time_s(coll_memo *m, int64_t chips, int64_t per_node, coll_op op,
+                              double bytes, int64_t slices, coll_algo algo, bool formula, char *err,
+                              size_t errn) {
+  return memo_time(m, chips, per_node, op, bytes, slices, true, 0, algo, formula, err, errn);
 }
 
 /* ---- all-to-all's busiest link ---- */

@@ -322,6 +322,10 @@ net *net_build_group(const hw_model *hw, int64_t chips, char *err, size_t errn) 
   return build(hw, chips, 1, true, NULL, err, errn);
 }
 
+net *net_build_spread(const hw_model *hw, int64_t chips, int64_t slices, char *err, size_t errn) {
+  return build(hw, chips, slices, true, NULL, err, errn);
+}
+
 net *net_build_shaped(const hw_model *hw, int64_t chips, int64_t slices, const int64_t shape[3],
                       bool offered_only, char *err, size_t errn) {
   return net_build_shaped_tw(hw, chips, slices, shape, false, offered_only, err, errn);

@@ -47,6 +47,11 @@ net *net_build(const hw_model *hw, int64_t chips, int64_t slices, char *err, siz
 ** Returns NULL with a message naming the nearest sizes that build. On GPUs
 ** and CPUs the same as net_build with one slice. */
 net *net_build_group(const hw_model *hw, int64_t chips, char *err, size_t errn);
+/* A group spread over `slices` slices of a larger TPU machine, chips /
+** slices of it in each (a context- or data-parallel group whose members
+** sit in several slices): each part any shape that fits in a slice, as
+** net_build_group's, the parts joined by DCN. slices 1: net_build_group. */
+net *net_build_spread(const hw_model *hw, int64_t chips, int64_t slices, char *err, size_t errn);
 /* net_build with each slice of the given shape, in the axis order given (x
 ** varies fastest, as net_coord lays chips out): chips = slices x its chips.
 ** offered_only: the shape must be one Cloud TPU offers (net_shape_check);

@@ -122,11 +122,30 @@ static double coll_of(coll_memo *memo, const hw_model *hw, int64_t chips, int64_
   return coll_time_s(hw, chips, per, op, bytes, slices, reducers, algo, formula, err, errn);
 }
 
+int64_t step_group_slices(const hw_model *hw, const plan *p, int64_t n, int64_t stride) {
+  int64_t S = net_machine_slices(hw, p->chips, p->slices);
+  if (S <= 1 || n <= 1 || stride < 1 || p->chips % S) return 1;
+  int64_t slice = p->chips / S;
+  if (stride >= slice) return n <= S ? n : 1;
+  if (n * stride <= slice || slice % stride) return 1;
+  int64_t in_one = slice / stride; /* members a slice holds */
+  return n % in_one == 0 ? n / in_one : 1;
+}
+
+/* A collective of a group spread over `slices` slices: through the memo
+** when there is one. */
+static double spread_of(coll_memo *memo, const hw_model *hw, int64_t chips, coll_op op, double bytes,
+                        int64_t slices, coll_algo algo, bool formula, char *err, size_t errn) {
+  if (memo) return coll_memo_group_time_s(memo, chips, 0, op, bytes, slices, algo, formula, err, errn);
+  return coll_group_time_s(hw, chips, 0, op, bytes, slices, algo, formula, err, errn);
+}
+
 /* The gradients' reduction over n chips: an all-reduce, or a
 ** reduce-scatter -- the first half of the all-reduce's algorithm (ring,
 ** tree or hierarchical across nodes alike), so half of it. */
 static double grad_sync_s(coll_memo *memo, const hw_model *hw, int64_t n, int64_t per, coll_op op,
-                          double bytes, const plan *p, bool formula, char *err, size_t errn) {
+                          double bytes, const plan *p, int64_t stride, bool formula, char *err,
+                          size_t errn) {
   /* a group that is the whole machine runs on the plan's slice shape when
   ** it names one (the memo's key has no shape: it is not asked) */
   if (p->slice_shape[0] > 0 && n == p->chips && !p->reduction_server) {
@@ -134,8 +153,13 @@ static double grad_sync_s(coll_memo *memo, const hw_model *hw, int64_t n, int64_
                                    (coll_algo)p->dp_algo, formula, err, errn);
     return ar < 0 || op == COLL_ALL_REDUCE ? ar : ar / 2;
   }
-  double ar = coll_of(memo, hw, n, per, COLL_ALL_REDUCE, bytes, p->slices, p->reduction_server,
-                      (coll_algo)p->dp_algo, formula, err, errn);
+  /* a group of a larger TPU machine whose members sit in several slices:
+  ** its parts in each slice joined by DCN */
+  int64_t gs = n < p->chips && !p->reduction_server ? step_group_slices(hw, p, n, stride) : 1;
+  double ar = gs > 1 ? spread_of(memo, hw, n, COLL_ALL_REDUCE, bytes, gs, (coll_algo)p->dp_algo,
+                                 formula, err, errn)
+                     : coll_of(memo, hw, n, per, COLL_ALL_REDUCE, bytes, p->slices,
+                               p->reduction_server, (coll_algo)p->dp_algo, formula, err, errn);
   return ar < 0 || op == COLL_ALL_REDUCE ? ar : ar / 2;
 }
 
@@ -358,27 +382,26 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
   plan_state_shards(p, &shard, &eshard);
   double own_rs = 0; /* the chips' own reduce-scatter time: what their parameter gather takes */
   if (dpcp > 1) {
-    dp_t = grad_sync_s(memo, hw, shard, per, grad_op, grad_bytes, p, formula, err, errn);
+    dp_t = grad_sync_s(memo, hw, shard, per, grad_op, grad_bytes, p, p->tp, formula, err, errn);
     if (dp_t < 0) return -1;
     own_rs = dp_t;
     if (p->reduction_server && rs_only && !z3) { /* the reducers reduce; the gather is the chips' */
       plan q = *p;
       q.reduction_server = 0;
-      own_rs = grad_sync_s(memo, hw, shard, per, grad_op, grad_bytes, &q, formula, err, errn);
+      own_rs = grad_sync_s(memo, hw, shard, per, grad_op, grad_bytes, &q, p->tp, formula, err, errn);
       if (own_rs < 0) return -1;
     }
     /* half the shard group's all-reduce (ZeRO-3's gathers, below) */
     double sd_rs_half = grad_op == COLL_ALL_REDUCE ? dp_t / 2 : dp_t;
     if (shard < dpcp) { /* HSDP: the shards' all-reduce across the replicas */
-      /* its members are a replica apart, each replica chips / R of them: on
-      ** a TPU machine of S slices, replicas of a slice or more (MaxText's
-      ** dcn_data_parallelism) hold their members in R different slices,
-      ** so the all-reduce crosses DCN, not the ICI of one slice */
-      int64_t reps = dpcp / shard, rslices = p->slices;
-      int64_t S = net_machine_slices(hw, p->chips, p->slices);
-      if (S > 1 && p->chips / reps >= p->chips / S) rslices = reps;
-      double x = coll_of(memo, hw, reps, 1, COLL_ALL_REDUCE, grad_bytes / (double)shard,
-                         rslices, 0, COLL_AUTO, formula, err, errn);
+      /* its members are a shard group apart: on a TPU machine of several
+      ** slices, groups of a slice or more (MaxText's dcn_data_parallelism)
+      ** hold their members in different slices, so it crosses DCN */
+      int64_t reps = dpcp / shard, rs = step_group_slices(hw, p, reps, p->tp * shard);
+      double x = rs > 1 ? spread_of(memo, hw, reps, COLL_ALL_REDUCE, grad_bytes / (double)shard, rs,
+                                    COLL_AUTO, formula, err, errn)
+                        : coll_of(memo, hw, reps, 1, COLL_ALL_REDUCE, grad_bytes / (double)shard,
+                                  p->slices, 0, COLL_AUTO, formula, err, errn);
       if (x < 0) return -1;
       dp_t += x;
     }
@@ -390,7 +413,8 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
       int64_t estride = (p->ep > 0 ? p->ep : 1) * (p->etp > 0 ? p->etp : 1);
       int64_t eper = estride >= node ? 1 : step_group_per_node(edp, node / estride);
       if (hw->scale_up.kind == HW_UP_ICI_TORUS) eper = 0;
-      double x = grad_sync_s(memo, hw, edp, eper, grad_op, expert_bytes, &q, formula, err, errn);
+      double x = grad_sync_s(memo, hw, edp, eper, grad_op, expert_bytes, &q, estride, formula, err,
+                             errn);
       if (x < 0) return -1;
       dp_t += x;
       own_rs += x;

@@ -125,4 +125,12 @@ static inline int64_t step_group_per_node(int64_t n, int64_t max_per) {
   return per;
 }
 
+/* The TPU slices a group of n chips spans when its members sit `stride`
+** chips apart in the plan's rank order (tensor innermost, then context,
+** data, pipeline outermost): 1 when the machine is one slice (or a GPU),
+** or the group fits within one; n when each member is a slice or more from
+** the next; else the slices its n x stride chips cover. 1 when the members
+** do not split evenly into slices (a layout tpusim does not place). */
+int64_t step_group_slices(const hw_model *hw, const plan *p, int64_t n, int64_t stride);
+
 #endif

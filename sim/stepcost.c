@@ -670,8 +670,12 @@ static double moe_a2a_s(const hw_model *hw, const wl_tf_dims *d, const plan *p, 
   double row_bytes = (double)(d->moe_latent > 0 ? d->moe_latent : d->hidden) * 2,
          k = (double)(d->top_k > 0 ? d->top_k : 1);
   int64_t g = per_node(hw, p->ep, p->etp > 1 ? p->etp : 1);
-  double flat = coll_time_s(hw, p->ep, g, COLL_ALL_TO_ALL, tokens * k * row_bytes, 1, 0, COLL_AUTO,
-                            false, err, errn);
+  /* an expert group whose members sit in several TPU slices exchanges over DCN */
+  int64_t gs = step_group_slices(hw, p, p->ep, p->etp > 1 ? p->etp : 1);
+  double flat = gs > 1 ? coll_group_time_s(hw, p->ep, 0, COLL_ALL_TO_ALL, tokens * k * row_bytes, gs,
+                                           COLL_AUTO, false, err, errn)
+                       : coll_time_s(hw, p->ep, g, COLL_ALL_TO_ALL, tokens * k * row_bytes, 1, 0,
+                                     COLL_AUTO, false, err, errn);
   /* an expert group that is a whole twisted slice: its all-to-all gains the
   ** twisted torus's throughput (sim/net.c net_a2a_twist_gain) */
   if (flat > 0 && p->slice_twisted && plan_ep_is_slice(p))
@@ -713,8 +717,15 @@ double step_moe_a2a_exposed_s(double a2a_s, double other_s, double sm_share) {
 ** coll_memo_time_s calls coll_time_s on the memo's hardware, the caller's
 ** own, whose network fields are hw's -- costs_cached's copy of it changes
 ** only the attention kernels' rate, which no network reads). */
-static double group_coll_s(const hw_model *hw, coll_memo *memo, int64_t chips, int64_t per,
-                           coll_op op, double bytes, char *err, size_t errn) {
+static double group_coll_s(const hw_model *hw, coll_memo *memo, const plan *p, int64_t chips,
+                           int64_t stride, int64_t per, coll_op op, double bytes, char *err,
+                           size_t errn) {
+  /* a group whose members sit in several TPU slices: its parts joined by DCN */
+  int64_t gs = step_group_slices(hw, p, chips, stride);
+  if (gs > 1) {
+    if (memo) return coll_memo_group_time_s(memo, chips, 0, op, bytes, gs, COLL_AUTO, false, err, errn);
+    return coll_group_time_s(hw, chips, 0, op, bytes, gs, COLL_AUTO, false, err, errn);
+  }
   if (memo) return coll_memo_time_s(memo, chips, per, op, bytes, 1, 0, COLL_AUTO, false, err, errn);
   return coll_time_s(hw, chips, per, op, bytes, 1, 0, COLL_AUTO, false, err, errn);
 }
@@ -809,12 +820,12 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
   double tokens = (double)p.mbs * (double)p.seq / (double)cp; /* a chip's tokens of a micro-batch */
   double act = tokens * (double)d->hidden * 2;                 /* b s h, 16-bit */
   int64_t tpn = per_node(hw, p.tp, 1);
-  double ar = group_coll_s(hw, memo, p.tp, tpn, COLL_ALL_REDUCE, act, err, errn);
+  double ar = group_coll_s(hw, memo, &p, p.tp, 1, tpn, COLL_ALL_REDUCE, act, err, errn);
   if (ar < 0) return -1;
   double rs = 0, ag = 0;
   if (p.sp) { /* a reduce-scatter and an all-gather in place of each all-reduce */
-    rs = group_coll_s(hw, memo, p.tp, tpn, COLL_REDUCE_SCATTER, act, err, errn);
-    ag = group_coll_s(hw, memo, p.tp, tpn, COLL_ALL_GATHER, act, err, errn);
+    rs = group_coll_s(hw, memo, &p, p.tp, 1, tpn, COLL_REDUCE_SCATTER, act, err, errn);
+    ag = group_coll_s(hw, memo, &p, p.tp, 1, tpn, COLL_ALL_GATHER, act, err, errn);
     if (rs < 0 || ag < 0) return -1;
     ar = rs + ag;
   }
@@ -836,7 +847,7 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
     double kvh = (double)(d->kv_heads ? d->kv_heads : d->heads);
     double kv_tp = kvh >= (double)p.tp ? kvh / (double)p.tp : 1; /* a tp rank's KV heads */
     double kv_bytes = 2 * tokens * kv_tp * hd * 2;              /* K and V, 16-bit */
-    double ag = group_coll_s(hw, memo, cp, per_node(hw, cp, p.tp), COLL_ALL_GATHER,
+    double ag = group_coll_s(hw, memo, &p, cp, p.tp, per_node(hw, cp, p.tp), COLL_ALL_GATHER,
                              kv_bytes * (double)cp, err, errn);
     if (ag < 0) return -1;
     r->cp_comm_fwd_s = ag;
@@ -859,7 +870,8 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
       if (!mixer_widths(d, KINDS[i], (double)p.tp, &w[0], &w[1])) continue;
       for (int j = 0; j < 2; j++) {
         if (!(w[j] > 0)) continue;
-        double a = group_coll_s(hw, memo, cp, (int64_t)cpn, COLL_ALL_TO_ALL, tokens * w[j] * 2, err, errn);
+        double a = group_coll_s(hw, memo, &p, cp, p.tp, (int64_t)cpn, COLL_ALL_TO_ALL, tokens * w[j] * 2,
+                                  err, errn);
         if (a < 0) return -1;
         t[i] += a;
       }
@@ -979,9 +991,13 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
     int64_t stage_chips = p.tp, per = stage_chips < node ? stage_chips : node;
     h.chips_per_node = per;
     /* a TPU's two stages are a group of the torus its slice shapes allow
-    ** (net_build_group: 2 chips is no slice of its own) */
-    net *n = hw->scale_up.kind == HW_UP_ICI_TORUS ? net_build_group(&h, 2 * stage_chips, err, errn)
-                                                  : net_build(&h, 2 * stage_chips, 1, err, errn);
+    ** (net_build_group: 2 chips is no slice of its own), or, stages a slice
+    ** or more apart on a machine of several slices, one in each, over DCN */
+    bool tpu = hw->scale_up.kind == HW_UP_ICI_TORUS;
+    int64_t gs = tpu ? step_group_slices(hw, &p, p.pp, p.chips / p.pp) : 1;
+    net *n = gs > 1 ? net_build_spread(&h, 2 * stage_chips, 2, err, errn)
+             : tpu  ? net_build_group(&h, 2 * stage_chips, err, errn)
+                    : net_build(&h, 2 * stage_chips, 1, err, errn);
     if (!n) return -1;
     int64_t pairs[64][2];
     int np = 0;

@@ -16,6 +16,7 @@
 #include "../sim/coll.h"
 #include "../sim/framework.h"
 #include "../sim/step.h"
+#include "../sim/step_int.h"
 
 #include <cjson/cJSON.h>
 #include "../viz/trace.h"
@@ -1140,6 +1141,46 @@ Test(step, hsdp_replicas_in_other_slices_reduce_over_dcn) {
   /* the same two chips priced on one slice's ICI would take ~1 ms */
   double ici = coll_time_s(h, 2, 1, COLL_ALL_REDUCE, shard, 1, 0, COLL_AUTO, false, err, sizeof err);
   cr_assert_lt(ici * 10, dcn);
+  model_free(m);
+  hw_catalog_free(c);
+}
+
+/* Any group whose members sit in several TPU slices crosses DCN, not only
+** HSDP's replicas. Where a group lies, by hand (rank order tensor, context,
+** data, pipeline; a v5e slice is 256 chips): on 512 chips (2 slices) a
+** data-parallel group of 128 at stride tp 4 covers 512 chips, 64 a slice:
+** 2 slices; 32 at stride 4 covers 128 chips: one; 2 pipeline stages 256
+** apart: 2; anything on 256 chips or on a GPU machine: one. */
+Test(step, groups_spanning_tpu_slices) {
+  hw_catalog *c = th_catalog();
+  const hw_model *v5e = th_hw(c, "tpu-v5e"), *h100 = th_hw(c, "h100-sxm");
+  plan p = base(512, 4, 1, 512, 128);
+  cr_assert_eq(step_group_slices(v5e, &p, 128, 4), 2);
+  cr_assert_eq(step_group_slices(v5e, &p, 32, 4), 1);
+  cr_assert_eq(step_group_slices(v5e, &p, 2, 256), 2);
+  cr_assert_eq(step_group_slices(v5e, &p, 4, 1), 1);
+  cr_assert_eq(step_group_slices(h100, &p, 128, 4), 1);
+  plan one = base(256, 4, 1, 256, 128);
+  cr_assert_eq(step_group_slices(v5e, &one, 64, 4), 1);
+  /* Llama 3 8B data-parallel over that group (plain PyTorch DDP, an
+  ** all-reduce of the 4 B gradients of a tp 4 shard): the two slices' 64
+  ** chips reduce over DCN; a two-slice ring sends and receives each chip's
+  ** 1/64 of the 8.0 GB once at 3.125 GB/s -- at least 40 ms, on top of
+  ** the reduce-scatter and all-gather inside each slice: more than the
+  ** same 128 chips' all-reduce within one slice */
+  model *m = load_model("llama3-8b", 128);
+  framework_apply(framework_find("plain"), &p);
+  char err[512];
+  cr_assert_eq(plan_check(m, v5e, &p, err, sizeof err), 0, "%s", err);
+  step_result r;
+  cr_assert_eq(step_simulate(m, v5e, &p, NULL, &r, NULL, err, sizeof err), 0, "%s", err);
+  double gb = step_grad_bytes(m, v5e, &p);
+  cr_assert_float_eq(gb, 8030261248.0 / 4 * 4, 1);
+  double dcn = coll_group_time_s(v5e, 128, 0, COLL_ALL_REDUCE, gb, 2, COLL_AUTO, false, err, sizeof err);
+  double ici = coll_time_s(v5e, 128, 0, COLL_ALL_REDUCE, gb, 1, 0, COLL_AUTO, false, err, sizeof err);
+  cr_assert_float_eq(r.dp_allreduce_s, dcn, 1e-9 * dcn);
+  cr_assert_geq(dcn, gb / 64 / 3.125e9 * (1 - 1e-9));
+  cr_assert_lt(ici, dcn);
   model_free(m);
   hw_catalog_free(c);
 }
