@@ -117,9 +117,12 @@ const framework frameworks[] = {
                "(parallelize.py _save_list, _custom_policy); loss F.cross_entropy on .float() logits, "
                "eager (train.py:131-138); torch.compile per transformer block as its published "
                "benchmarks run it (training.compile, off by default in its train configs: --compile "
-               "off for those runs)",
+               "off for those runs); FSDP2 copies each gathered unit out of the all-gather buffer on "
+               "the compute stream (_fsdp_collectives.py foreach_all_gather_copy_out), in the forward "
+               "and the backward's re-gather",
      .logit_grad_bytes = 8,
      .compile_choice = true,
+     .fsdp2_copy_out = true,
     },
     {/* llm-foundry */
      .what = "MosaicML LLM Foundry (PyTorch FSDP FULL_SHARD, flash attention)",

@@ -145,6 +145,15 @@ typedef struct {
   ** UNFUSED); Megatron-Core builds those GEMMs as TE's
   ** TELayerNormColumnParallelLinear */
   bool norm_quant_fused;
+  /* FSDP2's all-gather copy-out: fully_shard gathers a unit's parameters
+  ** into one flat buffer, then copies them out to each parameter's own
+  ** tensor on the compute stream (torch.distributed.fsdp._fully_shard
+  ** _fsdp_collectives.py foreach_all_gather_copy_out: split_with_sizes_copy
+  ** after waiting on the all-gather's event), for the forward and again for
+  ** the backward's re-gather (reshard_after_forward) -- one read and one
+  ** write of the unit's 16-bit parameters each time. FSDP1's flat
+  ** parameter is gathered in place (no copy) */
+  bool fsdp2_copy_out;
   /* --finetune lora without --lora-targets: the library's default adapter
   ** targets and rank (Megatron-Bridge peft/lora.py LoRA: target_modules
   ** linear_qkv, linear_proj, linear_fc1, linear_fc2, dim 32); NULL: the

@@ -431,6 +431,7 @@ int step_costs_memo(const model *m, const hw_model *hw, const plan *pl, coll_mem
 typedef struct {
   phase_times layer, head;
   double layer_params, head_params;
+  double layer_weights, head_weights; /* all of them, trainable or frozen */
   /* one layer's grouped expert GEMMs, summed over them: the experts a
   ** kernel holds less one (what a per-expert loop launches beyond the one
   ** kernel the graph counts), per phase */
@@ -474,6 +475,8 @@ static int time_kind(const model *m, const hw_model *hw, const hw_model *ghw, co
     kc->extra_launches[ph] = rc == 0 && moe ? x2[ph] - x1[ph] : 0;
   kc->layer_params = (double)(two->trainable_params - one->trainable_params);
   kc->head_params = (double)one->trainable_params - kc->layer_params;
+  kc->layer_weights = (double)(two->params - one->params);
+  kc->head_weights = (double)one->params - kc->layer_weights;
   model_free(one);
   model_free(two);
   if (rc != 0) return -1;
@@ -770,6 +773,13 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
     ** reading both and writing the sum: 3 x 2 B per trainable parameter
     ** (the 16-bit dtype the gradients are all-reduced in, as below) */
     r->kind_accum_s[k] = kc.layer_params * 6 / bw;
+    /* FSDP2 copies the gathered 16-bit weights out to their tensors on the
+    ** compute stream, in the forward and the backward's re-gather: a read
+    ** and a write of 2 B each (framework.h fsdp2_copy_out) */
+    if (frameworks[p.framework].fsdp2_copy_out && p.zero >= 3) {
+      r->kind_fwd_s[k] += kc.layer_weights * 4 / bw;
+      r->kind_bwd_s[k] += kc.layer_weights * 4 / bw;
+    }
     total_params += kc.layer_params * (double)r->kind_n[k];
     if (p.gemm != PLAN_GEMM_NATIVE) {
       double fe, be;
@@ -811,6 +821,10 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
   }
   r->head_fwd_s = head.head.t[GRAPH_FORWARD];
   r->head_bwd_s = head.head.t[GRAPH_BACKWARD];
+  if (frameworks[p.framework].fsdp2_copy_out && p.zero >= 3) { /* the root unit's, the same way */
+    r->head_fwd_s += head.head_weights * 4 / bw;
+    r->head_bwd_s += head.head_weights * 4 / bw;
+  }
   r->grad_accum_head_s = head.head_params * 6 / bw;
   /* the weights' low-precision copies, once a step (the first micro-batch's) */
   if (p.gemm != PLAN_GEMM_NATIVE) r->weight_cast_s = total_params * cast_bytes_per_elem(p.gemm) / bw;
