@@ -150,6 +150,11 @@ static void time_optimizer(const hw_model *hw, const plan *p, const model *m, co
   if (same(local * per / bw + cast, x->value))
     values(x, "%s params x %.0f B / %s%s + %s weight cast", prm(&b, local), per, rate,
            off ? " (host link)" : " (HBM x efficiency)", sec(&b, cast));
+  else if (extra > 0 && p->framework >= 0 && frameworks[p->framework].adam_foreach &&
+           same(local * (per + extra) / bw + cast, x->value))
+    values(x, "%s params x (%.0f B Adam + %.0f B more in PyTorch's foreach AdamW and "
+              "clip_grad_norm_ passes) / %s (HBM x efficiency) + %s weight cast",
+           prm(&b, local), per, extra, rate, sec(&b, cast));
   else if (extra > 0 && same((local * (per + extra) + chip * zero_b) / bw + cast, x->value))
     values(x, "(%s params x (%.0f B Adam + %.0f B Megatron's gradient cast, unscale, norm and "
               "weight copy, as they apply) + %s params x %.0f B gradient buffer zeroed) / %s "
@@ -207,7 +212,7 @@ static void explain_time(const model *m, const hw_model *hw, const plan *p, cons
                 "bucket by bucket from the next step's forward (Megatron-Core overlap_param_gather)");
     }
     x = add(t, n, "optimizer", bd->other,
-            "the update (fused Adam and its passes): params x bytes moved / bandwidth");
+            "the update (Adam and its passes): params x bytes moved / bandwidth");
     time_optimizer(hw, p, m, r, x);
   }
   explain_term *x = add(t, n, "input stall", bd->input_stall,

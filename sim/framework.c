@@ -119,10 +119,13 @@ const framework frameworks[] = {
                "benchmarks run it (training.compile, off by default in its train configs: --compile "
                "off for those runs); FSDP2 copies each gathered unit out of the all-gather buffer on "
                "the compute stream (_fsdp_collectives.py foreach_all_gather_copy_out), in the forward "
-               "and the backward's re-gather",
+               "and the backward's re-gather; AdamW in torch.optim's foreach form (optimizer.fused "
+               "off by default, optimizer.py: foreach = not fused) after clip_grad_norm_ "
+               "(training.max_norm 1.0)",
      .logit_grad_bytes = 8,
      .compile_choice = true,
      .fsdp2_copy_out = true,
+     .adam_foreach = true,
     },
     {/* llm-foundry */
      .what = "MosaicML LLM Foundry (PyTorch FSDP FULL_SHARD, flash attention)",

@@ -154,6 +154,14 @@ typedef struct {
   ** write of the unit's 16-bit parameters each time. FSDP1's flat
   ** parameter is gathered in place (no copy) */
   bool fsdp2_copy_out;
+  /* AdamW as torch.optim's foreach implementation (fused=False, foreach=
+  ** True): one multi-tensor kernel per step of the update, each a pass
+  ** over its tensors (torch/optim/adam.py _multi_tensor_adam: weight decay
+  ** mul_, lerp_ of m, mul_ and addcmul_ of v, sqrt, div_, add_ eps,
+  ** addcdiv_ of p: 20 tensor reads and writes where the fused kernel makes
+  ** 7), after clip_grad_norm_'s foreach norm and foreach mul_ of the
+  ** gradients (3 more) */
+  bool adam_foreach;
   /* --finetune lora without --lora-targets: the library's default adapter
   ** targets and rank (Megatron-Bridge peft/lora.py LoRA: target_modules
   ** linear_qkv, linear_proj, linear_fc1, linear_fc2, dim 32); NULL: the

@@ -260,6 +260,11 @@ static void chip_params(const model *m, const plan *p, double *dense, double *ex
 ** (step_describe has it) */
 static double update_extra_bytes(const model *m, const plan *p, double g, double *per_chip_param) {
   *per_chip_param = 0;
+  /* torch.optim's foreach AdamW and clip_grad_norm_ (framework.h
+  ** adam_foreach): 13 + 3 tensor passes beyond the fused kernel's 7, of
+  ** the optimizer's own tensors (fp32, or 16-bit without a master) */
+  if (p->framework >= 0 && frameworks[p->framework].adam_foreach && p->precision != GDT_F64)
+    return 16.0 * (p->bf16_weights ? 2 : 4);
   if (p->framework < 0 || !frameworks[p->framework].megatron_optimizer || p->bf16_weights ||
       p->precision == GDT_F32 || p->precision == GDT_F64)
     return 0;

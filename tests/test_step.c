@@ -1192,7 +1192,7 @@ Test(step, groups_spanning_tpu_slices) {
 ** 3 x 4096 x 14336 MLP weights and two 4096 norms: 218,112,000, so the
 ** layer's forward and backward each take 218,112,000 x 4 B / (HBM x its
 ** efficiency) more under ZeRO-3 than under ZeRO-2, which gathers nothing. */
-Test(step, fsdp2_copies_the_gathered_weights_out) {
+Test(step, torchtitan_fsdp2_copy_out_and_foreach_adamw) {
   hw_catalog *c = th_catalog();
   const hw_model *h = th_hw(c, "h100-sxm");
   model *m = load_model("llama3-8b", 1024);
@@ -1210,6 +1210,12 @@ Test(step, fsdp2_copies_the_gathered_weights_out) {
   double copy = 218112000.0 * 4 / bw;
   cr_assert_float_eq(r3.layer_fwd_s - r2.layer_fwd_s, copy, 1e-9 * copy);
   cr_assert_float_eq(r3.layer_bwd_s - r2.layer_bwd_s, copy, 1e-9 * copy);
+  /* torchtitan's AdamW is torch.optim's foreach form after clip_grad_norm_:
+  ** of the fp32 tensors, 20 passes (weight decay 2, lerp of m 3, v's mul 2
+  ** and addcmul 3, sqrt 2, div 2, eps add 2, addcdiv 4) and the clip's 3
+  ** (norm 1, scale 2) where the fused kernel makes 7: 92 B a parameter of
+  ** the chip's eighth of 8,030,261,248 */
+  cr_assert_float_eq(r3.optimizer_s, 8030261248.0 / 8 * (20 + 3) * 4 / bw, 1e-9);
   /* Megatron-Core's distributed optimizer gathers into its buffers in place */
   framework_apply(framework_find("megatron-core"), &p);
   p.zero = 3;
