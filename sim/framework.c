@@ -26,6 +26,25 @@
 #define MEGATRON_CORE_FEATURES                                                                     \
   MEGATRON_CORE_STACK, .attention_cudnn = true, .moe_node_dedup = true, .lowp_params = true
 
+/* torchtitan's stack, shared by its profiles (the whole field list but
+** the optimizer form, which changed on 2025-02-24) */
+#define TORCHTITAN_STACK                                                                           \
+  .attention = PLAN_ATTN_FLASH, .grad_sync = PLAN_GRAD_OVERLAP, .zero = 3,                         \
+  .param_gather_overlap = true, .recompute = PLAN_RECOMPUTE_SELECTIVE, .selective_mm_share = 0.5,  \
+  .attention_fa2 = true, .logit_grad_bytes = 8, .compile_choice = true, .fsdp2_copy_out = true
+#define TORCHTITAN_SOURCE                                                                          \
+  "torchtitan docs: FSDP2 fully_shard with forward/backward prefetch; TP without async-TP by "     \
+  "default; scaled_dot_product_attention (its flash backend: FlashAttention-2); "                  \
+  "activation_checkpoint mode 'selective' "                                                        \
+  "(op) in its Llama 3 train configs, whose policy saves the outputs of its save list "            \
+  "(aten.mm, SDPA) but every second mm in forward order and replays the rest "                     \
+  "(parallelize.py _save_list, _custom_policy); loss F.cross_entropy on .float() logits, "         \
+  "eager (train.py:131-138); torch.compile per transformer block as its published "                \
+  "benchmarks run it (training.compile, off by default in its train configs: --compile "           \
+  "off for those runs); FSDP2 copies each gathered unit out of the all-gather buffer on "          \
+  "the compute stream (_fsdp_collectives.py foreach_all_gather_copy_out), in the forward "         \
+  "and the backward's re-gather"
+
 const framework frameworks[] = {
     {/* plain */
      .what = "a data-parallel training loop (PyTorch DDP) with fused attention",
@@ -102,30 +121,17 @@ const framework frameworks[] = {
     },
     {/* torchtitan */
      .what = "torchtitan (PyTorch FSDP2, torch.compile, SDPA flash attention)",
-     .attention = PLAN_ATTN_FLASH,
-     .grad_sync = PLAN_GRAD_OVERLAP,
-     .zero = 3,
-     .param_gather_overlap = true,
-     .recompute = PLAN_RECOMPUTE_SELECTIVE,
-     .selective_mm_share = 0.5,
-     .attention_fa2 = true,
-     .source = "torchtitan docs: FSDP2 fully_shard with forward/backward prefetch; TP without async-TP by "
-               "default; scaled_dot_product_attention (its flash backend: FlashAttention-2); "
-               "activation_checkpoint mode 'selective' "
-               "(op) in its Llama 3 train configs, whose policy saves the outputs of its save list "
-               "(aten.mm, SDPA) but every second mm in forward order and replays the rest "
-               "(parallelize.py _save_list, _custom_policy); loss F.cross_entropy on .float() logits, "
-               "eager (train.py:131-138); torch.compile per transformer block as its published "
-               "benchmarks run it (training.compile, off by default in its train configs: --compile "
-               "off for those runs); FSDP2 copies each gathered unit out of the all-gather buffer on "
-               "the compute stream (_fsdp_collectives.py foreach_all_gather_copy_out), in the forward "
-               "and the backward's re-gather; AdamW in torch.optim's foreach form (optimizer.fused "
-               "off by default, optimizer.py: foreach = not fused) after clip_grad_norm_ "
-               "(training.max_norm 1.0)",
-     .logit_grad_bytes = 8,
-     .compile_choice = true,
-     .fsdp2_copy_out = true,
+     TORCHTITAN_STACK,
+     .source = TORCHTITAN_SOURCE "; fused AdamW (optimizer.implementation 'fused' by default since "
+               "#881, 2025-02-24)",
+    },
+    {/* torchtitan-2024 */
+     .what = "torchtitan before 2025-02-24 (AdamW in torch.optim's foreach form)",
+     TORCHTITAN_STACK,
      .adam_foreach = true,
+     .source = TORCHTITAN_SOURCE "; AdamW in torch.optim's foreach form (optimizer.fused off by "
+               "default, optimizer.py: foreach = not fused, until #881 made fused the default on "
+               "2025-02-24) after clip_grad_norm_ (training.max_norm 1.0)",
     },
     {/* llm-foundry */
      .what = "MosaicML LLM Foundry (PyTorch FSDP FULL_SHARD, flash attention)",
@@ -191,7 +197,7 @@ const framework frameworks[] = {
     {.what = NULL}};
 
 const char *const framework_names[] = {"plain", "megatron-core", "maxtext", "megatron-2021",
-                                       "megatron-2022", "torchtitan", "llm-foundry",
+                                       "megatron-2022", "torchtitan", "torchtitan-2024", "llm-foundry",
                                        "megatron-core-26.08", "megatron-core-24.07", NULL};
 
 _Static_assert(sizeof frameworks / sizeof *frameworks ==

@@ -289,6 +289,9 @@ run sim-fw-typo 2 simulate llama3-8b --hw h100-sxm --chips 8 --framework megatro
 # NeMo's launcher of 24.01-24.07 turned cuDNN attention off (NVTE_FUSED_ATTN: 0):
 # the megatron-core-24.07 profile's core runs at FlashAttention-2's rate
 run sim-fw-2407 0 simulate llama3-8b --hw h100-sxm --chips 8 --tp 8 --gbs 8 --framework megatron-core-24.07 --explain && has sim-fw-2407 out "the attention core at FlashAttention-2's rate" && has sim-fw-2407 out "NVTE_FUSED_ATTN: 0"
+# torchtitan before 2025-02-24: its AdamW in torch.optim's foreach form, said by --explain
+run sim-fw-tt2024 0 simulate llama3-8b --hw h100-sxm --chips 8 --gbs 8 --framework torchtitan-2024 --explain && has sim-fw-tt2024 out "B more in PyTorch's foreach AdamW and clip_grad_norm_ passes" && has sim-fw-tt2024 out "#881 made fused the default"
+run sim-fw-tt 0 simulate llama3-8b --hw h100-sxm --chips 8 --gbs 8 --framework torchtitan --explain && has sim-fw-tt out "fused AdamW (optimizer.implementation"
 # --attention-kernel: the kernel over the profile's; a chip without its measured rate
 # is refused (bad input, 1) naming the figure; a typo names the nearest (usage, 2)
 run sim-ak 0 simulate llama3-8b --hw h100-sxm --chips 8 --tp 8 --gbs 8 --attention-kernel fa2 --explain && has sim-ak out "FlashAttention-2's rate, 0.332 of the peak forward" && has sim-ak out "the kernel --attention-kernel names"
@@ -300,7 +303,7 @@ grep -q "did you mean" "$OUT/sim-attn-bad.err" && bad "sim-attn-bad: 'naive' is 
 run sim-full 3 simulate llama3-8b --hw tpu-v5e --chips 16 --tp 2 --gbs 32 --seq 1024 --full --framework plain && has sim-full out "the 2 data-parallel rings at once run 2.00x one ring alone"
 # --compile: PyTorch's eager mode or its compiled kernels; the profiles that
 # have no such choice (XLA compiles, Megatron fuses by hand) refuse it
-run sim-compile-megatron 2 simulate llama3-8b --hw h100-sxm --chips 8 --framework megatron-core --compile off && has sim-compile-megatron err "--compile: the megatron-core profile has no eager mode to choose" && has sim-compile-megatron err "plain, torchtitan, llm-foundry"
+run sim-compile-megatron 2 simulate llama3-8b --hw h100-sxm --chips 8 --framework megatron-core --compile off && has sim-compile-megatron err "--compile: the megatron-core profile has no eager mode to choose" && has sim-compile-megatron err "plain, torchtitan, torchtitan-2024, llm-foundry"
 run sim-compile-typo 2 simulate llama3-8b --hw h100-sxm --chips 8 --framework torchtitan --compile of && has sim-compile-typo err "(did you mean 'off'?)"
 run sim-tpo-tp1 2 simulate llama3-8b --hw h100-sxm --chips 8 --tp-overlap on && has sim-tpo-tp1 err "--tp-overlap: tp is 1, so there are no tensor-parallel collectives to overlap"
 run sim-tpo-typo 2 simulate llama3-8b --hw h100-sxm --chips 8 --tp 8 --tp-overlap yes && has sim-tpo-typo err "--tp-overlap 'yes': expected off or on"

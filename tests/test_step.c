@@ -1210,12 +1210,20 @@ Test(step, torchtitan_fsdp2_copy_out_and_foreach_adamw) {
   double copy = 218112000.0 * 4 / bw;
   cr_assert_float_eq(r3.layer_fwd_s - r2.layer_fwd_s, copy, 1e-9 * copy);
   cr_assert_float_eq(r3.layer_bwd_s - r2.layer_bwd_s, copy, 1e-9 * copy);
-  /* torchtitan's AdamW is torch.optim's foreach form after clip_grad_norm_:
-  ** of the fp32 tensors, 20 passes (weight decay 2, lerp of m 3, v's mul 2
-  ** and addcmul 3, sqrt 2, div 2, eps add 2, addcdiv 4) and the clip's 3
-  ** (norm 1, scale 2) where the fused kernel makes 7: 92 B a parameter of
-  ** the chip's eighth of 8,030,261,248 */
-  cr_assert_float_eq(r3.optimizer_s, 8030261248.0 / 8 * (20 + 3) * 4 / bw, 1e-9);
+  /* torchtitan's AdamW: fused since 2025-02-24 (7 passes over the fp32
+  ** tensors: 28 B a parameter of the chip's eighth of 8,030,261,248);
+  ** before, torch.optim's foreach form after clip_grad_norm_: 20 passes
+  ** (weight decay 2, lerp of m 3, v's mul 2 and addcmul 3, sqrt 2, div 2,
+  ** eps add 2, addcdiv 4) and the clip's 3 (norm 1, scale 2): 92 B */
+  double local = 8030261248.0 / 8;
+  cr_assert_float_eq(r3.optimizer_s, local * 7 * 4 / bw, 1e-9);
+  framework_apply(framework_find("torchtitan-2024"), &p);
+  p.zero = 3;
+  step_result old;
+  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(step_simulate(m, h, &p, NULL, &old, NULL, err, sizeof err), 0, "%s", err);
+  cr_assert_float_eq(old.optimizer_s, local * (20 + 3) * 4 / bw, 1e-9);
+  cr_assert_float_eq(old.layer_fwd_s, r3.layer_fwd_s, 1e-15);
   /* Megatron-Core's distributed optimizer gathers into its buffers in place */
   framework_apply(framework_find("megatron-core"), &p);
   p.zero = 3;
