@@ -1193,49 +1193,39 @@ Test(step, groups_spanning_tpu_slices) {
 ** layer's forward and backward each take 218,112,000 x 4 B / (HBM x its
 ** efficiency) more under ZeRO-3 than under ZeRO-2, which gathers nothing. */
 Test(step, torchtitan_fsdp2_copy_out_and_foreach_adamw) {
+  /* one run of llama3-8b on 8 h100-sxm under `framework` at ZeRO stage z */
+  step_result r[5];
+  static const struct {
+    const char *framework;
+    int zero;
+  } runs[5] = {{"torchtitan", 3}, {"torchtitan", 2}, {"torchtitan-2024", 3}, {"megatron-core", 3},
+               {"megatron-core", 2}};
+  char err[512];
+  for (int i = 0; i < 5; i++) {
+    plan p = base(8, 1, 1, 8, 1024);
+    framework_apply(framework_find(runs[i].framework), &p);
+    p.zero = runs[i].zero;
+    cr_assert_eq(simulate("llama3-8b", "h100-sxm", p, &r[i], err, sizeof err), 0, "%s: %s",
+                 runs[i].framework, err);
+  }
   hw_catalog *c = th_catalog();
   const hw_model *h = th_hw(c, "h100-sxm");
-  model *m = load_model("llama3-8b", 1024);
-  plan p = base(8, 1, 1, 8, 1024);
-  framework_apply(framework_find("torchtitan"), &p);
-  char err[512];
-  step_result r3, r2;
-  p.zero = 3;
-  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
-  cr_assert_eq(step_simulate(m, h, &p, NULL, &r3, NULL, err, sizeof err), 0, "%s", err);
-  p.zero = 2;
-  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
-  cr_assert_eq(step_simulate(m, h, &p, NULL, &r2, NULL, err, sizeof err), 0, "%s", err);
   double bw = h->chip.hbm_bw_bytes_per_s * (h->chip.hbm_efficiency > 0 ? h->chip.hbm_efficiency : 1);
+  hw_catalog_free(c);
   double copy = 218112000.0 * 4 / bw;
-  cr_assert_float_eq(r3.layer_fwd_s - r2.layer_fwd_s, copy, 1e-9 * copy);
-  cr_assert_float_eq(r3.layer_bwd_s - r2.layer_bwd_s, copy, 1e-9 * copy);
+  cr_assert_float_eq(r[0].layer_fwd_s - r[1].layer_fwd_s, copy, 1e-9 * copy);
+  cr_assert_float_eq(r[0].layer_bwd_s - r[1].layer_bwd_s, copy, 1e-9 * copy);
   /* torchtitan's AdamW: fused since 2025-02-24 (7 passes over the fp32
   ** tensors: 28 B a parameter of the chip's eighth of 8,030,261,248);
   ** before, torch.optim's foreach form after clip_grad_norm_: 20 passes
   ** (weight decay 2, lerp of m 3, v's mul 2 and addcmul 3, sqrt 2, div 2,
   ** eps add 2, addcdiv 4) and the clip's 3 (norm 1, scale 2): 92 B */
   double local = 8030261248.0 / 8;
-  cr_assert_float_eq(r3.optimizer_s, local * 7 * 4 / bw, 1e-9);
-  framework_apply(framework_find("torchtitan-2024"), &p);
-  p.zero = 3;
-  step_result old;
-  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
-  cr_assert_eq(step_simulate(m, h, &p, NULL, &old, NULL, err, sizeof err), 0, "%s", err);
-  cr_assert_float_eq(old.optimizer_s, local * (20 + 3) * 4 / bw, 1e-9);
-  cr_assert_float_eq(old.layer_fwd_s, r3.layer_fwd_s, 1e-15);
-  /* Megatron-Core's distributed optimizer gathers into its buffers in place */
-  framework_apply(framework_find("megatron-core"), &p);
-  p.zero = 3;
-  step_result mz3;
-  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
-  cr_assert_eq(step_simulate(m, h, &p, NULL, &mz3, NULL, err, sizeof err), 0, "%s", err);
-  p.zero = 2;
-  step_result mz2;
-  cr_assert_eq(step_simulate(m, h, &p, NULL, &mz2, NULL, err, sizeof err), 0, "%s", err);
-  cr_assert_float_eq(mz3.layer_fwd_s, mz2.layer_fwd_s, 1e-15);
-  model_free(m);
-  hw_catalog_free(c);
+  cr_assert_float_eq(r[0].optimizer_s, local * 7 * 4 / bw, 1e-9);
+  cr_assert_float_eq(r[2].optimizer_s, local * (20 + 3) * 4 / bw, 1e-9);
+  cr_assert_float_eq(r[2].layer_fwd_s, r[0].layer_fwd_s, 1e-15);
+  /* Megatron-Core's ZeRO-3 gathers into its buffers in place: no copy */
+  cr_assert_float_eq(r[3].layer_fwd_s, r[4].layer_fwd_s, 1e-15);
 }
 
 /* One shard group for the states, whatever reads it: under HSDP a MoE's
