@@ -124,7 +124,7 @@ static double coll_of(coll_memo *memo, const hw_model *hw, int64_t chips, int64_
 
 int64_t step_group_slices(const hw_model *hw, const plan *p, int64_t n, int64_t stride) {
   int64_t S = net_machine_slices(hw, p->chips, p->slices);
-  if (S <= 1 || n <= 1 || stride < 1 || p->chips % S) return 1;
+  if (S <= 1 || n <= 1 || n >= p->chips || stride < 1 || p->chips % S) return 1;
   int64_t slice = p->chips / S;
   if (stride >= slice) return n <= S ? n : 1;
   if (n * stride <= slice || slice % stride) return 1;
@@ -132,12 +132,14 @@ int64_t step_group_slices(const hw_model *hw, const plan *p, int64_t n, int64_t 
   return n % in_one == 0 ? n / in_one : 1;
 }
 
-/* A collective of a group spread over `slices` slices: through the memo
-** when there is one. */
-static double spread_of(coll_memo *memo, const hw_model *hw, int64_t chips, coll_op op, double bytes,
-                        int64_t slices, coll_algo algo, bool formula, char *err, size_t errn) {
-  if (memo) return coll_memo_group_time_s(memo, chips, 0, op, bytes, slices, algo, formula, err, errn);
-  return coll_group_time_s(hw, chips, 0, op, bytes, slices, algo, formula, err, errn);
+double step_group_coll_s(coll_memo *memo, const hw_model *hw, const plan *p, int64_t n,
+                         int64_t stride, int64_t per, coll_op op, double bytes, int64_t slices,
+                         int64_t reducers, coll_algo algo, bool formula, char *err, size_t errn) {
+  int64_t gs = reducers ? 1 : step_group_slices(hw, p, n, stride);
+  if (gs > 1) /* its part in each slice, the parts joined by DCN */
+    return memo ? coll_memo_group_time_s(memo, n, 0, op, bytes, gs, algo, formula, err, errn)
+                : coll_group_time_s(hw, n, 0, op, bytes, gs, algo, formula, err, errn);
+  return coll_of(memo, hw, n, per, op, bytes, slices, reducers, algo, formula, err, errn);
 }
 
 /* The gradients' reduction over n chips: an all-reduce, or a
@@ -153,13 +155,8 @@ static double grad_sync_s(coll_memo *memo, const hw_model *hw, int64_t n, int64_
                                    (coll_algo)p->dp_algo, formula, err, errn);
     return ar < 0 || op == COLL_ALL_REDUCE ? ar : ar / 2;
   }
-  /* a group of a larger TPU machine whose members sit in several slices:
-  ** its parts in each slice joined by DCN */
-  int64_t gs = n < p->chips && !p->reduction_server ? step_group_slices(hw, p, n, stride) : 1;
-  double ar = gs > 1 ? spread_of(memo, hw, n, COLL_ALL_REDUCE, bytes, gs, (coll_algo)p->dp_algo,
-                                 formula, err, errn)
-                     : coll_of(memo, hw, n, per, COLL_ALL_REDUCE, bytes, p->slices,
-                               p->reduction_server, (coll_algo)p->dp_algo, formula, err, errn);
+  double ar = step_group_coll_s(memo, hw, p, n, stride, per, COLL_ALL_REDUCE, bytes, p->slices,
+                                p->reduction_server, (coll_algo)p->dp_algo, formula, err, errn);
   return ar < 0 || op == COLL_ALL_REDUCE ? ar : ar / 2;
 }
 
@@ -402,11 +399,9 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
       /* its members are a shard group apart: on a TPU machine of several
       ** slices, groups of a slice or more (MaxText's dcn_data_parallelism)
       ** hold their members in different slices, so it crosses DCN */
-      int64_t reps = dpcp / shard, rs = step_group_slices(hw, p, reps, p->tp * shard);
-      double x = rs > 1 ? spread_of(memo, hw, reps, COLL_ALL_REDUCE, grad_bytes / (double)shard, rs,
-                                    COLL_AUTO, formula, err, errn)
-                        : coll_of(memo, hw, reps, 1, COLL_ALL_REDUCE, grad_bytes / (double)shard,
-                                  p->slices, 0, COLL_AUTO, formula, err, errn);
+      double x = step_group_coll_s(memo, hw, p, dpcp / shard, p->tp * shard, 1, COLL_ALL_REDUCE,
+                                   grad_bytes / (double)shard, p->slices, 0, COLL_AUTO, formula,
+                                   err, errn);
       if (x < 0) return -1;
       dp_t += x;
     }

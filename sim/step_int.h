@@ -130,7 +130,14 @@ static inline int64_t step_group_per_node(int64_t n, int64_t max_per) {
 ** data, pipeline outermost): 1 when the machine is one slice (or a GPU),
 ** or the group fits within one; n when each member is a slice or more from
 ** the next; else the slices its n x stride chips cover. 1 when the members
-** do not split evenly into slices (a layout tpusim does not place). */
+** do not split evenly into slices (a layout tpusim does not place), and
+** for the whole machine (net_build splits it into its platform slices). */
 int64_t step_group_slices(const hw_model *hw, const plan *p, int64_t n, int64_t stride);
+/* A collective of such a group, through memo when there is one: over its
+** slices joined by DCN when it spans several (no Reduction Server there),
+** else coll_time_s's with `slices` and `per` chips a node. */
+double step_group_coll_s(coll_memo *memo, const hw_model *hw, const plan *p, int64_t n,
+                         int64_t stride, int64_t per, coll_op op, double bytes, int64_t slices,
+                         int64_t reducers, coll_algo algo, bool formula, char *err, size_t errn);
 
 #endif

@@ -655,6 +655,20 @@ double step_moe_nodes_hit(const wl_tf_dims *d, int64_t nodes) {
   return (double)N * hit;
 }
 
+/* A tensor-, context- or expert-parallel collective's time on hw: through memo
+** when there is one (the same arguments give the same time:
+** coll_memo_time_s calls coll_time_s on the memo's hardware, the caller's
+** own, whose network fields are hw's -- costs_cached's copy of it changes
+** only the attention kernels' rate, which no network reads). */
+static double group_coll_s(const hw_model *hw, coll_memo *memo, const plan *p, int64_t chips,
+                           int64_t stride, int64_t per, coll_op op, double bytes, char *err,
+                           size_t errn) {
+  /* a group whose members sit in several TPU slices: its parts joined by
+  ** DCN; else inside one slice or node */
+  return step_group_coll_s(memo, hw, p, chips, stride, per, op, bytes, 1, 0, COLL_AUTO, false, err,
+                           errn);
+}
+
 /* One MoE dispatch (the combine moves the same bytes back) of a chip's
 ** `tokens` over the expert-parallel group: top_k copies of each token's
 ** hidden vector (16-bit) to the chips of its experts. The ep group is
@@ -674,11 +688,8 @@ static double moe_a2a_s(const hw_model *hw, const wl_tf_dims *d, const plan *p, 
          k = (double)(d->top_k > 0 ? d->top_k : 1);
   int64_t g = per_node(hw, p->ep, p->etp > 1 ? p->etp : 1);
   /* an expert group whose members sit in several TPU slices exchanges over DCN */
-  int64_t gs = step_group_slices(hw, p, p->ep, p->etp > 1 ? p->etp : 1);
-  double flat = gs > 1 ? coll_group_time_s(hw, p->ep, 0, COLL_ALL_TO_ALL, tokens * k * row_bytes, gs,
-                                           COLL_AUTO, false, err, errn)
-                       : coll_time_s(hw, p->ep, g, COLL_ALL_TO_ALL, tokens * k * row_bytes, 1, 0,
-                                     COLL_AUTO, false, err, errn);
+  double flat = group_coll_s(hw, NULL, p, p->ep, p->etp > 1 ? p->etp : 1, g, COLL_ALL_TO_ALL,
+                             tokens * k * row_bytes, err, errn);
   /* an expert group that is a whole twisted slice: its all-to-all gains the
   ** twisted torus's throughput (sim/net.c net_a2a_twist_gain) */
   if (flat > 0 && p->slice_twisted && plan_ep_is_slice(p))
@@ -715,23 +726,6 @@ double step_moe_a2a_exposed_s(double a2a_s, double other_s, double sm_share) {
   return a2a_s - covered + covered * sm_share;
 }
 
-/* A tensor- or context-parallel collective's time on hw: through memo
-** when there is one (the same arguments give the same time:
-** coll_memo_time_s calls coll_time_s on the memo's hardware, the caller's
-** own, whose network fields are hw's -- costs_cached's copy of it changes
-** only the attention kernels' rate, which no network reads). */
-static double group_coll_s(const hw_model *hw, coll_memo *memo, const plan *p, int64_t chips,
-                           int64_t stride, int64_t per, coll_op op, double bytes, char *err,
-                           size_t errn) {
-  /* a group whose members sit in several TPU slices: its parts joined by DCN */
-  int64_t gs = step_group_slices(hw, p, chips, stride);
-  if (gs > 1) {
-    if (memo) return coll_memo_group_time_s(memo, chips, 0, op, bytes, gs, COLL_AUTO, false, err, errn);
-    return coll_group_time_s(hw, chips, 0, op, bytes, gs, COLL_AUTO, false, err, errn);
-  }
-  if (memo) return coll_memo_time_s(memo, chips, per, op, bytes, 1, 0, COLL_AUTO, false, err, errn);
-  return coll_time_s(hw, chips, per, op, bytes, 1, 0, COLL_AUTO, false, err, errn);
-}
 
 static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll_memo *memo,
                         step_result *r, char *err, size_t errn) {
