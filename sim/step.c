@@ -695,8 +695,30 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
   return rc;
 }
 
-/* The model's FLOPs a step, and the hardware's (with recomputation). */
-static int rates(const model *m, const plan *p, step_result *r, char *err, size_t errn) {
+/* What the attention core's dots of g do beyond the graph's count of
+** them, forward and backward (into adj, per step of g): a FlashAttention
+** kernel does its share of the unmasked arithmetic the graph counts (a
+** causal mask's half, a window's band: step_flash_share), and its backward
+** recomputes the scores' product (STEP_FLASH_BWD_DOTS). */
+static void flash_adjust(const graph *g, const hw_model *hw, const wl_tf_dims *d, const plan *p,
+                         double adj[2]) {
+  adj[0] = adj[1] = 0;
+  if (p->attention != PLAN_ATTN_FLASH) return;
+  for (int i = 0; i < graph_count(g); i++) {
+    const graph_op *op = graph_get(g, i);
+    bool back = op->phase == GRAPH_BACKWARD;
+    if ((op->phase != GRAPH_FORWARD && !back) || !step_attention_dot(g, op)) continue;
+    int kind = op->layer < d->layers ? wl_tf_layer_kind(d, op->layer) : -1;
+    double share = step_kernels_of(hw, d, p, kind).flash;
+    graph_cost c = graph_op_cost(g, i);
+    adj[back] += graph_cost_flops(&c) * (double)op->count * (share * (back ? STEP_FLASH_BWD_DOTS : 1) - 1);
+  }
+}
+
+/* The model's FLOPs a step, and the hardware's (with recomputation, and
+** the attention kernel's own arithmetic in place of the graph's). */
+static int rates(const model *m, const hw_model *hw, const plan *p, step_result *r, char *err,
+                 size_t errn) {
   const wl_tf_dims *d = &m->info.tf;
   /* the model as loaded already is the step when batch and sequence
   ** match (a 405B graph takes a third of a second to build again) */
@@ -717,7 +739,13 @@ static int rates(const model *m, const plan *p, step_result *r, char *err, size_
                    ? layer_f * d->layers *
                          (step_recompute_s(r, p, d, -1) / (r->layer_fwd_s > 0 ? r->layer_fwd_s : 1))
                    : 0;
-  r->hardware_flops_per_step = r->model_flops_per_step + rec;
+  hw_model ah, gh;
+  const hw_model *ghw, *lhw = step_layer_hw(hw, p, &ah, &gh, &ghw);
+  double adj[2];
+  flash_adjust(fg, lhw, d, p, adj);
+  /* a full recompute runs the forward's core again */
+  r->hardware_flops_per_step = r->model_flops_per_step + rec + adj[0] + adj[1] +
+                               (p->recompute == PLAN_RECOMPUTE_FULL ? adj[0] : 0);
   model_free(full);
   return 0;
 }
@@ -799,7 +827,7 @@ static int simulate_cached(const model *m, const hw_model *hw, const plan *pl,
     }
   }
   /* 7. rates */
-  if (rates(m, &p, r, err, errn) != 0) {
+  if (rates(m, hw, &p, r, err, errn) != 0) {
     rc = -1;
     goto done;
   }

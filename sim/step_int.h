@@ -37,6 +37,17 @@ int step_layer_kind(const wl_tf_dims *d, int kind);
 ** (n + 1) / 2n of n x n. */
 double step_causal_share(const hw_model *hw, double keys);
 
+/* A FlashAttention backward recomputes the scores' product: 5 batched
+** GEMMs where the graph's unfused backward has 4 (Dao et al. 2022,
+** arXiv:2205.14135). */
+#define STEP_FLASH_BWD_DOTS 1.25
+
+/* Whether op m of g is one of a layer's attention-core dots (QK^T, PV
+** and their gradients: the dots on the rank-5 [B, kv, S, group, T]
+** scores), which a FlashAttention kernel runs at step_flash_share of
+** their arithmetic. */
+bool step_attention_dot(const graph *g, const graph_op *m);
+
 /* FlashAttention's share of the attention core's arithmetic in a layer of
 ** `kind` (-1: the model's own) at seq tokens over cp ranks: all of it
 ** without a mask (an encoder); a causal core's step_causal_share over the

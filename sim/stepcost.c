@@ -134,6 +134,10 @@ static bool rank5(const graph *g, const graph_op *m) {
   return r;
 }
 
+bool step_attention_dot(const graph *g, const graph_op *m) {
+  return m->kind == GOP_DOT && m->layer >= 0 && rank5(g, m);
+}
+
 /* A head dim of d on a systolic array w wide: the padded width over d. */
 static double mxu_pad(double d, double w) { return ceil(d / w) * w / d; }
 
@@ -281,7 +285,7 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
           dot_s = mr.flops * core_pad /
                   hw_clocked(c, optime_peak_flops(hw, graph_get(g, m->in[0])->out.dtype) * eff *
                                     core_seq);
-        t += flash * dot_s * (dot && back ? 1.25 : 1) + (dot ? mr.overhead_s : 0);
+        t += flash * dot_s * (dot && back ? STEP_FLASH_BWD_DOTS : 1) + (dot ? mr.overhead_s : 0);
       }
     }
     double n = (double)op->count;

@@ -702,6 +702,38 @@ Test(step, non_causal_decoder_scores_every_key) {
   cr_assert_float_eq(r.attn_core_fwd_s, want, want * 2e-3, "%g vs %g", r.attn_core_fwd_s, want);
 }
 
+/* HFU counts the attention core as its kernel runs it; MFU counts it as
+** the model FLOPs conventions do, unmasked (Narayanan et al. 2021's
+** formula, PaLM's appendix B). By hand for llama3-8b (32 layers, 32 heads
+** of 128) at 8 sequences of 8,192 tokens: the core's forward dots, QK^T
+** and PV, are F = 8 x 32 x 2 x 2 x 8192^2 x 4096 FLOPs a step unmasked, its
+** backward's four 2F. A measured kernel (h100-sxm) does the causal half of
+** each and recomputes QK^T in its backward (5 dots for 4): 0.5 F + 1.25 x
+** 0.5 x 2F, the model's count less 1.25 F. Full recomputation runs the
+** forward again, its core at 0.5 F: against the same model unmasked
+** (is_causal false: the whole core, and the fifth dot, 0.5 F more than
+** the model's) the recomputation adds 0.5 F less, but for the causal
+** forward's mask, one select a score: 8 x 32 heads x 8192^2 x 32 layers. */
+Test(step, hfu_counts_the_attention_kernels_arithmetic) {
+  const char *open = llama8b_with("\"is_causal\": false", "llama3-8b-hfu.json");
+  step_result c, cf, n, nf;
+  char err[512];
+  plan p = base(8, 8, 1, 8, 8192);
+  double F = 8 * 32 * 2 * 2.0 * 8192 * 8192 * 4096;
+  cr_assert_eq(simulate("llama3-8b", "h100-sxm", p, &c, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(simulate(open, "h100-sxm", p, &n, err, sizeof err), 0, "%s", err);
+  p.recompute = PLAN_RECOMPUTE_FULL;
+  cr_assert_eq(simulate("llama3-8b", "h100-sxm", p, &cf, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(simulate(open, "h100-sxm", p, &nf, err, sizeof err), 0, "%s", err);
+  cr_assert_float_eq(c.model_flops_per_step - c.hardware_flops_per_step, 1.25 * F, F * 1e-9);
+  cr_assert_float_eq(n.hardware_flops_per_step - n.model_flops_per_step, 0.5 * F, F * 1e-9);
+  double rec_c = cf.hardware_flops_per_step - c.hardware_flops_per_step;
+  double rec_n = nf.hardware_flops_per_step - n.hardware_flops_per_step;
+  double mask = 8 * 32 * 8192.0 * 8192 * 32;
+  cr_assert_float_eq(rec_n - rec_c, 0.5 * F - mask, F * 1e-9, "%g vs %g", rec_n - rec_c, 0.5 * F - mask);
+  cr_assert_lt(c.hfu, c.mfu);
+}
+
 /* A parallel block (PaLM sec. 2: x + attn(ln x) + mlp(ln x)) reads one
 ** gathered input and reduces the two branches' sum once: one tensor-parallel
 ** collective pair a layer each way where a serial block has two (after the
