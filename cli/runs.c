@@ -740,6 +740,16 @@ static const char *map_framework(const runs_mapping *m, const char *source) {
   return best;
 }
 
+/* How a mapping key's framework `key` names the row's `fw`: 2 the same
+** profile, 1 a dated variant of it (torchtitan for torchtitan-2024,
+** megatron-core for megatron-core-26.08: what the family does, unless the
+** variant's own entry says otherwise), 0 another. */
+static int fw_match(const char *key, const char *fw) {
+  if (!fw || !key[0]) return 0;
+  size_t n = strlen(key);
+  return strcmp(key, fw) == 0 ? 2 : strncmp(key, fw, n) == 0 && fw[n] == '-' ? 1 : 0;
+}
+
 /* The model or default entry for name, the row's parameters and framework:
 ** a key's parameters match within 5 % (sources round a count differently:
 ** 70.6 and 70 B are one model; the nearest two models of a family in the
@@ -752,10 +762,11 @@ static const map_entry *map_keyed(const runs_mapping *m, map_kind k, const char 
   for (int i = 0; i < m->n; i++) {
     const map_entry *e = &m->e[i];
     if (e->kind != k || !key_eq(e->name, name)) continue;
-    if (e->framework[0] && (!framework || strcmp(e->framework, framework) != 0)) continue;
+    int fm = fw_match(e->framework, framework);
+    if (e->framework[0] && !fm) continue;
     double d = e->params_b > 0 ? fabs(params_b - e->params_b) / e->params_b : 0;
     if (e->params_b > 0 && !(d <= 0.05)) continue;
-    int rank = (e->params_b > 0) * 2 + (e->framework[0] != 0);
+    int rank = (e->params_b > 0) * 3 + fm;
     if (rank > best_rank || (rank == best_rank && d < best_d)) {
       best = e;
       best_rank = rank;
@@ -768,7 +779,8 @@ static const map_entry *map_keyed(const runs_mapping *m, map_kind k, const char 
 /* The default for column where row w of a framework says '?': a
 ** COLUMN:SOURCE+PHRASE entry whose phrase the row holds, then a
 ** COLUMN:SOURCE one (the longest source prefix ending at a word's end),
-** win over COLUMN@FRAMEWORK, which wins over a bare COLUMN. NULL: none. */
+** win over COLUMN@FRAMEWORK (the row's profile, then the family of a dated
+** variant), which wins over a bare COLUMN. NULL: none. */
 static const char *map_default(const runs_mapping *m, const char *column, const runs_row *w,
                                const char *framework) {
   const map_entry *best = NULL;
@@ -785,8 +797,9 @@ static const char *map_default(const runs_mapping *m, const char *column, const 
       ** without; the longer the source the nearer */
       rank = 3 + n + (e->phrase ? 1000 : 0);
     } else if (e->framework[0]) {
-      if (!framework || strcmp(e->framework, framework) != 0) continue;
-      rank = 2;
+      int fm = fw_match(e->framework, framework);
+      if (!fm) continue;
+      rank = 1 + (size_t)fm;
     }
     if (rank > best_rank) best = e, best_rank = rank;
   }
@@ -1368,17 +1381,24 @@ static bool has_phrases(const runs_row *w, const char *phrase) {
 
 /* The first entry of a kind keyed PREFIX:PHRASE whose prefix is the row's
 ** (its recompute cell, its framework) and whose phrase row w holds, or
-** NULL. */
+** NULL; with `family`, failing that, the first whose prefix is the
+** framework family of a dated variant (fw_match). */
 static const map_entry *phrase_entry(const runs_table *x, map_kind kind, const char *prefix,
-                                     const runs_row *w) {
+                                     const runs_row *w, bool family) {
   size_t n = prefix ? strlen(prefix) : 0;
+  const map_entry *fam = NULL;
   for (int i = 0; n && i < x->map->n; i++) {
     const map_entry *e = &x->map->e[i];
-    const char *k = e->key->s;
-    if (e->kind == kind && strncmp(k, prefix, n) == 0 && k[n] == ':' && has_phrases(w, k + n + 1))
-      return e;
+    const char *k = e->key->s, *colon = strchr(k, ':');
+    if (e->kind != kind || !colon || !has_phrases(w, colon + 1)) continue;
+    if ((size_t)(colon - k) == n && strncmp(k, prefix, n) == 0) return e;
+    char key[64];
+    if (family && !fam && (size_t)(colon - k) < sizeof key) {
+      snprintf(key, sizeof key, "%.*s", (int)(colon - k), k);
+      if (fw_match(key, prefix) == 1) fam = e;
+    }
   }
-  return NULL;
+  return fam;
 }
 
 /* --offload through the mapping: RECOMPUTE:PHRASE, the row's recompute cell
@@ -1386,7 +1406,7 @@ static const map_entry *phrase_entry(const runs_table *x, map_kind kind, const c
 ** custom: src/MaxText/layers/decoders.py get_remat_policy). */
 static void offload_arg(const runs_table *x, runs_result *r, runs_argv *a) {
   char buf[64];
-  const map_entry *e = phrase_entry(x, MAP_OFFLOAD, strip_q(r->w.recompute, buf, sizeof buf), &r->w);
+  const map_entry *e = phrase_entry(x, MAP_OFFLOAD, strip_q(r->w.recompute, buf, sizeof buf), &r->w, false);
   if (!e) return;
   runs_arg(a, "--offload");
   runs_arg(a, "%s", e->value->s);
@@ -1403,7 +1423,7 @@ static void switch_args(const runs_table *x, runs_result *r, runs_argv *a) {
   for (size_t i = 0; i < sizeof SWITCHES / sizeof *SWITCHES; i++) {
     int need = SWITCHES[i].need;
     if ((need == 1 && r->w.tp <= 1) || (need == 2 && r->w.ep <= 1)) continue;
-    const map_entry *e = phrase_entry(x, SWITCHES[i].kind, r->framework, &r->w);
+    const map_entry *e = phrase_entry(x, SWITCHES[i].kind, r->framework, &r->w, true);
     if (!e) continue;
     runs_arg(a, "%s", SWITCHES[i].flag);
     runs_arg(a, "%s", e->value->s);
@@ -1415,7 +1435,7 @@ static void switch_args(const runs_table *x, runs_result *r, runs_argv *a) {
 /* --finetune through the mapping: FRAMEWORK:PHRASE, a row that states a
 ** LoRA or QLoRA fine-tuning task (Megatron-Bridge's peft recipes). */
 static void finetune_args(const runs_table *x, runs_result *r, runs_argv *a) {
-  const map_entry *e = phrase_entry(x, MAP_FINETUNE, r->framework, &r->w);
+  const map_entry *e = phrase_entry(x, MAP_FINETUNE, r->framework, &r->w, true);
   if (!e) return;
   const char *v = e->value->s;
   finetune_value f;

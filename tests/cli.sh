@@ -811,6 +811,16 @@ for m in 'vp,2' 'vp@megatron-2022,3' 'vp:Korthikanti,4'; do
   run "validate-vp$want" 0 validate "$OUT/runs-vpq.csv" --mapping "$OUT/map-vp.csv"
   grep -q -- "--pp-schedule interleaved:$want " "$OUT/validate-vp$want.out" && ok || bad "validate: default $m not taken"
 done
+# A profile's key serves its dated variants where none names the variant: the same row
+# mapped to megatron-core-24.07 takes vp@megatron-core (4) over the bare vp (2), and
+# vp@megatron-core-24.07 (6) over both.
+for want in 4 6; do
+  { printf 'kind,key,value\nchip,A100-80,a100-80g\nframework,Korthikanti,megatron-core-24.07\nmodel,gpt,gpt3-{layers}x{hidden}-v{vocab}.json\n'
+    printf 'default,vp,2\ndefault,vp@megatron-core,4\ndefault,vp@megatron-2022,3\n'
+    [ "$want" = 6 ] && printf 'default,vp@megatron-core-24.07,6\n'; } >"$OUT/map-vpfam.csv"
+  run "validate-vpfam$want" 0 validate "$OUT/runs-vpq.csv" --mapping "$OUT/map-vpfam.csv"
+  grep -q -- "--pp-schedule interleaved:$want " "$OUT/validate-vpfam$want.out" && ok || bad "validate: the family's default vp $want not taken"
+done
 # The printed command IS the user's command: run as it is printed, it gives
 # the simulated step time validate reports, to the last digit. Two rows of
 # public-runs.csv under a source the mapping does not know (so no --framework,
