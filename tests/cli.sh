@@ -1011,7 +1011,7 @@ row_cmd validate-families f-glm5 'glm-5.json --hw gb200 .* --ep 64 '
 run validate-lora 0 validate "$OUT/lora-runs.csv"
 row_cmd validate-lora lora-mb-25.11-llama3_70b-h100-fp8_cs-64g-gbs128 ' --finetune lora --lora-targets linear_qkv,linear_proj,linear_fc1,linear_fc2 --lora-rank 16$'
 row_cmd validate-lora lora-mb-26.04.01-llama3_70b-h100-fp8-64g-gbs256 ' --finetune lora --lora-targets linear_qkv$'
-row_cmd validate-public-runs-modern mb-26.06-llama3_70b-h100-fp8-32g-gbs32-sft ' --precision fp8$'
+row_cmd validate-public-runs-modern mb-26.06-llama3_70b-h100-fp8-32g-gbs32-sft ' --precision fp8 --recompute none$'
 # a --set field longer than 30 bytes goes whole (it was cut, and the row did not run)
 row_cmd validate-families f-llama4 '--set text_config.num_attention_heads=40 '
 # chips and names as sources write them. A chip finds its catalog entry by its
