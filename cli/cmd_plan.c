@@ -26,7 +26,7 @@ static const char *const PLAN_VALUED[] = {"--hw",     "--chips",     "--max-chip
                                           "--cp",     "--seq",       "--precision", "--framework",
                                           "--offload", "--fix",      "--gbs",       "--embeddings", "--set",
                                           "--finetune", "--lora-rank", "--lora-targets", "--ep-overlap",
-                                          "--weight-dtype", "--vocab-tiling", NULL};
+                                          "--weight-dtype", "--vocab-tiling", "--moe-dispatcher", NULL};
 
 /* The ranges of plan's numbers. Tokens stop at 1e18 so that the steps
 ** the planner derives (tokens / (gbs x seq), an int64) cannot overflow;
@@ -336,10 +336,12 @@ static int run_plan(cli_ctx *c) {
       cli_enum_opt(c, "--embeddings", plan_embeddings_names, 0, &emb))
     return CLI_USAGE;
   static const char *const ONOFF[] = {"off", "on", NULL};
-  int epo;
+  int epo, disp;
   plan wt = {0};
-  if (cli_enum_opt(c, "--ep-overlap", ONOFF, 0, &epo) || cli_weight_opts(c, &wt) != CLI_OK)
+  if (cli_enum_opt(c, "--ep-overlap", ONOFF, 0, &epo) || cli_weight_opts(c, &wt) != CLI_OK ||
+      cli_enum_opt(c, "--moe-dispatcher", plan_moe_dispatcher_names + 1, 0, &disp))
     return CLI_USAGE;
+  if (cli_opt(c, "--moe-dispatcher")) req.moe_dispatcher = (plan_moe_dispatcher)(disp + 1);
   req.has_ep_overlap = cli_opt(c, "--ep-overlap") != NULL;
   req.ep_overlap = epo == 1 ? PLAN_EP_OVERLAP_ON : PLAN_EP_OVERLAP_OFF;
   req.bf16_weights = wt.bf16_weights, req.vocab_tiles = wt.vocab_tiles;
@@ -399,9 +401,10 @@ static int run_plan(cli_ctx *c) {
     hw_catalog_free(cat);
     return CLI_BAD_INPUT;
   }
-  if (req.has_ep_overlap && m->info.tf.experts == 0) {
-    fprintf(c->err, "tpusim plan: --ep-overlap: %s has no experts, so there are no expert-parallel "
-                    "all-to-alls to overlap (nearest: drop the flag)\n", m->name);
+  if ((req.has_ep_overlap || req.moe_dispatcher) && m->info.tf.experts == 0) {
+    fprintf(c->err, "tpusim plan: %s: %s has no experts, so there are no expert-parallel "
+                    "all-to-alls (nearest: drop the flag)\n",
+            req.has_ep_overlap ? "--ep-overlap" : "--moe-dispatcher", m->name);
     model_free(m);
     hw_catalog_free(cat);
     return CLI_BAD_INPUT;
@@ -641,12 +644,14 @@ const cli_cmd cli_cmd_plan = {"plan",
     "                  [--embeddings replicated|sharded|ps] [--set FIELD=VALUE ...]\n"
     "                  [--finetune full|lora|qlora [--lora-rank R] [--lora-targets LIST]]\n"
     "                  [--ep-overlap on|off] [--weight-dtype fp32|bf16] [--vocab-tiling N]\n"
+    "                  [--moe-dispatcher alltoall|flex]\n"
     "  --objective: default time; cost for the classical families (gbdt, mlp)\n"
     "  --cp, --precision, --framework, --offload, --seq, --weight-dtype, --vocab-tiling:\n"
     "               kept fixed in the search (simulate --help)\n"
     "  --ep-overlap: fixed; by default off and on are both searched for expert-parallel\n"
     "               plans where the framework overlaps the MoE all-to-alls (Megatron-Core);\n"
     "               the table's ep column says 8+ov for a plan that overlaps them\n"
+    "  --moe-dispatcher: fixed for the expert-parallel plans (simulate --help)\n"
     "  --embeddings: where a recommender's tables live, fixed (default: each placement\n"
     "               planned, the best kept, and why said)\n"
     "               (offload is searched where the chip has a host link unless given)\n"

@@ -32,7 +32,7 @@ const char *const CLI_SIM_VALUED[] = {
     "--attention-kernel", "--op-costs", "--cp", "--cp-comm", "--etp", "--pp-layers", "--hsdp", "--offload",
     "--framework", "--embeddings", "--topology", "--set", "--compile", "--tp-overlap",
     "--ep-overlap", "--finetune", "--lora-rank", "--lora-targets", "--vocab-tiling",
-    "--weight-dtype", NULL};
+    "--weight-dtype", "--moe-dispatcher", NULL};
 static const char *const CP_COMM[] = {"ring", "all-gather", NULL};
 static const char *const OFFLOAD[] = {"none", "activations", "optimizer", NULL};
 static const char *const COMPILE[] = {"off", "on", NULL};
@@ -87,7 +87,7 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
   for (int i = 0; i < 13; i++)
     if (cli_opt_int(c, names[i], 1, hi[i], counts[i])) return CLI_USAGE;
   static const char *const ZERO[] = {"0", "1", "2", "3", NULL};
-  int prec, zero, gsync, attn, costs, cpc, emb, comp, tpo, epo, ak;
+  int prec, zero, gsync, attn, costs, cpc, emb, comp, tpo, epo, ak, disp;
   if (cli_enum_opt(c, "--precision", plan_precision_names, 0, &prec) ||
       cli_enum_opt(c, "--zero", ZERO, 0, &zero) ||
       cli_enum_opt(c, "--grad-sync", plan_grad_sync_names, 0, &gsync) ||
@@ -98,8 +98,10 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
       cli_enum_opt(c, "--embeddings", plan_embeddings_names, 0, &emb) ||
       cli_enum_opt(c, "--compile", COMPILE, 0, &comp) ||
       cli_enum_opt(c, "--tp-overlap", COMPILE, 0, &tpo) ||
-      cli_enum_opt(c, "--ep-overlap", COMPILE, 0, &epo))
+      cli_enum_opt(c, "--ep-overlap", COMPILE, 0, &epo) ||
+      cli_enum_opt(c, "--moe-dispatcher", plan_moe_dispatcher_names + 1, 0, &disp))
     return CLI_USAGE;
+  if (cli_opt(c, "--moe-dispatcher")) p->moe_dispatcher = (plan_moe_dispatcher)(disp + 1);
   if (cli_opt(c, "--ep-overlap")) {
     char msg[256];
     if (p->ep <= 1)
@@ -373,11 +375,16 @@ void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p
             pc[0], pc[1], pc[2], pc[3], pc[4], pc[5], pc[6], pc[7], pc[8], pc[9]);
     if (r->cp_comm_fwd_s > 0 || r->ep_a2a_fwd_s > 0 || r->weight_cast_s > 0)
       fprintf(out, "  context-parallel K/V exchange %s forward, %s backward (%s); MoE "
-                   "all-to-alls %s a layer each way; low-precision weight copies %s a step\n",
+                   "all-to-alls %s a layer each way%s; low-precision weight copies %s a step\n",
               pc[10], pc[11],
               p->cp_comm == PLAN_CP_RING ? "a ring, hidden behind the attention as far as it lasts"
                                          : "all-gathered before the attention",
-              pc[12], pc[13]);
+              pc[12],
+              p->ep < 2 ? ""
+              : framework_moe_node_dedup(p)
+                  ? " (flex dispatcher: a copy per destination node)"
+                  : " (alltoall dispatcher: a copy per chosen expert, sorted by expert on arrival)",
+              pc[13]);
     /* the chip's own limits that no plan changes, where its file gives them */
     const hw_chip *hc = &hw->chip;
     if (hc->sustained_clock_ratio > 0 && hc->sustained_clock_ratio < 1) {
@@ -592,7 +599,8 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "                  [--grad-sync overlap|after-backward] [--attention flash|scores]\n"
     "                  [--attention-kernel framework|fa1|fa2|cudnn|best]\n"
     "                  [--op-costs ir|formula] [--compile on|off] [--tp-overlap on|off]\n"
-    "                  [--ep-overlap on|off] [--explain] [--json] [--trace FILE]\n"
+    "                  [--ep-overlap on|off] [--moe-dispatcher alltoall|flex]\n"
+    "                  [--explain] [--json] [--trace FILE]\n"
     "                  [--input tokens|images] [--storage shards|files] [--prefetch N]\n"
     "                  [--input-host local|remote] [--set FIELD=VALUE ...]\n"
     "                  [--finetune full|lora|qlora [--lora-rank R] [--lora-targets LIST]]\n"
@@ -615,6 +623,10 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "               micro-batch's compute (Megatron-Core's --overlap-moe-expert-\n"
     "               parallel-comm), on the dispatcher's SMs, or not; default: the\n"
     "               framework's recipes (megatron-core-26.08: MXFP8 on NVL72)\n"
+    "  --moe-dispatcher: Megatron-Core's token dispatcher: alltoall (NCCL, a copy\n"
+    "               of a token per chosen expert, sorted by expert on arrival) or\n"
+    "               flex (DeepEP/HybridEP: a copy per destination node, permuted\n"
+    "               once); default: the framework's (megatron-core: flex)\n"
     "  --precision fp8 (delayed/tensorwise scaling), fp8-cs (current scaling), mxfp8,\n"
     "              nvfp4, int8: the layers' GEMMs in that format, the rest in bf16\n"
     "  --precision tf32: an fp32 model's matmuls and convolutions on TF32 tensor\n"

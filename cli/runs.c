@@ -196,12 +196,13 @@ static bool has_phrases(const runs_row *w, const char *phrase);
 typedef enum { MAP_CHIP, MAP_DEVICES, MAP_FRAMEWORK, MAP_BATCH, MAP_MODEL, MAP_PRECISION,
                MAP_RECOMPUTE, MAP_DEFAULT, MAP_OFFLOAD, MAP_SP, MAP_ETP, MAP_FAMILY,
                MAP_COMPILE, MAP_TP_OVERLAP, MAP_EP_OVERLAP, MAP_FINETUNE, MAP_WEIGHT_DTYPE,
-               MAP_VOCAB_TILING, MAP_ATTENTION, MAP_KINDS } map_kind;
+               MAP_VOCAB_TILING, MAP_ATTENTION, MAP_DISPATCHER, MAP_KINDS } map_kind;
 static const char *const MAP_KIND_NAMES[] = {"chip",      "devices",   "framework", "batch",
                                              "model",     "precision", "recompute", "default",
                                              "offload",   "sp",        "etp",       "family",
                                              "compile",   "tp_overlap", "ep_overlap", "finetune",
-                                             "weight_dtype", "vocab_tiling", "attention", NULL};
+                                             "weight_dtype", "vocab_tiling", "attention",
+                                             "dispatcher", NULL};
 
 /* simulate's switches the mapping sets by FRAMEWORK:PHRASE, their values
 ** (NULL: a count from 1), the rows each applies to (need: 0 every row, 1
@@ -210,6 +211,7 @@ static const char *const MAP_KIND_NAMES[] = {"chip",      "devices",   "framewor
 static const char *const ONOFF[] = {"off", "on", NULL};
 static const char *const WEIGHT_DTYPES[] = {"fp32", "bf16", NULL};
 static const char *const ATTENTIONS[] = {"flash", "scores", NULL};
+static const char *const DISPATCHERS[] = {"alltoall", "flex", NULL};
 static const struct {
   map_kind kind;
   const char *flag;
@@ -224,7 +226,9 @@ static const struct {
                  ", bf16 weights", 0},
                 {MAP_VOCAB_TILING, "--vocab-tiling", NULL, "a count", NULL, ", vocab tiling", 0},
                 {MAP_ATTENTION, "--attention", ATTENTIONS, "flash or scores", "scores",
-                 ", attention scores in HBM", 0}};
+                 ", attention scores in HBM", 0},
+                {MAP_DISPATCHER, "--moe-dispatcher", DISPATCHERS, "alltoall or flex", "alltoall",
+                 ", alltoall dispatcher", 2}};
 
 static int switch_index(map_kind k) {
   for (size_t i = 0; i < sizeof SWITCHES / sizeof *SWITCHES; i++)
@@ -624,7 +628,7 @@ static int mapping_read(runs_mapping *m, const char *file, diag *dg) {
       diag_error(dg, file, kind->line, kind->col, "kind",
                  "'%.40s': expected chip, devices, framework, batch, model, precision, recompute, "
                  "default, offload, sp, etp, family, compile, tp_overlap, ep_overlap, finetune, "
-                 "weight_dtype or vocab_tiling%s%s%s",
+                 "weight_dtype, vocab_tiling, attention or dispatcher%s%s%s",
                  kind->s, s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : "");
       bad = 1;
       continue;

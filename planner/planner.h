@@ -86,6 +86,9 @@ typedef struct {
   ** are searched for expert-parallel plans where the framework has it */
   bool has_ep_overlap;
   plan_ep_overlap ep_overlap;
+  /* the MoE token dispatcher of the expert-parallel plans (--moe-dispatcher;
+  ** 0: the framework's) */
+  plan_moe_dispatcher moe_dispatcher;
   /* MaxText's weight_dtype bf16 and num_vocab_tiling, fixed (false, 0:
   ** fp32 weights, one tile) */
   bool bf16_weights;

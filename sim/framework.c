@@ -330,6 +330,11 @@ bool framework_moe_a2a_overlap(int f, const plan *p, const hw_model *hw) {
   return frameworks[f].moe_a2a_overlap && p->gemm == PLAN_GEMM_MXFP8 && hw->chips_per_node >= 72;
 }
 
+bool framework_moe_node_dedup(const plan *p) {
+  if (p->moe_dispatcher != PLAN_DISPATCH_FRAMEWORK) return p->moe_dispatcher == PLAN_DISPATCH_FLEX;
+  return p->framework >= 0 && frameworks[p->framework].moe_node_dedup;
+}
+
 int framework_check_recompute_modules(int f, char *msg, size_t n) {
   if (f < 0 || frameworks[f].recompute_modules) return 0;
   snprintf(msg, n, "framework %s has no list of modules to recompute (selective recompute is its "

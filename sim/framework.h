@@ -220,6 +220,12 @@ double framework_selective_s(int f, const wl_tf_dims *d, int kind, double fw, do
 ** p->ep_overlap says, else its recipes' rule (MXFP8 GEMMs, a scale-up
 ** domain of at least 72 chips). */
 bool framework_moe_a2a_overlap(int f, const plan *p, const hw_model *hw);
+/* Whether plan p's MoE dispatch sends a token once per destination node
+** and permutes once on arrival (flex: DeepEP, HybridEP), as
+** p->moe_dispatcher says, else as its profile does (moe_node_dedup); false:
+** an NCCL all-to-all of a copy per chosen expert, sorted by local expert on
+** arrival and unsorted before the combine (alltoall). */
+bool framework_moe_node_dedup(const plan *p);
 /* 0 when profile f can overlap the MoE all-to-alls (--ep-overlap on), else
 ** -1 with why in msg. */
 int framework_check_ep_overlap(int f, char *msg, size_t n);

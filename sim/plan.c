@@ -77,6 +77,7 @@ const char *const plan_grad_sync_names[] = {"overlap", "after-backward", NULL};
 const char *const plan_attention_names[] = {"flash", "scores", NULL};
 const char *const plan_attn_kernel_names[] = {"framework", "fa1", "fa2", "cudnn", "best", NULL};
 const char *const plan_embeddings_names[] = {"replicated", "sharded", "ps", NULL};
+const char *const plan_moe_dispatcher_names[] = {"framework", "alltoall", "flex", NULL};
 
 void plan_embedding_tables(const graph *g, plan_emb_tables *t) {
   *t = (plan_emb_tables){0};
@@ -671,6 +672,20 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
     return -1;
   }
   if (framework_check_attention_kernel(p->attn_kernel, hw, err, errn) != 0) {
+    *fault = PLAN_FAULT_REQUIRES;
+    return -1;
+  }
+  /* a dispatcher is a choice only where tokens are dispatched; DeepEP and
+  ** HybridEP are NVIDIA GPU libraries (NVSHMEM, NVLink) */
+  if (p->moe_dispatcher != PLAN_DISPATCH_FRAMEWORK &&
+      (p->ep < 2 || hw->kind != HW_GPU || strcmp(hw->vendor, "NVIDIA") != 0)) {
+    const char *name = plan_moe_dispatcher_names[p->moe_dispatcher];
+    if (errn && p->ep < 2)
+      snprintf(err, errn, "--moe-dispatcher %s: ep is %lld, so no tokens are dispatched (nearest: "
+               "--ep 2 or more, or leave the flag out)", name, (long long)p->ep);
+    else if (errn)
+      snprintf(err, errn, "--moe-dispatcher %s: Megatron-Core's token dispatchers run on NVIDIA "
+               "GPUs, not on %s (leave the flag out)", name, hw->name);
     *fault = PLAN_FAULT_REQUIRES;
     return -1;
   }

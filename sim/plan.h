@@ -96,6 +96,12 @@ typedef enum { PLAN_OFFLOAD_NONE, PLAN_OFFLOAD_ACTIVATIONS, PLAN_OFFLOAD_OPTIMIZ
 ** --overlap-moe-expert-parallel-comm): as the framework profile's recipes
 ** do, or as --ep-overlap says. 0 is the profile's, so a zeroed plan keeps it. */
 typedef enum { PLAN_EP_OVERLAP_FRAMEWORK, PLAN_EP_OVERLAP_OFF, PLAN_EP_OVERLAP_ON } plan_ep_overlap;
+/* Megatron-Core's MoE token dispatcher (moe_token_dispatcher_type): the
+** framework profile's, alltoall (NCCL all-to-all, a copy of a token per
+** chosen expert, sorted by local expert on arrival) or flex (DeepEP /
+** HybridEP: a copy per destination node, permuted once on arrival). 0 is
+** the profile's. */
+typedef enum { PLAN_DISPATCH_FRAMEWORK, PLAN_DISPATCH_ALLTOALL, PLAN_DISPATCH_FLEX } plan_moe_dispatcher;
 
 typedef struct {
   int64_t chips, dp, tp, pp, ep;
@@ -132,6 +138,7 @@ typedef struct {
   /* the framework's features (plan_apply_framework sets them) */
   bool tp_overlap;  /* tensor-parallel collectives overlapped with GEMMs (userbuffers, collective matmul) */
   plan_ep_overlap ep_overlap; /* the MoE all-to-alls under the paired micro-batch's compute */
+  plan_moe_dispatcher moe_dispatcher; /* the MoE token dispatcher, over the framework's */
   bool param_gather_overlap; /* a sharded optimizer's (zero >= 1) parameter all-gather
                              ** overlapped with the next forward */
   /* PyTorch without a graph compiler (no torch.compile): each op its own
@@ -192,6 +199,7 @@ extern const char *const plan_grad_sync_names[]; /* overlap, after-backward */
 extern const char *const plan_attention_names[]; /* flash, scores */
 extern const char *const plan_attn_kernel_names[]; /* framework, fa1, fa2, cudnn, best */
 extern const char *const plan_embeddings_names[]; /* replicated, sharded, ps */
+extern const char *const plan_moe_dispatcher_names[]; /* framework, alltoall, flex */
 
 /* A model's embedding tables, read off its graph: every weight a gather
 ** reads rows of. bytes: the tables; largest: the biggest one; rows_bytes:

@@ -902,6 +902,8 @@ cJSON *step_json(const model *m, const hw_model *hw, const plan *p, const step_r
       cJSON_AddItemToArray(a, cJSON_CreateNumber(p->pp_layers[i]));
   }
   if (p->ep > 1) cJSON_AddBoolToObject(pj, "ep_overlap", framework_moe_a2a_overlap(p->framework, p, hw));
+  if (p->ep > 1)
+    cJSON_AddStringToObject(pj, "moe_dispatcher", framework_moe_node_dedup(p) ? "flex" : "alltoall");
   if (p->bf16_weights) cJSON_AddStringToObject(pj, "weight_dtype", "bf16");
   if (p->vocab_tiles > 1) cJSON_AddNumberToObject(pj, "vocab_tiling", (double)p->vocab_tiles);
   if (p->pp_split_embedding) cJSON_AddBoolToObject(pj, "pp_split_embedding", true);

@@ -698,7 +698,7 @@ static double moe_a2a_s(const hw_model *hw, const wl_tf_dims *d, const plan *p, 
   ** twisted torus's throughput (sim/net.c net_a2a_twist_gain) */
   if (flat > 0 && p->slice_twisted && plan_ep_is_slice(p))
     flat /= net_a2a_twist_gain_shape(hw, p->slice_shape);
-  if (flat < 0 || !frameworks[p->framework].moe_node_dedup || hw->kind != HW_GPU || g >= p->ep ||
+  if (flat < 0 || !framework_moe_node_dedup(p) || hw->kind != HW_GPU || g >= p->ep ||
       p->ep % g)
     return flat;
   int64_t nodes = p->ep / g;
@@ -810,7 +810,7 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
     ** dispatcher (DeepEP, HybridEP) reads the tokens where they are and
     ** permutes once after the dispatch: the graph's two passes are all.
     ** Memory-bound: HBM time */
-    if ((k & WL_LAYER_MOE) && !frameworks[p.framework].moe_node_dedup) {
+    if ((k & WL_LAYER_MOE) && !framework_moe_node_dedup(&p)) {
       double rb = step_moe_reorder_bytes(d, &p) / bw;
       int nk = rb > 0 ? 2 : 0;
       r->kind_fwd_s[k] += rb + nk * hw->chip.op_overhead_s;

@@ -322,6 +322,17 @@ awk -v a="$(epo_t sim-epo-on)" -v b="$(epo_t sim-epo-off)" 'BEGIN { exit !(a > 0
 run sim-epo-m1-on 0 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --gbs 16 --seq 2048 --ep-overlap on --json
 run sim-epo-m1-off 0 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --gbs 16 --seq 2048 --ep-overlap off --json
 [ "$(epo_t sim-epo-m1-on)" = "$(epo_t sim-epo-m1-off)" ] && ok || bad "--ep-overlap on with one micro-batch ($(epo_t sim-epo-m1-on) s) differs from off ($(epo_t sim-epo-m1-off) s)"
+# --moe-dispatcher: Megatron-Core's token dispatcher, where tokens are dispatched and on NVIDIA GPUs;
+# alltoall adds the sort by expert after the dispatch and the unsort before the combine
+# (mixtral's 8 experts over ep 4: two a chip; with one a chip there is nothing to sort)
+run sim-disp-ep1 1 simulate mixtral-8x7b --hw h100-sxm --chips 16 --moe-dispatcher alltoall && has sim-disp-ep1 err "--moe-dispatcher alltoall: ep is 1, so no tokens are dispatched"
+run sim-disp-tpu 1 simulate mixtral-8x7b --hw tpu-v5p --chips 16 --ep 8 --moe-dispatcher flex && has sim-disp-tpu err "run on NVIDIA GPUs, not on tpu-v5p"
+run sim-disp-bad 2 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --moe-dispatcher flx && has sim-disp-bad err "expected alltoall or flex (did you mean 'flex'?)"
+run sim-disp-flex 0 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 4 --fsdp --gbs 64 --seq 2048 --moe-dispatcher flex --json && has sim-disp-flex out '"moe_dispatcher":	"flex"'
+run sim-disp-a2a 0 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 4 --fsdp --gbs 64 --seq 2048 --moe-dispatcher alltoall --json && has sim-disp-a2a out '"moe_dispatcher":	"alltoall"'
+awk -v a="$(epo_t sim-disp-a2a)" -v b="$(epo_t sim-disp-flex)" 'BEGIN { exit !(b > 0 && a > b) }' && ok || bad "--moe-dispatcher alltoall ($(epo_t sim-disp-a2a) s) is not slower than flex ($(epo_t sim-disp-flex) s)"
+run sim-disp-text 0 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 4 --fsdp --gbs 64 --seq 2048 --moe-dispatcher alltoall --explain && has sim-disp-text out "(alltoall dispatcher: a copy per chosen expert, sorted by expert on arrival)"
+run plan-disp-dense 1 plan llama3-8b --hw h100-sxm --chips 8 --moe-dispatcher alltoall && has plan-disp-dense err "--moe-dispatcher: llama3-8b has no experts"
 # what Megatron-Core's TransformerConfig refuses with the overlap (transformer_config.py):
 # a pipeline without virtual stages, full recompute, the moe module recomputed
 run sim-epo-pp 1 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --pp 2 --gbs 16 --ep-overlap on && has sim-epo-pp err "needs virtual stages" && has sim-epo-pp err "nearest: --pp-schedule interleaved:2"
@@ -770,6 +781,8 @@ run validate-badwdt 1 validate "$SHARED/reference/public-runs.csv" --mapping "$O
 # attention: flash or scores (the nearest named)
 printf 'kind,key,value\nattention,maxtext:attention=dot_product,score\n' >"$OUT/map-badattn.csv"
 run validate-badattn 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-badattn.csv" && has validate-badattn err "map-badattn.csv:2:41: value: 'score': expected flash or scores (simulate's --attention) (did you mean 'scores'?)"
+printf 'kind,key,value\ndispatcher,megatron-core:{chip}=B200,alltoal\n' >"$OUT/map-baddisp.csv"
+run validate-baddisp 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-baddisp.csv" && has validate-baddisp err "map-baddisp.csv:2:38: value: 'alltoal': expected alltoall or flex (simulate's --moe-dispatcher) (did you mean 'alltoall'?)"
 # a MaxText row of 2023 (dot-product attention) runs with --attention scores, a row of
 # its October 2023 table on the non-causal template, each with the row's sizes
 run validate-maxtext2304 0 validate tests/validation/extra-runs.csv --only maxtext2304-v4-22b-1x64 && has validate-maxtext2304 out "maxtext2304.json --set layers=48 --set hidden=6144 --set heads=24 --set ffn_hidden=24576 --set vocab=32768 --hw tpu-v4 --chips 64 --framework maxtext" && has validate-maxtext2304 out "--attention scores"
@@ -1012,6 +1025,10 @@ run validate-lora 0 validate "$OUT/lora-runs.csv"
 row_cmd validate-lora lora-mb-25.11-llama3_70b-h100-fp8_cs-64g-gbs128 ' --finetune lora --lora-targets linear_qkv,linear_proj,linear_fc1,linear_fc2 --lora-rank 16$'
 row_cmd validate-lora lora-mb-26.04.01-llama3_70b-h100-fp8-64g-gbs256 ' --finetune lora --lora-targets linear_qkv$'
 row_cmd validate-public-runs-modern mb-26.06-llama3_70b-h100-fp8-32g-gbs32-sft ' --precision fp8 --recompute none$'
+# the recipe's token dispatcher (the mapping's dispatcher kind): alltoall for Qwen3 235B on B200,
+# the profile's flex for it on GB200
+row_cmd validate-public-runs-modern mb-25.11-qwen3_235b_a22b-b200-mxfp8-64g-gbs1024 ' --moe-dispatcher alltoall$'
+grep '^mb-25.11-qwen3_235b_a22b-gb200-bf16-256g-gbs8192 ' "$OUT/validate-public-runs-modern.out" | grep -q -- '--moe-dispatcher' && bad 'validate: the GB200 Qwen3 row got a dispatcher flag' || ok
 # a --set field longer than 30 bytes goes whole (it was cut, and the row did not run)
 row_cmd validate-families f-llama4 '--set text_config.num_attention_heads=40 '
 # chips and names as sources write them. A chip finds its catalog entry by its

@@ -734,6 +734,43 @@ Test(step, hfu_counts_the_attention_kernels_arithmetic) {
   cr_assert_lt(c.hfu, c.mfu);
 }
 
+/* Megatron-Core's alltoall dispatcher sends a copy of a token per chosen
+** expert, sorts the arrivals by local expert and unsorts them before the
+** combine (sort_chunks_by_idxs); the flex one (DeepEP, HybridEP) permutes
+** once on arrival, which the graph's gather already is. By hand for
+** Qwen3-30B-A3B (top-8, hidden 2048) at one 4,096-token micro-batch, ep 8:
+** each pass reads and writes 4,096 x 8 x 2,048 16-bit values, two passes,
+** 536,870,912 B a layer forward and again backward, at b200's copy rate
+** (HBM x hbm_efficiency) plus a launch each. Inside one 8-GPU node the
+** all-to-all is the same either way; across two nodes (ep 16) flex sends
+** a token once per node its experts are on, fewer bytes. */
+Test(step, alltoall_dispatcher_sorts_by_expert) {
+  const char *q = "tests/data/hf/qwen3-30b-a3b.json";
+  step_result flex, a2a;
+  char err[512];
+  plan p = base(8, 1, 1, 8, 4096);
+  p.ep = 8;
+  framework_apply(framework_find("megatron-core"), &p);
+  cr_assert_eq(simulate(q, "b200", p, &flex, err, sizeof err), 0, "%s", err);
+  p.moe_dispatcher = PLAN_DISPATCH_ALLTOALL;
+  cr_assert_eq(simulate(q, "b200", p, &a2a, err, sizeof err), 0, "%s", err);
+  hw_catalog *c = th_catalog();
+  const hw_model *b = th_hw(c, "b200");
+  double want = 536870912.0 / (b->chip.hbm_bw_bytes_per_s * b->chip.hbm_efficiency) + 2 * b->chip.op_overhead_s;
+  hw_catalog_free(c);
+  cr_assert_float_eq(a2a.layer_fwd_s - flex.layer_fwd_s, want, want * 1e-6, "%g vs %g",
+                     a2a.layer_fwd_s - flex.layer_fwd_s, want);
+  cr_assert_float_eq(a2a.layer_bwd_s - flex.layer_bwd_s, want, want * 1e-6);
+  cr_assert_float_eq(a2a.ep_a2a_fwd_s, flex.ep_a2a_fwd_s, flex.ep_a2a_fwd_s * 1e-9);
+  p = base(16, 1, 1, 16, 4096);
+  p.ep = 16;
+  framework_apply(framework_find("megatron-core"), &p);
+  cr_assert_eq(simulate(q, "b200", p, &flex, err, sizeof err), 0, "%s", err);
+  p.moe_dispatcher = PLAN_DISPATCH_ALLTOALL;
+  cr_assert_eq(simulate(q, "b200", p, &a2a, err, sizeof err), 0, "%s", err);
+  cr_assert_gt(a2a.ep_a2a_fwd_s, flex.ep_a2a_fwd_s * 1.1, "%g vs %g", a2a.ep_a2a_fwd_s, flex.ep_a2a_fwd_s);
+}
+
 /* A parallel block (PaLM sec. 2: x + attn(ln x) + mlp(ln x)) reads one
 ** gathered input and reduces the two branches' sum once: one tensor-parallel
 ** collective pair a layer each way where a serial block has two (after the
