@@ -744,14 +744,13 @@ static const char *map_framework(const runs_mapping *m, const char *source) {
   return best;
 }
 
-/* How a mapping key's framework `key` names the row's `fw`: 2 the same
-** profile, 1 a dated variant of it (torchtitan for torchtitan-2024,
-** megatron-core for megatron-core-26.08: what the family does, unless the
-** variant's own entry says otherwise), 0 another. */
-static int fw_match(const char *key, const char *fw) {
-  if (!fw || !key[0]) return 0;
-  size_t n = strlen(key);
-  return strcmp(key, fw) == 0 ? 2 : strncmp(key, fw, n) == 0 && fw[n] == '-' ? 1 : 0;
+/* How a mapping key's framework, the n bytes at `key`, names the row's
+** `fw`: 2 the same profile, 1 a dated variant of it (torchtitan for
+** torchtitan-2024, megatron-core for megatron-core-26.08: what the family
+** does, unless the variant's own entry says otherwise), 0 another. */
+static int fw_match(const char *key, size_t n, const char *fw) {
+  if (!fw || n == 0 || strncmp(key, fw, n) != 0) return 0;
+  return fw[n] == '\0' ? 2 : fw[n] == '-' ? 1 : 0;
 }
 
 /* The model or default entry for name, the row's parameters and framework:
@@ -766,7 +765,7 @@ static const map_entry *map_keyed(const runs_mapping *m, map_kind k, const char 
   for (int i = 0; i < m->n; i++) {
     const map_entry *e = &m->e[i];
     if (e->kind != k || !key_eq(e->name, name)) continue;
-    int fm = fw_match(e->framework, framework);
+    int fm = fw_match(e->framework, strlen(e->framework), framework);
     if (e->framework[0] && !fm) continue;
     double d = e->params_b > 0 ? fabs(params_b - e->params_b) / e->params_b : 0;
     if (e->params_b > 0 && !(d <= 0.05)) continue;
@@ -801,7 +800,7 @@ static const char *map_default(const runs_mapping *m, const char *column, const 
       ** without; the longer the source the nearer */
       rank = 3 + n + (e->phrase ? 1000 : 0);
     } else if (e->framework[0]) {
-      int fm = fw_match(e->framework, framework);
+      int fm = fw_match(e->framework, strlen(e->framework), framework);
       if (!fm) continue;
       rank = 1 + (size_t)fm;
     }
@@ -1389,18 +1388,14 @@ static bool has_phrases(const runs_row *w, const char *phrase) {
 ** framework family of a dated variant (fw_match). */
 static const map_entry *phrase_entry(const runs_table *x, map_kind kind, const char *prefix,
                                      const runs_row *w, bool family) {
-  size_t n = prefix ? strlen(prefix) : 0;
   const map_entry *fam = NULL;
-  for (int i = 0; n && i < x->map->n; i++) {
+  for (int i = 0; prefix && prefix[0] && i < x->map->n; i++) {
     const map_entry *e = &x->map->e[i];
     const char *k = e->key->s, *colon = strchr(k, ':');
     if (e->kind != kind || !colon || !has_phrases(w, colon + 1)) continue;
-    if ((size_t)(colon - k) == n && strncmp(k, prefix, n) == 0) return e;
-    char key[64];
-    if (family && !fam && (size_t)(colon - k) < sizeof key) {
-      snprintf(key, sizeof key, "%.*s", (int)(colon - k), k);
-      if (fw_match(key, prefix) == 1) fam = e;
-    }
+    int fm = fw_match(k, (size_t)(colon - k), prefix);
+    if (fm == 2) return e;
+    if (family && fm == 1 && !fam) fam = e;
   }
   return fam;
 }
