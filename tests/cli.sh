@@ -136,6 +136,15 @@ run graph-usage 2 graph && has graph-usage err "expected one MODEL"
 # --- simulate (issue 5) ---
 run sim 0 simulate gpt3-175b --hw a100-80g --chips 64 --tp 8 --pp 8 --gbs 64 --recompute full --pp-schedule interleaved:3 --explain
 has sim out "step time" && has sim out "one layer forward"
+# MFU is against the 16-bit peak; an fp8 run also says its fraction of the
+# fp8 peak: H100 SXM's 1979 TFLOP/s over 989 (the hw entry's peaks), so half
+# of the MFU within the printed rounding; a bf16 run prints no such part
+run sim-mfu8 0 simulate llama3-8b --hw h100-sxm --chips 8 --gbs 64 --seq 8192 --precision fp8
+m=$(sed -n 's/.*MFU \([0-9.]*\)% (\([0-9.]*\)% of the fp8 peak).*/\1 \2/p' "$OUT/sim-mfu8.out")
+[ -n "$m" ] && awk -v a="${m% *}" -v b="${m#* }" 'BEGIN { d = a * 989 / 1979 - b; exit !(d < 0.06 && d > -0.06) }' && ok ||
+  bad "simulate fp8: MFU and its fp8-peak fraction are '$m', not a and a x 989/1979"
+run sim-mfu16 0 simulate llama3-8b --hw h100-sxm --chips 8 --gbs 64 --seq 8192
+grep -q "of the .* peak" "$OUT/sim-mfu16.out" && bad "a bf16 run names another peak" || ok
 run sim-json 0 simulate llama3-8b --hw h100-sxm --chips 16 --tp 8 --gbs 32 --seq 2048 --json
 for k in '"step_time_s":' '"tokens_per_s":' '"mfu":' '"hfu":' '"model_flops_per_step":' '"breakdown_s":' '"fits":' '"cost":' '"pp_schedule":'; do
   has sim-json out "$k"
