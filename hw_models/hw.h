@@ -81,6 +81,11 @@ typedef struct {
   ** (Hopper: FlashAttention-3's); a framework calling cuDNN reaches these
   ** (0: absent, the attention_*_efficiency figures) */
   double attention_cudnn_fwd_efficiency, attention_cudnn_bwd_efficiency;
+  /* cuDNN's own rate by keys a query sees, as attention_seq_eff, where the
+  ** chip's attention_seq table is another kernel's (b200: cuDNN measured on
+  ** the chip itself, attention_seq the newer generation's shape); a
+  ** framework calling cuDNN reads this one (0 everywhere: attention_seq) */
+  double attention_cudnn_seq_eff[5];
   /* the same large-GEMM fraction measured with fp8 operands (absent:
   ** matmul_efficiency): what a low-precision recipe's GEMMs reach */
   double fp8_matmul_efficiency;

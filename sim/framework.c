@@ -259,6 +259,15 @@ const char *framework_attention_kernel(int f, int ak, const hw_chip *c, double *
   return NULL;
 }
 
+const double *framework_attention_seq(int f, int ak, const hw_chip *c) {
+  double fe, be;
+  const char *field;
+  if (framework_attention_kernel(f, ak, c, &fe, &be, &field) != KERNELS[PLAN_AK_CUDNN].label) return NULL;
+  for (int i = 0; i < HW_ATTN_POINTS; i++)
+    if (c->attention_cudnn_seq_eff[i] > 0) return c->attention_cudnn_seq_eff;
+  return NULL;
+}
+
 int framework_check_attention_kernel(int ak, const hw_model *hw, char *err, size_t errn) {
   double fe, be;
   if (ak <= PLAN_AK_FRAMEWORK || ak >= PLAN_AK_BEST || kernel_rates(&hw->chip, ak, &fe, &be)) return 0;

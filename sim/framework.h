@@ -197,6 +197,10 @@ void framework_apply(int f, plan *p);
 ** figure for the profile's, or ak PLAN_AK_BEST). */
 const char *framework_attention_kernel(int f, int ak, const hw_chip *c, double *fwd, double *bwd,
                                        const char **field);
+/* The rate-by-keys table of that kernel where it has its own (cuDNN's,
+** chip.attention_cudnn_seq), to stand for the chip's attention_seq; NULL
+** when the chip's table stands. */
+const double *framework_attention_seq(int f, int ak, const hw_chip *c);
 /* 0 when chip hw holds a measured rate for kernel ak (or ak leaves the
 ** choice to the framework or the chip); else -1 and a message in err
 ** naming the kernels it has. */

@@ -392,6 +392,9 @@ const hw_model *step_layer_hw(const hw_model *hw, const plan *p, hw_model *ah, h
     *ah = *hw;
     ah->chip.attention_fwd_efficiency = fe;
     ah->chip.attention_bwd_efficiency = be;
+    /* and its rates by sequence length, where the chip holds them apart */
+    const double *seq = framework_attention_seq(p->framework, p->attn_kernel, &hw->chip);
+    if (seq) memcpy(ah->chip.attention_seq_eff, seq, sizeof ah->chip.attention_seq_eff);
     hw = ah;
   }
   /* the low-precision unit for the layers' GEMMs */

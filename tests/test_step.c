@@ -861,6 +861,37 @@ Test(step, attention_kernel_flag_overrides_the_profile) {
   cr_assert(strstr(err, "b200 holds no measured rate for it (chip.attention_fa2_efficiency)"), "%s", err);
 }
 
+/* cuDNN's own rates by sequence length where the chip holds them apart
+** (chip.attention_cudnn_seq): on b200, cuDNN 9.13.1 measured on the chip
+** (cudnn-frontend's B200 SDPA table) runs a causal head-dim-128 core at
+** 1332.4 of 2250 TFLOP/s at 16k and at the mean of its forward and backward
+** ratios at 4k, (855.7 / 1332.4 + 701.3 / 1074.8) / 2 = 0.647, where the
+** chip's attention_seq table (cuDNN 9.22's shape on GB200) has 0.844; both
+** at the 1,000 W sustained clock, 0.853. Llama 3 8B at tp 8 and 4,096
+** tokens: 2 dots of 2 x 4096^2 x 4 x 128 FLOPs, the causal half, each with
+** its 3 us launch. megatron-core calls cuDNN and reads its table;
+** --attention-kernel best keeps the chip's FlashAttention-4 figure (0.630)
+** and its table. */
+Test(step, cudnn_reads_its_own_sequence_table_on_b200) {
+  static const struct {
+    plan_attn_kernel ak;
+    double eff, seq;
+  } k[] = {{PLAN_AK_FRAMEWORK, 1332.4 / 2250, (855.678 / 1332.415 + 701.265 / 1074.776) / 2},
+           {PLAN_AK_BEST, 0.630, 0.844}};
+  for (int i = 0; i < 2; i++) {
+    step_result r;
+    char err[512];
+    plan p = base(8, 8, 1, 8, 4096);
+    framework_apply(framework_find("megatron-core"), &p);
+    p.attn_kernel = k[i].ak;
+    cr_assert_eq(simulate("llama3-8b", "b200", p, &r, err, sizeof err), 0, "%s", err);
+    double flops = 2 * (2.0 * 4096 * 4096 * 4 * 128) * 0.5;
+    double want = flops / (2250e12 * k[i].eff * k[i].seq * 0.853) + 2 * 3e-6;
+    cr_assert_float_eq(r.attn_core_fwd_s, want, want * 3e-3, "kernel %d: %g vs %g", k[i].ak,
+                       r.attn_core_fwd_s, want);
+  }
+}
+
 /* NeMo's launcher of 2024 (megatron-core-24.07) trains fp8 without
 ** fp8_params: the 16-bit linear weights stay beside their fp8 copies, where
 ** Megatron-Bridge's recipes (megatron-core) hold the fp8 copies alone. The
