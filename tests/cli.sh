@@ -143,7 +143,7 @@ run sim-mfu8 0 simulate llama3-8b --hw h100-sxm --chips 8 --gbs 64 --seq 8192 --
 m=$(sed -n 's/.*MFU \([0-9.]*\)% (\([0-9.]*\)% of the fp8 peak).*/\1 \2/p' "$OUT/sim-mfu8.out")
 [ -n "$m" ] && awk -v a="${m% *}" -v b="${m#* }" 'BEGIN { d = a * 989 / 1979 - b; exit !(d < 0.06 && d > -0.06) }' && ok ||
   bad "simulate fp8: MFU and its fp8-peak fraction are '$m', not a and a x 989/1979"
-run sim-mfu16 0 simulate llama3-8b --hw h100-sxm --chips 8 --gbs 64 --seq 8192
+run sim-mfu16 0 simulate llama3-8b --hw h100-sxm --chips 16 --tp 8 --gbs 32 --seq 2048
 grep -q "of the .* peak" "$OUT/sim-mfu16.out" && bad "a bf16 run names another peak" || ok
 run sim-json 0 simulate llama3-8b --hw h100-sxm --chips 16 --tp 8 --gbs 32 --seq 2048 --json
 for k in '"step_time_s":' '"tokens_per_s":' '"mfu":' '"hfu":' '"model_flops_per_step":' '"breakdown_s":' '"fits":' '"cost":' '"pp_schedule":'; do
@@ -305,7 +305,7 @@ run sim-fw-tt 0 simulate llama3-8b --hw h100-sxm --chips 8 --gbs 8 --framework t
 # is refused (bad input, 1) naming the figure; a typo names the nearest (usage, 2)
 run sim-ak 0 simulate llama3-8b --hw h100-sxm --chips 8 --tp 8 --gbs 8 --attention-kernel fa2 --explain && has sim-ak out "FlashAttention-2's rate, 0.332 of the peak forward" && has sim-ak out "the kernel --attention-kernel names"
 run sim-ak-json 0 simulate llama3-8b --hw h100-sxm --chips 8 --tp 8 --gbs 8 --attention-kernel best --json && has sim-ak-json out '"attention_kernel":	"best"'
-run sim-ak-none 1 simulate llama3-8b --hw b200 --chips 8 --tp 8 --gbs 8 --attention-kernel fa2 && has sim-ak-none err "--attention-kernel fa2: b200 holds no measured rate for it (chip.attention_fa2_efficiency); nearest: --attention-kernel best"
+run sim-ak-none 1 simulate llama3-8b --hw b200 --chips 8 --tp 8 --gbs 8 --attention-kernel fa2 && has sim-ak-none err "--attention-kernel fa2: b200 holds no measured rate for it (chip.attention_fa2_efficiency); nearest: --attention-kernel cudnn, best"
 run sim-ak-typo 2 simulate llama3-8b --hw h100-sxm --chips 8 --attention-kernel cudn && has sim-ak-typo err "(did you mean 'cudnn'?)"
 run sim-ak-scores 2 simulate llama3-8b --hw h100-sxm --chips 8 --attention scores --attention-kernel fa2 && has sim-ak-scores err "no fused kernel runs"
 grep -q "did you mean" "$OUT/sim-attn-bad.err" && bad "sim-attn-bad: 'naive' is near no choice, yet one was named" || ok
