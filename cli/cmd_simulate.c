@@ -428,14 +428,13 @@ void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p
     if (p->attention == PLAN_ATTN_FLASH) {
       const char *field;
       double fe, be;
-      const char *kern = framework_attention_kernel(p->framework, p->attn_kernel, hc, &fe, &be, &field);
+      const double *seq;
+      const char *kern = framework_attention_kernel(p->framework, p->attn_kernel, hc, &fe, &be, &field, &seq);
       if (kern)
         fprintf(out, "  chip %s: the attention core at %s rate, %.3f of the peak forward and %.3f "
                      "backward (chip.%s%s), the kernel %s\n",
                 hw->name, kern, fe, be, field,
-                framework_attention_seq(p->framework, p->attn_kernel, hc)
-                    ? ", by sequence length chip.attention_cudnn_seq"
-                    : "",
+                seq ? ", by sequence length chip.attention_cudnn_seq" : "",
                 p->attn_kernel ? "--attention-kernel names" : "the framework calls");
       else if (p->attn_kernel == PLAN_AK_BEST)
         fprintf(out, "  chip %s: the attention core at the chip's own measured rate (chip.attention_"

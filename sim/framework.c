@@ -230,51 +230,50 @@ static const struct {
 
 /* Chip c's measured rates for kernel ak (PLAN_AK_FA1..PLAN_AK_CUDNN);
 ** false when it holds none. cuDNN's backward takes the forward's where
-** only that is measured. */
-static bool kernel_rates(const hw_chip *c, int ak, double *fwd, double *bwd) {
+** only that is measured; its rate-by-length table goes to *seq where the
+** chip holds one apart (chip.attention_cudnn_seq), else NULL. */
+static bool kernel_rates(const hw_chip *c, int ak, double *fwd, double *bwd, const double **seq) {
   double f = ak == PLAN_AK_FA1   ? c->attention_fa1_efficiency
              : ak == PLAN_AK_FA2 ? c->attention_fa2_efficiency
              : ak == PLAN_AK_CUDNN ? c->attention_cudnn_fwd_efficiency
                                    : 0;
   *fwd = *bwd = f > 0 ? f : 0;
+  *seq = NULL;
   if (ak == PLAN_AK_CUDNN && c->attention_cudnn_bwd_efficiency > 0) *bwd = c->attention_cudnn_bwd_efficiency;
+  for (int i = 0; ak == PLAN_AK_CUDNN && i < HW_ATTN_POINTS && !*seq; i++)
+    if (c->attention_cudnn_seq_eff[i] > 0) *seq = c->attention_cudnn_seq_eff;
   return f > 0;
 }
 
 const char *framework_attention_kernel(int f, int ak, const hw_chip *c, double *fwd, double *bwd,
-                                       const char **field) {
+                                       const char **field, const double **seq) {
   const framework *fw = f >= 0 ? &frameworks[f] : NULL;
+  const double *own;
   *fwd = *bwd = 0;
   *field = NULL;
+  if (seq) *seq = NULL;
   bool mine = ak == PLAN_AK_FRAMEWORK && fw;
   /* the profile's kernel, in the order its flags were read before */
   const bool calls[] = {[PLAN_AK_FA1] = ak == PLAN_AK_FA1 || (mine && fw->attention_fa1),
                         [PLAN_AK_FA2] = ak == PLAN_AK_FA2 || (mine && fw->attention_fa2),
                         [PLAN_AK_CUDNN] = ak == PLAN_AK_CUDNN || (mine && fw->attention_cudnn)};
   for (int k = PLAN_AK_FA1; k <= PLAN_AK_CUDNN; k++)
-    if (calls[k] && kernel_rates(c, k, fwd, bwd)) {
+    if (calls[k] && kernel_rates(c, k, fwd, bwd, &own)) {
       *field = KERNELS[k].field;
+      if (seq) *seq = own;
       return KERNELS[k].label;
     }
   return NULL;
 }
 
-const double *framework_attention_seq(int f, int ak, const hw_chip *c) {
-  double fe, be;
-  const char *field;
-  if (framework_attention_kernel(f, ak, c, &fe, &be, &field) != KERNELS[PLAN_AK_CUDNN].label) return NULL;
-  for (int i = 0; i < HW_ATTN_POINTS; i++)
-    if (c->attention_cudnn_seq_eff[i] > 0) return c->attention_cudnn_seq_eff;
-  return NULL;
-}
-
 int framework_check_attention_kernel(int ak, const hw_model *hw, char *err, size_t errn) {
   double fe, be;
-  if (ak <= PLAN_AK_FRAMEWORK || ak >= PLAN_AK_BEST || kernel_rates(&hw->chip, ak, &fe, &be)) return 0;
+  const double *tab;
+  if (ak <= PLAN_AK_FRAMEWORK || ak >= PLAN_AK_BEST || kernel_rates(&hw->chip, ak, &fe, &be, &tab)) return 0;
   char list[96] = "";
   size_t at = 0;
   for (int k = PLAN_AK_FA1; k <= PLAN_AK_CUDNN; k++)
-    if (kernel_rates(&hw->chip, k, &fe, &be)) {
+    if (kernel_rates(&hw->chip, k, &fe, &be, &tab)) {
       int w = snprintf(list + at, sizeof list - at, "%s, ", plan_attn_kernel_names[k]);
       if (w > 0 && (size_t)w < sizeof list - at) at += (size_t)w;
     }

@@ -192,15 +192,14 @@ void framework_apply(int f, plan *p);
 ** ak names (--attention-kernel; PLAN_AK_FRAMEWORK: the profile's) --
 ** where it is not the one the chip's attention_*_efficiency figures hold
 ** (the FlashAttention-1 generation, FlashAttention-2, cuDNN's), with the
-** chip's measured rates for it in *fwd and *bwd and the figure's name in
-** *field; NULL when the chip's own figures stand (no such kernel, no
-** figure for the profile's, or ak PLAN_AK_BEST). */
+** chip's measured rates for it in *fwd and *bwd, the figure's name in
+** *field and, where seq is not NULL, the kernel's own rate-by-keys table in
+** *seq (cuDNN's, chip.attention_cudnn_seq, to stand for the chip's
+** attention_seq; NULL when the chip's table stands); NULL when the chip's
+** own figures stand (no such kernel, no figure for the profile's, or ak
+** PLAN_AK_BEST). */
 const char *framework_attention_kernel(int f, int ak, const hw_chip *c, double *fwd, double *bwd,
-                                       const char **field);
-/* The rate-by-keys table of that kernel where it has its own (cuDNN's,
-** chip.attention_cudnn_seq), to stand for the chip's attention_seq; NULL
-** when the chip's table stands. */
-const double *framework_attention_seq(int f, int ak, const hw_chip *c);
+                                       const char **field, const double **seq);
 /* 0 when chip hw holds a measured rate for kernel ak (or ak leaves the
 ** choice to the framework or the chip); else -1 and a message in err
 ** naming the kernels it has. */

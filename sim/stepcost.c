@@ -388,12 +388,12 @@ const hw_model *step_layer_hw(const hw_model *hw, const plan *p, hw_model *ah, h
   ** that kernel's measured rates (framework_attention_kernel) */
   double fe, be;
   const char *field;
-  if (framework_attention_kernel(p->framework, p->attn_kernel, &hw->chip, &fe, &be, &field)) {
+  const double *seq;
+  if (framework_attention_kernel(p->framework, p->attn_kernel, &hw->chip, &fe, &be, &field, &seq)) {
     *ah = *hw;
     ah->chip.attention_fwd_efficiency = fe;
     ah->chip.attention_bwd_efficiency = be;
     /* and its rates by sequence length, where the chip holds them apart */
-    const double *seq = framework_attention_seq(p->framework, p->attn_kernel, &hw->chip);
     if (seq) memcpy(ah->chip.attention_seq_eff, seq, sizeof ah->chip.attention_seq_eff);
     hw = ah;
   }
