@@ -189,6 +189,8 @@ static const hw_field FIELDS[] = {
     {"system.scale_up.latency_s", HWF_NUM, OFF(scale_up.latency_s), 0, REQP, NULL, 0, 1, "s", NULL},
     {"system.scale_up.efficiency", HWF_NUM, OFF(scale_up.efficiency), 0, FIG | HWF_POS, NULL, 0, 1,
      "", "absent: collectives assume 1.0"},
+    {"system.scale_up.collective_ctas", HWF_INT, OFF(scale_up.collective_ctas), 0, FIG, NULL, 1,
+     4096, "CTAs", "absent: collectives hold no compute cores"},
     {"system.scale_up.in_switch_reduction", HWF_BOOL, OFF(scale_up.in_switch_reduction), 0, FIG,
      NULL, 0, 0, "", NULL},
     {"system.scale_up.torus_dims", HWF_INT, OFF(scale_up.torus_dims), 0, TPU, NULL, 1, 3, "", NULL},
@@ -211,6 +213,8 @@ static const hw_field FIELDS[] = {
      NULL},
     {"system.scale_out.topology", HWF_ENUM, OFF(scale_out.topology), 0, REQ, TOPO_CHOICES, 0, 0, "",
      NULL},
+    {"system.scale_out.collective_ctas", HWF_INT, OFF(scale_out.collective_ctas), 0, FIG, NULL, 1,
+     4096, "CTAs", "absent: collectives hold no compute cores"},
     {"system.scale_out.reducer_bw_bytes_per_s", HWF_NUM, OFF(scale_out.reducer_bw_bytes_per_s), 0,
      FIG | HWF_POS, NULL, 0, MAX_BW, "B/s", "absent: no Reduction Server reducers"},
     {"system.scale_out.reducer_usd_per_hour", HWF_NUM, OFF(scale_out.reducer_usd_per_hour), 0,
@@ -1003,6 +1007,14 @@ static void check_rules(loader *L) {
                  "expected links_per_chip x link_bw_bytes_per_s = %" PRId64 " x %g = %g B/s, got %g",
                  u->links_per_chip, u->link_bw_bytes_per_s,
                  (double)u->links_per_chip * u->link_bw_bytes_per_s, u->bw_per_chip_bytes_per_s);
+  /* a collective's CTAs each hold an SM: fewer than the chip has */
+  const char *cta_path[] = {"system.scale_up.collective_ctas", "system.scale_out.collective_ctas"};
+  int64_t ctas[] = {u->collective_ctas, m->scale_out.collective_ctas};
+  for (int i = 0; i < 2; i++)
+    if (ctas[i] >= m->chip.mu_cores && m->chip.mu_cores > 0)
+      jin_error_at(j, cta_path[i], 0,
+                   "expected fewer CTAs than the chip's %" PRId64 " cores (matrix_unit.cores), got %" PRId64,
+                   m->chip.mu_cores, ctas[i]);
   /* the measured expert shape: all three sizes, and a table to read
   ** other shapes off (hw_grouped_gemm_shape_factor) */
   int at = m->present[hw_field_find("chip.grouped_gemm_at.m")] +

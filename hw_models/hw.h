@@ -165,6 +165,9 @@ typedef struct {
   double link_bw_bytes_per_s, bw_per_chip_bytes_per_s, latency_s;
   bool in_switch_reduction;
   double efficiency; /* measured sustained fraction of the link bandwidth (1.0 when absent) */
+  /* the CTAs (one an SM) the collective library's kernel holds for a large
+  ** all-gather or reduce-scatter inside the domain; 0: none (TPU DMAs) */
+  int64_t collective_ctas;
   /* TPU torus only */
   int64_t torus_dims, wrap_axis_multiple, max_slice_chips, pod_chips;
   int64_t max_slice_shape[3], ocs_block[3];
@@ -175,6 +178,7 @@ typedef struct {
   int kind;
   double bw_per_chip_bytes_per_s, latency_s;
   int topology;
+  int64_t collective_ctas; /* as scale_up's, for a group that spans nodes */
   /* a Reduction Server's reducer: the CPU VM Vertex AI runs beside the GPU
   ** hosts, its NIC (one direction) and its price an hour; 0: none */
   double reducer_bw_bytes_per_s, reducer_usd_per_hour;
@@ -194,7 +198,7 @@ typedef struct {
   char *value; /* "title <url>", "id1, id2", or the note */
 } hw_kv;
 
-#define HW_MAX_FIELDS 96
+#define HW_MAX_FIELDS 104
 
 typedef struct hw_model {
   char schema[16];

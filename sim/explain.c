@@ -192,8 +192,14 @@ static void explain_time(const model *m, const hw_model *hw, const plan *p, cons
     values(x, "%s", sec(&b, bd->other));
   } else {
     double layer_comm = bd->exposed_comm - r->exposed_dp_s - r->param_gather_exposed_s;
-    explain_term *x = add(t, n, "compute", bd->compute, "");
+    explain_term *x = add(t, n, "compute", bd->compute - r->coll_sm_s, "");
     time_compute(m, p, r, x);
+    if (r->coll_sm_s > 0) {
+      x = add(t, n, "collectives' SMs", r->coll_sm_s,
+              "(gradient reduction + parameter gather the compute hides) x the SMs they hold");
+      values(x, "%s x %.1f%% (NCCL's CTAs, system.scale_up / scale_out.collective_ctas, over %lld SMs)",
+             sec(&b, r->coll_hidden_s), 100 * r->coll_share, (long long)hw->chip.mu_cores);
+    }
     x = add(t, n, "layer collectives", layer_comm,
             "m x L x (forward + backward): TP/CP/EP, the part not overlapped");
     time_layer_comm(m, p, r, layer_comm, x);
@@ -203,7 +209,8 @@ static void explain_time(const model *m, const hw_model *hw, const plan *p, cons
     x = add(t, n, "exposed gradient sync", r->exposed_dp_s,
             "the gradient reduction past chip 0's last backward");
     values(x, "%s, of which the backward hides %s (%s)", sec(&b, r->dp_allreduce_s),
-           sec(&b, r->dp_allreduce_s - r->exposed_dp_s), plan_grad_sync_names[p->grad_sync]);
+           sec(&b, r->dp_allreduce_s > r->exposed_dp_s ? r->dp_allreduce_s - r->exposed_dp_s : 0),
+           plan_grad_sync_names[p->grad_sync]);
     if (r->param_gather_exposed_s > 0) {
       x = add(t, n, "parameter gather", r->param_gather_exposed_s,
               p->vp > 1 ? "chip 0's first chunk waits: max(0, gather / V - its forward) + one bucket"

@@ -308,11 +308,13 @@ double step_optimizer_params(const model *m, const plan *p) {
 
 /* ZeRO-3's gather of a chunk of n layers (ag_t a stage's, V chunks a
 ** stage), a layer ahead of compute: only the first layer's shows. */
-static void gathered(double ag_t, int64_t vp, int64_t n, double *f, double *b) {
+static void gathered(double ag_t, int64_t vp, int64_t n, double share, double *f, double *b) {
   if (!(ag_t > 0 && n > 0)) return;
   double g = ag_t / (double)vp;
-  *f = (*f > g ? *f : g) + g / (double)n;
-  *b = (*b > g ? *b : g) + g / (double)n;
+  /* the compute under the gather runs on the SMs it leaves */
+  double sf = *f + (*f < g ? *f : g) * share, sb = *b + (*b < g ? *b : g) * share;
+  *f = (sf > g ? sf : g) + g / (double)n;
+  *b = (sb > g ? sb : g) + g / (double)n;
 }
 
 /* A chunk of n layers of one kind: its forward, backward (gather
@@ -324,10 +326,10 @@ typedef struct {
 } chunk_memo;
 
 static void chunk_sums(double lf, double lb, double lc, int64_t n, double ag_t, int64_t vp,
-                       chunk_memo *out) {
+                       double share, chunk_memo *out) {
   double f = 0, b = 0, c = 0;
   for (int64_t i = 0; i < n; i++) f += lf, b += lb, c += lc;
-  gathered(ag_t, vp, n, &f, &b);
+  gathered(ag_t, vp, n, share, &f, &b);
   *out = (chunk_memo){n, f, b, c};
 }
 
@@ -347,12 +349,14 @@ static void chunk_sums(double lf, double lb, double lc, int64_t n, double ag_t, 
 ** chunks' gathers together at the step's start (align_param_gather,
 ** schedules.py param_sync_func), so only chip 0's first chunk waits. */
 static double gather_exposed_s(const plan *p, const wl_tf_dims *d, const step_desc *sd,
-                               double ag) {
+                               double ag, double *hidden) {
   /* chip 0's first (virtual) stage, with its share of the chip's gathers */
   double f = sd->vs_f[0] + sd->sched.f_first;
   int64_t n = plan_stage_layers(p, d->layers, 0);
   if (p->vp > 1) ag /= (double)p->vp;
   double e = (ag > f ? ag - f : 0) + ag / (double)(n > 0 ? n : 1);
+  /* the forward the gather runs under, added along the warm-up as the waits */
+  *hidden = (ag < f ? ag : f) * (p->vp > 1 ? 1 : (double)p->pp);
   return p->vp > 1 ? e : e * (double)p->pp;
 }
 
@@ -383,6 +387,7 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
   int64_t shard, eshard; /* HSDP: shard within groups (the experts reduce over edp below) */
   plan_state_shards(p, &shard, &eshard);
   double own_rs = 0; /* the chips' own reduce-scatter time: what their parameter gather takes */
+  double dense_share = step_coll_sm_share(hw, shard, per), expert_t = 0, expert_share = 0;
   if (dpcp > 1) {
     dp_t = grad_sync_s(memo, hw, shard, per, grad_op, grad_bytes, p, p->tp, formula, err, errn);
     if (dp_t < 0) return -1;
@@ -418,6 +423,7 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
       if (x < 0) return -1;
       dp_t += x;
       own_rs += x;
+      expert_t = x, expert_share = step_coll_sm_share(hw, edp, eper);
     }
     /* ZeRO-3 / FSDP keeps 1/dp of the stage's weights: every micro-batch
     ** gathers them for its forward and again for its backward (FSDP frees
@@ -442,6 +448,7 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
   }
   sd->dp_allreduce_s = dp_t;
   sd->zero3_gather_s = ag_t;
+  sd->coll_share = dp_t > 0 ? ((dp_t - expert_t) * dense_share + expert_t * expert_share) / dp_t : 0;
   /* fused Adam (apex FusedAdam): read weight, grad, master, m, v; write
   ** them back; the sharded optimizer updates its shard. Then a
   ** low-precision recipe quantizes the new weights once for the step. */
@@ -504,7 +511,7 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
       hit = cm[0].n == n ? &cm[0] : cm[1].n == n ? &cm[1] : NULL;
       if (!hit) {
         hit = cm[0].n < 0 ? &cm[0] : &cm[1];
-        chunk_sums(lf[k0], lb[k0], lc[k0], n, ag_t, p->vp, hit);
+        chunk_sums(lf[k0], lb[k0], lc[k0], n, ag_t, p->vp, dense_share, hit);
       }
     }
     double f = 0, b = 0, c = 0;
@@ -516,7 +523,7 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
         even &= k == k0;
         f += lf[k], b += lb[k], c += lc[k];
       }
-      gathered(ag_t, p->vp, n, &f, &b);
+      gathered(ag_t, p->vp, n, dense_share, &f, &b);
     }
     even &= n == n0;
     first += n;
@@ -526,7 +533,8 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
   }
   if (uniform) comm0 *= (double)p->vp;
   if (rs_only && !z3 && own_rs > 0)
-    sd->param_gather_s = gather_exposed_s(p, d, sd, own_rs * param_bytes(p) / ge);
+    sd->param_gather_s =
+        gather_exposed_s(p, d, sd, own_rs * param_bytes(p) / ge, &sd->param_gather_hidden_s);
   sd->sched.f_chunk = sd->vs_f[0], sd->sched.b_chunk = sd->vs_b[0];
   if (!even && !uniform) sd->sched.f_vs = sd->vs_f, sd->sched.b_vs = sd->vs_b;
   sd->layers_per_stage = most * p->vp;
@@ -542,10 +550,14 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
 static void finish(const step_desc *sd, const sched_out *so, double end, step_times *r) {
   double exposed_dp = end - sd->optimizer_s;
   exposed_dp = exposed_dp > so->last_b_end[0] ? exposed_dp - so->last_b_end[0] : 0;
+  /* the compute under the hidden reduction and gather, on the SMs they leave */
+  double hidden_dp = sd->dp_allreduce_s > exposed_dp ? sd->dp_allreduce_s - exposed_dp : 0;
+  r->coll_hidden_s = hidden_dp + sd->param_gather_hidden_s, r->coll_share = sd->coll_share;
+  r->coll_sm_s = r->coll_hidden_s * r->coll_share;
   /* the parameter gather's wait at the first forward delays the whole step */
-  r->step_time_s = end + sd->param_gather_s;
+  r->step_time_s = end + sd->param_gather_s + r->coll_sm_s;
   r->param_gather_exposed_s = sd->param_gather_s;
-  r->breakdown_s.compute = so->busy_s[0] - sd->tp_comm_s;
+  r->breakdown_s.compute = so->busy_s[0] - sd->tp_comm_s + r->coll_sm_s;
   r->breakdown_s.exposed_comm = sd->tp_comm_s + exposed_dp + sd->param_gather_s;
   r->exposed_dp_s = exposed_dp;
   r->breakdown_s.other = sd->optimizer_s;
@@ -805,6 +817,7 @@ static int simulate_cached(const model *m, const hw_model *hw, const plan *pl,
   r->breakdown_s = st.breakdown_s;
   r->exposed_dp_s = st.exposed_dp_s;
   r->param_gather_exposed_s = st.param_gather_exposed_s;
+  r->coll_sm_s = st.coll_sm_s, r->coll_hidden_s = st.coll_hidden_s, r->coll_share = st.coll_share;
   /* 5. the input pipeline of each host feeds this step time of compute */
   if (in && input_stall(hw, &p, in, r, err, errn) != 0) {
     rc = -1;

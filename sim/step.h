@@ -99,6 +99,11 @@ typedef struct {
   /* of the step: the distributed optimizer's parameter all-gather that the
   ** first forward does not hide (sim/step.c gather_exposed_s) */
   double param_gather_exposed_s;
+  /* of the step: the compute the data-parallel collectives slow while they
+  ** run under it, their kernels holding SMs (step_coll_sm_share): the
+  ** gradient reduction the backward hides and the parameter gather the
+  ** first forward hides (ZeRO-3's gathers slow the chunks themselves) */
+  double coll_sm_s, coll_hidden_s, coll_share; /* coll_sm_s = coll_hidden_s x coll_share */
   /* embedding tables placed off the replicas (--embeddings sharded|ps):
   ** the step's looked-up vectors exchanged (all-to-all, or to and from the
   ** parameter-server hosts), those hosts; and what CPU hosts beside the
@@ -177,6 +182,15 @@ double step_moe_nodes_hit(const wl_tf_dims *d, int64_t nodes);
 ** 0 without ep or with one expert a chip. */
 double step_moe_reorder_bytes(const wl_tf_dims *d, const plan *p);
 
+/* The share of a GPU's SMs a data-parallel collective over n chips, per of
+** them in a node (0: a TPU torus), holds while it runs: its library's CTAs
+** (one an SM: NCCL's channels, system.scale_up / scale_out.collective_ctas
+** as the group stays in the node or spans nodes) over the chip's SMs; 0
+** where the hardware file gives none. Compute overlapped with the
+** collective for t seconds then takes t x share longer (the SMs it loses,
+** as step_moe_a2a_exposed_s charges the dispatcher's). */
+double step_coll_sm_share(const hw_model *hw, int64_t n, int64_t per);
+
 /* The time one pass's MoE all-to-alls (a2a_s: dispatch and combine of one
 ** layer) add when the framework overlaps them with another micro-batch's
 ** opposite pass of the same layer, other_s long (Megatron-Core's merged
@@ -222,6 +236,11 @@ typedef struct {
   ** (overlapped with the next step's first forward): the part that forward
   ** does not hide */
   double param_gather_s;
+  /* the data-parallel collectives' kernels' share of the chip's SMs (their
+  ** groups' times weighting the dense and the expert group's), and the
+  ** forward time the parameter gather runs under (chip 0's, pp times
+  ** without interleaving: each stage's first forward waits on its own) */
+  double coll_share, param_gather_hidden_s;
   int64_t buckets;     /* gradient buckets a chip: one a layer */
   bool after_backward; /* the all-reduce waits for the whole backward */
   int64_t layers_per_stage, microbatches;
@@ -241,6 +260,7 @@ typedef struct {
   step_breakdown breakdown_s;
   double exposed_dp_s; /* the gradient all-reduce not hidden behind the backward */
   double param_gather_exposed_s; /* the parameter gather the first forward waits for */
+  double coll_sm_s, coll_hidden_s, coll_share; /* as step_result's */
 } step_times;
 
 /* costs: step_costs' pieces for p. */

@@ -727,6 +727,13 @@ double step_moe_reorder_bytes(const wl_tf_dims *d, const plan *p) {
   return 2 * 2 * tokens * k * (double)(d->moe_latent > 0 ? d->moe_latent : d->hidden) * 2;
 }
 
+double step_coll_sm_share(const hw_model *hw, int64_t n, int64_t per) {
+  if (n < 2 || per <= 0) return 0;
+  int64_t ctas = n > per ? hw->scale_out.collective_ctas : hw->scale_up.collective_ctas;
+  int64_t sms = hw->chip.mu_cores;
+  return ctas > 0 && sms > ctas ? (double)ctas / (double)sms : 0;
+}
+
 double step_moe_a2a_exposed_s(double a2a_s, double other_s, double sm_share) {
   if (!(a2a_s > 0)) return 0;
   double covered = a2a_s < other_s ? a2a_s : (other_s > 0 ? other_s : 0);

@@ -99,6 +99,10 @@ line=$(grep -n '"grouped_gemm_at": {' "$OUT/gmmat.json" | cut -d: -f1)
 badfile gmmat "$OUT/gmmat.json" "gmmat.json:$line:24: chip.grouped_gemm_at: expected all of m, n and k (the measured expert GEMM's rows, output and input width), got 2 of them"
 sed '/^    "matmul_shape": /d; /"chip.matmul_shape": "xla-matmul-sm100",/d' hw_models/b200.json >"$OUT/gmmat-notable.json"
 badfile gmmat-notable "$OUT/gmmat-notable.json" "chip.grouped_gemm_at: needs chip.matmul_shape: other experts' rates are read off that table"
+# a collective's CTAs each take an SM: as many as the chip has is refused where it is written
+sed 's/"collective_ctas": 24,/"collective_ctas": 132,/' hw_models/h100-sxm.json >"$OUT/ctas.json"
+line=$(grep -n '"collective_ctas": 132' "$OUT/ctas.json" | cut -d: -f1)
+badfile ctas "$OUT/ctas.json" "ctas.json:$line:26: system.scale_up.collective_ctas: expected fewer CTAs than the chip's 132 cores (matrix_unit.cores), got 132"
 printf '\x00\x01\x02garbage' >"$OUT/binary.json"
 badfile binary "$OUT/binary.json" "NUL byte"
 
