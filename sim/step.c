@@ -938,6 +938,8 @@ cJSON *step_json(const model *m, const hw_model *hw, const plan *p, const step_r
   cJSON_AddNumberToObject(b, "pipeline_bubble", r->breakdown_s.pipeline_bubble);
   cJSON_AddNumberToObject(b, "input_stall", r->breakdown_s.input_stall);
   cJSON_AddNumberToObject(b, "other", r->breakdown_s.other);
+  /* inside compute: what the hidden data-parallel collectives' SMs cost it */
+  cJSON_AddNumberToObject(o, "collectives_sm_s", r->coll_sm_s);
   cJSON *mem = cJSON_AddObjectToObject(o, "memory_bytes");
   cJSON_AddNumberToObject(mem, "weights", r->memory.weights);
   cJSON_AddNumberToObject(mem, "gradients", r->memory.gradients);
