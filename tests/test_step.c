@@ -1375,6 +1375,16 @@ static int simulate_on(const char *src, const hw_model *hw, plan p, step_result 
   return rc;
 }
 
+/* p on h100-sxm as catalogued (r) and with no collective CTAs (r0) */
+static void with_and_without_ctas(hw_catalog *c, plan p, step_result *r, step_result *r0) {
+  char err[512];
+  hw_model bare = *th_hw(c, "h100-sxm");
+  bare.scale_up.collective_ctas = bare.scale_out.collective_ctas = 0;
+  cr_assert_eq(simulate_on("llama3-8b", th_hw(c, "h100-sxm"), p, r, err, sizeof err), 0, "%s",
+               err);
+  cr_assert_eq(simulate_on("llama3-8b", &bare, p, r0, err, sizeof err), 0, "%s", err);
+}
+
 Test(step, overlapped_collectives_take_their_sms) {
   static const struct {
     int64_t chips, tp;
@@ -1382,15 +1392,10 @@ Test(step, overlapped_collectives_take_their_sms) {
   } k[] = {{8, 1, 24.0 / 132}, {64, 8, 16.0 / 132}};
   hw_catalog *c = th_catalog();
   for (int i = 0; i < 2; i++) {
-    char err[512];
     plan p = base(k[i].chips, k[i].tp, 1, 32, 4096);
     framework_apply(framework_find("megatron-core"), &p);
-    hw_model bare = *th_hw(c, "h100-sxm");
-    bare.scale_up.collective_ctas = bare.scale_out.collective_ctas = 0;
     step_result r, r0;
-    cr_assert_eq(simulate_on("llama3-8b", th_hw(c, "h100-sxm"), p, &r, err, sizeof err), 0, "%s",
-                 err);
-    cr_assert_eq(simulate_on("llama3-8b", &bare, p, &r0, err, sizeof err), 0, "%s", err);
+    with_and_without_ctas(c, p, &r, &r0);
     cr_assert_float_eq(r.coll_share, k[i].share, 1e-12, "case %d: share %g", i, r.coll_share);
     cr_assert_gt(r.coll_hidden_s, 0.01 * r.dp_allreduce_s, "case %d: nothing hidden", i);
     cr_assert_eq(r0.coll_sm_s, 0);
@@ -1408,16 +1413,11 @@ Test(step, overlapped_collectives_take_their_sms) {
 ** grows by more than the reduction's and the final gather's share. */
 Test(step, fsdp_gathers_slow_the_chunks_they_hide_under) {
   hw_catalog *c = th_catalog();
-  char err[512];
   plan p = base(64, 1, 1, 64, 4096);
   framework_apply(framework_find("torchtitan"), &p);
   p.zero = 3;
-  hw_model bare = *th_hw(c, "h100-sxm");
-  bare.scale_up.collective_ctas = bare.scale_out.collective_ctas = 0;
   step_result r, r0;
-  cr_assert_eq(simulate_on("llama3-8b", th_hw(c, "h100-sxm"), p, &r, err, sizeof err), 0, "%s",
-               err);
-  cr_assert_eq(simulate_on("llama3-8b", &bare, p, &r0, err, sizeof err), 0, "%s", err);
+  with_and_without_ctas(c, p, &r, &r0);
   cr_assert_float_eq(r.coll_share, 16.0 / 132, 1e-12);
   cr_assert_gt(r.step_time_s - r0.step_time_s, r.coll_sm_s * 1.01, "%g vs %g",
                r.step_time_s - r0.step_time_s, r.coll_sm_s);
