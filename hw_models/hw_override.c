@@ -121,6 +121,12 @@ int hw_override(hw_model *m, const char *key, double value, char *err, size_t er
     return -1;
   }
   if (check_value(f, "setting", value, err, errn) != 0) return -1;
+  /* the loader's rule across fields: a collective's CTAs each hold an SM */
+  if (strstr(key, ".collective_ctas") && m->chip.mu_cores > 0 && value >= (double)m->chip.mu_cores) {
+    snprintf(err, errn, "setting %s = %.10g: expected fewer CTAs than the chip's %lld cores "
+                        "(matrix_unit.cores)", key, value, (long long)m->chip.mu_cores);
+    return -1;
+  }
   set_value(m, f, value);
   return 0;
 }

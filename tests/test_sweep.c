@@ -127,3 +127,16 @@ Test(sweep_study, point_limit) {
   cr_assert(strstr(diag_message(dg, 0), "over 1000000 points"), "%s", diag_message(dg, 0));
   diag_free(dg);
 }
+
+/* A what-if on the collective library's CTAs (what if NCCL ran on copy
+** engines: 1) keeps the loader's rule: fewer than h100-sxm's 132 SMs. */
+Test(hw_override, collective_ctas_stay_under_the_sms) {
+  hw_model m = entry("h100-sxm");
+  char err[512];
+  cr_assert_eq(hw_override(&m, "system.scale_up.collective_ctas", 1, err, sizeof err), 0, "%s",
+               err);
+  cr_assert_eq(m.scale_up.collective_ctas, 1);
+  cr_assert_neq(hw_override(&m, "system.scale_out.collective_ctas", 132, err, sizeof err), 0);
+  cr_assert(strstr(err, "expected fewer CTAs than the chip's 132 cores"), "%s", err);
+  cr_assert_eq(m.scale_out.collective_ctas, 16);
+}
