@@ -164,6 +164,16 @@ static void time_optimizer(const hw_model *hw, const plan *p, const model *m, co
     values(x, "the update's kernels, timed on the chip");
 }
 
+/* the compute the hidden data-parallel collectives slow (step_coll_sm_share) */
+static void coll_sm_term(const hw_model *hw, const step_result *r, explain_term *t, int *n) {
+  if (!(r->coll_sm_s > 0)) return;
+  fmtbuf b = {0};
+  explain_term *x = add(t, n, "collectives' SMs", r->coll_sm_s,
+                        "(gradient reduction + parameter gather the compute hides) x the SMs they hold");
+  values(x, "%s x %.1f%% (NCCL's CTAs, system.scale_up / scale_out.collective_ctas, over %lld SMs)",
+         sec(&b, r->coll_hidden_s), 100 * r->coll_share, (long long)hw->chip.mu_cores);
+}
+
 static void explain_time(const model *m, const hw_model *hw, const plan *p, const step_result *r,
                          step_explain *e) {
   fmtbuf b = {0};
@@ -179,11 +189,12 @@ static void explain_time(const model *m, const hw_model *hw, const plan *p, cons
     x = add(t, n, "optimizer", bd->other, "the program's update kernels");
     values(x, "%s", sec(&b, bd->other));
   } else if (whole) {
-    explain_term *x = add(t, n, "compute", bd->compute,
+    explain_term *x = add(t, n, "compute", bd->compute - r->coll_sm_s,
                           "m x (fwd + bwd) + (m-1) x grad accum");
     values(x, "%lld micro-batches x (%s + %s) + %lld x %s", (long long)r->microbatches,
            sec(&b, r->layer_fwd_s), sec(&b, r->layer_bwd_s), (long long)(r->microbatches - 1),
            sec(&b, r->grad_accum_layer_s));
+    coll_sm_term(hw, r, t, n);
     x = add(t, n, "exposed gradient sync", bd->exposed_comm,
             "max(0, all-reduce - the last backward it hides behind)");
     values(x, p->dp > 1 ? "max(0, %s - %s)" : "dp 1: no all-reduce (%s, %s)",
@@ -194,12 +205,7 @@ static void explain_time(const model *m, const hw_model *hw, const plan *p, cons
     double layer_comm = bd->exposed_comm - r->exposed_dp_s - r->param_gather_exposed_s;
     explain_term *x = add(t, n, "compute", bd->compute - r->coll_sm_s, "");
     time_compute(m, p, r, x);
-    if (r->coll_sm_s > 0) {
-      x = add(t, n, "collectives' SMs", r->coll_sm_s,
-              "(gradient reduction + parameter gather the compute hides) x the SMs they hold");
-      values(x, "%s x %.1f%% (NCCL's CTAs, system.scale_up / scale_out.collective_ctas, over %lld SMs)",
-             sec(&b, r->coll_hidden_s), 100 * r->coll_share, (long long)hw->chip.mu_cores);
-    }
+    coll_sm_term(hw, r, t, n);
     x = add(t, n, "layer collectives", layer_comm,
             "m x L x (forward + backward): TP/CP/EP, the part not overlapped");
     time_layer_comm(m, p, r, layer_comm, x);

@@ -159,6 +159,15 @@ static int simulate_generic(const model *m, const hw_model *hw, const plan *p, s
   double emb = M * ec.exchange_s;
   double emb_exposed = ec.exchange_overlapped ? (emb > compute ? emb - compute : 0) : emb;
   double opt = r->optimizer_s * ec.update_fraction;
+  /* the backward the all-reduce hides under runs on the SMs its kernel
+  ** leaves (step_coll_sm_share; the data-parallel group is every chip) */
+  int64_t per = hw->scale_up.kind == HW_UP_ICI_TORUS ? 0
+                : p->dp < hw->chips_per_node      ? p->dp
+                                                  : hw->chips_per_node;
+  r->coll_share = step_coll_sm_share(hw, p->dp, per);
+  r->coll_hidden_s = ar < r->layer_bwd_s ? ar : r->layer_bwd_s;
+  r->coll_sm_s = r->coll_hidden_s * r->coll_share;
+  compute += r->coll_sm_s;
   r->dp_allreduce_s = ar;
   r->zero3_gather_s = gather;
   r->emb_exchange_s = emb;

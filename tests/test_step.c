@@ -1375,14 +1375,15 @@ static int simulate_on(const char *src, const hw_model *hw, plan p, step_result 
   return rc;
 }
 
-/* p on h100-sxm as catalogued (r) and with no collective CTAs (r0) */
-static void with_and_without_ctas(hw_catalog *c, plan p, step_result *r, step_result *r0) {
+/* p for model src on hardware hw as catalogued (r) and with no collective
+** CTAs (r0) */
+static void with_and_without_ctas(hw_catalog *c, const char *src, const char *hw, plan p,
+                                  step_result *r, step_result *r0) {
   char err[512];
-  hw_model bare = *th_hw(c, "h100-sxm");
+  hw_model bare = *th_hw(c, hw);
   bare.scale_up.collective_ctas = bare.scale_out.collective_ctas = 0;
-  cr_assert_eq(simulate_on("llama3-8b", th_hw(c, "h100-sxm"), p, r, err, sizeof err), 0, "%s",
-               err);
-  cr_assert_eq(simulate_on("llama3-8b", &bare, p, r0, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(simulate_on(src, th_hw(c, hw), p, r, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(simulate_on(src, &bare, p, r0, err, sizeof err), 0, "%s", err);
 }
 
 Test(step, overlapped_collectives_take_their_sms) {
@@ -1395,7 +1396,7 @@ Test(step, overlapped_collectives_take_their_sms) {
     plan p = base(k[i].chips, k[i].tp, 1, 32, 4096);
     framework_apply(framework_find("megatron-core"), &p);
     step_result r, r0;
-    with_and_without_ctas(c, p, &r, &r0);
+    with_and_without_ctas(c, "llama3-8b", "h100-sxm", p, &r, &r0);
     cr_assert_float_eq(r.coll_share, k[i].share, 1e-12, "case %d: share %g", i, r.coll_share);
     cr_assert_gt(r.coll_hidden_s, 0.01 * r.dp_allreduce_s, "case %d: nothing hidden", i);
     cr_assert_eq(r0.coll_sm_s, 0);
@@ -1417,9 +1418,27 @@ Test(step, fsdp_gathers_slow_the_chunks_they_hide_under) {
   framework_apply(framework_find("torchtitan"), &p);
   p.zero = 3;
   step_result r, r0;
-  with_and_without_ctas(c, p, &r, &r0);
+  with_and_without_ctas(c, "llama3-8b", "h100-sxm", p, &r, &r0);
   cr_assert_float_eq(r.coll_share, 16.0 / 132, 1e-12);
   cr_assert_gt(r.step_time_s - r0.step_time_s, r.coll_sm_s * 1.01, "%g vs %g",
                r.step_time_s - r0.step_time_s, r.coll_sm_s);
+  hw_catalog_free(c);
+}
+
+/* A whole-graph model (resnet50, data-parallel only) takes the same
+** charge: its all-reduce over 16 a100-80g (two nodes: 16 of 108 SMs)
+** hides under the last micro-batch's backward, and that backward runs on
+** the SMs it leaves. */
+Test(step, whole_graph_all_reduce_takes_its_sms) {
+  hw_catalog *c = th_catalog();
+  plan p = base(16, 1, 1, 1024, 0);
+  p.mbs = 64;
+  step_result r, r0;
+  with_and_without_ctas(c, "resnet50", "a100-80g", p, &r, &r0);
+  cr_assert_float_eq(r.coll_share, 16.0 / 108, 1e-12);
+  double hidden = r.dp_allreduce_s < r.layer_bwd_s ? r.dp_allreduce_s : r.layer_bwd_s;
+  cr_assert_gt(hidden, 0);
+  cr_assert_float_eq(r.coll_hidden_s, hidden, 1e-15);
+  cr_assert_float_eq(r.step_time_s - r0.step_time_s, hidden * 16 / 108, 1e-12);
   hw_catalog_free(c);
 }
