@@ -1013,7 +1013,7 @@ static void check_rules(loader *L) {
   for (int i = 0; i < 2; i++)
     if (ctas[i] >= m->chip.mu_cores && m->chip.mu_cores > 0)
       jin_error_at(j, cta_path[i], 0,
-                   "expected fewer CTAs than the chip's %" PRId64 " cores (matrix_unit.cores), got %" PRId64,
+                   "expected fewer CTAs than the chip's %" PRId64 " cores (chip.matrix_unit.cores), got %" PRId64,
                    m->chip.mu_cores, ctas[i]);
   /* the measured expert shape: all three sizes, and a table to read
   ** other shapes off (hw_grouped_gemm_shape_factor) */

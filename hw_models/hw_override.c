@@ -121,12 +121,20 @@ int hw_override(hw_model *m, const char *key, double value, char *err, size_t er
     return -1;
   }
   if (check_value(f, "setting", value, err, errn) != 0) return -1;
-  /* the loader's rule across fields: a collective's CTAs each hold an SM */
-  if (strstr(key, ".collective_ctas") && m->chip.mu_cores > 0 && value >= (double)m->chip.mu_cores) {
-    snprintf(err, errn, "setting %s = %.10g: expected fewer CTAs than the chip's %lld cores "
-                        "(matrix_unit.cores)", key, value, (long long)m->chip.mu_cores);
-    return -1;
-  }
+  /* the loader's rule across fields, on the entry as the setting leaves it
+  ** (a collective's CTAs each hold an SM, whichever of the two is set) */
+  hw_model after = *m;
+  set_value(&after, f, value);
+  int64_t sms = after.chip.mu_cores, ctas[] = {after.scale_up.collective_ctas,
+                                               after.scale_out.collective_ctas};
+  const char *path[] = {"system.scale_up.collective_ctas", "system.scale_out.collective_ctas"};
+  for (int i = 0; i < 2; i++)
+    if (sms > 0 && ctas[i] >= sms) {
+      snprintf(err, errn, "setting %s = %.10g leaves %s at %lld: expected fewer CTAs than the "
+                          "chip's %lld cores (chip.matrix_unit.cores)",
+               key, value, path[i], (long long)ctas[i], (long long)sms);
+      return -1;
+    }
   set_value(m, f, value);
   return 0;
 }

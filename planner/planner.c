@@ -588,7 +588,8 @@ static void desc_status_note(desc_status *ds, int64_t hsdp, bool failed) {
 /* A floor under desc_floor_s for every variant of one recompute mode (the
 ** same sizes, micro-batch and costs c), from one description: the plan
 ** without ZeRO (no gathers) and without the optimizer's time. ZeRO-3's
-** gathers only lengthen a chunk (step_describe: max(f, g) + g / n >= f),
+** gathers only lengthen a chunk (step_describe's gathered: max(f + min(f,
+** g) x share, g) + g / n >= f; the collectives' SMs add to the step after),
 ** the chunks are summed in the same order, and the optimizer's time is
 ** not negative, so each variant's desc_floor_s is at least this one in
 ** floating point too (rounding is monotone: a >= b gives fl(a + x) >=

@@ -77,7 +77,8 @@ static double recompute_s(const model *m, const plan *p, const step_result *r) {
 
 static void time_compute(const model *m, const plan *p, const step_result *r, explain_term *x) {
   fmtbuf b = {0};
-  double M = (double)r->microbatches, t_mb = r->breakdown_s.compute / M;
+  /* the collectives' SMs are their own term */
+  double M = (double)r->microbatches, t_mb = (r->breakdown_s.compute - r->coll_sm_s) / M;
   int64_t n0 = chip0_layers(m, p);
   double a = (M - 1) / M, rec = recompute_s(m, p, r);
   double head_share = p->pp == 1 ? 1 : 0.5; /* embedding on the first stage, head on the last */
@@ -211,7 +212,7 @@ static void explain_time(const model *m, const hw_model *hw, const plan *p, cons
     time_layer_comm(m, p, r, layer_comm, x);
     x = add(t, n, "pipeline bubble", bd->pipeline_bubble,
             "step - input stall - busy - exposed gradient sync - parameter gather - optimizer");
-    time_bubble(p, r, bd->compute + layer_comm, x);
+    time_bubble(p, r, bd->compute - r->coll_sm_s + layer_comm, x);
     x = add(t, n, "exposed gradient sync", r->exposed_dp_s,
             "the gradient reduction past chip 0's last backward");
     values(x, "%s, of which the backward hides %s (%s)", sec(&b, r->dp_allreduce_s),

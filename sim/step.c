@@ -365,7 +365,7 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
   const wl_tf_dims *d = &m->info.tf;
   memset(sd, 0, offsetof(step_desc, vs_f)); /* the per-stage arrays are written as used */
   bool formula = p->coll_costs == PLAN_COLL_FORMULA;
-  int64_t node = hw->chips_per_node, cp = p->cp > 0 ? p->cp : 1, S = p->pp * p->vp;
+  int64_t cp = p->cp > 0 ? p->cp : 1, S = p->pp * p->vp;
   if (S > SCHED_MAX_VS)
     return str_errf(err, errn, "pp %lld x V %lld: more than %d virtual stages", (long long)p->pp,
                     (long long)p->vp, SCHED_MAX_VS);
@@ -377,7 +377,7 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
   double dp_t = 0, ag_t = 0;
   bool z3 = p->zero >= 3;
   /* the data-parallel group: one chip per node (rails), or the slices */
-  int64_t per = p->tp * p->pp >= node ? 1 : step_group_per_node(dpcp, node / (p->tp * p->pp));
+  int64_t per = step_group_node_members(hw, dpcp, p->tp * p->pp);
   if (hw->scale_up.kind == HW_UP_ICI_TORUS) per = 0;
   /* the sharded optimizer reduce-scatters gradients and all-gathers the
   ** updated parameters: with the gather under the next forward (or
@@ -387,10 +387,12 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
   int64_t shard, eshard; /* HSDP: shard within groups (the experts reduce over edp below) */
   plan_state_shards(p, &shard, &eshard);
   double own_rs = 0; /* the chips' own reduce-scatter time: what their parameter gather takes */
-  double dense_share = step_coll_sm_share(hw, shard, per), expert_t = 0, expert_share = 0;
+  /* each group's time x the share of the SMs its kernel holds, summed */
+  double dense_share = step_coll_sm_share(hw, shard, per), share_t = 0;
   if (dpcp > 1) {
     dp_t = grad_sync_s(memo, hw, shard, per, grad_op, grad_bytes, p, p->tp, formula, err, errn);
     if (dp_t < 0) return -1;
+    share_t = dp_t * dense_share;
     own_rs = dp_t;
     if (p->reduction_server && rs_only && !z3) { /* the reducers reduce; the gather is the chips' */
       plan q = *p;
@@ -409,6 +411,9 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
                                    err, errn);
       if (x < 0) return -1;
       dp_t += x;
+      int64_t rper = hw->scale_up.kind == HW_UP_ICI_TORUS ? 0
+                     : step_group_node_members(hw, dpcp / shard, p->tp * shard);
+      share_t += x * step_coll_sm_share(hw, dpcp / shard, rper);
     }
     /* the routed experts' gradients, over the expert data-parallel group */
     if (expert_bytes > 0 && edp > 1) {
@@ -416,14 +421,14 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
       q.reduction_server = 0, q.dp_algo = 0;
       /* the expert data-parallel group: stride etp x ep in the expert layers' order */
       int64_t estride = (p->ep > 0 ? p->ep : 1) * (p->etp > 0 ? p->etp : 1);
-      int64_t eper = estride >= node ? 1 : step_group_per_node(edp, node / estride);
+      int64_t eper = step_group_node_members(hw, edp, estride);
       if (hw->scale_up.kind == HW_UP_ICI_TORUS) eper = 0;
       double x = grad_sync_s(memo, hw, edp, eper, grad_op, expert_bytes, &q, estride, formula, err,
                              errn);
       if (x < 0) return -1;
       dp_t += x;
       own_rs += x;
-      expert_t = x, expert_share = step_coll_sm_share(hw, edp, eper);
+      share_t += x * step_coll_sm_share(hw, edp, eper);
     }
     /* ZeRO-3 / FSDP keeps 1/dp of the stage's weights: every micro-batch
     ** gathers them for its forward and again for its backward (FSDP frees
@@ -439,6 +444,8 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
       if (ag_t < 0) return -1;
     }
   }
+  /* the groups' time-weighted share (before --full scales every group's time alike) */
+  sd->coll_share = dp_t > 0 ? share_t / dp_t : 0;
   /* --full: contention between every group's all-reduce, simulated */
   if (p->full && dp_t > 0 && !formula) {
     double f = full_contention(hw, p, grad_bytes, sd, err, errn);
@@ -448,7 +455,6 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
   }
   sd->dp_allreduce_s = dp_t;
   sd->zero3_gather_s = ag_t;
-  sd->coll_share = dp_t > 0 ? ((dp_t - expert_t) * dense_share + expert_t * expert_share) / dp_t : 0;
   /* fused Adam (apex FusedAdam): read weight, grad, master, m, v; write
   ** them back; the sharded optimizer updates its shard. Then a
   ** low-precision recipe quantizes the new weights once for the step. */

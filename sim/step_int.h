@@ -136,6 +136,13 @@ static inline int64_t step_group_per_node(int64_t n, int64_t max_per) {
   return per;
 }
 
+/* The chips of a group of `size` ranks at stride `stride` in Megatron's
+** rank order (tp innermost, then cp, then dp/ep) that share a node. */
+static inline int64_t step_group_node_members(const hw_model *hw, int64_t size, int64_t stride) {
+  int64_t node = hw->chips_per_node;
+  return stride >= node ? 1 : step_group_per_node(size, node / stride);
+}
+
 /* The TPU slices a group of n chips spans when its members sit `stride`
 ** chips apart in the plan's rank order (tensor innermost, then context,
 ** data, pipeline outermost): 1 when the machine is one slice (or a GPU),

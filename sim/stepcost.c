@@ -510,13 +510,6 @@ static double column_parallel_share(const wl_tf_dims *d) {
   return all > 0 ? col / all : 0;
 }
 
-/* The chips of a group of `size` ranks at stride `stride` in Megatron's
-** rank order (tp innermost, then cp, then dp/ep) that share a node. */
-static int64_t per_node(const hw_model *hw, int64_t size, int64_t stride) {
-  int64_t node = hw->chips_per_node;
-  return stride >= node ? 1 : step_group_per_node(size, node / stride);
-}
-
 /* Quantizing the operands of a layer's linear GEMMs for a low-precision
 ** recipe, per micro-batch: elementwise passes over HBM. Forward: each
 ** GEMM's input; backward: each GEMM's output gradient. Every operand is
@@ -693,7 +686,7 @@ static double moe_a2a_s(const hw_model *hw, const wl_tf_dims *d, const plan *p, 
   ** runs before the dispatcher) */
   double row_bytes = (double)(d->moe_latent > 0 ? d->moe_latent : d->hidden) * 2,
          k = (double)(d->top_k > 0 ? d->top_k : 1);
-  int64_t g = per_node(hw, p->ep, p->etp > 1 ? p->etp : 1);
+  int64_t g = step_group_node_members(hw, p->ep, p->etp > 1 ? p->etp : 1);
   /* an expert group whose members sit in several TPU slices exchanges over DCN */
   double flat = group_coll_s(hw, NULL, p, p->ep, p->etp > 1 ? p->etp : 1, g, COLL_ALL_TO_ALL,
                              tokens * k * row_bytes, err, errn);
@@ -841,7 +834,7 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
   int64_t cp = p.cp > 1 ? p.cp : 1;
   double tokens = (double)p.mbs * (double)p.seq / (double)cp; /* a chip's tokens of a micro-batch */
   double act = tokens * (double)d->hidden * 2;                 /* b s h, 16-bit */
-  int64_t tpn = per_node(hw, p.tp, 1);
+  int64_t tpn = step_group_node_members(hw, p.tp, 1);
   double ar = group_coll_s(hw, memo, &p, p.tp, 1, tpn, COLL_ALL_REDUCE, act, err, errn);
   if (ar < 0) return -1;
   double rs = 0, ag = 0;
@@ -869,7 +862,7 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
     double kvh = (double)(d->kv_heads ? d->kv_heads : d->heads);
     double kv_tp = kvh >= (double)p.tp ? kvh / (double)p.tp : 1; /* a tp rank's KV heads */
     double kv_bytes = 2 * tokens * kv_tp * hd * 2;              /* K and V, 16-bit */
-    double ag = group_coll_s(hw, memo, &p, cp, p.tp, per_node(hw, cp, p.tp), COLL_ALL_GATHER,
+    double ag = group_coll_s(hw, memo, &p, cp, p.tp, step_group_node_members(hw, cp, p.tp), COLL_ALL_GATHER,
                              kv_bytes * (double)cp, err, errn);
     if (ag < 0) return -1;
     r->cp_comm_fwd_s = ag;
@@ -884,7 +877,7 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
   ** gradients the same two ways. Not overlapped: the scan waits for them. */
   double cp_mamba = 0, cp_gdn = 0;
   if (cp > 1 && (d->mamba_heads > 0 || d->gdn_every > 0)) {
-    double cpn = (double)per_node(hw, cp, p.tp);
+    double cpn = (double)step_group_node_members(hw, cp, p.tp);
     static const int KINDS[2] = {WL_LAYER_MAMBA, WL_LAYER_GDN};
     double t[2] = {0, 0};
     for (int i = 0; i < 2; i++) {

@@ -102,7 +102,7 @@ badfile gmmat-notable "$OUT/gmmat-notable.json" "chip.grouped_gemm_at: needs chi
 # a collective's CTAs each take an SM: as many as the chip has is refused where it is written
 sed 's/"collective_ctas": 24,/"collective_ctas": 132,/' hw_models/h100-sxm.json >"$OUT/ctas.json"
 line=$(grep -n '"collective_ctas": 132' "$OUT/ctas.json" | cut -d: -f1)
-badfile ctas "$OUT/ctas.json" "ctas.json:$line:26: system.scale_up.collective_ctas: expected fewer CTAs than the chip's 132 cores (matrix_unit.cores), got 132"
+badfile ctas "$OUT/ctas.json" "ctas.json:$line:26: system.scale_up.collective_ctas: expected fewer CTAs than the chip's 132 cores (chip.matrix_unit.cores), got 132"
 printf '\x00\x01\x02garbage' >"$OUT/binary.json"
 badfile binary "$OUT/binary.json" "NUL byte"
 

@@ -1422,6 +1422,12 @@ Test(step, fsdp_gathers_slow_the_chunks_they_hide_under) {
   cr_assert_float_eq(r.coll_share, 16.0 / 132, 1e-12);
   cr_assert_gt(r.step_time_s - r0.step_time_s, r.coll_sm_s * 1.01, "%g vs %g",
                r.step_time_s - r0.step_time_s, r.coll_sm_s);
+  /* HSDP with shards of one chip: no reduce-scatter, the replicas'
+  ** all-reduce across the 8 nodes takes the scale-out share alone */
+  p.hsdp = 1;
+  with_and_without_ctas(c, "llama3-8b", "h100-sxm", p, &r, &r0);
+  cr_assert_float_eq(r.coll_share, 16.0 / 132, 1e-12);
+  cr_assert_gt(r.coll_sm_s, 0);
   hw_catalog_free(c);
 }
 

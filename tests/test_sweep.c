@@ -139,4 +139,8 @@ Test(hw_override, collective_ctas_stay_under_the_sms) {
   cr_assert_neq(hw_override(&m, "system.scale_out.collective_ctas", 132, err, sizeof err), 0);
   cr_assert(strstr(err, "expected fewer CTAs than the chip's 132 cores"), "%s", err);
   cr_assert_eq(m.scale_out.collective_ctas, 16);
+  /* fewer cores than the CTAs already there is the same mistake */
+  cr_assert_neq(hw_override(&m, "chip.matrix_unit.cores", 16, err, sizeof err), 0);
+  cr_assert(strstr(err, "leaves system.scale_out.collective_ctas at 16"), "%s", err);
+  cr_assert_eq(m.chip.mu_cores, 132);
 }
