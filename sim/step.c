@@ -411,9 +411,8 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
                                    err, errn);
       if (x < 0) return -1;
       dp_t += x;
-      int64_t rper = hw->scale_up.kind == HW_UP_ICI_TORUS ? 0
-                     : step_group_node_members(hw, dpcp / shard, p->tp * shard);
-      share_t += x * step_coll_sm_share(hw, dpcp / shard, rper);
+      share_t += x * step_coll_sm_share(hw, dpcp / shard,
+                                        step_group_node_members(hw, dpcp / shard, p->tp * shard));
     }
     /* the routed experts' gradients, over the expert data-parallel group */
     if (expert_bytes > 0 && edp > 1) {

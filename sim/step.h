@@ -183,7 +183,7 @@ double step_moe_nodes_hit(const wl_tf_dims *d, int64_t nodes);
 double step_moe_reorder_bytes(const wl_tf_dims *d, const plan *p);
 
 /* The share of a GPU's SMs a data-parallel collective over n chips, per of
-** them in a node (0: a TPU torus), holds while it runs: its library's CTAs
+** them in a node, holds while it runs (0 on a TPU torus: DMAs): its library's CTAs
 ** (one an SM: NCCL's channels, system.scale_up / scale_out.collective_ctas
 ** as the group stays in the node or spans nodes) over the chip's SMs; 0
 ** where the hardware file gives none. Compute overlapped with the

@@ -721,7 +721,7 @@ double step_moe_reorder_bytes(const wl_tf_dims *d, const plan *p) {
 }
 
 double step_coll_sm_share(const hw_model *hw, int64_t n, int64_t per) {
-  if (n < 2 || per <= 0) return 0;
+  if (n < 2 || hw->scale_up.kind == HW_UP_ICI_TORUS) return 0;
   int64_t ctas = n > per ? hw->scale_out.collective_ctas : hw->scale_up.collective_ctas;
   int64_t sms = hw->chip.mu_cores;
   return ctas > 0 && sms > ctas ? (double)ctas / (double)sms : 0;
@@ -862,8 +862,8 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
     double kvh = (double)(d->kv_heads ? d->kv_heads : d->heads);
     double kv_tp = kvh >= (double)p.tp ? kvh / (double)p.tp : 1; /* a tp rank's KV heads */
     double kv_bytes = 2 * tokens * kv_tp * hd * 2;              /* K and V, 16-bit */
-    double ag = group_coll_s(hw, memo, &p, cp, p.tp, step_group_node_members(hw, cp, p.tp), COLL_ALL_GATHER,
-                             kv_bytes * (double)cp, err, errn);
+    double ag = group_coll_s(hw, memo, &p, cp, p.tp, step_group_node_members(hw, cp, p.tp),
+                             COLL_ALL_GATHER, kv_bytes * (double)cp, err, errn);
     if (ag < 0) return -1;
     r->cp_comm_fwd_s = ag;
     r->cp_comm_bwd_s = 2 * ag;

@@ -161,8 +161,7 @@ static int simulate_generic(const model *m, const hw_model *hw, const plan *p, s
   double opt = r->optimizer_s * ec.update_fraction;
   /* the backward the all-reduce hides under runs on the SMs its kernel
   ** leaves (step_coll_sm_share; the data-parallel group is every chip) */
-  int64_t per = hw->scale_up.kind == HW_UP_ICI_TORUS ? 0 : step_group_node_members(hw, p->dp, 1);
-  r->coll_share = step_coll_sm_share(hw, p->dp, per);
+  r->coll_share = step_coll_sm_share(hw, p->dp, step_group_node_members(hw, p->dp, 1));
   r->coll_hidden_s = ar < r->layer_bwd_s ? ar : r->layer_bwd_s;
   r->coll_sm_s = r->coll_hidden_s * r->coll_share;
   compute += r->coll_sm_s;

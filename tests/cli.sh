@@ -147,6 +147,14 @@ run sim-mfu8 0 simulate llama3-8b --hw h100-sxm --chips 8 --gbs 64 --seq 8192 --
 m=$(sed -n 's/.*MFU \([0-9.]*\)% (\([0-9.]*\)% of the fp8 peak).*/\1 \2/p' "$OUT/sim-mfu8.out")
 [ -n "$m" ] && awk -v a="${m% *}" -v b="${m#* }" 'BEGIN { d = a * 989 / 1979 - b; exit !(d < 0.06 && d > -0.06) }' && ok ||
   bad "simulate fp8: MFU and its fp8-peak fraction are '$m', not a and a x 989/1979"
+# the SMs NCCL holds under the hidden data-parallel collectives: 16 of h100-sxm's 132 across
+# its 8 nodes (16 / 132 = 12.1 %), its own --explain term and JSON key; none on a TPU (DMAs)
+run sim-ctas 0 simulate llama3-8b --hw h100-sxm --chips 64 --gbs 64 --explain
+has sim-ctas out "x 12.1% (NCCL's CTAs, system.scale_up / scale_out.collective_ctas, over 132 SMs)"
+run sim-ctas-json 0 simulate llama3-8b --hw h100-sxm --chips 64 --gbs 64 --json
+grep -q '"collectives_sm_s":[[:space:]]*0\.0[1-9]' "$OUT/sim-ctas-json.out" && ok || bad "sim-ctas-json: no collectives_sm_s over 10 ms"
+run sim-ctas-tpu 0 simulate llama3-8b --hw tpu-v5p --chips 64 --gbs 64 --explain
+grep -q "collectives' SMs" "$OUT/sim-ctas-tpu.out" && bad "sim-ctas-tpu: a TPU charged for SMs" || ok
 run sim-mfu16 0 simulate llama3-8b --hw h100-sxm --chips 16 --tp 8 --gbs 32 --seq 2048
 grep -q "of the .* peak" "$OUT/sim-mfu16.out" && bad "a bf16 run names another peak" || ok
 run sim-json 0 simulate llama3-8b --hw h100-sxm --chips 16 --tp 8 --gbs 32 --seq 2048 --json
