@@ -84,8 +84,12 @@ const framework frameworks[] = {
                "scheduler overlaps the gathers and reduce-scatters with compute; attention: splash (Pallas); "
                "remat_policy 'full' by default (base.yml); weight_dtype float32 with no bf16 copy; "
                "gradients reduced in bf16 where each weight-gradient dot makes them (XLA: "
-               "shared/reference/hlo's MaxText Llama 3 8B step), kept in fp32",
+               "shared/reference/hlo's MaxText Llama 3 8B step), kept in fp32; 'selective' is "
+               "remat_policy 'minimal' (layers/models.py: jax.checkpoint_policies."
+               "checkpoint_dots_with_no_batch_dims): the weight matmuls' outputs the backward reads "
+               "are saved, the attention core and the elementwise ops replayed",
      .weights_fp32_only = true,
+     .selective_dots = true,
      /* shared/reference/hlo/nv_maxtext_llama3_8b_1n8g_after_spmd_partitioner.hlo:
      ** %all-reduce = bf16[4096,14336] all-reduce(%dot.19) inside the scanned
      ** backward's while body, then a dynamic-slice by partition-id (the
@@ -283,12 +287,18 @@ int framework_check_attention_kernel(int ak, const hw_model *hw, char *err, size
                   ak == PLAN_AK_CUDNN ? "attention_cudnn_fwd_efficiency" : KERNELS[ak].field, list);
 }
 
+/* A layer whose matmuls the op-level policies list: dense, with multi-
+** head (or grouped-query) attention and an MLP; not MoE, MLA or a hybrid
+** sub-block. */
+static bool listed_layer(const wl_tf_dims *d, int kind) {
+  return d && d->hidden > 0 && d->heads > 0 && !((kind & WL_LAYER_MOE) && d->experts > 0) &&
+         d->kv_lora_rank <= 0 &&
+         !(kind & (WL_LAYER_MAMBA | WL_LAYER_NO_FFN | WL_LAYER_NO_MIXER | WL_LAYER_GDN));
+}
+
 double framework_selective_share(int f, const wl_tf_dims *d, int kind) {
   double share = f >= 0 ? frameworks[f].selective_mm_share : 0;
-  if (share <= 0 || !d || d->hidden <= 0 || d->heads <= 0) return share;
-  if (((kind & WL_LAYER_MOE) && d->experts > 0) || d->kv_lora_rank > 0 ||
-      (kind & (WL_LAYER_MAMBA | WL_LAYER_NO_FFN | WL_LAYER_NO_MIXER | WL_LAYER_GDN)))
-    return share;
+  if (share <= 0 || !listed_layer(d, kind)) return share;
   double hd = (double)(d->head_dim > 0 ? d->head_dim : d->hidden / d->heads);
   double h = (double)d->hidden, q = (double)d->heads * hd;
   double kv = (double)(d->kv_heads > 0 ? d->kv_heads : d->heads) * hd, ff = (double)d->ffn_hidden;
@@ -303,6 +313,8 @@ double framework_selective_share(int f, const wl_tf_dims *d, int kind) {
 }
 
 double framework_selective_s(int f, const wl_tf_dims *d, int kind, double fw, double at, double mm) {
+  if (f >= 0 && frameworks[f].selective_dots && listed_layer(d, kind))
+    return fw - mm > at ? fw - mm : at;
   double share = framework_selective_share(f, d, kind);
   if (share <= 0) return at;
   double other = fw - at - mm;

@@ -282,11 +282,13 @@ static tok_bytes layer_tokens(const shard *c, const wl_tf_dims *d, bool flash, i
   return k;
 }
 
-/* torchtitan's op-level policy, on the layers it is written for: dense
-** ones with multi-head (or grouped-query) attention; a MoE or MLA layer
-** keeps Korthikanti's selective count (its matmuls are not the list below). */
+/* An op-level policy (torchtitan's, or JAX's dots policy), on the layers it
+** is written for: dense ones with multi-head (or grouped-query) attention;
+** a MoE, MLA or hybrid layer keeps Korthikanti's selective count (its
+** matmuls are not the lists below; framework_selective_s times the same). */
 static bool op_selective(const mem_opts *o, const shard *c, int kind) {
-  return o->op_selective && !((kind & WL_LAYER_MOE) && c->experts > 0) && c->kv_lora <= 0;
+  return (o->op_selective || o->dots_selective) && !((kind & WL_LAYER_MOE) && c->experts > 0) &&
+         c->kv_lora <= 0 && !(kind & (WL_LAYER_MAMBA | WL_LAYER_NO_FFN | WL_LAYER_NO_MIXER | WL_LAYER_GDN));
 }
 
 /* Saved bytes per token of one dense layer under torchtitan's op-level
@@ -302,6 +304,22 @@ static double op_selective_tokens(const shard *c, const wl_tf_dims *d) {
   double saved = c->r * c->h + c->qc; /* the layer input; SDPA's output */
   for (int i = 0; i < n; i += 2) saved += mm[i];
   return c->e * saved + 4 * c->ac;
+}
+
+/* Saved bytes per token of one dense layer under JAX's
+** checkpoint_dots_with_no_batch_dims (MaxText remat_policy 'minimal',
+** layers/models.py @ 76bd53b0f): the layer input (the scanned layer's
+** argument) and, of the weight matmuls' outputs, those the backward reads
+** -- q, k and v (RoPE and the attention core replayed from them), the
+** MLP's first matmul or two (the activation's input) and, in a sequential
+** block, the output projection's (the second norm reads its sum with the
+** input). The attention core is a Pallas call, not a dot: replayed, none
+** of it kept. The down projection's output, and a parallel block's output
+** projection's, only feed the residual sum: not read, not kept. */
+static double dots_selective_tokens(const shard *c, const wl_tf_dims *d) {
+  double saved = c->r * c->h + c->qc + c->qgate + 2 * c->kvc + (d->gated ? 2 : 1) * c->fc;
+  if (!d->parallel_block) saved += c->r * c->h;
+  return c->e * saved;
 }
 
 /* A hybrid layer's (wl.h: WL_LAYER_MAMBA, _NO_FFN, _NO_MIXER) parameters
@@ -425,9 +443,8 @@ static layer_mem layer_of(const shard *c, const wl_tf_dims *d, const plan *p, co
   else if (p->recompute == PLAN_RECOMPUTE_SELECTIVE && p->recompute_modules) {
     double left = kept + k.scores - modules_freed(c, d, kind, &k, p->recompute_modules);
     l.act = sb * (left > c->r * c->e * h ? left : c->r * c->e * h);
-  } else if (p->recompute == PLAN_RECOMPUTE_SELECTIVE && op_selective(o, c, kind) &&
-           !(kind & (WL_LAYER_MAMBA | WL_LAYER_NO_FFN | WL_LAYER_NO_MIXER)))
-    l.act = sb * op_selective_tokens(c, d);
+  } else if (p->recompute == PLAN_RECOMPUTE_SELECTIVE && op_selective(o, c, kind))
+    l.act = sb * (o->dots_selective ? dots_selective_tokens(c, d) : op_selective_tokens(c, d));
   else
     l.act = p->recompute == PLAN_RECOMPUTE_SELECTIVE ? sb * kept : l.act_none;
   /* the largest tensor: the layer output, the MLP's (or an expert's)
@@ -725,7 +742,8 @@ static void stage_temporary_base(const memctx *x, const span *t, bool last, doub
   ** (full), what the op-level policy did not save, or the attention core */
   double remat = p->recompute == PLAN_RECOMPUTE_FULL ? t->none_max
                  : p->recompute != PLAN_RECOMPUTE_SELECTIVE ? 0
-                 : x->o->op_selective || (p->recompute_modules & ~PLAN_RM_CORE_ATTN)
+                 : x->o->op_selective || x->o->dots_selective ||
+                           (p->recompute_modules & ~PLAN_RM_CORE_ATTN)
                      ? t->none_max - t->act_max
                      : t->scores_max;
   double layer = t->big_max + remat, big = layer;
@@ -919,7 +937,7 @@ static void stage_pre_of(const memctx *x, int64_t i, stage_pre *s) {
 ** count it. Without this a selective plan under flash attention peaked
 ** above the same plan without recompute, whose activations it equals. */
 static bool selective_remats_tensors(const mem_opts *o) {
-  return o->op_selective || !o->flash_attention;
+  return o->op_selective || o->dots_selective || !o->flash_attention;
 }
 
 static bool irregular_alloc(const plan *p, const mem_opts *o) {
@@ -1802,6 +1820,7 @@ void mem_setup(const model *m, const hw_model *hw, const plan *p, mem_opts *o, p
     o->fp32_weights_only = fw->weights_fp32_only;
     o->grads_reduced_16bit = fw->grads_reduced_16bit;
     o->op_selective = fw->selective_mm_share > 0;
+    o->dots_selective = fw->selective_dots;
     if (fw->logit_grad_bytes > 0) o->logit_grad_bytes = fw->logit_grad_bytes;
     /* Megatron's vocab-parallel cross entropy writes its gradient in place
     ** (loss_grad_bytes) */

@@ -57,6 +57,8 @@ typedef struct {
   bool op_selective;       /* "selective" recompute is torchtitan's op-level policy
                            ** (every second matmul's output, attention's kept), not
                            ** Korthikanti's (the attention core recomputed) */
+  bool dots_selective;     /* "selective" is JAX's dots policy (MaxText 'minimal'): the
+                           ** weight matmuls' outputs the backward reads are kept */
   double logit_bytes;      /* a stored logit (and its gradient); 0: 4 (fp32 loss) */
   double logit_grad_bytes; /* what the loss's backward holds beside the stored logits,
                            ** per logit; 0: logit_bytes (one gradient) */

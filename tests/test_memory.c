@@ -1273,6 +1273,46 @@ Test(memory_framework, torchtitan_op_selective_keeps_every_second_matmul) {
   hw_catalog_free(c);
 }
 
+/* MaxText's remat_policy 'minimal' (layers/models.py @ 76bd53b0f:
+** jax.checkpoint_policies.checkpoint_dots_with_no_batch_dims), the maxtext
+** profile's "selective": the layer input and the weight matmuls' outputs
+** the backward reads. Llama 3 8B (sequential block, SwiGLU), tp 1: the
+** input h, q h, k and v 1024 each, the output projection's h (the second
+** norm reads its sum with the input), gate and up f each; w2's output only
+** feeds the residual sum: 2 x (4096 + 4096 + 2 x 1024 + 4096 + 2 x 14336)
+** = 86016 B a token. MaxText's December 2023 test model (maxtext2312.json:
+** a parallel block, ReLU, 32 heads of 256, h 10240, f 32768) at tp 4 with
+** every activation sharded over the tensor axis (base.yml
+** logical_axis_rules): the input, q, k, v and wi's output, the output
+** projection feeding the sum alone: 2 x (10240 + 3 x 8192 + 32768) / 4
+** = 33792 B a token. */
+static mem_bytes maxtext_minimal(const char *src, int64_t tp, mem_opts *o) {
+  hw_catalog *c = th_catalog();
+  model *m = th_model(src, 2048);
+  plan p = {.dp = 16, .tp = tp, .pp = 1, .chips = 16 * tp, .mbs = 4, .gbs = 64, .seq = 2048,
+            .sp = tp > 1, .zero = 3, .param_gather_overlap = true,
+            .recompute = PLAN_RECOMPUTE_SELECTIVE, .precision = GDT_BF16,
+            .schedule = PLAN_1F1B, .attention = PLAN_ATTN_FLASH,
+            .framework = framework_find("maxtext")};
+  plan mp;
+  mem_setup(m, th_hw(c, "tpu-v5p"), &p, o, &mp);
+  mem_bytes r = run(&m->info.tf, &mp, o);
+  model_free(m);
+  hw_catalog_free(c);
+  return r;
+}
+
+Test(memory_framework, maxtext_minimal_keeps_the_dots_the_backward_reads) {
+  mem_opts o;
+  double tokens = 4 * 2048;
+  mem_bytes r = maxtext_minimal("llama3-8b", 1, &o);
+  cr_assert(o.dots_selective);
+  cr_assert_not(o.op_selective);
+  cr_assert_float_eq(r.act_layer, tokens * 86016, 1, "%.1f B a token", r.act_layer / tokens);
+  r = maxtext_minimal("tests/validation/models/maxtext2312.json", 4, &o);
+  cr_assert_float_eq(r.act_layer, tokens * 33792, 1, "%.1f B a token", r.act_layer / tokens);
+}
+
 /* Published: torchtitan benchmarks/llama3_h100_202412_torchtitan.md
 ** (Grand Teton H100, 96 GB), Table 1 (8 GPUs) and Table 3 (128 GPUs),
 ** "FSDP" rows (eager): 82.4 and 67.0 GiB, the caching allocator's

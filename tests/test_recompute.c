@@ -151,3 +151,38 @@ Test(recompute, memory_freed_by_hand) {
   model_free(m);
   hw_catalog_free(c);
 }
+
+/* MaxText's 'minimal' (the maxtext profile's selective) saves every weight
+** matmul output the backward reads and recomputes none of them: the
+** recomputation is the layer's forward less its matmul kernels -- the
+** attention core (a Pallas call) and the elementwise ops; torchtitan's
+** op-level policy adds back its share of the matmuls (wk, wo, w3: 0.365 of
+** Llama 3 8B's matmul FLOPs, framework_selective_share). */
+Test(recompute, maxtext_minimal_replays_all_but_the_matmuls) {
+  hw_catalog *c = th_catalog();
+  const hw_model *h = th_hw(c, "tpu-v5p");
+  model *m = th_model("llama3-8b", 8192);
+  plan p = {.chips = 8, .dp = 8, .tp = 1, .pp = 1, .cp = 1, .ep = 1, .mbs = 1, .vp = 1, .slices = 1, .gbs = 8,
+            .seq = 8192, .schedule = PLAN_1F1B, .op_costs = OPCOST_FORMULA};
+  cr_assert_eq(plan_precision_parse("bf16", &p), 0);
+  framework_apply(framework_find("maxtext"), &p);
+  p.recompute = PLAN_RECOMPUTE_SELECTIVE;
+  char err[512];
+  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  step_result r;
+  cr_assert_eq(step_costs(m, h, &p, &r, err, sizeof err), 0, "%s", err);
+  int k = 0;
+  while (k < WL_LAYER_KINDS && !r.kind_n[k]) k++;
+  cr_assert(k < WL_LAYER_KINDS);
+  double fw = r.kind_fwd_s[k], mm = r.kind_mm_fwd_s[k], at = r.kind_attn_fwd_s[k];
+  cr_assert(mm > 0 && at > 0 && fw > mm + at, "fwd %g, matmuls %g, core %g", fw, mm, at);
+  double rec = step_recompute_s(&r, &p, &m->info.tf, k);
+  cr_assert_float_eq(rec, fw - mm, 1e-15 * fw, "recompute %g, fwd - matmuls %g", rec, fw - mm);
+  p.framework = framework_find("torchtitan");
+  cr_assert_float_eq(framework_selective_share(p.framework, &m->info.tf, k), 0.365, 0.001);
+  cr_assert_float_eq(step_recompute_s(&r, &p, &m->info.tf, k),
+                     fw - mm + framework_selective_share(p.framework, &m->info.tf, k) * mm - at,
+                     1e-15 * fw);
+  model_free(m);
+  hw_catalog_free(c);
+}
