@@ -1227,6 +1227,13 @@ typedef struct {
   int64_t step; /* stages computed: every step-th (and the last) */
 } memrun;
 
+double mem_layer_saved_bytes(const wl_tf_dims *d, const plan *p, const mem_opts *o, int kind) {
+  shard c;
+  memset(&c, 0, sizeof c);
+  shard_of(d, p, o, &c);
+  return layer_of(&c, d, p, o, kind).act;
+}
+
 static void memrun_init(memrun *r, const wl_tf_dims *d, const plan *p, const mem_opts *o) {
   r->memo.n = 0, r->stages.n = 0;
   memctx *x = &r->x;

@@ -901,6 +901,11 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
     if (a2a < 0) return -1;
     r->ep_a2a_fwd_s = 2 * a2a;
   }
+  /* activation offload moves what the memory model says a layer saves */
+  bool offload = p.offload == PLAN_OFFLOAD_ACTIVATIONS && hw->chip.host_link_bw_bytes_per_s > 0;
+  mem_opts mo;
+  plan mp;
+  if (offload) mem_setup(m, hw, &p, &mo, &mp);
   double sum_f = 0, sum_b = 0, sum_cf = 0, sum_cb = 0, sum_acc = 0, sum_attn = 0, sum_mm = 0;
   for (int k = 0; k < WL_LAYER_KINDS; k++) {
     if (!r->kind_n[k]) continue;
@@ -963,16 +968,13 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
     }
     /* activation offload: the layer's saved activations go to the host as
     ** its forward runs and come back ahead of its backward, over the host
-    ** link, hidden as far as the layer's compute lasts. What a layer saves
-    ** is Korthikanti et al. 2022's sbh (34 + 5as/h) with the scores kept on
-    ** chip (flash: the 5as/h term goes), 1/tp of it with sequence
-    ** parallelism; a fully recomputed layer keeps only its input (2 sbh) */
-    if (p.offload == PLAN_OFFLOAD_ACTIVATIONS && hw->chip.host_link_bw_bytes_per_s > 0) {
-      double sbh = tokens * (double)d->hidden;
-      double saved = p.recompute == PLAN_RECOMPUTE_FULL ? 2 * sbh
-                     : p.sp || p.tp == 1               ? 34 * sbh / (double)p.tp
-                                                       : sbh * (10 + 24 / (double)p.tp);
-      double t = saved / hw->chip.host_link_bw_bytes_per_s;
+    ** link, hidden as far as the layer's compute lasts. What a layer of
+    ** this kind saves is the memory model's count under the plan's
+    ** recompute (mem_layer_saved_bytes: a fully recomputed layer its input,
+    ** 1/tp of it under sequence parallelism; a MoE layer its routed
+    ** copies too), the bytes the host holds */
+    if (offload) {
+      double t = mem_layer_saved_bytes(d, &mp, &mo, k) / hw->chip.host_link_bw_bytes_per_s;
       /* only N of each chunk's layers under --offload activations:N: their
       ** share of a stage's (its average layer count) pays the transfer */
       double share = plan_offload_share(&p, (double)d->layers / (double)(p.pp > 0 ? p.pp : 1));

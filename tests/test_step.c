@@ -70,6 +70,41 @@ Test(step, grad_reduce_bytes_follow_the_gradient_dtype) {
   hw_catalog_free(c);
 }
 
+/* Activation offload moves what the memory model says a layer keeps: a
+** fully recomputed layer its input, 1/tp of it under sequence
+** parallelism. Llama 3 8B at seq 8192, mbs 4, tp 4 with SP on tpu-v5p
+** (host link 16 GB/s, PCIe 4): 4 x 8192 x 4096 x 2 B / 4 = 67,108,864 B,
+** 4.194 ms each way; the same plan without SP keeps the whole input,
+** four times that. Selective under maxtext keeps MaxText's 'minimal'
+** set, the same count the memory model holds (mem_layer_saved_bytes). */
+Test(step, offload_moves_what_the_memory_model_keeps) {
+  hw_catalog *c = th_catalog();
+  const hw_model *h = th_hw(c, "tpu-v5p");
+  model *m = load_model("llama3-8b", 8192);
+  plan p = base(16, 4, 1, 16, 8192);
+  framework_apply(framework_find("maxtext"), &p);
+  p.mbs = 4, p.sp = true, p.offload = PLAN_OFFLOAD_ACTIVATIONS;
+  char err[256];
+  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  step_result r;
+  cr_assert_eq(step_costs(m, h, &p, &r, err, sizeof err), 0, "%s", err);
+  cr_assert_float_eq(r.offload_layer_s, 67108864.0 / 16e9, 1e-12, "%.6g s", r.offload_layer_s);
+  p.sp = false;
+  cr_assert_eq(step_costs(m, h, &p, &r, err, sizeof err), 0, "%s", err);
+  cr_assert_float_eq(r.offload_layer_s, 4 * 67108864.0 / 16e9, 1e-12, "%.6g s", r.offload_layer_s);
+  p.sp = true, p.recompute = PLAN_RECOMPUTE_SELECTIVE;
+  cr_assert_eq(step_costs(m, h, &p, &r, err, sizeof err), 0, "%s", err);
+  mem_opts o;
+  plan mp;
+  mem_setup(m, h, &p, &o, &mp);
+  double saved = mem_layer_saved_bytes(&m->info.tf, &mp, &o, wl_tf_layer_kind(&m->info.tf, 0));
+  /* 'minimal' at tp 4, SP: 2 x (4096 + 4096 + 2 x 1024 + 4096 + 2 x 14336) / 4 B a token */
+  cr_assert_float_eq(saved, 4 * 8192 * 2 * 43008.0 / 4, 1);
+  cr_assert_float_eq(r.offload_layer_s, saved / 16e9, 1e-12);
+  model_free(m);
+  hw_catalog_free(c);
+}
+
 Test(step, bad_plans_say_what_does_not_divide) {
   static const struct {
     int64_t chips, tp, pp, dp, ep, mbs, gbs;
