@@ -87,9 +87,12 @@ const framework frameworks[] = {
                "shared/reference/hlo's MaxText Llama 3 8B step), kept in fp32; 'selective' is "
                "remat_policy 'minimal' (layers/models.py: jax.checkpoint_policies."
                "checkpoint_dots_with_no_batch_dims): the weight matmuls' outputs the backward reads "
-               "are saved, the attention core and the elementwise ops replayed",
+               "are saved, the attention core and the elementwise ops replayed; JAX's remat "
+               "recomputes only what the backward reads (its partial evaluation drops the rest), so "
+               "'full' replays all but the MLP's down projection (and a parallel block's output "
+               "projection), whose outputs only feed the residual sum",
      .weights_fp32_only = true,
-     .selective_dots = true,
+     .jax_remat = true,
      /* shared/reference/hlo/nv_maxtext_llama3_8b_1n8g_after_spmd_partitioner.hlo:
      ** %all-reduce = bf16[4096,14336] all-reduce(%dot.19) inside the scanned
      ** backward's while body, then a dynamic-slice by partition-id (the
@@ -296,24 +299,37 @@ static bool listed_layer(const wl_tf_dims *d, int kind) {
          !(kind & (WL_LAYER_MAMBA | WL_LAYER_NO_FFN | WL_LAYER_NO_MIXER | WL_LAYER_GDN));
 }
 
-double framework_selective_share(int f, const wl_tf_dims *d, int kind) {
-  double share = f >= 0 ? frameworks[f].selective_mm_share : 0;
-  if (share <= 0 || !listed_layer(d, kind)) return share;
+/* A listed layer's matmuls, in x out each, in forward order (torchtitan's
+** models/llama/model.py: wq, wk, wv, then wo; w1, w3, w2, or fc1, fc2
+** ungated); returns their count. */
+static int layer_matmuls(const wl_tf_dims *d, double mm[7]) {
   double hd = (double)(d->head_dim > 0 ? d->head_dim : d->hidden / d->heads);
   double h = (double)d->hidden, q = (double)d->heads * hd;
   double kv = (double)(d->kv_heads > 0 ? d->kv_heads : d->heads) * hd, ff = (double)d->ffn_hidden;
-  /* in x out of each matmul in torchtitan's forward order (models/llama/
-  ** model.py: wq, wk, wv, then wo; w1, w3, w2, or fc1, fc2 ungated) */
-  double mm[7] = {h * q, h * kv, h * kv, q * h, h * ff, h * ff, ff * h};
-  if (!d->gated) mm[5] = ff * h;
-  int n = d->gated ? 7 : 6;
-  double all = 0, even = 0;
+  mm[0] = h * q, mm[1] = mm[2] = h * kv, mm[3] = q * h, mm[4] = h * ff, mm[5] = h * ff, mm[6] = ff * h;
+  return d->gated ? 7 : 6; /* ungated: mm[5] is fc2, ff x h, the same product */
+}
+
+double framework_selective_share(int f, const wl_tf_dims *d, int kind) {
+  double share = f >= 0 ? frameworks[f].selective_mm_share : 0;
+  if (share <= 0 || !listed_layer(d, kind)) return share;
+  double mm[7], all = 0, even = 0;
+  int n = layer_matmuls(d, mm);
   for (int i = 0; i < n; i++) all += mm[i], even += i % 2 ? mm[i] : 0;
   return all > 0 ? even / all : share;
 }
 
+double framework_full_s(int f, const wl_tf_dims *d, int kind, double fw, double mm) {
+  if (f < 0 || !frameworks[f].jax_remat || !listed_layer(d, kind) || !(mm > 0)) return fw;
+  double w[7], all = 0;
+  int n = layer_matmuls(d, w);
+  for (int i = 0; i < n; i++) all += w[i];
+  double unread = w[n - 1] + (d->parallel_block ? w[3] : 0);
+  return all > 0 ? fw - mm * unread / all : fw;
+}
+
 double framework_selective_s(int f, const wl_tf_dims *d, int kind, double fw, double at, double mm) {
-  if (f >= 0 && frameworks[f].selective_dots && listed_layer(d, kind))
+  if (f >= 0 && frameworks[f].jax_remat && listed_layer(d, kind))
     return fw - mm > at ? fw - mm : at;
   double share = framework_selective_share(f, d, kind);
   if (share <= 0) return at;

@@ -44,11 +44,15 @@ typedef struct {
   ** aten.mm, SDPA -- but every second mm's): framework_selective_share
   ** weighs the calls by their FLOPs where the layer's matmuls are known */
   double selective_mm_share;
-  /* "selective" is JAX's checkpoint_dots_with_no_batch_dims (MaxText's
-  ** remat_policy 'minimal'): every weight matmul's output the backward
-  ** reads is saved, none of them recomputed; the attention core (a Pallas
-  ** call, not a dot) and the elementwise ops are replayed */
-  bool selective_dots;
+  /* JAX's remat (jax.checkpoint): the backward recomputes only what it
+  ** reads of the values the policy did not save -- remat's partial
+  ** evaluation dead-code-eliminates the rest. "selective" is
+  ** checkpoint_dots_with_no_batch_dims (MaxText's remat_policy
+  ** 'minimal'): every weight matmul's output the backward reads is saved,
+  ** none recomputed, the attention core (a Pallas call, not a dot) and the
+  ** elementwise ops replayed; "full" (policy None) recomputes all but the
+  ** matmuls whose outputs only feed the residual sum (framework_full_s) */
+  bool jax_remat;
   /* it calls FlashAttention-2 (PyTorch SDPA's flash backend in 2024,
   ** flash-attn 2), not the chip's newest fused kernel */
   bool attention_fa2;
@@ -216,8 +220,8 @@ int framework_check_attention_kernel(int ak, const hw_model *hw, char *err, size
 ** replayed) the FLOP share of those matmuls in a dense layer of d -- wk, wo
 ** and w3 of wq, wk, wv, wo, w1, w3, w2 (0.365 for Llama 3 8B) -- and the
 ** profile's count share (selective_mm_share) where the layer's matmuls are
-** not that list (MoE, MLA, hybrid sub-blocks). 0 under the dots policy
-** (selective_dots): no matmul recomputed. */
+** not that list (MoE, MLA, hybrid sub-blocks). 0 under JAX's dots policy
+** (jax_remat): no matmul recomputed. */
 double framework_selective_share(int f, const wl_tf_dims *d, int kind);
 /* A layer's selective recomputation under profile f, forward time, from
 ** its forward fw, attention core at and other matmul kernels mm: the core
@@ -227,6 +231,15 @@ double framework_selective_share(int f, const wl_tf_dims *d, int kind);
 ** of the forward but the matmuls. MoE, MLA and hybrid layers, whose saved
 ** set the policies are not written for, keep Megatron's count. */
 double framework_selective_s(int f, const wl_tf_dims *d, int kind, double fw, double at, double mm);
+/* A layer's full recomputation under profile f, from its forward fw and
+** matmul kernels mm: the whole forward again (PyTorch's checkpoint reruns
+** the function), or under JAX (jax_remat) the forward less the matmuls
+** whose outputs the backward never reads -- the MLP's down projection,
+** whose weight gradient reads its input and whose output only feeds the
+** residual sum, and in a parallel block the attention output projection
+** too -- their FLOP share of a dense layer's matmuls (MoE, MLA and hybrid
+** layers: the whole forward). */
+double framework_full_s(int f, const wl_tf_dims *d, int kind, double fw, double mm);
 /* Whether profile f overlaps the MoE all-to-alls of plan p on hw: as
 ** p->ep_overlap says, else its recipes' rule (MXFP8 GEMMs, a scale-up
 ** domain of at least 72 chips). */

@@ -1827,7 +1827,7 @@ void mem_setup(const model *m, const hw_model *hw, const plan *p, mem_opts *o, p
     o->fp32_weights_only = fw->weights_fp32_only;
     o->grads_reduced_16bit = fw->grads_reduced_16bit;
     o->op_selective = fw->selective_mm_share > 0;
-    o->dots_selective = fw->selective_dots;
+    o->dots_selective = fw->jax_remat;
     if (fw->logit_grad_bytes > 0) o->logit_grad_bytes = fw->logit_grad_bytes;
     /* Megatron's vocab-parallel cross entropy writes its gradient in place
     ** (loss_grad_bytes) */

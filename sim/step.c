@@ -191,14 +191,15 @@ double step_recompute_s(const step_result *r, const plan *p, const wl_tf_dims *d
       if (r->kind_n[j] > 0)
         sum += (double)r->kind_n[j] * step_recompute_s(r, p, d, j), n += (double)r->kind_n[j];
     if (n > 0) return sum / n;
-    if (p->recompute == PLAN_RECOMPUTE_FULL) return r->layer_fwd_s;
+    if (p->recompute == PLAN_RECOMPUTE_FULL)
+      return framework_full_s(p->framework, d, 0, r->layer_fwd_s, r->layer_mm_fwd_s);
     return p->recompute == PLAN_RECOMPUTE_SELECTIVE
                ? framework_selective_s(p->framework, d, 0, r->layer_fwd_s, r->attn_core_fwd_s,
                                        r->layer_mm_fwd_s)
                : 0;
   }
   double fw = r->kind_fwd_s[k], at = r->kind_attn_fwd_s[k], mm = r->kind_mm_fwd_s[k];
-  if (p->recompute == PLAN_RECOMPUTE_FULL) return fw;
+  if (p->recompute == PLAN_RECOMPUTE_FULL) return framework_full_s(p->framework, d, k, fw, mm);
   if (p->recompute != PLAN_RECOMPUTE_SELECTIVE) return 0;
   unsigned m = p->recompute_modules;
   /* selective alone: the framework's count (framework_selective_s) */
@@ -751,8 +752,11 @@ static int rates(const model *m, const hw_model *hw, const plan *p, step_result 
   graph_cost f = graph_total_cost(fg, GRAPH_FORWARD), b = graph_total_cost(fg, GRAPH_BACKWARD);
   r->model_flops_per_step = graph_cost_flops(&f) + graph_cost_flops(&b);
   double layer_f = graph_cost_flops(&f) / (double)d->layers; /* close enough for HFU */
-  double rec = p->recompute == PLAN_RECOMPUTE_FULL ? graph_cost_flops(&f)
-               : p->recompute == PLAN_RECOMPUTE_SELECTIVE
+  /* full: the forward again, less under JAX what its backward never reads
+  ** (framework_full_s), in the layers' time's proportion */
+  bool jax = p->framework >= 0 && frameworks[p->framework].jax_remat;
+  double rec = p->recompute == PLAN_RECOMPUTE_FULL && !jax ? graph_cost_flops(&f)
+               : p->recompute != PLAN_RECOMPUTE_NONE
                    ? layer_f * d->layers *
                          (step_recompute_s(r, p, d, -1) / (r->layer_fwd_s > 0 ? r->layer_fwd_s : 1))
                    : 0;
