@@ -135,6 +135,16 @@ static const hw_field FIELDS[] = {
      1, "", "absent: attention at its long-sequence rate"},
     {"chip.attention_seq.s8192", HWF_NUM, OFF(chip.attention_seq_eff[4]), 0, FIG | HWF_POS, NULL, 0,
      1, "", "absent: attention at its long-sequence rate"},
+    {"chip.attention_unmasked.s1024", HWF_NUM, OFF(chip.attention_unmasked_eff[0]), 0,
+     FIG | HWF_POS, NULL, 0, 4, "", "absent: a full mask at the causal table's rate"},
+    {"chip.attention_unmasked.s2048", HWF_NUM, OFF(chip.attention_unmasked_eff[1]), 0,
+     FIG | HWF_POS, NULL, 0, 4, "", "absent: a full mask at the causal table's rate"},
+    {"chip.attention_unmasked.s4096", HWF_NUM, OFF(chip.attention_unmasked_eff[2]), 0,
+     FIG | HWF_POS, NULL, 0, 4, "", "absent: a full mask at the causal table's rate"},
+    {"chip.attention_unmasked.s8192", HWF_NUM, OFF(chip.attention_unmasked_eff[3]), 0,
+     FIG | HWF_POS, NULL, 0, 4, "", "absent: a full mask at the causal table's rate"},
+    {"chip.attention_unmasked.s16384", HWF_NUM, OFF(chip.attention_unmasked_eff[4]), 0,
+     FIG | HWF_POS, NULL, 0, 4, "", "absent: a full mask at the causal table's rate"},
     {"chip.attention_head_dim.d64", HWF_NUM, OFF(chip.attention_hd_eff[0]), 0, FIG | HWF_POS, NULL,
      0, 1, "", "absent: a systolic array's padding of the head to its width"},
     {"chip.attention_head_dim.d256", HWF_NUM, OFF(chip.attention_hd_eff[1]), 0, FIG | HWF_POS, NULL,
@@ -310,6 +320,22 @@ static double size_factor(const double *eff, const int64_t *at, int points, doub
   for (int i = 1; i < n; i++)
     if (t <= x[i]) return y[i - 1] + (y[i] - y[i - 1]) * (t - x[i - 1]) / (x[i] - x[i - 1]);
   return 1;
+}
+
+const int64_t HW_ATTN_FULL_KEYS[HW_ATTN_FULL_POINTS] = {1024, 2048, 4096, 8192, 16384};
+
+double hw_attention_unmasked_factor(const hw_model *m, double keys) {
+  const double *e = m->chip.attention_unmasked_eff;
+  double x[HW_ATTN_FULL_POINTS], y[HW_ATTN_FULL_POINTS];
+  int n = 0;
+  for (int i = 0; i < HW_ATTN_FULL_POINTS; i++)
+    if (e[i] > 0) x[n] = log2((double)HW_ATTN_FULL_KEYS[i]), y[n++] = e[i];
+  if (n == 0) return 0;
+  double t = keys > 0 ? log2(keys) : x[0];
+  if (t <= x[0]) return y[0];
+  for (int i = 1; i < n; i++)
+    if (t <= x[i]) return y[i - 1] + (y[i] - y[i - 1]) * (t - x[i - 1]) / (x[i] - x[i - 1]);
+  return y[n - 1];
 }
 
 double hw_attention_head_factor(const hw_model *m, double d) {

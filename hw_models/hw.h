@@ -116,6 +116,11 @@ typedef struct {
   ** measured rate over the same kernel's at 16,384 keys, the length the
   ** attention_*_efficiency figures hold at (absent, 0: no loss) */
   double attention_seq_eff[5];
+  /* the same kernel under a full (unmasked) mask at 1,024 .. 16,384 keys a
+  ** query (HW_ATTN_FULL_KEYS): its rate over its causal rate at 16,384 --
+  ** an encoder's, or a model called with causal=False, computes every
+  ** block (absent, 0: the causal table's rate) */
+  double attention_unmasked_eff[5];
   /* the same kernel at head dim 64 and 256: its measured rate over its rate
   ** at 128 (absent, 0: a systolic array's padding of the head to its width,
   ** none on other units) */
@@ -299,6 +304,16 @@ extern const int64_t HW_ATTN_KEYS[HW_ATTN_POINTS];
 ** interpolated linearly in log2(keys), below the first point the first
 ** point's value. 1 when the chip gives none. */
 double hw_attention_seq_factor(const hw_model *m, double keys);
+/* The keys per query of chip.attention_unmasked.s1024 ... s16384. */
+#define HW_ATTN_FULL_POINTS 5
+extern const int64_t HW_ATTN_FULL_KEYS[HW_ATTN_FULL_POINTS];
+
+/* A fused attention kernel's rate under a full mask at `keys` keys a query
+** as a fraction of its causal rate at 16,384: the chip's measured points,
+** linear in log2(keys) between them, the end points' values past them; 0
+** when the chip gives none (the causal table's rate then). */
+double hw_attention_unmasked_factor(const hw_model *m, double keys);
+
 /* A fused attention kernel's rate at head dim d over its rate at 128: the
 ** chip's measured points (head dims 64 and 256), linear in log2(d) between
 ** them and 1 at 128, the end points' values past them; 0 when the chip

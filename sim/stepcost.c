@@ -252,6 +252,10 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
       if (measured) {
         core_dims(g, fp, k, &keys, &head_dim);
         core_seq = hw_attention_seq_factor(hw, keys);
+        /* a core computed whole (no causal half: an unmasked layer) at the
+        ** kernel's full-mask rate where the chip measured it */
+        double full = flash >= 1 ? hw_attention_unmasked_factor(hw, keys) : 0;
+        if (full > 0) core_seq = full;
         double hd = hw_attention_head_factor(hw, head_dim);
         if (hd > 0) core_pad = 1 / hd;
         else if (hw->chip.mu_kind == HW_MU_MXU && head_dim > 0 && hw->chip.tile_n > 0)
