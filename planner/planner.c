@@ -422,7 +422,8 @@ static double step_floor_s(const wl_tf_dims *d, const plan *p, const cost_entry 
     double cb = kinds ? c->kind_comm_bwd_s[k] : c->tp_comm_bwd_s;
     double ac = kinds ? c->kind_accum_s[k] : c->grad_accum_layer_s;
     double rec = step_recompute_s(c, p, d, kinds ? k : -1); /* as step.c's layer_times */
-    double fk = fw + cf, bk = bw + rec + cb + (full ? cf : 0) + accum * ac;
+    double rep = full ? (kinds ? c->kind_comm_replay_s[k] : c->comm_replay_s) : 0;
+    double fk = fw + cf, bk = bw + rec + cb + rep + accum * ac;
     if (fk < f) f = fk;
     if (bk < b) b = bk;
   }

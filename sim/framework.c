@@ -319,13 +319,25 @@ double framework_selective_share(int f, const wl_tf_dims *d, int kind) {
   return all > 0 ? even / all : share;
 }
 
+double framework_full_unread_weights(int f, const wl_tf_dims *d, int kind) {
+  if (f < 0 || !frameworks[f].jax_remat || !listed_layer(d, kind)) return 0;
+  double w[7];
+  int n = layer_matmuls(d, w);
+  return w[n - 1] + (d->parallel_block ? w[3] : 0);
+}
+
+double framework_full_comm_share(int f, const wl_tf_dims *d, int kind, bool sp) {
+  if (!(framework_full_unread_weights(f, d, kind) > 0)) return 1;
+  return d->parallel_block ? (sp ? 0.5 : 0) : (sp ? 0.75 : 0.5);
+}
+
 double framework_full_s(int f, const wl_tf_dims *d, int kind, double fw, double mm) {
-  if (f < 0 || !frameworks[f].jax_remat || !listed_layer(d, kind) || !(mm > 0)) return fw;
+  double unread = framework_full_unread_weights(f, d, kind);
+  if (!(unread > 0) || !(mm > 0)) return fw;
   double w[7], all = 0;
   int n = layer_matmuls(d, w);
   for (int i = 0; i < n; i++) all += w[i];
-  double unread = w[n - 1] + (d->parallel_block ? w[3] : 0);
-  return all > 0 ? fw - mm * unread / all : fw;
+  return fw - mm * unread / all;
 }
 
 double framework_selective_s(int f, const wl_tf_dims *d, int kind, double fw, double at, double mm) {

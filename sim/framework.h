@@ -228,8 +228,10 @@ double framework_selective_share(int f, const wl_tf_dims *d, int kind);
 ** (Megatron's count), or the policy's share of the matmuls with every other
 ** kernel of the forward but the core (torchtitan's: what is not saved is
 ** replayed), or under the dots policy (MaxText's 'minimal') every kernel
-** of the forward but the matmuls. MoE, MLA and hybrid layers, whose saved
-** set the policies are not written for, keep Megatron's count. */
+** of the forward but the matmuls. On MoE, MLA and hybrid layers, whose
+** saved sets the policies are not written for, the dots policy keeps
+** Megatron's count and torchtitan's its count share of the matmuls
+** (framework_selective_share). */
 double framework_selective_s(int f, const wl_tf_dims *d, int kind, double fw, double at, double mm);
 /* A layer's full recomputation under profile f, from its forward fw and
 ** matmul kernels mm: the whole forward again (PyTorch's checkpoint reruns
@@ -240,6 +242,18 @@ double framework_selective_s(int f, const wl_tf_dims *d, int kind, double fw, do
 ** too -- their FLOP share of a dense layer's matmuls (MoE, MLA and hybrid
 ** layers: the whole forward). */
 double framework_full_s(int f, const wl_tf_dims *d, int kind, double fw, double mm);
+/* The weights of a layer of kind `kind` whose matmuls full recompute does
+** not replay under profile f (framework_full_s): the MLP's down
+** projection, and a parallel block's output projection, under JAX; 0
+** otherwise. Unsharded (the model's), for FLOP counts. */
+double framework_full_unread_weights(int f, const wl_tf_dims *d, int kind);
+/* The share of a layer's forward tensor-parallel collectives full
+** recompute runs again under profile f: all (1), or under JAX those the
+** replayed matmuls need -- not the reduction after the MLP's down
+** projection (nor, in a parallel block, after the output projection):
+** sequential 1/2 (two all-reduces) or 3/4 with sequence parallelism (its
+** two all-gathers and two reduce-scatters), parallel 0 or 1/2. */
+double framework_full_comm_share(int f, const wl_tf_dims *d, int kind, bool sp);
 /* Whether profile f overlaps the MoE all-to-alls of plan p on hw: as
 ** p->ep_overlap says, else its recipes' rule (MXFP8 GEMMs, a scale-up
 ** domain of at least 72 chips). */

@@ -284,8 +284,10 @@ static tok_bytes layer_tokens(const shard *c, const wl_tf_dims *d, bool flash, i
 
 /* An op-level policy (torchtitan's, or JAX's dots policy), on the layers it
 ** is written for: dense ones with multi-head (or grouped-query) attention;
-** a MoE, MLA or hybrid layer keeps Korthikanti's selective count (its
-** matmuls are not the lists below; framework_selective_s times the same). */
+** a MoE, MLA or hybrid layer keeps Korthikanti's selective count here (its
+** matmuls are not the lists below; framework_selective_s times the dots
+** policy on them by Megatron's count, torchtitan's by its share of the
+** matmul calls). */
 static bool op_selective(const mem_opts *o, const shard *c, int kind) {
   return (o->op_selective || o->dots_selective) && !((kind & WL_LAYER_MOE) && c->experts > 0) &&
          c->kv_lora <= 0 && !(kind & (WL_LAYER_MAMBA | WL_LAYER_NO_FFN | WL_LAYER_NO_MIXER | WL_LAYER_GDN));

@@ -240,9 +240,10 @@ static void layer_times(const step_result *r, const plan *p, const wl_tf_dims *d
   ** collectives with it (step_costs times them without recompute, so one
   ** set of per-chip costs serves every recompute mode) */
   double rec = step_recompute_s(r, p, d, kinds ? k : -1);
+  double rep = full ? (kinds ? r->kind_comm_replay_s[k] : r->comm_replay_s) : 0;
   *f = fw + cf;
-  *b = bw + rec + cb + (full ? cf : 0) + accum * ac;
-  *comm = cf + cb + (full ? cf : 0); /* of which collectives */
+  *b = bw + rec + cb + rep + accum * ac;
+  *comm = cf + cb + rep; /* of which collectives */
 }
 
 /* A chip's parameters under p: the dense ones (split by tp and pp) and the
@@ -470,7 +471,7 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
   ** the new weights up (4 + 2 B) */
   if (p->offload == PLAN_OFFLOAD_OPTIMIZER && hw->chip.host_link_bw_bytes_per_s > 0)
     sd->optimizer_s = local * (24 + 6) / hw->chip.host_link_bw_bytes_per_s + r->weight_cast_s / (double)p->pp;
-  sd->tp_comm_bwd_s = r->tp_comm_bwd_s + (p->recompute == PLAN_RECOMPUTE_FULL ? r->tp_comm_fwd_s : 0);
+  sd->tp_comm_bwd_s = r->tp_comm_bwd_s + (p->recompute == PLAN_RECOMPUTE_FULL ? r->comm_replay_s : 0);
   int64_t M = plan_microbatches(p);
   sd->microbatches = M;
   if (M < 1)
@@ -752,14 +753,22 @@ static int rates(const model *m, const hw_model *hw, const plan *p, step_result 
   graph_cost f = graph_total_cost(fg, GRAPH_FORWARD), b = graph_total_cost(fg, GRAPH_BACKWARD);
   r->model_flops_per_step = graph_cost_flops(&f) + graph_cost_flops(&b);
   double layer_f = graph_cost_flops(&f) / (double)d->layers; /* close enough for HFU */
-  /* full: the forward again, less under JAX what its backward never reads
-  ** (framework_full_s), in the layers' time's proportion */
+  /* full: the forward again, less under JAX the matmuls its backward never
+  ** reads (framework_full_unread_weights: 2 FLOPs a weight a token);
+  ** selective: the recomputed share of a layer's forward -- under JAX's
+  ** dots policy the attention core alone (its elementwise ops hold no
+  ** matmul FLOPs), else in the layers' time's proportion */
   bool jax = p->framework >= 0 && frameworks[p->framework].jax_remat;
-  double rec = p->recompute == PLAN_RECOMPUTE_FULL && !jax ? graph_cost_flops(&f)
-               : p->recompute != PLAN_RECOMPUTE_NONE
-                   ? layer_f * d->layers *
-                         (step_recompute_s(r, p, d, -1) / (r->layer_fwd_s > 0 ? r->layer_fwd_s : 1))
-                   : 0;
+  double rec = 0;
+  if (p->recompute == PLAN_RECOMPUTE_FULL) {
+    rec = graph_cost_flops(&f);
+    double tokens = (double)p->gbs * (double)p->seq;
+    for (int k = 0; k < WL_LAYER_KINDS; k++)
+      rec -= (double)r->kind_n[k] * 2 * tokens * framework_full_unread_weights(p->framework, d, k);
+  } else if (p->recompute == PLAN_RECOMPUTE_SELECTIVE) {
+    double share = jax && !p->recompute_modules ? r->attn_core_fwd_s : step_recompute_s(r, p, d, -1);
+    rec = layer_f * (double)d->layers * share / (r->layer_fwd_s > 0 ? r->layer_fwd_s : 1);
+  }
   hw_model ah, gh;
   const hw_model *ghw, *lhw = step_layer_hw(hw, p, &ah, &gh, &ghw);
   double adj[2];

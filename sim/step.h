@@ -76,6 +76,9 @@ typedef struct {
   ** selective recompute of a list of modules runs again */
   double kind_mod_fwd_s[WL_LAYER_KINDS][GRAPH_MODULES];
   double kind_comm_fwd_s[WL_LAYER_KINDS], kind_comm_bwd_s[WL_LAYER_KINDS];
+  /* what full recompute runs again of a layer's forward collectives
+  ** (framework_full_comm_share), by kind and on average */
+  double kind_comm_replay_s[WL_LAYER_KINDS], comm_replay_s;
   double kind_accum_s[WL_LAYER_KINDS];
   /* a low-precision GEMM recipe: quantizing one step's weights (once a
   ** step: Transformer Engine keeps them across micro-batches) */

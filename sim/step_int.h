@@ -66,6 +66,9 @@ typedef struct {
   /* 0 for no FlashAttention, else the share of the attention core's
   ** arithmetic it does (a causal mask's half) */
   double flash;
+  /* the layers' attention has no mask (d->unmasked): a fused kernel with a
+  ** measured full-mask rate runs at it (chip.attention_unmasked) */
+  bool unmasked;
   /* 0: a dense model; else the layers' batched rank-3 dots are grouped
   ** expert GEMMs, timed at the chip's grouped-GEMM rate for their tokens
   ** per expert, reading the weights of moe's share of the local experts

@@ -166,6 +166,7 @@ step_kernels step_kernels_of(const hw_model *hw, const wl_tf_dims *d, const plan
   step_kernels k = {0};
   if (p->attention == PLAN_ATTN_FLASH)
     k.flash = step_flash_share(hw, d, kind, (double)p->seq, (double)(p->cp > 1 ? p->cp : 1));
+  k.unmasked = d->unmasked && d->layers > 0;
   /* the layers timed are MoE layers: of that kind, or the model's own when
   ** every layer is MoE (a single kind) */
   k.moe = d->experts > 0 && (step_layer_kind(d, kind) & WL_LAYER_MOE) ? 1 : 0;
@@ -252,9 +253,10 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
       if (measured) {
         core_dims(g, fp, k, &keys, &head_dim);
         core_seq = hw_attention_seq_factor(hw, keys);
-        /* a core computed whole (no causal half: an unmasked layer) at the
-        ** kernel's full-mask rate where the chip measured it */
-        double full = flash >= 1 ? hw_attention_unmasked_factor(hw, keys) : 0;
+        /* an unmasked layer's core at the kernel's full-mask rate where the
+        ** chip measured it (a sliding window's band keeps the causal table:
+        ** its blocks along the diagonal are masked) */
+        double full = sk->unmasked ? hw_attention_unmasked_factor(hw, keys) : 0;
         if (full > 0) core_seq = full;
         double hd = hw_attention_head_factor(hw, head_dim);
         if (hd > 0) core_pad = 1 / hd;
@@ -911,6 +913,7 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
   plan mp;
   if (offload) mem_setup(m, hw, &p, &mo, &mp);
   double sum_f = 0, sum_b = 0, sum_cf = 0, sum_cb = 0, sum_acc = 0, sum_attn = 0, sum_mm = 0;
+  double sum_rep = 0, off_sum = 0;
   for (int k = 0; k < WL_LAYER_KINDS; k++) {
     if (!r->kind_n[k]) continue;
     /* a hybrid layer (one sub-block) has one of the two collectives */
@@ -942,6 +945,7 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
       cb = !p.sp ? fmax(0, tp_k - col)
                  : n_sub * ag + fmax(0, n_sub * ag - col) + fmax(0, n_sub * rs - col);
     }
+    double tp_fwd = cf; /* the forward's tensor-parallel part, before CP, EP and offload */
     if (cp > 1 && !(k & (WL_LAYER_MAMBA | WL_LAYER_NO_MIXER | WL_LAYER_GDN))) { /* layers with attention:
                   ** the ring hides behind the attention core (its backward ~2.5x the forward:
                   ** FlashAttention's backward recomputes the scores) */
@@ -982,15 +986,18 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
       /* only N of each chunk's layers under --offload activations:N: their
       ** share of a stage's (its average layer count) pays the transfer */
       double share = plan_offload_share(&p, (double)d->layers / (double)(p.pp > 0 ? p.pp : 1));
-      r->offload_layer_s = t;
+      off_sum += (double)r->kind_n[k] * t;
       cf += share * (t > r->kind_fwd_s[k] ? t - r->kind_fwd_s[k] : 0);
       cb += share * (t > r->kind_bwd_s[k] ? t - r->kind_bwd_s[k] : 0);
     }
     r->kind_comm_fwd_s[k] = cf;
     r->kind_comm_bwd_s[k] = cb;
+    /* full recompute runs the forward's collectives again, less under JAX
+    ** the tensor-parallel ones of the matmuls it does not replay */
+    r->kind_comm_replay_s[k] = cf - (1 - framework_full_comm_share(p.framework, d, k, p.sp)) * tp_fwd;
     double n = (double)r->kind_n[k];
     sum_f += n * r->kind_fwd_s[k], sum_b += n * r->kind_bwd_s[k];
-    sum_cf += n * cf, sum_cb += n * cb;
+    sum_cf += n * cf, sum_cb += n * cb, sum_rep += n * r->kind_comm_replay_s[k];
     sum_acc += n * r->kind_accum_s[k], sum_attn += n * r->kind_attn_fwd_s[k];
     sum_mm += n * r->kind_mm_fwd_s[k];
     r->a2a_hidden_fwd_s += n * r->kind_a2a_hidden_fwd_s[k] / L;
@@ -1002,6 +1009,8 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
   r->layer_mm_fwd_s = sum_mm / L;
   r->tp_comm_fwd_s = sum_cf / L;
   r->tp_comm_bwd_s = sum_cb / L; /* full recompute's again: step_describe adds them */
+  r->comm_replay_s = sum_rep / L;
+  r->offload_layer_s = off_sum / L; /* the layers' mean */
   r->grad_accum_layer_s = sum_acc / L;
   if (p.pp > 1) {
     /* each TP rank sends its 1/tp of the activations (Megatron's

@@ -216,5 +216,21 @@ Test(recompute, jax_full_remat_skips_what_feeds_the_sum) {
   cr_assert_float_eq(framework_full_s(framework_find("maxtext"), d, k, 3.0, 2.0), 3 - 2 * unread,
                      1e-12);
   cr_assert_float_eq(framework_full_s(framework_find("megatron-core"), d, k, 3.0, 2.0), 3, 1e-12);
+  /* the weights, for HFU's FLOPs: o's and fc2's */
+  cr_assert_float_eq(framework_full_unread_weights(framework_find("maxtext"), d, k),
+                     10240.0 * 8192 + 32768.0 * 10240, 1);
+  /* the tensor-parallel collectives replayed: a parallel block's
+  ** all-gather of its input (with SP) but not the reduction after the
+  ** summed outputs; a sequential block all but the one after fc2 */
+  cr_assert_float_eq(framework_full_comm_share(framework_find("maxtext"), d, k, true), 0.5, 1e-12);
+  cr_assert_float_eq(framework_full_comm_share(framework_find("maxtext"), d, k, false), 0, 1e-12);
+  cr_assert_float_eq(framework_full_comm_share(framework_find("megatron-core"), d, k, true), 1, 1e-12);
+  model *l = th_model("llama3-8b", 2048);
+  int kl = wl_tf_layer_kind(&l->info.tf, 0);
+  cr_assert_float_eq(framework_full_comm_share(framework_find("maxtext"), &l->info.tf, kl, true), 0.75,
+                     1e-12);
+  cr_assert_float_eq(framework_full_comm_share(framework_find("maxtext"), &l->info.tf, kl, false), 0.5,
+                     1e-12);
+  model_free(l);
   model_free(m);
 }
