@@ -521,8 +521,20 @@ static int mapping_check_value(const map_entry *e, const char *file, diag *dg) {
   }
   bool switch_kind = switch_flag(e->kind) != NULL;
   bool fw_keyed = switch_kind || e->kind == MAP_FINETUNE; /* FRAMEWORK:PHRASE */
-  if (keyed && (fw_keyed || e->kind == MAP_OFFLOAD) && check_phrase(e, colon + 1, file, dg))
+  /* a recompute key CELL:PHRASE: the row's recompute cell and a phrase of
+  ** its extra cell (MaxText's named tensors, as a row states them) */
+  if (keyed && (fw_keyed || e->kind == MAP_OFFLOAD || e->kind == MAP_RECOMPUTE) &&
+      check_phrase(e, colon + 1, file, dg))
     return -1;
+  if (e->kind == MAP_RECOMPUTE && e->value->s[0]) {
+    plan probe = {0};
+    char msg[384];
+    if (plan_recompute_parse(e->value->s, &probe, msg, sizeof msg) != 0) {
+      diag_error(dg, file, e->value->line, e->value->col, "value", "%s (simulate's --recompute)",
+                 msg);
+      return -1;
+    }
+  }
   if (fw_keyed && !keyed) {
     diag_error(dg, file, e->key->line, e->key->col, "key",
                "'%.60s': expected FRAMEWORK:PHRASE (the row's --framework, a phrase of its "
@@ -1301,6 +1313,9 @@ static const char *map_cell(const runs_mapping *m, map_kind k, const char **v, c
   return map_get(m, k, buf);
 }
 
+static const map_entry *phrase_entry(const runs_table *x, map_kind kind, const char *prefix,
+                                     const runs_row *w, bool family);
+
 /* --precision and --recompute through the mapping; a value it does not
 ** list goes as it is (in lower case), so simulate names what it expected. */
 static void numeric_args(const runs_table *x, runs_result *r, runs_argv *a) {
@@ -1330,6 +1345,15 @@ static void numeric_args(const runs_table *x, runs_result *r, runs_argv *a) {
       runs_addf(r->exercises, sizeof r->exercises, ", %s recompute", mods);
       return;
     }
+  }
+  /* CELL:PHRASE: the policy the row's extra cell spells out (MaxText's
+  ** named tensors under remat_policy custom) */
+  const map_entry *ke = phrase_entry(x, MAP_RECOMPUTE, rc, &r->w, false);
+  if (ke) {
+    runs_arg(a, "--recompute");
+    runs_arg(a, "%s", ke->value->s);
+    runs_addf(r->exercises, sizeof r->exercises, ", named-tensor remat");
+    return;
   }
   mr = map_cell(x->map, MAP_RECOMPUTE, &rc, cut, sizeof cut);
   if (mr && !*mr) return; /* the framework's own policy: no flag */

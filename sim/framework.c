@@ -319,25 +319,39 @@ double framework_selective_share(int f, const wl_tf_dims *d, int kind) {
   return all > 0 ? even / all : share;
 }
 
-double framework_full_unread_weights(int f, const wl_tf_dims *d, int kind) {
+double framework_full_unread_weights(int f, const wl_tf_dims *d, int kind, unsigned saved) {
   if (f < 0 || !frameworks[f].jax_remat || !listed_layer(d, kind)) return 0;
   double w[7];
   int n = layer_matmuls(d, w);
-  return w[n - 1] + (d->parallel_block ? w[3] : 0);
+  /* what nothing reads (the down projection; a parallel block's output
+  ** projection), and what MaxText's custom policy kept (plan.h PLAN_RN_*:
+  ** q, k, v, the output projection, the MLP's first matmuls) */
+  bool unread[7] = {saved & PLAN_RN_QUERY, saved & PLAN_RN_KEY, saved & PLAN_RN_VALUE,
+                    d->parallel_block || (saved & PLAN_RN_OUT), saved & PLAN_RN_MLPWI_0,
+                    d->gated ? (saved & PLAN_RN_MLPWI_1) != 0 : true, true};
+  double sum = 0;
+  for (int i = 0; i < n; i++) sum += unread[i] ? w[i] : 0;
+  return sum;
 }
 
+bool framework_jax_remat(int f) { return f >= 0 && frameworks[f].jax_remat; }
+
 double framework_full_comm_share(int f, const wl_tf_dims *d, int kind, bool sp) {
-  if (!(framework_full_unread_weights(f, d, kind) > 0)) return 1;
+  if (!(framework_full_unread_weights(f, d, kind, 0) > 0)) return 1;
   return d->parallel_block ? (sp ? 0.5 : 0) : (sp ? 0.75 : 0.5);
 }
 
-double framework_full_s(int f, const wl_tf_dims *d, int kind, double fw, double mm) {
-  double unread = framework_full_unread_weights(f, d, kind);
-  if (!(unread > 0) || !(mm > 0)) return fw;
+double framework_full_s(int f, const wl_tf_dims *d, int kind, unsigned saved, double fw, double at,
+                        double mm) {
+  double unread = framework_full_unread_weights(f, d, kind, saved);
+  if (!(unread > 0)) return fw;
   double w[7], all = 0;
   int n = layer_matmuls(d, w);
   for (int i = 0; i < n; i++) all += w[i];
-  return fw - mm * unread / all;
+  /* a kept context (the core's output and log-sum-exp) leaves the core's
+  ** forward out: its backward reads nothing else of it */
+  double rec = fw - (mm > 0 ? mm * unread / all : 0) - (saved & PLAN_RN_CONTEXT ? at : 0);
+  return rec > 0 ? rec : 0;
 }
 
 double framework_selective_s(int f, const wl_tf_dims *d, int kind, double fw, double at, double mm) {

@@ -233,20 +233,26 @@ double framework_selective_share(int f, const wl_tf_dims *d, int kind);
 ** Megatron's count and torchtitan's its count share of the matmuls
 ** (framework_selective_share). */
 double framework_selective_s(int f, const wl_tf_dims *d, int kind, double fw, double at, double mm);
-/* A layer's full recomputation under profile f, from its forward fw and
-** matmul kernels mm: the whole forward again (PyTorch's checkpoint reruns
-** the function), or under JAX (jax_remat) the forward less the matmuls
-** whose outputs the backward never reads -- the MLP's down projection,
-** whose weight gradient reads its input and whose output only feeds the
-** residual sum, and in a parallel block the attention output projection
-** too -- their FLOP share of a dense layer's matmuls (MoE, MLA and hybrid
-** layers: the whole forward). */
-double framework_full_s(int f, const wl_tf_dims *d, int kind, double fw, double mm);
+/* A layer's full recomputation under profile f, from its forward fw,
+** attention core at and matmul kernels mm: the whole forward again
+** (PyTorch's checkpoint reruns the function), or under JAX (jax_remat) the
+** forward less the matmuls whose outputs the backward never reads -- the
+** MLP's down projection, whose weight gradient reads its input and whose
+** output only feeds the residual sum, and in a parallel block the
+** attention output projection too -- and less what MaxText's custom
+** policy kept (`saved`, PLAN_RN_* bits: the named matmuls' outputs, the
+** attention core's with `context`); matmuls by their FLOP share of a
+** dense layer's (MoE, MLA and hybrid layers: the whole forward). */
+double framework_full_s(int f, const wl_tf_dims *d, int kind, unsigned saved, double fw, double at,
+                        double mm);
 /* The weights of a layer of kind `kind` whose matmuls full recompute does
 ** not replay under profile f (framework_full_s): the MLP's down
-** projection, and a parallel block's output projection, under JAX; 0
-** otherwise. Unsharded (the model's), for FLOP counts. */
-double framework_full_unread_weights(int f, const wl_tf_dims *d, int kind);
+** projection, a parallel block's output projection and those `saved`
+** names, under JAX; 0 otherwise. Unsharded (the model's), for FLOP
+** counts. */
+double framework_full_unread_weights(int f, const wl_tf_dims *d, int kind, unsigned saved);
+/* Whether profile f recomputes as JAX's remat does (jax_remat). */
+bool framework_jax_remat(int f);
 /* The share of a layer's forward tensor-parallel collectives full
 ** recompute runs again under profile f: all (1), or under JAX those the
 ** replayed matmuls need -- not the reduction after the MLP's down

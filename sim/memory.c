@@ -228,6 +228,8 @@ typedef struct {
   double linw;            /* of them, linear-layer weights (what a GEMM recipe copies) */
   double gemms;           /* linear GEMMs (the recipe's scaling state) */
   double act;             /* saved bytes of one micro-batch under the plan's recompute */
+  double act_dev;         /* of them, what stays on the chip under activation offload
+                          ** (MaxText's tensors named device; 0: all may go) */
   double act_none;        /* the same without recompute (what full recompute rematerializes) */
   double scores;          /* its attention-score tensors (what selective rematerializes) */
   double big;             /* its largest single tensor of one micro-batch */
@@ -288,9 +290,13 @@ static tok_bytes layer_tokens(const shard *c, const wl_tf_dims *d, bool flash, i
 ** matmuls are not the lists below; framework_selective_s times the dots
 ** policy on them by Megatron's count, torchtitan's by its share of the
 ** matmul calls). */
+static bool op_selective_layer(const shard *c, int kind) {
+  return !((kind & WL_LAYER_MOE) && c->experts > 0) && c->kv_lora <= 0 &&
+         !(kind & (WL_LAYER_MAMBA | WL_LAYER_NO_FFN | WL_LAYER_NO_MIXER | WL_LAYER_GDN));
+}
+
 static bool op_selective(const mem_opts *o, const shard *c, int kind) {
-  return (o->op_selective || o->dots_selective) && !((kind & WL_LAYER_MOE) && c->experts > 0) &&
-         c->kv_lora <= 0 && !(kind & (WL_LAYER_MAMBA | WL_LAYER_NO_FFN | WL_LAYER_NO_MIXER | WL_LAYER_GDN));
+  return (o->op_selective || o->dots_selective) && op_selective_layer(c, kind);
 }
 
 /* Saved bytes per token of one dense layer under torchtitan's op-level
@@ -322,6 +328,41 @@ static double dots_selective_tokens(const shard *c, const wl_tf_dims *d) {
   double saved = c->r * c->h + c->qc + c->qgate + 2 * c->kvc + (d->gated ? 2 : 1) * c->fc;
   if (!d->parallel_block) saved += c->r * c->h;
   return c->e * saved;
+}
+
+/* Saved bytes per token of one layer under MaxText's custom remat policy
+** (maxtext_utils.get_save_and_offload_names): the layer input (the
+** scanned layer's argument: on the chip unless decoder_layer_input is
+** offloaded) and each named tensor kept on the chip or offloaded, where
+** the backward reads it -- as the dots policy counts them
+** (dots_selective_tokens): q, k and v, the attention core's output with
+** its fp32 log-sum-exp (context), the output projection's in a sequential
+** block, the MLP's first matmul or two; the down projection's output
+** (mlpwo), and a parallel block's output projection's, only feed the
+** residual sum, so JAX keeps them nowhere. On a MoE, MLA or hybrid layer
+** (listed false) only the input is counted. *dev stays on the chip, *off
+** goes to the host. */
+static void named_tokens(const shard *c, const wl_tf_dims *d, const plan *p, bool listed,
+                         double *dev, double *off) {
+  unsigned keep = p->remat_device, host = p->remat_offload;
+  double in = c->r * c->h * c->e;
+  *dev = host & PLAN_RN_DECODER_INPUT ? 0 : in;
+  *off = host & PLAN_RN_DECODER_INPUT ? in : 0;
+  if (!listed) return;
+  const struct {
+    unsigned bit;
+    double bytes;
+  } T[] = {{PLAN_RN_QUERY, c->e * (c->qc + c->qgate)},
+           {PLAN_RN_KEY, c->e * c->kvc},
+           {PLAN_RN_VALUE, c->e * c->kvc},
+           {PLAN_RN_CONTEXT, c->e * c->qc + 4 * c->ac},
+           {PLAN_RN_OUT, d->parallel_block ? 0 : c->r * c->h * c->e},
+           {PLAN_RN_MLPWI_0, c->e * c->fc},
+           {PLAN_RN_MLPWI_1, d->gated ? c->e * c->fc : 0}};
+  for (size_t i = 0; i < sizeof T / sizeof *T; i++) {
+    if (keep & T[i].bit) *dev += T[i].bytes;
+    if (host & T[i].bit) *off += T[i].bytes;
+  }
 }
 
 /* A hybrid layer's (wl.h: WL_LAYER_MAMBA, _NO_FFN, _NO_MIXER) parameters
@@ -440,7 +481,13 @@ static layer_mem layer_of(const shard *c, const wl_tf_dims *d, const plan *p, co
   double kept = c->r * k.rep + k.sharded + k.routed;
   l.act_none = sb * (kept + k.scores);
   l.scores = sb * k.scores;
-  if (p->recompute == PLAN_RECOMPUTE_FULL)
+  l.act_dev = 0;
+  if (p->recompute == PLAN_RECOMPUTE_FULL && (p->remat_device | p->remat_offload)) {
+    double dev, off;
+    named_tokens(c, d, p, op_selective_layer(c, kind), &dev, &off);
+    l.act = sb * (dev + off);
+    l.act_dev = sb * dev;
+  } else if (p->recompute == PLAN_RECOMPUTE_FULL)
     l.act = sb * c->r * c->e * h; /* the layer input */
   else if (p->recompute == PLAN_RECOMPUTE_SELECTIVE && p->recompute_modules) {
     double left = kept + k.scores - modules_freed(c, d, kind, &k, p->recompute_modules);
@@ -492,7 +539,7 @@ static int64_t stage_range(const plan *p, int64_t v, int64_t L, int64_t vs, cons
 
 /* Sums over a range of layers. */
 typedef struct {
-  double layers, dense, expert, linw, gemms, act;
+  double layers, dense, expert, linw, gemms, act, act_dev;
   double act_max, none_max, scores_max, big_max, weights_max; /* of one layer */
 } span;
 
@@ -543,6 +590,7 @@ static void span_add(span *s, const layer_mem *l, double n) {
   s->linw += n * l->linw;
   s->gemms += n * l->gemms;
   s->act += n * l->act;
+  s->act_dev += n * l->act_dev;
   if (l->act > s->act_max) s->act_max = l->act;
   if (l->act_none > s->none_max) s->none_max = l->act_none;
   if (l->scores > s->scores_max) s->scores_max = l->scores;
@@ -596,6 +644,7 @@ static void span_merge(span *s, const span *t) {
   s->linw += t->linw;
   s->gemms += t->gemms;
   s->act += t->act;
+  s->act_dev += t->act_dev;
   if (t->act_max > s->act_max) s->act_max = t->act_max;
   if (t->none_max > s->none_max) s->none_max = t->none_max;
   if (t->scores_max > s->scores_max) s->scores_max = t->scores_max;
@@ -840,16 +889,16 @@ static bool chunk_entries(const memctx *x, int64_t i, unsigned char *seq, const 
 ** does not depend on the order, and starts from t's 0 as span_merge's). */
 static void merge_entries(const struct span_memo *m, const unsigned char *seq, size_t n, span *t) {
   double layers = t->layers, dense = t->dense, expert = t->expert, linw = t->linw,
-         gemms = t->gemms, act = t->act;
+         gemms = t->gemms, act = t->act, act_dev = t->act_dev;
   unsigned used = 0;
   for (size_t j = 0; j < n; j++) {
     const span *e = &m->s[seq[j]];
     layers += e->layers, dense += e->dense, expert += e->expert;
-    linw += e->linw, gemms += e->gemms, act += e->act;
+    linw += e->linw, gemms += e->gemms, act += e->act, act_dev += e->act_dev;
     used |= 1u << seq[j];
   }
   t->layers = layers, t->dense = dense, t->expert = expert;
-  t->linw = linw, t->gemms = gemms, t->act = act;
+  t->linw = linw, t->gemms = gemms, t->act = act, t->act_dev = act_dev;
   for (int e = 0; e < m->n; e++)
     if (used & (1u << e)) {
       const span *u = &m->s[e];
@@ -961,13 +1010,17 @@ static bool irregular_alloc(const plan *p, const mem_opts *o) {
 ** in transfer; when p offloads only part of the layers (--offload
 ** activations:N), the rest's too, beside the one in transfer. */
 static double act_kept(const plan *p, const span *t, double act) {
-  double keep = act > 2 * t->act_max ? 2 * t->act_max : act;
+  /* MaxText's tensors named device stay (their share of the stage's layers,
+  ** the same in every micro-batch in flight); the offloadable rest as below */
+  double dev = t->act > 0 ? t->act_dev / t->act : 0, off = act * (1 - dev);
+  double max = t->act_max * (1 - dev);
+  double keep = off > 2 * max ? 2 * max : off;
   double f = plan_offload_share(p, t->layers);
   if (f < 1) {
-    double part = act * (1 - f) + t->act_max;
-    if (part > keep) keep = part < act ? part : act;
+    double part = off * (1 - f) + max;
+    if (part > keep) keep = part < off ? part : off;
   }
-  return keep;
+  return act * dev + keep;
 }
 
 /* Stage i's memory under the model state of x->p, from its state-free
@@ -1233,7 +1286,8 @@ double mem_layer_saved_bytes(const wl_tf_dims *d, const plan *p, const mem_opts 
   shard c;
   memset(&c, 0, sizeof c);
   shard_of(d, p, o, &c);
-  return layer_of(&c, d, p, o, kind).act;
+  layer_mem l = layer_of(&c, d, p, o, kind);
+  return l.act - l.act_dev;
 }
 
 static void memrun_init(memrun *r, const wl_tf_dims *d, const plan *p, const mem_opts *o) {

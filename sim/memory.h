@@ -120,9 +120,10 @@ int mem_transformer(const wl_tf_dims *d, const plan *p, const mem_opts *o, mem_b
                     char *err, size_t errn);
 
 /* The activations one layer of kind `kind` (WL_LAYER_*) saves for its
-** backward, bytes per micro-batch on one chip, under the plan's recompute
-** (the count mem_transformer holds): what activation offload sends to the
-** host and brings back. p and o as mem_setup made them. */
+** backward that activation offload sends to the host and brings back,
+** bytes per micro-batch on one chip, under the plan's recompute (the count
+** mem_transformer holds, less MaxText's tensors named device). p and o as
+** mem_setup made them. */
 double mem_layer_saved_bytes(const wl_tf_dims *d, const plan *p, const mem_opts *o, int kind);
 
 /* A model state: the ZeRO stage, its HSDP shard group and the offload --

@@ -18,8 +18,61 @@ const char *const plan_recompute_names[] = {"none", "selective", "full", NULL};
 const char *const plan_recompute_module_names[] = {"core_attn", "moe_act", "layernorm", "mla_up_proj",
                                                    "mlp", "moe", "shared_experts", NULL};
 
+const char *const plan_remat_names[] = {"decoder_layer_input", "query_proj", "key_proj",
+                                        "value_proj", "context", "out_proj", "mlpwi_0",
+                                        "mlpwi_1", "mlpwo", NULL};
+
+/* custom:NAME=device|offload|remat,... after "custom:" at s */
+static int remat_parse(const char *s, const char *list, plan *p, char *err, size_t errn) {
+  static const char *const where[] = {"device", "offload", "remat", NULL};
+  /* MaxText's other spellings: the fused projection, an ungated MLP's input */
+  static const char *const alias[] = {"qkv_proj", "mlpwi"};
+  const unsigned alias_bits[] = {PLAN_RN_QUERY | PLAN_RN_KEY | PLAN_RN_VALUE, PLAN_RN_MLPWI_0};
+  unsigned dev = 0, off = 0;
+  for (const char *q = list;;) {
+    size_t n = strcspn(q, ",+");
+    char item[48], name[48];
+    snprintf(item, sizeof item, "%.*s", (int)(n < sizeof item ? n : sizeof item - 1), q);
+    char *eq = strchr(item, '=');
+    if (!item[0] || !eq)
+      return str_errf(err, errn, "'%.64s': expected NAME=device|offload|remat after custom: "
+                      "(custom:decoder_layer_input=offload,key_proj=device), found '%s'", s, item);
+    snprintf(name, sizeof name, "%.*s", (int)(eq - item), item);
+    unsigned bits = 0;
+    for (int j = 0; plan_remat_names[j]; j++)
+      if (strcmp(name, plan_remat_names[j]) == 0) bits = 1u << j;
+    for (int j = 0; j < 2; j++)
+      if (strcmp(name, alias[j]) == 0) bits = alias_bits[j];
+    if (!bits) {
+      const char *near = str_suggest(name, plan_remat_names, 9);
+      return str_errf(err, errn, "'%.64s': '%s' is not a tensor MaxText names for remat; expected "
+                      "%s (decoder_layer_input, query_proj, key_proj, value_proj, qkv_proj, "
+                      "context, out_proj, mlpwi, mlpwi_0, mlpwi_1, mlpwo)", s, name,
+                      near ? near : "one of");
+    }
+    int w = -1;
+    for (int j = 0; where[j]; j++)
+      if (strcmp(eq + 1, where[j]) == 0) w = j;
+    if (w < 0) {
+      const char *near = str_suggest(eq + 1, where, 3);
+      return str_errf(err, errn, "'%.64s': %s=%s: expected device, offload or remat%s%s", s, name,
+                      eq + 1, near ? "; nearest: " : "", near ? near : "");
+    }
+    dev = w == 0 ? dev | bits : dev & ~bits;
+    off = w == 1 ? off | bits : off & ~bits;
+    if (!q[n]) break;
+    q += n + 1;
+  }
+  p->recompute = PLAN_RECOMPUTE_FULL;
+  p->recompute_modules = 0;
+  p->remat_device = dev, p->remat_offload = off;
+  return 0;
+}
+
 int plan_recompute_parse(const char *s, plan *p, char *err, size_t errn) {
   enum { N_MOD = 7 };
+  if (s && strncmp(s, "custom:", 7) == 0) return remat_parse(s, s + 7, p, err, errn);
+  if (p) p->remat_device = p->remat_offload = 0;
   const char *colon = s ? strchr(s, ':') : NULL;
   size_t head = colon ? (size_t)(colon - s) : (s ? strlen(s) : 0);
   for (int i = 0; s && plan_recompute_names[i]; i++)
@@ -58,11 +111,24 @@ int plan_recompute_parse(const char *s, plan *p, char *err, size_t errn) {
   char word[32];
   snprintf(word, sizeof word, "%.*s", (int)(head < sizeof word ? head : sizeof word - 1), s ? s : "");
   const char *near = str_suggest(word, plan_recompute_names, 3);
-  return str_errf(err, errn, "'%.64s': expected none, selective, full or selective:MODULES%s%s",
+  return str_errf(err, errn, "'%.64s': expected none, selective, full, selective:MODULES or "
+                  "custom:NAME=device|offload,...%s%s",
                   s ? s : "", near ? "; nearest: " : "", near ? near : "");
 }
 
 const char *plan_recompute_label(const plan *p, char *out, size_t n) {
+  if (p->recompute == PLAN_RECOMPUTE_FULL && (p->remat_device | p->remat_offload)) {
+    size_t at = (size_t)snprintf(out, n, "custom");
+    const char *sep = ":";
+    for (int j = 0; plan_remat_names[j] && at < n; j++) {
+      unsigned b = 1u << j;
+      if (!((p->remat_device | p->remat_offload) & b)) continue;
+      at += (size_t)snprintf(out + at, n - at, "%s%s=%s", sep, plan_remat_names[j],
+                             p->remat_offload & b ? "offload" : "device");
+      sep = ",";
+    }
+    return out;
+  }
   size_t at = (size_t)snprintf(out, n, "%s", plan_recompute_names[p->recompute]);
   if (p->recompute != PLAN_RECOMPUTE_SELECTIVE) return out;
   const char *sep = ":";
@@ -529,6 +595,36 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
                     plan_precision_name(p->precision));
   }
   const wl_tf_dims *d = &m->info.tf;
+  if (p->remat_device | p->remat_offload) {
+    char lab[192];
+    if (p->recompute != PLAN_RECOMPUTE_FULL) {
+      *fault = PLAN_FAULT_FAMILY;
+      return str_errf(err, errn, "MaxText's named tensors come with its custom remat policy, a full "
+                      "recompute that keeps them (nearest: --recompute %s)",
+                      plan_recompute_label(p, lab, sizeof lab));
+    }
+    if (p->framework < 0 || !framework_jax_remat(p->framework)) {
+      *fault = PLAN_FAULT_FAMILY;
+      return str_errf(err, errn, "--recompute %s: MaxText's named tensors (remat_policy custom) are "
+                      "a JAX remat policy; framework %s recomputes whole layers (nearest: "
+                      "--framework maxtext, or --recompute full)",
+                      plan_recompute_label(p, lab, sizeof lab),
+                      p->framework >= 0 ? framework_names[p->framework] : "(none)");
+    }
+    if (d->layers == 0) {
+      *fault = PLAN_FAULT_FAMILY;
+      return str_errf(err, errn, "--recompute custom: names a transformer layer's tensors; %s has no "
+                      "transformer layers (nearest: --recompute full)", m->name);
+    }
+    /* what is offloaded goes over the host link: activation offload */
+    if (p->remat_offload && p->offload == PLAN_OFFLOAD_OPTIMIZER) {
+      *fault = PLAN_FAULT_FAMILY;
+      return str_errf(err, errn, "--recompute %s offloads activations to the host, and --offload "
+                      "optimizer the optimizer: one offload a plan (nearest: --offload activations)",
+                      plan_recompute_label(p, lab, sizeof lab));
+    }
+    if (p->remat_offload) p->offload = PLAN_OFFLOAD_ACTIVATIONS;
+  }
   if (d->layers == 0 && p->recompute == PLAN_RECOMPUTE_SELECTIVE && p->recompute_modules) {
     *fault = PLAN_FAULT_FAMILY;
     return str_errf(err, errn, "--recompute selective:LIST names a transformer layer's modules; %s "

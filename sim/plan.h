@@ -51,6 +51,25 @@ enum {
   PLAN_RM_MOE = 1u << 5,
   PLAN_RM_SHARED_EXPERTS = 1u << 6,
 };
+/* MaxText's remat_policy custom (its get_save_and_offload_names): a
+** layer's named tensors kept on the chip or offloaded to the host, the
+** rest recomputed as the backward reads them. Bit i is
+** plan_remat_names[i]: decoder_layer_input, query_proj, key_proj,
+** value_proj, context (the attention core's output and log-sum-exp),
+** out_proj, mlpwi_0 (or an ungated MLP's mlpwi), mlpwi_1, mlpwo; qkv_proj
+** (the fused projection) sets the three projections. */
+enum {
+  PLAN_RN_DECODER_INPUT = 1u << 0,
+  PLAN_RN_QUERY = 1u << 1,
+  PLAN_RN_KEY = 1u << 2,
+  PLAN_RN_VALUE = 1u << 3,
+  PLAN_RN_CONTEXT = 1u << 4,
+  PLAN_RN_OUT = 1u << 5,
+  PLAN_RN_MLPWI_0 = 1u << 6,
+  PLAN_RN_MLPWI_1 = 1u << 7,
+  PLAN_RN_MLPWO = 1u << 8,
+};
+extern const char *const plan_remat_names[];
 /* How a step's data-parallel collectives are timed: simulated link by link
 ** (the default of simulate), or by their closed form on an idle network
 ** (what the planner's fast path uses; sim/coll.h coll_time_s). */
@@ -152,6 +171,10 @@ typedef struct {
   /* with PLAN_RECOMPUTE_SELECTIVE: the submodules recomputed (PLAN_RM_*
   ** bits; --recompute selective:LIST), 0: the framework's own selective */
   unsigned recompute_modules;
+  /* with PLAN_RECOMPUTE_FULL: MaxText's named tensors kept on the chip and
+  ** offloaded to the host (PLAN_RN_* bits; --recompute custom:LIST), 0 and
+  ** 0: full recompute */
+  unsigned remat_device, remat_offload;
   graph_dtype precision;
   plan_schedule schedule;
   int64_t vp;      /* virtual stages per chip (interleaved 1F1B) */
@@ -188,12 +211,16 @@ extern const char *const plan_recompute_names[]; /* none, selective, full */
 /* core_attn, moe_act, layernorm, mla_up_proj, mlp, moe, shared_experts: the
 ** PLAN_RM_* bits in order, Megatron-Core's spellings */
 extern const char *const plan_recompute_module_names[];
-/* --recompute's value: none, selective, full, or selective:M1,M2,... (the
-** modules by plan_recompute_module_names, ',' or '+' between them). Sets
-** p->recompute and p->recompute_modules; returns 0, or -1 with err naming
-** the nearest valid choice. */
+/* --recompute's value: none, selective, full, selective:M1,M2,... (the
+** modules by plan_recompute_module_names, ',' or '+' between them), or
+** custom:NAME=device|offload|remat,... (MaxText's named tensors,
+** plan_remat_names and qkv_proj; full recompute with those kept). Sets
+** p->recompute, p->recompute_modules, p->remat_device and
+** p->remat_offload; returns 0, or -1 with err naming the nearest valid
+** choice. */
 int plan_recompute_parse(const char *s, plan *p, char *err, size_t errn);
-/* "none", "selective", "full" or "selective:moe_act,layernorm" into out */
+/* "none", "selective", "full", "selective:moe_act,layernorm" or
+** "custom:decoder_layer_input=offload,key_proj=device" into out */
 const char *plan_recompute_label(const plan *p, char *out, size_t n);
 extern const char *const plan_grad_sync_names[]; /* overlap, after-backward */
 extern const char *const plan_attention_names[]; /* flash, scores */

@@ -192,14 +192,16 @@ double step_recompute_s(const step_result *r, const plan *p, const wl_tf_dims *d
         sum += (double)r->kind_n[j] * step_recompute_s(r, p, d, j), n += (double)r->kind_n[j];
     if (n > 0) return sum / n;
     if (p->recompute == PLAN_RECOMPUTE_FULL)
-      return framework_full_s(p->framework, d, 0, r->layer_fwd_s, r->layer_mm_fwd_s);
+      return framework_full_s(p->framework, d, 0, p->remat_device | p->remat_offload, r->layer_fwd_s,
+                              r->attn_core_fwd_s, r->layer_mm_fwd_s);
     return p->recompute == PLAN_RECOMPUTE_SELECTIVE
                ? framework_selective_s(p->framework, d, 0, r->layer_fwd_s, r->attn_core_fwd_s,
                                        r->layer_mm_fwd_s)
                : 0;
   }
   double fw = r->kind_fwd_s[k], at = r->kind_attn_fwd_s[k], mm = r->kind_mm_fwd_s[k];
-  if (p->recompute == PLAN_RECOMPUTE_FULL) return framework_full_s(p->framework, d, k, fw, mm);
+  if (p->recompute == PLAN_RECOMPUTE_FULL)
+    return framework_full_s(p->framework, d, k, p->remat_device | p->remat_offload, fw, at, mm);
   if (p->recompute != PLAN_RECOMPUTE_SELECTIVE) return 0;
   unsigned m = p->recompute_modules;
   /* selective alone: the framework's count (framework_selective_s) */
@@ -763,8 +765,9 @@ static int rates(const model *m, const hw_model *hw, const plan *p, step_result 
   if (p->recompute == PLAN_RECOMPUTE_FULL) {
     rec = graph_cost_flops(&f);
     double tokens = (double)p->gbs * (double)p->seq;
+    unsigned saved = p->remat_device | p->remat_offload;
     for (int k = 0; k < WL_LAYER_KINDS; k++)
-      rec -= (double)r->kind_n[k] * 2 * tokens * framework_full_unread_weights(p->framework, d, k);
+      rec -= (double)r->kind_n[k] * 2 * tokens * framework_full_unread_weights(p->framework, d, k, saved);
   } else if (p->recompute == PLAN_RECOMPUTE_SELECTIVE) {
     double share = jax && !p->recompute_modules ? r->attn_core_fwd_s : step_recompute_s(r, p, d, -1);
     rec = layer_f * (double)d->layers * share / (r->layer_fwd_s > 0 ? r->layer_fwd_s : 1);
@@ -774,8 +777,12 @@ static int rates(const model *m, const hw_model *hw, const plan *p, step_result 
   double adj[2];
   flash_adjust(fg, lhw, d, p, adj);
   /* a full recompute runs the forward's core again */
-  r->hardware_flops_per_step = r->model_flops_per_step + rec + adj[0] + adj[1] +
-                               (p->recompute == PLAN_RECOMPUTE_FULL ? adj[0] : 0);
+  r->hardware_flops_per_step =
+      r->model_flops_per_step + rec + adj[0] + adj[1] +
+      (p->recompute == PLAN_RECOMPUTE_FULL && !(p->remat_device & PLAN_RN_CONTEXT) &&
+               !(p->remat_offload & PLAN_RN_CONTEXT)
+           ? adj[0]
+           : 0);
   model_free(full);
   return 0;
 }

@@ -398,6 +398,26 @@ run sim-wdt-fp32 1 simulate llama3-8b --hw tpu-v6e --chips 8 --precision fp32 --
 run sim-wdt-typo 2 simulate llama3-8b --hw tpu-v6e --chips 8 --weight-dtype bf17 && has sim-wdt-typo err "(did you mean 'bf16'?)"
 run sim-vt-zero 2 simulate llama3-8b --hw tpu-v6e --chips 8 --vocab-tiling 0 && has sim-vt-zero err "--vocab-tiling"
 run sim-wdt-bf16 0 simulate llama3-8b --hw tpu-v6e --chips 8 --gbs 8 --seq 8192 --weight-dtype bf16 --explain && has sim-wdt-bf16 out "8.03 G params x 2 B / 8" && has sim-wdt-bf16 out "1.00 G params x 14 B"
+# --recompute custom:NAME=WHERE,...: MaxText's named tensors (remat_policy
+# custom). A name it does not know, a place it does not know, a framework
+# that is not JAX's, and a model without transformer layers are refused;
+# the label comes back in --json, and an offloaded name implies activation
+# offload (the host holds it).
+run sim-rn-typo 2 simulate llama3-8b --hw tpu-v5p --chips 8 --framework maxtext --recompute custom:query_prj=device && has sim-rn-typo err "expected query_proj"
+run sim-rn-where 2 simulate llama3-8b --hw tpu-v5p --chips 8 --framework maxtext --recompute custom:query_proj=host && has sim-rn-where err "expected device, offload or remat"
+run sim-rn-form 2 simulate llama3-8b --hw tpu-v5p --chips 8 --framework maxtext --recompute custom:query_proj && has sim-rn-form err "expected NAME=device|offload|remat"
+run sim-rn-mcore 1 simulate llama3-8b --hw h100-sxm --chips 8 --recompute custom:context=device && has sim-rn-mcore err "framework megatron-core recomputes whole layers (nearest: --framework maxtext"
+run sim-rn-cnn 1 simulate resnet50 --hw tpu-v5p --chips 8 --framework maxtext --recompute custom:context=device && has sim-rn-cnn err "resnet50 has no transformer layers"
+run sim-rn-opt 1 simulate llama3-8b --hw tpu-v5p --chips 8 --framework maxtext --recompute custom:context=offload --offload optimizer && has sim-rn-opt err "one offload a plan"
+run sim-rn 0 simulate llama3-8b --hw tpu-v5p --chips 8 --framework maxtext --gbs 8 --seq 4096 --recompute custom:qkv_proj=device,context=offload --json && has sim-rn out '"recompute":	"custom:query_proj=device,key_proj=device,value_proj=device,context=offload"' && has sim-rn out '"host":'
+# the step falls as more is kept: full > q, k, v kept > q, k, v and the core kept
+rn_t() { grep -o '"step_time_s":	[0-9.e+-]*' "$OUT/sim-rn-$1.out" | cut -f2; }
+for spec in full custom:qkv_proj=device custom:qkv_proj=device,context=device; do
+  tag=$(printf '%s' "$spec" | tr ':,=' '___')
+  run "sim-rn-$tag" 0 simulate llama3-8b --hw tpu-v5p --chips 8 --framework maxtext --gbs 8 --seq 4096 --recompute "$spec" --json
+done
+awk -v a="$(rn_t full)" -v b="$(rn_t custom_qkv_proj_device)" -v c="$(rn_t custom_qkv_proj_device_context_device)" 'BEGIN { exit !(c > 0 && a > b && b > c) }' && ok || bad "--recompute custom: step times full > qkv kept > qkv and context kept do not hold"
+
 # the planner searches Megatron-Core's cheap recompute modules for a MoE model (moe_act and
 # layernorm, as the Bridge MoE recipes set them) beside none / selective / full, and only there
 run plan-rm-moe 0 plan tests/data/hf/qwen3-30b-a3b.json --hw h100-sxm --chips 16 --gbs 256 --seq 4096 --top 8 --json && has plan-rm-moe out '"recompute":	"selective:moe_act,layernorm"'

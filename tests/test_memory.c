@@ -1313,6 +1313,41 @@ Test(memory_framework, maxtext_minimal_keeps_the_dots_the_backward_reads) {
   cr_assert_float_eq(r.act_layer, tokens * 33792, 1, "%.1f B a token", r.act_layer / tokens);
 }
 
+/* MaxText's custom remat (--recompute custom:...): Llama 3 8B at tp 1
+** keeps its input (4096 x 2 B), and with qkv_proj=device q, k and v
+** (4096 + 1024 + 1024) x 2 B on the chip -- 20480 B a token -- and with
+** context=offload the attention core's output (4096 x 2 B) and its fp32
+** log-sum-exp (32 heads x 4 B) on the host, 8320 B a token: 28800 B a
+** token a layer in all. Under activation offload the chip keeps the
+** device share of every layer and two layers' offloaded part. */
+Test(memory_framework, maxtext_named_tensors_split_chip_and_host) {
+  hw_catalog *c = th_catalog();
+  model *m = th_model("llama3-8b", 4096);
+  plan p = {.dp = 8, .tp = 1, .pp = 1, .cp = 1, .ep = 1, .etp = 1, .vp = 1, .slices = 1, .chips = 8,
+            .mbs = 1, .gbs = 8, .seq = 4096, .zero = 3, .param_gather_overlap = true,
+            .precision = GDT_BF16, .schedule = PLAN_1F1B, .attention = PLAN_ATTN_FLASH,
+            .framework = framework_find("maxtext")};
+  char err[256];
+  cr_assert_eq(plan_recompute_parse("custom:qkv_proj=device,context=offload", &p, err, sizeof err), 0,
+               "%s", err);
+  cr_assert_eq(p.recompute, PLAN_RECOMPUTE_FULL);
+  cr_assert_eq(plan_check(m, th_hw(c, "tpu-v5p"), &p, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(p.offload, PLAN_OFFLOAD_ACTIVATIONS, "an offloaded name implies activation offload");
+  mem_opts o;
+  plan mp;
+  mem_setup(m, th_hw(c, "tpu-v5p"), &p, &o, &mp);
+  mem_bytes r = run(&m->info.tf, &mp, &o);
+  double tokens = 4096, layer = tokens * 28800, dev = tokens * 20480;
+  cr_assert_float_eq(r.act_layer, layer, 1, "%.1f B a token", r.act_layer / tokens);
+  /* 32 layers' device share on the chip and two layers' offloaded part;
+  ** the other 30 layers' offloaded part on the host */
+  cr_assert_float_eq(r.host, 30 * (layer - dev), 1, "%.4g", r.host);
+  cr_assert_float_eq(mem_layer_saved_bytes(&m->info.tf, &mp, &o, wl_tf_layer_kind(&m->info.tf, 0)),
+                     layer - dev, 1);
+  model_free(m);
+  hw_catalog_free(c);
+}
+
 /* Published: torchtitan benchmarks/llama3_h100_202412_torchtitan.md
 ** (Grand Teton H100, 96 GB), Table 1 (8 GPUs) and Table 3 (128 GPUs),
 ** "FSDP" rows (eager): 82.4 and 67.0 GiB, the caching allocator's
