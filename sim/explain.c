@@ -289,7 +289,7 @@ static void explain_memory(const model *m, const plan *p, const step_result *r, 
     state_term(x, mb->params, p->zero >= 1 ? dpcp : 1, 0, "");
   x = add(t, n, "activations", mb->activations,
           "layer x micro-batch sets in flight (Korthikanti et al. 2022) + embedding/logits");
-  char rl[128];
+  char rl[256];
   plan_recompute_label(p, rl, sizeof rl);
   if (p->offload == PLAN_OFFLOAD_ACTIVATIONS)
     values(x, "%.4g sets, the largest layer's %s (stage %d, recompute %s); offloaded: %s on the "

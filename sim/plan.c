@@ -112,7 +112,7 @@ int plan_recompute_parse(const char *s, plan *p, char *err, size_t errn) {
   snprintf(word, sizeof word, "%.*s", (int)(head < sizeof word ? head : sizeof word - 1), s ? s : "");
   const char *near = str_suggest(word, plan_recompute_names, 3);
   return str_errf(err, errn, "'%.64s': expected none, selective, full, selective:MODULES or "
-                  "custom:NAME=device|offload,...%s%s",
+                  "custom:NAME=device|offload|remat,...%s%s",
                   s ? s : "", near ? "; nearest: " : "", near ? near : "");
 }
 

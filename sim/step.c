@@ -736,6 +736,25 @@ static void flash_adjust(const graph *g, const hw_model *hw, const wl_tf_dims *d
   }
 }
 
+/* The forward attention dots of the layers a kept MaxText context spares
+** from full recompute (a JAX profile's dense layers, framework_full_s):
+** their FLOPs as the graph counts them and flash_adjust's share of adj[0]
+** for them. */
+static void kept_core(const graph *g, const hw_model *hw, const wl_tf_dims *d, const plan *p,
+                      double *flops, double *adj) {
+  *flops = *adj = 0;
+  for (int i = 0; i < graph_count(g); i++) {
+    const graph_op *op = graph_get(g, i);
+    if (op->phase != GRAPH_FORWARD || !step_attention_dot(g, op) || op->layer >= d->layers) continue;
+    int kind = wl_tf_layer_kind(d, op->layer);
+    if (!(framework_full_unread_weights(p->framework, d, kind, 0) > 0)) continue;
+    graph_cost c = graph_op_cost(g, i);
+    double f = graph_cost_flops(&c) * (double)op->count;
+    *flops += f;
+    if (p->attention == PLAN_ATTN_FLASH) *adj += f * (step_kernels_of(hw, d, p, kind).flash - 1);
+  }
+}
+
 /* The model's FLOPs a step, and the hardware's (with recomputation, and
 ** the attention kernel's own arithmetic in place of the graph's). */
 static int rates(const model *m, const hw_model *hw, const plan *p, step_result *r, char *err,
@@ -777,12 +796,16 @@ static int rates(const model *m, const hw_model *hw, const plan *p, step_result 
   double adj[2];
   flash_adjust(fg, lhw, d, p, adj);
   /* a full recompute runs the forward's core again */
-  r->hardware_flops_per_step =
-      r->model_flops_per_step + rec + adj[0] + adj[1] +
-      (p->recompute == PLAN_RECOMPUTE_FULL && !(p->remat_device & PLAN_RN_CONTEXT) &&
-               !(p->remat_offload & PLAN_RN_CONTEXT)
-           ? adj[0]
-           : 0);
+  /* a full recompute runs the forward's core again, but where MaxText
+  ** kept its context (the core's output and log-sum-exp) */
+  double again = p->recompute == PLAN_RECOMPUTE_FULL ? adj[0] : 0;
+  if (p->recompute == PLAN_RECOMPUTE_FULL && ((p->remat_device | p->remat_offload) & PLAN_RN_CONTEXT)) {
+    double kf, ka;
+    kept_core(fg, lhw, d, p, &kf, &ka);
+    rec -= kf;
+    again -= ka;
+  }
+  r->hardware_flops_per_step = r->model_flops_per_step + rec + adj[0] + adj[1] + again;
   model_free(full);
   return 0;
 }
@@ -922,7 +945,7 @@ cJSON *step_json(const model *m, const hw_model *hw, const plan *p, const step_r
   cJSON_AddNumberToObject(pj, "mbs", (double)p->mbs);
   cJSON_AddNumberToObject(pj, "gbs", (double)p->gbs);
   cJSON_AddNumberToObject(pj, "seq", (double)p->seq);
-  char rl[128];
+  char rl[256];
   cJSON_AddStringToObject(pj, "recompute", plan_recompute_label(p, rl, sizeof rl));
   cJSON_AddStringToObject(pj, "precision", plan_precision_label(p));
   cJSON_AddStringToObject(pj, "pp_schedule", plan_schedule_names[p->schedule]);
