@@ -755,9 +755,9 @@ grep -q '^iw-v7x256-gemma4_26b-bf16-s4096 .*\$ tpusim simulate tests/validation/
 #    remat_policy custom with dli/out/q/k/v offload keeps the layer input on the host
 grep -q -- '^tr-v5p128-llama4_maverick .* --hw tpu-v5p --chips 128 --framework maxtext --tp 4 --pp 1 --etp 4 --sp --fsdp --mbs 16 --gbs 512 .* --offload activations$' "$OUT/validate-public-runs-modern.out" && ok || bad "validate: MaxText's per-device batch not converted"
 # Memory mapping (docs/memory.md): decoder_layer_input offloaded only under remat custom (the
-# gemma4 v7x64 row says remat=full and dli offload: MaxText ignores the names), torchtitan's
-# Grand Teton H100 is the 96 GB part
-grep -q -- '^tr-v6e256-llama31_70b-pdbs5 .* --precision bf16 --offload activations$' "$OUT/validate-public-runs-modern.out" && ok || bad "validate: MaxText's decoder_layer_input offload"
+# gemma4 v7x64 row says remat=full and dli offload: MaxText ignores the names), the names a row
+# spells out as --recompute custom:..., torchtitan's Grand Teton H100 is the 96 GB part
+grep -q -- '^tr-v6e256-llama31_70b-pdbs5 .* --precision bf16 --recompute custom:decoder_layer_input=offload,query_proj=offload,key_proj=offload,value_proj=offload --offload activations$' "$OUT/validate-public-runs-modern.out" && ok || bad "validate: MaxText's decoder_layer_input offload"
 grep -q -- '^iw-v7x64-gemma4_26b-bf16-s4096 .* --recompute full$' "$OUT/validate-public-runs-modern.out" && ok || bad "validate: offload names under remat full"
 [ "$(grep -c '^tt2412-h100-.* --hw h100-96gb ' "$OUT/validate-public-runs-modern.out")" -eq 8 ] && ok || bad "validate: torchtitan's 96 GB H100"
 printf 'kind,key,value\noffload,custom,activations\noffload,custom:dli,activation\n' >"$OUT/map-badoff.csv"
