@@ -722,36 +722,27 @@ int step_simulate(const model *m, const hw_model *hw, const plan *pl, const inpu
 ** causal mask's half, a window's band: step_flash_share), and its backward
 ** recomputes the scores' product (STEP_FLASH_BWD_DOTS). */
 static void flash_adjust(const graph *g, const hw_model *hw, const wl_tf_dims *d, const plan *p,
-                         double adj[2]) {
-  adj[0] = adj[1] = 0;
-  if (p->attention != PLAN_ATTN_FLASH) return;
+                         double adj[2], double kept[2]) {
+  adj[0] = adj[1] = kept[0] = kept[1] = 0;
+  /* kept: the forward attention dots of the layers a kept MaxText context
+  ** spares from full recompute (a JAX profile's dense layers,
+  ** framework_full_s) -- their FLOPs as the graph counts them and their
+  ** share of adj[0] */
+  bool ctx = p->recompute == PLAN_RECOMPUTE_FULL &&
+             ((p->remat_device | p->remat_offload) & PLAN_RN_CONTEXT);
   for (int i = 0; i < graph_count(g); i++) {
     const graph_op *op = graph_get(g, i);
     bool back = op->phase == GRAPH_BACKWARD;
     if ((op->phase != GRAPH_FORWARD && !back) || !step_attention_dot(g, op)) continue;
     int kind = op->layer < d->layers ? wl_tf_layer_kind(d, op->layer) : -1;
-    double share = step_kernels_of(hw, d, p, kind).flash;
-    graph_cost c = graph_op_cost(g, i);
-    adj[back] += graph_cost_flops(&c) * (double)op->count * (share * (back ? STEP_FLASH_BWD_DOTS : 1) - 1);
-  }
-}
-
-/* The forward attention dots of the layers a kept MaxText context spares
-** from full recompute (a JAX profile's dense layers, framework_full_s):
-** their FLOPs as the graph counts them and flash_adjust's share of adj[0]
-** for them. */
-static void kept_core(const graph *g, const hw_model *hw, const wl_tf_dims *d, const plan *p,
-                      double *flops, double *adj) {
-  *flops = *adj = 0;
-  for (int i = 0; i < graph_count(g); i++) {
-    const graph_op *op = graph_get(g, i);
-    if (op->phase != GRAPH_FORWARD || !step_attention_dot(g, op) || op->layer >= d->layers) continue;
-    int kind = wl_tf_layer_kind(d, op->layer);
-    if (!(framework_full_unread_weights(p->framework, d, kind, 0) > 0)) continue;
     graph_cost c = graph_op_cost(g, i);
     double f = graph_cost_flops(&c) * (double)op->count;
-    *flops += f;
-    if (p->attention == PLAN_ATTN_FLASH) *adj += f * (step_kernels_of(hw, d, p, kind).flash - 1);
+    double a = p->attention == PLAN_ATTN_FLASH
+                   ? f * (step_kernels_of(hw, d, p, kind).flash * (back ? STEP_FLASH_BWD_DOTS : 1) - 1)
+                   : 0;
+    adj[back] += a;
+    if (ctx && !back && kind >= 0 && framework_full_unread_weights(p->framework, d, kind, 0) > 0)
+      kept[0] += f, kept[1] += a;
   }
 }
 
@@ -793,18 +784,13 @@ static int rates(const model *m, const hw_model *hw, const plan *p, step_result 
   }
   hw_model ah, gh;
   const hw_model *ghw, *lhw = step_layer_hw(hw, p, &ah, &gh, &ghw);
-  double adj[2];
-  flash_adjust(fg, lhw, d, p, adj);
+  double adj[2], kept[2];
+  flash_adjust(fg, lhw, d, p, adj, kept);
   /* a full recompute runs the forward's core again */
   /* a full recompute runs the forward's core again, but where MaxText
   ** kept its context (the core's output and log-sum-exp) */
-  double again = p->recompute == PLAN_RECOMPUTE_FULL ? adj[0] : 0;
-  if (p->recompute == PLAN_RECOMPUTE_FULL && ((p->remat_device | p->remat_offload) & PLAN_RN_CONTEXT)) {
-    double kf, ka;
-    kept_core(fg, lhw, d, p, &kf, &ka);
-    rec -= kf;
-    again -= ka;
-  }
+  double again = p->recompute == PLAN_RECOMPUTE_FULL ? adj[0] - kept[1] : 0;
+  rec -= kept[0];
   r->hardware_flops_per_step = r->model_flops_per_step + rec + adj[0] + adj[1] + again;
   model_free(full);
   return 0;
