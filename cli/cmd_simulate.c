@@ -62,6 +62,12 @@ static int offload_opt(cli_ctx *c, plan *p) {
   }
   int off;
   if (cli_enum_opt(c, "--offload", OFFLOAD, 0, &off)) return -1;
+  /* an explicit none beside named tensors sent to the host is a
+  ** contradiction, not a default for plan_check to fill in */
+  if (v && off == PLAN_OFFLOAD_NONE && p->remat_offload)
+    return cli_usage_error(c, "--offload none: --recompute %.200s sends named tensors to the host "
+                           "(nearest: --offload activations, or NAME=device for each of them)",
+                           cli_opt(c, "--recompute"));
   p->offload = (plan_offload)off;
   return 0;
 }

@@ -25,9 +25,14 @@ const char *const plan_remat_names[] = {"decoder_layer_input", "query_proj", "ke
 /* custom:NAME=device|offload|remat,... after "custom:" at s */
 static int remat_parse(const char *s, const char *list, plan *p, char *err, size_t errn) {
   static const char *const where[] = {"device", "offload", "remat", NULL};
-  /* MaxText's other spellings: the fused projection, an ungated MLP's input */
+  /* MaxText's other spellings: the fused q/k/v projection; 'mlpwi', an
+  ** ungated MLP's one input projection or a gated one's fused pair
+  ** (MaxText layers/linears.py MlpBlock: fused_mlp names the fused
+  ** kernel's output mlpwi), so both halves (an ungated model has no
+  ** second) */
   static const char *const alias[] = {"qkv_proj", "mlpwi"};
-  const unsigned alias_bits[] = {PLAN_RN_QUERY | PLAN_RN_KEY | PLAN_RN_VALUE, PLAN_RN_MLPWI_0};
+  const unsigned alias_bits[] = {PLAN_RN_QUERY | PLAN_RN_KEY | PLAN_RN_VALUE,
+                                 PLAN_RN_MLPWI_0 | PLAN_RN_MLPWI_1};
   unsigned dev = 0, off = 0;
   for (const char *q = list;;) {
     size_t n = strcspn(q, ",+");

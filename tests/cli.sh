@@ -409,6 +409,7 @@ run sim-rn-form 2 simulate llama3-8b --hw tpu-v5p --chips 8 --framework maxtext 
 run sim-rn-mcore 1 simulate llama3-8b --hw h100-sxm --chips 8 --recompute custom:context=device && has sim-rn-mcore err "framework megatron-core recomputes whole layers (nearest: --framework maxtext"
 run sim-rn-cnn 1 simulate resnet50 --hw tpu-v5p --chips 8 --framework maxtext --recompute custom:context=device && has sim-rn-cnn err "resnet50 has no transformer layers"
 run sim-rn-opt 1 simulate llama3-8b --hw tpu-v5p --chips 8 --framework maxtext --recompute custom:context=offload --offload optimizer && has sim-rn-opt err "one offload a plan"
+run sim-rn-none 2 simulate llama3-8b --hw tpu-v5p --chips 8 --framework maxtext --recompute custom:context=offload --offload none && has sim-rn-none err "--offload none: --recompute custom:context=offload sends named tensors to the host (nearest: --offload activations"
 run sim-rn 0 simulate llama3-8b --hw tpu-v5p --chips 8 --framework maxtext --gbs 8 --seq 4096 --recompute custom:qkv_proj=device,context=offload --json && has sim-rn out '"recompute":	"custom:query_proj=device,key_proj=device,value_proj=device,context=offload"' && grep -q '"host":	[1-9]' "$OUT/sim-rn.out" && ok || bad "custom: an offloaded context leaves bytes on the host"
 # the step falls as more is kept: full > q, k, v kept > q, k, v and the core kept
 rn_t() { grep -o '"step_time_s":	[0-9.e+-]*' "$OUT/sim-rn-$1.out" | cut -f2; }

@@ -1348,6 +1348,37 @@ Test(memory_framework, maxtext_named_tensors_split_chip_and_host) {
   hw_catalog_free(c);
 }
 
+/* 'mlpwi' is MaxText's name for an ungated MLP's one input projection and
+** for a gated MLP's fused pair (layers/linears.py MlpBlock, fused_mlp):
+** on Llama 3 8B (SwiGLU, 14336 wide at tp 1) it keeps both halves,
+** 2 x 14336 x 2 B = 57344 B a token beside the layer input's 8192 B,
+** as mlpwi_0 and mlpwi_1 named apart do. */
+Test(memory_framework, maxtext_mlpwi_names_both_gated_halves) {
+  hw_catalog *c = th_catalog();
+  model *m = th_model("llama3-8b", 4096);
+  mem_bytes r[2];
+  const char *pol[2] = {"custom:decoder_layer_input=device,mlpwi=device",
+                        "custom:decoder_layer_input=device,mlpwi_0=device,mlpwi_1=device"};
+  for (int k = 0; k < 2; k++) {
+    plan p = {.dp = 8, .tp = 1, .pp = 1, .cp = 1, .ep = 1, .etp = 1, .vp = 1, .slices = 1, .chips = 8,
+              .mbs = 1, .gbs = 8, .seq = 4096, .zero = 3, .param_gather_overlap = true,
+              .precision = GDT_BF16, .schedule = PLAN_1F1B, .attention = PLAN_ATTN_FLASH,
+              .framework = framework_find("maxtext")};
+    char err[256];
+    cr_assert_eq(plan_recompute_parse(pol[k], &p, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(p.remat_device & (PLAN_RN_MLPWI_0 | PLAN_RN_MLPWI_1), PLAN_RN_MLPWI_0 | PLAN_RN_MLPWI_1);
+    cr_assert_eq(plan_check(m, th_hw(c, "tpu-v5p"), &p, err, sizeof err), 0, "%s", err);
+    mem_opts o;
+    plan mp;
+    mem_setup(m, th_hw(c, "tpu-v5p"), &p, &o, &mp);
+    r[k] = run(&m->info.tf, &mp, &o);
+  }
+  cr_assert_float_eq(r[0].act_layer, 4096.0 * (8192 + 57344), 1, "%.1f B a token", r[0].act_layer / 4096);
+  cr_assert_float_eq(r[0].act_layer, r[1].act_layer, 1e-6);
+  model_free(m);
+  hw_catalog_free(c);
+}
+
 /* Published: torchtitan benchmarks/llama3_h100_202412_torchtitan.md
 ** (Grand Teton H100, 96 GB), Table 1 (8 GPUs) and Table 3 (128 GPUs),
 ** "FSDP" rows (eager): 82.4 and 67.0 GiB, the caching allocator's
