@@ -31,7 +31,8 @@
 #define TORCHTITAN_STACK                                                                           \
   .attention = PLAN_ATTN_FLASH, .grad_sync = PLAN_GRAD_OVERLAP, .zero = 3,                         \
   .param_gather_overlap = true, .recompute = PLAN_RECOMPUTE_SELECTIVE, .selective_mm_share = 0.5,  \
-  .attention_fa2 = true, .logit_grad_bytes = 8, .compile_choice = true, .fsdp2_copy_out = true
+  .attention_fa2 = true, .logit_grad_bytes = 8, .compile_choice = true, .fsdp2_copy_out = true,    \
+  .tp_fp8_gather = true
 #define TORCHTITAN_SOURCE                                                                          \
   "torchtitan docs: FSDP2 fully_shard with forward/backward prefetch; TP without async-TP by "     \
   "default; scaled_dot_product_attention (its flash backend: FlashAttention-2); "                  \
@@ -43,7 +44,9 @@
   "benchmarks run it (training.compile, off by default in its train configs: --compile "           \
   "off for those runs); FSDP2 copies each gathered unit out of the all-gather buffer on "          \
   "the compute stream (_fsdp_collectives.py foreach_all_gather_copy_out), in the forward "         \
-  "and the backward's re-gather"
+  "and the backward's re-gather; under tensorwise float8 the tensor-parallel all-gathers "        \
+  "move float8 (parallelize_llama.py apply_tp: torchao's Float8ColwiseParallel, "                  \
+  "Float8RowwiseParallel, PrepareFloat8ModuleInput)"
 
 const framework frameworks[] = {
     {/* plain */

@@ -163,6 +163,16 @@ typedef struct {
   ** write of the unit's 16-bit parameters each time. FSDP1's flat
   ** parameter is gathered in place (no copy) */
   bool fsdp2_copy_out;
+  /* under tensorwise fp8 (--precision fp8) the tensor-parallel
+  ** all-gathers move fp8, 1 B an element: torchtitan's apply_tp takes
+  ** torchao's Float8ColwiseParallel, Float8RowwiseParallel and
+  ** PrepareFloat8ModuleInput when float8 is on and not rowwise
+  ** (models/llama3/parallelize_llama.py enable_float8_tensorwise_tp), which
+  ** cast a block's input to float8 before its Shard(1) -> Replicate
+  ** all-gather and the incoming gradient to float8 (NoopFwToFloat8BwDynamic)
+  ** before the backward's all-gather (torchao float8/float8_tensor_parallel.py);
+  ** the reduce-scatters of 16-bit outputs and input gradients stay 16-bit */
+  bool tp_fp8_gather;
   /* AdamW as torch.optim's foreach implementation (fused=False, foreach=
   ** True): one multi-tensor kernel per step of the update, each a pass
   ** over its tensors (torch/optim/adam.py _multi_tensor_adam: weight decay

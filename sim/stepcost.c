@@ -595,11 +595,18 @@ static void cast_elems(const wl_tf_dims *d, const plan *p, int kind, double *fwd
   double k = moe && d->top_k ? (double)d->top_k : 1;
   double ftp = moe ? (double)(p->etp > 1 ? p->etp : 1) : tp; /* Megatron-Core: experts use etp */
   double up = d->gated ? 2 : 1;
-  /* inputs: QKV (the full sequence after sp's gather), proj, FC1, FC2 */
-  double af = T * H + T * q / tp, ff = k * T * H + k * T * F / ftp;
+  /* the operands sequence parallelism gathers (QKV's and a dense FC1's
+  ** inputs; proj's and a dense FC2's output gradients): the full sequence,
+  ** or the chip's shard where the stack casts before an fp8 all-gather
+  ** (torchtitan's tensorwise float8, framework.h tp_fp8_gather) */
+  double gT = p->sp && p->tp > 1 && frameworks[p->framework].tp_fp8_gather && p->gemm == PLAN_GEMM_FP8
+                  ? T / tp : T;
+  double gF = moe ? k * T : gT; /* the experts' tokens come from the dispatch */
+  /* inputs: QKV, proj, FC1, FC2 */
+  double af = gT * H + T * q / tp, ff = gF * H + k * T * F / ftp;
   /* output gradients: QKV (with a gated attention's gate), proj, FC1, FC2 */
-  double ab = T * ((d->attn_gate ? 2 : 1) * q + 2 * kv) / tp + T * H,
-         fb = k * T * up * F / ftp + k * T * H;
+  double ab = T * ((d->attn_gate ? 2 : 1) * q + 2 * kv) / tp + gT * H,
+         fb = k * T * up * F / ftp + gF * H;
   double in, out; /* a Mamba-2 or Gated DeltaNet mixer: in_proj and out_proj */
   if (mixer_widths(d, kind, tp, &in, &out)) af = T * H + T * out, ab = T * in + T * H;
   if (kind & WL_LAYER_MAMBA) ff = fb = 0; /* a hybrid Mamba-2 layer has no FFN */
@@ -612,7 +619,7 @@ static void cast_elems(const wl_tf_dims *d, const plan *p, int kind, double *fwd
   ** gpt_layer_specs.py; the others column_parallel_layer_norm_linear), and a
   ** dense MLP's FC1 input */
   bool mla = d->kv_lora_rank > 0, mixer = af > 0 && !mla, fc1 = ff > 0 && !moe;
-  *norm = (mixer ? T * H : 0) + (fc1 ? T * H : 0);
+  *norm = (mixer ? gT * H : 0) + (fc1 ? gT * H : 0);
   *norm_kernels = (mixer ? 1 : 0) + (fc1 ? 1 : 0);
   *kernels = (af > 0 ? 2 : 0) + (ff > 0 ? 2 : 0);
 }
@@ -846,7 +853,10 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
   double rs = 0, ag = 0;
   if (p.sp) { /* a reduce-scatter and an all-gather in place of each all-reduce */
     rs = group_coll_s(hw, memo, &p, p.tp, 1, tpn, COLL_REDUCE_SCATTER, act, err, errn);
-    ag = group_coll_s(hw, memo, &p, p.tp, 1, tpn, COLL_ALL_GATHER, act, err, errn);
+    /* torchtitan's tensorwise float8 gathers the fp8 cast (framework.h
+    ** tp_fp8_gather) */
+    double ag_bytes = frameworks[p.framework].tp_fp8_gather && p.gemm == PLAN_GEMM_FP8 ? act / 2 : act;
+    ag = group_coll_s(hw, memo, &p, p.tp, 1, tpn, COLL_ALL_GATHER, ag_bytes, err, errn);
     if (rs < 0 || ag < 0) return -1;
     ar = rs + ag;
   }

@@ -1129,6 +1129,43 @@ Test(step, tpu7x_default_clock_state_slows_compute_as_measured) {
   hw_catalog_free(c);
 }
 
+/* torchtitan under tensorwise float8 with tensor and sequence parallelism
+** (torchao's Float8ColwiseParallel / Float8RowwiseParallel /
+** PrepareFloat8ModuleInput): each all-gather moves the fp8 cast, 1 B an
+** element, the reduce-scatters stay 16-bit. Llama 3 8B at tp 8 on one
+** H100 node, one 8,192-token sequence: a layer's forward has two
+** all-gathers of 8192 x 4096 elements, so its collectives shrink by
+** 2 x (AG(64 MiB) - AG(32 MiB)) against bf16; megatron-core's TP
+** collectives do not change with the precision. */
+Test(step, torchtitan_float8_tp_gathers_fp8) {
+  step_result r[2], mc[2];
+  char err[512];
+  plan p = base(8, 8, 1, 1, 8192);
+  p.sp = true;
+  framework_apply(framework_find("torchtitan"), &p);
+  plan q = base(8, 8, 1, 1, 8192);
+  q.sp = true;
+  framework_apply(framework_find("megatron-core"), &q);
+  q.tp_overlap = false;
+  for (int k = 0; k < 2; k++) {
+    plan a = p, b = q;
+    cr_assert_eq(plan_precision_parse(k ? "fp8" : "bf16", &a), 0);
+    cr_assert_eq(plan_precision_parse(k ? "fp8" : "bf16", &b), 0);
+    cr_assert_eq(simulate("llama3-8b", "h100-sxm", a, &r[k], err, sizeof err), 0, "%s", err);
+    cr_assert_eq(simulate("llama3-8b", "h100-sxm", b, &mc[k], err, sizeof err), 0, "%s", err);
+  }
+  hw_catalog *c = th_catalog();
+  const hw_model *h = th_hw(c, "h100-sxm");
+  double act = 8192.0 * 4096 * 2;
+  double full = coll_group_time_s(h, 8, 8, COLL_ALL_GATHER, act, 1, COLL_AUTO, false, err, sizeof err);
+  double half = coll_group_time_s(h, 8, 8, COLL_ALL_GATHER, act / 2, 1, COLL_AUTO, false, err, sizeof err);
+  hw_catalog_free(c);
+  cr_assert(full > half && half > 0);
+  double got = r[0].tp_comm_fwd_s - r[1].tp_comm_fwd_s;
+  cr_assert_float_eq(got, 2 * (full - half), 1e-9 + 1e-6 * got, "%g vs %g", got, 2 * (full - half));
+  cr_assert_float_eq(mc[0].tp_comm_fwd_s, mc[1].tp_comm_fwd_s, 1e-12);
+}
+
 /* PyTorch eager against torch.compile (--compile off / on) on torchtitan's
 ** published pair: Llama 3.1 8B, FSDP on 8 and on 128 of its 500 W H100s,
 ** local batch 2 at 8192 tokens, selective (op) recomputation. Its Tables 1
