@@ -579,6 +579,20 @@ static bool mixer_widths(const wl_tf_dims *d, int kind, double tp, double *in, d
   return false;
 }
 
+/* Whether a layer part's sequence-parallel all-gather moves fp8
+** (framework.h tp_fp8_gather): under tensorwise fp8 torchtitan's float8
+** tensor-parallel styles cover the attention block and a dense feed-forward
+** (models/llama3/parallelize_llama.py apply_tp); a MoE block's input is
+** gathered 16-bit (experiments/llama4 apply_moe_tp: PrepareModuleInputOutput),
+** as are MLA's (torchtitan's deepseek_v3 does not apply float8 TP) and the
+** recurrent mixers, which torchtitan has no float8 plan for. */
+static bool tp_gathers_fp8(const plan *p, const wl_tf_dims *d, int kind, bool ffn) {
+  if (!p->sp || p->tp < 2 || !frameworks[p->framework].tp_fp8_gather || p->gemm != PLAN_GEMM_FP8)
+    return false;
+  if (ffn) return !(kind & WL_LAYER_MOE);
+  return !(kind & (WL_LAYER_MAMBA | WL_LAYER_GDN)) && d->kv_lora_rank == 0;
+}
+
 /* The elements quantized in one layer of kind k per micro-batch and chip,
 ** forward and backward, and the kernels that do it; of the forward's, those
 ** a layer norm feeds (norm: attention's QKV input, a dense MLP's FC1
@@ -595,13 +609,11 @@ static void cast_elems(const wl_tf_dims *d, const plan *p, int kind, double *fwd
   double k = moe && d->top_k ? (double)d->top_k : 1;
   double ftp = moe ? (double)(p->etp > 1 ? p->etp : 1) : tp; /* Megatron-Core: experts use etp */
   double up = d->gated ? 2 : 1;
-  /* the operands sequence parallelism gathers (QKV's and a dense FC1's
-  ** inputs; proj's and a dense FC2's output gradients): the full sequence,
-  ** or the chip's shard where the stack casts before an fp8 all-gather
-  ** (torchtitan's tensorwise float8, framework.h tp_fp8_gather) */
-  double gT = p->sp && p->tp > 1 && frameworks[p->framework].tp_fp8_gather && p->gemm == PLAN_GEMM_FP8
-                  ? T / tp : T;
-  double gF = moe ? k * T : gT; /* the experts' tokens come from the dispatch */
+  /* the operands sequence parallelism gathers (QKV's and FC1's inputs;
+  ** proj's and FC2's output gradients): the full sequence, or the chip's
+  ** shard where the stack casts before an fp8 all-gather (tp_gathers_fp8) */
+  double gT = tp_gathers_fp8(p, d, kind, false) ? T / tp : T;
+  double gF = tp_gathers_fp8(p, d, kind, true) ? T / tp : k * T;
   /* inputs: QKV, proj, FC1, FC2 */
   double af = gT * H + T * q / tp, ff = gF * H + k * T * F / ftp;
   /* output gradients: QKV (with a gated attention's gate), proj, FC1, FC2 */
@@ -619,7 +631,7 @@ static void cast_elems(const wl_tf_dims *d, const plan *p, int kind, double *fwd
   ** gpt_layer_specs.py; the others column_parallel_layer_norm_linear), and a
   ** dense MLP's FC1 input */
   bool mla = d->kv_lora_rank > 0, mixer = af > 0 && !mla, fc1 = ff > 0 && !moe;
-  *norm = (mixer ? gT * H : 0) + (fc1 ? gT * H : 0);
+  *norm = (mixer ? gT * H : 0) + (fc1 ? gF * H : 0);
   *norm_kernels = (mixer ? 1 : 0) + (fc1 ? 1 : 0);
   *kernels = (af > 0 ? 2 : 0) + (ff > 0 ? 2 : 0);
 }
@@ -850,14 +862,15 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
   int64_t tpn = step_group_node_members(hw, p.tp, 1);
   double ar = group_coll_s(hw, memo, &p, p.tp, 1, tpn, COLL_ALL_REDUCE, act, err, errn);
   if (ar < 0) return -1;
-  double rs = 0, ag = 0;
+  double rs = 0, ag = 0, ag8 = 0;
   if (p.sp) { /* a reduce-scatter and an all-gather in place of each all-reduce */
     rs = group_coll_s(hw, memo, &p, p.tp, 1, tpn, COLL_REDUCE_SCATTER, act, err, errn);
-    /* torchtitan's tensorwise float8 gathers the fp8 cast (framework.h
-    ** tp_fp8_gather) */
-    double ag_bytes = frameworks[p.framework].tp_fp8_gather && p.gemm == PLAN_GEMM_FP8 ? act / 2 : act;
-    ag = group_coll_s(hw, memo, &p, p.tp, 1, tpn, COLL_ALL_GATHER, ag_bytes, err, errn);
-    if (rs < 0 || ag < 0) return -1;
+    ag = group_coll_s(hw, memo, &p, p.tp, 1, tpn, COLL_ALL_GATHER, act, err, errn);
+    /* a gather of the fp8 cast, 1 B an element (tp_gathers_fp8) */
+    ag8 = frameworks[p.framework].tp_fp8_gather && p.gemm == PLAN_GEMM_FP8
+              ? group_coll_s(hw, memo, &p, p.tp, 1, tpn, COLL_ALL_GATHER, act / 2, err, errn)
+              : ag;
+    if (rs < 0 || ag < 0 || ag8 < 0) return -1;
     ar = rs + ag;
   }
   /* Megatron: after attention and after the MLP. A parallel block (PaLM
@@ -928,6 +941,14 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
     if (!r->kind_n[k]) continue;
     /* a hybrid layer (one sub-block) has one of the two collectives */
     double tp_k = k & (WL_LAYER_MAMBA | WL_LAYER_NO_FFN | WL_LAYER_NO_MIXER) ? tp_c / 2 : tp_c;
+    /* the parts whose input is gathered in fp8 gather half the bytes: the
+    ** mixer's and the feed-forward's each, or a parallel block's one shared
+    ** gather where both are */
+    if (p.sp && ag8 < ag) {
+      bool fm = tp_gathers_fp8(&p, d, k, false) && !(k & WL_LAYER_NO_MIXER),
+           ff = tp_gathers_fp8(&p, d, k, true) && !(k & (WL_LAYER_MAMBA | WL_LAYER_NO_FFN));
+      tp_k -= d->parallel_block ? (fm && ff ? ag - ag8 : 0) : (fm ? ag - ag8 : 0) + (ff ? ag - ag8 : 0);
+    }
     double cf = tp_k, cb = tp_k;
     /* tensor-parallel overlap (Transformer Engine userbuffers, XLA's
     ** collective matmul): the collective is split into tp chunks pipelined

@@ -1212,6 +1212,8 @@ explain_sums explain-hlo
 # grouped-GEMM kernel (0.699 / 0.594, tokamax); a chip without them says nothing
 run explain-clock 0 simulate llama3-8b --hw h100-96gb --chips 8 --gbs 16 --seq 8192 --explain
 explain_sums explain-clock && has explain-clock out "cores at 0.879 of the clock"
+# TPU7x at libtpu's default DVFS p-state, below the p-state 7 of its GEMM figure
+run explain-dvfs 0 simulate llama3-8b --hw tpu-v7x --chips 4 --explain && has explain-dvfs out "cores at 0.861 of the clock its compute figures hold at (its default clock state"
 run explain-gmm 0 simulate mixtral-8x7b --hw tpu-v7x --chips 8 --fsdp --gbs 16 --seq 4096 --explain
 explain_sums explain-gmm && has explain-gmm out "grouped expert GEMMs at 0.699 of the peak forward and 0.594 backward"
 run explain-noclock 0 simulate llama3-8b --hw h100-sxm --chips 8 --gbs 16 --seq 4096 --explain

@@ -1103,7 +1103,7 @@ Test(step, power_capped_h100_slows_llama_8b_as_measured) {
 ** GEMM's rate at the default (950.13 TFLOP/s, Google's
 ** accelerator-microbenchmarks) over its rate at p-state 7 (1103.47,
 ** gpu-tpu-pedia). A dense MaxText step (Llama 3 8B, FSDP on 4 chips = 8
-** devices, 8,192 tokens) slows by less than the cores (HBM and ICI keep
+** devices, 4 sequences of 8,192 tokens a chip) slows by less than the cores (HBM and ICI keep
 ** their clocks) and by at least the smallest gain gpu-tpu-pedia's A/B
 ** runs measured on dense SFT steps further from compute-bound than this
 ** one (Qwen3 4B / 8B / 14B at 27 / 37 / 40 % MFU: +8.3 / +9.6 / +10.0 %). */
@@ -1164,6 +1164,17 @@ Test(step, torchtitan_float8_tp_gathers_fp8) {
   double got = r[0].tp_comm_fwd_s - r[1].tp_comm_fwd_s;
   cr_assert_float_eq(got, 2 * (full - half), 1e-9 + 1e-6 * got, "%g vs %g", got, 2 * (full - half));
   cr_assert_float_eq(mc[0].tp_comm_fwd_s, mc[1].tp_comm_fwd_s, 1e-12);
+  /* a MoE block's input is gathered 16-bit (torchtitan's llama4
+  ** apply_moe_tp: PrepareModuleInputOutput): on Mixtral 8x7B (hidden 4096,
+  ** every layer MoE) only the attention's gather halves */
+  step_result x[2];
+  for (int k = 0; k < 2; k++) {
+    plan a = p;
+    cr_assert_eq(plan_precision_parse(k ? "fp8" : "bf16", &a), 0);
+    cr_assert_eq(simulate("mixtral-8x7b", "h100-sxm", a, &x[k], err, sizeof err), 0, "%s", err);
+  }
+  got = x[0].tp_comm_fwd_s - x[1].tp_comm_fwd_s;
+  cr_assert_float_eq(got, full - half, 1e-9 + 1e-6 * got, "%g vs %g", got, full - half);
 }
 
 /* PyTorch eager against torch.compile (--compile off / on) on torchtitan's
