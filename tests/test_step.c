@@ -1068,6 +1068,30 @@ Test(step, param_gather_waits_at_the_first_forward) {
   cr_assert_eq(z0.param_gather_exposed_s, 0);
 }
 
+/* A Llama 3 8B FSDP step of `chips` chips, mbs sequences of 8,192 tokens
+** a chip, under framework fw on chip name: its time at the chip's
+** sustained clock (chip.sustained_clock_ratio) over its time at the clock
+** the chip's figures were measured at. */
+static double clock_slowdown(const char *name, const char *fw, int64_t chips, int64_t mbs) {
+  char err[512];
+  hw_catalog *c = th_catalog();
+  model *m = load_model("llama3-8b", 8192);
+  const hw_model *held = th_hw(c, name);
+  hw_model rated = *held;
+  rated.chip.sustained_clock_ratio = 1;
+  plan p = base(chips, 1, 1, chips * mbs, 8192);
+  p.mbs = mbs;
+  framework_apply(framework_find(fw), &p);
+  p.zero = 3;
+  step_result a, b;
+  cr_assert_eq(plan_check(m, held, &p, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(step_simulate(m, held, &p, NULL, &a, NULL, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(step_simulate(m, &rated, &p, NULL, &b, NULL, err, sizeof err), 0, "%s", err);
+  model_free(m);
+  hw_catalog_free(c);
+  return a.step_time_s / b.step_time_s;
+}
+
 /* The 500 W H100 (h100-96gb, chip.sustained_clock_ratio 0.879 from the
 ** SM clock Ujeniya et al. 2026 measured at a 500 W cap) against the same
 ** part at its rated clock, on a Llama 3.1 8B FSDP step: the step slows by
@@ -1077,25 +1101,12 @@ Test(step, param_gather_waits_at_the_first_forward) {
 ** tokens/s = 1.093 (their Table 4). Not fitted: the ratio is the clock's;
 ** the band allows their different framework (LitGPT, 4 GPUs). */
 Test(step, power_capped_h100_slows_llama_8b_as_measured) {
-  char err[512];
   hw_catalog *c = th_catalog();
-  model *m = load_model("llama3-8b", 8192);
-  const hw_model *capped = th_hw(c, "h100-96gb");
-  hw_model full = *capped;
-  full.chip.sustained_clock_ratio = 1;
-  plan p = base(8, 1, 1, 16, 8192);
-  p.mbs = 2;
-  framework_apply(framework_find("torchtitan"), &p);
-  p.zero = 3;
-  step_result a, b;
-  cr_assert_eq(plan_check(m, capped, &p, err, sizeof err), 0, "%s", err);
-  cr_assert_eq(step_simulate(m, capped, &p, NULL, &a, NULL, err, sizeof err), 0, "%s", err);
-  cr_assert_eq(step_simulate(m, &full, &p, NULL, &b, NULL, err, sizeof err), 0, "%s", err);
-  double slow = a.step_time_s / b.step_time_s;
+  cr_assert_float_eq(th_hw(c, "h100-96gb")->chip.sustained_clock_ratio, 0.879, 1e-12);
+  hw_catalog_free(c);
+  double slow = clock_slowdown("h100-96gb", "torchtitan", 8, 2);
   cr_assert(slow > 1.0 && slow < 1 / 0.879, "slowdown %.4f outside (1, 1/0.879)", slow);
   cr_assert(fabs(slow - 30271.0 / 27705.3) < 0.04, "slowdown %.4f, measured 1.093", slow);
-  model_free(m);
-  hw_catalog_free(c);
 }
 
 /* TPU7x at libtpu's default DVFS p-state (3) against the top one (7) its
@@ -1103,30 +1114,17 @@ Test(step, power_capped_h100_slows_llama_8b_as_measured) {
 ** GEMM's rate at the default (950.13 TFLOP/s, Google's
 ** accelerator-microbenchmarks) over its rate at p-state 7 (1103.47,
 ** gpu-tpu-pedia). A dense MaxText step (Llama 3 8B, FSDP on 4 chips = 8
-** devices, 4 sequences of 8,192 tokens a chip) slows by less than the cores (HBM and ICI keep
-** their clocks) and by at least the smallest gain gpu-tpu-pedia's A/B
-** runs measured on dense SFT steps further from compute-bound than this
-** one (Qwen3 4B / 8B / 14B at 27 / 37 / 40 % MFU: +8.3 / +9.6 / +10.0 %). */
+** devices, 4 sequences of 8,192 tokens a chip) slows by less than the
+** cores (HBM and ICI keep their clocks) and by at least the smallest gain
+** gpu-tpu-pedia's A/B runs measured on dense SFT steps further from
+** compute-bound than this one (Qwen3 4B / 8B / 14B at 27 / 37 / 40 % MFU:
+** +8.3 / +9.6 / +10.0 %). */
 Test(step, tpu7x_default_clock_state_slows_compute_as_measured) {
-  char err[512];
   hw_catalog *c = th_catalog();
-  model *m = load_model("llama3-8b", 8192);
-  const hw_model *dflt = th_hw(c, "tpu-v7x");
-  cr_assert_float_eq(dflt->chip.sustained_clock_ratio, 950.13 / 1103.47, 1e-3);
-  hw_model top = *dflt;
-  top.chip.sustained_clock_ratio = 1;
-  plan p = base(4, 1, 1, 16, 8192);
-  p.mbs = 4;
-  framework_apply(framework_find("maxtext"), &p);
-  p.zero = 3;
-  step_result a, b;
-  cr_assert_eq(plan_check(m, dflt, &p, err, sizeof err), 0, "%s", err);
-  cr_assert_eq(step_simulate(m, dflt, &p, NULL, &a, NULL, err, sizeof err), 0, "%s", err);
-  cr_assert_eq(step_simulate(m, &top, &p, NULL, &b, NULL, err, sizeof err), 0, "%s", err);
-  double slow = a.step_time_s / b.step_time_s;
-  cr_assert(slow >= 1.083 && slow <= 1 / 0.861 + 1e-9, "slowdown %.4f outside [1.083, 1/0.861]", slow);
-  model_free(m);
+  cr_assert_float_eq(th_hw(c, "tpu-v7x")->chip.sustained_clock_ratio, 950.13 / 1103.47, 1e-3);
   hw_catalog_free(c);
+  double slow = clock_slowdown("tpu-v7x", "maxtext", 4, 4);
+  cr_assert(slow >= 1.083 && slow <= 1 / 0.861 + 1e-9, "slowdown %.4f outside [1.083, 1/0.861]", slow);
 }
 
 /* torchtitan under tensorwise float8 with tensor and sequence parallelism
