@@ -100,6 +100,8 @@ static const hw_field FIELDS[] = {
     {"chip.tdp_w", HWF_NUM, OFF(chip.tdp_w), 0, FIG | HWF_POS, NULL, 0, 1e5, "W", NULL},
     {"chip.sparse_cores", HWF_INT, OFF(chip.sparse_cores), 0, FIG, NULL, 0, 64, "",
      "absent: none (embedding lookups run on the matrix/vector cores)"},
+    {"chip.devices", HWF_INT, OFF(chip.devices), 0, FIG | HWF_POS, NULL, 1, 64, "",
+     "absent: one device a chip"},
     /* Measured sustained figures: optional, each with its own source. What
     ** the timing model assumes without one is set by apply_defaults and
     ** shown by `hw show` from the last column. */
@@ -1211,6 +1213,7 @@ static void apply_defaults(hw_model *m) {
   if (!m->present[hw_field_find("chip.op_overhead_s")]) c->op_overhead_s = 0;
   c->has_matmul_shape = m->present[hw_field_find("chip.matmul_shape")];
   if (!m->present[hw_field_find("chip.sustained_clock_ratio")]) c->sustained_clock_ratio = 1.0;
+  if (!m->present[hw_field_find("chip.devices")]) c->devices = 1;
   if (!m->present[hw_field_find("system.scale_up.efficiency")]) m->scale_up.efficiency = 1.0;
   if (!m->present[hw_field_find("price.chips_per_instance")]) m->price.chips_per_instance = 1;
 }

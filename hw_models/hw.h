@@ -57,6 +57,10 @@ typedef struct {
   ** (gathers, the pooled exchange, the sparse update), beside the
   ** TensorCores; 0 when the chip has none */
   int64_t sparse_cores;
+  /* the devices a framework addresses on one chip (JAX devices): TPU7x's
+  ** two TensorCores are two, a megacore's (v4, v5p) one, as is any other
+  ** chip's; 1 when absent */
+  int64_t devices;
   /* Measured sustained figures (optional). hw_load fills in what the timing
   ** model assumes when a file leaves one out (see hw_field.absent): 1.0 for
   ** the efficiencies, vector_flops_per_s for transcendentals, 0 overhead;

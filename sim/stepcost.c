@@ -221,12 +221,11 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
       if (moe < 1 && r.bytes > 0) mem -= (1 - moe) * fmin(rhs_bytes, r.bytes) * (r.memory_s / r.bytes);
       /* and below a plain GEMM's rate even at large groups where the
       ** stack's grouped kernel is measured so (hw_grouped_gemm_ceiling, the
-      ** bf16 chip's figures: a relative rate for every unit). A TPU's
-      ** TensorCores each run the kernel on their share of the rows (TPU7x:
-      ** a JAX device each; v4/v5p megacore: the kernel's parallel grid split
-      ** between them), so a group there holds that share */
-      double per_core = hw->chip.mu_kind == HW_MU_MXU && hw->chip.mu_cores > 1
-                            ? m_grp / (double)hw->chip.mu_cores : m_grp;
+      ** bf16 chip's figures: a relative rate for every unit). Each device
+      ** runs the kernel on its share of the rows (TPU7x: a JAX device a
+      ** TensorCore, chip.devices 2), so a group there holds that share; a
+      ** megacore (v5p) is one device, whose measured rates hold both cores */
+      double per_device = hw->chip.devices > 1 ? m_grp / (double)hw->chip.devices : m_grp;
       /* and its expert's widths: [E, C, w] in, [E, *, w'] out -- the
       ** forward's K and N, the input gradient's N and K, the weight
       ** gradient's K and N (the tokens C contracted) */
@@ -235,7 +234,7 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
       ** width (C rows), the weight gradient the tokens (w_in rows, C deep) */
       bool wgrad = gd->lhs_contract.n == 1 && gd->lhs_contract.d[0] == 1;
       double rows = wgrad ? (double)w_in : m_grp, depth = wgrad ? m_grp : (double)w_in;
-      double rate = hw_grouped_gemm_factor(kh, per_core) *
+      double rate = hw_grouped_gemm_factor(kh, per_device) *
                     (per_expert ? hw_grouped_gemm_shape_factor(kh, rows, (double)w_out, depth) : 1) *
                     hw_grouped_gemm_ceiling(hw, op->phase == GRAPH_BACKWARD) *
                     hw_grouped_gemm_width_factor(hw, w_in, w_out);
