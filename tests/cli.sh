@@ -1212,6 +1212,9 @@ explain_sums explain-hlo
 # grouped-GEMM kernel (0.699 / 0.594, tokamax); a chip without them says nothing
 run explain-clock 0 simulate llama3-8b --hw h100-96gb --chips 8 --gbs 16 --seq 8192 --explain
 explain_sums explain-clock && has explain-clock out "cores at 0.879 of the clock"
+# the devices a chip: the hardware file and the validation mapping say the same
+run hw-devices 0 hw show tpu-v7x --json && has hw-devices out '"devices":	2'
+grep -q '^devices,v7x,2,' tests/validation/mapping.csv && ok || bad "mapping's devices for v7x disagree with tpu-v7x.json's chip.devices"
 # TPU7x at libtpu's default DVFS p-state, below the p-state 7 of its GEMM figure
 run explain-dvfs 0 simulate llama3-8b --hw tpu-v7x --chips 4 --explain && has explain-dvfs out "cores at 0.861 of the clock its compute figures hold at (its default clock state"
 run explain-gmm 0 simulate mixtral-8x7b --hw tpu-v7x --chips 8 --fsdp --gbs 16 --seq 4096 --explain
