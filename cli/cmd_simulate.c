@@ -404,12 +404,11 @@ void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p
     if (hc->sustained_clock_ratio > 0 && hc->sustained_clock_ratio < 1) {
       /* a TPU's default clock state (libtpu's DVFS p-state), a GPU's power
       ** limit */
-      char lim[64] = "its power limit";
-      if (hw->kind == HW_TPU) snprintf(lim, sizeof lim, "its default clock state");
-      else if (hc->tdp_w > 0) snprintf(lim, sizeof lim, "its power limit, %.0f W", hc->tdp_w);
+      char lim[48] = "its power limit";
+      if (hc->tdp_w > 0) snprintf(lim, sizeof lim, "its power limit, %.0f W", hc->tdp_w);
       fprintf(out, "  chip %s: cores at %.3f of the clock its compute figures hold at (%s; "
                    "chip.sustained_clock_ratio), HBM at full speed\n",
-              hw->name, hc->sustained_clock_ratio, lim);
+              hw->name, hc->sustained_clock_ratio, hw->kind == HW_TPU ? "its default clock state" : lim);
     }
     /* the measured table's rate at this plan's attention output
     ** projection (every transformer has one: rows a micro-batch's tokens

@@ -578,18 +578,24 @@ static bool mixer_widths(const wl_tf_dims *d, int kind, double tp, double *in, d
   return false;
 }
 
-/* Whether a layer part's sequence-parallel all-gather moves fp8
-** (framework.h tp_fp8_gather): under tensorwise fp8 torchtitan's float8
+/* Whether the plan's sequence-parallel all-gathers move fp8 anywhere
+** (framework.h tp_fp8_gather, tensorwise fp8, tp > 1 with sp), and below
+** whether a layer part's does: under tensorwise fp8 torchtitan's float8
 ** tensor-parallel styles cover the attention block and a dense feed-forward
 ** (models/llama3/parallelize_llama.py apply_tp); a MoE block's input is
 ** gathered 16-bit (experiments/llama4 apply_moe_tp: PrepareModuleInputOutput),
 ** as are MLA's (torchtitan's deepseek_v3 does not apply float8 TP) and the
 ** recurrent mixers, which torchtitan has no float8 plan for. */
+static bool tp_fp8_gather_on(const plan *p) {
+  return p->sp && p->tp > 1 && frameworks[p->framework].tp_fp8_gather && p->gemm == PLAN_GEMM_FP8;
+}
+
+/* ffn: the kind's feed-forward, else its mixer; false where the kind has
+** no such part */
 static bool tp_gathers_fp8(const plan *p, const wl_tf_dims *d, int kind, bool ffn) {
-  if (!p->sp || p->tp < 2 || !frameworks[p->framework].tp_fp8_gather || p->gemm != PLAN_GEMM_FP8)
-    return false;
-  if (ffn) return !(kind & WL_LAYER_MOE);
-  return !(kind & (WL_LAYER_MAMBA | WL_LAYER_GDN)) && d->kv_lora_rank == 0;
+  if (!tp_fp8_gather_on(p)) return false;
+  if (ffn) return !(kind & (WL_LAYER_MOE | WL_LAYER_MAMBA | WL_LAYER_NO_FFN));
+  return !(kind & (WL_LAYER_MAMBA | WL_LAYER_GDN | WL_LAYER_NO_MIXER)) && d->kv_lora_rank == 0;
 }
 
 /* The elements quantized in one layer of kind k per micro-batch and chip,
@@ -866,7 +872,7 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
     rs = group_coll_s(hw, memo, &p, p.tp, 1, tpn, COLL_REDUCE_SCATTER, act, err, errn);
     ag = group_coll_s(hw, memo, &p, p.tp, 1, tpn, COLL_ALL_GATHER, act, err, errn);
     /* a gather of the fp8 cast, 1 B an element (tp_gathers_fp8) */
-    ag8 = frameworks[p.framework].tp_fp8_gather && p.gemm == PLAN_GEMM_FP8
+    ag8 = tp_fp8_gather_on(&p)
               ? group_coll_s(hw, memo, &p, p.tp, 1, tpn, COLL_ALL_GATHER, act / 2, err, errn)
               : ag;
     if (rs < 0 || ag < 0 || ag8 < 0) return -1;
@@ -943,9 +949,8 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
     /* the parts whose input is gathered in fp8 gather half the bytes: the
     ** mixer's and the feed-forward's each, or a parallel block's one shared
     ** gather where both are */
-    if (p.sp && ag8 < ag) {
-      bool fm = tp_gathers_fp8(&p, d, k, false) && !(k & WL_LAYER_NO_MIXER),
-           ff = tp_gathers_fp8(&p, d, k, true) && !(k & (WL_LAYER_MAMBA | WL_LAYER_NO_FFN));
+    if (ag8 < ag) {
+      bool fm = tp_gathers_fp8(&p, d, k, false), ff = tp_gathers_fp8(&p, d, k, true);
       tp_k -= d->parallel_block ? (fm && ff ? ag - ag8 : 0) : (fm ? ag - ag8 : 0) + (ff ? ag - ag8 : 0);
     }
     double cf = tp_k, cb = tp_k;
