@@ -108,22 +108,20 @@ static const graph_op *grouped_dot(const graph *g, const fuse_plan *fp, int k) {
   return NULL;
 }
 
-/* The attention core kernel k's keys a query sees and head dim: the last
-** dims of its rank-5 tensors ([B, kv, S, group, T] scores, [B, kv, S,
-** group, D] queries and context), the largest and the smallest. */
-static void core_dims(const graph *g, const fuse_plan *fp, int k, double *keys, double *head_dim) {
+/* The attention core kernel k's keys a query sees: the largest last dim of
+** its rank-5 tensors ([B, kv, S, group, T] scores; [B, kv, S, group, D]
+** queries and context are narrower). */
+static double core_keys(const graph *g, const fuse_plan *fp, int k) {
+  double keys = 0;
   for (int i = fp->first[k]; i <= fp->root[k]; i++) {
     if (fp->group_of[i] != k) continue;
     const graph_op *m = graph_get(g, i);
     for (int a = -1; a < m->n_in; a++) {
       const graph_shape *sh = a < 0 ? &m->out : &graph_get(g, m->in[a])->out;
-      if (sh->rank != 5) continue;
-      double d = (double)sh->dim[4];
-      if (d <= 1) continue; /* a per-head column (gpt-oss's sinks) */
-      if (d > *keys) *keys = d;
-      if (*head_dim == 0 || d < *head_dim) *head_dim = d;
+      if (sh->rank == 5 && (double)sh->dim[4] > keys) keys = (double)sh->dim[4];
     }
   }
+  return keys;
 }
 
 /* Whether op m reads or writes a rank-5 attention tensor ([B, kv, S,
@@ -140,6 +138,33 @@ bool step_attention_dot(const graph *g, const graph_op *m) {
 
 /* A head dim of d on a systolic array w wide: the padded width over d. */
 static double mxu_pad(double d, double w) { return ceil(d / w) * w / d; }
+
+/* The head dim one of the attention core's dots spans: the narrowest last
+** dim of its rank-5 tensors other than a per-head column (the scores' last
+** dim is the keys). Each dot has its own: MLA's scores contract its query
+** and key width (192 in DeepSeek-V3) and its context is the value width
+** (128) */
+static double dot_head_dim(const graph *g, const graph_op *m) {
+  double hd = 0;
+  for (int a = -1; a < m->n_in; a++) {
+    const graph_shape *sh = a < 0 ? &m->out : &graph_get(g, m->in[a])->out;
+    double d = sh->rank == 5 ? (double)sh->dim[4] : 0;
+    if (d > 1 && (hd == 0 || d < hd)) hd = d; /* 1: gpt-oss's sinks */
+  }
+  return hd;
+}
+
+/* A measured attention kernel's time at head dim d over its time at 128 per
+** FLOP: the chip's measured rates by head dim (hw_attention_head_factor,
+** which pads a head to whole tiles), else on a systolic array the padding
+** of the head to the array's width */
+static double core_pad(const hw_model *hw, double d) {
+  double hd = hw_attention_head_factor(hw, d);
+  if (hd > 0) return 1 / hd;
+  if (hw->chip.mu_kind == HW_MU_MXU && d > 0 && hw->chip.tile_n > 0)
+    return mxu_pad(d, (double)hw->chip.tile_n) / mxu_pad(128, (double)hw->chip.tile_n);
+  return 1;
+}
 
 /* Fused kernel k's first dot or convolution (a matrix kernel), or NULL. */
 static const graph_op *kernel_dot(const graph *g, const fuse_plan *fp, int k) {
@@ -248,19 +273,15 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
       ** query sees (chip.attention_seq), and at a head dim other than 128
       ** at its measured rate there (chip.attention_head_dim), else on a
       ** systolic array at the padding of the head to the array's width */
-      double keys = 0, head_dim = 0, core_seq = 1, core_pad = 1;
+      double core_seq = 1;
       if (measured) {
-        core_dims(g, fp, k, &keys, &head_dim);
+        double keys = core_keys(g, fp, k);
         core_seq = hw_attention_seq_factor(hw, keys);
         /* an unmasked layer's core at the kernel's full-mask rate where the
         ** chip measured it (a sliding window's band keeps the causal table:
         ** its blocks along the diagonal are masked) */
         double full = sk->unmasked ? hw_attention_unmasked_factor(hw, keys) : 0;
         if (full > 0) core_seq = full;
-        double hd = hw_attention_head_factor(hw, head_dim);
-        if (hd > 0) core_pad = 1 / hd;
-        else if (hw->chip.mu_kind == HW_MU_MXU && head_dim > 0 && hw->chip.tile_n > 0)
-          core_pad = mxu_pad(head_dim, (double)hw->chip.tile_n) / mxu_pad(128, (double)hw->chip.tile_n);
       }
       for (int i = fp->first[k]; i <= root && rc == 0; i++) {
         if (fp->group_of[i] != k) continue;
@@ -287,7 +308,7 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
         ** chip's large-GEMM fraction: a head narrower than the tile pads */
         double dot_s = mr.compute_s;
         if (dot && measured && eff > 0 && m->n_in > 0)
-          dot_s = mr.flops * core_pad /
+          dot_s = mr.flops * core_pad(hw, dot_head_dim(g, m)) /
                   hw_clocked(c, optime_peak_flops(hw, graph_get(g, m->in[0])->out.dtype) * eff *
                                     core_seq);
         t += flash * dot_s * (dot && back ? STEP_FLASH_BWD_DOTS : 1) + (dot ? mr.overhead_s : 0);
