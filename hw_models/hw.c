@@ -119,6 +119,14 @@ static const hw_field FIELDS[] = {
      1, "", "absent: grouped GEMMs at the large-GEMM rate"},
     {"chip.grouped_gemm.m4096", HWF_NUM, OFF(chip.grouped_gemm_eff[3]), 0, FIG | HWF_POS, NULL, 0,
      1, "", "absent: grouped GEMMs at the large-GEMM rate"},
+    {"chip.grouped_gemm_bwd.m256", HWF_NUM, OFF(chip.grouped_gemm_bwd_eff[0]), 0, FIG | HWF_POS, NULL,
+     0, 1, "", "absent: the backward's products at chip.grouped_gemm's rates"},
+    {"chip.grouped_gemm_bwd.m512", HWF_NUM, OFF(chip.grouped_gemm_bwd_eff[1]), 0, FIG | HWF_POS, NULL,
+     0, 1, "", "absent: the backward's products at chip.grouped_gemm's rates"},
+    {"chip.grouped_gemm_bwd.m1024", HWF_NUM, OFF(chip.grouped_gemm_bwd_eff[2]), 0, FIG | HWF_POS,
+     NULL, 0, 1, "", "absent: the backward's products at chip.grouped_gemm's rates"},
+    {"chip.grouped_gemm_bwd.m4096", HWF_NUM, OFF(chip.grouped_gemm_bwd_eff[3]), 0, FIG | HWF_POS,
+     NULL, 0, 1, "", "absent: the backward's products at chip.grouped_gemm's rates"},
     {"chip.grouped_gemm_at.m", HWF_NUM, OFF(chip.grouped_gemm_at_m), 0, FIG | HWF_POS, NULL, 1,
      1e6, "", "absent: an expert of any shape at the grouped kernel's measured rate"},
     {"chip.grouped_gemm_at.n", HWF_NUM, OFF(chip.grouped_gemm_at_n), 0, FIG | HWF_POS, NULL, 1,
@@ -381,9 +389,14 @@ double hw_grouped_gemm_shape_factor(const hw_model *m, double rows, double n, do
          hw_matmul_shape_factor(c, c->grouped_gemm_at_m, c->grouped_gemm_at_n, c->grouped_gemm_at_k);
 }
 
-double hw_grouped_gemm_factor(const hw_model *m, double tokens) {
-  /* the measured points, then 1 at 8,192 tokens a group (the reference) */
-  return size_factor(m->chip.grouped_gemm_eff, HW_GROUPED_M, HW_GROUPED_POINTS, 8192.0, tokens);
+double hw_grouped_gemm_factor(const hw_model *m, double tokens, bool backward) {
+  /* the measured points, then 1 at 8,192 tokens a group (the reference);
+  ** the backward's own where the chip measured them */
+  const double *e = m->chip.grouped_gemm_bwd_eff;
+  bool own = false;
+  for (int i = 0; i < HW_GROUPED_POINTS; i++) own = own || e[i] > 0;
+  if (!backward || !own) e = m->chip.grouped_gemm_eff;
+  return size_factor(e, HW_GROUPED_M, HW_GROUPED_POINTS, 8192.0, tokens);
 }
 
 /* Position of v on an axis of powers of two: index i and the fraction

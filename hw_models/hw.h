@@ -97,6 +97,10 @@ typedef struct {
   ** measured rate over the same kernel's at 8,192 tokens a group, where it
   ** matches a large GEMM (absent, 0: no loss) */
   double grouped_gemm_eff[4];
+  /* the backward's products (the transposed-weight and the weight-gradient
+  ** GEMMs, equal in FLOPs) at as many tokens per group: their mean measured
+  ** rate over their rate at 8,192 (absent: grouped_gemm_eff's) */
+  double grouped_gemm_bwd_eff[4];
   /* the stack's grouped-GEMM kernel at large groups (the reference of
   ** grouped_gemm_eff): its sustained fraction of the matrix peak, forward
   ** and backward (the transposed-weight and the weight-gradient products),
@@ -207,7 +211,7 @@ typedef struct {
   char *value; /* "title <url>", "id1, id2", or the note */
 } hw_kv;
 
-#define HW_MAX_FIELDS 104
+#define HW_MAX_FIELDS 112
 
 typedef struct hw_model {
   char schema[16];
@@ -328,8 +332,10 @@ double hw_attention_head_factor(const hw_model *m, double head_dim);
 /* A grouped GEMM's rate at m tokens per group as a fraction of a large
 ** GEMM's (1 at 8,192 and more): the chip's measured points, interpolated
 ** linearly in log2(m) between them and up to 1 at 8,192; below the first
-** point, the first point's value. 1 when the chip gives none. */
-double hw_grouped_gemm_factor(const hw_model *m, double tokens_per_group);
+** point, the first point's value; the backward's own points
+** (chip.grouped_gemm_bwd) for a backward product where the chip gives
+** them. 1 when the chip gives none. */
+double hw_grouped_gemm_factor(const hw_model *m, double tokens_per_group, bool backward);
 /* The grouped-GEMM kernel's large-group rate over a plain GEMM's
 ** (chip.grouped_gemm_efficiency or _bwd_ over matmul_efficiency): 1 where
 ** the file gives none. */

@@ -259,7 +259,7 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
       ** width (C rows), the weight gradient the tokens (w_in rows, C deep) */
       bool wgrad = gd->lhs_contract.n == 1 && gd->lhs_contract.d[0] == 1;
       double rows = wgrad ? (double)w_in : m_grp, depth = wgrad ? m_grp : (double)w_in;
-      double rate = hw_grouped_gemm_factor(kh, per_device) *
+      double rate = hw_grouped_gemm_factor(kh, per_device, op->phase == GRAPH_BACKWARD) *
                     (per_expert ? hw_grouped_gemm_shape_factor(kh, rows, (double)w_out, depth) : 1) *
                     hw_grouped_gemm_ceiling(hw, op->phase == GRAPH_BACKWARD) *
                     hw_grouped_gemm_width_factor(hw, w_in, w_out);
