@@ -161,6 +161,7 @@ docs-check: $(BIN)
 # The same pages and pictures written from a fresh run: outputs, tables,
 # docs/img (review the diff: only what the change meant should move).
 docs: $(BIN)
+	@TPUSIM=./$(BIN) bash docs/labs/data/make.sh
 	@TPUSIM=./$(BIN) bash tests/docs.sh --update
 	@TPUSIM=./$(BIN) bash tests/docs.sh --images
 

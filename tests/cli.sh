@@ -1215,6 +1215,15 @@ explain_sums explain-clock && has explain-clock out "cores at 0.879 of the clock
 # the devices a chip: the hardware file and the validation mapping say the same
 run hw-devices 0 hw show tpu-v7x --json && has hw-devices out '"devices":	2'
 grep -q '^devices,v7x,2,' tests/validation/mapping.csv && ok || bad "mapping's devices for v7x disagree with tpu-v7x.json's chip.devices"
+# the what-if lab's hardware files are their catalog entries with one figure
+# changed: written afresh from the catalog, they are the committed ones
+mkdir -p "$OUT/labdata"
+if TPUSIM=$TPUSIM bash docs/labs/data/make.sh "$OUT/labdata" >"$OUT/labdata.err" 2>&1; then
+  for f in h100-sxm-2x-hbm.json tpu-v5e-2x-ici.json; do
+    cmp -s "$OUT/labdata/$f" "docs/labs/data/$f" && ok ||
+      bad "docs/labs/data/$f is not its catalog entry with the lab's change: run make docs"
+  done
+else bad "docs/labs/data/make.sh failed: $(head -3 "$OUT/labdata.err")"; fi
 # TPU7x at libtpu's default DVFS p-state, below the p-state 7 of its GEMM figure
 run explain-dvfs 0 simulate llama3-8b --hw tpu-v7x --chips 4 --explain && has explain-dvfs out "cores at 0.861 of the clock its compute figures hold at (its default clock state"
 run explain-gmm 0 simulate mixtral-8x7b --hw tpu-v7x --chips 8 --fsdp --gbs 16 --seq 4096 --explain
