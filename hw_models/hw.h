@@ -324,10 +324,8 @@ double hw_attention_unmasked_factor(const hw_model *m, double keys);
 
 /* A fused attention kernel's rate at head dim d over its rate at 128: the
 ** chip's measured points (head dims 64 and 256), linear in log2(d) between
-** them and 1 at 128, the end points' values past them; a head past 128
-** that does not fill whole tiles (chip tile_n) at the padded width's rate
-** times the fraction it fills; 0 when the chip gives none (the caller's own
-** rule then). */
+** them and 1 at 128, the end points' values past them; 0 when the chip
+** gives none (the caller's own rule then). */
 double hw_attention_head_factor(const hw_model *m, double head_dim);
 /* A grouped GEMM's rate at m tokens per group as a fraction of a large
 ** GEMM's (1 at 8,192 and more): the chip's measured points, interpolated

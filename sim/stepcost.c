@@ -155,9 +155,8 @@ static double dot_head_dim(const graph *g, const graph_op *m) {
 }
 
 /* A measured attention kernel's time at head dim d over its time at 128 per
-** FLOP: the chip's measured rates by head dim (hw_attention_head_factor,
-** which pads a head to whole tiles), else on a systolic array the padding
-** of the head to the array's width */
+** FLOP: the chip's measured rates by head dim (hw_attention_head_factor),
+** else on a systolic array the padding of the head to the array's width */
 static double core_pad(const hw_model *hw, double d) {
   double hd = hw_attention_head_factor(hw, d);
   if (hd > 0) return 1 / hd;

@@ -592,18 +592,8 @@ Test(hw_eff, tpu7x_attention_is_tokamax_measured) {
   cr_assert_float_eq(hw_attention_head_factor(m, 256), d256, EFF_TOL);
   cr_assert_float_eq(hw_attention_head_factor(m, 128), 1, 1e-12);
   cr_assert_float_eq(hw_attention_head_factor(m, 512), hw_attention_head_factor(m, 256), 1e-12);
-  /* between them a head pads to whole 256-wide tiles: the padded width's
-  ** rate times the fraction the head fills */
-  cr_assert_float_eq(hw_attention_head_factor(m, 192), d256 * 192 / 256, EFF_TOL);
-  cr_assert_float_eq(hw_attention_head_factor(m, 320), d256 * 320 / 512, EFF_TOL);
-  /* on the 128-wide MXU of v5p 160 pads to 256, 320 to 384 (flat past 256) */
-  const hw_model *v5 = get(c, "tpu-v5p");
-  double v5d256 = hw_attention_head_factor(v5, 256);
-  cr_assert_float_eq(hw_attention_head_factor(v5, 160), v5d256 * 160 / 256, 1e-12);
-  cr_assert_float_eq(hw_attention_head_factor(v5, 320), v5d256 * 320 / 384, 1e-12);
-  cr_assert_float_eq(hw_attention_head_factor(v5, 384), v5d256, 1e-12);
-  /* below 128 the measured point at 64 holds the kernel's own padding:
-  ** log2-linear from it to 1 at 128 */
+  cr_assert_float_eq(hw_attention_head_factor(m, 128 * sqrt(2.0)),
+                     (1 + hw_attention_head_factor(m, 256)) / 2, 1e-9);
   cr_assert_float_eq(hw_attention_head_factor(m, 64 * sqrt(2.0)), (d64 + 1) / 2, EFF_TOL);
   cr_assert_eq(hw_attention_head_factor(get(c, "h100-sxm"), 64), 0); /* none given */
   /* Blackwell: cuDNN 9.22's 128-token sliding window (cudnn-frontend's

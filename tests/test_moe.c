@@ -403,10 +403,10 @@ Test(moe, unaligned_expert_width_factor_is_the_measured_rate) {
 ** and weight gradient (x^T dy): 15.579, 15.697 and 16.618 ms measured; one
 ** figure for the three (their own figures 0.535, 0.641 and 0.568 about the
 ** mean 0.581, the input gradient's 10.3 % off it) puts each within 11 % and
-** their sum within 1 %. The
-** entry takes tokamax's times at the top clock state (p-state 7) and runs
-** a step at libtpu's default (chip.sustained_clock_ratio 0.861): the
-** step's time times that ratio against each measured time. */
+** their sum within 1 %. The entry takes tokamax's times at the top clock
+** state (p-state 7) and runs a step at libtpu's default
+** (chip.sustained_clock_ratio 0.861): the step's time times that ratio
+** against each measured time. */
 /* The three grouped products of G experts, R rows a group, K wide in and
 ** N out, as the step times them (step_time_graph_gemm's grouped path):
 ** forward x[G,R,K] W[G,K,N]; input gradient dy[G,R,N] W[G,K,N]^T; weight
@@ -476,7 +476,7 @@ Test(moe, v5p_expert_gemms_take_their_measured_time) {
 /* Small groups: tokamax's v5p file at 256 rows a group, 256 experts of
 ** 7168 -> 2048 ([65536,7168]x[256,7168,2048]): forward 13.939 ms, input
 ** gradient 13.849 ms, weight gradient (tgmm) 17.755 ms. By hand: 2 x 65536
-** x 7168 x 2048 = 1.924 TFLOP at 459 TFLOP/s x 0.457 x 0.659 = 13.94 ms
+** x 7168 x 2048 = 1.924 TFLOP at 459 TFLOP/s x 0.457 x 0.659 = 13.92 ms
 ** forward, at 0.439 x 0.614 = 15.55 ms each backward product; the sum
 ** within 2 % of the measured 45.54 ms (the forward's rows table read for
 ** the backward, 0.659, would be 5.8 % fast), each within 15 %. */
@@ -485,7 +485,7 @@ Test(moe, v5p_small_group_backward_takes_its_measured_time) {
   static const double measured[3] = {13.939e-3, 13.849e-3, 17.755e-3};
   double t3[3], sum = 0, msum = 0, flops = 2.0 * 65536 * 7168 * 2048;
   grouped_products(th_hw(c, "tpu-v5p"), 256, 256, 7168, 2048, t3);
-  cr_assert_float_eq(t3[0], flops / (459e12 * 0.457 * 0.659), 13.94e-3 * 0.005, "%g", t3[0]);
+  cr_assert_float_eq(t3[0], flops / (459e12 * 0.457 * 0.659), 13.92e-3 * 0.005, "%g", t3[0]);
   cr_assert_float_eq(t3[2], flops / (459e12 * 0.439 * 0.614), 15.55e-3 * 0.005, "%g", t3[2]);
   for (int k = 0; k < 3; k++) {
     cr_assert(fabs(t3[k] / measured[k] - 1) < 0.15, "product %d: %g s vs %g s", k, t3[k], measured[k]);
@@ -514,7 +514,7 @@ Test(moe, unaligned_expert_width_slows_only_unaligned_experts) {
   model *o = th_model("tests/data/hf/gpt-oss-20b.json", 4096);
   costs_on_both(o, v7, &aligned, &p, &a, &b);
   cr_assert_gt(a.layer_fwd_s, b.layer_fwd_s);
-  cr_assert_lt(a.layer_fwd_s, b.layer_fwd_s / 0.571);
+  cr_assert_lt(a.layer_fwd_s, b.layer_fwd_s / 0.581);
   cr_assert_gt(a.layer_bwd_s, b.layer_bwd_s);
   cr_assert_float_eq(a.head_fwd_s, b.head_fwd_s, 1e-15);
   model_free(o);

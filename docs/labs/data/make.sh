@@ -7,7 +7,7 @@
 # this; tests/cli.sh checks the committed files are what it writes.
 #
 #   bash docs/labs/data/make.sh [OUTDIR]     (TPUSIM: the binary)
-set -eu
+set -euo pipefail
 TPUSIM=${TPUSIM:-./tpusim}
 out=${1:-docs/labs/data}
 
@@ -20,24 +20,34 @@ entry() {
 }
 
 lab='LAB WHAT-IF (docs/labs/10-what-if.md)'
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "docs/labs/data/make.sh: $*" >&2; exit 1; }
 
-entry h100-sxm |
-  sed -e 's|^\t"description":\t"|&LAB WHAT-IF, twice the HBM bandwidth: |' \
-      -e 's|^\t\t"hbm_bw_bytes_per_s":\t3350000000000,|\t\t"hbm_bw_bytes_per_s":\t6700000000000,|' \
-      -e "s|^\t\"notes\":\t{|&\n\t\t\"chip.hbm_bw_bytes_per_s\":\t\"$lab: twice the H100 SXM's 3.35e12 B/s; not a real part\",|" \
-      >"$out/h100-sxm-2x-hbm.json"
+entry h100-sxm >"$tmp/h100.json" || fail "tpusim hw show h100-sxm failed"
+sed -e 's|^\t"description":\t"|&LAB WHAT-IF, twice the HBM bandwidth: |' \
+    -e 's|^\t\t"hbm_bw_bytes_per_s":\t3350000000000,|\t\t"hbm_bw_bytes_per_s":\t6700000000000,|' \
+    -e "s|^\t\"notes\":\t{|&\n\t\t\"chip.hbm_bw_bytes_per_s\":\t\"$lab: twice the H100 SXM's 3.35e12 B/s; not a real part\",|" \
+    "$tmp/h100.json" >"$tmp/h100-sxm-2x-hbm.json"
 
-entry tpu-v5e |
-  sed -e 's|^\t"description":\t"|&LAB WHAT-IF, twice the ICI bandwidth: |' \
-      -e 's|^\t\t\t"link_bw_bytes_per_s":\t45000000000,|\t\t\t"link_bw_bytes_per_s":\t90000000000,|' \
-      -e 's|^\t\t\t"bw_per_chip_bytes_per_s":\t180000000000,|\t\t\t"bw_per_chip_bytes_per_s":\t360000000000,|' \
-      -e "s|^\t\t\"system.scale_up.link_bw_bytes_per_s\":\t\"|&$lab: twice the figure below, 9e10 B/s per link each way, bw_per_chip doubled with it; not a real part. Catalog note: |" \
-      >"$out/tpu-v5e-2x-ici.json"
+entry tpu-v5e >"$tmp/v5e.json" || fail "tpusim hw show tpu-v5e failed"
+sed -e 's|^\t"description":\t"|&LAB WHAT-IF, twice the ICI bandwidth: |' \
+    -e 's|^\t\t\t"link_bw_bytes_per_s":\t45000000000,|\t\t\t"link_bw_bytes_per_s":\t90000000000,|' \
+    -e 's|^\t\t\t"bw_per_chip_bytes_per_s":\t180000000000,|\t\t\t"bw_per_chip_bytes_per_s":\t360000000000,|' \
+    -e "s|^\t\t\"system.scale_up.link_bw_bytes_per_s\":\t\"|&$lab: twice the figure below, 9e10 B/s per link each way, bw_per_chip doubled with it; not a real part. Catalog note: |" \
+    "$tmp/v5e.json" >"$tmp/tpu-v5e-2x-ici.json"
 
-# each file changed where it says, and loads
-grep -q '"hbm_bw_bytes_per_s":	6700000000000' "$out/h100-sxm-2x-hbm.json"
-grep -q '"link_bw_bytes_per_s":	90000000000' "$out/tpu-v5e-2x-ici.json"
-grep -q '"bw_per_chip_bytes_per_s":	360000000000' "$out/tpu-v5e-2x-ici.json"
-for f in "$out/h100-sxm-2x-hbm.json" "$out/tpu-v5e-2x-ici.json"; do
-  "$TPUSIM" hw show --hw-file "$f" >/dev/null
+# each file changed where it says (the figure, the description, the note),
+# and loads; only then do they replace the committed ones
+want() { grep -q "$2" "$tmp/$1" || fail "$1: no line matches '$2' (the catalog entry changed: update this script)"; }
+want h100-sxm-2x-hbm.json '"hbm_bw_bytes_per_s":	6700000000000'
+want h100-sxm-2x-hbm.json '"description":	"LAB WHAT-IF, twice the HBM bandwidth: '
+want h100-sxm-2x-hbm.json "\"chip.hbm_bw_bytes_per_s\":	\"$lab"
+want tpu-v5e-2x-ici.json '"link_bw_bytes_per_s":	90000000000'
+want tpu-v5e-2x-ici.json '"bw_per_chip_bytes_per_s":	360000000000'
+want tpu-v5e-2x-ici.json '"description":	"LAB WHAT-IF, twice the ICI bandwidth: '
+want tpu-v5e-2x-ici.json "\"system.scale_up.link_bw_bytes_per_s\":	\"$lab"
+for f in h100-sxm-2x-hbm.json tpu-v5e-2x-ici.json; do
+  "$TPUSIM" hw show --hw-file "$tmp/$f" >/dev/null || fail "$f does not load"
+  mv "$tmp/$f" "$out/$f"
 done
