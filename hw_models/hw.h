@@ -342,7 +342,8 @@ double hw_grouped_gemm_ceiling(const hw_model *m, bool backward);
 ** batched; k: the contracted one) at its rate over the grouped kernel's at
 ** the shape it was measured at (chip.grouped_gemm_at), read off the plain
 ** GEMM table (hw_matmul_shape_factor); 1 where the chip gives grouped
-** points by tokens (grouped_gemm_eff, hw_grouped_gemm_factor's) or lacks
+** points by tokens (grouped_gemm_eff or grouped_gemm_bwd_eff,
+** hw_grouped_gemm_factor's) or lacks
 ** either the table or the measured shape. */
 double hw_grouped_gemm_shape_factor(const hw_model *m, double rows, double n, double k);
 /* The grouped kernel's rate on an expert k wide in and n wide out over its

@@ -37,9 +37,14 @@ sed -e 's|^\t"description":\t"|&LAB WHAT-IF, twice the ICI bandwidth: |' \
     -e "s|^\t\t\"system.scale_up.link_bw_bytes_per_s\":\t\"|&$lab: twice the figure below, 9e10 B/s per link each way, bw_per_chip doubled with it; not a real part. Catalog note: |" \
     "$tmp/v5e.json" >"$tmp/tpu-v5e-2x-ici.json"
 
-# each file changed where it says (the figure, the description, the note),
-# and loads; only then do they replace the committed ones
-want() { grep -q "$2" "$tmp/$1" || fail "$1: no line matches '$2' (the catalog entry changed: update this script)"; }
+# each file changed where it says (the figure, the description, the note:
+# each on exactly one line) and loads; only then do both replace the
+# committed ones
+want() {
+  local n
+  n=$(grep -c -- "$2" "$tmp/$1" || true)
+  [ "$n" -eq 1 ] || fail "$1: $n lines match '$2', want 1 (the catalog entry changed: update this script)"
+}
 want h100-sxm-2x-hbm.json '"hbm_bw_bytes_per_s":	6700000000000'
 want h100-sxm-2x-hbm.json '"description":	"LAB WHAT-IF, twice the HBM bandwidth: '
 want h100-sxm-2x-hbm.json "\"chip.hbm_bw_bytes_per_s\":	\"$lab"
@@ -47,7 +52,8 @@ want tpu-v5e-2x-ici.json '"link_bw_bytes_per_s":	90000000000'
 want tpu-v5e-2x-ici.json '"bw_per_chip_bytes_per_s":	360000000000'
 want tpu-v5e-2x-ici.json '"description":	"LAB WHAT-IF, twice the ICI bandwidth: '
 want tpu-v5e-2x-ici.json "\"system.scale_up.link_bw_bytes_per_s\":	\"$lab"
-for f in h100-sxm-2x-hbm.json tpu-v5e-2x-ici.json; do
+files="h100-sxm-2x-hbm.json tpu-v5e-2x-ici.json"
+for f in $files; do
   "$TPUSIM" hw show --hw-file "$tmp/$f" >/dev/null || fail "$f does not load"
-  mv "$tmp/$f" "$out/$f"
 done
+for f in $files; do mv "$tmp/$f" "$out/$f"; done
