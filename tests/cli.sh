@@ -254,7 +254,8 @@ run coll-rs-tpu 1 collective --hw tpu-v5p --chips 64 --op all-reduce --bytes 1G 
 # images a step (1024 / (8 x 500) = 0.256 s against ~0.07 s of compute): a
 # stall remote, none local, and an "input stall" slice on the trace's lane
 run sim-remote-local 0 simulate resnet50 --hw tpu-v4 --chips 8 && has sim-remote-local out "input stall 0 s"
-run sim-remote-img 0 simulate resnet50 --hw tpu-v4 --chips 8 --input-host remote --trace "$OUT/remote.json" && has sim-remote-img out "input stall 185 ms"
+run sim-remote-img 0 simulate resnet50 --hw tpu-v4 --chips 8 --input-host remote --trace "$OUT/remote.json" && has sim-remote-img out "step time        256 ms"
+grep -q 'input stall 0 s' "$OUT/sim-remote-img.out" && bad "sim-remote-img: no input stall behind a remote VM" || ok
 grep -q '"name":"input stall (waiting for the host'"'"'s batch)","cat":"input"' "$OUT/remote.json" && ok || bad "sim-remote-img: the trace has no input stall slice"
 # TF32 (#18): an fp32 CNN gets PyTorch's TF32 convolutions on an A100 (said
 # on stderr), strict fp32 when asked; an fp32 MLP keeps fp32 matmuls; no TF32
