@@ -370,10 +370,17 @@ double hw_grouped_gemm_width_factor(const hw_model *m, int64_t k, int64_t n) {
   return k % c->tile_n || n % c->tile_n ? c->grouped_gemm_unaligned : 1;
 }
 
+/* Whether a grouped-GEMM rows table (chip.grouped_gemm or _bwd) has points. */
+static bool grouped_points(const double *e) {
+  for (int i = 0; i < HW_GROUPED_POINTS; i++)
+    if (e[i] > 0) return true;
+  return false;
+}
+
 double hw_grouped_gemm_shape_factor(const hw_model *m, double rows, double n, double k) {
   const hw_chip *c = &m->chip;
-  for (int i = 0; i < HW_GROUPED_POINTS; i++) /* measured by tokens a group instead */
-    if (c->grouped_gemm_eff[i] > 0 || c->grouped_gemm_bwd_eff[i] > 0) return 1;
+  /* measured by tokens a group instead */
+  if (grouped_points(c->grouped_gemm_eff) || grouped_points(c->grouped_gemm_bwd_eff)) return 1;
   if (!c->has_matmul_shape || !(c->grouped_gemm_at_m > 0) || !(c->grouped_gemm_at_n > 0) ||
       !(c->grouped_gemm_at_k > 0) || !(rows > 0) || !(n > 0) || !(k > 0))
     return 1;
@@ -384,10 +391,8 @@ double hw_grouped_gemm_shape_factor(const hw_model *m, double rows, double n, do
 double hw_grouped_gemm_factor(const hw_model *m, double tokens, bool backward) {
   /* the measured points, then 1 at 8,192 tokens a group (the reference);
   ** the backward's own where the chip measured them */
-  const double *e = m->chip.grouped_gemm_bwd_eff;
-  bool own = false;
-  for (int i = 0; i < HW_GROUPED_POINTS; i++) own = own || e[i] > 0;
-  if (!backward || !own) e = m->chip.grouped_gemm_eff;
+  const double *bwd = m->chip.grouped_gemm_bwd_eff;
+  const double *e = backward && grouped_points(bwd) ? bwd : m->chip.grouped_gemm_eff;
   return size_factor(e, HW_GROUPED_M, HW_GROUPED_POINTS, 8192.0, tokens);
 }
 

@@ -108,18 +108,29 @@ static const graph_op *grouped_dot(const graph *g, const fuse_plan *fp, int k) {
   return NULL;
 }
 
-/* The attention core kernel k's keys a query sees: the largest last dim of
-** its rank-5 tensors ([B, kv, S, group, T] scores; [B, kv, S, group, D]
-** queries and context are narrower). */
+/* Op m's rank-5 attention tensors ([B, kv, S, group, T] scores, [B, kv, S,
+** group, D] queries and context): the widest last dim (the keys, where
+** the op touches the scores) and the narrowest past 1 (the head dim; 1 is
+** a per-head column, gpt-oss's sinks). 0 where it has none. */
+static void op_last_dims(const graph *g, const graph_op *m, double *widest, double *narrowest) {
+  *widest = *narrowest = 0;
+  for (int a = -1; a < m->n_in; a++) {
+    const graph_shape *sh = a < 0 ? &m->out : &graph_get(g, m->in[a])->out;
+    double d = sh->rank == 5 ? (double)sh->dim[4] : 0;
+    if (d > *widest) *widest = d;
+    if (d > 1 && (*narrowest == 0 || d < *narrowest)) *narrowest = d;
+  }
+}
+
+/* The attention core kernel k's keys a query sees: the widest last dim of
+** its ops' rank-5 tensors. */
 static double core_keys(const graph *g, const fuse_plan *fp, int k) {
   double keys = 0;
   for (int i = fp->first[k]; i <= fp->root[k]; i++) {
+    double w, n;
     if (fp->group_of[i] != k) continue;
-    const graph_op *m = graph_get(g, i);
-    for (int a = -1; a < m->n_in; a++) {
-      const graph_shape *sh = a < 0 ? &m->out : &graph_get(g, m->in[a])->out;
-      if (sh->rank == 5 && (double)sh->dim[4] > keys) keys = (double)sh->dim[4];
-    }
+    op_last_dims(g, graph_get(g, i), &w, &n);
+    if (w > keys) keys = w;
   }
   return keys;
 }
@@ -139,19 +150,13 @@ bool step_attention_dot(const graph *g, const graph_op *m) {
 /* A head dim of d on a systolic array w wide: the padded width over d. */
 static double mxu_pad(double d, double w) { return ceil(d / w) * w / d; }
 
-/* The head dim one of the attention core's dots spans: the narrowest last
-** dim of its rank-5 tensors other than a per-head column (the scores' last
-** dim is the keys). Each dot has its own: MLA's scores contract its query
-** and key width (192 in DeepSeek-V3) and its context is the value width
-** (128) */
+/* The head dim one of the attention core's dots spans (op_last_dims'
+** narrowest). Each dot has its own: MLA's scores contract its query and key
+** width (192 in DeepSeek-V3) and its context is the value width (128) */
 static double dot_head_dim(const graph *g, const graph_op *m) {
-  double hd = 0;
-  for (int a = -1; a < m->n_in; a++) {
-    const graph_shape *sh = a < 0 ? &m->out : &graph_get(g, m->in[a])->out;
-    double d = sh->rank == 5 ? (double)sh->dim[4] : 0;
-    if (d > 1 && (hd == 0 || d < hd)) hd = d; /* 1: gpt-oss's sinks */
-  }
-  return hd;
+  double w, n;
+  op_last_dims(g, m, &w, &n);
+  return n;
 }
 
 /* A measured attention kernel's time at head dim d over its time at 128 per
