@@ -120,6 +120,8 @@ int cli_model_finetune(cli_ctx *c, model_opts *o, int f) {
   return CLI_OK;
 }
 
+const num_range CLI_MOE_IMBALANCE = {NUM_REAL, 1, 65536, false};
+
 int cli_opt_num(cli_ctx *c, const char *name, num_range r, double *out) {
   const char *v = cli_opt(c, name);
   char err[320];

@@ -102,6 +102,9 @@ int cli_usage_error(cli_ctx *c, const char *fmt, const char *arg);
 int cli_opt_int(cli_ctx *c, const char *name, int64_t lo, int64_t hi, int64_t *out);
 /* The same for a real, a size or a duration within r. */
 int cli_opt_num(cli_ctx *c, const char *name, num_range r, double *out);
+/* --moe-imbalance's range: 1 (even) or more; sim/plan.c bounds it by the
+** plan's ep (plan_moe_imbalance_max) */
+extern const num_range CLI_MOE_IMBALANCE;
 /* The index of the option's value in choices (NULL-terminated), dflt when
 ** absent; 0, or -1 after a usage message naming the choices. */
 int cli_enum_opt(cli_ctx *c, const char *name, const char *const *choices, int dflt, int *out);

@@ -26,7 +26,8 @@ static const char *const PLAN_VALUED[] = {"--hw",     "--chips",     "--max-chip
                                           "--cp",     "--seq",       "--precision", "--framework",
                                           "--offload", "--fix",      "--gbs",       "--embeddings", "--set",
                                           "--finetune", "--lora-rank", "--lora-targets", "--ep-overlap",
-                                          "--weight-dtype", "--vocab-tiling", "--moe-dispatcher", NULL};
+                                          "--weight-dtype", "--vocab-tiling", "--moe-dispatcher",
+                                          "--moe-imbalance", NULL};
 
 /* The ranges of plan's numbers. Tokens stop at 1e18 so that the steps
 ** the planner derives (tokens / (gbs x seq), an int64) cannot overflow;
@@ -339,7 +340,8 @@ static int run_plan(cli_ctx *c) {
   int epo, disp;
   plan wt = {0};
   if (cli_enum_opt(c, "--ep-overlap", ONOFF, 0, &epo) || cli_weight_opts(c, &wt) != CLI_OK ||
-      cli_enum_opt(c, "--moe-dispatcher", plan_moe_dispatcher_names + 1, 0, &disp))
+      cli_enum_opt(c, "--moe-dispatcher", plan_moe_dispatcher_names + 1, 0, &disp) ||
+      cli_opt_num(c, "--moe-imbalance", CLI_MOE_IMBALANCE, &req.moe_imbalance))
     return CLI_USAGE;
   if (cli_opt(c, "--moe-dispatcher")) req.moe_dispatcher = (plan_moe_dispatcher)(disp + 1);
   req.has_ep_overlap = cli_opt(c, "--ep-overlap") != NULL;
@@ -401,10 +403,21 @@ static int run_plan(cli_ctx *c) {
     hw_catalog_free(cat);
     return CLI_BAD_INPUT;
   }
-  if ((req.has_ep_overlap || req.moe_dispatcher) && m->info.tf.experts == 0) {
+  bool uneven = req.moe_imbalance > 1;
+  if ((req.has_ep_overlap || req.moe_dispatcher || uneven) && m->info.tf.experts == 0) {
     fprintf(c->err, "tpusim plan: %s: %s has no experts, so there are no expert-parallel "
                     "all-to-alls (nearest: drop the flag)\n",
-            req.has_ep_overlap ? "--ep-overlap" : "--moe-dispatcher", m->name);
+            req.has_ep_overlap ? "--ep-overlap" : req.moe_dispatcher ? "--moe-dispatcher" : "--moe-imbalance",
+            m->name);
+    model_free(m);
+    hw_catalog_free(cat);
+    return CLI_BAD_INPUT;
+  }
+  if (uneven && m->info.tf.capacity_factor > 0) { /* plan.c's check_moe_imbalance, for every plan */
+    fprintf(c->err, "tpusim plan: --moe-imbalance %g: %s pads every expert to capacity_factor %g "
+                    "and drops the tokens past it, so uneven routing does not change the work "
+                    "(nearest: drop the flag)\n",
+            req.moe_imbalance, m->name, m->info.tf.capacity_factor);
     model_free(m);
     hw_catalog_free(cat);
     return CLI_BAD_INPUT;
@@ -644,7 +657,7 @@ const cli_cmd cli_cmd_plan = {"plan",
     "                  [--embeddings replicated|sharded|ps] [--set FIELD=VALUE ...]\n"
     "                  [--finetune full|lora|qlora [--lora-rank R] [--lora-targets LIST]]\n"
     "                  [--ep-overlap on|off] [--weight-dtype fp32|bf16] [--vocab-tiling N]\n"
-    "                  [--moe-dispatcher alltoall|flex]\n"
+    "                  [--moe-dispatcher alltoall|flex] [--moe-imbalance F]\n"
     "  --objective: default time; cost for the classical families (gbdt, mlp)\n"
     "  --cp, --precision, --framework, --offload, --seq, --weight-dtype, --vocab-tiling:\n"
     "               kept fixed in the search (simulate --help)\n"
@@ -652,6 +665,8 @@ const cli_cmd cli_cmd_plan = {"plan",
     "               plans where the framework overlaps the MoE all-to-alls (Megatron-Core);\n"
     "               the table's ep column says 8+ov for a plan that overlaps them\n"
     "  --moe-dispatcher: fixed for the expert-parallel plans (simulate --help)\n"
+    "  --moe-imbalance F: each expert-parallel plan's busiest chip takes F times the\n"
+    "               even share, or the most its ep allows (simulate --help)\n"
     "  --embeddings: where a recommender's tables live, fixed (default: each placement\n"
     "               planned, the best kept, and why said)\n"
     "               (offload is searched where the chip has a host link unless given)\n"

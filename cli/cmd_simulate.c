@@ -32,7 +32,7 @@ const char *const CLI_SIM_VALUED[] = {
     "--attention-kernel", "--op-costs", "--cp", "--cp-comm", "--etp", "--pp-layers", "--hsdp", "--offload",
     "--framework", "--embeddings", "--topology", "--set", "--compile", "--tp-overlap",
     "--ep-overlap", "--finetune", "--lora-rank", "--lora-targets", "--vocab-tiling",
-    "--weight-dtype", "--moe-dispatcher", NULL};
+    "--weight-dtype", "--moe-dispatcher", "--moe-imbalance", NULL};
 static const char *const CP_COMM[] = {"ring", "all-gather", NULL};
 static const char *const OFFLOAD[] = {"none", "activations", "optimizer", NULL};
 static const char *const COMPILE[] = {"off", "on", NULL};
@@ -105,7 +105,8 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
       cli_enum_opt(c, "--compile", COMPILE, 0, &comp) ||
       cli_enum_opt(c, "--tp-overlap", COMPILE, 0, &tpo) ||
       cli_enum_opt(c, "--ep-overlap", COMPILE, 0, &epo) ||
-      cli_enum_opt(c, "--moe-dispatcher", plan_moe_dispatcher_names + 1, 0, &disp))
+      cli_enum_opt(c, "--moe-dispatcher", plan_moe_dispatcher_names + 1, 0, &disp) ||
+      cli_opt_num(c, "--moe-imbalance", CLI_MOE_IMBALANCE, &p->moe_imbalance))
     return CLI_USAGE;
   if (cli_opt(c, "--moe-dispatcher")) p->moe_dispatcher = (plan_moe_dispatcher)(disp + 1);
   if (cli_opt(c, "--ep-overlap")) {
@@ -399,6 +400,11 @@ void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p
                   ? " (flex dispatcher: a copy per destination node)"
                   : " (alltoall dispatcher: a copy per chosen expert, sorted by expert on arrival)",
               pc[13]);
+    if (plan_moe_load(p) > 1)
+      fprintf(out, "  uneven routing: the busiest chip of each expert group receives %.3g times the "
+                   "even share of the routed tokens (--moe-imbalance), and its expert GEMMs, "
+                   "all-to-alls and expert activations set the step\n",
+              plan_moe_load(p));
     /* the chip's own limits that no plan changes, where its file gives them */
     const hw_chip *hc = &hw->chip;
     if (hc->sustained_clock_ratio > 0 && hc->sustained_clock_ratio < 1) {
@@ -618,6 +624,7 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "                  [--attention-kernel framework|fa1|fa2|cudnn|best]\n"
     "                  [--op-costs ir|formula] [--compile on|off] [--tp-overlap on|off]\n"
     "                  [--ep-overlap on|off] [--moe-dispatcher alltoall|flex]\n"
+    "                  [--moe-imbalance F]\n"
     "                  [--explain] [--json] [--trace FILE]\n"
     "                  [--input tokens|images] [--storage shards|files] [--prefetch N]\n"
     "                  [--input-host local|remote] [--set FIELD=VALUE ...]\n"
@@ -645,6 +652,10 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "               of a token per chosen expert, sorted by expert on arrival) or\n"
     "               flex (DeepEP/HybridEP: a copy per destination node, permuted\n"
     "               once); default: the framework's (megatron-core: flex)\n"
+    "  --moe-imbalance F: the busiest chip of each expert group receives F times\n"
+    "               the even share of the routed tokens (dropless routing), and the\n"
+    "               group waits for it; at most ep (E / top_k with fewer than top_k\n"
+    "               experts a chip); default 1, even, as routing forced to balance\n"
     "  --precision fp8 (delayed/tensorwise scaling), fp8-cs (current scaling), mxfp8,\n"
     "              nvfp4, int8: the layers' GEMMs in that format, the rest in bf16\n"
     "  --precision tf32: an fp32 model's matmuls and convolutions on TF32 tensor\n"

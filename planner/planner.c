@@ -965,6 +965,9 @@ static void search_chips(hw_state *st, const hw_fixed *fx, int64_t chips) {
               for (int oi = 0; oi < (eps[ei] > 1 ? fx->n_epo : 1); oi++) {
                 p.ep_overlap = eps[ei] > 1 ? fx->epos[oi] : PLAN_EP_OVERLAP_FRAMEWORK;
                 p.moe_dispatcher = eps[ei] > 1 ? req->moe_dispatcher : PLAN_DISPATCH_FRAMEWORK;
+                p.moe_imbalance = eps[ei] > 1 && req->moe_imbalance > 1
+                                      ? fmin(req->moe_imbalance, plan_moe_imbalance_max(&p, d))
+                                      : 0;
                 if (p.ep_overlap == PLAN_EP_OVERLAP_ON && pp > 1 && vp < 2) continue;
                 search_sizes(st, p, fx->var, n_vs);
               }

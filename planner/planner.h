@@ -89,6 +89,10 @@ typedef struct {
   /* the MoE token dispatcher of the expert-parallel plans (--moe-dispatcher;
   ** 0: the framework's) */
   plan_moe_dispatcher moe_dispatcher;
+  /* uneven routing (--moe-imbalance): the busiest expert chip's tokens over
+  ** the even share, given to every expert-parallel plan up to what its ep
+  ** allows (plan_moe_imbalance_max); 0 or 1: even */
+  double moe_imbalance;
   /* MaxText's weight_dtype bf16 and num_vocab_tiling, fixed (false, 0:
   ** fp32 weights, one tile) */
   bool bf16_weights;

@@ -1864,6 +1864,9 @@ void mem_setup(const model *m, const hw_model *hw, const plan *p, mem_opts *o, p
   o->no_dropout = m->info.tf.dropout <= 0;
   o->flash_attention = p->attention == PLAN_ATTN_FLASH;
   o->expert_params = (double)m->expert_params;
+  /* the busiest expert chip's routed rows: a padded capacity, or uneven
+  ** routing's share (plan_moe_rows) */
+  o->capacity_factor = plan_moe_rows(p, &m->info.tf);
   runtime_for(hw, o);
   /* the framework's memory features (framework.c, each with its source):
   ** torchtitan's "selective" is its op-level policy; MaxText keeps its

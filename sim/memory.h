@@ -40,7 +40,7 @@ typedef struct {
   /* routed-expert parameters of the whole model (model.expert_params); 0 on
   ** a MoE model: estimated from the dimensions (docs/memory.md) */
   double expert_params;
-  double capacity_factor;  /* MoE: tokens an expert takes over its even share; 0: 1 (dropless) */
+  double capacity_factor;  /* MoE: tokens the busiest expert chip's experts take over the even share; 0: 1 */
   /* what the software stack holds outside the tensors (mem_setup, by chip
   ** kind, each figure with its measurement in memory.c) */
   double runtime_bytes;    /* context, kernels and library workspaces per chip */

@@ -253,6 +253,20 @@ double plan_gemm_peak_flops(const hw_model *hw, const plan *p) {
   return hw_peak_flops(hw, UNIT[p->gemm]);
 }
 
+double plan_moe_load(const plan *p) {
+  return p->ep > 1 && p->moe_imbalance > 1 ? p->moe_imbalance : 1;
+}
+
+double plan_moe_imbalance_max(const plan *p, const wl_tf_dims *d) {
+  double k = (double)(d->top_k > 0 ? d->top_k : 1), ep = (double)(p->ep > 1 ? p->ep : 1);
+  double local = (double)d->experts / ep;
+  return ep * (local < k ? local : k) / k;
+}
+
+double plan_moe_rows(const plan *p, const wl_tf_dims *d) {
+  return d->capacity_factor > 0 ? d->capacity_factor : plan_moe_load(p);
+}
+
 int64_t plan_expert_dp(const plan *p) {
   int64_t cp = p->cp > 0 ? p->cp : 1, ep = p->ep > 0 ? p->ep : 1, etp = p->etp > 0 ? p->etp : 1;
   return p->tp * p->dp * cp / (ep * etp);
@@ -535,6 +549,38 @@ static int check_recompute_modules(const model *m, const plan *p, char *err, siz
   return 0;
 }
 
+/* --moe-imbalance F: a MoE model, an expert group to be uneven in, routing
+** that can be uneven (dropless: a padded capacity holds every expert at
+** its capacity), and F no more than the busiest chip can receive
+** (plan_moe_imbalance_max: ep x the even share when it holds top_k experts
+** or more). */
+static int check_moe_imbalance(const model *m, const plan *p, char *err, size_t errn) {
+  double f = p->moe_imbalance;
+  if (f == 0 || f == 1) return 0;
+  const wl_tf_dims *d = &m->info.tf;
+  if (!(f >= 1) || !(f <= 1e6))
+    return str_errf(err, errn, "--moe-imbalance %g: expected the busiest expert chip's tokens over "
+                    "the even share, 1 or more (nearest: 1, even routing)", f);
+  if (d->experts <= 0)
+    return str_errf(err, errn, "--moe-imbalance %g: %s has no experts (leave the flag out)", f,
+                    m->name);
+  if (p->ep < 2)
+    return str_errf(err, errn, "--moe-imbalance %g: ep is %lld, so every chip routes its own tokens "
+                    "to experts it holds and none waits on another (nearest: --ep 2 or more, or "
+                    "leave the flag out)", f, (long long)p->ep);
+  if (d->capacity_factor > 0)
+    return str_errf(err, errn, "--moe-imbalance %g: %s pads every expert to capacity_factor %g and "
+                    "drops the tokens past it, so uneven routing does not change the work (leave "
+                    "the flag out)", f, m->name, d->capacity_factor);
+  double most = plan_moe_imbalance_max(p, d), local = (double)d->experts / (double)p->ep;
+  if (f > most * (1 + 1e-9))
+    return str_errf(err, errn, "--moe-imbalance %g: with ep %lld a chip's %g experts receive at "
+                    "most %g times the even share (each token sends it at most min(top_k %lld, "
+                    "%g) copies; nearest: %g)", f, (long long)p->ep, local, most,
+                    (long long)d->top_k, local, most);
+  return 0;
+}
+
 /* --ep-overlap on: what Megatron-Core's TransformerConfig asserts for
 ** overlap_moe_expert_parallel_comm (transformer_config.py): expert
 ** parallelism, virtual stages when there is a pipeline (the paired
@@ -788,6 +834,10 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
       snprintf(err, errn, "--moe-dispatcher %s: Megatron-Core's token dispatchers run on NVIDIA "
                "GPUs, not on %s (leave the flag out)", name, hw->name);
     *fault = PLAN_FAULT_REQUIRES;
+    return -1;
+  }
+  if (check_moe_imbalance(m, p, err, errn) != 0) {
+    *fault = PLAN_FAULT_RANGE;
     return -1;
   }
   if (p->hsdp > 0 && (p->zero < 3 || (p->dp * cp) % p->hsdp != 0)) {

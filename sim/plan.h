@@ -158,6 +158,13 @@ typedef struct {
   bool tp_overlap;  /* tensor-parallel collectives overlapped with GEMMs (userbuffers, collective matmul) */
   plan_ep_overlap ep_overlap; /* the MoE all-to-alls under the paired micro-batch's compute */
   plan_moe_dispatcher moe_dispatcher; /* the MoE token dispatcher, over the framework's */
+  /* uneven routing (--moe-imbalance F): the busiest chip of an expert group
+  ** receives F times the even share of the routed tokens, and the group
+  ** waits for it at the combine: its expert GEMMs, all-to-alls and expert
+  ** activations are F times the even ones (dropless routing); 0 or 1: even,
+  ** as routing forced to balance runs (Megatron-Bridge's performance
+  ** recipes: moe_router_force_load_balancing) */
+  double moe_imbalance;
   bool param_gather_overlap; /* a sharded optimizer's (zero >= 1) parameter all-gather
                              ** overlapped with the next forward */
   /* PyTorch without a graph compiler (no torch.compile): each op its own
@@ -274,6 +281,17 @@ bool plan_ep_is_slice(const plan *p);
 ** max). Returns the stages, or -1 when the layers divide evenly, are fewer
 ** than the stages, or do not fit in max. */
 int plan_balance_layers(const plan *p, int64_t layers, int32_t *out, int max);
+/* The busiest expert chip's routed tokens over the even share under p:
+** --moe-imbalance where there is an expert group to be uneven in (ep > 1),
+** else 1. */
+double plan_moe_load(const plan *p);
+/* The most that chip can receive over the even share: its E/ep experts
+** take at most min(top_k, E/ep) copies of each of the group's tokens. */
+double plan_moe_imbalance_max(const plan *p, const wl_tf_dims *d);
+/* The routed rows that chip computes and exchanges over the even share: a
+** model's padded capacity (moe.capacity_factor: every expert at its
+** capacity, whatever the routing), else plan_moe_load. */
+double plan_moe_rows(const plan *p, const wl_tf_dims *d);
 /* The data-parallel size of the expert layers: tp x dp x cp / (ep x etp). */
 int64_t plan_expert_dp(const plan *p);
 /* The groups the sharded states (ZeRO, FSDP) divide over: dense state over

@@ -951,6 +951,7 @@ cJSON *step_json(const model *m, const hw_model *hw, const plan *p, const step_r
   if (p->ep > 1) cJSON_AddBoolToObject(pj, "ep_overlap", framework_moe_a2a_overlap(p->framework, p, hw));
   if (p->ep > 1)
     cJSON_AddStringToObject(pj, "moe_dispatcher", framework_moe_node_dedup(p) ? "flex" : "alltoall");
+  if (plan_moe_load(p) > 1) cJSON_AddNumberToObject(pj, "moe_imbalance", plan_moe_load(p));
   if (p->bf16_weights) cJSON_AddStringToObject(pj, "weight_dtype", "bf16");
   if (p->vocab_tiles > 1) cJSON_AddNumberToObject(pj, "vocab_tiling", (double)p->vocab_tiles);
   if (p->pp_split_embedding) cJSON_AddBoolToObject(pj, "pp_split_embedding", true);

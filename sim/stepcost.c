@@ -393,7 +393,8 @@ const model *step_shard_kind_of(const model *m, const plan *p, int64_t layers, i
                   /* always given for a MoE model: the expert layers are
                   ** split by ep and etp, not by tp (Megatron-Core) */
                   .shard_ep = m->info.tf.experts > 0 ? (p->ep > 1 ? p->ep : 1) : 0,
-                  .shard_etp = p->etp > 1 ? p->etp : 0};
+                  .shard_etp = p->etp > 1 ? p->etp : 0,
+                  .ep_load = plan_moe_load(p)};
   *owned = d ? model_derive(m, &o, d) : NULL;
   if (!*owned) snprintf(err, errn, "%s", d && diag_count(d) ? diag_message(d, 0) : "cannot rebuild the model");
   diag_free(d);
@@ -741,6 +742,10 @@ static double moe_a2a_s(const hw_model *hw, const wl_tf_dims *d, const plan *p, 
   ** runs before the dispatcher) */
   double row_bytes = (double)(d->moe_latent > 0 ? d->moe_latent : d->hidden) * 2,
          k = (double)(d->top_k > 0 ? d->top_k : 1);
+  /* the busiest chip receives (and sends back) its rows over the even
+  ** share, and the exchange lasts as long as its part: a padded capacity's
+  ** buffers, or uneven routing's hot chip (plan_moe_rows) */
+  row_bytes *= plan_moe_rows(p, d);
   int64_t g = step_group_node_members(hw, p->ep, p->etp > 1 ? p->etp : 1);
   /* an expert group whose members sit in several TPU slices exchanges over DCN */
   double flat = group_coll_s(hw, NULL, p, p->ep, p->etp > 1 ? p->etp : 1, g, COLL_ALL_TO_ALL,
@@ -771,8 +776,10 @@ double step_moe_reorder_bytes(const wl_tf_dims *d, const plan *p) {
   double tokens = (double)p->mbs * (double)p->seq / cp / (p->sp ? tp : 1);
   double k = (double)(d->top_k > 0 ? d->top_k : 1);
   /* two passes (after the dispatch, before the combine), each reading and
-  ** writing every received copy: k x tokens rows of hidden 16-bit values */
-  return 2 * 2 * tokens * k * (double)(d->moe_latent > 0 ? d->moe_latent : d->hidden) * 2;
+  ** writing every received copy: k x tokens rows of hidden 16-bit values,
+  ** times the busiest chip's share (plan_moe_rows) */
+  return 2 * 2 * tokens * k * plan_moe_rows(p, d) *
+         (double)(d->moe_latent > 0 ? d->moe_latent : d->hidden) * 2;
 }
 
 double step_coll_sm_share(const hw_model *hw, int64_t n, int64_t per) {

@@ -355,6 +355,26 @@ run sim-disp-a2a 0 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 4 --fsdp 
 awk -v a="$(epo_t sim-disp-a2a)" -v b="$(epo_t sim-disp-flex)" 'BEGIN { exit !(b > 0 && a > b) }' && ok || bad "--moe-dispatcher alltoall ($(epo_t sim-disp-a2a) s) is not slower than flex ($(epo_t sim-disp-flex) s)"
 run sim-disp-text 0 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 4 --fsdp --gbs 64 --seq 2048 --moe-dispatcher alltoall --explain && has sim-disp-text out "(alltoall dispatcher: a copy per chosen expert, sorted by expert on arrival)"
 run plan-disp-dense 1 plan llama3-8b --hw h100-sxm --chips 8 --moe-dispatcher alltoall && has plan-disp-dense err "--moe-dispatcher: llama3-8b has no experts"
+# --moe-imbalance F: the busiest expert chip takes F x the even share. Mixtral (8 experts, top-2)
+# at ep 8 holds one expert a chip, so a token sends it at most one of its two copies: at most
+# E / top_k = 4. At 1.25 its step is exactly the step of the same model padded to capacity
+# 1.25 (moe.capacity_factor): the busiest chip's rows, bytes and activations are the same;
+# on a padded model the flag is refused (every expert is at capacity whatever the routing)
+run sim-imb-ep1 1 simulate mixtral-8x7b --hw h100-sxm --chips 16 --moe-imbalance 1.5 && has sim-imb-ep1 err "--moe-imbalance 1.5: ep is 1" && has sim-imb-ep1 err "nearest: --ep 2 or more"
+run sim-imb-dense 1 simulate llama3-8b --hw h100-sxm --chips 8 --moe-imbalance 1.5 && has sim-imb-dense err "--moe-imbalance 1.5: llama3-8b has no experts"
+run sim-imb-low 2 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --moe-imbalance 0.8 && has sim-imb-low err "--moe-imbalance 0.8: expected a number from 1"
+run sim-imb-max 1 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --moe-imbalance 4.5 && has sim-imb-max err "receive at most 4 times the even share" && has sim-imb-max err "nearest: 4)"
+run sim-imb-even 0 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --fsdp --gbs 64 --seq 2048 --json
+run sim-imb-125 0 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --fsdp --gbs 64 --seq 2048 --moe-imbalance 1.25 --json && has sim-imb-125 out '"moe_imbalance":	1.25'
+sed 's/"top_k": 2}/"top_k": 2, "capacity_factor": 1.25}/' workloads/examples/mixtral-8x7b.json >"$OUT/mixtral-cf.json"
+run sim-imb-cf 0 simulate "$OUT/mixtral-cf.json" --hw h100-sxm --chips 16 --ep 8 --fsdp --gbs 64 --seq 2048 --json
+awk -v a="$(epo_t sim-imb-125)" -v b="$(epo_t sim-imb-even)" 'BEGIN { exit !(b > 0 && a > b) }' && ok || bad "--moe-imbalance 1.25 ($(epo_t sim-imb-125) s) is not slower than even routing ($(epo_t sim-imb-even) s)"
+[ -n "$(epo_t sim-imb-cf)" ] && [ "$(epo_t sim-imb-cf)" = "$(epo_t sim-imb-125)" ] && ok || bad "capacity 1.25 ($(epo_t sim-imb-cf) s) differs from --moe-imbalance 1.25 ($(epo_t sim-imb-125) s)"
+run sim-imb-padded 1 simulate "$OUT/mixtral-cf.json" --hw h100-sxm --chips 16 --ep 8 --moe-imbalance 1.5 && has sim-imb-padded err "pads every expert to capacity_factor 1.25"
+run sim-imb-text 0 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --fsdp --gbs 64 --seq 2048 --moe-imbalance 1.25 --explain && has sim-imb-text out "uneven routing: the busiest chip of each expert group receives 1.25 times"
+run plan-imb-dense 1 plan llama3-8b --hw h100-sxm --chips 8 --moe-imbalance 1.5 && has plan-imb-dense err "--moe-imbalance: llama3-8b has no experts"
+run plan-imb-padded 1 plan "$OUT/mixtral-cf.json" --hw h100-sxm --chips 16 --moe-imbalance 1.5 && has plan-imb-padded err "pads every expert to capacity_factor 1.25"
+run plan-imb 0 plan mixtral-8x7b --hw h100-sxm --chips 16 --gbs 64 --seq 2048 --moe-imbalance 8 --top 3 && has plan-imb out "best: 16 x h100-sxm"
 # what Megatron-Core's TransformerConfig refuses with the overlap (transformer_config.py):
 # a pipeline without virtual stages, full recompute, the moe module recomputed
 run sim-epo-pp 1 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --pp 2 --gbs 16 --ep-overlap on && has sim-epo-pp err "needs virtual stages" && has sim-epo-pp err "nearest: --pp-schedule interleaved:2"

@@ -652,3 +652,84 @@ Test(moe, per_expert_gemm_launches) {
   model_free(m);
   hw_catalog_free(c);
 }
+
+/* Uneven routing (--moe-imbalance F): the busiest chip of the expert group
+** receives F times the even share of the routed copies, and the group
+** waits for it. Qwen3-30B-A3B (hidden 2048, expert FFN 768, SwiGLU, top-8
+** of 128) at mbs 1, seq 4096, ep 8: a chip routes 4096 x 8 = 32,768 copies,
+** and its 16 experts take that many evenly (2,048 each). Their forward is
+** 3 GEMMs x 2 x 32,768 x 2048 x 768 = 309,237,645,312 FLOPs; at F = 2
+** they take 65,536 rows, one even share more, so the layer's forward
+** FLOPs grow by that figure (the SiLU, the gate product and the combine's
+** weighting add under 0.2 % of it). The reorder passes (reorder_bytes_one_layer)
+** and the dispatch's bytes grow F-fold; the dispatch's time, all but its
+** fixed latency, with them. */
+Test(moe, imbalance_loads_the_busiest_chip) {
+  hw_catalog *c = th_catalog();
+  const hw_model *h = th_hw(c, "h100-sxm");
+  model *m = th_model("tests/data/hf/qwen3-30b-a3b.json", 4096);
+  char err[512];
+  plan p = {.chips = 8, .tp = 1, .pp = 1, .ep = 8, .cp = 1, .mbs = 1, .vp = 1, .slices = 1,
+            .gbs = 8, .seq = 4096, .schedule = PLAN_1F1B, .precision = GDT_BF16,
+            .op_costs = OPCOST_FORMULA};
+  framework_apply(framework_find("plain"), &p);
+  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  double flops[2], a2a[2], reorder[2];
+  for (int i = 0; i < 2; i++) {
+    p.moe_imbalance = i ? 2 : 0;
+    cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
+    model *own = NULL;
+    const model *s = step_shard_kind_of(m, &p, 1, WL_LAYER_MOE, &own, err, sizeof err);
+    cr_assert_not_null(s, "%s", err);
+    graph_cost fc = graph_total_cost(s->g, GRAPH_FORWARD);
+    flops[i] = graph_cost_flops(&fc);
+    model_free(own);
+    step_result r;
+    cr_assert_eq(step_costs(m, h, &p, &r, err, sizeof err), 0, "%s", err);
+    a2a[i] = r.ep_a2a_fwd_s;
+    reorder[i] = step_moe_reorder_bytes(&m->info.tf, &p);
+  }
+  double experts = 3.0 * 2 * 32768 * 2048 * 768;
+  cr_assert(flops[1] - flops[0] >= experts && flops[1] - flops[0] < 1.002 * experts,
+            "forward grows %.6g FLOPs, the experts' even share is %.6g", flops[1] - flops[0], experts);
+  cr_assert_float_eq(reorder[1], 2 * reorder[0], 1);
+  cr_assert(a2a[0] > 0 && a2a[1] > 1.9 * a2a[0] && a2a[1] <= 2 * a2a[0], "a2a %.6g -> %.6g", a2a[0],
+            a2a[1]);
+  model_free(m);
+  hw_catalog_free(c);
+}
+
+/* What the busiest chip can receive: its E/ep experts take at most
+** min(top_k, E/ep) of each token's copies, so ep x the even share when it
+** holds top_k experts or more (Qwen3-30B-A3B at ep 8: 16 experts, top-8:
+** 8), E/top_k when fewer (ep 64: 2 experts a chip, 64 x 2 / 8 = 16). Past
+** it, without experts, at ep 1 or under a padded capacity the plan is
+** refused, naming the flag. */
+Test(moe, imbalance_bounds) {
+  hw_catalog *c = th_catalog();
+  const hw_model *h = th_hw(c, "h100-sxm");
+  model *m = th_model("tests/data/hf/qwen3-30b-a3b.json", 4096);
+  char err[512];
+  plan p = {.chips = 8, .tp = 1, .pp = 1, .ep = 8, .cp = 1, .mbs = 1, .vp = 1, .slices = 1,
+            .gbs = 8, .seq = 4096, .schedule = PLAN_1F1B, .precision = GDT_BF16};
+  cr_assert_float_eq(plan_moe_imbalance_max(&p, &m->info.tf), 8, 1e-12);
+  p.moe_imbalance = 8;
+  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  p.moe_imbalance = 8.5;
+  cr_assert_neq(plan_check(m, h, &p, err, sizeof err), 0);
+  cr_assert(strstr(err, "--moe-imbalance 8.5") && strstr(err, "nearest: 8"), "%s", err);
+  plan q = p;
+  q.chips = 64, q.ep = 64, q.gbs = 64, q.dp = 0;
+  cr_assert_float_eq(plan_moe_imbalance_max(&q, &m->info.tf), 16, 1e-12);
+  p.ep = 1, p.moe_imbalance = 1.5;
+  cr_assert_neq(plan_check(m, h, &p, err, sizeof err), 0);
+  cr_assert(strstr(err, "ep is 1"), "%s", err);
+  cr_assert_float_eq(plan_moe_load(&p), 1, 0); /* nothing to be uneven in */
+  model *dense = th_model("tests/data/hf/llama3.1-8b.json", 4096);
+  p.ep = 1;
+  cr_assert_neq(plan_check(dense, h, &p, err, sizeof err), 0);
+  cr_assert(strstr(err, "has no experts"), "%s", err);
+  model_free(dense);
+  model_free(m);
+  hw_catalog_free(c);
+}

@@ -252,6 +252,7 @@ static bool apply_opts(model *m, const model_opts *o, diag *dg) {
   m->train.shard_cp = o && o->shard_cp > 1 ? o->shard_cp : 1;
   m->train.shard_ep = o && o->shard_ep > 0 ? o->shard_ep : 0;
   m->train.shard_etp = o && o->shard_etp > 1 ? o->shard_etp : 1;
+  m->train.ep_load = o && o->ep_load > 1 ? o->ep_load : 1;
   m->train.kv_cache = o && o->kv_cache > 0 ? o->kv_cache : 0;
   m->train.weight_dtype = o ? o->weight_dtype : GDT_PRED;
   m->train.kv_dtype = o ? o->kv_dtype : GDT_PRED;

@@ -37,6 +37,9 @@ typedef struct {
   ** experts, which receive ep times this chip's routed tokens (0 or 1:
   ** all experts); expert tensor parallelism splits each expert's FFN etp ways */
   int64_t shard_ep, shard_etp;
+  /* the busiest expert chip's routed tokens over the even share (0 or 1:
+  ** even; wl_train.ep_load) */
+  double ep_load;
   /* inference: tokens already in each sequence's KV cache (transformers:
   ** attention reads them besides the seq_len new ones; 0: none), and the
   ** storage dtype of weight matrices and filters (GDT_PRED, 0: the compute

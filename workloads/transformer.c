@@ -56,6 +56,7 @@ typedef struct {
   bool causal; /* a decoder's causal mask (is_causal, default true) */
   int64_t experts, top_k, max_positions, type_vocab;
   double capacity;
+  bool capacity_given; /* moe.capacity_factor is in the file (else dropless) */
   double dropout; /* attention and hidden dropout probability (Megatron: 0.1) */
   int64_t model_layers; /* the model's layers; `layers` is how many are built */
   /* mixture of experts: `experts` are those this graph holds, the router
@@ -189,7 +190,9 @@ static bool read_moe(jin *j, const cJSON *moe, tf_cfg *c) {
   ok &= jin_get_int(j, moe, "experts", 1, 1 << 16, true, &c->experts) > 0;
   ok &= jin_get_int(j, moe, "top_k", 1, 1 << 16, true, &c->top_k) > 0;
   c->capacity = 1.0;
-  ok &= jin_get_num(j, moe, "capacity_factor", 0.01, 1000, false, &c->capacity) >= 0;
+  int cf_given = jin_get_num(j, moe, "capacity_factor", 0.01, 1000, false, &c->capacity);
+  ok &= cf_given >= 0;
+  c->capacity_given = cf_given > 0;
   ok &= jin_get_int(j, moe, "moe_intermediate_size", 1, BIG, false, &c->moe_ffn) >= 0;
   int64_t n_shared = 0;
   ok &= jin_get_int(j, moe, "n_shared_experts", 0, 1 << 10, false, &n_shared) >= 0;
@@ -609,7 +612,11 @@ static bool shard_ep(jin *j, const wl_train *t, tf_cfg *c) {
       !divides(j, "moe_intermediate_size", c->moe_ffn, "etp", etp))
     return false;
   c->experts /= ep;
-  c->capacity_mult = (double)ep * (double)etp / (double)tp;
+  /* the busiest chip of the group sets the step: its experts take
+  ** ep_load times the even share (dropless; a padded capacity holds every
+  ** expert at its capacity whatever the routing, so it is left alone) */
+  double load = t->ep_load > 1 && !c->capacity_given ? t->ep_load : 1;
+  c->capacity_mult = (double)ep * (double)etp / (double)tp * load;
   c->moe_ffn /= etp;
   return true;
 }
@@ -690,6 +697,7 @@ static wl_tf_dims dims_of(const tf_cfg *c) {
                       .window_chunked = c->window > 0 && c->chunked,
                       .global_every = c->window ? c->global_every : 0,
                       .moe_ffn = moe ? c->moe_ffn : 0,
+                      .capacity_factor = moe && c->capacity_given ? c->capacity : 0,
                       .shared_ffn_hidden = moe ? c->shared_ffn : 0,
                       .q_lora_rank = c->q_lora, .kv_lora_rank = c->kv_lora,
                       .qk_rope_head_dim = mla ? c->qk_rope : 0, .v_head_dim = mla ? c->v_dim : 0,

@@ -90,6 +90,10 @@ typedef struct {
   ** with ep x the routed tokens, each expert's FFN split shard_etp ways
   ** (shard_ep 0: experts split by tp as before) */
   int64_t shard_cp, shard_ep, shard_etp;
+  /* expert parallelism under uneven routing: this chip is the busiest of
+  ** its expert group, receiving ep_load times the even share of the
+  ** routed tokens (dropless routing; 0 or 1: even) */
+  double ep_load;
   /* Inference (sim/serve_step.c): tokens of each sequence already in the
   ** KV cache, which every new token's attention also reads (0: none; a
   ** decode step is seq_len 1 with kv_cache = the context so far); the
@@ -112,6 +116,10 @@ typedef struct {
   ** inside route_topk_groups of them (0: no limit) */
   int64_t route_groups, route_topk_groups;
   int64_t moe_ffn; /* a routed expert's FFN size (0: ffn_hidden) */
+  /* moe.capacity_factor where the model gives one: every expert computes
+  ** that many times its even share of the routed tokens, padded, and drops
+  ** the rest (GShard's capacity); 0: dropless routing */
+  double capacity_factor;
   bool gated; /* swiglu/geglu: three FFN matrices */
   double dropout; /* attention and hidden dropout probability */
   bool tied, parallel_block, encoder;
