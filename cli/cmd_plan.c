@@ -534,14 +534,20 @@ static int run_plan(cli_ctx *c) {
     units_si(mp, sizeof mp, (double)m->params, " parameters");
     fprintf(c->out, "plan for %s (%s), objective: %s\n", m->name,
             m->params > 0 ? mp : "no weight parameters", r->objective);
-    char vps[48] = "", eps[96] = "", z[32], more[96] = "";
+    char vps[48] = "", eps[160] = "", z[32], more[96] = "", load[64] = "";
     if (b->p.vp > 1) snprintf(vps, sizeof vps, " (interleaved x%lld)", (long long)b->p.vp);
     size_t k = 0;
     if (b->p.cp > 1) k += (size_t)snprintf(eps, sizeof eps, ", cp %lld", (long long)b->p.cp);
+    /* uneven routing: the busiest chip's share, which the plan's ep may cap */
+    if (plan_moe_load(&b->p) > 1)
+      snprintf(load, sizeof load, "; its busiest chip %.3gx the even share", plan_moe_load(&b->p));
+    bool ovl = framework_moe_a2a_overlap(b->p.framework, &b->p, hw_catalog_find(cat, b->hw));
     if (b->p.ep > 1 && k < sizeof eps)
-      k += (size_t)snprintf(eps + k, sizeof eps - k, ", ep %lld%s", (long long)b->p.ep,
-                            framework_moe_a2a_overlap(b->p.framework, &b->p, hw_catalog_find(cat, b->hw))
-                                ? " (all-to-alls overlapped)" : "");
+      k += (size_t)snprintf(eps + k, sizeof eps - k, ", ep %lld%s%s%s", (long long)b->p.ep,
+                            ovl || load[0] ? " (" : "", ovl ? "all-to-alls overlapped" : "",
+                            load[0] ? load + (ovl ? 0 : 2) : "");
+    if (b->p.ep > 1 && (ovl || load[0]) && k < sizeof eps)
+      k += (size_t)snprintf(eps + k, sizeof eps - k, ")");
     if (b->p.etp > 1 && k < sizeof eps) snprintf(eps + k, sizeof eps - k, ", etp %lld", (long long)b->p.etp);
     zero_str(z, sizeof z, &b->p);
     k = 0;

@@ -564,14 +564,14 @@ static int check_moe_imbalance(const model *m, const plan *p, char *err, size_t 
   if (d->experts <= 0)
     return str_errf(err, errn, "--moe-imbalance %g: %s has no experts (leave the flag out)", f,
                     m->name);
-  if (p->ep < 2)
-    return str_errf(err, errn, "--moe-imbalance %g: ep is %lld, so every chip routes its own tokens "
-                    "to experts it holds and none waits on another (nearest: --ep 2 or more, or "
-                    "leave the flag out)", f, (long long)p->ep);
   if (d->capacity_factor > 0)
     return str_errf(err, errn, "--moe-imbalance %g: %s pads every expert to capacity_factor %g and "
                     "drops the tokens past it, so uneven routing does not change the work (leave "
                     "the flag out)", f, m->name, d->capacity_factor);
+  if (p->ep < 2)
+    return str_errf(err, errn, "--moe-imbalance %g: ep is %lld, so every chip routes its own tokens "
+                    "to experts it holds and none waits on another (nearest: --ep 2 or more, or "
+                    "leave the flag out)", f, (long long)p->ep);
   double most = plan_moe_imbalance_max(p, d), local = (double)d->experts / (double)p->ep;
   if (f > most * (1 + 1e-9))
     return str_errf(err, errn, "--moe-imbalance %g: with ep %lld a chip's %g experts receive at "
@@ -680,6 +680,16 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
     *fault = PLAN_FAULT_FAMILY;
     return str_errf(err, errn, "--recompute selective:LIST names a transformer layer's modules; %s "
                     "has no transformer layers (nearest: --recompute selective or full)", m->name);
+  }
+  /* the MoE flags, for every model (one without experts refuses them) */
+  if (check_moe_imbalance(m, p, err, errn) != 0) {
+    *fault = PLAN_FAULT_RANGE;
+    return -1;
+  }
+  if (d->experts <= 0 && p->moe_dispatcher != PLAN_DISPATCH_FRAMEWORK) {
+    *fault = PLAN_FAULT_RANGE;
+    return str_errf(err, errn, "--moe-dispatcher %s: %s has no experts, so no tokens are dispatched "
+                    "(leave the flag out)", plan_moe_dispatcher_names[p->moe_dispatcher], m->name);
   }
   if (d->layers == 0) {
     int rc = check_generic(m, p, err, errn);
@@ -834,10 +844,6 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
       snprintf(err, errn, "--moe-dispatcher %s: Megatron-Core's token dispatchers run on NVIDIA "
                "GPUs, not on %s (leave the flag out)", name, hw->name);
     *fault = PLAN_FAULT_REQUIRES;
-    return -1;
-  }
-  if (check_moe_imbalance(m, p, err, errn) != 0) {
-    *fault = PLAN_FAULT_RANGE;
     return -1;
   }
   if (p->hsdp > 0 && (p->zero < 3 || (p->dp * cp) % p->hsdp != 0)) {

@@ -179,6 +179,15 @@ cJSON *step_json(const model *m, const hw_model *hw, const plan *p, const step_r
 ** node-deduplicating dispatch sends over the scale-out network per token. */
 double step_moe_nodes_hit(const wl_tf_dims *d, int64_t nodes);
 
+/* What a node-deduplicating dispatch's scale-out exchange carries over the
+** even share when the busiest of a node's g chips takes `rows` times its
+** share (plan_moe_rows): its copies reach the node over all g NICs (each
+** sender's rail) before NVLink, so the node takes the mean of one chip at
+** rows and g - 1 at the even share, and never more than one copy of a
+** token (nodes / hit, hit the nodes a token reaches on average); a padded
+** capacity (`padded`) pads every chip alike: rows. */
+double step_moe_node_load(double rows, int64_t g, int64_t nodes, double hit, bool padded);
+
 /* The HBM bytes (read + write) of expert parallelism's two token reorders
 ** (sort after the dispatch, unsort before the combine) in one MoE layer's
 ** forward for one micro-batch on one chip; the backward moves as many.

@@ -637,7 +637,9 @@ static void cast_elems(const wl_tf_dims *d, const plan *p, int kind, double *fwd
   double q = (double)d->heads * hd, kv = (double)(d->kv_heads ? d->kv_heads : d->heads) * hd;
   bool moe = kind & WL_LAYER_MOE;
   double F = (double)(moe && d->moe_ffn ? d->moe_ffn : d->ffn_hidden);
-  double k = moe && d->top_k ? (double)d->top_k : 1;
+  /* the routed copies: top_k a token, times the busiest chip's share
+  ** (plan_moe_rows), all of which it quantizes */
+  double k = moe && d->top_k ? (double)d->top_k * plan_moe_rows(p, d) : 1;
   double ftp = moe ? (double)(p->etp > 1 ? p->etp : 1) : tp; /* Megatron-Core: experts use etp */
   double up = d->gated ? 2 : 1;
   /* the operands sequence parallelism gathers (QKV's and FC1's inputs;
@@ -745,11 +747,11 @@ static double moe_a2a_s(const hw_model *hw, const wl_tf_dims *d, const plan *p, 
   /* the busiest chip receives (and sends back) its rows over the even
   ** share, and the exchange lasts as long as its part: a padded capacity's
   ** buffers, or uneven routing's hot chip (plan_moe_rows) */
-  row_bytes *= plan_moe_rows(p, d);
+  double rows = plan_moe_rows(p, d), hot = row_bytes * rows;
   int64_t g = step_group_node_members(hw, p->ep, p->etp > 1 ? p->etp : 1);
   /* an expert group whose members sit in several TPU slices exchanges over DCN */
   double flat = group_coll_s(hw, NULL, p, p->ep, p->etp > 1 ? p->etp : 1, g, COLL_ALL_TO_ALL,
-                             tokens * k * row_bytes, err, errn);
+                             tokens * k * hot, err, errn);
   /* an expert group that is a whole twisted slice: its all-to-all gains the
   ** twisted torus's throughput (sim/net.c net_a2a_twist_gain) */
   if (flat > 0 && p->slice_twisted && plan_ep_is_slice(p))
@@ -759,14 +761,23 @@ static double moe_a2a_s(const hw_model *hw, const wl_tf_dims *d, const plan *p, 
     return flat;
   int64_t nodes = p->ep / g;
   /* one chip a node, each with its own NIC (rail-optimized): the exchange
-  ** of a token's copy to each distinct node among its experts' */
-  double rdma = coll_time_s(hw, nodes, 1, COLL_ALL_TO_ALL,
-                            tokens * step_moe_nodes_hit(d, nodes) * row_bytes, 1, 0, COLL_AUTO,
-                            false, err, errn);
-  double nvl = coll_time_s(hw, g, g, COLL_ALL_TO_ALL, tokens * k * row_bytes, 1, 0, COLL_AUTO,
-                           false, err, errn);
+  ** of a token's copy to each distinct node among its experts', at the
+  ** node's load under uneven routing (step_moe_node_load) */
+  double hit = step_moe_nodes_hit(d, nodes);
+  double node = step_moe_node_load(rows, g, nodes, hit, d->capacity_factor > 0);
+  double rdma = coll_time_s(hw, nodes, 1, COLL_ALL_TO_ALL, tokens * hit * row_bytes * node, 1, 0,
+                            COLL_AUTO, false, err, errn);
+  double nvl = coll_time_s(hw, g, g, COLL_ALL_TO_ALL, tokens * k * hot, 1, 0, COLL_AUTO, false,
+                           err, errn);
   if (rdma < 0 || nvl < 0) return -1;
   return fmin(flat, fmax(rdma, nvl));
+}
+
+double step_moe_node_load(double rows, int64_t g, int64_t nodes, double hit, bool padded) {
+  if (padded || g < 1) return rows;
+  double node = (rows + (double)g - 1) / (double)g;
+  if (hit > 0 && node > (double)nodes / hit) node = (double)nodes / hit;
+  return node > 1 ? node : 1;
 }
 
 double step_moe_reorder_bytes(const wl_tf_dims *d, const plan *p) {

@@ -374,7 +374,11 @@ run sim-imb-padded 1 simulate "$OUT/mixtral-cf.json" --hw h100-sxm --chips 16 --
 run sim-imb-text 0 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --fsdp --gbs 64 --seq 2048 --moe-imbalance 1.25 --explain && has sim-imb-text out "uneven routing: the busiest chip of each expert group receives 1.25 times"
 run plan-imb-dense 1 plan llama3-8b --hw h100-sxm --chips 8 --moe-imbalance 1.5 && has plan-imb-dense err "--moe-imbalance: llama3-8b has no experts"
 run plan-imb-padded 1 plan "$OUT/mixtral-cf.json" --hw h100-sxm --chips 16 --moe-imbalance 1.5 && has plan-imb-padded err "pads every expert to capacity_factor 1.25"
-run plan-imb 0 plan mixtral-8x7b --hw h100-sxm --chips 16 --gbs 64 --seq 2048 --moe-imbalance 8 --top 3 && has plan-imb out "best: 16 x h100-sxm"
+# the planner gives each expert-parallel plan F or the most its ep allows: 4 at ep 8 (above)
+run plan-imb 0 plan mixtral-8x7b --hw h100-sxm --chips 16 --gbs 64 --seq 2048 --moe-imbalance 8 --fix ep=8 --top 3 && has plan-imb out ", ep 8 (" && has plan-imb out "its busiest chip 4x the even share)"
+run plan-imb-json 0 plan mixtral-8x7b --hw h100-sxm --chips 16 --gbs 64 --seq 2048 --moe-imbalance 8 --fix ep=8 --top 1 --json && has plan-imb-json out '"moe_imbalance":	4'
+run sim-imb-cnn 1 simulate resnet50 --hw h100-sxm --chips 8 --moe-imbalance 2 && has sim-imb-cnn err "--moe-imbalance 2: resnet50 has no experts"
+run sim-disp-cnn 1 simulate resnet50 --hw h100-sxm --chips 8 --moe-dispatcher flex && has sim-disp-cnn err "--moe-dispatcher flex: resnet50 has no experts"
 # what Megatron-Core's TransformerConfig refuses with the overlap (transformer_config.py):
 # a pipeline without virtual stages, full recompute, the moe module recomputed
 run sim-epo-pp 1 simulate mixtral-8x7b --hw h100-sxm --chips 16 --ep 8 --pp 2 --gbs 16 --ep-overlap on && has sim-epo-pp err "needs virtual stages" && has sim-epo-pp err "nearest: --pp-schedule interleaved:2"

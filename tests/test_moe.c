@@ -733,3 +733,21 @@ Test(moe, imbalance_bounds) {
   model_free(m);
   hw_catalog_free(c);
 }
+
+/* The scale-out share of a deduplicating dispatch under uneven routing: a
+** node of 8 GPUs whose busiest takes 2x its share takes (2 + 7) / 8 =
+** 1.125x over its NICs; but a node already reached by nearly every token
+** cannot take more than one copy of each: Qwen3-30B-A3B (top-8 of 128) on 2
+** nodes, a token reaches 2 (1 - C(64,8)/C(128,8)) = 1.99381 of them, so at
+** most 2 / 1.99381 = 1.00310x. DeepSeek-V3 on 8 nodes (3.629 hit,
+** nodes_hit_deepseek_v3): 1.125 stays under 8 / 3.629. Even routing: 1; a
+** padded capacity of 1.25 pads every chip: 1.25. */
+Test(moe, imbalance_node_load) {
+  wl_tf_dims q = routed(128, 8, 0, 0);
+  double hit = step_moe_nodes_hit(&q, 2);
+  cr_assert_float_eq(hit, 1.99381, 1e-5);
+  cr_assert_float_eq(step_moe_node_load(2, 8, 2, hit, false), 2 / hit, 1e-12);
+  cr_assert_float_eq(step_moe_node_load(2, 8, 8, 3.629, false), 1.125, 1e-12);
+  cr_assert_float_eq(step_moe_node_load(1, 8, 8, 3.629, false), 1, 0);
+  cr_assert_float_eq(step_moe_node_load(1.25, 8, 8, 3.629, true), 1.25, 0);
+}
