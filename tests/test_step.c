@@ -189,9 +189,10 @@ Test(step, interleaved_chunks_release_their_buckets_early) {
 ** none (both unknown in SC21 Table 1); gradients reduced after backward as
 ** Megatron-LM's local DDP did. The issue's target: a mean absolute error
 ** of at most 10 % with no row beyond 25 %. With each fusion kernel timed
-** (issue 7) the mean is 4.4 % and the worst row 10.8 %; this test holds
-** the mean at 6 % and every row at 15 % (docs/simulator.md has the
-** table). Nothing here was fitted to a row. */
+** (issue 7) the mean was 4.4 % and the worst row 10.8 % (5.2 % and 10.8 %
+** on 2026-12-06); this test holds the mean at 6 % and every row at 15 %
+** (docs/validation.md has the generated table). Nothing here was fitted
+** to a row. */
 Test(step, published_runs, .timeout = 120) {
   FILE *f = fopen("tests/data/public-runs.csv", "r");
   cr_assert_not_null(f);
