@@ -123,5 +123,13 @@ bad_study unknown-top '{"models": ["mlp"], "hw": ["tpu-v5p"], "chips": [8], "obj
 run no-study 2 sweep && has no-study err "expected one STUDY.json"
 run missing 1 sweep $OUT/nope.json && has missing err "nope.json"
 
+# docs/sweep.md's study: the CSV the docs teach from (and the picture's data
+# is checked against) is what the study gives today, byte for byte; a
+# planner change that moves it makes this fail until the study is re-run
+# (rm docs/studies/hbm-ici.csv docs/studies/hbm-ici.jsonl, then sweep and
+# `make docs`) and sweep.md's figures follow
+run docs-study 0 sweep docs/studies/hbm-ici.json --out $OUT/hbm-ici --threads 2
+cmp -s $OUT/hbm-ici.csv docs/studies/hbm-ici.csv && ok || bad "docs/studies/hbm-ici.csv is not what its study gives today (diff $OUT/hbm-ici.csv docs/studies/hbm-ici.csv)"
+
 echo "sweep: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
