@@ -330,7 +330,8 @@ static int variants_of(int64_t group, const plan_offload *offs, int n_off, unsig
 /* step_costs reads tp, mbs, ep, etp, cp, whether there is a pipeline (its
 ** send), and with activation offload whether the layer is fully
 ** recomputed (what goes to the host); the rest of a plan it does not
-** (sim/stepcost.c). */
+** (sim/stepcost.c), but for --moe-imbalance, which one search gives every
+** plan of an ep alike (search_chips), so ep stands for it here. */
 typedef struct {
   int64_t tp, mbs, ep, etp, cp;
   int piped, offmode, epo;
