@@ -413,11 +413,10 @@ static int run_plan(cli_ctx *c) {
     hw_catalog_free(cat);
     return CLI_BAD_INPUT;
   }
-  if (uneven && m->info.tf.capacity_factor > 0) { /* plan.c's check_moe_imbalance, for every plan */
-    fprintf(c->err, "tpusim plan: --moe-imbalance %g: %s pads every expert to capacity_factor %g "
-                    "and drops the tokens past it, so uneven routing does not change the work "
-                    "(nearest: drop the flag)\n",
-            req.moe_imbalance, m->name, m->info.tf.capacity_factor);
+  /* what every plan would refuse (a padded model), said once */
+  char ierr[320];
+  if (plan_check_moe_imbalance_model(m, req.moe_imbalance, ierr, sizeof ierr) != 0) {
+    fprintf(c->err, "tpusim plan: %s\n", ierr);
     model_free(m);
     hw_catalog_free(cat);
     return CLI_BAD_INPUT;
@@ -534,20 +533,20 @@ static int run_plan(cli_ctx *c) {
     units_si(mp, sizeof mp, (double)m->params, " parameters");
     fprintf(c->out, "plan for %s (%s), objective: %s\n", m->name,
             m->params > 0 ? mp : "no weight parameters", r->objective);
-    char vps[48] = "", eps[160] = "", z[32], more[96] = "", load[64] = "";
+    char vps[48] = "", eps[160] = "", z[32], more[96] = "", note[96] = "";
     if (b->p.vp > 1) snprintf(vps, sizeof vps, " (interleaved x%lld)", (long long)b->p.vp);
     size_t k = 0;
     if (b->p.cp > 1) k += (size_t)snprintf(eps, sizeof eps, ", cp %lld", (long long)b->p.cp);
-    /* uneven routing: the busiest chip's share, which the plan's ep may cap */
+    /* the expert-parallel notes: the overlap, and uneven routing's busiest
+    ** chip share, which the plan's ep may cap */
+    if (framework_moe_a2a_overlap(b->p.framework, &b->p, hw_catalog_find(cat, b->hw)))
+      snprintf(note, sizeof note, "all-to-alls overlapped");
     if (plan_moe_load(&b->p) > 1)
-      snprintf(load, sizeof load, "; its busiest chip %.3gx the even share", plan_moe_load(&b->p));
-    bool ovl = framework_moe_a2a_overlap(b->p.framework, &b->p, hw_catalog_find(cat, b->hw));
+      snprintf(note + strlen(note), sizeof note - strlen(note), "%sits busiest chip %.3gx the even share",
+               note[0] ? "; " : "", plan_moe_load(&b->p));
     if (b->p.ep > 1 && k < sizeof eps)
       k += (size_t)snprintf(eps + k, sizeof eps - k, ", ep %lld%s%s%s", (long long)b->p.ep,
-                            ovl || load[0] ? " (" : "", ovl ? "all-to-alls overlapped" : "",
-                            load[0] ? load + (ovl ? 0 : 2) : "");
-    if (b->p.ep > 1 && (ovl || load[0]) && k < sizeof eps)
-      k += (size_t)snprintf(eps + k, sizeof eps - k, ")");
+                            note[0] ? " (" : "", note, note[0] ? ")" : "");
     if (b->p.etp > 1 && k < sizeof eps) snprintf(eps + k, sizeof eps - k, ", etp %lld", (long long)b->p.etp);
     zero_str(z, sizeof z, &b->p);
     k = 0;

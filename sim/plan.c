@@ -549,13 +549,7 @@ static int check_recompute_modules(const model *m, const plan *p, char *err, siz
   return 0;
 }
 
-/* --moe-imbalance F: a MoE model, an expert group to be uneven in, routing
-** that can be uneven (dropless: a padded capacity holds every expert at
-** its capacity), and F no more than the busiest chip can receive
-** (plan_moe_imbalance_max: ep x the even share when it holds top_k experts
-** or more). */
-static int check_moe_imbalance(const model *m, const plan *p, char *err, size_t errn) {
-  double f = p->moe_imbalance;
+int plan_check_moe_imbalance_model(const model *m, double f, char *err, size_t errn) {
   if (f == 0 || f == 1) return 0;
   const wl_tf_dims *d = &m->info.tf;
   if (!(f >= 1) || !(f <= 1e6))
@@ -568,6 +562,18 @@ static int check_moe_imbalance(const model *m, const plan *p, char *err, size_t 
     return str_errf(err, errn, "--moe-imbalance %g: %s pads every expert to capacity_factor %g and "
                     "drops the tokens past it, so uneven routing does not change the work (leave "
                     "the flag out)", f, m->name, d->capacity_factor);
+  return 0;
+}
+
+/* --moe-imbalance F: the model's part (above), then an expert group to be
+** uneven in and F no more than the busiest chip can receive
+** (plan_moe_imbalance_max: ep x the even share when it holds top_k experts
+** or more). */
+static int check_moe_imbalance(const model *m, const plan *p, char *err, size_t errn) {
+  double f = p->moe_imbalance;
+  if (plan_check_moe_imbalance_model(m, f, err, errn) != 0) return -1;
+  if (f == 0 || f == 1) return 0;
+  const wl_tf_dims *d = &m->info.tf;
   if (p->ep < 2)
     return str_errf(err, errn, "--moe-imbalance %g: ep is %lld, so every chip routes its own tokens "
                     "to experts it holds and none waits on another (nearest: --ep 2 or more, or "

@@ -288,6 +288,11 @@ double plan_moe_load(const plan *p);
 /* The most that chip can receive over the even share: its E/ep experts
 ** take at most min(top_k, E/ep) copies of each of the group's tokens. */
 double plan_moe_imbalance_max(const plan *p, const wl_tf_dims *d);
+/* --moe-imbalance F against the model alone, whatever the plan: 1 or more,
+** a model with experts, and routing that can be uneven (dropless: a model
+** padded to moe.capacity_factor holds every expert at its capacity).
+** Returns 0 (also for F 0 or 1), or -1 with err naming the flag. */
+int plan_check_moe_imbalance_model(const model *m, double f, char *err, size_t errn);
 /* The routed rows that chip computes and exchanges over the even share: a
 ** model's padded capacity (moe.capacity_factor: every expert at its
 ** capacity, whatever the routing), else plan_moe_load. */

@@ -653,6 +653,14 @@ Test(moe, per_expert_gemm_launches) {
   hw_catalog_free(c);
 }
 
+/* One micro-batch of 4096 tokens on 8 chips, all of them one expert group
+** (ep 8), for the uneven-routing tests below. */
+static plan ep8_plan(void) {
+  return (plan){.chips = 8, .tp = 1, .pp = 1, .ep = 8, .cp = 1, .mbs = 1, .vp = 1, .slices = 1,
+                .gbs = 8, .seq = 4096, .schedule = PLAN_1F1B, .precision = GDT_BF16,
+                .op_costs = OPCOST_FORMULA};
+}
+
 /* Uneven routing (--moe-imbalance F): the busiest chip of the expert group
 ** receives F times the even share of the routed copies, and the group
 ** waits for it. Qwen3-30B-A3B (hidden 2048, expert FFN 768, SwiGLU, top-8
@@ -669,9 +677,7 @@ Test(moe, imbalance_loads_the_busiest_chip) {
   const hw_model *h = th_hw(c, "h100-sxm");
   model *m = th_model("tests/data/hf/qwen3-30b-a3b.json", 4096);
   char err[512];
-  plan p = {.chips = 8, .tp = 1, .pp = 1, .ep = 8, .cp = 1, .mbs = 1, .vp = 1, .slices = 1,
-            .gbs = 8, .seq = 4096, .schedule = PLAN_1F1B, .precision = GDT_BF16,
-            .op_costs = OPCOST_FORMULA};
+  plan p = ep8_plan();
   framework_apply(framework_find("plain"), &p);
   cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
   double flops[2], a2a[2], reorder[2];
@@ -710,8 +716,7 @@ Test(moe, imbalance_bounds) {
   const hw_model *h = th_hw(c, "h100-sxm");
   model *m = th_model("tests/data/hf/qwen3-30b-a3b.json", 4096);
   char err[512];
-  plan p = {.chips = 8, .tp = 1, .pp = 1, .ep = 8, .cp = 1, .mbs = 1, .vp = 1, .slices = 1,
-            .gbs = 8, .seq = 4096, .schedule = PLAN_1F1B, .precision = GDT_BF16};
+  plan p = ep8_plan();
   cr_assert_float_eq(plan_moe_imbalance_max(&p, &m->info.tf), 8, 1e-12);
   p.moe_imbalance = 8;
   cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);

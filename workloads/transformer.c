@@ -55,8 +55,7 @@ typedef struct {
   bool parallel, tied, bias, qkv_bias;
   bool causal; /* a decoder's causal mask (is_causal, default true) */
   int64_t experts, top_k, max_positions, type_vocab;
-  double capacity;
-  bool capacity_given; /* moe.capacity_factor is in the file (else dropless) */
+  double capacity; /* moe.capacity_factor: each expert padded to it; 0: dropless */
   double dropout; /* attention and hidden dropout probability (Megatron: 0.1) */
   int64_t model_layers; /* the model's layers; `layers` is how many are built */
   /* mixture of experts: `experts` are those this graph holds, the router
@@ -189,10 +188,7 @@ static bool read_moe(jin *j, const cJSON *moe, tf_cfg *c) {
   bool ok = jin_only(j, moe, MOE_KEYS, NULL) == 0;
   ok &= jin_get_int(j, moe, "experts", 1, 1 << 16, true, &c->experts) > 0;
   ok &= jin_get_int(j, moe, "top_k", 1, 1 << 16, true, &c->top_k) > 0;
-  c->capacity = 1.0;
-  int cf_given = jin_get_num(j, moe, "capacity_factor", 0.01, 1000, false, &c->capacity);
-  ok &= cf_given >= 0;
-  c->capacity_given = cf_given > 0;
+  ok &= jin_get_num(j, moe, "capacity_factor", 0.01, 1000, false, &c->capacity) >= 0;
   ok &= jin_get_int(j, moe, "moe_intermediate_size", 1, BIG, false, &c->moe_ffn) >= 0;
   int64_t n_shared = 0;
   ok &= jin_get_int(j, moe, "n_shared_experts", 0, 1 << 10, false, &n_shared) >= 0;
@@ -615,7 +611,7 @@ static bool shard_ep(jin *j, const wl_train *t, tf_cfg *c) {
   /* the busiest chip of the group sets the step: its experts take
   ** ep_load times the even share (dropless; a padded capacity holds every
   ** expert at its capacity whatever the routing, so it is left alone) */
-  double load = t->ep_load > 1 && !c->capacity_given ? t->ep_load : 1;
+  double load = t->ep_load > 1 && !(c->capacity > 0) ? t->ep_load : 1;
   c->capacity_mult = (double)ep * (double)etp / (double)tp * load;
   c->moe_ffn /= etp;
   return true;
@@ -697,7 +693,7 @@ static wl_tf_dims dims_of(const tf_cfg *c) {
                       .window_chunked = c->window > 0 && c->chunked,
                       .global_every = c->window ? c->global_every : 0,
                       .moe_ffn = moe ? c->moe_ffn : 0,
-                      .capacity_factor = moe && c->capacity_given ? c->capacity : 0,
+                      .capacity_factor = moe ? c->capacity : 0,
                       .shared_ffn_hidden = moe ? c->shared_ffn : 0,
                       .q_lora_rank = c->q_lora, .kv_lora_rank = c->kv_lora,
                       .qk_rope_head_dim = mla ? c->qk_rope : 0, .v_head_dim = mla ? c->v_dim : 0,
@@ -1125,7 +1121,8 @@ static int moe_ffn(graph *g, const wl_train *t, const tf_cfg *c, int x, const ch
   graph_shape sx = shape_of(g, x);
   int64_t T = sx.dim[0] * sx.dim[1], H = c->latent > 0 ? c->latent : c->hidden, E = c->experts,
           R = c->router_experts;
-  int64_t C = (int64_t)ceil((double)T * (double)c->top_k * c->capacity * c->capacity_mult /
+  double cf = c->capacity > 0 ? c->capacity : 1; /* dropless: the even share */
+  int64_t C = (int64_t)ceil((double)T * (double)c->top_k * cf * c->capacity_mult /
                             (double)R);
   char n[128];
   int xt = graph_reshape(g, x, GRAPH_SHAPE(t->compute, T, c->hidden));
