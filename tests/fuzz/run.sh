@@ -16,6 +16,7 @@ seeds() { # NAME -> the files its corpus starts from
     hw) ls hw_models/*.json tests/data/*.json ;;
     hlo) ls workloads/examples/*.hlo tests/data/hlo/*.hlo ;;
     trace) ls tests/fuzz/seeds/trace/*.json tests/data/*.json ;;
+    runs) ls tests/validation/*.csv tests/data/*.csv ../shared/reference/public-runs*.csv ;;
   esac 2>/dev/null
 }
 TIMEOUT=10
