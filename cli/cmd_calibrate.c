@@ -692,8 +692,9 @@ static int run_runs(cli_ctx *c) {
     return cli_usage_error(c, "%s", "--quick times this CPU's kernels: not with --runs");
   fitctx f = {.c = c, .file = cli_opt(c, "--runs")};
   if (!*f.file) return cli_usage_error(c, "%s", "--runs needs a FILE.csv (a table of runs)");
-  const char *mfile = cli_opt(c, "--mapping") ? cli_opt(c, "--mapping") : RUNS_DEFAULT_MAPPING;
-  const char *models = cli_opt(c, "--models") ? cli_opt(c, "--models") : RUNS_DEFAULT_MODELS;
+  runs_paths paths;
+  runs_paths_of(c, &paths);
+  const char *mfile = paths.mapping, *models = paths.models;
   if (!*models) return cli_usage_error(c, "%s", "--models needs a folder (DIR or DIR:DIR:...)");
   time_t now = time(NULL);
   struct tm tm;

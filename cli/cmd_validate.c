@@ -250,8 +250,9 @@ static int run_validate(cli_ctx *c) {
   if (c->json && cli_opt(c, "--markdown"))
     return cli_usage_error(c, "%s", "--json and --markdown: pick one");
   const char *file = c->pos[0];
-  const char *mfile = cli_opt(c, "--mapping") ? cli_opt(c, "--mapping") : RUNS_DEFAULT_MAPPING;
-  const char *models = cli_opt(c, "--models") ? cli_opt(c, "--models") : RUNS_DEFAULT_MODELS;
+  runs_paths paths;
+  runs_paths_of(c, &paths);
+  const char *mfile = paths.mapping, *models = paths.models;
   if (!*models) return cli_usage_error(c, "%s", "--models needs a folder (DIR or DIR:DIR:...)");
   diag *dg = diag_new();
   if (!dg) {
@@ -288,10 +289,12 @@ const cli_cmd cli_cmd_validate = {"validate",
     "  Each row becomes the `tpusim simulate` command a user would type, through\n"
     "  one mapping (default tests/validation/mapping.csv), and runs as simulate runs;\n"
     "  model files are looked up on --models (default\n"
-    "  tests/validation/models:tests/data/hf). Prints each row's measured and\n"
-    "  simulated step time, signed error and command (or why it does not run), then\n"
-    "  rows run, MAPE, mean signed error and the worst row. Exit 0 when it ran, even\n"
-    "  with rows that do not run; 1 for a bad file (with line:column of the cell).\n"
+    "  tests/validation/models:tests/data/hf; both defaults in the source tree,\n"
+    "  from the working directory or the tree the tpusim binary sits in). Prints\n"
+    "  each row's measured and simulated step time, signed error and command (or\n"
+    "  why it does not run), then rows run, MAPE, mean signed error and the worst\n"
+    "  row. Exit 0 when it ran, even with rows that do not run; 1 for a bad file\n"
+    "  (with line:column of the cell).\n"
     "  --markdown: the tables of docs/validation.md",
     "simulate published training runs and compare: per-row error and MAPE", run_validate, NULL,
     VALIDATE_FLAGS, VALIDATE_VALUED, NULL};

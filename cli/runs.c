@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -32,6 +33,53 @@
 
 const char RUNS_DEFAULT_MAPPING[] = "tests/validation/mapping.csv";
 const char RUNS_DEFAULT_MODELS[] = "tests/validation/models:tests/data/hf";
+
+static bool is_file(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* The source tree tpusim was built in: the folder of its binary (Linux's
+** /proc/self/exe), which the build puts at the tree's root, or the folder
+** above it (a build folder's: build-asan/tpusim), whichever holds the
+** default mapping; 0, or -1 and "" when neither does. */
+static int tree_of_binary(char *out, size_t n) {
+  char exe[RUNS_PATH_MAX];
+  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  out[0] = 0;
+  if (len <= 0 || (size_t)len >= sizeof exe - 1) return -1;
+  exe[len] = 0;
+  for (int up = 0; up < 2; up++) {
+    char *slash = strrchr(exe, '/');
+    if (!slash) return -1;
+    *slash = 0;
+    char probe[RUNS_PATH_MAX + 64];
+    snprintf(probe, sizeof probe, "%s/%s", exe, RUNS_DEFAULT_MAPPING);
+    if (is_file(probe)) return snprintf(out, n, "%s", exe) < (int)n ? 0 : (out[0] = 0, -1);
+  }
+  return -1;
+}
+
+void runs_paths_of(const cli_ctx *c, runs_paths *p) {
+  const char *m = cli_opt(c, "--mapping"), *d = cli_opt(c, "--models");
+  p->mapping = m ? m : RUNS_DEFAULT_MAPPING;
+  p->models = d ? d : RUNS_DEFAULT_MODELS;
+  p->default_mapping = !m;
+  /* from the tree's root (make test, docs): the defaults as they are, so
+  ** the commands validate prints stay the ones a user types there */
+  if ((m && d) || is_file(RUNS_DEFAULT_MAPPING)) return;
+  char root[RUNS_PATH_MAX];
+  if (tree_of_binary(root, sizeof root)) return;
+  if (!m) {
+    snprintf(p->mapping_buf, sizeof p->mapping_buf, "%s/%s", root, RUNS_DEFAULT_MAPPING);
+    p->mapping = p->mapping_buf;
+  }
+  if (!d) {
+    snprintf(p->models_buf, sizeof p->models_buf, "%s/tests/validation/models:%s/tests/data/hf",
+             root, root);
+    p->models = p->models_buf;
+  }
+}
 
 /* ==== CSV: cells with the line:column they start at ==== */
 
@@ -1737,7 +1785,15 @@ int runs_open(runs_table *x, cli_ctx *c, const char *file, const char *mfile, co
     return -1;
   int bad = read_rows(&rd, &x->r, &x->n, purpose);
   x->n_read = x->r ? x->n : 0;
-  if (bad < 0 || (bad > 0 && !per_row) || mapping_read(x->map, mfile, dg)) return -1;
+  if (bad < 0 || (bad > 0 && !per_row)) return -1;
+  if (mapping_read(x->map, mfile, dg)) {
+    if (mfile == RUNS_DEFAULT_MAPPING && !is_file(mfile))
+      diag_error(dg, mfile, 0, 0, NULL,
+                 "the default mapping is the source tree's, found from the working directory or "
+                 "beside the tpusim binary at the tree's root; run from there, or give --mapping "
+                 "FILE (and --models DIR:DIR for its model files)");
+    return -1;
+  }
   *bad_rows = bad;
   memcpy(x->col, rd.col, sizeof x->col);
   return 0;

@@ -734,6 +734,22 @@ for f in public-runs public-runs-modern; do
   # one line per row, the header and the summary: nothing dropped
   [ "$(wc -l <"$OUT/validate-$f.out")" -eq $((n + 2)) ] && ok || bad "validate $f: not one line per row"
 done
+# From another folder: the mapping and the model files are the tree's, found
+# beside the binary (its folder or the one above, a build folder's); a copy
+# of the binary outside the tree says where they are looked for.
+{ head -1 "$SHARED/reference/public-runs-modern.csv"
+  grep '^iw-v7x64-gemma4_26b' "$SHARED/reference/public-runs-modern.csv"
+} >"$OUT/elsewhere-runs.csv"
+(cd / && $prefix "$abs" validate "$OLDPWD/$OUT/elsewhere-runs.csv" >"$OLDPWD/$OUT/validate-elsewhere.out" 2>"$OLDPWD/$OUT/validate-elsewhere.err")
+rc=$?; [ "$rc" -eq 0 ] && ok || bad "validate from another folder: exit $rc"
+has validate-elsewhere out "rows run 1 of 1 ("
+has validate-elsewhere out "/tests/validation/models/gemma4-26b.json --hw tpu-v7x"
+cp "$abs" "$OUT/tpusim-elsewhere"
+(cd / && $prefix "$OLDPWD/$OUT/tpusim-elsewhere" validate "$OLDPWD/$OUT/elsewhere-runs.csv" >"$OLDPWD/$OUT/validate-nomap.out" 2>"$OLDPWD/$OUT/validate-nomap.err")
+rc=$?; [ "$rc" -eq 1 ] && ok || bad "validate with no mapping to be found: exit $rc, expected 1"
+has validate-nomap err "tests/validation/mapping.csv: cannot open"
+has validate-nomap err "give --mapping FILE (and --models DIR:DIR for its model files)"
+rm -f "$OUT/tpusim-elsewhere"
 # The 4 nemotron_h rows of the modern set give no architecture (layers '?'),
 # but the mapping names a config file for each model and params_B
 # (docs/validation.md): they run from it, and no row is left not expressible.
