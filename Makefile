@@ -215,7 +215,7 @@ bench: $(BENCH_BIN) $(BIN)
 # JSON reader, model.json / HF config, hardware files, HLO text, traces),
 # each run for FUZZ_SECONDS after its regression inputs (tests/fuzz/run.sh).
 FUZZ_SECONDS ?= 60
-FUZZ_NAMES = jin model hw hlo trace runs
+FUZZ_NAMES = jin model hw hlo trace runs sweep
 FUZZ_CC ?= clang
 
 fuzz: deps

@@ -237,9 +237,17 @@ static void whole_file_pos(const jin *j, int *line, int *col) {
 
 static int parse_text(jin *j, const char *file, const char *text, size_t len, diag *dg);
 
+/* A text that does not parse holds nothing afterwards (its copy and any
+** tree freed), so a caller that returns at once leaks nothing and one that
+** calls jin_close anyway frees nothing twice. */
+static int parsed(jin *j, int rc) {
+  if (rc != 0) jin_close(j);
+  return rc;
+}
+
 int jin_open(jin *j, const char *file, const char *text, size_t len, diag *dg) {
   memset(j, 0, sizeof *j);
-  return parse_text(j, file, text, len, dg);
+  return parsed(j, parse_text(j, file, text, len, dg));
 }
 
 int jin_open_part(jin *j, const char *file, const char *text, size_t len, int line, int col,
@@ -249,7 +257,7 @@ int jin_open_part(jin *j, const char *file, const char *text, size_t len, int li
   j->col0 = col > 0 ? col : 1;
   for (int i = 0; i < nprefix && i < JIN_MAX_DEPTH; i++) j->path[i] = prefix[i];
   j->depth = j->prefix = nprefix;
-  return parse_text(j, file, text, len, dg);
+  return parsed(j, parse_text(j, file, text, len, dg));
 }
 
 static int parse_text(jin *j, const char *file, const char *text, size_t len, diag *dg) {

@@ -57,7 +57,8 @@ char *jin_read_file(const char *path, size_t max_bytes, size_t *len, diag *dg);
 char *jin_read_regular(const char *path, size_t max_bytes, const char *what, const char *why,
                        size_t *len, diag *dg);
 
-/* Parses text (copied). Returns 0, or -1 after reporting the syntax error. */
+/* Parses text (copied). Returns 0, or -1 after reporting the syntax error,
+** then holding nothing (jin_close is harmless, not needed). */
 int jin_open(jin *j, const char *file, const char *text, size_t len, diag *dg);
 /* Parses one value of a larger file on its own (an element of a huge
 ** array, so the file's whole tree is never built): text[0, len) begins at

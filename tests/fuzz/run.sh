@@ -17,6 +17,7 @@ seeds() { # NAME -> the files its corpus starts from
     hlo) ls workloads/examples/*.hlo tests/data/hlo/*.hlo ;;
     trace) ls tests/fuzz/seeds/trace/*.json tests/data/*.json ;;
     runs) ls tests/validation/*.csv tests/data/*.csv ../shared/reference/public-runs*.csv ;;
+    sweep) ls docs/studies/*.json tests/data/sweep/*.json ;;
   esac 2>/dev/null
 }
 TIMEOUT=10
