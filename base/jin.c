@@ -658,6 +658,53 @@ static bool listed(const char *const *list, const char *key) {
   return false;
 }
 
+typedef struct {
+  const char *key;
+  int pos; /* its place among the object's members */
+} key_at;
+
+static int key_at_cmp(const void *a, const void *b) {
+  const key_at *x = a, *y = b;
+  int c = strcmp(x->key, y->key);
+  return c ? c : (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* Sorted by key then place, so each repeat follows its first: n log n for
+** an object of any width (a file of a few MB may hold 10^5 keys). */
+int jin_no_duplicates(jin *j, const cJSON *obj) {
+  if (!cJSON_IsObject(obj) && !cJSON_IsArray(obj)) return 0;
+  int problems = 0, n = 0, i = 0;
+  for (const cJSON *c = obj->child; c; c = c->next) n++;
+  if (cJSON_IsObject(obj) && n > 1) {
+    key_at *k = malloc((size_t)n * sizeof *k);
+    if (!k) {
+      jin_error(j, 0, "out of memory");
+      return 1;
+    }
+    for (const cJSON *c = obj->child; c; c = c->next, i++) k[i] = (key_at){c->string ? c->string : "", i};
+    qsort(k, (size_t)n, sizeof *k, key_at_cmp);
+    for (i = 1; i < n; i++) {
+      if (strcmp(k[i].key, k[i - 1].key) != 0) continue;
+      int occ = 1;
+      while (i + 1 < n && strcmp(k[i + 1].key, k[i].key) == 0) i++, occ++;
+      jin_push_key(j, k[i].key, 1);
+      jin_error(j, 1, "duplicate key (given %d times: keep one; Python's json would keep the last silently)", occ + 1);
+      jin_pop(j);
+      problems++;
+    }
+    free(k);
+  }
+  i = 0;
+  for (const cJSON *c = obj->child; c; c = c->next, i++) {
+    if (!cJSON_IsObject(c) && !cJSON_IsArray(c)) continue;
+    if (cJSON_IsObject(obj)) jin_push_key(j, c->string, 0);
+    else jin_push_index(j, i);
+    problems += jin_no_duplicates(j, c);
+    jin_pop(j);
+  }
+  return problems;
+}
+
 int jin_only(jin *j, const cJSON *obj, const char *const *allowed, const char *const *also) {
   int problems = 0;
   if (!cJSON_IsObject(obj)) return 0;

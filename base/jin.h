@@ -116,6 +116,10 @@ const cJSON *jin_get_array(jin *j, const cJSON *obj, const char *key, bool requi
 ** list (or NULL) for keys shared by all objects of a kind. Returns the
 ** number of problems. */
 int jin_only(jin *j, const cJSON *obj, const char *const *allowed, const char *const *also);
+/* Reports every key given twice in an object at or under obj (where no
+** fixed list of keys applies, as in a HuggingFace config.json, whose
+** Python reader keeps the last silently). Returns the number reported. */
+int jin_no_duplicates(jin *j, const cJSON *obj);
 
 const char *jin_type_name(const cJSON *v);
 /* Appends a JSON-ish rendering of v (for "got ..." in messages), truncated. */

@@ -1051,6 +1051,15 @@ static void check_rules(loader *L) {
     jin_error_at(j, "system.scale_up.kind", 0, "%s",
                  is_tpu ? "a TPU's scale-up fabric is \"ici-torus\""
                         : "only a TPU has an \"ici-torus\"");
+  /* a link is a rate: "none" has none, any other kind a rate above 0 */
+  bool no_link = strcmp(hw_enum_name(hw_field_find("chip.host_link.kind"), m->chip.host_link_kind),
+                        "none") == 0;
+  if (no_link != !(m->chip.host_link_bw_bytes_per_s > 0))
+    jin_error_at(j, "chip.host_link.bw_bytes_per_s", 0, "%s, got %g B/s",
+                 no_link ? "expected 0 for a host link of kind \"none\""
+                         : "expected a rate above 0 for a host link (kind \"none\" when the chip "
+                           "has none)",
+                 m->chip.host_link_bw_bytes_per_s);
   const hw_scale_up *u = &m->scale_up;
   if (!near(u->bw_per_chip_bytes_per_s, (double)u->links_per_chip * u->link_bw_bytes_per_s,
             0.01))

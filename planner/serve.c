@@ -368,6 +368,14 @@ int serve_plan_run(const model *m, const hw_model *const *hws, int n, const hw_c
   format_reason(q, cat, out->rule, out->reason, sizeof out->reason);
   if (out->mode == SERVE_ONLINE && !(q->qps > 0))
     return str_errf(err, errn, "an online endpoint needs --qps (requests a second)");
+  /* speculative decoding drafts tokens for a model that decodes them */
+  if (q->draft && !serve_generates(m))
+    return str_errf(err, errn, "--speculative: %s does not generate tokens (one forward a request): "
+                    "speculative decoding is for a decoder's generation", m->name);
+  if (q->draft && !serve_generates(q->draft))
+    return str_errf(err, errn, "--speculative %s: the draft does not generate tokens; a draft is a "
+                    "small decoder of the same vocabulary (e.g. Llama 3.2 1B for Llama 3.1 8B)",
+                    q->draft->name);
   const serve_precision *edge_prec = serve_precision_find("int8");
   int per_hw = 0;
   for (int i = 0; serve_precisions[i].name; i++) per_hw++;

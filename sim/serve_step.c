@@ -531,6 +531,8 @@ static int serve_forward(const model *m, const hw_model *hw, const hw_model *ghw
   return 0;
 }
 
+bool serve_generates(const model *m) { return m->info.tf.layers > 0 && !m->info.tf.encoder; }
+
 int serve_step(const model *m, const hw_model *hw, const serve_cfg *c, opcost *cache,
                serve_result *r, char *err, size_t errn) {
   memset(r, 0, sizeof *r);
@@ -560,7 +562,7 @@ int serve_step(const model *m, const hw_model *hw, const serve_cfg *c, opcost *c
   if (ghw && hw_peak_16bit(hw) <= 0) hw = ghw;
   opcost *own = cache ? NULL : opcost_new(OPCOST_FORMULA);
   if (!cache && !own) return str_errf(err, errn, "out of memory");
-  r->generative = d->layers > 0 && !d->encoder;
+  r->generative = serve_generates(m);
   int rc = r->generative ? serve_generative(m, hw, ghw, c, cache ? cache : own, r, err, errn)
                          : serve_forward(m, hw, ghw, c, cache ? cache : own, r, err, errn);
   opcost_free(own);

@@ -107,6 +107,10 @@ typedef struct {
 #define SERVE_PAGE_TOKENS 16
 double serve_kv_bytes(const model *m, int64_t tp, int64_t pp, int64_t tokens, double elem_bytes);
 
+/* Whether m generates text one token at a time (a decoder transformer:
+** prefill and decode), not one forward per request. */
+bool serve_generates(const model *m);
+
 /* Times and sizes one replica under c. cache: a kernel-cost cache shared
 ** by the caller's calls (NULL: one of its own). 0, or -1 with err
 ** (precision not on the chip, a shard that does not divide, ...). */

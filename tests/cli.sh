@@ -1355,5 +1355,39 @@ then ok; else bad "topo-moe: the twisted 4x4x8 step is not shorter"; fi
 run topo-plan-twisted 0 plan $QWEN --hw tpu-v4 --chips 128 --gbs 128 --seq 4096 --fix ep=128 && \
   has topo-plan-twisted out "slice 4x4x8t (twisted)"
 
+# --- hostile input a review found accepted (2026-12-06): each now refused
+# with its reason, or, where it was a real request, run ---
+# a NUL byte in HLO text: the JAX phase markers were read up to it
+python3 -c "import sys; s=open('workloads/examples/mlp_train_step.hlo').read(); open(sys.argv[1],'w').write(s.replace('JAX op names','JAX op n\x00ames'))" "$OUT/nul.hlo"
+run hlo-nul 1 graph "$OUT/nul.hlo" && has hlo-nul err "nul.hlo:5:67: a NUL byte: expected HLO text"
+# --set on an HLO module, whose sizes are its compiled shapes
+run hlo-set 1 simulate mlp_train_step --hw h100-sxm --chips 1 --set banana=xyz && \
+  has hlo-set err "is an HLO module, whose sizes are its compiled shapes"
+# speculative decoding: the draft and the target both generate tokens
+run serve-spec-mlp 2 serve llama3-8b --qps 10 --latency-p99 1s --speculative mlp --spec-acceptance 0.7 && \
+  has serve-spec-mlp err "--speculative mlp: the draft does not generate tokens"
+run serve-spec-cnn 2 serve resnet50 --qps 10 --latency-p99 1s --speculative llama3-8b --spec-acceptance 0.7 && \
+  has serve-spec-cnn err "--speculative: resnet50 does not generate tokens"
+# offload over a host link a chip does not have (a CPU socket is the host), and a link of 0 B/s
+run offload-nolink 1 simulate llama3-8b --hw cpu-genoa --chips 8 --gbs 8 --seq 2048 --offload optimizer && \
+  has offload-nolink err "--offload optimizer: cpu-genoa has no host link (chip.host_link: none)"
+python3 -c "import json,sys; d=json.load(open('hw_models/h100-sxm.json')); d['chip']['host_link']['bw_bytes_per_s']=0; json.dump(d,open(sys.argv[1],'w'))" "$OUT/h100-sxm.json"
+run hw-link0 1 simulate llama3-8b --hw h100-sxm --hw-file "$OUT/h100-sxm.json" --chips 8 --offload activations && \
+  has hw-link0 err "chip.host_link.bw_bytes_per_s: expected a rate above 0 for a host link"
+# a key given twice in an HF config (Python's json keeps the last; tpusim took the first)
+{ sed '$d' tests/data/hf/llama3.1-8b.json; echo '  , "hidden_size": 8'; echo '}'; } >"$OUT/dup-config.json"
+run hf-dup 1 graph "$OUT/dup-config.json" && has hf-dup err "hidden_size: duplicate key (given 2 times: keep one"
+# a LoRA rank past an adapted weight's smaller side (Llama 3.1 8B's v projection: 4096 x 1024)
+run lora-rank-big 1 graph tests/data/hf/llama3.1-8b.json --seq 2048 --finetune lora --lora-rank 1025 && \
+  has lora-rank-big err "above the smaller side of the adapted weight l0.v (1024)"
+run lora-rank-side 0 graph tests/data/hf/llama3.1-8b.json --seq 2048 --finetune lora --lora-rank 1024
+# interleaving without a pipeline changed the step; it is refused
+run il-pp1 1 simulate llama3-8b --hw h100-sxm --chips 8 --gbs 64 --seq 2048 --pp-schedule interleaved:2 && \
+  has il-pp1 err "it needs --pp 2 or more"
+# --seq 1 is a length (it was taken for "not given"), MoE too: a dispatch padded past its one token
+run seq1 0 simulate tests/data/hf/llama3.1-8b.json --hw h100-sxm --chips 8 --gbs 8 --seq 1 && has seq1 out "mbs 1, gbs 8"
+run seq1-moe 0 simulate tests/data/hf/qwen3-30b-a3b.json --hw h100-sxm --chips 8 --gbs 8 --seq 1 --ep 8 && \
+  has seq1-moe out "ep 8"
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

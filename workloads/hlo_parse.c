@@ -678,6 +678,16 @@ hlo_module *hlo_parse(const char *file, const char *text, size_t len, diag *dg) 
   if (len) memcpy(m->text, text, len);
   m->text[len] = 0;
   m->len = len;
+  /* HLO is text: a NUL would end the C-string scans (the JAX phase markers
+  ** in comments are found with strstr) and cut what they see short */
+  const char *nul = len ? memchr(m->text, '\0', len) : NULL;
+  if (nul) {
+    int line = 1, col = 1;
+    for (const char *q = m->text; q < nul; q++) q[0] == '\n' ? (line++, col = 1) : col++;
+    diag_error(dg, m->file, line, col, NULL, "a NUL byte: expected HLO text");
+    hlo_module_free(m);
+    return NULL;
+  }
   m->num_partitions = m->replica_count = 1;
   hlo_parser p = {.m = m, .t = m->text, .len = len, .dg = dg};
   if (!parse_module(&p)) {

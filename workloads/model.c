@@ -289,6 +289,17 @@ static int build(model *m, wl_family_fn fn, jin *j, const cJSON *spec, const mod
   if (!(o && (o->only_layers > 0 || o->shard_tp > 1 || o->shard_cp > 1 || o->shard_ep > 1)) &&
       !targets_found(m, &log, j->dg))
     return -1;
+  /* a rank at or past an adapted weight's smaller side is a full-rank
+  ** update with more weights than the matrix: not LoRA (Hu et al. 2021: r
+  ** << min(d, k)) */
+  if (log.min_side > 0 && m->train.lora_rank > log.min_side) {
+    diag_error(j->dg, m->path, 0, 0, NULL,
+               "LoRA rank %lld (--lora-rank, or the file's train.lora.rank): above the smaller "
+               "side of the adapted weight %s (%lld); a LoRA rank is at most that, and in "
+               "practice 8-256",
+               (long long)m->train.lora_rank, log.min_name, (long long)log.min_side);
+    return -1;
+  }
   if (m->train.compute == GDT_F64) m->info.requires |= WL_REQ_FP64;
   if (!m->info.whole_step && !(o && o->forward_only) && train_build(m->g, m->loss, &m->train) != 0)
     return -1;
@@ -940,7 +951,7 @@ static const cJSON *hf_text_config(jin *j, int *type, bool *pushed) {
 
 static int load_hf(model *m, jin *j, const model_opts *o, diag *dg) {
   int type;
-  if (hf_type(j, j->root, &type) < 0) return -1;
+  if (jin_no_duplicates(j, j->root) > 0 || hf_type(j, j->root, &type) < 0) return -1;
   str_copy(m->family, sizeof m->family, "transformer");
   str_copy(m->format, sizeof m->format, "hf-config");
   if (!read_train(j, j->root, &m->train)) return -1;
@@ -958,7 +969,7 @@ static int load_hf(model *m, jin *j, const model_opts *o, diag *dg) {
   if (!spec) return -1;
   if (seq > 0) m->train.seq_len = seq;
   if (o && o->seq_len > 0) m->train.seq_len = o->seq_len;
-  if (m->train.seq_len <= 1) {
+  if (m->train.seq_len <= 1 && !(o && o->seq_len > 0)) { /* 1 is the unset default; --seq 1 is asked */
     cJSON_Delete(spec);
     diag_error(dg, m->path, 0, 0, NULL,
                "no sequence length: the config has no max_position_embeddings; pass --seq");
@@ -1151,6 +1162,15 @@ model *model_load(const char *arg, const model_opts *o, diag *dg) {
                  "--finetune %s: an HLO module is one compiled step, its weights' gradients "
                  "already in it; fine-tune a model.json or a HuggingFace config.json",
                  o->finetune);
+      free(owned);
+      model_free(m);
+      return NULL;
+    }
+    if (o && o->n_set > 0) { /* its sizes are the compiled shapes: nothing to override */
+      diag_error(dg, "--set", 0, 0, NULL,
+                 "--set %s: %s is an HLO module, whose sizes are its compiled shapes; --set "
+                 "changes a model.json or a HuggingFace config.json",
+                 o->set[0], m->path);
       free(owned);
       model_free(m);
       return NULL;

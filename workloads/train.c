@@ -388,9 +388,22 @@ static void vjp(ad *a, int id, int dy) {
     if (a->need[x]) accum(a, x, graph_dynamic_update_slice(g, dy, zeros(g, shape(g, y))));
     if (a->need[y]) accum(a, y, graph_dynamic_slice(g, dy, shape(g, y)));
     break;
-  case GOP_GATHER: /* scatter-add into zeros: the embedding gradient */
-    accum(a, x, graph_scatter(g, zeros(g, sx), y, dy));
+  case GOP_GATHER: { /* scatter-add into zeros: the embedding gradient */
+    /* a gather padded past its indices (an MoE dispatch whose capacity
+    ** rounds up past the routed rows: a micro-batch of a token or two)
+    ** has rows no index fed; only the indexed rows flow back */
+    graph_shape so = op.out, si = shape(g, y);
+    int64_t n_idx = graph_elements(&si);
+    int dyr = dy;
+    if (so.rank >= 1 && n_idx > 0 && so.dim[0] > n_idx) {
+      int64_t start[GRAPH_MAX_RANK] = {0}, limit[GRAPH_MAX_RANK];
+      for (int i = 0; i < so.rank; i++) limit[i] = so.dim[i];
+      limit[0] = n_idx;
+      dyr = graph_slice(g, dy, start, limit, NULL);
+    }
+    accum(a, x, graph_scatter(g, zeros(g, sx), y, dyr));
     break;
+  }
   case GOP_SCATTER:
     if (a->need[x]) accum(a, x, dy);
     if (a->need[op.in[2]]) {

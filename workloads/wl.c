@@ -150,6 +150,12 @@ int wl_linear(graph *g, const wl_train *t, int x, const char *name, const char *
   if (t->method != WL_FULL && wl_is_target(t, module)) {
     /* LoRA (Hu et al. 2021): y += (x A) B * alpha/r, only A and B train */
     unsigned f = GRAPH_WEIGHT | GRAPH_TRAINABLE | GRAPH_ADAPTER;
+    struct wl_lora_log *log = t->lora_log;
+    int64_t side = in < out ? in : out;
+    if (log && (log->min_side == 0 || side < log->min_side)) {
+      log->min_side = side;
+      snprintf(log->min_name, sizeof log->min_name, "%s", name);
+    }
     snprintf(wname, sizeof wname, "%s.lora_a", name);
     int a = graph_parameter(g, wname, GRAPH_SHAPE(t->compute, in, t->lora_rank), f);
     snprintf(wname, sizeof wname, "%s.lora_b", name);

@@ -58,6 +58,10 @@ struct wl_lora_log {
   unsigned hits;
   int n_modules;
   char modules[24][16];
+  /* the smallest side of an adapted weight (0: none adapted) and its name:
+  ** a rank past it is no low-rank update */
+  int64_t min_side;
+  char min_name[96];
 };
 
 typedef struct {
