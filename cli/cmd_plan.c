@@ -319,6 +319,13 @@ static int run_plan(cli_ctx *c) {
       cli_opt_num(c, "--preemption-rate", PREEMPTION, &req.preemptions_per_month))
     return CLI_USAGE;
   req.top = (int)top;
+  /* one figure a question: a fixed count has no ceiling, a step count no token count */
+  if (cli_opt(c, "--chips") && cli_opt(c, "--max-chips"))
+    return cli_usage_error(c, "%s", "--chips N fixes the count and --max-chips bounds a search "
+                                    "of it: give one of the two");
+  if (cli_opt(c, "--tokens") && cli_opt(c, "--steps"))
+    return cli_usage_error(c, "%s", "--tokens and --steps both size the run (steps x the global "
+                                    "batch x the sequence are its tokens): give one of the two");
   int64_t gbs_lo, gbs_hi;
   if (parse_gbs(c, &gbs_lo, &gbs_hi) || parse_fix(c, &req)) return CLI_USAGE;
   req.pareto = cli_opt(c, "--pareto") != NULL;

@@ -150,6 +150,9 @@ static int parse_req(cli_ctx *c, serve_req *q, bool *any_prec) {
   if (cli_opt(c, "--tpot-max") && (q->offline || cli_opt(c, "--entities")))
     return cli_usage_error(c, "%s", "--tpot-max is a target of an online endpoint (--qps): it does "
                                     "not apply on the device or to batch prediction");
+  if (cli_opt(c, "--entities") && cli_opt(c, "--qps"))
+    return cli_usage_error(c, "%s", "--entities with --batch-window is batch prediction and --qps "
+                                    "an online endpoint: give one of the two");
   if (q->offline && (cli_opt(c, "--qps") || cli_opt(c, "--entities")))
     return cli_usage_error(c, "%s", "--offline serves one user on the device: --qps and --entities do not apply");
   int rc = parse_precision(c, &q->prec, any_prec);
@@ -347,6 +350,9 @@ static model *load(cli_ctx *c, const char *arg) {
 static int run_serve(cli_ctx *c) {
   if (cli_opt(c, "--validate")) {
     if (c->n_pos != 0) return cli_usage_error(c, "%s", "--validate FILE takes no MODEL");
+    if (c->json)
+      return cli_usage_error(c, "%s", "--validate prints a markdown table (docs/serving.md), not "
+                                      "JSON: leave --json out");
     return serve_validate(c, cli_opt(c, "--validate"));
   }
   if (c->n_pos != 1) return cli_usage_error(c, "%s", "expected one MODEL");

@@ -142,6 +142,9 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
   }
   if (cli_opt(c, "--grad-sync")) p->grad_sync = (plan_grad_sync)gsync;
   if (cli_opt(c, "--zero")) p->zero = zero;
+  if (cli_opt(c, "--fsdp") && cli_opt(c, "--zero") && zero != 3)
+    return cli_usage_error(c, "--fsdp is ZeRO stage 3 (parameters sharded too); --zero %s says "
+                           "otherwise: give one of the two", cli_opt(c, "--zero"));
   if (cli_opt(c, "--fsdp")) p->zero = 3;
   p->op_costs = (opcost_source)costs;
   const char *rec = cli_opt(c, "--recompute");

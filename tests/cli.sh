@@ -1384,6 +1384,15 @@ run lora-rank-side 0 graph tests/data/hf/llama3.1-8b.json --seq 2048 --finetune 
 # interleaving without a pipeline changed the step; it is refused
 run il-pp1 1 simulate llama3-8b --hw h100-sxm --chips 8 --gbs 64 --seq 2048 --pp-schedule interleaved:2 && \
   has il-pp1 err "it needs --pp 2 or more"
+# serve --validate prints a table; --json would have printed it too
+run serve-val-json 2 serve --validate tests/data/serving-sample.csv --json && \
+  has serve-val-json err "--validate prints a markdown table" && empty serve-val-json out
+# two flags that say different things: one was silently dropped
+run fsdp-zero1 2 simulate llama3-8b --hw h100-sxm --chips 8 --fsdp --zero 1 && has fsdp-zero1 err "--fsdp is ZeRO stage 3"
+run fsdp-zero3 0 simulate llama3-8b --hw h100-sxm --chips 8 --gbs 8 --seq 2048 --fsdp --zero 3
+run plan-chips-max 2 plan llama3-8b --chips 8 --max-chips 16 && has plan-chips-max err "give one of the two"
+run plan-tokens-steps 2 plan llama3-8b --tokens 1e9 --steps 10 && has plan-tokens-steps err "--tokens and --steps both size the run"
+run serve-ent-qps 2 serve llama3-8b --entities 10 --batch-window 1h --qps 10 && has serve-ent-qps err "batch prediction and --qps an online endpoint"
 # --seq 1 is a length (it was taken for "not given"), MoE too: a dispatch padded past its one token
 run seq1 0 simulate tests/data/hf/llama3.1-8b.json --hw h100-sxm --chips 8 --gbs 8 --seq 1 && has seq1 out "mbs 1, gbs 8"
 run seq1-moe 0 simulate tests/data/hf/qwen3-30b-a3b.json --hw h100-sxm --chips 8 --gbs 8 --seq 1 --ep 8 && \
