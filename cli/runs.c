@@ -1180,8 +1180,18 @@ static int family_arg(const runs_table *x, runs_result *r) {
     char field[64], col[64];
     if (!family_pair(tok, field, sizeof field, col, sizeof col)) continue; /* refused at load */
     int c = csv_col(x->t, col);
-    const char *cell = c >= 0 ? csv_at(x->t, w->rec, c)->s : "";
+    const runs_cell *at = c >= 0 ? csv_at(x->t, w->rec, c) : NULL;
+    const char *cell = at ? at->s : "";
     if (runs_unknown(cell)) continue;
+    /* a size of the architecture: a count, said at the row's cell (not,
+    ** through --set, at the template file's field) */
+    char *end = NULL;
+    long long v = strtoll(cell, &end, 10);
+    if (end == cell || *end != '\0' || v < 1) {
+      snprintf(r->msg, sizeof r->msg, "%.160s:%d:%d: %s '%.40s': expected a count of 1 or more",
+               x->t->file, at->line, at->col, col, cell);
+      return -1;
+    }
     snprintf(r->sets[r->n_sets++], sizeof r->sets[0], "%.63s=%.60s", field, cell);
   }
   return 0;

@@ -774,6 +774,10 @@ run validate-family 0 validate "$OUT/family-runs.csv"
 has validate-family out "rows run 1 of 1 ("
 has validate-family out "--set num_hidden_layers=40 --set hidden_size=5120 --set num_attention_heads=40 --set num_key_value_heads=40 --set intermediate_size=13824 --set vocab_size=32000 --hw h100-sxm"
 grep -q '^fam-llama2-13b .*parameters' "$OUT/validate-family.out" && bad "validate: the family template's parameters differ from the row's" || ok
+# a template's size that is no count is the row's cell's fault, said at the cell
+awk -F, -v OFS=, 'NR == 2 {$8 = "-1"} {print}' "$OUT/family-runs.csv" >"$OUT/family-bad-runs.csv"
+run validate-family-bad 0 validate "$OUT/family-bad-runs.csv" && \
+  has validate-family-bad out "family-bad-runs.csv:2:" && has validate-family-bad out "hidden '-1': expected a count of 1 or more"
 # BLOOM 176B, a family with no file of its own (bigscience/bloom config.json:
 # 70 layers, hidden 14336, 112 heads, FFN 4 x 14336 = 57344, vocab 250880;
 # 176,247 M parameters, arXiv:2211.05100 Table 3) runs from the GPT-3 template
