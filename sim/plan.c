@@ -697,6 +697,18 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
     return str_errf(err, errn, "--moe-dispatcher %s: %s has no experts, so no tokens are dispatched "
                     "(leave the flag out)", plan_moe_dispatcher_names[p->moe_dispatcher], m->name);
   }
+  /* offload moves bytes over the chip's link to its host's memory; a chip
+  ** that is the host (a CPU socket) or has no such link has nowhere to put
+  ** them, and pricing them at no time would be a number from nothing */
+  if (p->offload != PLAN_OFFLOAD_NONE && !(hw->chip.host_link_bw_bytes_per_s > 0)) {
+    if (errn)
+      snprintf(err, errn, "--offload %s: %s has no host link (chip.host_link: %s) to offload "
+               "over; leave --offload out",
+               p->offload == PLAN_OFFLOAD_OPTIMIZER ? "optimizer" : "activations", hw->name,
+               hw_enum_name(hw_field_find("chip.host_link.kind"), hw->chip.host_link_kind));
+    *fault = PLAN_FAULT_RANGE;
+    return -1;
+  }
   if (d->layers == 0) {
     int rc = check_generic(m, p, err, errn);
     if (rc != 0) *fault = PLAN_FAULT_FAMILY;
@@ -879,18 +891,6 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
                (long long)p->offload_layers, (long long)m->info.tf.layers,
                (long long)m->info.tf.layers - 1);
     *fault = PLAN_FAULT_RANGE;
-    return -1;
-  }
-  /* offload moves bytes over the chip's link to its host's memory; a chip
-  ** that is the host (a CPU socket) or has no such link has nowhere to put
-  ** them, and pricing them at no time would be a number from nothing */
-  if (p->offload != PLAN_OFFLOAD_NONE && !(hw->chip.host_link_bw_bytes_per_s > 0)) {
-    if (errn)
-      snprintf(err, errn, "--offload %s: %s has no host link (chip.host_link: %s) to offload "
-               "over; leave --offload out",
-               p->offload == PLAN_OFFLOAD_OPTIMIZER ? "optimizer" : "activations", hw->name,
-               hw_enum_name(hw_field_find("chip.host_link.kind"), hw->chip.host_link_kind));
-    *fault = PLAN_FAULT_REQUIRES;
     return -1;
   }
   if (p->sp && p->tp < 2) p->sp = false;

@@ -1375,6 +1375,8 @@ run serve-spec-cnn 2 serve resnet50 --qps 10 --latency-p99 1s --speculative llam
 # offload over a host link a chip does not have (a CPU socket is the host), and a link of 0 B/s
 run offload-nolink 1 simulate llama3-8b --hw cpu-genoa --chips 8 --gbs 8 --seq 2048 --offload optimizer && \
   has offload-nolink err "--offload optimizer: cpu-genoa has no host link (chip.host_link: none)"
+run plan-offload-nolink 1 plan llama3-8b --hw cpu-genoa --offload optimizer --chips 8 && \
+  has plan-offload-nolink err "cpu-genoa: --offload optimizer: cpu-genoa has no host link to offload over"
 python3 -c "import json,sys; d=json.load(open('hw_models/h100-sxm.json')); d['chip']['host_link']['bw_bytes_per_s']=0; json.dump(d,open(sys.argv[1],'w'))" "$OUT/h100-sxm.json"
 run hw-link0 1 simulate llama3-8b --hw h100-sxm --hw-file "$OUT/h100-sxm.json" --chips 8 --offload activations && \
   has hw-link0 err "chip.host_link.bw_bytes_per_s: expected a rate above 0 for a host link"
@@ -1385,6 +1387,8 @@ run hf-dup 1 graph "$OUT/dup-config.json" && has hf-dup err "hidden_size: duplic
 run lora-rank-big 1 graph tests/data/hf/llama3.1-8b.json --seq 2048 --finetune lora --lora-rank 1025 && \
   has lora-rank-big err "above the smaller side of the adapted weight l0.v (1024)"
 run lora-rank-side 0 graph tests/data/hf/llama3.1-8b.json --seq 2048 --finetune lora --lora-rank 1024
+# the sides are the whole model's, not a tensor-parallel shard's (k: 1024 / 8 = 128 a shard)
+run lora-rank-tp 0 simulate llama3-8b --hw h100-sxm --chips 8 --tp 8 --finetune lora --lora-rank 200 --lora-targets q,k,v,o
 # interleaving without a pipeline changed the step; it is refused
 run il-pp1 1 simulate llama3-8b --hw h100-sxm --chips 8 --gbs 64 --seq 2048 --pp-schedule interleaved:2 && \
   has il-pp1 err "it needs --pp 2 or more"

@@ -289,10 +289,11 @@ static int build(model *m, wl_family_fn fn, jin *j, const cJSON *spec, const mod
   if (!(o && (o->only_layers > 0 || o->shard_tp > 1 || o->shard_cp > 1 || o->shard_ep > 1)) &&
       !targets_found(m, &log, j->dg))
     return -1;
-  /* a rank at or past an adapted weight's smaller side is a full-rank
-  ** update with more weights than the matrix: not LoRA (Hu et al. 2021: r
-  ** << min(d, k)) */
-  if (log.min_side > 0 && m->train.lora_rank > log.min_side) {
+  /* a rank past an adapted weight's smaller side is a full-rank update
+  ** with more weights than the matrix: not LoRA (Hu et al. 2021: r <<
+  ** min(d, k)); on the whole model too, a shard's sides being its split */
+  if (!(o && (o->only_layers > 0 || o->shard_tp > 1 || o->shard_cp > 1 || o->shard_ep > 1)) &&
+      log.min_side > 0 && m->train.lora_rank > log.min_side) {
     diag_error(j->dg, m->path, 0, 0, NULL,
                "LoRA rank %lld (--lora-rank, or the file's train.lora.rank): above the smaller "
                "side of the adapted weight %s (%lld); a LoRA rank is at most that, and in "

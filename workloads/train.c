@@ -395,7 +395,14 @@ static void vjp(ad *a, int id, int dy) {
     graph_shape so = op.out, si = shape(g, y);
     int64_t n_idx = graph_elements(&si);
     int dyr = dy;
-    if (so.rank >= 1 && n_idx > 0 && so.dim[0] > n_idx) {
+    /* rows of x by a list of row numbers, [n, rest of x] out of [m]
+    ** indices, where n > m rows would not fit back into x (graph_scatter's
+    ** own test): a padded capacity that x's rows could still hold keeps its
+    ** backward pass over every padded row (--moe-imbalance prices that) */
+    bool rows = si.rank == 1 && so.rank == sx.rank && so.rank >= 1;
+    for (int i = 1; rows && i < so.rank; i++) rows = so.dim[i] == sx.dim[i];
+    if (rows && n_idx > 0 && so.dim[0] > n_idx &&
+        graph_elements(&so) / n_idx > graph_elements(&sx)) {
       int64_t start[GRAPH_MAX_RANK] = {0}, limit[GRAPH_MAX_RANK];
       for (int i = 0; i < so.rank; i++) limit[i] = so.dim[i];
       limit[0] = n_idx;
