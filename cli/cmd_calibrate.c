@@ -693,9 +693,8 @@ static int run_runs(cli_ctx *c) {
   fitctx f = {.c = c, .file = cli_opt(c, "--runs")};
   if (!*f.file) return cli_usage_error(c, "%s", "--runs needs a FILE.csv (a table of runs)");
   runs_paths paths;
-  runs_paths_of(c, &paths);
+  if (runs_paths_of(c, &paths) != CLI_OK) return CLI_USAGE;
   const char *mfile = paths.mapping, *models = paths.models;
-  if (!*models) return cli_usage_error(c, "%s", "--models needs a folder (DIR or DIR:DIR:...)");
   time_t now = time(NULL);
   struct tm tm;
   strftime(f.date, sizeof f.date, "%Y-%m-%d", gmtime_r(&now, &tm));

@@ -334,13 +334,12 @@ static int run_plan(cli_ctx *c) {
                                     "tokens at each batch; give --tokens instead");
   /* what the search keeps fixed: the flags of simulate that name a
   ** stack rather than a split (sizes are what plan chooses) */
-  static const char *const OFFLOAD[] = {"none", "activations", "optimizer", NULL};
   int prec, fw, off, emb;
   if (cli_opt_int(c, "--cp", 1, CLI_MAX_CHIPS, &req.cp) ||
       cli_opt_int(c, "--seq", 1, CLI_MAX_SEQ, &req.seq) ||
       cli_enum_opt(c, "--precision", plan_precision_names, 0, &prec) ||
       cli_enum_opt(c, "--framework", framework_names, 0, &fw) ||
-      cli_enum_opt(c, "--offload", OFFLOAD, 0, &off) ||
+      cli_enum_opt(c, "--offload", plan_offload_names, 0, &off) ||
       cli_enum_opt(c, "--embeddings", plan_embeddings_names, 0, &emb))
     return CLI_USAGE;
   static const char *const ONOFF[] = {"off", "on", NULL};
@@ -567,7 +566,7 @@ static int run_plan(cli_ctx *c) {
     }
     if (b->p.offload != PLAN_OFFLOAD_NONE && k < sizeof more)
       k += (size_t)snprintf(more + k, sizeof more - k, ", %s offloaded",
-                            b->p.offload == PLAN_OFFLOAD_ACTIVATIONS ? "activations" : "optimizer");
+                            plan_offload_names[b->p.offload]);
     /* the slice shape the planner chose among those offered (planner.c) */
     const int64_t *sh = b->p.slice_shape;
     if (sh[0] > 0 && k < sizeof more) {

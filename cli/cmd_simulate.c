@@ -34,7 +34,6 @@ const char *const CLI_SIM_VALUED[] = {
     "--ep-overlap", "--finetune", "--lora-rank", "--lora-targets", "--vocab-tiling",
     "--weight-dtype", "--moe-dispatcher", "--moe-imbalance", NULL};
 static const char *const CP_COMM[] = {"ring", "all-gather", NULL};
-static const char *const OFFLOAD[] = {"none", "activations", "optimizer", NULL};
 static const char *const COMPILE[] = {"off", "on", NULL};
 
 /* --offload none|activations|optimizer, or activations:N (the activations
@@ -61,7 +60,7 @@ static int offload_opt(cli_ctx *c, plan *p) {
     return 0;
   }
   int off;
-  if (cli_enum_opt(c, "--offload", OFFLOAD, 0, &off)) return -1;
+  if (cli_enum_opt(c, "--offload", plan_offload_names, 0, &off)) return -1;
   /* an explicit none beside named tensors sent to the host is a
   ** contradiction, not a default for plan_check to fill in */
   if (v && off == PLAN_OFFLOAD_NONE && p->remat_offload)

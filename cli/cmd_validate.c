@@ -251,9 +251,8 @@ static int run_validate(cli_ctx *c) {
     return cli_usage_error(c, "%s", "--json and --markdown: pick one");
   const char *file = c->pos[0];
   runs_paths paths;
-  runs_paths_of(c, &paths);
+  if (runs_paths_of(c, &paths) != CLI_OK) return CLI_USAGE;
   const char *mfile = paths.mapping, *models = paths.models;
-  if (!*models) return cli_usage_error(c, "%s", "--models needs a folder (DIR or DIR:DIR:...)");
   diag *dg = diag_new();
   if (!dg) {
     fprintf(c->err, "tpusim validate: out of memory\n");

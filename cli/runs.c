@@ -60,16 +60,16 @@ static int tree_of_binary(char *out, size_t n) {
   return -1;
 }
 
-void runs_paths_of(const cli_ctx *c, runs_paths *p) {
+int runs_paths_of(cli_ctx *c, runs_paths *p) {
   const char *m = cli_opt(c, "--mapping"), *d = cli_opt(c, "--models");
+  if (d && !*d) return cli_usage_error(c, "%s", "--models needs a folder (DIR or DIR:DIR:...)");
   p->mapping = m ? m : RUNS_DEFAULT_MAPPING;
   p->models = d ? d : RUNS_DEFAULT_MODELS;
-  p->default_mapping = !m;
   /* from the tree's root (make test, docs): the defaults as they are, so
   ** the commands validate prints stay the ones a user types there */
-  if ((m && d) || is_file(RUNS_DEFAULT_MAPPING)) return;
   char root[RUNS_PATH_MAX];
-  if (tree_of_binary(root, sizeof root)) return;
+  if ((m && d) || is_file(RUNS_DEFAULT_MAPPING) || tree_of_binary(root, sizeof root))
+    return CLI_OK;
   if (!m) {
     snprintf(p->mapping_buf, sizeof p->mapping_buf, "%s/%s", root, RUNS_DEFAULT_MAPPING);
     p->mapping = p->mapping_buf;
@@ -79,6 +79,7 @@ void runs_paths_of(const cli_ctx *c, runs_paths *p) {
              root, root);
     p->models = p->models_buf;
   }
+  return CLI_OK;
 }
 
 /* ==== CSV: cells with the line:column they start at ==== */

@@ -27,14 +27,14 @@ extern const char RUNS_DEFAULT_MAPPING[], RUNS_DEFAULT_MODELS[];
 /* Where the mapping and the model files are read from. */
 typedef struct {
   const char *mapping, *models; /* into the buffers, the options or the defaults */
-  bool default_mapping;         /* no --mapping was given */
   char mapping_buf[RUNS_PATH_MAX + 64], models_buf[2 * RUNS_PATH_MAX + 64];
 } runs_paths;
 /* --mapping and --models as given, else the source tree's defaults
 ** (RUNS_DEFAULT_*): relative to the working directory when it is the
 ** tree's root, else to the tree the running binary sits at the root of, so
-** `tpusim validate` and `calibrate --runs` work from any folder. */
-void runs_paths_of(const cli_ctx *c, runs_paths *p);
+** `tpusim validate` and `calibrate --runs` work from any folder. CLI_OK,
+** or CLI_USAGE (reported) for an empty --models. */
+int runs_paths_of(cli_ctx *c, runs_paths *p);
 
 /* ---- CSV: cells with the line:column they start at ---- */
 

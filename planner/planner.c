@@ -1008,11 +1008,8 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   }
   /* plan_check's rule, said once for the chip: the search's sizes are
   ** checked without the offload its variants add later */
-  if (req->offload != PLAN_OFFLOAD_NONE && !(hw->chip.host_link_bw_bytes_per_s > 0)) {
-    planner_add_reject(out, hw->name, PLANNER_CAUSE_REQUIRES,
-                       "--offload %s: %s has no host link to offload over",
-                       req->offload == PLAN_OFFLOAD_OPTIMIZER ? "optimizer" : "activations",
-                       hw->name);
+  if (plan_check_offload_link(hw, req->offload, why, sizeof why) != 0) {
+    planner_add_reject(out, hw->name, PLANNER_CAUSE_REQUIRES, "%s", why);
     return;
   }
   int64_t counts[32];

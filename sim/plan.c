@@ -14,6 +14,7 @@
 #include "optime.h"
 
 const char *const plan_schedule_names[] = {"gpipe", "1f1b", "interleaved", NULL};
+const char *const plan_offload_names[] = {"none", "activations", "optimizer", NULL};
 const char *const plan_recompute_names[] = {"none", "selective", "full", NULL};
 const char *const plan_recompute_module_names[] = {"core_attn", "moe_act", "layernorm", "mla_up_proj",
                                                    "mlp", "moe", "shared_experts", NULL};
@@ -625,6 +626,16 @@ static int check_ep_overlap(const model *m, const plan *p, char *err, size_t err
   return 0;
 }
 
+/* Offload moves bytes over the chip's link to its host's memory; a chip
+** that is the host (a CPU socket) or has no such link has nowhere to put
+** them, and pricing them at no time would be a number from nothing. */
+int plan_check_offload_link(const struct hw_model *hw, plan_offload o, char *err, size_t errn) {
+  if (o == PLAN_OFFLOAD_NONE || hw->chip.host_link_bw_bytes_per_s > 0) return 0;
+  return str_errf(err, errn, "--offload %s: %s has no host link (chip.host_link: %s) to offload "
+                  "over; leave --offload out", plan_offload_names[o], hw->name,
+                  hw_enum_name(hw_field_find("chip.host_link.kind"), hw->chip.host_link_kind));
+}
+
 int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fault, char *err,
                      size_t errn) {
   plan_fault dummy;
@@ -697,15 +708,7 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
     return str_errf(err, errn, "--moe-dispatcher %s: %s has no experts, so no tokens are dispatched "
                     "(leave the flag out)", plan_moe_dispatcher_names[p->moe_dispatcher], m->name);
   }
-  /* offload moves bytes over the chip's link to its host's memory; a chip
-  ** that is the host (a CPU socket) or has no such link has nowhere to put
-  ** them, and pricing them at no time would be a number from nothing */
-  if (p->offload != PLAN_OFFLOAD_NONE && !(hw->chip.host_link_bw_bytes_per_s > 0)) {
-    if (errn)
-      snprintf(err, errn, "--offload %s: %s has no host link (chip.host_link: %s) to offload "
-               "over; leave --offload out",
-               p->offload == PLAN_OFFLOAD_OPTIMIZER ? "optimizer" : "activations", hw->name,
-               hw_enum_name(hw_field_find("chip.host_link.kind"), hw->chip.host_link_kind));
+  if (plan_check_offload_link(hw, p->offload, err, errn) != 0) {
     *fault = PLAN_FAULT_RANGE;
     return -1;
   }

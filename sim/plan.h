@@ -214,6 +214,7 @@ typedef struct {
 /* ---- names: the one table of each, for flags, JSON, messages ----
 ** NULL-terminated, indexed by the enum (the order messages list them). */
 extern const char *const plan_schedule_names[];  /* gpipe, 1f1b, interleaved */
+extern const char *const plan_offload_names[];   /* none, activations, optimizer (plan_offload) */
 extern const char *const plan_recompute_names[]; /* none, selective, full */
 /* core_attn, moe_act, layernorm, mla_up_proj, mlp, moe, shared_experts: the
 ** PLAN_RM_* bits in order, Megatron-Core's spellings */
@@ -293,6 +294,9 @@ double plan_moe_imbalance_max(const plan *p, const wl_tf_dims *d);
 ** padded to moe.capacity_factor holds every expert at its capacity).
 ** Returns 0 (also for F 0 or 1), or -1 with err naming the flag. */
 int plan_check_moe_imbalance_model(const model *m, double f, char *err, size_t errn);
+/* --offload o on hw: 0, or -1 with err when the chip has no host link to
+** offload over (plan_check's rule, which the planner says once a chip). */
+int plan_check_offload_link(const struct hw_model *hw, plan_offload o, char *err, size_t errn);
 /* The routed rows that chip computes and exchanges over the even share: a
 ** model's padded capacity (moe.capacity_factor: every expert at its
 ** capacity, whatever the routing), else plan_moe_load. */

@@ -1376,7 +1376,7 @@ run serve-spec-cnn 2 serve resnet50 --qps 10 --latency-p99 1s --speculative llam
 run offload-nolink 1 simulate llama3-8b --hw cpu-genoa --chips 8 --gbs 8 --seq 2048 --offload optimizer && \
   has offload-nolink err "--offload optimizer: cpu-genoa has no host link (chip.host_link: none)"
 run plan-offload-nolink 1 plan llama3-8b --hw cpu-genoa --offload optimizer --chips 8 && \
-  has plan-offload-nolink err "cpu-genoa: --offload optimizer: cpu-genoa has no host link to offload over"
+  has plan-offload-nolink err "cpu-genoa: --offload optimizer: cpu-genoa has no host link (chip.host_link: none) to offload over"
 python3 -c "import json,sys; d=json.load(open('hw_models/h100-sxm.json')); d['chip']['host_link']['bw_bytes_per_s']=0; json.dump(d,open(sys.argv[1],'w'))" "$OUT/h100-sxm.json"
 run hw-link0 1 simulate llama3-8b --hw h100-sxm --hw-file "$OUT/h100-sxm.json" --chips 8 --offload activations && \
   has hw-link0 err "chip.host_link.bw_bytes_per_s: expected a rate above 0 for a host link"

@@ -329,6 +329,10 @@ int graph_pad(graph *g, int x, const int64_t *lo, const int64_t *hi, const int64
 int graph_gather(graph *g, int table, int indices, const graph_shape *out);
 /* Scatter-add of updates into an array shaped like operand (embedding gradient). */
 int graph_scatter(graph *g, int operand, int indices, int updates);
+/* Whether updates hold no more than one operand's worth a row index (the
+** size rule graph_scatter checks; the autodiff of a padded gather reads it). */
+bool graph_scatter_fits(const graph_shape *operand, const graph_shape *indices,
+                        const graph_shape *updates);
 /* dim: the gathered / scattered / exchanged dimension (ignored for all-reduce,
 ** permute, send, recv). */
 int graph_collective(graph *g, graph_op_kind k, int x, int64_t group_size, int dim);

@@ -431,14 +431,16 @@ int graph_gather(graph *g, int table, int indices, const graph_shape *given) {
   return graph_add(g, GOP_GATHER, out, ins, 2);
 }
 
+bool graph_scatter_fits(const graph_shape *so, const graph_shape *si, const graph_shape *su) {
+  return graph_elements(su) / (graph_elements(si) ? graph_elements(si) : 1) <= graph_elements(so);
+}
+
 int graph_scatter(graph *g, int operand, int indices, int updates) {
   int ins[3] = {operand, indices, updates};
   if (!graph_inputs_ok(g, ins, 3)) return -1;
   const graph_shape *so = graph_shape_at(g, operand), *si = graph_shape_at(g, indices),
                     *su = graph_shape_at(g, updates);
-  if (!is_index_type(si->dtype) || su->dtype != so->dtype ||
-      graph_elements(su) / (graph_elements(si) ? graph_elements(si) : 1) >
-          graph_elements(so)) {
+  if (!is_index_type(si->dtype) || su->dtype != so->dtype || !graph_scatter_fits(so, si, su)) {
     graph_mismatch(g, GOP_SCATTER, "updates must be rows of the operand, indices integers", so, su);
     return -1;
   }

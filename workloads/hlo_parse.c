@@ -682,8 +682,8 @@ hlo_module *hlo_parse(const char *file, const char *text, size_t len, diag *dg) 
   ** in comments are found with strstr) and cut what they see short */
   const char *nul = len ? memchr(m->text, '\0', len) : NULL;
   if (nul) {
-    int line = 1, col = 1;
-    for (const char *q = m->text; q < nul; q++) q[0] == '\n' ? (line++, col = 1) : col++;
+    int line, col;
+    jin_line_col(m->text, (size_t)(nul - m->text), &line, &col);
     diag_error(dg, m->file, line, col, NULL, "a NUL byte: expected HLO text");
     hlo_module_free(m);
     return NULL;

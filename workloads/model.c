@@ -284,16 +284,14 @@ static int build(model *m, wl_family_fn fn, jin *j, const cJSON *spec, const mod
   m->loss = fn(m->g, j, spec, &m->train, &m->info);
   m->train.lora_log = NULL;
   if (m->loss < 0 || !graph_ok(m->g)) return -1;
-  /* the targets are checked on a whole model: a shard of some layers may
-  ** lack a module the model has */
-  if (!(o && (o->only_layers > 0 || o->shard_tp > 1 || o->shard_cp > 1 || o->shard_ep > 1)) &&
-      !targets_found(m, &log, j->dg))
-    return -1;
+  /* the adapters are checked on a whole model: a shard of some layers may
+  ** lack a module the model has, and its weights' sides are its split */
+  bool whole = !(o && (o->only_layers > 0 || o->shard_tp > 1 || o->shard_cp > 1 || o->shard_ep > 1));
+  if (whole && !targets_found(m, &log, j->dg)) return -1;
   /* a rank past an adapted weight's smaller side is a full-rank update
   ** with more weights than the matrix: not LoRA (Hu et al. 2021: r <<
-  ** min(d, k)); on the whole model too, a shard's sides being its split */
-  if (!(o && (o->only_layers > 0 || o->shard_tp > 1 || o->shard_cp > 1 || o->shard_ep > 1)) &&
-      log.min_side > 0 && m->train.lora_rank > log.min_side) {
+  ** min(d, k)) */
+  if (whole && log.min_side > 0 && m->train.lora_rank > log.min_side) {
     diag_error(j->dg, m->path, 0, 0, NULL,
                "LoRA rank %lld (--lora-rank, or the file's train.lora.rank): above the smaller "
                "side of the adapted weight %s (%lld); a LoRA rank is at most that, and in "

@@ -389,20 +389,18 @@ static void vjp(ad *a, int id, int dy) {
     if (a->need[y]) accum(a, y, graph_dynamic_slice(g, dy, shape(g, y)));
     break;
   case GOP_GATHER: { /* scatter-add into zeros: the embedding gradient */
-    /* a gather padded past its indices (an MoE dispatch whose capacity
-    ** rounds up past the routed rows: a micro-batch of a token or two)
-    ** has rows no index fed; only the indexed rows flow back */
+    /* A row gather ([n, rest of x] by a list of m row numbers) padded past
+    ** its indices -- an MoE dispatch whose capacity rounds up past the
+    ** routed rows of a token or two -- has rows no index fed: where they
+    ** would not fit back into x (graph_scatter_fits), only the m indexed
+    ** rows flow back. A padded capacity x could still hold keeps its
+    ** backward over every row (--moe-imbalance prices that). */
     graph_shape so = op.out, si = shape(g, y);
     int64_t n_idx = graph_elements(&si);
     int dyr = dy;
-    /* rows of x by a list of row numbers, [n, rest of x] out of [m]
-    ** indices, where n > m rows would not fit back into x (graph_scatter's
-    ** own test): a padded capacity that x's rows could still hold keeps its
-    ** backward pass over every padded row (--moe-imbalance prices that) */
-    bool rows = si.rank == 1 && so.rank == sx.rank && so.rank >= 1;
+    bool rows = si.rank == 1 && so.rank == sx.rank && n_idx > 0 && so.dim[0] > n_idx;
     for (int i = 1; rows && i < so.rank; i++) rows = so.dim[i] == sx.dim[i];
-    if (rows && n_idx > 0 && so.dim[0] > n_idx &&
-        graph_elements(&so) / n_idx > graph_elements(&sx)) {
+    if (rows && !graph_scatter_fits(&sx, &si, &so)) {
       int64_t start[GRAPH_MAX_RANK] = {0}, limit[GRAPH_MAX_RANK];
       for (int i = 0; i < so.rank; i++) limit[i] = so.dim[i];
       limit[0] = n_idx;
