@@ -82,6 +82,10 @@ int cli_model_finetune(cli_ctx *c, model_opts *o, int f);
 ** num_vocab_tiling) into p; plan_check says whether the model takes them.
 ** CLI_USAGE for a bad value. */
 int cli_weight_opts(cli_ctx *c, plan *p);
+/* The flags given that do not act on m's kind of model (a recompute policy
+** for an MLP, a batch for an HLO module): the first refused with what it
+** acts on and what m is, CLI_BAD_INPUT; else CLI_OK (model_flags.c). */
+int cli_model_flags(cli_ctx *c, const model *m);
 /* "tpusim CMD: " fmt (with arg), then where to look; returns CLI_USAGE. */
 int cli_usage_error(cli_ctx *c, const char *fmt, const char *arg);
 /* The ranges of the numeric options, one place for each limit. */

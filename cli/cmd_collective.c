@@ -71,6 +71,9 @@ static int parse_sizes(cli_ctx *c, const char *sizes, double *lo, double *hi) {
     return cli_usage_error(c, "%s (SIZE or MIN:MAX such as 1K:16G)", err);
   if (*hi < *lo)
     return cli_usage_error(c, "--bytes %s: expected MIN:MAX with MIN at most MAX", sizes);
+  if (*lo != floor(*lo) || *hi != floor(*hi))
+    return cli_usage_error(c, "--bytes %s: expected whole bytes (1.5K is 1536 bytes; 1.5 is no "
+                              "size a buffer has)", sizes);
   return CLI_OK;
 }
 
@@ -116,6 +119,19 @@ static int run_collective(cli_ctx *c) {
     }
   }
 
+  /* flags for what this command line does not run */
+  if (cli_opt(c, "--factor") && lo == hi)
+    return cli_usage_error(c, "--factor steps a range of sizes; --bytes %s is one size (give "
+                              "MIN:MAX, or leave --factor out)", sizes);
+  bool rs = false;
+  for (int i = 0; i < n_algos; i++) rs |= algos[i] == COLL_REDUCTION_SERVER;
+  if ((cli_opt(c, "--reducers") || cli_opt(c, "--reducer-bw")) && !rs) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s sizes the reduction server's hosts; --algo %.64s does not run it "
+             "(add reduction-server to --algo, or leave the flag out)",
+             cli_opt(c, "--reducers") ? "--reducers" : "--reducer-bw", alist);
+    return cli_usage_error(c, "%s", msg);
+  }
   hw_catalog *cat;
   int rc = cli_load_catalog(c, &cat, NULL);
   if (rc != CLI_OK) return rc;

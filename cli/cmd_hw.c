@@ -56,7 +56,9 @@ static void hw_list_rates(const hw_catalog *cat, FILE *f) {
   fprintf(f, "\nDense peaks in TFLOP/s (int8, int4: TOP/s); '-': no unit for that dtype.\n");
 }
 
-static char *hw_list_json(const hw_catalog *cat) {
+/* with --rates: every dtype's dense peak too, null where the chip has no
+** unit for it (as the table's '-') */
+static char *hw_list_json(const hw_catalog *cat, bool rates) {
   cJSON *root = cJSON_CreateObject();
   cJSON *arr = cJSON_AddArrayToObject(root, "hardware");
   for (int i = 0; i < hw_catalog_count(cat); i++) {
@@ -70,6 +72,14 @@ static char *hw_list_json(const hw_catalog *cat) {
     double p = hw_peak_flops(m, HW_BF16);
     if (p > 0) cJSON_AddNumberToObject(o, "peak_bf16_flops_per_s", p);
     else cJSON_AddNullToObject(o, "peak_bf16_flops_per_s");
+    if (rates) {
+      cJSON *r = cJSON_AddObjectToObject(o, "dense_peak_ops_per_s");
+      for (int d = 0; d < HW_DTYPE_COUNT; d++) {
+        double pd = hw_peak_flops(m, (hw_dtype)d);
+        if (pd > 0) cJSON_AddNumberToObject(r, hw_dtype_name((hw_dtype)d), pd);
+        else cJSON_AddNullToObject(r, hw_dtype_name((hw_dtype)d));
+      }
+    }
     cJSON_AddNumberToObject(o, "hbm_bytes", (double)m->chip.hbm_bytes);
     cJSON_AddNumberToObject(o, "hbm_bw_bytes_per_s", m->chip.hbm_bw_bytes_per_s);
     cJSON_AddStringToObject(o, "interconnect", ic);
@@ -108,7 +118,7 @@ static int run_hw(cli_ctx *c) {
 
   if (is_list) {
     if (c->json) {
-      char *s = hw_list_json(cat);
+      char *s = hw_list_json(cat, cli_opt(c, "--rates") != NULL);
       fprintf(c->out, "%s\n", s);
       free(s);
     } else if (cli_opt(c, "--rates")) {
@@ -139,7 +149,7 @@ static const char *const HW_FLAGS[] = {"--rates", NULL};
 
 const cli_cmd cli_cmd_hw = {"hw",
     "tpusim hw list [--json]\n"
-    "tpusim hw list --rates                     # dense peak per dtype, every chip\n"
+    "tpusim hw list --rates [--json]            # dense peak per dtype, every chip\n"
     "tpusim hw show NAME [--json]\n"
     "tpusim hw show --hw-file FILE [--json]    # validate and show your own file",
     "the hardware catalog: list it, or show one entry with its sources", run_hw, NULL, HW_FLAGS, NULL,

@@ -33,7 +33,8 @@ static const char *const PLAN_VALUED[] = {"--hw",     "--chips",     "--max-chip
 ** the planner derives (tokens / (gbs x seq), an int64) cannot overflow;
 ** 1e18 is 50,000x the largest runs published (15T tokens). */
 static const num_range TOKENS = {NUM_REAL, 1, 1e18, false};
-static const num_range BUDGET = {NUM_REAL, 0, 1e12, true};
+/* a cent to a trillion dollars: below a cent no bill is that small */
+static const num_range BUDGET = {NUM_REAL, 0.01, 1e12, false};
 static const num_range DEADLINE = {NUM_SECONDS, 0, 36500.0 * 86400, true};
 /* a share of the instances: a probability */
 static const num_range PREEMPTION = {NUM_REAL, 0, 1, true};
@@ -405,7 +406,8 @@ static int run_plan(cli_ctx *c) {
   model *m = model_load(c->pos[0], &mo, dg);
   diag_print(dg, c->err);
   diag_free(dg);
-  if (!m) {
+  if (!m || cli_model_flags(c, m) != CLI_OK) {
+    model_free(m);
     hw_catalog_free(cat);
     return CLI_BAD_INPUT;
   }

@@ -225,6 +225,27 @@ static int plot_cmd(int argc, char **argv, FILE *out, FILE *err) {
   if ((needs & PLOT_NEEDS_MAX_CHIPS) && !a.max_chips)
     return cli_usage_error(c, "%s: --max-chips is required", kind);
   if ((needs & PLOT_NEEDS_OP) && !a.op) return cli_usage_error(c, "%s: --op is required", kind);
+  /* and no option the kind does not read: pareto's --hw (a list), --chips
+  ** and --max-chips are the planner's, optional; --seq and --gbs are a
+  ** model's, and scaling sets its batch per chip */
+  unsigned takes = needs | (k == PLOT_PARETO ? PLOT_NEEDS_HW | PLOT_NEEDS_CHIPS | PLOT_NEEDS_MAX_CHIPS : 0);
+  const char *unread = a.chips && !(takes & PLOT_NEEDS_CHIPS)           ? "--chips"
+                       : a.max_chips && !(takes & PLOT_NEEDS_MAX_CHIPS) ? "--max-chips"
+                       : a.op && !(takes & PLOT_NEEDS_OP)               ? "--op"
+                       : a.hw && !(takes & PLOT_NEEDS_HW)               ? "--hw"
+                       : a.batch_per_chip && k != PLOT_SCALING          ? "--batch-per-chip"
+                       : a.gbs && k == PLOT_SCALING                     ? "--gbs"
+                       : (a.seq || a.gbs) && !(needs & PLOT_NEEDS_MODEL)
+                           ? (a.seq ? "--seq" : "--gbs")
+                           : NULL;
+  if (unread) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s: %s does not read %s%s (leave it out)", kind, kind, unread,
+             strcmp(unread, "--gbs") == 0 && k == PLOT_SCALING
+                 ? ": its global batch is --batch-per-chip x chips"
+             : a.from ? ", a saved plan's figures are fixed" : "");
+    return cli_usage_error(c, "%s", msg);
+  }
   if (!a.output || !*a.output)
     return cli_usage_error(c, "%s", "-o FILE.png or -o FILE.svg is required");
   plot_output o;

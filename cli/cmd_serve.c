@@ -369,6 +369,24 @@ static int run_serve(cli_ctx *c) {
   if ((rc = hw_list(c, cat, &hws, &n)) != CLI_OK) goto done;
   rc = CLI_BAD_INPUT;
   if (!(m = load(c, c->pos[0]))) goto done;
+  /* the token counts of a request are a sequence model's: a decoder's
+  ** prompt and answer, an encoder's input */
+  if ((cli_opt(c, "--output-tokens") || cli_opt(c, "--tpot-max")) && !serve_generates(m)) {
+    fprintf(c->err, "tpusim serve: %s: %s does not generate tokens (one forward a request: %s); "
+                    "leave the flag out\n",
+            cli_opt(c, "--output-tokens") ? "--output-tokens" : "--tpot-max", m->name,
+            m->info.tf.layers > 0 ? "an encoder" : m->family);
+    goto done;
+  }
+  if (cli_opt(c, "--input-tokens")) {
+    if (m->info.tf.layers == 0) {
+      fprintf(c->err, "tpusim serve: --input-tokens: %s takes no tokens (%s %s model's request "
+                      "is one sample); leave the flag out\n",
+              m->name, str_article(m->family), m->family);
+      goto done;
+    }
+    if (m->info.tf.encoder) q.encoder_seq = q.input_tokens;
+  }
   if (cli_opt(c, "--speculative")) {
     if (!(draft = load(c, cli_opt(c, "--speculative")))) goto done;
     q.draft = draft;

@@ -94,6 +94,13 @@ static int view_trace_cmd(int argc, char **argv, FILE *out, FILE *err) {
     fprintf(err, "tpusim view: --width and --height go with --screenshot\n");
     return CLI_USAGE;
   }
+  /* the screenshot is a PNG: a name that says otherwise would hold one */
+  const char *dot = png ? strrchr(png, '.') : NULL;
+  if (png && (!dot || strcmp(dot, ".png") != 0 || strchr(dot, '/'))) {
+    fprintf(err, "tpusim view: --screenshot %s: expected a .png name (the screenshot is a PNG)\n",
+            png);
+    return CLI_USAGE;
+  }
   view_req req = {.trace = trace, .screenshot = png, .width = w, .height = h,
                   .expand = expand, .n_expand = nexpand};
   return view_run(&req, out, err);

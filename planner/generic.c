@@ -147,9 +147,10 @@ int planner_generic(const model *m, const hw_catalog *cat, const planner_req *re
       plan p = {.chips = chips, .tp = 1, .pp = 1, .ep = 1, .vp = 1, .slices = 1,
                 .schedule = PLAN_1F1B, .precision = prec, .op_costs = req->op_costs,
                 .embeddings = (plan_embeddings)emb, .cost_cache = req->cost_cache};
-      /* TF32 when asked (--precision tf32), else the framework's default
-      ** (PyTorch: an fp32 CNN's convolutions on TF32 tensor cores) */
-      if (req->gemm == PLAN_GEMM_TF32) p.gemm = PLAN_GEMM_TF32;
+      /* the recipe asked (--precision tf32; plan_check refuses the
+      ** transformer recipes here), else the framework's default (PyTorch:
+      ** an fp32 CNN's convolutions on TF32 tensor cores) */
+      if (req->gemm != PLAN_GEMM_NATIVE) p.gemm = req->gemm;
       else plan_default_tf32(m, hw, &p);
       char e2[256];
       plan_fault fault;

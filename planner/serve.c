@@ -178,7 +178,7 @@ static int64_t replicas_for(const serve_req *q, const serve_result *r, int64_t b
 static serve_cfg cfg_of(const serve_req *q, const serve_precision *pr, int64_t tp, int64_t batch) {
   return (serve_cfg){.tp = tp, .pp = 1, .prec = pr, .batch = batch,
                      .input_tokens = q->input_tokens, .output_tokens = q->output_tokens,
-                     .spec_k = q->spec_k, .spec_accept = q->spec_accept, .draft = q->draft};
+                     .encoder_seq = q->encoder_seq, .spec_k = q->spec_k, .spec_accept = q->spec_accept, .draft = q->draft};
 }
 
 /* The fewest chips (a power of two within one node) whose shard of m holds

@@ -51,6 +51,9 @@ typedef struct {
   bool offline;          /* must run on the device, without a network */
   double max_power_w;    /* a power budget per device; 0: none */
   int64_t input_tokens, output_tokens;
+  /* an encoder's sequence length a request (--input-tokens for an
+  ** encoder); 0: the model file's */
+  int64_t encoder_seq;
   /* the precision; NULL: int8 on the device, bf16 (fp16 on a chip
   ** without bf16) elsewhere, or with any_precision every one the chip runs */
   const serve_precision *prec;

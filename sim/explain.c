@@ -196,10 +196,19 @@ static void explain_time(const model *m, const hw_model *hw, const plan *p, cons
            sec(&b, r->layer_fwd_s), sec(&b, r->layer_bwd_s), (long long)(r->microbatches - 1),
            sec(&b, r->grad_accum_layer_s));
     coll_sm_term(hw, r, t, n);
+    bool after = p->grad_sync == PLAN_GRAD_AFTER_BACKWARD;
+    double ar = r->dp_allreduce_s, shown = after ? ar : ar > r->layer_bwd_s ? ar - r->layer_bwd_s : 0;
+    double rest = bd->exposed_comm - shown; /* ZeRO-3 gathers, the embedding exchange */
+    char more[96] = "";
+    if (rest > 0) snprintf(more, sizeof more, " + %s", sec(&b, rest));
     x = add(t, n, "exposed gradient sync", bd->exposed_comm,
-            "max(0, all-reduce - the last backward it hides behind)");
-    values(x, p->dp > 1 ? "max(0, %s - %s)" : "dp 1: no all-reduce (%s, %s)",
-           sec(&b, r->dp_allreduce_s), sec(&b, r->layer_bwd_s));
+            after ? "the all-reduce, after the backward (--grad-sync after-backward)"
+                    " + ZeRO-3 gathers and embedding exchange not hidden"
+                  : "max(0, all-reduce - the last backward it hides behind)"
+                    " + ZeRO-3 gathers and embedding exchange not hidden");
+    if (p->dp <= 1) values(x, "dp 1: no all-reduce (%s)%s", sec(&b, r->dp_allreduce_s), more);
+    else if (after) values(x, "%s%s", sec(&b, r->dp_allreduce_s), more);
+    else values(x, "max(0, %s - %s)%s", sec(&b, r->dp_allreduce_s), sec(&b, r->layer_bwd_s), more);
     x = add(t, n, "optimizer", bd->other, "the graph's update ops");
     values(x, "%s", sec(&b, bd->other));
   } else {

@@ -329,13 +329,30 @@ graph_dtype plan_precision_on(const hw_model *hw, graph_dtype want) {
 /* Models other than transformers: data parallelism only (their layers are
 ** small enough to replicate); a family that writes its whole step (gbdt)
 ** runs on one chip. */
+/* A whole-step model times the graph in its compute dtype and reads its
+** memory off the graph: a GEMM recipe or bf16-only weights would change
+** the label and not the number. */
+static int check_whole_dtype(const model *m, const plan *p, char *err, size_t errn) {
+  if (p->gemm != PLAN_GEMM_NATIVE && p->gemm != PLAN_GEMM_TF32)
+    return str_errf(err, errn, "--precision %s is a recipe for a transformer's linear layers "
+                    "(Transformer Engine, torchao, AQT); %s %s model's step is simulated whole in "
+                    "its compute dtype (nearest: --precision bf16)", plan_precision_label(p),
+                    str_article(m->family), m->family);
+  if (p->bf16_weights)
+    return str_errf(err, errn, "--weight-dtype bf16 keeps a transformer's weights and optimizer "
+                    "state in bf16 (MaxText's weight_dtype); %s %s model's memory is read off its "
+                    "graph as the file gives it (leave the flag out)", str_article(m->family),
+                    m->family);
+  return 0;
+}
+
 static int check_generic(const model *m, plan *p, char *err, size_t errn) {
   if (strcmp(m->format, "hlo") == 0) {
     /* a compiled module is one device's program for the devices it names */
     int64_t dev = m->info.devices > 0 ? m->info.devices : 1;
-    if (p->tp != 1 || p->pp != 1 || p->ep != 1 || p->cp > 1 || (p->dp && p->dp != p->chips))
+    if (p->tp != 1 || p->pp != 1 || p->ep != 1 || p->cp > 1 || p->etp > 1 || (p->dp && p->dp != p->chips))
       return str_errf(err, errn, "an HLO module carries its own partitioning (%lld device%s): give "
-                                 "--chips %lld and no --dp/--tp/--pp/--ep",
+                                 "--chips %lld and no --dp/--tp/--pp/--cp/--ep/--etp",
                       (long long)dev, dev == 1 ? "" : "s", (long long)dev);
     if (p->chips != dev)
       return str_errf(err, errn, "the HLO module was compiled for %lld device%s "
@@ -710,6 +727,10 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
   }
   if (plan_check_offload_link(hw, p->offload, err, errn) != 0) {
     *fault = PLAN_FAULT_RANGE;
+    return -1;
+  }
+  if (d->layers == 0 && check_whole_dtype(m, p, err, errn) != 0) {
+    *fault = PLAN_FAULT_DTYPE;
     return -1;
   }
   if (d->layers == 0) {

@@ -153,7 +153,10 @@ static int simulate_generic(const model *m, const hw_model *hw, const plan *p, s
   ** the gradients' reduce-scatter and the stage 1-2 parameter all-gather
   ** add up to the all-reduce's */
   double gather = p->zero >= 3 && p->dp > 1 ? M * ar : 0;
-  double exposed = (ar > r->layer_bwd_s ? ar - r->layer_bwd_s : 0) + gather;
+  /* buckets all-reduced while the last backward runs (DDP's overlap), or
+  ** the whole all-reduce after it (--grad-sync after-backward) */
+  double hide = p->grad_sync == PLAN_GRAD_OVERLAP ? r->layer_bwd_s : 0;
+  double exposed = (ar > hide ? ar - hide : 0) + gather;
   /* the embedding exchange: in series with the layers that need it, or on
   ** SparseCores beside them */
   double emb = M * ec.exchange_s;
@@ -162,7 +165,7 @@ static int simulate_generic(const model *m, const hw_model *hw, const plan *p, s
   /* the backward the all-reduce hides under runs on the SMs its kernel
   ** leaves (step_coll_sm_share; the data-parallel group is every chip) */
   r->coll_share = step_coll_sm_share(hw, p->dp, step_group_node_members(hw, p->dp, 1));
-  r->coll_hidden_s = ar < r->layer_bwd_s ? ar : r->layer_bwd_s;
+  r->coll_hidden_s = ar < hide ? ar : hide;
   r->coll_sm_s = r->coll_hidden_s * r->coll_share;
   compute += r->coll_sm_s;
   r->dp_allreduce_s = ar;

@@ -1406,5 +1406,62 @@ run seq1 0 simulate tests/data/hf/llama3.1-8b.json --hw h100-sxm --chips 8 --gbs
 run seq1-moe 0 simulate tests/data/hf/qwen3-30b-a3b.json --hw h100-sxm --chips 8 --gbs 8 --seq 1 --ep 8 && \
   has seq1-moe out "ep 8"
 
+# --- flags a model does not read (2026-12-07): each was taken and dropped,
+# the step as without it; now refused by name, or (Megatron-LM's own rule)
+# said on stderr ---
+run nf-mlp-rec 1 simulate mlp --hw h100-sxm --chips 8 --recompute full && \
+  has nf-mlp-rec err "--recompute recomputes a transformer's layers in the backward; mlp has no transformer layers"
+# --seq changed an MLP's input records (seq x 4 bytes a sample), not its step
+run nf-mlp-seq 1 simulate mlp --hw h100-sxm --chips 8 --seq 4096 && has nf-mlp-seq err "--seq sets a transformer's tokens per sequence"
+run nf-plan-seq 1 plan mlp --max-chips 8 --seq 4096 && has nf-plan-seq err "tpusim plan: --seq sets"
+run nf-plan-off 1 plan mlp --max-chips 8 --offload activations && has nf-plan-off err "mlp has no transformer layers"
+run nf-cnn-off 1 simulate resnet50 --hw h100-sxm --chips 8 --offload optimizer && has nf-cnn-off err "--offload moves"
+run nf-cnn-vt 1 simulate resnet50 --hw h100-sxm --chips 8 --vocab-tiling 4 && has nf-cnn-vt err "--vocab-tiling tiles"
+# a GEMM recipe (fp8) and bf16-only weights: the whole-step model would print the label, not the number
+run nf-cnn-fp8 1 simulate resnet50 --hw h100-sxm --chips 8 --precision fp8 && \
+  has nf-cnn-fp8 err "--precision fp8 is a recipe for a transformer's linear layers"
+run nf-plan-fp8 1 plan resnet50 --max-chips 8 --precision fp8
+run nf-cnn-wdt 1 simulate resnet50 --hw h100-sxm --chips 8 --weight-dtype bf16 && has nf-cnn-wdt err "--weight-dtype bf16 keeps"
+# an HLO module's program fixes its batch and sharding; gbdt's step is one chip's
+run nf-hlo-gbs 1 simulate mlp_train_step --hw h100-sxm --chips 1 --gbs 64 && has nf-hlo-gbs err "mlp_train_step is an imported HLO module"
+run nf-hlo-zero 1 simulate mlp_train_step --hw h100-sxm --chips 1 --zero 3 && has nf-hlo-zero err "--zero shards"
+run nf-hlo-etp 1 simulate mlp_train_step --hw h100-sxm --chips 1 --etp 2 && has nf-hlo-etp err "no --dp/--tp/--pp/--cp/--ep/--etp"
+run nf-gbdt-fw 1 simulate gbdt --hw h100-sxm --chips 1 --framework torchtitan && has nf-gbdt-fw err "gbdt has no transformer layers"
+# Megatron-LM turns sequence parallelism off at tp 1 (arguments.py validate_args, with a warning): said, run
+run nf-sp-tp1 0 simulate llama3-8b --hw h100-sxm --chips 8 --gbs 64 --seq 2048 --sp && has nf-sp-tp1 err "note: --sp with tp 1"
+run nf-cpc-cp1 0 simulate llama3-8b --hw h100-sxm --chips 8 --gbs 64 --seq 2048 --cp-comm all-gather && \
+  has nf-cpc-cp1 err "note: --cp-comm all-gather with cp 1"
+# --grad-sync after-backward was dropped for a data-parallel model; after the
+# backward the whole all-reduce shows: resnet50's 48.7 MiB of bf16 gradients on
+# 64 H100s, as `collective` prices that all-reduce
+ar=$($TPUSIM collective --hw h100-sxm --chips 64 --op all-reduce --bytes 51114064 | awk 'END { print $3, $4 }')
+run nf-gs-after 0 simulate resnet50 --hw h100-sxm --chips 64 --mbs 32 --gbs 2048 --input-host local --grad-sync after-backward && \
+  has nf-gs-after out "exposed comm $ar,"
+run nf-gs-over 0 simulate resnet50 --hw h100-sxm --chips 64 --mbs 32 --gbs 2048 --grad-sync overlap && has nf-gs-over out "exposed comm 0 s,"
+# serve: a request's tokens are a sequence model's; an encoder's input sets its sequence
+run nf-srv-cnn 1 serve resnet50 --qps 10 --latency-p99 1s --input-tokens 64 && has nf-srv-cnn err "--input-tokens: resnet50 takes no tokens"
+run nf-srv-enc 1 serve bert-large --qps 10 --latency-p99 1s --output-tokens 64 && has nf-srv-enc err "bert-large does not generate tokens"
+run nf-srv-enc512 0 serve bert-large --qps 100 --latency-p99 100ms --hw h100-sxm --json
+run nf-srv-enc512b 0 serve bert-large --qps 100 --latency-p99 100ms --hw h100-sxm --input-tokens 512 --json
+if cmp -s "$OUT/nf-srv-enc512.out" "$OUT/nf-srv-enc512b.out"; then bad "nf-srv-enc: --input-tokens 512 should differ only in the request's echo"; else ok; fi
+run nf-srv-enc64 0 serve bert-large --qps 100 --latency-p99 100ms --hw h100-sxm --input-tokens 64
+# collective: --factor steps a range; --reducers sizes the reduction server's hosts
+run nf-coll-factor 2 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 1G --factor 4 && has nf-coll-factor err "--bytes 1G is one size"
+run nf-coll-red 2 collective --hw a100-40g-gcp --chips 32 --op all-reduce --bytes 1G --reducers 4 && \
+  has nf-coll-red err "--algo auto does not run it"
+run nf-coll-red-ok 0 collective --hw a100-40g-gcp --chips 32 --op all-reduce --bytes 1G --reducers 4 --algo reduction-server
+run nf-coll-frac 2 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 1.5 && has nf-coll-frac err "expected whole bytes"
+run nf-coll-frac-k 0 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 1.5K && has nf-coll-frac-k out "1.50 KiB"
+# hw list --rates --json: the rates were left out of the JSON; the dense bf16 peak of an H100 SXM, 989 TFLOP/s (NVIDIA's datasheet)
+run nf-hw-rates 0 hw list --rates --json && has nf-hw-rates out '"dense_peak_ops_per_s"'
+if jq -e '.hardware[] | select(.name == "h100-sxm") | .dense_peak_ops_per_s.bf16 == .peak_bf16_flops_per_s' "$OUT/nf-hw-rates.out" >/dev/null; then ok; else bad "nf-hw-rates: h100-sxm's bf16 rate differs from peak_bf16_flops_per_s"; fi
+# plot: an option the kind does not read
+run nf-plot-chips 2 plot roofline llama3-8b --hw h100-sxm --chips 8 -o "$OUT/r.png" && has nf-plot-chips err "roofline does not read --chips"
+run nf-plot-gbs 2 plot scaling llama3-8b --hw h100-sxm --max-chips 8 --gbs 64 -o "$OUT/s.png" && has nf-plot-gbs err "--batch-per-chip x chips"
+# view writes a PNG: a .jpg name would hold one
+run nf-view-jpg 2 view "$OUT/none.json" --screenshot "$OUT/x.jpg" && has nf-view-jpg err "expected a .png name"
+# a budget under a cent
+run nf-budget 2 plan llama3-8b --tokens 1e9 --budget 1e-300 && has nf-budget err "expected a number from 0.01"
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -288,7 +288,7 @@ Test(cli, numeric_flags_refuse_out_of_range_with_the_range) {
       {{"plan", "llama3-8b", "--tokens", "nan"}, "--tokens nan: expected a number from 1 to 1e18; found no number"},
       {{"plan", "llama3-8b", "--spot", "--preemption-rate", "2"},
        "--preemption-rate 2: expected a number above 0 and at most 1"},
-      {{"plan", "llama3-8b", "--budget", "0"}, "--budget 0: expected a number above 0"},
+      {{"plan", "llama3-8b", "--budget", "0"}, "--budget 0: expected a number from 0.01 to 1e12"},
       {{"plan", "llama3-8b", "--steps", "1e20"}, "--steps 1e20: expected an integer from 1 to 1e15"},
       {{"collective", "--hw", "h100-sxm", "--chips", "8", "--op", "all-reduce", "--bytes", "1e30"},
        "--bytes 1e30: expected a size from 1 to 1P bytes"},
