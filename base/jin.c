@@ -494,10 +494,43 @@ size_t jin_locate(const char *text, size_t len, const jin_seg *path, int n, int 
 
 /* path[0, n) is searched for in j's text: a part's prefix is left out by
 ** the caller. */
+/* A report on a translated text, placed in the original (jin_origin):
+** at the key the value was read from when the path (or its first key) is
+** one, else on the file, the translated field named. */
+static void report_origin(jin *j, const jin_seg *path, int n, const char *pathstr,
+                          const char *body) {
+  const jin_origin *o = j->origin;
+  const char *from = NULL;
+  for (int pass = 0; pass < 2 && !from && n > 0 && path[0].key; pass++)
+    for (int i = 0; i < o->n && !from; i++)
+      if (strcmp(o->keys[i][0], pass == 0 ? pathstr : path[0].key) == 0) from = o->keys[i][1];
+  int line = 0, col = 0;
+  char where[256] = "";
+  if (from) {
+    char copy[256], *save = NULL;
+    snprintf(copy, sizeof copy, "%s", from);
+    jin_seg segs[JIN_MAX_DEPTH];
+    int k = 0;
+    for (char *t = strtok_r(copy, ".", &save); t && k < JIN_MAX_DEPTH; t = strtok_r(NULL, ".", &save))
+      segs[k++] = (jin_seg){t, 0};
+    size_t off = jin_locate(o->text, o->len, segs, k, 0);
+    if (off != SIZE_MAX) jin_line_col(o->text, off, &line, &col);
+    snprintf(where, sizeof where, "%s", from);
+  } else if (pathstr && *pathstr) {
+    snprintf(where, sizeof where, "%s (as model.json)", pathstr);
+  }
+  diag_error(j->dg, o->file, line, col, where, "%s", body);
+}
+
 static void report(jin *j, const jin_seg *path, int n, int at_key, const char *pathstr,
                    const char *fmt, va_list ap) {
   char body[1024];
   vsnprintf(body, sizeof body, fmt, ap);
+  if (j->origin) {
+    report_origin(j, path, n, pathstr, body);
+    j->errors++;
+    return;
+  }
   int line = 0, col = 0;
   size_t off = jin_locate(j->text, j->len, path, n, at_key);
   if (off != SIZE_MAX) jin_line_col(j->text, off, &line, &col);

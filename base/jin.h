@@ -28,6 +28,18 @@ typedef struct {
   int index;
 } jin_seg;
 
+/* Where a translated text's values came from: an HF config.json read as
+** a model.json, whose builder's messages should point into the user's file
+** (jin.origin). keys[i][0] is a translated value's dotted path, keys[i][1]
+** the original's dotted path it was read from. */
+typedef struct jin_origin {
+  const char *file; /* the original's name */
+  const char *text; /* its text (borrowed) */
+  size_t len;
+  char *(*keys)[2];
+  int n;
+} jin_origin;
+
 typedef struct jin {
   const char *file; /* borrowed: the name used in messages */
   char *text;       /* owned copy, NUL-terminated */
@@ -42,6 +54,10 @@ typedef struct jin {
   ** leading segments of path lead to the part (named in messages, not
   ** searched for in the part's text). */
   int line0, col0, prefix;
+  /* a translated text (NULL: none, the usual): reports go to the
+  ** original, at the key a translated value was read from, else to the
+  ** file as a whole with the translated field named (borrowed) */
+  const jin_origin *origin;
 } jin;
 
 /* Reads a whole file (at most max_bytes) into a malloc'd NUL-terminated buffer.

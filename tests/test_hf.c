@@ -663,6 +663,14 @@ Test(hf, bad_configs_are_refused_with_position) {
        "linear_num_value_heads: 24 is not a multiple of linear_num_key_heads 16", "24,"},
       {"qwen3-next-80b-a3b.json", "\"full_attention_interval\": 4", "\"full_attention_interval\": 100",
        "full_attention_interval: 100 is past the 48 layers: expected 2 to 48", "100,"},
+      /* the builder's checks of translated fields point at the config's
+      ** own keys (jin.origin), not into the translated model.json text */
+      {"llama3.1-8b.json", "\"num_attention_heads\": 32", "\"num_attention_heads\": 7",
+       "num_attention_heads: hidden 4096 is not divisible by heads 7; give head_dim", "7,"},
+      {"llama3.1-8b.json", "\"num_key_value_heads\": 8", "\"num_key_value_heads\": 5",
+       "num_key_value_heads: heads 32 is not a multiple of kv_heads 5", "5,"},
+      {"llama3.1-8b.json", "\"num_hidden_layers\": 32", "\"num_hidden_layers\": 100000",
+       "num_hidden_layers: 100000 is past tpusim's limit of 1024", "100000,"},
   };
   for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
     const char *path = mutated(rows[i].file, rows[i].from, rows[i].to);

@@ -46,6 +46,11 @@ struct model_spec {
   wl_family_fn build;
   jin j;             /* the text and its tree, kept parsed; never walked in place */
   char *jname;       /* the name its messages carry */
+  /* an HF config's translation: the config's text and which of its keys
+  ** each translated field was read from, so that the builder's messages
+  ** point into the user's file (jin.origin) */
+  jin_origin origin;
+  char *origin_file, *origin_text; /* each key's two strings malloc'd too */
   wl_train train;    /* the train block (and seq_len) as the file gives them */
   unsigned requires;
   bool needs_seq;    /* a transformer whose file gives no seq_len */
@@ -54,6 +59,10 @@ struct model_spec {
 static void spec_free(model_spec *s) {
   if (!s) return;
   jin_close(&s->j);
+  for (int i = 0; i < s->origin.n; i++) free(s->origin.keys[i][0]), free(s->origin.keys[i][1]);
+  free(s->origin.keys);
+  free(s->origin_file);
+  free(s->origin_text);
   free(s->jname);
   free(s);
 }
@@ -401,11 +410,24 @@ static int hf_get(jin *j, const cJSON *hf, const char *from, bool required, int6
 
 /* Copies an integer field under a new name; required fields report where
 ** they are missing in the HF file. */
+/* The note, in the translated object spec, that its member `to` was read
+** from the config's key `from` at j's current path; hf_origin_take
+** collects the notes (and takes them out) before the spec is built. */
+#define HF_FROM "$from"
+static void hf_note(jin *j, cJSON *spec, const char *from, const char *to) {
+  char at[200], full[256];
+  jin_path(j, at, sizeof at);
+  snprintf(full, sizeof full, "%s%s%s", at, *at ? "." : "", from);
+  cJSON *n = cJSON_GetObjectItemCaseSensitive(spec, HF_FROM);
+  if (!n) n = cJSON_AddObjectToObject(spec, HF_FROM);
+  if (n && !cJSON_GetObjectItemCaseSensitive(n, to)) cJSON_AddStringToObject(n, to, full);
+}
+
 static bool hf_int(jin *j, const cJSON *hf, cJSON *spec, const char *from, const char *to,
                    bool required) {
   int64_t v;
   int r = hf_get(j, hf, from, required, &v);
-  if (r > 0) put_int(spec, to, v);
+  if (r > 0) put_int(spec, to, v), hf_note(j, spec, from, to);
   return r >= 0;
 }
 
@@ -416,6 +438,7 @@ static bool hf_int_or(jin *j, const cJSON *hf, cJSON *spec, const char *from, co
   int64_t v = dflt;
   int r = hf_get(j, hf, from, false, &v);
   put_int(spec, to, v);
+  if (r > 0) hf_note(j, spec, from, to);
   return r >= 0;
 }
 
@@ -948,6 +971,39 @@ static const cJSON *hf_text_config(jin *j, int *type, bool *pushed) {
   return tc;
 }
 
+/* Takes hf_note's notes out of the translated spec (every object under
+** it, prefix its dotted path) into sp->origin: -1 when out of memory. */
+static int hf_origin_take(cJSON *obj, const char *prefix, model_spec *sp) {
+  cJSON *n = cJSON_DetachItemFromObjectCaseSensitive(obj, HF_FROM);
+  int rc = 0;
+  for (const cJSON *e = n ? n->child : NULL; e && rc == 0; e = e->next) {
+    char *(*k)[2] = realloc(sp->origin.keys, (size_t)(sp->origin.n + 1) * sizeof *k);
+    if (!k) {
+      rc = -1;
+      break;
+    }
+    sp->origin.keys = k;
+    size_t len = strlen(prefix) + strlen(e->string) + 2;
+    char *to = malloc(len), *from = strdup(e->valuestring);
+    if (to) snprintf(to, len, "%s%s%s", prefix, *prefix ? "." : "", e->string);
+    if (!to || !from) {
+      free(to), free(from);
+      rc = -1;
+      break;
+    }
+    k[sp->origin.n][0] = to, k[sp->origin.n][1] = from;
+    sp->origin.n++;
+  }
+  cJSON_Delete(n);
+  for (cJSON *c = obj->child; c && rc == 0; c = c->next) {
+    if (!cJSON_IsObject(c)) continue;
+    char sub[256];
+    snprintf(sub, sizeof sub, "%s%s%s", prefix, *prefix ? "." : "", c->string);
+    rc = hf_origin_take(c, sub, sp);
+  }
+  return rc;
+}
+
 static int load_hf(model *m, jin *j, const model_opts *o, diag *dg) {
   int type;
   if (jin_no_duplicates(j, j->root) > 0 || hf_type(j, j->root, &type) < 0) return -1;
@@ -975,14 +1031,20 @@ static int load_hf(model *m, jin *j, const model_opts *o, diag *dg) {
     return -1;
   }
   put_int(spec, "seq_len", m->train.seq_len);
-  /* The builder reads the translated spec; its own messages then point
-  ** into that text, named as such. The spec keeps it for model_derive. */
-  char *text = cJSON_PrintUnformatted(spec);
-  cJSON_Delete(spec);
-  if (!text || keep_spec(m, wl_transformer, seq <= 0) != 0) {
-    free(text);
+  /* The builder reads the translated spec; its messages point into the
+  ** config where the field was read from it (jin.origin), else name the
+  ** config and the translated field. The spec keeps both for model_derive. */
+  if (keep_spec(m, wl_transformer, seq <= 0) != 0 || hf_origin_take(spec, "", m->spec) != 0 ||
+      !(m->spec->origin_file = strdup(m->path)) || !(m->spec->origin_text = strdup(j->text))) {
+    cJSON_Delete(spec);
     return -1;
   }
+  m->spec->origin.file = m->spec->origin_file;
+  m->spec->origin.text = m->spec->origin_text;
+  m->spec->origin.len = strlen(j->text);
+  char *text = cJSON_PrintUnformatted(spec);
+  cJSON_Delete(spec);
+  if (!text) return -1;
   /* as for a model.json: the spec holds what the file says (its positions),
   ** not this load's --seq, which a derived model is given again or not */
   m->spec->train.seq_len = seq > 0 ? seq : 1;
@@ -991,8 +1053,10 @@ static int load_hf(model *m, jin *j, const model_opts *o, diag *dg) {
   int rc = -1;
   if (m->spec->jname) {
     snprintf(m->spec->jname, n, "%s (as model.json)", m->path);
-    if (jin_open(&m->spec->j, m->spec->jname, text, strlen(text), dg) == 0)
+    if (jin_open(&m->spec->j, m->spec->jname, text, strlen(text), dg) == 0) {
+      m->spec->j.origin = &m->spec->origin;
       rc = build(m, wl_transformer, &m->spec->j, m->spec->j.root, o);
+    }
   }
   free(text);
   return rc;

@@ -497,15 +497,15 @@ static bool check_dims(jin *j, const wl_train *t, tf_cfg *c) {
   }
   if (c->head_dim == 0) {
     if (c->hidden % c->heads != 0) {
-      jin_error(j, 1, "hidden %lld is not divisible by heads %lld; give head_dim",
-                (long long)c->hidden, (long long)c->heads);
+      jin_error_at(j, "heads", 0, "hidden %lld is not divisible by heads %lld; give head_dim",
+                   (long long)c->hidden, (long long)c->heads);
       return false;
     }
     c->head_dim = c->hidden / c->heads;
   }
   if (c->heads % c->kv_heads != 0) {
-    jin_error(j, 1, "heads %lld is not a multiple of kv_heads %lld", (long long)c->heads,
-              (long long)c->kv_heads);
+    jin_error_at(j, "kv_heads", 0, "heads %lld is not a multiple of kv_heads %lld",
+                 (long long)c->heads, (long long)c->kv_heads);
     return false;
   }
   if (c->causal && c->kind == 1) {
