@@ -12,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "../base/csv.h"
 #include "../base/diag.h"
 #include "../base/strutil.h"
 #include "../base/units.h"
@@ -567,32 +568,6 @@ static const char *const METRICS[] = {"ttft_s", "tpot_s", "prefill_tokens_per_s"
 ** generate (a CNN, an encoder: MLPerf Inference's offline samples/s) */
 #define M_SAMPLES 5
 
-/* Splits one CSV line in place into at most C_N fields (double quotes
-** around a field that holds commas, "" for a quote). Returns the count. */
-static int csv_split(char *line, char **f) {
-  int n = 0;
-  char *p = line;
-  while (n < C_N) {
-    char *w = p;
-    f[n++] = w;
-    if (*p == '"') {
-      p++;
-      for (; *p; p++) {
-        if (*p == '"' && p[1] == '"') *w++ = '"', p++;
-        else if (*p == '"') { p++; break; }
-        else *w++ = *p;
-      }
-    } else {
-      while (*p && *p != ',' && *p != '\n' && *p != '\r') *w++ = *p++;
-    }
-    bool more = *p == ',';
-    *w = 0;
-    if (!more) break;
-    p++;
-  }
-  return n;
-}
-
 /* The serving precision of a row's weight and activation dtypes. */
 static const serve_precision *row_precision(const char *w, const char *a) {
   bool a16 = strcmp(a, "bf16") == 0 || strcmp(a, "fp16") == 0;
@@ -661,40 +636,63 @@ static void group_add(val_state *v, const char *framework, double abs_err) {
   v->group[g].rows++;
 }
 
-/* One data row: simulated and printed; false after a message (file:line). */
-static bool validate_row(val_state *v, char **f, int line) {
+/* A data row of the file: its cells' text ("" past the row's end, the
+** optional last columns) and where each is, for messages. */
+typedef struct {
+  const char *f[C_N];
+  const csv_cell *at[C_N]; /* the row's last cell past its end */
+} val_row;
+
+/* "FILE:LINE:COL: " the row's cell k and the message; false. */
+static bool row_error(val_state *v, const val_row *w, int k, const char *fmt, const char *a,
+                      const char *b) {
+  fprintf(v->c->err, "%s:%d:%d: ", v->path, w->at[k]->line, w->at[k]->col);
+  fprintf(v->c->err, fmt, a, b);
+  fputc('\n', v->c->err);
+  return false;
+}
+
+/* One data row: simulated and printed; false after a message (file:line:col). */
+static bool validate_row(val_state *v, const val_row *w) {
+  const char *const *f = w->f;
   int64_t chips, tp, batch, in, out;
   char e[256];
-  if (num_parse_int("chips", f[C_CHIPS], 1, CLI_MAX_CHIPS, &chips, e, sizeof e) ||
-      num_parse_int("tp", f[C_TP], 1, 64, &tp, e, sizeof e) ||
-      num_parse_int("batch", f[C_BATCH], 0, 1 << 20, &batch, e, sizeof e) ||
-      num_parse_int("input_tokens", f[C_IN], 0, CLI_MAX_SEQ, &in, e, sizeof e) ||
-      num_parse_int("output_tokens", f[C_OUT], 0, CLI_MAX_SEQ, &out, e, sizeof e)) {
-    fprintf(v->c->err, "%s:%d: %s\n", v->path, line, e);
-    return false;
-  }
+  static const struct {
+    int col;
+    int64_t hi;
+  } INTS[] = {{C_CHIPS, CLI_MAX_CHIPS}, {C_TP, 64}, {C_BATCH, 1 << 20}, {C_IN, CLI_MAX_SEQ}, {C_OUT, CLI_MAX_SEQ}};
+  int64_t *outs[] = {&chips, &tp, &batch, &in, &out};
+  for (int i = 0; i < 5; i++)
+    if (num_parse_int(COLS[INTS[i].col], f[INTS[i].col], INTS[i].col <= C_TP ? 1 : 0, INTS[i].hi,
+                      outs[i], e, sizeof e))
+      return row_error(v, w, INTS[i].col, "%s%s", e, "");
   double value;
-  if (num_parse("value", f[C_VALUE], (num_range){NUM_REAL, 0, 1e15, true}, &value, e, sizeof e)) {
-    fprintf(v->c->err, "%s:%d: %s\n", v->path, line, e);
-    return false;
-  }
+  if (num_parse("value", f[C_VALUE], (num_range){NUM_REAL, 0, 1e15, true}, &value, e, sizeof e))
+    return row_error(v, w, C_VALUE, "%s%s", e, "");
   int metric = -1;
   for (int i = 0; METRICS[i]; i++)
     if (strcmp(METRICS[i], f[C_METRIC]) == 0) metric = i;
   const serve_precision *pr = row_precision(f[C_WDT], f[C_ADT]);
   const hw_model *hw = hw_catalog_find(v->cat, f[C_HW]);
   /* tokens are a generative row's; a samples row leaves them 0 */
-  bool tokens_bad = metric >= 0 && metric != M_SAMPLES && (in < 1 || out < 1);
-  if (metric < 0 || !pr || !hw || chips % tp || tokens_bad) {
-    fprintf(v->c->err, "%s:%d: %s%s%s%s%s\n", v->path, line,
-            metric < 0 ? "metric: expected ttft_s, tpot_s, prefill_tokens_per_s, decode_tokens_per_s, output_tokens_per_s or samples_per_s " : "",
-            !pr ? "weight_dtype/act_dtype: expected bf16/bf16, fp16/fp16, fp8/fp8, int8/int8, int8/bf16 or int4/bf16 " : "",
-            !hw ? "hw: not in the catalog " : "", chips % tp ? "chips: not a multiple of tp " : "",
-            tokens_bad ? "input_tokens/output_tokens: expected at least 1 each for a token metric, found 0" : "");
-    return false;
+  if (metric < 0)
+    return row_error(v, w, C_METRIC, "metric: expected ttft_s, tpot_s, prefill_tokens_per_s, "
+                     "decode_tokens_per_s, output_tokens_per_s or samples_per_s, found '%s'%s",
+                     f[C_METRIC], "");
+  if (!pr)
+    return row_error(v, w, C_WDT, "weight_dtype/act_dtype %s/%s: expected bf16/bf16, fp16/fp16, "
+                     "fp8/fp8, int8/int8, int8/bf16 or int4/bf16", f[C_WDT], f[C_ADT]);
+  if (!hw) {
+    char msg[2048];
+    hw_catalog_unknown(v->cat, f[C_HW], msg, sizeof msg);
+    return row_error(v, w, C_HW, "hw: %s%s", msg, "");
   }
+  if (chips % tp) return row_error(v, w, C_CHIPS, "chips %s: not a multiple of tp %s", f[C_CHIPS], f[C_TP]);
+  if (metric != M_SAMPLES && (in < 1 || out < 1))
+    return row_error(v, w, in < 1 ? C_IN : C_OUT, "input_tokens/output_tokens: expected at least 1 "
+                     "each for a token metric (%s), found 0%s", f[C_METRIC], "");
   model *m = load(v->c, f[C_MODEL]);
-  if (!m) return false;
+  if (!m) return row_error(v, w, C_MODEL, "model %s: not read (above)%s", f[C_MODEL], "");
   /* a samples row's input_tokens, when given, is an encoder's sequence length */
   serve_cfg cfg = {.tp = tp, .pp = 1, .prec = pr, .batch = batch > 0 ? batch : 1, .input_tokens = in,
                    .output_tokens = out, .encoder_seq = metric == M_SAMPLES ? in : 0};
@@ -711,16 +709,12 @@ static bool validate_row(val_state *v, char **f, int line) {
   cfg.prefill_batch = metric == 0 ? 1 : cfg.batch;
   if (rc == 0) rc = serve_step(m, hw, &cfg, NULL, &r, err, sizeof err);
   model_free(m);
-  if (rc == 0 && r.generative == (metric == M_SAMPLES)) {
-    fprintf(v->c->err, "%s:%d: metric %s: %s\n", v->path, line, f[C_METRIC],
-            r.generative ? "a generative model is measured in tokens (ttft_s, tpot_s, ..._tokens_per_s), not samples_per_s"
-                         : "a model that does not generate is measured in samples_per_s");
-    return false;
-  }
-  if (rc != 0) {
-    fprintf(v->c->err, "%s:%d: %s\n", v->path, line, err);
-    return false;
-  }
+  if (rc == 0 && r.generative == (metric == M_SAMPLES))
+    return row_error(v, w, C_METRIC, "metric %s: %s", f[C_METRIC],
+                     r.generative ? "a generative model is measured in tokens (ttft_s, tpot_s, "
+                                    "..._tokens_per_s), not samples_per_s"
+                                  : "a model that does not generate is measured in samples_per_s");
+  if (rc != 0) return row_error(v, w, C_ID, "%s%s", err, "");
   double sim = row_metric(metric, &cfg, &r, (double)(chips / tp));
   double rel = (sim - value) / value;
   v->sum_err += fabs(rel);
@@ -733,52 +727,61 @@ static bool validate_row(val_state *v, char **f, int line) {
   return true;
 }
 
+/* Serving measurements are a few hundred rows, each a simulation. */
+static const csv_limits SERVE_CSV = {16u << 20, 10000, 64, "each row is a simulation"};
+
 int serve_validate(cli_ctx *c, const char *path) {
-  FILE *fp = fopen(path, "r");
-  if (!fp) {
-    fprintf(c->err, "tpusim serve: --validate %s: cannot open the file\n", path);
+  csv_table t = {0};
+  diag *dg = diag_new();
+  if (!dg || csv_read(&t, path, "serving measurements (CSV)", &SERVE_CSV, dg) != 0) {
+    if (dg) diag_print(dg, c->err);
+    diag_free(dg);
+    csv_free(&t);
     return CLI_BAD_INPUT;
   }
+  diag_free(dg);
   val_state v = {.c = c, .path = path};
   int rc = cli_load_catalog(c, &v.cat, NULL);
   if (rc != CLI_OK) {
-    fclose(fp);
+    csv_free(&t);
     return rc;
   }
-  char line[4096];
-  int ln = 0;
-  bool ok = true, header = false;
-  while (fgets(line, sizeof line, fp)) {
-    ln++;
-    char *f[C_N];
-    if (line[0] == '\n' || line[0] == '#') continue;
-    int n = csv_split(line, f);
-    if (!header) {
-      for (int i = 0; i < C_N && ok; i++)
-        if (i >= n || strcmp(f[i], COLS[i]) != 0) {
-          fprintf(c->err, "%s:%d:%d: expected the header column '%s', found '%s'\n", path, ln, i + 1,
-                  COLS[i], i < n ? f[i] : "(none)");
-          ok = false;
-        }
-      if (!ok) break;
-      header = true;
-      fprintf(c->out, "| row | model | hw | metric | measured | tpusim | error |\n");
-      fprintf(c->out, "|---|---|---|---|---|---|---|\n");
-      continue;
+  bool ok = true;
+  for (int i = 0; i < C_N && ok; i++) {
+    const csv_cell *h = csv_at(&t, 0, i);
+    if (!h || strcmp(h->s, COLS[i]) != 0) {
+      const csv_cell *last = csv_at(&t, 0, t.recs[0].n - 1);
+      fprintf(c->err, "%s:%d:%d: expected the header column '%s', found '%s'\n", path,
+              h ? h->line : last->line, h ? h->col : last->col + (int)strlen(last->s), COLS[i],
+              h ? h->s : "(none)");
+      ok = false;
     }
-    if (n < C_N - 2) {
-      fprintf(c->err, "%s:%d: expected %d columns, found %d\n", path, ln, C_N, n);
+  }
+  bool header = ok; /* then every row, each bad one reported */
+  if (header) {
+    fprintf(c->out, "| row | model | hw | metric | measured | tpusim | error |\n");
+    fprintf(c->out, "|---|---|---|---|---|---|---|\n");
+  }
+  for (int r = 1; header && r < t.n_recs; r++) {
+    val_row w;
+    int n = t.recs[r].n;
+    const csv_cell *last = csv_at(&t, r, n - 1);
+    if (n < C_N - 2 || n > C_N) {
+      fprintf(c->err, "%s:%d:%d: expected %d to %d columns (framework, source and notes may be "
+                      "left out), found %d\n", path, last->line, last->col + (int)strlen(last->s),
+              C_N - 2, C_N, n);
       ok = false;
       continue;
     }
-    ok &= validate_row(&v, f, ln);
+    for (int k = 0; k < C_N; k++) {
+      const csv_cell *x = csv_at(&t, r, k);
+      w.f[k] = x ? x->s : "";
+      w.at[k] = x ? x : last;
+    }
+    ok &= validate_row(&v, &w);
   }
-  fclose(fp);
   hw_catalog_free(v.cat);
-  if (!header && ok) {
-    fprintf(c->err, "%s: empty: expected a header line %s,...\n", path, COLS[0]);
-    return CLI_BAD_INPUT;
-  }
+  csv_free(&t);
   if (v.rows > 0)
     fprintf(c->out, "\nmean absolute error: %.1f %% over %d rows\n", 100 * v.sum_err / v.rows, v.rows);
   int gen = v.rows - v.rows_samples;

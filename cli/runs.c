@@ -27,9 +27,8 @@
 
 /* A table of runs is a few hundred rows; each row is one simulation, so a
 ** file past these limits is a mistake, refused before anything runs. */
-#define CSV_MAX_BYTES (16u << 20)
-#define CSV_MAX_ROWS 10000
-#define CSV_MAX_COLS 64
+#define RUNS_CSV_MAX_COLS 64
+static const csv_limits RUNS_CSV = {16u << 20, 10000, RUNS_CSV_MAX_COLS, "each row is a simulation"};
 
 const char RUNS_DEFAULT_MAPPING[] = "tests/validation/mapping.csv";
 const char RUNS_DEFAULT_MODELS[] = "tests/validation/models:tests/data/hf";
@@ -80,159 +79,6 @@ int runs_paths_of(cli_ctx *c, runs_paths *p) {
     p->models = p->models_buf;
   }
   return CLI_OK;
-}
-
-/* ==== CSV: cells with the line:column they start at ==== */
-
-
-static void csv_free(runs_csv *t) {
-  free(t->text);
-  free(t->cells);
-  free(t->recs);
-  memset(t, 0, sizeof *t);
-}
-
-static int grow(void **p, int *cap, int need, size_t size) {
-  if (need <= *cap) return 0;
-  int n = *cap ? *cap * 2 : 64;
-  while (n < need) n *= 2;
-  void *q = realloc(*p, (size_t)n * size);
-  if (!q) return -1;
-  *p = q;
-  *cap = n;
-  return 0;
-}
-
-/* One cell from p (quoted per RFC 4180: "" is a quote, newlines allowed);
-** its text is moved in place and terminated. Returns the separator that
-** ended it (',' or '\n' for the end of the record), or 0 after an error. */
-static char csv_cell(runs_csv *t, char **pp, char *end, int *line, char **line_start, runs_cell *c,
-                     diag *dg) {
-  char *p = *pp, *dst = p;
-  c->line = *line;
-  c->col = (int)(p - *line_start) + 1;
-  c->s = p;
-  if (p < end && *p == '"') {
-    c->s = dst = ++p;
-    for (;;) {
-      if (p >= end) {
-        diag_error(dg, t->file, c->line, c->col, NULL, "a quoted cell with no closing quote");
-        return 0;
-      }
-      if (*p == '"' && p + 1 < end && p[1] == '"') {
-        *dst++ = '"';
-        p += 2;
-      } else if (*p == '"') {
-        p++;
-        break;
-      } else {
-        if (*p == '\n') (*line)++, *line_start = p + 1;
-        *dst++ = *p++;
-      }
-    }
-    if (p < end && *p != ',' && *p != '\n' && *p != '\r') {
-      diag_error(dg, t->file, *line, (int)(p - *line_start) + 1, NULL,
-                 "expected ',' or the end of the line after a quoted cell, found '%c'", *p);
-      return 0;
-    }
-  } else {
-    while (p < end && *p != ',' && *p != '\n' && *p != '\r') p++;
-    dst = p;
-  }
-  char sep = p < end && *p == ',' ? ',' : '\n';
-  if (p < end && *p == '\r' && p + 1 < end && p[1] == '\n') p++; /* CRLF */
-  if (p < end) p++; /* past the ',' or the line's end */
-  *dst = '\0';      /* text has a terminator at end, so dst <= end is writable */
-  *pp = p;
-  return sep;
-}
-
-/* Reads and cuts a CSV file: the header and every record; '#' lines and
-** blank lines are skipped (the mapping is commented). 0, or -1 after
-** reporting to dg. */
-static int csv_read(runs_csv *t, const char *file, const char *what, diag *dg) {
-  size_t len;
-  memset(t, 0, sizeof *t);
-  t->file = file;
-  t->text = jin_read_regular(file, CSV_MAX_BYTES, what, "each row is a simulation", &len, dg);
-  if (!t->text) return -1;
-  char *nul = memchr(t->text, '\0', len);
-  if (nul) {
-    int line = 1;
-    for (char *q = t->text; q < nul; q++) line += *q == '\n';
-    diag_error(dg, file, line, 1, NULL, "a NUL byte: expected text (%s)", what);
-    return -1;
-  }
-  char *p = t->text, *end = t->text + len, *line_start = p;
-  int line = 1;
-  if (len >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0) p += 3, line_start = p; /* a UTF-8 BOM */
-  while (p < end) {
-    if (*p == '#' || *p == '\n' || *p == '\r') { /* a comment or a blank line */
-      while (p < end && *p != '\n') p++;
-      if (p < end) p++;
-      line++;
-      line_start = p;
-      continue;
-    }
-    if (t->n_recs == CSV_MAX_ROWS + 1) {
-      diag_error(dg, file, line, 1, NULL, "more than %d rows, the limit (each row is a simulation)",
-                 CSV_MAX_ROWS);
-      return -1;
-    }
-    if (grow((void **)&t->recs, &t->cap_recs, t->n_recs + 1, sizeof *t->recs)) goto oom;
-    runs_rec *r = &t->recs[t->n_recs++];
-    r->first = t->n_cells;
-    r->n = 0;
-    char sep;
-    do {
-      if (r->n == CSV_MAX_COLS) {
-        diag_error(dg, file, line, (int)(p - line_start) + 1, NULL,
-                   "more than %d cells in a row, the limit", CSV_MAX_COLS);
-        return -1;
-      }
-      if (grow((void **)&t->cells, &t->cap_cells, t->n_cells + 1, sizeof *t->cells)) goto oom;
-      runs_cell *c = &t->cells[t->n_cells++];
-      sep = csv_cell(t, &p, end, &line, &line_start, c, dg);
-      if (!sep) return -1;
-      r->n++;
-    } while (sep == ',');
-    line++;
-    line_start = p;
-  }
-  if (t->n_recs == 0) {
-    diag_error(dg, file, 0, 0, NULL, "empty: expected a header line and rows (%s)", what);
-    return -1;
-  }
-  return 0;
-oom:
-  diag_error(dg, file, line, 1, NULL, "out of memory");
-  return -1;
-}
-
-static const runs_cell *csv_at(const runs_csv *t, int rec, int col) {
-  return col >= 0 && col < t->recs[rec].n ? &t->cells[t->recs[rec].first + col] : NULL;
-}
-
-/* The header's column named name, or -1. */
-static int csv_col(const runs_csv *t, const char *name) {
-  for (int i = 0; i < t->recs[0].n; i++)
-    if (strcmp(csv_at(t, 0, i)->s, name) == 0) return i;
-  return -1;
-}
-
-/* Each record has the header's cell count: 0, or -1 after reporting each
-** record that does not. */
-static int csv_check_widths(const runs_csv *t, diag *dg) {
-  int bad = 0, want = t->recs[0].n;
-  for (int r = 1; r < t->n_recs; r++) {
-    if (t->recs[r].n == want) continue;
-    const runs_cell *last = csv_at(t, r, t->recs[r].n - 1);
-    diag_error(dg, t->file, last->line, last->col + (int)strlen(last->s), NULL,
-               "%d cells; the header has %d (a ',' inside a cell needs quotes)", t->recs[r].n,
-               want);
-    bad = 1;
-  }
-  return bad ? -1 : 0;
 }
 
 /* ==== the mapping (tests/validation/mapping.csv) ==== */
@@ -292,7 +138,7 @@ static const char *switch_flag(map_kind k) {
 
 typedef struct {
   map_kind kind;
-  const runs_cell *key, *value;
+  const csv_cell *key, *value;
   /* a model or default key, split: MODEL[/PARAMS_B][@FRAMEWORK], or a
   ** default's COLUMN:SOURCE (the rows whose source column starts so) */
   char name[64], framework[64], source[128];
@@ -306,7 +152,7 @@ static const char *const DEFAULT_COLS[] = {"mbs", "vp", "sp", "zero_or_fsdp", "r
 enum { DEFAULT_NCOLS = sizeof DEFAULT_COLS / sizeof *DEFAULT_COLS - 1 };
 
 struct runs_mapping {
-  runs_csv t;
+  csv_table t;
   map_entry *e;
   int n;
 };
@@ -663,7 +509,7 @@ static int mapping_check_value(const map_entry *e, const char *file, diag *dg) {
 
 static int mapping_read(runs_mapping *m, const char *file, diag *dg) {
   memset(m, 0, sizeof *m);
-  if (csv_read(&m->t, file, "a validation mapping (CSV)", dg) || csv_check_widths(&m->t, dg))
+  if (csv_read(&m->t, file, "a validation mapping (CSV)", &RUNS_CSV, dg) || csv_check_widths(&m->t, dg))
     return -1;
   int ck = csv_col(&m->t, "kind"), cy = csv_col(&m->t, "key"), cv = csv_col(&m->t, "value");
   if (ck < 0 || cy < 0 || cv < 0) {
@@ -679,7 +525,7 @@ static int mapping_read(runs_mapping *m, const char *file, diag *dg) {
   for (int r = 1; r < m->t.n_recs; r++) {
     map_entry *e = &m->e[m->n];
     memset(e, 0, sizeof *e); /* the slot of a refused entry is reused: nothing of it stays */
-    const runs_cell *kind = csv_at(&m->t, r, ck);
+    const csv_cell *kind = csv_at(&m->t, r, ck);
     e->key = csv_at(&m->t, r, cy);
     e->value = csv_at(&m->t, r, cv);
     int k = 0;
@@ -879,12 +725,12 @@ static const char *const COLS[RUNS_C_NCOLS] = {
     "ep",  "experts", "extra"};
 
 typedef struct {
-  const runs_csv *t;
+  const csv_table *t;
   int col[RUNS_C_NCOLS];
   diag *dg;
 } row_reader;
 
-static const runs_cell *rd_cell(const row_reader *rd, int rec, int c) {
+static const csv_cell *rd_cell(const row_reader *rd, int rec, int c) {
   return rd->col[c] < 0 ? NULL : csv_at(rd->t, rec, rd->col[c]);
 }
 
@@ -903,7 +749,7 @@ static const char *strip_q(const char *s, char *buf, size_t n) {
 /* A count cell: lo..hi, or -1 where the row says '?' and that is allowed. */
 static int rd_int(row_reader *rd, int rec, int c, int64_t lo, int64_t hi, bool may_be_unknown,
                   int64_t dflt, int64_t *out) {
-  const runs_cell *x = rd_cell(rd, rec, c);
+  const csv_cell *x = rd_cell(rd, rec, c);
   char err[320];
   if (!x) return *out = dflt, 0;
   if (may_be_unknown && runs_unknown(x->s)) return *out = -1, 0;
@@ -915,7 +761,7 @@ static int rd_int(row_reader *rd, int rec, int c, int64_t lo, int64_t hi, bool m
 
 /* A real cell above 0 (a time, a parameter count, a per-device batch). */
 static int rd_real(row_reader *rd, int rec, int c, bool may_be_unknown, double *out) {
-  const runs_cell *x = rd_cell(rd, rec, c);
+  const csv_cell *x = rd_cell(rd, rec, c);
   char err[320];
   if (may_be_unknown && runs_unknown(x->s)) return *out = -1, 0;
   num_range r = {NUM_REAL, 0, 1e15, true};
@@ -945,7 +791,7 @@ static bool word_in(const char *s, const char *const *list) {
 static int rd_sp(row_reader *rd, int rec, runs_row *w) {
   static const char *const YES[] = {"1", "yes", "true", "on", NULL},
                            *const NO[] = {"0", "no", "false", "off", NULL};
-  const runs_cell *x = rd_cell(rd, rec, RUNS_C_SP);
+  const csv_cell *x = rd_cell(rd, rec, RUNS_C_SP);
   if (runs_unknown(x->s)) w->sp = -1;
   else if (word_in(x->s, NO)) w->sp = 0;
   else if (word_in(x->s, YES)) w->sp = 1;
@@ -962,7 +808,7 @@ static int rd_sp(row_reader *rd, int rec, runs_row *w) {
 ** "fsdp" (all data-parallel chips) or "fsdpN" (a shard group of N), each
 ** with an optional '?', or '?'. */
 static int rd_zero(row_reader *rd, int rec, runs_row *w) {
-  const runs_cell *x = rd_cell(rd, rec, RUNS_C_ZERO);
+  const csv_cell *x = rd_cell(rd, rec, RUNS_C_ZERO);
   char buf[32], low[32], err[320];
   const char *s = strip_q(x->s, buf, sizeof buf);
   w->zero = -1;
@@ -1009,7 +855,7 @@ static int rd_row(row_reader *rd, int rec, runs_row *w) {
   w->model = rd_cell(rd, rec, RUNS_C_MODEL)->s;
   w->recompute = rd_cell(rd, rec, RUNS_C_RECOMPUTE)->s;
   w->precision = rd_cell(rd, rec, RUNS_C_PRECISION)->s;
-  const runs_cell *ex = rd_cell(rd, rec, RUNS_C_EXTRA);
+  const csv_cell *ex = rd_cell(rd, rec, RUNS_C_EXTRA);
   w->extra = ex ? ex->s : "";
   int bad = 0;
   bad |= rd_int(rd, rec, RUNS_C_CHIPS, 1, CLI_MAX_CHIPS, false, 0, &w->chips);
@@ -1050,8 +896,8 @@ static int rd_columns(row_reader *rd) {
   }
   if (!n_missing) return 0;
   /* the header's names that are none of validate's columns: a typo's candidates */
-  const char *heads[CSV_MAX_COLS];
-  const runs_cell *cells[CSV_MAX_COLS];
+  const char *heads[RUNS_CSV_MAX_COLS];
+  const csv_cell *cells[RUNS_CSV_MAX_COLS];
   int nh = 0;
   for (int i = 0; i < rd->t->recs[0].n; i++) {
     int c = 0;
@@ -1059,7 +905,7 @@ static int rd_columns(row_reader *rd) {
     if (c == RUNS_C_NCOLS) cells[nh] = csv_at(rd->t, 0, i), heads[nh] = cells[nh]->s, nh++;
   }
   const char *near = n_missing == 1 ? str_suggest(COLS[last], heads, nh) : NULL;
-  const runs_cell *at = NULL;
+  const csv_cell *at = NULL;
   for (int i = 0; near && i < nh; i++)
     if (heads[i] == near) at = cells[i];
   diag_error(rd->dg, rd->t->file, 1, at ? at->col : 1, NULL,
@@ -1094,7 +940,7 @@ void runs_arg(runs_argv *a, const char *fmt, ...) {
 
 
 const char *runs_cell_text(const runs_table *x, int rec, int c) {
-  const runs_cell *cell = x->col[c] < 0 ? NULL : csv_at(x->t, rec, x->col[c]);
+  const csv_cell *cell = x->col[c] < 0 ? NULL : csv_at(x->t, rec, x->col[c]);
   return cell ? cell->s : ""; /* a short row (validate keeps it, not running) has none */
 }
 
@@ -1181,7 +1027,7 @@ static int family_arg(const runs_table *x, runs_result *r) {
     char field[64], col[64];
     if (!family_pair(tok, field, sizeof field, col, sizeof col)) continue; /* refused at load */
     int c = csv_col(x->t, col);
-    const runs_cell *at = c >= 0 ? csv_at(x->t, w->rec, c) : NULL;
+    const csv_cell *at = c >= 0 ? csv_at(x->t, w->rec, c) : NULL;
     const char *cell = at ? at->s : "";
     if (runs_unknown(cell)) continue;
     /* a size of the architecture: a count, said at the row's cell (not,
@@ -1728,7 +1574,7 @@ static int read_rows(row_reader *rd, runs_result **out, int *n, const char *purp
   for (int i = 0; i < *n; i++) {
     int have = rd->t->recs[i + 1].n;
     if (have != want && !(have > want && extra_last)) {
-      const runs_cell *last = csv_at(rd->t, i + 1, have - 1);
+      const csv_cell *last = csv_at(rd->t, i + 1, have - 1);
       diag_error(rd->dg, rd->t->file, last->line, last->col + (int)strlen(last->s), NULL,
                  "%d cells; the header has %d (a ',' inside a cell needs quotes)", have, want);
       memset(&r[i].w, 0, sizeof r[i].w);
@@ -1758,7 +1604,7 @@ static int read_rows(row_reader *rd, runs_result **out, int *n, const char *purp
     }
     for (int j = 0; j < i && !row_bad; j++)
       if (strcmp(r[j].w.id, r[i].w.id) == 0) {
-        const runs_cell *c = rd_cell(rd, i + 1, RUNS_C_ID);
+        const csv_cell *c = rd_cell(rd, i + 1, RUNS_C_ID);
         diag_error(rd->dg, rd->t->file, c->line, c->col, NULL,
                    "id '%.80s' again (first at line %d)", r[i].w.id,
                    rd_cell(rd, j + 1, RUNS_C_ID)->line);
@@ -1791,7 +1637,7 @@ int runs_open(runs_table *x, cli_ctx *c, const char *file, const char *mfile, co
   row_reader rd = {.t = x->t, .dg = dg};
   *bad_rows = 0;
   /* per row, a row of the wrong width is that row's fault (read_rows) */
-  if (csv_read(x->t, file, "a table of runs (CSV)", dg) ||
+  if (csv_read(x->t, file, "a table of runs (CSV)", &RUNS_CSV, dg) ||
       (!per_row && csv_check_widths(x->t, dg)) || rd_columns(&rd))
     return -1;
   int bad = read_rows(&rd, &x->r, &x->n, purpose);

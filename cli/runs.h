@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "cli_int.h"
+#include "../base/csv.h"
 #include "../base/diag.h"
 
 #define RUNS_MAX_SETS 12 /* a family template's sizes: layers ... experts */
@@ -35,26 +36,6 @@ typedef struct {
 ** `tpusim validate` and `calibrate --runs` work from any folder. CLI_OK,
 ** or CLI_USAGE (reported) for an empty --models. */
 int runs_paths_of(cli_ctx *c, runs_paths *p);
-
-/* ---- CSV: cells with the line:column they start at ---- */
-
-typedef struct {
-  const char *s; /* NUL-terminated, unquoted, inside the csv's text */
-  int line, col;
-} runs_cell;
-
-typedef struct {
-  int first, n; /* cells[first .. first+n) */
-} runs_rec;
-
-typedef struct {
-  const char *file;
-  char *text; /* the file, cut into cells in place */
-  runs_cell *cells;
-  int n_cells, cap_cells;
-  runs_rec *recs; /* recs[0] is the header */
-  int n_recs, cap_recs;
-} runs_csv;
 
 /* the mapping, read from its CSV (runs.c) */
 typedef struct runs_mapping runs_mapping;
@@ -120,7 +101,7 @@ typedef struct {
 /* A table of runs with its mapping, read and checked. */
 typedef struct {
   cli_ctx *c;
-  runs_csv *t;
+  csv_table *t;
   runs_mapping *map;
   const char *models; /* the --models search path, DIR:DIR:... */
   int col[RUNS_C_NCOLS]; /* the table's column of each of the columns, or -1 */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/csv.h"
 #include "../hw_models/hw_catalog.h"
 #include "../sim/plan.h"
 #include "../workloads/model.h"
@@ -229,50 +230,26 @@ Test(hw_serving, training_refused_on_edge_parts) {
 
 #define SR_FIELDS 15
 
-/* Splits one CSV line into fields in place (RFC 4180 quotes: "" inside a
-** quoted field is a quote). Returns the number of fields. */
-static int csv_split(char *line, char **f, int max) {
-  int n = 0;
-  char *p = line;
-  while (n < max) {
-    char *out = p;
-    f[n++] = out;
-    if (*p == '"') {
-      p++;
-      for (;;) {
-        if (!*p) return -1; /* unterminated quote */
-        if (*p == '"' && p[1] == '"') *out++ = '"', p += 2;
-        else if (*p == '"') { p++; break; }
-        else *out++ = *p++;
-      }
-    } else {
-      while (*p && *p != ',') *out++ = *p++;
-    }
-    if (*p != ',') { *out = '\0'; return *p ? -1 : n; }
-    *out = '\0';
-    p++;
-  }
-  return -1;
-}
-
 /* Every row names a catalog chip and a model that loads, one of the six
 ** metrics with a positive value, a source with an address; chips =
 ** tp x (data-parallel replicas). The issue asks for at least 12 rows from
 ** 3 independent sources on 3 chips: counted here by source address. */
 Test(hw_serving, serving_runs_csv_is_well_formed, .timeout = 120) {
-  size_t len;
-  char *text = th_slurp("tests/validation/serving-runs.csv", &len);
-  cr_assert_not_null(text, "run the tests from the repository root");
+  csv_table t;
+  diag *dg = diag_new();
+  const csv_limits lim = {16u << 20, 10000, 64, "test"};
+  cr_assert_eq(csv_read(&t, "tests/validation/serving-runs.csv", "serving runs", &lim, dg), 0,
+               "run the tests from the repository root: %s", diag_count(dg) ? diag_message(dg, 0) : "");
+  diag_free(dg);
   hw_catalog *c = th_catalog();
   static const char *const metrics[] = {"ttft_s", "tpot_s", "prefill_tokens_per_s",
                                         "decode_tokens_per_s", "output_tokens_per_s", "samples_per_s"};
   char hosts[16][64], chips_seen[16][32];
   int n_hosts = 0, n_chips = 0, rows = 0;
-  char *save = NULL;
-  for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-    char *f[SR_FIELDS + 1];
-    int n = csv_split(line, f, SR_FIELDS + 1);
-    cr_assert_eq(n, SR_FIELDS, "row %d: %d fields", rows, n);
+  for (int r = 0; r < t.n_recs; r++) {
+    const char *f[SR_FIELDS];
+    cr_assert_eq(t.recs[r].n, SR_FIELDS, "row %d: %d fields", rows, t.recs[r].n);
+    for (int k = 0; k < SR_FIELDS; k++) f[k] = csv_at(&t, r, k)->s;
     if (rows++ == 0) {
       cr_assert_str_eq(f[0], "id");
       cr_assert_str_eq(f[14], "notes");
@@ -308,5 +285,5 @@ Test(hw_serving, serving_runs_csv_is_well_formed, .timeout = 120) {
   cr_assert_geq(n_hosts, 3, "%d independent sources", n_hosts);
   cr_assert_geq(n_chips, 3, "%d chips", n_chips);
   hw_catalog_free(c);
-  free(text);
+  csv_free(&t);
 }

@@ -453,8 +453,9 @@ Test(serve, validate_reads_samples_per_s) {
   fclose(f);
   r = th_cli("serve", "--validate", path, NULL);
   cr_assert_neq(r.rc, 0);
-  cr_assert(strstr(r.err, "serve-samples.csv:2: ") && strstr(r.err, "found 0"), "%s", r.err);
-  cr_assert(strstr(r.err, "serve-samples.csv:3: metric samples_per_s: a generative model"), "%s", r.err);
+  /* each at its cell: row 2's input_tokens (column 32), row 3's metric (46) */
+  cr_assert(strstr(r.err, "serve-samples.csv:2:32: ") && strstr(r.err, "found 0"), "%s", r.err);
+  cr_assert(strstr(r.err, "serve-samples.csv:3:46: metric samples_per_s: a generative model"), "%s", r.err);
   th_run_free(&r);
   remove(path);
 }
