@@ -163,6 +163,11 @@ static bool meets_targets(const serve_req *q, const serve_result *r, int64_t bat
 /* The fewest replicas that keep up and meet the targets: doubling to a
 ** bound, then bisection. 0 when none within SERVE_MAX_REPLICAS. */
 static int64_t replicas_for(const serve_req *q, const serve_result *r, int64_t batch) {
+  /* the p99 is a wait plus the first answer alone (latency): past the
+  ** target alone, no replica count meets it, and the doubling would try
+  ** every one up to the bound */
+  double s, first;
+  if (q->latency_p99_s > 0 && service_time(q, r, 0, &s, &first) && first > q->latency_p99_s) return 0;
   int64_t hi = 1;
   while (hi <= SERVE_MAX_REPLICAS && !meets_targets(q, r, batch, hi)) hi *= 2;
   if (hi > SERVE_MAX_REPLICAS) return 0;
