@@ -386,7 +386,18 @@ static int run_serve(cli_ctx *c) {
               m->name, str_article(m->family), m->family);
       goto done;
     }
-    if (m->info.tf.encoder) q.encoder_seq = q.input_tokens;
+    if (m->info.tf.encoder) {
+      /* a length the encoder cannot take (past its learned positions) is
+      ** the request's, not a chip's: said once, before any is tried */
+      model_opts o = {.seq_len = q.input_tokens};
+      diag *dg = diag_new();
+      model *e = dg ? model_derive(m, &o, dg) : NULL;
+      if (dg) diag_print(dg, c->err);
+      diag_free(dg);
+      if (!e) goto done;
+      model_free(e);
+      q.encoder_seq = q.input_tokens;
+    }
   }
   if (cli_opt(c, "--speculative")) {
     if (!(draft = load(c, cli_opt(c, "--speculative")))) goto done;

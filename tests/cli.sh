@@ -1454,6 +1454,11 @@ run nf-srv-enc512 0 serve bert-large --qps 100 --latency-p99 100ms --hw h100-sxm
 run nf-srv-enc512b 0 serve bert-large --qps 100 --latency-p99 100ms --hw h100-sxm --input-tokens 512 --json
 if cmp -s "$OUT/nf-srv-enc512.out" "$OUT/nf-srv-enc512b.out"; then bad "nf-srv-enc: --input-tokens 512 should differ only in the request's echo"; else ok; fi
 run nf-srv-enc64 0 serve bert-large --qps 100 --latency-p99 100ms --hw h100-sxm --input-tokens 64
+# past BERT's 512 learned positions (its config's max_position_embeddings): the request's fault, said once
+run nf-srv-enc1k 1 serve bert-large --qps 10 --latency-p99 1s --input-tokens 1024 && \
+  has nf-srv-enc1k err "bert-large.json:8:44: max_positions: seq_len 1024 exceeds max_positions 512"
+# a p99 below the first answer alone: refused per chip at once (it searched 100,000 replicas: ~30 s)
+run nf-srv-1ms 3 serve llama3-8b --qps 10 --latency-p99 1ms --hw h100-sxm && has nf-srv-1ms out "to the first answer alone, over the 0.001 s p99 target"
 # collective: --factor steps a range; --reducers sizes the reduction server's hosts
 run nf-coll-factor 2 collective --hw h100-sxm --chips 8 --op all-reduce --bytes 1G --factor 4 && has nf-coll-factor err "--bytes 1G is one size"
 run nf-coll-red 2 collective --hw a100-40g-gcp --chips 32 --op all-reduce --bytes 1G --reducers 4 && \

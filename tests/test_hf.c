@@ -671,6 +671,8 @@ Test(hf, bad_configs_are_refused_with_position) {
        "num_key_value_heads: heads 32 is not a multiple of kv_heads 5", "5,"},
       {"llama3.1-8b.json", "\"num_hidden_layers\": 32", "\"num_hidden_layers\": 100000",
        "num_hidden_layers: 100000 is past tpusim's limit of 1024", "100000,"},
+      {"gpt2.json", "\"n_positions\": 1024", "\"n_positions\": 512",
+       "n_positions: seq_len 1024 exceeds max_positions 512", "512,"},
   };
   for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
     const char *path = mutated(rows[i].file, rows[i].from, rows[i].to);

@@ -921,6 +921,7 @@ static cJSON *hf_to_spec(jin *j, const cJSON *hf, int type, bool tied_default, i
     cJSON_AddStringToObject(s, "norm", "layernorm");
     cJSON_AddStringToObject(s, "positions", "learned");
     put_int(s, "max_positions", *default_seq);
+    hf_note(j, s, pos_key, "max_positions"); /* required above */
     cJSON_AddBoolToObject(s, "bias", true);
     break;
   case HF_NEOX: {
@@ -935,6 +936,7 @@ static cJSON *hf_to_spec(jin *j, const cJSON *hf, int type, bool tied_default, i
     cJSON_AddStringToObject(s, "kind", "encoder");
     cJSON_AddStringToObject(s, "positions", "learned");
     put_int(s, "max_positions", *default_seq);
+    hf_note(j, s, pos_key, "max_positions"); /* required above */
     ok &= hf_int(j, hf, s, "type_vocab_size", "type_vocab", false);
     cJSON_AddBoolToObject(s, "bias", true);
     break;

@@ -530,8 +530,9 @@ static bool check_dims(jin *j, const wl_train *t, tf_cfg *c) {
     return false;
   }
   if (c->pos == POS_LEARNED && c->max_positions < c->seq) {
-    jin_error(j, 1, "seq_len %lld exceeds max_positions %lld", (long long)c->seq,
-              (long long)c->max_positions);
+    jin_error_at(j, "max_positions", 0, "seq_len %lld exceeds max_positions %lld: the learned "
+                 "position table has that many rows (nearest: a sequence of %lld)",
+                 (long long)c->seq, (long long)c->max_positions, (long long)c->max_positions);
     return false;
   }
   return true;
