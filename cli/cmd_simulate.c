@@ -450,7 +450,7 @@ void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p
     const framework *fw = &frameworks[p->framework];
     /* which kernel's measured rate the attention core ran at, where the
     ** framework calls another than the chip's best (sim/stepcost.c) */
-    if (p->attention == PLAN_ATTN_FLASH) {
+    if (p->attention == PLAN_ATTN_FLASH && m->info.tf.layers > 0) { /* a model with attention */
       const char *field;
       double fe, be;
       const double *seq;
