@@ -14,6 +14,10 @@
 # stderr. The rules:
 #   - a line `...` cuts the rest of that command's output: only the lines
 #     before it are compared (--update keeps the cut at the same line count);
+#   - a command may pipe its output through a filter (`| grep 'op costs'`,
+#     `| tail -n 2`): the line runs under `bash -o pipefail -c` as typed, so
+#     a block can show the one line of a long output that the prose quotes
+#     (a figure at the end of `--explain`); the status is the pipe's;
 #   - wall-clock figures (MASKS below) are compared with the number masked;
 #     --update writes the real ones;
 #   - a command that prints nothing on stdout and something on stderr is an
@@ -103,7 +107,7 @@ run_cmd() {
     fi
     prev=$word
   done
-  bash -c "$TPUSIM ${words[*]}" >"$OUT/cur.out" 2>"$OUT/cur.err"
+  bash -o pipefail -c "$TPUSIM ${words[*]}" >"$OUT/cur.out" 2>"$OUT/cur.err"
   rc=$?
   # The names as typed, wherever the output mentions a file written here.
   cat "$OUT/cur.out" "$OUT/cur.err" >"$OUT/cur.all"
