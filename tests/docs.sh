@@ -14,6 +14,10 @@
 # stderr. The rules:
 #   - a line `...` cuts the rest of that command's output: only the lines
 #     before it are compared (--update keeps the cut at the same line count);
+#   - a command may pipe its output through a filter (`| grep 'op costs'`,
+#     `| tail -n 2`): the line runs under `bash -o pipefail -c` as typed, so
+#     a block can show the one line of a long output that the prose quotes
+#     (a figure at the end of `--explain`); the status is the pipe's;
 #   - wall-clock figures (MASKS below) are compared with the number masked;
 #     --update writes the real ones;
 #   - a command that prints nothing on stdout and something on stderr is an
@@ -26,7 +30,8 @@
 #     --out PREFIX writes PREFIX.csv, which later commands read) go under
 #     tests/out/docs/, and later commands that read them read them there; the
 #     block keeps the names as a user types them. Such a command shown with
-#     no output is only checked to exit 0 and write its files.
+#     no output is only checked to exit 0 and write its files; an error
+#     example (above) must leave them empty (tpusim refuses before writing).
 # Markdown a command writes (docs/validation.md's tables) sits between
 #   <!-- generated: $ ./tpusim ARGS -->
 #   <!-- end generated -->
@@ -93,6 +98,7 @@ run_cmd() {
     elif [ -n "$f" ]; then
       mapped=$OUT/files/${f#/}
       mkdir -p "$(dirname "$mapped")"
+      rm -f "$mapped" "$mapped.csv" # what this command writes, not an earlier one's
       outmap[$f]=$mapped
       written+=("$f")
       words[w]=$mapped
@@ -103,7 +109,7 @@ run_cmd() {
     fi
     prev=$word
   done
-  bash -c "$TPUSIM ${words[*]}" >"$OUT/cur.out" 2>"$OUT/cur.err"
+  bash -o pipefail -c "$TPUSIM ${words[*]}" >"$OUT/cur.out" 2>"$OUT/cur.err"
   rc=$?
   # The names as typed, wherever the output mentions a file written here.
   cat "$OUT/cur.out" "$OUT/cur.err" >"$OUT/cur.all"
@@ -161,7 +167,11 @@ check_block() {
     fi
     local f
     for f in "${written[@]}"; do
-      [ -s "${outmap[$f]}" ] || [ -s "${outmap[$f]}.csv" ] || { why+="; '$label' wrote no $f"; blk_ok=0 blk_run_ok=0; }
+      if [ "$want" = 1 ]; then # an error example writes nothing
+        [ -s "${outmap[$f]}" ] || [ -s "${outmap[$f]}.csv" ] && { why+="; '$label' failed but wrote $f"; blk_ok=0 blk_run_ok=0; }
+      else
+        [ -s "${outmap[$f]}" ] || [ -s "${outmap[$f]}.csv" ] || { why+="; '$label' wrote no $f"; blk_ok=0 blk_run_ok=0; }
+      fi
     done
     # A command that writes files, shown without output: status and files only.
     if [ ${#written[@]} -gt 0 ] && [ ${#exp[@]} -eq 0 ] && [ "$cut" -lt 0 ]; then

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# A stale page fails the docs check (issue #20 item 3). Copies of a page and
-# of a picture's data, each with one number changed as a hand edit would,
-# are run through tests/docs.sh, which must fail on exactly that block or
-# picture; the unchanged copies must pass, so the failure is the number's.
+# A stale page fails the docs check (issue #20 item 3). Copies of a page, of
+# a piped block and of a picture's data, each with one number changed as a
+# hand edit would, are run through tests/docs.sh, which must fail on exactly
+# that block or picture; the unchanged copies must pass, so the failure is
+# the number's.
 #
 #   bash tests/docs_stale.sh        (TPUSIM: the binary, as tests/docs.sh)
 set -u
@@ -52,6 +53,24 @@ if DOCS_IMG=$DIR/img bash tests/docs.sh --pictures >"$DIR/img-stale.log" 2>&1; t
   bad "a changed number in docs/img/plot-memory.dat passed the docs check"
 elif grep -q "the data differs" "$DIR/img-stale.log"; then ok
 else bad "the changed picture failed for another reason"; sed 's/^/  | /' "$DIR/img-stale.log" | head -8; fi
+
+# 3. A piped block (a command through `| tail`): docs/op-models.md's first,
+# its first line of output changed; the filter does not hide a stale number.
+src=docs/op-models.md
+start=$(grep -n "^\$ \./tpusim .*| tail " "$src" | head -1 | cut -d: -f1)
+[ -n "$start" ] || { bad "$src has no piped block"; exit 1; }
+start=$((start - 1))
+end=$(awk -v a="$start" 'NR > a && /^```/ { print NR; exit }' "$src")
+sed -n "${start},${end}p" "$src" >"$DIR/page/pipe-fresh.md"
+cp "$DIR/page/pipe-fresh.md" "$DIR/page/pipe-stale.md"
+bump "$DIR/page/pipe-stale.md" 3
+if bash tests/docs.sh "$DIR/page/pipe-fresh.md" >"$DIR/pipe-fresh.log" 2>&1; then ok; else
+  bad "the unchanged copy of $src:$start fails"; sed 's/^/  | /' "$DIR/pipe-fresh.log" | head -8; fi
+if bash tests/docs.sh "$DIR/page/pipe-stale.md" >"$DIR/pipe-stale.log" 2>&1; then
+  bad "a changed number in the piped block $src:$start passed the docs check"
+elif grep -q "^FAIL  $DIR/page/pipe-stale.md:2 .*printed something else" "$DIR/pipe-stale.log" &&
+     grep -q "docs: 0 passed, 1 failed" "$DIR/pipe-stale.log"; then ok
+else bad "the changed piped block failed for another reason"; sed 's/^/  | /' "$DIR/pipe-stale.log" | head -8; fi
 
 echo "docs-stale: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
