@@ -187,6 +187,10 @@ int cli_load_model(cli_ctx *c, model **out) {
   *out = model_load(c->pos[0], &o, dg);
   diag_print(dg, c->err);
   diag_free(dg);
+  if (*out && cli_model_flags(c, *out) != CLI_OK) { /* --seq for an MLP, --gbs for HLO */
+    model_free(*out);
+    *out = NULL;
+  }
   return *out ? CLI_OK : CLI_BAD_INPUT;
 }
 

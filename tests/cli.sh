@@ -1423,6 +1423,8 @@ run nf-mlp-rec 1 simulate mlp --hw h100-sxm --chips 8 --recompute full && \
 # --seq changed an MLP's input records (seq x 4 bytes a sample), not its step
 run nf-mlp-seq 1 simulate mlp --hw h100-sxm --chips 8 --seq 4096 && has nf-mlp-seq err "--seq sets a transformer's tokens per sequence"
 run nf-plan-seq 1 plan mlp --max-chips 8 --seq 4096 && has nf-plan-seq err "tpusim plan: --seq sets"
+run nf-graph-seq 1 graph mlp --seq 4096 && has nf-graph-seq err "tpusim graph: --seq sets"
+run nf-lower-seq 1 lower resnet50 --seq 64 && has nf-lower-seq err "tpusim lower: --seq sets"
 run nf-plan-off 1 plan mlp --max-chips 8 --offload activations && has nf-plan-off err "mlp has no transformer layers"
 run nf-cnn-off 1 simulate resnet50 --hw h100-sxm --chips 8 --offload optimizer && has nf-cnn-off err "--offload moves"
 run nf-cnn-vt 1 simulate resnet50 --hw h100-sxm --chips 8 --vocab-tiling 4 && has nf-cnn-vt err "--vocab-tiling tiles"
