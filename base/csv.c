@@ -87,8 +87,9 @@ int csv_read(csv_table *t, const char *file, const char *what, const csv_limits 
   int line = 1;
   if (len >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0) p += 3, line_start = p; /* a UTF-8 BOM */
   while (p < end) {
-    if (*p == '#' || *p == '\n' || *p == '\r') { /* a comment or a blank line */
-      while (p < end && *p != '\n') p++;
+    if (*p == '#' || *p == '\n' || *p == '\r') { /* a comment or a blank line, LF, CRLF or CR */
+      while (p < end && *p != '\n' && *p != '\r') p++;
+      if (p < end && *p == '\r' && p + 1 < end && p[1] == '\n') p++;
       if (p < end) p++;
       line++;
       line_start = p;

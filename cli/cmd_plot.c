@@ -87,6 +87,8 @@ static int parse_args(cli_ctx *c, plot_args *a, int argc, char **argv) {
     else if (strcmp(o, "--batch-per-chip") == 0) rc = parse_count(c, o, v, CLI_MAX_BATCH, &a->batch_per_chip);
     else return cli_usage_error(c, "unknown option '%s'", o);
     if (rc != CLI_OK) return rc;
+    if ((strcmp(o, "--seq") == 0 || strcmp(o, "--gbs") == 0) && c->n_opts < CLI_MAX_OPTS)
+      c->opt_name[c->n_opts] = o, c->opt_value[c->n_opts++] = v; /* for cli_model_flags */
   }
   return CLI_OK;
 }
@@ -118,6 +120,10 @@ static int load_model(cli_ctx *c, const plot_args *a, model **m) {
   *m = model_load(a->model, &mo, dg);
   diag_print(dg, c->err);
   diag_free(dg);
+  if (*m && cli_model_flags(c, *m) != CLI_OK) { /* --seq for a CNN, as simulate refuses it */
+    model_free(*m);
+    *m = NULL;
+  }
   return *m ? CLI_OK : CLI_BAD_INPUT;
 }
 
@@ -228,7 +234,7 @@ static int plot_cmd(int argc, char **argv, FILE *out, FILE *err) {
   /* and no option the kind does not read: pareto's --hw (a list), --chips
   ** and --max-chips are the planner's, optional; --seq and --gbs are a
   ** model's, and scaling sets its batch per chip */
-  unsigned takes = needs | (k == PLOT_PARETO ? PLOT_NEEDS_HW | PLOT_NEEDS_CHIPS | PLOT_NEEDS_MAX_CHIPS : 0);
+  unsigned takes = needs | (k == PLOT_PARETO && !a.from ? PLOT_NEEDS_HW | PLOT_NEEDS_CHIPS | PLOT_NEEDS_MAX_CHIPS : 0);
   const char *unread = a.chips && !(takes & PLOT_NEEDS_CHIPS)           ? "--chips"
                        : a.max_chips && !(takes & PLOT_NEEDS_MAX_CHIPS) ? "--max-chips"
                        : a.op && !(takes & PLOT_NEEDS_OP)               ? "--op"

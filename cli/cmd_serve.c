@@ -768,6 +768,10 @@ int serve_validate(cli_ctx *c, const char *path) {
       ok = false;
     }
   }
+  if (ok && t.n_recs == 1) {
+    fprintf(c->err, "%s: a header and no rows: nothing to validate\n", path);
+    ok = false;
+  }
   bool header = ok; /* then every row, each bad one reported */
   if (header) {
     fprintf(c->out, "| row | model | hw | metric | measured | tpusim | error |\n");

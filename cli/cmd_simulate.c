@@ -157,15 +157,6 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
       return cli_usage_error(c, "--recompute %s", msg);
     }
   }
-  /* a choice for something the plan does not do: what Megatron-LM does
-  ** with it (validate_args turns sequence parallelism off at tp 1; the CP
-  ** communication type is read only with cp > 1), said, not dropped */
-  if (cli_opt(c, "--cp-comm") && p->cp <= 1)
-    fprintf(c->err, "tpusim simulate: note: --cp-comm %s with cp 1: no keys and values are "
-                    "exchanged, so it changes nothing\n", cli_opt(c, "--cp-comm"));
-  if (cli_opt(c, "--sp") && p->tp <= 1)
-    fprintf(c->err, "tpusim simulate: note: --sp with tp 1: no tensor-parallel group to split the "
-                    "sequence over; sequence parallelism off, as Megatron-LM turns it off at tp 1\n");
   p->cp_comm = (plan_cp_comm)cpc;
   if (offload_opt(c, p) != 0) return CLI_USAGE;
   plan_precision_parse(plan_precision_names[prec], p);
@@ -190,6 +181,19 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
     p->pp_layers = stages;
   }
   return CLI_OK;
+}
+
+/* A choice for something the plan does not do: what Megatron-LM does
+** with it (validate_args turns sequence parallelism off at tp 1; the CP
+** communication type is read only with cp > 1), said, not dropped; once
+** the model has taken the flags (cli_model_flags). */
+static void plan_notes(cli_ctx *c, const plan *p) {
+  if (cli_opt(c, "--cp-comm") && p->cp <= 1)
+    fprintf(c->err, "tpusim simulate: note: --cp-comm %s with cp 1: no keys and values are "
+                    "exchanged, so it changes nothing\n", cli_opt(c, "--cp-comm"));
+  if (cli_opt(c, "--sp") && p->tp <= 1)
+    fprintf(c->err, "tpusim simulate: note: --sp with tp 1: no tensor-parallel group to split the "
+                    "sequence over; sequence parallelism off, as Megatron-LM turns it off at tp 1\n");
 }
 
 /* The host input pipeline from --input, --storage, --prefetch, --input-host:
@@ -549,6 +553,7 @@ static int run_simulate(cli_ctx *c) {
     hw_catalog_free(cat);
     return CLI_BAD_INPUT;
   }
+  if (m) plan_notes(c, &p);
   if (m && own_prec) p.precision = plan_precision_on(hw, m->train.compute);
   /* an fp32 CNN under PyTorch's defaults: cuDNN convolutions in TF32 */
   if (m && own_prec && plan_default_tf32(m, hw, &p))

@@ -9,7 +9,9 @@
 #include "cli_int.h"
 
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
+#include <strings.h>
 
 #include "../viz/view.h"
 
@@ -28,6 +30,15 @@ static const char USAGE[] =
     "group lane to expand it, ? help, q quit.\n";
 
 enum { MAX_EXPAND = 64 };
+
+/* The screenshot is a PNG: a name that says otherwise (x.jpg) would hold
+** one. False after the message. */
+static bool png_name(const char *png, FILE *err) {
+  const char *dot = strrchr(png, '.');
+  if (dot && !strchr(dot, '/') && strcasecmp(dot, ".png") == 0) return true;
+  fprintf(err, "tpusim view: --screenshot %s: expected a .png name (the screenshot is a PNG)\n", png);
+  return false;
+}
 
 /* A window or screenshot dimension in pixels; its message into err. */
 static int parse_dim(const char *name, const char *s, int lo, int *out, FILE *err) {
@@ -94,13 +105,7 @@ static int view_trace_cmd(int argc, char **argv, FILE *out, FILE *err) {
     fprintf(err, "tpusim view: --width and --height go with --screenshot\n");
     return CLI_USAGE;
   }
-  /* the screenshot is a PNG: a name that says otherwise would hold one */
-  const char *dot = png ? strrchr(png, '.') : NULL;
-  if (png && (!dot || strcmp(dot, ".png") != 0 || strchr(dot, '/'))) {
-    fprintf(err, "tpusim view: --screenshot %s: expected a .png name (the screenshot is a PNG)\n",
-            png);
-    return CLI_USAGE;
-  }
+  if (png && !png_name(png, err)) return CLI_USAGE;
   view_req req = {.trace = trace, .screenshot = png, .width = w, .height = h,
                   .expand = expand, .n_expand = nexpand};
   return view_run(&req, out, err);
@@ -138,6 +143,8 @@ static int view_cmd(int argc, char **argv, FILE *out, FILE *err) {
       if (!sim_argv[2]) sim_argv[2] = a;
       else sim_argv[ns++] = a; /* simulate says what is wrong with it */
     } else if (own) {
+      /* checked before the step is simulated, not after */
+      if (strcmp(a, "--screenshot") == 0 && has_value && !png_name(argv[i + 1], err)) return CLI_USAGE;
       view_argv[nv++] = a;
       if (has_value) view_argv[nv++] = argv[++i];
     } else if (strcmp(a, "--trace") == 0) {

@@ -11,6 +11,7 @@
 
 #include "../base/strutil.h"
 #include "../base/units.h"
+#include "../sim/framework.h"
 #include "../sim/input.h"
 #include "../sim/memory.h"
 #include "../sim/optime.h"
@@ -146,7 +147,15 @@ int planner_generic(const model *m, const hw_catalog *cat, const planner_req *re
       }
       plan p = {.chips = chips, .tp = 1, .pp = 1, .ep = 1, .vp = 1, .slices = 1,
                 .schedule = PLAN_1F1B, .precision = prec, .op_costs = req->op_costs,
-                .embeddings = (plan_embeddings)emb, .cost_cache = req->cost_cache};
+                .embeddings = (plan_embeddings)emb, .cost_cache = req->cost_cache,
+                .bf16_weights = req->bf16_weights};
+      /* a stack asked for, as simulate takes it (its sharding, gradient
+      ** sync, compilation); plan_check refuses what a whole step cannot
+      ** take (bf16-only weights) */
+      if (req->has_framework) {
+        framework_apply(req->framework, &p);
+        p.recompute = PLAN_RECOMPUTE_NONE; /* its policy is a transformer layer's */
+      }
       /* the recipe asked (--precision tf32; plan_check refuses the
       ** transformer recipes here), else the framework's default (PyTorch:
       ** an fp32 CNN's convolutions on TF32 tensor cores) */

@@ -673,6 +673,10 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
                     "in %s (nearest: --precision fp32 with tf32, or its own precision)",
                     m->name, plan_precision_name(p->precision));
   }
+  if (m->info.tf.layers == 0 && check_whole_dtype(m, p, err, errn) != 0) {
+    *fault = PLAN_FAULT_DTYPE;
+    return -1;
+  }
   if (p->bf16_weights && p->precision != GDT_BF16) {
     *fault = PLAN_FAULT_DTYPE;
     return str_errf(err, errn, "--weight-dtype bf16: %s trains in %s; bf16 weights are a bf16 "
@@ -727,10 +731,6 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
   }
   if (plan_check_offload_link(hw, p->offload, err, errn) != 0) {
     *fault = PLAN_FAULT_RANGE;
-    return -1;
-  }
-  if (d->layers == 0 && check_whole_dtype(m, p, err, errn) != 0) {
-    *fault = PLAN_FAULT_DTYPE;
     return -1;
   }
   if (d->layers == 0) {

@@ -107,9 +107,12 @@ printf '\x00\x01\x02garbage' >"$OUT/binary.json"
 badfile binary "$OUT/binary.json" "NUL byte"
 
 # --- graph (issue 3): every example the docs name loads and says what it is ---
+# (a sequence length for the transformers, a batch for the data-parallel
+# families; gbdt's step is its whole round: cli/model_flags.c)
 for m in gpt3-175b llama3-8b llama3-70b llama3-405b mixtral-8x7b bert-large llama3-8b-hf-config \
          llama2-7b llama2-13b llama2-70b resnet50 mobilenet_v2 dlrm gbdt mlp graph; do
-  run "graph-$m" 0 graph "$m" --gbs 1 --seq 256 && has "graph-$m" out "FLOPs per step"
+  case $m in resnet50 | mobilenet_v2 | dlrm | mlp | graph) a=(--gbs 1) ;; gbdt) a=() ;; *) a=(--gbs 1 --seq 256) ;; esac
+  run "graph-$m" 0 graph "$m" "${a[@]}" && has "graph-$m" out "FLOPs per step"
 done
 run graph-hlo 0 graph mlp_train_step && has graph-hlo out "(hlo, hlo: workloads/examples/mlp_train_step.hlo)"
 if [ -d "$SHARED/reference/hlo" ]; then
@@ -1478,6 +1481,20 @@ run nf-plot-gbs 2 plot scaling llama3-8b --hw h100-sxm --max-chips 8 --gbs 64 -o
 run nf-view-jpg 2 view "$OUT/none.json" --screenshot "$OUT/x.jpg" && has nf-view-jpg err "expected a .png name"
 # a budget under a cent
 run nf-budget 2 plan llama3-8b --tokens 1e9 --budget 1e-300 && has nf-budget err "expected a number from 0.01"
+# found by review: the planner's generic search dropped --weight-dtype and --framework
+run nf-plan-wdt 1 plan resnet50 --hw h100-sxm --max-chips 8 --weight-dtype bf16 && has nf-plan-wdt err "--weight-dtype bf16 keeps"
+run nf-plan-fw 0 plan mlp --hw h100-sxm --max-chips 8 --framework torchtitan && has nf-plan-fw out "no recompute, zero fsdp"
+run nf-sim-full 1 simulate mlp --hw h100-sxm --chips 8 --full && has nf-sim-full err "--full runs"
+# plot: a saved frontier reads no search options; a model's flags as simulate takes them
+run nf-plot-from 2 plot pareto --from "$OUT/none.json" --hw tpu-v5p -o "$OUT/p.svg" && has nf-plot-from err "a saved plan's figures are fixed"
+run nf-plot-seq 1 plot breakdown mlp --hw h100-sxm --chips 8 --seq 4096 -o "$OUT/b.svg" && has nf-plot-seq err "tpusim plot: --seq sets"
+# the screenshot's name is checked before the step is simulated
+run nf-view-jpg2 2 view llama3-8b --hw h100-sxm --chips 8 --screenshot "$OUT/x.jpg" && empty nf-view-jpg2 out
+# CSV: a CR-only file with a blank line (its rows were skipped to the end), and a header alone
+printf 'id,model,hw,chips,tp,weight_dtype,act_dtype,batch,input_tokens,output_tokens,metric,value,framework,source,notes\r\rb,llama3-8b,h100-sxmm,1,1,fp8,fp8,0,128,128,output_tokens_per_s,28312,fw,src,n\r' >"$OUT/serve-cr.csv"
+run nf-csv-cr 1 serve --validate "$OUT/serve-cr.csv" && has nf-csv-cr err "serve-cr.csv:3:13: hw: unknown hardware 'h100-sxmm'"
+head -c 130 "$OUT/serve-cr.csv" | tr '\r' '\n' | head -1 >"$OUT/serve-head.csv"
+run nf-csv-head 1 serve --validate "$OUT/serve-head.csv" && has nf-csv-head err "a header and no rows: nothing to validate"
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
