@@ -348,6 +348,40 @@ static model *load(cli_ctx *c, const char *arg) {
   return m;
 }
 
+/* The token counts of a request are a sequence model's (a decoder's
+** prompt and answer, an encoder's input): checked against m, an
+** encoder's --input-tokens set as its sequence. serve and plot serve. */
+static int request_tokens(cli_ctx *c, const model *m, serve_req *q) {
+  if ((cli_opt(c, "--output-tokens") || cli_opt(c, "--tpot-max")) && !serve_generates(m)) {
+    fprintf(c->err, "tpusim %s: %s: %s does not generate tokens (one forward a request: %s); "
+                    "leave the flag out\n", c->cmd,
+            cli_opt(c, "--output-tokens") ? "--output-tokens" : "--tpot-max", m->name,
+            m->info.tf.layers > 0 ? "an encoder" : m->family);
+    return CLI_BAD_INPUT;
+  }
+  if (cli_opt(c, "--input-tokens")) {
+    if (m->info.tf.layers == 0) {
+      fprintf(c->err, "tpusim %s: --input-tokens: %s takes no tokens (%s %s model's request "
+                      "is one sample); leave the flag out\n",
+              c->cmd, m->name, str_article(m->family), m->family);
+      return CLI_BAD_INPUT;
+    }
+    if (m->info.tf.encoder) {
+      /* a length the encoder cannot take (past its learned positions) is
+      ** the request's, not a chip's: said once, before any is tried */
+      model_opts o = {.seq_len = q->input_tokens};
+      diag *dg = diag_new();
+      model *e = dg ? model_derive(m, &o, dg) : NULL;
+      if (dg) diag_print(dg, c->err);
+      diag_free(dg);
+      if (!e) return CLI_BAD_INPUT;
+      model_free(e);
+      q->encoder_seq = q->input_tokens;
+    }
+  }
+  return CLI_OK;
+}
+
 static int run_serve(cli_ctx *c) {
   if (cli_opt(c, "--validate")) {
     if (c->n_pos != 0) return cli_usage_error(c, "%s", "--validate FILE takes no MODEL");
@@ -370,35 +404,7 @@ static int run_serve(cli_ctx *c) {
   if ((rc = hw_list(c, cat, &hws, &n)) != CLI_OK) goto done;
   rc = CLI_BAD_INPUT;
   if (!(m = load(c, c->pos[0]))) goto done;
-  /* the token counts of a request are a sequence model's: a decoder's
-  ** prompt and answer, an encoder's input */
-  if ((cli_opt(c, "--output-tokens") || cli_opt(c, "--tpot-max")) && !serve_generates(m)) {
-    fprintf(c->err, "tpusim serve: %s: %s does not generate tokens (one forward a request: %s); "
-                    "leave the flag out\n",
-            cli_opt(c, "--output-tokens") ? "--output-tokens" : "--tpot-max", m->name,
-            m->info.tf.layers > 0 ? "an encoder" : m->family);
-    goto done;
-  }
-  if (cli_opt(c, "--input-tokens")) {
-    if (m->info.tf.layers == 0) {
-      fprintf(c->err, "tpusim serve: --input-tokens: %s takes no tokens (%s %s model's request "
-                      "is one sample); leave the flag out\n",
-              m->name, str_article(m->family), m->family);
-      goto done;
-    }
-    if (m->info.tf.encoder) {
-      /* a length the encoder cannot take (past its learned positions) is
-      ** the request's, not a chip's: said once, before any is tried */
-      model_opts o = {.seq_len = q.input_tokens};
-      diag *dg = diag_new();
-      model *e = dg ? model_derive(m, &o, dg) : NULL;
-      if (dg) diag_print(dg, c->err);
-      diag_free(dg);
-      if (!e) goto done;
-      model_free(e);
-      q.encoder_seq = q.input_tokens;
-    }
-  }
+  if (request_tokens(c, m, &q) != CLI_OK) goto done;
   if (cli_opt(c, "--speculative")) {
     if (!(draft = load(c, cli_opt(c, "--speculative")))) goto done;
     q.draft = draft;
@@ -537,7 +543,7 @@ int cli_plot_serve(int argc, char **argv, FILE *out, FILE *err) {
   char msg[512];
   if ((rc = hw_list(c, cat, &hws, &n)) != CLI_OK) goto done;
   rc = CLI_BAD_INPUT;
-  if (!(m = load(c, c->pos[0]))) goto done;
+  if (!(m = load(c, c->pos[0])) || request_tokens(c, m, &q) != CLI_OK) goto done;
   if (cli_opt(c, "--speculative") && !(q.draft = draft = load(c, cli_opt(c, "--speculative")))) goto done;
   if (serve_plan_run(m, hws, n, cat, &q, &p, msg, sizeof msg) != 0) {
     fprintf(err, "tpusim plot serve: %s\n", msg);

@@ -1488,6 +1488,9 @@ run nf-sim-full 1 simulate mlp --hw h100-sxm --chips 8 --full && has nf-sim-full
 # plot: a saved frontier reads no search options; a model's flags as simulate takes them
 run nf-plot-from 2 plot pareto --from "$OUT/none.json" --hw tpu-v5p -o "$OUT/p.svg" && has nf-plot-from err "a saved plan's figures are fixed"
 run nf-plot-seq 1 plot breakdown mlp --hw h100-sxm --chips 8 --seq 4096 -o "$OUT/b.svg" && has nf-plot-seq err "tpusim plot: --seq sets"
+# plot serve takes a request's tokens as serve does
+run nf-pserve-cnn 1 plot serve resnet50 --qps 10 --latency-p99 1s --hw h100-sxm --input-tokens 64 -o "$OUT/ps.svg" && \
+  has nf-pserve-cnn err "tpusim plot serve: --input-tokens: resnet50 takes no tokens"
 # the screenshot's name is checked before the step is simulated
 run nf-view-jpg2 2 view llama3-8b --hw h100-sxm --chips 8 --screenshot "$OUT/x.jpg" && empty nf-view-jpg2 out
 # CSV: a CR-only file with a blank line (its rows were skipped to the end), and a header alone
