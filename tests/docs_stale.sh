@@ -23,6 +23,22 @@ bump() {
                  { print }' "$1" >"$1.new" && mv "$1.new" "$1"
 }
 
+# check_stale FRESH STALE LINE WHAT: $DIR/page/FRESH.md (one block) passes
+# the docs check, and its copy STALE.md with LINE's first digit bumped fails
+# on that block for the number alone.
+check_stale() {
+  local fresh=$DIR/page/$1.md stale=$DIR/page/$2.md
+  cp "$fresh" "$stale"
+  bump "$stale" "$3"
+  if bash tests/docs.sh "$fresh" >"$DIR/$1.log" 2>&1; then ok; else
+    bad "the unchanged copy of $4 fails"; sed 's/^/  | /' "$DIR/$1.log" | head -8; fi
+  if bash tests/docs.sh "$stale" >"$DIR/$2.log" 2>&1; then
+    bad "a changed number in $4 passed the docs check"
+  elif grep -q "^FAIL  $stale:2 .*printed something else" "$DIR/$2.log" &&
+       grep -q "docs: 0 passed, 1 failed" "$DIR/$2.log"; then ok
+  else bad "the changed copy of $4 failed for another reason"; sed 's/^/  | /' "$DIR/$2.log" | head -8; fi
+}
+
 # 1. A page: the block of docs/hardware-choice.md holding simulate's first
 # "step time" line, copied alone, then that line with a digit changed.
 src=docs/hardware-choice.md
@@ -31,17 +47,9 @@ at=$(grep -n '^  step time  ' "$src" | head -1 | cut -d: -f1)
 start=$(awk -v a="$at" 'NR < a && /^```/ { s = NR } END { print s }' "$src")
 end=$(awk -v a="$at" 'NR > a && /^```/ { print NR; exit }' "$src")
 sed -n "${start},${end}p" "$src" >"$DIR/page/fresh.md"
-cp "$DIR/page/fresh.md" "$DIR/page/stale.md"
-line=$(grep -n '^  step time  ' "$DIR/page/stale.md" | head -1 | cut -d: -f1)
+line=$(grep -n '^  step time  ' "$DIR/page/fresh.md" | head -1 | cut -d: -f1)
 [ -n "$line" ] || { bad "no 'step time' line in $src's first simulate block"; exit 1; }
-bump "$DIR/page/stale.md" "$line"
-if bash tests/docs.sh "$DIR/page/fresh.md" >"$DIR/fresh.log" 2>&1; then ok; else
-  bad "the unchanged copy of $src:$start fails"; sed 's/^/  | /' "$DIR/fresh.log" | head -8; fi
-if bash tests/docs.sh "$DIR/page/stale.md" >"$DIR/stale.log" 2>&1; then
-  bad "a changed number in $src:$start passed the docs check"
-elif grep -q "^FAIL  $DIR/page/stale.md:2 .*printed something else" "$DIR/stale.log" &&
-     grep -q "docs: 0 passed, 1 failed" "$DIR/stale.log"; then ok
-else bad "the changed page failed for another reason"; sed 's/^/  | /' "$DIR/stale.log" | head -8; fi
+check_stale fresh stale "$line" "$src:$start"
 
 # 2. A picture: plot-memory's script and data, one number of the data changed.
 cp docs/img/plot-memory.gp docs/img/plot-memory.dat "$DIR/img/"
@@ -62,15 +70,7 @@ start=$(grep -n "^\$ \./tpusim .*| tail " "$src" | head -1 | cut -d: -f1)
 start=$((start - 1))
 end=$(awk -v a="$start" 'NR > a && /^```/ { print NR; exit }' "$src")
 sed -n "${start},${end}p" "$src" >"$DIR/page/pipe-fresh.md"
-cp "$DIR/page/pipe-fresh.md" "$DIR/page/pipe-stale.md"
-bump "$DIR/page/pipe-stale.md" 3
-if bash tests/docs.sh "$DIR/page/pipe-fresh.md" >"$DIR/pipe-fresh.log" 2>&1; then ok; else
-  bad "the unchanged copy of $src:$start fails"; sed 's/^/  | /' "$DIR/pipe-fresh.log" | head -8; fi
-if bash tests/docs.sh "$DIR/page/pipe-stale.md" >"$DIR/pipe-stale.log" 2>&1; then
-  bad "a changed number in the piped block $src:$start passed the docs check"
-elif grep -q "^FAIL  $DIR/page/pipe-stale.md:2 .*printed something else" "$DIR/pipe-stale.log" &&
-     grep -q "docs: 0 passed, 1 failed" "$DIR/pipe-stale.log"; then ok
-else bad "the changed piped block failed for another reason"; sed 's/^/  | /' "$DIR/pipe-stale.log" | head -8; fi
+check_stale pipe-fresh pipe-stale 3 "the piped block $src:$start"
 
 echo "docs-stale: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
