@@ -492,8 +492,6 @@ size_t jin_locate(const char *text, size_t len, const jin_seg *path, int n, int 
   return p;
 }
 
-/* path[0, n) is searched for in j's text: a part's prefix is left out by
-** the caller. */
 /* A report on a translated text, placed in the original (jin_origin):
 ** at the key the value was read from when the path (or its first key) is
 ** one, else on the file, the translated field named. */
@@ -522,6 +520,8 @@ static void report_origin(jin *j, const jin_seg *path, int n, const char *pathst
   diag_error(j->dg, o->file, line, col, where, "%s", body);
 }
 
+/* path[0, n) is searched for in j's text: a part's prefix is left out by
+** the caller. */
 static void report(jin *j, const jin_seg *path, int n, int at_key, const char *pathstr,
                    const char *fmt, va_list ap) {
   char body[1024];

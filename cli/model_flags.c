@@ -1,6 +1,6 @@
 /*
-** model_flags.c -- the flags of simulate and plan that mean something for
-** some kinds of model only. A flag given for a model it does not act on
+** model_flags.c -- the flags of simulate, plan, graph, lower and plot that
+** mean something for some kinds of model only. A flag given for a model it does not act on
 ** used to be taken and dropped (a recompute policy for an MLP, a batch for
 ** an HLO module that fixes its own): the step came out as without it, and
 ** nothing said so. Each is refused here, by name, once the model is read.

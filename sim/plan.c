@@ -326,9 +326,6 @@ graph_dtype plan_precision_on(const hw_model *hw, graph_dtype want) {
 
 /* ---- checks ---- */
 
-/* Models other than transformers: data parallelism only (their layers are
-** small enough to replicate); a family that writes its whole step (gbdt)
-** runs on one chip. */
 /* A whole-step model times the graph in its compute dtype and reads its
 ** memory off the graph: a GEMM recipe or bf16-only weights would change
 ** the label and not the number. */
@@ -346,6 +343,9 @@ static int check_whole_dtype(const model *m, const plan *p, char *err, size_t er
   return 0;
 }
 
+/* Models other than transformers: data parallelism only (their layers are
+** small enough to replicate); a family that writes its whole step (gbdt)
+** runs on one chip. */
 static int check_generic(const model *m, plan *p, char *err, size_t errn) {
   if (strcmp(m->format, "hlo") == 0) {
     /* a compiled module is one device's program for the devices it names */

@@ -408,8 +408,6 @@ static int hf_get(jin *j, const cJSON *hf, const char *from, bool required, int6
   return jin_get_int(j, hf, from, required ? 1 : 0, 1LL << 24, required, v);
 }
 
-/* Copies an integer field under a new name; required fields report where
-** they are missing in the HF file. */
 /* The note, in the translated object spec, that its member `to` was read
 ** from the config's key `from` at j's current path; hf_origin_take
 ** collects the notes (and takes them out) before the spec is built. */
@@ -423,6 +421,8 @@ static void hf_note(jin *j, cJSON *spec, const char *from, const char *to) {
   if (n && !cJSON_GetObjectItemCaseSensitive(n, to)) cJSON_AddStringToObject(n, to, full);
 }
 
+/* Copies an integer field under a new name; required fields report where
+** they are missing in the HF file. */
 static bool hf_int(jin *j, const cJSON *hf, cJSON *spec, const char *from, const char *to,
                    bool required) {
   int64_t v;
