@@ -5,6 +5,7 @@
 ** measurements (tests/validation/serving-runs.csv) through the same step.
 */
 #include "cli_int.h"
+#include "runs.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -744,13 +745,10 @@ static bool validate_row(val_state *v, const val_row *w) {
   return true;
 }
 
-/* Serving measurements are a few hundred rows, each a simulation. */
-static const csv_limits SERVE_CSV = {16u << 20, 10000, 64, "each row is a simulation"};
-
 int serve_validate(cli_ctx *c, const char *path) {
   csv_table t = {0};
   diag *dg = diag_new();
-  if (!dg || csv_read(&t, path, "serving measurements (CSV)", &SERVE_CSV, dg) != 0) {
+  if (!dg || csv_read(&t, path, "serving measurements (CSV)", &RUNS_CSV, dg) != 0) {
     if (dg) diag_print(dg, c->err);
     diag_free(dg);
     csv_free(&t);

@@ -28,7 +28,7 @@
 /* A table of runs is a few hundred rows; each row is one simulation, so a
 ** file past these limits is a mistake, refused before anything runs. */
 #define RUNS_CSV_MAX_COLS 64
-static const csv_limits RUNS_CSV = {16u << 20, 10000, RUNS_CSV_MAX_COLS, "each row is a simulation"};
+const csv_limits RUNS_CSV = {16u << 20, 10000, RUNS_CSV_MAX_COLS, "each row is a simulation"};
 
 const char RUNS_DEFAULT_MAPPING[] = "tests/validation/mapping.csv";
 const char RUNS_DEFAULT_MODELS[] = "tests/validation/models:tests/data/hf";

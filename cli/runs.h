@@ -24,6 +24,9 @@
 #define RUNS_CMD_MAX 2048
 
 extern const char RUNS_DEFAULT_MAPPING[], RUNS_DEFAULT_MODELS[];
+/* What a CSV of runs may hold (every row a simulation): tables of runs,
+** the mapping, serving measurements. */
+extern const csv_limits RUNS_CSV;
 
 /* Where the mapping and the model files are read from. */
 typedef struct {
