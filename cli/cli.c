@@ -87,6 +87,21 @@ const char *cli_opt(const cli_ctx *c, const char *name) {
   return NULL;
 }
 
+int cli_input_choice(cli_ctx *c, input_choice *ch) {
+  static const char *const KIND[] = {"tokens", "images", NULL};
+  static const char *const STORAGE[] = {"shards", "files", NULL};
+  static const char *const HOST[] = {"local", "remote", NULL};
+  int kind, storage, host;
+  int64_t prefetch = 0;
+  if (cli_enum_opt(c, "--input", KIND, 0, &kind) || cli_enum_opt(c, "--storage", STORAGE, 0, &storage) ||
+      cli_enum_opt(c, "--input-host", HOST, 0, &host) || cli_opt_int(c, "--prefetch", 0, 64, &prefetch))
+    return CLI_USAGE;
+  *ch = (input_choice){.kind = cli_opt(c, "--input") ? 1 + kind : 0, .files = storage == 1,
+                       .remote = host == 1, .has_prefetch = cli_opt(c, "--prefetch") != NULL,
+                       .prefetch = (int)prefetch};
+  return CLI_OK;
+}
+
 int cli_model_sets(cli_ctx *c, model_opts *o, const char **buf) {
   int n = 0;
   for (int i = 0; i < c->n_opts; i++) {

@@ -19,6 +19,7 @@
 #include "cli.h"
 #include "../base/num.h"
 #include "../hw_models/hw_catalog.h"
+#include "../sim/input.h"
 #include "../sim/plan.h"
 #include "../sim/step.h"
 #include "../workloads/model.h"
@@ -78,6 +79,10 @@ int cli_model_sets(cli_ctx *c, model_opts *o, const char **buf);
 ** file's own lora block overrides. CLI_USAGE for a bad value or a rank or
 ** targets without --finetune lora|qlora. */
 int cli_model_finetune(cli_ctx *c, model_opts *o, int f);
+/* --input tokens|images, --storage shards|files, --input-host
+** local|remote and --prefetch N into ch (sim/input.h), for simulate and
+** plan alike; CLI_USAGE for a bad value. */
+int cli_input_choice(cli_ctx *c, input_choice *ch);
 /* --weight-dtype fp32|bf16 and --vocab-tiling N (MaxText's weight_dtype and
 ** num_vocab_tiling) into p; plan_check says whether the model takes them.
 ** CLI_USAGE for a bad value. */

@@ -27,7 +27,8 @@ static const char *const PLAN_VALUED[] = {"--hw",     "--chips",     "--max-chip
                                           "--offload", "--fix",      "--gbs",       "--embeddings", "--set",
                                           "--finetune", "--lora-rank", "--lora-targets", "--ep-overlap",
                                           "--weight-dtype", "--vocab-tiling", "--moe-dispatcher",
-                                          "--moe-imbalance", NULL};
+                                          "--moe-imbalance", "--input", "--storage", "--prefetch",
+                                          "--input-host", NULL};
 
 /* The ranges of plan's numbers. Tokens stop at 1e18 so that the steps
 ** the planner derives (tokens / (gbs x seq), an int64) cannot overflow;
@@ -364,6 +365,7 @@ static int run_plan(cli_ctx *c) {
                                       "nvfp4, int8, tf32); the compute dtype is the model file's");
     req.gemm = pp.gemm;
   }
+  if (cli_input_choice(c, &req.input) != CLI_OK) return CLI_USAGE;
   req.has_framework = cli_opt(c, "--framework") != NULL;
   req.framework = fw;
   req.offload = (plan_offload)off;
@@ -394,8 +396,10 @@ static int run_plan(cli_ctx *c) {
     return rc;
   }
   diag *dg = diag_new();
-  /* a fixed --gbs is the model's batch, as simulate reads it */
-  model_opts mo = {.global_batch = gbs_lo == gbs_hi ? gbs_lo : 0};
+  /* a fixed --gbs is the model's batch and --seq its sequence, as
+  ** simulate reads them (a model whose default is its longest context,
+  ** Llama 4's 10 M tokens, is built at the sequence asked) */
+  model_opts mo = {.global_batch = gbs_lo == gbs_hi ? gbs_lo : 0, .seq_len = req.seq};
   const char *sets[MODEL_MAX_SETS];
   if (cli_model_sets(c, &mo, sets) != CLI_OK ||
       cli_model_finetune(c, &mo, req.has_framework ? req.framework : -1) != CLI_OK) {
@@ -671,6 +675,8 @@ const cli_cmd cli_cmd_plan = {"plan",
     "                  [--finetune full|lora|qlora [--lora-rank R] [--lora-targets LIST]]\n"
     "                  [--ep-overlap on|off] [--weight-dtype fp32|bf16] [--vocab-tiling N]\n"
     "                  [--moe-dispatcher alltoall|flex] [--moe-imbalance F]\n"
+    "                  [--input tokens|images] [--storage shards|files] [--prefetch N]\n"
+    "                  [--input-host local|remote]\n"
     "  --objective: default time; cost for the classical families (gbdt, mlp)\n"
     "  --cp, --precision, --framework, --offload, --seq, --weight-dtype, --vocab-tiling:\n"
     "               kept fixed in the search (simulate --help)\n"
@@ -680,6 +686,8 @@ const cli_cmd cli_cmd_plan = {"plan",
     "  --moe-dispatcher: fixed for the expert-parallel plans (simulate --help)\n"
     "  --moe-imbalance F: each expert-parallel plan's busiest chip takes F times the\n"
     "               even share, or the most its ep allows (simulate --help)\n"
+    "  --input, --storage, --prefetch, --input-host: the host input pipeline every\n"
+    "               plan reads through (simulate --help); its stall is part of the step\n"
     "  --embeddings: where a recommender's tables live, fixed (default: each placement\n"
     "               planned, the best kept, and why said)\n"
     "               (offload is searched where the chip has a host link unless given)\n"

@@ -196,37 +196,16 @@ static void plan_notes(cli_ctx *c, const plan *p) {
                     "sequence over; sequence parallelism off, as Megatron-LM turns it off at tp 1\n");
 }
 
-/* The host input pipeline from --input, --storage, --prefetch, --input-host:
-** by default pre-tokenized sequences in record shards, two batches
-** prefetched, a local host (docs/input.md). */
+/* The host input pipeline from --input, --storage, --prefetch, --input-host
+** (sim/input.h input_for_run, as plan takes them): *has 0 where the chip
+** reads its host's memory itself (a CPU: no input model). */
 static int input_from_opts(cli_ctx *c, const hw_model *hw, const model *m, int64_t seq,
-                           input_cfg *in, char *err, size_t errn) {
-  static const char *const KIND[] = {"tokens", "images", NULL};
-  static const char *const STORAGE[] = {"shards", "files", NULL};
-  static const char *const HOST[] = {"local", "remote", NULL};
-  /* a CNN reads images (ImageNet-style JPEGs), the rest token records */
-  int kind, storage, host, deflt = strcmp(m->family, "cnn") == 0 ? INPUT_IMAGES : INPUT_TOKENS;
-  if (cli_enum_opt(c, "--input", KIND, deflt, &kind) || cli_enum_opt(c, "--storage", STORAGE, 0, &storage) ||
-      cli_enum_opt(c, "--input-host", HOST, 0, &host))
-    return CLI_USAGE;
-  input_defaults(in, (input_kind)kind);
-  /* the host's own cores decode, less one for each chip's training process
-  ** (PyTorch, JAX: one process a chip feeds it and launches its kernels) */
-  if (hw->host_cores > hw->chips_per_node) in->decode_cores = (int)(hw->host_cores - hw->chips_per_node);
-  if (kind == INPUT_TOKENS && seq > 0) {
-    in->bytes_per_sample = (double)seq * 4;
-    in->xfer_bytes_per_sample = (double)seq * 4;
-  }
-  if (storage == 1) { /* one small file per sample */
-    in->object_bytes = in->bytes_per_sample;
-    in->read_bytes = 0;
-  }
-  int64_t prefetch = in->prefetch_steps;
-  if (cli_opt_int(c, "--prefetch", 0, 64, &prefetch)) return CLI_USAGE;
-  in->prefetch_steps = (int)prefetch;
-  /* a CPU reads its own memory: no host-to-chip hop (and no input model) */
-  if (hw->chip.host_link_bw_bytes_per_s <= 0) return CLI_OK;
-  if (input_hop_from_hw(in, hw, host == 1, err, errn) != 0) return CLI_BAD_INPUT;
+                           input_cfg *in, bool *has, char *err, size_t errn) {
+  input_choice ch;
+  if (cli_input_choice(c, &ch) != CLI_OK) return CLI_USAGE;
+  int rc = input_for_run(in, hw, m, &ch, seq, err, errn);
+  if (rc < 0) return CLI_BAD_INPUT;
+  *has = rc == 0;
   return CLI_OK;
 }
 
@@ -572,6 +551,7 @@ static int run_simulate(cli_ctx *c) {
   step_result r;
   step_timeline tl = {0};
   input_cfg in;
+  bool has_in = false;
   FILE *trace = NULL;
   if (m && cli_opt(c, "--trace") && !(trace = fopen(cli_opt(c, "--trace"), "w"))) {
     fprintf(c->err, "tpusim simulate: %s: cannot write the trace\n", cli_opt(c, "--trace"));
@@ -594,11 +574,11 @@ static int run_simulate(cli_ctx *c) {
   if (!m) {
     rc = CLI_BAD_INPUT;
   } else if (plan_check(m, hw, &p, err, sizeof err) != 0 ||
-             (rc = input_from_opts(c, hw, m, p.seq, &in, err, sizeof err)) != CLI_OK ||
-             step_simulate(m, hw, &p, hw->chip.host_link_bw_bytes_per_s > 0 ? &in : NULL, &r,
+             (rc = input_from_opts(c, hw, m, p.seq, &in, &has_in, err, sizeof err)) != CLI_OK ||
+             step_simulate(m, hw, &p, has_in ? &in : NULL, &r,
                            trace ? &tl : NULL, err, sizeof err) != 0 ||
              (trace && trace_out(trace, &tl, &r, &p, m, hw, err, sizeof err) != 0) ||
-             (!r.fits && step_price_fixes(m, hw, &p, &r, err, sizeof err) != 0)) {
+             (!r.fits && step_price_fixes(m, hw, &p, has_in ? &in : NULL, &r, err, sizeof err) != 0)) {
     if (rc == CLI_USAGE) {
       model_free(m);
       hw_catalog_free(cat);
@@ -617,7 +597,7 @@ static int run_simulate(cli_ctx *c) {
     cli_print_json(c, o);
   } else {
     cli_print_step(c->out, m, hw, &p, &r, cli_opt(c, "--explain") != NULL);
-    if (hw->chip.host_link_bw_bytes_per_s > 0) print_input_fix(c->out, hw, &p, &in, &r);
+    if (has_in) print_input_fix(c->out, hw, &p, &in, &r);
   }
   /* the step ran and its report is out, but the plan would not run */
   if (rc == CLI_OK && !r.fits) rc = CLI_DOES_NOT_FIT;

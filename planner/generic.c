@@ -126,7 +126,7 @@ int planner_generic(const model *m, const hw_catalog *cat, const planner_req *re
     const hw_model *hw = hw_catalog_at(cat, h);
     if (!planner_listed(req->hw_list, hw->name)) continue;
     graph_dtype prec;
-    if (!planner_hw_allowed(m, hw, out, &prec) || !planner_energy_allowed(req, hw, out)) continue;
+    if (!planner_hw_allowed(m, hw, req->gemm, out, &prec) || !planner_energy_allowed(req, hw, out)) continue;
     planner_cand best = {0};
     double best_key = INFINITY;
     double smallest_peak = INFINITY;
@@ -174,7 +174,10 @@ int planner_generic(const model *m, const hw_catalog *cat, const planner_req *re
       }
       planner_cand c = {.p = p};
       snprintf(c.hw, sizeof c.hw, "%s", hw->name);
-      if (step_simulate(m, hw, &p, NULL, &c.sim, NULL, e2, sizeof e2) != 0) {
+      /* fed by the host input pipeline simulate assumes (or --input's) */
+      input_cfg in;
+      int has_in = input_for_run(&in, hw, m, &req->input, p.seq, e2, sizeof e2);
+      if (has_in < 0 || step_simulate(m, hw, &p, has_in == 0 ? &in : NULL, &c.sim, NULL, e2, sizeof e2) != 0) {
         out->rejected_by[PLANNER_CAUSE_SLICE]++; /* the network could not run it */
         checked = true;
         if (!why[0]) str_copy(why, sizeof why, e2);

@@ -458,6 +458,9 @@ typedef struct {
   ** (mem_prep) for generation gen, which search_sizes moves on */
   mem_prep *prep[RECOMPUTE_MODES];
   int64_t gen, prep_gen[RECOMPUTE_MODES];
+  /* the host input pipeline (req->input on this chip; NULL: none, a CPU) */
+  input_cfg in;
+  const input_cfg *inp;
 } hw_state;
 
 /* The entry of key k, computed on first use from plan p; NULL when out of
@@ -716,7 +719,15 @@ static int score_plan(hw_state *st, const plan *p, bool fits, double *step_s) {
   /* price first; build a whole candidate only for one that is kept, the
   ** hardware's best, or the closest yet (most are none) */
   hw_search *hs = st->hs;
-  double a = *step_s = fr.step_time_s;
+  /* the host input pipeline's stall, in closed form, as the simulation
+  ** adds it (sim/input.h) */
+  double stall = 0;
+  if (st->inp && input_stall_closed(st->inp, p->chips, hw->chips_per_node, p->gbs, fr.step_time_s,
+                                    &stall, cerr, sizeof cerr) != 0) {
+    reject(rj, PLANNER_CAUSE_REQUIRES, cerr);
+    return 0;
+  }
+  double a = *step_s = fr.step_time_s + stall;
   run_price pr = planner_price_of(m, hw, req, p->chips, a, st->sc->steps);
   bool closer = !out->any_fit || pr.train_usd < out->cheapest.train_usd ||
                 pr.train_s < out->fastest.train_s;
@@ -986,7 +997,14 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   planner_result *out = &hs->out;
   const hw_model *hw = st.hw = hw_catalog_at(sc->cat, h);
   hw_fixed fx = {.cps = {1}, .n_cp = 1, .offs = {req->offload}, .n_off = 1};
-  if (!planner_hw_allowed(m, hw, out, &fx.prec) || !planner_energy_allowed(req, hw, out)) return;
+  if (!planner_hw_allowed(m, hw, req->gemm, out, &fx.prec) || !planner_energy_allowed(req, hw, out)) return;
+  char why[256];
+  int has_in = input_for_run(&st.in, hw, m, &req->input, sc->seq, why, sizeof why);
+  if (has_in < 0) { /* a remote input host where the chip has no network to it */
+    planner_add_reject(out, hw->name, PLANNER_CAUSE_REQUIRES, "%s", why);
+    return;
+  }
+  st.inp = has_in == 0 ? &st.in : NULL;
   if (req->bf16_weights && fx.prec != GDT_BF16) { /* plan_check's rule, said once for the chip */
     planner_add_reject(out, hw->name, PLANNER_CAUSE_DTYPE,
                        "--weight-dtype bf16: the model trains in %s here; bf16 weights are a bf16 "
@@ -997,7 +1015,6 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   fx.cheap = framework_cheap_recompute_modules(fx.fw, &m->info.tf);
   /* the all-to-all overlap: as fixed, or off and on where the framework
   ** has it for the model's precision (plan_check's rules) */
-  char why[256];
   bool has_epo = framework_check_ep_overlap(fx.fw, why, sizeof why) == 0;
   fx.epos[0] = req->has_ep_overlap ? req->ep_overlap : PLAN_EP_OVERLAP_FRAMEWORK, fx.n_epo = 1;
   if (!req->has_ep_overlap && has_epo && (fx.prec == GDT_BF16 || fx.prec == GDT_F16))
@@ -1168,7 +1185,10 @@ static void *sim_worker(void *arg) {
     char e[256];
     double ts = thread_cpu_s();
     choose_slice_shape(sp->m, hw, &c->p);
-    sp->ok[i] = step_simulate(sp->m, hw, &c->p, NULL, &c->sim, NULL, e, sizeof e) == 0;
+    input_cfg in; /* as the search scored it (search_hw) */
+    int has_in = input_for_run(&in, hw, sp->m, &sp->req->input, c->p.seq, e, sizeof e);
+    sp->ok[i] = has_in >= 0 &&
+                step_simulate(sp->m, hw, &c->p, has_in == 0 ? &in : NULL, &c->sim, NULL, e, sizeof e) == 0;
     sp->sim_s[i] = thread_cpu_s() - ts;
     if (sp->ok[i]) {
       c->simulated = true;

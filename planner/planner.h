@@ -104,6 +104,10 @@ typedef struct {
   ** pruned search uses (planner_result.bound_violations) */
   bool check_bounds;
   planner_fix fix; /* --fix: only plans that match (set 0: none) */
+  /* the host input pipeline each plan reads through (--input, --storage,
+  ** --input-host, --prefetch; zero: simulate's defaults): its stall is
+  ** part of every step scored and simulated, as simulate's */
+  input_choice input;
   bool pareto;     /* collect the time-versus-cost frontier (planner_result.pareto) */
 } planner_req;
 

@@ -40,7 +40,8 @@ planner_reject *planner_add_reject(planner_result *out, const char *hw, planner_
                                    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 int planner_push_cand(planner_cand **v, int *n, const planner_cand *c);
 void planner_rank(planner_result *out, const planner_req *req);
-bool planner_hw_allowed(const model *m, const hw_model *hw, planner_result *out, graph_dtype *prec);
+bool planner_hw_allowed(const model *m, const hw_model *hw, plan_gemm gemm, planner_result *out,
+                        graph_dtype *prec);
 
 /* price.c: the objective's figure of a priced run (what the search ranks by) */
 double planner_price_key(const planner_req *req, const run_price *r);

@@ -153,13 +153,16 @@ const char *recompute_words(const plan *p, char *buf, size_t n) {
   return p->recompute == PLAN_RECOMPUTE_NONE ? "no" : plan_recompute_label(p, buf, n);
 }
 
-bool planner_hw_allowed(const model *m, const hw_model *hw, planner_result *out, graph_dtype *prec) {
+bool planner_hw_allowed(const model *m, const hw_model *hw, plan_gemm gemm, planner_result *out,
+                        graph_dtype *prec) {
   char why[256];
   if (plan_hw_supports(m, hw, why, sizeof why) != 0) {
     planner_add_reject(out, hw->name, PLANNER_CAUSE_REQUIRES, "%s", why);
     return false;
   }
-  *prec = plan_precision_on(hw, m->train.compute);
+  /* --precision tf32 trains in fp32, its GEMMs on TF32 tensor cores, as
+  ** simulate reads it (plan_precision_parse) */
+  *prec = gemm == PLAN_GEMM_TF32 ? GDT_F32 : plan_precision_on(hw, m->train.compute);
   if (optime_peak_flops(hw, *prec) <= 0) {
     planner_add_reject(out, hw->name, PLANNER_CAUSE_DTYPE, "no %s unit", graph_dtype_name(*prec));
     return false;

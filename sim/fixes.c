@@ -44,8 +44,8 @@ static bool fix_before(const mem_fix *a, const mem_fix *b, const plan *p) {
   return a->peak < b->peak;
 }
 
-int step_price_fixes(const model *m, const hw_model *hw, const plan *p, step_result *r, char *err,
-                     size_t errn) {
+int step_price_fixes(const model *m, const hw_model *hw, const plan *p, const input_cfg *in,
+                     step_result *r, char *err, size_t errn) {
   (void)err, (void)errn; /* nothing here fails the report: an unpriced fix stays unpriced */
   for (int i = 0; i < r->n_fixes; i++) {
     mem_fix *f = &r->fixes[i];
@@ -59,7 +59,7 @@ int step_price_fixes(const model *m, const hw_model *hw, const plan *p, step_res
       continue;
     /* a fix the network cannot form (a TPU group of 2) stays unpriced too:
     ** the plan's own report stands */
-    if (step_simulate(m, hw, &q, NULL, &s, NULL, e2, sizeof e2) != 0) continue;
+    if (step_simulate(m, hw, &q, in, &s, NULL, e2, sizeof e2) != 0) continue;
     f->step_time_s = s.step_time_s;
   }
   for (int i = 1; i < r->n_fixes; i++) /* insertion sort: stable, deterministic */

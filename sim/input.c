@@ -17,6 +17,7 @@
 #include "../base/strutil.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,11 +144,14 @@ static int check(const input_cfg *c, double compute_s, char *err, size_t errn, d
 
 /* ---- the closed form ---- */
 
-int input_closed_form(const input_cfg *c, double compute_s, input_closed *out, char *err,
-                      size_t errn) {
+/* The closed form; its formula written out when `formula` (--explain's;
+** the planner's fast path scores plans without it). */
+static int closed(const input_cfg *c, double compute_s, input_closed *out, bool formula,
+                  char *err, size_t errn) {
   derived d;
   if (check(c, compute_s, err, errn, &d) != 0) return -1;
-  memset(out, 0, sizeof *out);
+  memset(out, 0, offsetof(input_closed, formula));
+  out->formula[0] = 0;
   double S = (double)c->samples_per_step, m = (double)d.m, P = c->reads_in_flight;
   double L = c->object_latency_s, B = c->storage_bw_bytes_per_s;
   double delta = d.rb / B; /* one GET's bytes through the pipe */
@@ -202,6 +206,7 @@ int input_closed_form(const input_cfg *c, double compute_s, input_closed *out, c
     out->bound = t[best].name;
   }
   out->stall_s_per_step = out->step_s - compute_s;
+  if (!formula) return 0;
   if (dpf == 0)
     snprintf(out->formula, sizeof out->formula,
              "step = compute %.6g s + %.6g x batch latency %.6g s (no prefetch; storage %.6g, "
@@ -217,6 +222,47 @@ int input_closed_form(const input_cfg *c, double compute_s, input_closed *out, c
              (long long)c->samples_per_step, c->decode_cores, c->decode_samples_per_s_per_core,
              out->decode_s, out->link_s, exposed, out->latency_s, dpf, out->step_s, out->bound);
   return 0;
+}
+
+int input_closed_form(const input_cfg *c, double compute_s, input_closed *out, char *err,
+                      size_t errn) {
+  return closed(c, compute_s, out, true, err, errn);
+}
+
+int input_stall_closed(const input_cfg *c, int64_t chips, int64_t chips_per_node, int64_t gbs,
+                       double compute_s, double *stall_s, char *err, size_t errn) {
+  input_cfg h = *c;
+  input_per_host(&h, chips, chips_per_node, gbs);
+  input_closed ic;
+  if (closed(&h, compute_s, &ic, false, err, errn) != 0) return -1;
+  *stall_s = ic.stall_s_per_step;
+  return 0;
+}
+
+int input_for_run(input_cfg *in, const struct hw_model *hw, const model *m,
+                  const input_choice *ch, int64_t seq, char *err, size_t errn) {
+  static const input_choice none = {0};
+  if (!ch) ch = &none;
+  /* a CNN reads images (ImageNet-style JPEGs), the rest token records */
+  input_kind kind = ch->kind > 0                   ? (input_kind)(ch->kind - 1)
+                    : strcmp(m->family, "cnn") == 0 ? INPUT_IMAGES
+                                                    : INPUT_TOKENS;
+  input_defaults(in, kind);
+  /* the host's own cores decode, less one for each chip's training process
+  ** (PyTorch, JAX: one process a chip feeds it and launches its kernels) */
+  if (hw->host_cores > hw->chips_per_node) in->decode_cores = (int)(hw->host_cores - hw->chips_per_node);
+  if (kind == INPUT_TOKENS && seq > 0) {
+    in->bytes_per_sample = (double)seq * 4;
+    in->xfer_bytes_per_sample = (double)seq * 4;
+  }
+  if (ch->files) { /* one small file per sample */
+    in->object_bytes = in->bytes_per_sample;
+    in->read_bytes = 0;
+  }
+  if (ch->has_prefetch) in->prefetch_steps = ch->prefetch;
+  /* a CPU reads its own memory: no host-to-chip hop (and no input model) */
+  if (hw->chip.host_link_bw_bytes_per_s <= 0) return 1;
+  return input_hop_from_hw(in, hw, ch->remote, err, errn);
 }
 
 /* ---- the simulation ---- */

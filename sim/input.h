@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../workloads/model.h"
+
 struct hw_model;
 
 typedef enum {
@@ -126,5 +128,32 @@ typedef struct {
 
 int input_closed_form(const input_cfg *c, double compute_s_per_step, input_closed *out,
                       char *err, size_t errn);
+
+/* What a run reads and how: simulate's and plan's --input, --storage,
+** --input-host and --prefetch. All zero: the defaults. */
+typedef struct {
+  int kind;          /* 0: the model's own (a CNN's images, the rest token
+                        records); else 1 + input_kind */
+  bool files;        /* one small file a sample, not record shards */
+  bool remote;       /* one remote input VM for the slice (a TPU Node) */
+  bool has_prefetch; /* else input_defaults' */
+  int prefetch;
+} input_choice;
+
+/* The host input pipeline of a run of m on hw, one truth for simulate,
+** plan and plot: input_defaults of its kind, the host's cores less one a
+** chip (each chip's training process: PyTorch, JAX) decoding, seq int32
+** tokens a sample, and the host-to-chip hop (input_hop_from_hw). ch NULL:
+** the defaults. Returns 0; 1 when the chip reads its host's memory itself
+** (a CPU: no input pipeline to simulate); -1 with a message. */
+int input_for_run(input_cfg *in, const struct hw_model *hw, const model *m,
+                  const input_choice *ch, int64_t seq, char *err, size_t errn);
+
+/* The steady-state stall a step of a run on `chips` chips with a global
+** batch of gbs samples (input_per_host), computing compute_s a step:
+** input_closed_form's, without its formula (what the planner's fast path
+** adds to each plan it scores). Returns 0, or -1 with a message. */
+int input_stall_closed(const input_cfg *c, int64_t chips, int64_t chips_per_node, int64_t gbs,
+                       double compute_s, double *stall_s, char *err, size_t errn);
 
 #endif

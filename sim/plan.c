@@ -670,7 +670,7 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
   if (p->gemm == PLAN_GEMM_TF32 && p->precision != GDT_F32) {
     *fault = PLAN_FAULT_DTYPE;
     return str_errf(err, errn, "tf32 runs an fp32 model's matmuls on TF32 tensor cores; %s trains "
-                    "in %s (nearest: --precision fp32 with tf32, or its own precision)",
+                    "in %s (nearest: --precision tf32 alone, which trains it in fp32, or its own precision)",
                     m->name, plan_precision_name(p->precision));
   }
   if (m->info.tf.layers == 0 && check_whole_dtype(m, p, err, errn) != 0) {

@@ -164,9 +164,10 @@ void step_timeline_free(step_timeline *t);
 /* For a plan that does not fit (r->fits false, r->fixes listed by
 ** step_simulate): simulates each fix's plan for its step time, then orders
 ** the fixes: those that fit alone first, cheapest first (chips x step
-** time), then the rest by peak. p is the plan r was simulated with. Returns 0 or -1. */
-int step_price_fixes(const model *m, const hw_model *hw, const plan *p, step_result *r, char *err,
-                     size_t errn);
+** time), then the rest by peak. p is the plan r was simulated with, fed
+** by `in` (NULL: none), as the fixes are. Returns 0 or -1. */
+int step_price_fixes(const model *m, const hw_model *hw, const plan *p, const input_cfg *in,
+                     step_result *r, char *err, size_t errn);
 
 /* The contract's simulate object (shared/design.md): model, hw, chips,
 ** plan, step_time_s, ..., memory_bytes, fits, cost; fixes when it does not fit. */

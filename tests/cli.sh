@@ -1499,5 +1499,25 @@ run nf-csv-cr 1 serve --validate "$OUT/serve-cr.csv" && has nf-csv-cr err "serve
 head -c 130 "$OUT/serve-cr.csv" | tr '\r' '\n' | head -1 >"$OUT/serve-head.csv"
 run nf-csv-head 1 serve --validate "$OUT/serve-head.csv" && has nf-csv-head err "a header and no rows: nothing to validate"
 
+# --- plan reads what simulate reads (2026-12-07b): the input pipeline, the
+# sequence and the tf32 recipe, each of which plan had dropped or refused ---
+# the step of a plan is simulate's for that plan, the JPEGs' stall included
+# (resnet50 on 8 TPU v5p: 512 x 110 kB a host at 1.25 GB/s = 45.1 ms)
+run pr-cnn-plan 0 plan resnet50 --hw tpu-v5p --chips 8 --json
+run pr-cnn-sim 0 simulate resnet50 --hw tpu-v5p --chips 8 --mbs 128 --gbs 1024 --json
+ps=$(jq -r '.best.step_time_s' "$OUT/pr-cnn-plan.out"); ss=$(jq -r '.step_time_s' "$OUT/pr-cnn-sim.out")
+if [ "$ps" = "$ss" ] && awk -v s="$ss" 'BEGIN { exit !(s > 0.0450 && s < 0.0451) }'; then ok; else bad "pr-cnn: plan $ps vs simulate $ss (0.04506 expected)"; fi
+# --storage files: one 30 ms GET a sample, 16 in flight: 256 x 0.030 / 16 = 0.48 s whatever the plan
+run pr-files 0 plan bert-large --hw h100-sxm --chips 8 --gbs 256 --storage files && has pr-files out "step 0.480 s simulated (0.480 s analytic)"
+run pr-badin 2 plan bert-large --hw h100-sxm --chips 8 --input video && has pr-badin err "--input"
+run pr-pf 2 plan bert-large --hw h100-sxm --chips 8 --prefetch 65
+# --seq builds the model at that length: Llama 4's default is its 10 M-token context
+run pr-seq 0 plan tests/data/hf/llama4-scout.json --hw h100-sxm --gbs 16 --seq 1024
+# --precision tf32 trains in fp32 on TF32 tensor cores, as simulate reads it
+run pr-tf32 0 plan llama3-8b --hw a100-80g --chips 8 --gbs 8 --seq 2048 --precision tf32 --fix tp=1,pp=1,mbs=1,zero=2,recompute=none --json
+run pr-tf32s 0 simulate llama3-8b --hw a100-80g --chips 8 --gbs 8 --seq 2048 --precision tf32 --zero 2 --mbs 1 --json
+ps=$(jq -r '.best.step_time_s' "$OUT/pr-tf32.out"); ss=$(jq -r '.step_time_s' "$OUT/pr-tf32s.out")
+if [ "$ps" = "$ss" ]; then ok; else bad "pr-tf32: plan $ps vs simulate $ss"; fi
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

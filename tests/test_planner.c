@@ -96,6 +96,52 @@ Test(planner, analytic_agrees_with_simulation, .timeout = 120) {
   }
 }
 
+/* The planner's steps are simulate's, the host input pipeline's stall
+** included (one step model; it had ranked and printed the compute alone).
+** resnet50 on 8 TPU v5p chips: 2 hosts of 4 chips (system.chips_per_node),
+** each reading 1024 / 2 = 512 JPEGs of 110 kB a step from record shards at
+** input_defaults' 1.25e9 B/s: 512 x 110e3 / 1.25e9 = 45.056 ms a step,
+** over the ~37 ms the chips compute. bert-large with one small file a
+** sample (--storage files) on 8 H100s (one host): 256 GETs of 30 ms
+** first-byte latency, 16 in flight: 256 x 0.030 / 16 = 0.48 s a step
+** whatever the plan, in the fast path's closed form and the simulation. */
+Test(planner, steps_include_the_input_pipeline_as_simulate, .timeout = 120) {
+  static planner_result r;
+  char err[512];
+  planner_req q = {.hw_list = "tpu-v5p", .chips = 8, .top = 1, .steps = 100};
+  cr_assert_eq(run("resnet50", q, &r, err, sizeof err), 0, "%s", err);
+  const planner_cand *b = &r.best;
+  cr_assert_float_eq(b->sim.step_time_s, 512 * 110e3 / 1.25e9, 1e-3 * 0.045056, "%g", b->sim.step_time_s);
+  cr_assert_gt(b->sim.breakdown_s.input_stall, 0.005);
+  /* and simulate's own run of that plan, through the same input */
+  hw_catalog *c = th_catalog();
+  const hw_model *h = hw_catalog_find(c, "tpu-v5p");
+  model *m = load("resnet50");
+  input_cfg in;
+  cr_assert_eq(input_for_run(&in, h, m, NULL, b->p.seq, err, sizeof err), 0, "%s", err);
+  step_result s;
+  cr_assert_eq(step_simulate(m, h, &b->p, &in, &s, NULL, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(s.step_time_s, b->sim.step_time_s);
+  model_free(m);
+  hw_catalog_free(c);
+
+  q = (planner_req){.hw_list = "h100-sxm", .chips = 8, .top = 3, .steps = 100,
+                    .input = {.files = true}};
+  planner_result_free(&r);
+  c = th_catalog();
+  m = th_model_opts("bert-large", (model_opts){.global_batch = 256});
+  cr_assert_eq(planner_run(m, c, &q, &r, err, sizeof err), 0, "%s", err);
+  model_free(m);
+  hw_catalog_free(c);
+  cr_assert_gt(r.n_ranked, 0);
+  for (int k = 0; k < r.n_ranked; k++) {
+    cr_assert_geq(r.ranked[k].analytic_step_s, 0.48, "rank %d: %g", k, r.ranked[k].analytic_step_s);
+    cr_assert_float_eq(r.ranked[k].sim.step_time_s, 0.48, 0.01 * 0.48, "rank %d: %g", k,
+                       r.ranked[k].sim.step_time_s);
+  }
+  planner_result_free(&r);
+}
+
 /* Pinned to Korthikanti et al.'s 175B run (64 A100s), the planner finds a
 ** plan at least as fast, by its own model, as the published one
 ** (tp 8, pp 8, selective recompute with sequence parallelism). */

@@ -252,26 +252,14 @@ static plan base_plan(const pctx *c, int64_t chips) {
   return p;
 }
 
-/* The input pipeline `simulate` assumes by default, or NULL where the chip
-** reads host memory directly (CPUs). */
-static const input_cfg *default_input(const pctx *c, const plan *p, input_cfg *in) {
-  if (c->hwm->chip.host_link_bw_bytes_per_s <= 0) return NULL;
-  input_defaults(in, INPUT_TOKENS);
-  if (p->seq > 0) {
-    in->bytes_per_sample = (double)p->seq * 4;
-    in->xfer_bytes_per_sample = (double)p->seq * 4;
-  }
-  char err[256];
-  if (input_hop_from_hw(in, c->hwm, false, err, sizeof err) != 0) return NULL;
-  return in;
-}
-
 /* plan_check + step_simulate; err holds the reason on failure. */
 static int simulate(const pctx *c, plan *p, step_result *r, char *err, size_t errn) {
   if (plan_check(c->m, c->hwm, p, err, errn) != 0) return -1;
+  /* the input pipeline simulate assumes by default (none on a CPU) */
   input_cfg in;
-  const input_cfg *inp = default_input(c, p, &in);
-  return step_simulate(c->m, c->hwm, p, inp, r, NULL, err, errn);
+  int has = input_for_run(&in, c->hwm, c->m, NULL, p->seq, err, errn);
+  if (has < 0) return -1;
+  return step_simulate(c->m, c->hwm, p, has == 0 ? &in : NULL, r, NULL, err, errn);
 }
 
 static void plan_label(const plan *p, char *buf, size_t n) {
