@@ -670,6 +670,36 @@ Test(families, oplist_bad_shape_and_arity) {
   fam_free(&r);
 }
 
+/* A bf16 weight in a model trained in fp32 (train.precision fp32, or
+** --precision fp32 on a bf16 op list) has no master copy to take its fp32
+** Adam update: refused at the weight's shape, where it used to fail later
+** as an internal "opt/add: operand shapes differ", printed twice. An fp32
+** weight in a bf16 model (a norm's scale kept wide) still builds. */
+Test(families, oplist_weight_narrower_than_the_training_precision) {
+  const char *text = "{\"ops\": [\n"
+                     "  {\"name\": \"x\", \"op\": \"parameter\", \"shape\": \"f32[2,4]\", \"role\": \"input\"},\n"
+                     "  {\"name\": \"w\", \"op\": \"parameter\", \"shape\": \"bf16[4,4]\", \"role\": \"weight\"},\n"
+                     "  {\"name\": \"c\", \"op\": \"convert\", \"inputs\": [\"w\"], \"dtype\": \"f32\"},\n"
+                     "  {\"name\": \"y\", \"op\": \"dot\", \"inputs\": [\"x\", \"c\"], \"lhs_contracting_dims\": [1], \"rhs_contracting_dims\": [0]},\n"
+                     "  {\"name\": \"l\", \"op\": \"reduce\", \"inputs\": [\"y\"], \"dimensions\": [0, 1], \"reducer\": \"add\"}],\n"
+                     " \"loss\": \"l\"}";
+  wl_train t = train_with(2, GDT_F32);
+  fam_run r = run_text(wl_oplist, text, &t);
+  char want[512];
+  snprintf(want, sizeof want,
+           "%sops[1].shape: weight 'w' is bf16[4,4], but the model trains in f32 (train.precision, "
+           "or --precision) with no master copy to update it in; an op list's shapes fix its "
+           "dtypes (nearest: train in bf16, or write the weight in f32)",
+           at(text, "\"bf16[4,4]\""));
+  assert_error(&r, want);
+  fam_free(&r);
+  /* the same weight under bf16 training: an fp32 master copy takes the update */
+  t = train_with(2, GDT_BF16);
+  r = run_text(wl_oplist, text, &t);
+  assert_built(&r);
+  fam_free(&r);
+}
+
 /* Every example of these families builds under LoRA too (frozen weights,
 ** only the dense/fc adapters train). */
 Test(families, examples_build_under_lora) {

@@ -419,6 +419,23 @@ static int build(oplist *o, int i) {
     get_shape(j, op, "shape", true, &shp);
     jin_get_enum(j, op, "role", ROLES, false, &e);
     if (j->errors > before) break;
+    /* a trained weight narrower than the training precision, which keeps
+    ** no master copy (fp32, fp64): its wide update has nothing wide to
+    ** apply to; an op list's shapes carry its dtypes, so the precision
+    ** cannot change them (a bf16 model keeps an fp32 master: train.c) */
+    if (e == 1 && o->t->method == WL_FULL && !o->t->master_fp32 &&
+        graph_dtype_bits(shp.dtype) < graph_dtype_bits(o->t->compute)) {
+      char ss[128];
+      graph_shape_str(&shp, ss, sizeof ss);
+      jin_push_key(j, "shape", 0);
+      jin_error(j, 0, "weight '%s' is %s, but the model trains in %s (train.precision, or "
+                "--precision) with no master copy to update it in; an op list's shapes fix its "
+                "dtypes (nearest: train in %s, or write the weight in %s)", o->name[i], ss,
+                graph_dtype_name(o->t->compute), graph_dtype_name(shp.dtype),
+                graph_dtype_name(o->t->compute));
+      jin_pop(j);
+      break;
+    }
     if (e == 0) {
       id = wl_input(g, o->name[i], shp);
     } else if (e == 1 && shp.dtype == o->t->compute) {
