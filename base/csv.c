@@ -62,6 +62,8 @@ static char read_cell(csv_table *t, char **pp, char *end, int *line, char **line
     while (p < end && *p != ',' && *p != '\n' && *p != '\r') p++;
     dst = p;
   }
+  c->end_line = *line;
+  c->end_col = (int)(p - *line_start) + 1;
   char sep = p < end && *p == ',' ? ',' : '\n';
   if (p < end && *p == '\r' && p + 1 < end && p[1] == '\n') p++; /* CRLF */
   if (p < end) p++; /* past the ',' or the line's end */
@@ -145,7 +147,7 @@ int csv_check_widths(const csv_table *t, diag *dg) {
   for (int r = 1; r < t->n_recs; r++) {
     if (t->recs[r].n == want) continue;
     const csv_cell *last = csv_at(t, r, t->recs[r].n - 1);
-    diag_error(dg, t->file, last->line, last->col + (int)strlen(last->s), NULL,
+    diag_error(dg, t->file, last->end_line, last->end_col, NULL,
                "%d cells; the header has %d (a ',' inside a cell needs quotes)", t->recs[r].n,
                want);
     bad = 1;

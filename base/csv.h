@@ -17,6 +17,7 @@
 typedef struct {
   const char *s; /* NUL-terminated, unquoted, inside the table's text */
   int line, col;
+  int end_line, end_col; /* just past its text in the file, its closing quote included */
 } csv_cell;
 
 typedef struct {

@@ -113,13 +113,14 @@ void num_describe(char *buf, size_t n, num_range r) {
            WHAT[r.kind], lo, hi, AFTER[r.kind]);
 }
 
-/* "NAME S: expected <range>; <found>" into err; returns -1. */
+/* "NAME S: expected <range>; <found>" into err ("NAME: ..." for an empty
+** S); returns -1. */
 static int refuse(const char *name, const char *s, num_range r, const char *found, char *err,
                   size_t errn) {
   char want[128];
   num_describe(want, sizeof want, r);
-  return str_errf(err, errn, "%s %.64s%s: expected %s; %s", name, s, strlen(s) > 64 ? "..." : "",
-                  want, found);
+  return str_errf(err, errn, "%s%s%.64s%s: expected %s; %s", name, *s ? " " : "", s,
+                  strlen(s) > 64 ? "..." : "", want, found);
 }
 
 /* What lies outside: the nearest allowed value, or, below an open bound

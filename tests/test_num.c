@@ -59,6 +59,7 @@ Test(num, garbage_nan_infinity_hex_and_fractions_are_refused) {
   refused("12 ", SEQ, "found ' ' after the number");
   refused(" 12", SEQ, "found no number");
   refused("", SEQ, "found nothing");
+  refused("", SEQ, "--x: expected"); /* no stray space where the value is empty */
   refused("nan", RATE, "found no number");
   refused("inf", RATE, "found no number");
   refused("-inf", RATE, "found no number");
