@@ -368,15 +368,11 @@ static int request_tokens(cli_ctx *c, const model *m, serve_req *q) {
       return CLI_BAD_INPUT;
     }
     if (m->info.tf.encoder) {
-      /* a length the encoder cannot take (past its learned positions) is
-      ** the request's, not a chip's: said once, before any is tried */
-      model_opts o = {.seq_len = q->input_tokens};
-      diag *dg = diag_new();
-      model *e = dg ? model_derive(m, &o, dg) : NULL;
-      if (dg) diag_print(dg, c->err);
-      diag_free(dg);
-      if (!e) return CLI_BAD_INPUT;
-      model_free(e);
+      char err[512];
+      if (serve_encoder_takes(m, q->input_tokens, err, sizeof err) != 0) {
+        fprintf(c->err, "%s\n", err);
+        return CLI_BAD_INPUT;
+      }
       q->encoder_seq = q->input_tokens;
     }
   }
@@ -711,11 +707,15 @@ static bool validate_row(val_state *v, const val_row *w) {
                      "each for a token metric (%s), found 0%s", f[C_METRIC], "");
   model *m = load(v->c, f[C_MODEL]);
   if (!m) return row_error(v, w, C_MODEL, "model %s: not read (above)%s", f[C_MODEL], "");
+  char err[512];
+  if (metric == M_SAMPLES && in > 0 && m->info.tf.encoder && serve_encoder_takes(m, in, err, sizeof err) != 0) {
+    model_free(m);
+    return row_error(v, w, C_IN, "input_tokens %s: %s", f[C_IN], err);
+  }
   /* a samples row's input_tokens, when given, is an encoder's sequence length */
   serve_cfg cfg = {.tp = tp, .pp = 1, .prec = pr, .batch = batch > 0 ? batch : 1, .input_tokens = in,
                    .output_tokens = out, .encoder_seq = metric == M_SAMPLES ? in : 0};
   serve_result r;
-  char err[512];
   int rc = 0;
   if (batch == 0) {
     /* batch 0: an offline run at maximum load, as many sequences in flight

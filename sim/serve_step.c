@@ -533,6 +533,17 @@ static int serve_forward(const model *m, const hw_model *hw, const hw_model *ghw
 
 bool serve_generates(const model *m) { return m->info.tf.layers > 0 && !m->info.tf.encoder; }
 
+int serve_encoder_takes(const model *m, int64_t seq, char *err, size_t errn) {
+  model_opts o = {.seq_len = seq};
+  diag *dg = diag_new();
+  model *e = dg ? model_derive(m, &o, dg) : NULL;
+  if (!e) snprintf(err, errn, "%s", dg && diag_count(dg) ? diag_message(dg, 0) : "out of memory");
+  diag_free(dg);
+  if (!e) return -1;
+  model_free(e);
+  return 0;
+}
+
 int serve_step(const model *m, const hw_model *hw, const serve_cfg *c, opcost *cache,
                serve_result *r, char *err, size_t errn) {
   memset(r, 0, sizeof *r);

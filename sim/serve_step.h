@@ -111,6 +111,12 @@ double serve_kv_bytes(const model *m, int64_t tp, int64_t pp, int64_t tokens, do
 ** prefill and decode), not one forward per request. */
 bool serve_generates(const model *m);
 
+/* Whether encoder m takes a request of seq tokens (a learned position
+** table stops at its rows): 0, or -1 with the model builder's message at
+** the field that limits it. A length is the request's, not a chip's:
+** serve and serve --validate ask once, before any chip is tried. */
+int serve_encoder_takes(const model *m, int64_t seq, char *err, size_t errn);
+
 /* Times and sizes one replica under c. cache: a kernel-cost cache shared
 ** by the caller's calls (NULL: one of its own). 0, or -1 with err
 ** (precision not on the chip, a shard that does not divide, ...). */

@@ -1518,6 +1518,10 @@ run pr-tf32 0 plan llama3-8b --hw a100-80g --chips 8 --gbs 8 --seq 2048 --precis
 run pr-tf32s 0 simulate llama3-8b --hw a100-80g --chips 8 --gbs 8 --seq 2048 --precision tf32 --zero 2 --mbs 1 --json
 ps=$(jq -r '.best.step_time_s' "$OUT/pr-tf32.out"); ss=$(jq -r '.step_time_s' "$OUT/pr-tf32s.out")
 if [ "$ps" = "$ss" ]; then ok; else bad "pr-tf32: plan $ps vs simulate $ss"; fi
+# an encoder row's input_tokens past its learned positions is the input_tokens
+# cell's fault (it was reported at the id): 24+1+11+3+2+2+5+5+3 characters before it
+{ head -1 tests/validation/serving-runs.csv; grep '^mlperf31-bert-l4-offline,' tests/validation/serving-runs.csv | sed 's/,16,384,0,/,16,1024,0,/'; } > "$OUT/sv-enc.csv"
+run sv-enc 1 serve --validate "$OUT/sv-enc.csv" && has sv-enc err "sv-enc.csv:2:57: input_tokens 1024: workloads/examples/bert-large.json:8:44: max_positions"
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
