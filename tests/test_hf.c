@@ -673,6 +673,14 @@ Test(hf, bad_configs_are_refused_with_position) {
        "num_hidden_layers: 100000 is past tpusim's limit of 1024", "100000,"},
       {"gpt2.json", "\"n_positions\": 1024", "\"n_positions\": 512",
        "n_positions: seq_len 1024 exceeds max_positions 512", "512,"},
+      /* and the checks across an object's fields, at the field they name
+      ** (they pointed at the translated "moe" object, or the file) */
+      {"mixtral-8x7b.json", "\"num_experts_per_tok\": 2", "\"num_experts_per_tok\": 9",
+       "num_experts_per_tok: top_k 9 exceeds experts 8", "9,"},
+      {"deepseek-v3.json", "\"n_group\": 8", "\"n_group\": 7",
+       "n_group: n_group 7 does not divide experts 256", "7,"},
+      {"nemotron-h-8b.json", "\"mamba_num_heads\": 128", "\"mamba_num_heads\": 100",
+       "mamba_num_heads: mamba_num_heads 100 is not a multiple of n_groups 8", "100,"},
   };
   for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
     const char *path = mutated(rows[i].file, rows[i].from, rows[i].to);

@@ -170,12 +170,12 @@ static bool read_groups(jin *j, const cJSON *moe, tf_cfg *c) {
   ok &= jin_get_int(j, moe, "topk_group", 0, c->experts, false, &c->topk_groups) >= 0;
   if (!ok) return false;
   if (c->groups > 0 && c->experts % c->groups) {
-    jin_error(j, 1, "n_group %lld does not divide experts %lld (each group holds experts / n_group)",
+    jin_error_at(j, "moe.n_group", 0, "n_group %lld does not divide experts %lld (each group holds experts / n_group)",
               (long long)c->groups, (long long)c->experts);
     return false;
   }
   if (c->topk_groups > 0 && (c->groups == 0 || c->topk_groups > c->groups)) {
-    jin_error(j, 1, "topk_group %lld needs n_group of at least that many groups (n_group %lld)",
+    jin_error_at(j, "moe.topk_group", 0, "topk_group %lld needs n_group of at least that many groups (n_group %lld)",
               (long long)c->topk_groups, (long long)c->groups);
     return false;
   }
@@ -196,7 +196,7 @@ static bool read_moe(jin *j, const cJSON *moe, tf_cfg *c) {
   ok &= jin_get_int(j, moe, "first_k_dense_replace", 0, c->layers, false, &c->first_dense) >= 0;
   c->moe_every = 1;
   ok &= jin_get_int(j, moe, "moe_layer_freq", 1, c->layers, false, &c->moe_every) >= 0;
-  if (ok && c->top_k > c->experts) jin_error(j, 1, "top_k %lld exceeds experts %lld",
+  if (ok && c->top_k > c->experts) jin_error_at(j, "moe.top_k", 0, "top_k %lld exceeds experts %lld",
                                              (long long)c->top_k, (long long)c->experts), ok = false;
   ok &= read_groups(j, moe, c);
   ok &= jin_get_int(j, moe, "moe_latent_size", 1, BIG, false, &c->latent) >= 0;
@@ -228,7 +228,7 @@ static bool read_mla(jin *j, const cJSON *s, tf_cfg *c) {
   ok &= refuse(j, s, "head_dim", "under multi-head latent attention a head is qk_nope_head_dim + "
                                  "qk_rope_head_dim wide; leave head_dim out");
   if (ok && c->qk_nope + c->qk_rope == 0) {
-    jin_error(j, 1, "qk_nope_head_dim + qk_rope_head_dim is 0: a query head needs a width");
+    jin_error_at(j, "qk_rope_head_dim", 0, "qk_nope_head_dim + qk_rope_head_dim is 0: a query head needs a width");
     ok = false;
   }
   c->head_dim = c->qk_nope + c->qk_rope;
@@ -316,13 +316,13 @@ static bool read_hybrid(jin *j, const cJSON *s, tf_cfg *c, const cJSON *moe) {
   ok &= jin_get_int(j, s, "conv_kernel", 1, 64, false, &c->m_conv) >= 0;
   ok &= jin_get_int(j, s, "chunk_size", 1, BIG, false, &c->m_chunk) >= 0;
   if (ok && c->m_heads % c->m_groups) {
-    jin_error(j, 1, "mamba_num_heads %lld is not a multiple of n_groups %lld (each group's B "
+    jin_error_at(j, "mamba_num_heads", 0, "mamba_num_heads %lld is not a multiple of n_groups %lld (each group's B "
                     "and C serve mamba_num_heads / n_groups heads)",
               (long long)c->m_heads, (long long)c->m_groups);
     ok = false;
   }
   if (ok && n[2] > 0 && !moe) {
-    jin_error(j, 1, "hybrid_override_pattern has %lld E (mixture-of-experts) layers and the "
+    jin_error_at(j, "hybrid_override_pattern", 0, "hybrid_override_pattern has %lld E (mixture-of-experts) layers and the "
                     "model has no experts; give \"moe\"", (long long)n[2]);
     ok = false;
   }
@@ -332,7 +332,7 @@ static bool read_hybrid(jin *j, const cJSON *s, tf_cfg *c, const cJSON *moe) {
   const cJSON *mp = cJSON_GetObjectItemCaseSensitive(s, "mtp_hybrid_override_pattern");
   int64_t mlen = cJSON_IsString(mp) ? (int64_t)strlen(mp->valuestring) : 0;
   if (ok && c->mtp > 0 && mlen == 0) {
-    jin_error(j, 1, "num_nextn_predict_layers %lld on a hybrid model needs "
+    jin_error_at(j, "num_nextn_predict_layers", 0, "num_nextn_predict_layers %lld on a hybrid model needs "
                     "mtp_hybrid_override_pattern (the MTP module's layers, one of %s each)",
               (long long)c->mtp, WL_HYBRID_CHARS);
     ok = false;
@@ -408,7 +408,7 @@ static bool read_gdn(jin *j, const cJSON *s, tf_cfg *c) {
     return ok;
   }
   if (c->hybrid) {
-    jin_error(j, 1, "full_attention_interval with hybrid_override_pattern: a model is a Mamba-2 "
+    jin_error_at(j, "full_attention_interval", 0, "full_attention_interval with hybrid_override_pattern: a model is a Mamba-2 "
                     "hybrid or a Gated DeltaNet one, not both");
     return false;
   }
@@ -419,7 +419,7 @@ static bool read_gdn(jin *j, const cJSON *s, tf_cfg *c) {
   ok &= jin_get_int(j, s, "linear_value_head_dim", 1, BIG, false, &c->g_vd) >= 0;
   ok &= jin_get_int(j, s, "linear_conv_kernel_dim", 1, 64, false, &c->g_conv) >= 0;
   if (ok && c->g_vh % c->g_kh) {
-    jin_error(j, 1, "linear_num_value_heads %lld is not a multiple of linear_num_key_heads %lld "
+    jin_error_at(j, "linear_num_value_heads", 0, "linear_num_value_heads %lld is not a multiple of linear_num_key_heads %lld "
                     "(each key head serves value heads / key heads value heads)",
               (long long)c->g_vh, (long long)c->g_kh);
     ok = false;
@@ -514,11 +514,11 @@ static bool check_dims(jin *j, const wl_train *t, tf_cfg *c) {
     return false;
   }
   if (c->mtp > 0 && c->kind == 1) {
-    jin_error(j, 1, "num_nextn_predict_layers: multi-token prediction needs a decoder");
+    jin_error_at(j, "num_nextn_predict_layers", 0, "multi-token prediction needs a decoder");
     return false;
   }
   if (c->mtp_depth != c->mtp && !(c->mtp_repeated && c->mtp > 0 && c->mtp_depth > c->mtp)) {
-    jin_error(j, 1, "mtp_num_layers %lld with num_nextn_predict_layers %lld: a depth other than "
+    jin_error_at(j, "mtp_num_layers", 0, "mtp_num_layers %lld with num_nextn_predict_layers %lld: a depth other than "
                     "the modules' needs \"mtp_use_repeated_layer\": true and a depth above "
                     "them (each further depth reuses a module's weights)",
               (long long)c->mtp_depth, (long long)c->mtp);
