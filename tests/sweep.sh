@@ -131,5 +131,46 @@ run missing 1 sweep $OUT/nope.json && has missing err "nope.json"
 run docs-study 0 sweep docs/studies/hbm-ici.json --out $OUT/hbm-ici --threads 2
 cmp -s $OUT/hbm-ici.csv docs/studies/hbm-ici.csv && ok || bad "docs/studies/hbm-ici.csv is not what its study gives today (diff $OUT/hbm-ici.csv docs/studies/hbm-ici.csv)"
 
+# ... and sweep.md's prose quotes that CSV: each figure it states is derived
+# here from the CSV (train_s, the time objective's figure; a gain is the
+# base point's time over the point's, in whole percent) and must be in the
+# text, so the prose cannot go stale while the CSV is re-run
+prose=$(tr '\n' ' ' < docs/sweep.md | tr -s ' ')
+# csvawk FILE PROGRAM [awk options]: PROGRAM reads the columns by their
+# header's names, $c["train_s"]
+csvawk() { local f=$1 prog=$2; shift 2; awk -F, "$@" "NR == 1 { for (k = 1; k <= NF; k++) c[\$k] = k; next } $prog" "$f"; }
+gain() { # MODEL HBM ICI -> whole percent faster than hbm 1 x ici 1 (negative: slower)
+  csvawk docs/studies/hbm-ici.csv \
+    '$2 == m && $c["hbm_bw_scale"] == 1 && $c["ici_bw_scale"] == 1 { b = $c["train_s"] }
+     $2 == m && $c["hbm_bw_scale"] == h && $c["ici_bw_scale"] == i { p = $c["train_s"] }
+     END { printf "%.0f", (b / p - 1) * 100 }' -v m="$1" -v h="$2" -v i="$3"
+}
+plan_of() { csvawk docs/studies/hbm-ici.csv \
+  '$2 == m && $c["hbm_bw_scale"] == h && $c["ici_bw_scale"] == i { print "dp " $c["dp"] ", tp " $c["tp"] ", recompute " $c["recompute"] }' \
+  -v m="$1" -v h="$2" -v i="$3"; }
+run docs-flops 0 sweep tests/data/sweep/flops-1.2.json --out $OUT/flops --threads 2
+fl() { # MODEL -> whole percent faster with a fifth more FLOP/s
+  local b p
+  b=$(csvawk docs/studies/hbm-ici.csv '$2 == m && $c["hbm_bw_scale"] == 1 && $c["ici_bw_scale"] == 1 { print $c["train_s"] }' -v m="$1")
+  p=$(csvawk $OUT/flops.csv '$2 == m { print $c["train_s"] }' -v m="$1")
+  awk -v b="$b" -v p="$p" 'BEGIN { printf "%.0f", (b / p - 1) * 100 }'
+}
+r405=$(awk -v b="$(csvawk docs/studies/hbm-ici.csv '$2 == "llama3-405b" && $c["hbm_bw_scale"] == 1 && $c["ici_bw_scale"] == 1 { print $c["train_s"] }')" \
+  -v p="$(csvawk docs/studies/hbm-ici.csv '$2 == "llama3-405b" && $c["hbm_bw_scale"] == 3 && $c["ici_bw_scale"] == 2 { print $c["train_s"] }')" \
+  'BEGIN { printf "%.2f", b / p }')
+for want in \
+  "3x the HBM bandwidth makes 70B $(gain llama3-70b 3 1)% and 405B $(gain llama3-405b 3 1)% faster, 4x the ICI $(gain llama3-70b 1 4)% and $(gain llama3-405b 1 4)%" \
+  "Even both at once (3x HBM, 4x ICI) give $(gain llama3-70b 3 4)% for each" \
+  "gives $(fl llama3-70b)% for each" \
+  "($(gain llama3-405b 3 1)% against $(gain llama3-70b 3 1)% at 3x HBM)" \
+  "($(gain llama3-405b 1 2)% against $(gain llama3-70b 1 2)% at 2x ICI)" \
+  "(\`$(plan_of llama3-405b 1 0.5)\` in the CSV)" \
+  "It is still $(gain llama3-405b 1 0.5 | tr -d -)% slower than the real chip" \
+  "and the sweep gives $r405"; do
+  case "$prose" in *"$want"*) ok ;; *) bad "docs/sweep.md should say: $want" ;; esac
+done
+# the sentences' both-models figures agree, or the sentence needs rewording
+[ "$(gain llama3-70b 3 4)" = "$(gain llama3-405b 3 4)" ] && [ "$(fl llama3-70b)" = "$(fl llama3-405b)" ] && ok || bad "docs/sweep.md says 'for each' of figures that now differ"
+
 echo "sweep: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
