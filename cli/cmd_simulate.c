@@ -206,6 +206,15 @@ static int input_from_opts(cli_ctx *c, const hw_model *hw, const model *m, int64
   int rc = input_for_run(in, hw, m, &ch, seq, err, errn);
   if (rc < 0) return CLI_BAD_INPUT;
   *has = rc == 0;
+  /* said, not dropped: the flags shape a pipeline this chip does not have */
+  static const char *const FLAGS[] = {"--input", "--storage", "--prefetch", "--input-host"};
+  for (size_t i = 0; rc == 1 && i < sizeof FLAGS / sizeof *FLAGS; i++)
+    if (cli_opt(c, FLAGS[i])) {
+      fprintf(c->err, "tpusim simulate: note: %s: %s reads its samples from its own host memory, "
+                      "so there is no host-to-chip input pipeline to shape; it changes nothing\n",
+              FLAGS[i], hw->name);
+      break;
+    }
   return CLI_OK;
 }
 

@@ -1511,6 +1511,8 @@ if [ "$ps" = "$ss" ] && awk -v s="$ss" 'BEGIN { exit !(s > 0.0450 && s < 0.0451)
 run pr-files 0 plan bert-large --hw h100-sxm --chips 8 --gbs 256 --storage files && has pr-files out "step 0.480 s simulated (0.480 s analytic)"
 run pr-badin 2 plan bert-large --hw h100-sxm --chips 8 --input video && has pr-badin err "--input"
 run pr-pf 2 plan bert-large --hw h100-sxm --chips 8 --prefetch 65
+# a CPU reads its own memory: the input flags change nothing there, and say so
+run pr-cpu-in 0 simulate resnet50 --hw cpu-spr --chips 1 --input tokens && has pr-cpu-in err "note: --input: cpu-spr reads its samples from its own host memory"
 # --seq builds the model at that length: Llama 4's default is its 10 M-token context
 run pr-seq 0 plan tests/data/hf/llama4-scout.json --hw h100-sxm --gbs 16 --seq 1024
 # --precision tf32 trains in fp32 on TF32 tensor cores, as simulate reads it
