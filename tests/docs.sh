@@ -37,6 +37,24 @@
 #   <!-- end generated -->
 # and is compared with the command's stdout, which must exit 0; --update
 # rewrites it. So a table in the docs is never typed either.
+# Figures quoted in prose (the labs' answers: "123 ms a step") are pinned by
+# a comment right after the paragraph that quotes them, one per command:
+#   <!-- figures: $ ./tpusim simulate llama3-8b --hw h100-sxm --chips 8 --gbs 64 --zero 2
+#   5.78 s
+#   90719 tokens/s
+#   -->
+# The command (one line) runs as a block's does: the status rules, a pipe,
+# ../shared/, files written under tests/out/docs/. Each following line is a
+# figure as printed (a fixed string, 3 characters at least: not a bare "8"),
+# and must occur in the command's output, stdout and stderr, and in the
+# paragraph above the comment: its lines since the last blank one, joined by
+# a space so a figure may wrap (other figures comments between are skipped).
+# A figure is matched whole, not inside a longer number: "5.78 s" does not
+# match "15.78 s", nor "1.2" "1.25". Each figure missing from either prints a
+# FAIL line with its file:line, the command and the figure; the comment counts
+# as one check. Wall-clock figures (MASKS) cannot be pinned. --update checks
+# these comments but rewrites neither them nor the prose: a stale figure is
+# fixed by hand, in the prose (and what was derived from it) and the comment.
 # Pictures (docs/img/, docs/labs/img/) are drawn by commands, never by hand either: a
 # plot's command is the first line of its gnuplot script,
 #   # tpusim plot KIND ... -o docs/img/NAME.png
@@ -119,6 +137,28 @@ run_cmd() {
   done
 }
 
+# run_status LABEL: after run_cmd, the rules on the exit status and the
+# files written; sets st_why ("; why" for each broken, "" when they hold).
+run_status() {
+  local label=$1 want=0 f
+  st_why=""
+  [ ! -s "$OUT/cur.out" ] && [ -s "$OUT/cur.err" ] && want=1
+  if [ "$rc" -ge 128 ]; then
+    st_why="; '$label' crashed (status $rc)"; return
+  elif [ "$want" = 0 ] && [ "$rc" != 0 ] && ! { [ "$rc" = 3 ] && grep -q "DOES NOT FIT" "$OUT/cur.out"; }; then
+    st_why+="; '$label' exited $rc"
+  elif [ "$want" = 1 ] && [ "$rc" = 0 ]; then
+    st_why+="; '$label' printed only on stderr but exited 0"
+  fi
+  for f in "${written[@]}"; do
+    if [ "$want" = 1 ]; then # an error example writes nothing
+      [ -s "${outmap[$f]}" ] || [ -s "${outmap[$f]}.csv" ] && st_why+="; '$label' failed but wrote $f"
+    else
+      [ -s "${outmap[$f]}" ] || [ -s "${outmap[$f]}.csv" ] || st_why+="; '$label' wrote no $f"
+    fi
+  done
+}
+
 # check_block FILE LINE: the block is in blk[]; sets blk_ok (everything
 # holds), blk_run_ok (everything but the text: statuses, files, the block's
 # shape) and new[] (the block as --update writes it).
@@ -153,26 +193,12 @@ check_block() {
     run_cmd "$text"
     local act=()
     mapfile -t act <"$OUT/cur.all"
-    # The exit status.
-    local want=0
-    [ ! -s "$OUT/cur.out" ] && [ -s "$OUT/cur.err" ] && want=1
+    run_status "$label"
+    [ -n "$st_why" ] && { why+=$st_why; blk_ok=0 blk_run_ok=0; }
     if [ "$rc" -ge 128 ]; then
-      why+="; '$label' crashed (status $rc)"; blk_ok=0 blk_run_ok=0
       diffs+=$(head -5 "$OUT/cur.err" | sed 's/^/    | /')$'\n'
       continue
-    elif [ "$want" = 0 ] && [ "$rc" != 0 ] && ! { [ "$rc" = 3 ] && grep -q "DOES NOT FIT" "$OUT/cur.out"; }; then
-      why+="; '$label' exited $rc"; blk_ok=0 blk_run_ok=0
-    elif [ "$want" = 1 ] && [ "$rc" = 0 ]; then
-      why+="; '$label' printed only on stderr but exited 0"; blk_ok=0 blk_run_ok=0
     fi
-    local f
-    for f in "${written[@]}"; do
-      if [ "$want" = 1 ]; then # an error example writes nothing
-        [ -s "${outmap[$f]}" ] || [ -s "${outmap[$f]}.csv" ] && { why+="; '$label' failed but wrote $f"; blk_ok=0 blk_run_ok=0; }
-      else
-        [ -s "${outmap[$f]}" ] || [ -s "${outmap[$f]}.csv" ] || { why+="; '$label' wrote no $f"; blk_ok=0 blk_run_ok=0; }
-      fi
-    done
     # A command that writes files, shown without output: status and files only.
     if [ ${#written[@]} -gt 0 ] && [ ${#exp[@]} -eq 0 ] && [ "$cut" -lt 0 ]; then
       continue
@@ -216,7 +242,42 @@ check_generated() {
   fi
 }
 
+# check_figures FILE LINE: runs $fig_cmd; each figure of blk[] (LINE is
+# the first's) must be in its output and in $para, the paragraph above.
+# Prints a FAIL line for each that is not; sets blk_ok, blk_why and nfig.
+check_figures() {
+  local file=$1 lineno=$2 label=${fig_cmd#\$ ./tpusim } k fig re all prose w
+  blk_ok=1 blk_why="" nfig=0
+  run_cmd "$fig_cmd"
+  run_status "$label"
+  if [ -n "$st_why" ]; then
+    blk_ok=0 blk_why=${st_why#; }
+    blk_diffs=$(head -5 "$OUT/cur.err" | sed 's/^/    | /')$'\n'
+    return
+  fi
+  all=$(<"$OUT/cur.all")
+  read -r -a w <<<"$para"
+  prose=${w[*]}
+  for ((k = 0; k < ${#blk[@]}; k++)); do
+    fig=${blk[k]}
+    [ -n "$fig" ] || continue
+    nfig=$((nfig + 1))
+    if ((${#fig} < 3)); then blk_why="'$fig' is too short to pin"
+    else
+      # The figure as an ERE, not part of a longer number.
+      re=$(printf '%s' "$fig" | sed 's/[][\.*^$+?(){}|]/\\&/g')
+      re="(^|[^0-9.])$re([^0-9.]|\.([^0-9]|\$)|\$)"
+      if ! [[ $all =~ $re ]]; then blk_why="'$fig' is not in its output"
+      elif ! [[ $prose =~ $re ]]; then blk_why="'$fig' is not in the paragraph above"
+      else continue; fi
+    fi
+    printf 'FAIL  %s:%d  %s: %s\n' "$file" $((lineno + k)) "$label" "$blk_why"
+    blk_ok=0
+  done
+}
+
 gen_re='^<!-- generated: (\$ \./tpusim .*) -->$'
+fig_re='^<!-- figures: (\$ \./tpusim .*)$'
 gen_end='<!-- end generated -->'
 
 if ! command -v "${TPUSIM%% *}" >/dev/null 2>&1 && [ ! -x "${TPUSIM%% *}" ]; then
@@ -296,10 +357,32 @@ fi
 for file in "${files[@]}"; do
   [ -f "$file" ] || continue
   mapfile -t L <"$file"
-  n=${#L[@]} i=0 changed=0
+  n=${#L[@]} i=0 changed=0 para=""
   out=()
   while ((i < n)); do
-    if [[ ${L[i]} =~ $gen_re ]]; then
+    if [[ ${L[i]} =~ $fig_re ]]; then
+      fig_cmd=${BASH_REMATCH[1]}
+      j=$((i + 1))
+      while ((j < n)) && [ "${L[j]}" != "-->" ]; do j=$((j + 1)); done
+      out+=("${L[@]:i:j-i+1}")
+      label=${fig_cmd#\$ ./tpusim }
+      blk=("${L[@]:i+1:j-i-1}")
+      if ((j == n)); then
+        printf 'FAIL  %s:%d  %s: no "-->" after it\n' "$file" $((i + 1)) "$label"
+        fail=$((fail + 1))
+      else
+        check_figures "$file" $((i + 2))
+        if ((blk_ok)); then
+          printf 'ok    %s:%d  %s (%d pinned)\n' "$file" $((i + 1)) "$label" "$nfig"
+          pass=$((pass + 1))
+        else
+          [ -n "$st_why" ] && printf 'FAIL  %s:%d  %s: %s\n%s' "$file" $((i + 1)) "$label" "$blk_why" "$blk_diffs"
+          fail=$((fail + 1))
+        fi
+      fi
+      i=$((j + 1))
+    elif [[ ${L[i]} =~ $gen_re ]]; then
+      para=""
       gen_cmd=${BASH_REMATCH[1]}
       j=$((i + 1))
       while ((j < n)) && [ "${L[j]}" != "$gen_end" ]; do j=$((j + 1)); done
@@ -328,6 +411,7 @@ for file in "${files[@]}"; do
       out+=("${L[j]}")
       i=$((j + 1))
     elif [[ ${L[i]} == '```'* ]]; then
+      para=""
       j=$((i + 1))
       while ((j < n)) && [[ ${L[j]} != '```'* ]]; do j=$((j + 1)); done
       out+=("${L[i]}")
@@ -357,6 +441,8 @@ for file in "${files[@]}"; do
       ((j < n)) && out+=("${L[j]}")
       i=$((j + 1))
     else
+      # The paragraph a figures comment pins: the lines since a blank one.
+      if [[ ${L[i]} == *[![:space:]]* ]]; then para+=" ${L[i]}"; else para=""; fi
       out+=("${L[i]}")
       i=$((i + 1))
     fi

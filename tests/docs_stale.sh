@@ -3,7 +3,9 @@
 # a piped block and of a picture's data, each with one number changed as a
 # hand edit would, are run through tests/docs.sh, which must fail on exactly
 # that block or picture; the unchanged copies must pass, so the failure is
-# the number's.
+# the number's. So must a paragraph pinned by a figures comment whose figure
+# is changed in the prose and the comment both (the tool prints another), or
+# in the prose alone (the comment still holds the printed one).
 #
 #   bash tests/docs_stale.sh        (TPUSIM: the binary, as tests/docs.sh)
 set -u
@@ -71,6 +73,48 @@ start=$((start - 1))
 end=$(awk -v a="$start" 'NR > a && /^```/ { print NR; exit }' "$src")
 sed -n "${start},${end}p" "$src" >"$DIR/page/pipe-fresh.md"
 check_stale pipe-fresh pipe-stale 3 "the piped block $src:$start"
+
+# 4. Figures in prose: the first paragraph of docs/labs/answers/ pinned by a
+# figures comment, with that comment, copied alone; its first figure is
+# changed (its first digit bumped) in the comment and the prose, then in the
+# prose alone.
+src=docs/labs/answers/01-cpu-gpu-tpu.md
+at=$(grep -n '^<!-- figures: ' "$src" | head -1 | cut -d: -f1)
+[ -n "$at" ] || { bad "$src has no figures comment"; exit 1; }
+start=$(awk -v a="$at" 'NR < a && /^$/ { s = NR + 1 } END { print s }' "$src")
+end=$(awk -v a="$at" 'NR > a && /^-->$/ { print NR; exit }' "$src")
+fresh=$DIR/page/figures-fresh.md
+sed -n "${start},${end}p" "$src" >"$fresh"
+fl=$(($(grep -n '^<!-- figures: ' "$fresh" | cut -d: -f1) + 1)) # the first figure's line
+fig=$(sed -n "${fl}p" "$fresh")
+new=$(awk -v f="$fig" 'BEGIN { match(f, /[0-9]/); d = substr(f, RSTART, 1)
+                             print substr(f, 1, RSTART - 1) ((d + 1) % 10) substr(f, RSTART + 1) }')
+pl=$(grep -nF -- "$fig" "$fresh" | head -1 | cut -d: -f1) # its line in the prose
+# swap FILE LINE: that line's first "$fig" becomes "$new".
+swap() {
+  awk -v n="$2" -v f="$fig" -v t="$new" 'NR == n { i = index($0, f); $0 = substr($0, 1, i - 1) t substr($0, i + length(f)) }
+                                         { print }' "$1" >"$1.new" && mv "$1.new" "$1"
+}
+# figures_stale NAME WHY: $DIR/page/NAME.md fails on the figure's line for WHY alone.
+figures_stale() {
+  local page=$DIR/page/$1.md
+  if bash tests/docs.sh "$page" >"$DIR/$1.log" 2>&1; then
+    bad "a changed figure in $src ($1) passed the docs check"
+  elif grep -qF "FAIL  $page:$fl  " "$DIR/$1.log" && grep -qF ": '$2" "$DIR/$1.log" &&
+       grep -q "docs: 0 passed, 1 failed" "$DIR/$1.log"; then ok
+  else bad "the changed copy of $src ($1) failed for another reason"; sed 's/^/  | /' "$DIR/$1.log" | head -8; fi
+}
+if [ -z "$pl" ] || [ "$pl" -ge "$fl" ]; then bad "$src: '$fig' is not in the paragraph above its comment"
+elif bash tests/docs.sh "$fresh" >"$DIR/figures-fresh.log" 2>&1; then
+  ok
+  cp "$fresh" "$DIR/page/figures-stale.md"
+  swap "$DIR/page/figures-stale.md" "$pl"
+  swap "$DIR/page/figures-stale.md" "$fl"
+  figures_stale figures-stale "$new' is not in its output"
+  cp "$fresh" "$DIR/page/figures-prose.md"
+  swap "$DIR/page/figures-prose.md" "$pl"
+  figures_stale figures-prose "$fig' is not in the paragraph above"
+else bad "the unchanged copy of $src:$start fails"; sed 's/^/  | /' "$DIR/figures-fresh.log" | head -8; fi
 
 echo "docs-stale: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
