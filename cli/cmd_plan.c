@@ -450,7 +450,7 @@ static int run_plan(cli_ctx *c) {
   }
   if (!cli_opt(c, "--objective") && !cli_opt(c, "--deadline")) req.objective = planner_default_objective(m);
   planner_result *r = calloc(1, sizeof *r);
-  char err[1024];
+  char err[1024] = "";
   plan_progress pg = {.err = c->err, .t0_s = units_now_s(),
                       .time_objective = req.objective == PLANNER_TIME};
   if (isatty(fileno(c->err)) && !c->json) {

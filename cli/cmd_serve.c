@@ -767,7 +767,7 @@ int serve_validate(cli_ctx *c, const char *path) {
     if (!h || strcmp(h->s, COLS[i]) != 0) {
       const csv_cell *last = csv_at(&t, 0, t.recs[0].n - 1);
       fprintf(c->err, "%s:%d:%d: expected the header column '%s', found '%s'\n", path,
-              h ? h->line : last->line, h ? h->col : last->col + (int)strlen(last->s), COLS[i],
+              h ? h->line : last->end_line, h ? h->col : last->end_col, COLS[i],
               h ? h->s : "(none)");
       ok = false;
     }
@@ -787,7 +787,7 @@ int serve_validate(cli_ctx *c, const char *path) {
     const csv_cell *last = csv_at(&t, r, n - 1);
     if (n < C_N - 2 || n > C_N) {
       fprintf(c->err, "%s:%d:%d: expected %d to %d columns (framework, source and notes may be "
-                      "left out), found %d\n", path, last->line, last->col + (int)strlen(last->s),
+                      "left out), found %d\n", path, last->end_line, last->end_col,
               C_N - 2, C_N, n);
       ok = false;
       continue;

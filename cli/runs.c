@@ -1575,7 +1575,7 @@ static int read_rows(row_reader *rd, runs_result **out, int *n, const char *purp
     int have = rd->t->recs[i + 1].n;
     if (have != want && !(have > want && extra_last)) {
       const csv_cell *last = csv_at(rd->t, i + 1, have - 1);
-      diag_error(rd->dg, rd->t->file, last->line, last->col + (int)strlen(last->s), NULL,
+      diag_error(rd->dg, rd->t->file, last->end_line, last->end_col, NULL,
                  "%d cells; the header has %d (a ',' inside a cell needs quotes)", have, want);
       memset(&r[i].w, 0, sizeof r[i].w);
       r[i].w.rec = i + 1;

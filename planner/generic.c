@@ -132,7 +132,7 @@ int planner_generic(const model *m, const hw_catalog *cat, const planner_req *re
     double smallest_peak = INFINITY;
     planner_cand limited = {0}; /* the best that fit but missed --budget or --deadline */
     bool fit_any = false, checked = false;
-    char why[200] = ""; /* the first reason a plan was not valid */
+    char why[512] = ""; /* the first reason a plan was not valid */
     for (int64_t chips = 1; chips <= (req->chips ? req->chips : req->max_chips); chips *= 2)
     for (int emb = 0; emb <= (tables ? PLAN_EMB_PS : PLAN_EMB_REPLICATED); emb++) {
       if (req->chips && chips != req->chips) continue;

@@ -213,6 +213,13 @@ static void reject_hw(planner_result *out, const hw_model *hw, const planner_req
   } else if (rj->by[PLANNER_CAUSE_SLICE]) {
     r = planner_add_reject(out, hw->name, PLANNER_CAUSE_SLICE, "no plan the network can form: %s",
                    rj->first[PLANNER_CAUSE_SLICE]);
+  } else if ((rj->by[PLANNER_CAUSE_REQUIRES] || rj->by[PLANNER_CAUSE_DTYPE]) &&
+             rj->by[PLANNER_CAUSE_REQUIRES] + rj->by[PLANNER_CAUSE_DTYPE] >= rj->by[PLANNER_CAUSE_DIVISIBILITY]) {
+    /* most plans fell to what the chip lacks: that is the reason, not a size rule */
+    planner_cause c = rj->by[PLANNER_CAUSE_REQUIRES] >= rj->by[PLANNER_CAUSE_DTYPE] ? PLANNER_CAUSE_REQUIRES
+                                                                                 : PLANNER_CAUSE_DTYPE;
+    r = planner_add_reject(out, hw->name, c, "no valid plan: %s",
+                           rj->first[c][0] ? rj->first[c] : "(no reason given)");
   } else {
     r = planner_add_reject(out, hw->name, PLANNER_CAUSE_DIVISIBILITY, "no valid plan up to %lld chips%s%s",
                    (long long)(req->chips ? req->chips : req->max_chips),
@@ -1156,6 +1163,7 @@ typedef struct {
   int64_t steps;
   int *ok;
   double *sim_s;
+  char (*why)[256]; /* each candidate's reason when it did not simulate */
   atomic_int next, done;
 } sim_pool;
 
@@ -1182,13 +1190,13 @@ static void *sim_worker(void *arg) {
   for (int i; (i = atomic_fetch_add(&sp->next, 1)) < sp->n;) {
     planner_cand *c = &sp->c[i];
     const hw_model *hw = hw_catalog_find(sp->cat, c->hw);
-    char e[256];
+    char *e = sp->why[i];
     double ts = thread_cpu_s();
     choose_slice_shape(sp->m, hw, &c->p);
     input_cfg in; /* as the search scored it (search_hw) */
-    int has_in = input_for_run(&in, hw, sp->m, &sp->req->input, c->p.seq, e, sizeof e);
+    int has_in = input_for_run(&in, hw, sp->m, &sp->req->input, c->p.seq, e, 256);
     sp->ok[i] = has_in >= 0 &&
-                step_simulate(sp->m, hw, &c->p, has_in == 0 ? &in : NULL, &c->sim, NULL, e, sizeof e) == 0;
+                step_simulate(sp->m, hw, &c->p, has_in == 0 ? &in : NULL, &c->sim, NULL, e, 256) == 0;
     sp->sim_s[i] = thread_cpu_s() - ts;
     if (sp->ok[i]) {
       c->simulated = true;
@@ -1383,8 +1391,10 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
     free(kept), free(keys);
     return str_errf(err, errn, "out of memory");
   }
+  static _Thread_local char why[MAX_KEEP][256];
+  for (int i = 0; i < top; i++) why[i][0] = 0;
   sim_pool pp = {.m = m, .cat = cat, .req = req, .c = kept, .n = top, .steps = steps, .ok = ok,
-                 .sim_s = sim_s};
+                 .sim_s = sim_s, .why = why};
   atomic_init(&pp.next, 0);
   atomic_init(&pp.done, 0);
   run_pool(sim_worker, &pp, planner_threads(req), &pp.done, top, req, "simulating", NULL);
@@ -1395,7 +1405,9 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
   planner_rank(out, req);
   free(kept);
   free(keys);
-  if (out->n_ranked == 0) return -1;
+  if (out->n_ranked == 0) /* the fast path kept plans the simulation could not run */
+    return str_errf(err, errn, "no candidate plan could be simulated: %s",
+                    why[0][0] ? why[0] : "(no reason given)");
   out->best = out->ranked[0];
   const planner_cand *b = &out->best;
   const step_result *r = &b->sim;

@@ -167,6 +167,14 @@ bool planner_hw_allowed(const model *m, const hw_model *hw, plan_gemm gemm, plan
     planner_add_reject(out, hw->name, PLANNER_CAUSE_DTYPE, "no %s unit", graph_dtype_name(*prec));
     return false;
   }
+  /* a GEMM recipe the chip has no unit for (tf32 on a TPU, fp8 on an
+  ** A100): said once for the chip, as simulate says it */
+  plan q = {.gemm = gemm, .precision = *prec};
+  if (gemm != PLAN_GEMM_NATIVE && !(plan_gemm_peak_flops(hw, &q) > 0)) {
+    planner_add_reject(out, hw->name, PLANNER_CAUSE_DTYPE, "%s has no unit for %s GEMMs",
+                       hw->name, plan_precision_label(&q));
+    return false;
+  }
   return true;
 }
 

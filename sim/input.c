@@ -239,6 +239,23 @@ int input_stall_closed(const input_cfg *c, int64_t chips, int64_t chips_per_node
   return 0;
 }
 
+int input_run_stall(const input_cfg *c, double compute_s, double *stall_s, int *steps, char *err,
+                    size_t errn) {
+  int64_t per = c->samples_per_step > 0 ? c->samples_per_step : 1;
+  int64_t n = INPUT_MAX_SAMPLES / per;
+  *steps = n >= 40 ? 40 : n >= 4 ? (int)n : 0;
+  if (*steps == 0) {
+    input_closed ic;
+    if (closed(c, compute_s, &ic, false, err, errn) != 0) return -1;
+    *stall_s = ic.stall_s_per_step;
+    return 0;
+  }
+  input_result ir;
+  if (input_simulate(c, compute_s, *steps, &ir, err, errn) != 0) return -1;
+  *stall_s = ir.stall_s_per_step;
+  return 0;
+}
+
 int input_for_run(input_cfg *in, const struct hw_model *hw, const model *m,
                   const input_choice *ch, int64_t seq, char *err, size_t errn) {
   static const input_choice none = {0};
@@ -250,7 +267,10 @@ int input_for_run(input_cfg *in, const struct hw_model *hw, const model *m,
   input_defaults(in, kind);
   /* the host's own cores decode, less one for each chip's training process
   ** (PyTorch, JAX: one process a chip feeds it and launches its kernels) */
-  if (hw->host_cores > hw->chips_per_node) in->decode_cores = (int)(hw->host_cores - hw->chips_per_node);
+  if (hw->host_cores > hw->chips_per_node) {
+    int64_t cores = hw->host_cores - hw->chips_per_node;
+    in->decode_cores = (int)(cores < INPUT_MAX_SLOTS ? cores : INPUT_MAX_SLOTS); /* the model's cap */
+  }
   if (kind == INPUT_TOKENS && seq > 0) {
     in->bytes_per_sample = (double)seq * 4;
     in->xfer_bytes_per_sample = (double)seq * 4;

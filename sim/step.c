@@ -654,10 +654,11 @@ static int input_stall(const hw_model *hw, const plan *p, const input_cfg *in, s
                        char *err, size_t errn) {
   input_cfg c = *in;
   input_per_host(&c, p->chips, hw->chips_per_node, p->gbs);
-  input_result ir;
-  if (input_simulate(&c, r->step_time_s, 40, &ir, err, errn) != 0) return -1;
-  r->breakdown_s.input_stall = ir.stall_s_per_step;
-  r->step_time_s += ir.stall_s_per_step;
+  double stall;
+  int steps;
+  if (input_run_stall(&c, r->step_time_s, &stall, &steps, err, errn) != 0) return -1;
+  r->breakdown_s.input_stall = stall;
+  r->step_time_s += stall;
   return 0;
 }
 

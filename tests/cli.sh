@@ -1511,6 +1511,26 @@ if [ "$ps" = "$ss" ] && awk -v s="$ss" 'BEGIN { exit !(s > 0.0450 && s < 0.0451)
 run pr-files 0 plan bert-large --hw h100-sxm --chips 8 --gbs 256 --storage files && has pr-files out "step 0.480 s simulated (0.480 s analytic)"
 run pr-badin 2 plan bert-large --hw h100-sxm --chips 8 --input video && has pr-badin err "--input"
 run pr-pf 2 plan bert-large --hw h100-sxm --chips 8 --prefetch 65
+# plan passes --prefetch on as simulate reads it: with none, each batch's GETs wait in the step
+run pr-pf0 0 plan bert-large --hw h100-sxm --chips 8 --gbs 256 --storage files --prefetch 0 --json
+run pr-pf0s 0 simulate bert-large --hw h100-sxm --chips 8 --gbs 256 --mbs 32 --zero 1 --storage files --prefetch 0 --json
+ps=$(jq -r '.best.step_time_s' "$OUT/pr-pf0.out"); ss=$(jq -r '.step_time_s' "$OUT/pr-pf0s.out")
+if [ "$ps" = "$ss" ] && [ "$(jq -r .best.plan.mbs "$OUT/pr-pf0.out")" = 32 ]; then ok; else bad "pr-pf0: plan $ps vs simulate $ss"; fi
+# (review, 2026-12-07) a batch too large for the input simulation's 50 M samples
+# (40 steps) takes the closed form; plan printed a stale buffer as its error
+run pr-huge 0 plan bert-large --hw h100-sxm --chips 8 --gbs 2000000 --seq 16 && has pr-huge out "step 19.077 s simulated"
+run pr-mlp4m 0 plan mlp --hw h100-sxm --chips 1 --gbs 4000000 && has pr-mlp4m out "best: 1 x h100-sxm"
+# a recipe the chip has no unit for is the chip's reason, not a size rule's
+run pr-tf32-tpu 1 plan llama3-8b --hw tpu-v5p --chips 8 --gbs 8 --seq 2048 --precision tf32 && has pr-tf32-tpu err "tpu-v5p: tpu-v5p has no unit for tf32 GEMMs [dtype]"
+# a host of more cores than the input model's 4096 decode slots: the slots, not a refusal
+jq '.name = "h100-many" | .system.host_cores = 9000' hw_models/h100-sxm.json > "$OUT/h100-many.json"
+run pr-many 0 plan bert-large --hw h100-many --chips 8 --hw-file "$OUT/h100-many.json" && has pr-many out "best: 8 x h100-many"
+# validate's short row ends past its quoted last cell: x1,H100,"a ""src""" is 19 characters
+{ head -1 tests/validation/extra-runs.csv; printf 'x1,H100,"a ""src"""\n'; } > "$OUT/rs-short.csv"
+run pr-short 1 validate "$OUT/rs-short.csv" && has pr-short err "rs-short.csv:2:20: 3 cells"
+# a relation between fields reported at the one the file gives (the value heads are a default)
+jq '.full_attention_interval = 4 | .linear_num_key_heads = 5' workloads/examples/llama3-8b.json > "$OUT/gdn-kh.json"
+run pr-gdn 1 graph "$OUT/gdn-kh.json" && has pr-gdn err "linear_num_key_heads: linear_num_value_heads 32 is not a multiple of linear_num_key_heads 5"
 # a CPU reads its own memory: the input flags change nothing there, and say so
 run pr-cpu-in 0 simulate resnet50 --hw cpu-spr --chips 1 --input tokens && has pr-cpu-in err "note: --input: cpu-spr reads its samples from its own host memory"
 # --seq builds the model at that length: Llama 4's default is its 10 M-token context

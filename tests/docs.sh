@@ -25,7 +25,8 @@
 #     or 3 when its stdout says "DOES NOT FIT" (simulate's status for a plan
 #     that does not fit); a crash, status >= 128, always fails;
 #   - a path under ../shared/ (the reference data beside the repository) is
-#     read from TPUSIM_SHARED when that is set (as the Makefile does);
+#     read from TPUSIM_SHARED when that is set (as the Makefile does), and
+#     the output names it ../shared/ again, as typed;
 #   - files a command writes (--trace, --screenshot, --out, -o; sweep's
 #     --out PREFIX writes PREFIX.csv, which later commands read) go under
 #     tests/out/docs/, and later commands that read them read them there; the
@@ -135,6 +136,9 @@ run_cmd() {
     mapped=${outmap[$f]}
     sed -i "s|${mapped//|/\\|}|${f//|/\\|}|g" "$OUT/cur.all"
   done
+  # ... and the reference data's path as typed (../shared/), wherever it lies
+  [ -n "${TPUSIM_SHARED:-}" ] && sed -i "s|${TPUSIM_SHARED//|/\\|}/|../shared/|g" "$OUT/cur.all"
+  return 0
 }
 
 # run_status LABEL: after run_cmd, the rules on the exit status and the

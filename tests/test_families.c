@@ -687,7 +687,7 @@ Test(families, oplist_weight_narrower_than_the_training_precision) {
   fam_run r = run_text(wl_oplist, text, &t);
   char want[512];
   snprintf(want, sizeof want,
-           "%sops[1].shape: weight 'w' is bf16[4,4], but the model trains in f32 (train.precision, "
+           "%sops[1].shape: weight 'w' is bf16[4,4], but the model trains in fp32 (train.precision, "
            "or --precision) with no master copy to update it in; an op list's shapes fix its "
            "dtypes (nearest: train in bf16, or write the weight in f32)",
            at(text, "\"bf16[4,4]\""));

@@ -840,7 +840,7 @@ static bool hf_nemotron_h(jin *j, const cJSON *hf, cJSON *s) {
   ok &= hf_get(j, hf, "num_nextn_predict_layers", false, &mtp) >= 0;
   const char *mp = NULL;
   ok &= jin_get_str(j, hf, "mtp_hybrid_override_pattern", false, &mp) >= 0;
-  if (mtp > 0) put_int(s, "num_nextn_predict_layers", mtp);
+  if (mtp > 0) put_int(s, "num_nextn_predict_layers", mtp), hf_note(j, s, "num_nextn_predict_layers", "num_nextn_predict_layers");
   if (mtp > 0 && mp) cJSON_AddStringToObject(s, "mtp_hybrid_override_pattern", mp);
   ok &= hf_mtp_recipe(j, hf, s);
   if (n[2] == 0) return ok;

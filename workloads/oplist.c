@@ -425,14 +425,15 @@ static int build(oplist *o, int i) {
     ** cannot change them (a bf16 model keeps an fp32 master: train.c) */
     if (e == 1 && o->t->method == WL_FULL && !o->t->master_fp32 &&
         graph_dtype_bits(shp.dtype) < graph_dtype_bits(o->t->compute)) {
-      char ss[128];
+      char ss[128], near[64] = "";
       graph_shape_str(&shp, ss, sizeof ss);
+      const char *own = wl_precision_name(shp.dtype), *now = wl_precision_name(o->t->compute);
+      if (own) snprintf(near, sizeof near, "train in %s, or ", own);
       jin_push_key(j, "shape", 0);
       jin_error(j, 0, "weight '%s' is %s, but the model trains in %s (train.precision, or "
                 "--precision) with no master copy to update it in; an op list's shapes fix its "
-                "dtypes (nearest: train in %s, or write the weight in %s)", o->name[i], ss,
-                graph_dtype_name(o->t->compute), graph_dtype_name(shp.dtype),
-                graph_dtype_name(o->t->compute));
+                "dtypes (nearest: %swrite the weight in %s)", o->name[i], ss,
+                now ? now : graph_dtype_name(o->t->compute), near, graph_dtype_name(o->t->compute));
       jin_pop(j);
       break;
     }

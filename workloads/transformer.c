@@ -9,6 +9,7 @@
 ** writes one chip's shard: tensor, context and expert parallel.
 */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -139,6 +140,21 @@ static bool within_limits(jin *j, const cJSON *s, const cJSON *moe) {
     ok = false;
   }
   return ok;
+}
+
+/* A relation between two root fields broken, reported at the first of a, b
+** the file gives (either may be a default it left out), else on the file. */
+static void pair_error(jin *j, const cJSON *s, const char *a, const char *b, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void pair_error(jin *j, const cJSON *s, const char *a, const char *b, const char *fmt, ...) {
+  char msg[768];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  const char *at = cJSON_GetObjectItemCaseSensitive(s, a) ? a : cJSON_GetObjectItemCaseSensitive(s, b) ? b : NULL;
+  if (at) jin_error_at(j, at, 0, "%s", msg);
+  else jin_error(j, 1, "%s", msg);
 }
 
 /* jin_get_int, with null read as absent: HuggingFace writes "q_lora_rank":
@@ -316,7 +332,7 @@ static bool read_hybrid(jin *j, const cJSON *s, tf_cfg *c, const cJSON *moe) {
   ok &= jin_get_int(j, s, "conv_kernel", 1, 64, false, &c->m_conv) >= 0;
   ok &= jin_get_int(j, s, "chunk_size", 1, BIG, false, &c->m_chunk) >= 0;
   if (ok && c->m_heads % c->m_groups) {
-    jin_error_at(j, "mamba_num_heads", 0, "mamba_num_heads %lld is not a multiple of n_groups %lld (each group's B "
+    pair_error(j, s, "mamba_num_heads", "n_groups", "mamba_num_heads %lld is not a multiple of n_groups %lld (each group's B "
                     "and C serve mamba_num_heads / n_groups heads)",
               (long long)c->m_heads, (long long)c->m_groups);
     ok = false;
@@ -332,7 +348,7 @@ static bool read_hybrid(jin *j, const cJSON *s, tf_cfg *c, const cJSON *moe) {
   const cJSON *mp = cJSON_GetObjectItemCaseSensitive(s, "mtp_hybrid_override_pattern");
   int64_t mlen = cJSON_IsString(mp) ? (int64_t)strlen(mp->valuestring) : 0;
   if (ok && c->mtp > 0 && mlen == 0) {
-    jin_error_at(j, "num_nextn_predict_layers", 0, "num_nextn_predict_layers %lld on a hybrid model needs "
+    pair_error(j, s, "num_nextn_predict_layers", "mtp_num_layers", "num_nextn_predict_layers %lld on a hybrid model needs "
                     "mtp_hybrid_override_pattern (the MTP module's layers, one of %s each)",
               (long long)c->mtp, WL_HYBRID_CHARS);
     ok = false;
@@ -408,7 +424,7 @@ static bool read_gdn(jin *j, const cJSON *s, tf_cfg *c) {
     return ok;
   }
   if (c->hybrid) {
-    jin_error_at(j, "full_attention_interval", 0, "full_attention_interval with hybrid_override_pattern: a model is a Mamba-2 "
+    pair_error(j, s, "full_attention_interval", "layer_types", "full_attention_interval with hybrid_override_pattern: a model is a Mamba-2 "
                     "hybrid or a Gated DeltaNet one, not both");
     return false;
   }
@@ -419,7 +435,7 @@ static bool read_gdn(jin *j, const cJSON *s, tf_cfg *c) {
   ok &= jin_get_int(j, s, "linear_value_head_dim", 1, BIG, false, &c->g_vd) >= 0;
   ok &= jin_get_int(j, s, "linear_conv_kernel_dim", 1, 64, false, &c->g_conv) >= 0;
   if (ok && c->g_vh % c->g_kh) {
-    jin_error_at(j, "linear_num_value_heads", 0, "linear_num_value_heads %lld is not a multiple of linear_num_key_heads %lld "
+    pair_error(j, s, "linear_num_value_heads", "linear_num_key_heads", "linear_num_value_heads %lld is not a multiple of linear_num_key_heads %lld "
                     "(each key head serves value heads / key heads value heads)",
               (long long)c->g_vh, (long long)c->g_kh);
     ok = false;
@@ -514,11 +530,11 @@ static bool check_dims(jin *j, const wl_train *t, tf_cfg *c) {
     return false;
   }
   if (c->mtp > 0 && c->kind == 1) {
-    jin_error_at(j, "num_nextn_predict_layers", 0, "multi-token prediction needs a decoder");
+    pair_error(j, j->root, "num_nextn_predict_layers", "mtp_num_layers", "multi-token prediction needs a decoder");
     return false;
   }
   if (c->mtp_depth != c->mtp && !(c->mtp_repeated && c->mtp > 0 && c->mtp_depth > c->mtp)) {
-    jin_error_at(j, "mtp_num_layers", 0, "mtp_num_layers %lld with num_nextn_predict_layers %lld: a depth other than "
+    pair_error(j, j->root, "mtp_num_layers", "num_nextn_predict_layers", "mtp_num_layers %lld with num_nextn_predict_layers %lld: a depth other than "
                     "the modules' needs \"mtp_use_repeated_layer\": true and a depth above "
                     "them (each further depth reuses a module's weights)",
               (long long)c->mtp_depth, (long long)c->mtp);
