@@ -1194,9 +1194,10 @@ static void *sim_worker(void *arg) {
     double ts = thread_cpu_s();
     choose_slice_shape(sp->m, hw, &c->p);
     input_cfg in; /* as the search scored it (search_hw) */
-    int has_in = input_for_run(&in, hw, sp->m, &sp->req->input, c->p.seq, e, 256);
+    int has_in = input_for_run(&in, hw, sp->m, &sp->req->input, c->p.seq, e, sizeof *sp->why);
     sp->ok[i] = has_in >= 0 &&
-                step_simulate(sp->m, hw, &c->p, has_in == 0 ? &in : NULL, &c->sim, NULL, e, 256) == 0;
+                step_simulate(sp->m, hw, &c->p, has_in == 0 ? &in : NULL, &c->sim, NULL, e,
+                              sizeof *sp->why) == 0;
     sp->sim_s[i] = thread_cpu_s() - ts;
     if (sp->ok[i]) {
       c->simulated = true;
@@ -1391,7 +1392,7 @@ static int run_cached(const model *m, const hw_catalog *cat, const planner_req *
     free(kept), free(keys);
     return str_errf(err, errn, "out of memory");
   }
-  static _Thread_local char why[MAX_KEEP][256];
+  char why[MAX_KEEP][256];
   for (int i = 0; i < top; i++) why[i][0] = 0;
   sim_pool pp = {.m = m, .cat = cat, .req = req, .c = kept, .n = top, .steps = steps, .ok = ok,
                  .sim_s = sim_s, .why = why};

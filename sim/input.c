@@ -229,29 +229,28 @@ int input_closed_form(const input_cfg *c, double compute_s, input_closed *out, c
   return closed(c, compute_s, out, true, err, errn);
 }
 
-int input_stall_closed(const input_cfg *c, int64_t chips, int64_t chips_per_node, int64_t gbs,
-                       double compute_s, double *stall_s, char *err, size_t errn) {
-  input_cfg h = *c;
-  input_per_host(&h, chips, chips_per_node, gbs);
+/* The closed form's stall alone, for one host fed by c. */
+static int closed_stall(const input_cfg *c, double compute_s, double *stall_s, char *err,
+                        size_t errn) {
   input_closed ic;
-  if (closed(&h, compute_s, &ic, false, err, errn) != 0) return -1;
+  if (closed(c, compute_s, &ic, false, err, errn) != 0) return -1;
   *stall_s = ic.stall_s_per_step;
   return 0;
 }
 
-int input_run_stall(const input_cfg *c, double compute_s, double *stall_s, int *steps, char *err,
-                    size_t errn) {
+int input_stall_closed(const input_cfg *c, int64_t chips, int64_t chips_per_node, int64_t gbs,
+                       double compute_s, double *stall_s, char *err, size_t errn) {
+  input_cfg h = *c;
+  input_per_host(&h, chips, chips_per_node, gbs);
+  return closed_stall(&h, compute_s, stall_s, err, errn);
+}
+
+int input_run_stall(const input_cfg *c, double compute_s, double *stall_s, char *err, size_t errn) {
   int64_t per = c->samples_per_step > 0 ? c->samples_per_step : 1;
   int64_t n = INPUT_MAX_SAMPLES / per;
-  *steps = n >= 40 ? 40 : n >= 4 ? (int)n : 0;
-  if (*steps == 0) {
-    input_closed ic;
-    if (closed(c, compute_s, &ic, false, err, errn) != 0) return -1;
-    *stall_s = ic.stall_s_per_step;
-    return 0;
-  }
+  if (n < 4) return closed_stall(c, compute_s, stall_s, err, errn);
   input_result ir;
-  if (input_simulate(c, compute_s, *steps, &ir, err, errn) != 0) return -1;
+  if (input_simulate(c, compute_s, n >= 40 ? 40 : (int)n, &ir, err, errn) != 0) return -1;
   *stall_s = ir.stall_s_per_step;
   return 0;
 }
