@@ -1020,8 +1020,13 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
       ** parallel linears, col_share of the layer's linear GEMM time */
       double n_sub = d->parallel_block ? 1 : 2;
       double col = column_parallel_share(d) * r->kind_mm_fwd_s[k];
+      double series = !p.sp ? tp_k : n_sub * (2 * ag + rs); /* the same collectives one by one */
       cb = !p.sp ? fmax(0, tp_k - col)
                  : n_sub * ag + fmax(0, n_sub * ag - col) + fmax(0, n_sub * rs - col);
+      /* NCCL's kernels hold their CTAs' SMs while they run under those
+      ** GEMMs, as the data-parallel collectives' do (step_coll_sm_share):
+      ** the GEMMs run on the rest for the hidden part's time */
+      cb += (series - cb) * step_coll_sm_share(hw, p.tp, tpn);
     }
     double tp_fwd = cf; /* the forward's tensor-parallel part, before CP, EP and offload */
     if (cp > 1 && !(k & (WL_LAYER_MAMBA | WL_LAYER_NO_MIXER | WL_LAYER_GDN))) { /* layers with attention:
