@@ -238,8 +238,15 @@ static void explain_time(const model *m, const hw_model *hw, const plan *p, cons
             "the update (Adam and its passes): params x bytes moved / bandwidth");
     time_optimizer(hw, p, m, r, x);
   }
-  explain_term *x = add(t, n, "input stall", bd->input_stall,
-                        "the host input pipeline's wait (sim/input, simulated over 40 steps)");
+  char how[96];
+  if (r->input_steps > 0)
+    snprintf(how, sizeof how, "the host input pipeline's wait (sim/input, simulated over %d steps)",
+             r->input_steps);
+  else if (r->input_steps < 0)
+    snprintf(how, sizeof how, "the host input pipeline's wait (sim/input, in closed form)");
+  else
+    snprintf(how, sizeof how, "the host input pipeline's wait (sim/input: none here)");
+  explain_term *x = add(t, n, "input stall", bd->input_stall, how);
   values(x, bd->input_stall > 0 ? "%s a step" : "none: the data is there in time (%s)",
          sec(&b, bd->input_stall));
   e->step_time_s = r->step_time_s;

@@ -245,13 +245,16 @@ int input_stall_closed(const input_cfg *c, int64_t chips, int64_t chips_per_node
   return closed_stall(&h, compute_s, stall_s, err, errn);
 }
 
-int input_run_stall(const input_cfg *c, double compute_s, double *stall_s, char *err, size_t errn) {
+int input_run_stall(const input_cfg *c, double compute_s, double *stall_s, int *steps, char *err,
+                    size_t errn) {
   int64_t per = c->samples_per_step > 0 ? c->samples_per_step : 1;
   int64_t n = INPUT_MAX_SAMPLES / per;
+  *steps = -1;
   if (n < 4) return closed_stall(c, compute_s, stall_s, err, errn);
   input_result ir;
   if (input_simulate(c, compute_s, n >= 40 ? 40 : (int)n, &ir, err, errn) != 0) return -1;
   *stall_s = ir.stall_s_per_step;
+  *steps = n >= 40 ? 40 : (int)n;
   return 0;
 }
 

@@ -152,9 +152,11 @@ int input_for_run(input_cfg *in, const struct hw_model *hw, const model *m,
 /* The stall a step of a host fed by c (its share: input_per_host) waits in
 ** the steady state, computing compute_s a step: simulated over 40 steps,
 ** fewer where a host's batch is huge (a simulation holds at most 50 M
-** samples), and in closed form where fewer than 4 steps would fit.
-** Returns 0, or -1 with a message. */
-int input_run_stall(const input_cfg *c, double compute_s, double *stall_s, char *err, size_t errn);
+** samples), and in closed form where fewer than 4 steps would fit. *steps:
+** the steps simulated (-1: the closed form). Returns 0, or -1 with a
+** message. */
+int input_run_stall(const input_cfg *c, double compute_s, double *stall_s, int *steps, char *err,
+                    size_t errn);
 
 /* The steady-state stall a step of a run on `chips` chips with a global
 ** batch of gbs samples (input_per_host), computing compute_s a step:

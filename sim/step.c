@@ -655,7 +655,7 @@ static int input_stall(const hw_model *hw, const plan *p, const input_cfg *in, s
   input_cfg c = *in;
   input_per_host(&c, p->chips, hw->chips_per_node, p->gbs);
   double stall;
-  if (input_run_stall(&c, r->step_time_s, &stall, err, errn) != 0) return -1;
+  if (input_run_stall(&c, r->step_time_s, &stall, &r->input_steps, err, errn) != 0) return -1;
   r->breakdown_s.input_stall = stall;
   r->step_time_s += stall;
   return 0;

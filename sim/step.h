@@ -48,6 +48,9 @@ typedef struct {
   double step_time_s, tokens_per_s, mfu, hfu;
   double model_flops_per_step, hardware_flops_per_step;
   step_breakdown breakdown_s;
+  /* the steps the input stall was simulated over (input_run_stall): -1
+  ** its closed form, 0 no input pipeline (a CPU, a whole-step family) */
+  int input_steps;
   mem_bytes memory;
   bool fits;
   mem_fix fixes[MEM_MAX_FIXES]; /* when it does not fit: the cheapest changes first */

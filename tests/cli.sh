@@ -1520,6 +1520,12 @@ if [ "$ps" = "$ss" ] && [ "$(jq -r .best.plan.mbs "$OUT/pr-pf0.out")" = 32 ]; th
 # (40 steps) takes the closed form; plan printed a stale buffer as its error
 run pr-huge 0 plan bert-large --hw h100-sxm --chips 8 --gbs 2000000 --seq 16 && has pr-huge out "step 19.077 s simulated"
 run pr-mlp4m 0 plan mlp --hw h100-sxm --chips 1 --gbs 4000000 && has pr-mlp4m out "best: 1 x h100-sxm"
+# --explain says how the stall was found: 50 M / (2,000,000 / 8 x 8 a host) = 25 steps;
+# 20 M samples on one host leave room for 2 (under 4: the closed form; exit 3, it does not
+# fit in memory); a CPU has no pipeline
+run ex-25 0 simulate bert-large --hw h100-sxm --chips 8 --gbs 2000000 --seq 16 --explain && has ex-25 out "(sim/input, simulated over 25 steps)"
+run ex-closed 3 simulate mlp --hw h100-sxm --chips 1 --gbs 20000000 --explain && has ex-closed out "(sim/input, in closed form)"
+run ex-cpu 0 simulate llama3-8b --hw cpu-genoa --chips 1 --gbs 1 --seq 128 --explain && has ex-cpu out "(sim/input: none here)"
 # a recipe the chip has no unit for is the chip's reason, not a size rule's
 run pr-tf32-tpu 1 plan llama3-8b --hw tpu-v5p --chips 8 --gbs 8 --seq 2048 --precision tf32 && has pr-tf32-tpu err "tpu-v5p: tpu-v5p has no unit for tf32 GEMMs [dtype]"
 # a host of more cores than the input model's 4096 decode slots: the slots, not a refusal
