@@ -217,7 +217,8 @@ static void explain_time(const model *m, const hw_model *hw, const plan *p, cons
     time_compute(m, p, r, x);
     coll_sm_term(hw, r, t, n);
     x = add(t, n, "layer collectives", layer_comm,
-            "m x L x (forward + backward): TP/CP/EP, the part not overlapped");
+            "m x L x (forward + backward): TP/CP/EP, the part not overlapped and the "
+            "SMs the overlapped part holds");
     time_layer_comm(m, p, r, layer_comm, x);
     x = add(t, n, "pipeline bubble", bd->pipeline_bubble,
             "step - input stall - busy - exposed gradient sync - parameter gather - optimizer");
