@@ -333,3 +333,34 @@ Test(input, remote_host_starves_images) {
   model_free(m);
   hw_catalog_free(cat);
 }
+
+/* What a sample is, family by family (input_for_run): a transformer's
+** seq int32 tokens; an MLP's or a recommender's own input tensors over its
+** batch. DLRM as MLPerf trains it on Criteo 1TB reads a label, 13 dense
+** features and 26 categorical ids, 4 B each: 160 B, the preprocessed
+** binary record (40 int32 fields); the MNIST-style MLP 784 fp32 pixels and
+** an int32 label, 3,140 B. Asking for token records (--input tokens) keeps
+** seq x 4 B. */
+Test(input, a_sample_is_the_family_s_own_inputs) {
+  static const struct {
+    const char *model;
+    int64_t seq;
+    int kind; /* input_choice.kind */
+    double bytes;
+  } k[] = {{"dlrm", 0, 0, 160}, {"mlp", 0, 0, 784 * 4 + 4}, {"llama3-8b", 1024, 0, 4096},
+           {"dlrm", 64, 1 + INPUT_TOKENS, 256}};
+  hw_catalog *cat = th_catalog();
+  const hw_model *hw = th_hw(cat, "h100-sxm");
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+    model *m = th_model(k[i].model, k[i].seq);
+    input_choice ch = {.kind = k[i].kind};
+    input_cfg in;
+    char err[256];
+    cr_assert_eq(input_for_run(&in, hw, m, &ch, k[i].seq, err, sizeof err), 0, "%s", err);
+    cr_assert_float_eq(in.bytes_per_sample, k[i].bytes, 1e-9, "%s: %g B a sample", k[i].model,
+                       in.bytes_per_sample);
+    cr_assert_float_eq(in.xfer_bytes_per_sample, k[i].bytes, 1e-9, "%s", k[i].model);
+    model_free(m);
+  }
+  hw_catalog_free(cat);
+}

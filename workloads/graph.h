@@ -371,6 +371,9 @@ bool graph_op_reads_twice(const graph *g, int id);
 
 /* Elements of trainable / all weight parameters (frozen included). */
 int64_t graph_param_elements(const graph *g, unsigned need_flags);
+/* The same parameters' bytes (their dtypes' sizes): with GRAPH_INPUT, what
+** one step reads. */
+double graph_param_bytes(const graph *g, unsigned need_flags);
 
 /* Topological order of n nodes given each node's inputs (in[i][0..n_in[i])).
 ** Fills order; on a cycle returns -1 and writes the nodes of one cycle to

@@ -147,6 +147,15 @@ int64_t graph_param_elements(const graph *g, unsigned need) {
   return n;
 }
 
+double graph_param_bytes(const graph *g, unsigned need) {
+  double b = 0;
+  for (int i = 0; i < g->n; i++) {
+    const graph_op *op = &g->ops[i];
+    if (op->kind == GOP_PARAMETER && (op->flags & need) == need) b += graph_bytes(&op->out);
+  }
+  return b;
+}
+
 void graph_op_str(const graph *g, int id, char *buf, size_t n) {
   const graph_op *op = &g->ops[id];
   char s[160];
