@@ -277,15 +277,18 @@ int input_for_run(input_cfg *in, const struct hw_model *hw, const model *m,
     in->bytes_per_sample = (double)seq * 4;
     in->xfer_bytes_per_sample = (double)seq * 4;
   }
-  /* a family that is neither text nor images (an MLP, a recommender, an op
-  ** list) reads records of its own inputs: a sample is the step's input
-  ** tensors (dense features, ids, labels) over its batch -- 13 dense
-  ** features, 26 ids and a label are 160 B in Criteo's preprocessed
-  ** binary form, not 2048 tokens' 8 kB */
-  double own = m->g && m->train.global_batch > 0
+  /* a family that is neither text nor images (an MLP, a recommender)
+  ** reads records of its own inputs: a sample is the step's input tensors
+  ** (dense features, ids, labels) over its batch -- 13 dense features, 26
+  ** ids and a label are 160 B in Criteo's preprocessed binary form, not
+  ** 2048 tokens' 8 kB. Not an op list ("graph"): it keeps its file's
+  ** shapes at any batch, so its inputs are no sample's */
+  bool own_records = ch->kind == 0 && kind == INPUT_TOKENS &&
+                     strcmp(m->family, "transformer") != 0 && strcmp(m->family, "graph") != 0;
+  double own = own_records && m->g && m->train.global_batch > 0
                    ? graph_param_bytes(m->g, GRAPH_INPUT) / (double)m->train.global_batch
                    : 0;
-  if (ch->kind == 0 && strcmp(m->family, "transformer") != 0 && kind == INPUT_TOKENS && own > 0) {
+  if (own > 0) {
     in->bytes_per_sample = own;
     in->xfer_bytes_per_sample = own;
   }

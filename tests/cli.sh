@@ -1520,6 +1520,13 @@ if [ "$ps" = "$ss" ] && [ "$(jq -r .best.plan.mbs "$OUT/pr-pf0.out")" = 32 ]; th
 # (40 steps) takes the closed form; plan printed a stale buffer as its error
 run pr-huge 0 plan bert-large --hw h100-sxm --chips 8 --gbs 2000000 --seq 16 && has pr-huge out "step 19.077 s simulated"
 run pr-mlp4m 0 plan mlp --hw h100-sxm --chips 1 --gbs 4000000 && has pr-mlp4m out "best: 1 x h100-sxm"
+# (review, 2026-12-07b) an op list keeps its file's shapes at any batch: its inputs are
+# no sample's, so plan (which builds at --gbs) and simulate (at the file's batch) read
+# the same token records and agree
+run pr-ops 0 plan workloads/examples/graph.json --hw h100-sxm --gbs 1000000 --json
+run pr-opss 0 simulate workloads/examples/graph.json --hw h100-sxm --chips 64 --dp 64 --mbs 15625 --gbs 1000000 --precision bf16 --framework plain --json
+ps=$(jq -r '.best.step_time_s' "$OUT/pr-ops.out"); ss=$(jq -r '.step_time_s' "$OUT/pr-opss.out")
+if [ "$ps" = "$ss" ] && [ "$(jq -r .best.plan.mbs "$OUT/pr-ops.out")" = 15625 ]; then ok; else bad "pr-ops: plan $ps vs simulate $ss"; fi
 # --explain says how the stall was found: 50 M / (2,000,000 / 8 x 8 a host) = 25 steps;
 # 20 M samples on one host leave room for 2 (under 4: the closed form; exit 3, it does not
 # fit in memory); a CPU has no pipeline

@@ -4,7 +4,9 @@
 ** (cli/sweep.h): ranges, the enumeration order, the point limit.
 */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
@@ -72,9 +74,18 @@ Test(hw_override, refusals_change_nothing) {
   cr_assert_eq(memcmp(&m, &before, sizeof m), 0);
 }
 
+/* Each test's study file its own: Criterion runs the tests in parallel
+** processes (make unit: --jobs 2), and one writing study.json while another
+** read it failed them now and then. */
+static const char *study_file(const char *text) {
+  char name[64];
+  snprintf(name, sizeof name, "study-%ld.json", (long)getpid());
+  return th_write_temp(name, text);
+}
+
 static sweep_study *load(const char *text) {
   diag *dg = diag_new();
-  sweep_study *s = sweep_study_load(th_write_temp("study.json", text), NULL, 0, dg);
+  sweep_study *s = sweep_study_load(study_file(text), NULL, 0, dg);
   if (!s) diag_print(dg, stderr);
   diag_free(dg);
   return s;
@@ -119,7 +130,7 @@ Test(sweep_study, explicit_points) {
 ** refused before any work, with the limit in the message. */
 Test(sweep_study, point_limit) {
   diag *dg = diag_new();
-  const char *path = th_write_temp("study.json",
+  const char *path = study_file(
       "{\"models\": [\"mlp\"], \"hw\": [\"tpu-v5p\"], \"chips\": {\"from\": 1, \"to\": 10000, \"step\": 1},"
       " \"overrides\": {\"hbm_bw_scale\": {\"from\": 1, \"to\": 2, \"step\": 0.01}}}");
   cr_assert_null(sweep_study_load(path, NULL, 0, dg));
