@@ -138,23 +138,24 @@ double graph_cost_flops(const graph_cost *c) {
   return s;
 }
 
-int64_t graph_param_elements(const graph *g, unsigned need) {
-  int64_t n = 0;
+/* The parameters holding every flag of need: their elements, or their
+** bytes (each at its dtype's size, a sub-byte format's fraction kept;
+** elements stay exact in a double far past any model's 2^53). */
+static double param_sum(const graph *g, unsigned need, bool bytes) {
+  double n = 0;
   for (int i = 0; i < g->n; i++) {
     const graph_op *op = &g->ops[i];
-    if (op->kind == GOP_PARAMETER && (op->flags & need) == need) n += graph_elements(&op->out);
+    if (op->kind == GOP_PARAMETER && (op->flags & need) == need)
+      n += bytes ? graph_bytes(&op->out) : (double)graph_elements(&op->out);
   }
   return n;
 }
 
-double graph_param_bytes(const graph *g, unsigned need) {
-  double b = 0;
-  for (int i = 0; i < g->n; i++) {
-    const graph_op *op = &g->ops[i];
-    if (op->kind == GOP_PARAMETER && (op->flags & need) == need) b += graph_bytes(&op->out);
-  }
-  return b;
+int64_t graph_param_elements(const graph *g, unsigned need) {
+  return (int64_t)param_sum(g, need, false);
 }
+
+double graph_param_bytes(const graph *g, unsigned need) { return param_sum(g, need, true); }
 
 void graph_op_str(const graph *g, int id, char *buf, size_t n) {
   const graph_op *op = &g->ops[id];
