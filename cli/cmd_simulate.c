@@ -29,7 +29,7 @@ const char *const CLI_SIM_VALUED[] = {
     "--ep",   "--zero",      "--mbs",       "--gbs",          "--seq",
     "--recompute", "--precision", "--pp-schedule", "--reduction-server", "--slices",
     "--trace", "--input", "--storage", "--prefetch", "--input-host", "--grad-sync", "--attention",
-    "--attention-kernel", "--op-costs", "--cp", "--cp-comm", "--etp", "--pp-layers", "--hsdp", "--offload",
+    "--attention-kernel", "--op-costs", "--cp", "--cp-comm", "--etp", "--pp-layers", "--pp-layout", "--hsdp", "--offload",
     "--framework", "--embeddings", "--topology", "--set", "--compile", "--tp-overlap",
     "--ep-overlap", "--finetune", "--lora-rank", "--lora-targets", "--vocab-tiling",
     "--weight-dtype", "--moe-dispatcher", "--moe-imbalance", NULL};
@@ -73,8 +73,10 @@ static int offload_opt(cli_ctx *c, plan *p) {
 
 /* The plan of simulate's flags on hw: the framework's profile (--framework,
 ** else the chip kind's default), then every flag given over it. stages
-** holds --pp-layers' numbers (the plan points into it). */
-static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stages, int max_stages) {
+** holds --pp-layers' numbers (the plan points into it), or --pp-layout's,
+** whose multi-token-prediction layers go in *layout_mtp (-1: no layout). */
+static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stages, int max_stages,
+                          int64_t *layout_mtp) {
   *p = (plan){.tp = 1, .pp = 1, .ep = 1, .cp = 1, .etp = 1, .mbs = 0, .vp = 1, .slices = 1,
               .schedule = PLAN_1F1B, .precision = GDT_BF16};
   int fw;
@@ -178,6 +180,25 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
   if (layers) {
     if (plan_pp_layers_parse(layers, stages, max_stages, &p->n_pp_layers, serr, sizeof serr) != 0)
       return cli_usage_error(c, "%s", serr);
+    p->pp_layers = stages;
+  }
+  /* Megatron-Core's layout, as a recipe spells it: the same split */
+  const char *layout = cli_opt(c, "--pp-layout");
+  *layout_mtp = -1;
+  if (layout) {
+    if (layers || p->pp_split_embedding || p->pp_split_loss)
+      return cli_usage_error(c, "--pp-layout places the layers, the embedding and the loss itself: "
+                                "give it without %s",
+                             layers ? "--pp-layers" : p->pp_split_embedding ? "--pp-split-embedding"
+                                                                             : "--pp-split-loss");
+    if (plan_pp_layout_parse(layout, stages, max_stages, &p->n_pp_layers, layout_mtp, serr,
+                             sizeof serr) != 0)
+      return cli_usage_error(c, "%s", serr);
+    if (p->n_pp_layers != p->pp * p->vp) {
+      snprintf(serr, sizeof serr, "--pp-layout '%.128s' has %d stages, but pp %lld x V %lld = %lld",
+               layout, p->n_pp_layers, (long long)p->pp, (long long)p->vp, (long long)(p->pp * p->vp));
+      return cli_usage_error(c, "%s", serr);
+    }
     p->pp_layers = stages;
   }
   return CLI_OK;
@@ -518,7 +539,8 @@ static int run_simulate(cli_ctx *c) {
   }
   plan p;
   static int32_t stages[2048];
-  if ((rc = plan_from_opts(c, hw, &p, stages, 2048)) != CLI_OK) {
+  int64_t layout_mtp;
+  if ((rc = plan_from_opts(c, hw, &p, stages, 2048, &layout_mtp)) != CLI_OK) {
     hw_catalog_free(cat);
     return rc;
   }
@@ -540,6 +562,16 @@ static int run_simulate(cli_ctx *c) {
     model_free(m);
     hw_catalog_free(cat);
     return CLI_BAD_INPUT;
+  }
+  if (m && layout_mtp >= 0 && layout_mtp != m->info.tf.mtp_layers) {
+    fprintf(c->err, "tpusim simulate: --pp-layout '%s' places %lld multi-token-prediction layers "
+                    "(m); %s has %lld (mtp_num_layers / num_nextn_predict_layers)\n",
+            cli_opt(c, "--pp-layout"), (long long)layout_mtp, c->pos[0],
+            (long long)m->info.tf.mtp_layers);
+    diag_free(dg);
+    model_free(m);
+    hw_catalog_free(cat);
+    return CLI_USAGE;
   }
   if (m) plan_notes(c, &p);
   if (m && own_prec) p.precision = plan_precision_on(hw, m->train.compute);
@@ -628,7 +660,8 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "                               torchtitan|torchtitan-2024|llm-foundry|\n"
     "                               megatron-core-26.08|megatron-core-24.07]\n"
     "                  [--pp-schedule gpipe|1f1b|interleaved:V] [--pp-layers A,B,...]\n"
-    "                  [--pp-split-embedding] [--pp-split-loss] [--cp-comm ring|all-gather]\n"
+    "                  [--pp-split-embedding] [--pp-split-loss] [--pp-layout LAYOUT]\n"
+    "                  [--cp-comm ring|all-gather]\n"
     "                  [--offload none|activations[:N]|optimizer] [--reduction-server N]\n"
     "                  [--embeddings replicated|sharded|ps]\n"
     "                  [--slices K] [--topology AxBxC[t]] [--sp] [--full]\n"
@@ -689,6 +722,9 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "              no fp32 master (MaxText's weight_dtype=bfloat16)\n"
     "  --vocab-tiling N: the logits, loss and their gradients N tiles of the tokens\n"
     "              at a time, 1/N of the logits held (MaxText's num_vocab_tiling)\n"
+    "  --pp-layout LAYOUT: Megatron-Core's --pipeline-model-parallel-layout as a\n"
+    "              recipe writes it, e.g. 'Et|(tt|)*30mL': stages split by '|', E the\n"
+    "              embedding, t a decoder layer, m an MTP layer, L the loss\n"
     "  --sp: sequence parallelism with tensor parallelism (Korthikanti et al. 2022)\n"
     "  --grad-sync: all-reduce gradient buckets while backward runs (default), or\n"
     "               after it (Megatron-LM's local DDP, as in its 2021-22 papers)\n"

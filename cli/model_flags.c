@@ -33,6 +33,7 @@ static const struct {
     {"--cp-comm", FOR_TF, "chooses how context parallelism exchanges keys and values"},
     {"--sp", FOR_TF, "splits a transformer's element-wise work over its tensor-parallel group"},
     {"--pp-layers", FOR_TF, "places a transformer's layers on pipeline stages"},
+    {"--pp-layout", FOR_TF, "places a transformer's layers on pipeline stages"},
     {"--pp-schedule", FOR_TF, "orders a transformer's pipeline"},
     {"--pp-split-embedding", FOR_TF, "counts the embedding as a pipeline stage's layer"},
     {"--pp-split-loss", FOR_TF, "counts the loss as a pipeline stage's layer"},

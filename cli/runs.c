@@ -91,13 +91,13 @@ static bool has_phrases(const runs_row *w, const char *phrase);
 typedef enum { MAP_CHIP, MAP_DEVICES, MAP_FRAMEWORK, MAP_BATCH, MAP_MODEL, MAP_PRECISION,
                MAP_RECOMPUTE, MAP_DEFAULT, MAP_OFFLOAD, MAP_SP, MAP_ETP, MAP_FAMILY,
                MAP_COMPILE, MAP_TP_OVERLAP, MAP_EP_OVERLAP, MAP_FINETUNE, MAP_WEIGHT_DTYPE,
-               MAP_VOCAB_TILING, MAP_ATTENTION, MAP_DISPATCHER, MAP_KINDS } map_kind;
+               MAP_VOCAB_TILING, MAP_ATTENTION, MAP_DISPATCHER, MAP_PP_LAYOUT, MAP_KINDS } map_kind;
 static const char *const MAP_KIND_NAMES[] = {"chip",      "devices",   "framework", "batch",
                                              "model",     "precision", "recompute", "default",
                                              "offload",   "sp",        "etp",       "family",
                                              "compile",   "tp_overlap", "ep_overlap", "finetune",
                                              "weight_dtype", "vocab_tiling", "attention",
-                                             "dispatcher", NULL};
+                                             "dispatcher", "pp_layout", NULL};
 
 /* simulate's switches the mapping sets by FRAMEWORK:PHRASE, their values
 ** (NULL: a count from 1), the rows each applies to (need: 0 every row, 1
@@ -289,6 +289,33 @@ static bool finetune_split(const char *v, finetune_value *f) {
          (!f->targets || (m != WL_FULL && f->targets_len > 0)) && rank_ok;
 }
 
+/* A pp_layout value: Megatron-Core layouts split by ';' (a recipe's, one
+** for each stage count it runs), each as --pp-layout reads it. The row's
+** layout is the one with pp x vp stages (layout_for). */
+static int layout_for(const char *v, int64_t stages, char *out, size_t n, char *err, size_t errn) {
+  static int32_t st[4096];
+  out[0] = 0;
+  while (*v) {
+    size_t len = strcspn(v, ";");
+    char one[512];
+    if (len >= sizeof one) return str_errf(err, errn, "a layout longer than %zu characters", sizeof one - 1);
+    memcpy(one, v, len), one[len] = 0;
+    int k;
+    int64_t mtp;
+    if (plan_pp_layout_parse(one, st, 4096, &k, &mtp, err, errn) != 0) return -1;
+    if (k == stages && !out[0]) snprintf(out, n, "%s", one);
+    v += len + (v[len] == ';');
+  }
+  return 0;
+}
+
+static int check_layouts(const map_entry *e, const char *file, diag *dg) {
+  char err[384], out[512];
+  if (layout_for(e->value->s, 0, out, sizeof out, err, sizeof err) == 0) return 0;
+  diag_error(dg, file, e->value->line, e->value->col, "value", "%s", err);
+  return -1;
+}
+
 static int check_finetune(const map_entry *e, const char *file, diag *dg) {
   finetune_value f;
   if (finetune_split(e->value->s, &f)) return 0;
@@ -415,7 +442,7 @@ static int mapping_check_value(const map_entry *e, const char *file, diag *dg) {
     return -1;
   }
   bool switch_kind = switch_flag(e->kind) != NULL;
-  bool fw_keyed = switch_kind || e->kind == MAP_FINETUNE; /* FRAMEWORK:PHRASE */
+  bool fw_keyed = switch_kind || e->kind == MAP_FINETUNE || e->kind == MAP_PP_LAYOUT; /* FRAMEWORK:PHRASE */
   /* a recompute key CELL:PHRASE: the row's recompute cell and a phrase of
   ** its extra cell (MaxText's named tensors, as a row states them) */
   if (keyed && (fw_keyed || e->kind == MAP_OFFLOAD || e->kind == MAP_RECOMPUTE) &&
@@ -459,6 +486,7 @@ static int mapping_check_value(const map_entry *e, const char *file, diag *dg) {
     }
   }
   if (e->kind == MAP_FINETUNE && check_finetune(e, file, dg)) return -1;
+  if (e->kind == MAP_PP_LAYOUT && check_layouts(e, file, dg)) return -1;
   int si = switch_index(e->kind);
   if (si >= 0) {
     const char *const *vals = SWITCHES[si].values;
@@ -1153,7 +1181,10 @@ static int mbs_arg(const runs_table *x, runs_result *r, runs_argv *a, int64_t de
 ** with --pp-split-embedding --pp-split-loss: Megatron-Core's
 ** account-for-embedding/loss-in-pipeline-split, how its recipes run Llama
 ** 3.1 405B's 126 layers on pp 8 x vp 8 (128 = 126 + 2). */
-static void pp_args(runs_result *r, runs_argv *a) {
+static const map_entry *phrase_entry(const runs_table *x, map_kind kind, const char *prefix,
+                                     const runs_row *w, bool family);
+
+static void pp_args(const runs_table *x, runs_result *r, runs_argv *a) {
   const runs_row *w = &r->w;
   runs_arg(a, "--pp");
   runs_arg(a, "%lld", (long long)w->pp);
@@ -1164,6 +1195,15 @@ static void pp_args(runs_result *r, runs_argv *a) {
     runs_addf(r->exercises, sizeof r->exercises, " interleaved %lld", (long long)w->vp);
   }
   int64_t stages = w->pp * w->vp;
+  /* the recipe's layout for this many stages, where the mapping has one */
+  const map_entry *e = w->pp > 1 ? phrase_entry(x, MAP_PP_LAYOUT, r->framework, w, true) : NULL;
+  char layout[512], err[384];
+  if (e && layout_for(e->value->s, stages, layout, sizeof layout, err, sizeof err) == 0 && layout[0]) {
+    runs_arg(a, "--pp-layout");
+    runs_arg(a, "%s", layout);
+    runs_addf(r->exercises, sizeof r->exercises, " (layout %s)", layout);
+    return;
+  }
   if (w->pp > 1 && w->layers > 0 && w->layers % stages != 0 && (w->layers + 2) % stages == 0) {
     runs_arg(a, "--pp-split-embedding");
     runs_arg(a, "--pp-split-loss");
@@ -1179,7 +1219,7 @@ static void parallel_args(const runs_table *x, runs_result *r, runs_argv *a) {
   runs_arg(a, "--tp");
   runs_arg(a, "%lld", (long long)w->tp);
   if (w->tp > 1) runs_addf(r->exercises, sizeof r->exercises, ", TP %lld", (long long)w->tp);
-  pp_args(r, a);
+  pp_args(x, r, a);
   if (w->cp > 1) {
     runs_arg(a, "--cp");
     runs_arg(a, "%lld", (long long)w->cp);
@@ -1217,9 +1257,6 @@ static const char *map_cell(const runs_mapping *m, map_kind k, const char **v, c
   *v = buf;
   return map_get(m, k, buf);
 }
-
-static const map_entry *phrase_entry(const runs_table *x, map_kind kind, const char *prefix,
-                                     const runs_row *w, bool family);
 
 /* --precision and --recompute through the mapping; a value it does not
 ** list goes as it is (in lower case), so simulate names what it expected. */

@@ -81,13 +81,15 @@ static void time_compute(const model *m, const plan *p, const step_result *r, ex
   double M = (double)r->microbatches, t_mb = (r->breakdown_s.compute - r->coll_sm_s) / M;
   int64_t n0 = chip0_layers(m, p);
   double a = (M - 1) / M, rec = recompute_s(m, p, r);
-  double head_share = p->pp == 1 ? 1 : 0.5; /* embedding on the first stage, head on the last */
+  /* the embedding on the first stage, the head and loss on the last; their
+  ** gradients' accumulation half each (step_describe) */
   double layer = r->layer_fwd_s + r->layer_bwd_s + rec + a * r->grad_accum_layer_s;
-  double head = head_share * (r->head_fwd_s + r->head_bwd_s + a * r->grad_accum_head_s);
+  double head = p->pp == 1 ? r->head_fwd_s + r->head_bwd_s + a * r->grad_accum_head_s
+                           : r->embed_fwd_s + r->embed_bwd_s + 0.5 * a * r->grad_accum_head_s;
   double recon = (double)n0 * layer + head;
   snprintf(x->formula, sizeof x->formula,
            "m x t_mb; t_mb = L x (fwd + bwd + recompute + (m-1)/m x grad accum) + %s",
-           p->pp == 1 ? "embedding/head" : "half the embedding/head");
+           p->pp == 1 ? "embedding/head" : "the embedding");
   if (same(recon, t_mb))
     values(x, "%lld micro-batches x %s; t_mb = %lld layers x (%s + %s + %s + %.3f x %s) + %s",
            (long long)r->microbatches, sec(&b, t_mb), (long long)n0, sec(&b, r->layer_fwd_s),

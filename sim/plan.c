@@ -215,6 +215,87 @@ int plan_pp_layers_parse(const char *s, int32_t *out, int max, int *n, char *err
   return 0;
 }
 
+/* A layout's repeats written out into out (room for cap, *len used):
+** symbols and '|' from s at *i up to a ')' or the end. The expansion is
+** bounded (cap), so "(t*1000)*1000" is refused, not allocated. */
+static int layout_expand(const char *s, size_t *i, int depth, char *out, size_t cap, size_t *len,
+                         char *err, size_t errn) {
+  while (s[*i] && s[*i] != ')') {
+    size_t from = *len, at = *i;
+    if (s[*i] == '(') {
+      if (depth >= 8) return str_errf(err, errn, "--pp-layout '%s': parentheses nested past 8", s);
+      ++*i;
+      if (layout_expand(s, i, depth + 1, out, cap, len, err, errn) != 0) return -1;
+      if (s[*i] != ')')
+        return str_errf(err, errn, "--pp-layout '%s': expected ')' at column %zu, found the end", s,
+                        *i + 1);
+      ++*i;
+    } else if (strchr("EtmL|", s[*i])) {
+      if (*len + 1 >= cap) return str_errf(err, errn, "--pp-layout '%s': longer than %zu symbols", s, cap - 1);
+      out[(*len)++] = s[(*i)++];
+    } else {
+      return str_errf(err, errn, "--pp-layout '%s': expected E, t, m, L, '|', '(' or ')' at column "
+                                 "%zu, found '%c' (Megatron-Core's pipeline layout)", s, at + 1, s[at]);
+    }
+    if (s[*i] == '*') {
+      char *end;
+      long long r = strtoll(s + *i + 1, &end, 10);
+      if (end == s + *i + 1 || r < 1 || r > 1 << 20)
+        return str_errf(err, errn, "--pp-layout '%s': expected a count from 1 after '*' at column %zu",
+                        s, *i + 1);
+      *i = (size_t)(end - s);
+      size_t unit = *len - from;
+      if (unit * (size_t)(r - 1) >= cap - *len)
+        return str_errf(err, errn, "--pp-layout '%s': longer than %zu symbols", s, cap - 1);
+      for (long long k = 1; k < r; k++, *len += unit) memcpy(out + *len, out + from, unit);
+    }
+  }
+  return 0;
+}
+
+int plan_pp_layout_parse(const char *s, int32_t *out, int max, int *n, int64_t *mtp, char *err,
+                         size_t errn) {
+  enum { CAP = 1 << 16 };
+  char *x = malloc(CAP);
+  if (!x) return str_errf(err, errn, "out of memory");
+  size_t i = 0, len = 0;
+  int rc = layout_expand(s, &i, 0, x, CAP, &len, err, errn);
+  if (rc == 0 && s[i] == ')')
+    rc = str_errf(err, errn, "--pp-layout '%s': ')' at column %zu closes nothing", s, i + 1);
+  *n = 0, *mtp = 0;
+  int32_t t = 0;
+  int e_at = -1, l_at = -1, m_at = -1;
+  for (size_t k = 0; rc == 0 && k <= len; k++) {
+    char ch = k < len ? x[k] : '|';
+    if (ch == '|') {
+      if (*n == max) {
+        rc = str_errf(err, errn, "--pp-layout: more than %d stages", max);
+        break;
+      }
+      out[(*n)++] = t, t = 0;
+    } else if (ch == 't') {
+      t++;
+    } else if (ch == 'm') {
+      ++*mtp, m_at = *n;
+    } else if (ch == 'E') {
+      if (e_at >= 0 || *n > 0 || t > 0)
+        rc = str_errf(err, errn, "--pp-layout '%s': E (the embedding) opens the first stage, once", s);
+      e_at = *n;
+    } else if (ch == 'L') {
+      if (l_at >= 0) rc = str_errf(err, errn, "--pp-layout '%s': L (the loss) comes once", s);
+      l_at = *n;
+    }
+  }
+  if (rc == 0 && (e_at < 0 || l_at != *n - 1 || (len > 0 && x[len - 1] != 'L')))
+    rc = str_errf(err, errn, "--pp-layout '%s': expected E opening the first stage and L closing "
+                             "the last (Megatron-Core's layout holds both)", s);
+  if (rc == 0 && m_at >= 0 && m_at != *n - 1)
+    rc = str_errf(err, errn, "--pp-layout '%s': the m's (multi-token prediction) go in the last "
+                             "stage, with L (tpusim runs them with the head)", s);
+  free(x);
+  return rc;
+}
+
 int plan_balance_layers(const plan *p, int64_t layers, int32_t *out, int max) {
   int64_t S = p->pp * (p->vp > 0 ? p->vp : 1), e = p->pp_split_embedding, l = p->pp_split_loss;
   int64_t total = layers + e + l, base = total / S, rem = total % S;

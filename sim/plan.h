@@ -258,6 +258,15 @@ const char *plan_precision_label(const plan *p);
 /* --pp-layers A,B,...: decoder layers per (virtual) stage into out (room
 ** for max); their count in *n. Returns 0, or -1 with err. */
 int plan_pp_layers_parse(const char *s, int32_t *out, int max, int *n, char *err, size_t errn);
+/* --pp-layout: Megatron-Core's --pipeline-model-parallel-layout as a
+** recipe writes it ("Et|(tt|)*30mL": stages split by '|', E the embedding,
+** t a decoder layer, m a multi-token-prediction layer, L the loss, X*N and
+** (...)*N repeats): decoder layers per (virtual) stage into out, as
+** --pp-layers, and the m's into *mtp. E must open the first stage and L
+** close the last, with the m's in it (where tpusim's head puts them).
+** Returns 0, or -1 with err. */
+int plan_pp_layout_parse(const char *s, int32_t *out, int max, int *n, int64_t *mtp, char *err,
+                         size_t errn);
 /* The decoder layers of virtual stage vs (0 .. pp x vp - 1) under p, and
 ** whether it holds the embedding or the head: the explicit split, else
 ** Megatron-Core's even one (the embedding and loss counted as layers when

@@ -481,10 +481,15 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
                     (long long)p->dp, (long long)p->mbs);
   /* the accumulation pass, averaged over the micro-batches (the first has none) */
   double accum = (double)(M - 1) / (double)M;
-  /* the embedding sits with the first stage, the head with the last */
-  double hf = 0.5 * r->head_fwd_s, hb = 0.5 * (r->head_bwd_s + accum * r->grad_accum_head_s);
+  /* the embedding sits with the first stage; the final norm, head, loss
+  ** and multi-token prediction with the last (Megatron-Core's pre_process
+  ** and post_process stages). The gradients accumulated are the embedding
+  ** table's and the head's, half each (a tied table: a copy on each) */
+  double ha = 0.5 * accum * r->grad_accum_head_s;
   sd->sched = (sched_desc){.pp = p->pp, .vp = p->vp, .M = M, .schedule = p->schedule,
-                           .f_first = hf, .b_first = hb, .f_last = hf, .b_last = hb,
+                           .f_first = r->embed_fwd_s, .b_first = r->embed_bwd_s + ha,
+                           .f_last = r->head_fwd_s - r->embed_fwd_s,
+                           .b_last = r->head_bwd_s - r->embed_bwd_s + ha,
                            .p2p_s = r->p2p_s};
   /* the layers of each virtual stage, in order, and their kinds */
   /* the kinds the model has (r counted every layer's): only theirs are

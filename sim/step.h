@@ -58,6 +58,9 @@ typedef struct {
   double usd_per_hour, usd_per_step;
   /* the pieces, for --explain */
   double layer_fwd_s, layer_bwd_s, attn_core_fwd_s, head_fwd_s, head_bwd_s;
+  /* of head_fwd_s and head_bwd_s, the embedding's: a pipeline's first stage
+  ** runs it, the last stage the rest (final norm, head, loss, MTP) */
+  double embed_fwd_s, embed_bwd_s;
   double layer_mm_fwd_s; /* the layers' forward matmul kernels, average (kind_mm_fwd_s) */
   double tp_comm_fwd_s, tp_comm_bwd_s, p2p_s, dp_allreduce_s, optimizer_s;
   /* adding one micro-batch's weight gradients into the step's gradient

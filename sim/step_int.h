@@ -15,6 +15,10 @@ typedef struct {
   ** (graph_module; [GRAPH_MOD_NONE]: the rest): what a recompute of a list
   ** of modules runs again */
   double mod_fwd[GRAPH_MODULES];
+  /* of t, the kernels ahead of the layers in the forward and after them in
+  ** the backward: the embedding's, which a pipeline's first stage runs (the
+  ** final norm, head and loss after the layers are the last stage's) */
+  double first[GRAPH_PHASE_COUNT];
 } phase_times;
 
 typedef struct {

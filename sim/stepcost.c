@@ -213,6 +213,15 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
   if (!fp) return str_errf(err, errn, "out of memory");
   bool measured = measured_attention(hw);
   memset(out, 0, sizeof *out);
+  /* the embedding's kernels: before the first layer's forward op, after
+  ** the last layer's backward op (autodiff walks the forward in reverse) */
+  int first_layer_fwd = -1, last_layer_bwd = -1;
+  for (int i = 0, n = graph_count(g); i < n; i++) {
+    const graph_op *o = graph_get(g, i);
+    if (o->layer < 0) continue;
+    if (o->phase == GRAPH_FORWARD && first_layer_fwd < 0) first_layer_fwd = i;
+    if (o->phase == GRAPH_BACKWARD) last_layer_bwd = i;
+  }
   int rc = 0;
   for (int k = 0; k < fp->n_groups && rc == 0; k++) {
     if (fp->size[k] == 0) continue;
@@ -320,6 +329,9 @@ int step_time_graph_gemm(const hw_model *hw, const hw_model *gemm_hw, const grap
     }
     double n = (double)op->count;
     out->t[op->phase] += t * n;
+    if (op->layer < 0 && ((op->phase == GRAPH_FORWARD && root < first_layer_fwd) ||
+                          (op->phase == GRAPH_BACKWARD && last_layer_bwd >= 0 && root > last_layer_bwd)))
+      out->first[op->phase] += t * n;
     /* a matrix kernel: the forward's other than the core (what an op-level
     ** recompute picks from), and the trace's category */
     const graph_op *mat = kernel_dot(g, fp, k);
@@ -521,6 +533,7 @@ static int time_kind(const model *m, const hw_model *hw, const hw_model *ghw, co
   for (int ph = 0; ph < GRAPH_PHASE_COUNT; ph++) {
     kc->layer.t[ph] = t2.t[ph] - t1.t[ph];
     kc->head.t[ph] = t1.t[ph] - kc->layer.t[ph];
+    kc->head.first[ph] = t1.first[ph];
   }
   kc->layer.attn_fwd = t2.attn_fwd - t1.attn_fwd;
   kc->layer.mm_fwd = t2.mm_fwd - t1.mm_fwd;
@@ -895,9 +908,15 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
   }
   r->head_fwd_s = head.head.t[GRAPH_FORWARD];
   r->head_bwd_s = head.head.t[GRAPH_BACKWARD];
+  r->embed_fwd_s = head.head.first[GRAPH_FORWARD];
+  r->embed_bwd_s = head.head.first[GRAPH_BACKWARD];
   if (frameworks[p.framework].fsdp2_copy_out && p.zero >= 3) { /* the root unit's, the same way */
     r->head_fwd_s += head.head_weights * 4 / bw;
     r->head_bwd_s += head.head_weights * 4 / bw;
+    /* the root unit holds the embedding and the head: half each, as the
+    ** gradient accumulation below */
+    r->embed_fwd_s += head.head_weights * 2 / bw;
+    r->embed_bwd_s += head.head_weights * 2 / bw;
   }
   r->grad_accum_head_s = head.head_params * 6 / bw;
   /* the weights' low-precision copies, once a step (the first micro-batch's) */

@@ -327,3 +327,37 @@ Test(modern, selective_means_what_the_framework_does) {
   model_free(m);
   hw_catalog_free(c);
 }
+
+/* Megatron-Core's --pipeline-model-parallel-layout as Megatron-Bridge's
+** DeepSeek-V3 recipes write it (scripts/performance/configs/deepseek/
+** deepseek_workload_base_configs.py): 'Et|(tt|)*30mL' is 1 + 30 + 1 = 32
+** stages, one layer with the embedding, two each, then the MTP layer and
+** the loss alone: 1 + 60 = 61 layers; 'Et*4|(t*4|)*14tmL' is 16 stages of
+** 4 and a last of one layer with them: 60 + 1 = 61. */
+Test(modern, megatron_layouts_read_as_recipes_write_them) {
+  int32_t out[64];
+  int n;
+  int64_t mtp;
+  char err[256];
+  cr_assert_eq(plan_pp_layout_parse("Et|(tt|)*30mL", out, 64, &n, &mtp, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(n, 32);
+  cr_assert_eq(mtp, 1);
+  cr_assert_eq(out[0], 1);
+  for (int i = 1; i <= 30; i++) cr_assert_eq(out[i], 2);
+  cr_assert_eq(out[31], 0);
+  cr_assert_eq(plan_pp_layout_parse("Et*4|(t*4|)*14tmL", out, 64, &n, &mtp, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(n, 16);
+  cr_assert_eq(out[0], 4);
+  cr_assert_eq(out[14], 4);
+  cr_assert_eq(out[15], 1);
+  /* what Megatron-Core would refuse, or tpusim cannot place, is said */
+  static const char *const bad[] = {"Et|(tt|)*30m",  "tE|tL", "Et|(tt|*3L", "Et|tt)L", "Et|x|L",
+                                    "Et|m|tL",       "Et|L|", "Et*0|L",     "ELL",     "",
+                                    "((t*1000)*1000)*1000"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    err[0] = 0;
+    cr_assert_eq(plan_pp_layout_parse(bad[i], out, 64, &n, &mtp, err, sizeof err), -1, "%s", bad[i]);
+    cr_assert(strstr(err, "--pp-layout"), "%s: %s", bad[i], err);
+  }
+  cr_assert_eq(plan_pp_layout_parse("E|t|t|L", out, 3, &n, &mtp, err, sizeof err), -1);
+}

@@ -1601,3 +1601,23 @@ Test(step, whole_graph_all_reduce_takes_its_sms) {
   cr_assert_float_eq(r.step_time_s - r0.step_time_s, hidden * 16 / 108, 1e-12);
   hw_catalog_free(c);
 }
+
+/* The first pipeline stage runs the embedding, the last the final norm,
+** the output layer and the loss (Megatron-Core's pre_process and
+** post_process). Llama 3 8B at 2,048 tokens on one H100: the embedding's
+** forward is a gather of 2,048 x 4,096 bf16 rows, 2 x 16.8 MB of traffic,
+** about 0.01 ms at 3.35 TB/s; the head's logits alone are 2 x 2,048 x
+** 4,096 x 128,256 = 2.15 TFLOP, at least 2.2 ms at the 989 TFLOP/s peak.
+** The last stage's share is all but the embedding's. */
+Test(step, the_head_runs_on_the_last_stage_the_embedding_on_the_first) {
+  plan p = base(2, 1, 2, 8, 2048);
+  step_result r;
+  char err[512];
+  cr_assert_eq(simulate("llama3-8b", "h100-sxm", p, &r, err, sizeof err), 0, "%s", err);
+  cr_assert_gt(r.embed_fwd_s, 0);
+  cr_assert_lt(r.embed_fwd_s, 0.1e-3, "%g", r.embed_fwd_s);
+  cr_assert_gt(r.head_fwd_s - r.embed_fwd_s, 2.15e12 / 989e12, "%g", r.head_fwd_s);
+  cr_assert_gt(r.embed_bwd_s, 0);
+  cr_assert_lt(r.embed_bwd_s, 0.1 * (r.head_bwd_s - r.embed_bwd_s), "%g of %g", r.embed_bwd_s,
+               r.head_bwd_s);
+}
