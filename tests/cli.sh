@@ -505,6 +505,14 @@ run sim-tpu-pp 0 simulate llama3-8b --hw tpu-v5p --chips 64 --pp 2 && has sim-tp
 # today's plan flags, refused with what was expected
 run sim-pplayers-bad 2 simulate llama3-8b --hw h100-sxm --chips 8 --pp 2 --pp-layers 16,-16 && has sim-pplayers-bad err "non-negative integers A,B,... (at '-16')"
 run sim-pplayers-sum 1 simulate llama3-8b --hw h100-sxm --chips 8 --pp 2 --pp-layers 16,15 && has sim-pplayers-sum err "adds up to 31 layers; llama3-8b has 32"
+# Megatron-Core's layout string, as a recipe writes it: the same split as --pp-layers 15,17
+run sim-pplayout 0 simulate llama3-8b --hw h100-sxm --chips 8 --pp 2 --pp-layout 'Et*15|t*17L' --json && has sim-pplayout out '"step_time_s"'
+run sim-pplayers-same 0 simulate llama3-8b --hw h100-sxm --chips 8 --pp 2 --pp-layers 15,17 --json
+cmp -s "$OUT/sim-pplayout.out" "$OUT/sim-pplayers-same.out" && ok sim-pplayout-same || bad sim-pplayout-same "--pp-layout 'Et*15|t*17L' and --pp-layers 15,17 differ"
+run sim-pplayout-stages 2 simulate llama3-8b --hw h100-sxm --chips 8 --pp 4 --pp-layout 'Et*15|t*17L' && has sim-pplayout-stages err "has 2 stages, but pp 4 x V 1 = 4"
+run sim-pplayout-mtp 2 simulate llama3-8b --hw h100-sxm --chips 8 --pp 2 --pp-layout 'Et*15|t*17mL' && has sim-pplayout-mtp err "places 1 multi-token-prediction layers (m); llama3-8b has 0"
+run sim-pplayout-both 2 simulate llama3-8b --hw h100-sxm --chips 8 --pp 2 --pp-layout 'Et*15|t*17L' --pp-layers 15,17 && has sim-pplayout-both err "give it without --pp-layers"
+run sim-pplayout-bad 2 simulate llama3-8b --hw h100-sxm --chips 8 --pp 2 --pp-layout 'Et*15|t*17Q' && has sim-pplayout-bad err "found 'Q'"
 # HSDP: a chip holds and updates 1/hsdp of the states (8.03 G parameters / 8 = 1.00 G a chip,
 # not / 16), and --explain divides by the group it shards over
 run sim-hsdp-explain 0 simulate llama3-8b --hw h100-sxm --chips 16 --fsdp --hsdp 8 --explain && has sim-hsdp-explain out "= (1.00 G params x (28 B Adam + 16 B Megatron's gradient cast, unscale, norm and weight copy, as they apply) + 1.00 G params x 2 B gradient buffer zeroed) / 3.00 TB/s" && has sim-hsdp-explain out "= 8.03 G params x 12 B / 8"
