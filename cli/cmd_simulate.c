@@ -563,11 +563,19 @@ static int run_simulate(cli_ctx *c) {
     hw_catalog_free(cat);
     return CLI_BAD_INPUT;
   }
-  if (m && layout_mtp >= 0 && layout_mtp != m->info.tf.mtp_layers) {
-    fprintf(c->err, "tpusim simulate: --pp-layout '%s' places %lld multi-token-prediction layers "
-                    "(m); %s has %lld (mtp_num_layers / num_nextn_predict_layers)\n",
-            cli_opt(c, "--pp-layout"), (long long)layout_mtp, c->pos[0],
-            (long long)m->info.tf.mtp_layers);
+  /* a layout's m's are Megatron-Core's mtp_num_layers: the depths (a
+  ** repeated module runs several); its t's the decoder layers */
+  int64_t depth = m ? (m->info.tf.mtp_depth > 0 ? m->info.tf.mtp_depth : m->info.tf.mtp_layers) : 0;
+  int64_t placed = 0;
+  for (int i = 0; layout_mtp >= 0 && i < p.n_pp_layers; i++) placed += p.pp_layers[i];
+  if (m && layout_mtp >= 0 && (layout_mtp != depth || placed != m->info.tf.layers)) {
+    if (layout_mtp != depth)
+      fprintf(c->err, "tpusim simulate: --pp-layout '%s' places %lld multi-token-prediction layers "
+                      "(m); %s has %lld (mtp_num_layers / num_nextn_predict_layers)\n",
+              cli_opt(c, "--pp-layout"), (long long)layout_mtp, c->pos[0], (long long)depth);
+    else
+      fprintf(c->err, "tpusim simulate: --pp-layout '%s' places %lld decoder layers (t); %s has %lld\n",
+              cli_opt(c, "--pp-layout"), (long long)placed, c->pos[0], (long long)m->info.tf.layers);
     diag_free(dg);
     model_free(m);
     hw_catalog_free(cat);

@@ -293,7 +293,7 @@ static bool finetune_split(const char *v, finetune_value *f) {
 ** for each stage count it runs), each as --pp-layout reads it. The row's
 ** layout is the one with pp x vp stages (layout_for). */
 static int layout_for(const char *v, int64_t stages, char *out, size_t n, char *err, size_t errn) {
-  static int32_t st[4096];
+  static int32_t st[2048]; /* simulate's room */
   out[0] = 0;
   while (*v) {
     size_t len = strcspn(v, ";");
@@ -302,7 +302,7 @@ static int layout_for(const char *v, int64_t stages, char *out, size_t n, char *
     memcpy(one, v, len), one[len] = 0;
     int k;
     int64_t mtp;
-    if (plan_pp_layout_parse(one, st, 4096, &k, &mtp, err, errn) != 0) return -1;
+    if (plan_pp_layout_parse(one, st, 2048, &k, &mtp, err, errn) != 0) return -1;
     if (k == stages && !out[0]) snprintf(out, n, "%s", one);
     v += len + (v[len] == ';');
   }

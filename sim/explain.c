@@ -89,7 +89,7 @@ static void time_compute(const model *m, const plan *p, const step_result *r, ex
   double recon = (double)n0 * layer + head;
   snprintf(x->formula, sizeof x->formula,
            "m x t_mb; t_mb = L x (fwd + bwd + recompute + (m-1)/m x grad accum) + %s",
-           p->pp == 1 ? "embedding/head" : "the embedding");
+           p->pp == 1 ? "embedding/head" : "the embedding and its gradients' accumulation");
   if (same(recon, t_mb))
     values(x, "%lld micro-batches x %s; t_mb = %lld layers x (%s + %s + %s + %.3f x %s) + %s",
            (long long)r->microbatches, sec(&b, t_mb), (long long)n0, sec(&b, r->layer_fwd_s),

@@ -3,6 +3,7 @@
 */
 #include "plan.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,10 +240,10 @@ static int layout_expand(const char *s, size_t *i, int depth, char *out, size_t 
     }
     if (s[*i] == '*') {
       char *end;
-      long long r = strtoll(s + *i + 1, &end, 10);
-      if (end == s + *i + 1 || r < 1 || r > 1 << 20)
-        return str_errf(err, errn, "--pp-layout '%s': expected a count from 1 after '*' at column %zu",
-                        s, *i + 1);
+      long long r = isdigit((unsigned char)s[*i + 1]) ? strtoll(s + *i + 1, &end, 10) : 0;
+      if (r < 1 || r > 1 << 20)
+        return str_errf(err, errn, "--pp-layout '%s': expected a count from 1 to %d after '*' at "
+                                   "column %zu", s, 1 << 20, *i + 1);
       *i = (size_t)(end - s);
       size_t unit = *len - from;
       if (unit * (size_t)(r - 1) >= cap - *len)
@@ -269,7 +270,7 @@ int plan_pp_layout_parse(const char *s, int32_t *out, int max, int *n, int64_t *
     char ch = k < len ? x[k] : '|';
     if (ch == '|') {
       if (*n == max) {
-        rc = str_errf(err, errn, "--pp-layout: more than %d stages", max);
+        rc = str_errf(err, errn, "--pp-layout '%.64s': more than %d stages", s, max);
         break;
       }
       out[(*n)++] = t, t = 0;

@@ -354,8 +354,9 @@ static void chunk_sums(double lf, double lb, double lc, int64_t n, double ag_t, 
 ** schedules.py param_sync_func), so only chip 0's first chunk waits. */
 static double gather_exposed_s(const plan *p, const wl_tf_dims *d, const step_desc *sd,
                                double ag, double *hidden) {
-  /* chip 0's first (virtual) stage, with its share of the chip's gathers */
-  double f = sd->vs_f[0] + sd->sched.f_first;
+  /* chip 0's first (virtual) stage, with its share of the chip's gathers:
+  ** the embedding's forward, and the head's where that stage is the last */
+  double f = sd->vs_f[0] + sd->sched.f_first + (p->pp * p->vp == 1 ? sd->sched.f_last : 0);
   int64_t n = plan_stage_layers(p, d->layers, 0);
   if (p->vp > 1) ag /= (double)p->vp;
   double e = (ag > f ? ag - f : 0) + ag / (double)(n > 0 ? n : 1);

@@ -510,6 +510,8 @@ run sim-pplayout 0 simulate llama3-8b --hw h100-sxm --chips 8 --pp 2 --pp-layout
 run sim-pplayers-same 0 simulate llama3-8b --hw h100-sxm --chips 8 --pp 2 --pp-layers 15,17 --json
 cmp -s "$OUT/sim-pplayout.out" "$OUT/sim-pplayers-same.out" && ok sim-pplayout-same || bad sim-pplayout-same "--pp-layout 'Et*15|t*17L' and --pp-layers 15,17 differ"
 run sim-pplayout-stages 2 simulate llama3-8b --hw h100-sxm --chips 8 --pp 4 --pp-layout 'Et*15|t*17L' && has sim-pplayout-stages err "has 2 stages, but pp 4 x V 1 = 4"
+run sim-pplayout-sum 2 simulate llama3-8b --hw h100-sxm --chips 8 --pp 2 --pp-layout 'Et*15|t*16L' && has sim-pplayout-sum err "places 31 decoder layers (t); llama3-8b has 32"
+run sim-pplayout-count 2 simulate llama3-8b --hw h100-sxm --chips 8 --pp 2 --pp-layout 'Et* 15|t*17L' && has sim-pplayout-count err "expected a count from 1 to 1048576 after '*' at column 3"
 run sim-pplayout-mtp 2 simulate llama3-8b --hw h100-sxm --chips 8 --pp 2 --pp-layout 'Et*15|t*17mL' && has sim-pplayout-mtp err "places 1 multi-token-prediction layers (m); llama3-8b has 0"
 run sim-pplayout-both 2 simulate llama3-8b --hw h100-sxm --chips 8 --pp 2 --pp-layout 'Et*15|t*17L' --pp-layers 15,17 && has sim-pplayout-both err "give it without --pp-layers"
 run sim-pplayout-bad 2 simulate llama3-8b --hw h100-sxm --chips 8 --pp 2 --pp-layout 'Et*15|t*17Q' && has sim-pplayout-bad err "found 'Q'"

@@ -1038,8 +1038,8 @@ Test(step, measured_head_dim_rate_replaces_mxu_padding) {
 ** ZeRO-1, megatron-core (bf16 gradient buffers: the all-gather of bf16
 ** weights moves the same bytes as the gradients' reduce-scatter, so it takes
 ** the same time, dp_allreduce_s). tp = pp = 1: the first forward F = 32
-** layers x layer_fwd_s + half the embedding/head's forward (the embedding
-** half sits with stage 0), and the wait is max(0, ag - F) + ag / 32 (a
+** layers x layer_fwd_s + the embedding/head's forward (the one stage holds
+** both ends), and the wait is max(0, ag - F) + ag / 32 (a
 ** bucket a layer). Under ZeRO-3 the gathers are per micro-batch (another
 ** term) and without the distributed optimizer there is no separate gather:
 ** no wait in either. */
@@ -1049,7 +1049,7 @@ Test(step, param_gather_waits_at_the_first_forward) {
   plan p = base(64, 1, 1, 64, 1024);
   framework_apply(framework_find("megatron-core"), &p);
   cr_assert_eq(simulate("llama3-8b", "h100-sxm", p, &a, err, sizeof err), 0, "%s", err);
-  double ag = a.dp_allreduce_s, F = 32 * a.layer_fwd_s + 0.5 * a.head_fwd_s;
+  double ag = a.dp_allreduce_s, F = 32 * a.layer_fwd_s + a.head_fwd_s;
   double want = (ag > F ? ag - F : 0) + ag / 32;
   cr_assert_gt(ag, F, "the case should expose part of the gather: ag %g, F %g", ag, F);
   cr_assert_float_eq(a.param_gather_exposed_s, want, want * 1e-9, "%g vs %g",
