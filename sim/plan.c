@@ -217,7 +217,8 @@ int plan_pp_layers_parse(const char *s, int32_t *out, int max, int *n, char *err
 }
 
 /* A layout's repeats written out into out (room for cap, *len used):
-** symbols and '|' from s at *i up to a ')' or the end. The expansion is
+** symbols and '|' from s at *i up to a ')' or the end, commas dropped as
+** Megatron-Core's parser drops them (a reader's grouping). The expansion is
 ** bounded (cap), so "(t*1000)*1000" is refused, not allocated. */
 static int layout_expand(const char *s, size_t *i, int depth, char *out, size_t cap, size_t *len,
                          char *err, size_t errn) {
@@ -231,11 +232,14 @@ static int layout_expand(const char *s, size_t *i, int depth, char *out, size_t 
         return str_errf(err, errn, "--pp-layout '%s': expected ')' at column %zu, found the end", s,
                         *i + 1);
       ++*i;
+    } else if (s[*i] == ',') {
+      ++*i;
+      continue;
     } else if (strchr("EtmL|", s[*i])) {
       if (*len + 1 >= cap) return str_errf(err, errn, "--pp-layout '%s': longer than %zu symbols", s, cap - 1);
       out[(*len)++] = s[(*i)++];
     } else {
-      return str_errf(err, errn, "--pp-layout '%s': expected E, t, m, L, '|', '(' or ')' at column "
+      return str_errf(err, errn, "--pp-layout '%s': expected E, t, m, L, '|', ',', '(' or ')' at column "
                                  "%zu, found '%c' (Megatron-Core's pipeline layout)", s, at + 1, s[at]);
     }
     if (s[*i] == '*') {

@@ -350,6 +350,19 @@ Test(modern, megatron_layouts_read_as_recipes_write_them) {
   cr_assert_eq(out[0], 4);
   cr_assert_eq(out[14], 4);
   cr_assert_eq(out[15], 1);
+  /* Megatron-Bridge's Llama 3 70B on H100 in FP8 since 2026-08-07
+  ** (perf_recipes/llama/h100/llama3.py, commit 56ae11d): commas group, as
+  ** Megatron-Core's parser drops them; 40 stages, 2 + 34 x 2 + 3 + 3 x 2 +
+  ** 1 = 80 layers, rank 3's stage 35 takes the layer the last stage gives up */
+  cr_assert_eq(plan_pp_layout_parse("Et*2|(t*2|)*34,t*3|(t*2|)*3,tL", out, 64, &n, &mtp, err,
+                                    sizeof err), 0, "%s", err);
+  cr_assert_eq(n, 40);
+  cr_assert_eq(mtp, 0);
+  cr_assert_eq(out[0], 2);
+  cr_assert_eq(out[34], 2);
+  cr_assert_eq(out[35], 3);
+  cr_assert_eq(out[38], 2);
+  cr_assert_eq(out[39], 1);
   /* what Megatron-Core would refuse, or tpusim cannot place, is said */
   static const char *const bad[] = {"Et|(tt|)*30m",  "tE|tL", "Et|(tt|*3L", "Et|tt)L", "Et|x|L",
                                     "Et|m|tL",       "Et|L|", "Et*0|L",     "ELL",     "",
