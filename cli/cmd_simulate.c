@@ -565,7 +565,7 @@ static int run_simulate(cli_ctx *c) {
   }
   /* a layout's m's are Megatron-Core's mtp_num_layers: the depths (a
   ** repeated module runs several); its t's the decoder layers */
-  int64_t depth = m ? (m->info.tf.mtp_depth > 0 ? m->info.tf.mtp_depth : m->info.tf.mtp_layers) : 0;
+  int64_t depth = m ? m->info.tf.mtp_depth : 0;
   int64_t placed = 0;
   for (int i = 0; layout_mtp >= 0 && i < p.n_pp_layers; i++) placed += p.pp_layers[i];
   if (m && layout_mtp >= 0 && (layout_mtp != depth || placed != m->info.tf.layers)) {

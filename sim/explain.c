@@ -81,11 +81,11 @@ static void time_compute(const model *m, const plan *p, const step_result *r, ex
   double M = (double)r->microbatches, t_mb = (r->breakdown_s.compute - r->coll_sm_s) / M;
   int64_t n0 = chip0_layers(m, p);
   double a = (M - 1) / M, rec = recompute_s(m, p, r);
-  /* the embedding on the first stage, the head and loss on the last; their
-  ** gradients' accumulation half each (step_describe) */
+  /* chip 0 holds the first stage's end of the pipeline, both at pp 1 */
   double layer = r->layer_fwd_s + r->layer_bwd_s + rec + a * r->grad_accum_layer_s;
-  double head = p->pp == 1 ? r->head_fwd_s + r->head_bwd_s + a * r->grad_accum_head_s
-                           : r->embed_fwd_s + r->embed_bwd_s + 0.5 * a * r->grad_accum_head_s;
+  double ff, bf, fl, bl;
+  step_edges(r, a, &ff, &bf, &fl, &bl);
+  double head = ff + bf + (p->pp == 1 ? fl + bl : 0);
   double recon = (double)n0 * layer + head;
   snprintf(x->formula, sizeof x->formula,
            "m x t_mb; t_mb = L x (fwd + bwd + recompute + (m-1)/m x grad accum) + %s",

@@ -352,6 +352,17 @@ static void chunk_sums(double lf, double lb, double lc, int64_t n, double ag_t, 
 ** warm-up: pp times one stage's. Interleaved, every stage launches its first
 ** chunks' gathers together at the step's start (align_param_gather,
 ** schedules.py param_sync_func), so only chip 0's first chunk waits. */
+/* The embedding sits with the first stage; the final norm, head, loss and
+** multi-token prediction with the last (Megatron-Core's pre_process and
+** post_process stages). The gradients accumulated are the embedding
+** table's and the head's, half each (a tied table: a copy on each). */
+void step_edges(const step_result *r, double accum, double *f_first, double *b_first,
+                double *f_last, double *b_last) {
+  double ha = 0.5 * accum * r->grad_accum_head_s;
+  *f_first = r->embed_fwd_s, *b_first = r->embed_bwd_s + ha;
+  *f_last = r->head_fwd_s - r->embed_fwd_s, *b_last = r->head_bwd_s - r->embed_bwd_s + ha;
+}
+
 static double gather_exposed_s(const plan *p, const wl_tf_dims *d, const step_desc *sd,
                                double ag, double *hidden) {
   /* chip 0's first (virtual) stage, with its share of the chip's gathers:
@@ -482,16 +493,10 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
                     (long long)p->dp, (long long)p->mbs);
   /* the accumulation pass, averaged over the micro-batches (the first has none) */
   double accum = (double)(M - 1) / (double)M;
-  /* the embedding sits with the first stage; the final norm, head, loss
-  ** and multi-token prediction with the last (Megatron-Core's pre_process
-  ** and post_process stages). The gradients accumulated are the embedding
-  ** table's and the head's, half each (a tied table: a copy on each) */
-  double ha = 0.5 * accum * r->grad_accum_head_s;
   sd->sched = (sched_desc){.pp = p->pp, .vp = p->vp, .M = M, .schedule = p->schedule,
-                           .f_first = r->embed_fwd_s, .b_first = r->embed_bwd_s + ha,
-                           .f_last = r->head_fwd_s - r->embed_fwd_s,
-                           .b_last = r->head_bwd_s - r->embed_bwd_s + ha,
                            .p2p_s = r->p2p_s};
+  step_edges(r, accum, &sd->sched.f_first, &sd->sched.b_first, &sd->sched.f_last,
+             &sd->sched.b_last);
   /* the layers of each virtual stage, in order, and their kinds */
   /* the kinds the model has (r counted every layer's): only theirs are
   ** worked out, the rest of the WL_LAYER_KINDS slots never read; with no

@@ -59,7 +59,8 @@ typedef struct {
   /* the pieces, for --explain */
   double layer_fwd_s, layer_bwd_s, attn_core_fwd_s, head_fwd_s, head_bwd_s;
   /* of head_fwd_s and head_bwd_s, the embedding's: a pipeline's first stage
-  ** runs it, the last stage the rest (final norm, head, loss, MTP) */
+  ** runs it, the last stage the rest (final norm, head, loss, MTP);
+  ** step_edges splits them */
   double embed_fwd_s, embed_bwd_s;
   double layer_mm_fwd_s; /* the layers' forward matmul kernels, average (kind_mm_fwd_s) */
   double tp_comm_fwd_s, tp_comm_bwd_s, p2p_s, dp_allreduce_s, optimizer_s;
@@ -347,5 +348,13 @@ double step_grad_buffer_params(const model *m, const plan *p);
 ** dp x cp, an HSDP group's hsdp chips; the experts' over their expert
 ** data-parallel group). */
 double step_optimizer_params(const model *m, const plan *p);
+
+/* A pipeline's two ends per micro-batch from r: the first stage's
+** embedding forward and backward, the last stage's final norm, head, loss
+** and MTP; the gradients' accumulation (a share accum of it, the first
+** micro-batch has none) half on each, the embedding table's and the
+** head's. At pp 1 one stage runs all four. */
+void step_edges(const step_result *r, double accum, double *f_first, double *b_first,
+                double *f_last, double *b_last);
 
 #endif
