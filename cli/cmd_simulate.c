@@ -421,7 +421,7 @@ void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p
               pc[12],
               p->ep < 2 ? ""
               : framework_moe_node_dedup(p)
-                  ? " (flex dispatcher: a copy per destination node)"
+                  ? " (flex dispatcher: a copy per destination node, then per rank)"
                   : " (alltoall dispatcher: a copy per chosen expert, sorted by expert on arrival)",
               pc[13]);
     if (plan_moe_load(p) > 1)
@@ -703,8 +703,9 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "               framework's recipes (megatron-core-26.08: MXFP8 on NVL72)\n"
     "  --moe-dispatcher: Megatron-Core's token dispatcher: alltoall (NCCL, a copy\n"
     "               of a token per chosen expert, sorted by expert on arrival) or\n"
-    "               flex (DeepEP/HybridEP: a copy per destination node, permuted\n"
-    "               once); default: the framework's (megatron-core: flex)\n"
+    "               flex (DeepEP/HybridEP: a copy per destination node, then per\n"
+    "               rank, permuted once); default: the framework's (megatron-core:\n"
+    "               flex)\n"
     "  --moe-imbalance F: the busiest chip of each expert group receives F times\n"
     "               the even share of the routed tokens (dropless routing), and the\n"
     "               group waits for it; at most ep (E / top_k with fewer than top_k\n"

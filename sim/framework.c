@@ -69,7 +69,7 @@ const framework frameworks[] = {
                "(Transformer Engine userbuffers) and cuDNN fused attention; no recomputation unless "
                "--recompute-granularity is given; MoE: the flex token dispatcher with DeepEP / HybridEP "
                "(moe_flex_dispatcher_backend in the Megatron-Bridge DeepSeek-V3, Kimi K2 and GB200 Qwen3 "
-               "recipes), which sends a token once per destination node; gradient buffers in bf16 "
+               "recipes), which sends a token once per destination node, then once per rank; gradient buffers in bf16 "
                "(grad_reduce_in_fp32=False in the performance recipes); grouped expert GEMMs through "
                "Transformer Engine's GroupedLinear (moe_grouped_gemm=True), one cuBLAS GEMM per local "
                "expert (nvte_multi_stream_cublas_gemm); under an fp8/fp4 recipe the linear weights are "

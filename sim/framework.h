@@ -57,9 +57,9 @@ typedef struct {
   ** flash-attn 2), not the chip's newest fused kernel */
   bool attention_fa2;
   /* its MoE dispatch sends a token over the scale-out network once per
-  ** destination node and forwards it inside the node over NVLink (DeepEP /
-  ** HybridEP through Megatron-Core's flex dispatcher), rather than once per
-  ** chosen expert (NCCL all-to-all) */
+  ** destination node and forwards it inside the node over NVLink once per
+  ** destination rank (DeepEP / HybridEP through Megatron-Core's flex
+  ** dispatcher), rather than once per chosen expert (NCCL all-to-all) */
   bool moe_node_dedup;
   const char *source;        /* where each feature was read */
   /* memory: gradient buffers in the 16-bit training dtype rather than fp32

@@ -118,7 +118,8 @@ typedef enum { PLAN_EP_OVERLAP_FRAMEWORK, PLAN_EP_OVERLAP_OFF, PLAN_EP_OVERLAP_O
 /* Megatron-Core's MoE token dispatcher (moe_token_dispatcher_type): the
 ** framework profile's, alltoall (NCCL all-to-all, a copy of a token per
 ** chosen expert, sorted by local expert on arrival) or flex (DeepEP /
-** HybridEP: a copy per destination node, permuted once on arrival). 0 is
+** HybridEP: a copy per destination node, then per rank over NVLink,
+** permuted once on arrival). 0 is
 ** the profile's. */
 typedef enum { PLAN_DISPATCH_FRAMEWORK, PLAN_DISPATCH_ALLTOALL, PLAN_DISPATCH_FLEX } plan_moe_dispatcher;
 

@@ -769,20 +769,29 @@ static double moe_a2a_s(const hw_model *hw, const wl_tf_dims *d, const plan *p, 
   ** twisted torus's throughput (sim/net.c net_a2a_twist_gain) */
   if (flat > 0 && p->slice_twisted && plan_ep_is_slice(p))
     flat /= net_a2a_twist_gain_shape(hw, p->slice_shape);
-  if (flat < 0 || !framework_moe_node_dedup(p) || hw->kind != HW_GPU || g >= p->ep ||
-      p->ep % g)
-    return flat;
+  if (flat < 0 || !framework_moe_node_dedup(p) || hw->kind != HW_GPU || p->ep % g) return flat;
+  /* over NVLink the copy is per destination rank, not per expert: DeepEP's
+  ** dispatch layout marks a token once for each rank that holds any of its
+  ** experts (get_dispatch_layout's is_token_in_rank, deep_ep/buffer.py), the
+  ** rank copies it to its own experts, and the combine returns one row a
+  ** rank, summed there; HybridEP keeps that layout */
+  bool padded = d->capacity_factor > 0;
+  double hit_r = step_moe_nodes_hit(d, p->ep);
+  double nvl = coll_time_s(hw, g < p->ep ? g : p->ep, g < p->ep ? g : p->ep, COLL_ALL_TO_ALL,
+                           tokens * hit_r * row_bytes *
+                               step_moe_node_load(rows, 1, p->ep, hit_r, padded),
+                           1, 0, COLL_AUTO, false, err, errn);
+  if (nvl < 0) return -1;
+  if (g >= p->ep) return fmin(flat, nvl);
   int64_t nodes = p->ep / g;
   /* one chip a node, each with its own NIC (rail-optimized): the exchange
   ** of a token's copy to each distinct node among its experts', at the
   ** node's load under uneven routing (step_moe_node_load) */
   double hit = step_moe_nodes_hit(d, nodes);
-  double node = step_moe_node_load(rows, g, nodes, hit, d->capacity_factor > 0);
+  double node = step_moe_node_load(rows, g, nodes, hit, padded);
   double rdma = coll_time_s(hw, nodes, 1, COLL_ALL_TO_ALL, tokens * hit * row_bytes * node, 1, 0,
                             COLL_AUTO, false, err, errn);
-  double nvl = coll_time_s(hw, g, g, COLL_ALL_TO_ALL, tokens * k * hot, 1, 0, COLL_AUTO, false,
-                           err, errn);
-  if (rdma < 0 || nvl < 0) return -1;
+  if (rdma < 0) return -1;
   return fmin(flat, fmax(rdma, nvl));
 }
 

@@ -170,14 +170,20 @@ Test(moe, dedup_dispatch_deepseek_v3) {
   p.framework = framework_find("megatron-core-24.07");
   cr_assert_eq(step_costs(m, h, &p, &nemo, err, sizeof err), 0, "%s", err);
   cr_assert_float_eq(nemo.ep_a2a_fwd_s, flat.ep_a2a_fwd_s, 1e-15);
-  /* inside one node there is nothing to deduplicate: the same time */
+  /* inside one node DeepEP sends a token once per rank that holds any of
+  ** its experts (get_dispatch_layout's is_token_in_rank), not once per
+  ** expert: with one expert group a rank at ep 8, 3.629 of the 8 copies
+  ** (nodes_hit_deepseek_v3), the same exchange with 0.454 of its bytes
+  ** (its latency does not shrink: a little over 0.454 of its time) */
   p.chips = 16, p.dp = 0, p.ep = 8, p.gbs = 64;
   cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
   p.framework = framework_find("plain");
   cr_assert_eq(step_costs(m, h, &p, &flat, err, sizeof err), 0, "%s", err);
   p.framework = framework_find("megatron-core");
   cr_assert_eq(step_costs(m, h, &p, &dedup, err, sizeof err), 0, "%s", err);
-  cr_assert_float_eq(dedup.ep_a2a_fwd_s, flat.ep_a2a_fwd_s, 1e-15);
+  ratio = dedup.ep_a2a_fwd_s / flat.ep_a2a_fwd_s;
+  cr_assert(ratio > 3.6290109 / 8 * 0.97 && ratio <= 3.6290109 / 8 * 1.01, "in-node dedup / flat = %.4f",
+            ratio);
   model_free(m);
   hw_catalog_free(c);
 }

@@ -787,9 +787,12 @@ Test(step, hfu_counts_the_attention_kernels_arithmetic) {
 ** Qwen3-30B-A3B (top-8, hidden 2048) at one 4,096-token micro-batch, ep 8:
 ** each pass reads and writes 4,096 x 8 x 2,048 16-bit values, two passes,
 ** 536,870,912 B a layer forward and again backward, at b200's copy rate
-** (HBM x hbm_efficiency) plus a launch each. Inside one 8-GPU node the
-** all-to-all is the same either way; across two nodes (ep 16) flex sends
-** a token once per node its experts are on, fewer bytes. */
+** (HBM x hbm_efficiency) plus a launch each. Inside one 8-GPU node flex
+** sends a token once per rank among its experts' (DeepEP's
+** is_token_in_rank), 8 x (1 - C(112,8) / C(128,8)) = 5.339 of alltoall's 8
+** copies with 16 experts a rank: the same exchange at 0.667 of its bytes
+** (a little over that of its time: the latency stays);
+** across two nodes (ep 16) once per node its experts are on, fewer still. */
 Test(step, alltoall_dispatcher_sorts_by_expert) {
   const char *q = "tests/data/hf/qwen3-30b-a3b.json";
   step_result flex, a2a;
@@ -807,7 +810,8 @@ Test(step, alltoall_dispatcher_sorts_by_expert) {
   cr_assert_float_eq(a2a.layer_fwd_s - flex.layer_fwd_s, want, want * 1e-6, "%g vs %g",
                      a2a.layer_fwd_s - flex.layer_fwd_s, want);
   cr_assert_float_eq(a2a.layer_bwd_s - flex.layer_bwd_s, want, want * 1e-6);
-  cr_assert_float_eq(a2a.ep_a2a_fwd_s, flex.ep_a2a_fwd_s, flex.ep_a2a_fwd_s * 1e-9);
+  double ratio = flex.ep_a2a_fwd_s / a2a.ep_a2a_fwd_s;
+  cr_assert(ratio > 0.6674196 * 0.97 && ratio <= 0.6674196 * 1.01, "flex / alltoall in a node = %.4f", ratio);
   p = base(16, 1, 1, 16, 4096);
   p.ep = 16;
   framework_apply(framework_find("megatron-core"), &p);
