@@ -291,19 +291,31 @@ static bool finetune_split(const char *v, finetune_value *f) {
 
 /* A pp_layout value: Megatron-Core layouts split by ';' (a recipe's, one
 ** for each stage count it runs), each as --pp-layout reads it. The row's
-** layout is the one with pp x vp stages (layout_for). */
-static int layout_for(const char *v, int64_t stages, char *out, size_t n, char *err, size_t errn) {
+** layout is the one with pp x vp stages (layout_for); two of one stage
+** count are refused, as the row could take either. *bad_at: the offset in
+** v of the layout refused. */
+static int layout_for(const char *v, int64_t stages, char *out, size_t n, int *bad_at, char *err,
+                      size_t errn) {
   static int32_t st[2048]; /* simulate's room */
+  int seen[64], n_seen = 0;
+  const char *v0 = v;
   out[0] = 0;
   while (*v) {
     size_t len = strcspn(v, ";");
     char one[512];
+    *bad_at = (int)(v - v0);
     if (len >= sizeof one) return str_errf(err, errn, "a layout longer than %zu characters", sizeof one - 1);
     memcpy(one, v, len), one[len] = 0;
     int k;
     int64_t mtp;
     if (plan_pp_layout_parse(one, st, 2048, &k, &mtp, err, errn) != 0) return -1;
-    if (k == stages && !out[0]) snprintf(out, n, "%s", one);
+    for (int i = 0; i < n_seen; i++)
+      if (seen[i] == k)
+        return str_errf(err, errn, "'%.60s': a second layout of %d stages (layouts %d and %d); a "
+                        "row of %d stages could take either: give one", one, k, i + 1, n_seen + 1, k);
+    if (n_seen == 64) return str_errf(err, errn, "more than 64 layouts");
+    seen[n_seen++] = k;
+    if (k == stages) snprintf(out, n, "%s", one);
     v += len + (v[len] == ';');
   }
   return 0;
@@ -311,8 +323,13 @@ static int layout_for(const char *v, int64_t stages, char *out, size_t n, char *
 
 static int check_layouts(const map_entry *e, const char *file, diag *dg) {
   char err[384], out[512];
-  if (layout_for(e->value->s, 0, out, sizeof out, err, sizeof err) == 0) return 0;
-  diag_error(dg, file, e->value->line, e->value->col, "value", "%s", err);
+  int at = 0;
+  if (layout_for(e->value->s, 0, out, sizeof out, &at, err, sizeof err) == 0) return 0;
+  /* the column of the layout refused: past the value's opening quote when
+  ** it has one (a one-line value whose text is two longer than its own) */
+  const csv_cell *c = e->value;
+  int quoted = c->end_line == c->line && c->end_col - c->col == (int)strlen(c->s) + 2;
+  diag_error(dg, file, c->line, c->col + quoted + at, "value", "%s", err);
   return -1;
 }
 
@@ -1198,7 +1215,8 @@ static void pp_args(const runs_table *x, runs_result *r, runs_argv *a) {
   /* the recipe's layout for this many stages, where the mapping has one */
   const map_entry *e = w->pp > 1 ? phrase_entry(x, MAP_PP_LAYOUT, r->framework, w, true) : NULL;
   char layout[512], err[384];
-  if (e && layout_for(e->value->s, stages, layout, sizeof layout, err, sizeof err) == 0 && layout[0]) {
+  int at;
+  if (e && layout_for(e->value->s, stages, layout, sizeof layout, &at, err, sizeof err) == 0 && layout[0]) {
     runs_arg(a, "--pp-layout");
     runs_arg(a, "%s", layout);
     runs_addf(r->exercises, sizeof r->exercises, " (layout %s)", layout);
