@@ -32,7 +32,7 @@
   .attention = PLAN_ATTN_FLASH, .grad_sync = PLAN_GRAD_OVERLAP, .zero = 3,                         \
   .param_gather_overlap = true, .recompute = PLAN_RECOMPUTE_SELECTIVE, .selective_mm_share = 0.5,  \
   .attention_fa2 = true, .logit_grad_bytes = 8, .compile_choice = true, .fsdp2_copy_out = true,    \
-  .tp_fp8_gather = true
+  .tp_fp8_gather = true, .cp_pytorch = true
 #define TORCHTITAN_SOURCE                                                                          \
   "torchtitan docs: FSDP2 fully_shard with forward/backward prefetch; TP without async-TP by "     \
   "default; scaled_dot_product_attention (its flash backend: FlashAttention-2); "                  \
@@ -46,7 +46,13 @@
   "the compute stream (_fsdp_collectives.py foreach_all_gather_copy_out), in the forward "         \
   "and the backward's re-gather; under tensorwise float8 the tensor-parallel all-gathers "        \
   "move float8 (parallelize_llama.py apply_tp: torchao's Float8ColwiseParallel, "                  \
-  "Float8RowwiseParallel, PrepareFloat8ModuleInput)"
+  "Float8RowwiseParallel, PrepareFloat8ModuleInput); context parallelism through PyTorch's "      \
+  "context_parallel (torch.distributed.tensor.experimental._attention): K and V repeated to the "  \
+  "query heads before SDPA (models/llama/model.py repeat_kv), all-gathered once under the first, "  \
+  "local block (_ContextParallelOptions.rotate_method ALL_GATHER, torchtitan's default "          \
+  "context_parallel_rotate_method 'allgather'; 'alltoall' passes them round a ring: --cp-comm "     \
+  "ring), round-robin load balance, dK and dV accumulated and passed round the ring in fp32 "       \
+  "(_templated_ring_attention_backward, convert_to_f32)"
 
 const framework frameworks[] = {
     {/* plain */
@@ -385,6 +391,8 @@ void framework_apply(int f, plan *p) {
   p->tp_overlap = w->tp_overlap;
   p->recompute = w->recompute;
   p->eager = w->eager;
+  /* PyTorch's context_parallel gathers K and V by default */
+  p->cp_comm = w->cp_pytorch ? PLAN_CP_ALL_GATHER : PLAN_CP_RING;
 }
 
 bool framework_moe_a2a_overlap(int f, const plan *p, const hw_model *hw) {
@@ -394,6 +402,8 @@ bool framework_moe_a2a_overlap(int f, const plan *p, const hw_model *hw) {
   ** fp8mx configs on GB200/GB300 (NVLINK_DOMAIN_SIZE 72) only */
   return frameworks[f].moe_a2a_overlap && p->gemm == PLAN_GEMM_MXFP8 && hw->chips_per_node >= 72;
 }
+
+bool framework_cp_pytorch(int f) { return f >= 0 && frameworks[f].cp_pytorch; }
 
 bool framework_moe_node_dedup(const plan *p) {
   if (p->moe_dispatcher != PLAN_DISPATCH_FRAMEWORK) return p->moe_dispatcher == PLAN_DISPATCH_FLEX;

@@ -61,6 +61,13 @@ typedef struct {
   ** destination rank (DeepEP / HybridEP through Megatron-Core's flex
   ** dispatcher), rather than once per chosen expert (NCCL all-to-all) */
   bool moe_node_dedup;
+  /* its context parallelism is PyTorch's experimental context_parallel
+  ** (torch.distributed.tensor.experimental._attention, as torchtitan calls
+  ** it): K and V move with the query heads (its models repeat them before
+  ** SDPA), all-gathered under the first, local block by default (rotate
+  ** method allgather; alltoall is a ring); dK and dV go round the ring in
+  ** fp32 */
+  bool cp_pytorch;
   const char *source;        /* where each feature was read */
   /* memory: gradient buffers in the 16-bit training dtype rather than fp32
   ** (Megatron-Bridge's performance recipes set grad_reduce_in_fp32=False,
@@ -280,6 +287,9 @@ bool framework_moe_a2a_overlap(int f, const plan *p, const hw_model *hw);
 ** an NCCL all-to-all of a copy per chosen expert, sorted by local expert on
 ** arrival and unsorted before the combine (alltoall). */
 bool framework_moe_node_dedup(const plan *p);
+/* Whether framework f runs context parallelism as PyTorch's
+** context_parallel does (cp_pytorch above). */
+bool framework_cp_pytorch(int f);
 /* 0 when profile f can overlap the MoE all-to-alls (--ep-overlap on), else
 ** -1 with why in msg. */
 int framework_check_ep_overlap(int f, char *msg, size_t n);

@@ -797,7 +797,20 @@ static void stage_temporary_base(const memctx *x, const span *t, bool last, doub
                            (p->recompute_modules & ~PLAN_RM_CORE_ATTN)
                      ? t->none_max - t->act_max
                      : t->scores_max;
-  double layer = t->big_max + remat, big = layer;
+  /* context parallelism: K and V of the other ranks' tokens for the layer
+  ** computing -- two blocks in a ring (the one used, the one arriving:
+  ** Liu et al. 2023, ring attention), all of them when all-gathered. They
+  ** live while a layer's attention runs, not during the loss's backward:
+  ** a layer's buffer, not a collective's held through the step */
+  double cp_kv = 0;
+  if (pos(p->cp) > 1) {
+    /* PyTorch's context_parallel gathers them repeated to the query heads
+    ** (framework_cp_pytorch) */
+    double kvw = framework_cp_pytorch(p->framework) && c->kv_lora <= 0 ? 2 * c->qc : c->kvw;
+    double kv = kvw * c->b * c->e;
+    cp_kv = p->cp_comm == PLAN_CP_ALL_GATHER ? kv * c->s_all : 2 * kv * c->s;
+  }
+  double layer = t->big_max + remat + cp_kv, big = layer;
   if (!x->o->layers_only && last) {
     double saved = logit_bytes(x->o) * sb * c->vl; /* one micro-batch's logits */
     double grad = loss_grad_bytes(x->o, c->e) * sb * c->vl;
@@ -806,13 +819,6 @@ static void stage_temporary_base(const memctx *x, const span *t, bool last, doub
   double coll = 0;
   if (p->sp && p->tp > 1) coll += sb * c->e * c->h; /* all-gathered input */
   if (p->pp > 1) coll += 2 * sb * c->r * c->e * c->h; /* p2p send + receive */
-  /* context parallelism: K and V of the other ranks' tokens for the layer
-  ** computing -- two blocks in a ring (the one used, the one arriving:
-  ** Liu et al. 2023, ring attention), all of them when all-gathered */
-  if (pos(p->cp) > 1) {
-    double kv = c->kvw * c->b * c->e;
-    coll += p->cp_comm == PLAN_CP_ALL_GATHER ? kv * c->s_all : 2 * kv * c->s;
-  }
   /* MoE: the all-to-all's buffer of dispatched token-copies */
   if (t->expert > 0) coll += sb * c->routed * c->e * c->h;
   *big_out = big;

@@ -93,6 +93,9 @@ typedef struct {
   /* context parallelism: one layer's key/value exchange forward and
   ** backward, before overlap with the attention */
   double cp_comm_fwd_s, cp_comm_bwd_s;
+  /* PyTorch's context parallelism (framework_cp_pytorch): one hop of the
+  ** backward's fp32 dK and dV round the ring */
+  double cp_dkv_hop_s;
   /* expert parallelism: one MoE layer's all-to-alls forward (dispatch and combine) */
   double ep_a2a_fwd_s;
   /* with the all-to-alls overlapped: what the paired pass hides of a layer's
@@ -221,6 +224,18 @@ double step_coll_sm_share(const hw_model *hw, int64_t n, int64_t per);
 ** state: the 1F1B warm-up's lone forwards and the cool-down's lone
 ** backwards are counted by step_ep_unpaired, as step_costs does not know m. */
 double step_moe_a2a_exposed_s(double a2a_s, double other_s, double sm_share);
+/* The exposed part of one attention layer's context-parallel exchange as
+** PyTorch's context_parallel runs it (torch.distributed.tensor.experimental
+** _attention: _templated_ring_attention and its backward): ag_s the
+** all-gather of K and V over the cp group, hop_s one ring hop of the
+** backward's fp32 dK and dV, att_s the layer's attention core forward,
+** split in cp equal steps (round-robin load balance). allgather (ring
+** false): the gather hides only under the first step, forward and again in
+** the backward; dK and dV go round under one step's backward each, the last
+** hop waited for after the loop. ring (rotate method alltoall): a K/V block
+** a step, beside each hop of dK and dV. */
+void step_cp_pytorch_exposed(double ag_s, double hop_s, double att_s, int64_t cp, bool ring,
+                             double *fwd_s, double *bwd_s);
 
 /* The share of a chip's forward (and of its backward) chunk passes under
 ** plan p that no pass of another micro-batch pairs with, so their

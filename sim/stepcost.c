@@ -822,6 +822,22 @@ double step_coll_sm_share(const hw_model *hw, int64_t n, int64_t per) {
   return ctas > 0 && sms > ctas ? (double)ctas / (double)sms : 0;
 }
 
+void step_cp_pytorch_exposed(double ag_s, double hop_s, double att_s, int64_t cp, bool ring,
+                             double *fwd_s, double *bwd_s) {
+  double n = (double)cp, blk_f = att_s / n, blk_b = 2.5 * blk_f;
+  if (ring) { /* rotate method alltoall: a K/V block to the neighbour a step */
+    double kv = ag_s / (n - 1);
+    *fwd_s = (n - 1) * fmax(0, kv - blk_f);
+    *bwd_s = (n - 1) * fmax(0, kv + hop_s - blk_b) + hop_s;
+    return;
+  }
+  /* allgather: issued with the first block (step 0, the local causal
+  ** block: 1/cp of the core's work under round-robin load balance),
+  ** waited for before the second; the backward gathers again the same way */
+  *fwd_s = fmax(0, ag_s - blk_f);
+  *bwd_s = fmax(0, ag_s - blk_b) + (n - 1) * fmax(0, hop_s - blk_b) + hop_s;
+}
+
 double step_moe_a2a_exposed_s(double a2a_s, double other_s, double sm_share) {
   if (!(a2a_s > 0)) return 0;
   double covered = a2a_s < other_s ? a2a_s : (other_s > 0 ? other_s : 0);
@@ -966,12 +982,22 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
     double hd = (double)(d->head_dim ? d->head_dim : d->hidden / d->heads);
     double kvh = (double)(d->kv_heads ? d->kv_heads : d->heads);
     double kv_tp = kvh >= (double)p.tp ? kvh / (double)p.tp : 1; /* a tp rank's KV heads */
+    /* PyTorch's context_parallel (torchtitan) moves K and V repeated to
+    ** the query heads: its models repeat them before SDPA */
+    if (framework_cp_pytorch(p.framework)) kv_tp = (double)d->heads / (double)p.tp;
     double kv_bytes = 2 * tokens * kv_tp * hd * 2;              /* K and V, 16-bit */
     double ag = group_coll_s(hw, memo, &p, cp, p.tp, step_group_node_members(hw, cp, p.tp),
                              COLL_ALL_GATHER, kv_bytes * (double)cp, err, errn);
     if (ag < 0) return -1;
     r->cp_comm_fwd_s = ag;
     r->cp_comm_bwd_s = 2 * ag;
+    /* PyTorch's backward passes dK and dV round the ring in fp32, cp hops
+    ** of twice a K/V block's bytes (its K/V rotater gathers them again):
+    ** a hop is one step of the ring all-gather, a block to the neighbour */
+    if (framework_cp_pytorch(p.framework)) {
+      r->cp_dkv_hop_s = 2 * ag / (double)(cp - 1);
+      r->cp_comm_bwd_s = ag + (double)cp * r->cp_dkv_hop_s;
+    }
   }
   /* A Mamba-2 or Gated DeltaNet layer under context parallelism scans the
   ** whole sequence for 1/cp of its heads: an all-to-all takes in_proj's
@@ -1065,6 +1091,8 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
       double ef = ring ? (r->cp_comm_fwd_s > att ? r->cp_comm_fwd_s - att : 0) : r->cp_comm_fwd_s;
       double eb = ring ? (r->cp_comm_bwd_s > 2.5 * att ? r->cp_comm_bwd_s - 2.5 * att : 0)
                        : r->cp_comm_bwd_s;
+      if (framework_cp_pytorch(p.framework))
+        step_cp_pytorch_exposed(r->cp_comm_fwd_s, r->cp_dkv_hop_s, att, cp, ring, &ef, &eb);
       /* a ring pays each of its cp - 1 hops' latency even when hidden */
       cf += ef, cb += eb;
     }

@@ -239,6 +239,60 @@ Test(modern, cp_ring_hides_behind_attention) {
   hw_catalog_free(c);
 }
 
+/* PyTorch's context_parallel as torchtitan runs it (torch.distributed.
+** tensor.experimental._attention; torchtitan@9dec370): its Llama repeats
+** K and V to the 32 query heads before SDPA, so the exchange moves 4x
+** Megatron-Core's 8 KV heads' bytes; rotate method allgather by default
+** (torchtitan's context_parallel_rotate_method), issued with the first
+** (local, causal) block and waited for before the second; the backward
+** gathers K and V again and passes dK and dV round the ring in fp32, cp
+** hops of twice a block (convert_to_f32), the last waited for after the
+** loop. By hand, step_cp_pytorch_exposed at cp 8 with a 80 ms attention
+** core (10 ms a block forward, 25 backward): a 10 ms gather and 4 ms hops
+** hide but the last hop; at cp 4 with a 40 ms core a 30 ms gather shows
+** 20 ms forward, 5 + 12 ms backward (the last 12 ms hop), and the ring
+** (10 ms a block each way) only that hop. */
+Test(modern, pytorch_cp_moves_repeated_heads_in_fp32_back) {
+  double f, b;
+  step_cp_pytorch_exposed(10e-3, 4e-3, 80e-3, 8, false, &f, &b);
+  cr_assert_float_eq(f, 0, 1e-15);
+  cr_assert_float_eq(b, 4e-3, 1e-15);
+  step_cp_pytorch_exposed(30e-3, 12e-3, 40e-3, 4, false, &f, &b);
+  cr_assert_float_eq(f, 20e-3, 1e-15);
+  cr_assert_float_eq(b, 17e-3, 1e-15);
+  step_cp_pytorch_exposed(30e-3, 12e-3, 40e-3, 4, true, &f, &b);
+  cr_assert_float_eq(f, 0, 1e-15);
+  cr_assert_float_eq(b, 12e-3, 1e-15);
+  plan q = {0};
+  framework_apply(framework_find("torchtitan"), &q);
+  cr_assert_eq(q.cp_comm, PLAN_CP_ALL_GATHER);
+  framework_apply(framework_find("megatron-core"), &q);
+  cr_assert_eq(q.cp_comm, PLAN_CP_RING);
+
+  hw_catalog *c = th_catalog();
+  const hw_model *h = th_hw(c, "h100-sxm");
+  model *m = load("llama3-8b", 32768);
+  char err[512];
+  plan p = base(8, 1, 1, 8, 32768);
+  p.cp = 8;
+  p.op_costs = OPCOST_FORMULA;
+  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  step_result mc, tt;
+  p.framework = framework_find("megatron-core");
+  cr_assert_eq(step_costs(m, h, &p, &mc, err, sizeof err), 0, "%s", err);
+  p.framework = framework_find("torchtitan");
+  cr_assert_eq(step_costs(m, h, &p, &tt, err, sizeof err), 0, "%s", err);
+  /* the same all-gather with 4x the bytes: a little under 4x the time
+  ** (its latency does not grow) */
+  double ratio = tt.cp_comm_fwd_s / mc.cp_comm_fwd_s;
+  cr_assert(ratio > 3.8 && ratio <= 4.0, "repeated heads: %.3f x the exchange", ratio);
+  cr_assert_float_eq(tt.cp_dkv_hop_s, 2 * tt.cp_comm_fwd_s / 7, 1e-15);
+  cr_assert_float_eq(tt.cp_comm_bwd_s, tt.cp_comm_fwd_s + 8 * tt.cp_dkv_hop_s, 1e-15);
+  cr_assert_float_eq(mc.cp_dkv_hop_s, 0, 0);
+  model_free(m);
+  hw_catalog_free(c);
+}
+
 /* The framework profiles: the default by chip kind, flags over the profile. */
 Test(modern, framework_defaults_and_flags) {
   cr_assert_str_eq(framework_names[framework_default(HW_GPU)], "megatron-core");
