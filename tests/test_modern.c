@@ -215,18 +215,27 @@ Test(modern, tp_overlap_hides_all_but_one_chunk) {
   hw_catalog_free(c);
 }
 
+/* Llama 3 8B at 32768 tokens on 8 h100-sxm at cp 8 (formula op costs),
+** the plan checked: the context-parallel tests' case. */
+static model *llama8b_cp8(const hw_model *h, plan *p) {
+  char err[512];
+  model *m = load("llama3-8b", 32768);
+  *p = base(8, 1, 1, 8, 32768);
+  p->cp = 8;
+  p->op_costs = OPCOST_FORMULA;
+  cr_assert_eq(plan_check(m, h, p, err, sizeof err), 0, "%s", err);
+  return m;
+}
+
 /* Context parallelism: the ring exposes no more of the K/V exchange than
 ** the all-gather, which exposes all of it; the exchange moves a chip's K
 ** and V (2 x T/cp x kv heads x 128 x 2 B) to every other rank. */
 Test(modern, cp_ring_hides_behind_attention) {
   hw_catalog *c = th_catalog();
   const hw_model *h = th_hw(c, "h100-sxm");
-  model *m = load("llama3-8b", 32768);
   char err[512];
-  plan p = base(8, 1, 1, 8, 32768);
-  p.cp = 8;
-  p.op_costs = OPCOST_FORMULA;
-  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  plan p;
+  model *m = llama8b_cp8(h, &p);
   step_result ring, ag;
   cr_assert_eq(step_costs(m, h, &p, &ring, err, sizeof err), 0, "%s", err);
   p.cp_comm = PLAN_CP_ALL_GATHER;
@@ -271,12 +280,9 @@ Test(modern, pytorch_cp_moves_repeated_heads_in_fp32_back) {
 
   hw_catalog *c = th_catalog();
   const hw_model *h = th_hw(c, "h100-sxm");
-  model *m = load("llama3-8b", 32768);
   char err[512];
-  plan p = base(8, 1, 1, 8, 32768);
-  p.cp = 8;
-  p.op_costs = OPCOST_FORMULA;
-  cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
+  plan p;
+  model *m = llama8b_cp8(h, &p);
   step_result mc, tt;
   p.framework = framework_find("megatron-core");
   cr_assert_eq(step_costs(m, h, &p, &mc, err, sizeof err), 0, "%s", err);
