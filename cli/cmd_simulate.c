@@ -159,7 +159,8 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
       return cli_usage_error(c, "--recompute %s", msg);
     }
   }
-  if (cli_opt(c, "--cp-comm")) p->cp_comm = (plan_cp_comm)cpc; /* else the framework's */
+  /* else the framework's (framework_cp_comm) */
+  if (cli_opt(c, "--cp-comm")) p->cp_comm = cpc == 0 ? PLAN_CP_RING : PLAN_CP_ALL_GATHER;
   if (offload_opt(c, p) != 0) return CLI_USAGE;
   plan_precision_parse(plan_precision_names[prec], p);
   /* --weight-dtype (MaxText's weight_dtype): bf16 keeps the parameters,
@@ -417,12 +418,12 @@ void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p
                    "all-to-alls %s a layer each way%s; low-precision weight copies %s a step\n",
               pc[10], pc[11],
               framework_cp_pytorch(p->framework)
-                  ? (p->cp_comm == PLAN_CP_RING
+                  ? (framework_cp_comm(p) == PLAN_CP_RING
                          ? "PyTorch's context_parallel: K/V repeated to the query heads round a "
                            "ring, dK/dV back in fp32, hidden behind each step as far as it lasts"
                          : "PyTorch's context_parallel: K/V repeated to the query heads, "
                            "all-gathered under the first local block, dK/dV round the ring in fp32")
-              : p->cp_comm == PLAN_CP_RING ? "a ring, hidden behind the attention as far as it lasts"
+              : framework_cp_comm(p) == PLAN_CP_RING ? "a ring, hidden behind the attention as far as it lasts"
                                            : "all-gathered before the attention",
               pc[12],
               p->ep < 2 ? ""

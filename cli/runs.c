@@ -300,10 +300,14 @@ static int layout_for(const char *v, int64_t stages, char *out, size_t n, int *b
   int seen[64], n_seen = 0;
   const char *v0 = v;
   out[0] = 0;
-  while (*v) {
+  *bad_at = 0;
+  if (!*v) return str_errf(err, errn, "no layout: expected Megatron-Core layouts joined by ';'");
+  for (;;) {
     size_t len = strcspn(v, ";");
     char one[512];
     *bad_at = (int)(v - v0);
+    if (len == 0)
+      return str_errf(err, errn, "an empty layout (';' twice, or at the value's start or end)");
     if (len >= sizeof one) return str_errf(err, errn, "a layout longer than %zu characters", sizeof one - 1);
     memcpy(one, v, len), one[len] = 0;
     int k;
@@ -311,14 +315,15 @@ static int layout_for(const char *v, int64_t stages, char *out, size_t n, int *b
     if (plan_pp_layout_parse(one, st, 2048, &k, &mtp, err, errn) != 0) return -1;
     for (int i = 0; i < n_seen; i++)
       if (seen[i] == k)
-        return str_errf(err, errn, "'%.60s': a second layout of %d stages (layouts %d and %d); a "
-                        "row of %d stages could take either: give one", one, k, i + 1, n_seen + 1, k);
+        return str_errf(err, errn, "'%.60s': a second layout of %d stage%s (layouts %d and %d); a "
+                        "row of %d stage%s could take either: give one", one, k, k == 1 ? "" : "s",
+                        i + 1, n_seen + 1, k, k == 1 ? "" : "s");
     if (n_seen == 64) return str_errf(err, errn, "more than 64 layouts");
     seen[n_seen++] = k;
     if (k == stages) snprintf(out, n, "%s", one);
-    v += len + (v[len] == ';');
+    if (!v[len]) return 0;
+    v += len + 1;
   }
-  return 0;
 }
 
 static int check_layouts(const map_entry *e, const char *file, diag *dg) {

@@ -391,8 +391,6 @@ void framework_apply(int f, plan *p) {
   p->tp_overlap = w->tp_overlap;
   p->recompute = w->recompute;
   p->eager = w->eager;
-  /* PyTorch's context_parallel gathers K and V by default */
-  p->cp_comm = w->cp_pytorch ? PLAN_CP_ALL_GATHER : PLAN_CP_RING;
 }
 
 bool framework_moe_a2a_overlap(int f, const plan *p, const hw_model *hw) {
@@ -404,6 +402,13 @@ bool framework_moe_a2a_overlap(int f, const plan *p, const hw_model *hw) {
 }
 
 bool framework_cp_pytorch(int f) { return f >= 0 && frameworks[f].cp_pytorch; }
+
+plan_cp_comm framework_cp_comm(const plan *p) {
+  if (p->cp_comm != PLAN_CP_FRAMEWORK) return p->cp_comm;
+  /* PyTorch's context_parallel gathers K and V by default (rotate method
+  ** allgather); the others pass them round a ring */
+  return framework_cp_pytorch(p->framework) ? PLAN_CP_ALL_GATHER : PLAN_CP_RING;
+}
 
 bool framework_moe_node_dedup(const plan *p) {
   if (p->moe_dispatcher != PLAN_DISPATCH_FRAMEWORK) return p->moe_dispatcher == PLAN_DISPATCH_FLEX;

@@ -290,6 +290,9 @@ bool framework_moe_node_dedup(const plan *p);
 /* Whether framework f runs context parallelism as PyTorch's
 ** context_parallel does (cp_pytorch above). */
 bool framework_cp_pytorch(int f);
+/* Plan p's context-parallel exchange: as p->cp_comm says, else as its
+** profile does (PyTorch's context_parallel: all-gather; the others: ring). */
+plan_cp_comm framework_cp_comm(const plan *p);
 /* 0 when profile f can overlap the MoE all-to-alls (--ep-overlap on), else
 ** -1 with why in msg. */
 int framework_check_ep_overlap(int f, char *msg, size_t n);

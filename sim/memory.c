@@ -806,9 +806,14 @@ static void stage_temporary_base(const memctx *x, const span *t, bool last, doub
   if (pos(p->cp) > 1) {
     /* PyTorch's context_parallel gathers them repeated to the query heads
     ** (framework_cp_pytorch) */
-    double kvw = framework_cp_pytorch(p->framework) && c->kv_lora <= 0 ? 2 * c->qc : c->kvw;
+    bool torch_cp = framework_cp_pytorch(p->framework) && c->kv_lora <= 0;
+    double kvw = torch_cp ? 2 * c->qc : c->kvw;
     double kv = kvw * c->b * c->e;
-    cp_kv = p->cp_comm == PLAN_CP_ALL_GATHER ? kv * c->s_all : 2 * kv * c->s;
+    cp_kv = framework_cp_comm(p) == PLAN_CP_ALL_GATHER ? kv * c->s_all : 2 * kv * c->s;
+    /* and its backward accumulates dQ, dK and dV of the chip's own tokens
+    ** in fp32 beside the dK, dV pair arriving round the ring
+    ** (_templated_ring_attention_backward, convert_to_f32) */
+    if (torch_cp) cp_kv += (2 * kvw + c->qc) * c->b * c->s * 4;
   }
   double layer = t->big_max + remat + cp_kv, big = layer;
   if (!x->o->layers_only && last) {

@@ -76,8 +76,10 @@ extern const char *const plan_remat_names[];
 typedef enum { PLAN_COLL_SIMULATE, PLAN_COLL_FORMULA } plan_coll_costs;
 /* How context-parallel ranks see the other ranks' keys and values: passed
 ** round a ring while attention computes (ring attention, Liu et al. 2023;
-** Megatron-Core's p2p), or all-gathered before it (Llama 3's CP). */
-typedef enum { PLAN_CP_RING, PLAN_CP_ALL_GATHER } plan_cp_comm;
+** Megatron-Core's p2p), or all-gathered before it (Llama 3's CP; PyTorch's
+** context_parallel under its first block). 0 is the profile's
+** (framework_cp_comm resolves it). */
+typedef enum { PLAN_CP_FRAMEWORK, PLAN_CP_RING, PLAN_CP_ALL_GATHER } plan_cp_comm;
 /* The GEMM recipe of the transformer layers' linear layers: activations,
 ** attention and the embedding and head stay in the compute dtype; the
 ** GEMMs run on the low-precision unit with their operands quantized --

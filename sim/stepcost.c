@@ -775,12 +775,13 @@ static double moe_a2a_s(const hw_model *hw, const wl_tf_dims *d, const plan *p, 
   ** experts (get_dispatch_layout's is_token_in_rank, deep_ep/buffer.py), the
   ** rank copies it to its own experts, and the combine returns one row a
   ** rank, summed there; HybridEP keeps that layout */
+  /* (a padded capacity's buffers are an expert's each: nothing shrinks) */
   bool padded = d->capacity_factor > 0;
   double hit_r = step_moe_nodes_hit(d, p->ep);
+  double nvl_bytes = padded ? tokens * k * hot
+                            : tokens * hit_r * row_bytes * step_moe_node_load(rows, 1, p->ep, hit_r, false);
   double nvl = coll_time_s(hw, g < p->ep ? g : p->ep, g < p->ep ? g : p->ep, COLL_ALL_TO_ALL,
-                           tokens * hit_r * row_bytes *
-                               step_moe_node_load(rows, 1, p->ep, hit_r, padded),
-                           1, 0, COLL_AUTO, false, err, errn);
+                           nvl_bytes, 1, 0, COLL_AUTO, false, err, errn);
   if (nvl < 0) return -1;
   if (g >= p->ep) return fmin(flat, nvl);
   int64_t nodes = p->ep / g;
@@ -824,6 +825,8 @@ double step_coll_sm_share(const hw_model *hw, int64_t n, int64_t per) {
 
 void step_cp_pytorch_exposed(double ag_s, double hop_s, double att_s, int64_t cp, bool ring,
                              double *fwd_s, double *bwd_s) {
+  *fwd_s = *bwd_s = 0;
+  if (cp < 2) return;
   double n = (double)cp, blk_f = att_s / n, blk_b = 2.5 * blk_f;
   if (ring) { /* rotate method alltoall: a K/V block to the neighbour a step */
     double kv = ag_s / (n - 1);
@@ -984,7 +987,7 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
     double kv_tp = kvh >= (double)p.tp ? kvh / (double)p.tp : 1; /* a tp rank's KV heads */
     /* PyTorch's context_parallel (torchtitan) moves K and V repeated to
     ** the query heads: its models repeat them before SDPA */
-    if (framework_cp_pytorch(p.framework)) kv_tp = (double)d->heads / (double)p.tp;
+    if (framework_cp_pytorch(p.framework) && d->kv_lora_rank <= 0) kv_tp = (double)d->heads / (double)p.tp;
     double kv_bytes = 2 * tokens * kv_tp * hd * 2;              /* K and V, 16-bit */
     double ag = group_coll_s(hw, memo, &p, cp, p.tp, step_group_node_members(hw, cp, p.tp),
                              COLL_ALL_GATHER, kv_bytes * (double)cp, err, errn);
@@ -1087,13 +1090,12 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
                   ** the ring hides behind the attention core (its backward ~2.5x the forward:
                   ** FlashAttention's backward recomputes the scores) */
       double att = r->kind_attn_fwd_s[k];
-      bool ring = p.cp_comm == PLAN_CP_RING;
+      bool ring = framework_cp_comm(&p) == PLAN_CP_RING;
       double ef = ring ? (r->cp_comm_fwd_s > att ? r->cp_comm_fwd_s - att : 0) : r->cp_comm_fwd_s;
       double eb = ring ? (r->cp_comm_bwd_s > 2.5 * att ? r->cp_comm_bwd_s - 2.5 * att : 0)
                        : r->cp_comm_bwd_s;
       if (framework_cp_pytorch(p.framework))
         step_cp_pytorch_exposed(r->cp_comm_fwd_s, r->cp_dkv_hop_s, att, cp, ring, &ef, &eb);
-      /* a ring pays each of its cp - 1 hops' latency even when hidden */
       cf += ef, cb += eb;
     }
     if (k & WL_LAYER_MAMBA) cf += cp_mamba, cb += cp_mamba;

@@ -535,6 +535,15 @@ Test(memory_cp, context_parallel_halves_activations) {
   b.cp_comm = PLAN_CP_ALL_GATHER;
   mem_bytes mg = run(&d, &b, &o);
   cr_assert_float_eq(mg.temporary, (s / 2) * 2 * f + (2 * h * 2) * s, 1e-6);
+  /* PyTorch's context_parallel (the torchtitan profiles, all-gather by
+  ** default): the same gathered K and V (no GQA here to repeat), and its
+  ** backward's fp32 dQ, dK, dV of the chip's 2048 tokens beside the dK, dV
+  ** pair arriving: (2 x 2h + h) x 2048 x 4 B */
+  b.cp_comm = PLAN_CP_FRAMEWORK;
+  b.framework = framework_find("torchtitan");
+  mem_bytes mt = run(&d, &b, &o);
+  cr_assert_float_eq(mt.temporary, (s / 2) * 2 * f + (2 * h * 2) * s + (2 * 2 * h + h) * (s / 2) * 4,
+                     1e-6);
   /* the distributed optimizer shards over dp x cp (Megatron-Bridge's memory
   ** estimator: "shard_size is data_parallel_size * context_parallel_size"):
   ** dp 2 x cp 1 and dp 1 x cp 2 hold the same 12 B / 2 a parameter */
@@ -1154,7 +1163,7 @@ Test(memory_validation, torchtitan_cp_rows_flat_per_chip) {
               .seq = 32768 * cp, .zero = 3, .param_gather_overlap = true,
               .recompute = PLAN_RECOMPUTE_FULL, .precision = GDT_BF16, .gemm = PLAN_GEMM_FP8_CS,
               .schedule = PLAN_1F1B, .attention = PLAN_ATTN_FLASH,
-              .framework = framework_find("torchtitan"), .cp_comm = PLAN_CP_ALL_GATHER};
+              .framework = framework_find("torchtitan")};
     mem_opts o;
     plan mp;
     mem_setup(m, th_hw(c, "h100-sxm"), &p, &o, &mp);

@@ -274,9 +274,11 @@ Test(modern, pytorch_cp_moves_repeated_heads_in_fp32_back) {
   cr_assert_float_eq(b, 12e-3, 1e-15);
   plan q = {0};
   framework_apply(framework_find("torchtitan"), &q);
-  cr_assert_eq(q.cp_comm, PLAN_CP_ALL_GATHER);
+  cr_assert_eq(framework_cp_comm(&q), PLAN_CP_ALL_GATHER);
   framework_apply(framework_find("megatron-core"), &q);
-  cr_assert_eq(q.cp_comm, PLAN_CP_RING);
+  cr_assert_eq(framework_cp_comm(&q), PLAN_CP_RING);
+  q.cp_comm = PLAN_CP_ALL_GATHER; /* --cp-comm all-gather */
+  cr_assert_eq(framework_cp_comm(&q), PLAN_CP_ALL_GATHER);
 
   hw_catalog *c = th_catalog();
   const hw_model *h = th_hw(c, "h100-sxm");

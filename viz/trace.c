@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "../base/units.h"
+#include "../sim/framework.h"
 
 /* ---- the output: a file, or a count ---- */
 
@@ -301,7 +302,7 @@ static void layer_comm_name(char *buf, size_t len, int64_t layer, int k, const p
         sep = " + ";
   if (p->cp > 1 && !(k & (WL_LAYER_MAMBA | WL_LAYER_NO_MIXER)))
     n += snprintf(buf + n, len - (size_t)n, "%scontext-parallel %s", sep,
-                  p->cp_comm == PLAN_CP_RING ? "ring" : "all-gather"),
+                  framework_cp_comm(p) == PLAN_CP_RING ? "ring" : "all-gather"),
         sep = " + ";
   if (p->ep > 1 && (k & WL_LAYER_MOE))
     n += snprintf(buf + n, len - (size_t)n, "%sexpert all-to-all", sep), sep = " + ";
