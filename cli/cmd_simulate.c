@@ -33,7 +33,6 @@ const char *const CLI_SIM_VALUED[] = {
     "--framework", "--embeddings", "--topology", "--set", "--compile", "--tp-overlap",
     "--ep-overlap", "--finetune", "--lora-rank", "--lora-targets", "--vocab-tiling",
     "--weight-dtype", "--moe-dispatcher", "--moe-imbalance", NULL};
-static const char *const CP_COMM[] = {"ring", "all-gather", NULL};
 static const char *const COMPILE[] = {"off", "on", NULL};
 
 /* --offload none|activations|optimizer, or activations:N (the activations
@@ -101,7 +100,7 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
       cli_enum_opt(c, "--attention", plan_attention_names, 0, &attn) ||
       cli_enum_opt(c, "--attention-kernel", plan_attn_kernel_names, 0, &ak) ||
       cli_enum_opt(c, "--op-costs", CLI_OP_COSTS, 0, &costs) ||
-      cli_enum_opt(c, "--cp-comm", CP_COMM, 0, &cpc) ||
+      cli_enum_opt(c, "--cp-comm", plan_cp_comm_names + 1, 0, &cpc) ||
       cli_enum_opt(c, "--embeddings", plan_embeddings_names, 0, &emb) ||
       cli_enum_opt(c, "--compile", COMPILE, 0, &comp) ||
       cli_enum_opt(c, "--tp-overlap", COMPILE, 0, &tpo) ||
@@ -160,7 +159,7 @@ static int plan_from_opts(cli_ctx *c, const hw_model *hw, plan *p, int32_t *stag
     }
   }
   /* else the framework's (framework_cp_comm) */
-  if (cli_opt(c, "--cp-comm")) p->cp_comm = cpc == 0 ? PLAN_CP_RING : PLAN_CP_ALL_GATHER;
+  if (cli_opt(c, "--cp-comm")) p->cp_comm = (plan_cp_comm)(cpc + 1);
   if (offload_opt(c, p) != 0) return CLI_USAGE;
   plan_precision_parse(plan_precision_names[prec], p);
   /* --weight-dtype (MaxText's weight_dtype): bf16 keeps the parameters,

@@ -403,6 +403,10 @@ bool framework_moe_a2a_overlap(int f, const plan *p, const hw_model *hw) {
 
 bool framework_cp_pytorch(int f) { return f >= 0 && frameworks[f].cp_pytorch; }
 
+bool framework_cp_repeats_kv(int f, const wl_tf_dims *d) {
+  return framework_cp_pytorch(f) && d->kv_lora_rank <= 0;
+}
+
 plan_cp_comm framework_cp_comm(const plan *p) {
   if (p->cp_comm != PLAN_CP_FRAMEWORK) return p->cp_comm;
   /* PyTorch's context_parallel gathers K and V by default (rotate method

@@ -293,6 +293,10 @@ bool framework_cp_pytorch(int f);
 /* Plan p's context-parallel exchange: as p->cp_comm says, else as its
 ** profile does (PyTorch's context_parallel: all-gather; the others: ring). */
 plan_cp_comm framework_cp_comm(const plan *p);
+/* Whether framework f's context parallelism moves K and V repeated to the
+** query heads for a model of dims d (PyTorch's: torchtitan's models repeat
+** them before SDPA; an MLA model's keys are per head already). */
+bool framework_cp_repeats_kv(int f, const wl_tf_dims *d);
 /* 0 when profile f can overlap the MoE all-to-alls (--ep-overlap on), else
 ** -1 with why in msg. */
 int framework_check_ep_overlap(int f, char *msg, size_t n);

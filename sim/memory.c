@@ -806,7 +806,7 @@ static void stage_temporary_base(const memctx *x, const span *t, bool last, doub
   if (pos(p->cp) > 1) {
     /* PyTorch's context_parallel gathers them repeated to the query heads
     ** (framework_cp_pytorch) */
-    bool torch_cp = framework_cp_pytorch(p->framework) && c->kv_lora <= 0;
+    bool torch_cp = framework_cp_repeats_kv(p->framework, x->d);
     double kvw = torch_cp ? 2 * c->qc : c->kvw;
     double kv = kvw * c->b * c->e;
     cp_kv = framework_cp_comm(p) == PLAN_CP_ALL_GATHER ? kv * c->s_all : 2 * kv * c->s;

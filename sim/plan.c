@@ -151,6 +151,7 @@ const char *const plan_attention_names[] = {"flash", "scores", NULL};
 const char *const plan_attn_kernel_names[] = {"framework", "fa1", "fa2", "cudnn", "best", NULL};
 const char *const plan_embeddings_names[] = {"replicated", "sharded", "ps", NULL};
 const char *const plan_moe_dispatcher_names[] = {"framework", "alltoall", "flex", NULL};
+const char *const plan_cp_comm_names[] = {"framework", "ring", "all-gather", NULL};
 
 void plan_embedding_tables(const graph *g, plan_emb_tables *t) {
   *t = (plan_emb_tables){0};

@@ -238,6 +238,7 @@ extern const char *const plan_attention_names[]; /* flash, scores */
 extern const char *const plan_attn_kernel_names[]; /* framework, fa1, fa2, cudnn, best */
 extern const char *const plan_embeddings_names[]; /* replicated, sharded, ps */
 extern const char *const plan_moe_dispatcher_names[]; /* framework, alltoall, flex */
+extern const char *const plan_cp_comm_names[];        /* framework, ring, all-gather */
 
 /* A model's embedding tables, read off its graph: every weight a gather
 ** reads rows of. bytes: the tables; largest: the biggest one; rows_bytes:

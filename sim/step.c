@@ -953,7 +953,7 @@ cJSON *step_json(const model *m, const hw_model *hw, const plan *p, const step_r
   cJSON_AddStringToObject(pj, "framework", framework_names[p->framework]);
   if (p->attn_kernel) cJSON_AddStringToObject(pj, "attention_kernel", plan_attn_kernel_names[p->attn_kernel]);
   cJSON_AddBoolToObject(pj, "eager", p->eager);
-  if (p->cp > 1) cJSON_AddStringToObject(pj, "cp_comm", framework_cp_comm(p) == PLAN_CP_RING ? "ring" : "all-gather");
+  if (p->cp > 1) cJSON_AddStringToObject(pj, "cp_comm", plan_cp_comm_names[framework_cp_comm(p)]);
   if (p->pp_layers) {
     cJSON *a = cJSON_AddArrayToObject(pj, "pp_layers");
     for (int i = 0; a && i < p->n_pp_layers; i++)

@@ -780,8 +780,8 @@ static double moe_a2a_s(const hw_model *hw, const wl_tf_dims *d, const plan *p, 
   double hit_r = step_moe_nodes_hit(d, p->ep);
   double nvl_bytes = padded ? tokens * k * hot
                             : tokens * hit_r * row_bytes * step_moe_node_load(rows, 1, p->ep, hit_r, false);
-  double nvl = coll_time_s(hw, g < p->ep ? g : p->ep, g < p->ep ? g : p->ep, COLL_ALL_TO_ALL,
-                           nvl_bytes, 1, 0, COLL_AUTO, false, err, errn);
+  int64_t gn = g < p->ep ? g : p->ep; /* the ranks a node holds of the group */
+  double nvl = coll_time_s(hw, gn, gn, COLL_ALL_TO_ALL, nvl_bytes, 1, 0, COLL_AUTO, false, err, errn);
   if (nvl < 0) return -1;
   if (g >= p->ep) return fmin(flat, nvl);
   int64_t nodes = p->ep / g;
@@ -987,7 +987,7 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
     double kv_tp = kvh >= (double)p.tp ? kvh / (double)p.tp : 1; /* a tp rank's KV heads */
     /* PyTorch's context_parallel (torchtitan) moves K and V repeated to
     ** the query heads: its models repeat them before SDPA */
-    if (framework_cp_pytorch(p.framework) && d->kv_lora_rank <= 0) kv_tp = (double)d->heads / (double)p.tp;
+    if (framework_cp_repeats_kv(p.framework, d)) kv_tp = (double)d->heads / (double)p.tp;
     double kv_bytes = 2 * tokens * kv_tp * hd * 2;              /* K and V, 16-bit */
     double ag = group_coll_s(hw, memo, &p, cp, p.tp, step_group_node_members(hw, cp, p.tp),
                              COLL_ALL_GATHER, kv_bytes * (double)cp, err, errn);

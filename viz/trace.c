@@ -302,7 +302,7 @@ static void layer_comm_name(char *buf, size_t len, int64_t layer, int k, const p
         sep = " + ";
   if (p->cp > 1 && !(k & (WL_LAYER_MAMBA | WL_LAYER_NO_MIXER)))
     n += snprintf(buf + n, len - (size_t)n, "%scontext-parallel %s", sep,
-                  framework_cp_comm(p) == PLAN_CP_RING ? "ring" : "all-gather"),
+                  plan_cp_comm_names[framework_cp_comm(p)]),
         sep = " + ";
   if (p->ep > 1 && (k & WL_LAYER_MOE))
     n += snprintf(buf + n, len - (size_t)n, "%sexpert all-to-all", sep), sep = " + ";
