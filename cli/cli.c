@@ -154,6 +154,14 @@ int cli_weight_opts(cli_ctx *c, plan *p) {
     return CLI_USAGE;
   p->bf16_weights = wdt == 1;
   p->vocab_tiles = tiles;
+  /* Megatron-Core's spellings: the switch, and its limit (0: every
+  ** micro-batch, its default), which means nothing without it */
+  p->defer_embedding_wgrad = cli_opt(c, "--defer-embedding-wgrad-compute") != NULL;
+  if (cli_opt_int(c, "--wgrad-deferral-limit", 0, CLI_MAX_BATCH, &p->wgrad_deferral_limit))
+    return CLI_USAGE;
+  if (cli_opt(c, "--wgrad-deferral-limit") && !p->defer_embedding_wgrad)
+    return cli_usage_error(c, "%s", "--wgrad-deferral-limit limits --defer-embedding-wgrad-compute "
+                           "(give both, as Megatron-Core's arguments)");
   return CLI_OK;
 }
 

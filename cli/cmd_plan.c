@@ -19,7 +19,8 @@
 #include "../base/units.h"
 #include "../planner/planner.h"
 
-static const char *const PLAN_FLAGS[] = {"--spot", "--exhaustive", "--pareto", NULL};
+static const char *const PLAN_FLAGS[] = {"--spot", "--exhaustive", "--pareto",
+                                         "--defer-embedding-wgrad-compute", NULL};
 static const char *const PLAN_VALUED[] = {"--hw",     "--chips",     "--max-chips", "--tokens",
                                           "--steps",  "--deadline",  "--budget",    "--objective",
                                           "--top",    "--preemption-rate", "--explain", "--op-costs",
@@ -28,7 +29,7 @@ static const char *const PLAN_VALUED[] = {"--hw",     "--chips",     "--max-chip
                                           "--finetune", "--lora-rank", "--lora-targets", "--ep-overlap",
                                           "--weight-dtype", "--vocab-tiling", "--moe-dispatcher",
                                           "--moe-imbalance", "--input", "--storage", "--prefetch",
-                                          "--input-host", NULL};
+                                          "--input-host", "--wgrad-deferral-limit", NULL};
 
 /* The ranges of plan's numbers. Tokens stop at 1e18 so that the steps
 ** the planner derives (tokens / (gbs x seq), an int64) cannot overflow;
@@ -355,6 +356,8 @@ static int run_plan(cli_ctx *c) {
   req.has_ep_overlap = cli_opt(c, "--ep-overlap") != NULL;
   req.ep_overlap = epo == 1 ? PLAN_EP_OVERLAP_ON : PLAN_EP_OVERLAP_OFF;
   req.bf16_weights = wt.bf16_weights, req.vocab_tiles = wt.vocab_tiles;
+  req.defer_embedding_wgrad = wt.defer_embedding_wgrad;
+  req.wgrad_deferral_limit = wt.wgrad_deferral_limit;
   req.has_embeddings = cli_opt(c, "--embeddings") != NULL;
   req.embeddings = (plan_embeddings)emb;
   plan pp = {0};
@@ -677,6 +680,7 @@ const cli_cmd cli_cmd_plan = {"plan",
     "                  [--moe-dispatcher alltoall|flex] [--moe-imbalance F]\n"
     "                  [--input tokens|images] [--storage shards|files] [--prefetch N]\n"
     "                  [--input-host local|remote]\n"
+    "                  [--defer-embedding-wgrad-compute [--wgrad-deferral-limit N]]\n"
     "  --objective: default time; cost for the classical families (gbdt, mlp)\n"
     "  --cp, --precision, --framework, --offload, --seq, --weight-dtype, --vocab-tiling:\n"
     "               kept fixed in the search (simulate --help)\n"
@@ -684,6 +688,8 @@ const cli_cmd cli_cmd_plan = {"plan",
     "               plans where the framework overlaps the MoE all-to-alls (Megatron-Core);\n"
     "               the table's ep column says 8+ov for a plan that overlaps them\n"
     "  --moe-dispatcher: fixed for the expert-parallel plans (simulate --help)\n"
+    "  --defer-embedding-wgrad-compute: every plan with a pipeline defers the output\n"
+    "               layer's weight gradients into its flush (simulate --help)\n"
     "  --moe-imbalance F: each expert-parallel plan's busiest chip takes F times the\n"
     "               even share, or the most its ep allows (simulate --help)\n"
     "  --input, --storage, --prefetch, --input-host: the host input pipeline every\n"

@@ -19,11 +19,13 @@
 #include "../sim/input.h"
 #include "../sim/net.h"
 #include "../sim/optime.h"
+#include "../sim/sched.h"
 #include "../viz/trace.h"
 
 const char *const CLI_OP_COSTS[] = {"ir", "formula", NULL}; /* opcost_source order */
 const char *const CLI_SIM_FLAGS[] = {"--fsdp", "--sp", "--explain", "--full",
-                                     "--pp-split-embedding", "--pp-split-loss", NULL};
+                                     "--pp-split-embedding", "--pp-split-loss",
+                                     "--defer-embedding-wgrad-compute", NULL};
 const char *const CLI_SIM_VALUED[] = {
     "--hw",   "--chips",     "--dp",        "--tp",           "--pp",
     "--ep",   "--zero",      "--mbs",       "--gbs",          "--seq",
@@ -32,7 +34,7 @@ const char *const CLI_SIM_VALUED[] = {
     "--attention-kernel", "--op-costs", "--cp", "--cp-comm", "--etp", "--pp-layers", "--pp-layout", "--hsdp", "--offload",
     "--framework", "--embeddings", "--topology", "--set", "--compile", "--tp-overlap",
     "--ep-overlap", "--finetune", "--lora-rank", "--lora-targets", "--vocab-tiling",
-    "--weight-dtype", "--moe-dispatcher", "--moe-imbalance", NULL};
+    "--weight-dtype", "--moe-dispatcher", "--moe-imbalance", "--wgrad-deferral-limit", NULL};
 static const char *const COMPILE[] = {"off", "on", NULL};
 
 /* --offload none|activations|optimizer, or activations:N (the activations
@@ -430,6 +432,21 @@ void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p
                   ? " (flex dispatcher: a copy per destination node, then per rank)"
                   : " (alltoall dispatcher: a copy per chosen expert, sorted by expert on arrival)",
               pc[13]);
+    if (p->defer_embedding_wgrad && r->head_wgrad_s > 0) {
+      /* the drain's figures as the schedule takes them (sim/sched.h) */
+      sched_desc dd = {.M = r->microbatches, .defer = true, .defer_limit = p->wgrad_deferral_limit,
+                       .b_last_defer = r->head_wgrad_s, .drain_ag_s = r->head_wgrad_ag_s};
+      char w[32], g[32], dr[32];
+      units_seconds(w, sizeof w, r->head_wgrad_s);
+      units_seconds(g, sizeof g, r->head_wgrad_ag_s);
+      units_seconds(dr, sizeof dr, sched_drain_s(&dd));
+      fprintf(out, "  output layer's weight gradients deferred (--defer-embedding-wgrad-compute): "
+                   "%lld of %lld micro-batches' GEMMs, %s each%s%s%s, run in the flush after the "
+                   "last stage's last backward: %s\n",
+              (long long)sched_deferred(&dd), (long long)r->microbatches, w,
+              r->head_wgrad_ag_s > 0 ? " behind a " : "", r->head_wgrad_ag_s > 0 ? g : "",
+              r->head_wgrad_ag_s > 0 ? " all-gather of its input" : "", dr);
+    }
     if (plan_moe_load(p) > 1)
       fprintf(out, "  uneven routing: the busiest chip of each expert group receives %.3g times the "
                    "even share of the routed tokens (--moe-imbalance), and its expert GEMMs, "
@@ -689,6 +706,7 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "                  [--input-host local|remote] [--set FIELD=VALUE ...]\n"
     "                  [--finetune full|lora|qlora [--lora-rank R] [--lora-targets LIST]]\n"
     "                  [--weight-dtype fp32|bf16] [--vocab-tiling N]\n"
+    "                  [--defer-embedding-wgrad-compute [--wgrad-deferral-limit N]]\n"
     "  chips = dp x tp x pp x cp (Megatron-Core); --ep splits the expert layers over\n"
     "  dp x cp ranks, --etp each expert's FFN\n"
     "  --framework: the stack's features (attention kernel, gradient sync, optimizer\n"
@@ -737,6 +755,10 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "              no fp32 master (MaxText's weight_dtype=bfloat16)\n"
     "  --vocab-tiling N: the logits, loss and their gradients N tiles of the tokens\n"
     "              at a time, 1/N of the logits held (MaxText's num_vocab_tiling)\n"
+    "  --defer-embedding-wgrad-compute: the output layer's weight-gradient GEMMs\n"
+    "              of the first N micro-batches (--wgrad-deferral-limit N; 0, the\n"
+    "              default: all) run in the pipeline's flush on the last stage, not\n"
+    "              in its backward (Megatron-Core's flags; pp > 1)\n"
     "  --pp-layout LAYOUT: Megatron-Core's --pipeline-model-parallel-layout as a\n"
     "              recipe writes it, e.g. 'Et|(tt|)*30mL': stages split by '|', E the\n"
     "              embedding, t a decoder layer, m an MTP layer, L the loss\n"

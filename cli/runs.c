@@ -91,18 +91,20 @@ static bool has_phrases(const runs_row *w, const char *phrase);
 typedef enum { MAP_CHIP, MAP_DEVICES, MAP_FRAMEWORK, MAP_BATCH, MAP_MODEL, MAP_PRECISION,
                MAP_RECOMPUTE, MAP_DEFAULT, MAP_OFFLOAD, MAP_SP, MAP_ETP, MAP_FAMILY,
                MAP_COMPILE, MAP_TP_OVERLAP, MAP_EP_OVERLAP, MAP_FINETUNE, MAP_WEIGHT_DTYPE,
-               MAP_VOCAB_TILING, MAP_ATTENTION, MAP_DISPATCHER, MAP_PP_LAYOUT, MAP_KINDS } map_kind;
+               MAP_VOCAB_TILING, MAP_ATTENTION, MAP_DISPATCHER, MAP_PP_LAYOUT, MAP_WGRAD_DEFERRAL,
+               MAP_KINDS } map_kind;
 static const char *const MAP_KIND_NAMES[] = {"chip",      "devices",   "framework", "batch",
                                              "model",     "precision", "recompute", "default",
                                              "offload",   "sp",        "etp",       "family",
                                              "compile",   "tp_overlap", "ep_overlap", "finetune",
                                              "weight_dtype", "vocab_tiling", "attention",
-                                             "dispatcher", "pp_layout", NULL};
+                                             "dispatcher", "pp_layout", "wgrad_deferral", NULL};
 
 /* simulate's switches the mapping sets by FRAMEWORK:PHRASE, their values
 ** (NULL: a count from 1), the rows each applies to (need: 0 every row, 1
-** tp > 1, 2 ep > 1), and the word that goes in the docs table's features
-** when the switch is at `note_when` (NULL: any value) */
+** tp > 1, 2 ep > 1, 3 pp > 1), and the word that goes in the docs table's
+** features when the switch is at `note_when` (NULL: any value); `on`, a
+** flag given before it (a switch whose value is a limit of another) */
 static const char *const ONOFF[] = {"off", "on", NULL};
 static const char *const WEIGHT_DTYPES[] = {"fp32", "bf16", NULL};
 static const char *const ATTENTIONS[] = {"flash", "scores", NULL};
@@ -114,16 +116,19 @@ static const struct {
   const char *expect; /* the values, in a message */
   const char *note_when, *note;
   int need;
-} SWITCHES[] = {{MAP_COMPILE, "--compile", ONOFF, "on or off", "off", ", eager PyTorch", 0},
-                {MAP_TP_OVERLAP, "--tp-overlap", ONOFF, "on or off", "on", ", TP overlap", 1},
-                {MAP_EP_OVERLAP, "--ep-overlap", ONOFF, "on or off", "on", ", EP overlap", 2},
+  const char *on;
+} SWITCHES[] = {{MAP_COMPILE, "--compile", ONOFF, "on or off", "off", ", eager PyTorch", 0, NULL},
+                {MAP_TP_OVERLAP, "--tp-overlap", ONOFF, "on or off", "on", ", TP overlap", 1, NULL},
+                {MAP_EP_OVERLAP, "--ep-overlap", ONOFF, "on or off", "on", ", EP overlap", 2, NULL},
                 {MAP_WEIGHT_DTYPE, "--weight-dtype", WEIGHT_DTYPES, "fp32 or bf16", "bf16",
-                 ", bf16 weights", 0},
-                {MAP_VOCAB_TILING, "--vocab-tiling", NULL, "a count", NULL, ", vocab tiling", 0},
+                 ", bf16 weights", 0, NULL},
+                {MAP_VOCAB_TILING, "--vocab-tiling", NULL, "a count", NULL, ", vocab tiling", 0, NULL},
                 {MAP_ATTENTION, "--attention", ATTENTIONS, "flash or scores", "scores",
-                 ", attention scores in HBM", 0},
+                 ", attention scores in HBM", 0, NULL},
                 {MAP_DISPATCHER, "--moe-dispatcher", DISPATCHERS, "alltoall or flex", "alltoall",
-                 ", alltoall dispatcher", 2}};
+                 ", alltoall dispatcher", 2, NULL},
+                {MAP_WGRAD_DEFERRAL, "--wgrad-deferral-limit", NULL, "a count", NULL,
+                 ", output-layer wgrad deferred", 3, "--defer-embedding-wgrad-compute"}};
 
 static int switch_index(map_kind k) {
   for (size_t i = 0; i < sizeof SWITCHES / sizeof *SWITCHES; i++)
@@ -585,7 +590,8 @@ static int mapping_read(runs_mapping *m, const char *file, diag *dg) {
       diag_error(dg, file, kind->line, kind->col, "kind",
                  "'%.40s': expected chip, devices, framework, batch, model, precision, recompute, "
                  "default, offload, sp, etp, family, compile, tp_overlap, ep_overlap, finetune, "
-                 "weight_dtype, vocab_tiling, attention or dispatcher%s%s%s",
+                 "weight_dtype, vocab_tiling, attention, dispatcher, pp_layout or "
+                 "wgrad_deferral%s%s%s",
                  kind->s, s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : "");
       bad = 1;
       continue;
@@ -1401,18 +1407,22 @@ static void offload_arg(const runs_table *x, runs_result *r, runs_argv *a) {
   runs_addf(r->exercises, sizeof r->exercises, ", %s offload", e->value->s);
 }
 
-/* --compile, --tp-overlap, --ep-overlap, --weight-dtype and
-** --vocab-tiling through the mapping: FRAMEWORK:PHRASE, the row's framework
+/* --compile, --tp-overlap, --ep-overlap, --weight-dtype, --vocab-tiling,
+** --attention, --moe-dispatcher and --wgrad-deferral-limit through the
+** mapping: FRAMEWORK:PHRASE, the row's framework
 ** (a torchtitan row that states it ran without torch.compile; a MaxText row
 ** whose recipe turns on XLA's collective matmul, or that states its
 ** weight_dtype or num_vocab_tiling; a Megatron-Core MoE row that states its
-** all-to-all overlap). */
+** all-to-all overlap; a Megatron-Bridge recipe that defers the output
+** layer's weight gradients). */
 static void switch_args(const runs_table *x, runs_result *r, runs_argv *a) {
   for (size_t i = 0; i < sizeof SWITCHES / sizeof *SWITCHES; i++) {
     int need = SWITCHES[i].need;
-    if ((need == 1 && r->w.tp <= 1) || (need == 2 && r->w.ep <= 1)) continue;
+    if ((need == 1 && r->w.tp <= 1) || (need == 2 && r->w.ep <= 1) || (need == 3 && r->w.pp <= 1))
+      continue;
     const map_entry *e = phrase_entry(x, SWITCHES[i].kind, r->framework, &r->w, true);
     if (!e) continue;
+    if (SWITCHES[i].on) runs_arg(a, "%s", SWITCHES[i].on);
     runs_arg(a, "%s", SWITCHES[i].flag);
     runs_arg(a, "%s", e->value->s);
     if (!SWITCHES[i].note_when || strcmp(e->value->s, SWITCHES[i].note_when) == 0)

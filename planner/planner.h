@@ -97,6 +97,11 @@ typedef struct {
   ** fp32 weights, one tile) */
   bool bf16_weights;
   int64_t vocab_tiles;
+  /* Megatron-Core's deferred output-layer weight gradients
+  ** (--defer-embedding-wgrad-compute, --wgrad-deferral-limit), for every
+  ** plan with a pipeline (pp 1 has no flush to run them in) */
+  bool defer_embedding_wgrad;
+  int64_t wgrad_deferral_limit;
   /* every plan of the space scored: no bound prunes (the best plan is the
   ** same either way; the bounds only save time) */
   bool exhaustive;

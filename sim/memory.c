@@ -980,6 +980,16 @@ static void stage_pre_of(const memctx *x, int64_t i, stage_pre *s) {
     if (first) ends += first_mbs * sb * c->r * c->mask * c->h;
     double out_mbs = p->schedule == PLAN_GPIPE ? (double)x->m : 1;
     if (last) ends += out_mbs * sb * (2 * c->r * c->e * c->h + logit_bytes(x->o) * c->vl);
+    /* the deferred output-layer weight gradients' operands, kept until the
+    ** flush: each deferred micro-batch's input to the output layer (its
+    ** sequence-parallel shard) and the gradient of its logits in the
+    ** input's dtype (Megatron-Core's embedding_activation_buffer and
+    ** grad_output_buffer, tensor_parallel/layers.py) */
+    if (last && p->defer_embedding_wgrad) {
+      double n = p->wgrad_deferral_limit > 0 && p->wgrad_deferral_limit < x->m
+                     ? (double)p->wgrad_deferral_limit : (double)x->m;
+      ends += n * sb * c->e * (c->r * c->h + c->vc);
+    }
   }
   s->ends = ends;
   stage_temporary_base(x, &s->t, last, &s->big, &s->coll);

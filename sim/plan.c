@@ -771,6 +771,12 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
                     plan_precision_name(p->precision));
   }
   const wl_tf_dims *d = &m->info.tf;
+  if (p->defer_embedding_wgrad && p->pp < 2) {
+    *fault = PLAN_FAULT_FAMILY;
+    return str_errf(err, errn, "--defer-embedding-wgrad-compute runs the output layer's weight "
+                    "gradients in a pipeline's flush; pp %lld has none (Megatron-Core refuses it "
+                    "at pp 1; nearest: --pp 2 or more, or leave the flag out)", (long long)p->pp);
+  }
   if (p->remat_device | p->remat_offload) {
     char lab[192];
     if (p->recompute != PLAN_RECOMPUTE_FULL) {

@@ -150,6 +150,13 @@ typedef struct {
   ** each tile's logits, loss and gradient at a time (MaxText's
   ** num_vocab_tiling): 1/N of the logits held; 0 or 1: all at once */
   int64_t vocab_tiles;
+  /* the output layer's weight-gradient GEMM of the first
+  ** wgrad_deferral_limit micro-batches (0: of every one) left out of the
+  ** last pipeline stage's backward and run in the pipeline's flush, after
+  ** its last backward (Megatron-Core's defer_embedding_wgrad_compute, which
+  ** needs pp > 1; sim/sched.h) */
+  bool defer_embedding_wgrad;
+  int64_t wgrad_deferral_limit;
   /* the parameters, their gradients and the optimizer's states all in the
   ** 16-bit compute dtype, no fp32 master copy (MaxText's
   ** weight_dtype=bfloat16; --weight-dtype bf16); false: the framework's */

@@ -497,6 +497,9 @@ int step_describe(const model *m, const hw_model *hw, const plan *p, const step_
                            .p2p_s = r->p2p_s};
   step_edges(r, accum, &sd->sched.f_first, &sd->sched.b_first, &sd->sched.f_last,
              &sd->sched.b_last);
+  sd->sched.defer = p->defer_embedding_wgrad;
+  sd->sched.defer_limit = p->wgrad_deferral_limit;
+  sd->sched.b_last_defer = r->head_wgrad_s, sd->sched.drain_ag_s = r->head_wgrad_ag_s;
   /* the layers of each virtual stage, in order, and their kinds */
   /* the kinds the model has (r counted every layer's): only theirs are
   ** worked out, the rest of the WL_LAYER_KINDS slots never read; with no
@@ -892,7 +895,9 @@ static int simulate_cached(const model *m, const hw_model *hw, const plan *pl,
   if (tl) {
     *tl = (step_timeline){.pp = p.pp, .vp = p.vp, .M = sd.sched.M, .spans = so.spans,
                           .n_spans = so.n_spans, .bucket_t0 = bk0, .bucket_t1 = bk1,
-                          .buckets = sd.dp_allreduce_s > 0 ? nbk : 0, .opt_t0 = opt_t0};
+                          .buckets = sd.dp_allreduce_s > 0 ? nbk : 0, .opt_t0 = opt_t0,
+                          .drain_s = sched_drain_s(&sd.sched)};
+    tl->drain_t0 = so.last_b_end[p.pp - 1] - tl->drain_s;
     so.spans = NULL; /* the timeline's now */
     bk0 = bk1 = opt_t0 = NULL;
     if (timeline_layers(m, hw, &p, r, tl, err, errn) != 0) {
@@ -965,6 +970,8 @@ cJSON *step_json(const model *m, const hw_model *hw, const plan *p, const step_r
   if (plan_moe_load(p) > 1) cJSON_AddNumberToObject(pj, "moe_imbalance", plan_moe_load(p));
   if (p->bf16_weights) cJSON_AddStringToObject(pj, "weight_dtype", "bf16");
   if (p->vocab_tiles > 1) cJSON_AddNumberToObject(pj, "vocab_tiling", (double)p->vocab_tiles);
+  if (p->defer_embedding_wgrad)
+    cJSON_AddNumberToObject(pj, "wgrad_deferral_limit", (double)p->wgrad_deferral_limit);
   if (p->pp_split_embedding) cJSON_AddBoolToObject(pj, "pp_split_embedding", true);
   if (p->pp_split_loss) cJSON_AddBoolToObject(pj, "pp_split_loss", true);
   if (p->full) {

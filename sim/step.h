@@ -62,6 +62,10 @@ typedef struct {
   ** runs it, the last stage the rest (final norm, head, loss, MTP);
   ** step_edges splits them */
   double embed_fwd_s, embed_bwd_s;
+  /* of head_bwd_s, the output layer's weight-gradient GEMM, and the
+  ** tensor-parallel all-gather of its input under sequence parallelism:
+  ** what --defer-embedding-wgrad-compute moves into the flush (0 without) */
+  double head_wgrad_s, head_wgrad_ag_s;
   double layer_mm_fwd_s; /* the layers' forward matmul kernels, average (kind_mm_fwd_s) */
   double tp_comm_fwd_s, tp_comm_bwd_s, p2p_s, dp_allreduce_s, optimizer_s;
   /* adding one micro-batch's weight gradients into the step's gradient
@@ -161,6 +165,9 @@ typedef struct {
   double *bucket_t0, *bucket_t1; /* [pp * buckets] */
   int64_t buckets;
   double *opt_t0; /* [pp] */
+  /* the deferred output-layer weight gradients on the last chip, after its
+  ** last backward (drain_s 0: none deferred) */
+  double drain_t0, drain_s;
   model *layer[WL_LAYER_KINDS];
   step_op *ops[WL_LAYER_KINDS];
   int n_ops[WL_LAYER_KINDS];

@@ -426,6 +426,21 @@ run sim-wdt-fp32 1 simulate llama3-8b --hw tpu-v6e --chips 8 --precision fp32 --
 run sim-wdt-typo 2 simulate llama3-8b --hw tpu-v6e --chips 8 --weight-dtype bf17 && has sim-wdt-typo err "(did you mean 'bf16'?)"
 run sim-vt-zero 2 simulate llama3-8b --hw tpu-v6e --chips 8 --vocab-tiling 0 && has sim-vt-zero err "--vocab-tiling"
 run sim-wdt-bf16 0 simulate llama3-8b --hw tpu-v6e --chips 8 --gbs 8 --seq 8192 --weight-dtype bf16 --explain && has sim-wdt-bf16 out "8.03 G params x 2 B / 8" && has sim-wdt-bf16 out "1.00 G params x 14 B"
+# --defer-embedding-wgrad-compute [--wgrad-deferral-limit N] (Megatron-Core's): the
+# output layer's weight-gradient GEMMs of the first N micro-batches run in the flush.
+# It needs a pipeline, the limit needs the switch, a transformer's; --explain gives the
+# drain (4 GEMMs of 32064 x 4096 x 8192 behind a gather: g + 3 x max(w, g) + w), the
+# JSON the limit, and the step does not grow
+run sim-defer-pp1 1 simulate llama3-8b --hw h100-sxm --chips 8 --defer-embedding-wgrad-compute && has sim-defer-pp1 err "pp 1 has none (Megatron-Core refuses it at pp 1; nearest: --pp 2 or more"
+run sim-defer-lim 2 simulate llama3-8b --hw h100-sxm --chips 8 --pp 2 --wgrad-deferral-limit 4 && has sim-defer-lim err "--wgrad-deferral-limit limits --defer-embedding-wgrad-compute"
+run sim-defer-neg 2 simulate llama3-8b --hw h100-sxm --chips 8 --pp 2 --defer-embedding-wgrad-compute --wgrad-deferral-limit -1 && has sim-defer-neg err "--wgrad-deferral-limit -1: expected an integer from 0"
+run sim-defer-cnn 1 simulate resnet50 --hw h100-sxm --chips 8 --defer-embedding-wgrad-compute && has sim-defer-cnn err "--defer-embedding-wgrad-compute defers a transformer's output-layer weight gradients; resnet50 has no transformer layers"
+run sim-defer 0 simulate llama3-8b --hw h100-sxm --chips 8 --tp 4 --pp 2 --sp --gbs 32 --seq 8192 --defer-embedding-wgrad-compute --wgrad-deferral-limit 4 --explain && has sim-defer out "4 of 32 micro-batches' GEMMs"
+run sim-defer-json 0 simulate llama3-8b --hw h100-sxm --chips 8 --tp 4 --pp 2 --sp --gbs 32 --seq 8192 --defer-embedding-wgrad-compute --wgrad-deferral-limit 4 --json && has sim-defer-json out '"wgrad_deferral_limit":	4'
+run sim-nodefer-json 0 simulate llama3-8b --hw h100-sxm --chips 8 --tp 4 --pp 2 --sp --gbs 32 --seq 8192 --json
+awk -v a="$(sed -n 's/.*"step_time_s":[[:space:]]*\([0-9.e+-]*\).*/\1/p' "$OUT/sim-defer-json.out" | head -1)" -v b="$(sed -n 's/.*"step_time_s":[[:space:]]*\([0-9.e+-]*\).*/\1/p' "$OUT/sim-nodefer-json.out" | head -1)" 'BEGIN { exit !(a > 0 && a < b) }' && ok || bad "--defer-embedding-wgrad-compute: the step did not shrink"
+w=$(sed -n "s/.*GEMMs, \([0-9.]*\) ms each behind a \([0-9.]*\) us all-gather.*: \([0-9.]*\) ms\$/\1 \2 \3/p" "$OUT/sim-defer.out")
+echo "$w" | awk '{ g = $2 / 1000; w = $1; want = g + 3 * (w > g ? w : g) + w; d = want - $3; exit !(NF == 3 && d < 0.06 && d > -0.06) }' && ok || bad "--defer-embedding-wgrad-compute: the drain is not g + 3 max(w, g) + w: '$w'"
 # --recompute custom:NAME=WHERE,...: MaxText's named tensors (remat_policy
 # custom). A name it does not know, a place it does not know, a framework
 # that is not JAX's, and a model without transformer layers are refused;
@@ -878,6 +893,9 @@ run validate-badcompile 1 validate "$SHARED/reference/public-runs.csv" --mapping
 # weight_dtype and vocab_tiling: fp32 or bf16 (the nearest named), a count from 1
 printf 'kind,key,value\nweight_dtype,maxtext:weight_dtype=bfloat16,bf17\nvocab_tiling,maxtext:num_vocab_tiling=4;,0\n' >"$OUT/map-badwdt.csv"
 run validate-badwdt 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-badwdt.csv" && has validate-badwdt err "map-badwdt.csv:2:44: value: 'bf17': expected fp32 or bf16 (simulate's --weight-dtype) (did you mean 'bf16'?)" && has validate-badwdt err "map-badwdt.csv:3:42: value: --vocab-tiling 0: expected an integer from 1"
+# wgrad_deferral: a count from 1 (--wgrad-deferral-limit); a misspelt kind gets the nearest
+printf 'kind,key,value\nwgrad_deferral,megatron-core:task=sft,0\nwgrad_deferal,megatron-core:task=sft,22\n' >"$OUT/map-badwgrad.csv"
+run validate-badwgrad 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-badwgrad.csv" && has validate-badwgrad err "map-badwgrad.csv:2:39: value: --wgrad-deferral-limit 0: expected an integer from 1" && has validate-badwgrad err "map-badwgrad.csv:3:1: kind: 'wgrad_deferal': expected chip," && has validate-badwgrad err "(did you mean 'wgrad_deferral'?)"
 # attention: flash or scores (the nearest named)
 printf 'kind,key,value\nattention,maxtext:attention=dot_product,score\n' >"$OUT/map-badattn.csv"
 run validate-badattn 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-badattn.csv" && has validate-badattn err "map-badattn.csv:2:41: value: 'score': expected flash or scores (simulate's --attention) (did you mean 'scores'?)"

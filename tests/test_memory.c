@@ -270,6 +270,31 @@ Test(memory, embedding_and_head_on_their_stages) {
   cr_assert_float_eq(m.params, 12 * ((12 * H * H + 7 * H) / 8 + 6 * H) + V * H / 8, 1);
 }
 
+/* Megatron-Core's defer_embedding_wgrad_compute keeps, for each deferred
+** micro-batch, the output layer's input and the gradient of its logits
+** (embedding_activation_buffer, grad_output_buffer; tensor_parallel/
+** layers.py) on the last stage until the flush: s b e (h / t + V / t) each,
+** by hand. Two stages of one layer, a 51,200 vocabulary: the last stage,
+** with the fp32 logits, is the worst before and after. */
+Test(memory, deferred_head_wgrad_buffers_on_the_last_stage) {
+  wl_tf_dims d = GPT(2, 1024, 8, 4096);
+  plan p = {.chips = 2, .dp = 1, .tp = 1, .pp = 2, .mbs = 1, .gbs = 16, .seq = 2048,
+            .precision = GDT_BF16, .schedule = PLAN_1F1B};
+  mem_opts o = kc_opts();
+  o.layers_only = false;
+  mem_bytes plain, all, four;
+  cr_assert_eq(mem_transformer(&d, &p, &o, &plain, NULL, 0), 0);
+  p.defer_embedding_wgrad = true;
+  cr_assert_eq(mem_transformer(&d, &p, &o, &all, NULL, 0), 0);
+  p.wgrad_deferral_limit = 4;
+  cr_assert_eq(mem_transformer(&d, &p, &o, &four, NULL, 0), 0);
+  cr_assert_eq(plain.stage, 1);
+  cr_assert_eq(all.stage, 1);
+  double one = 2048.0 * 1 * 2 * (1024 + 51200); /* s b e (h + V), tp 1 */
+  cr_assert_float_eq(all.activations - plain.activations, 16 * one, 1, "all 16: %.6g", all.activations - plain.activations);
+  cr_assert_float_eq(four.activations - plain.activations, 4 * one, 1);
+}
+
 /* ---- schedules ---- */
 
 Test(memory, pipeline_schedules_hold_micro_batches) {

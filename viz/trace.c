@@ -421,6 +421,9 @@ static void write_trace(tout *o, const step_timeline *q, const step_result *r, c
       trace_slice(o, name, "collective", bucket_t0[dev * buckets + j],
                   bucket_t1[dev * buckets + j] - bucket_t0[dev * buckets + j], dev, 2);
     }
+  if (q->drain_s > 0)
+    trace_slice(o, "output layer weight gradients (deferred)", "backward", q->drain_t0, q->drain_s,
+                p->pp - 1, 1);
   for (int64_t dev = 0; td && dev < p->pp; dev++)
     if (r->optimizer_s > 0)
       trace_slice(o, "optimizer update", "optimizer", td->opt_t0[dev], r->optimizer_s, dev, 1);
