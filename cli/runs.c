@@ -336,10 +336,14 @@ static int check_layouts(const map_entry *e, const char *file, diag *dg) {
   int at = 0;
   if (layout_for(e->value->s, 0, out, sizeof out, &at, err, sizeof err) == 0) return 0;
   /* the column of the layout refused: past the value's opening quote when
-  ** it has one (a one-line value whose text is two longer than its own) */
+  ** it has one (a one-line value whose text is two longer than its own,
+  ** and one more for each quote written doubled), and one further for each
+  ** doubled quote before it */
   const csv_cell *c = e->value;
-  int quoted = c->end_line == c->line && c->end_col - c->col == (int)strlen(c->s) + 2;
-  diag_error(dg, file, c->line, c->col + quoted + at, "value", "%s", err);
+  int len = (int)strlen(c->s), quotes = 0, before = 0;
+  for (int i = 0; i < len; i++) quotes += c->s[i] == '"', before += c->s[i] == '"' && i < at;
+  int quoted = c->end_line == c->line && c->end_col - c->col == len + 2 + quotes;
+  diag_error(dg, file, c->line, c->col + quoted + at + (quoted ? before : 0), "value", "%s", err);
   return -1;
 }
 

@@ -901,9 +901,10 @@ printf 'kind,key,value\nattention,maxtext:attention=dot_product,score\n' >"$OUT/
 run validate-badattn 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-badattn.csv" && has validate-badattn err "map-badattn.csv:2:41: value: 'score': expected flash or scores (simulate's --attention) (did you mean 'scores'?)"
 # a pp_layout value: the layout refused is pointed at inside the value
 # (past a quote), two of one stage count are refused, as a row could take
-# either, and so is an empty one
-printf 'kind,key,value\npp_layout,megatron-core:x,"Et|tL;Et|t|L;Et|tL"\npp_layout,megatron-core:y,Et|tL;Et|tq|L\npp_layout,megatron-core:z,"Et|tL;;Et|t|L"\n' >"$OUT/map-badppl.csv"
-run validate-badppl 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-badppl.csv" && has validate-badppl err "map-badppl.csv:2:41: value: 'Et|tL': a second layout of 2 stages (layouts 1 and 3)" && has validate-badppl err "map-badppl.csv:3:33: value: --pp-layout 'Et|tq|L': expected E, t, m, L" && has validate-badppl err "map-badppl.csv:4:34: value: an empty layout"
+# either, and so is an empty one; a quote written doubled inside the value
+# keeps the column on the layout
+printf 'kind,key,value\npp_layout,megatron-core:x,"Et|tL;Et|t|L;Et|tL"\npp_layout,megatron-core:y,Et|tL;Et|tq|L\npp_layout,megatron-core:z,"Et|tL;;Et|t|L"\npp_layout,megatron-core:w,"Et|tL;Et|t""L"\n' >"$OUT/map-badppl.csv"
+run validate-badppl 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-badppl.csv" && has validate-badppl err "map-badppl.csv:2:41: value: 'Et|tL': a second layout of 2 stages (layouts 1 and 3)" && has validate-badppl err "map-badppl.csv:3:33: value: --pp-layout 'Et|tq|L': expected E, t, m, L" && has validate-badppl err "map-badppl.csv:4:34: value: an empty layout" && has validate-badppl err "map-badppl.csv:5:34: value: --pp-layout 'Et|t\"L'"
 printf 'kind,key,value\ndispatcher,megatron-core:{chip}=B200,alltoal\n' >"$OUT/map-baddisp.csv"
 run validate-baddisp 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-baddisp.csv" && has validate-baddisp err "map-baddisp.csv:2:38: value: 'alltoal': expected alltoall or flex (simulate's --moe-dispatcher) (did you mean 'alltoall'?)"
 # a MaxText row of 2023 (dot-product attention) runs with --attention scores, a row of
