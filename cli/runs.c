@@ -104,7 +104,8 @@ static const char *const MAP_KIND_NAMES[] = {"chip",      "devices",   "framewor
 ** (NULL: a count from 1), the rows each applies to (need: 0 every row, 1
 ** tp > 1, 2 ep > 1, 3 pp > 1), and the word that goes in the docs table's
 ** features when the switch is at `note_when` (NULL: any value); `on`, a
-** flag given before it (a switch whose value is a limit of another) */
+** flag given before it (a switch whose value is a limit of another); `lo`,
+** a count's least (0: Megatron-Core's limit, where 0 means all) */
 static const char *const ONOFF[] = {"off", "on", NULL};
 static const char *const WEIGHT_DTYPES[] = {"fp32", "bf16", NULL};
 static const char *const ATTENTIONS[] = {"flash", "scores", NULL};
@@ -117,18 +118,19 @@ static const struct {
   const char *note_when, *note;
   int need;
   const char *on;
-} SWITCHES[] = {{MAP_COMPILE, "--compile", ONOFF, "on or off", "off", ", eager PyTorch", 0, NULL},
-                {MAP_TP_OVERLAP, "--tp-overlap", ONOFF, "on or off", "on", ", TP overlap", 1, NULL},
-                {MAP_EP_OVERLAP, "--ep-overlap", ONOFF, "on or off", "on", ", EP overlap", 2, NULL},
+  int lo;
+} SWITCHES[] = {{MAP_COMPILE, "--compile", ONOFF, "on or off", "off", ", eager PyTorch", 0, NULL, 1},
+                {MAP_TP_OVERLAP, "--tp-overlap", ONOFF, "on or off", "on", ", TP overlap", 1, NULL, 1},
+                {MAP_EP_OVERLAP, "--ep-overlap", ONOFF, "on or off", "on", ", EP overlap", 2, NULL, 1},
                 {MAP_WEIGHT_DTYPE, "--weight-dtype", WEIGHT_DTYPES, "fp32 or bf16", "bf16",
-                 ", bf16 weights", 0, NULL},
-                {MAP_VOCAB_TILING, "--vocab-tiling", NULL, "a count", NULL, ", vocab tiling", 0, NULL},
+                 ", bf16 weights", 0, NULL, 1},
+                {MAP_VOCAB_TILING, "--vocab-tiling", NULL, "a count", NULL, ", vocab tiling", 0, NULL, 1},
                 {MAP_ATTENTION, "--attention", ATTENTIONS, "flash or scores", "scores",
-                 ", attention scores in HBM", 0, NULL},
+                 ", attention scores in HBM", 0, NULL, 1},
                 {MAP_DISPATCHER, "--moe-dispatcher", DISPATCHERS, "alltoall or flex", "alltoall",
-                 ", alltoall dispatcher", 2, NULL},
+                 ", alltoall dispatcher", 2, NULL, 1},
                 {MAP_WGRAD_DEFERRAL, "--wgrad-deferral-limit", NULL, "a count", NULL,
-                 ", output-layer wgrad deferred", 3, "--defer-embedding-wgrad-compute"}};
+                 ", output-layer wgrad deferred", 3, "--defer-embedding-wgrad-compute", 0}};
 
 static int switch_index(map_kind k) {
   for (size_t i = 0; i < sizeof SWITCHES / sizeof *SWITCHES; i++)
@@ -523,7 +525,8 @@ static int mapping_check_value(const map_entry *e, const char *file, diag *dg) {
     const char *const *vals = SWITCHES[si].values;
     int64_t n;
     char err[256];
-    if (!vals && num_parse_int(switch_flag(e->kind), e->value->s, 1, 1 << 20, &n, err, sizeof err)) {
+    if (!vals && num_parse_int(switch_flag(e->kind), e->value->s, SWITCHES[si].lo, 1 << 20, &n, err,
+                               sizeof err)) {
       diag_error(dg, file, e->value->line, e->value->col, "value", "%s", err);
       return -1;
     }

@@ -557,6 +557,10 @@ static double desc_chunks_s(hw_state *st, const plan *p, const step_result *c, d
   double busy = 0, chain = 0;
   for (int64_t k = 0; k < V; k++)
     busy += (double)d->M * (sched_task_s(d, k * pp + pp - 1, false) + sched_task_s(d, k * pp + pp - 1, true));
+  /* the deferred output-layer weight gradients leave the last stage's
+  ** backwards; their drain may run beside the cooldown of the stages
+  ** before, so none of it is in the floor */
+  busy -= (double)sched_deferred(d) * d->b_last_defer;
   for (int64_t vs = 0; vs + 1 < pp; vs++) chain += sched_task_s(d, vs, false) + sched_task_s(d, vs, true);
   *opt_s = sd->optimizer_s;
   return busy + chain;
@@ -828,8 +832,13 @@ static void search_sizes(hw_state *st, plan p, const variant *vs, int n_vs) {
   int n_dead = 0;
   int64_t mbs[256];
   int n_mbs = divisors(p.gbs / p.dp, p.gbs / p.dp, mbs, 256);
+  bool defer = p.defer_embedding_wgrad;
   for (int mi = 0; mi < n_mbs && n_dead < n_vs; mi++) {
     p.mbs = mbs[mi];
+    /* the deferral asked for where its drain has two micro-batches or more
+    ** (Megatron-Core's needs them: plan_check) */
+    p.defer_embedding_wgrad = defer;
+    if (defer && plan_wgrad_deferred(&p) < 2) p.defer_embedding_wgrad = false;
     st->gen++; /* new sizes or micro-batch: the memory's preparation is stale */
     if (st->seeding && p.mbs > 4) break;
     if (seed_plan(&p) != st->seeding) continue;

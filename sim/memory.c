@@ -984,11 +984,13 @@ static void stage_pre_of(const memctx *x, int64_t i, stage_pre *s) {
     ** flush: each deferred micro-batch's input to the output layer (its
     ** sequence-parallel shard) and the gradient of its logits in the
     ** input's dtype (Megatron-Core's embedding_activation_buffer and
-    ** grad_output_buffer, tensor_parallel/layers.py) */
+    ** grad_output_buffer, tensor_parallel/layers.py). The drain's two
+    ** gather buffers come after the activations are freed: not at the peak */
     if (last && p->defer_embedding_wgrad) {
-      double n = p->wgrad_deferral_limit > 0 && p->wgrad_deferral_limit < x->m
-                     ? (double)p->wgrad_deferral_limit : (double)x->m;
-      ends += n * sb * c->e * (c->r * c->h + c->vc);
+      /* the inputs beyond those the schedule holds anyway (GPipe's every
+      ** one, 1F1B's one in flight: out_mbs above) */
+      double n = (double)plan_wgrad_deferred(p);
+      ends += sb * c->e * (fmax(0, n - out_mbs) * c->r * c->h + n * c->vc);
     }
   }
   s->ends = ends;

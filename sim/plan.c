@@ -405,6 +405,12 @@ int64_t plan_microbatches(const plan *p) {
   return per > 0 ? p->gbs / per : 0;
 }
 
+int64_t plan_wgrad_deferred(const plan *p) {
+  if (!p->defer_embedding_wgrad) return 0;
+  int64_t m = plan_microbatches(p), l = p->wgrad_deferral_limit;
+  return l > 0 && l < m ? l : m;
+}
+
 graph_dtype plan_precision_on(const hw_model *hw, graph_dtype want) {
   if (want == GDT_BF16 && hw_peak_flops(hw, HW_BF16) <= 0 && hw_peak_flops(hw, HW_FP16) > 0)
     return GDT_F16;
@@ -771,11 +777,20 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
                     plan_precision_name(p->precision));
   }
   const wl_tf_dims *d = &m->info.tf;
-  if (p->defer_embedding_wgrad && p->pp < 2) {
-    *fault = PLAN_FAULT_FAMILY;
-    return str_errf(err, errn, "--defer-embedding-wgrad-compute runs the output layer's weight "
-                    "gradients in a pipeline's flush; pp %lld has none (Megatron-Core refuses it "
-                    "at pp 1; nearest: --pp 2 or more, or leave the flag out)", (long long)p->pp);
+  if (p->defer_embedding_wgrad) {
+    if (p->pp < 2) {
+      *fault = PLAN_FAULT_FAMILY;
+      return str_errf(err, errn, "--defer-embedding-wgrad-compute runs the output layer's weight "
+                      "gradients in a pipeline's flush; pp %lld has none (Megatron-Core refuses it "
+                      "at pp 1; nearest: --pp 2 or more, or leave the flag out)", (long long)p->pp);
+    }
+    if (m->train.method != WL_FULL) {
+      *fault = PLAN_FAULT_FAMILY;
+      return str_errf(err, errn, "--defer-embedding-wgrad-compute defers the output layer's weight "
+                      "gradients; under --finetune %s the output layer is frozen and has none "
+                      "(Megatron-Core's frozen linear refuses the buffers; leave the flag out)",
+                      wl_method_names[m->train.method]);
+    }
   }
   if (p->remat_device | p->remat_offload) {
     char lab[192];
@@ -947,6 +962,20 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
                (long long)p->mbs, (long long)p->dp, (long long)p->gbs, (long long)hi);
     *fault = PLAN_FAULT_DIVIDES;
     return -1;
+  }
+  if (p->defer_embedding_wgrad) {
+    /* Megatron-Core's drain gathers the next buffer under each GEMM and
+    ** runs the last outside its loop: with one deferred micro-batch the
+    ** loop never runs and it fails (utils.py drain_embedding_wgrad_compute) */
+    int64_t mb = plan_microbatches(p);
+    if (plan_wgrad_deferred(p) == 1) {
+      *fault = PLAN_FAULT_FAMILY;
+      return str_errf(err, errn, "--defer-embedding-wgrad-compute with one deferred micro-batch (%s): "
+                      "Megatron-Core's drain needs two or more (utils.py "
+                      "drain_embedding_wgrad_compute runs the last outside a loop over the rest; "
+                      "nearest: --wgrad-deferral-limit 2 or more, or more micro-batches)",
+                      mb == 1 ? "the step has one" : "--wgrad-deferral-limit 1");
+    }
   }
   if (p->schedule == PLAN_INTERLEAVED && plan_microbatches(p) % p->pp != 0) {
     if (errn) snprintf(err, errn, "interleaved 1F1B needs the %lld micro-batches to be a multiple of pp %lld",

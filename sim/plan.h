@@ -339,6 +339,10 @@ int plan_name_index(const char *const *names, const char *s);
 
 /* Micro-batches per step per pipeline: gbs / (dp x mbs). */
 int64_t plan_microbatches(const plan *p);
+/* The micro-batches whose output-layer weight gradient p defers into the
+** flush (--defer-embedding-wgrad-compute): the first wgrad_deferral_limit,
+** all when 0; 0 when it does not defer. */
+int64_t plan_wgrad_deferred(const plan *p);
 
 struct hw_model;
 /* The precision a plan trains in on hw when `want` is asked for: bf16 falls

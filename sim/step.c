@@ -993,6 +993,14 @@ cJSON *step_json(const model *m, const hw_model *hw, const plan *p, const step_r
   cJSON_AddNumberToObject(b, "other", r->breakdown_s.other);
   /* inside compute: what the hidden data-parallel collectives' SMs cost it */
   cJSON_AddNumberToObject(o, "collectives_sm_s", r->coll_sm_s);
+  if (p->defer_embedding_wgrad) { /* the drain as the schedule ran it (sim/sched.h) */
+    sched_desc dd = {.M = r->microbatches, .defer = true, .defer_limit = p->wgrad_deferral_limit,
+                     .b_last_defer = r->head_wgrad_s, .drain_ag_s = r->head_wgrad_ag_s};
+    cJSON *w = cJSON_AddObjectToObject(o, "deferred_wgrad");
+    cJSON_AddNumberToObject(w, "microbatches", (double)sched_deferred(&dd));
+    cJSON_AddNumberToObject(w, "gemm_s", r->head_wgrad_s);
+    cJSON_AddNumberToObject(w, "drain_s", sched_drain_s(&dd));
+  }
   cJSON *mem = cJSON_AddObjectToObject(o, "memory_bytes");
   cJSON_AddNumberToObject(mem, "weights", r->memory.weights);
   cJSON_AddNumberToObject(mem, "gradients", r->memory.gradients);

@@ -968,16 +968,19 @@ static int costs_cached(const model *m, const hw_model *hw, const plan *pl, coll
     if (rs < 0 || ag < 0 || ag8 < 0) return -1;
     ar = rs + ag;
   }
-  /* Megatron-Core's deferred output-layer weight gradient: a bf16 GEMM
-  ** (the output layer is not a Transformer Engine module; fused into the
+  /* Megatron-Core's deferred output-layer weight gradient: a GEMM in the
+  ** compute dtype, bf16 whatever the layers' recipe (the output layer is
+  ** not a Transformer Engine module; fused into the
   ** fp32 main_grad, wgrad_gemm_accum_fp32) of the vocabulary shard by the
   ** hidden size over the tokens of the tensor-parallel group, its input
   ** all-gathered first under sequence parallelism
-  ** (utils.py drain_embedding_wgrad_compute) */
-  if (p.defer_embedding_wgrad && d->vocab > 0) {
+  ** (utils.py drain_embedding_wgrad_compute). Worked out for every plan
+  ** with a trainable head (one cost serves the planner's plans with and
+  ** without the deferral); used only with it */
+  if (d->vocab > 0 && head.head_params > 0) {
     optime_result g;
     int64_t rows = p.mbs * p.seq / cp, vshard = (d->vocab + p.tp - 1) / p.tp;
-    if (optime_matmul(hw, 1, vshard, d->hidden, rows, GDT_BF16, &g, err, errn) != 0) return -1;
+    if (optime_matmul(hw, 1, vshard, d->hidden, rows, p.precision, &g, err, errn) != 0) return -1;
     r->head_wgrad_s = g.time_s < r->head_bwd_s - r->embed_bwd_s ? g.time_s : r->head_bwd_s - r->embed_bwd_s;
     r->head_wgrad_ag_s = ag;
   }

@@ -428,12 +428,16 @@ run sim-vt-zero 2 simulate llama3-8b --hw tpu-v6e --chips 8 --vocab-tiling 0 && 
 run sim-wdt-bf16 0 simulate llama3-8b --hw tpu-v6e --chips 8 --gbs 8 --seq 8192 --weight-dtype bf16 --explain && has sim-wdt-bf16 out "8.03 G params x 2 B / 8" && has sim-wdt-bf16 out "1.00 G params x 14 B"
 # --defer-embedding-wgrad-compute [--wgrad-deferral-limit N] (Megatron-Core's): the
 # output layer's weight-gradient GEMMs of the first N micro-batches run in the flush.
-# It needs a pipeline, the limit needs the switch, a transformer's; --explain gives the
+# It needs a pipeline, the limit needs the switch, two deferred micro-batches (Megatron-
+# Core's drain fails on one), a trainable output layer, a transformer; --explain gives the
 # drain (4 GEMMs of 32064 x 4096 x 8192 behind a gather: g + 3 x max(w, g) + w), the
 # JSON the limit, and the step does not grow
 run sim-defer-pp1 1 simulate llama3-8b --hw h100-sxm --chips 8 --defer-embedding-wgrad-compute && has sim-defer-pp1 err "pp 1 has none (Megatron-Core refuses it at pp 1; nearest: --pp 2 or more"
 run sim-defer-lim 2 simulate llama3-8b --hw h100-sxm --chips 8 --pp 2 --wgrad-deferral-limit 4 && has sim-defer-lim err "--wgrad-deferral-limit limits --defer-embedding-wgrad-compute"
 run sim-defer-neg 2 simulate llama3-8b --hw h100-sxm --chips 8 --pp 2 --defer-embedding-wgrad-compute --wgrad-deferral-limit -1 && has sim-defer-neg err "--wgrad-deferral-limit -1: expected an integer from 0"
+run sim-defer-one 1 simulate llama3-8b --hw h100-sxm --chips 8 --tp 4 --pp 2 --gbs 1 --defer-embedding-wgrad-compute && has sim-defer-one err "one deferred micro-batch (the step has one): Megatron-Core's drain needs two or more"
+run sim-defer-lim1 1 simulate llama3-8b --hw h100-sxm --chips 8 --tp 4 --pp 2 --gbs 8 --defer-embedding-wgrad-compute --wgrad-deferral-limit 1 && has sim-defer-lim1 err "nearest: --wgrad-deferral-limit 2 or more"
+run sim-defer-lora 1 simulate llama3-8b --hw h100-sxm --chips 8 --tp 4 --pp 2 --gbs 8 --finetune lora --defer-embedding-wgrad-compute && has sim-defer-lora err "under --finetune lora the output layer is frozen and has none"
 run sim-defer-cnn 1 simulate resnet50 --hw h100-sxm --chips 8 --defer-embedding-wgrad-compute && has sim-defer-cnn err "--defer-embedding-wgrad-compute defers a transformer's output-layer weight gradients; resnet50 has no transformer layers"
 run sim-defer 0 simulate llama3-8b --hw h100-sxm --chips 8 --tp 4 --pp 2 --sp --gbs 32 --seq 8192 --defer-embedding-wgrad-compute --wgrad-deferral-limit 4 --explain && has sim-defer out "4 of 32 micro-batches' GEMMs"
 run sim-defer-json 0 simulate llama3-8b --hw h100-sxm --chips 8 --tp 4 --pp 2 --sp --gbs 32 --seq 8192 --defer-embedding-wgrad-compute --wgrad-deferral-limit 4 --json && has sim-defer-json out '"wgrad_deferral_limit":	4'
@@ -893,9 +897,9 @@ run validate-badcompile 1 validate "$SHARED/reference/public-runs.csv" --mapping
 # weight_dtype and vocab_tiling: fp32 or bf16 (the nearest named), a count from 1
 printf 'kind,key,value\nweight_dtype,maxtext:weight_dtype=bfloat16,bf17\nvocab_tiling,maxtext:num_vocab_tiling=4;,0\n' >"$OUT/map-badwdt.csv"
 run validate-badwdt 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-badwdt.csv" && has validate-badwdt err "map-badwdt.csv:2:44: value: 'bf17': expected fp32 or bf16 (simulate's --weight-dtype) (did you mean 'bf16'?)" && has validate-badwdt err "map-badwdt.csv:3:42: value: --vocab-tiling 0: expected an integer from 1"
-# wgrad_deferral: a count from 1 (--wgrad-deferral-limit); a misspelt kind gets the nearest
-printf 'kind,key,value\nwgrad_deferral,megatron-core:task=sft,0\nwgrad_deferal,megatron-core:task=sft,22\n' >"$OUT/map-badwgrad.csv"
-run validate-badwgrad 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-badwgrad.csv" && has validate-badwgrad err "map-badwgrad.csv:2:39: value: --wgrad-deferral-limit 0: expected an integer from 1" && has validate-badwgrad err "map-badwgrad.csv:3:1: kind: 'wgrad_deferal': expected chip," && has validate-badwgrad err "(did you mean 'wgrad_deferral'?)"
+# wgrad_deferral: a count from 0, all (--wgrad-deferral-limit); a misspelt kind gets the nearest
+printf 'kind,key,value\nwgrad_deferral,megatron-core:task=sft,-1\nwgrad_deferal,megatron-core:task=sft,22\n' >"$OUT/map-badwgrad.csv"
+run validate-badwgrad 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-badwgrad.csv" && has validate-badwgrad err "map-badwgrad.csv:2:39: value: --wgrad-deferral-limit -1: expected an integer from 0" && has validate-badwgrad err "map-badwgrad.csv:3:1: kind: 'wgrad_deferal': expected chip," && has validate-badwgrad err "(did you mean 'wgrad_deferral'?)"
 # attention: flash or scores (the nearest named)
 printf 'kind,key,value\nattention,maxtext:attention=dot_product,score\n' >"$OUT/map-badattn.csv"
 run validate-badattn 1 validate "$SHARED/reference/public-runs.csv" --mapping "$OUT/map-badattn.csv" && has validate-badattn err "map-badattn.csv:2:41: value: 'score': expected flash or scores (simulate's --attention) (did you mean 'scores'?)"
@@ -1148,7 +1152,8 @@ row_cmd validate-families f-glm5 'glm-5.json --hw gb200 .* --ep 64 '
 run validate-lora 0 validate "$OUT/lora-runs.csv"
 row_cmd validate-lora lora-mb-25.11-llama3_70b-h100-fp8_cs-64g-gbs128 ' --finetune lora --lora-targets linear_qkv,linear_proj,linear_fc1,linear_fc2 --lora-rank 16$'
 row_cmd validate-lora lora-mb-26.04.01-llama3_70b-h100-fp8-64g-gbs256 ' --finetune lora --lora-targets linear_qkv$'
-row_cmd validate-public-runs-modern mb-26.06-llama3_70b-h100-fp8-32g-gbs32-sft ' --precision fp8 --recompute none$'
+# (and the SFT recipe's deferred output-layer weight gradients: the mapping's wgrad_deferral)
+row_cmd validate-public-runs-modern mb-26.06-llama3_70b-h100-fp8-32g-gbs32-sft ' --precision fp8 --recompute none --defer-embedding-wgrad-compute --wgrad-deferral-limit 22$'
 # the recipe's token dispatcher (the mapping's dispatcher kind): alltoall for Qwen3 235B on B200,
 # the profile's flex for it on GB200
 row_cmd validate-public-runs-modern mb-25.11-qwen3_235b_a22b-b200-mxfp8-64g-gbs1024 ' --moe-dispatcher alltoall$'
