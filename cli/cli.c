@@ -162,6 +162,13 @@ int cli_weight_opts(cli_ctx *c, plan *p) {
   if (cli_opt(c, "--wgrad-deferral-limit") && !p->defer_embedding_wgrad)
     return cli_usage_error(c, "%s", "--wgrad-deferral-limit limits --defer-embedding-wgrad-compute "
                            "(give both, as Megatron-Core's arguments)");
+  /* on or off over the framework's recipes (plan_check: a low-precision
+  ** recipe, a chip with the measured rate) */
+  static const char *const ONOFF[] = {"off", "on", NULL};
+  int fa;
+  if (cli_enum_opt(c, "--fp8-dot-product-attention", ONOFF, 0, &fa)) return CLI_USAGE;
+  if (cli_opt(c, "--fp8-dot-product-attention"))
+    p->fp8_attention = fa == 1 ? PLAN_FP8_ATTN_ON : PLAN_FP8_ATTN_OFF;
   return CLI_OK;
 }
 

@@ -84,8 +84,10 @@ int cli_model_finetune(cli_ctx *c, model_opts *o, int f);
 ** plan alike; CLI_USAGE for a bad value. */
 int cli_input_choice(cli_ctx *c, input_choice *ch);
 /* --weight-dtype fp32|bf16 and --vocab-tiling N (MaxText's weight_dtype and
-** num_vocab_tiling) into p; plan_check says whether the model takes them.
-** CLI_USAGE for a bad value. */
+** num_vocab_tiling), --defer-embedding-wgrad-compute with
+** --wgrad-deferral-limit N and --fp8-dot-product-attention on|off
+** (Megatron-Core's) into p; plan_check says whether the model and chip
+** take them. CLI_USAGE for a bad value. */
 int cli_weight_opts(cli_ctx *c, plan *p);
 /* The flags given that do not act on m's kind of model (a recompute policy
 ** for an MLP, a batch for an HLO module): the first refused with what it

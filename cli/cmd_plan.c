@@ -29,7 +29,8 @@ static const char *const PLAN_VALUED[] = {"--hw",     "--chips",     "--max-chip
                                           "--finetune", "--lora-rank", "--lora-targets", "--ep-overlap",
                                           "--weight-dtype", "--vocab-tiling", "--moe-dispatcher",
                                           "--moe-imbalance", "--input", "--storage", "--prefetch",
-                                          "--input-host", "--wgrad-deferral-limit", NULL};
+                                          "--input-host", "--wgrad-deferral-limit",
+                                          "--fp8-dot-product-attention", NULL};
 
 /* The ranges of plan's numbers. Tokens stop at 1e18 so that the steps
 ** the planner derives (tokens / (gbs x seq), an int64) cannot overflow;
@@ -357,6 +358,7 @@ static int run_plan(cli_ctx *c) {
   req.ep_overlap = epo == 1 ? PLAN_EP_OVERLAP_ON : PLAN_EP_OVERLAP_OFF;
   req.bf16_weights = wt.bf16_weights, req.vocab_tiles = wt.vocab_tiles;
   req.defer_embedding_wgrad = wt.defer_embedding_wgrad;
+  req.fp8_attention = wt.fp8_attention;
   req.wgrad_deferral_limit = wt.wgrad_deferral_limit;
   req.has_embeddings = cli_opt(c, "--embeddings") != NULL;
   req.embeddings = (plan_embeddings)emb;
@@ -681,6 +683,7 @@ const cli_cmd cli_cmd_plan = {"plan",
     "                  [--input tokens|images] [--storage shards|files] [--prefetch N]\n"
     "                  [--input-host local|remote]\n"
     "                  [--defer-embedding-wgrad-compute [--wgrad-deferral-limit N]]\n"
+    "                  [--fp8-dot-product-attention on|off]\n"
     "  --objective: default time; cost for the classical families (gbdt, mlp)\n"
     "  --cp, --precision, --framework, --offload, --seq, --weight-dtype, --vocab-tiling:\n"
     "               kept fixed in the search (simulate --help)\n"
@@ -690,6 +693,7 @@ const cli_cmd cli_cmd_plan = {"plan",
     "  --moe-dispatcher: fixed for the expert-parallel plans (simulate --help)\n"
     "  --defer-embedding-wgrad-compute: every plan with a pipeline defers the output\n"
     "               layer's weight gradients into its flush (simulate --help)\n"
+    "  --fp8-dot-product-attention: fixed (default: the framework's; simulate --help)\n"
     "  --moe-imbalance F: each expert-parallel plan's busiest chip takes F times the\n"
     "               even share, or the most its ep allows (simulate --help)\n"
     "  --input, --storage, --prefetch, --input-host: the host input pipeline every\n"

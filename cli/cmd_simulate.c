@@ -34,7 +34,8 @@ const char *const CLI_SIM_VALUED[] = {
     "--attention-kernel", "--op-costs", "--cp", "--cp-comm", "--etp", "--pp-layers", "--pp-layout", "--hsdp", "--offload",
     "--framework", "--embeddings", "--topology", "--set", "--compile", "--tp-overlap",
     "--ep-overlap", "--finetune", "--lora-rank", "--lora-targets", "--vocab-tiling",
-    "--weight-dtype", "--moe-dispatcher", "--moe-imbalance", "--wgrad-deferral-limit", NULL};
+    "--weight-dtype", "--moe-dispatcher", "--moe-imbalance", "--wgrad-deferral-limit",
+    "--fp8-dot-product-attention", NULL};
 static const char *const COMPILE[] = {"off", "on", NULL};
 
 /* --offload none|activations|optimizer, or activations:N (the activations
@@ -447,6 +448,11 @@ void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p
               r->head_wgrad_ag_s > 0 ? " behind a " : "", r->head_wgrad_ag_s > 0 ? g : "",
               r->head_wgrad_ag_s > 0 ? " all-gather of its input" : "", dr);
     }
+    if (framework_fp8_attention(p, hw))
+      fprintf(out, "  attention core in fp8 (--fp8-dot-product-attention; Transformer Engine's "
+                   "fp8_dpa): cuDNN's fp8 kernel at %.3gx its bf16 rate forward, %.3gx backward "
+                   "(chip.attention_fp8_*_speedup)\n",
+              hw->chip.attention_fp8_fwd_speedup, hw->chip.attention_fp8_bwd_speedup);
     if (plan_moe_load(p) > 1)
       fprintf(out, "  uneven routing: the busiest chip of each expert group receives %.3g times the "
                    "even share of the routed tokens (--moe-imbalance), and its expert GEMMs, "
@@ -707,6 +713,7 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "                  [--finetune full|lora|qlora [--lora-rank R] [--lora-targets LIST]]\n"
     "                  [--weight-dtype fp32|bf16] [--vocab-tiling N]\n"
     "                  [--defer-embedding-wgrad-compute [--wgrad-deferral-limit N]]\n"
+    "                  [--fp8-dot-product-attention on|off]\n"
     "  chips = dp x tp x pp x cp (Megatron-Core); --ep splits the expert layers over\n"
     "  dp x cp ranks, --etp each expert's FFN\n"
     "  --framework: the stack's features (attention kernel, gradient sync, optimizer\n"
@@ -759,6 +766,10 @@ const cli_cmd cli_cmd_simulate = {"simulate",
     "              of the first N micro-batches (--wgrad-deferral-limit N; 0, the\n"
     "              default: all) run in the pipeline's flush on the last stage, not\n"
     "              in its backward (Megatron-Core's flags; pp > 1)\n"
+    "  --fp8-dot-product-attention: the attention core with fp8 operands (Transformer\n"
+    "              Engine's fp8_dpa, cuDNN's fp8 kernel at its measured rate) or\n"
+    "              not; default: the framework's recipes (megatron-core-26.08: MXFP8\n"
+    "              MoE on NVL72); needs a low-precision --precision\n"
     "  --pp-layout LAYOUT: Megatron-Core's --pipeline-model-parallel-layout as a\n"
     "              recipe writes it, e.g. 'Et|(tt|)*30mL': stages split by '|', E the\n"
     "              embedding, t a decoder layer, m an MTP layer, L the loss\n"

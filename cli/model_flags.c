@@ -41,6 +41,7 @@ static const struct {
     {"--vocab-tiling", FOR_TF, "tiles a transformer's logits and loss"},
     {"--defer-embedding-wgrad-compute", FOR_TF, "defers a transformer's output-layer weight gradients"},
     {"--wgrad-deferral-limit", FOR_TF, "defers a transformer's output-layer weight gradients"},
+    {"--fp8-dot-product-attention", FOR_TF, "runs a transformer's attention core in fp8"},
     {"--full", FOR_TF, "runs a transformer's data-parallel rings at once on the whole network"},
     {"--weight-dtype", FOR_TF | FOR_DP, "sets the dtype weights and optimizer state are kept in"},
     {"--zero", FOR_TF | FOR_DP, "shards optimizer state, gradients or weights over data-parallel chips"},

@@ -90,6 +90,11 @@ typedef struct {
   ** the chip itself, attention_seq the newer generation's shape); a
   ** framework calling cuDNN reads this one (0 everywhere: attention_seq) */
   double attention_cudnn_seq_eff[5];
+  /* cuDNN's fused attention with fp8 operands (Transformer Engine's fp8
+  ** dot-product attention, current scaling) over its bf16 rate, forward
+  ** and backward, causal at 8k keys, measured on the chip or its die
+  ** (0: absent, no fp8 attention to run) */
+  double attention_fp8_fwd_speedup, attention_fp8_bwd_speedup;
   /* the same large-GEMM fraction measured with fp8 operands (absent:
   ** matmul_efficiency): what a low-precision recipe's GEMMs reach */
   double fp8_matmul_efficiency;

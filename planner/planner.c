@@ -986,6 +986,7 @@ static void search_chips(hw_state *st, const hw_fixed *fx, int64_t chips) {
               p.bf16_weights = req->bf16_weights, p.vocab_tiles = req->vocab_tiles;
               p.defer_embedding_wgrad = req->defer_embedding_wgrad && pp > 1;
               p.wgrad_deferral_limit = req->wgrad_deferral_limit;
+              p.fp8_attention = req->fp8_attention;
               if (uneven) { /* as even as it goes (plan_balance_layers) */
                 p.pp_layers = sc->splits + sc->split_at[pp * vp];
                 p.n_pp_layers = (int)(pp * vp);

@@ -102,6 +102,9 @@ typedef struct {
   ** plan with a pipeline (pp 1 has no flush to run them in) */
   bool defer_embedding_wgrad;
   int64_t wgrad_deferral_limit;
+  /* the attention core in fp8 (--fp8-dot-product-attention), fixed; 0:
+  ** the framework's */
+  plan_fp8_attn fp8_attention;
   /* every plan of the space scored: no bound prunes (the best plan is the
   ** same either way; the bounds only save time) */
   bool exhaustive;

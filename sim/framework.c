@@ -401,6 +401,13 @@ bool framework_moe_a2a_overlap(int f, const plan *p, const hw_model *hw) {
   return frameworks[f].moe_a2a_overlap && p->gemm == PLAN_GEMM_MXFP8 && hw->chips_per_node >= 72;
 }
 
+bool framework_fp8_attention(const plan *p, const hw_model *hw) {
+  if (p->fp8_attention != PLAN_FP8_ATTN_FRAMEWORK) return p->fp8_attention == PLAN_FP8_ATTN_ON;
+  int f = p->framework;
+  return f >= 0 && frameworks[f].moe_a2a_overlap && p->gemm == PLAN_GEMM_MXFP8 && p->ep > 1 &&
+         hw->chips_per_node >= 72 && hw->chip.attention_fp8_fwd_speedup > 0;
+}
+
 bool framework_cp_pytorch(int f) { return f >= 0 && frameworks[f].cp_pytorch; }
 
 bool framework_cp_repeats_kv(int f, const wl_tf_dims *d) {

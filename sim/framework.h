@@ -281,6 +281,14 @@ double framework_full_comm_share(int f, const wl_tf_dims *d, int kind, bool sp);
 ** p->ep_overlap says, else its recipes' rule (MXFP8 GEMMs, a scale-up
 ** domain of at least 72 chips). */
 bool framework_moe_a2a_overlap(int f, const plan *p, const hw_model *hw);
+
+/* Whether plan p on hw runs the attention core with fp8 operands
+** (Transformer Engine's fp8 dot-product attention, cuDNN's fp8 kernel at
+** hw's chip.attention_fp8_*_speedup): as --fp8-dot-product-attention says,
+** else as the profile's recipes do -- megatron-core-26.08's MXFP8 MoE
+** configs on NVL72 set it with their EP overlap (perf_recipes/qwen/common.py
+** _enable_hybridep_full_iteration_mxfp8: fp8_dot_product_attention True). */
+bool framework_fp8_attention(const plan *p, const hw_model *hw);
 /* Whether plan p's MoE dispatch sends a token once per destination node
 ** and permutes once on arrival (flex: DeepEP, HybridEP), as
 ** p->moe_dispatcher says, else as its profile does (moe_node_dedup); false:

@@ -124,6 +124,10 @@ typedef enum { PLAN_EP_OVERLAP_FRAMEWORK, PLAN_EP_OVERLAP_OFF, PLAN_EP_OVERLAP_O
 ** permuted once on arrival). 0 is
 ** the profile's. */
 typedef enum { PLAN_DISPATCH_FRAMEWORK, PLAN_DISPATCH_ALLTOALL, PLAN_DISPATCH_FLEX } plan_moe_dispatcher;
+/* The attention core's operands in fp8 (Transformer Engine's fp8
+** dot-product attention, Megatron-Core's --fp8-dot-product-attention):
+** as the framework profile's recipes do, off or on. 0 is the profile's. */
+typedef enum { PLAN_FP8_ATTN_FRAMEWORK, PLAN_FP8_ATTN_OFF, PLAN_FP8_ATTN_ON } plan_fp8_attn;
 
 typedef struct {
   int64_t chips, dp, tp, pp, ep;
@@ -168,6 +172,7 @@ typedef struct {
   bool tp_overlap;  /* tensor-parallel collectives overlapped with GEMMs (userbuffers, collective matmul) */
   plan_ep_overlap ep_overlap; /* the MoE all-to-alls under the paired micro-batch's compute */
   plan_moe_dispatcher moe_dispatcher; /* the MoE token dispatcher, over the framework's */
+  plan_fp8_attn fp8_attention; /* the attention core in fp8, over the framework's */
   /* uneven routing (--moe-imbalance F): the busiest chip of an expert group
   ** receives F times the even share of the routed tokens, and the group
   ** waits for it at the combine: its expert GEMMs, all-to-alls and expert

@@ -569,6 +569,48 @@ Test(moe, a2a_overlap_profile_rule) {
   hw_catalog_free(c);
 }
 
+/* The same recipes run the attention core in fp8
+** (_enable_hybridep_full_iteration_mxfp8: fp8_dot_product_attention) on the
+** same plans: the profile's rule, and the flag either way. In a step the
+** core's forward runs at cuDNN's measured fp8 rate over its bf16 one on
+** GB200: 1.397 / 1.074 ms = 1.301 at 8k keys (cudnn-frontend's cuDNN 9.22
+** benchmark, hw_models/gb200.json), to a percent (the launch is not
+** scaled). */
+Test(moe, fp8_attention_profile_rule_and_rate) {
+  hw_catalog *c = th_catalog();
+  plan p = {.ep = 8};
+  framework_apply(framework_find("megatron-core-26.08"), &p);
+  cr_assert_eq(plan_precision_parse("mxfp8", &p), 0);
+  cr_assert(framework_fp8_attention(&p, th_hw(c, "gb200")));
+  cr_assert(framework_fp8_attention(&p, th_hw(c, "gb300")));
+  cr_assert_not(framework_fp8_attention(&p, th_hw(c, "b200")));
+  p.fp8_attention = PLAN_FP8_ATTN_ON;
+  cr_assert(framework_fp8_attention(&p, th_hw(c, "b200")));
+  p.fp8_attention = PLAN_FP8_ATTN_OFF;
+  cr_assert_not(framework_fp8_attention(&p, th_hw(c, "gb200")));
+  p.fp8_attention = PLAN_FP8_ATTN_FRAMEWORK, p.ep = 1;
+  cr_assert_not(framework_fp8_attention(&p, th_hw(c, "gb200")));
+  p.ep = 8;
+  framework_apply(framework_find("megatron-core"), &p);
+  cr_assert_not(framework_fp8_attention(&p, th_hw(c, "gb200")));
+  model *m = th_model("tests/data/hf/qwen3-30b-a3b.json", 4096);
+  char err[512];
+  plan q = {.chips = 8, .tp = 1, .pp = 1, .ep = 8, .cp = 1, .mbs = 4, .vp = 1, .slices = 1,
+            .gbs = 512, .seq = 4096, .schedule = PLAN_1F1B, .op_costs = OPCOST_FORMULA};
+  cr_assert_eq(plan_precision_parse("mxfp8", &q), 0);
+  framework_apply(framework_find("megatron-core-26.08"), &q);
+  const hw_model *h = th_hw(c, "gb200");
+  cr_assert_eq(plan_check(m, h, &q, err, sizeof err), 0, "%s", err);
+  step_result on, off;
+  cr_assert_eq(step_costs(m, h, &q, &on, err, sizeof err), 0, "%s", err);
+  q.fp8_attention = PLAN_FP8_ATTN_OFF;
+  cr_assert_eq(step_costs(m, h, &q, &off, err, sizeof err), 0, "%s", err);
+  double r = off.attn_core_fwd_s / on.attn_core_fwd_s;
+  cr_assert(r > 1.301 * 0.99 && r <= 1.301 * 1.0001, "fp8 core forward %.4g x faster", r);
+  model_free(m);
+  hw_catalog_free(c);
+}
+
 /* In a step: Qwen3-30B-A3B on 8 GB200s, ep 8, MXFP8 (the 26.08 row's
 ** plan). Every layer is MoE, tp 1 (no tensor-parallel collectives), so a
 ** layer's exposed communication is its all-to-alls alone: the whole
@@ -585,8 +627,11 @@ Test(moe, a2a_overlap_in_a_step) {
   const hw_model *h = &flat;
   model *m = th_model("tests/data/hf/qwen3-30b-a3b.json", 4096);
   char err[512];
+  /* the attention core in bf16 under both profiles (the 26.08 one's fp8
+  ** core is fp8_attention_profile_rule_and_rate's) */
   plan p = {.chips = 8, .tp = 1, .pp = 1, .ep = 8, .cp = 1, .mbs = 4, .vp = 1, .slices = 1,
-            .gbs = 512, .seq = 4096, .schedule = PLAN_1F1B, .op_costs = OPCOST_FORMULA};
+            .gbs = 512, .seq = 4096, .schedule = PLAN_1F1B, .op_costs = OPCOST_FORMULA,
+            .fp8_attention = PLAN_FP8_ATTN_OFF};
   cr_assert_eq(plan_precision_parse("mxfp8", &p), 0);
   framework_apply(framework_find("megatron-core"), &p);
   cr_assert_eq(plan_check(m, h, &p, err, sizeof err), 0, "%s", err);
@@ -633,8 +678,11 @@ Test(moe, per_expert_gemm_launches) {
   cr_assert_float_eq(h->chip.op_overhead_s, 3e-6, 1e-15);
   model *m = th_model("tests/data/hf/qwen3-30b-a3b.json", 4096);
   char err[512];
+  /* the attention core in bf16 under both profiles (the 26.08 one's fp8
+  ** core is fp8_attention_profile_rule_and_rate's) */
   plan p = {.chips = 8, .tp = 1, .pp = 1, .ep = 8, .cp = 1, .mbs = 4, .vp = 1, .slices = 1,
-            .gbs = 512, .seq = 4096, .schedule = PLAN_1F1B, .op_costs = OPCOST_FORMULA};
+            .gbs = 512, .seq = 4096, .schedule = PLAN_1F1B, .op_costs = OPCOST_FORMULA,
+            .fp8_attention = PLAN_FP8_ATTN_OFF};
   cr_assert_eq(plan_precision_parse("mxfp8", &p), 0);
   framework_apply(framework_find("megatron-core"), &p);
   cr_assert(framework_moe_gemm_per_expert(p.framework, &p, h));
