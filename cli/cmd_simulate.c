@@ -448,11 +448,14 @@ void cli_print_step(FILE *out, const model *m, const hw_model *hw, const plan *p
               r->head_wgrad_ag_s > 0 ? " behind a " : "", r->head_wgrad_ag_s > 0 ? g : "",
               r->head_wgrad_ag_s > 0 ? " all-gather of its input" : "", dr);
     }
-    if (framework_fp8_attention(p, hw))
-      fprintf(out, "  attention core in fp8 (--fp8-dot-product-attention; Transformer Engine's "
-                   "fp8_dpa): cuDNN's fp8 kernel at %.3gx its bf16 rate forward, %.3gx backward "
-                   "(chip.attention_fp8_*_speedup)\n",
-              hw->chip.attention_fp8_fwd_speedup, hw->chip.attention_fp8_bwd_speedup);
+    double f8, b8;
+    if (framework_fp8_attention(p, hw, &f8, &b8)) {
+      bool mx = p->gemm == PLAN_GEMM_MXFP8;
+      fprintf(out, "  attention core in %s (--fp8-dot-product-attention; Transformer Engine's "
+                   "fp8_dpa): cuDNN's %s kernel at %.3gx its bf16 rate forward, %.3gx backward "
+                   "(chip.attention_%s_*_speedup)\n",
+              mx ? "MXFP8" : "fp8", mx ? "MXFP8" : "fp8", f8, b8, mx ? "mxfp8" : "fp8");
+    }
     if (plan_moe_load(p) > 1)
       fprintf(out, "  uneven routing: the busiest chip of each expert group receives %.3g times the "
                    "even share of the routed tokens (--moe-imbalance), and its expert GEMMs, "

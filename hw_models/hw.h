@@ -95,6 +95,10 @@ typedef struct {
   ** and backward, causal at 8k keys, measured on the chip or its die
   ** (0: absent, no fp8 attention to run) */
   double attention_fp8_fwd_speedup, attention_fp8_bwd_speedup;
+  /* the same with MXFP8 operands (block scales): what Transformer Engine
+  ** runs when the linear layers' recipe is MXFP8 and NVTE_DPA_FP8_RECIPE is
+  ** unset (0: absent; Blackwell) */
+  double attention_mxfp8_fwd_speedup, attention_mxfp8_bwd_speedup;
   /* the same large-GEMM fraction measured with fp8 operands (absent:
   ** matmul_efficiency): what a low-precision recipe's GEMMs reach */
   double fp8_matmul_efficiency;

@@ -1032,6 +1032,14 @@ static void search_hw(const search_ctx *sc, int h, hw_search *hs) {
   }
   fx.fw = req->has_framework ? req->framework : framework_default(hw->kind);
   fx.cheap = framework_cheap_recompute_modules(fx.fw, &m->info.tf);
+  if (req->fp8_attention == PLAN_FP8_ATTN_ON) { /* plan_check's rule, said once for the chip */
+    plan probe = {.gemm = req->gemm, .fp8_attention = PLAN_FP8_ATTN_ON};
+    framework_apply(fx.fw, &probe);
+    if (framework_check_fp8_attention(&probe, hw, why, sizeof why) != 0) {
+      planner_add_reject(out, hw->name, PLANNER_CAUSE_REQUIRES, "%s", why);
+      return;
+    }
+  }
   /* the all-to-all overlap: as fixed, or off and on where the framework
   ** has it for the model's precision (plan_check's rules) */
   bool has_epo = framework_check_ep_overlap(fx.fw, why, sizeof why) == 0;

@@ -401,11 +401,60 @@ bool framework_moe_a2a_overlap(int f, const plan *p, const hw_model *hw) {
   return frameworks[f].moe_a2a_overlap && p->gemm == PLAN_GEMM_MXFP8 && hw->chips_per_node >= 72;
 }
 
-bool framework_fp8_attention(const plan *p, const hw_model *hw) {
-  if (p->fp8_attention != PLAN_FP8_ATTN_FRAMEWORK) return p->fp8_attention == PLAN_FP8_ATTN_ON;
-  int f = p->framework;
-  return f >= 0 && frameworks[f].moe_a2a_overlap && p->gemm == PLAN_GEMM_MXFP8 && p->ep > 1 &&
-         hw->chips_per_node >= 72 && hw->chip.attention_fp8_fwd_speedup > 0;
+/* The chip's fp8 attention figures for p's recipe (0 when none). */
+static void fp8_attention_figures(const plan *p, const hw_chip *c, double *f, double *b) {
+  bool mx = p->gemm == PLAN_GEMM_MXFP8;
+  *f = mx ? c->attention_mxfp8_fwd_speedup : c->attention_fp8_fwd_speedup;
+  *b = mx ? c->attention_mxfp8_bwd_speedup : c->attention_fp8_bwd_speedup;
+}
+
+/* Whether p's attention core is cuDNN's flash kernel on hw. */
+static bool cudnn_flash(const plan *p, const hw_model *hw) {
+  double fe, be;
+  const char *field;
+  return p->attention == PLAN_ATTN_FLASH &&
+         framework_attention_kernel(p->framework, p->attn_kernel, &hw->chip, &fe, &be, &field, NULL) &&
+         field == KERNELS[PLAN_AK_CUDNN].field;
+}
+
+bool framework_fp8_attention(const plan *p, const hw_model *hw, double *fwd, double *bwd) {
+  double f, b;
+  fp8_attention_figures(p, &hw->chip, &f, &b);
+  bool on = p->fp8_attention == PLAN_FP8_ATTN_ON;
+  if (p->fp8_attention == PLAN_FP8_ATTN_FRAMEWORK) {
+    int w = p->framework;
+    on = w >= 0 && frameworks[w].moe_a2a_overlap && p->gemm == PLAN_GEMM_MXFP8 && p->ep > 1 &&
+         hw->chips_per_node >= 72 && f > 0 && b > 0 && cudnn_flash(p, hw);
+  }
+  on = on && f > 0 && b > 0;
+  if (fwd) *fwd = on ? f : 1;
+  if (bwd) *bwd = on ? b : 1;
+  return on;
+}
+
+int framework_check_fp8_attention(const plan *p, const hw_model *hw, char *err, size_t errn) {
+  if (p->fp8_attention != PLAN_FP8_ATTN_ON) return 0;
+  if (p->gemm != PLAN_GEMM_FP8 && p->gemm != PLAN_GEMM_FP8_CS && p->gemm != PLAN_GEMM_MXFP8 &&
+      p->gemm != PLAN_GEMM_NVFP4)
+    return str_errf(err, errn, "--fp8-dot-product-attention on runs the attention core in fp8 "
+                    "under a low-precision recipe (Transformer Engine's fp8_dpa); the plan trains "
+                    "in %s (nearest: --precision fp8, fp8-cs, mxfp8 or nvfp4)", plan_precision_label(p));
+  if (!cudnn_flash(p, hw))
+    return str_errf(err, errn, "--fp8-dot-product-attention on: fp8 attention is cuDNN's fused "
+                    "kernel, which Transformer Engine calls; this plan's core is %s (nearest: "
+                    "--framework megatron-core, or --attention-kernel cudnn with --attention flash)",
+                    p->attention != PLAN_ATTN_FLASH ? "not a flash kernel (--attention scores)"
+                                                    : "another kernel");
+  double f, b;
+  fp8_attention_figures(p, &hw->chip, &f, &b);
+  if (f <= 0 || b <= 0)
+    return str_errf(err, errn, "--fp8-dot-product-attention on: %s has no measured %s attention "
+                    "rate forward and backward (chip.attention_%s_fwd_speedup and _bwd_; b200, "
+                    "b300, gb200 and gb300 have both%s)", hw->name,
+                    p->gemm == PLAN_GEMM_MXFP8 ? "MXFP8" : "fp8",
+                    p->gemm == PLAN_GEMM_MXFP8 ? "mxfp8" : "fp8",
+                    p->gemm == PLAN_GEMM_MXFP8 ? "" : "; h100-sxm and h200 the per-tensor ones");
+  return 0;
 }
 
 bool framework_cp_pytorch(int f) { return f >= 0 && frameworks[f].cp_pytorch; }

@@ -283,12 +283,21 @@ double framework_full_comm_share(int f, const wl_tf_dims *d, int kind, bool sp);
 bool framework_moe_a2a_overlap(int f, const plan *p, const hw_model *hw);
 
 /* Whether plan p on hw runs the attention core with fp8 operands
-** (Transformer Engine's fp8 dot-product attention, cuDNN's fp8 kernel at
-** hw's chip.attention_fp8_*_speedup): as --fp8-dot-product-attention says,
-** else as the profile's recipes do -- megatron-core-26.08's MXFP8 MoE
-** configs on NVL72 set it with their EP overlap (perf_recipes/qwen/common.py
-** _enable_hybridep_full_iteration_mxfp8: fp8_dot_product_attention True). */
-bool framework_fp8_attention(const plan *p, const hw_model *hw);
+** (Transformer Engine's fp8 dot-product attention, cuDNN's fused kernel),
+** and its rates then over the bf16 kernel's in *fwd and *bwd (either may be
+** NULL; 1 when not): the chip's MXFP8 figures under an MXFP8 recipe
+** (Transformer Engine runs MXFP8 attention there unless NVTE_DPA_FP8_RECIPE
+** says otherwise: dot_product_attention.py's recipe table), its per-tensor
+** fp8 ones under fp8, fp8-cs and nvfp4. On as --fp8-dot-product-attention
+** says (framework_check_fp8_attention vets it), else as the profile's recipes
+** do: megatron-core-26.08's MXFP8 MoE configs on NVL72 set it with their
+** EP overlap (perf_recipes/qwen/common.py _enable_hybridep_full_iteration_mxfp8),
+** where the core is cuDNN's flash kernel and the chip has the figures. */
+bool framework_fp8_attention(const plan *p, const hw_model *hw, double *fwd, double *bwd);
+/* 0 when plan p may run fp8 attention on hw (a low-precision recipe,
+** flash attention through cuDNN's kernel, the chip's two figures for the
+** recipe); else -1 with what is missing and the nearest choice in err. */
+int framework_check_fp8_attention(const plan *p, const hw_model *hw, char *err, size_t errn);
 /* Whether plan p's MoE dispatch sends a token once per destination node
 ** and permutes once on arrival (flex: DeepEP, HybridEP), as
 ** p->moe_dispatcher says, else as its profile does (moe_node_dedup); false:

@@ -777,20 +777,9 @@ int plan_check_fault(const model *m, const hw_model *hw, plan *p, plan_fault *fa
                     plan_precision_name(p->precision));
   }
   const wl_tf_dims *d = &m->info.tf;
-  if (p->fp8_attention == PLAN_FP8_ATTN_ON) {
-    if (p->gemm != PLAN_GEMM_FP8 && p->gemm != PLAN_GEMM_FP8_CS && p->gemm != PLAN_GEMM_MXFP8 &&
-        p->gemm != PLAN_GEMM_NVFP4) {
-      *fault = PLAN_FAULT_DTYPE;
-      return str_errf(err, errn, "--fp8-dot-product-attention on runs the attention core in fp8 "
-                      "under a low-precision recipe (Transformer Engine's fp8_dpa); the plan trains "
-                      "in %s (nearest: --precision fp8, fp8-cs, mxfp8 or nvfp4)", plan_precision_label(p));
-    }
-    if (hw->chip.attention_fp8_fwd_speedup <= 0) {
-      *fault = PLAN_FAULT_REQUIRES;
-      return str_errf(err, errn, "--fp8-dot-product-attention on: %s has no measured fp8 attention "
-                      "rate (chip.attention_fp8_fwd_speedup; hw_models/h100-sxm.json, h200, b200, "
-                      "b300, gb200 and gb300 have one)", hw->name);
-    }
+  if (framework_check_fp8_attention(p, hw, err, errn) != 0) {
+    *fault = PLAN_FAULT_REQUIRES;
+    return -1;
   }
   if (p->defer_embedding_wgrad) {
     if (p->pp < 2) {

@@ -972,7 +972,8 @@ cJSON *step_json(const model *m, const hw_model *hw, const plan *p, const step_r
   if (p->vocab_tiles > 1) cJSON_AddNumberToObject(pj, "vocab_tiling", (double)p->vocab_tiles);
   if (p->defer_embedding_wgrad)
     cJSON_AddNumberToObject(pj, "wgrad_deferral_limit", (double)p->wgrad_deferral_limit);
-  if (framework_fp8_attention(p, hw)) cJSON_AddBoolToObject(pj, "fp8_dot_product_attention", true);
+  if (framework_fp8_attention(p, hw, NULL, NULL))
+    cJSON_AddBoolToObject(pj, "fp8_dot_product_attention", true);
   if (p->pp_split_embedding) cJSON_AddBoolToObject(pj, "pp_split_embedding", true);
   if (p->pp_split_loss) cJSON_AddBoolToObject(pj, "pp_split_loss", true);
   if (p->full) {

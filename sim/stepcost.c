@@ -440,12 +440,14 @@ const hw_model *step_layer_hw(const hw_model *hw, const plan *p, hw_model *ah, h
     if (seq) memcpy(ah->chip.attention_seq_eff, seq, sizeof ah->chip.attention_seq_eff);
     hw = ah;
   }
-  /* the core in fp8: cuDNN's fp8 kernel over its bf16 one, measured
-  ** (chip.attention_fp8_*_speedup) */
-  if (framework_fp8_attention(p, hw)) {
+  /* the core in fp8: cuDNN's fp8 (or MXFP8) kernel over its bf16 one,
+  ** measured (chip.attention_fp8_*_speedup, attention_mxfp8_*); the
+  ** framework's kernel is cuDNN's then (framework_check_fp8_attention) */
+  double f8, b8;
+  if (framework_fp8_attention(p, hw, &f8, &b8)) {
     if (hw != ah) *ah = *hw;
-    ah->chip.attention_fwd_efficiency *= ah->chip.attention_fp8_fwd_speedup;
-    ah->chip.attention_bwd_efficiency *= ah->chip.attention_fp8_bwd_speedup;
+    ah->chip.attention_fwd_efficiency *= f8;
+    ah->chip.attention_bwd_efficiency *= b8;
     hw = ah;
   }
   /* the low-precision unit for the layers' GEMMs */

@@ -446,11 +446,15 @@ awk -v a="$(sed -n 's/.*"step_time_s":[[:space:]]*\([0-9.e+-]*\).*/\1/p' "$OUT/s
 w=$(sed -n "s/.*GEMMs, \([0-9.]*\) ms each behind a \([0-9.]*\) us all-gather.*: \([0-9.]*\) ms\$/\1 \2 \3/p" "$OUT/sim-defer.out")
 echo "$w" | awk '{ g = $2 / 1000; w = $1; want = g + 3 * (w > g ? w : g) + w; d = want - $3; exit !(NF == 3 && d < 0.06 && d > -0.06) }' && ok || bad "--defer-embedding-wgrad-compute: the drain is not g + 3 max(w, g) + w: '$w'"
 # --fp8-dot-product-attention on|off (Megatron-Core's): the 26.08 profile's MXFP8 MoE plans
-# on NVL72 run the attention core in fp8 (--explain says so, the JSON too), off turns it off;
-# it needs a low-precision recipe, a chip with the measured rate, a transformer, on or off
+# on NVL72 run the attention core in MXFP8 (Transformer Engine's under an MXFP8 recipe;
+# --explain says so, the JSON too), off turns it off, fp8-cs runs it per-tensor fp8; it needs a
+# low-precision recipe, cuDNN's flash kernel, a chip with the measured rates, a transformer
 fa_q="tests/data/hf/qwen3-30b-a3b.json --hw gb200 --chips 8 --framework megatron-core-26.08 --ep 8 --mbs 4 --gbs 64 --seq 4096"
 run sim-fa8 0 simulate $fa_q --precision mxfp8 --explain --json && has sim-fa8 out '"fp8_dot_product_attention":	true'
-run sim-fa8-ex 0 simulate $fa_q --precision mxfp8 --explain && has sim-fa8-ex out "attention core in fp8 (--fp8-dot-product-attention; Transformer Engine's fp8_dpa): cuDNN's fp8 kernel at 1.3x its bf16 rate forward, 1.09x backward"
+run sim-fa8-ex 0 simulate $fa_q --precision mxfp8 --explain && has sim-fa8-ex out "attention core in MXFP8 (--fp8-dot-product-attention; Transformer Engine's fp8_dpa): cuDNN's MXFP8 kernel at 1.21x its bf16 rate forward, 0.966x backward"
+run sim-fa8-cs 0 simulate $fa_q --precision fp8-cs --fp8-dot-product-attention on --explain && has sim-fa8-cs out "cuDNN's fp8 kernel at 1.3x its bf16 rate forward, 1.09x backward"
+run sim-fa8-scores 1 simulate $fa_q --precision mxfp8 --attention scores --fp8-dot-product-attention on && has sim-fa8-scores err "this plan's core is not a flash kernel (--attention scores)"
+run sim-fa8-fa2 1 simulate llama3-8b --hw h100-sxm --chips 8 --precision fp8 --attention-kernel fa2 --fp8-dot-product-attention on && has sim-fa8-fa2 err "fp8 attention is cuDNN's fused kernel, which Transformer Engine calls; this plan's core is another kernel"
 run sim-fa8-off 0 simulate $fa_q --precision mxfp8 --fp8-dot-product-attention off --json
 grep -q fp8_dot_product_attention "$OUT/sim-fa8-off.out" && bad "--fp8-dot-product-attention off: the core still in fp8" || ok
 run sim-fa8-bf16 1 simulate $fa_q --precision bf16 --fp8-dot-product-attention on && has sim-fa8-bf16 err "the plan trains in bf16 (nearest: --precision fp8, fp8-cs, mxfp8 or nvfp4)"
